@@ -1,0 +1,43 @@
+//! Errors of the reconcilers. Each says which object, what was being done and why it failed,
+//! in words an operator can act on.
+
+use crate::key::ObjectKey;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{action} {kind} {object}: {source}")]
+    Api {
+        action: &'static str,
+        kind: &'static str,
+        object: ObjectKey,
+        #[source]
+        source: kube::Error,
+    },
+
+    #[error("Foo {foo}: Deployment {deployment:?} already exists and is not managed by it")]
+    DeploymentNotOwned { foo: ObjectKey, deployment: String },
+
+    #[error("Foo {foo} has no uid yet; it cannot own a Deployment")]
+    FooWithoutUid { foo: ObjectKey },
+}
+
+impl Error {
+    pub fn api(
+        action: &'static str,
+        kind: &'static str,
+        object: &ObjectKey,
+    ) -> impl FnOnce(kube::Error) -> Self {
+        let object = object.clone();
+        move |source| Error::Api {
+            action,
+            kind,
+            object,
+            source,
+        }
+    }
+}
+
+/// True when the API server answered with this HTTP status code.
+pub fn is_status(error: &kube::Error, code: u16) -> bool {
+    matches!(error, kube::Error::Api(status) if status.code == code)
+}

@@ -1,0 +1,12 @@
+//! cronscaler: scheduled scaling of Deployments and Foos, and the Foo -> Deployment controller,
+//! sharing one rate-limited workqueue.
+
+pub mod cli;
+pub mod error;
+pub mod events;
+pub mod foo;
+pub mod key;
+pub mod ratelimit;
+
+#[cfg(test)]
+mod mock_api;

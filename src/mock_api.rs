@@ -1,0 +1,181 @@
+//! A scripted stand-in for the API server, behind a real `kube::Client`, for reconciler tests.
+//!
+//! A test lists the exact requests it expects, in order, and how the server answers each; the
+//! script fails on any other request, on a missing one, and on a request left over at the end.
+//! Answers for errors come from bodies captured on a real API server (`tests/fixtures/apiserver`).
+
+use std::time::Duration;
+
+use http::{Request, Response, StatusCode};
+use kube::{Client, client::Body};
+use serde_json::Value;
+use tower_test::mock::{Handle, pair};
+
+pub const ALREADY_EXISTS: &str =
+    include_str!("../tests/fixtures/apiserver/create-deployment-409.json");
+pub const FOO: &str = include_str!("../tests/fixtures/apiserver/get-foo.json");
+pub const FOO_WITH_STATUS: &str = include_str!("../tests/fixtures/apiserver/patch-foo-status.json");
+pub const FOO_INVALID: &str = include_str!("../tests/fixtures/apiserver/patch-foo-422.json");
+
+/// One expected request and the server's answer to it.
+pub struct Exchange {
+    method: &'static str,
+    path: String,
+    content_type: Option<&'static str>,
+    body: Option<Value>,
+    status: u16,
+    reply: Value,
+}
+
+impl Exchange {
+    /// A request of `method` to `path` (with its query string, exactly as sent).
+    pub fn new(method: &'static str, path: impl Into<String>) -> Self {
+        Self {
+            method,
+            path: path.into(),
+            content_type: None,
+            body: None,
+            status: 200,
+            reply: Value::Null,
+        }
+    }
+
+    /// The request's Content-Type must be this (e.g. the kind of patch).
+    pub fn content_type(mut self, content_type: &'static str) -> Self {
+        self.content_type = Some(content_type);
+        self
+    }
+
+    /// The request body must contain this JSON: every field given must be there with this value;
+    /// arrays must match element by element.
+    pub fn body(mut self, body: Value) -> Self {
+        self.body = Some(body);
+        self
+    }
+
+    pub fn reply(mut self, status: u16, reply: Value) -> Self {
+        self.status = status;
+        self.reply = reply;
+        self
+    }
+
+    /// Answer with a captured server body, its status code taken from the body's `code`.
+    pub fn reply_captured(self, captured: &str) -> Self {
+        let reply: Value = serde_json::from_str(captured).expect("fixture is JSON");
+        let status = reply["code"].as_u64().map_or(200, |code| code as u16);
+        self.reply(status, reply)
+    }
+}
+
+pub fn events_path(namespace: &str) -> String {
+    format!("/apis/events.k8s.io/v1/namespaces/{namespace}/events?")
+}
+
+/// An Event the reconciler must publish: type, reason and note, about the named object.
+pub fn event(
+    namespace: &str,
+    type_: &str,
+    reason: &str,
+    note: &str,
+    regarding_name: &str,
+) -> Exchange {
+    Exchange::new("POST", events_path(namespace))
+        .body(serde_json::json!({
+            "type": type_,
+            "reason": reason,
+            "note": note,
+            "regarding": { "name": regarding_name, "namespace": namespace },
+            "reportingController": "cronscaler",
+        }))
+        .reply(201, serde_json::json!({}))
+}
+
+pub struct ApiServer {
+    handle: Handle<Request<Body>, Response<Body>>,
+}
+
+pub fn mock_client() -> (Client, ApiServer) {
+    let (service, handle) = pair::<Request<Body>, Response<Body>>();
+    (Client::new(service, "default"), ApiServer { handle })
+}
+
+impl ApiServer {
+    /// Serves `script` in order, then requires that no client sends anything more. Run it in a
+    /// task and await it after dropping every clone of the client.
+    pub async fn serve(mut self, script: Vec<Exchange>) {
+        for (index, expected) in script.into_iter().enumerate() {
+            let request =
+                tokio::time::timeout(Duration::from_secs(5), self.handle.next_request()).await;
+            let Ok(Some((request, respond))) = request else {
+                panic!(
+                    "request #{index} never came: expected {} {}",
+                    expected.method, expected.path
+                );
+            };
+            let (parts, body) = request.into_parts();
+            let path = parts
+                .uri
+                .path_and_query()
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            let bytes = body.collect_bytes().await.expect("request body readable");
+            let sent: Value = if bytes.is_empty() {
+                Value::Null
+            } else {
+                serde_json::from_slice(&bytes).expect("JSON body")
+            };
+            assert_eq!(
+                (parts.method.as_str(), path.as_str()),
+                (expected.method, expected.path.as_str()),
+                "request #{index} differs; its body: {sent}"
+            );
+            if let Some(content_type) = expected.content_type {
+                assert_eq!(
+                    parts
+                        .headers
+                        .get(http::header::CONTENT_TYPE)
+                        .and_then(|v| v.to_str().ok()),
+                    Some(content_type)
+                );
+            }
+            if let Some(body) = &expected.body {
+                assert_contains(&sent, body, "$");
+            }
+            let response = Response::builder()
+                .status(StatusCode::from_u16(expected.status).expect("valid status"))
+                .header(http::header::CONTENT_TYPE, "application/json")
+                .body(Body::from(
+                    serde_json::to_vec(&expected.reply).expect("reply serializes"),
+                ))
+                .expect("response builds");
+            respond.send_response(response);
+        }
+        if let Some((request, _)) = self.handle.next_request().await {
+            panic!(
+                "unexpected request after the script: {} {}",
+                request.method(),
+                request.uri()
+            );
+        }
+    }
+}
+
+fn assert_contains(actual: &Value, expected: &Value, at: &str) {
+    match (actual, expected) {
+        (Value::Object(actual), Value::Object(expected)) => {
+            for (field, value) in expected {
+                let Some(found) = actual.get(field) else {
+                    panic!("{at}.{field} missing; sent {actual:?}")
+                };
+                assert_contains(found, value, &format!("{at}.{field}"));
+            }
+        }
+        (Value::Array(actual), Value::Array(expected)) => {
+            assert_eq!(actual.len(), expected.len(), "{at}: sent {actual:?}");
+            for (index, (actual, expected)) in actual.iter().zip(expected).enumerate() {
+                assert_contains(actual, expected, &format!("{at}[{index}]"));
+            }
+        }
+        _ => assert_eq!(actual, expected, "{at}"),
+    }
+}
