@@ -38,6 +38,8 @@ pub const FIELD_MANAGER: &str = "cronscaler";
 pub const FOO_LABEL: &str = "samplecontroller.k8s.io/foo";
 pub const CONDITION_READY: &str = "Ready";
 
+// Four printer columns repeat `type_`, which the lint mistakes for a duplicated attribute.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[kube(
     group = "samplecontroller.k8s.io",

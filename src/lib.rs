@@ -2,11 +2,13 @@
 //! sharing one rate-limited workqueue.
 
 pub mod cli;
+pub mod controller;
 pub mod error;
 pub mod events;
 pub mod foo;
 pub mod key;
 pub mod ratelimit;
+pub mod workqueue;
 
 #[cfg(test)]
 mod mock_api;

@@ -409,10 +409,10 @@ fn crd_carries_what_a_real_server_and_kubectl_need() {
 fn committed_crd_manifest_matches_the_rust_type() {
     use kube::CustomResourceExt;
     let generated = serde_norway::to_string(&Foo::crd()).unwrap();
-    let committed = include_str!("../../manifests/crd.yaml");
+    let committed = include_str!("../../manifests/01-crd.yaml");
     assert!(
         committed == generated,
-        "manifests/crd.yaml is stale: regenerate it with `cargo run -- crd > manifests/crd.yaml`"
+        "manifests/01-crd.yaml is stale: regenerate it with `cargo run -- crd > manifests/01-crd.yaml`"
     );
 }
 
