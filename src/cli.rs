@@ -1,7 +1,11 @@
 //! Command line: every flag can also come from a `CRONSCALER_*` environment variable, so the
 //! same binary is configured by flags on a laptop and by env in a Pod spec.
 
-use clap::{Args, Parser, Subcommand};
+use std::{path::PathBuf, time::Duration};
+
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -20,6 +24,8 @@ pub enum Command {
     Run(RunArgs),
     /// Print the Foo CustomResourceDefinition as YAML.
     Crd,
+    /// List every scheduled transition in a time window, from manifests or the live cluster.
+    Plan(PlanArgs),
 }
 
 #[derive(Debug, Clone, Args)]
@@ -39,6 +45,59 @@ pub struct RunArgs {
     /// Requests that may go out at once above the sustained rate.
     #[arg(long, env = "CRONSCALER_KUBE_BURST", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
     pub kube_burst: u32,
+
+    /// Time zone of schedules without a `cronscaler.dev/timezone` annotation (IANA name).
+    #[arg(long, env = "CRONSCALER_DEFAULT_TIMEZONE", default_value = "UTC", value_parser = time_zone)]
+    pub default_timezone: Tz,
+
+    /// Log and emit Events for what the scheduled scaler would do; change nothing.
+    #[arg(long, env = "CRONSCALER_DRY_RUN")]
+    pub dry_run: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct PlanArgs {
+    /// Manifest file or directory of them (multi-document YAML; Deployments and Foos). Repeatable.
+    /// Without it, the objects of the live cluster.
+    #[arg(
+        short = 'f',
+        long = "filename",
+        env = "CRONSCALER_PLAN_FILES",
+        value_delimiter = ','
+    )]
+    pub files: Vec<PathBuf>,
+
+    /// Start of the window (RFC 3339); default now.
+    #[arg(long, env = "CRONSCALER_PLAN_FROM")]
+    pub from: Option<DateTime<Utc>>,
+
+    /// Length of the window, e.g. `7d`, `36h`, `2w`.
+    #[arg(long = "for", env = "CRONSCALER_PLAN_FOR", default_value = "7d", value_parser = humantime::parse_duration)]
+    pub window: Duration,
+
+    /// Output format.
+    #[arg(short = 'o', long, env = "CRONSCALER_PLAN_OUTPUT", value_enum, default_value_t = OutputFormat::Table)]
+    pub output: OutputFormat,
+
+    /// Time zone of schedules without a `cronscaler.dev/timezone` annotation (IANA name).
+    #[arg(long, env = "CRONSCALER_DEFAULT_TIMEZONE", default_value = "UTC", value_parser = time_zone)]
+    pub default_timezone: Tz,
+
+    /// Only this namespace of the live cluster (default: all).
+    #[arg(short = 'n', long, env = "CRONSCALER_NAMESPACE")]
+    pub namespace: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    Table,
+    Json,
+}
+
+fn time_zone(value: &str) -> Result<Tz, String> {
+    value
+        .parse()
+        .map_err(|_| format!("{value:?} is not an IANA time zone name, e.g. Europe/Berlin"))
 }
 
 fn positive_f64(value: &str) -> Result<f64, String> {
@@ -56,7 +115,7 @@ mod tests {
         let cli = Cli::try_parse_from(["cronscaler", "run"].iter().chain(args))?;
         match cli.command {
             Command::Run(run) => Ok(run),
-            Command::Crd => panic!("parsed as crd"),
+            other => panic!("parsed as {other:?}"),
         }
     }
 
@@ -67,6 +126,8 @@ mod tests {
         assert_eq!(run.namespace, None);
         assert_eq!(run.kube_qps, 50.0);
         assert_eq!(run.kube_burst, 100);
+        assert_eq!(run.default_timezone, Tz::UTC);
+        assert!(!run.dry_run);
     }
 
     #[test]
@@ -94,5 +155,55 @@ mod tests {
         assert!(error.contains("\"-3\" is not a positive number"), "{error}");
         assert!(run_args(&["--workers", "0"]).is_err());
         assert!(run_args(&["--kube-burst", "0"]).is_err());
+        let error = run_args(&["--default-timezone", "Mars/Olympus"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("\"Mars/Olympus\" is not an IANA time zone name"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn plan_reads_files_window_and_format() {
+        let cli = Cli::try_parse_from([
+            "cronscaler",
+            "plan",
+            "-f",
+            "examples",
+            "-f",
+            "more.yaml",
+            "--from",
+            "2026-11-23T00:00:00Z",
+            "--for",
+            "36h",
+            "-o",
+            "json",
+        ])
+        .unwrap();
+        let Command::Plan(plan) = cli.command else {
+            panic!("not plan")
+        };
+        assert_eq!(
+            plan.files,
+            vec![PathBuf::from("examples"), PathBuf::from("more.yaml")]
+        );
+        assert_eq!(
+            plan.from.map(|from| from.to_rfc3339()),
+            Some("2026-11-23T00:00:00+00:00".into())
+        );
+        assert_eq!(plan.window, Duration::from_secs(36 * 3600));
+        assert_eq!(plan.output, OutputFormat::Json);
+    }
+
+    #[test]
+    fn plan_defaults_to_a_week_as_a_table() {
+        let Command::Plan(plan) = Cli::try_parse_from(["cronscaler", "plan"]).unwrap().command
+        else {
+            panic!("not plan")
+        };
+        assert!(plan.files.is_empty());
+        assert_eq!(plan.window, Duration::from_secs(7 * 86400));
+        assert_eq!(plan.output, OutputFormat::Table);
     }
 }

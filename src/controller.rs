@@ -4,12 +4,12 @@
 
 use std::{future::Future, sync::Arc};
 
-use chrono::Utc;
 use futures::TryStreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::{
     Api, Client, Resource, ResourceExt,
     client::ClientBuilder,
+    core::PartialObjectMeta,
     runtime::{
         WatchStreamExt,
         reflector::{self, Store},
@@ -21,8 +21,10 @@ use crate::{
     cli::RunArgs,
     events::Events,
     foo::{self, FOO_LABEL, Foo},
-    key::{ObjectKey, WorkKey},
+    key::{ObjectKey, TargetKind, WorkKey},
     ratelimit::RateLimitLayer,
+    scaler,
+    scheduler::{Clock, Scheduler, Tracker, system_clock},
     workqueue::{RateLimit, WorkQueue},
 };
 
@@ -41,47 +43,89 @@ pub async fn connect(args: &RunArgs) -> Result<Client, kube::Error> {
 /// reconciles finish, and returns.
 pub async fn run(client: Client, args: &RunArgs, shutdown: impl Future<Output = ()>) {
     let queue = WorkQueue::<WorkKey>::new(RateLimit::default());
-    let foos: Api<Foo> = scoped_api(&client, args.namespace.as_deref());
-    let deployments: Api<Deployment> = scoped_api(&client, args.namespace.as_deref());
+    let clock = system_clock();
+    let scheduler = Scheduler::spawn(queue.clone(), clock.clone());
+    let namespace = args.namespace.as_deref();
 
     let (foo_store, foo_writer) = reflector::store();
-    let foo_watch = watcher(foos, watcher::Config::default())
-        .default_backoff()
-        .reflect(foo_writer)
-        .touched_objects();
-    let foo_feed = feed(foo_watch, "Foos", queue.clone(), |foo: &Foo| {
-        ObjectKey::of(foo).map(WorkKey::Foo)
+    let foo_watch = watcher(
+        scoped_api::<Foo>(&client, namespace),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .reflect(foo_writer);
+    let mut foo_schedules = Tracker::new(
+        scheduler.clone(),
+        queue.clone(),
+        args.default_timezone,
+        TargetKind::Foo,
+    );
+    let foo_queue = queue.clone();
+    let foo_feed = drive(foo_watch, "Foos", move |event| {
+        foo_schedules.handle(event);
+        if let Some(key) = touched(event).and_then(ObjectKey::of) {
+            foo_queue.add(WorkKey::Foo(key));
+        }
     });
 
     let (owned_store, owned_writer) = reflector::store();
-    let owned_watch = watcher(deployments, watcher::Config::default().labels(FOO_LABEL))
-        .default_backoff()
-        // Field ownership is large and never read from the cache.
-        .modify(|deployment| deployment.managed_fields_mut().clear())
-        .reflect(owned_writer)
-        .touched_objects();
-    let owned_feed = feed(
-        owned_watch,
-        "Deployments owned by Foos",
+    let owned_watch = watcher(
+        scoped_api::<Deployment>(&client, namespace),
+        watcher::Config::default().labels(FOO_LABEL),
+    )
+    .default_backoff()
+    // Field ownership is large and never read from this cache.
+    .modify(|deployment| deployment.managed_fields_mut().clear())
+    .reflect(owned_writer);
+    let owned_queue = queue.clone();
+    let owned_feed = drive(owned_watch, "Deployments owned by Foos", move |event| {
+        if let Some(key) = touched(event).and_then(owner_foo) {
+            owned_queue.add(key);
+        }
+    });
+
+    // Every Deployment, as metadata only and kept nowhere: the tracker keeps what it needs of
+    // the annotated ones.
+    let all_watch = watcher(
+        scoped_api::<PartialObjectMeta<Deployment>>(&client, namespace),
+        watcher::Config::default(),
+    )
+    .default_backoff();
+    let mut deployment_schedules = Tracker::new(
+        scheduler.clone(),
         queue.clone(),
-        owner_foo,
+        args.default_timezone,
+        TargetKind::Deployment,
     );
+    let all_feed = drive(all_watch, "Deployments", move |event| {
+        deployment_schedules.handle(event)
+    });
 
-    let feeds = [tokio::spawn(foo_feed), tokio::spawn(owned_feed)];
+    let feeds = [
+        tokio::spawn(foo_feed),
+        tokio::spawn(owned_feed),
+        tokio::spawn(all_feed),
+    ];
 
-    let ctx = Arc::new(foo::Context {
-        events: Events::new(client.clone(), std::env::var("POD_NAME").ok()),
-        client,
-        foos: foo_store.clone(),
-        owned_deployments: owned_store.clone(),
+    let events = Events::new(client.clone(), std::env::var("POD_NAME").ok());
+    let reconcilers = Arc::new(Reconcilers {
+        foo: foo::Context {
+            client: client.clone(),
+            foos: foo_store.clone(),
+            owned_deployments: owned_store.clone(),
+            events: events.clone(),
+        },
+        scale: scaler::Context::new(client, events, args.default_timezone, args.dry_run),
+        clock,
     });
 
     tokio::pin!(shutdown);
     tokio::select! {
         () = &mut shutdown => {}
         () = caches_ready(&foo_store, &owned_store) => {
-            tracing::info!(workers = args.workers, "caches synced; starting workers");
-            let workers: Vec<_> = (0..args.workers).map(|_| tokio::spawn(worker(queue.clone(), ctx.clone()))).collect();
+            tracing::info!(workers = args.workers, dry_run = args.dry_run, "caches synced; starting workers");
+            let workers: Vec<_> =
+                (0..args.workers).map(|_| tokio::spawn(worker(queue.clone(), reconcilers.clone()))).collect();
             shutdown.await;
             tracing::info!("shutting down: finishing in-flight work");
             queue.shutdown_and_drain().await;
@@ -94,6 +138,13 @@ pub async fn run(client: Client, args: &RunArgs, shutdown: impl Future<Output = 
     for feed in feeds {
         feed.abort();
     }
+}
+
+/// Everything a worker may need, whatever key it takes.
+struct Reconcilers {
+    foo: foo::Context,
+    scale: scaler::Context,
+    clock: Clock,
 }
 
 fn scoped_api<K>(client: &Client, namespace: Option<&str>) -> Api<K>
@@ -111,27 +162,29 @@ async fn caches_ready(foos: &Store<Foo>, owned: &Store<Deployment>) {
     let _ = tokio::join!(foos.wait_until_ready(), owned.wait_until_ready());
 }
 
-/// Puts the key of every object a watch reports (added, changed or deleted) into the queue.
-async fn feed<K, S>(
-    stream: S,
-    what: &'static str,
-    queue: WorkQueue<WorkKey>,
-    key_of: impl Fn(&K) -> Option<WorkKey>,
-) where
-    S: futures::Stream<Item = Result<K, watcher::Error>>,
+/// Hands every event of a watch to `on_event`, logging watch failures (the watcher backs off
+/// and resumes by itself).
+async fn drive<K, S>(stream: S, what: &'static str, mut on_event: impl FnMut(&watcher::Event<K>))
+where
+    S: futures::Stream<Item = Result<watcher::Event<K>, watcher::Error>>,
 {
     futures::pin_mut!(stream);
     loop {
         match stream.try_next().await {
-            Ok(Some(object)) => {
-                if let Some(key) = key_of(&object) {
-                    queue.add(key);
-                }
-            }
+            Ok(Some(event)) => on_event(&event),
             Ok(None) => return,
-            // The watcher backs off and resumes by itself; say why it had to.
             Err(error) => tracing::warn!(%error, "watch of {what} failed; retrying"),
         }
+    }
+}
+
+/// The objects an event reports as added, changed or deleted.
+fn touched<K>(event: &watcher::Event<K>) -> Option<&K> {
+    match event {
+        watcher::Event::Apply(object)
+        | watcher::Event::InitApply(object)
+        | watcher::Event::Delete(object) => Some(object),
+        watcher::Event::Init | watcher::Event::InitDone => None,
     }
 }
 
@@ -148,10 +201,12 @@ fn owner_foo(deployment: &Deployment) -> Option<WorkKey> {
     )))
 }
 
-async fn worker(queue: WorkQueue<WorkKey>, ctx: Arc<foo::Context>) {
+async fn worker(queue: WorkQueue<WorkKey>, reconcilers: Arc<Reconcilers>) {
     while let Some(key) = queue.get().await {
+        let now = (reconcilers.clock)();
         let result = match &key {
-            WorkKey::Foo(foo) => foo::reconcile(&ctx, foo, Utc::now()).await,
+            WorkKey::Foo(foo) => foo::reconcile(&reconcilers.foo, foo, now).await,
+            WorkKey::Scale(target) => scaler::reconcile(&reconcilers.scale, target, now).await,
         };
         match result {
             Ok(()) => queue.forget(&key),

@@ -32,17 +32,49 @@ impl fmt::Display for ObjectKey {
     }
 }
 
+/// The kinds of object whose replicas the scheduled scaler changes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum TargetKind {
+    Deployment,
+    Foo,
+}
+
+impl fmt::Display for TargetKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TargetKind::Deployment => "Deployment",
+            TargetKind::Foo => "Foo",
+        })
+    }
+}
+
+/// An object the scheduled scaler may scale.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ScaleTarget {
+    pub kind: TargetKind,
+    pub key: ObjectKey,
+}
+
+impl fmt::Display for ScaleTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.kind, self.key)
+    }
+}
+
 /// One unit of work in the shared queue.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum WorkKey {
     /// Bring a Foo's Deployment and status in line with its spec.
     Foo(ObjectKey),
+    /// Apply the schedule of a Deployment or Foo at the current time.
+    Scale(ScaleTarget),
 }
 
 impl fmt::Display for WorkKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             WorkKey::Foo(key) => write!(f, "Foo {key}"),
+            WorkKey::Scale(target) => write!(f, "schedule of {target}"),
         }
     }
 }

@@ -7,7 +7,11 @@ pub mod error;
 pub mod events;
 pub mod foo;
 pub mod key;
+pub mod plan;
 pub mod ratelimit;
+pub mod scaler;
+pub mod schedule;
+pub mod scheduler;
 pub mod workqueue;
 
 #[cfg(test)]

@@ -1,15 +1,19 @@
 use anyhow::Context as _;
 use clap::Parser as _;
+use std::process::ExitCode;
+
+use chrono::Utc;
 use cronscaler::{
-    cli::{Cli, Command},
+    cli::{Cli, Command, OutputFormat, PlanArgs},
     controller,
     foo::Foo,
+    plan,
 };
 use kube::CustomResourceExt as _;
 use tokio::signal::unix::{SignalKind, signal};
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn main() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
     match cli.command {
         Command::Crd => {
@@ -18,6 +22,7 @@ async fn main() -> anyhow::Result<()> {
                 serde_norway::to_string(&Foo::crd()).context("serializing the Foo CRD")?
             );
         }
+        Command::Plan(args) => return plan(args).await,
         Command::Run(args) => {
             init_logging();
             let shutdown = shutdown_signal().context("installing signal handlers")?;
@@ -28,7 +33,36 @@ async fn main() -> anyhow::Result<()> {
             tracing::info!("stopped");
         }
     }
-    Ok(())
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints the plan; exit code 1 when some object's annotations are invalid.
+async fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
+    let objects = if args.files.is_empty() {
+        let client = kube::Client::try_default()
+            .await
+            .context("connecting to the Kubernetes API server (or pass -f)")?;
+        plan::read_cluster(&client, args.namespace.as_deref())
+            .await
+            .context("listing Deployments and Foos")?
+    } else {
+        plan::read_manifests(&args.files)?
+    };
+    let from = args.from.unwrap_or_else(Utc::now);
+    let window = chrono::Duration::from_std(args.window).context("--for is too long")?;
+    let until = from
+        .checked_add_signed(window)
+        .context("--for is too long")?;
+    let plan = plan::simulate(&objects, from, until, args.default_timezone);
+    match args.output {
+        OutputFormat::Table => print!("{}", plan::render_table(&plan)),
+        OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&plan)?),
+    }
+    Ok(if plan.invalid.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 fn init_logging() {

@@ -11,6 +11,7 @@ use kube::{Client, client::Body};
 use serde_json::Value;
 use tower_test::mock::{Handle, pair};
 
+pub const NOT_FOUND: &str = include_str!("../tests/fixtures/apiserver/get-deployment-404.json");
 pub const ALREADY_EXISTS: &str =
     include_str!("../tests/fixtures/apiserver/create-deployment-409.json");
 pub const FOO: &str = include_str!("../tests/fixtures/apiserver/get-foo.json");

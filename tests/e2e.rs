@@ -6,7 +6,12 @@
 
 use std::{future::Future, io::Write as _, time::Duration};
 
-use cronscaler::{cli::RunArgs, controller, foo::Foo};
+use clap::Parser as _;
+use cronscaler::{
+    cli::{Cli, Command, RunArgs},
+    controller,
+    foo::Foo,
+};
 use k8s_openapi::{
     api::{apps::v1::Deployment, core::v1::Namespace, events::v1::Event},
     apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
@@ -29,6 +34,16 @@ fn enabled() -> bool {
         "e2e skipped: these tests need a cluster; run them with CRONSCALER_E2E=1 and a kubeconfig"
     );
     false
+}
+
+/// The controller's arguments as the binary would parse them, restricted to `namespace`.
+fn run_args(namespace: &str) -> RunArgs {
+    let cli = Cli::try_parse_from(["cronscaler", "run", "--namespace", namespace])
+        .expect("valid arguments");
+    match cli.command {
+        Command::Run(args) => args,
+        _ => unreachable!("parsed `run`"),
+    }
 }
 
 /// Polls `check` until it yields a value or the timeout passes.
@@ -106,12 +121,7 @@ async fn foo_owns_a_deployment_that_follows_its_replicas() {
     let namespace = fresh_namespace(&client).await;
 
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let args = RunArgs {
-        workers: 2,
-        namespace: Some(namespace.clone()),
-        kube_qps: 50.0,
-        kube_burst: 100,
-    };
+    let args = run_args(&namespace);
     let controller_client = client.clone();
     let running = tokio::spawn(async move {
         controller::run(controller_client, &args, async {

@@ -1,0 +1,425 @@
+//! The scheduled scaler's reconciler: reads one Deployment or Foo, evaluates its schedule at
+//! `now` with the pure rules of [`crate::schedule`], and applies the outcome in one request.
+//!
+//! Replicas and the controller's annotations change together in one merge patch guarded by the
+//! object's `resourceVersion`, so a decision made on a stale read fails with a conflict and is
+//! retried on a fresh one instead of overwriting someone's change.
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::Mutex,
+};
+
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+use k8s_openapi::{
+    api::{apps::v1::Deployment, core::v1::ObjectReference},
+    apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry,
+};
+use kube::{
+    Api, Client, Resource, ResourceExt,
+    api::{Patch, PatchParams},
+};
+use serde_json::{Value, json};
+
+use crate::{
+    error::{Error, is_status},
+    events::Events,
+    foo::{FIELD_MANAGER, Foo},
+    key::{ScaleTarget, TargetKind},
+    schedule::{
+        self, AnnotationChange, Annotations, Direction, PREFIX, ScaleChange, Schedule, Transition,
+    },
+};
+
+/// What the scaler reads and writes.
+pub struct Context {
+    pub client: Client,
+    pub events: Events,
+    pub default_timezone: Tz,
+    /// Log and report what would be done, change nothing.
+    pub dry_run: bool,
+    /// The transition for which a `ScaleReverted` warning went out, per target: warn once.
+    reverted_warned: Mutex<HashMap<ScaleTarget, DateTime<Utc>>>,
+}
+
+impl Context {
+    pub fn new(client: Client, events: Events, default_timezone: Tz, dry_run: bool) -> Self {
+        Self {
+            client,
+            events,
+            default_timezone,
+            dry_run,
+            reverted_warned: Mutex::default(),
+        }
+    }
+}
+
+/// What the scaler needs of a target, whatever its kind.
+#[derive(Debug, Clone)]
+pub struct Observed {
+    pub reference: ObjectReference,
+    pub replicas: i32,
+    pub annotations: BTreeMap<String, String>,
+    pub resource_version: Option<String>,
+    pub managed_fields: Vec<ManagedFieldsEntry>,
+    /// The Foo controlling a Deployment: its schedule belongs on the Foo.
+    pub controlling_foo: Option<String>,
+}
+
+impl Observed {
+    pub fn of_deployment(deployment: &Deployment) -> Self {
+        let controlling_foo = deployment
+            .owner_references()
+            .iter()
+            .find(|owner| owner.controller == Some(true) && owner.kind == Foo::kind(&()))
+            .map(|owner| owner.name.clone());
+        Self {
+            reference: deployment.object_ref(&()),
+            // The API server's default for an unset `spec.replicas`.
+            replicas: deployment
+                .spec
+                .as_ref()
+                .and_then(|spec| spec.replicas)
+                .unwrap_or(1),
+            annotations: deployment.annotations().clone(),
+            resource_version: deployment.resource_version(),
+            managed_fields: deployment.managed_fields().to_vec(),
+            controlling_foo,
+        }
+    }
+
+    pub fn of_foo(foo: &Foo) -> Self {
+        Self {
+            reference: foo.object_ref(&()),
+            // An unset Foo replicas leaves its Deployment at the server default of 1.
+            replicas: foo.spec.replicas.unwrap_or(1),
+            annotations: foo.annotations().clone(),
+            resource_version: foo.resource_version(),
+            managed_fields: foo.managed_fields().to_vec(),
+            controlling_foo: None,
+        }
+    }
+}
+
+/// Applies the schedule of one target at `now`.
+pub async fn reconcile(
+    ctx: &Context,
+    target: &ScaleTarget,
+    now: DateTime<Utc>,
+) -> Result<(), Error> {
+    let Some(observed) = fetch(ctx, target).await? else {
+        return Ok(());
+    };
+    let annotations = schedule::parse(&observed.annotations, ctx.default_timezone);
+
+    if let Some(foo) = &observed.controlling_foo {
+        if has_schedule(&observed.annotations) {
+            let note = format!(
+                "schedule annotations on a Deployment controlled by Foo {foo:?} are ignored: annotate Foo {foo:?} instead, \
+                 so the two controllers never fight over replicas"
+            );
+            ctx.events
+                .warning(&observed.reference, "InvalidSchedule", note)
+                .await;
+        }
+        return Ok(());
+    }
+    if let Annotations::Invalid(problems) = &annotations {
+        let reasons: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        let note = format!(
+            "no scheduled scaling until the annotations are fixed: {}",
+            reasons.join("; ")
+        );
+        tracing::warn!(target = %target, %note, "invalid schedule");
+        ctx.events
+            .warning(&observed.reference, "InvalidSchedule", note)
+            .await;
+        return Ok(());
+    }
+
+    match schedule::decide(&annotations, observed.replicas, now) {
+        Some(change) => apply(ctx, target, &observed, &annotations, &change).await,
+        None => {
+            warn_if_reverted(ctx, target, &observed, &annotations).await;
+            Ok(())
+        }
+    }
+}
+
+fn has_schedule(annotations: &BTreeMap<String, String>) -> bool {
+    annotations.contains_key(schedule::SCALE_DOWN) || annotations.contains_key(schedule::SCALE_UP)
+}
+
+async fn fetch(ctx: &Context, target: &ScaleTarget) -> Result<Option<Observed>, Error> {
+    let key = &target.key;
+    let observed = match target.kind {
+        TargetKind::Deployment => {
+            let api: Api<Deployment> = Api::namespaced(ctx.client.clone(), &key.namespace);
+            api.get_opt(&key.name)
+                .await
+                .map(|found| found.as_ref().map(Observed::of_deployment))
+        }
+        TargetKind::Foo => {
+            let api: Api<Foo> = Api::namespaced(ctx.client.clone(), &key.namespace);
+            api.get_opt(&key.name)
+                .await
+                .map(|found| found.as_ref().map(Observed::of_foo))
+        }
+    };
+    observed.map_err(Error::api("get", kind_name(target.kind), key))
+}
+
+fn kind_name(kind: TargetKind) -> &'static str {
+    match kind {
+        TargetKind::Deployment => "Deployment",
+        TargetKind::Foo => "Foo",
+    }
+}
+
+/// The merge patch that makes `change`: replicas and the controller's annotations in one
+/// request, guarded by the resourceVersion the decision was made on.
+pub fn patch_for(change: &ScaleChange, resource_version: Option<&str>) -> Value {
+    let mut annotations = serde_json::Map::new();
+    match change.original_replicas {
+        AnnotationChange::Keep => {}
+        AnnotationChange::Set(replicas) => {
+            annotations.insert(
+                schedule::ORIGINAL_REPLICAS.into(),
+                Value::String(replicas.to_string()),
+            );
+        }
+        AnnotationChange::Remove => {
+            annotations.insert(schedule::ORIGINAL_REPLICAS.into(), Value::Null);
+        }
+    }
+    match change.last_transition {
+        AnnotationChange::Keep => {}
+        AnnotationChange::Set(transition) => {
+            annotations.insert(
+                schedule::LAST_TRANSITION.into(),
+                Value::String(transition.to_string()),
+            );
+        }
+        AnnotationChange::Remove => {
+            annotations.insert(schedule::LAST_TRANSITION.into(), Value::Null);
+        }
+    }
+    let mut patch = json!({ "metadata": { "annotations": annotations } });
+    if let Some(resource_version) = resource_version {
+        patch["metadata"]["resourceVersion"] = json!(resource_version);
+    }
+    if let Some(replicas) = change.replicas {
+        patch["spec"] = json!({ "replicas": replicas });
+    }
+    patch
+}
+
+/// The Event that tells a user what a change did: reason and note.
+pub fn describe_change(
+    change: &ScaleChange,
+    from: i32,
+    annotations: &Annotations,
+) -> (&'static str, String) {
+    let to = change.replicas.unwrap_or(from);
+    match change.applied {
+        Some(transition) => {
+            let cron = match annotations {
+                Annotations::Scheduled(schedule, _) => describe_cron(schedule, transition),
+                _ => String::new(),
+            };
+            let at = transition
+                .at
+                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+            match (transition.direction, change.replicas) {
+                (Direction::Down, Some(_)) => (
+                    "ScaledDown",
+                    format!("scaled down from {from} to {to} replicas by {cron} at {at}"),
+                ),
+                (Direction::Up, Some(_)) => (
+                    "ScaledUp",
+                    format!("scaled up from {from} to {to} replicas by {cron} at {at}"),
+                ),
+                (Direction::Down, None) => (
+                    "ScaledDown",
+                    format!(
+                        "scale-down by {cron} at {at}: already at {from} replicas, nothing to change"
+                    ),
+                ),
+                (Direction::Up, None) if has_up_target(annotations) => (
+                    "ScaledUp",
+                    format!(
+                        "scale-up by {cron} at {at}: already at {from} replicas, nothing to change"
+                    ),
+                ),
+                (Direction::Up, None) => (
+                    "ScaledUp",
+                    format!(
+                        "scale-up by {cron} at {at}: no {} and no remembered {}, replicas left at {from}",
+                        schedule::UP_REPLICAS,
+                        schedule::ORIGINAL_REPLICAS
+                    ),
+                ),
+            }
+        }
+        None => (
+            "ScheduleRemoved",
+            format!(
+                "schedule annotations removed: replicas restored from {from} to {to}, the controller's annotations removed"
+            ),
+        ),
+    }
+}
+
+fn has_up_target(annotations: &Annotations) -> bool {
+    matches!(annotations, Annotations::Scheduled(schedule, recorded)
+        if schedule.up_replicas.is_some() || recorded.original_replicas.is_some())
+}
+
+fn describe_cron(schedule: &Schedule, transition: Transition) -> String {
+    let key = match transition.direction {
+        Direction::Down => schedule::SCALE_DOWN,
+        Direction::Up => schedule::SCALE_UP,
+    };
+    let expression = schedule
+        .cron(transition.direction)
+        .map(|cron| cron.expression())
+        .unwrap_or_default();
+    format!("{key} {expression:?} ({})", schedule.timezone)
+}
+
+async fn apply(
+    ctx: &Context,
+    target: &ScaleTarget,
+    observed: &Observed,
+    annotations: &Annotations,
+    change: &ScaleChange,
+) -> Result<(), Error> {
+    let (reason, note) = describe_change(change, observed.replicas, annotations);
+    if ctx.dry_run {
+        tracing::info!(target = %target, reason, %note, "dry run: not applied");
+        ctx.events
+            .normal(
+                &observed.reference,
+                reason,
+                format!("dry run, nothing changed: {note}"),
+            )
+            .await;
+        return Ok(());
+    }
+    let patch = patch_for(change, observed.resource_version.as_deref());
+    let params = PatchParams {
+        field_manager: Some(FIELD_MANAGER.into()),
+        ..PatchParams::default()
+    };
+    let key = &target.key;
+    let result = match target.kind {
+        TargetKind::Deployment => Api::<Deployment>::namespaced(ctx.client.clone(), &key.namespace)
+            .patch(&key.name, &params, &Patch::Merge(&patch))
+            .await
+            .map(drop),
+        TargetKind::Foo => Api::<Foo>::namespaced(ctx.client.clone(), &key.namespace)
+            .patch(&key.name, &params, &Patch::Merge(&patch))
+            .await
+            .map(drop),
+    };
+    match result {
+        Ok(()) => {
+            tracing::info!(target = %target, reason, %note, "applied schedule");
+            ctx.events.normal(&observed.reference, reason, note).await;
+            Ok(())
+        }
+        // Deleted since the read: nothing left to scale.
+        Err(error) if is_status(&error, 404) => Ok(()),
+        Err(error) => Err(Error::api("scale", kind_name(target.kind), key)(error)),
+    }
+}
+
+/// The replicas the controller set at the transition in force, when someone has changed them
+/// since: `(transition, replicas set, replicas now)`.
+pub fn reverted(annotations: &Annotations, replicas: i32) -> Option<(Transition, i32)> {
+    let Annotations::Scheduled(schedule, recorded) = annotations else {
+        return None;
+    };
+    if schedule.paused {
+        return None;
+    }
+    let transition = recorded.last_transition?;
+    let set = match transition.direction {
+        // Only a scale-down that changed replicas remembers the original.
+        Direction::Down => recorded.original_replicas.map(|_| schedule.down_replicas)?,
+        Direction::Up => schedule.up_replicas?,
+    };
+    (replicas != set).then_some((transition, set))
+}
+
+/// Who last set `spec.replicas`, other than this controller, from `managedFields`.
+pub fn replicas_changed_by(managed_fields: &[ManagedFieldsEntry]) -> Option<String> {
+    managed_fields
+        .iter()
+        .filter(|entry| entry.manager.as_deref() != Some(FIELD_MANAGER))
+        .filter(|entry| {
+            entry.fields_v1.as_ref().is_some_and(|fields| {
+                fields
+                    .0
+                    .get("f:spec")
+                    .and_then(|spec| spec.get("f:replicas"))
+                    .is_some()
+            })
+        })
+        .max_by_key(|entry| entry.time.as_ref().map(|time| time.0))
+        .map(|entry| {
+            let manager = entry
+                .manager
+                .clone()
+                .unwrap_or_else(|| "an unnamed client".into());
+            match entry.subresource.as_deref() {
+                Some(subresource) if !subresource.is_empty() => {
+                    format!("{manager} (through /{subresource})")
+                }
+                _ => manager,
+            }
+        })
+}
+
+async fn warn_if_reverted(
+    ctx: &Context,
+    target: &ScaleTarget,
+    observed: &Observed,
+    annotations: &Annotations,
+) {
+    let Some((transition, set)) = reverted(annotations, observed.replicas) else {
+        return;
+    };
+    {
+        let mut warned = ctx
+            .reverted_warned
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if warned.get(target) == Some(&transition.at) {
+            return;
+        }
+        warned.insert(target.clone(), transition.at);
+    }
+    let who = replicas_changed_by(&observed.managed_fields).unwrap_or_else(|| "someone".into());
+    let note = format!(
+        "replicas changed from {set} to {} by {who} after the scheduled scale-{} at {}; left alone until the next transition",
+        observed.replicas,
+        transition.direction,
+        transition
+            .at
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    );
+    tracing::info!(target = %target, %note, "scale reverted");
+    ctx.events
+        .warning(&observed.reference, "ScaleReverted", note)
+        .await;
+}
+
+/// True when the object carries annotations this controller reads or writes.
+pub fn is_ours(key: &str) -> bool {
+    key.starts_with(PREFIX)
+}
+
+#[cfg(test)]
+mod tests;
