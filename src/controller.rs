@@ -34,6 +34,11 @@ pub async fn connect(args: &RunArgs) -> Result<Client, kube::Error> {
     let config = kube::Config::infer()
         .await
         .map_err(kube::Error::InferConfig)?;
+    client_for(config, args)
+}
+
+/// A client for `config` behind the `--kube-qps` / `--kube-burst` budget.
+pub fn client_for(config: kube::Config, args: &RunArgs) -> Result<Client, kube::Error> {
     Ok(ClientBuilder::try_from(config)?
         .with_layer(&RateLimitLayer::new(args.kube_qps, args.kube_burst))
         .build())
