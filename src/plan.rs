@@ -16,7 +16,7 @@ use crate::{
     foo::Foo,
     key::{ObjectKey, ScaleTarget, TargetKind},
     scaler::Observed,
-    schedule::{self, AnnotationChange, Annotations, ScaleChange},
+    schedule::{self, Annotations, ScaleChange},
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -157,23 +157,11 @@ fn invalid(target: &ScaleTarget, problems: Vec<String>) -> InvalidObject {
 
 /// What the controller's patch does to the annotations, for the next step of the simulation.
 fn apply_annotations(annotations: &mut BTreeMap<String, String>, change: &ScaleChange) {
-    match change.original_replicas {
-        AnnotationChange::Keep => {}
-        AnnotationChange::Set(replicas) => {
-            annotations.insert(schedule::ORIGINAL_REPLICAS.into(), replicas.to_string());
-        }
-        AnnotationChange::Remove => {
-            annotations.remove(schedule::ORIGINAL_REPLICAS);
-        }
-    }
-    match change.last_transition {
-        AnnotationChange::Keep => {}
-        AnnotationChange::Set(transition) => {
-            annotations.insert(schedule::LAST_TRANSITION.into(), transition.to_string());
-        }
-        AnnotationChange::Remove => {
-            annotations.remove(schedule::LAST_TRANSITION);
-        }
+    for (key, value) in change.annotation_updates() {
+        match value {
+            Some(value) => annotations.insert(key.to_string(), value),
+            None => annotations.remove(key),
+        };
     }
 }
 

@@ -27,9 +27,7 @@ use crate::{
     events::Events,
     foo::{FIELD_MANAGER, Foo},
     key::{ScaleTarget, TargetKind},
-    schedule::{
-        self, AnnotationChange, Annotations, Direction, PREFIX, ScaleChange, Schedule, Transition,
-    },
+    schedule::{self, Annotations, Direction, ScaleChange, Schedule, Transition},
 };
 
 /// What the scaler reads and writes.
@@ -180,31 +178,11 @@ fn kind_name(kind: TargetKind) -> &'static str {
 /// The merge patch that makes `change`: replicas and the controller's annotations in one
 /// request, guarded by the resourceVersion the decision was made on.
 pub fn patch_for(change: &ScaleChange, resource_version: Option<&str>) -> Value {
-    let mut annotations = serde_json::Map::new();
-    match change.original_replicas {
-        AnnotationChange::Keep => {}
-        AnnotationChange::Set(replicas) => {
-            annotations.insert(
-                schedule::ORIGINAL_REPLICAS.into(),
-                Value::String(replicas.to_string()),
-            );
-        }
-        AnnotationChange::Remove => {
-            annotations.insert(schedule::ORIGINAL_REPLICAS.into(), Value::Null);
-        }
-    }
-    match change.last_transition {
-        AnnotationChange::Keep => {}
-        AnnotationChange::Set(transition) => {
-            annotations.insert(
-                schedule::LAST_TRANSITION.into(),
-                Value::String(transition.to_string()),
-            );
-        }
-        AnnotationChange::Remove => {
-            annotations.insert(schedule::LAST_TRANSITION.into(), Value::Null);
-        }
-    }
+    let annotations: serde_json::Map<String, Value> = change
+        .annotation_updates()
+        .into_iter()
+        .map(|(key, value)| (key.to_string(), value.map_or(Value::Null, Value::String)))
+        .collect();
     let mut patch = json!({ "metadata": { "annotations": annotations } });
     if let Some(resource_version) = resource_version {
         patch["metadata"]["resourceVersion"] = json!(resource_version);
@@ -414,11 +392,6 @@ async fn warn_if_reverted(
     ctx.events
         .warning(&observed.reference, "ScaleReverted", note)
         .await;
-}
-
-/// True when the object carries annotations this controller reads or writes.
-pub fn is_ours(key: &str) -> bool {
-    key.starts_with(PREFIX)
 }
 
 #[cfg(test)]

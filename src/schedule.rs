@@ -509,6 +509,31 @@ pub enum AnnotationChange<T> {
     Remove,
 }
 
+impl<T: ToString> AnnotationChange<T> {
+    /// `None` to keep the annotation, `Some(None)` to remove it, `Some(Some(value))` to set it.
+    fn update(&self) -> Option<Option<String>> {
+        match self {
+            AnnotationChange::Keep => None,
+            AnnotationChange::Set(value) => Some(Some(value.to_string())),
+            AnnotationChange::Remove => Some(None),
+        }
+    }
+}
+
+impl ScaleChange {
+    /// The controller's annotations this change writes: the key and its new value, or `None`
+    /// where the key is removed. Keys it keeps are not listed.
+    pub fn annotation_updates(&self) -> Vec<(&'static str, Option<String>)> {
+        [
+            (ORIGINAL_REPLICAS, self.original_replicas.update()),
+            (LAST_TRANSITION, self.last_transition.update()),
+        ]
+        .into_iter()
+        .filter_map(|(key, update)| Some((key, update?)))
+        .collect()
+    }
+}
+
 /// The change to make at `now`, or `None` when there is nothing to do:
 /// invalid or paused annotations, no transition newer than the one already
 /// applied, or a change that would change nothing.

@@ -4,8 +4,9 @@
 //! The controller runs in this process, restricted to a fresh namespace, so a run cannot touch
 //! anything else and needs no image.
 
-use std::{future::Future, io::Write as _, time::Duration};
+use std::{collections::BTreeMap, future::Future, io::Write as _, time::Duration};
 
+use chrono::{DateTime, Timelike as _, Utc};
 use clap::Parser as _;
 use cronscaler::{
     cli::{Cli, Command, RunArgs},
@@ -87,8 +88,8 @@ async fn install_crd(client: &Client) {
     .await;
 }
 
-async fn fresh_namespace(client: &Client) -> String {
-    let name = format!("cronscaler-e2e-{}", std::process::id());
+async fn fresh_namespace(client: &Client, scenario: &str) -> String {
+    let name = format!("cronscaler-e2e-{scenario}-{}", std::process::id());
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let namespace: Namespace =
         serde_json::from_value(json!({ "metadata": { "name": name } })).unwrap();
@@ -97,6 +98,47 @@ async fn fresh_namespace(client: &Client) -> String {
         .await
         .expect("namespace created");
     name
+}
+
+/// A namespace of its own and the controller running in-process, restricted to it.
+struct Harness {
+    client: Client,
+    namespace: String,
+    stop: tokio::sync::oneshot::Sender<()>,
+    running: tokio::task::JoinHandle<()>,
+}
+
+impl Harness {
+    async fn start(scenario: &str) -> Self {
+        let client = Client::try_default().await.expect("a kubeconfig");
+        install_crd(&client).await;
+        let namespace = fresh_namespace(&client, scenario).await;
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let args = run_args(&namespace);
+        let controller_client = client.clone();
+        let running = tokio::spawn(async move {
+            controller::run(controller_client, &args, async {
+                let _ = stopped.await;
+            })
+            .await;
+        });
+        Self {
+            client,
+            namespace,
+            stop,
+            running,
+        }
+    }
+
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        self.running.await.unwrap();
+        let namespaces: Api<Namespace> = Api::all(self.client.clone());
+        namespaces
+            .delete(&self.namespace, &DeleteParams::default())
+            .await
+            .unwrap();
+    }
 }
 
 async fn events_about(client: &Client, namespace: &str, name: &str, reason: &str) -> Option<Event> {
@@ -116,19 +158,8 @@ async fn foo_owns_a_deployment_that_follows_its_replicas() {
     if !enabled() {
         return;
     }
-    let client = Client::try_default().await.expect("a kubeconfig");
-    install_crd(&client).await;
-    let namespace = fresh_namespace(&client).await;
-
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let args = run_args(&namespace);
-    let controller_client = client.clone();
-    let running = tokio::spawn(async move {
-        controller::run(controller_client, &args, async {
-            let _ = stopped.await;
-        })
-        .await;
-    });
+    let harness = Harness::start("foo").await;
+    let (client, namespace) = (harness.client.clone(), harness.namespace.clone());
 
     let foos: Api<Foo> = Api::namespaced(client.clone(), &namespace);
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), &namespace);
@@ -216,10 +247,142 @@ async fn foo_owns_a_deployment_that_follows_its_replicas() {
     foos.delete("example-foo", &DeleteParams::default())
         .await
         .unwrap();
-    let _ = stop.send(());
-    running.await.unwrap();
-    Api::<Namespace>::all(client.clone())
-        .delete(&namespace, &DeleteParams::default())
+    harness.stop().await;
+}
+
+/// A 6-field cron (seconds first) firing once a day at `at`, in UTC.
+fn cron_at(at: DateTime<Utc>) -> String {
+    format!("{} {} {} * * *", at.second(), at.minute(), at.hour())
+}
+
+fn nginx_deployment(name: &str, replicas: i32, annotations: serde_json::Value) -> Deployment {
+    serde_json::from_value(json!({
+        "metadata": { "name": name, "annotations": annotations },
+        "spec": {
+            "replicas": replicas,
+            "selector": { "matchLabels": { "app": name } },
+            "template": {
+                "metadata": { "labels": { "app": name } },
+                "spec": { "containers": [{ "name": "nginx", "image": "nginx:latest" }] },
+            },
+        },
+    }))
+    .unwrap()
+}
+
+async fn replicas_and_annotations(
+    deployments: &Api<Deployment>,
+    name: &str,
+) -> Option<(i32, BTreeMap<String, String>)> {
+    let deployment = deployments.get(name).await.ok()?;
+    let replicas = deployment.spec.as_ref()?.replicas?;
+    Some((replicas, deployment.annotations().clone()))
+}
+
+#[tokio::test]
+async fn a_deployment_sleeps_and_wakes_on_the_second() {
+    if !enabled() {
+        return;
+    }
+    let harness = Harness::start("sleep").await;
+    let (client, namespace) = (harness.client.clone(), harness.namespace.clone());
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &namespace);
+    let down_at = Utc::now() + chrono::Duration::seconds(20);
+    let up_at = down_at + chrono::Duration::seconds(20);
+    let annotations = json!({
+        "cronscaler.dev/scale-down": cron_at(down_at),
+        "cronscaler.dev/scale-up": cron_at(up_at),
+    });
+    deployments
+        .create(
+            &PostParams::default(),
+            &nginx_deployment("nightly", 2, annotations),
+        )
         .await
         .unwrap();
+
+    let annotations = eventually("the scale-down", || async {
+        let (replicas, annotations) = replicas_and_annotations(&deployments, "nightly").await?;
+        (replicas == 0).then_some(annotations)
+    })
+    .await;
+    assert!(Utc::now() >= down_at, "scaled down before its second");
+    assert_eq!(
+        annotations
+            .get("cronscaler.dev/original-replicas")
+            .map(String::as_str),
+        Some("2")
+    );
+    let down = format!(
+        "{} down",
+        down_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    );
+    assert_eq!(
+        annotations.get("cronscaler.dev/last-transition"),
+        Some(&down)
+    );
+    eventually("the ScaledDown event", || {
+        events_about(&client, &namespace, "nightly", "ScaledDown")
+    })
+    .await;
+
+    eventually("the scale-up", || async {
+        let (replicas, annotations) = replicas_and_annotations(&deployments, "nightly").await?;
+        (replicas == 2 && !annotations.contains_key("cronscaler.dev/original-replicas"))
+            .then_some(())
+    })
+    .await;
+    assert!(Utc::now() >= up_at, "scaled up before its second");
+    eventually("the ScaledUp event", || {
+        events_about(&client, &namespace, "nightly", "ScaledUp")
+    })
+    .await;
+    harness.stop().await;
+}
+
+#[tokio::test]
+async fn a_foo_is_scheduled_and_a_bad_schedule_is_reported() {
+    if !enabled() {
+        return;
+    }
+    let harness = Harness::start("schedfoo").await;
+    let (client, namespace) = (harness.client.clone(), harness.namespace.clone());
+    let foos: Api<Foo> = Api::namespaced(client.clone(), &namespace);
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &namespace);
+    let down_at = Utc::now() + chrono::Duration::seconds(20);
+    let scheduled: Foo = serde_json::from_value(json!({
+        "apiVersion": "samplecontroller.k8s.io/v1alpha1",
+        "kind": "Foo",
+        "metadata": { "name": "reports", "annotations": { "cronscaler.dev/scale-down": cron_at(down_at) } },
+        "spec": { "deploymentName": "reports", "replicas": 2 },
+    }))
+    .unwrap();
+    foos.create(&PostParams::default(), &scheduled)
+        .await
+        .unwrap();
+    eventually("the Foo's Deployment to follow the scale-down", || async {
+        let foo_replicas = foos.get("reports").await.ok()?.spec.replicas;
+        let (replicas, _) = replicas_and_annotations(&deployments, "reports").await?;
+        (foo_replicas == Some(0) && replicas == 0).then_some(())
+    })
+    .await;
+
+    let broken = json!({ "cronscaler.dev/scale-down": "0 0 20 * * *", "cronscaler.dev/timezone": "Mars/Olympus" });
+    deployments
+        .create(
+            &PostParams::default(),
+            &nginx_deployment("broken", 1, broken),
+        )
+        .await
+        .unwrap();
+    let event = eventually("the InvalidSchedule event", || {
+        events_about(&client, &namespace, "broken", "InvalidSchedule")
+    })
+    .await;
+    let note = event.note.unwrap_or_default();
+    assert!(
+        note.contains("cronscaler.dev/timezone") && note.contains("Mars/Olympus"),
+        "{note}"
+    );
+    harness.stop().await;
 }

@@ -213,6 +213,19 @@ async fn a_wall_clock_step_forward_is_caught_within_max_sleep() {
     );
 }
 
+/// A tracker of Deployments feeding a scheduler and a queue, on a clock that keeps pace.
+fn tracked_deployments() -> (WorkQueue<WorkKey>, Scheduler, Tracker) {
+    let queue = WorkQueue::new(RateLimit::default());
+    let scheduler = Scheduler::spawn(queue.clone(), wall_clock(1000, Arc::default()));
+    let tracker = Tracker::new(
+        scheduler.clone(),
+        queue.clone(),
+        Tz::UTC,
+        TargetKind::Deployment,
+    );
+    (queue, scheduler, tracker)
+}
+
 fn meta(
     name: &str,
     annotations: &[(&str, &str)],
@@ -233,14 +246,7 @@ fn meta(
 
 #[tokio::test(start_paused = true)]
 async fn the_tracker_evaluates_an_object_when_its_annotations_change_and_only_then() {
-    let queue = WorkQueue::new(RateLimit::default());
-    let scheduler = Scheduler::spawn(queue.clone(), wall_clock(1000, Arc::default()));
-    let mut tracker = Tracker::new(
-        scheduler.clone(),
-        queue.clone(),
-        Tz::UTC,
-        TargetKind::Deployment,
-    );
+    let (queue, scheduler, mut tracker) = tracked_deployments();
     let nightly = [
         (schedule::SCALE_DOWN, "0 20 * * *"),
         ("kubectl.kubernetes.io/last-applied-configuration", "{}"),
@@ -293,14 +299,7 @@ async fn the_tracker_evaluates_an_object_when_its_annotations_change_and_only_th
 
 #[tokio::test(start_paused = true)]
 async fn a_relist_forgets_objects_deleted_while_the_watch_was_down() {
-    let queue = WorkQueue::new(RateLimit::default());
-    let scheduler = Scheduler::spawn(queue.clone(), wall_clock(1000, Arc::default()));
-    let mut tracker = Tracker::new(
-        scheduler.clone(),
-        queue.clone(),
-        Tz::UTC,
-        TargetKind::Deployment,
-    );
+    let (queue, scheduler, mut tracker) = tracked_deployments();
     let nightly = [(schedule::SCALE_DOWN, "0 20 * * *")];
     tracker.handle(&watcher::Event::Apply(meta("kept", &nightly, 1)));
     tracker.handle(&watcher::Event::Apply(meta(
@@ -329,14 +328,7 @@ async fn a_relist_forgets_objects_deleted_while_the_watch_was_down() {
 
 #[tokio::test(start_paused = true)]
 async fn a_deployment_controlled_by_a_foo_is_evaluated_but_never_armed() {
-    let queue = WorkQueue::new(RateLimit::default());
-    let scheduler = Scheduler::spawn(queue.clone(), wall_clock(1000, Arc::default()));
-    let mut tracker = Tracker::new(
-        scheduler.clone(),
-        queue.clone(),
-        Tz::UTC,
-        TargetKind::Deployment,
-    );
+    let (queue, scheduler, mut tracker) = tracked_deployments();
     let mut object = meta("example-foo", &[(schedule::SCALE_DOWN, "0 20 * * *")], 1);
     object.metadata.owner_references = Some(vec![OwnerReference {
         api_version: "samplecontroller.k8s.io/v1alpha1".into(),
