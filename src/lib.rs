@@ -7,6 +7,7 @@ pub mod error;
 pub mod events;
 pub mod foo;
 pub mod key;
+pub mod leader;
 pub mod plan;
 pub mod ratelimit;
 pub mod scaler;
