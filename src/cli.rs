@@ -1,7 +1,7 @@
 //! Command line: every flag can also come from a `CRONSCALER_*` environment variable, so the
 //! same binary is configured by flags on a laptop and by env in a Pod spec.
 
-use std::{path::PathBuf, time::Duration};
+use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
@@ -26,6 +26,25 @@ pub enum Command {
     Crd,
     /// List every scheduled transition in a time window, from manifests or the live cluster.
     Plan(PlanArgs),
+    /// Give scaled-down objects back their original replicas and remove the controller's
+    /// annotations (run it before uninstalling).
+    Restore(RestoreArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(group = clap::ArgGroup::new("which").required(true).args(["all", "name"]))]
+pub struct RestoreArgs {
+    /// Every Deployment and Foo of the cluster (or of `-n`).
+    #[arg(long)]
+    pub all: bool,
+
+    /// Namespace of NAME, or the only namespace for `--all`.
+    #[arg(short = 'n', long, env = "CRONSCALER_NAMESPACE")]
+    pub namespace: Option<String>,
+
+    /// The Deployment and/or Foo of this name in `-n`.
+    #[arg(requires = "namespace")]
+    pub name: Option<String>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -53,6 +72,36 @@ pub struct RunArgs {
     /// Log and emit Events for what the scheduled scaler would do; change nothing.
     #[arg(long, env = "CRONSCALER_DRY_RUN")]
     pub dry_run: bool,
+
+    /// Elect a leader among replicas on a Lease; only the leader acts, standbys stay warm.
+    #[arg(long, env = "CRONSCALER_LEADER_ELECT")]
+    pub leader_elect: bool,
+
+    /// Namespace of the Lease (default: the namespace the controller runs in).
+    #[arg(long, env = "CRONSCALER_LEADER_ELECT_NAMESPACE")]
+    pub leader_elect_namespace: Option<String>,
+
+    /// Name of the Lease.
+    #[arg(
+        long,
+        env = "CRONSCALER_LEADER_ELECT_LEASE_NAME",
+        default_value = "cronscaler"
+    )]
+    pub leader_elect_lease_name: String,
+
+    /// Address of the listener for /healthz, /readyz and /metrics.
+    #[arg(long, env = "CRONSCALER_HTTP_ADDR", default_value = "0.0.0.0:8080")]
+    pub http_addr: SocketAddr,
+
+    /// Log format: `text` for people, `json` for log pipelines. The level comes from RUST_LOG.
+    #[arg(long, env = "CRONSCALER_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -128,6 +177,10 @@ mod tests {
         assert_eq!(run.kube_burst, 100);
         assert_eq!(run.default_timezone, Tz::UTC);
         assert!(!run.dry_run);
+        assert!(!run.leader_elect);
+        assert_eq!(run.leader_elect_lease_name, "cronscaler");
+        assert_eq!(run.http_addr, "0.0.0.0:8080".parse().unwrap());
+        assert_eq!(run.log_format, LogFormat::Text);
     }
 
     #[test]
@@ -194,6 +247,22 @@ mod tests {
         );
         assert_eq!(plan.window, Duration::from_secs(36 * 3600));
         assert_eq!(plan.output, OutputFormat::Json);
+    }
+
+    #[test]
+    fn restore_takes_all_or_one_named_object() {
+        let parse =
+            |args: &[&str]| Cli::try_parse_from(["cronscaler", "restore"].iter().chain(args));
+        let Command::Restore(one) = parse(&["-n", "staging", "web"]).unwrap().command else {
+            panic!("not restore")
+        };
+        assert_eq!(
+            (one.all, one.namespace.as_deref(), one.name.as_deref()),
+            (false, Some("staging"), Some("web"))
+        );
+        assert!(parse(&["--all"]).is_ok());
+        assert!(parse(&[]).is_err(), "nothing to restore named");
+        assert!(parse(&["web"]).is_err(), "a name needs its namespace");
     }
 
     #[test]

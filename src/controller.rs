@@ -2,7 +2,7 @@
 //! hand each to the reconciler of its kind. Errors are retried with per-key backoff, success
 //! forgets the key's failures.
 
-use std::{future::Future, sync::Arc};
+use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};
 
 use futures::TryStreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
@@ -17,11 +17,23 @@ use kube::{
     },
 };
 
+use prometheus_client::metrics::gauge::Gauge;
+use tokio::{
+    net::TcpListener,
+    sync::{oneshot, watch},
+    task::JoinHandle,
+    time::Instant,
+};
+
 use crate::{
     cli::RunArgs,
+    error::Error,
     events::Events,
     foo::{self, FOO_LABEL, Foo},
+    http::{self, AliveGuard, Health},
     key::{ObjectKey, TargetKind, WorkKey},
+    leader::{self, LeaderConfig},
+    metrics::{Metrics, Outcome, ResultLabels},
     ratelimit::RateLimitLayer,
     scaler,
     scheduler::{Clock, Scheduler, Tracker, system_clock},
@@ -44,9 +56,31 @@ pub fn client_for(config: kube::Config, args: &RunArgs) -> Result<Client, kube::
         .build())
 }
 
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("listening on {addr} for /healthz, /readyz and /metrics: {source}")]
+    Listen {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+}
+
 /// Runs the controllers until `shutdown` resolves, then stops handing out work, lets in-flight
-/// reconciles finish, and returns.
-pub async fn run(client: Client, args: &RunArgs, shutdown: impl Future<Output = ()>) {
+/// reconciles finish, releases the lease if it holds it, and returns.
+pub async fn run(
+    client: Client,
+    args: &RunArgs,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), RunError> {
+    let (metrics, registry) = Metrics::new();
+    let health = Arc::new(Health::default());
+    let listener = TcpListener::bind(args.http_addr)
+        .await
+        .map_err(|source| RunError::Listen {
+            addr: args.http_addr,
+            source,
+        })?;
+
     let queue = WorkQueue::<WorkKey>::new(RateLimit::default());
     let clock = system_clock();
     let scheduler = Scheduler::spawn(queue.clone(), clock.clone());
@@ -64,6 +98,7 @@ pub async fn run(client: Client, args: &RunArgs, shutdown: impl Future<Output = 
         queue.clone(),
         args.default_timezone,
         TargetKind::Foo,
+        metrics.invalid_schedules.clone(),
     );
     let foo_queue = queue.clone();
     let foo_feed = drive(foo_watch, "Foos", move |event| {
@@ -101,16 +136,41 @@ pub async fn run(client: Client, args: &RunArgs, shutdown: impl Future<Output = 
         queue.clone(),
         args.default_timezone,
         TargetKind::Deployment,
+        metrics.invalid_schedules.clone(),
     );
     let all_feed = drive(all_watch, "Deployments", move |event| {
         deployment_schedules.handle(event)
     });
 
     let feeds = [
-        tokio::spawn(foo_feed),
-        tokio::spawn(owned_feed),
-        tokio::spawn(all_feed),
+        tokio::spawn(while_alive(health.alive("watch of Foos"), foo_feed)),
+        tokio::spawn(while_alive(
+            health.alive("watch of Deployments owned by Foos"),
+            owned_feed,
+        )),
+        tokio::spawn(while_alive(health.alive("watch of Deployments"), all_feed)),
     ];
+
+    let (is_leader, election) = elect(&client, args);
+    tokio::spawn(report_leadership(is_leader.clone(), metrics.leader.clone()));
+
+    let refresh: Arc<dyn Fn() + Send + Sync> = {
+        let (queue, scheduler, metrics) = (queue.clone(), scheduler.clone(), metrics.clone());
+        Arc::new(move || {
+            metrics
+                .workqueue_depth
+                .set(i64::try_from(queue.len()).unwrap_or(i64::MAX));
+            metrics
+                .schedules
+                .set(i64::try_from(scheduler.held()).unwrap_or(i64::MAX));
+        })
+    };
+    let listener = tokio::spawn(http::serve(
+        listener,
+        health.clone(),
+        Arc::new(registry),
+        refresh,
+    ));
 
     let events = Events::new(client.clone(), std::env::var("POD_NAME").ok());
     let reconcilers = Arc::new(Reconcilers {
@@ -120,17 +180,29 @@ pub async fn run(client: Client, args: &RunArgs, shutdown: impl Future<Output = 
             owned_deployments: owned_store.clone(),
             events: events.clone(),
         },
-        scale: scaler::Context::new(client, events, args.default_timezone, args.dry_run),
+        scale: scaler::Context::new(
+            client,
+            events,
+            args.default_timezone,
+            args.dry_run,
+            metrics.clone(),
+        ),
         clock,
+        metrics,
     });
 
     tokio::pin!(shutdown);
     tokio::select! {
         () = &mut shutdown => {}
         () = caches_ready(&foo_store, &owned_store) => {
-            tracing::info!(workers = args.workers, dry_run = args.dry_run, "caches synced; starting workers");
-            let workers: Vec<_> =
-                (0..args.workers).map(|_| tokio::spawn(worker(queue.clone(), reconcilers.clone()))).collect();
+            health.set_ready(true);
+            tracing::info!(workers = args.workers, dry_run = args.dry_run, leader_elect = args.leader_elect, "caches synced; starting workers");
+            let workers: Vec<_> = (0..args.workers)
+                .map(|_| {
+                    let alive = health.alive("worker");
+                    tokio::spawn(worker(queue.clone(), reconcilers.clone(), is_leader.clone(), alive))
+                })
+                .collect();
             shutdown.await;
             tracing::info!("shutting down: finishing in-flight work");
             queue.shutdown_and_drain().await;
@@ -140,9 +212,86 @@ pub async fn run(client: Client, args: &RunArgs, shutdown: impl Future<Output = 
         }
     }
     queue.shutdown();
+    // Only now that no reconcile runs may another replica take over.
+    election.release().await;
+    listener.abort();
     for feed in feeds {
         feed.abort();
     }
+    Ok(())
+}
+
+/// Leadership: the elected one, or always this replica without `--leader-elect`.
+enum Election {
+    /// Holds the sender so the receivers keep seeing `true`.
+    Off { _always: watch::Sender<bool> },
+    On {
+        release: oneshot::Sender<()>,
+        elector: JoinHandle<()>,
+    },
+}
+
+impl Election {
+    async fn release(self) {
+        match self {
+            Election::Off { .. } => {}
+            Election::On { release, elector } => {
+                let _ = release.send(());
+                if tokio::time::timeout(Duration::from_secs(10), elector)
+                    .await
+                    .is_err()
+                {
+                    tracing::warn!(
+                        "the lease was not released in time; a standby takes over when it expires"
+                    );
+                }
+            }
+        }
+    }
+}
+
+fn elect(client: &Client, args: &RunArgs) -> (watch::Receiver<bool>, Election) {
+    if !args.leader_elect {
+        let (always, is_leader) = watch::channel(true);
+        return (is_leader, Election::Off { _always: always });
+    }
+    let namespace = args
+        .leader_elect_namespace
+        .clone()
+        .unwrap_or_else(|| client.default_namespace().to_string());
+    let identity = std::env::var("POD_NAME").unwrap_or_else(|_| {
+        let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
+        format!("{}-{}", host.trim(), std::process::id())
+    });
+    let config = LeaderConfig::new(namespace, args.leader_elect_lease_name.clone(), identity);
+    let (release, released) = oneshot::channel::<()>();
+    let (is_leader, elector) = leader::spawn(client.clone(), config, async {
+        let _ = released.await;
+    });
+    (is_leader, Election::On { release, elector })
+}
+
+async fn report_leadership(mut is_leader: watch::Receiver<bool>, gauge: Gauge) {
+    loop {
+        let leading = *is_leader.borrow_and_update();
+        gauge.set(i64::from(leading));
+        tracing::info!(
+            leader = leading,
+            "{}",
+            if leading {
+                "leading: workers act"
+            } else {
+                "standing by: workers idle"
+            }
+        );
+        if is_leader.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+async fn while_alive(_alive: AliveGuard, task: impl Future<Output = ()>) {
+    task.await;
 }
 
 /// Everything a worker may need, whatever key it takes.
@@ -150,6 +299,7 @@ struct Reconcilers {
     foo: foo::Context,
     scale: scaler::Context,
     clock: Clock,
+    metrics: Metrics,
 }
 
 fn scoped_api<K>(client: &Client, namespace: Option<&str>) -> Api<K>
@@ -206,21 +356,69 @@ fn owner_foo(deployment: &Deployment) -> Option<WorkKey> {
     )))
 }
 
-async fn worker(queue: WorkQueue<WorkKey>, reconcilers: Arc<Reconcilers>) {
-    while let Some(key) = queue.get().await {
-        let now = (reconcilers.clock)();
-        let result = match &key {
-            WorkKey::Foo(foo) => foo::reconcile(&reconcilers.foo, foo, now).await,
-            WorkKey::Scale(target) => scaler::reconcile(&reconcilers.scale, target, now).await,
+/// Takes keys while this replica leads, and drops an in-flight reconcile the moment it stops
+/// leading, so two replicas never act at once.
+async fn worker(
+    queue: WorkQueue<WorkKey>,
+    reconcilers: Arc<Reconcilers>,
+    mut is_leader: watch::Receiver<bool>,
+    _alive: AliveGuard,
+) {
+    loop {
+        if is_leader.wait_for(|leading| *leading).await.is_err() {
+            return;
+        }
+        let key = tokio::select! {
+            key = queue.get() => match key {
+                Some(key) => key,
+                None => return,
+            },
+            _ = is_leader.wait_for(|leading| !*leading) => continue,
         };
-        match result {
-            Ok(()) => queue.forget(&key),
-            Err(error) => {
-                tracing::warn!(%key, retries = queue.retries(&key), %error, "reconcile failed; retrying with backoff");
+        let outcome = tokio::select! {
+            result = reconcile(&reconcilers, &key) => Some(result),
+            _ = is_leader.wait_for(|leading| !*leading) => None,
+        };
+        match outcome {
+            Some(Ok(())) => queue.forget(&key),
+            Some(Err(error)) => {
+                tracing::warn!(object = %key, retries = queue.retries(&key), %error, "reconcile failed; retrying with backoff");
+                reconcilers.metrics.workqueue_retries.inc();
                 queue.add_rate_limited(key.clone());
+            }
+            None => {
+                tracing::warn!(object = %key, "lost the lease: reconcile abandoned, retried when leading again");
+                queue.done(&key);
+                queue.add(key);
+                continue;
             }
         }
         queue.done(&key);
+    }
+}
+
+async fn reconcile(reconcilers: &Reconcilers, key: &WorkKey) -> Result<(), Error> {
+    let now = (reconcilers.clock)();
+    match key {
+        WorkKey::Foo(foo) => {
+            let started = Instant::now();
+            let result = foo::reconcile(&reconcilers.foo, foo, now).await;
+            let metrics = &reconcilers.metrics;
+            metrics
+                .foo_reconcile_duration
+                .observe(started.elapsed().as_secs_f64());
+            let outcome = if result.is_ok() {
+                Outcome::Success
+            } else {
+                Outcome::Error
+            };
+            metrics
+                .foo_reconciles
+                .get_or_create(&ResultLabels { result: outcome })
+                .inc();
+            result
+        }
+        WorkKey::Scale(target) => scaler::reconcile(&reconcilers.scale, target, now).await,
     }
 }
 

@@ -345,7 +345,7 @@ async fn ensure_deployment(ctx: &Context, foo: &Foo, key: &ObjectKey) -> Result<
             };
             match api.create(&params, &desired).await {
                 Ok(created) => {
-                    tracing::info!(foo = %key, deployment = %deployment_key, "created Deployment");
+                    tracing::info!(object = %format_args!("Foo {key}"), deployment = %deployment_key, "created Deployment");
                     return Ok(Ensured::Changed(created));
                 }
                 // Not in the cache of owned Deployments, yet there: someone else's, or ours
@@ -373,7 +373,7 @@ async fn ensure_deployment(ctx: &Context, foo: &Foo, key: &ObjectKey) -> Result<
         .patch(name, &params, &Patch::Apply(&desired))
         .await
         .map_err(Error::api("apply", "Deployment", &deployment_key))?;
-    tracing::info!(foo = %key, deployment = %deployment_key, replicas = ?foo.spec.replicas, "updated Deployment");
+    tracing::info!(object = %format_args!("Foo {key}"), deployment = %deployment_key, replicas = ?foo.spec.replicas, "updated Deployment");
     Ok(Ensured::Changed(updated))
 }
 
@@ -394,7 +394,7 @@ async fn delete_deployment(
     };
     match api.delete(&stale.name_any(), &params).await {
         Ok(_) => {
-            tracing::info!(foo = %foo, deployment = %stale_key, "deleted Deployment no longer named by the Foo");
+            tracing::info!(object = %format_args!("Foo {foo}"), deployment = %stale_key, "deleted Deployment no longer named by the Foo");
             Ok(())
         }
         Err(error) if is_status(&error, 404) => Ok(()),

@@ -4,10 +4,10 @@ use std::process::ExitCode;
 
 use chrono::Utc;
 use cronscaler::{
-    cli::{Cli, Command, OutputFormat, PlanArgs},
+    cli::{Cli, Command, OutputFormat, PlanArgs, RestoreArgs},
     controller,
     foo::Foo,
-    plan,
+    plan, telemetry,
 };
 use kube::CustomResourceExt as _;
 use tokio::signal::unix::{SignalKind, signal};
@@ -23,17 +23,53 @@ async fn main() -> anyhow::Result<ExitCode> {
             );
         }
         Command::Plan(args) => return plan(args).await,
+        Command::Restore(args) => return restore(args).await,
         Command::Run(args) => {
-            init_logging();
+            telemetry::init(args.log_format);
             let shutdown = shutdown_signal().context("installing signal handlers")?;
             let client = controller::connect(&args)
                 .await
                 .context("connecting to the Kubernetes API server")?;
-            controller::run(client, &args, shutdown).await;
+            controller::run(client, &args, shutdown).await?;
             tracing::info!("stopped");
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Restores the objects named; exit code 1 when any could not be restored.
+async fn restore(args: RestoreArgs) -> anyhow::Result<ExitCode> {
+    let client = kube::Client::try_default()
+        .await
+        .context("connecting to the Kubernetes API server")?;
+    let objects = plan::read_cluster(&client, args.namespace.as_deref())
+        .await
+        .context("listing Deployments and Foos")?;
+    let chosen: Vec<_> = match &args.name {
+        Some(name) => objects
+            .into_iter()
+            .filter(|object| &object.target.key.name == name)
+            .collect(),
+        None => objects,
+    };
+    if let (Some(name), true) = (&args.name, chosen.is_empty()) {
+        anyhow::bail!(
+            "no Deployment or Foo named {name:?} in namespace {:?}",
+            args.namespace.unwrap_or_default()
+        );
+    }
+    let (lines, all_ok) = cronscaler::restore::restore(&client, &chosen, Utc::now()).await;
+    for line in &lines {
+        println!("{line}");
+    }
+    if lines.is_empty() {
+        println!("nothing to restore");
+    }
+    Ok(if all_ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 /// Prints the plan; exit code 1 when some object's annotations are invalid.
@@ -63,14 +99,6 @@ async fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
-}
-
-fn init_logging() {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .init();
 }
 
 /// Resolves on the first SIGTERM or SIGINT, so in-flight work can finish; a second one exits

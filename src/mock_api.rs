@@ -130,6 +130,9 @@ impl ApiServer {
                 (expected.method, expected.path.as_str()),
                 "request #{index} differs; its body: {sent}"
             );
+            if let Err(denied) = authorized(parts.method.as_str(), &path) {
+                panic!("request #{index}: {denied}");
+            }
             if let Some(content_type) = expected.content_type {
                 assert_eq!(
                     parts
@@ -158,6 +161,75 @@ impl ApiServer {
                 request.uri()
             );
         }
+    }
+}
+
+/// The RBAC rules the controller is installed with (`rbac/`).
+const RBAC: [&str; 2] = [
+    include_str!("../rbac/cluster-role.yaml"),
+    include_str!("../rbac/lease-role.yaml"),
+];
+
+/// Whether the installed RBAC rules let the controller make this request, as the API server's
+/// authorizer would decide: group, resource (with subresource) and verb from method and path.
+fn authorized(method: &str, path_and_query: &str) -> Result<(), String> {
+    let (path, query) = path_and_query
+        .split_once('?')
+        .unwrap_or((path_and_query, ""));
+    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let (group, rest) = match segments.as_slice() {
+        ["api", _version, rest @ ..] => ("", rest),
+        ["apis", group, _version, rest @ ..] => (*group, rest),
+        _ => return Err(format!("{path} is not an API path")),
+    };
+    let rest = match rest {
+        ["namespaces", _namespace, rest @ ..] => rest,
+        rest => rest,
+    };
+    let (resource, named) = match rest {
+        [resource] => (resource.to_string(), false),
+        [resource, _name] => (resource.to_string(), true),
+        [resource, _name, subresource] => (format!("{resource}/{subresource}"), true),
+        _ => return Err(format!("{path} names no resource")),
+    };
+    let watching = query
+        .split('&')
+        .any(|param| param == "watch=true" || param == "watch=1");
+    let verb = match (method, named) {
+        ("GET", true) => "get",
+        ("GET", false) if watching => "watch",
+        ("GET", false) => "list",
+        ("POST", _) => "create",
+        ("PUT", _) => "update",
+        ("PATCH", _) => "patch",
+        ("DELETE", true) => "delete",
+        ("DELETE", false) => "deletecollection",
+        _ => return Err(format!("{method} is not a Kubernetes verb")),
+    };
+    let granted = RBAC
+        .iter()
+        .flat_map(|text| serde_norway::Deserializer::from_str(text))
+        .any(|document| {
+            let Ok(role) = <Value as serde::Deserialize>::deserialize(document) else {
+                return false;
+            };
+            role["rules"].as_array().into_iter().flatten().any(|rule| {
+                let has = |field: &str, wanted: &str| {
+                    rule[field]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .any(|v| v == wanted)
+                };
+                has("apiGroups", group) && has("resources", &resource) && has("verbs", verb)
+            })
+        });
+    if granted {
+        Ok(())
+    } else {
+        Err(format!(
+            "RBAC in rbac/ does not allow {verb} on {resource} in group {group:?} ({method} {path})"
+        ))
     }
 }
 

@@ -27,6 +27,7 @@ use crate::{
     events::Events,
     foo::{FIELD_MANAGER, Foo},
     key::{ScaleTarget, TargetKind},
+    metrics::{Metrics, Outcome, ScaleDirection},
     schedule::{self, Annotations, Direction, ScaleChange, Schedule, Transition},
 };
 
@@ -37,17 +38,25 @@ pub struct Context {
     pub default_timezone: Tz,
     /// Log and report what would be done, change nothing.
     pub dry_run: bool,
+    pub metrics: Metrics,
     /// The transition for which a `ScaleReverted` warning went out, per target: warn once.
     reverted_warned: Mutex<HashMap<ScaleTarget, DateTime<Utc>>>,
 }
 
 impl Context {
-    pub fn new(client: Client, events: Events, default_timezone: Tz, dry_run: bool) -> Self {
+    pub fn new(
+        client: Client,
+        events: Events,
+        default_timezone: Tz,
+        dry_run: bool,
+        metrics: Metrics,
+    ) -> Self {
         Self {
             client,
             events,
             default_timezone,
             dry_run,
+            metrics,
             reverted_warned: Mutex::default(),
         }
     }
@@ -129,7 +138,7 @@ pub async fn reconcile(
             "no scheduled scaling until the annotations are fixed: {}",
             reasons.join("; ")
         );
-        tracing::warn!(target = %target, %note, "invalid schedule");
+        tracing::warn!(object = %target, %note, "invalid schedule");
         ctx.events
             .warning(&observed.reference, "InvalidSchedule", note)
             .await;
@@ -137,7 +146,7 @@ pub async fn reconcile(
     }
 
     match schedule::decide(&annotations, observed.replicas, now) {
-        Some(change) => apply(ctx, target, &observed, &annotations, &change).await,
+        Some(change) => apply(ctx, target, &observed, &annotations, &change, now).await,
         None => {
             warn_if_reverted(ctx, target, &observed, &annotations).await;
             Ok(())
@@ -272,10 +281,17 @@ async fn apply(
     observed: &Observed,
     annotations: &Annotations,
     change: &ScaleChange,
+    now: DateTime<Utc>,
 ) -> Result<(), Error> {
     let (reason, note) = describe_change(change, observed.replicas, annotations);
+    let direction = match change.applied.map(|transition| transition.direction) {
+        Some(Direction::Down) => ScaleDirection::Down,
+        Some(Direction::Up) => ScaleDirection::Up,
+        None => ScaleDirection::Restore,
+    };
     if ctx.dry_run {
-        tracing::info!(target = %target, reason, %note, "dry run: not applied");
+        tracing::info!(object = %target, reason, %note, "dry run: not applied");
+        ctx.metrics.scale_action(direction, Outcome::DryRun);
         ctx.events
             .normal(
                 &observed.reference,
@@ -286,30 +302,49 @@ async fn apply(
         return Ok(());
     }
     let patch = patch_for(change, observed.resource_version.as_deref());
-    let params = PatchParams {
-        field_manager: Some(FIELD_MANAGER.into()),
-        ..PatchParams::default()
-    };
-    let key = &target.key;
-    let result = match target.kind {
-        TargetKind::Deployment => Api::<Deployment>::namespaced(ctx.client.clone(), &key.namespace)
-            .patch(&key.name, &params, &Patch::Merge(&patch))
-            .await
-            .map(drop),
-        TargetKind::Foo => Api::<Foo>::namespaced(ctx.client.clone(), &key.namespace)
-            .patch(&key.name, &params, &Patch::Merge(&patch))
-            .await
-            .map(drop),
-    };
+    let result = patch_target(&ctx.client, target, &patch).await;
     match result {
         Ok(()) => {
-            tracing::info!(target = %target, reason, %note, "applied schedule");
+            tracing::info!(object = %target, reason, %note, "applied schedule");
+            ctx.metrics.scale_action(direction, Outcome::Success);
+            if let Some(transition) = change.applied {
+                let late = (now - transition.at).to_std().unwrap_or_default();
+                ctx.metrics.transition_lateness.observe(late.as_secs_f64());
+            }
             ctx.events.normal(&observed.reference, reason, note).await;
             Ok(())
         }
         // Deleted since the read: nothing left to scale.
         Err(error) if is_status(&error, 404) => Ok(()),
-        Err(error) => Err(Error::api("scale", kind_name(target.kind), key)(error)),
+        Err(error) => {
+            ctx.metrics.scale_action(direction, Outcome::Error);
+            Err(Error::api("scale", kind_name(target.kind), &target.key)(
+                error,
+            ))
+        }
+    }
+}
+
+/// Sends a merge patch to a Deployment or Foo, as field manager `cronscaler`.
+pub async fn patch_target(
+    client: &Client,
+    target: &ScaleTarget,
+    patch: &Value,
+) -> Result<(), kube::Error> {
+    let params = PatchParams {
+        field_manager: Some(FIELD_MANAGER.into()),
+        ..PatchParams::default()
+    };
+    let key = &target.key;
+    match target.kind {
+        TargetKind::Deployment => Api::<Deployment>::namespaced(client.clone(), &key.namespace)
+            .patch(&key.name, &params, &Patch::Merge(patch))
+            .await
+            .map(drop),
+        TargetKind::Foo => Api::<Foo>::namespaced(client.clone(), &key.namespace)
+            .patch(&key.name, &params, &Patch::Merge(patch))
+            .await
+            .map(drop),
     }
 }
 
@@ -388,7 +423,7 @@ async fn warn_if_reverted(
             .at
             .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
     );
-    tracing::info!(target = %target, %note, "scale reverted");
+    tracing::info!(object = %target, %note, "scale reverted");
     ctx.events
         .warning(&observed.reference, "ScaleReverted", note)
         .await;

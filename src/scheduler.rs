@@ -28,6 +28,7 @@ use chrono_tz::Tz;
 use futures::StreamExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{Resource, runtime::watcher};
+use prometheus_client::metrics::gauge::Gauge;
 use tokio::sync::mpsc;
 use tokio_util::time::{DelayQueue, delay_queue};
 
@@ -150,14 +151,20 @@ pub struct Tracker {
     seen: HashMap<ObjectKey, u64>,
     /// Objects seen again during a relist; the others were deleted while the watch was down.
     relisted: Option<HashSet<ObjectKey>>,
+    /// Objects whose annotations are invalid, counted in `invalid_gauge`.
+    invalid: HashSet<ObjectKey>,
+    invalid_gauge: Gauge,
 }
 
 impl Tracker {
+    /// `invalid_gauge` counts the objects whose annotations are invalid; trackers of several
+    /// kinds share one.
     pub fn new(
         scheduler: Scheduler,
         queue: WorkQueue<WorkKey>,
         default_timezone: Tz,
         kind: TargetKind,
+        invalid_gauge: Gauge,
     ) -> Self {
         Self {
             scheduler,
@@ -166,6 +173,8 @@ impl Tracker {
             kind,
             seen: HashMap::new(),
             relisted: None,
+            invalid: HashSet::new(),
+            invalid_gauge,
         }
     }
 
@@ -226,9 +235,7 @@ impl Tracker {
             any = true;
         }
         if !any {
-            if self.seen.remove(&key).is_some() {
-                self.scheduler.disarm(self.target(key));
-            }
+            self.forget(&key);
             return;
         }
         meta.generation.hash(&mut hasher);
@@ -245,7 +252,9 @@ impl Tracker {
             .iter()
             .flatten()
             .any(|owner| owner.controller == Some(true) && owner.kind == "Foo");
-        match schedule::parse(annotations.unwrap_or(&empty), self.default_timezone) {
+        let parsed = schedule::parse(annotations.unwrap_or(&empty), self.default_timezone);
+        self.count_invalid(&target.key, matches!(parsed, Annotations::Invalid(_)));
+        match parsed {
             Annotations::Scheduled(schedule, _) if !controlled_by_foo => {
                 self.scheduler.arm(target.clone(), Arc::new(schedule))
             }
@@ -255,7 +264,18 @@ impl Tracker {
         self.queue.add(WorkKey::Scale(target));
     }
 
+    fn count_invalid(&mut self, key: &ObjectKey, invalid: bool) {
+        if invalid {
+            if self.invalid.insert(key.clone()) {
+                self.invalid_gauge.inc();
+            }
+        } else if self.invalid.remove(key) {
+            self.invalid_gauge.dec();
+        }
+    }
+
     fn forget(&mut self, key: &ObjectKey) {
+        self.count_invalid(key, false);
         if self.seen.remove(key).is_some() {
             self.scheduler.disarm(self.target(key.clone()));
         }

@@ -39,8 +39,15 @@ fn enabled() -> bool {
 
 /// The controller's arguments as the binary would parse them, restricted to `namespace`.
 fn run_args(namespace: &str) -> RunArgs {
-    let cli = Cli::try_parse_from(["cronscaler", "run", "--namespace", namespace])
-        .expect("valid arguments");
+    let cli = Cli::try_parse_from([
+        "cronscaler",
+        "run",
+        "--namespace",
+        namespace,
+        "--http-addr",
+        "127.0.0.1:0",
+    ])
+    .expect("valid arguments");
     match cli.command {
         Command::Run(args) => args,
         _ => unreachable!("parsed `run`"),
@@ -120,7 +127,8 @@ impl Harness {
             controller::run(controller_client, &args, async {
                 let _ = stopped.await;
             })
-            .await;
+            .await
+            .expect("the controller runs");
         });
         Self {
             client,

@@ -66,7 +66,13 @@ async fn reconcile_against(
 ) -> Vec<Result<(), Error>> {
     let (client, server) = mock_client();
     let server = tokio::spawn(server.serve(script));
-    let ctx = Context::new(client.clone(), Events::new(client, None), Tz::UTC, dry_run);
+    let ctx = Context::new(
+        client.clone(),
+        Events::new(client, None),
+        Tz::UTC,
+        dry_run,
+        crate::metrics::Metrics::new().0,
+    );
     let mut results = Vec::new();
     for now in instants {
         results.push(reconcile(&ctx, &target, *now).await);

@@ -214,7 +214,8 @@ async fn a_wall_clock_step_forward_is_caught_within_max_sleep() {
 }
 
 /// A tracker of Deployments feeding a scheduler and a queue, on a clock that keeps pace.
-fn tracked_deployments() -> (WorkQueue<WorkKey>, Scheduler, Tracker) {
+fn tracked_deployments() -> (WorkQueue<WorkKey>, Scheduler, Tracker, Gauge) {
+    let invalid = Gauge::default();
     let queue = WorkQueue::new(RateLimit::default());
     let scheduler = Scheduler::spawn(queue.clone(), wall_clock(1000, Arc::default()));
     let tracker = Tracker::new(
@@ -222,8 +223,9 @@ fn tracked_deployments() -> (WorkQueue<WorkKey>, Scheduler, Tracker) {
         queue.clone(),
         Tz::UTC,
         TargetKind::Deployment,
+        invalid.clone(),
     );
-    (queue, scheduler, tracker)
+    (queue, scheduler, tracker, invalid)
 }
 
 fn meta(
@@ -246,7 +248,7 @@ fn meta(
 
 #[tokio::test(start_paused = true)]
 async fn the_tracker_evaluates_an_object_when_its_annotations_change_and_only_then() {
-    let (queue, scheduler, mut tracker) = tracked_deployments();
+    let (queue, scheduler, mut tracker, invalid) = tracked_deployments();
     let nightly = [
         (schedule::SCALE_DOWN, "0 20 * * *"),
         ("kubectl.kubernetes.io/last-applied-configuration", "{}"),
@@ -283,6 +285,9 @@ async fn the_tracker_evaluates_an_object_when_its_annotations_change_and_only_th
         "an invalid schedule is evaluated, to be reported"
     );
     assert_eq!(scheduler.held(), 0, "and never armed");
+    assert_eq!(invalid.get(), 1, "counted as invalid");
+    tracker.handle(&watcher::Event::Delete(meta("web", &[], 2)));
+    assert_eq!(invalid.get(), 0, "no longer counted once deleted");
 
     tracker.handle(&watcher::Event::Apply(meta(
         "plain",
@@ -299,7 +304,7 @@ async fn the_tracker_evaluates_an_object_when_its_annotations_change_and_only_th
 
 #[tokio::test(start_paused = true)]
 async fn a_relist_forgets_objects_deleted_while_the_watch_was_down() {
-    let (queue, scheduler, mut tracker) = tracked_deployments();
+    let (queue, scheduler, mut tracker, _) = tracked_deployments();
     let nightly = [(schedule::SCALE_DOWN, "0 20 * * *")];
     tracker.handle(&watcher::Event::Apply(meta("kept", &nightly, 1)));
     tracker.handle(&watcher::Event::Apply(meta(
@@ -328,7 +333,7 @@ async fn a_relist_forgets_objects_deleted_while_the_watch_was_down() {
 
 #[tokio::test(start_paused = true)]
 async fn a_deployment_controlled_by_a_foo_is_evaluated_but_never_armed() {
-    let (queue, scheduler, mut tracker) = tracked_deployments();
+    let (queue, scheduler, mut tracker, _) = tracked_deployments();
     let mut object = meta("example-foo", &[(schedule::SCALE_DOWN, "0 20 * * *")], 1);
     object.metadata.owner_references = Some(vec![OwnerReference {
         api_version: "samplecontroller.k8s.io/v1alpha1".into(),
