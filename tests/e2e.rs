@@ -14,7 +14,7 @@ use cronscaler::{
     foo::Foo,
 };
 use k8s_openapi::{
-    api::{apps::v1::Deployment, core::v1::Namespace, events::v1::Event},
+    api::{apps::v1::Deployment, coordination::v1::Lease, core::v1::Namespace, events::v1::Event},
     apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
 };
 use kube::{
@@ -393,4 +393,114 @@ async fn a_foo_is_scheduled_and_a_bad_schedule_is_reported() {
         "{note}"
     );
     harness.stop().await;
+}
+
+/// One `cronscaler run` process, as one replica of the Deployment would be.
+struct Replica {
+    name: &'static str,
+    process: std::process::Child,
+}
+
+impl Replica {
+    fn start(name: &'static str, namespace: &str) -> Self {
+        let process = std::process::Command::new(env!("CARGO_BIN_EXE_cronscaler"))
+            .args([
+                "run",
+                "--namespace",
+                namespace,
+                "--leader-elect",
+                "--leader-elect-namespace",
+                namespace,
+            ])
+            .args(["--http-addr", "127.0.0.1:0"])
+            .env("POD_NAME", name)
+            .spawn()
+            .expect("the binary starts");
+        Self { name, process }
+    }
+
+    /// SIGTERM, as the kubelet sends it, and the exit status.
+    fn terminate(mut self) -> std::process::ExitStatus {
+        let pid = self.process.id().to_string();
+        let sent = std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("kill runs");
+        assert!(sent.success());
+        self.process.wait().expect("the replica exits")
+    }
+}
+
+async fn lease_holder(client: &Client, namespace: &str) -> Option<String> {
+    let leases: Api<Lease> = Api::namespaced(client.clone(), namespace);
+    leases
+        .get("cronscaler")
+        .await
+        .ok()?
+        .spec?
+        .holder_identity
+        .filter(|holder| !holder.is_empty())
+}
+
+#[tokio::test]
+async fn a_standby_takes_over_within_seconds_when_the_leader_stops() {
+    if !enabled() {
+        return;
+    }
+    let client = Client::try_default().await.expect("a kubeconfig");
+    install_crd(&client).await;
+    let namespace = fresh_namespace(&client, "failover").await;
+    let mut replicas = vec![
+        Replica::start("replica-a", &namespace),
+        Replica::start("replica-b", &namespace),
+    ];
+
+    let leader = eventually("a leader", || lease_holder(&client, &namespace)).await;
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &namespace);
+    let down_at = Utc::now() + chrono::Duration::seconds(15);
+    let up_at = down_at + chrono::Duration::seconds(30);
+    let annotations = json!({ "cronscaler.dev/scale-down": cron_at(down_at), "cronscaler.dev/scale-up": cron_at(up_at) });
+    deployments
+        .create(
+            &PostParams::default(),
+            &nginx_deployment("shift", 2, annotations),
+        )
+        .await
+        .unwrap();
+    eventually("the scale-down by the leader", || async {
+        let (replicas, _) = replicas_and_annotations(&deployments, "shift").await?;
+        (replicas == 0).then_some(())
+    })
+    .await;
+
+    let position = replicas
+        .iter()
+        .position(|replica| replica.name == leader)
+        .expect("the holder is one of ours");
+    let stopped_at = tokio::time::Instant::now();
+    let status = replicas.remove(position).terminate();
+    assert!(status.success(), "a SIGTERM'd leader exits 0, got {status}");
+    let standby = replicas[0].name;
+    eventually("the standby to take the lease", || async {
+        (lease_holder(&client, &namespace).await.as_deref() == Some(standby)).then_some(())
+    })
+    .await;
+    assert!(
+        stopped_at.elapsed() < Duration::from_secs(10),
+        "takeover took {:?}",
+        stopped_at.elapsed()
+    );
+
+    eventually("the scale-up by the new leader", || async {
+        let (replicas, _) = replicas_and_annotations(&deployments, "shift").await?;
+        (replicas == 2).then_some(())
+    })
+    .await;
+    for replica in replicas {
+        replica.terminate();
+    }
+    Api::<Namespace>::all(client.clone())
+        .delete(&namespace, &DeleteParams::default())
+        .await
+        .unwrap();
 }
