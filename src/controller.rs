@@ -101,7 +101,7 @@ pub async fn run(
         metrics.invalid_schedules.clone(),
     );
     let foo_queue = queue.clone();
-    let foo_feed = drive(foo_watch, "Foos", move |event| {
+    let foo_feed = drive(foo_watch, "Foos", queue.clone(), move |event| {
         foo_schedules.handle(event);
         if let Some(key) = touched(event).and_then(ObjectKey::of) {
             foo_queue.add(WorkKey::Foo(key));
@@ -118,11 +118,16 @@ pub async fn run(
     .modify(|deployment| deployment.managed_fields_mut().clear())
     .reflect(owned_writer);
     let owned_queue = queue.clone();
-    let owned_feed = drive(owned_watch, "Deployments owned by Foos", move |event| {
-        if let Some(key) = touched(event).and_then(owner_foo) {
-            owned_queue.add(key);
-        }
-    });
+    let owned_feed = drive(
+        owned_watch,
+        "Deployments owned by Foos",
+        queue.clone(),
+        move |event| {
+            if let Some(key) = touched(event).and_then(owner_foo) {
+                owned_queue.add(key);
+            }
+        },
+    );
 
     // Every Deployment, as metadata only and kept nowhere: the tracker keeps what it needs of
     // the annotated ones.
@@ -138,7 +143,7 @@ pub async fn run(
         TargetKind::Deployment,
         metrics.invalid_schedules.clone(),
     );
-    let all_feed = drive(all_watch, "Deployments", move |event| {
+    let all_feed = drive(all_watch, "Deployments", queue.clone(), move |event| {
         deployment_schedules.handle(event)
     });
 
@@ -318,17 +323,33 @@ async fn caches_ready(foos: &Store<Foo>, owned: &Store<Deployment>) {
 }
 
 /// Hands every event of a watch to `on_event`, logging watch failures (the watcher backs off
-/// and resumes by itself).
-async fn drive<K, S>(stream: S, what: &'static str, mut on_event: impl FnMut(&watcher::Event<K>))
-where
+/// and resumes by itself). When a failing watch recovers, the API server is back: keys that
+/// failed meanwhile are retried at once instead of at the end of their backoff, so a transition
+/// missed during an outage is applied as soon as it can be.
+async fn drive<K, S>(
+    stream: S,
+    what: &'static str,
+    queue: WorkQueue<WorkKey>,
+    mut on_event: impl FnMut(&watcher::Event<K>),
+) where
     S: futures::Stream<Item = Result<watcher::Event<K>, watcher::Error>>,
 {
     futures::pin_mut!(stream);
+    let mut failing = false;
     loop {
         match stream.try_next().await {
-            Ok(Some(event)) => on_event(&event),
+            Ok(Some(event)) => {
+                if std::mem::take(&mut failing) {
+                    tracing::info!("watch of {what} recovered; retrying failed work now");
+                    queue.retry_failed_now();
+                }
+                on_event(&event);
+            }
             Ok(None) => return,
-            Err(error) => tracing::warn!(%error, "watch of {what} failed; retrying"),
+            Err(error) => {
+                failing = true;
+                tracing::warn!(%error, "watch of {what} failed; retrying");
+            }
         }
     }
 }

@@ -183,6 +183,24 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
         self.lock().failures.remove(key);
     }
 
+    /// Makes every key that is backing off after a failure ready now, keeping its failure
+    /// count: for when the cause of the failures (an unreachable API server) has gone away.
+    pub fn retry_failed_now(&self) {
+        let mut state = self.lock();
+        if state.shutting_down {
+            return;
+        }
+        let failed: Vec<K> = state.failures.keys().cloned().collect();
+        let queued = failed
+            .into_iter()
+            .filter(|key| state.enqueue(key.clone()))
+            .count();
+        drop(state);
+        for _ in 0..queued {
+            self.shared.work.notify_one();
+        }
+    }
+
     /// Failures counted for this key since it was last forgotten.
     pub fn retries(&self, key: &K) -> u32 {
         self.lock().failures.get(key).copied().unwrap_or(0)

@@ -349,3 +349,21 @@ async fn concurrent_workers_never_share_a_key_and_lose_no_add() {
         worker.await.unwrap();
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn failed_keys_can_be_retried_at_once_when_their_cause_is_gone() {
+    let queue = queue();
+    for _ in 0..12 {
+        queue.add_rate_limited("flaky");
+    }
+    queue.add_after("later", Duration::from_secs(60));
+    assert_eq!(ready_now(&queue).await, None, "backing off for seconds");
+    queue.retry_failed_now();
+    assert_eq!(ready_now(&queue).await, Some("flaky"));
+    assert_eq!(
+        ready_now(&queue).await,
+        None,
+        "keys that did not fail keep their delay"
+    );
+    assert_eq!(queue.retries(&"flaky"), 12, "the failures still count");
+}
