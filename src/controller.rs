@@ -56,6 +56,9 @@ pub fn client_for(config: kube::Config, args: &RunArgs) -> Result<Client, kube::
         .build())
 }
 
+/// Objects per list page of the all-Deployments watch.
+const ALL_DEPLOYMENTS_PAGE_SIZE: u32 = 100;
+
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     #[error("listening on {addr} for /healthz, /readyz and /metrics: {source}")]
@@ -133,7 +136,9 @@ pub async fn run(
     // the annotated ones.
     let all_watch = watcher(
         scoped_api::<PartialObjectMeta<Deployment>>(&client, namespace),
-        watcher::Config::default(),
+        // Small pages keep the start-up peak low: a page is decoded whole, and Deployments
+        // can carry large annotations (last-applied-configuration).
+        watcher::Config::default().page_size(ALL_DEPLOYMENTS_PAGE_SIZE),
     )
     .default_backoff();
     let mut deployment_schedules = Tracker::new(

@@ -23,7 +23,7 @@ pub fn restore_change(
 ) -> Result<Option<ScaleChange>, Vec<InvalidAnnotation>> {
     let written: BTreeMap<String, String> = annotations
         .iter()
-        .filter(|(key, _)| *key == schedule::ORIGINAL_REPLICAS || *key == schedule::LAST_TRANSITION)
+        .filter(|(key, _)| schedule::is_written_by_controller(key))
         .map(|(key, value)| (key.clone(), value.clone()))
         .collect();
     // Without crons the contract's own rule applies: give back the original, clean up.

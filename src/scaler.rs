@@ -368,18 +368,7 @@ pub fn reverted(annotations: &Annotations, replicas: i32) -> Option<(Transition,
 
 /// Who last set `spec.replicas`, other than this controller, from `managedFields`.
 pub fn replicas_changed_by(managed_fields: &[ManagedFieldsEntry]) -> Option<String> {
-    managed_fields
-        .iter()
-        .filter(|entry| entry.manager.as_deref() != Some(FIELD_MANAGER))
-        .filter(|entry| {
-            entry.fields_v1.as_ref().is_some_and(|fields| {
-                fields
-                    .0
-                    .get("f:spec")
-                    .and_then(|spec| spec.get("f:replicas"))
-                    .is_some()
-            })
-        })
+    other_replicas_writers(managed_fields)
         .max_by_key(|entry| entry.time.as_ref().map(|time| time.0))
         .map(|entry| {
             let manager = entry
@@ -392,6 +381,24 @@ pub fn replicas_changed_by(managed_fields: &[ManagedFieldsEntry]) -> Option<Stri
                 }
                 _ => manager,
             }
+        })
+}
+
+/// The `managedFields` entries of those who set `spec.replicas`, other than this controller.
+pub fn other_replicas_writers(
+    managed_fields: &[ManagedFieldsEntry],
+) -> impl Iterator<Item = &ManagedFieldsEntry> {
+    managed_fields
+        .iter()
+        .filter(|entry| entry.manager.as_deref() != Some(FIELD_MANAGER))
+        .filter(|entry| {
+            entry.fields_v1.as_ref().is_some_and(|fields| {
+                fields
+                    .0
+                    .get("f:spec")
+                    .and_then(|spec| spec.get("f:replicas"))
+                    .is_some()
+            })
         })
 }
 

@@ -32,6 +32,11 @@ pub const PAUSED: &str = "cronscaler.dev/paused";
 pub const ORIGINAL_REPLICAS: &str = "cronscaler.dev/original-replicas";
 pub const LAST_TRANSITION: &str = "cronscaler.dev/last-transition";
 
+/// The annotations the controller writes, as opposed to those users set.
+pub fn is_written_by_controller(key: &str) -> bool {
+    key == ORIGINAL_REPLICAS || key == LAST_TRANSITION
+}
+
 /// Which way a scheduled transition scales.
 ///
 /// `Up` sorts after `Down` so that taking the maximum of equal instants lets

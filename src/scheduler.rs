@@ -34,6 +34,7 @@ use tokio_util::time::{DelayQueue, delay_queue};
 
 use crate::{
     key::{ObjectKey, ScaleTarget, TargetKind, WorkKey},
+    scaler::other_replicas_writers,
     schedule::{self, Annotations, PREFIX, Schedule},
     workqueue::WorkQueue,
 };
@@ -138,10 +139,10 @@ async fn run(
     }
 }
 
-/// Turns what a watch reports into timer entries and evaluations. Annotations are parsed only
-/// when an object's `cronscaler.dev/` annotations (or its generation, for `ScaleReverted`)
-/// change; objects without such annotations cost one scan of their annotation keys and nothing
-/// is kept of them.
+/// Turns what a watch reports into timer entries and evaluations. An object is looked at again
+/// only when its users' `cronscaler.dev/` annotations change, or someone other than the
+/// controller sets its replicas (for `ScaleReverted`); objects without such annotations cost one
+/// scan of their annotation keys and nothing is kept of them.
 pub struct Tracker {
     scheduler: Scheduler,
     queue: WorkQueue<WorkKey>,
@@ -154,7 +155,12 @@ pub struct Tracker {
     /// Objects whose annotations are invalid, counted in `invalid_gauge`.
     invalid: HashSet<ObjectKey>,
     invalid_gauge: Gauge,
+    /// Parsed schedules by the user-set annotations they come from, shared between objects.
+    schedules: HashMap<BTreeMap<String, String>, Arc<Schedule>>,
+    prune_at: usize,
 }
+
+const MIN_PRUNE_AT: usize = 64;
 
 impl Tracker {
     /// `invalid_gauge` counts the objects whose annotations are invalid; trackers of several
@@ -175,6 +181,8 @@ impl Tracker {
             relisted: None,
             invalid: HashSet::new(),
             invalid_gauge,
+            schedules: HashMap::new(),
+            prune_at: MIN_PRUNE_AT,
         }
     }
 
@@ -223,28 +231,35 @@ impl Tracker {
     }
 
     fn observe(&mut self, key: ObjectKey, meta: &ObjectMeta) {
-        let annotations = meta.annotations.as_ref();
-        let ours = annotations
-            .into_iter()
+        let ours: BTreeMap<&String, &String> = meta
+            .annotations
+            .iter()
             .flatten()
-            .filter(|(name, _)| name.starts_with(PREFIX));
-        let mut hasher = DefaultHasher::new();
-        let mut any = false;
-        for annotation in ours {
-            annotation.hash(&mut hasher);
-            any = true;
-        }
-        if !any {
+            .filter(|(name, _)| name.starts_with(PREFIX))
+            .collect();
+        if ours.is_empty() {
             self.forget(&key);
             return;
         }
-        meta.generation.hash(&mut hasher);
+        // What users set, and who else set the replicas: the controller's own writes (its
+        // annotations, its replicas) change neither, so they cause no second look.
+        let mut hasher = DefaultHasher::new();
+        ours.iter()
+            .filter(|(name, _)| !schedule::is_written_by_controller(name))
+            .for_each(|pair| pair.hash(&mut hasher));
+        for writer in other_replicas_writers(meta.managed_fields.as_deref().unwrap_or_default()) {
+            (
+                &writer.manager,
+                &writer.subresource,
+                writer.time.as_ref().map(|time| time.0.as_second()),
+            )
+                .hash(&mut hasher);
+        }
         let fingerprint = hasher.finish();
         if self.seen.insert(key.clone(), fingerprint) == Some(fingerprint) {
             return;
         }
         let target = self.target(key);
-        let empty = BTreeMap::new();
         // A Deployment controlled by a Foo is scaled through its Foo: its own schedule is
         // refused (by the worker, with an Event) and never armed.
         let controlled_by_foo = meta
@@ -252,16 +267,51 @@ impl Tracker {
             .iter()
             .flatten()
             .any(|owner| owner.controller == Some(true) && owner.kind == "Foo");
-        let parsed = schedule::parse(annotations.unwrap_or(&empty), self.default_timezone);
-        self.count_invalid(&target.key, matches!(parsed, Annotations::Invalid(_)));
+        let parsed = self.parse(&ours);
+        self.count_invalid(&target.key, parsed.is_none());
         match parsed {
-            Annotations::Scheduled(schedule, _) if !controlled_by_foo => {
-                self.scheduler.arm(target.clone(), Arc::new(schedule))
+            Some(Some(schedule)) if !controlled_by_foo => {
+                self.scheduler.arm(target.clone(), schedule)
             }
             _ => self.scheduler.disarm(target.clone()),
         }
         // Catch-up and reports: evaluate now whatever changed (rule 4, rule 7).
         self.queue.add(WorkKey::Scale(target));
+    }
+
+    /// The schedule of these annotations: `Some(Some(_))` scheduled, `Some(None)` unscheduled,
+    /// `None` invalid. Objects with the same schedule annotations share one parsed schedule
+    /// (a parsed cron is kilobytes; a cluster holds few distinct schedules and many objects).
+    fn parse(&mut self, ours: &BTreeMap<&String, &String>) -> Option<Option<Arc<Schedule>>> {
+        let (written, user): (BTreeMap<String, String>, BTreeMap<String, String>) = ours
+            .iter()
+            .map(|(name, value)| (name.to_string(), value.to_string()))
+            .partition(|(name, _)| schedule::is_written_by_controller(name));
+        if let Annotations::Invalid(_) = schedule::parse(&written, self.default_timezone) {
+            return None;
+        }
+        if let Some(shared) = self.schedules.get(&user) {
+            return Some(Some(shared.clone()));
+        }
+        match schedule::parse(&user, self.default_timezone) {
+            Annotations::Scheduled(schedule, _) => {
+                let schedule = Arc::new(schedule);
+                self.share(user, schedule.clone());
+                Some(Some(schedule))
+            }
+            Annotations::Unscheduled(_) => Some(None),
+            Annotations::Invalid(_) => None,
+        }
+    }
+
+    fn share(&mut self, user: BTreeMap<String, String>, schedule: Arc<Schedule>) {
+        // Forget schedules no object uses any more, whenever the cache has doubled.
+        if self.schedules.len() >= self.prune_at {
+            self.schedules
+                .retain(|_, shared| Arc::strong_count(shared) > 1);
+            self.prune_at = (self.schedules.len() * 2).max(MIN_PRUNE_AT);
+        }
+        self.schedules.insert(user, schedule);
     }
 
     fn count_invalid(&mut self, key: &ObjectKey, invalid: bool) {
