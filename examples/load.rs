@@ -388,6 +388,15 @@ async fn handle(fake: Arc<Fake>, request: Request<Incoming>) -> Result<Response<
             count(&counts.lists);
             empty_list("samplecontroller.k8s.io/v1alpha1", "FooList")
         }
+        // Discovery: the controller checks the Foo CRD is installed before watching Foos.
+        (&Method::GET, "/apis/samplecontroller.k8s.io/v1alpha1", _) => json_response(
+            StatusCode::OK,
+            &json!({
+                "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "samplecontroller.k8s.io/v1alpha1",
+                "resources": [{ "name": "foos", "singularName": "foo", "namespaced": true, "kind": "Foo",
+                                "verbs": ["get", "list", "watch", "patch"] }],
+            }),
+        ),
         (&Method::GET, _, Some(i)) => {
             count(&counts.gets);
             if fake.is_patched(i) {

@@ -27,7 +27,7 @@ use tokio::{
 
 use crate::{
     cli::RunArgs,
-    error::Error,
+    error::{Error, is_status},
     events::Events,
     foo::{self, FOO_LABEL, Foo},
     http::{self, AliveGuard, Health},
@@ -152,14 +152,27 @@ pub async fn run(
         deployment_schedules.handle(event)
     });
 
-    let feeds = [
-        tokio::spawn(while_alive(health.alive("watch of Foos"), foo_feed)),
-        tokio::spawn(while_alive(
+    let mut feeds = vec![tokio::spawn(while_alive(
+        health.alive("watch of Deployments"),
+        all_feed,
+    ))];
+    if foos_served(&client).await {
+        feeds.push(tokio::spawn(while_alive(
+            health.alive("watch of Foos"),
+            foo_feed,
+        )));
+        feeds.push(tokio::spawn(while_alive(
             health.alive("watch of Deployments owned by Foos"),
             owned_feed,
-        )),
-        tokio::spawn(while_alive(health.alive("watch of Deployments"), all_feed)),
-    ];
+        )));
+    } else {
+        // Dropping the unstarted feeds drops their cache writers, so those caches count as
+        // synced and scheduled scaling of Deployments starts without them.
+        tracing::warn!(
+            "the API server does not serve {} Foos (is the CRD installed?): the Foo controller is off until a restart",
+            Foo::api_version(&())
+        );
+    }
 
     let (is_leader, election) = elect(&client, args);
     tokio::spawn(report_leadership(is_leader.clone(), metrics.leader.clone()));
@@ -229,6 +242,25 @@ pub async fn run(
         feed.abort();
     }
     Ok(())
+}
+
+/// Whether the API server serves Foos. Without the CRD (say, a namespaced install nobody added
+/// it for) a watch of Foos would fail forever and keep every worker waiting for its cache.
+async fn foos_served(client: &Client) -> bool {
+    match client
+        .list_api_group_resources(&Foo::api_version(&()))
+        .await
+    {
+        Ok(resources) => resources
+            .resources
+            .iter()
+            .any(|resource| resource.name == Foo::plural(&())),
+        Err(error) if is_status(&error, 404) => false,
+        Err(error) => {
+            tracing::warn!(%error, "could not ask whether Foos are served; assuming they are");
+            true
+        }
+    }
 }
 
 /// Leadership: the elected one, or always this replica without `--leader-elect`.
@@ -474,6 +506,28 @@ mod tests {
             controller: Some(controller),
             block_owner_deletion: Some(true),
         }
+    }
+
+    #[tokio::test]
+    async fn the_foo_controller_runs_only_where_foos_are_served() {
+        use crate::mock_api::{Exchange, NOT_FOUND, mock_client};
+        let discovery = "/apis/samplecontroller.k8s.io/v1alpha1";
+        let served = serde_json::json!({
+            "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "samplecontroller.k8s.io/v1alpha1",
+            "resources": [{ "name": "foos", "singularName": "foo", "namespaced": true, "kind": "Foo", "verbs": ["get"] }],
+        });
+        let (client, server) = mock_client();
+        let server = tokio::spawn(server.serve(vec![
+            Exchange::new("GET", discovery).reply(200, served),
+            Exchange::new("GET", discovery).reply_captured(NOT_FOUND),
+        ]));
+        assert!(foos_served(&client).await);
+        assert!(
+            !foos_served(&client).await,
+            "no CRD: the Foo controller stays off"
+        );
+        drop(client);
+        server.await.unwrap();
     }
 
     #[test]

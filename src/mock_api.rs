@@ -183,6 +183,8 @@ fn authorized(method: &str, path_and_query: &str) -> Result<(), String> {
         _ => return Err(format!("{path} is not an API path")),
     };
     let rest = match rest {
+        // Discovery: a non-resource URL every authenticated user may read.
+        [] => return Ok(()),
         ["namespaces", _namespace, rest @ ..] => rest,
         rest => rest,
     };
