@@ -690,7 +690,7 @@ async fn memory(n: usize, qps: f64, burst: u32, common: Common) -> anyhow::Resul
     );
     println!(
         "  start-up: {:.1} s at --kube-qps {qps} --kube-burst {burst} (high so that the {n} catch-up reads take seconds); \
-         {} lists (pages of 500 and the Foo controller's two), {} watches, {gets} GETs of one Deployment, \
+         {} lists (pages of the all-Deployments watch, and the Foo controller's two), {} watches, {gets} GETs of one Deployment, \
          {} PATCHes, {} Events",
         startup.as_secs_f64(),
         c.lists.load(Relaxed),
