@@ -29,7 +29,7 @@ use crate::{
     cli::RunArgs,
     error::{Error, is_status},
     events::Events,
-    foo::{self, FOO_LABEL, Foo},
+    foo::{self, FOO_LABEL, Foo, controlling_foo},
     http::{self, AliveGuard, Health},
     key::{ObjectKey, TargetKind, WorkKey},
     leader::{self, LeaderConfig},
@@ -403,11 +403,7 @@ fn touched<K>(event: &watcher::Event<K>) -> Option<&K> {
 
 /// The Foo that controls a Deployment, if one does.
 fn owner_foo(deployment: &Deployment) -> Option<WorkKey> {
-    let owner = deployment.owner_references().iter().find(|owner| {
-        owner.controller == Some(true)
-            && owner.kind == Foo::kind(&())
-            && owner.api_version == Foo::api_version(&())
-    })?;
+    let owner = controlling_foo(deployment.owner_references())?;
     Some(WorkKey::Foo(ObjectKey::new(
         deployment.namespace()?,
         &owner.name,

@@ -160,6 +160,15 @@ pub fn is_controlled_by(deployment: &Deployment, foo: &Foo) -> bool {
         .any(|owner| owner.controller == Some(true) && owner.uid == uid)
 }
 
+/// The Foo that controls an object, among its owner references.
+pub fn controlling_foo(owners: &[OwnerReference]) -> Option<&OwnerReference> {
+    owners.iter().find(|owner| {
+        owner.controller == Some(true)
+            && owner.kind == Foo::kind(&())
+            && owner.api_version == Foo::api_version(&())
+    })
+}
+
 /// Whether the owned Deployment must be re-applied: its replicas drifted from the Foo's, or it
 /// lost the label the controller finds it by.
 pub fn needs_update(foo: &Foo, deployment: &Deployment) -> bool {

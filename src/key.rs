@@ -39,12 +39,18 @@ pub enum TargetKind {
     Foo,
 }
 
-impl fmt::Display for TargetKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+impl TargetKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
             TargetKind::Deployment => "Deployment",
             TargetKind::Foo => "Foo",
-        })
+        }
+    }
+}
+
+impl fmt::Display for TargetKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

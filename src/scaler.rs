@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 use crate::{
     error::{Error, is_status},
     events::Events,
-    foo::{FIELD_MANAGER, Foo},
+    foo::{FIELD_MANAGER, Foo, controlling_foo},
     key::{ScaleTarget, TargetKind},
     metrics::{Metrics, Outcome, ScaleDirection},
     schedule::{self, Annotations, Direction, ScaleChange, Schedule, Transition},
@@ -76,11 +76,8 @@ pub struct Observed {
 
 impl Observed {
     pub fn of_deployment(deployment: &Deployment) -> Self {
-        let controlling_foo = deployment
-            .owner_references()
-            .iter()
-            .find(|owner| owner.controller == Some(true) && owner.kind == Foo::kind(&()))
-            .map(|owner| owner.name.clone());
+        let controlling_foo =
+            controlling_foo(deployment.owner_references()).map(|owner| owner.name.clone());
         Self {
             reference: deployment.object_ref(&()),
             // The API server's default for an unset `spec.replicas`.
@@ -174,14 +171,7 @@ async fn fetch(ctx: &Context, target: &ScaleTarget) -> Result<Option<Observed>, 
                 .map(|found| found.as_ref().map(Observed::of_foo))
         }
     };
-    observed.map_err(Error::api("get", kind_name(target.kind), key))
-}
-
-fn kind_name(kind: TargetKind) -> &'static str {
-    match kind {
-        TargetKind::Deployment => "Deployment",
-        TargetKind::Foo => "Foo",
-    }
+    observed.map_err(Error::api("get", target.kind.as_str(), key))
 }
 
 /// The merge patch that makes `change`: replicas and the controller's annotations in one
@@ -318,7 +308,7 @@ async fn apply(
         Err(error) if is_status(&error, 404) => Ok(()),
         Err(error) => {
             ctx.metrics.scale_action(direction, Outcome::Error);
-            Err(Error::api("scale", kind_name(target.kind), &target.key)(
+            Err(Error::api("scale", target.kind.as_str(), &target.key)(
                 error,
             ))
         }

@@ -33,6 +33,7 @@ use tokio::sync::mpsc;
 use tokio_util::time::{DelayQueue, delay_queue};
 
 use crate::{
+    foo::controlling_foo,
     key::{ObjectKey, ScaleTarget, TargetKind, WorkKey},
     scaler::other_replicas_writers,
     schedule::{self, Annotations, PREFIX, Schedule},
@@ -262,11 +263,8 @@ impl Tracker {
         let target = self.target(key);
         // A Deployment controlled by a Foo is scaled through its Foo: its own schedule is
         // refused (by the worker, with an Event) and never armed.
-        let controlled_by_foo = meta
-            .owner_references
-            .iter()
-            .flatten()
-            .any(|owner| owner.controller == Some(true) && owner.kind == "Foo");
+        let controlled_by_foo =
+            controlling_foo(meta.owner_references.as_deref().unwrap_or_default()).is_some();
         let parsed = self.parse(&ours);
         self.count_invalid(&target.key, parsed.is_none());
         match parsed {
