@@ -526,6 +526,32 @@ mod tests {
         server.await.unwrap();
     }
 
+    #[tokio::test(start_paused = true)]
+    async fn a_watch_that_recovers_has_failed_work_retried_at_once() {
+        let queue = WorkQueue::<WorkKey>::new(RateLimit::default());
+        let failed = WorkKey::Foo(ObjectKey::new("shop", "web"));
+        // Ten failures during an outage: the next try is 5 s away.
+        for _ in 0..10 {
+            queue.add_rate_limited(failed.clone());
+        }
+        let outage_then_recovery = futures::stream::iter(vec![
+            Err(watcher::Error::NoResourceVersion),
+            Ok(watcher::Event::<Deployment>::Init),
+        ]);
+        let mut seen = 0;
+        drive(outage_then_recovery, "Deployments", queue.clone(), |_| {
+            seen += 1
+        })
+        .await;
+        assert_eq!(seen, 1, "every event still reaches its handler");
+        let ready = tokio::time::timeout(std::time::Duration::ZERO, queue.get()).await;
+        assert_eq!(
+            ready.ok().flatten(),
+            Some(failed),
+            "retried at once, not in 5 s"
+        );
+    }
+
     #[test]
     fn a_deployment_change_wakes_its_controlling_foo_only() {
         let foo = reference("Foo", "samplecontroller.k8s.io/v1alpha1", true);
