@@ -565,12 +565,7 @@ impl Elector {
             .await
         {
             Ok(stored) => {
-                self.unsure = false;
-                self.current = true;
-                self.observed = Some(Observed {
-                    lease: stored,
-                    at: Instant::now(),
-                });
+                self.wrote(stored);
                 Outcome::Holding {
                     sent,
                     acts_from: sent,
@@ -586,6 +581,17 @@ impl Elector {
                 Outcome::Failed
             }
         }
+    }
+
+    /// Records a write of ours that the server accepted: the Lease as stored is what we hold
+    /// and what the next renewal starts from.
+    fn wrote(&mut self, stored: Lease) {
+        self.unsure = false;
+        self.current = true;
+        self.observed = Some(Observed {
+            lease: stored,
+            at: Instant::now(),
+        });
     }
 
     /// POSTs a new Lease with us as holder. We act on it only after a lease duration, in case it
@@ -609,17 +615,12 @@ impl Elector {
         let sent = Instant::now();
         match self.api.create(&Self::params(), &lease).await {
             Ok(stored) => {
-                self.unsure = false;
-                self.current = true;
                 tracing::info!(
                     namespace = %self.config.namespace,
                     lease = %self.config.lease_name,
                     "created the Lease; acting once a lease duration has passed"
                 );
-                self.observed = Some(Observed {
-                    lease: stored,
-                    at: Instant::now(),
-                });
+                self.wrote(stored);
                 Outcome::Holding {
                     sent,
                     acts_from: sent + self.config.lease_duration,
