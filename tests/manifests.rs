@@ -88,6 +88,9 @@ fn the_cluster_role_grants_exactly_what_the_controller_uses() {
             &["get", "list", "watch", "patch"],
         ),
         grant("samplecontroller.k8s.io", "foos/status", &["patch"]),
+        // Foo controller: blockOwnerDeletion on the Deployment's ownerReference, which the
+        // OwnerReferencesPermissionEnforcement admission plugin allows only with this.
+        grant("samplecontroller.k8s.io", "foos/finalizers", &["update"]),
         // Foo controller: owned Deployments; scheduled scaling: metadata watch, read, patch.
         grant(
             "apps",
