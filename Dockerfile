@@ -7,6 +7,7 @@ COPY src src
 COPY tests tests
 COPY manifests manifests
 COPY examples examples
+COPY bench bench
 RUN cargo build --release --locked --bin cronscaler
 
 # glibc and CA certificates, no shell, no package manager; uid 65532.

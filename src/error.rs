@@ -1,7 +1,7 @@
 //! Errors of the reconcilers. Each says which object, what was being done and why it failed,
 //! in words an operator can act on.
 
-use crate::key::ObjectKey;
+use crate::runtime::key::ObjectKey;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

@@ -1,23 +1,21 @@
 //! cronscaler: scheduled scaling of Deployments and Foos, and the Foo -> Deployment controller,
 //! sharing one rate-limited workqueue.
+//!
+//! - [`schedule`]: the pure schedule rules (annotations, cron with DST, `decide`).
+//! - [`scaling`]: the scheduled-scaling controller (tracker, timer, reconciler).
+//! - [`foo`]: the Foo controller (CRD, desired state, reconciler).
+//! - [`runtime`]: what both controllers share (workqueue, workers, leader election, request
+//!   budget, Events).
+//! - [`ops`]: operating the process (HTTP endpoints, metrics, logs).
+//! - [`commands`]: the command line (`run`, `plan`, `restore`).
 
-pub mod cli;
-pub mod controller;
+pub mod commands;
 pub mod error;
-pub mod events;
 pub mod foo;
-pub mod http;
-pub mod key;
-pub mod leader;
-pub mod metrics;
-pub mod plan;
-pub mod ratelimit;
-pub mod restore;
-pub mod scaler;
+pub mod ops;
+pub mod runtime;
+pub mod scaling;
 pub mod schedule;
-pub mod scheduler;
-pub mod telemetry;
-pub mod workqueue;
 
 #[cfg(test)]
 mod mock_api;

@@ -4,10 +4,12 @@ use std::process::ExitCode;
 
 use chrono::Utc;
 use cronscaler::{
-    cli::{Cli, Command, OutputFormat, PlanArgs, RestoreArgs},
-    controller,
+    commands::{
+        cli::{Cli, Command, OutputFormat, PlanArgs, RestoreArgs},
+        plan, run as controller,
+    },
     foo::Foo,
-    plan, telemetry,
+    ops::logs,
 };
 use kube::CustomResourceExt as _;
 use tokio::signal::unix::{SignalKind, signal};
@@ -25,7 +27,7 @@ async fn main() -> anyhow::Result<ExitCode> {
         Command::Plan(args) => return plan(args).await,
         Command::Restore(args) => return restore(args).await,
         Command::Run(args) => {
-            telemetry::init(args.log_format);
+            logs::init(args.log_format);
             let shutdown = shutdown_signal().context("installing signal handlers")?;
             let client = controller::connect(&args)
                 .await
@@ -58,7 +60,8 @@ async fn restore(args: RestoreArgs) -> anyhow::Result<ExitCode> {
             args.namespace.unwrap_or_default()
         );
     }
-    let (lines, all_ok) = cronscaler::restore::restore(&client, &chosen, Utc::now()).await;
+    let (lines, all_ok) =
+        cronscaler::commands::restore::restore(&client, &chosen, Utc::now()).await;
     for line in &lines {
         println!("{line}");
     }

@@ -3,8 +3,18 @@ use k8s_openapi::api::apps::v1::DeploymentStatus;
 use kube::runtime::{reflector::store::Writer, watcher};
 use serde_json::{Value, json};
 
+use chrono::{DateTime, Utc};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::{Resource, ResourceExt, runtime::reflector::Store};
+
+use super::desired::to_timestamp;
 use super::*;
 use crate::mock_api::{self, ALREADY_EXISTS, Exchange, FOO, FOO_INVALID, event, mock_client};
+use crate::{
+    error::Error,
+    runtime::{events::Events, key::ObjectKey},
+};
 
 const FOO_UID: &str = "54d821c1-663f-4eee-9d8b-bc59df6ae462";
 const FOOS: &str = "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/default/foos";
@@ -58,7 +68,7 @@ async fn reconcile_against(
 ) -> Result<(), Error> {
     let (client, server) = mock_client();
     let server = tokio::spawn(server.serve(script));
-    let ctx = Context {
+    let ctx = FooContext {
         events: Events::new(client.clone(), None),
         client,
         foos: store(foos),
@@ -277,7 +287,7 @@ async fn nothing_changed_means_no_request_at_all() {
     let deployment = owned_deployment(&foo, 1, 1);
     foo.status = Some(desired_status(
         &foo,
-        Observed::Deployment(&deployment),
+        FoundDeployment::Deployment(&deployment),
         now(),
     ));
     reconcile_against(vec![foo], vec![deployment], vec![])
@@ -292,10 +302,10 @@ async fn status_follows_the_deployment_and_keeps_its_transition_time() {
     let earlier = now() - chrono::Duration::hours(1);
     foo.status = Some(desired_status(
         &foo,
-        Observed::Deployment(&progressing),
+        FoundDeployment::Deployment(&progressing),
         earlier,
     ));
-    let still_progressing = desired_status(&foo, Observed::Deployment(&progressing), now());
+    let still_progressing = desired_status(&foo, FoundDeployment::Deployment(&progressing), now());
     assert_eq!(
         foo.status.as_ref(),
         Some(&still_progressing),
@@ -303,7 +313,7 @@ async fn status_follows_the_deployment_and_keeps_its_transition_time() {
     );
 
     let available = owned_deployment(&foo, 2, 2);
-    let status = desired_status(&foo, Observed::Deployment(&available), now());
+    let status = desired_status(&foo, FoundDeployment::Deployment(&available), now());
     assert_eq!(status.available_replicas, 2);
     assert_eq!(status.conditions[0].status, "True");
     assert_eq!(

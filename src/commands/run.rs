@@ -1,0 +1,436 @@
+//! `cronscaler run`, the wiring: watches feed caches, the tracker and the shared workqueue;
+//! workers take keys from the queue while this replica leads.
+
+use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};
+
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::{
+    Api, Client, Resource, ResourceExt,
+    client::ClientBuilder,
+    core::PartialObjectMeta,
+    runtime::{
+        WatchStreamExt,
+        reflector::{self, Store},
+        watcher,
+    },
+};
+
+use prometheus_client::metrics::gauge::Gauge;
+use tokio::{
+    net::TcpListener,
+    sync::{oneshot, watch},
+    task::JoinHandle,
+};
+
+use crate::{
+    commands::cli::RunArgs,
+    error::is_status,
+    foo::{FOO_LABEL, Foo, FooContext, controlling_foo},
+    ops::{
+        http::{self, AliveGuard, Health},
+        metrics::Metrics,
+    },
+    runtime::{
+        budget::RequestBudget,
+        events::Events,
+        key::{ObjectKey, WorkKey},
+        leader::{self, LeaderConfig},
+        watch::{drive, touched},
+        worker::{Reconcilers, worker},
+        workqueue::{RateLimit, WorkQueue},
+    },
+    scaling::{
+        ScalingContext,
+        target::TargetKind,
+        timer::{Timer, system_clock},
+        tracker::Tracker,
+    },
+};
+
+/// A client for the cluster of the current kubeconfig (or in-cluster), every request of which
+/// goes through one `--kube-qps` / `--kube-burst` budget.
+pub async fn connect(args: &RunArgs) -> Result<Client, kube::Error> {
+    let config = kube::Config::infer()
+        .await
+        .map_err(kube::Error::InferConfig)?;
+    client_for(config, args)
+}
+
+/// A client for `config` behind the `--kube-qps` / `--kube-burst` budget.
+pub fn client_for(config: kube::Config, args: &RunArgs) -> Result<Client, kube::Error> {
+    Ok(ClientBuilder::try_from(config)?
+        .with_layer(&RequestBudget::new(args.kube_qps, args.kube_burst))
+        .build())
+}
+
+/// Objects per list page of the all-Deployments watch.
+const ALL_DEPLOYMENTS_PAGE_SIZE: u32 = 100;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("listening on {addr} for /healthz, /readyz and /metrics: {source}")]
+    Listen {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+}
+
+/// Runs the controllers until `shutdown` resolves, then stops handing out work, lets in-flight
+/// reconciles finish, releases the lease if it holds it, and returns.
+pub async fn run(
+    client: Client,
+    args: &RunArgs,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), RunError> {
+    let (metrics, registry) = Metrics::new();
+    let health = Arc::new(Health::default());
+    let listener = TcpListener::bind(args.http_addr)
+        .await
+        .map_err(|source| RunError::Listen {
+            addr: args.http_addr,
+            source,
+        })?;
+
+    let queue = WorkQueue::<WorkKey>::new(RateLimit::default());
+    let clock = system_clock();
+    let timer = Timer::spawn(queue.clone(), clock.clone());
+    let namespace = args.namespace.as_deref();
+
+    let (foo_store, foo_writer) = reflector::store();
+    let foo_watch = watcher(
+        scoped_api::<Foo>(&client, namespace),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .reflect(foo_writer);
+    let mut foo_schedules = Tracker::new(
+        timer.clone(),
+        queue.clone(),
+        args.default_timezone,
+        TargetKind::Foo,
+        metrics.invalid_schedules.clone(),
+    );
+    let foo_queue = queue.clone();
+    let foo_feed = drive(foo_watch, "Foos", queue.clone(), move |event| {
+        foo_schedules.handle(event);
+        if let Some(key) = touched(event).and_then(ObjectKey::of) {
+            foo_queue.add(WorkKey::Foo(key));
+        }
+    });
+
+    let (owned_store, owned_writer) = reflector::store();
+    let owned_watch = watcher(
+        scoped_api::<Deployment>(&client, namespace),
+        watcher::Config::default().labels(FOO_LABEL),
+    )
+    .default_backoff()
+    // Field ownership is large and never read from this cache.
+    .modify(|deployment| deployment.managed_fields_mut().clear())
+    .reflect(owned_writer);
+    let owned_queue = queue.clone();
+    let owned_feed = drive(
+        owned_watch,
+        "Deployments owned by Foos",
+        queue.clone(),
+        move |event| {
+            if let Some(key) = touched(event).and_then(owner_foo) {
+                owned_queue.add(key);
+            }
+        },
+    );
+
+    // Every Deployment, as metadata only and kept nowhere: the tracker keeps what it needs of
+    // the annotated ones.
+    let all_watch = watcher(
+        scoped_api::<PartialObjectMeta<Deployment>>(&client, namespace),
+        // Small pages keep the start-up peak low: a page is decoded whole, and Deployments
+        // can carry large annotations (last-applied-configuration).
+        watcher::Config::default().page_size(ALL_DEPLOYMENTS_PAGE_SIZE),
+    )
+    .default_backoff();
+    let mut deployment_schedules = Tracker::new(
+        timer.clone(),
+        queue.clone(),
+        args.default_timezone,
+        TargetKind::Deployment,
+        metrics.invalid_schedules.clone(),
+    );
+    let all_feed = drive(all_watch, "Deployments", queue.clone(), move |event| {
+        deployment_schedules.handle(event)
+    });
+
+    let mut feeds = vec![tokio::spawn(while_alive(
+        health.alive("watch of Deployments"),
+        all_feed,
+    ))];
+    if foos_served(&client).await {
+        feeds.push(tokio::spawn(while_alive(
+            health.alive("watch of Foos"),
+            foo_feed,
+        )));
+        feeds.push(tokio::spawn(while_alive(
+            health.alive("watch of Deployments owned by Foos"),
+            owned_feed,
+        )));
+    } else {
+        // Dropping the unstarted feeds drops their cache writers, so those caches count as
+        // synced and scheduled scaling of Deployments starts without them.
+        tracing::warn!(
+            "the API server does not serve {} Foos (is the CRD installed?): the Foo controller is off until a restart",
+            Foo::api_version(&())
+        );
+    }
+
+    let (is_leader, election) = elect(&client, args);
+    tokio::spawn(report_leadership(is_leader.clone(), metrics.leader.clone()));
+
+    let refresh: Arc<dyn Fn() + Send + Sync> = {
+        let (queue, timer, metrics) = (queue.clone(), timer.clone(), metrics.clone());
+        Arc::new(move || {
+            metrics
+                .workqueue_depth
+                .set(i64::try_from(queue.len()).unwrap_or(i64::MAX));
+            metrics
+                .schedules
+                .set(i64::try_from(timer.held()).unwrap_or(i64::MAX));
+        })
+    };
+    let listener = tokio::spawn(http::serve(
+        listener,
+        health.clone(),
+        Arc::new(registry),
+        refresh,
+    ));
+
+    let events = Events::new(client.clone(), std::env::var("POD_NAME").ok());
+    let reconcilers = Arc::new(Reconcilers {
+        foo: FooContext {
+            client: client.clone(),
+            foos: foo_store.clone(),
+            owned_deployments: owned_store.clone(),
+            events: events.clone(),
+        },
+        scale: ScalingContext::new(
+            client,
+            events,
+            args.default_timezone,
+            args.dry_run,
+            metrics.clone(),
+        ),
+        clock,
+        metrics,
+    });
+
+    tokio::pin!(shutdown);
+    tokio::select! {
+        () = &mut shutdown => {}
+        () = caches_ready(&foo_store, &owned_store) => {
+            health.set_ready(true);
+            tracing::info!(workers = args.workers, dry_run = args.dry_run, leader_elect = args.leader_elect, "caches synced; starting workers");
+            let workers: Vec<_> = (0..args.workers)
+                .map(|_| {
+                    let alive = health.alive("worker");
+                    tokio::spawn(worker(queue.clone(), reconcilers.clone(), is_leader.clone(), alive))
+                })
+                .collect();
+            shutdown.await;
+            tracing::info!("shutting down: finishing in-flight work");
+            queue.shutdown_and_drain().await;
+            for worker in workers {
+                let _ = worker.await;
+            }
+        }
+    }
+    queue.shutdown();
+    // Only now that no reconcile runs may another replica take over.
+    election.release().await;
+    listener.abort();
+    for feed in feeds {
+        feed.abort();
+    }
+    Ok(())
+}
+
+/// Whether the API server serves Foos. Without the CRD (say, a namespaced install nobody added
+/// it for) a watch of Foos would fail forever and keep every worker waiting for its cache.
+async fn foos_served(client: &Client) -> bool {
+    match client
+        .list_api_group_resources(&Foo::api_version(&()))
+        .await
+    {
+        Ok(resources) => resources
+            .resources
+            .iter()
+            .any(|resource| resource.name == Foo::plural(&())),
+        Err(error) if is_status(&error, 404) => false,
+        Err(error) => {
+            tracing::warn!(%error, "could not ask whether Foos are served; assuming they are");
+            true
+        }
+    }
+}
+
+/// Leadership: the elected one, or always this replica without `--leader-elect`.
+enum Election {
+    /// Holds the sender so the receivers keep seeing `true`.
+    Off { _always: watch::Sender<bool> },
+    On {
+        release: oneshot::Sender<()>,
+        elector: JoinHandle<()>,
+    },
+}
+
+impl Election {
+    async fn release(self) {
+        match self {
+            Election::Off { .. } => {}
+            Election::On { release, elector } => {
+                let _ = release.send(());
+                if tokio::time::timeout(Duration::from_secs(10), elector)
+                    .await
+                    .is_err()
+                {
+                    tracing::warn!(
+                        "the lease was not released in time; a standby takes over when it expires"
+                    );
+                }
+            }
+        }
+    }
+}
+
+fn elect(client: &Client, args: &RunArgs) -> (watch::Receiver<bool>, Election) {
+    if !args.leader_elect {
+        let (always, is_leader) = watch::channel(true);
+        return (is_leader, Election::Off { _always: always });
+    }
+    let namespace = args
+        .leader_elect_namespace
+        .clone()
+        .unwrap_or_else(|| client.default_namespace().to_string());
+    let identity = std::env::var("POD_NAME").unwrap_or_else(|_| {
+        let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
+        format!("{}-{}", host.trim(), std::process::id())
+    });
+    let config = LeaderConfig::new(namespace, args.leader_elect_lease_name.clone(), identity);
+    let (release, released) = oneshot::channel::<()>();
+    let (is_leader, elector) = leader::spawn(client.clone(), config, async {
+        let _ = released.await;
+    });
+    (is_leader, Election::On { release, elector })
+}
+
+async fn report_leadership(mut is_leader: watch::Receiver<bool>, gauge: Gauge) {
+    loop {
+        let leading = *is_leader.borrow_and_update();
+        gauge.set(i64::from(leading));
+        tracing::info!(
+            leader = leading,
+            "{}",
+            if leading {
+                "leading: workers act"
+            } else {
+                "standing by: workers idle"
+            }
+        );
+        if is_leader.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+async fn while_alive(_alive: AliveGuard, task: impl Future<Output = ()>) {
+    task.await;
+}
+
+fn scoped_api<K>(client: &Client, namespace: Option<&str>) -> Api<K>
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
+{
+    match namespace {
+        Some(namespace) => Api::namespaced(client.clone(), namespace),
+        None => Api::all(client.clone()),
+    }
+}
+
+async fn caches_ready(foos: &Store<Foo>, owned: &Store<Deployment>) {
+    // A dropped writer means its watch task ended, which only happens at shutdown.
+    let _ = tokio::join!(foos.wait_until_ready(), owned.wait_until_ready());
+}
+
+/// The Foo that controls a Deployment, if one does.
+fn owner_foo(deployment: &Deployment) -> Option<WorkKey> {
+    let owner = controlling_foo(deployment.owner_references())?;
+    Some(WorkKey::Foo(ObjectKey::new(
+        deployment.namespace()?,
+        &owner.name,
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+
+    fn deployment_with_owner(owner: Option<OwnerReference>) -> Deployment {
+        Deployment {
+            metadata: ObjectMeta {
+                name: Some("web".into()),
+                namespace: Some("shop".into()),
+                owner_references: owner.map(|owner| vec![owner]),
+                ..ObjectMeta::default()
+            },
+            ..Deployment::default()
+        }
+    }
+
+    fn reference(kind: &str, api_version: &str, controller: bool) -> OwnerReference {
+        OwnerReference {
+            api_version: api_version.into(),
+            kind: kind.into(),
+            name: "my-foo".into(),
+            uid: "uid".into(),
+            controller: Some(controller),
+            block_owner_deletion: Some(true),
+        }
+    }
+
+    #[tokio::test]
+    async fn the_foo_controller_runs_only_where_foos_are_served() {
+        use crate::mock_api::{Exchange, NOT_FOUND, mock_client};
+        let discovery = "/apis/samplecontroller.k8s.io/v1alpha1";
+        let served = serde_json::json!({
+            "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "samplecontroller.k8s.io/v1alpha1",
+            "resources": [{ "name": "foos", "singularName": "foo", "namespaced": true, "kind": "Foo", "verbs": ["get"] }],
+        });
+        let (client, server) = mock_client();
+        let server = tokio::spawn(server.serve(vec![
+            Exchange::new("GET", discovery).reply(200, served),
+            Exchange::new("GET", discovery).reply_captured(NOT_FOUND),
+        ]));
+        assert!(foos_served(&client).await);
+        assert!(
+            !foos_served(&client).await,
+            "no CRD: the Foo controller stays off"
+        );
+        drop(client);
+        server.await.unwrap();
+    }
+
+    #[test]
+    fn a_deployment_change_wakes_its_controlling_foo_only() {
+        let foo = reference("Foo", "samplecontroller.k8s.io/v1alpha1", true);
+        assert_eq!(
+            owner_foo(&deployment_with_owner(Some(foo))),
+            Some(WorkKey::Foo(ObjectKey::new("shop", "my-foo")))
+        );
+        assert_eq!(owner_foo(&deployment_with_owner(None)), None);
+        let not_controller = reference("Foo", "samplecontroller.k8s.io/v1alpha1", false);
+        assert_eq!(
+            owner_foo(&deployment_with_owner(Some(not_controller))),
+            None
+        );
+        let other_kind = reference("Foo", "example.com/v1", true);
+        assert_eq!(owner_foo(&deployment_with_owner(Some(other_kind))), None);
+    }
+}

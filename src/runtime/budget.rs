@@ -1,0 +1,162 @@
+//! Client-side request budget: one token bucket in front of the API client, so every request
+//! the process sends (watches, reads, patches, events) shares `--kube-qps` / `--kube-burst`.
+
+use std::{
+    pin::Pin,
+    sync::{Arc, Mutex, PoisonError},
+    task::{Context, Poll},
+    time::Duration,
+};
+
+use tokio::time::{Instant, Sleep};
+use tower::{Layer, Service};
+
+/// A token bucket with reservation semantics (like Go's `rate.Limiter.Reserve`): taking a token
+/// never fails, it may borrow from the future and says how long to wait until that token exists.
+#[derive(Debug)]
+pub struct TokenBucket {
+    state: Mutex<BucketState>,
+    per_second: f64,
+    burst: f64,
+}
+
+#[derive(Debug)]
+struct BucketState {
+    tokens: f64,
+    updated: Instant,
+}
+
+impl TokenBucket {
+    pub fn new(per_second: f64, burst: u32) -> Self {
+        let burst = f64::from(burst.max(1));
+        Self {
+            state: Mutex::new(BucketState {
+                tokens: burst,
+                updated: Instant::now(),
+            }),
+            per_second: per_second.max(f64::MIN_POSITIVE),
+            burst,
+        }
+    }
+
+    /// Takes one token and returns how long the caller must wait before using it.
+    pub fn reserve(&self) -> Duration {
+        let now = Instant::now();
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let elapsed = now.saturating_duration_since(state.updated).as_secs_f64();
+        state.tokens = (state.tokens + elapsed * self.per_second).min(self.burst) - 1.0;
+        state.updated = now;
+        if state.tokens >= 0.0 {
+            Duration::ZERO
+        } else {
+            Duration::try_from_secs_f64(-state.tokens / self.per_second).unwrap_or(Duration::MAX)
+        }
+    }
+}
+
+/// Delays each request until the shared bucket grants it a token.
+#[derive(Clone, Debug)]
+pub struct RequestBudget {
+    bucket: Arc<TokenBucket>,
+}
+
+impl RequestBudget {
+    pub fn new(qps: f64, burst: u32) -> Self {
+        Self {
+            bucket: Arc::new(TokenBucket::new(qps, burst)),
+        }
+    }
+}
+
+impl<S> Layer<S> for RequestBudget {
+    type Service = RateLimited<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        RateLimited {
+            inner,
+            bucket: self.bucket.clone(),
+            wait: None,
+            granted: false,
+        }
+    }
+}
+
+/// Paces requests in `poll_ready`, as tower's own rate limit does: a caller is ready only once
+/// its token exists, so nothing is sent early and nothing is dropped; callers queue instead.
+pub struct RateLimited<S> {
+    inner: S,
+    bucket: Arc<TokenBucket>,
+    wait: Option<Pin<Box<Sleep>>>,
+    granted: bool,
+}
+
+impl<S, Request> Service<Request> for RateLimited<S>
+where
+    S: Service<Request>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        if !self.granted {
+            let wait = self
+                .wait
+                .get_or_insert_with(|| Box::pin(tokio::time::sleep(self.bucket.reserve())));
+            std::task::ready!(wait.as_mut().poll(cx));
+            self.wait = None;
+            self.granted = true;
+        }
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        self.granted = false;
+        self.inner.call(request)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn burst_is_free_then_tokens_arrive_at_the_sustained_rate() {
+        let bucket = TokenBucket::new(50.0, 100);
+        for _ in 0..100 {
+            assert_eq!(bucket.reserve(), Duration::ZERO);
+        }
+        assert_eq!(bucket.reserve(), Duration::from_millis(20));
+        assert_eq!(bucket.reserve(), Duration::from_millis(40));
+        tokio::time::advance(Duration::from_secs(1)).await;
+        // One second refilled 50 tokens, 2 of which were already borrowed.
+        for _ in 0..48 {
+            assert_eq!(bucket.reserve(), Duration::ZERO);
+        }
+        assert_eq!(bucket.reserve(), Duration::from_millis(20));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn requests_through_the_layer_are_paced_not_dropped() {
+        let (service, mut handle) = tower_test::mock::pair::<u32, u32>();
+        let mut limited = RequestBudget::new(10.0, 2).layer(service);
+        let started = Instant::now();
+        let server = tokio::spawn(async move {
+            let mut answered = 0;
+            while let Some((request, respond)) = handle.next_request().await {
+                respond.send_response(request);
+                answered += 1;
+            }
+            answered
+        });
+        let mut sent_at_ms = Vec::new();
+        for n in 0..5 {
+            let ready = tower::ServiceExt::ready(&mut limited).await.unwrap();
+            sent_at_ms.push(started.elapsed().as_millis());
+            assert_eq!(ready.call(n).await.unwrap(), n);
+        }
+        drop(limited);
+        assert_eq!(sent_at_ms, vec![0, 0, 100, 200, 300]);
+        assert_eq!(server.await.unwrap(), 5);
+    }
+}

@@ -1,0 +1,16 @@
+//! The scheduled-scaling controller: the tracker turns watched annotations into timer entries,
+//! the timer puts due objects into the shared workqueue, and the reconciler applies the
+//! schedule's rules at the current time.
+
+mod reconciler;
+pub mod target;
+pub mod timer;
+pub mod tracker;
+
+#[cfg(test)]
+mod test_support;
+
+pub use reconciler::{
+    ScalingContext, describe_change, other_replicas_writers, patch_for, patch_target, reconcile,
+    replicas_changed_by, reverted,
+};

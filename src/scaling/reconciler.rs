@@ -1,0 +1,385 @@
+//! The scheduled-scaling reconciler: reads one Deployment or Foo, evaluates its schedule at
+//! `now` with the pure rules of [`crate::schedule`], and applies the outcome in one request.
+//!
+//! Replicas and the controller's annotations change together in one merge patch guarded by the
+//! object's `resourceVersion`, so a decision made on a stale read fails with a conflict and is
+//! retried on a fresh one instead of overwriting someone's change.
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::Mutex,
+};
+
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+use k8s_openapi::{
+    api::apps::v1::Deployment, apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry,
+};
+use kube::{
+    Api, Client,
+    api::{Patch, PatchParams},
+};
+use serde_json::{Value, json};
+
+use crate::{
+    error::{Error, is_status},
+    foo::Foo,
+    ops::metrics::{Metrics, Outcome, ScaleDirection},
+    runtime::{CONTROLLER_NAME, events::Events},
+    scaling::target::{ScaleTarget, TargetKind, TargetState},
+    schedule::{self, Annotations, Direction, ScaleChange, Schedule, Transition},
+};
+
+/// What the scaler reads and writes.
+pub struct ScalingContext {
+    pub client: Client,
+    pub events: Events,
+    pub default_timezone: Tz,
+    /// Log and report what would be done, change nothing.
+    pub dry_run: bool,
+    pub metrics: Metrics,
+    /// The transition for which a `ScaleReverted` warning went out, per target: warn once.
+    reverted_warned: Mutex<HashMap<ScaleTarget, DateTime<Utc>>>,
+}
+
+impl ScalingContext {
+    pub fn new(
+        client: Client,
+        events: Events,
+        default_timezone: Tz,
+        dry_run: bool,
+        metrics: Metrics,
+    ) -> Self {
+        Self {
+            client,
+            events,
+            default_timezone,
+            dry_run,
+            metrics,
+            reverted_warned: Mutex::default(),
+        }
+    }
+}
+
+/// Applies the schedule of one target at `now`.
+pub async fn reconcile(
+    ctx: &ScalingContext,
+    target: &ScaleTarget,
+    now: DateTime<Utc>,
+) -> Result<(), Error> {
+    let Some(observed) = fetch(ctx, target).await? else {
+        return Ok(());
+    };
+    let annotations = schedule::parse(&observed.annotations, ctx.default_timezone);
+
+    if let Some(foo) = &observed.controlling_foo {
+        if has_schedule(&observed.annotations) {
+            let note = format!(
+                "schedule annotations on a Deployment controlled by Foo {foo:?} are ignored: annotate Foo {foo:?} instead, \
+                 so the two controllers never fight over replicas"
+            );
+            ctx.events
+                .warning(&observed.reference, "InvalidSchedule", note)
+                .await;
+        }
+        return Ok(());
+    }
+    if let Annotations::Invalid(problems) = &annotations {
+        let reasons: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        let note = format!(
+            "no scheduled scaling until the annotations are fixed: {}",
+            reasons.join("; ")
+        );
+        tracing::warn!(object = %target, %note, "invalid schedule");
+        ctx.events
+            .warning(&observed.reference, "InvalidSchedule", note)
+            .await;
+        return Ok(());
+    }
+
+    match schedule::decide(&annotations, observed.replicas, now) {
+        Some(change) => apply(ctx, target, &observed, &annotations, &change, now).await,
+        None => {
+            warn_if_reverted(ctx, target, &observed, &annotations).await;
+            Ok(())
+        }
+    }
+}
+
+fn has_schedule(annotations: &BTreeMap<String, String>) -> bool {
+    annotations.contains_key(schedule::SCALE_DOWN) || annotations.contains_key(schedule::SCALE_UP)
+}
+
+async fn fetch(ctx: &ScalingContext, target: &ScaleTarget) -> Result<Option<TargetState>, Error> {
+    let key = &target.key;
+    let observed = match target.kind {
+        TargetKind::Deployment => {
+            let api: Api<Deployment> = Api::namespaced(ctx.client.clone(), &key.namespace);
+            api.get_opt(&key.name)
+                .await
+                .map(|found| found.as_ref().map(TargetState::of_deployment))
+        }
+        TargetKind::Foo => {
+            let api: Api<Foo> = Api::namespaced(ctx.client.clone(), &key.namespace);
+            api.get_opt(&key.name)
+                .await
+                .map(|found| found.as_ref().map(TargetState::of_foo))
+        }
+    };
+    observed.map_err(Error::api("get", target.kind.as_str(), key))
+}
+
+/// The merge patch that makes `change`: replicas and the controller's annotations in one
+/// request, guarded by the resourceVersion the decision was made on.
+pub fn patch_for(change: &ScaleChange, resource_version: Option<&str>) -> Value {
+    let annotations: serde_json::Map<String, Value> = change
+        .annotation_updates()
+        .into_iter()
+        .map(|(key, value)| (key.to_string(), value.map_or(Value::Null, Value::String)))
+        .collect();
+    let mut patch = json!({ "metadata": { "annotations": annotations } });
+    if let Some(resource_version) = resource_version {
+        patch["metadata"]["resourceVersion"] = json!(resource_version);
+    }
+    if let Some(replicas) = change.replicas {
+        patch["spec"] = json!({ "replicas": replicas });
+    }
+    patch
+}
+
+/// The Event that tells a user what a change did: reason and note.
+pub fn describe_change(
+    change: &ScaleChange,
+    from: i32,
+    annotations: &Annotations,
+) -> (&'static str, String) {
+    let to = change.replicas.unwrap_or(from);
+    match change.applied {
+        Some(transition) => {
+            let cron = match annotations {
+                Annotations::Scheduled(schedule, _) => describe_cron(schedule, transition),
+                _ => String::new(),
+            };
+            let at = transition
+                .at
+                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+            match (transition.direction, change.replicas) {
+                (Direction::Down, Some(_)) => (
+                    "ScaledDown",
+                    format!("scaled down from {from} to {to} replicas by {cron} at {at}"),
+                ),
+                (Direction::Up, Some(_)) => (
+                    "ScaledUp",
+                    format!("scaled up from {from} to {to} replicas by {cron} at {at}"),
+                ),
+                (Direction::Down, None) => (
+                    "ScaledDown",
+                    format!(
+                        "scale-down by {cron} at {at}: already at {from} replicas, nothing to change"
+                    ),
+                ),
+                (Direction::Up, None) if has_up_target(annotations) => (
+                    "ScaledUp",
+                    format!(
+                        "scale-up by {cron} at {at}: already at {from} replicas, nothing to change"
+                    ),
+                ),
+                (Direction::Up, None) => (
+                    "ScaledUp",
+                    format!(
+                        "scale-up by {cron} at {at}: no {} and no remembered {}, replicas left at {from}",
+                        schedule::UP_REPLICAS,
+                        schedule::ORIGINAL_REPLICAS
+                    ),
+                ),
+            }
+        }
+        None => (
+            "ScheduleRemoved",
+            format!(
+                "schedule annotations removed: replicas restored from {from} to {to}, the controller's annotations removed"
+            ),
+        ),
+    }
+}
+
+fn has_up_target(annotations: &Annotations) -> bool {
+    matches!(annotations, Annotations::Scheduled(schedule, recorded)
+        if schedule.up_replicas.is_some() || recorded.original_replicas.is_some())
+}
+
+fn describe_cron(schedule: &Schedule, transition: Transition) -> String {
+    let key = match transition.direction {
+        Direction::Down => schedule::SCALE_DOWN,
+        Direction::Up => schedule::SCALE_UP,
+    };
+    let expression = schedule
+        .cron(transition.direction)
+        .map(|cron| cron.expression())
+        .unwrap_or_default();
+    format!("{key} {expression:?} ({})", schedule.timezone)
+}
+
+async fn apply(
+    ctx: &ScalingContext,
+    target: &ScaleTarget,
+    observed: &TargetState,
+    annotations: &Annotations,
+    change: &ScaleChange,
+    now: DateTime<Utc>,
+) -> Result<(), Error> {
+    let (reason, note) = describe_change(change, observed.replicas, annotations);
+    let direction = match change.applied.map(|transition| transition.direction) {
+        Some(Direction::Down) => ScaleDirection::Down,
+        Some(Direction::Up) => ScaleDirection::Up,
+        None => ScaleDirection::Restore,
+    };
+    if ctx.dry_run {
+        tracing::info!(object = %target, reason, %note, "dry run: not applied");
+        ctx.metrics.scale_action(direction, Outcome::DryRun);
+        ctx.events
+            .normal(
+                &observed.reference,
+                reason,
+                format!("dry run, nothing changed: {note}"),
+            )
+            .await;
+        return Ok(());
+    }
+    let patch = patch_for(change, observed.resource_version.as_deref());
+    let result = patch_target(&ctx.client, target, &patch).await;
+    match result {
+        Ok(()) => {
+            tracing::info!(object = %target, reason, %note, "applied schedule");
+            ctx.metrics.scale_action(direction, Outcome::Success);
+            if let Some(transition) = change.applied {
+                let late = (now - transition.at).to_std().unwrap_or_default();
+                ctx.metrics.transition_lateness.observe(late.as_secs_f64());
+            }
+            ctx.events.normal(&observed.reference, reason, note).await;
+            Ok(())
+        }
+        // Deleted since the read: nothing left to scale.
+        Err(error) if is_status(&error, 404) => Ok(()),
+        Err(error) => {
+            ctx.metrics.scale_action(direction, Outcome::Error);
+            Err(Error::api("scale", target.kind.as_str(), &target.key)(
+                error,
+            ))
+        }
+    }
+}
+
+/// Sends a merge patch to a Deployment or Foo, as field manager `cronscaler`.
+pub async fn patch_target(
+    client: &Client,
+    target: &ScaleTarget,
+    patch: &Value,
+) -> Result<(), kube::Error> {
+    let params = PatchParams {
+        field_manager: Some(CONTROLLER_NAME.into()),
+        ..PatchParams::default()
+    };
+    let key = &target.key;
+    match target.kind {
+        TargetKind::Deployment => Api::<Deployment>::namespaced(client.clone(), &key.namespace)
+            .patch(&key.name, &params, &Patch::Merge(patch))
+            .await
+            .map(drop),
+        TargetKind::Foo => Api::<Foo>::namespaced(client.clone(), &key.namespace)
+            .patch(&key.name, &params, &Patch::Merge(patch))
+            .await
+            .map(drop),
+    }
+}
+
+/// The replicas the controller set at the transition in force, when someone has changed them
+/// since: `(transition, replicas set, replicas now)`.
+pub fn reverted(annotations: &Annotations, replicas: i32) -> Option<(Transition, i32)> {
+    let Annotations::Scheduled(schedule, recorded) = annotations else {
+        return None;
+    };
+    if schedule.paused {
+        return None;
+    }
+    let transition = recorded.last_transition?;
+    let set = match transition.direction {
+        // Only a scale-down that changed replicas remembers the original.
+        Direction::Down => recorded.original_replicas.map(|_| schedule.down_replicas)?,
+        Direction::Up => schedule.up_replicas?,
+    };
+    (replicas != set).then_some((transition, set))
+}
+
+/// Who last set `spec.replicas`, other than this controller, from `managedFields`.
+pub fn replicas_changed_by(managed_fields: &[ManagedFieldsEntry]) -> Option<String> {
+    other_replicas_writers(managed_fields)
+        .max_by_key(|entry| entry.time.as_ref().map(|time| time.0))
+        .map(|entry| {
+            let manager = entry
+                .manager
+                .clone()
+                .unwrap_or_else(|| "an unnamed client".into());
+            match entry.subresource.as_deref() {
+                Some(subresource) if !subresource.is_empty() => {
+                    format!("{manager} (through /{subresource})")
+                }
+                _ => manager,
+            }
+        })
+}
+
+/// The `managedFields` entries of those who set `spec.replicas`, other than this controller.
+pub fn other_replicas_writers(
+    managed_fields: &[ManagedFieldsEntry],
+) -> impl Iterator<Item = &ManagedFieldsEntry> {
+    managed_fields
+        .iter()
+        .filter(|entry| entry.manager.as_deref() != Some(CONTROLLER_NAME))
+        .filter(|entry| {
+            entry.fields_v1.as_ref().is_some_and(|fields| {
+                fields
+                    .0
+                    .get("f:spec")
+                    .and_then(|spec| spec.get("f:replicas"))
+                    .is_some()
+            })
+        })
+}
+
+async fn warn_if_reverted(
+    ctx: &ScalingContext,
+    target: &ScaleTarget,
+    observed: &TargetState,
+    annotations: &Annotations,
+) {
+    let Some((transition, set)) = reverted(annotations, observed.replicas) else {
+        return;
+    };
+    {
+        let mut warned = ctx
+            .reverted_warned
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if warned.get(target) == Some(&transition.at) {
+            return;
+        }
+        warned.insert(target.clone(), transition.at);
+    }
+    let who = replicas_changed_by(&observed.managed_fields).unwrap_or_else(|| "someone".into());
+    let note = format!(
+        "replicas changed from {set} to {} by {who} after the scheduled scale-{} at {}; left alone until the next transition",
+        observed.replicas,
+        transition.direction,
+        transition
+            .at
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    );
+    tracing::info!(object = %target, %note, "scale reverted");
+    ctx.events
+        .warning(&observed.reference, "ScaleReverted", note)
+        .await;
+}
+
+#[cfg(test)]
+mod tests;

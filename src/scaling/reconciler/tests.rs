@@ -1,0 +1,395 @@
+use chrono::TimeZone;
+use serde_json::json;
+
+use kube::ResourceExt;
+
+use super::*;
+use crate::mock_api::{Exchange, FOO, event, mock_client};
+use crate::runtime::key::ObjectKey;
+
+const DEPLOYMENT_PAGE: &str =
+    include_str!("../../../tests/fixtures/apiserver/list-deployments-page.json");
+const APP_0: &str = "/apis/apps/v1/namespaces/load-0/deployments/app-0";
+const FOO_PATH: &str = "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/default/foos/example-foo";
+const CONFLICT: &str = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Operation cannot be fulfilled on deployments.apps \"app-0\": the object has been modified; please apply your changes to the latest version and try again","reason":"Conflict","details":{"name":"app-0","group":"apps","kind":"deployments"},"code":409}"#;
+
+fn at(hour: u32, minute: u32, second: u32) -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 11, 23, hour, minute, second)
+        .unwrap()
+}
+
+/// `load-0/app-0` as the real server listed it (2 replicas, last scaled by `curl` through
+/// `/scale`), with these annotations and replicas.
+fn app_0(replicas: i32, annotations: &[(&str, &str)]) -> Value {
+    let page: Value = serde_json::from_str(DEPLOYMENT_PAGE).unwrap();
+    let mut deployment = page["items"][0].clone();
+    deployment["spec"]["replicas"] = json!(replicas);
+    deployment["metadata"]["annotations"] = annotations
+        .iter()
+        .map(|(k, v)| (k.to_string(), json!(v)))
+        .collect::<serde_json::Map<_, _>>()
+        .into();
+    deployment
+}
+
+fn deployment_target() -> ScaleTarget {
+    ScaleTarget {
+        kind: TargetKind::Deployment,
+        key: ObjectKey::new("load-0", "app-0"),
+    }
+}
+
+fn foo_target() -> ScaleTarget {
+    ScaleTarget {
+        kind: TargetKind::Foo,
+        key: ObjectKey::new("default", "example-foo"),
+    }
+}
+
+fn get(path: &str, object: Value) -> Exchange {
+    Exchange::new("GET", path).reply(200, object)
+}
+
+fn scale_patch(path: &str, body: Value, reply: Value) -> Exchange {
+    Exchange::new("PATCH", format!("{path}?&fieldManager=cronscaler"))
+        .content_type("application/merge-patch+json")
+        .body(body)
+        .reply(200, reply)
+}
+
+/// Runs reconciles of `target` at each instant against one scripted API server and one context.
+async fn reconcile_against(
+    target: ScaleTarget,
+    instants: &[DateTime<Utc>],
+    dry_run: bool,
+    script: Vec<Exchange>,
+) -> Vec<Result<(), Error>> {
+    let (client, server) = mock_client();
+    let server = tokio::spawn(server.serve(script));
+    let ctx = ScalingContext::new(
+        client.clone(),
+        Events::new(client, None),
+        Tz::UTC,
+        dry_run,
+        crate::ops::metrics::Metrics::new().0,
+    );
+    let mut results = Vec::new();
+    for now in instants {
+        results.push(reconcile(&ctx, &target, *now).await);
+    }
+    drop(ctx);
+    server.await.unwrap();
+    results
+}
+
+/// Runs the reconciles and requires every one to succeed.
+async fn reconcile_ok(
+    target: ScaleTarget,
+    instants: &[DateTime<Utc>],
+    dry_run: bool,
+    script: Vec<Exchange>,
+) {
+    for result in reconcile_against(target, instants, dry_run, script).await {
+        if let Err(error) = result {
+            panic!("reconcile failed: {error}");
+        }
+    }
+}
+
+const NIGHTLY: [(&str, &str); 2] = [
+    (schedule::SCALE_DOWN, "0 20 * * *"),
+    (schedule::SCALE_UP, "0 7 * * *"),
+];
+
+#[tokio::test]
+async fn scale_down_records_the_original_and_sets_replicas_in_one_request() {
+    let before = app_0(2, &NIGHTLY);
+    let script = vec![
+        get(APP_0, before.clone()),
+        scale_patch(
+            APP_0,
+            json!({
+                "metadata": {
+                    "resourceVersion": "10464",
+                    "annotations": {
+                        "cronscaler.dev/original-replicas": "2",
+                        "cronscaler.dev/last-transition": "2026-11-23T20:00:00Z down",
+                    },
+                },
+                "spec": { "replicas": 0 },
+            }),
+            before,
+        ),
+        event(
+            "load-0",
+            "Normal",
+            "ScaledDown",
+            "scaled down from 2 to 0 replicas by cronscaler.dev/scale-down \"0 20 * * *\" (UTC) at 2026-11-23T20:00:00Z",
+            "app-0",
+        ),
+    ];
+    reconcile_ok(deployment_target(), &[at(20, 0, 0)], false, script).await;
+}
+
+#[tokio::test]
+async fn scale_up_restores_the_original_and_forgets_it() {
+    let night = [
+        NIGHTLY[0],
+        NIGHTLY[1],
+        (schedule::ORIGINAL_REPLICAS, "2"),
+        (schedule::LAST_TRANSITION, "2026-11-22T20:00:00Z down"),
+    ];
+    let before = app_0(0, &night);
+    let script = vec![
+        get(APP_0, before.clone()),
+        scale_patch(
+            APP_0,
+            json!({
+                "metadata": {
+                    "annotations": {
+                        "cronscaler.dev/original-replicas": null,
+                        "cronscaler.dev/last-transition": "2026-11-23T07:00:00Z up",
+                    },
+                },
+                "spec": { "replicas": 2 },
+            }),
+            before,
+        ),
+        event(
+            "load-0",
+            "Normal",
+            "ScaledUp",
+            "scaled up from 0 to 2 replicas by cronscaler.dev/scale-up \"0 7 * * *\" (UTC) at 2026-11-23T07:00:00Z",
+            "app-0",
+        ),
+    ];
+    reconcile_ok(deployment_target(), &[at(7, 0, 1)], false, script).await;
+}
+
+#[tokio::test]
+async fn a_person_scaling_up_at_night_is_left_alone_and_named_once() {
+    let night = [
+        NIGHTLY[0],
+        NIGHTLY[1],
+        (schedule::ORIGINAL_REPLICAS, "5"),
+        (schedule::LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
+    ];
+    // The fixture's managedFields say `curl` last set spec.replicas, through /scale.
+    let woken = app_0(2, &night);
+    let script = vec![
+        get(APP_0, woken.clone()),
+        event(
+            "load-0",
+            "Warning",
+            "ScaleReverted",
+            "replicas changed from 0 to 2 by curl (through /scale) after the scheduled scale-down at \
+             2026-11-23T20:00:00Z; left alone until the next transition",
+            "app-0",
+        ),
+        get(APP_0, woken),
+    ];
+    reconcile_ok(
+        deployment_target(),
+        &[at(22, 0, 0), at(23, 0, 0)],
+        false,
+        script,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_missed_transition_is_applied_once_on_return() {
+    // Down since Friday; the controller was away over the weekend's scale-up at 07:00 Monday.
+    let weekend = [
+        (schedule::SCALE_DOWN, "0 20 * * FRI"),
+        (schedule::SCALE_UP, "0 7 * * MON"),
+        (schedule::ORIGINAL_REPLICAS, "4"),
+        (schedule::LAST_TRANSITION, "2026-11-20T20:00:00Z down"),
+    ];
+    let script = vec![
+        get(APP_0, app_0(0, &weekend)),
+        scale_patch(
+            APP_0,
+            json!({
+                "metadata": { "annotations": { "cronscaler.dev/last-transition": "2026-11-23T07:00:00Z up" } },
+                "spec": { "replicas": 4 },
+            }),
+            app_0(4, &[]),
+        ),
+        event(
+            "load-0",
+            "Normal",
+            "ScaledUp",
+            "scaled up from 0 to 4 replicas by cronscaler.dev/scale-up \"0 7 * * MON\" (UTC) at 2026-11-23T07:00:00Z",
+            "app-0",
+        ),
+    ];
+    reconcile_ok(deployment_target(), &[at(9, 30, 0)], false, script).await;
+}
+
+#[tokio::test]
+async fn removing_the_schedule_at_night_restores_the_original_and_cleans_up() {
+    let leftovers = [
+        (schedule::ORIGINAL_REPLICAS, "3"),
+        (schedule::LAST_TRANSITION, "2026-11-22T20:00:00Z down"),
+    ];
+    let script = vec![
+        get(APP_0, app_0(0, &leftovers)),
+        scale_patch(
+            APP_0,
+            json!({
+                "metadata": {
+                    "annotations": { "cronscaler.dev/original-replicas": null, "cronscaler.dev/last-transition": null },
+                },
+                "spec": { "replicas": 3 },
+            }),
+            app_0(3, &[]),
+        ),
+        event(
+            "load-0",
+            "Normal",
+            "ScheduleRemoved",
+            "schedule annotations removed: replicas restored from 0 to 3, the controller's annotations removed",
+            "app-0",
+        ),
+    ];
+    reconcile_ok(deployment_target(), &[at(23, 0, 0)], false, script).await;
+}
+
+#[tokio::test]
+async fn a_paused_schedule_does_nothing_at_all() {
+    let paused = [NIGHTLY[0], NIGHTLY[1], (schedule::PAUSED, "true")];
+    let script = vec![get(APP_0, app_0(2, &paused))];
+    reconcile_ok(deployment_target(), &[at(21, 0, 0)], false, script).await;
+}
+
+#[tokio::test]
+async fn invalid_annotations_are_reported_by_key_value_and_reason_without_scaling() {
+    let broken = [
+        (schedule::SCALE_DOWN, "0 20 * * *"),
+        (schedule::TIMEZONE, "Mars/Olympus"),
+    ];
+    let script = vec![
+        get(APP_0, app_0(2, &broken)),
+        event(
+            "load-0",
+            "Warning",
+            "InvalidSchedule",
+            "no scheduled scaling until the annotations are fixed: cronscaler.dev/timezone: \"Mars/Olympus\" is not \
+             an IANA time zone name",
+            "app-0",
+        ),
+    ];
+    reconcile_ok(deployment_target(), &[at(21, 0, 0)], false, script).await;
+}
+
+#[tokio::test]
+async fn a_foo_is_scaled_through_its_spec() {
+    let mut foo: Value = serde_json::from_str(FOO).unwrap();
+    foo["metadata"]["annotations"] = json!({ (schedule::SCALE_DOWN): "0 0 20 * * *" });
+    let script = vec![
+        get(FOO_PATH, foo.clone()),
+        scale_patch(
+            FOO_PATH,
+            json!({
+                "metadata": {
+                    "resourceVersion": "262",
+                    "annotations": {
+                        "cronscaler.dev/original-replicas": "1",
+                        "cronscaler.dev/last-transition": "2026-11-23T20:00:00Z down",
+                    },
+                },
+                "spec": { "replicas": 0 },
+            }),
+            foo,
+        ),
+        event(
+            "default",
+            "Normal",
+            "ScaledDown",
+            "scaled down from 1 to 0 replicas by cronscaler.dev/scale-down \"0 0 20 * * *\" (UTC) at 2026-11-23T20:00:00Z",
+            "example-foo",
+        ),
+    ];
+    reconcile_ok(foo_target(), &[at(20, 0, 0)], false, script).await;
+}
+
+#[tokio::test]
+async fn a_schedule_on_a_deployment_of_a_foo_is_refused_naming_the_foo() {
+    let mut deployment = app_0(1, &NIGHTLY);
+    deployment["metadata"]["ownerReferences"] = json!([{
+        "apiVersion": "samplecontroller.k8s.io/v1alpha1", "kind": "Foo", "name": "example-foo",
+        "uid": "54d821c1-663f-4eee-9d8b-bc59df6ae462", "controller": true, "blockOwnerDeletion": true,
+    }]);
+    let script = vec![
+        get(APP_0, deployment),
+        event(
+            "load-0",
+            "Warning",
+            "InvalidSchedule",
+            "schedule annotations on a Deployment controlled by Foo \"example-foo\" are ignored: annotate Foo \
+             \"example-foo\" instead, so the two controllers never fight over replicas",
+            "app-0",
+        ),
+    ];
+    reconcile_ok(deployment_target(), &[at(20, 0, 0)], false, script).await;
+}
+
+#[tokio::test]
+async fn a_write_on_a_stale_read_fails_to_be_retried_on_a_fresh_one() {
+    let before = app_0(2, &NIGHTLY);
+    let script = vec![
+        get(APP_0, before),
+        Exchange::new("PATCH", format!("{APP_0}?&fieldManager=cronscaler"))
+            .reply_captured(CONFLICT),
+    ];
+    let results = reconcile_against(deployment_target(), &[at(20, 0, 0)], false, script).await;
+    let error = results[0].as_ref().unwrap_err().to_string();
+    assert!(
+        error.starts_with("scale Deployment load-0/app-0: "),
+        "{error}"
+    );
+    assert!(error.contains("the object has been modified"), "{error}");
+}
+
+#[tokio::test]
+async fn a_deleted_target_needs_nothing() {
+    let script = vec![Exchange::new("GET", APP_0).reply_captured(crate::mock_api::NOT_FOUND)];
+    reconcile_ok(deployment_target(), &[at(20, 0, 0)], false, script).await;
+}
+
+#[tokio::test]
+async fn dry_run_reports_and_changes_nothing() {
+    let script = vec![
+        get(APP_0, app_0(2, &NIGHTLY)),
+        event(
+            "load-0",
+            "Normal",
+            "ScaledDown",
+            "dry run, nothing changed: scaled down from 2 to 0 replicas by cronscaler.dev/scale-down \"0 20 * * *\" \
+             (UTC) at 2026-11-23T20:00:00Z",
+            "app-0",
+        ),
+    ];
+    reconcile_ok(deployment_target(), &[at(20, 0, 0)], true, script).await;
+}
+
+#[test]
+fn who_changed_replicas_comes_from_the_latest_other_manager() {
+    let page: Value = serde_json::from_str(DEPLOYMENT_PAGE).unwrap();
+    let deployment: Deployment = serde_json::from_value(page["items"][0].clone()).unwrap();
+    assert_eq!(
+        replicas_changed_by(deployment.managed_fields()).as_deref(),
+        Some("curl (through /scale)")
+    );
+
+    let mut ours = deployment.managed_fields().to_vec();
+    for entry in &mut ours {
+        entry.manager = Some(CONTROLLER_NAME.into());
+    }
+    assert_eq!(
+        replicas_changed_by(&ours),
+        None,
+        "the controller's own writes name nobody"
+    );
+}

@@ -1,0 +1,85 @@
+//! Helpers shared by the tests of the timer and the tracker: a wall clock that travels with
+//! tokio's paused clock, and ways to see what reached the queue.
+
+use std::{
+    collections::BTreeMap,
+    sync::{
+        Arc,
+        atomic::{AtomicI64, Ordering},
+    },
+    time::Duration,
+};
+
+use chrono::{DateTime, TimeZone, Utc};
+use chrono_tz::Tz;
+
+use crate::{
+    runtime::{
+        key::{ObjectKey, WorkKey},
+        workqueue::WorkQueue,
+    },
+    scaling::{
+        target::{ScaleTarget, TargetKind},
+        timer::Clock,
+    },
+    schedule::{self, Annotations, Schedule},
+};
+
+pub fn base() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 11, 23, 11, 59, 0).unwrap()
+}
+
+/// A wall clock that follows tokio's (paused) clock from `base()`, at `permille` of its pace,
+/// shifted by a settable number of milliseconds.
+pub fn wall_clock(permille: u32, shift_ms: Arc<AtomicI64>) -> Clock {
+    let start = tokio::time::Instant::now();
+    Arc::new(move || {
+        let elapsed = start.elapsed().as_millis() as i64 * i64::from(permille) / 1000;
+        base() + chrono::Duration::milliseconds(elapsed + shift_ms.load(Ordering::SeqCst))
+    })
+}
+
+pub fn parsed_schedule(annotations: &[(&str, &str)]) -> Arc<Schedule> {
+    let map: BTreeMap<String, String> = annotations
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    match schedule::parse(&map, Tz::UTC) {
+        Annotations::Scheduled(schedule, _) => Arc::new(schedule),
+        other => panic!("not a schedule: {other:?}"),
+    }
+}
+
+pub fn target(name: &str) -> ScaleTarget {
+    ScaleTarget {
+        kind: TargetKind::Deployment,
+        key: ObjectKey::new("staging", name),
+    }
+}
+
+/// Lets the timer task and the queue catch up without moving the clock.
+pub async fn settle() {
+    for _ in 0..20 {
+        tokio::task::yield_now().await;
+    }
+}
+
+/// Waits without moving the clock until `condition` holds, or gives up after many rounds.
+pub async fn settled(condition: impl Fn() -> bool) -> bool {
+    for _ in 0..1_000 {
+        if condition() {
+            return true;
+        }
+        settle().await;
+    }
+    condition()
+}
+
+pub async fn drain(queue: &WorkQueue<WorkKey>) -> Vec<WorkKey> {
+    let mut keys = Vec::new();
+    while let Ok(Some(key)) = tokio::time::timeout(Duration::ZERO, queue.get()).await {
+        queue.done(&key);
+        keys.push(key);
+    }
+    keys
+}

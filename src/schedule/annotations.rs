@@ -1,0 +1,401 @@
+//! The `cronscaler.dev/` annotation contract: which keys there are, who writes each, and how
+//! their values are read, every problem reported at once.
+
+use std::collections::BTreeMap;
+
+use chrono_tz::Tz;
+
+use super::{CronSpec, Schedule, Transition};
+
+pub const PREFIX: &str = "cronscaler.dev/";
+pub const SCALE_DOWN: &str = "cronscaler.dev/scale-down";
+pub const SCALE_UP: &str = "cronscaler.dev/scale-up";
+pub const DOWN_REPLICAS: &str = "cronscaler.dev/down-replicas";
+pub const UP_REPLICAS: &str = "cronscaler.dev/up-replicas";
+pub const TIMEZONE: &str = "cronscaler.dev/timezone";
+pub const PAUSED: &str = "cronscaler.dev/paused";
+pub const ORIGINAL_REPLICAS: &str = "cronscaler.dev/original-replicas";
+pub const LAST_TRANSITION: &str = "cronscaler.dev/last-transition";
+
+/// The annotations the controller writes, as opposed to those users set.
+pub fn is_written_by_controller(key: &str) -> bool {
+    key == ORIGINAL_REPLICAS || key == LAST_TRANSITION
+}
+
+/// What the controller itself wrote on the object.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Recorded {
+    pub original_replicas: Option<i32>,
+    pub last_transition: Option<Transition>,
+}
+
+/// One annotation the controller cannot act on, worded for the user.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{key}: {value:?} {reason}")]
+pub struct InvalidAnnotation {
+    pub key: String,
+    pub value: String,
+    pub reason: String,
+}
+
+pub(super) fn invalid(key: &str, value: &str, reason: &str) -> InvalidAnnotation {
+    InvalidAnnotation {
+        key: key.to_owned(),
+        value: value.to_owned(),
+        reason: reason.to_owned(),
+    }
+}
+
+/// What an object's annotations say, parsed once.
+#[derive(Debug, Clone)]
+pub enum Annotations {
+    /// Neither cron is set: only leftovers of an earlier schedule, if any,
+    /// need cleaning up.
+    Unscheduled(Recorded),
+    Scheduled(Schedule, Recorded),
+    /// At least one annotation is wrong; the object is not scaled at all.
+    Invalid(Vec<InvalidAnnotation>),
+}
+
+/// Reads the `cronscaler.dev/` annotations, reporting every problem at once.
+///
+/// `paused: "true"` without crons reports nothing as recorded, so that
+/// [`decide`] leaves the controller's leftovers alone as well: paused means
+/// "do nothing at all".
+pub fn parse(annotations: &BTreeMap<String, String>, default_timezone: Tz) -> Annotations {
+    let mut errors = Vec::new();
+    let mut scale_down = None;
+    let mut scale_up = None;
+    let mut down_replicas = None;
+    let mut up_replicas = None;
+    let mut timezone = None;
+    let mut paused = None;
+    let mut recorded = Recorded::default();
+
+    for (key, value) in annotations
+        .iter()
+        .filter(|(key, _)| key.starts_with(PREFIX))
+    {
+        let outcome = match key.as_str() {
+            SCALE_DOWN => CronSpec::parse(key, value).map(|cron| scale_down = Some(cron)),
+            SCALE_UP => CronSpec::parse(key, value).map(|cron| scale_up = Some(cron)),
+            DOWN_REPLICAS => parse_count(key, value, 0).map(|n| down_replicas = Some(n)),
+            UP_REPLICAS => parse_count(key, value, 1).map(|n| up_replicas = Some(n)),
+            TIMEZONE => value
+                .parse::<Tz>()
+                .map(|tz| timezone = Some(tz))
+                .map_err(|_| invalid(key, value, "is not an IANA time zone name")),
+            PAUSED => match value.as_str() {
+                "true" => Ok(true),
+                "false" => Ok(false),
+                _ => Err(invalid(key, value, "must be `true` or `false`")),
+            }
+            .map(|p| paused = Some(p)),
+            ORIGINAL_REPLICAS => {
+                parse_count(key, value, 0).map(|n| recorded.original_replicas = Some(n))
+            }
+            LAST_TRANSITION => value
+                .parse::<Transition>()
+                .map(|transition| recorded.last_transition = Some(transition)),
+            _ => Err(invalid(
+                key,
+                value,
+                "is not a known annotation; the keys under cronscaler.dev/ are scale-down, \
+                 scale-up, down-replicas, up-replicas, timezone, paused, original-replicas \
+                 and last-transition",
+            )),
+        };
+        if let Err(error) = outcome {
+            errors.push(error);
+        }
+    }
+
+    let paused = paused.unwrap_or(false);
+    if !errors.is_empty() {
+        Annotations::Invalid(errors)
+    } else if scale_down.is_none() && scale_up.is_none() {
+        Annotations::Unscheduled(if paused {
+            Recorded::default()
+        } else {
+            recorded
+        })
+    } else {
+        Annotations::Scheduled(
+            Schedule {
+                scale_down,
+                scale_up,
+                down_replicas: down_replicas.unwrap_or(0),
+                up_replicas,
+                timezone: timezone.unwrap_or(default_timezone),
+                paused,
+            },
+            recorded,
+        )
+    }
+}
+
+/// A replica count written as plain digits, at least `min`.
+fn parse_count(key: &str, value: &str, min: i32) -> Result<i32, InvalidAnnotation> {
+    let digits = value.strip_prefix('-').unwrap_or(value);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(invalid(key, value, "is not a whole number"));
+    }
+    match value.parse::<i32>() {
+        Ok(n) if n >= min => Ok(n),
+        Err(_) if !value.starts_with('-') => Err(invalid(
+            key,
+            value,
+            "is larger than 2147483647, the largest replica count",
+        )),
+        _ => Err(invalid(key, value, &format!("must be {min} or more"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schedule::{test_support::*, *};
+
+    // ---- parsing ----
+
+    #[test]
+    fn parses_every_key_and_ignores_foreign_ones() {
+        let parsed = parse(
+            &annotations(&[
+                (SCALE_DOWN, "0 20 * * MON-FRI"),
+                (SCALE_UP, "0 7 * * MON-FRI"),
+                (DOWN_REPLICAS, "1"),
+                (UP_REPLICAS, "3"),
+                (TIMEZONE, "Asia/Tokyo"),
+                (PAUSED, "false"),
+                (ORIGINAL_REPLICAS, "4"),
+                (LAST_TRANSITION, "2026-11-23T11:00:00Z down"),
+                (
+                    "kubectl.kubernetes.io/last-applied-configuration",
+                    "{\"not\": \"ours\"}",
+                ),
+                ("example.com/scale-down", "not a cron"),
+            ]),
+            Tz::UTC,
+        );
+        let Annotations::Scheduled(schedule, recorded) = parsed else {
+            panic!("expected a schedule, got {parsed:?}");
+        };
+        assert_eq!(
+            schedule.cron(Direction::Down).map(CronSpec::expression),
+            Some("0 20 * * MON-FRI")
+        );
+        assert_eq!(
+            schedule.cron(Direction::Up).map(CronSpec::expression),
+            Some("0 7 * * MON-FRI")
+        );
+        assert_eq!(schedule.down_replicas, 1);
+        assert_eq!(schedule.up_replicas, Some(3));
+        assert_eq!(schedule.timezone, chrono_tz::Asia::Tokyo);
+        assert!(!schedule.paused);
+        assert_eq!(
+            recorded,
+            Recorded {
+                original_replicas: Some(4),
+                last_transition: Some(down("2026-11-23T11:00:00Z")),
+            }
+        );
+        // 20:00 in Tokyo is 11:00 UTC.
+        assert_eq!(
+            schedule.next_transition(at("2026-11-23T00:00:00Z")),
+            Some(down("2026-11-23T11:00:00Z"))
+        );
+    }
+
+    #[test]
+    fn absent_keys_take_their_defaults() {
+        let parsed = parse(
+            &annotations(&[(SCALE_DOWN, "0 20 * * *")]),
+            chrono_tz::Europe::Berlin,
+        );
+        let Annotations::Scheduled(schedule, recorded) = parsed else {
+            panic!("expected a schedule, got {parsed:?}");
+        };
+        assert!(schedule.scale_up.is_none());
+        assert_eq!(schedule.down_replicas, 0);
+        assert_eq!(schedule.up_replicas, None);
+        assert_eq!(schedule.timezone, chrono_tz::Europe::Berlin);
+        assert!(!schedule.paused);
+        assert_eq!(recorded, Recorded::default());
+    }
+
+    #[test]
+    fn either_cron_alone_is_a_schedule() {
+        let (schedule, _) = scheduled(&[(SCALE_UP, "0 7 * * *")]);
+        assert!(schedule.cron(Direction::Down).is_none());
+        assert_eq!(
+            schedule.governing_transition(at("2026-11-23T12:00:00Z")),
+            Some(up("2026-11-23T07:00:00Z"))
+        );
+    }
+
+    #[test]
+    fn without_crons_the_object_is_unscheduled() {
+        let foreign_only = parse(&annotations(&[("app", "web")]), Tz::UTC);
+        assert!(
+            matches!(foreign_only, Annotations::Unscheduled(ref r) if *r == Recorded::default()),
+            "{foreign_only:?}"
+        );
+        let leftovers = parse(
+            &annotations(&[
+                (DOWN_REPLICAS, "2"),
+                (ORIGINAL_REPLICAS, "5"),
+                (LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
+            ]),
+            Tz::UTC,
+        );
+        assert!(
+            matches!(leftovers, Annotations::Unscheduled(ref r) if *r == Recorded {
+                original_replicas: Some(5),
+                last_transition: Some(down("2026-11-23T20:00:00Z")),
+            }),
+            "{leftovers:?}"
+        );
+        let paused = parse(
+            &annotations(&[(PAUSED, "true"), (ORIGINAL_REPLICAS, "5")]),
+            Tz::UTC,
+        );
+        assert!(
+            matches!(paused, Annotations::Unscheduled(ref r) if *r == Recorded::default()),
+            "{paused:?}"
+        );
+    }
+
+    #[test]
+    fn each_invalid_value_is_reported_with_key_value_and_reason() {
+        let cases = [
+            (
+                TIMEZONE,
+                "Mars/Olympus",
+                r#"cronscaler.dev/timezone: "Mars/Olympus" is not an IANA time zone name"#,
+            ),
+            (
+                DOWN_REPLICAS,
+                "two",
+                r#"cronscaler.dev/down-replicas: "two" is not a whole number"#,
+            ),
+            (
+                DOWN_REPLICAS,
+                "1.5",
+                r#"cronscaler.dev/down-replicas: "1.5" is not a whole number"#,
+            ),
+            (
+                DOWN_REPLICAS,
+                "",
+                r#"cronscaler.dev/down-replicas: "" is not a whole number"#,
+            ),
+            (
+                DOWN_REPLICAS,
+                "-1",
+                r#"cronscaler.dev/down-replicas: "-1" must be 0 or more"#,
+            ),
+            (
+                DOWN_REPLICAS,
+                "99999999999",
+                r#"cronscaler.dev/down-replicas: "99999999999" is larger than 2147483647, the largest replica count"#,
+            ),
+            (
+                UP_REPLICAS,
+                "0",
+                r#"cronscaler.dev/up-replicas: "0" must be 1 or more"#,
+            ),
+            (
+                UP_REPLICAS,
+                "-99999999999",
+                r#"cronscaler.dev/up-replicas: "-99999999999" must be 1 or more"#,
+            ),
+            (
+                UP_REPLICAS,
+                "+3",
+                r#"cronscaler.dev/up-replicas: "+3" is not a whole number"#,
+            ),
+            (
+                PAUSED,
+                "yes",
+                r#"cronscaler.dev/paused: "yes" must be `true` or `false`"#,
+            ),
+            (
+                PAUSED,
+                "True",
+                r#"cronscaler.dev/paused: "True" must be `true` or `false`"#,
+            ),
+            (
+                ORIGINAL_REPLICAS,
+                "five",
+                r#"cronscaler.dev/original-replicas: "five" is not a whole number"#,
+            ),
+            (
+                ORIGINAL_REPLICAS,
+                "-3",
+                r#"cronscaler.dev/original-replicas: "-3" must be 0 or more"#,
+            ),
+            (
+                LAST_TRANSITION,
+                "yesterday",
+                r#"cronscaler.dev/last-transition: "yesterday" is not an RFC 3339 instant followed by a space and `up` or `down`"#,
+            ),
+            (
+                LAST_TRANSITION,
+                "2026-13-01T00:00:00Z down",
+                r#"cronscaler.dev/last-transition: "2026-13-01T00:00:00Z down" does not start with an RFC 3339 instant such as 2026-11-23T20:00:00Z"#,
+            ),
+            (
+                LAST_TRANSITION,
+                "2026-11-23T20:00:00Z sideways",
+                r#"cronscaler.dev/last-transition: "2026-11-23T20:00:00Z sideways" does not end with `up` or `down`"#,
+            ),
+            (
+                "cronscaler.dev/scale-dwon",
+                "0 20 * * *",
+                r#"cronscaler.dev/scale-dwon: "0 20 * * *" is not a known annotation; the keys under cronscaler.dev/ are scale-down, scale-up, down-replicas, up-replicas, timezone, paused, original-replicas and last-transition"#,
+            ),
+        ];
+        for (key, value, expected) in cases {
+            // A valid cron beside the bad value shows the bad value alone spoils it.
+            let found = problems(&[(SCALE_UP, "0 7 * * *"), (key, value)]);
+            assert_eq!(found, vec![expected.to_string()], "{key}={value:?}");
+        }
+    }
+
+    #[test]
+    fn invalid_annotation_keeps_its_parts() {
+        let Annotations::Invalid(errors) =
+            parse(&annotations(&[(TIMEZONE, "Mars/Olympus")]), Tz::UTC)
+        else {
+            panic!("a bad zone must be reported");
+        };
+        assert_eq!(
+            errors,
+            vec![InvalidAnnotation {
+                key: TIMEZONE.to_string(),
+                value: "Mars/Olympus".to_string(),
+                reason: "is not an IANA time zone name".to_string(),
+            }]
+        );
+    }
+
+    #[test]
+    fn every_problem_is_reported_at_once() {
+        let found = problems(&[
+            (SCALE_DOWN, "0 25 * * *"),
+            (SCALE_UP, "0 7 * * *"),
+            (TIMEZONE, "Europe/Berlln"),
+            (PAUSED, "maybe"),
+        ]);
+        assert_eq!(found.len(), 3, "{found:#?}");
+        assert!(found[0].starts_with(r#"cronscaler.dev/paused: "maybe""#));
+        assert!(
+            found[1].starts_with(
+                r#"cronscaler.dev/scale-down: "0 25 * * *" is not a valid cron expression ("#
+            ),
+            "{}",
+            found[1]
+        );
+        assert!(found[2].starts_with(r#"cronscaler.dev/timezone: "Europe/Berlln""#));
+    }
+}

@@ -1,0 +1,27 @@
+//! The `cronscaler.dev/` annotation contract and its schedule, evaluated purely.
+//!
+//! Nothing here reads the clock or does I/O: every instant is a parameter, so
+//! the reconciler decides what "now" is and tests can pin it.
+//!
+//! Cron patterns are evaluated on naive wall-clock time and only then mapped to
+//! instants, so the daylight-saving rules are ours rather than croner's:
+//! a wall-clock time that occurs twice fires once, at its first occurrence, and
+//! one that a clock change skips fires at the first instant after the gap. That
+//! mapping never goes backwards in time, which is what lets the backward search
+//! (catch-up) and the forward search (the next firing) agree exactly.
+
+mod annotations;
+mod cron;
+mod decide;
+mod transition;
+
+#[cfg(test)]
+mod test_support;
+
+pub use annotations::{
+    Annotations, DOWN_REPLICAS, InvalidAnnotation, LAST_TRANSITION, ORIGINAL_REPLICAS, PAUSED,
+    PREFIX, Recorded, SCALE_DOWN, SCALE_UP, TIMEZONE, UP_REPLICAS, is_written_by_controller, parse,
+};
+pub use cron::CronSpec;
+pub use decide::{AnnotationChange, ScaleChange, decide};
+pub use transition::{Direction, Schedule, Transition};
