@@ -45,7 +45,7 @@ const HOW_TO_GET_ASSETS: &str = "set KUBEBUILDER_ASSETS to a directory holding e
     KUBEBUILDER_ASSETS=$(../shared/envtest/setup)`";
 
 /// Straight to stderr: libtest captures `eprintln!` of passing tests, and a skip must be seen.
-fn say(message: &str) {
+pub fn say(message: &str) {
     let _ = writeln!(std::io::stderr(), "{message}");
 }
 
@@ -542,6 +542,24 @@ pub fn occurrences(events: &[Event], reason: &str) -> i32 {
         .filter(|event| event.reason.as_deref() == Some(reason))
         .map(|event| event.series.as_ref().map_or(1, |series| series.count))
         .sum()
+}
+
+/// When the Event was emitted (its `eventTime`, to the microsecond).
+pub fn event_time(event: &Event) -> Option<DateTime<Utc>> {
+    let at = &event.event_time.as_ref()?.0;
+    DateTime::from_timestamp(at.as_second(), u32::try_from(at.subsec_nanosecond()).ok()?)
+}
+
+/// When the Event last happened: a series (the recorder repeating an Event of the same reason)
+/// keeps the first `eventTime` and moves `series.lastObservedTime`.
+pub fn last_seen(event: &Event) -> Option<DateTime<Utc>> {
+    match &event.series {
+        Some(series) => {
+            let at = &series.last_observed_time.0;
+            DateTime::from_timestamp(at.as_second(), u32::try_from(at.subsec_nanosecond()).ok()?)
+        }
+        None => event_time(event),
+    }
 }
 
 /// Events as one line each, for failure messages.

@@ -1,0 +1,336 @@
+//! Scheduled scaling against a real API server, as a user sees it: a Deployment that sleeps and
+//! wakes on second-precision crons, a scheduled Foo, an invalid schedule reported in an Event, a
+//! transition missed while the controller was stopped and applied once on its return, and
+//! `cronscaler restore`.
+//!
+//! Crons are 6-field (seconds first) and a few seconds ahead, so nothing waits for a minute.
+//! See `tests/support/mod.rs` for where the API server comes from.
+
+mod support;
+
+use std::time::Duration;
+
+use chrono::Utc;
+use kube::api::PostParams;
+use serde_json::json;
+use support::{
+    Scenario, describe, down_at, event_time, eventually, foo, last_seen, last_transition,
+    occurrences, replicas_and_annotations, sleep_until, whole_second_in,
+};
+
+const ORIGINAL: &str = "cronscaler.dev/original-replicas";
+const LAST: &str = "cronscaler.dev/last-transition";
+
+/// Lateness we accept from a transition: the timer, one reconcile, a busy 2-core machine.
+const LATENESS: Duration = Duration::from_secs(15);
+
+#[tokio::test]
+async fn a_deployment_sleeps_and_wakes_on_the_second() {
+    let Some(scenario) = Scenario::shared("sleep-wake").await else {
+        return;
+    };
+    let mut controller = scenario.start_controller("cronscaler", &[]);
+    controller.wait_ready().await;
+    let deployments = scenario.deployments();
+    let down = whole_second_in(8);
+    let up = down + chrono::Duration::seconds(8);
+    let annotations = json!({
+        "cronscaler.dev/scale-down": support::cron_at(down),
+        "cronscaler.dev/scale-up": support::cron_at(up),
+    });
+    deployments
+        .create(
+            &PostParams::default(),
+            &support::deployment("nightly", 2, annotations),
+        )
+        .await
+        .expect("an annotated Deployment");
+
+    sleep_until(down - chrono::Duration::seconds(1)).await;
+    let (replicas, _) = replicas_and_annotations(&deployments, "nightly")
+        .await
+        .expect("the Deployment");
+    assert_eq!(replicas, 2, "replicas a second before the scale-down");
+
+    let annotations = eventually("the scale-down to 0", LATENESS, || async {
+        let (replicas, annotations) = replicas_and_annotations(&deployments, "nightly").await?;
+        (replicas == 0).then_some(annotations)
+    })
+    .await;
+    assert_eq!(annotations.get(ORIGINAL).map(String::as_str), Some("2"));
+    assert_eq!(annotations.get(LAST), Some(&last_transition(down, "down")));
+    let scaled_down = scenario.event("nightly", "ScaledDown", LATENESS).await;
+    let at = event_time(&scaled_down).expect("the Event has an eventTime");
+    assert!(at >= down, "scaled down at {at}, before its second {down}");
+
+    let annotations = eventually("the scale-up back to 2", LATENESS, || async {
+        let (replicas, annotations) = replicas_and_annotations(&deployments, "nightly").await?;
+        (replicas == 2).then_some(annotations)
+    })
+    .await;
+    assert!(
+        !annotations.contains_key(ORIGINAL),
+        "original-replicas is removed on the way up: {annotations:?}"
+    );
+    assert_eq!(annotations.get(LAST), Some(&last_transition(up, "up")));
+    let events = eventually("a ScaledUp Event after the scale-up", LATENESS, || async {
+        let events = scenario.events("nightly").await;
+        events
+            .iter()
+            .any(|event| {
+                event.reason.as_deref() == Some("ScaledUp")
+                    && last_seen(event).is_some_and(|at| at >= up)
+            })
+            .then_some(events)
+    })
+    .await;
+    assert_eq!(
+        occurrences(&events, "ScaledDown"),
+        1,
+        "one scale-down, one Event:\n{}",
+        describe(&events)
+    );
+    controller
+        .assert_stops_cleanly(Duration::from_secs(5))
+        .await;
+    scenario.finish().await;
+}
+
+#[tokio::test]
+async fn a_foo_is_scheduled_and_a_bad_schedule_is_reported() {
+    let Some(scenario) = Scenario::shared("schedule-foo").await else {
+        return;
+    };
+    let mut controller = scenario.start_controller("cronscaler", &[]);
+    controller.wait_ready().await;
+    let (foos, deployments) = (scenario.foos(), scenario.deployments());
+    let down = whole_second_in(6);
+    foos.create(
+        &PostParams::default(),
+        &foo("reports", "reports", 2, down_at(down)),
+    )
+    .await
+    .expect("an annotated Foo");
+    eventually("the Foo's Deployment with 2 replicas", LATENESS, || async {
+        let (replicas, _) = replicas_and_annotations(&deployments, "reports").await?;
+        (replicas == 2).then_some(())
+    })
+    .await;
+
+    // The Foo is scaled, and its controller carries that to the Deployment.
+    eventually(
+        "the Foo and its Deployment scaled down to 0",
+        LATENESS,
+        || async {
+            let foo = foos.get("reports").await.ok()?;
+            let (replicas, _) = replicas_and_annotations(&deployments, "reports").await?;
+            (foo.data["spec"]["replicas"] == 0 && replicas == 0).then_some(())
+        },
+    )
+    .await;
+    let foo = foos.get("reports").await.expect("the Foo");
+    assert_eq!(
+        foo.metadata
+            .annotations
+            .as_ref()
+            .and_then(|annotations| annotations.get(ORIGINAL))
+            .map(String::as_str),
+        Some("2")
+    );
+    let scaled_down = scenario.event("reports", "ScaledDown", LATENESS).await;
+    let at = event_time(&scaled_down).expect("the Event has an eventTime");
+    assert!(at >= down, "scaled down at {at}, before its second {down}");
+
+    let broken = json!({
+        "cronscaler.dev/scale-down": "0 0 20 * * *",
+        "cronscaler.dev/timezone": "Mars/Olympus",
+    });
+    deployments
+        .create(
+            &PostParams::default(),
+            &support::deployment("broken", 1, broken),
+        )
+        .await
+        .expect("a Deployment with a bad schedule");
+    let event = scenario.event("broken", "InvalidSchedule", LATENESS).await;
+    assert_eq!(event.type_.as_deref(), Some("Warning"));
+    let note = event.note.unwrap_or_default();
+    assert!(
+        note.contains("cronscaler.dev/timezone") && note.contains("Mars/Olympus"),
+        "the Event names the key and the value: {note}"
+    );
+    let (replicas, annotations) = replicas_and_annotations(&deployments, "broken")
+        .await
+        .expect("the Deployment");
+    assert_eq!(replicas, 1, "an invalid schedule scales nothing");
+    assert!(!annotations.contains_key(LAST), "{annotations:?}");
+    scenario.finish().await;
+}
+
+#[tokio::test]
+async fn a_transition_missed_while_stopped_is_applied_once_on_return() {
+    let Some(scenario) = Scenario::shared("catch-up").await else {
+        return;
+    };
+    let deployments = scenario.deployments();
+    let mut first = scenario.start_controller("cronscaler", &[]);
+    first.wait_ready().await;
+    let down = whole_second_in(8);
+    deployments
+        .create(
+            &PostParams::default(),
+            &support::deployment("missed", 2, down_at(down)),
+        )
+        .await
+        .expect("an annotated Deployment");
+
+    sleep_until(down - chrono::Duration::seconds(4)).await;
+    first.assert_stops_cleanly(Duration::from_secs(5)).await;
+    sleep_until(down + chrono::Duration::seconds(3)).await;
+    let (replicas, _) = replicas_and_annotations(&deployments, "missed")
+        .await
+        .expect("the Deployment");
+    assert_eq!(
+        replicas, 2,
+        "nobody scaled while the controller was stopped"
+    );
+
+    let mut second = scenario.start_controller("cronscaler-restarted", &[]);
+    let restarted = Utc::now();
+    let annotations = eventually("the missed scale-down", LATENESS, || async {
+        let (replicas, annotations) = replicas_and_annotations(&deployments, "missed").await?;
+        (replicas == 0).then_some(annotations)
+    })
+    .await;
+    support::say(&format!(
+        "catch-up: applied {:.1} s after the restart",
+        (Utc::now() - restarted).as_seconds_f64()
+    ));
+    assert_eq!(
+        annotations.get(LAST),
+        Some(&last_transition(down, "down")),
+        "the transition that was missed, not the time it was applied"
+    );
+    assert_eq!(annotations.get(ORIGINAL).map(String::as_str), Some("2"));
+
+    // Once: give a second application time to show.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let events = scenario.events("missed").await;
+    assert_eq!(
+        occurrences(&events, "ScaledDown"),
+        1,
+        "one missed transition, one scale-down:\n{}",
+        describe(&events)
+    );
+    second.wait_ready().await;
+    second.assert_stops_cleanly(Duration::from_secs(5)).await;
+    scenario.finish().await;
+}
+
+#[tokio::test]
+async fn restore_wakes_a_sleeping_deployment_and_removes_the_controllers_annotations() {
+    let Some(scenario) = Scenario::shared("restore").await else {
+        return;
+    };
+    let deployments = scenario.deployments();
+    let mut controller = scenario.start_controller("cronscaler", &[]);
+    controller.wait_ready().await;
+    let down = whole_second_in(5);
+    deployments
+        .create(
+            &PostParams::default(),
+            &support::deployment("sleepy", 3, down_at(down)),
+        )
+        .await
+        .expect("an annotated Deployment");
+    eventually("the scale-down to 0", LATENESS, || async {
+        let (replicas, annotations) = replicas_and_annotations(&deployments, "sleepy").await?;
+        (replicas == 0 && annotations.contains_key(ORIGINAL)).then_some(())
+    })
+    .await;
+
+    // As the README's uninstall says: stop the controller, then restore.
+    controller
+        .assert_stops_cleanly(Duration::from_secs(5))
+        .await;
+    let output = scenario.run(&["restore", "-n", &scenario.namespace, "sleepy"]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "cronscaler restore exited {}:\n{stdout}\n{stderr}",
+        output.status
+    );
+    assert!(stdout.contains("restored"), "{stdout}");
+
+    let (replicas, annotations) = replicas_and_annotations(&deployments, "sleepy")
+        .await
+        .expect("the Deployment");
+    assert_eq!(replicas, 3, "the original replicas");
+    for key in [ORIGINAL, LAST] {
+        assert!(
+            !annotations.contains_key(key),
+            "{key} is removed: {annotations:?}"
+        );
+    }
+    assert!(
+        annotations.contains_key("cronscaler.dev/scale-down"),
+        "the user's schedule stays: {annotations:?}"
+    );
+    scenario.finish().await;
+}
+
+/// `kubectl describe` shows each Event's note, so the scale-up's must say what it did, also when
+/// an Event of the same reason came shortly before: here the no-op scale-up a new schedule gets
+/// at first sight (its governing transition is yesterday's scale-up).
+#[tokio::test]
+async fn the_scale_up_event_says_what_the_scale_up_did() {
+    let Some(scenario) = Scenario::shared("event-notes").await else {
+        return;
+    };
+    let mut controller = scenario.start_controller("cronscaler", &[]);
+    controller.wait_ready().await;
+    let deployments = scenario.deployments();
+    let down = whole_second_in(4);
+    let up = down + chrono::Duration::seconds(3);
+    let annotations = json!({
+        "cronscaler.dev/scale-down": support::cron_at(down),
+        "cronscaler.dev/scale-up": support::cron_at(up),
+    });
+    deployments
+        .create(
+            &PostParams::default(),
+            &support::deployment("woken", 2, annotations),
+        )
+        .await
+        .expect("an annotated Deployment");
+    eventually("the scale-up", LATENESS, || async {
+        let (_, annotations) = replicas_and_annotations(&deployments, "woken").await?;
+        (annotations.get(LAST) == Some(&last_transition(up, "up"))).then_some(())
+    })
+    .await;
+    let said = support::poll_until(Duration::from_secs(5), || async {
+        scenario
+            .events("woken")
+            .await
+            .iter()
+            .any(|event| {
+                event.reason.as_deref() == Some("ScaledUp")
+                    && event
+                        .note
+                        .as_deref()
+                        .is_some_and(|note| note.contains("from 0 to 2"))
+            })
+            .then_some(())
+    })
+    .await;
+    if said.is_none() {
+        panic!(
+            "no ScaledUp Event says \"scaled up from 0 to 2\"; kubectl describe shows:\n{}\n\
+             (kube's event Recorder folds an Event into the series of an earlier one with the \
+             same reason, keeping the earlier note)",
+            describe(&scenario.events("woken").await)
+        );
+    }
+    scenario.finish().await;
+}
