@@ -478,6 +478,11 @@ impl Controller {
         }
     }
 
+    /// Whether the process is still running (has not exited or been restarted).
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
