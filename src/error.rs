@@ -37,6 +37,26 @@ impl Error {
     }
 }
 
+impl Error {
+    /// The API server did not answer, or answered that it cannot serve now: no fault of the
+    /// object's, so the work waits for the server instead of backing off.
+    pub fn is_server_unavailable(&self) -> bool {
+        match self {
+            Error::Api { source, .. } => server_unavailable(source),
+            Error::DeploymentNotOwned { .. } | Error::FooWithoutUid { .. } => false,
+        }
+    }
+}
+
+/// A connection that failed or broke, or a server that is overloaded or starting (5xx, 429).
+pub fn server_unavailable(error: &kube::Error) -> bool {
+    match error {
+        kube::Error::Api(status) => status.code >= 500 || status.code == 429,
+        kube::Error::HyperError(_) | kube::Error::Service(_) | kube::Error::ReadEvents(_) => true,
+        _ => false,
+    }
+}
+
 /// True when the API server answered with this HTTP status code.
 pub fn is_status(error: &kube::Error, code: u16) -> bool {
     matches!(error, kube::Error::Api(status) if status.code == code)

@@ -176,6 +176,10 @@ fn authorized(method: &str, path_and_query: &str) -> Result<(), String> {
     let (path, query) = path_and_query
         .split_once('?')
         .unwrap_or((path_and_query, ""));
+    // Open to every authenticated user (the `system:public-info-viewer` ClusterRole).
+    if path == "/version" {
+        return Ok(());
+    }
     let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     let (group, rest) = match segments.as_slice() {
         ["api", _version, rest @ ..] => ("", rest),

@@ -1,18 +1,19 @@
 //! `cronscaler run`, the wiring: watches feed caches, the tracker and the shared workqueue;
 //! workers take keys from the queue while this replica leads.
 
-use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};
+use std::{
+    future::Future,
+    net::SocketAddr,
+    sync::{Arc, Mutex, MutexGuard, PoisonError},
+    time::Duration,
+};
 
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::{
     Api, Client, Resource, ResourceExt,
     client::ClientBuilder,
     core::PartialObjectMeta,
-    runtime::{
-        WatchStreamExt,
-        reflector::{self, Store},
-        watcher,
-    },
+    runtime::{WatchStreamExt, reflector, watcher},
 };
 
 use prometheus_client::metrics::gauge::Gauge;
@@ -24,7 +25,6 @@ use tokio::{
 
 use crate::{
     commands::cli::RunArgs,
-    error::is_status,
     foo::{FOO_LABEL, Foo, FooContext, controlling_foo},
     ops::{
         http::{self, AliveGuard, Health},
@@ -35,7 +35,8 @@ use crate::{
         events::Events,
         key::{ObjectKey, WorkKey},
         leader::{self, LeaderConfig},
-        watch::{drive, touched},
+        outage::Outage,
+        watch::{WatchBackoff, drive, touched},
         worker::{Reconcilers, worker},
         workqueue::{RateLimit, WorkQueue},
     },
@@ -94,50 +95,63 @@ pub async fn run(
     let queue = WorkQueue::<WorkKey>::new(RateLimit::default());
     let clock = system_clock();
     let timer = Timer::spawn(queue.clone(), clock.clone());
+    let outage = Outage::default();
+    tokio::spawn(outage.clone().probe(client.clone(), queue.clone()));
     let namespace = args.namespace.as_deref();
+    let tracker = |kind| {
+        Arc::new(Mutex::new(Tracker::new(
+            timer.clone(),
+            queue.clone(),
+            args.default_timezone,
+            kind,
+            metrics.invalid_schedules.clone(),
+        )))
+    };
+    let foo_schedules = tracker(TargetKind::Foo);
+    let deployment_schedules = tracker(TargetKind::Deployment);
 
+    // Foos are watched whether or not the CRD is installed: without it the watch retries every
+    // few seconds and the Foo controller starts the moment it appears. Scheduled scaling of
+    // Deployments never waits for this cache.
     let (foo_store, foo_writer) = reflector::store();
     let foo_watch = watcher(
         scoped_api::<Foo>(&client, namespace),
         watcher::Config::default(),
     )
-    .default_backoff()
+    .backoff(WatchBackoff::default())
     .reflect(foo_writer);
-    let mut foo_schedules = Tracker::new(
-        timer.clone(),
-        queue.clone(),
-        args.default_timezone,
-        TargetKind::Foo,
-        metrics.invalid_schedules.clone(),
-    );
-    let foo_queue = queue.clone();
-    let foo_feed = drive(foo_watch, "Foos", queue.clone(), move |event| {
-        foo_schedules.handle(event);
-        if let Some(key) = touched(event).and_then(ObjectKey::of) {
-            foo_queue.add(WorkKey::Foo(key));
-        }
-    });
+    let foo_feed = {
+        let (schedules, queue, clock) = (foo_schedules.clone(), queue.clone(), clock.clone());
+        drive(foo_watch, "Foos", outage.clone(), move |event| {
+            lock(&schedules).handle(event, clock());
+            if let Some(key) = touched(event).and_then(ObjectKey::of) {
+                queue.add(WorkKey::Foo(key));
+            }
+        })
+    };
 
     let (owned_store, owned_writer) = reflector::store();
     let owned_watch = watcher(
         scoped_api::<Deployment>(&client, namespace),
         watcher::Config::default().labels(FOO_LABEL),
     )
-    .default_backoff()
+    .backoff(WatchBackoff::default())
     // Field ownership is large and never read from this cache.
     .modify(|deployment| deployment.managed_fields_mut().clear())
     .reflect(owned_writer);
-    let owned_queue = queue.clone();
-    let owned_feed = drive(
-        owned_watch,
-        "Deployments owned by Foos",
-        queue.clone(),
-        move |event| {
-            if let Some(key) = touched(event).and_then(owner_foo) {
-                owned_queue.add(key);
-            }
-        },
-    );
+    let owned_feed = {
+        let queue = queue.clone();
+        drive(
+            owned_watch,
+            "Deployments owned by Foos",
+            outage.clone(),
+            move |event| {
+                if let Some(key) = touched(event).and_then(owner_foo) {
+                    queue.add(key);
+                }
+            },
+        )
+    };
 
     // Every Deployment, as metadata only and kept nowhere: the tracker keeps what it needs of
     // the annotated ones.
@@ -147,42 +161,46 @@ pub async fn run(
         // can carry large annotations (last-applied-configuration).
         watcher::Config::default().page_size(ALL_DEPLOYMENTS_PAGE_SIZE),
     )
-    .default_backoff();
-    let mut deployment_schedules = Tracker::new(
-        timer.clone(),
-        queue.clone(),
-        args.default_timezone,
-        TargetKind::Deployment,
-        metrics.invalid_schedules.clone(),
-    );
-    let all_feed = drive(all_watch, "Deployments", queue.clone(), move |event| {
-        deployment_schedules.handle(event)
-    });
+    .backoff(WatchBackoff::default());
+    let all_feed = {
+        let (schedules, clock) = (deployment_schedules.clone(), clock.clone());
+        drive(all_watch, "Deployments", outage.clone(), move |event| {
+            lock(&schedules).handle(event, clock())
+        })
+    };
 
-    let mut feeds = vec![tokio::spawn(while_alive(
-        health.alive("watch of Deployments"),
-        all_feed,
-    ))];
-    if foos_served(&client).await {
-        feeds.push(tokio::spawn(while_alive(
-            health.alive("watch of Foos"),
-            foo_feed,
-        )));
-        feeds.push(tokio::spawn(while_alive(
+    let feeds = vec![
+        tokio::spawn(while_alive(health.alive("watch of Deployments"), all_feed)),
+        tokio::spawn(while_alive(health.alive("watch of Foos"), foo_feed)),
+        tokio::spawn(while_alive(
             health.alive("watch of Deployments owned by Foos"),
             owned_feed,
-        )));
-    } else {
-        // Dropping the unstarted feeds drops their cache writers, so those caches count as
-        // synced and scheduled scaling of Deployments starts without them.
-        tracing::warn!(
-            "the API server does not serve {} Foos (is the CRD installed?): the Foo controller is off until a restart",
-            Foo::api_version(&())
-        );
-    }
+        )),
+    ];
 
     let (is_leader, election) = elect(&client, args);
-    tokio::spawn(report_leadership(is_leader.clone(), metrics.leader.clone()));
+    // A replica that comes to lead finds no backlog (standby workers let go of every key), so
+    // it queues what is due now: every Foo, and the scheduled objects that need a look.
+    let resync = {
+        let (foos, queue, clock) = (foo_store.clone(), queue.clone(), clock.clone());
+        let trackers = [foo_schedules, deployment_schedules];
+        move || {
+            let now = clock();
+            for tracker in &trackers {
+                lock(tracker).resync(now);
+            }
+            for foo in foos.state() {
+                if let Some(key) = ObjectKey::of(foo.as_ref()) {
+                    queue.add(WorkKey::Foo(key));
+                }
+            }
+        }
+    };
+    tokio::spawn(follow_leadership(
+        is_leader.clone(),
+        metrics.leader.clone(),
+        resync,
+    ));
 
     let refresh: Arc<dyn Fn() + Send + Sync> = {
         let (queue, timer, metrics) = (queue.clone(), timer.clone(), metrics.clone());
@@ -206,7 +224,7 @@ pub async fn run(
     let reconcilers = Arc::new(Reconcilers {
         foo: FooContext {
             client: client.clone(),
-            foos: foo_store.clone(),
+            foos: foo_store,
             owned_deployments: owned_store.clone(),
             events: events.clone(),
         },
@@ -219,31 +237,45 @@ pub async fn run(
         ),
         clock,
         metrics,
+        outage,
     });
-
-    tokio::pin!(shutdown);
-    tokio::select! {
-        () = &mut shutdown => {}
-        () = caches_ready(&foo_store, &owned_store) => {
-            health.set_ready(true);
-            tracing::info!(workers = args.workers, dry_run = args.dry_run, leader_elect = args.leader_elect, "caches synced; starting workers");
-            let workers: Vec<_> = (0..args.workers)
-                .map(|_| {
-                    let alive = health.alive("worker");
-                    tokio::spawn(worker(queue.clone(), reconcilers.clone(), is_leader.clone(), alive))
-                })
-                .collect();
-            shutdown.await;
-            tracing::info!("shutting down: finishing in-flight work");
-            queue.shutdown_and_drain().await;
-            for worker in workers {
-                let _ = worker.await;
+    tracing::info!(
+        workers = args.workers,
+        dry_run = args.dry_run,
+        leader_elect = args.leader_elect,
+        "starting workers"
+    );
+    let workers: Vec<_> = (0..args.workers)
+        .map(|_| {
+            let alive = health.alive("worker");
+            tokio::spawn(worker(
+                queue.clone(),
+                reconcilers.clone(),
+                is_leader.clone(),
+                alive,
+            ))
+        })
+        .collect();
+    // Ready once Deployments could be listed: the API server answers and RBAC lets us watch.
+    let readiness = {
+        let health = health.clone();
+        tokio::spawn(async move {
+            if owned_store.wait_until_ready().await.is_ok() {
+                health.set_ready(true);
+                tracing::info!("Deployments listed: ready");
             }
-        }
+        })
+    };
+
+    shutdown.await;
+    tracing::info!("shutting down: finishing in-flight work");
+    queue.shutdown_and_drain().await;
+    for worker in workers {
+        let _ = worker.await;
     }
-    queue.shutdown();
     // Only now that no reconcile runs may another replica take over.
     election.release().await;
+    readiness.abort();
     listener.abort();
     for feed in feeds {
         feed.abort();
@@ -251,23 +283,8 @@ pub async fn run(
     Ok(())
 }
 
-/// Whether the API server serves Foos. Without the CRD (say, a namespaced install nobody added
-/// it for) a watch of Foos would fail forever and keep every worker waiting for its cache.
-async fn foos_served(client: &Client) -> bool {
-    match client
-        .list_api_group_resources(&Foo::api_version(&()))
-        .await
-    {
-        Ok(resources) => resources
-            .resources
-            .iter()
-            .any(|resource| resource.name == Foo::plural(&())),
-        Err(error) if is_status(&error, 404) => false,
-        Err(error) => {
-            tracing::warn!(%error, "could not ask whether Foos are served; assuming they are");
-            true
-        }
-    }
+fn lock(tracker: &Mutex<Tracker>) -> MutexGuard<'_, Tracker> {
+    tracker.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Leadership: the elected one, or always this replica without `--leader-elect`.
@@ -320,19 +337,16 @@ fn elect(client: &Client, args: &RunArgs) -> (watch::Receiver<bool>, Election) {
     (is_leader, Election::On { release, elector })
 }
 
-async fn report_leadership(mut is_leader: watch::Receiver<bool>, gauge: Gauge) {
+async fn follow_leadership(mut is_leader: watch::Receiver<bool>, gauge: Gauge, resync: impl Fn()) {
     loop {
         let leading = *is_leader.borrow_and_update();
         gauge.set(i64::from(leading));
-        tracing::info!(
-            leader = leading,
-            "{}",
-            if leading {
-                "leading: workers act"
-            } else {
-                "standing by: workers idle"
-            }
-        );
+        if leading {
+            tracing::info!(leader = true, "leading: resyncing, workers act");
+            resync();
+        } else {
+            tracing::info!(leader = false, "standing by: workers let go of every key");
+        }
         if is_leader.changed().await.is_err() {
             return;
         }
@@ -351,11 +365,6 @@ where
         Some(namespace) => Api::namespaced(client.clone(), namespace),
         None => Api::all(client.clone()),
     }
-}
-
-async fn caches_ready(foos: &Store<Foo>, owned: &Store<Deployment>) {
-    // A dropped writer means its watch task ended, which only happens at shutdown.
-    let _ = tokio::join!(foos.wait_until_ready(), owned.wait_until_ready());
 }
 
 /// The Foo that controls a Deployment, if one does.
@@ -393,28 +402,6 @@ mod tests {
             controller: Some(controller),
             block_owner_deletion: Some(true),
         }
-    }
-
-    #[tokio::test]
-    async fn the_foo_controller_runs_only_where_foos_are_served() {
-        use crate::mock_api::{Exchange, NOT_FOUND, mock_client};
-        let discovery = "/apis/samplecontroller.k8s.io/v1alpha1";
-        let served = serde_json::json!({
-            "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "samplecontroller.k8s.io/v1alpha1",
-            "resources": [{ "name": "foos", "singularName": "foo", "namespaced": true, "kind": "Foo", "verbs": ["get"] }],
-        });
-        let (client, server) = mock_client();
-        let server = tokio::spawn(server.serve(vec![
-            Exchange::new("GET", discovery).reply(200, served),
-            Exchange::new("GET", discovery).reply_captured(NOT_FOUND),
-        ]));
-        assert!(foos_served(&client).await);
-        assert!(
-            !foos_served(&client).await,
-            "no CRD: the Foo controller stays off"
-        );
-        drop(client);
-        server.await.unwrap();
     }
 
     #[test]

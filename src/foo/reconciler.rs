@@ -45,12 +45,16 @@ pub async fn reconcile(ctx: &FooContext, key: &ObjectKey, now: DateTime<Utc>) ->
 
     let deployment_name = foo.spec.deployment_name.as_str();
     if deployment_name.is_empty() {
-        // A user error no retry can fix: say so once per change of the Foo, then wait for the next.
-        let message = "spec.deploymentName is empty: no Deployment is managed";
-        ctx.events
-            .warning(&foo_ref, "DeploymentNameMissing", message.into())
-            .await;
-        write_status(ctx, &foo, key, FoundDeployment::DeploymentNameMissing, now).await?;
+        // A user error no retry can fix: said once per generation of the spec, which the
+        // status records, so neither a resync nor a restart says it again.
+        let said =
+            write_status(ctx, &foo, key, FoundDeployment::DeploymentNameMissing, now).await?;
+        if said {
+            let message = "spec.deploymentName is empty: no Deployment is managed";
+            ctx.events
+                .warning(&foo_ref, "DeploymentNameMissing", message.into())
+                .await;
+        }
         return Ok(());
     }
 

@@ -335,9 +335,12 @@ async fn status_follows_the_deployment_and_keeps_its_transition_time() {
 }
 
 #[tokio::test]
-async fn empty_deployment_name_is_reported_once_and_not_retried() {
-    let foo = foo("", Some(1));
+async fn empty_deployment_name_is_reported_once_per_generation_even_across_restarts() {
+    let mut foo = foo("", Some(1));
     let script = vec![
+        status_patch(
+            json!({ "conditions": ready("False", "DeploymentNameMissing", "spec.deploymentName is empty: no Deployment is managed") }),
+        ),
         event(
             "default",
             "Warning",
@@ -345,8 +348,32 @@ async fn empty_deployment_name_is_reported_once_and_not_retried() {
             "spec.deploymentName is empty: no Deployment is managed",
             "example-foo",
         ),
-        status_patch(
-            json!({ "conditions": ready("False", "DeploymentNameMissing", "spec.deploymentName is empty: no Deployment is managed") }),
+    ];
+    reconcile_against(vec![foo.clone()], vec![], script)
+        .await
+        .unwrap();
+
+    // What a restarted controller, or a resync, finds: the status says it was reported for
+    // this generation, so nothing is said or written again.
+    foo.status = Some(desired_status(
+        &foo,
+        FoundDeployment::DeploymentNameMissing,
+        now(),
+    ));
+    reconcile_against(vec![foo.clone()], vec![], vec![])
+        .await
+        .unwrap();
+
+    // A new generation that still names no Deployment is reported again.
+    foo.metadata.generation = foo.metadata.generation.map(|generation| generation + 1);
+    let script = vec![
+        status_patch(json!({ "observedGeneration": foo.metadata.generation })),
+        event(
+            "default",
+            "Warning",
+            "DeploymentNameMissing",
+            "spec.deploymentName is empty: no Deployment is managed",
+            "example-foo",
         ),
     ];
     reconcile_against(vec![foo], vec![], script).await.unwrap();

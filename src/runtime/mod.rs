@@ -5,6 +5,7 @@ pub mod budget;
 pub mod events;
 pub mod key;
 pub mod leader;
+pub mod outage;
 pub mod watch;
 pub mod worker;
 pub mod workqueue;

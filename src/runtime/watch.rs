@@ -1,18 +1,56 @@
 //! Feeding watch events to handlers, and noticing when a failing watch recovers.
 
+use std::time::Duration;
+
 use futures::TryStreamExt;
-use kube::runtime::watcher;
+use kube::runtime::{utils::Backoff, watcher};
 
-use crate::runtime::{key::WorkKey, workqueue::WorkQueue};
+use crate::{
+    error::{is_status, server_unavailable},
+    runtime::outage::Outage,
+};
 
-/// Hands every event of a watch to `on_event`, logging watch failures (the watcher backs off
-/// and resumes by itself). When a failing watch recovers, the API server is back: keys that
-/// failed meanwhile are retried at once instead of at the end of their backoff, so a transition
-/// missed during an outage is applied as soon as it can be.
+/// Watch retry delays: 0.5 s doubling to at most [`MAX_WATCH_BACKOFF`]. kube's default grows
+/// to 30 s, which left a transition waiting half a minute after an API server came back; this
+/// resumes a watch within seconds and still costs a down server one request every few seconds.
+pub struct WatchBackoff {
+    next: Duration,
+}
+
+pub const MIN_WATCH_BACKOFF: Duration = Duration::from_millis(500);
+pub const MAX_WATCH_BACKOFF: Duration = Duration::from_secs(4);
+
+impl Default for WatchBackoff {
+    fn default() -> Self {
+        Self {
+            next: MIN_WATCH_BACKOFF,
+        }
+    }
+}
+
+impl Iterator for WatchBackoff {
+    type Item = Duration;
+
+    fn next(&mut self) -> Option<Duration> {
+        let delay = self.next;
+        self.next = (delay * 2).min(MAX_WATCH_BACKOFF);
+        Some(delay)
+    }
+}
+
+impl Backoff for WatchBackoff {
+    fn reset(&mut self) {
+        self.next = MIN_WATCH_BACKOFF;
+    }
+}
+
+/// Hands every event of a watch to `on_event`. A failing watch (the watcher backs off and
+/// resumes by itself) is reported as a possible outage, so the work that waits for the API
+/// server is retried the moment it answers; the failure is logged once, not at every retry.
 pub async fn drive<K, S>(
     stream: S,
     what: &'static str,
-    queue: WorkQueue<WorkKey>,
+    outage: Outage,
     mut on_event: impl FnMut(&watcher::Event<K>),
 ) where
     S: futures::Stream<Item = Result<watcher::Event<K>, watcher::Error>>,
@@ -23,17 +61,46 @@ pub async fn drive<K, S>(
         match stream.try_next().await {
             Ok(Some(event)) => {
                 if std::mem::take(&mut failing) {
-                    tracing::info!("watch of {what} recovered; retrying failed work now");
-                    queue.retry_failed_now();
+                    tracing::info!("watch of {what} recovered");
                 }
                 on_event(&event);
             }
             Ok(None) => return,
             Err(error) => {
-                failing = true;
-                tracing::warn!(%error, "watch of {what} failed; retrying");
+                let cause = watch_failure_cause(&error);
+                if cause.is_none() {
+                    outage.report();
+                }
+                if !std::mem::replace(&mut failing, true) {
+                    tracing::warn!(%error, "watch of {what} failed{}; retrying every few seconds", cause.unwrap_or_default());
+                } else {
+                    tracing::debug!(%error, "watch of {what} still failing");
+                }
             }
         }
+    }
+}
+
+/// What a watch failure means, when the API server answered: the watch fails for a reason of
+/// its own, not an outage. `None` when the server did not answer or cannot serve now.
+fn watch_failure_cause(error: &watcher::Error) -> Option<&'static str> {
+    let answer = match error {
+        watcher::Error::InitialListFailed(error)
+        | watcher::Error::WatchStartFailed(error)
+        | watcher::Error::WatchFailed(error) => error,
+        watcher::Error::WatchError(status) => return (status.code < 500).then_some(""),
+        watcher::Error::NoResourceVersion => return Some(""),
+    };
+    if server_unavailable(answer) {
+        None
+    } else if is_status(answer, 404) {
+        Some(
+            " (the API server does not serve them: is the CRD installed? They are taken up as soon as it is)",
+        )
+    } else if is_status(answer, 403) {
+        Some(" (forbidden: check the controller's RBAC)")
+    } else {
+        Some("")
     }
 }
 
@@ -50,33 +117,89 @@ pub fn touched<K>(event: &watcher::Event<K>) -> Option<&K> {
 #[cfg(test)]
 mod tests {
     use k8s_openapi::api::apps::v1::Deployment;
+    use serde_json::json;
 
     use super::*;
-    use crate::runtime::{key::ObjectKey, workqueue::RateLimit};
+    use crate::{
+        mock_api::{Exchange, mock_client},
+        runtime::{
+            key::{ObjectKey, WorkKey},
+            outage::PROBE_INTERVAL,
+            workqueue::{RateLimit, WorkQueue},
+        },
+    };
+
+    fn version() -> serde_json::Value {
+        // As a v1.26 API server answers GET /version.
+        json!({
+            "major": "1", "minor": "26", "gitVersion": "v1.26.0",
+            "gitCommit": "b46a3f887ca979b1a5d14fd39cb1af43e7e5d12d", "gitTreeState": "clean",
+            "buildDate": "2022-12-08T19:51:43Z", "goVersion": "go1.19.4", "compiler": "gc",
+            "platform": "linux/amd64",
+        })
+    }
+
+    async fn ready_now(queue: &WorkQueue<WorkKey>) -> Option<WorkKey> {
+        tokio::time::timeout(Duration::ZERO, queue.get())
+            .await
+            .ok()
+            .flatten()
+    }
 
     #[tokio::test(start_paused = true)]
-    async fn a_watch_that_recovers_has_failed_work_retried_at_once() {
-        let queue = WorkQueue::<WorkKey>::new(RateLimit::default());
+    async fn a_failing_watch_has_waiting_work_retried_as_soon_as_the_server_answers() {
+        // Failures back off 30 s here, longer than the two probes the outage lasts.
+        let queue = WorkQueue::<WorkKey>::new(RateLimit {
+            base_delay: Duration::from_secs(30),
+            ..RateLimit::default()
+        });
         let failed = WorkKey::Foo(ObjectKey::new("shop", "web"));
-        // Ten failures during an outage: the next try is 5 s away.
-        for _ in 0..10 {
-            queue.add_rate_limited(failed.clone());
-        }
-        let outage_then_recovery = futures::stream::iter(vec![
-            Err(watcher::Error::NoResourceVersion),
-            Ok(watcher::Event::<Deployment>::Init),
-        ]);
-        let mut seen = 0;
-        drive(outage_then_recovery, "Deployments", queue.clone(), |_| {
-            seen += 1
-        })
-        .await;
-        assert_eq!(seen, 1, "every event still reaches its handler");
-        let ready = tokio::time::timeout(std::time::Duration::ZERO, queue.get()).await;
+        let parked = WorkKey::Foo(ObjectKey::new("shop", "api"));
+        queue.add_rate_limited(failed.clone());
+        queue.park(parked.clone());
+        let (client, server) = mock_client();
+        let unavailable = json!({ "kind": "Status", "apiVersion": "v1", "status": "Failure", "message": "the server is shutting down", "reason": "ServiceUnavailable", "code": 503 });
+        let server = tokio::spawn(server.serve(vec![
+            Exchange::new("GET", "/version").reply(503, unavailable),
+            Exchange::new("GET", "/version").reply(200, version()),
+        ]));
+        let outage = Outage::default();
+        let probe = tokio::spawn(outage.clone().probe(client, queue.clone()));
+
+        let refused = Box::new(tower::BoxError::from("connection refused"));
+        let failure = futures::stream::iter(vec![Err::<watcher::Event<Deployment>, _>(
+            watcher::Error::WatchFailed(kube::Error::Service(*refused)),
+        )]);
+        drive(failure, "Deployments", outage, |_| {}).await;
+        tokio::time::sleep(PROBE_INTERVAL - Duration::from_millis(500)).await;
         assert_eq!(
-            ready.ok().flatten(),
-            Some(failed),
-            "retried at once, not in 5 s"
+            ready_now(&queue).await,
+            None,
+            "the server did not answer yet"
         );
+        // The second probe, and the moment it takes the mock server to answer.
+        tokio::time::sleep(PROBE_INTERVAL + Duration::from_secs(1)).await;
+        let mut back = vec![ready_now(&queue).await, ready_now(&queue).await];
+        back.sort_by_key(|key| key.as_ref().map(ToString::to_string));
+        assert_eq!(
+            back,
+            vec![Some(parked), Some(failed)],
+            "both retried two probes after the outage began, not in 30 s"
+        );
+        probe.abort();
+        let _ = probe.await;
+        server.await.unwrap();
+    }
+
+    #[test]
+    fn watch_retries_grow_to_a_few_seconds_and_start_over_after_a_success() {
+        let mut backoff = WatchBackoff::default();
+        let delays: Vec<Duration> = backoff.by_ref().take(6).collect();
+        assert_eq!(
+            delays,
+            [500, 1000, 2000, 4000, 4000, 4000].map(Duration::from_millis)
+        );
+        backoff.reset();
+        assert_eq!(backoff.next(), Some(MIN_WATCH_BACKOFF));
     }
 }

@@ -11,6 +11,9 @@
 //! - **Backoff.** [`WorkQueue::add_rate_limited`] delays a key by its own exponential backoff
 //!   (`base_delay * 2^failures`, capped at `max_delay`) or by an overall token bucket shared by
 //!   all keys, whichever is longer. [`WorkQueue::forget`] resets the key's failures.
+//! - **Parking.** [`WorkQueue::park`] sets a key aside, with no timer and no failure counted,
+//!   until [`WorkQueue::unpark_all`]: for work that waits on an unreachable API server, which is
+//!   no fault of the key's and should not grow its backoff.
 //! - **FIFO** among ready keys.
 //! - **Shutdown.** After [`WorkQueue::shutdown`] no key is handed out any more (every waiting and
 //!   future `get` returns `None`) and adds are ignored; [`WorkQueue::shutdown_and_drain`] also
@@ -87,6 +90,7 @@ struct State<K> {
     timer_keys: HashMap<u64, K>,
     timer_sequence: u64,
     failures: HashMap<K, u32>,
+    parked: HashSet<K>,
     shutting_down: bool,
 }
 
@@ -101,6 +105,7 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
             timer_keys: HashMap::new(),
             timer_sequence: 0,
             failures: HashMap::new(),
+            parked: HashSet::new(),
             shutting_down: false,
         };
         let shared = Shared {
@@ -186,12 +191,31 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
     /// Makes every key that is backing off after a failure ready now, keeping its failure
     /// count: for when the cause of the failures (an unreachable API server) has gone away.
     pub fn retry_failed_now(&self) {
+        let state = self.lock();
+        let failed: Vec<K> = state.failures.keys().cloned().collect();
+        self.queue_now(state, failed);
+    }
+
+    /// Sets the key aside until [`WorkQueue::unpark_all`], counting no failure.
+    pub fn park(&self, key: K) {
         let mut state = self.lock();
+        if !state.shutting_down {
+            state.parked.insert(key);
+        }
+    }
+
+    /// Queues every parked key: for when what they waited on (the API server) is back.
+    pub fn unpark_all(&self) {
+        let mut state = self.lock();
+        let parked: Vec<K> = state.parked.drain().collect();
+        self.queue_now(state, parked);
+    }
+
+    fn queue_now(&self, mut state: MutexGuard<'_, State<K>>, keys: Vec<K>) {
         if state.shutting_down {
             return;
         }
-        let failed: Vec<K> = state.failures.keys().cloned().collect();
-        let queued = failed
+        let queued = keys
             .into_iter()
             .filter(|key| state.enqueue(key.clone()))
             .count();
@@ -199,6 +223,11 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
         for _ in 0..queued {
             self.shared.work.notify_one();
         }
+    }
+
+    /// Keys set aside by [`WorkQueue::park`].
+    pub fn parked(&self) -> usize {
+        self.lock().parked.len()
     }
 
     /// Failures counted for this key since it was last forgotten.

@@ -12,5 +12,5 @@ mod test_support;
 
 pub use reconciler::{
     ScalingContext, describe_change, other_replicas_writers, patch_for, patch_target, reconcile,
-    replicas_changed_by, reverted,
+    replicas_changed_by,
 };

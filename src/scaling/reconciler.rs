@@ -5,10 +5,7 @@
 //! object's `resourceVersion`, so a decision made on a stale read fails with a conflict and is
 //! retried on a fresh one instead of overwriting someone's change.
 
-use std::{
-    collections::{BTreeMap, HashMap},
-    sync::Mutex,
-};
+use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
@@ -27,7 +24,10 @@ use crate::{
     ops::metrics::{Metrics, Outcome, ScaleDirection},
     runtime::{CONTROLLER_NAME, events::Events},
     scaling::target::{ScaleTarget, TargetKind, TargetState},
-    schedule::{self, Annotations, Direction, ScaleChange, Schedule, Transition},
+    schedule::{
+        self, Annotations, Direction, ScaleChange, Schedule, Transition, already_warned,
+        refused_cause, reverted, reverted_cause,
+    },
 };
 
 /// What the scaler reads and writes.
@@ -38,8 +38,6 @@ pub struct ScalingContext {
     /// Log and report what would be done, change nothing.
     pub dry_run: bool,
     pub metrics: Metrics,
-    /// The transition for which a `ScaleReverted` warning went out, per target: warn once.
-    reverted_warned: Mutex<HashMap<ScaleTarget, DateTime<Utc>>>,
 }
 
 impl ScalingContext {
@@ -56,7 +54,6 @@ impl ScalingContext {
             default_timezone,
             dry_run,
             metrics,
-            reverted_warned: Mutex::default(),
         }
     }
 }
@@ -78,9 +75,8 @@ pub async fn reconcile(
                 "schedule annotations on a Deployment controlled by Foo {foo:?} are ignored: annotate Foo {foo:?} instead, \
                  so the two controllers never fight over replicas"
             );
-            ctx.events
-                .warning(&observed.reference, "InvalidSchedule", note)
-                .await;
+            let cause = refused_cause(&observed.annotations);
+            warn_once(ctx, target, &observed, "InvalidSchedule", cause, note).await?;
         }
         return Ok(());
     }
@@ -91,23 +87,51 @@ pub async fn reconcile(
             reasons.join("; ")
         );
         tracing::warn!(object = %target, %note, "invalid schedule");
-        ctx.events
-            .warning(&observed.reference, "InvalidSchedule", note)
-            .await;
-        return Ok(());
+        let cause = refused_cause(&observed.annotations);
+        return warn_once(ctx, target, &observed, "InvalidSchedule", cause, note).await;
     }
 
     match schedule::decide(&annotations, observed.replicas, now) {
         Some(change) => apply(ctx, target, &observed, &annotations, &change, now).await,
-        None => {
-            warn_if_reverted(ctx, target, &observed, &annotations).await;
-            Ok(())
-        }
+        None => warn_if_reverted(ctx, target, &observed, &annotations).await,
     }
 }
 
 fn has_schedule(annotations: &BTreeMap<String, String>) -> bool {
     annotations.contains_key(schedule::SCALE_DOWN) || annotations.contains_key(schedule::SCALE_UP)
+}
+
+/// Says a warning unless its cause is already written on the object, and writes the cause
+/// first, so each is said once per cause across restarts and failovers. A dry run writes
+/// nothing, so there a warning may be said again after a restart.
+async fn warn_once(
+    ctx: &ScalingContext,
+    target: &ScaleTarget,
+    observed: &TargetState,
+    reason: &str,
+    cause: String,
+    note: String,
+) -> Result<(), Error> {
+    if already_warned(&observed.annotations, &cause) {
+        return Ok(());
+    }
+    if !ctx.dry_run {
+        let patch = json!({ "metadata": { "annotations": { schedule::WARNED: cause } } });
+        match patch_target(&ctx.client, target, &patch).await {
+            Ok(()) => {}
+            // Deleted since the read: nobody left to tell.
+            Err(error) if is_status(&error, 404) => return Ok(()),
+            Err(error) => {
+                return Err(Error::api(
+                    "record a warning on",
+                    target.kind.as_str(),
+                    &target.key,
+                )(error));
+            }
+        }
+    }
+    ctx.events.warning(&observed.reference, reason, note).await;
+    Ok(())
 }
 
 async fn fetch(ctx: &ScalingContext, target: &ScaleTarget) -> Result<Option<TargetState>, Error> {
@@ -293,24 +317,6 @@ pub async fn patch_target(
     }
 }
 
-/// The replicas the controller set at the transition in force, when someone has changed them
-/// since: `(transition, replicas set, replicas now)`.
-pub fn reverted(annotations: &Annotations, replicas: i32) -> Option<(Transition, i32)> {
-    let Annotations::Scheduled(schedule, recorded) = annotations else {
-        return None;
-    };
-    if schedule.paused {
-        return None;
-    }
-    let transition = recorded.last_transition?;
-    let set = match transition.direction {
-        // Only a scale-down that changed replicas remembers the original.
-        Direction::Down => recorded.original_replicas.map(|_| schedule.down_replicas)?,
-        Direction::Up => schedule.up_replicas?,
-    };
-    (replicas != set).then_some((transition, set))
-}
-
 /// Who last set `spec.replicas`, other than this controller, from `managedFields`.
 pub fn replicas_changed_by(managed_fields: &[ManagedFieldsEntry]) -> Option<String> {
     other_replicas_writers(managed_fields)
@@ -352,20 +358,10 @@ async fn warn_if_reverted(
     target: &ScaleTarget,
     observed: &TargetState,
     annotations: &Annotations,
-) {
+) -> Result<(), Error> {
     let Some((transition, set)) = reverted(annotations, observed.replicas) else {
-        return;
+        return Ok(());
     };
-    {
-        let mut warned = ctx
-            .reverted_warned
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if warned.get(target) == Some(&transition.at) {
-            return;
-        }
-        warned.insert(target.clone(), transition.at);
-    }
     let who = replicas_changed_by(&observed.managed_fields).unwrap_or_else(|| "someone".into());
     let note = format!(
         "replicas changed from {set} to {} by {who} after the scheduled scale-{} at {}; left alone until the next transition",
@@ -376,9 +372,8 @@ async fn warn_if_reverted(
             .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
     );
     tracing::info!(object = %target, %note, "scale reverted");
-    ctx.events
-        .warning(&observed.reference, "ScaleReverted", note)
-        .await;
+    let cause = reverted_cause(transition);
+    warn_once(ctx, target, observed, "ScaleReverted", cause, note).await
 }
 
 #[cfg(test)]

@@ -39,11 +39,15 @@ pub fn wall_clock(permille: u32, shift_ms: Arc<AtomicI64>) -> Clock {
     })
 }
 
-pub fn parsed_schedule(annotations: &[(&str, &str)]) -> Arc<Schedule> {
-    let map: BTreeMap<String, String> = annotations
+pub fn annotations_of(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
+        .collect()
+}
+
+pub fn parsed_schedule(annotations: &[(&str, &str)]) -> Arc<Schedule> {
+    let map = annotations_of(annotations);
     match schedule::parse(&map, Tz::UTC) {
         Annotations::Scheduled(schedule, _) => Arc::new(schedule),
         other => panic!("not a schedule: {other:?}"),

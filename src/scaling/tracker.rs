@@ -1,4 +1,7 @@
-//! The tracker: turns what the watches report into timer entries and evaluations.
+//! The tracker: turns what the watches report into timer entries, and decides from the watched
+//! metadata alone whether an object needs a worker's look now. An object is read only when a
+//! transition or clean-up is due, or a warning is owed that was not said yet, so a start or a
+//! failover with nothing due reads no object.
 
 use std::{
     collections::{BTreeMap, HashMap, HashSet},
@@ -6,6 +9,7 @@ use std::{
     sync::Arc,
 };
 
+use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{Resource, runtime::watcher};
@@ -22,20 +26,23 @@ use crate::{
         target::{ScaleTarget, TargetKind},
         timer::Timer,
     },
-    schedule::{self, Annotations, PREFIX, Schedule},
+    schedule::{
+        self, Annotations, PREFIX, Recorded, SCALE_DOWN, SCALE_UP, Schedule, already_warned,
+        is_due, refused_cause, replicas_set, reverted_cause,
+    },
 };
 
-/// Turns what a watch reports into timer entries and evaluations. An object is looked at again
-/// only when its users' `cronscaler.dev/` annotations change, or someone other than the
-/// controller sets its replicas (for `ScaleReverted`); objects without such annotations cost one
-/// scan of their annotation keys and nothing is kept of them.
+/// Turns what a watch reports into timer entries and looks. An object is considered again only
+/// when its `cronscaler.dev/` annotations change or someone other than the controller sets its
+/// replicas; objects without such annotations cost one scan of their annotation keys and
+/// nothing is kept of them.
 pub struct Tracker {
     timer: Timer,
     queue: WorkQueue<WorkKey>,
     default_timezone: Tz,
     kind: TargetKind,
-    /// Fingerprint of what was last seen of each annotated object.
-    seen: HashMap<ObjectKey, u64>,
+    /// What was last seen of each annotated object.
+    tracked: HashMap<ObjectKey, Tracked>,
     /// Objects seen again during a relist; the others were deleted while the watch was down.
     relisted: Option<HashSet<ObjectKey>>,
     /// Objects whose annotations are invalid, counted in `invalid_gauge`.
@@ -47,6 +54,48 @@ pub struct Tracker {
 }
 
 const MIN_PRUNE_AT: usize = 64;
+
+struct Tracked {
+    /// Digest of what matters in the metadata: unchanged, the event changes nothing.
+    fingerprint: u64,
+    standing: Standing,
+}
+
+/// What the metadata says about an object, as far as deciding whether to look at it goes.
+enum Standing {
+    /// Invalid annotations, or a schedule on a Deployment its Foo scales: never scaled, and
+    /// a warning is owed unless it was said for these very annotations.
+    Refused { owes_warning: bool },
+    Governed {
+        schedule: Option<Arc<Schedule>>,
+        recorded: Recorded,
+        /// Someone else set the replicas after the transition in force, and no `ScaleReverted`
+        /// was said for that transition.
+        maybe_reverted: bool,
+    },
+}
+
+impl Standing {
+    fn needs_look(&self, now: DateTime<Utc>) -> bool {
+        match self {
+            Standing::Refused { owes_warning } => *owes_warning,
+            Standing::Governed {
+                schedule,
+                recorded,
+                maybe_reverted,
+            } => *maybe_reverted || is_due(schedule.as_deref(), recorded, now),
+        }
+    }
+}
+
+/// What one object's annotations say, parsed with shared schedules.
+enum Reading {
+    Invalid,
+    Valid {
+        schedule: Option<Arc<Schedule>>,
+        recorded: Recorded,
+    },
+}
 
 impl Tracker {
     /// `invalid_gauge` counts the objects whose annotations are invalid; trackers of several
@@ -63,7 +112,7 @@ impl Tracker {
             queue,
             default_timezone,
             kind,
-            seen: HashMap::new(),
+            tracked: HashMap::new(),
             relisted: None,
             invalid: HashSet::new(),
             invalid_gauge,
@@ -72,7 +121,8 @@ impl Tracker {
         }
     }
 
-    pub fn handle<K: Resource>(&mut self, event: &watcher::Event<K>) {
+    /// Takes in one watch event, seen at `now`.
+    pub fn handle<K: Resource>(&mut self, event: &watcher::Event<K>, now: DateTime<Utc>) {
         match event {
             watcher::Event::Init => self.relisted = Some(HashSet::new()),
             watcher::Event::InitApply(object) => {
@@ -80,13 +130,13 @@ impl Tracker {
                     if let Some(relisted) = self.relisted.as_mut() {
                         relisted.insert(key.clone());
                     }
-                    self.observe(key, object.meta());
+                    self.observe(key, object.meta(), now);
                 }
             }
             watcher::Event::InitDone => {
                 if let Some(relisted) = self.relisted.take() {
                     let gone: Vec<ObjectKey> = self
-                        .seen
+                        .tracked
                         .keys()
                         .filter(|key| !relisted.contains(*key))
                         .cloned()
@@ -98,7 +148,7 @@ impl Tracker {
             }
             watcher::Event::Apply(object) => {
                 if let Some(key) = ObjectKey::of(object) {
-                    self.observe(key, object.meta());
+                    self.observe(key, object.meta(), now);
                 }
             }
             watcher::Event::Delete(object) => {
@@ -109,6 +159,25 @@ impl Tracker {
         }
     }
 
+    /// Queues every object that needs a look at `now`: for a replica that has just come to lead,
+    /// whose standby workers let go of everything.
+    pub fn resync(&self, now: DateTime<Utc>) {
+        for (key, tracked) in &self.tracked {
+            if tracked.standing.needs_look(now) {
+                self.queue.add(WorkKey::Scale(self.target(key.clone())));
+            }
+        }
+    }
+
+    /// Annotated objects tracked now.
+    pub fn len(&self) -> usize {
+        self.tracked.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tracked.is_empty()
+    }
+
     fn target(&self, key: ObjectKey) -> ScaleTarget {
         ScaleTarget {
             kind: self.kind,
@@ -116,72 +185,135 @@ impl Tracker {
         }
     }
 
-    fn observe(&mut self, key: ObjectKey, meta: &ObjectMeta) {
-        let ours: BTreeMap<&String, &String> = meta
+    fn observe(&mut self, key: ObjectKey, meta: &ObjectMeta, now: DateTime<Utc>) {
+        let ours: BTreeMap<String, String> = meta
             .annotations
             .iter()
             .flatten()
             .filter(|(name, _)| name.starts_with(PREFIX))
+            .map(|(name, value)| (name.clone(), value.clone()))
             .collect();
         if ours.is_empty() {
             self.forget(&key);
             return;
         }
-        // What users set, and who else set the replicas: the controller's own writes (its
-        // annotations, its replicas) change neither, so they cause no second look.
+        let managed_fields = meta.managed_fields.as_deref().unwrap_or_default();
+        // Who else set the replicas, and when (managedFields keep whole seconds).
+        let other_writers: Vec<_> = other_replicas_writers(managed_fields)
+            .map(|writer| {
+                (
+                    writer.manager.clone(),
+                    writer.subresource.clone(),
+                    writer.time.as_ref().map(|time| time.0.as_second()),
+                )
+            })
+            .collect();
         let mut hasher = DefaultHasher::new();
-        ours.iter()
-            .filter(|(name, _)| !schedule::is_written_by_controller(name))
-            .for_each(|pair| pair.hash(&mut hasher));
-        for writer in other_replicas_writers(meta.managed_fields.as_deref().unwrap_or_default()) {
-            (
-                &writer.manager,
-                &writer.subresource,
-                writer.time.as_ref().map(|time| time.0.as_second()),
-            )
-                .hash(&mut hasher);
-        }
+        (&ours, &other_writers).hash(&mut hasher);
         let fingerprint = hasher.finish();
-        if self.seen.insert(key.clone(), fingerprint) == Some(fingerprint) {
+        if self
+            .tracked
+            .get(&key)
+            .is_some_and(|tracked| tracked.fingerprint == fingerprint)
+        {
             return;
         }
-        let target = self.target(key);
+
+        let target = self.target(key.clone());
         // A Deployment controlled by a Foo is scaled through its Foo: its own schedule is
         // refused (by the worker, with an Event) and never armed.
         let controlled_by_foo =
             controlling_foo(meta.owner_references.as_deref().unwrap_or_default()).is_some();
-        let parsed = self.parse(&ours);
-        self.count_invalid(&target.key, parsed.is_none());
-        match parsed {
-            Some(Some(schedule)) if !controlled_by_foo => self.timer.arm(target.clone(), schedule),
-            _ => self.timer.disarm(target.clone()),
+        let reading = self.read(&ours);
+        self.count_invalid(&key, matches!(reading, Reading::Invalid));
+        let standing = match reading {
+            Reading::Valid { schedule, recorded } if !controlled_by_foo => {
+                match &schedule {
+                    Some(schedule) => self.timer.arm(target.clone(), schedule.clone()),
+                    None => self.timer.disarm(target.clone()),
+                }
+                let last_other_write = other_writers
+                    .iter()
+                    .filter_map(|(.., second)| *second)
+                    .max();
+                let maybe_reverted = schedule
+                    .as_deref()
+                    .and_then(|schedule| replicas_set(schedule, &recorded))
+                    .is_some_and(|(transition, _)| {
+                        last_other_write.is_some_and(|second| second >= transition.at.timestamp())
+                            && !already_warned(&ours, &reverted_cause(transition))
+                    });
+                Standing::Governed {
+                    schedule,
+                    recorded,
+                    maybe_reverted,
+                }
+            }
+            refused => {
+                self.timer.disarm(target.clone());
+                // A Foo's Deployment is told only about a schedule on it, whatever else it has.
+                let worth_a_warning = if controlled_by_foo {
+                    ours.contains_key(SCALE_DOWN) || ours.contains_key(SCALE_UP)
+                } else {
+                    matches!(refused, Reading::Invalid)
+                };
+                let owes_warning = worth_a_warning && !already_warned(&ours, &refused_cause(&ours));
+                Standing::Refused { owes_warning }
+            }
+        };
+        if standing.needs_look(now) {
+            self.queue.add(WorkKey::Scale(target));
         }
-        // Catch-up and reports: evaluate now whatever changed (rule 4, rule 7).
-        self.queue.add(WorkKey::Scale(target));
+        self.tracked.insert(
+            key,
+            Tracked {
+                fingerprint,
+                standing,
+            },
+        );
     }
 
-    /// The schedule of these annotations: `Some(Some(_))` scheduled, `Some(None)` unscheduled,
-    /// `None` invalid. Objects with the same schedule annotations share one parsed schedule
-    /// (a parsed cron is kilobytes; a cluster holds few distinct schedules and many objects).
-    fn parse(&mut self, ours: &BTreeMap<&String, &String>) -> Option<Option<Arc<Schedule>>> {
-        let (written, user): (BTreeMap<String, String>, BTreeMap<String, String>) = ours
+    /// Reads the annotations as the reconciler would. Objects with the same schedule
+    /// annotations share one parsed schedule (a parsed cron is kilobytes; a cluster holds few
+    /// distinct schedules and many objects); the rest is cheap to parse every time.
+    fn read(&mut self, ours: &BTreeMap<String, String>) -> Reading {
+        // Everything but the crons: what the controller recorded, as `decide` sees it (paused
+        // without crons records nothing), and every other key checked.
+        let without_crons: BTreeMap<String, String> = ours
             .iter()
-            .map(|(name, value)| (name.to_string(), value.to_string()))
-            .partition(|(name, _)| schedule::is_written_by_controller(name));
-        if let Annotations::Invalid(_) = schedule::parse(&written, self.default_timezone) {
-            return None;
-        }
+            .filter(|(name, _)| *name != SCALE_DOWN && *name != SCALE_UP)
+            .map(|(name, value)| (name.clone(), value.clone()))
+            .collect();
+        let Annotations::Unscheduled(recorded) =
+            schedule::parse(&without_crons, self.default_timezone)
+        else {
+            return Reading::Invalid;
+        };
+        let user: BTreeMap<String, String> = ours
+            .iter()
+            .filter(|(name, _)| !schedule::is_written_by_controller(name))
+            .map(|(name, value)| (name.clone(), value.clone()))
+            .collect();
         if let Some(shared) = self.schedules.get(&user) {
-            return Some(Some(shared.clone()));
+            return Reading::Valid {
+                schedule: Some(shared.clone()),
+                recorded,
+            };
         }
         match schedule::parse(&user, self.default_timezone) {
             Annotations::Scheduled(schedule, _) => {
                 let schedule = Arc::new(schedule);
                 self.share(user, schedule.clone());
-                Some(Some(schedule))
+                Reading::Valid {
+                    schedule: Some(schedule),
+                    recorded,
+                }
             }
-            Annotations::Unscheduled(_) => Some(None),
-            Annotations::Invalid(_) => None,
+            Annotations::Unscheduled(_) => Reading::Valid {
+                schedule: None,
+                recorded,
+            },
+            Annotations::Invalid(_) => Reading::Invalid,
         }
     }
 
@@ -207,7 +339,7 @@ impl Tracker {
 
     fn forget(&mut self, key: &ObjectKey) {
         self.count_invalid(key, false);
-        if self.seen.remove(key).is_some() {
+        if self.tracked.remove(key).is_some() {
             self.timer.disarm(self.target(key.clone()));
         }
     }

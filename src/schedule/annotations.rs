@@ -16,10 +16,12 @@ pub const TIMEZONE: &str = "cronscaler.dev/timezone";
 pub const PAUSED: &str = "cronscaler.dev/paused";
 pub const ORIGINAL_REPLICAS: &str = "cronscaler.dev/original-replicas";
 pub const LAST_TRANSITION: &str = "cronscaler.dev/last-transition";
+/// The cause of the last warning said about the object (see `warnings`).
+pub const WARNED: &str = "cronscaler.dev/warned";
 
 /// The annotations the controller writes, as opposed to those users set.
 pub fn is_written_by_controller(key: &str) -> bool {
-    key == ORIGINAL_REPLICAS || key == LAST_TRANSITION
+    key == ORIGINAL_REPLICAS || key == LAST_TRANSITION || key == WARNED
 }
 
 /// What the controller itself wrote on the object.
@@ -97,12 +99,14 @@ pub fn parse(annotations: &BTreeMap<String, String>, default_timezone: Tz) -> An
             LAST_TRANSITION => value
                 .parse::<Transition>()
                 .map(|transition| recorded.last_transition = Some(transition)),
+            // Only ever compared whole with a cause, so no value can be wrong.
+            WARNED => Ok(()),
             _ => Err(invalid(
                 key,
                 value,
                 "is not a known annotation; the keys under cronscaler.dev/ are scale-down, \
-                 scale-up, down-replicas, up-replicas, timezone, paused, original-replicas \
-                 and last-transition",
+                 scale-up, down-replicas, up-replicas, timezone, paused, original-replicas, \
+                 last-transition and warned",
             )),
         };
         if let Err(error) = outcome {
@@ -352,7 +356,7 @@ mod tests {
             (
                 "cronscaler.dev/scale-dwon",
                 "0 20 * * *",
-                r#"cronscaler.dev/scale-dwon: "0 20 * * *" is not a known annotation; the keys under cronscaler.dev/ are scale-down, scale-up, down-replicas, up-replicas, timezone, paused, original-replicas and last-transition"#,
+                r#"cronscaler.dev/scale-dwon: "0 20 * * *" is not a known annotation; the keys under cronscaler.dev/ are scale-down, scale-up, down-replicas, up-replicas, timezone, paused, original-replicas, last-transition and warned"#,
             ),
         ];
         for (key, value, expected) in cases {

@@ -367,3 +367,20 @@ async fn failed_keys_can_be_retried_at_once_when_their_cause_is_gone() {
     );
     assert_eq!(queue.retries(&"flaky"), 12, "the failures still count");
 }
+
+#[tokio::test(start_paused = true)]
+async fn parked_keys_wait_for_unpark_without_counting_a_failure() {
+    let queue = queue();
+    queue.park("waits-for-the-server");
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+    assert_eq!(ready_now(&queue).await, None, "a parked key has no timer");
+    assert_eq!(queue.parked(), 1);
+    queue.unpark_all();
+    assert_eq!(ready_now(&queue).await, Some("waits-for-the-server"));
+    assert_eq!(queue.retries(&"waits-for-the-server"), 0);
+    assert_eq!(queue.parked(), 0);
+    queue.done(&"waits-for-the-server");
+    queue.shutdown();
+    queue.park("after-shutdown");
+    assert_eq!(queue.parked(), 0, "a queue that is shut down takes nothing");
+}

@@ -50,6 +50,15 @@ fn get(path: &str, object: Value) -> Exchange {
     Exchange::new("GET", path).reply(200, object)
 }
 
+/// The patch that writes a warning's cause on the object, before the warning is said.
+fn warned_patch(cause: &str, reply: Value) -> Exchange {
+    scale_patch(
+        APP_0,
+        json!({ "metadata": { "annotations": { (schedule::WARNED): cause } } }),
+        reply,
+    )
+}
+
 fn scale_patch(path: &str, body: Value, reply: Value) -> Exchange {
     Exchange::new("PATCH", format!("{path}?&fieldManager=cronscaler"))
         .content_type("application/merge-patch+json")
@@ -167,17 +176,26 @@ async fn scale_up_restores_the_original_and_forgets_it() {
 }
 
 #[tokio::test]
-async fn a_person_scaling_up_at_night_is_left_alone_and_named_once() {
+async fn a_person_scaling_up_at_night_is_left_alone_and_named_once_even_across_restarts() {
     let night = [
         NIGHTLY[0],
         NIGHTLY[1],
         (schedule::ORIGINAL_REPLICAS, "5"),
         (schedule::LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
     ];
+    let cause = "ScaleReverted 2026-11-23T20:00:00Z down";
+    let told = [
+        night[0],
+        night[1],
+        night[2],
+        night[3],
+        (schedule::WARNED, cause),
+    ];
     // The fixture's managedFields say `curl` last set spec.replicas, through /scale.
     let woken = app_0(2, &night);
     let script = vec![
-        get(APP_0, woken.clone()),
+        get(APP_0, woken),
+        warned_patch(cause, app_0(2, &told)),
         event(
             "load-0",
             "Warning",
@@ -186,7 +204,7 @@ async fn a_person_scaling_up_at_night_is_left_alone_and_named_once() {
              2026-11-23T20:00:00Z; left alone until the next transition",
             "app-0",
         ),
-        get(APP_0, woken),
+        get(APP_0, app_0(2, &told)),
     ];
     reconcile_ok(
         deployment_target(),
@@ -195,6 +213,9 @@ async fn a_person_scaling_up_at_night_is_left_alone_and_named_once() {
         script,
     )
     .await;
+    // A restarted controller (a new context, nothing in memory) reads the same object.
+    let script = vec![get(APP_0, app_0(3, &told))];
+    reconcile_ok(deployment_target(), &[at(23, 30, 0)], false, script).await;
 }
 
 #[tokio::test]
@@ -269,8 +290,11 @@ async fn invalid_annotations_are_reported_by_key_value_and_reason_without_scalin
         (schedule::SCALE_DOWN, "0 20 * * *"),
         (schedule::TIMEZONE, "Mars/Olympus"),
     ];
+    let cause = schedule::refused_cause(&crate::scaling::test_support::annotations_of(&broken));
+    let told = [broken[0], broken[1], (schedule::WARNED, cause.as_str())];
     let script = vec![
         get(APP_0, app_0(2, &broken)),
+        warned_patch(&cause, app_0(2, &told)),
         event(
             "load-0",
             "Warning",
@@ -279,8 +303,17 @@ async fn invalid_annotations_are_reported_by_key_value_and_reason_without_scalin
              an IANA time zone name",
             "app-0",
         ),
+        // An HPA or `kubectl scale` changed the replicas since: the same annotations are not
+        // reported again.
+        get(APP_0, app_0(4, &told)),
     ];
-    reconcile_ok(deployment_target(), &[at(21, 0, 0)], false, script).await;
+    reconcile_ok(
+        deployment_target(),
+        &[at(21, 0, 0), at(21, 5, 0)],
+        false,
+        script,
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -321,8 +354,10 @@ async fn a_schedule_on_a_deployment_of_a_foo_is_refused_naming_the_foo() {
         "apiVersion": "samplecontroller.k8s.io/v1alpha1", "kind": "Foo", "name": "example-foo",
         "uid": "54d821c1-663f-4eee-9d8b-bc59df6ae462", "controller": true, "blockOwnerDeletion": true,
     }]);
+    let cause = schedule::refused_cause(&crate::scaling::test_support::annotations_of(&NIGHTLY));
     let script = vec![
-        get(APP_0, deployment),
+        get(APP_0, deployment.clone()),
+        warned_patch(&cause, deployment),
         event(
             "load-0",
             "Warning",

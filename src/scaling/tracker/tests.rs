@@ -16,15 +16,15 @@ use crate::{
 fn tracked_deployments() -> (WorkQueue<WorkKey>, Timer, Tracker, Gauge) {
     let invalid = Gauge::default();
     let queue = WorkQueue::new(RateLimit::default());
-    let scheduler = Timer::spawn(queue.clone(), wall_clock(1000, Arc::default()));
+    let timer = Timer::spawn(queue.clone(), wall_clock(1000, Arc::default()));
     let tracker = Tracker::new(
-        scheduler.clone(),
+        timer.clone(),
         queue.clone(),
         Tz::UTC,
         TargetKind::Deployment,
         invalid.clone(),
     );
-    (queue, scheduler, tracker, invalid)
+    (queue, timer, tracker, invalid)
 }
 
 /// A Deployment's metadata as the watch reports it; `replicas_set_by` adds the managedFields
@@ -59,99 +59,16 @@ fn meta(
     object
 }
 
-#[tokio::test(start_paused = true)]
-async fn the_tracker_evaluates_an_object_when_its_annotations_change_and_only_then() {
-    let (queue, scheduler, mut tracker, invalid) = tracked_deployments();
-    let nightly = [
-        (schedule::SCALE_DOWN, "0 20 * * *"),
-        ("kubectl.kubernetes.io/last-applied-configuration", "{}"),
-    ];
-
-    tracker.handle(&watcher::Event::Apply(meta("web", &nightly, None)));
-    settle().await;
-    assert_eq!(
-        drain(&queue).await,
-        vec![WorkKey::Scale(target("web"))],
-        "evaluated on first sight (catch-up)"
-    );
-    assert_eq!(scheduler.held(), 1);
-
-    tracker.handle(&watcher::Event::Apply(meta("web", &nightly, None)));
-    assert!(drain(&queue).await.is_empty(), "nothing of ours changed");
-
-    tracker.handle(&watcher::Event::Apply(meta(
-        "web",
-        &nightly,
-        Some(("kubectl", 100)),
-    )));
-    assert_eq!(
-        drain(&queue).await.len(),
-        1,
-        "replicas may have changed: look for ScaleReverted"
-    );
-
-    tracker.handle(&watcher::Event::Apply(meta(
-        "web",
-        &[(schedule::SCALE_DOWN, "not a cron")],
-        None,
-    )));
-    settle().await;
-    assert_eq!(
-        drain(&queue).await.len(),
-        1,
-        "an invalid schedule is evaluated, to be reported"
-    );
-    assert_eq!(scheduler.held(), 0, "and never armed");
-    assert_eq!(invalid.get(), 1, "counted as invalid");
-    tracker.handle(&watcher::Event::Delete(meta("web", &[], None)));
-    assert_eq!(invalid.get(), 0, "no longer counted once deleted");
-
-    tracker.handle(&watcher::Event::Apply(meta(
-        "plain",
-        &[("team", "shop")],
-        None,
-    )));
-    settle().await;
-    assert!(
-        drain(&queue).await.is_empty(),
-        "objects without our annotations cost nothing"
-    );
-    assert_eq!(scheduler.held(), 0);
+/// Shows the tracker one watch event at `base()`.
+fn see(tracker: &mut Tracker, event: watcher::Event<PartialObjectMeta<Deployment>>) {
+    tracker.handle(&event, base());
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_relist_forgets_objects_deleted_while_the_watch_was_down() {
-    let (queue, scheduler, mut tracker, _) = tracked_deployments();
-    let nightly = [(schedule::SCALE_DOWN, "0 20 * * *")];
-    tracker.handle(&watcher::Event::Apply(meta("kept", &nightly, None)));
-    tracker.handle(&watcher::Event::Apply(meta(
-        "deleted-meanwhile",
-        &nightly,
-        None,
-    )));
-    settle().await;
-    assert_eq!(scheduler.held(), 2);
-    drain(&queue).await;
+/// The scale-down in force at `base()` of a nightly "0 20 * * *" schedule.
+const LAST_NIGHT: &str = "2026-11-22T20:00:00Z down";
 
-    tracker.handle(&watcher::Event::<PartialObjectMeta<Deployment>>::Init);
-    tracker.handle(&watcher::Event::InitApply(meta("kept", &nightly, None)));
-    tracker.handle(&watcher::Event::<PartialObjectMeta<Deployment>>::InitDone);
-    settle().await;
-    assert_eq!(scheduler.held(), 1);
-    assert!(
-        drain(&queue).await.is_empty(),
-        "an unchanged object is not evaluated again after a relist"
-    );
-
-    tracker.handle(&watcher::Event::Delete(meta("kept", &nightly, None)));
-    settle().await;
-    assert_eq!(scheduler.held(), 0);
-}
-
-#[tokio::test(start_paused = true)]
-async fn a_deployment_controlled_by_a_foo_is_evaluated_but_never_armed() {
-    let (queue, scheduler, mut tracker, _) = tracked_deployments();
-    let mut object = meta("example-foo", &[(schedule::SCALE_DOWN, "0 20 * * *")], None);
+/// A Foo's controller reference, as the Foo controller sets it on its Deployment.
+fn owned_by_foo(mut object: PartialObjectMeta<Deployment>) -> PartialObjectMeta<Deployment> {
     object.metadata.owner_references = Some(vec![OwnerReference {
         api_version: "samplecontroller.k8s.io/v1alpha1".into(),
         kind: "Foo".into(),
@@ -160,67 +77,295 @@ async fn a_deployment_controlled_by_a_foo_is_evaluated_but_never_armed() {
         controller: Some(true),
         block_owner_deletion: Some(true),
     }]);
-    tracker.handle(&watcher::Event::Apply(object));
+    object
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_object_is_queued_only_when_a_transition_is_due() {
+    let (queue, timer, mut tracker, _) = tracked_deployments();
+    let nightly = [
+        (schedule::SCALE_DOWN, "0 20 * * *"),
+        ("kubectl.kubernetes.io/last-applied-configuration", "{}"),
+    ];
+    see(
+        &mut tracker,
+        watcher::Event::Apply(meta("web", &nightly, None)),
+    );
+    settle().await;
+    assert_eq!(
+        drain(&queue).await,
+        vec![WorkKey::Scale(target("web"))],
+        "last night's scale-down was never applied: catch-up is due"
+    );
+    assert_eq!(timer.held(), 1, "and the next transition is armed");
+
+    let applied = [
+        nightly[0],
+        nightly[1],
+        (schedule::ORIGINAL_REPLICAS, "3"),
+        (schedule::LAST_TRANSITION, LAST_NIGHT),
+    ];
+    let mut after_patch = meta("web", &applied, Some(("kubectl", 100)));
+    let mut own_entry = meta("web", &[], Some((crate::runtime::CONTROLLER_NAME, 200)))
+        .metadata
+        .managed_fields
+        .unwrap_or_default();
+    after_patch
+        .metadata
+        .managed_fields
+        .get_or_insert_default()
+        .append(&mut own_entry);
+    see(&mut tracker, watcher::Event::Apply(after_patch));
+    assert!(
+        drain(&queue).await.is_empty(),
+        "the controller's own patch records the transition: nothing is due, no second read"
+    );
+    see(
+        &mut tracker,
+        watcher::Event::Apply(meta("web", &applied, None)),
+    );
+    assert!(
+        drain(&queue).await.is_empty(),
+        "a status change or anything else outside our annotations and the replicas' writers"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_start_with_nothing_due_queues_no_object() {
+    let (queue, timer, mut tracker, _) = tracked_deployments();
+    let applied = [
+        (schedule::SCALE_DOWN, "0 20 * * *"),
+        (schedule::SCALE_UP, "0 7 * * *"),
+        (schedule::LAST_TRANSITION, "2026-11-23T07:00:00Z up"),
+    ];
+    see(&mut tracker, watcher::Event::Init);
+    for n in 0..1_000 {
+        let name = format!("app-{n}");
+        // Written by people long before the transition: not a revert.
+        see(
+            &mut tracker,
+            watcher::Event::InitApply(meta(&name, &applied, Some(("kubectl", 1_000)))),
+        );
+    }
+    see(&mut tracker, watcher::Event::InitDone);
+    assert!(settled(|| timer.held() == 1_000).await);
+    assert_eq!(drain(&queue).await.len(), 0, "no object read at start-up");
+    assert_eq!(tracker.len(), 1_000);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_replicas_change_after_a_transition_is_looked_at_until_it_was_warned_about() {
+    let (queue, _timer, mut tracker, _) = tracked_deployments();
+    let slept = [
+        (schedule::SCALE_DOWN, "0 20 * * *"),
+        (schedule::ORIGINAL_REPLICAS, "3"),
+        (schedule::LAST_TRANSITION, LAST_NIGHT),
+    ];
+    let transition_second = DateTime::parse_from_rfc3339("2026-11-22T20:00:00Z")
+        .unwrap()
+        .timestamp();
+    see(
+        &mut tracker,
+        watcher::Event::Apply(meta(
+            "web",
+            &slept,
+            Some(("kubectl", transition_second - 60)),
+        )),
+    );
+    assert!(
+        drain(&queue).await.is_empty(),
+        "changed before the transition"
+    );
+
+    let woken_by_hand = meta("web", &slept, Some(("kubectl", transition_second + 600)));
+    see(&mut tracker, watcher::Event::Apply(woken_by_hand));
+    assert_eq!(
+        drain(&queue).await.len(),
+        1,
+        "changed after it: read, to warn ScaleReverted"
+    );
+
+    let cause = schedule::reverted_cause("2026-11-22T20:00:00Z down".parse().unwrap());
+    let warned = [
+        slept[0],
+        slept[1],
+        slept[2],
+        (schedule::WARNED, cause.as_str()),
+    ];
+    let mut tracker_after_restart = tracked_deployments().2;
+    see(
+        &mut tracker_after_restart,
+        watcher::Event::InitApply(meta(
+            "web",
+            &warned,
+            Some(("kubectl", transition_second + 600)),
+        )),
+    );
+    let queue_after_restart = &tracker_after_restart.queue;
+    assert!(
+        drain(queue_after_restart).await.is_empty(),
+        "already warned about this transition: a restart reads nothing"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn invalid_annotations_are_looked_at_until_warned_about_and_never_armed() {
+    let (queue, timer, mut tracker, invalid) = tracked_deployments();
+    let broken = [(schedule::SCALE_DOWN, "not a cron")];
+    see(
+        &mut tracker,
+        watcher::Event::Apply(meta("web", &broken, None)),
+    );
+    settle().await;
+    assert_eq!(drain(&queue).await.len(), 1, "read, to be reported");
+    assert_eq!(timer.held(), 0, "never armed");
+    assert_eq!(invalid.get(), 1, "counted as invalid");
+
+    let cause = schedule::refused_cause(&annotations_of(&broken));
+    let warned = [broken[0], (schedule::WARNED, cause.as_str())];
+    see(
+        &mut tracker,
+        watcher::Event::Apply(meta("web", &warned, None)),
+    );
+    see(
+        &mut tracker,
+        watcher::Event::Apply(meta("web", &warned, Some(("hpa", 5_000)))),
+    );
+    assert!(
+        drain(&queue).await.is_empty(),
+        "said once for these annotations, whoever writes the replicas"
+    );
+    let still_broken = [(schedule::SCALE_DOWN, "still not"), warned[1]];
+    see(
+        &mut tracker,
+        watcher::Event::Apply(meta("web", &still_broken, None)),
+    );
+    assert_eq!(drain(&queue).await.len(), 1, "new values, new warning");
+
+    see(&mut tracker, watcher::Event::Delete(meta("web", &[], None)));
+    assert_eq!(invalid.get(), 0, "no longer counted once deleted");
+    assert_eq!(tracker.len(), 0, "nothing kept of a deleted object");
+
+    see(
+        &mut tracker,
+        watcher::Event::Apply(meta("plain", &[("team", "shop")], None)),
+    );
+    settle().await;
+    assert!(
+        drain(&queue).await.is_empty(),
+        "objects without our annotations cost nothing"
+    );
+    assert_eq!((timer.held(), tracker.len()), (0, 0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_relist_forgets_objects_deleted_while_the_watch_was_down() {
+    let (queue, timer, mut tracker, _) = tracked_deployments();
+    let nightly = [(schedule::SCALE_DOWN, "0 20 * * *")];
+    see(
+        &mut tracker,
+        watcher::Event::Apply(meta("kept", &nightly, None)),
+    );
+    see(
+        &mut tracker,
+        watcher::Event::Apply(meta("deleted-meanwhile", &nightly, None)),
+    );
+    settle().await;
+    assert_eq!(timer.held(), 2);
+    drain(&queue).await;
+
+    see(&mut tracker, watcher::Event::Init);
+    see(
+        &mut tracker,
+        watcher::Event::InitApply(meta("kept", &nightly, None)),
+    );
+    see(&mut tracker, watcher::Event::InitDone);
+    settle().await;
+    assert_eq!(timer.held(), 1);
+    assert!(
+        drain(&queue).await.is_empty(),
+        "an unchanged object is not looked at again after a relist"
+    );
+
+    see(
+        &mut tracker,
+        watcher::Event::Delete(meta("kept", &nightly, None)),
+    );
+    settle().await;
+    assert_eq!(timer.held(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_deployment_controlled_by_a_foo_is_told_once_and_never_armed() {
+    let (queue, timer, mut tracker, _) = tracked_deployments();
+    let scheduled = [(schedule::SCALE_DOWN, "0 20 * * *")];
+    see(
+        &mut tracker,
+        watcher::Event::Apply(owned_by_foo(meta("example-foo", &scheduled, None))),
+    );
     settle().await;
     assert_eq!(
         drain(&queue).await.len(),
         1,
-        "evaluated, so the refusal is reported"
+        "read, so the refusal is reported"
     );
-    assert_eq!(scheduler.held(), 0);
+    assert_eq!(timer.held(), 0);
+
+    let cause = schedule::refused_cause(&annotations_of(&scheduled));
+    let told = [scheduled[0], (schedule::WARNED, cause.as_str())];
+    see(
+        &mut tracker,
+        watcher::Event::Apply(owned_by_foo(meta("example-foo", &told, None))),
+    );
+    assert!(drain(&queue).await.is_empty());
 }
 
 #[tokio::test(start_paused = true)]
-async fn the_controllers_own_write_causes_no_second_look() {
-    let (queue, _scheduler, mut tracker, _) = tracked_deployments();
-    let nightly = [(schedule::SCALE_DOWN, "0 20 * * *")];
-    tracker.handle(&watcher::Event::Apply(meta(
-        "web",
-        &nightly,
-        Some(("kubectl", 100)),
-    )));
-    drain(&queue).await;
-    let after_scale_down = [
+async fn a_new_leader_queues_only_what_needs_a_look_now() {
+    let (queue, _timer, mut tracker, _) = tracked_deployments();
+    let applied = [
         (schedule::SCALE_DOWN, "0 20 * * *"),
-        (schedule::ORIGINAL_REPLICAS, "3"),
-        (schedule::LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
+        (schedule::LAST_TRANSITION, LAST_NIGHT),
     ];
-    let mut ours = meta("web", &after_scale_down, Some(("kubectl", 100)));
-    let mut own_entry = meta("web", &[], Some((crate::runtime::CONTROLLER_NAME, 200)))
-        .metadata
-        .managed_fields
-        .unwrap();
-    ours.metadata
-        .managed_fields
-        .get_or_insert_default()
-        .append(&mut own_entry);
-    tracker.handle(&watcher::Event::Apply(ours));
-    assert!(
-        drain(&queue).await.is_empty(),
-        "a GET after every patch would spend the request budget twice"
+    see(
+        &mut tracker,
+        watcher::Event::Apply(meta("asleep", &applied, None)),
+    );
+    see(
+        &mut tracker,
+        watcher::Event::Apply(meta("missed", &[applied[0]], None)),
+    );
+    // A standby's workers let these go.
+    drain(&queue).await;
+    tracker.resync(base());
+    assert_eq!(drain(&queue).await, vec![WorkKey::Scale(target("missed"))]);
+    let tonight = base() + chrono::Duration::hours(9);
+    tracker.resync(tonight);
+    assert_eq!(
+        drain(&queue).await.len(),
+        2,
+        "after tonight's transition, both are due"
     );
 }
 
 #[tokio::test(start_paused = true)]
 async fn objects_with_the_same_schedule_share_one_parsed_schedule() {
-    let (_queue, scheduler, mut tracker, _) = tracked_deployments();
+    let (_queue, timer, mut tracker, _) = tracked_deployments();
     let nightly = [
         (schedule::SCALE_DOWN, "0 20 * * MON-FRI"),
         (schedule::TIMEZONE, "Europe/Berlin"),
     ];
     for n in 0..100 {
-        tracker.handle(&watcher::Event::Apply(meta(
-            &format!("app-{n}"),
-            &nightly,
-            None,
-        )));
+        see(
+            &mut tracker,
+            watcher::Event::Apply(meta(&format!("app-{n}"), &nightly, None)),
+        );
     }
-    tracker.handle(&watcher::Event::Apply(meta(
-        "other",
-        &[(schedule::SCALE_DOWN, "0 21 * * *")],
-        None,
-    )));
-    assert!(settled(|| scheduler.held() == 101).await);
+    see(
+        &mut tracker,
+        watcher::Event::Apply(meta("other", &[(schedule::SCALE_DOWN, "0 21 * * *")], None)),
+    );
+    assert!(settled(|| timer.held() == 101).await);
     assert_eq!(
         tracker.schedules.len(),
         2,
