@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 
 use super::{
-    Annotations, Direction, Recorded, Schedule, Transition,
+    Annotations, Direction, Leftovers, Recorded, Schedule, Transition,
     annotations::{LAST_TRANSITION, ORIGINAL_REPLICAS},
 };
 
@@ -19,6 +19,62 @@ pub struct ScaleChange {
     /// The transition being applied, for events; `None` for cleanup after the
     /// schedule was removed.
     pub applied: Option<Transition>,
+    /// For cleanup after the schedule was removed: whether the replicas were given back, and
+    /// why; `None` when a transition is applied.
+    pub cleanup: Option<Cleanup>,
+}
+
+/// What removing a schedule (or `cronscaler restore`) does with the replicas.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cleanup {
+    /// Replicas are still what the scale-down in force set: `original-replicas` comes back.
+    Restore { original: i32 },
+    /// Replicas are no longer the `set` of the scale-down in force: a person has taken over, and
+    /// what they chose stays.
+    TakenOver { set: i32 },
+    /// No scale-down is in force, so there is nothing to give back.
+    NotScaledDown,
+}
+
+impl Cleanup {
+    /// What the cleanup did to an object found with `replicas`, worded for its user.
+    pub fn describe(&self, replicas: i32) -> String {
+        let done = match self {
+            Cleanup::Restore { original } if *original == replicas => {
+                format!("replicas already at the original {original}")
+            }
+            Cleanup::Restore { original } => {
+                format!("replicas restored from {replicas} to {original}")
+            }
+            Cleanup::TakenOver { set } => format!(
+                "replicas left at {replicas} because they were changed after the scale-down to {set}"
+            ),
+            Cleanup::NotScaledDown => {
+                format!("replicas left at {replicas} as no scale-down is in force")
+            }
+        };
+        format!("{done}; the controller's annotations removed")
+    }
+}
+
+impl Leftovers {
+    /// Whether removing the schedule gives the replicas back. Only the replicas the scale-down in
+    /// force set prove that nobody has taken over since; anything else is someone's choice.
+    pub fn cleanup(&self, replicas: i32) -> Cleanup {
+        let recorded = &self.recorded;
+        match (recorded.original_replicas, recorded.last_transition) {
+            (Some(original), Some(last)) if last.direction == Direction::Down => {
+                if replicas == self.down_replicas {
+                    Cleanup::Restore { original }
+                } else {
+                    Cleanup::TakenOver {
+                        set: self.down_replicas,
+                    }
+                }
+            }
+            _ => Cleanup::NotScaledDown,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,7 +119,7 @@ pub fn decide(
 ) -> Option<ScaleChange> {
     let change = match annotations {
         Annotations::Invalid(_) => return None,
-        Annotations::Unscheduled(recorded) => clean_up(recorded, current_replicas),
+        Annotations::Unscheduled(leftovers) => clean_up(leftovers, current_replicas),
         Annotations::Scheduled(schedule, recorded) => {
             apply(schedule, recorded, current_replicas, now)?
         }
@@ -74,16 +130,20 @@ pub fn decide(
     (!changes_nothing).then_some(change)
 }
 
-/// The schedule is gone: give back what a scale-down took and drop the
-/// controller's bookkeeping.
-fn clean_up(recorded: &Recorded, current_replicas: i32) -> ScaleChange {
+/// The schedule is gone: give back what a scale-down took, unless someone has taken over since,
+/// and drop the controller's bookkeeping either way.
+fn clean_up(leftovers: &Leftovers, current_replicas: i32) -> ScaleChange {
+    let cleanup = leftovers.cleanup(current_replicas);
+    let recorded = &leftovers.recorded;
     ScaleChange {
-        replicas: recorded
-            .original_replicas
-            .filter(|&original| original != current_replicas),
+        replicas: match cleanup {
+            Cleanup::Restore { original } => Some(original).filter(|&o| o != current_replicas),
+            Cleanup::TakenOver { .. } | Cleanup::NotScaledDown => None,
+        },
         original_replicas: remove_if_some(recorded.original_replicas),
         last_transition: remove_if_some(recorded.last_transition),
         applied: None,
+        cleanup: Some(cleanup),
     }
 }
 
@@ -138,6 +198,7 @@ fn apply(
         original_replicas,
         last_transition: AnnotationChange::Set(due),
         applied: Some(due),
+        cleanup: None,
     })
 }
 
@@ -167,6 +228,7 @@ mod tests {
                 original_replicas: AnnotationChange::Set(5),
                 last_transition: AnnotationChange::Set(down("2026-11-23T20:00:00Z")),
                 applied: Some(down("2026-11-23T20:00:00Z")),
+                cleanup: None,
             })
         );
         assert_eq!(
@@ -190,6 +252,7 @@ mod tests {
                     original_replicas: AnnotationChange::Keep,
                     last_transition: AnnotationChange::Set(down("2026-11-23T20:00:00Z")),
                     applied: Some(down("2026-11-23T20:00:00Z")),
+                    cleanup: None,
                 }),
                 "down-replicas {down_replicas}, replicas {replicas}"
             );
@@ -209,6 +272,7 @@ mod tests {
                 original_replicas: AnnotationChange::Remove,
                 last_transition: AnnotationChange::Set(up("2026-11-24T07:00:00Z")),
                 applied: Some(up("2026-11-24T07:00:00Z")),
+                cleanup: None,
             })
         );
         let mut with_target = night.to_vec();
@@ -229,6 +293,7 @@ mod tests {
                 original_replicas: AnnotationChange::Keep,
                 last_transition: AnnotationChange::Set(up("2026-11-24T07:00:00Z")),
                 applied: Some(up("2026-11-24T07:00:00Z")),
+                cleanup: None,
             })
         );
     }
@@ -268,6 +333,7 @@ mod tests {
                 original_replicas: AnnotationChange::Keep,
                 last_transition: AnnotationChange::Set(down("2026-11-24T20:00:00Z")),
                 applied: Some(down("2026-11-24T20:00:00Z")),
+                cleanup: None,
             })
         );
     }
@@ -290,6 +356,7 @@ mod tests {
                 original_replicas: AnnotationChange::Remove,
                 last_transition: AnnotationChange::Set(up("2026-11-23T07:00:00Z")),
                 applied: Some(up("2026-11-23T07:00:00Z")),
+                cleanup: None,
             }
         );
         write_back(&mut object, &change);
@@ -300,26 +367,93 @@ mod tests {
         );
     }
 
+    const LEFTOVERS: [(&str, &str); 2] = [
+        (ORIGINAL_REPLICAS, "3"),
+        (LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
+    ];
+
+    /// The schedule's crons are gone; `extra` is what else is left.
+    fn remove_schedule(extra: &[(&str, &str)], replicas: i32) -> Option<ScaleChange> {
+        let mut pairs = LEFTOVERS.to_vec();
+        pairs.extend_from_slice(extra);
+        decide(
+            &parse(&annotations(&pairs), Tz::UTC),
+            replicas,
+            at("2026-11-24T10:00:00Z"),
+        )
+    }
+
+    fn only_the_annotations(cleanup: Cleanup) -> Option<ScaleChange> {
+        Some(ScaleChange {
+            replicas: None,
+            original_replicas: AnnotationChange::Remove,
+            last_transition: AnnotationChange::Remove,
+            applied: None,
+            cleanup: Some(cleanup),
+        })
+    }
+
     #[test]
-    fn removed_schedule_gives_back_the_remembered_replicas() {
-        let leftovers = annotations(&[
-            (ORIGINAL_REPLICAS, "5"),
-            (LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
-        ]);
-        let parsed = parse(&leftovers, Tz::UTC);
-        let now = at("2026-11-23T22:00:00Z");
+    fn removed_schedule_gives_back_the_original_while_replicas_are_what_the_scale_down_set() {
+        let restored = Some(ScaleChange {
+            replicas: Some(3),
+            original_replicas: AnnotationChange::Remove,
+            last_transition: AnnotationChange::Remove,
+            applied: None,
+            cleanup: Some(Cleanup::Restore { original: 3 }),
+        });
+        assert_eq!(remove_schedule(&[], 0), restored);
+        assert_eq!(remove_schedule(&[(DOWN_REPLICAS, "1")], 1), restored);
+    }
+
+    #[test]
+    fn removed_schedule_leaves_replicas_a_person_changed_and_only_removes_the_annotations() {
+        // Woken to 6 by hand, or even to the original 3: a person has taken over.
+        for replicas in [6, 3] {
+            assert_eq!(
+                remove_schedule(&[], replicas),
+                only_the_annotations(Cleanup::TakenOver { set: 0 }),
+                "replicas {replicas}"
+            );
+        }
+        // Put to 0 by hand under a down-replicas of 1.
         assert_eq!(
-            decide(&parsed, 0, now),
-            Some(ScaleChange {
-                replicas: Some(5),
-                original_replicas: AnnotationChange::Remove,
-                last_transition: AnnotationChange::Remove,
-                applied: None,
-            })
+            remove_schedule(&[(DOWN_REPLICAS, "1")], 0),
+            only_the_annotations(Cleanup::TakenOver { set: 1 })
         );
+    }
+
+    #[test]
+    fn removed_down_replicas_count_as_their_default() {
+        // `down-replicas: 2` went with the crons: nothing says the controller set 2, so the
+        // default 0 counts and the 2 stay. Guessing wrong this way never resizes anything.
         assert_eq!(
-            decide(&parsed, 5, now).map(|change| change.replicas),
-            Some(None)
+            remove_schedule(&[], 2),
+            only_the_annotations(Cleanup::TakenOver { set: 0 })
+        );
+    }
+
+    #[test]
+    fn removed_schedule_gives_back_nothing_unless_a_scale_down_is_in_force() {
+        let woken = annotations(&[
+            (ORIGINAL_REPLICAS, "3"),
+            (LAST_TRANSITION, "2026-11-24T07:00:00Z up"),
+        ]);
+        assert_eq!(
+            decide(&parse(&woken, Tz::UTC), 0, at("2026-11-24T10:00:00Z")),
+            only_the_annotations(Cleanup::NotScaledDown)
+        );
+        let without_a_transition = annotations(&[(ORIGINAL_REPLICAS, "3")]);
+        assert_eq!(
+            decide(
+                &parse(&without_a_transition, Tz::UTC),
+                0,
+                at("2026-11-24T10:00:00Z")
+            ),
+            Some(ScaleChange {
+                last_transition: AnnotationChange::Keep,
+                ..only_the_annotations(Cleanup::NotScaledDown).unwrap()
+            })
         );
     }
 
@@ -336,10 +470,32 @@ mod tests {
                 original_replicas: AnnotationChange::Keep,
                 last_transition: AnnotationChange::Remove,
                 applied: None,
+                cleanup: Some(Cleanup::NotScaledDown),
             })
         );
         let clean = parse(&annotations(&[("app", "web")]), Tz::UTC);
         assert_eq!(decide(&clean, 4, at("2026-11-24T09:00:00Z")), None);
+    }
+
+    #[test]
+    fn a_cleanup_says_what_it_did_and_why() {
+        assert_eq!(
+            Cleanup::Restore { original: 3 }.describe(0),
+            "replicas restored from 0 to 3; the controller's annotations removed"
+        );
+        assert_eq!(
+            Cleanup::Restore { original: 3 }.describe(3),
+            "replicas already at the original 3; the controller's annotations removed"
+        );
+        assert_eq!(
+            Cleanup::TakenOver { set: 0 }.describe(6),
+            "replicas left at 6 because they were changed after the scale-down to 0; \
+             the controller's annotations removed"
+        );
+        assert_eq!(
+            Cleanup::NotScaledDown.describe(4),
+            "replicas left at 4 as no scale-down is in force; the controller's annotations removed"
+        );
     }
 
     #[test]

@@ -19,9 +19,10 @@ mod transition;
 mod test_support;
 
 pub use annotations::{
-    Annotations, DOWN_REPLICAS, InvalidAnnotation, LAST_TRANSITION, ORIGINAL_REPLICAS, PAUSED,
-    PREFIX, Recorded, SCALE_DOWN, SCALE_UP, TIMEZONE, UP_REPLICAS, is_written_by_controller, parse,
+    Annotations, DOWN_REPLICAS, InvalidAnnotation, LAST_TRANSITION, Leftovers, ORIGINAL_REPLICAS,
+    PAUSED, PREFIX, Recorded, SCALE_DOWN, SCALE_UP, TIMEZONE, UP_REPLICAS,
+    is_written_by_controller, parse,
 };
 pub use cron::CronSpec;
-pub use decide::{AnnotationChange, ScaleChange, decide};
+pub use decide::{AnnotationChange, Cleanup, ScaleChange, decide};
 pub use transition::{Direction, Schedule, Transition};

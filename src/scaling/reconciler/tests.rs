@@ -249,7 +249,36 @@ async fn removing_the_schedule_at_night_restores_the_original_and_cleans_up() {
             "load-0",
             "Normal",
             "ScheduleRemoved",
-            "schedule annotations removed: replicas restored from 0 to 3, the controller's annotations removed",
+            "schedule annotations removed: replicas restored from 0 to 3; the controller's annotations removed",
+            "app-0",
+        ),
+    ];
+    reconcile_ok(deployment_target(), &[at(23, 0, 0)], false, script).await;
+}
+
+#[tokio::test]
+async fn removing_the_schedule_after_a_person_changed_replicas_only_removes_the_annotations() {
+    let leftovers = [
+        (schedule::ORIGINAL_REPLICAS, "3"),
+        (schedule::LAST_TRANSITION, "2026-11-22T20:00:00Z down"),
+    ];
+    let script = vec![
+        get(APP_0, app_0(6, &leftovers)),
+        scale_patch(
+            APP_0,
+            json!({
+                "metadata": {
+                    "annotations": { "cronscaler.dev/original-replicas": null, "cronscaler.dev/last-transition": null },
+                },
+            }),
+            app_0(6, &[]),
+        ),
+        event(
+            "load-0",
+            "Normal",
+            "ScheduleRemoved",
+            "schedule annotations removed: replicas left at 6 because they were changed after the scale-down \
+             to 0; the controller's annotations removed",
             "app-0",
         ),
     ];
