@@ -172,17 +172,24 @@ fn apply(
     {
         return None;
     }
+    // With a scale-up cron, a record still there was made by the first scale-down since the last
+    // scale-up (each one removes it): the count the morning brings back. Without one, only a
+    // person brings a count back: what they left is what a scale-down takes, and an older record
+    // would later resize a workload they have taken over.
+    let keep_record = schedule.scale_up.is_some() && recorded.original_replicas.is_some();
     let (replicas, original_replicas) = match due.direction {
         Direction::Down if current_replicas > schedule.down_replicas => (
             Some(schedule.down_replicas),
-            // A manual scale-up during the night must not replace the count
-            // the morning should bring back.
-            match recorded.original_replicas {
-                Some(_) => AnnotationChange::Keep,
-                None => AnnotationChange::Set(current_replicas),
+            if keep_record {
+                AnnotationChange::Keep
+            } else {
+                AnnotationChange::Set(current_replicas)
             },
         ),
-        Direction::Down => (None, AnnotationChange::Keep),
+        // This scale-down takes nothing, so without a scale-up cron there is nothing for a
+        // removal to give back.
+        Direction::Down if keep_record => (None, AnnotationChange::Keep),
+        Direction::Down => (None, remove_if_some(recorded.original_replicas)),
         Direction::Up => (
             // With neither an explicit nor a remembered count there is no
             // number to scale to, and none is made up.
@@ -204,7 +211,9 @@ fn apply(
 
 #[cfg(test)]
 mod tests {
+    use chrono::TimeDelta;
     use chrono_tz::Tz;
+    use proptest::prelude::*;
 
     use super::*;
     use crate::schedule::{test_support::*, *};
@@ -313,27 +322,102 @@ mod tests {
         );
     }
 
+    /// A scale-down cron alone, as the README recommends: people bring the workload back by hand.
+    const SCALE_DOWN_ONLY: [(&str, &str); 1] = [(SCALE_DOWN, "0 20 * * *")];
+
+    fn decide_down_only(extra: &[(&str, &str)], replicas: i32, now: &str) -> Option<ScaleChange> {
+        let mut pairs = SCALE_DOWN_ONLY.to_vec();
+        pairs.extend_from_slice(extra);
+        decide(&parse(&annotations(&pairs), Tz::UTC), replicas, at(now))
+    }
+
     #[test]
-    fn manual_scale_up_at_night_does_not_overwrite_the_remembered_replicas() {
-        // Only a scale-down: the second night finds 5 still remembered and
-        // the replicas someone raised to 3.
-        let pairs = [
-            (SCALE_DOWN, "0 20 * * *"),
-            (ORIGINAL_REPLICAS, "5"),
+    fn without_a_scale_up_cron_each_scale_down_records_the_replicas_it_finds() {
+        // Scaled down from 3 last night; woken by hand to 6 today.
+        let last_night = [
+            (ORIGINAL_REPLICAS, "3"),
             (LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
         ];
         assert_eq!(
-            decide(
-                &parse(&annotations(&pairs), Tz::UTC),
-                3,
-                at("2026-11-24T20:00:00Z")
-            ),
+            decide_down_only(&last_night, 6, "2026-11-24T20:00:00Z"),
             Some(ScaleChange {
                 replicas: Some(0),
-                original_replicas: AnnotationChange::Keep,
+                original_replicas: AnnotationChange::Set(6),
                 last_transition: AnnotationChange::Set(down("2026-11-24T20:00:00Z")),
                 applied: Some(down("2026-11-24T20:00:00Z")),
                 cleanup: None,
+            })
+        );
+    }
+
+    #[test]
+    fn without_a_scale_up_cron_a_scale_down_with_nothing_to_take_drops_the_old_record() {
+        // Still at the 0 of last night (or put back there by someone): tonight takes nothing,
+        // so there is nothing for a removal to give back, and last night's 3 must not linger.
+        let last_night = [
+            (ORIGINAL_REPLICAS, "3"),
+            (LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
+        ];
+        assert_eq!(
+            decide_down_only(&last_night, 0, "2026-11-24T20:00:00Z"),
+            Some(ScaleChange {
+                replicas: None,
+                original_replicas: AnnotationChange::Remove,
+                last_transition: AnnotationChange::Set(down("2026-11-24T20:00:00Z")),
+                applied: Some(down("2026-11-24T20:00:00Z")),
+                cleanup: None,
+            })
+        );
+    }
+
+    #[test]
+    fn with_a_scale_up_cron_two_scale_downs_in_one_night_keep_the_first_count() {
+        let pairs = [
+            (SCALE_DOWN, "0 20,23 * * *"),
+            (SCALE_UP, "0 7 * * *"),
+            (ORIGINAL_REPLICAS, "5"),
+            (LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
+        ];
+        let parsed = parse(&annotations(&pairs), Tz::UTC);
+        // Someone raised the replicas to 3 at 22:00: the 23:00 scale-down takes them, but the
+        // morning still brings back the 5 the night started from.
+        for replicas in [3, 0] {
+            assert_eq!(
+                decide(&parsed, replicas, at("2026-11-23T23:00:00Z")),
+                Some(ScaleChange {
+                    replicas: (replicas != 0).then_some(0),
+                    original_replicas: AnnotationChange::Keep,
+                    last_transition: AnnotationChange::Set(down("2026-11-23T23:00:00Z")),
+                    applied: Some(down("2026-11-23T23:00:00Z")),
+                    cleanup: None,
+                }),
+                "replicas {replicas}"
+            );
+        }
+    }
+
+    /// The reported bug, night by night: removing the schedule gives back what the latest
+    /// scale-down took, never the count of an older night.
+    #[test]
+    fn a_workload_woken_by_hand_is_given_back_what_the_latest_scale_down_took() {
+        let mut object = annotations(&SCALE_DOWN_ONLY);
+        let first_night = decide(&parse(&object, Tz::UTC), 3, at("2026-11-23T20:00:00Z")).unwrap();
+        assert_eq!(first_night.replicas, Some(0));
+        write_back(&mut object, &first_night);
+        // Woken by hand to 6 the next morning; the next night takes those 6.
+        let second_night = decide(&parse(&object, Tz::UTC), 6, at("2026-11-24T20:00:00Z")).unwrap();
+        assert_eq!(second_night.replicas, Some(0));
+        write_back(&mut object, &second_night);
+
+        object.remove(SCALE_DOWN);
+        assert_eq!(
+            decide(&parse(&object, Tz::UTC), 0, at("2026-11-24T22:00:00Z")),
+            Some(ScaleChange {
+                replicas: Some(6),
+                original_replicas: AnnotationChange::Remove,
+                last_transition: AnnotationChange::Remove,
+                applied: None,
+                cleanup: Some(Cleanup::Restore { original: 6 }),
             })
         );
     }
@@ -537,5 +621,82 @@ mod tests {
             decide(&no_crons_but_bad, 0, at("2026-11-24T07:00:05Z")),
             None
         );
+    }
+
+    // ---- a removal never gives back a stale record ----
+
+    #[derive(Debug, Clone)]
+    enum Step {
+        /// The next transition of the schedule, applied by the controller.
+        Transition,
+        /// Someone sets the replicas.
+        ByHand(i32),
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![Just(Step::Transition), (0..7_i32).prop_map(Step::ByHand)]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(500))]
+
+        #[test]
+        fn a_removal_gives_back_only_the_record_and_only_to_what_the_controller_set(
+            with_scale_up in any::<bool>(),
+            down_replicas in proptest::option::of(0..3_i32),
+            start in 0..7_i32,
+            steps in proptest::collection::vec(step(), 0..14),
+        ) {
+            let mut object = annotations(&SCALE_DOWN_ONLY);
+            if with_scale_up {
+                object.insert(SCALE_UP.to_string(), "0 7 * * *".to_string());
+            }
+            if let Some(down_replicas) = down_replicas {
+                object.insert(DOWN_REPLICAS.to_string(), down_replicas.to_string());
+            }
+            let mut replicas = start;
+            let mut now = at("2026-11-23T12:00:00Z");
+            // What the controller's latest change of replicas found and set.
+            let mut latest_write: Option<(i32, i32)> = None;
+            for step in steps {
+                match step {
+                    Step::ByHand(to) => replicas = to,
+                    Step::Transition => {
+                        let parsed = parse(&object, Tz::UTC);
+                        let Annotations::Scheduled(schedule, _) = &parsed else {
+                            panic!("not scheduled: {parsed:?}");
+                        };
+                        now = schedule.next_transition(now).unwrap().at;
+                        if let Some(change) = decide(&parsed, replicas, now) {
+                            if let Some(to) = change.replicas {
+                                latest_write = Some((replicas, to));
+                                replicas = to;
+                            }
+                            write_back(&mut object, &change);
+                        }
+                    }
+                }
+            }
+            let recorded = object.get(ORIGINAL_REPLICAS).map(|n| n.parse::<i32>().unwrap());
+            object.remove(SCALE_DOWN);
+            object.remove(SCALE_UP);
+            let later = now + TimeDelta::hours(1);
+            let removal = decide(&parse(&object, Tz::UTC), replicas, later);
+            if let Some(to) = removal.as_ref().and_then(|change| change.replicas) {
+                prop_assert_eq!(Some(to), recorded, "only the record is given back");
+                let (found, set) = latest_write.unwrap();
+                prop_assert_eq!(replicas, set, "only while replicas are what the controller set");
+                if !with_scale_up {
+                    prop_assert_eq!(to, found, "what the latest scale-down found, not an older count");
+                }
+            }
+            if let Some(removal) = &removal {
+                write_back(&mut object, removal);
+            }
+            prop_assert!(!object.contains_key(ORIGINAL_REPLICAS));
+            prop_assert!(!object.contains_key(LAST_TRANSITION));
+            let replicas = removal.and_then(|change| change.replicas).unwrap_or(replicas);
+            prop_assert_eq!(decide(&parse(&object, Tz::UTC), replicas, later), None);
+        }
     }
 }

@@ -286,6 +286,41 @@ async fn removing_the_schedule_after_a_person_changed_replicas_only_removes_the_
 }
 
 #[tokio::test]
+async fn a_scale_down_cron_alone_records_the_replicas_each_night_finds() {
+    // Scaled down from 3 last night, woken to 6 by hand today.
+    let last_night = [
+        (schedule::SCALE_DOWN, "0 20 * * *"),
+        (schedule::ORIGINAL_REPLICAS, "3"),
+        (schedule::LAST_TRANSITION, "2026-11-22T20:00:00Z down"),
+    ];
+    let woken = app_0(6, &last_night);
+    let script = vec![
+        get(APP_0, woken.clone()),
+        scale_patch(
+            APP_0,
+            json!({
+                "metadata": {
+                    "annotations": {
+                        "cronscaler.dev/original-replicas": "6",
+                        "cronscaler.dev/last-transition": "2026-11-23T20:00:00Z down",
+                    },
+                },
+                "spec": { "replicas": 0 },
+            }),
+            woken,
+        ),
+        event(
+            "load-0",
+            "Normal",
+            "ScaledDown",
+            "scaled down from 6 to 0 replicas by cronscaler.dev/scale-down \"0 20 * * *\" (UTC) at 2026-11-23T20:00:00Z",
+            "app-0",
+        ),
+    ];
+    reconcile_ok(deployment_target(), &[at(20, 0, 0)], false, script).await;
+}
+
+#[tokio::test]
 async fn a_paused_schedule_does_nothing_at_all() {
     let paused = [NIGHTLY[0], NIGHTLY[1], (schedule::PAUSED, "true")];
     let script = vec![get(APP_0, app_0(2, &paused))];
