@@ -1,5 +1,6 @@
 //! `cronscaler restore`: gives scaled-down objects back their `original-replicas` and removes
-//! the controller's annotations, so uninstalling at night leaves nothing asleep. The users'
+//! the controller's annotations, so uninstalling at night leaves nothing asleep. An object whose
+//! replicas someone changed after the scale-down keeps them: only the annotations go. The users'
 //! schedule annotations stay: reinstalled, the controller carries on from them.
 
 use std::collections::BTreeMap;
@@ -15,19 +16,22 @@ use crate::{
 };
 
 /// The change that restores one object, whatever its schedule says: only the annotations the
-/// controller wrote count. `Ok(None)` when there is nothing to restore.
+/// controller wrote count, and `down-replicas`, which says what the scale-down set. `Ok(None)`
+/// when there is nothing to restore.
 pub fn restore_change(
     annotations: &BTreeMap<String, String>,
     replicas: i32,
     now: DateTime<Utc>,
 ) -> Result<Option<ScaleChange>, Vec<InvalidAnnotation>> {
-    let written: BTreeMap<String, String> = annotations
+    let leftovers: BTreeMap<String, String> = annotations
         .iter()
-        .filter(|(key, _)| schedule::is_written_by_controller(key))
+        .filter(|(key, _)| {
+            schedule::is_written_by_controller(key) || key.as_str() == schedule::DOWN_REPLICAS
+        })
         .map(|(key, value)| (key.clone(), value.clone()))
         .collect();
-    // Without crons the contract's own rule applies: give back the original, clean up.
-    match schedule::parse(&written, Tz::UTC) {
+    // Without crons the contract's own rule for a removed schedule applies.
+    match schedule::parse(&leftovers, Tz::UTC) {
         schedule::Annotations::Invalid(problems) => Err(problems),
         unscheduled => Ok(schedule::decide(&unscheduled, replicas, now)),
     }
@@ -59,7 +63,13 @@ pub async fn restore(
         match patch_target(client, target, &patch).await {
             Ok(()) => lines.push(match change.replicas {
                 Some(to) => format!("restored {target}: replicas {} -> {to}", observed.replicas),
-                None => format!("restored {target}: controller annotations removed"),
+                None => format!(
+                    "cleaned up {target}: {}",
+                    change
+                        .cleanup
+                        .map(|cleanup| cleanup.describe(observed.replicas))
+                        .unwrap_or_default()
+                ),
             }),
             Err(error) => {
                 all_ok = false;
@@ -73,13 +83,14 @@ pub async fn restore(
 #[cfg(test)]
 mod tests {
     use chrono::TimeZone;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     use super::*;
     use crate::{
         mock_api::{Exchange, mock_client},
         runtime::key::ObjectKey,
         scaling::target::{ScaleTarget, TargetKind, TargetState},
+        schedule::Cleanup,
     };
 
     fn now() -> DateTime<Utc> {
@@ -107,7 +118,8 @@ mod tests {
             change.annotation_updates(),
             vec![
                 (schedule::ORIGINAL_REPLICAS, None),
-                (schedule::LAST_TRANSITION, None)
+                (schedule::LAST_TRANSITION, None),
+                (schedule::WARNED, None)
             ]
         );
     }
@@ -122,7 +134,7 @@ mod tests {
         assert_eq!(change.replicas, None);
         assert_eq!(
             change.annotation_updates(),
-            vec![(schedule::LAST_TRANSITION, None)]
+            vec![(schedule::LAST_TRANSITION, None), (schedule::WARNED, None)]
         );
         assert_eq!(
             restore_change(
@@ -132,6 +144,41 @@ mod tests {
             ),
             Ok(None)
         );
+    }
+
+    #[test]
+    fn replicas_changed_after_the_scale_down_stay_and_only_the_annotations_go() {
+        let night = [
+            (schedule::SCALE_DOWN, "0 20 * * *"),
+            (schedule::ORIGINAL_REPLICAS, "3"),
+            (schedule::LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
+        ];
+        let woken = restore_change(&annotations(&night), 6, now())
+            .unwrap()
+            .unwrap();
+        assert_eq!(woken.replicas, None);
+        assert_eq!(woken.cleanup, Some(Cleanup::TakenOver { set: 0 }));
+        assert_eq!(
+            woken.annotation_updates(),
+            vec![
+                (schedule::ORIGINAL_REPLICAS, None),
+                (schedule::LAST_TRANSITION, None),
+                (schedule::WARNED, None)
+            ]
+        );
+
+        // The schedule's own down-replicas say what the scale-down set.
+        let mut one_left = night.to_vec();
+        one_left.push((schedule::DOWN_REPLICAS, "1"));
+        let one_left = annotations(&one_left);
+        let put_to_sleep_by_hand = restore_change(&one_left, 0, now()).unwrap().unwrap();
+        assert_eq!(put_to_sleep_by_hand.replicas, None);
+        assert_eq!(
+            put_to_sleep_by_hand.cleanup,
+            Some(Cleanup::TakenOver { set: 1 })
+        );
+        let untouched = restore_change(&one_left, 1, now()).unwrap().unwrap();
+        assert_eq!(untouched.replicas, Some(3));
     }
 
     #[test]
@@ -146,43 +193,73 @@ mod tests {
         );
     }
 
-    #[tokio::test]
-    async fn restore_patches_each_sleeping_object_and_says_what_it_did() {
+    /// A Deployment scaled down from 3 at 20:00 by a scale-down cron alone, found with `replicas`.
+    fn scaled_down(name: &str, replicas: i32) -> (PlanObject, Value) {
         let deployment: k8s_openapi::api::apps::v1::Deployment = serde_json::from_value(json!({
             "metadata": {
-                "name": "web", "namespace": "staging", "resourceVersion": "77",
-                "annotations": { "cronscaler.dev/original-replicas": "3", "cronscaler.dev/last-transition": "2026-11-23T20:00:00Z down" },
+                "name": name, "namespace": "staging", "resourceVersion": "77",
+                "annotations": {
+                    "cronscaler.dev/scale-down": "0 20 * * *",
+                    "cronscaler.dev/original-replicas": "3",
+                    "cronscaler.dev/last-transition": "2026-11-23T20:00:00Z down",
+                },
             },
-            "spec": { "replicas": 0, "selector": {}, "template": {} },
+            "spec": { "replicas": replicas, "selector": {}, "template": {} },
         }))
         .unwrap();
-        let objects = vec![PlanObject {
+        let object = PlanObject {
             target: ScaleTarget {
                 kind: TargetKind::Deployment,
-                key: ObjectKey::new("staging", "web"),
+                key: ObjectKey::new("staging", name),
             },
             observed: TargetState::of_deployment(&deployment),
-        }];
+        };
+        (object, serde_json::to_value(&deployment).unwrap())
+    }
+
+    fn merge_patch(name: &str, body: Value, reply: Value) -> Exchange {
+        Exchange::new(
+            "PATCH",
+            format!("/apis/apps/v1/namespaces/staging/deployments/{name}?&fieldManager=cronscaler"),
+        )
+        .content_type("application/merge-patch+json")
+        .body(body)
+        .reply(200, reply)
+    }
+
+    #[tokio::test]
+    async fn restore_patches_each_sleeping_object_and_says_what_it_did() {
+        let (web, web_json) = scaled_down("web", 0);
+        // Woken by hand to 6 after the scale-down: a person has taken over.
+        let (api, api_json) = scaled_down("api", 6);
+        let removed = json!({ "cronscaler.dev/original-replicas": null, "cronscaler.dev/last-transition": null });
         let (client, server) = mock_client();
         let server = tokio::spawn(server.serve(vec![
-            Exchange::new("PATCH", "/apis/apps/v1/namespaces/staging/deployments/web?&fieldManager=cronscaler")
-                .content_type("application/merge-patch+json")
-                .body(json!({
-                    "metadata": {
-                        "resourceVersion": "77",
-                        "annotations": { "cronscaler.dev/original-replicas": null, "cronscaler.dev/last-transition": null },
-                    },
+            merge_patch(
+                "web",
+                json!({
+                    "metadata": { "resourceVersion": "77", "annotations": removed },
                     "spec": { "replicas": 3 },
-                }))
-                .reply(200, serde_json::to_value(&deployment).unwrap()),
+                }),
+                web_json,
+            ),
+            merge_patch(
+                "api",
+                json!({ "metadata": { "resourceVersion": "77", "annotations": removed } }),
+                api_json,
+            ),
         ]));
-        let (lines, ok) = restore(&client, &objects, now()).await;
+        let (lines, ok) = restore(&client, &[web, api], now()).await;
         drop(client);
         server.await.unwrap();
         assert!(ok);
         assert_eq!(
             lines,
-            vec!["restored Deployment staging/web: replicas 0 -> 3"]
+            vec![
+                "restored Deployment staging/web: replicas 0 -> 3",
+                "cleaned up Deployment staging/api: replicas left at 6 because they were changed \
+                 after the scale-down to 0; the controller's annotations removed",
+            ]
         );
     }
 }

@@ -221,7 +221,11 @@ pub fn describe_change(
         None => (
             "ScheduleRemoved",
             format!(
-                "schedule annotations removed: replicas restored from {from} to {to}, the controller's annotations removed"
+                "schedule annotations removed: {}",
+                change
+                    .cleanup
+                    .map(|cleanup| cleanup.describe(from))
+                    .unwrap_or_default()
             ),
         ),
     }

@@ -27,7 +27,7 @@ use crate::{
         timer::Timer,
     },
     schedule::{
-        self, Annotations, PREFIX, Recorded, SCALE_DOWN, SCALE_UP, Schedule, already_warned,
+        self, Annotations, Leftovers, PREFIX, SCALE_DOWN, SCALE_UP, Schedule, already_warned,
         is_due, refused_cause, replicas_set, reverted_cause,
     },
 };
@@ -68,7 +68,7 @@ enum Standing {
     Refused { owes_warning: bool },
     Governed {
         schedule: Option<Arc<Schedule>>,
-        recorded: Recorded,
+        leftovers: Leftovers,
         /// Someone else set the replicas after the transition in force, and no `ScaleReverted`
         /// was said for that transition.
         maybe_reverted: bool,
@@ -81,9 +81,9 @@ impl Standing {
             Standing::Refused { owes_warning } => *owes_warning,
             Standing::Governed {
                 schedule,
-                recorded,
+                leftovers,
                 maybe_reverted,
-            } => *maybe_reverted || is_due(schedule.as_deref(), recorded, now),
+            } => *maybe_reverted || is_due(schedule.as_deref(), leftovers, now),
         }
     }
 }
@@ -93,7 +93,7 @@ enum Reading {
     Invalid,
     Valid {
         schedule: Option<Arc<Schedule>>,
-        recorded: Recorded,
+        leftovers: Leftovers,
     },
 }
 
@@ -227,7 +227,10 @@ impl Tracker {
         let reading = self.read(&ours);
         self.count_invalid(&key, matches!(reading, Reading::Invalid));
         let standing = match reading {
-            Reading::Valid { schedule, recorded } if !controlled_by_foo => {
+            Reading::Valid {
+                schedule,
+                leftovers,
+            } if !controlled_by_foo => {
                 match &schedule {
                     Some(schedule) => self.timer.arm(target.clone(), schedule.clone()),
                     None => self.timer.disarm(target.clone()),
@@ -238,14 +241,14 @@ impl Tracker {
                     .max();
                 let maybe_reverted = schedule
                     .as_deref()
-                    .and_then(|schedule| replicas_set(schedule, &recorded))
+                    .and_then(|schedule| replicas_set(schedule, &leftovers.recorded))
                     .is_some_and(|(transition, _)| {
                         last_other_write.is_some_and(|second| second >= transition.at.timestamp())
                             && !already_warned(&ours, &reverted_cause(transition))
                     });
                 Standing::Governed {
                     schedule,
-                    recorded,
+                    leftovers,
                     maybe_reverted,
                 }
             }
@@ -284,7 +287,7 @@ impl Tracker {
             .filter(|(name, _)| *name != SCALE_DOWN && *name != SCALE_UP)
             .map(|(name, value)| (name.clone(), value.clone()))
             .collect();
-        let Annotations::Unscheduled(recorded) =
+        let Annotations::Unscheduled(leftovers) =
             schedule::parse(&without_crons, self.default_timezone)
         else {
             return Reading::Invalid;
@@ -297,7 +300,7 @@ impl Tracker {
         if let Some(shared) = self.schedules.get(&user) {
             return Reading::Valid {
                 schedule: Some(shared.clone()),
-                recorded,
+                leftovers,
             };
         }
         match schedule::parse(&user, self.default_timezone) {
@@ -306,12 +309,12 @@ impl Tracker {
                 self.share(user, schedule.clone());
                 Reading::Valid {
                     schedule: Some(schedule),
-                    recorded,
+                    leftovers,
                 }
             }
             Annotations::Unscheduled(_) => Reading::Valid {
                 schedule: None,
-                recorded,
+                leftovers,
             },
             Annotations::Invalid(_) => Reading::Invalid,
         }

@@ -31,6 +31,15 @@ pub struct Recorded {
     pub last_transition: Option<Transition>,
 }
 
+/// What is left of a schedule whose crons are gone.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Leftovers {
+    pub recorded: Recorded,
+    /// `down-replicas` as it reads now, or its default 0: nothing else says which replicas the
+    /// scale-down in force set, so this is what decides whether someone has changed them since.
+    pub down_replicas: i32,
+}
+
 /// One annotation the controller cannot act on, worded for the user.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{key}: {value:?} {reason}")]
@@ -53,7 +62,7 @@ pub(super) fn invalid(key: &str, value: &str, reason: &str) -> InvalidAnnotation
 pub enum Annotations {
     /// Neither cron is set: only leftovers of an earlier schedule, if any,
     /// need cleaning up.
-    Unscheduled(Recorded),
+    Unscheduled(Leftovers),
     Scheduled(Schedule, Recorded),
     /// At least one annotation is wrong; the object is not scaled at all.
     Invalid(Vec<InvalidAnnotation>),
@@ -61,9 +70,8 @@ pub enum Annotations {
 
 /// Reads the `cronscaler.dev/` annotations, reporting every problem at once.
 ///
-/// `paused: "true"` without crons reports nothing as recorded, so that
-/// [`decide`] leaves the controller's leftovers alone as well: paused means
-/// "do nothing at all".
+/// `paused: "true"` without crons reports no leftovers, so that [`decide`] leaves the
+/// controller's annotations alone as well: paused means "do nothing at all".
 pub fn parse(annotations: &BTreeMap<String, String>, default_timezone: Tz) -> Annotations {
     let mut errors = Vec::new();
     let mut scale_down = None;
@@ -119,9 +127,12 @@ pub fn parse(annotations: &BTreeMap<String, String>, default_timezone: Tz) -> An
         Annotations::Invalid(errors)
     } else if scale_down.is_none() && scale_up.is_none() {
         Annotations::Unscheduled(if paused {
-            Recorded::default()
+            Leftovers::default()
         } else {
-            recorded
+            Leftovers {
+                recorded,
+                down_replicas: down_replicas.unwrap_or(0),
+            }
         })
     } else {
         Annotations::Scheduled(
@@ -242,7 +253,7 @@ mod tests {
     fn without_crons_the_object_is_unscheduled() {
         let foreign_only = parse(&annotations(&[("app", "web")]), Tz::UTC);
         assert!(
-            matches!(foreign_only, Annotations::Unscheduled(ref r) if *r == Recorded::default()),
+            matches!(foreign_only, Annotations::Unscheduled(ref l) if *l == Leftovers::default()),
             "{foreign_only:?}"
         );
         let leftovers = parse(
@@ -254,18 +265,26 @@ mod tests {
             Tz::UTC,
         );
         assert!(
-            matches!(leftovers, Annotations::Unscheduled(ref r) if *r == Recorded {
-                original_replicas: Some(5),
-                last_transition: Some(down("2026-11-23T20:00:00Z")),
+            matches!(leftovers, Annotations::Unscheduled(ref l) if *l == Leftovers {
+                recorded: Recorded {
+                    original_replicas: Some(5),
+                    last_transition: Some(down("2026-11-23T20:00:00Z")),
+                },
+                down_replicas: 2,
             }),
             "{leftovers:?}"
+        );
+        let without_down_replicas = parse(&annotations(&[(ORIGINAL_REPLICAS, "5")]), Tz::UTC);
+        assert!(
+            matches!(without_down_replicas, Annotations::Unscheduled(ref l) if l.down_replicas == 0),
+            "{without_down_replicas:?}"
         );
         let paused = parse(
             &annotations(&[(PAUSED, "true"), (ORIGINAL_REPLICAS, "5")]),
             Tz::UTC,
         );
         assert!(
-            matches!(paused, Annotations::Unscheduled(ref r) if *r == Recorded::default()),
+            matches!(paused, Annotations::Unscheduled(ref l) if *l == Leftovers::default()),
             "{paused:?}"
         );
     }

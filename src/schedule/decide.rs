@@ -4,8 +4,8 @@
 use chrono::{DateTime, Utc};
 
 use super::{
-    Annotations, Direction, Recorded, Schedule, Transition,
-    annotations::{LAST_TRANSITION, ORIGINAL_REPLICAS},
+    Annotations, Direction, Leftovers, Recorded, Schedule, Transition,
+    annotations::{LAST_TRANSITION, ORIGINAL_REPLICAS, WARNED},
 };
 
 /// The change one reconcile should make, computed purely.
@@ -19,6 +19,62 @@ pub struct ScaleChange {
     /// The transition being applied, for events; `None` for cleanup after the
     /// schedule was removed.
     pub applied: Option<Transition>,
+    /// For cleanup after the schedule was removed: whether the replicas were given back, and
+    /// why; `None` when a transition is applied.
+    pub cleanup: Option<Cleanup>,
+}
+
+/// What removing a schedule (or `cronscaler restore`) does with the replicas.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cleanup {
+    /// Replicas are still what the scale-down in force set: `original-replicas` comes back.
+    Restore { original: i32 },
+    /// Replicas are no longer the `set` of the scale-down in force: a person has taken over, and
+    /// what they chose stays.
+    TakenOver { set: i32 },
+    /// No scale-down is in force, so there is nothing to give back.
+    NotScaledDown,
+}
+
+impl Cleanup {
+    /// What the cleanup did to an object found with `replicas`, worded for its user.
+    pub fn describe(&self, replicas: i32) -> String {
+        let done = match self {
+            Cleanup::Restore { original } if *original == replicas => {
+                format!("replicas already at the original {original}")
+            }
+            Cleanup::Restore { original } => {
+                format!("replicas restored from {replicas} to {original}")
+            }
+            Cleanup::TakenOver { set } => format!(
+                "replicas left at {replicas} because they were changed after the scale-down to {set}"
+            ),
+            Cleanup::NotScaledDown => {
+                format!("replicas left at {replicas} as no scale-down is in force")
+            }
+        };
+        format!("{done}; the controller's annotations removed")
+    }
+}
+
+impl Leftovers {
+    /// Whether removing the schedule gives the replicas back. Only the replicas the scale-down in
+    /// force set prove that nobody has taken over since; anything else is someone's choice.
+    pub fn cleanup(&self, replicas: i32) -> Cleanup {
+        let recorded = &self.recorded;
+        match (recorded.original_replicas, recorded.last_transition) {
+            (Some(original), Some(last)) if last.direction == Direction::Down => {
+                if replicas == self.down_replicas {
+                    Cleanup::Restore { original }
+                } else {
+                    Cleanup::TakenOver {
+                        set: self.down_replicas,
+                    }
+                }
+            }
+            _ => Cleanup::NotScaledDown,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,11 +97,13 @@ impl<T: ToString> AnnotationChange<T> {
 
 impl ScaleChange {
     /// The controller's annotations this change writes: the key and its new value, or `None`
-    /// where the key is removed. Keys it keeps are not listed.
+    /// where the key is removed. Keys it keeps are not listed. A cleanup also forgets the last
+    /// warning's cause, so the same schedule put back later is warned about afresh.
     pub fn annotation_updates(&self) -> Vec<(&'static str, Option<String>)> {
         [
             (ORIGINAL_REPLICAS, self.original_replicas.update()),
             (LAST_TRANSITION, self.last_transition.update()),
+            (WARNED, self.cleanup.map(|_| None)),
         ]
         .into_iter()
         .filter_map(|(key, update)| Some((key, update?)))
@@ -63,7 +121,7 @@ pub fn decide(
 ) -> Option<ScaleChange> {
     let change = match annotations {
         Annotations::Invalid(_) => return None,
-        Annotations::Unscheduled(recorded) => clean_up(recorded, current_replicas),
+        Annotations::Unscheduled(leftovers) => clean_up(leftovers, current_replicas),
         Annotations::Scheduled(schedule, recorded) => {
             apply(schedule, recorded, current_replicas, now)?
         }
@@ -74,16 +132,20 @@ pub fn decide(
     (!changes_nothing).then_some(change)
 }
 
-/// The schedule is gone: give back what a scale-down took and drop the
-/// controller's bookkeeping.
-fn clean_up(recorded: &Recorded, current_replicas: i32) -> ScaleChange {
+/// The schedule is gone: give back what a scale-down took, unless someone has taken over since,
+/// and drop the controller's bookkeeping either way.
+fn clean_up(leftovers: &Leftovers, current_replicas: i32) -> ScaleChange {
+    let cleanup = leftovers.cleanup(current_replicas);
+    let recorded = &leftovers.recorded;
     ScaleChange {
-        replicas: recorded
-            .original_replicas
-            .filter(|&original| original != current_replicas),
+        replicas: match cleanup {
+            Cleanup::Restore { original } => Some(original).filter(|&o| o != current_replicas),
+            Cleanup::TakenOver { .. } | Cleanup::NotScaledDown => None,
+        },
         original_replicas: remove_if_some(recorded.original_replicas),
         last_transition: remove_if_some(recorded.last_transition),
         applied: None,
+        cleanup: Some(cleanup),
     }
 }
 
@@ -112,17 +174,24 @@ fn apply(
     {
         return None;
     }
+    // With a scale-up cron, a record still there was made by the first scale-down since the last
+    // scale-up (each one removes it): the count the morning brings back. Without one, only a
+    // person brings a count back: what they left is what a scale-down takes, and an older record
+    // would later resize a workload they have taken over.
+    let keep_record = schedule.scale_up.is_some() && recorded.original_replicas.is_some();
     let (replicas, original_replicas) = match due.direction {
         Direction::Down if current_replicas > schedule.down_replicas => (
             Some(schedule.down_replicas),
-            // A manual scale-up during the night must not replace the count
-            // the morning should bring back.
-            match recorded.original_replicas {
-                Some(_) => AnnotationChange::Keep,
-                None => AnnotationChange::Set(current_replicas),
+            if keep_record {
+                AnnotationChange::Keep
+            } else {
+                AnnotationChange::Set(current_replicas)
             },
         ),
-        Direction::Down => (None, AnnotationChange::Keep),
+        // This scale-down takes nothing, so without a scale-up cron there is nothing for a
+        // removal to give back.
+        Direction::Down if keep_record => (None, AnnotationChange::Keep),
+        Direction::Down => (None, remove_if_some(recorded.original_replicas)),
         Direction::Up => (
             // With neither an explicit nor a remembered count there is no
             // number to scale to, and none is made up.
@@ -138,21 +207,24 @@ fn apply(
         original_replicas,
         last_transition: AnnotationChange::Set(due),
         applied: Some(due),
+        cleanup: None,
     })
 }
 
 /// Whether a reconcile at `now` would change anything, whatever the replicas turn out to be:
 /// the tracker decides this from watched metadata alone and reads an object only when it holds.
-pub fn is_due(schedule: Option<&Schedule>, recorded: &Recorded, now: DateTime<Utc>) -> bool {
+pub fn is_due(schedule: Option<&Schedule>, leftovers: &Leftovers, now: DateTime<Utc>) -> bool {
     match schedule {
-        Some(schedule) => apply(schedule, recorded, 0, now).is_some(),
-        None => decide(&Annotations::Unscheduled(recorded.clone()), 0, now).is_some(),
+        Some(schedule) => apply(schedule, &leftovers.recorded, 0, now).is_some(),
+        None => decide(&Annotations::Unscheduled(leftovers.clone()), 0, now).is_some(),
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use chrono::TimeDelta;
     use chrono_tz::Tz;
+    use proptest::prelude::*;
 
     use super::*;
     use crate::schedule::{test_support::*, *};
@@ -176,6 +248,7 @@ mod tests {
                 original_replicas: AnnotationChange::Set(5),
                 last_transition: AnnotationChange::Set(down("2026-11-23T20:00:00Z")),
                 applied: Some(down("2026-11-23T20:00:00Z")),
+                cleanup: None,
             })
         );
         assert_eq!(
@@ -199,6 +272,7 @@ mod tests {
                     original_replicas: AnnotationChange::Keep,
                     last_transition: AnnotationChange::Set(down("2026-11-23T20:00:00Z")),
                     applied: Some(down("2026-11-23T20:00:00Z")),
+                    cleanup: None,
                 }),
                 "down-replicas {down_replicas}, replicas {replicas}"
             );
@@ -218,6 +292,7 @@ mod tests {
                 original_replicas: AnnotationChange::Remove,
                 last_transition: AnnotationChange::Set(up("2026-11-24T07:00:00Z")),
                 applied: Some(up("2026-11-24T07:00:00Z")),
+                cleanup: None,
             })
         );
         let mut with_target = night.to_vec();
@@ -238,6 +313,7 @@ mod tests {
                 original_replicas: AnnotationChange::Keep,
                 last_transition: AnnotationChange::Set(up("2026-11-24T07:00:00Z")),
                 applied: Some(up("2026-11-24T07:00:00Z")),
+                cleanup: None,
             })
         );
     }
@@ -257,26 +333,102 @@ mod tests {
         );
     }
 
+    /// A scale-down cron alone, as the README recommends: people bring the workload back by hand.
+    const SCALE_DOWN_ONLY: [(&str, &str); 1] = [(SCALE_DOWN, "0 20 * * *")];
+
+    fn decide_down_only(extra: &[(&str, &str)], replicas: i32, now: &str) -> Option<ScaleChange> {
+        let mut pairs = SCALE_DOWN_ONLY.to_vec();
+        pairs.extend_from_slice(extra);
+        decide(&parse(&annotations(&pairs), Tz::UTC), replicas, at(now))
+    }
+
     #[test]
-    fn manual_scale_up_at_night_does_not_overwrite_the_remembered_replicas() {
-        // Only a scale-down: the second night finds 5 still remembered and
-        // the replicas someone raised to 3.
-        let pairs = [
-            (SCALE_DOWN, "0 20 * * *"),
-            (ORIGINAL_REPLICAS, "5"),
+    fn without_a_scale_up_cron_each_scale_down_records_the_replicas_it_finds() {
+        // Scaled down from 3 last night; woken by hand to 6 today.
+        let last_night = [
+            (ORIGINAL_REPLICAS, "3"),
             (LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
         ];
         assert_eq!(
-            decide(
-                &parse(&annotations(&pairs), Tz::UTC),
-                3,
-                at("2026-11-24T20:00:00Z")
-            ),
+            decide_down_only(&last_night, 6, "2026-11-24T20:00:00Z"),
             Some(ScaleChange {
                 replicas: Some(0),
-                original_replicas: AnnotationChange::Keep,
+                original_replicas: AnnotationChange::Set(6),
                 last_transition: AnnotationChange::Set(down("2026-11-24T20:00:00Z")),
                 applied: Some(down("2026-11-24T20:00:00Z")),
+                cleanup: None,
+            })
+        );
+    }
+
+    #[test]
+    fn without_a_scale_up_cron_a_scale_down_with_nothing_to_take_drops_the_old_record() {
+        // Still at the 0 of last night (or put back there by someone): tonight takes nothing,
+        // so there is nothing for a removal to give back, and last night's 3 must not linger.
+        let last_night = [
+            (ORIGINAL_REPLICAS, "3"),
+            (LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
+        ];
+        assert_eq!(
+            decide_down_only(&last_night, 0, "2026-11-24T20:00:00Z"),
+            Some(ScaleChange {
+                replicas: None,
+                original_replicas: AnnotationChange::Remove,
+                last_transition: AnnotationChange::Set(down("2026-11-24T20:00:00Z")),
+                applied: Some(down("2026-11-24T20:00:00Z")),
+                cleanup: None,
+            })
+        );
+    }
+
+    #[test]
+    fn with_a_scale_up_cron_two_scale_downs_in_one_night_keep_the_first_count() {
+        let pairs = [
+            (SCALE_DOWN, "0 20,23 * * *"),
+            (SCALE_UP, "0 7 * * *"),
+            (ORIGINAL_REPLICAS, "5"),
+            (LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
+        ];
+        let parsed = parse(&annotations(&pairs), Tz::UTC);
+        // Someone raised the replicas to 3 at 22:00: the 23:00 scale-down takes them, but the
+        // morning still brings back the 5 the night started from.
+        for replicas in [3, 0] {
+            assert_eq!(
+                decide(&parsed, replicas, at("2026-11-23T23:00:00Z")),
+                Some(ScaleChange {
+                    replicas: (replicas != 0).then_some(0),
+                    original_replicas: AnnotationChange::Keep,
+                    last_transition: AnnotationChange::Set(down("2026-11-23T23:00:00Z")),
+                    applied: Some(down("2026-11-23T23:00:00Z")),
+                    cleanup: None,
+                }),
+                "replicas {replicas}"
+            );
+        }
+    }
+
+    /// The reported bug, night by night: removing the schedule gives back what the latest
+    /// scale-down took, never the count of an older night.
+    #[test]
+    fn a_workload_woken_by_hand_is_given_back_what_the_latest_scale_down_took() {
+        let mut object = annotations(&SCALE_DOWN_ONLY);
+        let first_night = decide(&parse(&object, Tz::UTC), 3, at("2026-11-23T20:00:00Z")).unwrap();
+        assert_eq!(first_night.replicas, Some(0));
+        write_back(&mut object, &first_night);
+        // Woken by hand to 6 the next morning; the next night takes those 6.
+        let second_night = decide(&parse(&object, Tz::UTC), 6, at("2026-11-24T20:00:00Z")).unwrap();
+        assert_eq!(second_night.replicas, Some(0));
+        write_back(&mut object, &second_night);
+
+        object.remove(SCALE_DOWN);
+        assert_eq!(
+            decide(&parse(&object, Tz::UTC), 0, at("2026-11-24T22:00:00Z")),
+            Some(ScaleChange {
+                replicas: Some(6),
+                original_replicas: AnnotationChange::Remove,
+                last_transition: AnnotationChange::Remove,
+                applied: None,
+                cleanup: Some(Cleanup::Restore { original: 6 }),
             })
         );
     }
@@ -299,6 +451,7 @@ mod tests {
                 original_replicas: AnnotationChange::Remove,
                 last_transition: AnnotationChange::Set(up("2026-11-23T07:00:00Z")),
                 applied: Some(up("2026-11-23T07:00:00Z")),
+                cleanup: None,
             }
         );
         write_back(&mut object, &change);
@@ -309,26 +462,93 @@ mod tests {
         );
     }
 
+    const LEFTOVERS: [(&str, &str); 2] = [
+        (ORIGINAL_REPLICAS, "3"),
+        (LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
+    ];
+
+    /// The schedule's crons are gone; `extra` is what else is left.
+    fn remove_schedule(extra: &[(&str, &str)], replicas: i32) -> Option<ScaleChange> {
+        let mut pairs = LEFTOVERS.to_vec();
+        pairs.extend_from_slice(extra);
+        decide(
+            &parse(&annotations(&pairs), Tz::UTC),
+            replicas,
+            at("2026-11-24T10:00:00Z"),
+        )
+    }
+
+    fn only_the_annotations(cleanup: Cleanup) -> Option<ScaleChange> {
+        Some(ScaleChange {
+            replicas: None,
+            original_replicas: AnnotationChange::Remove,
+            last_transition: AnnotationChange::Remove,
+            applied: None,
+            cleanup: Some(cleanup),
+        })
+    }
+
     #[test]
-    fn removed_schedule_gives_back_the_remembered_replicas() {
-        let leftovers = annotations(&[
-            (ORIGINAL_REPLICAS, "5"),
-            (LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
-        ]);
-        let parsed = parse(&leftovers, Tz::UTC);
-        let now = at("2026-11-23T22:00:00Z");
+    fn removed_schedule_gives_back_the_original_while_replicas_are_what_the_scale_down_set() {
+        let restored = Some(ScaleChange {
+            replicas: Some(3),
+            original_replicas: AnnotationChange::Remove,
+            last_transition: AnnotationChange::Remove,
+            applied: None,
+            cleanup: Some(Cleanup::Restore { original: 3 }),
+        });
+        assert_eq!(remove_schedule(&[], 0), restored);
+        assert_eq!(remove_schedule(&[(DOWN_REPLICAS, "1")], 1), restored);
+    }
+
+    #[test]
+    fn removed_schedule_leaves_replicas_a_person_changed_and_only_removes_the_annotations() {
+        // Woken to 6 by hand, or even to the original 3: a person has taken over.
+        for replicas in [6, 3] {
+            assert_eq!(
+                remove_schedule(&[], replicas),
+                only_the_annotations(Cleanup::TakenOver { set: 0 }),
+                "replicas {replicas}"
+            );
+        }
+        // Put to 0 by hand under a down-replicas of 1.
         assert_eq!(
-            decide(&parsed, 0, now),
-            Some(ScaleChange {
-                replicas: Some(5),
-                original_replicas: AnnotationChange::Remove,
-                last_transition: AnnotationChange::Remove,
-                applied: None,
-            })
+            remove_schedule(&[(DOWN_REPLICAS, "1")], 0),
+            only_the_annotations(Cleanup::TakenOver { set: 1 })
         );
+    }
+
+    #[test]
+    fn removed_down_replicas_count_as_their_default() {
+        // `down-replicas: 2` went with the crons: nothing says the controller set 2, so the
+        // default 0 counts and the 2 stay. Guessing wrong this way never resizes anything.
         assert_eq!(
-            decide(&parsed, 5, now).map(|change| change.replicas),
-            Some(None)
+            remove_schedule(&[], 2),
+            only_the_annotations(Cleanup::TakenOver { set: 0 })
+        );
+    }
+
+    #[test]
+    fn removed_schedule_gives_back_nothing_unless_a_scale_down_is_in_force() {
+        let woken = annotations(&[
+            (ORIGINAL_REPLICAS, "3"),
+            (LAST_TRANSITION, "2026-11-24T07:00:00Z up"),
+        ]);
+        assert_eq!(
+            decide(&parse(&woken, Tz::UTC), 0, at("2026-11-24T10:00:00Z")),
+            only_the_annotations(Cleanup::NotScaledDown)
+        );
+        let without_a_transition = annotations(&[(ORIGINAL_REPLICAS, "3")]);
+        assert_eq!(
+            decide(
+                &parse(&without_a_transition, Tz::UTC),
+                0,
+                at("2026-11-24T10:00:00Z")
+            ),
+            Some(ScaleChange {
+                last_transition: AnnotationChange::Keep,
+                ..only_the_annotations(Cleanup::NotScaledDown).unwrap()
+            })
         );
     }
 
@@ -345,10 +565,32 @@ mod tests {
                 original_replicas: AnnotationChange::Keep,
                 last_transition: AnnotationChange::Remove,
                 applied: None,
+                cleanup: Some(Cleanup::NotScaledDown),
             })
         );
         let clean = parse(&annotations(&[("app", "web")]), Tz::UTC);
         assert_eq!(decide(&clean, 4, at("2026-11-24T09:00:00Z")), None);
+    }
+
+    #[test]
+    fn a_cleanup_says_what_it_did_and_why() {
+        assert_eq!(
+            Cleanup::Restore { original: 3 }.describe(0),
+            "replicas restored from 0 to 3; the controller's annotations removed"
+        );
+        assert_eq!(
+            Cleanup::Restore { original: 3 }.describe(3),
+            "replicas already at the original 3; the controller's annotations removed"
+        );
+        assert_eq!(
+            Cleanup::TakenOver { set: 0 }.describe(6),
+            "replicas left at 6 because they were changed after the scale-down to 0; \
+             the controller's annotations removed"
+        );
+        assert_eq!(
+            Cleanup::NotScaledDown.describe(4),
+            "replicas left at 4 as no scale-down is in force; the controller's annotations removed"
+        );
     }
 
     #[test]
@@ -390,6 +632,83 @@ mod tests {
             decide(&no_crons_but_bad, 0, at("2026-11-24T07:00:05Z")),
             None
         );
+    }
+
+    // ---- a removal never gives back a stale record ----
+
+    #[derive(Debug, Clone)]
+    enum Step {
+        /// The next transition of the schedule, applied by the controller.
+        Transition,
+        /// Someone sets the replicas.
+        ByHand(i32),
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![Just(Step::Transition), (0..7_i32).prop_map(Step::ByHand)]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(500))]
+
+        #[test]
+        fn a_removal_gives_back_only_the_record_and_only_to_what_the_controller_set(
+            with_scale_up in any::<bool>(),
+            down_replicas in proptest::option::of(0..3_i32),
+            start in 0..7_i32,
+            steps in proptest::collection::vec(step(), 0..14),
+        ) {
+            let mut object = annotations(&SCALE_DOWN_ONLY);
+            if with_scale_up {
+                object.insert(SCALE_UP.to_string(), "0 7 * * *".to_string());
+            }
+            if let Some(down_replicas) = down_replicas {
+                object.insert(DOWN_REPLICAS.to_string(), down_replicas.to_string());
+            }
+            let mut replicas = start;
+            let mut now = at("2026-11-23T12:00:00Z");
+            // What the controller's latest change of replicas found and set.
+            let mut latest_write: Option<(i32, i32)> = None;
+            for step in steps {
+                match step {
+                    Step::ByHand(to) => replicas = to,
+                    Step::Transition => {
+                        let parsed = parse(&object, Tz::UTC);
+                        let Annotations::Scheduled(schedule, _) = &parsed else {
+                            panic!("not scheduled: {parsed:?}");
+                        };
+                        now = schedule.next_transition(now).unwrap().at;
+                        if let Some(change) = decide(&parsed, replicas, now) {
+                            if let Some(to) = change.replicas {
+                                latest_write = Some((replicas, to));
+                                replicas = to;
+                            }
+                            write_back(&mut object, &change);
+                        }
+                    }
+                }
+            }
+            let recorded = object.get(ORIGINAL_REPLICAS).map(|n| n.parse::<i32>().unwrap());
+            object.remove(SCALE_DOWN);
+            object.remove(SCALE_UP);
+            let later = now + TimeDelta::hours(1);
+            let removal = decide(&parse(&object, Tz::UTC), replicas, later);
+            if let Some(to) = removal.as_ref().and_then(|change| change.replicas) {
+                prop_assert_eq!(Some(to), recorded, "only the record is given back");
+                let (found, set) = latest_write.unwrap();
+                prop_assert_eq!(replicas, set, "only while replicas are what the controller set");
+                if !with_scale_up {
+                    prop_assert_eq!(to, found, "what the latest scale-down found, not an older count");
+                }
+            }
+            if let Some(removal) = &removal {
+                write_back(&mut object, removal);
+            }
+            prop_assert!(!object.contains_key(ORIGINAL_REPLICAS));
+            prop_assert!(!object.contains_key(LAST_TRANSITION));
+            let replicas = removal.and_then(|change| change.replicas).unwrap_or(replicas);
+            prop_assert_eq!(decide(&parse(&object, Tz::UTC), replicas, later), None);
+        }
     }
 
     mod due {
@@ -448,8 +767,11 @@ mod tests {
                     pairs.iter().map(|(key, value)| (*key, value.as_str())).collect();
                 let parsed = parse(&annotations(&pairs), Tz::UTC);
                 let due = match &parsed {
-                    Annotations::Scheduled(schedule, recorded) => is_due(Some(schedule), recorded, now),
-                    Annotations::Unscheduled(recorded) => is_due(None, recorded, now),
+                    Annotations::Scheduled(schedule, recorded) => {
+                        let leftovers = Leftovers { recorded: recorded.clone(), ..Leftovers::default() };
+                        is_due(Some(schedule), &leftovers, now)
+                    }
+                    Annotations::Unscheduled(leftovers) => is_due(None, leftovers, now),
                     Annotations::Invalid(_) => false,
                 };
                 prop_assert_eq!(decide(&parsed, replicas, now).is_some(), due);

@@ -20,11 +20,11 @@ mod warnings;
 mod test_support;
 
 pub use annotations::{
-    Annotations, DOWN_REPLICAS, InvalidAnnotation, LAST_TRANSITION, ORIGINAL_REPLICAS, PAUSED,
-    PREFIX, Recorded, SCALE_DOWN, SCALE_UP, TIMEZONE, UP_REPLICAS, WARNED,
+    Annotations, DOWN_REPLICAS, InvalidAnnotation, LAST_TRANSITION, Leftovers, ORIGINAL_REPLICAS,
+    PAUSED, PREFIX, Recorded, SCALE_DOWN, SCALE_UP, TIMEZONE, UP_REPLICAS, WARNED,
     is_written_by_controller, parse,
 };
 pub use cron::CronSpec;
-pub use decide::{AnnotationChange, ScaleChange, decide, is_due};
+pub use decide::{AnnotationChange, Cleanup, ScaleChange, decide, is_due};
 pub use transition::{Direction, Schedule, Transition};
 pub use warnings::{already_warned, refused_cause, replicas_set, reverted, reverted_cause};

@@ -270,11 +270,75 @@ async fn removing_the_schedule_at_night_restores_the_original_and_cleans_up() {
             "load-0",
             "Normal",
             "ScheduleRemoved",
-            "schedule annotations removed: replicas restored from 0 to 3, the controller's annotations removed",
+            "schedule annotations removed: replicas restored from 0 to 3; the controller's annotations removed",
             "app-0",
         ),
     ];
     reconcile_ok(deployment_target(), &[at(23, 0, 0)], false, script).await;
+}
+
+#[tokio::test]
+async fn removing_the_schedule_after_a_person_changed_replicas_only_removes_the_annotations() {
+    let leftovers = [
+        (schedule::ORIGINAL_REPLICAS, "3"),
+        (schedule::LAST_TRANSITION, "2026-11-22T20:00:00Z down"),
+    ];
+    let script = vec![
+        get(APP_0, app_0(6, &leftovers)),
+        scale_patch(
+            APP_0,
+            json!({
+                "metadata": {
+                    "annotations": { "cronscaler.dev/original-replicas": null, "cronscaler.dev/last-transition": null },
+                },
+            }),
+            app_0(6, &[]),
+        ),
+        event(
+            "load-0",
+            "Normal",
+            "ScheduleRemoved",
+            "schedule annotations removed: replicas left at 6 because they were changed after the scale-down \
+             to 0; the controller's annotations removed",
+            "app-0",
+        ),
+    ];
+    reconcile_ok(deployment_target(), &[at(23, 0, 0)], false, script).await;
+}
+
+#[tokio::test]
+async fn a_scale_down_cron_alone_records_the_replicas_each_night_finds() {
+    // Scaled down from 3 last night, woken to 6 by hand today.
+    let last_night = [
+        (schedule::SCALE_DOWN, "0 20 * * *"),
+        (schedule::ORIGINAL_REPLICAS, "3"),
+        (schedule::LAST_TRANSITION, "2026-11-22T20:00:00Z down"),
+    ];
+    let woken = app_0(6, &last_night);
+    let script = vec![
+        get(APP_0, woken.clone()),
+        scale_patch(
+            APP_0,
+            json!({
+                "metadata": {
+                    "annotations": {
+                        "cronscaler.dev/original-replicas": "6",
+                        "cronscaler.dev/last-transition": "2026-11-23T20:00:00Z down",
+                    },
+                },
+                "spec": { "replicas": 0 },
+            }),
+            woken,
+        ),
+        event(
+            "load-0",
+            "Normal",
+            "ScaledDown",
+            "scaled down from 6 to 0 replicas by cronscaler.dev/scale-down \"0 20 * * *\" (UTC) at 2026-11-23T20:00:00Z",
+            "app-0",
+        ),
+    ];
+    reconcile_ok(deployment_target(), &[at(20, 0, 0)], false, script).await;
 }
 
 #[tokio::test]
