@@ -84,3 +84,73 @@ fn a_missing_manifest_is_named() {
     assert_ne!(code, 0);
     assert!(stderr.contains("no/such/file.yaml"), "{stderr}");
 }
+
+#[test]
+fn a_list_from_kubectl_get_is_planned_item_by_item() {
+    let window = ["--from", "2026-11-20T00:00:00Z", "--for", "7d"];
+    let (stdout, stderr, code) = plan(
+        &[
+            &["-f", "tests/fixtures/plan/kubectl-get-deploy.yaml"],
+            &window[..],
+        ]
+        .concat(),
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stderr, "", "both items are Deployments");
+    assert_golden(&stdout, "plan-kubectl-list.txt");
+    let (json_stdout, stderr, code) = plan(
+        &[
+            &["-f", "tests/fixtures/plan/kubectl-get-deploy.json"],
+            &window[..],
+        ]
+        .concat(),
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        json_stdout, stdout,
+        "`-o json` of the same List plans the same"
+    );
+}
+
+#[test]
+fn what_is_skipped_is_said_on_stderr_and_stdout_stays_the_plan() {
+    let args = [
+        "-f",
+        "tests/fixtures/plan/skipped.yaml",
+        "--from",
+        "2026-11-20T00:00:00Z",
+        "--for",
+        "1d",
+    ];
+    let expected = [
+        "skipped tests/fixtures/plan/skipped.yaml: document 1: Service staging/web: not a Deployment or Foo",
+        "skipped tests/fixtures/plan/skipped.yaml: document 2: ConfigMap settings: not a Deployment or Foo",
+        "skipped tests/fixtures/plan/skipped.yaml: document 3: orphan: no kind",
+        "skipped tests/fixtures/plan/skipped.yaml: document 4, items[0]: Deployment: no metadata.name",
+        "skipped tests/fixtures/plan/skipped.yaml: document 4, items[1]: List: a List inside a List is not expanded",
+        "skipped tests/fixtures/plan/skipped.yaml: document 4, items[2]: kindless: no kind",
+        "skipped tests/fixtures/plan/skipped.yaml: document 5: not an object (a mapping with apiVersion and kind)",
+    ];
+    let (stdout, stderr, code) = plan(&args);
+    assert_eq!(code, 0, "skipping is not an error: {stderr}");
+    assert_eq!(stderr.lines().collect::<Vec<_>>(), expected);
+    assert_golden(&stdout, "plan-skipped.txt");
+
+    let (stdout, stderr, code) = plan(&[&args[..], &["-o", "json"]].concat());
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stderr.lines().collect::<Vec<_>>(), expected);
+    let parsed: serde_json::Value =
+        serde_json::from_str(&stdout).expect("standard output is the JSON plan alone");
+    assert_eq!(parsed["transitions"][0]["name"], "batch");
+}
+
+#[test]
+fn a_file_that_is_not_yaml_is_an_error_naming_it() {
+    let (stdout, stderr, code) = plan(&["-f", "tests/fixtures/plan/not-yaml.yaml"]);
+    assert_eq!(code, 1);
+    assert_eq!(stdout, "");
+    assert!(
+        stderr.contains("tests/fixtures/plan/not-yaml.yaml: document 1: "),
+        "{stderr}"
+    );
+}

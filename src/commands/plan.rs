@@ -2,7 +2,7 @@
 //! the very rules the controller applies ([`crate::schedule::decide`]), so what it prints is what
 //! the controller would do, catch-up on start included.
 
-use std::{collections::BTreeMap, fmt::Write as _, path::Path};
+use std::{collections::BTreeMap, fmt, fmt::Write as _, path::Path};
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use chrono_tz::Tz;
@@ -26,12 +26,8 @@ pub enum PlanError {
         path: String,
         source: std::io::Error,
     },
-    #[error("{path}: document {document}: {reason}")]
-    Manifest {
-        path: String,
-        document: usize,
-        reason: String,
-    },
+    #[error("{at}: {reason}")]
+    Manifest { at: Location, reason: String },
 }
 
 /// One object the plan simulates.
@@ -166,27 +162,43 @@ fn apply_annotations(annotations: &mut BTreeMap<String, String>, change: &ScaleC
 }
 
 /// Deployments and Foos from YAML or JSON manifests: files, or the `.yaml`/`.yml`/`.json` files
-/// of a directory. Other kinds are skipped; objects without a namespace land in `default`, as
-/// `kubectl apply` would put them.
-pub fn read_manifests(paths: &[impl AsRef<Path>]) -> Result<Vec<PlanObject>, PlanError> {
-    let mut objects = Vec::new();
+/// of a directory (one level deep, as `kubectl apply -f` reads one). `List` documents, and the
+/// `DeploymentList`-style ones `kubectl get -o yaml|json` prints, are expanded into their items.
+/// Whatever is not simulated is listed in [`Manifests::skipped`]; objects without a namespace
+/// land in `default`, as `kubectl apply` would put them.
+pub fn read_manifests(paths: &[impl AsRef<Path>]) -> Result<Manifests, PlanError> {
+    let mut manifests = Manifests::default();
     for path in paths {
         let path = path.as_ref();
-        let read_error = |source| PlanError::Read {
-            path: path.display().to_string(),
-            source,
-        };
         let files = if path.is_dir() {
-            let mut files: Vec<_> = std::fs::read_dir(path)
-                .map_err(read_error)?
+            let entries = std::fs::read_dir(path).map_err(|source| PlanError::Read {
+                path: path.display().to_string(),
+                source,
+            })?;
+            let mut entries: Vec<_> = entries
                 .filter_map(Result::ok)
                 .map(|entry| entry.path())
-                .filter(|file| {
-                    file.extension()
-                        .is_some_and(|ext| ext == "yaml" || ext == "yml" || ext == "json")
-                })
                 .collect();
-            files.sort();
+            entries.sort();
+            let mut files = Vec::new();
+            for entry in entries {
+                let reason = if entry.is_dir() {
+                    SkipReason::Directory
+                } else if entry
+                    .extension()
+                    .is_some_and(|ext| ext == "yaml" || ext == "yml" || ext == "json")
+                {
+                    files.push(entry);
+                    continue;
+                } else {
+                    SkipReason::NotAManifestFile
+                };
+                manifests.skipped.push(Skipped {
+                    at: Location::file(&entry.display().to_string()),
+                    object: None,
+                    reason,
+                });
+            }
             files
         } else {
             vec![path.to_path_buf()]
@@ -196,50 +208,223 @@ pub fn read_manifests(paths: &[impl AsRef<Path>]) -> Result<Vec<PlanObject>, Pla
                 path: file.display().to_string(),
                 source,
             })?;
-            objects.extend(parse_manifests(&text, &file.display().to_string())?);
+            manifests.append(parse_manifests(&text, &file.display().to_string())?);
         }
     }
-    Ok(objects)
+    Ok(manifests)
 }
 
-/// The Deployments and Foos of one multi-document YAML text.
-pub fn parse_manifests(text: &str, path: &str) -> Result<Vec<PlanObject>, PlanError> {
-    let mut objects = Vec::new();
-    for (index, document) in serde_norway::Deserializer::from_str(text).enumerate() {
-        let manifest_error = |reason: String| PlanError::Manifest {
-            path: path.into(),
-            document: index + 1,
-            reason,
-        };
-        let value =
-            Value::deserialize(document).map_err(|error| manifest_error(error.to_string()))?;
-        if value.is_null() {
-            continue;
-        }
-        let kind = value
-            .get("kind")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
-        let (kind, observed) = match kind.as_str() {
-            "Deployment" => {
-                let deployment: Deployment = serde_json::from_value(value)
-                    .map_err(|error| manifest_error(error.to_string()))?;
-                (
-                    TargetKind::Deployment,
-                    TargetState::of_deployment(&deployment),
-                )
-            }
-            "Foo" => {
-                let foo: Foo = serde_json::from_value(value)
-                    .map_err(|error| manifest_error(error.to_string()))?;
-                (TargetKind::Foo, TargetState::of_foo(&foo))
-            }
-            _ => continue,
-        };
-        objects.push(plan_object(kind, observed));
+/// What a set of manifests holds for the plan.
+#[derive(Debug, Default)]
+pub struct Manifests {
+    pub objects: Vec<PlanObject>,
+    /// Everything read that is not simulated, in the order it was found.
+    pub skipped: Vec<Skipped>,
+}
+
+impl Manifests {
+    fn append(&mut self, other: Manifests) {
+        self.objects.extend(other.objects);
+        self.skipped.extend(other.skipped);
     }
-    Ok(objects)
+
+    fn skip(&mut self, at: Location, value: &Value, reason: SkipReason) {
+        self.skipped.push(Skipped {
+            at,
+            object: describe(value),
+            reason,
+        });
+    }
+}
+
+/// Where in the manifests something is: a file, its document (counted from 1, as an editor
+/// counts `---` sections), and the item of a List document (from 0, as `.items[0]` in jq, yq
+/// and kubectl's JSONPath).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    pub path: String,
+    pub document: Option<usize>,
+    pub item: Option<usize>,
+}
+
+impl Location {
+    fn file(path: &str) -> Self {
+        Location {
+            path: path.into(),
+            document: None,
+            item: None,
+        }
+    }
+
+    fn item(&self, index: usize) -> Self {
+        Location {
+            item: Some(index),
+            ..self.clone()
+        }
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.path)?;
+        if let Some(document) = self.document {
+            write!(f, ": document {document}")?;
+        }
+        if let Some(item) = self.item {
+            write!(f, ", items[{item}]")?;
+        }
+        Ok(())
+    }
+}
+
+/// Something in the manifests the plan does not simulate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    pub at: Location,
+    /// `Kind namespace/name`, as much of it as the object says.
+    pub object: Option<String>,
+    pub reason: SkipReason,
+}
+
+impl fmt::Display for Skipped {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: ", self.at)?;
+        if let Some(object) = &self.object {
+            write!(f, "{object}: ")?;
+        }
+        write!(f, "{}", self.reason)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SkipReason {
+    Directory,
+    NotAManifestFile,
+    NotAnObject,
+    NoKind,
+    NotScheduled,
+    NoName,
+    NestedList,
+}
+
+impl fmt::Display for SkipReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SkipReason::Directory => "a directory; directories are read one level deep",
+            SkipReason::NotAManifestFile => "not a .yaml, .yml or .json file",
+            SkipReason::NotAnObject => "not an object (a mapping with apiVersion and kind)",
+            SkipReason::NoKind => "no kind",
+            SkipReason::NotScheduled => "not a Deployment or Foo",
+            SkipReason::NoName => "no metadata.name",
+            SkipReason::NestedList => "a List inside a List is not expanded",
+        })
+    }
+}
+
+/// The Deployments and Foos of one multi-document YAML (or JSON) text, `path` naming it in
+/// what is skipped and in errors.
+pub fn parse_manifests(text: &str, path: &str) -> Result<Manifests, PlanError> {
+    let mut manifests = Manifests::default();
+    for (index, document) in serde_norway::Deserializer::from_str(text).enumerate() {
+        let at = Location {
+            path: path.into(),
+            document: Some(index + 1),
+            item: None,
+        };
+        let value = Value::deserialize(document).map_err(|error| PlanError::Manifest {
+            at: at.clone(),
+            reason: error.to_string(),
+        })?;
+        read_object(value, at, false, &mut manifests)?;
+    }
+    Ok(manifests)
+}
+
+fn read_object(
+    value: Value,
+    at: Location,
+    in_list: bool,
+    manifests: &mut Manifests,
+) -> Result<(), PlanError> {
+    // An empty document, such as after a trailing `---`, holds nothing worth a word.
+    if value.is_null() {
+        return Ok(());
+    }
+    if !value.is_object() {
+        manifests.skip(at, &value, SkipReason::NotAnObject);
+        return Ok(());
+    }
+    let Some(kind) = value.get("kind").and_then(Value::as_str) else {
+        manifests.skip(at, &value, SkipReason::NoKind);
+        return Ok(());
+    };
+    let manifest_error = |error: serde_json::Error| PlanError::Manifest {
+        at: at.clone(),
+        reason: error.to_string(),
+    };
+    let (kind, observed) = match kind {
+        "Deployment" => {
+            let deployment: Deployment =
+                serde_json::from_value(value.clone()).map_err(manifest_error)?;
+            (
+                TargetKind::Deployment,
+                TargetState::of_deployment(&deployment),
+            )
+        }
+        "Foo" => {
+            let foo: Foo = serde_json::from_value(value.clone()).map_err(manifest_error)?;
+            (TargetKind::Foo, TargetState::of_foo(&foo))
+        }
+        _ => {
+            match value.get("items").and_then(Value::as_array) {
+                Some(items) if kind.ends_with("List") && !in_list => {
+                    for (index, item) in items.iter().enumerate() {
+                        read_object(item.clone(), at.item(index), true, manifests)?;
+                    }
+                }
+                // kubectl never prints one; expanding it would need a second item index.
+                Some(_) if kind.ends_with("List") => {
+                    manifests.skip(at, &value, SkipReason::NestedList);
+                }
+                _ => manifests.skip(at, &value, SkipReason::NotScheduled),
+            }
+            return Ok(());
+        }
+    };
+    if observed
+        .reference
+        .name
+        .as_deref()
+        .unwrap_or_default()
+        .is_empty()
+    {
+        manifests.skip(at, &value, SkipReason::NoName);
+        return Ok(());
+    }
+    manifests.objects.push(plan_object(kind, observed));
+    Ok(())
+}
+
+/// `Kind namespace/name` of an object, as much of it as it says.
+fn describe(value: &Value) -> Option<String> {
+    fn field(value: Option<&Value>) -> Option<&str> {
+        value
+            .and_then(Value::as_str)
+            .filter(|text| !text.is_empty())
+    }
+    let metadata = value.get("metadata");
+    let name = field(metadata.and_then(|metadata| metadata.get("name")));
+    let namespace = field(metadata.and_then(|metadata| metadata.get("namespace")));
+    let name = match (namespace, name) {
+        (Some(namespace), Some(name)) => Some(format!("{namespace}/{name}")),
+        (None, Some(name)) => Some(name.to_string()),
+        (_, None) => None,
+    };
+    let parts: Vec<String> = [field(value.get("kind")).map(str::to_string), name]
+        .into_iter()
+        .flatten()
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(" "))
 }
 
 /// The Deployments and Foos of the live cluster (or one namespace of it). A cluster without
