@@ -75,7 +75,8 @@ async fn restore(args: RestoreArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// Prints the plan; exit code 1 when some object's annotations are invalid.
+/// Prints the plan, and on standard error what of the manifests it skipped; exit code 1 when
+/// some object's annotations are invalid (skipped objects are not an error).
 async fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
     let objects = if args.files.is_empty() {
         let client = kube::Client::try_default()
@@ -85,7 +86,12 @@ async fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
             .await
             .context("listing Deployments and Foos")?
     } else {
-        plan::read_manifests(&args.files)?
+        let manifests = plan::read_manifests(&args.files)?;
+        // Standard error, so that standard output stays the plan alone (`-o json` included).
+        for skipped in &manifests.skipped {
+            eprintln!("skipped {skipped}");
+        }
+        manifests.objects
     };
     let from = args.from.unwrap_or_else(Utc::now);
     let window = chrono::Duration::from_std(args.window).context("--for is too long")?;

@@ -1,7 +1,11 @@
 //! `cronscaler plan` as a user runs it: the binary, on manifests, compared with golden output.
 //! Regenerate a golden file after an intended change with `CRONSCALER_BLESS=1 cargo test --test plan`.
 
-use std::{path::Path, process::Command};
+use std::{
+    path::Path,
+    process::Command,
+    time::{Duration, Instant},
+};
 
 fn plan(args: &[&str]) -> (String, String, i32) {
     let output = Command::new(env!("CARGO_BIN_EXE_cronscaler"))
@@ -83,4 +87,111 @@ fn a_missing_manifest_is_named() {
     let (_, stderr, code) = plan(&["-f", "no/such/file.yaml"]);
     assert_ne!(code, 0);
     assert!(stderr.contains("no/such/file.yaml"), "{stderr}");
+}
+
+#[test]
+fn a_list_from_kubectl_get_is_planned_item_by_item() {
+    let window = ["--from", "2026-11-20T00:00:00Z", "--for", "7d"];
+    let (stdout, stderr, code) = plan(
+        &[
+            &["-f", "tests/fixtures/plan/kubectl-get-deploy.yaml"],
+            &window[..],
+        ]
+        .concat(),
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stderr, "", "both items are Deployments");
+    assert_golden(&stdout, "plan-kubectl-list.txt");
+    let (json_stdout, stderr, code) = plan(
+        &[
+            &["-f", "tests/fixtures/plan/kubectl-get-deploy.json"],
+            &window[..],
+        ]
+        .concat(),
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        json_stdout, stdout,
+        "`-o json` of the same List plans the same"
+    );
+}
+
+#[test]
+fn what_is_skipped_is_said_on_stderr_and_stdout_stays_the_plan() {
+    let args = [
+        "-f",
+        "tests/fixtures/plan/skipped.yaml",
+        "--from",
+        "2026-11-20T00:00:00Z",
+        "--for",
+        "1d",
+    ];
+    let expected = [
+        "skipped tests/fixtures/plan/skipped.yaml: document 1: Service staging/web: not a Deployment or Foo",
+        "skipped tests/fixtures/plan/skipped.yaml: document 2: ConfigMap settings: not a Deployment or Foo",
+        "skipped tests/fixtures/plan/skipped.yaml: document 3: orphan: no kind",
+        "skipped tests/fixtures/plan/skipped.yaml: document 4, items[0]: Deployment: no metadata.name",
+        "skipped tests/fixtures/plan/skipped.yaml: document 4, items[1]: List: a List inside a List is not expanded",
+        "skipped tests/fixtures/plan/skipped.yaml: document 4, items[2]: kindless: no kind",
+        "skipped tests/fixtures/plan/skipped.yaml: document 5: not an object (a mapping with apiVersion and kind)",
+    ];
+    let (stdout, stderr, code) = plan(&args);
+    assert_eq!(code, 0, "skipping is not an error: {stderr}");
+    assert_eq!(stderr.lines().collect::<Vec<_>>(), expected);
+    assert_golden(&stdout, "plan-skipped.txt");
+
+    let (stdout, stderr, code) = plan(&[&args[..], &["-o", "json"]].concat());
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stderr.lines().collect::<Vec<_>>(), expected);
+    let parsed: serde_json::Value =
+        serde_json::from_str(&stdout).expect("standard output is the JSON plan alone");
+    assert_eq!(parsed["transitions"][0]["name"], "batch");
+}
+
+#[test]
+fn a_file_that_is_not_yaml_is_an_error_naming_it() {
+    let (stdout, stderr, code) = plan(&["-f", "tests/fixtures/plan/not-yaml.yaml"]);
+    assert_eq!(code, 1);
+    assert_eq!(stdout, "");
+    assert!(
+        stderr.contains("tests/fixtures/plan/not-yaml.yaml: document 1: "),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_cron_firing_every_second_is_summarised_and_prints_at_once() {
+    let started = Instant::now();
+    let (stdout, stderr, code) = plan(&[
+        "-f",
+        "tests/fixtures/plan/every-second.yaml",
+        "-f",
+        "examples/staging-web.yaml",
+        "--from",
+        "2026-11-20T00:00:00Z",
+        "--for",
+        "7d",
+    ]);
+    let took = started.elapsed();
+    assert_eq!(code, 0, "{stderr}");
+    assert_golden(&stdout, "plan-every-second.txt");
+    // About 40 ms unoptimised, process start included; stepping through the 604,801 firings
+    // took minutes. The bound leaves room for a busy machine.
+    assert!(took < Duration::from_secs(2), "{took:?}");
+}
+
+#[test]
+fn summaries_are_a_list_of_their_own_in_json() {
+    let (stdout, stderr, code) = plan(&[
+        "-f",
+        "tests/fixtures/plan/every-second.yaml",
+        "--from",
+        "2026-11-20T00:00:00Z",
+        "--for",
+        "1d",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_golden(&stdout, "plan-every-second-1d.json");
 }

@@ -1,4 +1,5 @@
 use chrono::TimeZone;
+use std::collections::BTreeMap;
 
 use super::*;
 
@@ -19,7 +20,7 @@ fn transitions_follow_local_time_across_a_dst_change() {
         3,
         "    cronscaler.dev/scale-down: \"0 20 * * *\"\n    cronscaler.dev/scale-up: \"0 7 * * *\"\n    cronscaler.dev/timezone: America/New_York",
     );
-    let objects = parse_manifests(&text, "web.yaml").unwrap();
+    let objects = parse_manifests(&text, "web.yaml").unwrap().objects;
     // New York springs forward on 2026-03-08: 20:00 EST is 01:00Z, 20:00 EDT is 00:00Z.
     let plan = simulate(&objects, utc(7, 13), utc(9, 12), Tz::UTC);
     let rows: Vec<_> = plan
@@ -48,7 +49,7 @@ fn a_night_time_scale_up_by_hand_is_kept_as_the_controller_would() {
         5,
         "    cronscaler.dev/scale-down: \"0 20 * * *\"\n    cronscaler.dev/original-replicas: \"2\"\n    cronscaler.dev/last-transition: \"2026-03-07T20:00:00Z down\"",
     );
-    let objects = parse_manifests(&text, "web.yaml").unwrap();
+    let objects = parse_manifests(&text, "web.yaml").unwrap().objects;
     let plan = simulate(&objects, utc(7, 21), utc(7, 23), Tz::UTC);
     assert!(
         plan.transitions.is_empty(),
@@ -64,7 +65,7 @@ fn a_schedule_on_a_deployment_of_a_foo_is_listed_as_invalid() {
         "  ownerReferences: [{apiVersion: samplecontroller.k8s.io/v1alpha1, kind: Foo, name: reports, uid: u, controller: true}]\n  annotations:",
     );
     let plan = simulate(
-        &parse_manifests(&text, "owned.yaml").unwrap(),
+        &parse_manifests(&text, "owned.yaml").unwrap().objects,
         utc(7, 0),
         utc(8, 0),
         Tz::UTC,
@@ -79,14 +80,369 @@ fn a_schedule_on_a_deployment_of_a_foo_is_listed_as_invalid() {
 
 #[test]
 fn other_kinds_are_skipped_and_broken_documents_named() {
-    let objects = parse_manifests(
+    let manifests = parse_manifests(
         "apiVersion: v1\nkind: Namespace\nmetadata: {name: staging}\n---\n",
         "ns.yaml",
     )
     .unwrap();
-    assert!(objects.is_empty());
+    assert!(manifests.objects.is_empty());
+    assert_eq!(
+        skipped(&manifests),
+        ["ns.yaml: document 1: Namespace staging: not a Deployment or Foo"]
+    );
     let error = parse_manifests("kind: Deployment\nspec: [not, a, spec]\n", "broken.yaml")
         .unwrap_err()
         .to_string();
     assert!(error.starts_with("broken.yaml: document 1: "), "{error}");
+}
+
+fn skipped(manifests: &Manifests) -> Vec<String> {
+    manifests.skipped.iter().map(ToString::to_string).collect()
+}
+
+#[test]
+fn a_list_from_kubectl_get_is_read_item_by_item() {
+    for (text, path) in [
+        (
+            include_str!("../../../tests/fixtures/plan/kubectl-get-deploy.yaml"),
+            "deploy.yaml",
+        ),
+        (
+            include_str!("../../../tests/fixtures/plan/kubectl-get-deploy.json"),
+            "deploy.json",
+        ),
+    ] {
+        let manifests = parse_manifests(text, path).unwrap();
+        let names: Vec<_> = manifests
+            .objects
+            .iter()
+            .map(|object| (object.target.to_string(), object.observed.replicas))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("Deployment staging/web".to_string(), 3),
+                ("Deployment staging/api".to_string(), 2)
+            ],
+            "{path}"
+        );
+        assert!(skipped(&manifests).is_empty(), "{path}");
+        let plan = simulate(&manifests.objects, utc(9, 0), utc(9, 12), Tz::UTC);
+        let rows: Vec<_> = plan
+            .transitions
+            .iter()
+            .map(|t| (t.name.as_str(), t.action.as_str(), t.from, t.to))
+            .collect();
+        // Monday 2026-03-09: down at 20:00 CET on Friday is caught up on, up at 07:00 CET.
+        assert_eq!(rows, [("web", "down", 3, 0), ("web", "up", 0, 3)], "{path}");
+    }
+}
+
+#[test]
+fn typed_lists_are_expanded_and_their_items_need_a_kind() {
+    let text = "apiVersion: apps/v1\nkind: DeploymentList\nitems:\n- apiVersion: apps/v1\n  kind: Deployment\n  metadata: {name: a, namespace: n}\n- metadata: {name: b, namespace: n}\n";
+    let manifests = parse_manifests(text, "raw.yaml").unwrap();
+    assert_eq!(manifests.objects.len(), 1);
+    assert_eq!(
+        skipped(&manifests),
+        ["raw.yaml: document 1, items[1]: n/b: no kind"]
+    );
+}
+
+#[test]
+fn what_is_skipped_is_named_with_its_place_and_reason() {
+    let manifests = parse_manifests(
+        include_str!("../../../tests/fixtures/plan/skipped.yaml"),
+        "skipped.yaml",
+    )
+    .unwrap();
+    assert_eq!(
+        skipped(&manifests),
+        [
+            "skipped.yaml: document 1: Service staging/web: not a Deployment or Foo",
+            "skipped.yaml: document 2: ConfigMap settings: not a Deployment or Foo",
+            "skipped.yaml: document 3: orphan: no kind",
+            "skipped.yaml: document 4, items[0]: Deployment: no metadata.name",
+            "skipped.yaml: document 4, items[1]: List: a List inside a List is not expanded",
+            "skipped.yaml: document 4, items[2]: kindless: no kind",
+            "skipped.yaml: document 5: not an object (a mapping with apiVersion and kind)",
+        ]
+    );
+    let names: Vec<_> = manifests
+        .objects
+        .iter()
+        .map(|object| object.target.to_string())
+        .collect();
+    assert_eq!(names, ["Deployment staging/batch"]);
+}
+
+#[test]
+fn a_broken_item_of_a_list_is_an_error_naming_it() {
+    let error = parse_manifests(
+        "kind: List\nitems:\n- kind: Foo\n  metadata: {name: x}\n  spec: 7\n",
+        "list.yaml",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        error.starts_with("list.yaml: document 1, items[0]: "),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_directory_says_what_it_did_not_read() {
+    let dir = std::env::temp_dir().join(format!("cronscaler-plan-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("nested")).unwrap();
+    std::fs::write(dir.join("README.md"), "# notes\n").unwrap();
+    std::fs::write(
+        dir.join("web.yaml"),
+        deployment("web", 1, "    cronscaler.dev/scale-down: \"0 20 * * *\""),
+    )
+    .unwrap();
+    let manifests = read_manifests(&[&dir]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    let manifests = manifests.unwrap();
+    assert_eq!(manifests.objects.len(), 1);
+    let dir = dir.display();
+    assert_eq!(
+        skipped(&manifests),
+        [
+            format!("{dir}/README.md: not a .yaml, .yml or .json file"),
+            format!("{dir}/nested: a directory; directories are read one level deep"),
+        ]
+    );
+}
+
+fn every(down: &str, up: Option<&str>, zone: &str) -> Schedule {
+    let mut annotations = BTreeMap::from([
+        (schedule::SCALE_DOWN.to_string(), down.to_string()),
+        (schedule::TIMEZONE.to_string(), zone.to_string()),
+    ]);
+    if let Some(up) = up {
+        annotations.insert(schedule::SCALE_UP.to_string(), up.to_string());
+    }
+    match schedule::parse(&annotations, Tz::UTC) {
+        Annotations::Scheduled(schedule, _) => schedule,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Every transition from `from` to `until`, one search at a time, as `simulate` steps.
+fn stepped(schedule: &Schedule, from: DateTime<Utc>, until: DateTime<Utc>) -> Tally {
+    let mut tally = Tally::default();
+    let mut after = just_before(from);
+    while let Some(transition) = schedule.next_transition(after) {
+        if transition.at > until {
+            break;
+        }
+        match transition.direction {
+            Direction::Down => tally.down.push(transition.at),
+            Direction::Up => tally.up.push(transition.at),
+        }
+        after = transition.at;
+    }
+    tally
+}
+
+fn at(rfc3339: &str) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(rfc3339).unwrap().to_utc()
+}
+
+#[test]
+fn counting_agrees_with_stepping_across_clock_changes() {
+    // Windows around spring-forward and fall-back in zones with whole-hour, half-hour and
+    // 45-minute offsets and shifts, starting and ending off the minute; crons that fire inside
+    // the skipped and the repeated hours, and pairs whose firings coincide (up wins).
+    let cases = [
+        ("Europe/Berlin", "2026-03-28T22:00:07.250Z", 7),
+        ("Europe/Berlin", "2026-10-24T22:59:31Z", 7),
+        ("Australia/Lord_Howe", "2026-04-04T13:00:00Z", 6),
+        ("Australia/Lord_Howe", "2026-10-03T14:20:00Z", 6),
+        ("Pacific/Chatham", "2026-04-04T12:00:00Z", 5),
+        ("America/St_Johns", "2026-11-01T02:10:45Z", 6),
+        ("Asia/Kolkata", "2026-11-20T17:31:00Z", 30),
+        ("UTC", "2026-11-20T00:00:00Z", 30),
+    ];
+    let crons = [
+        ("*/20 * 0-3 * * *", None),
+        ("0,30 * * * * *", Some("0 */10 * * * *")),
+        ("*/13 59 1,2 * * *", Some("* 0 2,3 * * *")),
+        ("17 */7 * * * *", None),
+        ("*/2 * * * * *", Some("*/3 * * * * *")),
+    ];
+    for (zone, from, hours) in cases {
+        let from = at(from);
+        let until = from + TimeDelta::hours(hours) - TimeDelta::milliseconds(500);
+        for (down, up) in crons {
+            // Every-second pairs over 30 hours would take the stepping minutes.
+            if down.starts_with("*/2") && hours > 7 {
+                continue;
+            }
+            let schedule = every(down, up, zone);
+            assert_eq!(
+                tally(&schedule, from, until),
+                stepped(&schedule, from, until),
+                "{down} / {up:?} in {zone} from {from}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_cron_firing_every_second_for_a_week_is_summarised_quickly() {
+    let text = deployment(
+        "flapper",
+        3,
+        "    cronscaler.dev/scale-down: \"* * * * * *\"",
+    ) + "---\n"
+        + &deployment(
+            "web",
+            3,
+            "    cronscaler.dev/scale-down: \"0 20 * * *\"\n    cronscaler.dev/scale-up: \"0 7 * * *\"",
+        );
+    let objects = parse_manifests(&text, "flapper.yaml").unwrap().objects;
+    let from = at("2026-11-20T00:00:00.5Z");
+    let started = std::time::Instant::now();
+    let plan = simulate(&objects, from, from + TimeDelta::days(7), Tz::UTC);
+    let took = started.elapsed();
+    // About 30 ms unoptimised; stepping through every firing took over two minutes.
+    assert!(took < std::time::Duration::from_secs(1), "{took:?}");
+    assert_eq!(
+        plan.summaries,
+        [PlannedSummary {
+            namespace: "staging".into(),
+            kind: "Deployment".into(),
+            name: "flapper".into(),
+            action: "down".into(),
+            cron: "* * * * * *".into(),
+            count: 604_800,
+            first: at("2026-11-20T00:00:01Z"),
+            first_local_time: "2026-11-20 00:00:01 UTC".into(),
+            last: at("2026-11-27T00:00:00Z"),
+            last_local_time: "2026-11-27 00:00:00 UTC".into(),
+            shortest_interval_seconds: Some(1),
+            evenly_spaced: true,
+        }]
+    );
+    let flapper: Vec<_> = plan
+        .transitions
+        .iter()
+        .filter(|t| t.name == "flapper")
+        .map(|t| (t.at, t.action.as_str(), t.from, t.to, t.catch_up))
+        .collect();
+    assert_eq!(flapper, [(from, "down", 3, 0, true)], "the catch-up stays");
+    let web = plan.transitions.iter().filter(|t| t.name == "web").count();
+    assert_eq!(web, 1 + 14, "the other object's rows stay");
+    assert!(
+        render_table(&plan).contains(
+            "staging/Deployment/flapper  down every second (604,800 times), \
+             first 2026-11-20T00:00:01Z, last 2026-11-27T00:00:00Z\n"
+        ),
+        "{}",
+        render_table(&plan)
+    );
+}
+
+#[test]
+fn an_ordinary_schedule_stays_listed_over_a_long_window() {
+    let text = deployment(
+        "web",
+        3,
+        "    cronscaler.dev/scale-down: \"0 20 * * *\"\n    cronscaler.dev/scale-up: \"0 7 * * *\"",
+    );
+    let objects = parse_manifests(&text, "web.yaml").unwrap().objects;
+    let from = at("2026-01-01T12:00:00Z");
+    let plan = simulate(&objects, from, from + TimeDelta::days(90), Tz::UTC);
+    assert!(plan.summaries.is_empty());
+    assert_eq!(plan.transitions.len(), 1 + 180);
+}
+
+#[test]
+fn a_frequent_cron_is_summarised_per_direction_with_its_spacing() {
+    // Down every 10 minutes, up at 07:00, which takes the place of the 07:00 down.
+    let text = deployment(
+        "ticker",
+        2,
+        "    cronscaler.dev/scale-down: \"*/10 * * * *\"\n    cronscaler.dev/scale-up: \"0 7 * * *\"",
+    );
+    let objects = parse_manifests(&text, "ticker.yaml").unwrap().objects;
+    let from = at("2026-11-20T00:00:00Z");
+    let plan = simulate(&objects, from, from + TimeDelta::days(2), Tz::UTC);
+    let table = render_table(&plan);
+    let summaries: Vec<_> = table
+        .lines()
+        .filter(|line| line.contains("times"))
+        .collect();
+    assert_eq!(
+        summaries,
+        [
+            "2026-11-20 00:00:00 UTC  2026-11-20T00:00:00Z  staging/Deployment/ticker  down as often as every 10 minutes (287 times), first 2026-11-20T00:00:00Z, last 2026-11-22T00:00:00Z",
+            "2026-11-20 07:00:00 UTC  2026-11-20T07:00:00Z  staging/Deployment/ticker  up every day (2 times), first 2026-11-20T07:00:00Z, last 2026-11-21T07:00:00Z",
+        ],
+        "{table}"
+    );
+    assert!(
+        plan.transitions.is_empty(),
+        "no catch-up: a down is due at the start"
+    );
+}
+
+#[test]
+fn a_paused_schedule_is_not_stepped_through() {
+    let text = deployment(
+        "held",
+        3,
+        "    cronscaler.dev/scale-down: \"* * * * * *\"\n    cronscaler.dev/paused: \"true\"",
+    );
+    let objects = parse_manifests(&text, "held.yaml").unwrap().objects;
+    let started = std::time::Instant::now();
+    let plan = simulate(&objects, utc(1, 0), utc(8, 0), Tz::UTC);
+    assert!(started.elapsed() < std::time::Duration::from_secs(1));
+    assert_eq!(plan, Plan::default());
+}
+
+#[test]
+fn intervals_and_counts_read_as_people_write_them() {
+    let cases = [
+        (1, "second"),
+        (5, "5 seconds"),
+        (60, "minute"),
+        (90, "90 seconds"),
+        (600, "10 minutes"),
+        (3600, "hour"),
+        (86_400, "day"),
+        (172_800, "2 days"),
+    ];
+    for (seconds, text) in cases {
+        assert_eq!(interval(seconds), text);
+    }
+    let numbers = [
+        (0, "0"),
+        (999, "999"),
+        (1000, "1,000"),
+        (604_800, "604,800"),
+    ];
+    for (n, text) in numbers {
+        assert_eq!(thousands(n), text);
+    }
+}
+
+#[test]
+fn a_direction_that_fires_once_in_a_summarised_object_says_so() {
+    let once = PlannedSummary {
+        namespace: "staging".into(),
+        kind: "Deployment".into(),
+        name: "ticker".into(),
+        action: "up".into(),
+        cron: "0 7 * * *".into(),
+        count: 1,
+        first: at("2026-11-20T07:00:00Z"),
+        first_local_time: "2026-11-20 07:00:00 UTC".into(),
+        last: at("2026-11-20T07:00:00Z"),
+        last_local_time: "2026-11-20 07:00:00 UTC".into(),
+        shortest_interval_seconds: None,
+        evenly_spaced: false,
+    };
+    assert_eq!(describe_summary(&once), "up once, at 2026-11-20T07:00:00Z");
 }
