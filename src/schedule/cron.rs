@@ -152,7 +152,7 @@ fn fires_ever(cron: &Cron) -> bool {
 /// A time that occurs twice maps to its first occurrence; a time that a clock
 /// change skips maps to the instant the change happens, the first one after
 /// the gap. This map never decreases as `local` increases.
-fn instant_of(tz: Tz, local: NaiveDateTime) -> Option<DateTime<Utc>> {
+pub(super) fn instant_of(tz: Tz, local: NaiveDateTime) -> Option<DateTime<Utc>> {
     match tz.from_local_datetime(&local) {
         LocalResult::Single(at) => Some(at.with_timezone(&Utc)),
         LocalResult::Ambiguous(a, b) => Some(a.min(b).with_timezone(&Utc)),

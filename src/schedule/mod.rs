@@ -13,11 +13,12 @@
 mod annotations;
 mod cron;
 mod decide;
+mod firings;
 mod transition;
 mod warnings;
 
 #[cfg(test)]
-mod test_support;
+pub(crate) mod test_support;
 
 pub use annotations::{
     Annotations, DOWN_REPLICAS, InvalidAnnotation, LAST_TRANSITION, Leftovers, ORIGINAL_REPLICAS,
@@ -26,5 +27,6 @@ pub use annotations::{
 };
 pub use cron::CronSpec;
 pub use decide::{AnnotationChange, Cleanup, ScaleChange, decide, is_due};
+pub use firings::{Firings, Tally, tally};
 pub use transition::{Direction, Schedule, Transition};
 pub use warnings::{already_warned, refused_cause, replicas_set, reverted, reverted_cause};

@@ -91,3 +91,18 @@ pub fn write_back(annotations: &mut BTreeMap<String, String>, change: &ScaleChan
         }
     }
 }
+
+/// A schedule of `down` (and `up`) crons in `zone`.
+pub fn every(down: &str, up: Option<&str>, zone: &str) -> Schedule {
+    let mut annotations = BTreeMap::from([
+        (SCALE_DOWN.to_string(), down.to_string()),
+        (TIMEZONE.to_string(), zone.to_string()),
+    ]);
+    if let Some(up) = up {
+        annotations.insert(SCALE_UP.to_string(), up.to_string());
+    }
+    match parse(&annotations, Tz::UTC) {
+        Annotations::Scheduled(schedule, _) => schedule,
+        other => panic!("{other:?}"),
+    }
+}

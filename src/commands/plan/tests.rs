@@ -1,7 +1,8 @@
-use chrono::TimeZone;
-use std::collections::BTreeMap;
+use chrono::{TimeDelta, TimeZone};
 
+use super::render::{describe_summary, interval, thousands};
 use super::*;
+use crate::schedule::test_support::at;
 
 fn deployment(name: &str, replicas: i32, annotations: &str) -> String {
     format!(
@@ -212,81 +213,6 @@ fn a_directory_says_what_it_did_not_read() {
             format!("{dir}/nested: a directory; directories are read one level deep"),
         ]
     );
-}
-
-fn every(down: &str, up: Option<&str>, zone: &str) -> Schedule {
-    let mut annotations = BTreeMap::from([
-        (schedule::SCALE_DOWN.to_string(), down.to_string()),
-        (schedule::TIMEZONE.to_string(), zone.to_string()),
-    ]);
-    if let Some(up) = up {
-        annotations.insert(schedule::SCALE_UP.to_string(), up.to_string());
-    }
-    match schedule::parse(&annotations, Tz::UTC) {
-        Annotations::Scheduled(schedule, _) => schedule,
-        other => panic!("{other:?}"),
-    }
-}
-
-/// Every transition from `from` to `until`, one search at a time, as `simulate` steps.
-fn stepped(schedule: &Schedule, from: DateTime<Utc>, until: DateTime<Utc>) -> Tally {
-    let mut tally = Tally::default();
-    let mut after = just_before(from);
-    while let Some(transition) = schedule.next_transition(after) {
-        if transition.at > until {
-            break;
-        }
-        match transition.direction {
-            Direction::Down => tally.down.push(transition.at),
-            Direction::Up => tally.up.push(transition.at),
-        }
-        after = transition.at;
-    }
-    tally
-}
-
-fn at(rfc3339: &str) -> DateTime<Utc> {
-    DateTime::parse_from_rfc3339(rfc3339).unwrap().to_utc()
-}
-
-#[test]
-fn counting_agrees_with_stepping_across_clock_changes() {
-    // Windows around spring-forward and fall-back in zones with whole-hour, half-hour and
-    // 45-minute offsets and shifts, starting and ending off the minute; crons that fire inside
-    // the skipped and the repeated hours, and pairs whose firings coincide (up wins).
-    let cases = [
-        ("Europe/Berlin", "2026-03-28T22:00:07.250Z", 7),
-        ("Europe/Berlin", "2026-10-24T22:59:31Z", 7),
-        ("Australia/Lord_Howe", "2026-04-04T13:00:00Z", 6),
-        ("Australia/Lord_Howe", "2026-10-03T14:20:00Z", 6),
-        ("Pacific/Chatham", "2026-04-04T12:00:00Z", 5),
-        ("America/St_Johns", "2026-11-01T02:10:45Z", 6),
-        ("Asia/Kolkata", "2026-11-20T17:31:00Z", 30),
-        ("UTC", "2026-11-20T00:00:00Z", 30),
-    ];
-    let crons = [
-        ("*/20 * 0-3 * * *", None),
-        ("0,30 * * * * *", Some("0 */10 * * * *")),
-        ("*/13 59 1,2 * * *", Some("* 0 2,3 * * *")),
-        ("17 */7 * * * *", None),
-        ("*/2 * * * * *", Some("*/3 * * * * *")),
-    ];
-    for (zone, from, hours) in cases {
-        let from = at(from);
-        let until = from + TimeDelta::hours(hours) - TimeDelta::milliseconds(500);
-        for (down, up) in crons {
-            // Every-second pairs over 30 hours would take the stepping minutes.
-            if down.starts_with("*/2") && hours > 7 {
-                continue;
-            }
-            let schedule = every(down, up, zone);
-            assert_eq!(
-                tally(&schedule, from, until),
-                stepped(&schedule, from, until),
-                "{down} / {up:?} in {zone} from {from}"
-            );
-        }
-    }
 }
 
 #[test]

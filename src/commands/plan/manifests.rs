@@ -1,0 +1,348 @@
+//! Where the plan's objects come from: manifests (files, directories, Lists as `kubectl get`
+//! prints them), saying what is skipped and why, or the live cluster.
+
+use std::{fmt, path::Path};
+
+use k8s_openapi::{NamespaceResourceScope, api::apps::v1::Deployment};
+use kube::{Api, Client, Resource, api::ListParams};
+use serde::{Deserialize, de::DeserializeOwned};
+use serde_json::Value;
+
+use super::{PlanError, PlanObject};
+use crate::{
+    error::is_status,
+    foo::Foo,
+    runtime::key::ObjectKey,
+    scaling::target::{ScaleTarget, TargetKind, TargetState},
+};
+
+/// Deployments and Foos from YAML or JSON manifests: files, or the `.yaml`/`.yml`/`.json` files
+/// of a directory (one level deep, as `kubectl apply -f` reads one). `List` documents, and the
+/// `DeploymentList`-style ones `kubectl get -o yaml|json` prints, are expanded into their items.
+/// Whatever is not simulated is listed in [`Manifests::skipped`]; objects without a namespace
+/// land in `default`, as `kubectl apply` would put them.
+pub fn read_manifests(paths: &[impl AsRef<Path>]) -> Result<Manifests, PlanError> {
+    let mut manifests = Manifests::default();
+    for path in paths {
+        let path = path.as_ref();
+        let files = if path.is_dir() {
+            let entries = std::fs::read_dir(path).map_err(|source| PlanError::Read {
+                path: path.display().to_string(),
+                source,
+            })?;
+            let mut entries: Vec<_> = entries
+                .filter_map(Result::ok)
+                .map(|entry| entry.path())
+                .collect();
+            entries.sort();
+            let mut files = Vec::new();
+            for entry in entries {
+                let reason = if entry.is_dir() {
+                    SkipReason::Directory
+                } else if entry
+                    .extension()
+                    .is_some_and(|ext| ext == "yaml" || ext == "yml" || ext == "json")
+                {
+                    files.push(entry);
+                    continue;
+                } else {
+                    SkipReason::NotAManifestFile
+                };
+                manifests.skipped.push(Skipped {
+                    at: Location::file(&entry.display().to_string()),
+                    object: None,
+                    reason,
+                });
+            }
+            files
+        } else {
+            vec![path.to_path_buf()]
+        };
+        for file in files {
+            let text = std::fs::read_to_string(&file).map_err(|source| PlanError::Read {
+                path: file.display().to_string(),
+                source,
+            })?;
+            manifests.append(parse_manifests(&text, &file.display().to_string())?);
+        }
+    }
+    Ok(manifests)
+}
+
+/// What a set of manifests holds for the plan.
+#[derive(Debug, Default)]
+pub struct Manifests {
+    pub objects: Vec<PlanObject>,
+    /// Everything read that is not simulated, in the order it was found.
+    pub skipped: Vec<Skipped>,
+}
+
+impl Manifests {
+    fn append(&mut self, other: Manifests) {
+        self.objects.extend(other.objects);
+        self.skipped.extend(other.skipped);
+    }
+
+    fn skip(&mut self, at: Location, value: &Value, reason: SkipReason) {
+        self.skipped.push(Skipped {
+            at,
+            object: describe(value),
+            reason,
+        });
+    }
+}
+
+/// Where in the manifests something is: a file, its document (counted from 1, as an editor
+/// counts `---` sections), and the item of a List document (from 0, as `.items[0]` in jq, yq
+/// and kubectl's JSONPath).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    pub path: String,
+    pub document: Option<usize>,
+    pub item: Option<usize>,
+}
+
+impl Location {
+    fn file(path: &str) -> Self {
+        Location {
+            path: path.into(),
+            document: None,
+            item: None,
+        }
+    }
+
+    fn item(&self, index: usize) -> Self {
+        Location {
+            item: Some(index),
+            ..self.clone()
+        }
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.path)?;
+        if let Some(document) = self.document {
+            write!(f, ": document {document}")?;
+        }
+        if let Some(item) = self.item {
+            write!(f, ", items[{item}]")?;
+        }
+        Ok(())
+    }
+}
+
+/// Something in the manifests the plan does not simulate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    pub at: Location,
+    /// `Kind namespace/name`, as much of it as the object says.
+    pub object: Option<String>,
+    pub reason: SkipReason,
+}
+
+impl fmt::Display for Skipped {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: ", self.at)?;
+        if let Some(object) = &self.object {
+            write!(f, "{object}: ")?;
+        }
+        write!(f, "{}", self.reason)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SkipReason {
+    Directory,
+    NotAManifestFile,
+    NotAnObject,
+    NoKind,
+    NotScheduled,
+    NoName,
+    NestedList,
+}
+
+impl fmt::Display for SkipReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SkipReason::Directory => "a directory; directories are read one level deep",
+            SkipReason::NotAManifestFile => "not a .yaml, .yml or .json file",
+            SkipReason::NotAnObject => "not an object (a mapping with apiVersion and kind)",
+            SkipReason::NoKind => "no kind",
+            SkipReason::NotScheduled => "not a Deployment or Foo",
+            SkipReason::NoName => "no metadata.name",
+            SkipReason::NestedList => "a List inside a List is not expanded",
+        })
+    }
+}
+
+/// The Deployments and Foos of one multi-document YAML (or JSON) text, `path` naming it in
+/// what is skipped and in errors.
+pub fn parse_manifests(text: &str, path: &str) -> Result<Manifests, PlanError> {
+    let mut manifests = Manifests::default();
+    for (index, document) in serde_norway::Deserializer::from_str(text).enumerate() {
+        let at = Location {
+            path: path.into(),
+            document: Some(index + 1),
+            item: None,
+        };
+        let value = Value::deserialize(document).map_err(|error| PlanError::Manifest {
+            at: at.clone(),
+            reason: error.to_string(),
+        })?;
+        read_object(value, at, false, &mut manifests)?;
+    }
+    Ok(manifests)
+}
+
+fn read_object(
+    value: Value,
+    at: Location,
+    in_list: bool,
+    manifests: &mut Manifests,
+) -> Result<(), PlanError> {
+    // An empty document, such as after a trailing `---`, holds nothing worth a word.
+    if value.is_null() {
+        return Ok(());
+    }
+    if !value.is_object() {
+        manifests.skip(at, &value, SkipReason::NotAnObject);
+        return Ok(());
+    }
+    let Some(kind) = value.get("kind").and_then(Value::as_str) else {
+        manifests.skip(at, &value, SkipReason::NoKind);
+        return Ok(());
+    };
+    let manifest_error = |error: serde_json::Error| PlanError::Manifest {
+        at: at.clone(),
+        reason: error.to_string(),
+    };
+    let (kind, observed) = match kind {
+        "Deployment" => {
+            let deployment: Deployment =
+                serde_json::from_value(value.clone()).map_err(manifest_error)?;
+            (
+                TargetKind::Deployment,
+                TargetState::of_deployment(&deployment),
+            )
+        }
+        "Foo" => {
+            let foo: Foo = serde_json::from_value(value.clone()).map_err(manifest_error)?;
+            (TargetKind::Foo, TargetState::of_foo(&foo))
+        }
+        _ => {
+            match value.get("items").and_then(Value::as_array) {
+                Some(items) if kind.ends_with("List") && !in_list => {
+                    for (index, item) in items.iter().enumerate() {
+                        read_object(item.clone(), at.item(index), true, manifests)?;
+                    }
+                }
+                // kubectl never prints one; expanding it would need a second item index.
+                Some(_) if kind.ends_with("List") => {
+                    manifests.skip(at, &value, SkipReason::NestedList);
+                }
+                _ => manifests.skip(at, &value, SkipReason::NotScheduled),
+            }
+            return Ok(());
+        }
+    };
+    if observed
+        .reference
+        .name
+        .as_deref()
+        .unwrap_or_default()
+        .is_empty()
+    {
+        manifests.skip(at, &value, SkipReason::NoName);
+        return Ok(());
+    }
+    manifests.objects.push(plan_object(kind, observed));
+    Ok(())
+}
+
+/// `Kind namespace/name` of an object, as much of it as it says.
+fn describe(value: &Value) -> Option<String> {
+    fn field(value: Option<&Value>) -> Option<&str> {
+        value
+            .and_then(Value::as_str)
+            .filter(|text| !text.is_empty())
+    }
+    let metadata = value.get("metadata");
+    let name = field(metadata.and_then(|metadata| metadata.get("name")));
+    let namespace = field(metadata.and_then(|metadata| metadata.get("namespace")));
+    let name = match (namespace, name) {
+        (Some(namespace), Some(name)) => Some(format!("{namespace}/{name}")),
+        (None, Some(name)) => Some(name.to_string()),
+        (_, None) => None,
+    };
+    let parts: Vec<String> = [field(value.get("kind")).map(str::to_string), name]
+        .into_iter()
+        .flatten()
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(" "))
+}
+
+/// The Deployments and Foos of the live cluster (or one namespace of it). A cluster without
+/// the Foo CRD simply has no Foos.
+pub async fn read_cluster(
+    client: &Client,
+    namespace: Option<&str>,
+) -> Result<Vec<PlanObject>, kube::Error> {
+    let deployments: Vec<Deployment> = list(client, namespace).await?;
+    let foos: Vec<Foo> = match list(client, namespace).await {
+        Err(error) if is_status(&error, 404) => Vec::new(),
+        listed => listed?,
+    };
+    let deployments = deployments.iter().map(|deployment| {
+        (
+            TargetKind::Deployment,
+            TargetState::of_deployment(deployment),
+        )
+    });
+    let foos = foos
+        .iter()
+        .map(|foo| (TargetKind::Foo, TargetState::of_foo(foo)));
+    Ok(deployments
+        .chain(foos)
+        .map(|(kind, observed)| plan_object(kind, observed))
+        .collect())
+}
+
+async fn list<K>(client: &Client, namespace: Option<&str>) -> Result<Vec<K>, kube::Error>
+where
+    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug,
+{
+    let api: Api<K> = match namespace {
+        Some(namespace) => Api::namespaced(client.clone(), namespace),
+        None => Api::all(client.clone()),
+    };
+    let mut objects = Vec::new();
+    let mut params = ListParams::default().limit(500);
+    loop {
+        let page = api.list(&params).await?;
+        objects.extend(page.items);
+        match page.metadata.continue_ {
+            Some(token) if !token.is_empty() => params = params.continue_token(&token),
+            _ => return Ok(objects),
+        }
+    }
+}
+
+fn plan_object(kind: TargetKind, observed: TargetState) -> PlanObject {
+    let name = observed.reference.name.clone().unwrap_or_default();
+    let namespace = observed
+        .reference
+        .namespace
+        .clone()
+        .unwrap_or_else(|| "default".into());
+    PlanObject {
+        target: ScaleTarget {
+            kind,
+            key: ObjectKey::new(namespace, name),
+        },
+        observed,
+    }
+}

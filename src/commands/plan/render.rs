@@ -1,0 +1,145 @@
+//! The plan as a table a person reads.
+
+use std::fmt::Write as _;
+
+use chrono::SecondsFormat;
+
+use super::{Plan, PlannedSummary};
+
+/// The plan as a table a person reads: local time, UTC, object, action, replicas. A summary
+/// is a row at its first transition whose text spans the last two columns, so its length does
+/// not widen them.
+pub fn render_table(plan: &Plan) -> String {
+    let header = vec![
+        "LOCAL TIME".to_string(),
+        "UTC".into(),
+        "OBJECT".into(),
+        "ACTION".into(),
+        "REPLICAS".into(),
+    ];
+    let object = |namespace: &str, kind: &str, name: &str| format!("{namespace}/{kind}/{name}");
+    let transitions = plan.transitions.iter().map(|transition| {
+        let action = if transition.catch_up {
+            format!("{} (catch-up)", transition.action)
+        } else {
+            transition.action.clone()
+        };
+        let row = vec![
+            transition.local_time.clone(),
+            transition.at.to_rfc3339_opts(SecondsFormat::Secs, true),
+            object(&transition.namespace, &transition.kind, &transition.name),
+            action,
+            format!("{} -> {}", transition.from, transition.to),
+        ];
+        let key = (
+            transition.at,
+            &transition.namespace,
+            &transition.kind,
+            &transition.name,
+            false,
+        );
+        (key, row)
+    });
+    let summaries = plan.summaries.iter().map(|summary| {
+        let row = vec![
+            summary.first_local_time.clone(),
+            summary.first.to_rfc3339_opts(SecondsFormat::Secs, true),
+            object(&summary.namespace, &summary.kind, &summary.name),
+            describe_summary(summary),
+        ];
+        let key = (
+            summary.first,
+            &summary.namespace,
+            &summary.kind,
+            &summary.name,
+            true,
+        );
+        (key, row)
+    });
+    // Stable, so an object's summaries stay in the order of the plan's.
+    let mut rows: Vec<_> = transitions.chain(summaries).collect();
+    rows.sort_by_key(|(key, _)| *key);
+    let rows: Vec<Vec<String>> = std::iter::once(header)
+        .chain(rows.into_iter().map(|(_, row)| row))
+        .collect();
+    let mut widths = [0usize; 5];
+    for row in &rows {
+        let leading = &row[..row.len().saturating_sub(1)];
+        for (width, cell) in widths.iter_mut().zip(leading) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in &rows {
+        let line: Vec<String> = row
+            .iter()
+            .zip(widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        let _ = writeln!(out, "{}", line.join("  ").trim_end());
+    }
+    if plan.transitions.is_empty() && plan.summaries.is_empty() {
+        let _ = writeln!(out, "(no transitions in the window)");
+    }
+    for object in &plan.invalid {
+        let _ = writeln!(
+            out,
+            "INVALID {}/{}/{}:",
+            object.namespace, object.kind, object.name
+        );
+        for problem in &object.problems {
+            let _ = writeln!(out, "  {problem}");
+        }
+    }
+    out
+}
+
+/// E.g. `down every second (604,801 times), first 2026-11-20T00:00:00Z, last ...`.
+pub(super) fn describe_summary(summary: &PlannedSummary) -> String {
+    let first = summary.first.to_rfc3339_opts(SecondsFormat::Secs, true);
+    let last = summary.last.to_rfc3339_opts(SecondsFormat::Secs, true);
+    let Some(shortest) = summary.shortest_interval_seconds else {
+        return format!("{} once, at {first}", summary.action);
+    };
+    let often = if summary.evenly_spaced {
+        "every"
+    } else {
+        "as often as every"
+    };
+    format!(
+        "{} {often} {} ({} times), first {first}, last {last}",
+        summary.action,
+        interval(shortest),
+        thousands(summary.count)
+    )
+}
+
+/// `second`, `5 minutes`, `90 seconds`: in the largest unit that divides it.
+pub(super) fn interval(seconds: i64) -> String {
+    let units = [
+        (86_400, "day"),
+        (3_600, "hour"),
+        (60, "minute"),
+        (1, "second"),
+    ];
+    let (size, unit) = units
+        .into_iter()
+        .find(|(size, _)| seconds % size == 0)
+        .unwrap_or((1, "second"));
+    match seconds / size {
+        1 => unit.to_string(),
+        n => format!("{n} {unit}s"),
+    }
+}
+
+pub(super) fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (index, digit) in digits.chars().enumerate() {
+        if index > 0 && (digits.len() - index).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
