@@ -52,9 +52,14 @@ pub const FIELD_MANAGER: &str = "cronscaler-e2e";
 
 const CRD_NAME: &str = "foos.samplecontroller.k8s.io";
 
-/// How long a process gets to exit on SIGTERM before it is killed. An API server whose etcd is
-/// gone can hang on SIGTERM; nothing here needs a graceful exit of the control plane.
+/// How long the API server gets to exit on SIGTERM when a test stops it (about 3 s with etcd
+/// up), before it is killed.
 const GRACE: Duration = Duration::from_secs(3);
+
+/// How long each process gets on SIGTERM at teardown before it is killed: its data is thrown
+/// away, so a graceful exit (1-3 s each) would only slow every test binary down. An API server
+/// whose etcd is gone can hang on SIGTERM anyway.
+const TEARDOWN_GRACE: Duration = Duration::from_millis(500);
 
 /// The directory of etcd, kube-apiserver and kube-controller-manager, if the user gave one.
 pub fn assets() -> Option<PathBuf> {
@@ -446,7 +451,7 @@ impl ControlPlane {
         .iter_mut()
         .flatten()
         {
-            terminate(child, GRACE);
+            terminate(child, TEARDOWN_GRACE);
         }
         drop(processes);
         drop(

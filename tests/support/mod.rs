@@ -18,7 +18,7 @@ use std::{
     future::Future,
     io::Write as _,
     net::SocketAddr,
-    path::{Path, PathBuf},
+    path::PathBuf,
     process::{Child, Command, ExitStatus, Output, Stdio},
     sync::{Arc, Mutex},
     time::{Duration, Instant},
@@ -295,7 +295,6 @@ impl Scenario {
             child,
             addr,
             log,
-            started: Instant::now(),
         }
     }
 
@@ -387,7 +386,6 @@ pub struct Controller {
     child: Child,
     pub addr: SocketAddr,
     log: PathBuf,
-    started: Instant,
 }
 
 impl Controller {
@@ -492,10 +490,6 @@ impl Controller {
 
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    pub fn uptime(&self) -> Duration {
-        self.started.elapsed()
     }
 }
 
@@ -688,8 +682,4 @@ pub async fn lease_holder(client: &Client, namespace: &str, name: &str) -> Optio
         .spec?
         .holder_identity
         .filter(|holder| !holder.is_empty())
-}
-
-pub fn path_str(path: &Path) -> String {
-    path.to_string_lossy().into_owned()
 }
