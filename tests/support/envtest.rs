@@ -52,9 +52,14 @@ pub const FIELD_MANAGER: &str = "cronscaler-e2e";
 
 const CRD_NAME: &str = "foos.samplecontroller.k8s.io";
 
-/// How long a process gets to exit on SIGTERM before it is killed. An API server whose etcd is
-/// gone can hang on SIGTERM; nothing here needs a graceful exit of the control plane.
+/// How long the API server gets to exit on SIGTERM when a test stops it (about 3 s with etcd
+/// up), before it is killed.
 const GRACE: Duration = Duration::from_secs(3);
+
+/// How long each process gets on SIGTERM at teardown before it is killed: its data is thrown
+/// away, so a graceful exit (1-3 s each) would only slow every test binary down. An API server
+/// whose etcd is gone can hang on SIGTERM anyway.
+const TEARDOWN_GRACE: Duration = Duration::from_millis(500);
 
 /// The directory of etcd, kube-apiserver and kube-controller-manager, if the user gave one.
 pub fn assets() -> Option<PathBuf> {
@@ -167,6 +172,31 @@ pub fn log_file(path: &Path) -> (Stdio, Stdio) {
     (Stdio::from(file), Stdio::from(second))
 }
 
+/// A temporary directory named `<prefix><pid>-...`. Directories of the same prefix left by test
+/// binaries that no longer run (killed, so nothing removed them; an etcd data directory is over
+/// 100 MB) are removed first.
+pub fn temp_dir(prefix: &str) -> io::Result<tempfile::TempDir> {
+    let pid = std::process::id();
+    if let Ok(entries) = fs::read_dir(std::env::temp_dir()) {
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(owner) = name
+                .strip_prefix(prefix)
+                .and_then(|rest| rest.split('-').next())
+                .and_then(|owner| owner.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            if owner != pid && !Path::new(&format!("/proc/{owner}")).exists() {
+                let _ = fs::remove_dir_all(entry.path());
+            }
+        }
+    }
+    tempfile::Builder::new()
+        .prefix(&format!("{prefix}{pid}-"))
+        .tempdir()
+}
+
 /// What to run besides etcd and the API server.
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -212,9 +242,7 @@ impl ControlPlane {
     /// (unless `options.crd` is false) and `rbac/`, gets the ServiceAccount a token, and starts
     /// the controller manager.
     pub async fn start(assets: &Path, options: &Options) -> Result<Self, String> {
-        let tempdir = tempfile::Builder::new()
-            .prefix("cronscaler-envtest-")
-            .tempdir()
+        let tempdir = temp_dir("cronscaler-envtest-")
             .map_err(|error| format!("creating a temporary directory: {error}"))?;
         let dir = tempdir.path().to_path_buf();
         for binary in ["etcd", "kube-apiserver"] {
@@ -423,7 +451,7 @@ impl ControlPlane {
         .iter_mut()
         .flatten()
         {
-            terminate(child, GRACE);
+            terminate(child, TEARDOWN_GRACE);
         }
         drop(processes);
         drop(

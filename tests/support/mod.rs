@@ -18,7 +18,7 @@ use std::{
     future::Future,
     io::Write as _,
     net::SocketAddr,
-    path::{Path, PathBuf},
+    path::PathBuf,
     process::{Child, Command, ExitStatus, Output, Stdio},
     sync::{Arc, Mutex},
     time::{Duration, Instant},
@@ -70,8 +70,12 @@ static SHARED: tokio::sync::OnceCell<Result<Backend, String>> = tokio::sync::Onc
 /// Stops the shared control plane when the test binary exits: statics are never dropped.
 /// (Should the binary die by a signal instead, pdeathsig kills the processes.)
 extern "C" fn stop_shared_at_exit() {
-    if let Some(Ok(Backend::Envtest(plane))) = SHARED.get() {
-        plane.stop();
+    match SHARED.get() {
+        Some(Ok(Backend::Envtest(plane))) => plane.stop(),
+        Some(Ok(Backend::Kubeconfig { sa_kubeconfig })) => {
+            let _ = std::fs::remove_file(sa_kubeconfig);
+        }
+        _ => {}
     }
 }
 
@@ -84,17 +88,21 @@ async fn shared_backend() -> Result<Backend, String> {
     };
     let started = Instant::now();
     let plane = ControlPlane::start(&assets, &Options::default()).await?;
+    at_exit();
     say(&format!(
         "envtest: shared control plane at {} ready in {:.1} s (admin kubeconfig: {})",
         plane.server(),
         started.elapsed().as_secs_f64(),
         plane.admin_kubeconfig().display()
     ));
-    // SAFETY: registers a plain function; it never unwinds (stop() does not panic).
+    Ok(Backend::Envtest(Arc::new(plane)))
+}
+
+fn at_exit() {
+    // SAFETY: registers a plain function, once (SHARED is initialised once); it never unwinds.
     unsafe {
         libc::atexit(stop_shared_at_exit);
     }
-    Ok(Backend::Envtest(Arc::new(plane)))
 }
 
 /// `CRONSCALER_E2E=1`: installs the namespace, CRD and `rbac/` into the current kubeconfig's
@@ -136,6 +144,7 @@ async fn current_cluster() -> Result<Backend, String> {
         std::env::temp_dir().join(format!("cronscaler-e2e-{}.kubeconfig", std::process::id()));
     std::fs::write(&sa_kubeconfig, sa.to_string())
         .map_err(|error| format!("writing {}: {error}", sa_kubeconfig.display()))?;
+    at_exit();
     Ok(Backend::Kubeconfig { sa_kubeconfig })
 }
 
@@ -206,10 +215,8 @@ impl Scenario {
             .create(&PostParams::default(), &object)
             .await
             .unwrap_or_else(|error| panic!("creating namespace {namespace}: {error}"));
-        let logs_dir = tempfile::Builder::new()
-            .prefix("cronscaler-e2e-logs-")
-            .tempdir()
-            .expect("a temporary directory for logs");
+        let logs_dir =
+            envtest::temp_dir("cronscaler-e2e-logs-").expect("a temporary directory for logs");
         Self {
             name: name.into(),
             namespace,
@@ -288,7 +295,6 @@ impl Scenario {
             child,
             addr,
             log,
-            started: Instant::now(),
         }
     }
 
@@ -380,7 +386,6 @@ pub struct Controller {
     child: Child,
     pub addr: SocketAddr,
     log: PathBuf,
-    started: Instant,
 }
 
 impl Controller {
@@ -485,10 +490,6 @@ impl Controller {
 
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    pub fn uptime(&self) -> Duration {
-        self.started.elapsed()
     }
 }
 
@@ -681,8 +682,4 @@ pub async fn lease_holder(client: &Client, namespace: &str, name: &str) -> Optio
         .spec?
         .holder_identity
         .filter(|holder| !holder.is_empty())
-}
-
-pub fn path_str(path: &Path) -> String {
-    path.to_string_lossy().into_owned()
 }
