@@ -34,32 +34,35 @@ async fn starting_on_a_thousand_quiet_deployments_reads_next_to_none_of_them() {
         return;
     };
 
-    // Asleep since the last scale-down, which is recorded: its governing transition is already
-    // applied and the next one is about 12 hours away, so nothing is due.
+    // Awake since this morning: the scale-up about 6 hours ago is recorded, the scale-down is
+    // about 6 hours away. Nothing is due, and the scale-up set no replicas (no up-replicas, no
+    // original to give back) that someone could since have reverted: the Deployments are
+    // created now by someone else, as a rollout would have rewritten them.
     let now = Utc::now();
-    let hour = (now.hour() + 12) % 24;
-    let today = now
-        .with_hour(hour)
+    let up_hour = (now.hour() + 18) % 24;
+    let down_hour = (now.hour() + 6) % 24;
+    let up_today = now
+        .with_hour(up_hour)
         .and_then(|at| at.with_minute(0))
         .and_then(|at| at.with_second(0))
         .and_then(|at| at.with_nanosecond(0))
         .expect("a whole hour today");
-    let last_down = if today <= now {
-        today
+    let last_up = if up_today <= now {
+        up_today
     } else {
-        today - chrono::Duration::days(1)
+        up_today - chrono::Duration::days(1)
     };
     let annotations = json!({
-        "cronscaler.dev/scale-down": format!("0 0 {hour} * * *"),
-        "cronscaler.dev/original-replicas": "1",
-        "cronscaler.dev/last-transition": last_transition(last_down, "down"),
+        "cronscaler.dev/scale-down": format!("0 0 {down_hour} * * *"),
+        "cronscaler.dev/scale-up": format!("0 0 {up_hour} * * *"),
+        "cronscaler.dev/last-transition": last_transition(last_up, "up"),
     });
     let deployments = scenario.deployments();
     let started = Instant::now();
     stream::iter(0..DEPLOYMENTS)
         .map(|index| {
             let deployment =
-                support::deployment(&format!("quiet-{index:04}"), 0, annotations.clone());
+                support::deployment(&format!("quiet-{index:04}"), 1, annotations.clone());
             let deployments = deployments.clone();
             async move {
                 deployments
