@@ -97,7 +97,9 @@ fn the_cluster_role_grants_exactly_what_the_controller_uses() {
             "deployments",
             &["get", "list", "watch", "create", "patch", "delete"],
         ),
-        grant("events.k8s.io", "events", &["create", "patch"]),
+        // Scheduled scaling: metadata watch, read, patch.
+        grant("apps", "statefulsets", &["get", "list", "watch", "patch"]),
+        grant("events.k8s.io", "events", &["create"]),
     ]);
     assert_eq!(
         grants(find(&objects, "ClusterRole", "cronscaler")),

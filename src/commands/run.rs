@@ -8,7 +8,7 @@ use std::{
     time::Duration,
 };
 
-use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use kube::{
     Api, Client, Resource, ResourceExt,
     client::ClientBuilder,
@@ -43,7 +43,7 @@ use crate::{
     scaling::{
         ScalingContext,
         target::TargetKind,
-        timer::{Timer, system_clock},
+        timer::{Clock, Timer, system_clock},
         tracker::Tracker,
     },
 };
@@ -64,8 +64,8 @@ pub fn client_for(config: kube::Config, args: &RunArgs) -> Result<Client, kube::
         .build())
 }
 
-/// Objects per list page of the all-Deployments watch.
-const ALL_DEPLOYMENTS_PAGE_SIZE: u32 = 100;
+/// Objects per list page of the metadata watches of every workload.
+const METADATA_PAGE_SIZE: u32 = 100;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -109,6 +109,7 @@ pub async fn run(
     };
     let foo_schedules = tracker(TargetKind::Foo);
     let deployment_schedules = tracker(TargetKind::Deployment);
+    let stateful_set_schedules = tracker(TargetKind::StatefulSet);
 
     // Foos are watched whether or not the CRD is installed: without it the watch retries every
     // few seconds and the Foo controller starts the moment it appears. Scheduled scaling of
@@ -153,24 +154,34 @@ pub async fn run(
         )
     };
 
-    // Every Deployment, as metadata only and kept nowhere: the tracker keeps what it needs of
-    // the annotated ones.
-    let all_watch = watcher(
-        scoped_api::<PartialObjectMeta<Deployment>>(&client, namespace),
-        // Small pages keep the start-up peak low: a page is decoded whole, and Deployments
-        // can carry large annotations (last-applied-configuration).
-        watcher::Config::default().page_size(ALL_DEPLOYMENTS_PAGE_SIZE),
-    )
-    .backoff(WatchBackoff::default());
-    let all_feed = {
-        let (schedules, clock) = (deployment_schedules.clone(), clock.clone());
-        drive(all_watch, "Deployments", outage.clone(), move |event| {
-            lock(&schedules).handle(event, clock())
-        })
-    };
+    // Every Deployment and StatefulSet, as metadata only and kept nowhere: the trackers keep
+    // what they need of the annotated ones.
+    let all_deployments = metadata_feed::<Deployment>(
+        &client,
+        namespace,
+        "Deployments",
+        &deployment_schedules,
+        &clock,
+        &outage,
+    );
+    let all_stateful_sets = metadata_feed::<StatefulSet>(
+        &client,
+        namespace,
+        "StatefulSets",
+        &stateful_set_schedules,
+        &clock,
+        &outage,
+    );
 
     let feeds = vec![
-        tokio::spawn(while_alive(health.alive("watch of Deployments"), all_feed)),
+        tokio::spawn(while_alive(
+            health.alive("watch of Deployments"),
+            all_deployments,
+        )),
+        tokio::spawn(while_alive(
+            health.alive("watch of StatefulSets"),
+            all_stateful_sets,
+        )),
         tokio::spawn(while_alive(health.alive("watch of Foos"), foo_feed)),
         tokio::spawn(while_alive(
             health.alive("watch of Deployments owned by Foos"),
@@ -183,7 +194,7 @@ pub async fn run(
     // it queues what is due now: every Foo, and the scheduled objects that need a look.
     let resync = {
         let (foos, queue, clock) = (foo_store.clone(), queue.clone(), clock.clone());
-        let trackers = [foo_schedules, deployment_schedules];
+        let trackers = [foo_schedules, deployment_schedules, stateful_set_schedules];
         move || {
             let now = clock();
             for tracker in &trackers {
@@ -281,6 +292,36 @@ pub async fn run(
         feed.abort();
     }
     Ok(())
+}
+
+/// Every object of a kind, as metadata only, fed to its tracker. Small pages keep the start-up
+/// peak low: a page is decoded whole, and objects can carry large annotations
+/// (last-applied-configuration).
+fn metadata_feed<K>(
+    client: &Client,
+    namespace: Option<&str>,
+    what: &'static str,
+    schedules: &Arc<Mutex<Tracker>>,
+    clock: &Clock,
+    outage: &Outage,
+) -> impl Future<Output = ()> + use<K>
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + 'static,
+{
+    let watch = watcher(
+        scoped_api::<PartialObjectMeta<K>>(client, namespace),
+        watcher::Config::default().page_size(METADATA_PAGE_SIZE),
+    )
+    .backoff(WatchBackoff::default());
+    let (schedules, clock) = (schedules.clone(), clock.clone());
+    drive(watch, what, outage.clone(), move |event| {
+        lock(&schedules).handle(event, clock())
+    })
 }
 
 fn lock(tracker: &Mutex<Tracker>) -> MutexGuard<'_, Tracker> {

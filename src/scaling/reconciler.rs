@@ -1,4 +1,4 @@
-//! The scheduled-scaling reconciler: reads one Deployment or Foo, evaluates its schedule at
+//! The scheduled-scaling reconciler: reads one Deployment, StatefulSet or Foo, evaluates its schedule at
 //! `now` with the pure rules of [`crate::schedule`], and applies the outcome in one request.
 //!
 //! Replicas and the controller's annotations change together in one merge patch guarded by the
@@ -10,19 +10,22 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use k8s_openapi::{
-    api::apps::v1::Deployment, apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry,
+    NamespaceResourceScope,
+    api::apps::v1::{Deployment, StatefulSet},
+    apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry,
 };
 use kube::{
-    Api, Client,
+    Api, Client, Resource,
     api::{Patch, PatchParams},
 };
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::{
     error::{Error, is_status},
     foo::Foo,
     ops::metrics::{Metrics, Outcome, ScaleDirection},
-    runtime::{CONTROLLER_NAME, events::Events},
+    runtime::{CONTROLLER_NAME, events::Events, key::ObjectKey},
     scaling::target::{ScaleTarget, TargetKind, TargetState},
     schedule::{
         self, Annotations, Direction, ScaleChange, Schedule, Transition, already_warned,
@@ -135,22 +138,28 @@ async fn warn_once(
 }
 
 async fn fetch(ctx: &ScalingContext, target: &ScaleTarget) -> Result<Option<TargetState>, Error> {
-    let key = &target.key;
+    let (client, key) = (&ctx.client, &target.key);
     let observed = match target.kind {
-        TargetKind::Deployment => {
-            let api: Api<Deployment> = Api::namespaced(ctx.client.clone(), &key.namespace);
-            api.get_opt(&key.name)
-                .await
-                .map(|found| found.as_ref().map(TargetState::of_deployment))
-        }
-        TargetKind::Foo => {
-            let api: Api<Foo> = Api::namespaced(ctx.client.clone(), &key.namespace);
-            api.get_opt(&key.name)
-                .await
-                .map(|found| found.as_ref().map(TargetState::of_foo))
-        }
+        TargetKind::Deployment => get(client, key, TargetState::of_deployment).await,
+        TargetKind::StatefulSet => get(client, key, TargetState::of_stateful_set).await,
+        TargetKind::Foo => get(client, key, TargetState::of_foo).await,
     };
     observed.map_err(Error::api("get", target.kind.as_str(), key))
+}
+
+async fn get<K>(
+    client: &Client,
+    key: &ObjectKey,
+    state: impl Fn(&K) -> TargetState,
+) -> Result<Option<TargetState>, kube::Error>
+where
+    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug,
+{
+    let api: Api<K> = Api::namespaced(client.clone(), &key.namespace);
+    Ok(api.get_opt(&key.name).await?.as_ref().map(state))
 }
 
 /// The merge patch that makes `change`: replicas and the controller's annotations in one
@@ -298,27 +307,35 @@ async fn apply(
     }
 }
 
-/// Sends a merge patch to a Deployment or Foo, as field manager `cronscaler`.
+/// Sends a merge patch to a scale target, as field manager `cronscaler`.
 pub async fn patch_target(
     client: &Client,
     target: &ScaleTarget,
     patch: &Value,
 ) -> Result<(), kube::Error> {
+    let key = &target.key;
+    match target.kind {
+        TargetKind::Deployment => merge_patch::<Deployment>(client, key, patch).await,
+        TargetKind::StatefulSet => merge_patch::<StatefulSet>(client, key, patch).await,
+        TargetKind::Foo => merge_patch::<Foo>(client, key, patch).await,
+    }
+}
+
+async fn merge_patch<K>(client: &Client, key: &ObjectKey, patch: &Value) -> Result<(), kube::Error>
+where
+    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug,
+{
     let params = PatchParams {
         field_manager: Some(CONTROLLER_NAME.into()),
         ..PatchParams::default()
     };
-    let key = &target.key;
-    match target.kind {
-        TargetKind::Deployment => Api::<Deployment>::namespaced(client.clone(), &key.namespace)
-            .patch(&key.name, &params, &Patch::Merge(patch))
-            .await
-            .map(drop),
-        TargetKind::Foo => Api::<Foo>::namespaced(client.clone(), &key.namespace)
-            .patch(&key.name, &params, &Patch::Merge(patch))
-            .await
-            .map(drop),
-    }
+    Api::<K>::namespaced(client.clone(), &key.namespace)
+        .patch(&key.name, &params, &Patch::Merge(patch))
+        .await
+        .map(drop)
 }
 
 /// Who last set `spec.replicas`, other than this controller, from `managedFields`.

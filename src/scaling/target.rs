@@ -1,10 +1,13 @@
-//! What scheduled scaling acts on: Deployments and Foos, named by kind and key, and what it
+//! What scheduled scaling acts on: Deployments, StatefulSets and Foos, named by kind and key, and what it
 //! reads of one.
 
 use std::{collections::BTreeMap, fmt};
 
 use k8s_openapi::{
-    api::{apps::v1::Deployment, core::v1::ObjectReference},
+    api::{
+        apps::v1::{Deployment, StatefulSet},
+        core::v1::ObjectReference,
+    },
     apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry,
 };
 use kube::{Resource, ResourceExt};
@@ -18,6 +21,7 @@ use crate::{
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum TargetKind {
     Deployment,
+    StatefulSet,
     Foo,
 }
 
@@ -25,6 +29,7 @@ impl TargetKind {
     pub fn as_str(self) -> &'static str {
         match self {
             TargetKind::Deployment => "Deployment",
+            TargetKind::StatefulSet => "StatefulSet",
             TargetKind::Foo => "Foo",
         }
     }
@@ -63,31 +68,32 @@ pub struct TargetState {
 
 impl TargetState {
     pub fn of_deployment(deployment: &Deployment) -> Self {
-        let controlling_foo =
-            controlling_foo(deployment.owner_references()).map(|owner| owner.name.clone());
+        let replicas = deployment.spec.as_ref().and_then(|spec| spec.replicas);
         Self {
-            reference: deployment.object_ref(&()),
-            // The API server's default for an unset `spec.replicas`.
-            replicas: deployment
-                .spec
-                .as_ref()
-                .and_then(|spec| spec.replicas)
-                .unwrap_or(1),
-            annotations: deployment.annotations().clone(),
-            resource_version: deployment.resource_version(),
-            managed_fields: deployment.managed_fields().to_vec(),
-            controlling_foo,
+            controlling_foo: controlling_foo(deployment.owner_references())
+                .map(|owner| owner.name.clone()),
+            ..Self::of(deployment, replicas)
         }
     }
 
+    pub fn of_stateful_set(stateful_set: &StatefulSet) -> Self {
+        let replicas = stateful_set.spec.as_ref().and_then(|spec| spec.replicas);
+        Self::of(stateful_set, replicas)
+    }
+
     pub fn of_foo(foo: &Foo) -> Self {
+        // An unset Foo replicas leaves its Deployment at the server default of 1.
+        Self::of(foo, foo.spec.replicas)
+    }
+
+    fn of<K: Resource<DynamicType = ()>>(object: &K, replicas: Option<i32>) -> Self {
         Self {
-            reference: foo.object_ref(&()),
-            // An unset Foo replicas leaves its Deployment at the server default of 1.
-            replicas: foo.spec.replicas.unwrap_or(1),
-            annotations: foo.annotations().clone(),
-            resource_version: foo.resource_version(),
-            managed_fields: foo.managed_fields().to_vec(),
+            reference: object.object_ref(&()),
+            // The API server's default for an unset `spec.replicas`.
+            replicas: replicas.unwrap_or(1),
+            annotations: object.annotations().clone(),
+            resource_version: object.resource_version(),
+            managed_fields: object.managed_fields().to_vec(),
             controlling_foo: None,
         }
     }

@@ -3,7 +3,10 @@
 
 use std::{fmt, path::Path};
 
-use k8s_openapi::{NamespaceResourceScope, api::apps::v1::Deployment};
+use k8s_openapi::{
+    NamespaceResourceScope,
+    api::apps::v1::{Deployment, StatefulSet},
+};
 use kube::{Api, Client, Resource, api::ListParams};
 use serde::{Deserialize, de::DeserializeOwned};
 use serde_json::Value;
@@ -16,7 +19,7 @@ use crate::{
     scaling::target::{ScaleTarget, TargetKind, TargetState},
 };
 
-/// Deployments and Foos from YAML or JSON manifests: files, or the `.yaml`/`.yml`/`.json` files
+/// Deployments, StatefulSets and Foos from YAML or JSON manifests: files, or the `.yaml`/`.yml`/`.json` files
 /// of a directory (one level deep, as `kubectl apply -f` reads one). `List` documents, and the
 /// `DeploymentList`-style ones `kubectl get -o yaml|json` prints, are expanded into their items.
 /// Whatever is not simulated is listed in [`Manifests::skipped`]; objects without a namespace
@@ -169,14 +172,14 @@ impl fmt::Display for SkipReason {
             SkipReason::NotAManifestFile => "not a .yaml, .yml or .json file",
             SkipReason::NotAnObject => "not an object (a mapping with apiVersion and kind)",
             SkipReason::NoKind => "no kind",
-            SkipReason::NotScheduled => "not a Deployment or Foo",
+            SkipReason::NotScheduled => "not a Deployment, StatefulSet or Foo",
             SkipReason::NoName => "no metadata.name",
             SkipReason::NestedList => "a List inside a List is not expanded",
         })
     }
 }
 
-/// The Deployments and Foos of one multi-document YAML (or JSON) text, `path` naming it in
+/// The Deployments, StatefulSets and Foos of one multi-document YAML (or JSON) text, `path` naming it in
 /// what is skipped and in errors.
 pub fn parse_manifests(text: &str, path: &str) -> Result<Manifests, PlanError> {
     let mut manifests = Manifests::default();
@@ -224,6 +227,14 @@ fn read_object(
             (
                 TargetKind::Deployment,
                 TargetState::of_deployment(&deployment),
+            )
+        }
+        "StatefulSet" => {
+            let stateful_set: StatefulSet =
+                serde_json::from_value(value.clone()).map_err(manifest_error)?;
+            (
+                TargetKind::StatefulSet,
+                TargetState::of_stateful_set(&stateful_set),
             )
         }
         "Foo" => {
@@ -282,13 +293,14 @@ fn describe(value: &Value) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join(" "))
 }
 
-/// The Deployments and Foos of the live cluster (or one namespace of it). A cluster without
-/// the Foo CRD simply has no Foos.
+/// The Deployments, StatefulSets and Foos of the live cluster (or one namespace of it). A
+/// cluster without the Foo CRD simply has no Foos.
 pub async fn read_cluster(
     client: &Client,
     namespace: Option<&str>,
 ) -> Result<Vec<PlanObject>, kube::Error> {
     let deployments: Vec<Deployment> = list(client, namespace).await?;
+    let stateful_sets: Vec<StatefulSet> = list(client, namespace).await?;
     let foos: Vec<Foo> = match list(client, namespace).await {
         Err(error) if is_status(&error, 404) => Vec::new(),
         listed => listed?,
@@ -299,10 +311,17 @@ pub async fn read_cluster(
             TargetState::of_deployment(deployment),
         )
     });
+    let stateful_sets = stateful_sets.iter().map(|stateful_set| {
+        (
+            TargetKind::StatefulSet,
+            TargetState::of_stateful_set(stateful_set),
+        )
+    });
     let foos = foos
         .iter()
         .map(|foo| (TargetKind::Foo, TargetState::of_foo(foo)));
     Ok(deployments
+        .chain(stateful_sets)
         .chain(foos)
         .map(|(kind, observed)| plan_object(kind, observed))
         .collect())

@@ -44,6 +44,34 @@ fn transitions_follow_local_time_across_a_dst_change() {
 }
 
 #[test]
+fn a_stateful_set_is_planned_as_a_deployment_is() {
+    let text = "apiVersion: apps/v1\nkind: StatefulSet\nmetadata:\n  name: db\n  namespace: staging\n  annotations:\n    cronscaler.dev/scale-down: \"0 20 * * *\"\nspec:\n  replicas: 2\n  serviceName: db\n  selector: {matchLabels: {app: db}}\n  template: {metadata: {labels: {app: db}}, spec: {containers: [{name: db, image: postgres}]}}\n";
+    let objects = parse_manifests(text, "db.yaml").unwrap().objects;
+    let plan = simulate(&objects, utc(7, 13), utc(8, 12), Tz::UTC);
+    let rows: Vec<_> = plan
+        .transitions
+        .iter()
+        .map(|t| {
+            (
+                t.kind.as_str(),
+                t.name.as_str(),
+                t.action.as_str(),
+                t.from,
+                t.to,
+            )
+        })
+        .collect();
+    // Last night's scale-down caught up at the start, then tonight's finds nothing to take.
+    assert_eq!(
+        rows,
+        vec![
+            ("StatefulSet", "db", "down", 2, 0),
+            ("StatefulSet", "db", "down", 0, 0)
+        ]
+    );
+}
+
+#[test]
 fn a_night_time_scale_up_by_hand_is_kept_as_the_controller_would() {
     let text = deployment(
         "web",
@@ -89,7 +117,7 @@ fn other_kinds_are_skipped_and_broken_documents_named() {
     assert!(manifests.objects.is_empty());
     assert_eq!(
         skipped(&manifests),
-        ["ns.yaml: document 1: Namespace staging: not a Deployment or Foo"]
+        ["ns.yaml: document 1: Namespace staging: not a Deployment, StatefulSet or Foo"]
     );
     let error = parse_manifests("kind: Deployment\nspec: [not, a, spec]\n", "broken.yaml")
         .unwrap_err()
@@ -160,8 +188,8 @@ fn what_is_skipped_is_named_with_its_place_and_reason() {
     assert_eq!(
         skipped(&manifests),
         [
-            "skipped.yaml: document 1: Service staging/web: not a Deployment or Foo",
-            "skipped.yaml: document 2: ConfigMap settings: not a Deployment or Foo",
+            "skipped.yaml: document 1: Service staging/web: not a Deployment, StatefulSet or Foo",
+            "skipped.yaml: document 2: ConfigMap settings: not a Deployment, StatefulSet or Foo",
             "skipped.yaml: document 3: orphan: no kind",
             "skipped.yaml: document 4, items[0]: Deployment: no metadata.name",
             "skipped.yaml: document 4, items[1]: List: a List inside a List is not expanded",

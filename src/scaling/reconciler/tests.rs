@@ -412,6 +412,57 @@ async fn a_foo_is_scaled_through_its_spec() {
 }
 
 #[tokio::test]
+async fn a_stateful_set_sleeps_as_a_deployment_does() {
+    let path = "/apis/apps/v1/namespaces/shop/statefulsets/db";
+    // Shaped as a v1.26 API server answers; the controller reads only metadata and replicas.
+    let stateful_set = json!({
+        "apiVersion": "apps/v1", "kind": "StatefulSet",
+        "metadata": {
+            "name": "db", "namespace": "shop", "uid": "7f0c4bb6-9a55-4b58-b0c5-2f6f3e6c1a9d",
+            "resourceVersion": "4711", "generation": 1,
+            "annotations": { (schedule::SCALE_DOWN): "0 20 * * *" },
+        },
+        "spec": {
+            "replicas": 3, "serviceName": "db",
+            "selector": { "matchLabels": { "app": "db" } },
+            "template": {
+                "metadata": { "labels": { "app": "db" } },
+                "spec": { "containers": [{ "name": "db", "image": "postgres:16" }] },
+            },
+        },
+    });
+    let script = vec![
+        get(path, stateful_set.clone()),
+        scale_patch(
+            path,
+            json!({
+                "metadata": {
+                    "resourceVersion": "4711",
+                    "annotations": {
+                        "cronscaler.dev/original-replicas": "3",
+                        "cronscaler.dev/last-transition": "2026-11-23T20:00:00Z down",
+                    },
+                },
+                "spec": { "replicas": 0 },
+            }),
+            stateful_set,
+        ),
+        event(
+            "shop",
+            "Normal",
+            "ScaledDown",
+            "scaled down from 3 to 0 replicas by cronscaler.dev/scale-down \"0 20 * * *\" (UTC) at 2026-11-23T20:00:00Z",
+            "db",
+        ),
+    ];
+    let target = ScaleTarget {
+        kind: TargetKind::StatefulSet,
+        key: ObjectKey::new("shop", "db"),
+    };
+    reconcile_ok(target, &[at(20, 0, 0)], false, script).await;
+}
+
+#[tokio::test]
 async fn a_schedule_on_a_deployment_of_a_foo_is_refused_naming_the_foo() {
     let mut deployment = app_0(1, &NIGHTLY);
     deployment["metadata"]["ownerReferences"] = json!([{
