@@ -97,6 +97,61 @@ async fn a_deployment_sleeps_and_wakes_on_the_second() {
 }
 
 #[tokio::test]
+async fn a_stateful_set_sleeps_and_wakes_as_a_deployment_does() {
+    let Some(scenario) = Scenario::shared("statefulset").await else {
+        return;
+    };
+    let mut controller = scenario.start_controller("cronscaler", &[]);
+    controller.wait_ready().await;
+    let stateful_sets = scenario.stateful_sets();
+    let down = whole_second_in(6);
+    let up = down + chrono::Duration::seconds(6);
+    let annotations = json!({
+        "cronscaler.dev/scale-down": support::cron_at(down),
+        "cronscaler.dev/scale-up": support::cron_at(up),
+    });
+    stateful_sets
+        .create(
+            &PostParams::default(),
+            &support::stateful_set("db", 3, annotations),
+        )
+        .await
+        .expect("an annotated StatefulSet");
+    let replicas_and_annotations = || async {
+        let stateful_set = stateful_sets.get("db").await.ok()?;
+        let replicas = stateful_set.spec.as_ref()?.replicas?;
+        Some((
+            replicas,
+            stateful_set.metadata.annotations.unwrap_or_default(),
+        ))
+    };
+    let annotations = eventually("the StatefulSet's scale-down to 0", LATENESS, || async {
+        let (replicas, annotations) = replicas_and_annotations().await?;
+        (replicas == 0).then_some(annotations)
+    })
+    .await;
+    assert_eq!(annotations.get(ORIGINAL).map(String::as_str), Some("3"));
+    assert_eq!(annotations.get(LAST), Some(&last_transition(down, "down")));
+    let scaled_down = scenario.event("db", "ScaledDown", LATENESS).await;
+    assert_eq!(
+        scaled_down
+            .regarding
+            .and_then(|object| object.kind)
+            .as_deref(),
+        Some("StatefulSet")
+    );
+    eventually("the StatefulSet's scale-up back to 3", LATENESS, || async {
+        let (replicas, annotations) = replicas_and_annotations().await?;
+        (replicas == 3 && annotations.get(LAST) == Some(&last_transition(up, "up"))).then_some(())
+    })
+    .await;
+    controller
+        .assert_stops_cleanly(Duration::from_secs(5))
+        .await;
+    scenario.finish().await;
+}
+
+#[tokio::test]
 async fn a_foo_is_scheduled_and_a_bad_schedule_is_reported() {
     let Some(scenario) = Scenario::shared("schedule-foo").await else {
         return;

@@ -26,7 +26,10 @@ use std::{
 
 use chrono::{DateTime, Timelike as _, Utc};
 use k8s_openapi::api::{
-    apps::v1::Deployment, coordination::v1::Lease, core::v1::Namespace, events::v1::Event,
+    apps::v1::{Deployment, StatefulSet},
+    coordination::v1::Lease,
+    core::v1::Namespace,
+    events::v1::Event,
 };
 use kube::{
     Api, Client, ResourceExt as _,
@@ -306,6 +309,10 @@ impl Scenario {
     }
 
     pub fn deployments(&self) -> Api<Deployment> {
+        Api::namespaced(self.client.clone(), &self.namespace)
+    }
+
+    pub fn stateful_sets(&self) -> Api<StatefulSet> {
         Api::namespaced(self.client.clone(), &self.namespace)
     }
 
@@ -636,6 +643,23 @@ pub fn deployment(name: &str, replicas: i32, annotations: Value) -> Deployment {
         },
     }))
     .expect("a Deployment")
+}
+
+/// A StatefulSet as a user would write it.
+pub fn stateful_set(name: &str, replicas: i32, annotations: Value) -> StatefulSet {
+    serde_json::from_value(json!({
+        "metadata": { "name": name, "annotations": annotations },
+        "spec": {
+            "replicas": replicas,
+            "serviceName": name,
+            "selector": { "matchLabels": { "app": name } },
+            "template": {
+                "metadata": { "labels": { "app": name } },
+                "spec": { "containers": [{ "name": "db", "image": "postgres:16" }] },
+            },
+        },
+    }))
+    .expect("a StatefulSet")
 }
 
 /// Replicas and annotations of a Deployment, as `kubectl get -o yaml` shows them.
