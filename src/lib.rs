@@ -1,4 +1,4 @@
-//! cronscaler: scheduled scaling of Deployments, StatefulSets and Foos, and the Foo -> Deployment controller,
+//! cronscaler: scheduled scaling of Deployments, StatefulSets, CronJobs and Foos, and the Foo -> Deployment controller,
 //! sharing one rate-limited workqueue.
 //!
 //! - [`schedule`]: the pure schedule rules (annotations, cron with DST, `decide`).

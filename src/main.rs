@@ -46,7 +46,7 @@ async fn restore(args: RestoreArgs) -> anyhow::Result<ExitCode> {
         .context("connecting to the Kubernetes API server")?;
     let objects = plan::read_cluster(&client, args.namespace.as_deref())
         .await
-        .context("listing Deployments, StatefulSets and Foos")?;
+        .context("listing Deployments, StatefulSets, CronJobs and Foos")?;
     let chosen: Vec<_> = match &args.name {
         Some(name) => objects
             .into_iter()
@@ -56,7 +56,7 @@ async fn restore(args: RestoreArgs) -> anyhow::Result<ExitCode> {
     };
     if let (Some(name), true) = (&args.name, chosen.is_empty()) {
         anyhow::bail!(
-            "no Deployment, StatefulSet or Foo named {name:?} in namespace {:?}",
+            "no Deployment, StatefulSet, CronJob or Foo named {name:?} in namespace {:?}",
             args.namespace.unwrap_or_default()
         );
     }
@@ -84,7 +84,7 @@ async fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
             .context("connecting to the Kubernetes API server (or pass -f)")?;
         plan::read_cluster(&client, args.namespace.as_deref())
             .await
-            .context("listing Deployments, StatefulSets and Foos")?
+            .context("listing Deployments, StatefulSets, CronJobs and Foos")?
     } else {
         let manifests = plan::read_manifests(&args.files)?;
         // Standard error, so that standard output stays the plan alone (`-o json` included).

@@ -152,6 +152,81 @@ async fn a_stateful_set_sleeps_and_wakes_as_a_deployment_does() {
 }
 
 #[tokio::test]
+async fn cron_jobs_are_suspended_for_the_night_and_get_their_own_suspend_back() {
+    let Some(scenario) = Scenario::shared("cronjob").await else {
+        return;
+    };
+    let mut controller = scenario.start_controller("cronscaler", &[]);
+    controller.wait_ready().await;
+    let cron_jobs = scenario.cron_jobs();
+    let down = whole_second_in(6);
+    let up = down + chrono::Duration::seconds(6);
+    let annotations = json!({
+        "cronscaler.dev/scale-down": support::cron_at(down),
+        "cronscaler.dev/scale-up": support::cron_at(up),
+    });
+    for (name, suspended) in [("report", false), ("paused-by-hand", true)] {
+        cron_jobs
+            .create(
+                &PostParams::default(),
+                &support::cron_job(name, suspended, annotations.clone()),
+            )
+            .await
+            .expect("an annotated CronJob");
+    }
+    let suspend_and_annotations = |name: &'static str| {
+        let cron_jobs = cron_jobs.clone();
+        async move {
+            let cron_job = cron_jobs.get(name).await.ok()?;
+            let suspend = cron_job.spec.as_ref()?.suspend.unwrap_or(false);
+            Some((suspend, cron_job.metadata.annotations.unwrap_or_default()))
+        }
+    };
+    let annotations = eventually("the CronJob suspended for the night", LATENESS, || async {
+        let (suspend, annotations) = suspend_and_annotations("report").await?;
+        suspend.then_some(annotations)
+    })
+    .await;
+    assert_eq!(
+        annotations
+            .get("cronscaler.dev/original-suspend")
+            .map(String::as_str),
+        Some("false"),
+        "it remembers it ran: {annotations:?}"
+    );
+    assert_eq!(annotations.get(LAST), Some(&last_transition(down, "down")));
+    let suspended = scenario.event("report", "ScaledDown", LATENESS).await;
+    assert!(
+        suspended
+            .note
+            .as_deref()
+            .is_some_and(|note| note.starts_with("scaled down from running to suspended")),
+        "{suspended:?}"
+    );
+    eventually(
+        "the CronJob running again after the scale-up",
+        LATENESS,
+        || async {
+            let (suspend, annotations) = suspend_and_annotations("report").await?;
+            (!suspend && annotations.get(LAST) == Some(&last_transition(up, "up"))).then_some(())
+        },
+    )
+    .await;
+    let (suspend, annotations) = eventually("the CronJob suspended by hand", LATENESS, || async {
+        let (suspend, annotations) = suspend_and_annotations("paused-by-hand").await?;
+        (annotations.get(LAST) == Some(&last_transition(up, "up")))
+            .then_some((suspend, annotations))
+    })
+    .await;
+    assert!(suspend, "suspended before the night, it stays suspended");
+    assert!(!annotations.contains_key("cronscaler.dev/original-suspend"));
+    controller
+        .assert_stops_cleanly(Duration::from_secs(5))
+        .await;
+    scenario.finish().await;
+}
+
+#[tokio::test]
 async fn a_foo_is_scheduled_and_a_bad_schedule_is_reported() {
     let Some(scenario) = Scenario::shared("schedule-foo").await else {
         return;

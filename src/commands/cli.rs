@@ -106,7 +106,7 @@ pub enum LogFormat {
 
 #[derive(Debug, Clone, Args)]
 pub struct PlanArgs {
-    /// Manifest file or directory of them (multi-document YAML; Deployments, StatefulSets and Foos). Repeatable.
+    /// Manifest file or directory of them (multi-document YAML; Deployments, StatefulSets, CronJobs and Foos). Repeatable.
     /// Without it, the objects of the live cluster.
     #[arg(
         short = 'f',

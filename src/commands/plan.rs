@@ -9,7 +9,7 @@ use chrono_tz::Tz;
 use serde::Serialize;
 
 use crate::{
-    scaling::target::{ScaleTarget, TargetState},
+    scaling::target::{ScaleTarget, TargetKind, TargetState},
     schedule::{self, Annotations, Direction, ScaleChange, Schedule, Tally, tally},
 };
 
@@ -111,7 +111,7 @@ pub fn simulate(
     for object in objects {
         let target = &object.target;
         let observed = &object.observed;
-        let parsed = schedule::parse(&observed.annotations, default_timezone);
+        let parsed = target.kind.parse(&observed.annotations, default_timezone);
         if let Some(foo) = &observed.controlling_foo {
             if matches!(parsed, Annotations::Scheduled(..) | Annotations::Invalid(_)) {
                 let problem = format!("controlled by Foo {foo:?}: annotate the Foo instead");
@@ -164,7 +164,7 @@ fn simulate_object(
     let mut counted = false;
     let mut now = from;
     loop {
-        let parsed = schedule::parse(&annotations, default_timezone);
+        let parsed = target.kind.parse(&annotations, default_timezone);
         if let Some(change) = schedule::decide(&parsed, replicas, now) {
             let to = change.replicas.unwrap_or(replicas);
             let action = change.applied.map_or("restore".to_string(), |transition| {
@@ -184,7 +184,7 @@ fn simulate_object(
             });
             in_window += u64::from(!catch_up);
             replicas = to;
-            apply_annotations(&mut annotations, &change);
+            apply_annotations(target.kind, &mut annotations, &change);
         }
         let Annotations::Scheduled(schedule, _) = &parsed else {
             break;
@@ -253,8 +253,13 @@ fn invalid(target: &ScaleTarget, problems: Vec<String>) -> InvalidObject {
 }
 
 /// What the controller's patch does to the annotations, for the next step of the simulation.
-fn apply_annotations(annotations: &mut BTreeMap<String, String>, change: &ScaleChange) {
+fn apply_annotations(
+    kind: TargetKind,
+    annotations: &mut BTreeMap<String, String>,
+    change: &ScaleChange,
+) {
     for (key, value) in change.annotation_updates() {
+        let (key, value) = kind.written(key, value);
         match value {
             Some(value) => annotations.insert(key.to_string(), value),
             None => annotations.remove(key),

@@ -11,7 +11,7 @@ use kube::Client;
 
 use crate::{
     commands::plan::PlanObject,
-    scaling::{patch_for, patch_target},
+    scaling::{patch_for, patch_target, target::TargetKind},
     schedule::{self, InvalidAnnotation, ScaleChange},
 };
 
@@ -19,6 +19,7 @@ use crate::{
 /// controller wrote count, and `down-replicas`, which says what the scale-down set. `Ok(None)`
 /// when there is nothing to restore.
 pub fn restore_change(
+    kind: TargetKind,
     annotations: &BTreeMap<String, String>,
     replicas: i32,
     now: DateTime<Utc>,
@@ -31,7 +32,7 @@ pub fn restore_change(
         .map(|(key, value)| (key.clone(), value.clone()))
         .collect();
     // Without crons the contract's own rule for a removed schedule applies.
-    match schedule::parse(&leftovers, Tz::UTC) {
+    match kind.parse(&leftovers, Tz::UTC) {
         schedule::Annotations::Invalid(problems) => Err(problems),
         unscheduled => Ok(schedule::decide(&unscheduled, replicas, now)),
     }
@@ -49,19 +50,25 @@ pub async fn restore(
     for object in objects {
         let target = &object.target;
         let observed = &object.observed;
-        let change = match restore_change(&observed.annotations, observed.replicas, now) {
-            Ok(Some(change)) => change,
-            Ok(None) => continue,
-            Err(problems) => {
-                all_ok = false;
-                let reasons: Vec<String> = problems.iter().map(ToString::to_string).collect();
-                lines.push(format!("skipped {target}: {}", reasons.join("; ")));
-                continue;
-            }
-        };
-        let patch = patch_for(&change, observed.resource_version.as_deref());
+        let change =
+            match restore_change(target.kind, &observed.annotations, observed.replicas, now) {
+                Ok(Some(change)) => change,
+                Ok(None) => continue,
+                Err(problems) => {
+                    all_ok = false;
+                    let reasons: Vec<String> = problems.iter().map(ToString::to_string).collect();
+                    lines.push(format!("skipped {target}: {}", reasons.join("; ")));
+                    continue;
+                }
+            };
+        let patch = patch_for(target.kind, &change, observed.resource_version.as_deref());
         match patch_target(client, target, &patch).await {
             Ok(()) => lines.push(match change.replicas {
+                Some(to) if target.kind == TargetKind::CronJob => format!(
+                    "restored {target}: {} -> {}",
+                    target.kind.amount(observed.replicas),
+                    target.kind.amount(to)
+                ),
                 Some(to) => format!("restored {target}: replicas {} -> {to}", observed.replicas),
                 None => format!(
                     "cleaned up {target}: {}",
@@ -112,7 +119,9 @@ mod tests {
             (schedule::ORIGINAL_REPLICAS, "4"),
             (schedule::LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
         ]);
-        let change = restore_change(&night, 0, now()).unwrap().unwrap();
+        let change = restore_change(TargetKind::Deployment, &night, 0, now())
+            .unwrap()
+            .unwrap();
         assert_eq!(change.replicas, Some(4));
         assert_eq!(
             change.annotation_updates(),
@@ -130,7 +139,9 @@ mod tests {
             (schedule::SCALE_DOWN, "0 20 * * *"),
             (schedule::LAST_TRANSITION, "2026-11-23T07:00:00Z up"),
         ]);
-        let change = restore_change(&day, 3, now()).unwrap().unwrap();
+        let change = restore_change(TargetKind::Deployment, &day, 3, now())
+            .unwrap()
+            .unwrap();
         assert_eq!(change.replicas, None);
         assert_eq!(
             change.annotation_updates(),
@@ -138,6 +149,7 @@ mod tests {
         );
         assert_eq!(
             restore_change(
+                TargetKind::Deployment,
                 &annotations(&[(schedule::SCALE_DOWN, "0 20 * * *")]),
                 3,
                 now()
@@ -153,7 +165,7 @@ mod tests {
             (schedule::ORIGINAL_REPLICAS, "3"),
             (schedule::LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
         ];
-        let woken = restore_change(&annotations(&night), 6, now())
+        let woken = restore_change(TargetKind::Deployment, &annotations(&night), 6, now())
             .unwrap()
             .unwrap();
         assert_eq!(woken.replicas, None);
@@ -171,20 +183,24 @@ mod tests {
         let mut one_left = night.to_vec();
         one_left.push((schedule::DOWN_REPLICAS, "1"));
         let one_left = annotations(&one_left);
-        let put_to_sleep_by_hand = restore_change(&one_left, 0, now()).unwrap().unwrap();
+        let put_to_sleep_by_hand = restore_change(TargetKind::Deployment, &one_left, 0, now())
+            .unwrap()
+            .unwrap();
         assert_eq!(put_to_sleep_by_hand.replicas, None);
         assert_eq!(
             put_to_sleep_by_hand.cleanup,
             Some(Cleanup::TakenOver { set: 1 })
         );
-        let untouched = restore_change(&one_left, 1, now()).unwrap().unwrap();
+        let untouched = restore_change(TargetKind::Deployment, &one_left, 1, now())
+            .unwrap()
+            .unwrap();
         assert_eq!(untouched.replicas, Some(3));
     }
 
     #[test]
     fn a_mangled_original_is_reported_not_guessed() {
         let mangled = annotations(&[(schedule::ORIGINAL_REPLICAS, "three")]);
-        let problems = restore_change(&mangled, 0, now()).unwrap_err();
+        let problems = restore_change(TargetKind::Deployment, &mangled, 0, now()).unwrap_err();
         assert!(
             problems[0]
                 .to_string()

@@ -8,7 +8,10 @@ use std::{
     time::Duration,
 };
 
-use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+use k8s_openapi::api::{
+    apps::v1::{Deployment, StatefulSet},
+    batch::v1::CronJob,
+};
 use kube::{
     Api, Client, Resource, ResourceExt,
     client::ClientBuilder,
@@ -110,6 +113,7 @@ pub async fn run(
     let foo_schedules = tracker(TargetKind::Foo);
     let deployment_schedules = tracker(TargetKind::Deployment);
     let stateful_set_schedules = tracker(TargetKind::StatefulSet);
+    let cron_job_schedules = tracker(TargetKind::CronJob);
 
     // Foos are watched whether or not the CRD is installed: without it the watch retries every
     // few seconds and the Foo controller starts the moment it appears. Scheduled scaling of
@@ -154,8 +158,8 @@ pub async fn run(
         )
     };
 
-    // Every Deployment and StatefulSet, as metadata only and kept nowhere: the trackers keep
-    // what they need of the annotated ones.
+    // Every Deployment, StatefulSet and CronJob, as metadata only and kept nowhere: the
+    // trackers keep what they need of the annotated ones.
     let all_deployments = metadata_feed::<Deployment>(
         &client,
         namespace,
@@ -172,6 +176,14 @@ pub async fn run(
         &clock,
         &outage,
     );
+    let all_cron_jobs = metadata_feed::<CronJob>(
+        &client,
+        namespace,
+        "CronJobs",
+        &cron_job_schedules,
+        &clock,
+        &outage,
+    );
 
     let feeds = vec![
         tokio::spawn(while_alive(
@@ -181,6 +193,10 @@ pub async fn run(
         tokio::spawn(while_alive(
             health.alive("watch of StatefulSets"),
             all_stateful_sets,
+        )),
+        tokio::spawn(while_alive(
+            health.alive("watch of CronJobs"),
+            all_cron_jobs,
         )),
         tokio::spawn(while_alive(health.alive("watch of Foos"), foo_feed)),
         tokio::spawn(while_alive(
@@ -194,7 +210,12 @@ pub async fn run(
     // it queues what is due now: every Foo, and the scheduled objects that need a look.
     let resync = {
         let (foos, queue, clock) = (foo_store.clone(), queue.clone(), clock.clone());
-        let trackers = [foo_schedules, deployment_schedules, stateful_set_schedules];
+        let trackers = [
+            foo_schedules,
+            deployment_schedules,
+            stateful_set_schedules,
+            cron_job_schedules,
+        ];
         move || {
             let now = clock();
             for tracker in &trackers {

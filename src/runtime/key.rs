@@ -39,7 +39,7 @@ impl fmt::Display for ObjectKey {
 pub enum WorkKey {
     /// Bring a Foo's Deployment and status in line with its spec.
     Foo(ObjectKey),
-    /// Apply the schedule of a Deployment, StatefulSet or Foo at the current time.
+    /// Apply the schedule of a Deployment, StatefulSet, CronJob or Foo at the current time.
     Scale(ScaleTarget),
 }
 

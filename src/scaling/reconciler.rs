@@ -1,4 +1,4 @@
-//! The scheduled-scaling reconciler: reads one Deployment, StatefulSet or Foo, evaluates its schedule at
+//! The scheduled-scaling reconciler: reads one Deployment, StatefulSet, CronJob or Foo, evaluates its schedule at
 //! `now` with the pure rules of [`crate::schedule`], and applies the outcome in one request.
 //!
 //! Replicas and the controller's annotations change together in one merge patch guarded by the
@@ -11,7 +11,10 @@ use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use k8s_openapi::{
     NamespaceResourceScope,
-    api::apps::v1::{Deployment, StatefulSet},
+    api::{
+        apps::v1::{Deployment, StatefulSet},
+        batch::v1::CronJob,
+    },
     apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry,
 };
 use kube::{
@@ -70,7 +73,9 @@ pub async fn reconcile(
     let Some(observed) = fetch(ctx, target).await? else {
         return Ok(());
     };
-    let annotations = schedule::parse(&observed.annotations, ctx.default_timezone);
+    let annotations = target
+        .kind
+        .parse(&observed.annotations, ctx.default_timezone);
 
     if let Some(foo) = &observed.controlling_foo {
         if has_schedule(&observed.annotations) {
@@ -142,6 +147,7 @@ async fn fetch(ctx: &ScalingContext, target: &ScaleTarget) -> Result<Option<Targ
     let observed = match target.kind {
         TargetKind::Deployment => get(client, key, TargetState::of_deployment).await,
         TargetKind::StatefulSet => get(client, key, TargetState::of_stateful_set).await,
+        TargetKind::CronJob => get(client, key, TargetState::of_cron_job).await,
         TargetKind::Foo => get(client, key, TargetState::of_foo).await,
     };
     observed.map_err(Error::api("get", target.kind.as_str(), key))
@@ -164,10 +170,11 @@ where
 
 /// The merge patch that makes `change`: replicas and the controller's annotations in one
 /// request, guarded by the resourceVersion the decision was made on.
-pub fn patch_for(change: &ScaleChange, resource_version: Option<&str>) -> Value {
+pub fn patch_for(kind: TargetKind, change: &ScaleChange, resource_version: Option<&str>) -> Value {
     let annotations: serde_json::Map<String, Value> = change
         .annotation_updates()
         .into_iter()
+        .map(|(key, value)| kind.written(key, value))
         .map(|(key, value)| (key.to_string(), value.map_or(Value::Null, Value::String)))
         .collect();
     let mut patch = json!({ "metadata": { "annotations": annotations } });
@@ -175,18 +182,28 @@ pub fn patch_for(change: &ScaleChange, resource_version: Option<&str>) -> Value 
         patch["metadata"]["resourceVersion"] = json!(resource_version);
     }
     if let Some(replicas) = change.replicas {
-        patch["spec"] = json!({ "replicas": replicas });
+        patch["spec"] = kind.spec_patch(replicas);
     }
     patch
 }
 
 /// The Event that tells a user what a change did: reason and note.
 pub fn describe_change(
+    kind: TargetKind,
     change: &ScaleChange,
     from: i32,
     annotations: &Annotations,
 ) -> (&'static str, String) {
     let to = change.replicas.unwrap_or(from);
+    // Replica counts read "from 3 to 0 replicas"; a CronJob's "from running to suspended".
+    let (was, now) = match kind {
+        TargetKind::CronJob => (kind.amount(from), kind.amount(to)),
+        _ => (from.to_string(), kind.amount(to)),
+    };
+    let found = match kind {
+        TargetKind::CronJob => kind.amount(from),
+        _ => format!("at {}", kind.amount(from)),
+    };
     match change.applied {
         Some(transition) => {
             let cron = match annotations {
@@ -199,22 +216,25 @@ pub fn describe_change(
             match (transition.direction, change.replicas) {
                 (Direction::Down, Some(_)) => (
                     "ScaledDown",
-                    format!("scaled down from {from} to {to} replicas by {cron} at {at}"),
+                    format!("scaled down from {was} to {now} by {cron} at {at}"),
                 ),
                 (Direction::Up, Some(_)) => (
                     "ScaledUp",
-                    format!("scaled up from {from} to {to} replicas by {cron} at {at}"),
+                    format!("scaled up from {was} to {now} by {cron} at {at}"),
                 ),
                 (Direction::Down, None) => (
                     "ScaledDown",
-                    format!(
-                        "scale-down by {cron} at {at}: already at {from} replicas, nothing to change"
-                    ),
+                    format!("scale-down by {cron} at {at}: already {found}, nothing to change"),
                 ),
                 (Direction::Up, None) if has_up_target(annotations) => (
                     "ScaledUp",
+                    format!("scale-up by {cron} at {at}: already {found}, nothing to change"),
+                ),
+                (Direction::Up, None) if kind == TargetKind::CronJob => (
+                    "ScaledUp",
                     format!(
-                        "scale-up by {cron} at {at}: already at {from} replicas, nothing to change"
+                        "scale-up by {cron} at {at}: it was suspended before the scale-down, so it \
+                         stays suspended"
                     ),
                 ),
                 (Direction::Up, None) => (
@@ -265,7 +285,7 @@ async fn apply(
     change: &ScaleChange,
     now: DateTime<Utc>,
 ) -> Result<(), Error> {
-    let (reason, note) = describe_change(change, observed.replicas, annotations);
+    let (reason, note) = describe_change(target.kind, change, observed.replicas, annotations);
     let direction = match change.applied.map(|transition| transition.direction) {
         Some(Direction::Down) => ScaleDirection::Down,
         Some(Direction::Up) => ScaleDirection::Up,
@@ -283,7 +303,7 @@ async fn apply(
             .await;
         return Ok(());
     }
-    let patch = patch_for(change, observed.resource_version.as_deref());
+    let patch = patch_for(target.kind, change, observed.resource_version.as_deref());
     let result = patch_target(&ctx.client, target, &patch).await;
     match result {
         Ok(()) => {
@@ -317,6 +337,7 @@ pub async fn patch_target(
     match target.kind {
         TargetKind::Deployment => merge_patch::<Deployment>(client, key, patch).await,
         TargetKind::StatefulSet => merge_patch::<StatefulSet>(client, key, patch).await,
+        TargetKind::CronJob => merge_patch::<CronJob>(client, key, patch).await,
         TargetKind::Foo => merge_patch::<Foo>(client, key, patch).await,
     }
 }
@@ -338,9 +359,13 @@ where
         .map(drop)
 }
 
-/// Who last set `spec.replicas`, other than this controller, from `managedFields`.
-pub fn replicas_changed_by(managed_fields: &[ManagedFieldsEntry]) -> Option<String> {
-    other_replicas_writers(managed_fields)
+/// Who last set `spec.replicas` (a CronJob's `spec.suspend`), other than this controller, from
+/// `managedFields`.
+pub fn replicas_changed_by(
+    kind: TargetKind,
+    managed_fields: &[ManagedFieldsEntry],
+) -> Option<String> {
+    other_replicas_writers(kind, managed_fields)
         .max_by_key(|entry| entry.time.as_ref().map(|time| time.0))
         .map(|entry| {
             let manager = entry
@@ -356,19 +381,21 @@ pub fn replicas_changed_by(managed_fields: &[ManagedFieldsEntry]) -> Option<Stri
         })
 }
 
-/// The `managedFields` entries of those who set `spec.replicas`, other than this controller.
+/// The `managedFields` entries of those who set `spec.replicas` (a CronJob's `spec.suspend`),
+/// other than this controller.
 pub fn other_replicas_writers(
+    kind: TargetKind,
     managed_fields: &[ManagedFieldsEntry],
 ) -> impl Iterator<Item = &ManagedFieldsEntry> {
     managed_fields
         .iter()
         .filter(|entry| entry.manager.as_deref() != Some(CONTROLLER_NAME))
-        .filter(|entry| {
+        .filter(move |entry| {
             entry.fields_v1.as_ref().is_some_and(|fields| {
                 fields
                     .0
                     .get("f:spec")
-                    .and_then(|spec| spec.get("f:replicas"))
+                    .and_then(|spec| spec.get(kind.scale_field()))
                     .is_some()
             })
         })
@@ -383,7 +410,8 @@ async fn warn_if_reverted(
     let Some((transition, set)) = reverted(annotations, observed.replicas) else {
         return Ok(());
     };
-    let who = replicas_changed_by(&observed.managed_fields).unwrap_or_else(|| "someone".into());
+    let who = replicas_changed_by(target.kind, &observed.managed_fields)
+        .unwrap_or_else(|| "someone".into());
     let note = format!(
         "replicas changed from {set} to {} by {who} after the scheduled scale-{} at {}; left alone until the next transition",
         observed.replicas,

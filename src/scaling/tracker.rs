@@ -199,7 +199,7 @@ impl Tracker {
         }
         let managed_fields = meta.managed_fields.as_deref().unwrap_or_default();
         // Who else set the replicas, and when (managedFields keep whole seconds).
-        let other_writers: Vec<_> = other_replicas_writers(managed_fields)
+        let other_writers: Vec<_> = other_replicas_writers(self.kind, managed_fields)
             .map(|writer| {
                 (
                     writer.manager.clone(),
@@ -280,6 +280,10 @@ impl Tracker {
     /// annotations share one parsed schedule (a parsed cron is kilobytes; a cluster holds few
     /// distinct schedules and many objects); the rest is cheap to parse every time.
     fn read(&mut self, ours: &BTreeMap<String, String>) -> Reading {
+        if !self.kind.problems(ours).is_empty() {
+            return Reading::Invalid;
+        }
+        let ours = &self.kind.rules_view(ours);
         // Everything but the crons: what the controller recorded, as `decide` sees it (paused
         // without crons records nothing), and every other key checked.
         let without_crons: BTreeMap<String, String> = ours

@@ -16,12 +16,15 @@ pub const TIMEZONE: &str = "cronscaler.dev/timezone";
 pub const PAUSED: &str = "cronscaler.dev/paused";
 pub const ORIGINAL_REPLICAS: &str = "cronscaler.dev/original-replicas";
 pub const LAST_TRANSITION: &str = "cronscaler.dev/last-transition";
+/// What a CronJob remembers instead of `original-replicas`: the `spec.suspend` it had (the
+/// scaling controller translates it for the rules).
+pub const ORIGINAL_SUSPEND: &str = "cronscaler.dev/original-suspend";
 /// The cause of the last warning said about the object (see `warnings`).
 pub const WARNED: &str = "cronscaler.dev/warned";
 
 /// The annotations the controller writes, as opposed to those users set.
 pub fn is_written_by_controller(key: &str) -> bool {
-    key == ORIGINAL_REPLICAS || key == LAST_TRANSITION || key == WARNED
+    [ORIGINAL_REPLICAS, ORIGINAL_SUSPEND, LAST_TRANSITION, WARNED].contains(&key)
 }
 
 /// What the controller itself wrote on the object.

@@ -22,8 +22,8 @@ pub(crate) mod test_support;
 
 pub use annotations::{
     Annotations, DOWN_REPLICAS, InvalidAnnotation, LAST_TRANSITION, Leftovers, ORIGINAL_REPLICAS,
-    PAUSED, PREFIX, Recorded, SCALE_DOWN, SCALE_UP, TIMEZONE, UP_REPLICAS, WARNED,
-    is_written_by_controller, parse,
+    ORIGINAL_SUSPEND, PAUSED, PREFIX, Recorded, SCALE_DOWN, SCALE_UP, TIMEZONE, UP_REPLICAS,
+    WARNED, is_written_by_controller, parse,
 };
 pub use cron::CronSpec;
 pub use decide::{AnnotationChange, Cleanup, ScaleChange, decide, is_due};

@@ -27,6 +27,7 @@ use std::{
 use chrono::{DateTime, Timelike as _, Utc};
 use k8s_openapi::api::{
     apps::v1::{Deployment, StatefulSet},
+    batch::v1::CronJob,
     coordination::v1::Lease,
     core::v1::Namespace,
     events::v1::Event,
@@ -309,6 +310,10 @@ impl Scenario {
     }
 
     pub fn deployments(&self) -> Api<Deployment> {
+        Api::namespaced(self.client.clone(), &self.namespace)
+    }
+
+    pub fn cron_jobs(&self) -> Api<CronJob> {
         Api::namespaced(self.client.clone(), &self.namespace)
     }
 
@@ -660,6 +665,22 @@ pub fn stateful_set(name: &str, replicas: i32, annotations: Value) -> StatefulSe
         },
     }))
     .expect("a StatefulSet")
+}
+
+/// A CronJob as a user would write it.
+pub fn cron_job(name: &str, suspend: bool, annotations: Value) -> CronJob {
+    serde_json::from_value(json!({
+        "metadata": { "name": name, "annotations": annotations },
+        "spec": {
+            "schedule": "0 3 * * *",
+            "suspend": suspend,
+            "jobTemplate": { "spec": { "template": { "spec": {
+                "containers": [{ "name": name, "image": "busybox" }],
+                "restartPolicy": "OnFailure",
+            } } } },
+        },
+    }))
+    .expect("a CronJob")
 }
 
 /// Replicas and annotations of a Deployment, as `kubectl get -o yaml` shows them.

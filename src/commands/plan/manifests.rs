@@ -5,7 +5,10 @@ use std::{fmt, path::Path};
 
 use k8s_openapi::{
     NamespaceResourceScope,
-    api::apps::v1::{Deployment, StatefulSet},
+    api::{
+        apps::v1::{Deployment, StatefulSet},
+        batch::v1::CronJob,
+    },
 };
 use kube::{Api, Client, Resource, api::ListParams};
 use serde::{Deserialize, de::DeserializeOwned};
@@ -19,7 +22,7 @@ use crate::{
     scaling::target::{ScaleTarget, TargetKind, TargetState},
 };
 
-/// Deployments, StatefulSets and Foos from YAML or JSON manifests: files, or the `.yaml`/`.yml`/`.json` files
+/// Deployments, StatefulSets, CronJobs and Foos from YAML or JSON manifests: files, or the `.yaml`/`.yml`/`.json` files
 /// of a directory (one level deep, as `kubectl apply -f` reads one). `List` documents, and the
 /// `DeploymentList`-style ones `kubectl get -o yaml|json` prints, are expanded into their items.
 /// Whatever is not simulated is listed in [`Manifests::skipped`]; objects without a namespace
@@ -172,14 +175,14 @@ impl fmt::Display for SkipReason {
             SkipReason::NotAManifestFile => "not a .yaml, .yml or .json file",
             SkipReason::NotAnObject => "not an object (a mapping with apiVersion and kind)",
             SkipReason::NoKind => "no kind",
-            SkipReason::NotScheduled => "not a Deployment, StatefulSet or Foo",
+            SkipReason::NotScheduled => "not a Deployment, StatefulSet, CronJob or Foo",
             SkipReason::NoName => "no metadata.name",
             SkipReason::NestedList => "a List inside a List is not expanded",
         })
     }
 }
 
-/// The Deployments, StatefulSets and Foos of one multi-document YAML (or JSON) text, `path` naming it in
+/// The Deployments, StatefulSets, CronJobs and Foos of one multi-document YAML (or JSON) text, `path` naming it in
 /// what is skipped and in errors.
 pub fn parse_manifests(text: &str, path: &str) -> Result<Manifests, PlanError> {
     let mut manifests = Manifests::default();
@@ -237,6 +240,11 @@ fn read_object(
                 TargetState::of_stateful_set(&stateful_set),
             )
         }
+        "CronJob" => {
+            let cron_job: CronJob =
+                serde_json::from_value(value.clone()).map_err(manifest_error)?;
+            (TargetKind::CronJob, TargetState::of_cron_job(&cron_job))
+        }
         "Foo" => {
             let foo: Foo = serde_json::from_value(value.clone()).map_err(manifest_error)?;
             (TargetKind::Foo, TargetState::of_foo(&foo))
@@ -293,7 +301,7 @@ fn describe(value: &Value) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join(" "))
 }
 
-/// The Deployments, StatefulSets and Foos of the live cluster (or one namespace of it). A
+/// The Deployments, StatefulSets, CronJobs and Foos of the live cluster (or one namespace of it). A
 /// cluster without the Foo CRD simply has no Foos.
 pub async fn read_cluster(
     client: &Client,
@@ -301,6 +309,7 @@ pub async fn read_cluster(
 ) -> Result<Vec<PlanObject>, kube::Error> {
     let deployments: Vec<Deployment> = list(client, namespace).await?;
     let stateful_sets: Vec<StatefulSet> = list(client, namespace).await?;
+    let cron_jobs: Vec<CronJob> = list(client, namespace).await?;
     let foos: Vec<Foo> = match list(client, namespace).await {
         Err(error) if is_status(&error, 404) => Vec::new(),
         listed => listed?,
@@ -317,11 +326,15 @@ pub async fn read_cluster(
             TargetState::of_stateful_set(stateful_set),
         )
     });
+    let cron_jobs = cron_jobs
+        .iter()
+        .map(|cron_job| (TargetKind::CronJob, TargetState::of_cron_job(cron_job)));
     let foos = foos
         .iter()
         .map(|foo| (TargetKind::Foo, TargetState::of_foo(foo)));
     Ok(deployments
         .chain(stateful_sets)
+        .chain(cron_jobs)
         .chain(foos)
         .map(|(kind, observed)| plan_object(kind, observed))
         .collect())

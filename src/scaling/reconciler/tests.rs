@@ -462,6 +462,128 @@ async fn a_stateful_set_sleeps_as_a_deployment_does() {
     reconcile_ok(target, &[at(20, 0, 0)], false, script).await;
 }
 
+/// A CronJob as a v1.26 API server answers it.
+fn cron_job(suspend: bool, annotations: Value) -> Value {
+    json!({
+        "apiVersion": "batch/v1", "kind": "CronJob",
+        "metadata": {
+            "name": "report", "namespace": "shop", "uid": "0b6d1f0e-4c4e-4a8e-9d0c-5d1b1e8f2a77",
+            "resourceVersion": "5150", "generation": 1, "annotations": annotations,
+        },
+        "spec": {
+            "schedule": "*/5 * * * *", "suspend": suspend, "concurrencyPolicy": "Allow",
+            "successfulJobsHistoryLimit": 3, "failedJobsHistoryLimit": 1,
+            "jobTemplate": { "spec": { "template": { "spec": {
+                "containers": [{ "name": "report", "image": "busybox" }],
+                "restartPolicy": "OnFailure",
+            } } } },
+        },
+    })
+}
+
+#[tokio::test]
+async fn a_cron_job_is_suspended_for_the_night_and_given_back_its_suspend_in_the_morning() {
+    let path = "/apis/batch/v1/namespaces/shop/cronjobs/report";
+    let schedule =
+        json!({ (schedule::SCALE_DOWN): "0 20 * * *", (schedule::SCALE_UP): "0 7 * * *" });
+    let mut asleep = schedule.clone();
+    asleep["cronscaler.dev/original-suspend"] = json!("false");
+    asleep["cronscaler.dev/last-transition"] = json!("2026-11-23T20:00:00Z down");
+    let script = vec![
+        get(path, cron_job(false, schedule.clone())),
+        scale_patch(
+            path,
+            json!({
+                "metadata": { "annotations": {
+                    "cronscaler.dev/original-suspend": "false",
+                    "cronscaler.dev/last-transition": "2026-11-23T20:00:00Z down",
+                } },
+                "spec": { "suspend": true },
+            }),
+            cron_job(true, asleep.clone()),
+        ),
+        event(
+            "shop",
+            "Normal",
+            "ScaledDown",
+            "scaled down from running to suspended by cronscaler.dev/scale-down \"0 20 * * *\" (UTC) at 2026-11-23T20:00:00Z",
+            "report",
+        ),
+        get(path, cron_job(true, asleep)),
+        scale_patch(
+            path,
+            json!({
+                "metadata": { "annotations": {
+                    "cronscaler.dev/original-suspend": null,
+                    "cronscaler.dev/last-transition": "2026-11-24T07:00:00Z up",
+                } },
+                "spec": { "suspend": false },
+            }),
+            cron_job(false, schedule),
+        ),
+        event(
+            "shop",
+            "Normal",
+            "ScaledUp",
+            "scaled up from suspended to running by cronscaler.dev/scale-up \"0 7 * * *\" (UTC) at 2026-11-24T07:00:00Z",
+            "report",
+        ),
+    ];
+    let target = ScaleTarget {
+        kind: TargetKind::CronJob,
+        key: ObjectKey::new("shop", "report"),
+    };
+    let morning = at(20, 0, 0) + chrono::Duration::hours(11);
+    reconcile_ok(target, &[at(20, 0, 0), morning], false, script).await;
+}
+
+#[tokio::test]
+async fn a_cron_job_suspended_before_the_night_stays_suspended() {
+    let path = "/apis/batch/v1/namespaces/shop/cronjobs/report";
+    let schedule =
+        json!({ (schedule::SCALE_DOWN): "0 20 * * *", (schedule::SCALE_UP): "0 7 * * *" });
+    let mut night = schedule.clone();
+    night["cronscaler.dev/last-transition"] = json!("2026-11-23T20:00:00Z down");
+    let script = vec![
+        get(path, cron_job(true, schedule.clone())),
+        scale_patch(
+            path,
+            json!({ "metadata": { "annotations": {
+                "cronscaler.dev/last-transition": "2026-11-23T20:00:00Z down",
+            } } }),
+            cron_job(true, night.clone()),
+        ),
+        event(
+            "shop",
+            "Normal",
+            "ScaledDown",
+            "scale-down by cronscaler.dev/scale-down \"0 20 * * *\" (UTC) at 2026-11-23T20:00:00Z: already suspended, nothing to change",
+            "report",
+        ),
+        get(path, cron_job(true, night)),
+        scale_patch(
+            path,
+            json!({ "metadata": { "annotations": {
+                "cronscaler.dev/last-transition": "2026-11-24T07:00:00Z up",
+            } } }),
+            cron_job(true, schedule),
+        ),
+        event(
+            "shop",
+            "Normal",
+            "ScaledUp",
+            "scale-up by cronscaler.dev/scale-up \"0 7 * * *\" (UTC) at 2026-11-24T07:00:00Z: it was suspended before the scale-down, so it stays suspended",
+            "report",
+        ),
+    ];
+    let target = ScaleTarget {
+        kind: TargetKind::CronJob,
+        key: ObjectKey::new("shop", "report"),
+    };
+    let morning = at(20, 0, 0) + chrono::Duration::hours(11);
+    reconcile_ok(target, &[at(20, 0, 0), morning], false, script).await;
+}
+
 #[tokio::test]
 async fn a_schedule_on_a_deployment_of_a_foo_is_refused_naming_the_foo() {
     let mut deployment = app_0(1, &NIGHTLY);
@@ -529,7 +651,7 @@ fn who_changed_replicas_comes_from_the_latest_other_manager() {
     let page: Value = serde_json::from_str(DEPLOYMENT_PAGE).unwrap();
     let deployment: Deployment = serde_json::from_value(page["items"][0].clone()).unwrap();
     assert_eq!(
-        replicas_changed_by(deployment.managed_fields()).as_deref(),
+        replicas_changed_by(TargetKind::Deployment, deployment.managed_fields()).as_deref(),
         Some("curl (through /scale)")
     );
 
@@ -538,7 +660,7 @@ fn who_changed_replicas_comes_from_the_latest_other_manager() {
         entry.manager = Some(CONTROLLER_NAME.into());
     }
     assert_eq!(
-        replicas_changed_by(&ours),
+        replicas_changed_by(TargetKind::Deployment, &ours),
         None,
         "the controller's own writes name nobody"
     );
