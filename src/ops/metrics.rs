@@ -53,6 +53,8 @@ impl EncodeLabelValue for Outcome {
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ScaleLabels {
+    /// `Deployment`, `StatefulSet`, `CronJob` or `Foo`.
+    pub kind: &'static str,
     pub direction: ScaleDirection,
     pub result: Outcome,
 }
@@ -140,9 +142,13 @@ impl Metrics {
         (metrics, registry)
     }
 
-    pub fn scale_action(&self, direction: ScaleDirection, result: Outcome) {
+    pub fn scale_action(&self, kind: &'static str, direction: ScaleDirection, result: Outcome) {
         self.scale_actions
-            .get_or_create(&ScaleLabels { direction, result })
+            .get_or_create(&ScaleLabels {
+                kind,
+                direction,
+                result,
+            })
             .inc();
     }
 }
@@ -162,8 +168,8 @@ mod tests {
     #[test]
     fn every_metric_is_exposed_under_its_documented_name_and_labels() {
         let (metrics, registry) = Metrics::new();
-        metrics.scale_action(ScaleDirection::Down, Outcome::Success);
-        metrics.scale_action(ScaleDirection::Up, Outcome::DryRun);
+        metrics.scale_action("Deployment", ScaleDirection::Down, Outcome::Success);
+        metrics.scale_action("CronJob", ScaleDirection::Up, Outcome::DryRun);
         metrics.transition_lateness.observe(0.02);
         metrics.schedules.set(3);
         metrics.invalid_schedules.set(1);
@@ -179,8 +185,8 @@ mod tests {
         metrics.leader.set(1);
         let text = render(&registry);
         for line in [
-            "cronscaler_scale_actions_total{direction=\"down\",result=\"success\"} 1",
-            "cronscaler_scale_actions_total{direction=\"up\",result=\"dry_run\"} 1",
+            "cronscaler_scale_actions_total{kind=\"Deployment\",direction=\"down\",result=\"success\"} 1",
+            "cronscaler_scale_actions_total{kind=\"CronJob\",direction=\"up\",result=\"dry_run\"} 1",
             "cronscaler_transition_lateness_seconds_count 1",
             "cronscaler_schedules 3",
             "cronscaler_invalid_schedules 1",

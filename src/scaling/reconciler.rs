@@ -293,7 +293,8 @@ async fn apply(
     };
     if ctx.dry_run {
         tracing::info!(object = %target, reason, %note, "dry run: not applied");
-        ctx.metrics.scale_action(direction, Outcome::DryRun);
+        ctx.metrics
+            .scale_action(target.kind.as_str(), direction, Outcome::DryRun);
         ctx.events
             .normal(
                 &observed.reference,
@@ -308,7 +309,8 @@ async fn apply(
     match result {
         Ok(()) => {
             tracing::info!(object = %target, reason, %note, "applied schedule");
-            ctx.metrics.scale_action(direction, Outcome::Success);
+            ctx.metrics
+                .scale_action(target.kind.as_str(), direction, Outcome::Success);
             if let Some(transition) = change.applied {
                 let late = (now - transition.at).to_std().unwrap_or_default();
                 ctx.metrics.transition_lateness.observe(late.as_secs_f64());
@@ -319,7 +321,8 @@ async fn apply(
         // Deleted since the read: nothing left to scale.
         Err(error) if is_status(&error, 404) => Ok(()),
         Err(error) => {
-            ctx.metrics.scale_action(direction, Outcome::Error);
+            ctx.metrics
+                .scale_action(target.kind.as_str(), direction, Outcome::Error);
             Err(Error::api("scale", target.kind.as_str(), &target.key)(
                 error,
             ))
