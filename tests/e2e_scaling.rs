@@ -227,6 +227,55 @@ async fn cron_jobs_are_suspended_for_the_night_and_get_their_own_suspend_back() 
 }
 
 #[tokio::test]
+async fn a_deploy_at_night_sleeps_only_when_its_grace_period_ends() {
+    let Some(scenario) = Scenario::shared("grace").await else {
+        return;
+    };
+    let mut controller = scenario.start_controller("cronscaler", &["--grace-period", "10s"]);
+    controller.wait_ready().await;
+    let deployments = scenario.deployments();
+    // A scale-down a few seconds ago: for a Deployment created now, a catch-up.
+    let passed = whole_second_in(-3);
+    let annotations = json!({ "cronscaler.dev/scale-down": support::cron_at(passed) });
+    let created = deployments
+        .create(
+            &PostParams::default(),
+            &support::deployment("deployed-tonight", 2, annotations),
+        )
+        .await
+        .expect("an annotated Deployment");
+    let created_at = created
+        .metadata
+        .creation_timestamp
+        .map(|time| time.0.as_second())
+        .expect("the server sets creationTimestamp");
+    let ends = chrono::DateTime::from_timestamp(created_at + 10, 0).expect("an instant");
+    sleep_until(ends - chrono::Duration::seconds(2)).await;
+    let (replicas, _) = replicas_and_annotations(&deployments, "deployed-tonight")
+        .await
+        .expect("the Deployment");
+    assert_eq!(replicas, 2, "left running in its first seconds");
+    eventually(
+        "the scale-down when the grace period ends",
+        LATENESS,
+        || async {
+            let (replicas, annotations) =
+                replicas_and_annotations(&deployments, "deployed-tonight").await?;
+            (replicas == 0).then_some(annotations)
+        },
+    )
+    .await;
+    assert!(
+        Utc::now() >= ends,
+        "scaled down before its grace period ended"
+    );
+    controller
+        .assert_stops_cleanly(Duration::from_secs(5))
+        .await;
+    scenario.finish().await;
+}
+
+#[tokio::test]
 async fn a_foo_is_scheduled_and_a_bad_schedule_is_reported() {
     let Some(scenario) = Scenario::shared("schedule-foo").await else {
         return;

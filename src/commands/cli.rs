@@ -69,6 +69,11 @@ pub struct RunArgs {
     #[arg(long, env = "CRONSCALER_DEFAULT_TIMEZONE", default_value = "UTC", value_parser = time_zone)]
     pub default_timezone: Tz,
 
+    /// A new object is not put to sleep by a catch-up until it is this old (e.g. `15m`), so a
+    /// deploy at night is not killed as it starts.
+    #[arg(long, env = "CRONSCALER_GRACE_PERIOD", default_value = "15m", value_parser = humantime::parse_duration)]
+    pub grace_period: std::time::Duration,
+
     /// Log and emit Events for what the scheduled scaler would do; change nothing.
     #[arg(long, env = "CRONSCALER_DRY_RUN")]
     pub dry_run: bool,

@@ -8,6 +8,7 @@ use std::{
     time::Duration,
 };
 
+use chrono::TimeDelta;
 use k8s_openapi::api::{
     apps::v1::{Deployment, StatefulSet},
     batch::v1::CronJob,
@@ -101,12 +102,14 @@ pub async fn run(
     let outage = Outage::default();
     tokio::spawn(outage.clone().probe(client.clone(), queue.clone()));
     let namespace = args.namespace.as_deref();
+    let grace = TimeDelta::from_std(args.grace_period).unwrap_or(TimeDelta::MAX);
     let tracker = |kind| {
         Arc::new(Mutex::new(Tracker::new(
             timer.clone(),
             queue.clone(),
             args.default_timezone,
             kind,
+            grace,
             metrics.invalid_schedules.clone(),
         )))
     };
@@ -266,7 +269,8 @@ pub async fn run(
             args.default_timezone,
             args.dry_run,
             metrics.clone(),
-        ),
+        )
+        .with_grace(grace, timer.clone()),
         clock,
         metrics,
         outage,

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 use chrono_tz::Tz;
 use k8s_openapi::{
     NamespaceResourceScope,
@@ -29,10 +29,13 @@ use crate::{
     foo::Foo,
     ops::metrics::{Metrics, Outcome, ScaleDirection},
     runtime::{CONTROLLER_NAME, events::Events, key::ObjectKey},
-    scaling::target::{ScaleTarget, TargetKind, TargetState},
+    scaling::{
+        target::{ScaleTarget, TargetKind, TargetState},
+        timer::Timer,
+    },
     schedule::{
         self, Annotations, Direction, ScaleChange, Schedule, Transition, already_warned,
-        refused_cause, reverted, reverted_cause,
+        held_back_until, refused_cause, reverted, reverted_cause,
     },
 };
 
@@ -44,6 +47,9 @@ pub struct ScalingContext {
     /// Log and report what would be done, change nothing.
     pub dry_run: bool,
     pub metrics: Metrics,
+    /// How long a new object is not put to sleep by a catch-up, and the timer that brings it
+    /// back when that ends; without it nothing is held back.
+    pub grace: Option<(TimeDelta, Timer)>,
 }
 
 impl ScalingContext {
@@ -60,6 +66,16 @@ impl ScalingContext {
             default_timezone,
             dry_run,
             metrics,
+            grace: None,
+        }
+    }
+
+    /// Holds catch-ups that would put objects younger than `period` to sleep, and has `timer`
+    /// bring them back when their grace period ends.
+    pub fn with_grace(self, period: TimeDelta, timer: Timer) -> Self {
+        Self {
+            grace: Some((period, timer)),
+            ..self
         }
     }
 }
@@ -99,6 +115,14 @@ pub async fn reconcile(
         return warn_once(ctx, target, &observed, "InvalidSchedule", cause, note).await;
     }
 
+    if let (Annotations::Scheduled(schedule, recorded), Some((period, timer))) =
+        (&annotations, &ctx.grace)
+        && let Some(until) = held_back_until(schedule, recorded, observed.created, *period, now)
+    {
+        tracing::info!(object = %target, %until, "new: the catch-up scale-down waits for the end of its grace period");
+        timer.recheck_at(target.clone(), until);
+        return Ok(());
+    }
     match schedule::decide(&annotations, observed.replicas, now) {
         Some(change) => apply(ctx, target, &observed, &annotations, &change, now).await,
         None => warn_if_reverted(ctx, target, &observed, &annotations).await,

@@ -16,10 +16,11 @@ use k8s_openapi::{
         batch::v1::CronJob,
         core::v1::ObjectReference,
     },
-    apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry,
+    apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, ObjectMeta},
 };
 use kube::{Resource, ResourceExt};
 
+use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use serde_json::{Value, json};
 
@@ -187,6 +188,14 @@ pub struct TargetState {
     pub managed_fields: Vec<ManagedFieldsEntry>,
     /// The Foo controlling a Deployment: its schedule belongs on the Foo.
     pub controlling_foo: Option<String>,
+    /// When the object was created, for its grace period.
+    pub created: Option<DateTime<Utc>>,
+}
+
+/// When an object was created, from its `creationTimestamp`.
+pub fn creation_time(meta: &ObjectMeta) -> Option<DateTime<Utc>> {
+    let time = &meta.creation_timestamp.as_ref()?.0;
+    DateTime::from_timestamp(time.as_second(), time.subsec_nanosecond().unsigned_abs())
 }
 
 impl TargetState {
@@ -228,6 +237,7 @@ impl TargetState {
             resource_version: object.resource_version(),
             managed_fields: object.managed_fields().to_vec(),
             controlling_foo: None,
+            created: creation_time(object.meta()),
         }
     }
 }

@@ -44,6 +44,8 @@ pub fn system_clock() -> Clock {
 
 enum Command {
     Arm(ScaleTarget, Arc<Schedule>),
+    /// Also fire at this instant, if it comes before the next transition.
+    Recheck(ScaleTarget, DateTime<Utc>),
     Disarm(ScaleTarget),
 }
 
@@ -66,6 +68,12 @@ impl Timer {
     /// Holds `schedule` for `target`, replacing what it held, and arms its next transition.
     pub fn arm(&self, target: ScaleTarget, schedule: Arc<Schedule>) {
         let _ = self.commands.send(Command::Arm(target, schedule));
+    }
+
+    /// Puts `target` into the queue at `at` too, if that comes before its next transition (the
+    /// end of a grace period): a held target keeps its schedule.
+    pub fn recheck_at(&self, target: ScaleTarget, at: DateTime<Utc>) {
+        let _ = self.commands.send(Command::Recheck(target, at));
     }
 
     /// Forgets `target`'s schedule.
@@ -104,6 +112,17 @@ async fn run(
                     let due = schedule.next_transition(clock()).map(|transition| transition.at);
                     let timer = due.map(|due| timers.insert(target.clone(), sleep_until(due, clock())));
                     entries.insert(target, Entry { schedule, due, timer });
+                }
+                Some(Command::Recheck(target, at)) => {
+                    if let Some(entry) = entries.get_mut(&target)
+                        && entry.due.is_none_or(|due| at < due)
+                    {
+                        if let Some(old) = entry.timer.take() {
+                            timers.remove(&old);
+                        }
+                        entry.due = Some(at);
+                        entry.timer = Some(timers.insert(target, sleep_until(at, clock())));
+                    }
                 }
                 Some(Command::Disarm(target)) => {
                     if let Some(old) = entries.remove(&target).and_then(|entry| entry.timer) {

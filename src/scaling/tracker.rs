@@ -9,7 +9,7 @@ use std::{
     sync::Arc,
 };
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 use chrono_tz::Tz;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{Resource, runtime::watcher};
@@ -23,12 +23,12 @@ use crate::{
     },
     scaling::{
         reconciler::other_replicas_writers,
-        target::{ScaleTarget, TargetKind},
+        target::{ScaleTarget, TargetKind, creation_time},
         timer::Timer,
     },
     schedule::{
         self, Annotations, Leftovers, PREFIX, SCALE_DOWN, SCALE_UP, Schedule, already_warned,
-        is_due, refused_cause, replicas_set, reverted_cause,
+        held_back_until, is_due, refused_cause, replicas_set, reverted_cause,
     },
 };
 
@@ -41,6 +41,8 @@ pub struct Tracker {
     queue: WorkQueue<WorkKey>,
     default_timezone: Tz,
     kind: TargetKind,
+    /// How long a new object is not put to sleep by a catch-up.
+    grace: TimeDelta,
     /// What was last seen of each annotated object.
     tracked: HashMap<ObjectKey, Tracked>,
     /// Objects seen again during a relist; the others were deleted while the watch was down.
@@ -69,21 +71,47 @@ enum Standing {
     Governed {
         schedule: Option<Arc<Schedule>>,
         leftovers: Leftovers,
+        created: Option<DateTime<Utc>>,
         /// Someone else set the replicas after the transition in force, and no `ScaleReverted`
         /// was said for that transition.
         maybe_reverted: bool,
     },
 }
 
+/// When a worker should look at an object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Look {
+    Now,
+    /// At the end of its grace period: a catch-up would put it to sleep before then.
+    At(DateTime<Utc>),
+    Not,
+}
+
 impl Standing {
-    fn needs_look(&self, now: DateTime<Utc>) -> bool {
+    fn look(&self, now: DateTime<Utc>, grace: TimeDelta) -> Look {
         match self {
-            Standing::Refused { owes_warning } => *owes_warning,
+            Standing::Refused { owes_warning: true } => Look::Now,
+            Standing::Refused {
+                owes_warning: false,
+            } => Look::Not,
+            Standing::Governed {
+                maybe_reverted: true,
+                ..
+            } => Look::Now,
             Standing::Governed {
                 schedule,
                 leftovers,
-                maybe_reverted,
-            } => *maybe_reverted || is_due(schedule.as_deref(), leftovers, now),
+                created,
+                maybe_reverted: false,
+            } => {
+                if !is_due(schedule.as_deref(), leftovers, now) {
+                    return Look::Not;
+                }
+                let held_back = schedule.as_deref().and_then(|schedule| {
+                    held_back_until(schedule, &leftovers.recorded, *created, grace, now)
+                });
+                held_back.map_or(Look::Now, Look::At)
+            }
         }
     }
 }
@@ -105,9 +133,11 @@ impl Tracker {
         queue: WorkQueue<WorkKey>,
         default_timezone: Tz,
         kind: TargetKind,
+        grace: TimeDelta,
         invalid_gauge: Gauge,
     ) -> Self {
         Self {
+            grace,
             timer,
             queue,
             default_timezone,
@@ -163,9 +193,16 @@ impl Tracker {
     /// whose standby workers let go of everything.
     pub fn resync(&self, now: DateTime<Utc>) {
         for (key, tracked) in &self.tracked {
-            if tracked.standing.needs_look(now) {
-                self.queue.add(WorkKey::Scale(self.target(key.clone())));
-            }
+            self.follow(self.target(key.clone()), &tracked.standing, now);
+        }
+    }
+
+    /// Queues the target now, or has the timer bring it back when its grace period ends.
+    fn follow(&self, target: ScaleTarget, standing: &Standing, now: DateTime<Utc>) {
+        match standing.look(now, self.grace) {
+            Look::Now => self.queue.add(WorkKey::Scale(target)),
+            Look::At(at) => self.timer.recheck_at(target, at),
+            Look::Not => {}
         }
     }
 
@@ -249,6 +286,7 @@ impl Tracker {
                 Standing::Governed {
                     schedule,
                     leftovers,
+                    created: creation_time(meta),
                     maybe_reverted,
                 }
             }
@@ -264,9 +302,7 @@ impl Tracker {
                 Standing::Refused { owes_warning }
             }
         };
-        if standing.needs_look(now) {
-            self.queue.add(WorkKey::Scale(target));
-        }
+        self.follow(target, &standing, now);
         self.tracked.insert(
             key,
             Tracked {

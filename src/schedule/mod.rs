@@ -14,6 +14,7 @@ mod annotations;
 mod cron;
 mod decide;
 mod firings;
+mod grace;
 mod transition;
 mod warnings;
 
@@ -28,5 +29,6 @@ pub use annotations::{
 pub use cron::CronSpec;
 pub use decide::{AnnotationChange, Cleanup, ScaleChange, decide, is_due};
 pub use firings::{Firings, Tally, tally};
+pub use grace::held_back_until;
 pub use transition::{Direction, Schedule, Transition};
 pub use warnings::{already_warned, refused_cause, replicas_set, reverted, reverted_cause};

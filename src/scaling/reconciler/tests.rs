@@ -585,6 +585,30 @@ async fn a_cron_job_suspended_before_the_night_stays_suspended() {
 }
 
 #[tokio::test]
+async fn a_catch_up_waits_for_the_end_of_a_new_objects_grace_period() {
+    let mut deployed_tonight = app_0(2, &NIGHTLY);
+    deployed_tonight["metadata"]["creationTimestamp"] = json!("2026-11-23T20:30:00Z");
+    let (client, server) = mock_client();
+    let server = tokio::spawn(server.serve(vec![get(APP_0, deployed_tonight)]));
+    let queue = crate::runtime::workqueue::WorkQueue::new(Default::default());
+    let timer = Timer::spawn(queue.clone(), crate::scaling::timer::system_clock());
+    let ctx = ScalingContext::new(
+        client.clone(),
+        Events::new(client, None),
+        Tz::UTC,
+        false,
+        crate::ops::metrics::Metrics::new().0,
+    )
+    .with_grace(chrono::TimeDelta::minutes(15), timer);
+    // Five minutes old: the scheduled 20:00 scale-down is one it never lived through.
+    reconcile(&ctx, &deployment_target(), at(20, 35, 0))
+        .await
+        .expect("held back, not failed");
+    drop(ctx);
+    server.await.unwrap();
+}
+
+#[tokio::test]
 async fn a_schedule_on_a_deployment_of_a_foo_is_refused_naming_the_foo() {
     let mut deployment = app_0(1, &NIGHTLY);
     deployment["metadata"]["ownerReferences"] = json!([{

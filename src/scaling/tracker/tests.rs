@@ -6,6 +6,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
 };
 use kube::core::PartialObjectMeta;
 
+use chrono::TimeDelta;
+
 use super::*;
 use crate::{
     runtime::workqueue::RateLimit,
@@ -22,6 +24,7 @@ fn tracked_deployments() -> (WorkQueue<WorkKey>, Timer, Tracker, Gauge) {
         queue.clone(),
         Tz::UTC,
         TargetKind::Deployment,
+        TimeDelta::minutes(15),
         invalid.clone(),
     );
     (queue, timer, tracker, invalid)
@@ -345,6 +348,28 @@ async fn a_new_leader_queues_only_what_needs_a_look_now() {
         drain(&queue).await.len(),
         2,
         "after tonight's transition, both are due"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_new_object_is_put_to_sleep_by_a_catch_up_only_when_its_grace_period_ends() {
+    let (queue, _timer, mut tracker, _) = tracked_deployments();
+    let mut deployed_tonight = meta("web", &[(schedule::SCALE_DOWN, "0 20 * * *")], None);
+    // Five minutes old at `base()`: last night's scale-down is a catch-up for it.
+    let created = base() - TimeDelta::minutes(5);
+    deployed_tonight.metadata.creation_timestamp = Some(Time(
+        k8s_openapi::jiff::Timestamp::from_second(created.timestamp()).unwrap(),
+    ));
+    see(&mut tracker, watcher::Event::Apply(deployed_tonight));
+    settle().await;
+    assert!(drain(&queue).await.is_empty(), "not in its first minutes");
+    tokio::time::sleep(std::time::Duration::from_secs(9 * 60 + 50)).await;
+    assert!(drain(&queue).await.is_empty(), "nor just before they end");
+    tokio::time::sleep(std::time::Duration::from_secs(20)).await;
+    assert_eq!(
+        drain(&queue).await,
+        vec![WorkKey::Scale(target("web"))],
+        "the timer brings it back when its grace period ends: nothing polls"
     );
 }
 

@@ -1,0 +1,110 @@
+//! The grace period of new objects: a catch-up never puts an object to sleep in its first
+//! minutes, so a deploy at night is not killed as it starts. A catch-up is a transition the
+//! object never lived through: one due from before it was created. Transitions at their own
+//! instant, and wake-ups, are not held back.
+
+use chrono::{DateTime, TimeDelta, Utc};
+
+use super::{Direction, Recorded, Schedule};
+
+/// Until when the scale-down due at `now` waits, for an object created at `created`: `None`
+/// when nothing is held back.
+pub fn held_back_until(
+    schedule: &Schedule,
+    recorded: &Recorded,
+    created: Option<DateTime<Utc>>,
+    grace: TimeDelta,
+    now: DateTime<Utc>,
+) -> Option<DateTime<Utc>> {
+    let created = created?;
+    let ends = created.checked_add_signed(grace)?;
+    if schedule.paused || now >= ends {
+        return None;
+    }
+    let due = schedule.governing_transition(now)?;
+    let unapplied = recorded.last_transition.is_none_or(|last| due.at > last.at);
+    (unapplied && due.direction == Direction::Down && due.at < created).then_some(ends)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schedule::{test_support::*, *};
+
+    const GRACE: TimeDelta = TimeDelta::minutes(15);
+
+    #[test]
+    fn a_deploy_at_night_is_not_put_to_sleep_before_its_grace_period_ends() {
+        let (nightly, nothing) = scheduled(&[(SCALE_DOWN, "0 20 * * *"), (SCALE_UP, "0 7 * * *")]);
+        let created = at("2026-11-23T22:00:00Z");
+        assert_eq!(
+            held_back_until(
+                &nightly,
+                &nothing,
+                Some(created),
+                GRACE,
+                at("2026-11-23T22:00:01Z")
+            ),
+            Some(at("2026-11-23T22:15:00Z")),
+            "tonight's scale-down is a catch-up for it"
+        );
+        assert_eq!(
+            held_back_until(
+                &nightly,
+                &nothing,
+                Some(created),
+                GRACE,
+                at("2026-11-23T22:15:00Z")
+            ),
+            None,
+            "after the grace period the governing state applies"
+        );
+    }
+
+    #[test]
+    fn live_transitions_wake_ups_and_applied_ones_are_not_held_back() {
+        let (nightly, nothing) = scheduled(&[(SCALE_DOWN, "0 20 * * *"), (SCALE_UP, "0 7 * * *")]);
+        assert_eq!(
+            held_back_until(
+                &nightly,
+                &nothing,
+                Some(at("2026-11-23T19:55:00Z")),
+                GRACE,
+                at("2026-11-23T20:00:00Z")
+            ),
+            None,
+            "created before the scale-down, it lives through it"
+        );
+        assert_eq!(
+            held_back_until(
+                &nightly,
+                &nothing,
+                Some(at("2026-11-24T07:05:00Z")),
+                GRACE,
+                at("2026-11-24T07:06:00Z")
+            ),
+            None,
+            "a wake-up is never held back"
+        );
+        let (nightly, applied) = scheduled(&[
+            (SCALE_DOWN, "0 20 * * *"),
+            (LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
+        ]);
+        assert_eq!(
+            held_back_until(
+                &nightly,
+                &applied,
+                Some(at("2026-11-23T22:00:00Z")),
+                GRACE,
+                at("2026-11-23T22:01:00Z")
+            ),
+            None,
+            "nothing is due"
+        );
+        assert_eq!(
+            held_back_until(&nightly, &applied, None, GRACE, at("2026-11-23T22:01:00Z")),
+            None,
+            "no creation time, no grace"
+        );
+    }
+}
