@@ -103,13 +103,16 @@ fn the_cluster_role_grants_exactly_what_the_controller_uses() {
         grant("events.k8s.io", "events", &["create"]),
     ]);
     assert_eq!(
-        grants(find(&objects, "ClusterRole", "cronscaler")),
-        expected
-    );
-    assert_eq!(
         grants(find(&objects, "Role", "cronscaler")),
         expected,
-        "the namespaced variant grants the same"
+        "the namespaced variant grants the same, but Namespaces"
+    );
+    let mut cluster_wide = expected;
+    // Namespace schedules: a metadata watch of Namespaces.
+    cluster_wide.insert(grant("", "namespaces", &["list", "watch"]));
+    assert_eq!(
+        grants(find(&objects, "ClusterRole", "cronscaler")),
+        cluster_wide
     );
     let lease = BTreeSet::from([grant(
         "coordination.k8s.io",

@@ -74,6 +74,16 @@ pub struct RunArgs {
     #[arg(long, env = "CRONSCALER_GRACE_PERIOD", default_value = "15m", value_parser = humantime::parse_duration)]
     pub grace_period: std::time::Duration,
 
+    /// Namespaces never touched, annotated or not (comma-separated); the controller's own
+    /// namespace is always added.
+    #[arg(
+        long,
+        env = "CRONSCALER_EXCLUDE_NAMESPACES",
+        value_delimiter = ',',
+        default_value = "kube-system,kube-public,kube-node-lease"
+    )]
+    pub exclude_namespaces: Vec<String>,
+
     /// Log and emit Events for what the scheduled scaler would do; change nothing.
     #[arg(long, env = "CRONSCALER_DRY_RUN")]
     pub dry_run: bool,

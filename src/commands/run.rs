@@ -12,9 +12,11 @@ use chrono::TimeDelta;
 use k8s_openapi::api::{
     apps::v1::{Deployment, StatefulSet},
     batch::v1::CronJob,
+    core::v1::Namespace,
 };
 use kube::{
     Api, Client, Resource, ResourceExt,
+    api::ListParams,
     client::ClientBuilder,
     core::PartialObjectMeta,
     runtime::{WatchStreamExt, reflector, watcher},
@@ -46,6 +48,7 @@ use crate::{
     },
     scaling::{
         ScalingContext,
+        namespaces::NamespaceSchedules,
         target::TargetKind,
         timer::{Clock, Timer, system_clock},
         tracker::Tracker,
@@ -103,12 +106,27 @@ pub async fn run(
     tokio::spawn(outage.clone().probe(client.clone(), queue.clone()));
     let namespace = args.namespace.as_deref();
     let grace = TimeDelta::from_std(args.grace_period).unwrap_or(TimeDelta::MAX);
+    let excluded = args
+        .exclude_namespaces
+        .iter()
+        .filter(|namespace| !namespace.is_empty())
+        .cloned()
+        .chain([client.default_namespace().to_string()]);
+    let namespaces = if namespace.is_some() {
+        tracing::info!(
+            "namespace schedules are off: a namespaced install (--namespace) cannot read Namespaces"
+        );
+        NamespaceSchedules::off(excluded)
+    } else {
+        NamespaceSchedules::watched(excluded)
+    };
     let tracker = |kind| {
         Arc::new(Mutex::new(Tracker::new(
             timer.clone(),
             queue.clone(),
             args.default_timezone,
             kind,
+            namespaces.clone(),
             grace,
             metrics.invalid_schedules.clone(),
         )))
@@ -161,6 +179,23 @@ pub async fn run(
         )
     };
 
+    // In a namespaced install there are no Namespaces to wait for.
+    let (namespaces_listed_sender, namespaces_listed) = watch::channel(namespace.is_some());
+    let namespace_feed = namespace.is_none().then(|| {
+        namespace_feed(
+            &client,
+            namespaces.clone(),
+            vec![
+                (TargetKind::Deployment, deployment_schedules.clone()),
+                (TargetKind::StatefulSet, stateful_set_schedules.clone()),
+                (TargetKind::CronJob, cron_job_schedules.clone()),
+            ],
+            &clock,
+            &outage,
+            namespaces_listed_sender,
+        )
+    });
+
     // Every Deployment, StatefulSet and CronJob, as metadata only and kept nowhere: the
     // trackers keep what they need of the annotated ones.
     let all_deployments = metadata_feed::<Deployment>(
@@ -170,6 +205,7 @@ pub async fn run(
         &deployment_schedules,
         &clock,
         &outage,
+        &namespaces_listed,
     );
     let all_stateful_sets = metadata_feed::<StatefulSet>(
         &client,
@@ -178,6 +214,7 @@ pub async fn run(
         &stateful_set_schedules,
         &clock,
         &outage,
+        &namespaces_listed,
     );
     let all_cron_jobs = metadata_feed::<CronJob>(
         &client,
@@ -186,9 +223,10 @@ pub async fn run(
         &cron_job_schedules,
         &clock,
         &outage,
+        &namespaces_listed,
     );
 
-    let feeds = vec![
+    let mut feeds = vec![
         tokio::spawn(while_alive(
             health.alive("watch of Deployments"),
             all_deployments,
@@ -207,6 +245,12 @@ pub async fn run(
             owned_feed,
         )),
     ];
+    if let Some(namespace_feed) = namespace_feed {
+        feeds.push(tokio::spawn(while_alive(
+            health.alive("watch of Namespaces"),
+            namespace_feed,
+        )));
+    }
 
     let (is_leader, election) = elect(&client, args);
     // A replica that comes to lead finds no backlog (standby workers let go of every key), so
@@ -270,7 +314,8 @@ pub async fn run(
             args.dry_run,
             metrics.clone(),
         )
-        .with_grace(grace, timer.clone()),
+        .with_grace(grace, timer.clone())
+        .with_namespaces(namespaces),
         clock,
         metrics,
         outage,
@@ -329,6 +374,7 @@ fn metadata_feed<K>(
     schedules: &Arc<Mutex<Tracker>>,
     clock: &Clock,
     outage: &Outage,
+    namespaces_listed: &watch::Receiver<bool>,
 ) -> impl Future<Output = ()> + use<K>
 where
     K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
@@ -343,10 +389,133 @@ where
         watcher::Config::default().page_size(METADATA_PAGE_SIZE),
     )
     .backoff(WatchBackoff::default());
-    let (schedules, clock) = (schedules.clone(), clock.clone());
-    drive(watch, what, outage.clone(), move |event| {
-        lock(&schedules).handle(event, clock())
+    let (schedules, clock, outage) = (schedules.clone(), clock.clone(), outage.clone());
+    let mut namespaces_listed = namespaces_listed.clone();
+    async move {
+        // Listed before the Namespaces' schedules are known, a workload would be looked at
+        // twice, or read for nothing.
+        if namespaces_listed.wait_for(|listed| *listed).await.is_err() {
+            return;
+        }
+        drive(watch, what, outage, move |event| {
+            lock(&schedules).handle(event, clock())
+        })
+        .await
+    }
+}
+
+/// Feeds Namespaces' schedules to `namespaces`, says when they have been listed once, and when a
+/// Namespace's schedule changes lists its workloads again, so the trackers take in those that
+/// now follow it (they keep nothing of workloads without a schedule) and let go of the others.
+fn namespace_feed(
+    client: &Client,
+    namespaces: NamespaceSchedules,
+    workloads: Vec<(TargetKind, Arc<Mutex<Tracker>>)>,
+    clock: &Clock,
+    outage: &Outage,
+    listed: watch::Sender<bool>,
+) -> impl Future<Output = ()> + use<> {
+    let watch = watcher(
+        Api::<PartialObjectMeta<Namespace>>::all(client.clone()),
+        watcher::Config::default().page_size(METADATA_PAGE_SIZE),
+    )
+    .backoff(WatchBackoff::default());
+    let (client, clock) = (client.clone(), clock.clone());
+    drive(watch, "Namespaces", outage.clone(), move |event| {
+        let changed: Vec<String> = match event {
+            watcher::Event::Apply(namespace) | watcher::Event::InitApply(namespace) => {
+                let name = namespace.name_any();
+                let changed = namespaces.update(&name, namespace.annotations());
+                // The first listing comes before any workload is watched: nothing to relist.
+                (changed && *listed.borrow())
+                    .then_some(name)
+                    .into_iter()
+                    .collect()
+            }
+            watcher::Event::Delete(namespace) => {
+                namespaces.forget(&namespace.name_any());
+                Vec::new()
+            }
+            watcher::Event::InitDone => {
+                listed.send_replace(true);
+                Vec::new()
+            }
+            watcher::Event::Init => Vec::new(),
+        };
+        for namespace in changed {
+            tokio::spawn(relist_namespace(
+                client.clone(),
+                namespace,
+                workloads.clone(),
+                clock.clone(),
+            ));
+        }
     })
+}
+
+/// Lists the workloads of a namespace whose schedule changed, for their trackers, retrying a
+/// few times; a list that keeps failing leaves the workloads to their next watch event.
+async fn relist_namespace(
+    client: Client,
+    namespace: String,
+    workloads: Vec<(TargetKind, Arc<Mutex<Tracker>>)>,
+    clock: Clock,
+) {
+    for (kind, tracker) in workloads {
+        let mut delays = WatchBackoff::default().take(5);
+        loop {
+            let listed = match kind {
+                TargetKind::Deployment => {
+                    relist::<Deployment>(&client, &namespace, &tracker, &clock).await
+                }
+                TargetKind::StatefulSet => {
+                    relist::<StatefulSet>(&client, &namespace, &tracker, &clock).await
+                }
+                TargetKind::CronJob => {
+                    relist::<CronJob>(&client, &namespace, &tracker, &clock).await
+                }
+                TargetKind::Foo => Ok(()),
+            };
+            match (listed, delays.next()) {
+                (Ok(()), _) => break,
+                (Err(error), Some(delay)) => {
+                    tracing::debug!(%error, namespace, %kind, "listing a namespace's workloads failed; retrying");
+                    tokio::time::sleep(delay).await;
+                }
+                (Err(error), None) => {
+                    tracing::warn!(%error, namespace, %kind, "could not list a namespace's workloads after its schedule changed; they follow it from their next change");
+                    break;
+                }
+            }
+        }
+    }
+}
+
+async fn relist<K>(
+    client: &Client,
+    namespace: &str,
+    tracker: &Mutex<Tracker>,
+    clock: &Clock,
+) -> Result<(), kube::Error>
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    let api: Api<K> = Api::namespaced(client.clone(), namespace);
+    let mut objects = Vec::new();
+    let mut params = ListParams::default().limit(METADATA_PAGE_SIZE);
+    loop {
+        let page = api.list_metadata(&params).await?;
+        objects.extend(page.items);
+        match page.metadata.continue_ {
+            Some(token) if !token.is_empty() => params = params.continue_token(&token),
+            _ => break,
+        }
+    }
+    lock(tracker).relist_namespace(namespace, &objects, clock());
+    Ok(())
 }
 
 fn lock(tracker: &Mutex<Tracker>) -> MutexGuard<'_, Tracker> {

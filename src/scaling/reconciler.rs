@@ -30,6 +30,7 @@ use crate::{
     ops::metrics::{Metrics, Outcome, ScaleDirection},
     runtime::{CONTROLLER_NAME, events::Events, key::ObjectKey},
     scaling::{
+        namespaces::NamespaceSchedules,
         target::{ScaleTarget, TargetKind, TargetState},
         timer::Timer,
     },
@@ -50,6 +51,8 @@ pub struct ScalingContext {
     /// How long a new object is not put to sleep by a catch-up, and the timer that brings it
     /// back when that ends; without it nothing is held back.
     pub grace: Option<(TimeDelta, Timer)>,
+    /// Namespaces' schedules, which workloads without one of their own follow.
+    pub namespaces: NamespaceSchedules,
 }
 
 impl ScalingContext {
@@ -67,7 +70,12 @@ impl ScalingContext {
             dry_run,
             metrics,
             grace: None,
+            namespaces: NamespaceSchedules::default(),
         }
+    }
+
+    pub fn with_namespaces(self, namespaces: NamespaceSchedules) -> Self {
+        Self { namespaces, ..self }
     }
 
     /// Holds catch-ups that would put objects younger than `period` to sleep, and has `timer`
@@ -86,9 +94,18 @@ pub async fn reconcile(
     target: &ScaleTarget,
     now: DateTime<Utc>,
 ) -> Result<(), Error> {
-    let Some(observed) = fetch(ctx, target).await? else {
+    if ctx.namespaces.is_excluded(&target.key.namespace) {
+        return Ok(());
+    }
+    let Some(mut observed) = fetch(ctx, target).await? else {
         return Ok(());
     };
+    (observed.annotations, _) = ctx.namespaces.effective(
+        target.kind,
+        &target.key.namespace,
+        &observed.annotations,
+        observed.controlling_foo.is_some(),
+    );
     let annotations = target
         .kind
         .parse(&observed.annotations, ctx.default_timezone);

@@ -22,12 +22,13 @@ use crate::{
         workqueue::WorkQueue,
     },
     scaling::{
+        namespaces::NamespaceSchedules,
         reconciler::other_replicas_writers,
         target::{ScaleTarget, TargetKind, creation_time},
         timer::Timer,
     },
     schedule::{
-        self, Annotations, Leftovers, PREFIX, SCALE_DOWN, SCALE_UP, Schedule, already_warned,
+        self, Annotations, Leftovers, SCALE_DOWN, SCALE_UP, Schedule, already_warned,
         held_back_until, is_due, refused_cause, replicas_set, reverted_cause,
     },
 };
@@ -41,6 +42,7 @@ pub struct Tracker {
     queue: WorkQueue<WorkKey>,
     default_timezone: Tz,
     kind: TargetKind,
+    namespaces: NamespaceSchedules,
     /// How long a new object is not put to sleep by a catch-up.
     grace: TimeDelta,
     /// What was last seen of each annotated object.
@@ -133,10 +135,12 @@ impl Tracker {
         queue: WorkQueue<WorkKey>,
         default_timezone: Tz,
         kind: TargetKind,
+        namespaces: NamespaceSchedules,
         grace: TimeDelta,
         invalid_gauge: Gauge,
     ) -> Self {
         Self {
+            namespaces,
             grace,
             timer,
             queue,
@@ -206,6 +210,32 @@ impl Tracker {
         }
     }
 
+    /// Takes in every object of `namespace` as listed now, after its schedule changed: objects
+    /// it now schedules are tracked, and those it no longer does are let go.
+    pub fn relist_namespace<K: Resource>(
+        &mut self,
+        namespace: &str,
+        objects: &[K],
+        now: DateTime<Utc>,
+    ) {
+        let mut listed = HashSet::new();
+        for object in objects {
+            if let Some(key) = ObjectKey::of(object) {
+                listed.insert(key.clone());
+                self.observe(key, object.meta(), now);
+            }
+        }
+        let gone: Vec<ObjectKey> = self
+            .tracked
+            .keys()
+            .filter(|key| key.namespace == namespace && !listed.contains(*key))
+            .cloned()
+            .collect();
+        for key in gone {
+            self.forget(&key);
+        }
+    }
+
     /// Annotated objects tracked now.
     pub fn len(&self) -> usize {
         self.tracked.len()
@@ -223,13 +253,22 @@ impl Tracker {
     }
 
     fn observe(&mut self, key: ObjectKey, meta: &ObjectMeta, now: DateTime<Utc>) {
-        let ours: BTreeMap<String, String> = meta
-            .annotations
-            .iter()
-            .flatten()
-            .filter(|(name, _)| name.starts_with(PREFIX))
-            .map(|(name, value)| (name.clone(), value.clone()))
-            .collect();
+        if self.namespaces.is_excluded(&key.namespace) {
+            self.forget(&key);
+            return;
+        }
+        // A Deployment controlled by a Foo is scaled through its Foo: its own schedule is
+        // refused (by the worker, with an Event) and never armed, and its namespace's does not
+        // apply.
+        let controlled_by_foo =
+            controlling_foo(meta.owner_references.as_deref().unwrap_or_default()).is_some();
+        let no_annotations = BTreeMap::new();
+        let (ours, _) = self.namespaces.effective(
+            self.kind,
+            &key.namespace,
+            meta.annotations.as_ref().unwrap_or(&no_annotations),
+            controlled_by_foo,
+        );
         if ours.is_empty() {
             self.forget(&key);
             return;
@@ -257,10 +296,6 @@ impl Tracker {
         }
 
         let target = self.target(key.clone());
-        // A Deployment controlled by a Foo is scaled through its Foo: its own schedule is
-        // refused (by the worker, with an Event) and never armed.
-        let controlled_by_foo =
-            controlling_foo(meta.owner_references.as_deref().unwrap_or_default()).is_some();
         let reading = self.read(&ours);
         self.count_invalid(&key, matches!(reading, Reading::Invalid));
         let standing = match reading {

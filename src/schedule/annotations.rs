@@ -14,6 +14,8 @@ pub const DOWN_REPLICAS: &str = "cronscaler.dev/down-replicas";
 pub const UP_REPLICAS: &str = "cronscaler.dev/up-replicas";
 pub const TIMEZONE: &str = "cronscaler.dev/timezone";
 pub const PAUSED: &str = "cronscaler.dev/paused";
+/// `"true"` on an object leaves it out of its namespace's schedule.
+pub const EXCLUDE: &str = "cronscaler.dev/exclude";
 pub const ORIGINAL_REPLICAS: &str = "cronscaler.dev/original-replicas";
 pub const LAST_TRANSITION: &str = "cronscaler.dev/last-transition";
 /// What a CronJob remembers instead of `original-replicas`: the `spec.suspend` it had (the
@@ -104,20 +106,26 @@ pub fn parse(annotations: &BTreeMap<String, String>, default_timezone: Tz) -> An
                 _ => Err(invalid(key, value, "must be `true` or `false`")),
             }
             .map(|p| paused = Some(p)),
+            EXCLUDE => match value.as_str() {
+                "true" | "false" => Ok(()),
+                _ => Err(invalid(key, value, "must be `true` or `false`")),
+            },
             ORIGINAL_REPLICAS => {
                 parse_count(key, value, 0).map(|n| recorded.original_replicas = Some(n))
             }
             LAST_TRANSITION => value
                 .parse::<Transition>()
                 .map(|transition| recorded.last_transition = Some(transition)),
+            // A CronJob's, read as original-replicas before the rules see it.
+            ORIGINAL_SUSPEND => Err(invalid(key, value, "is written only on CronJobs")),
             // Only ever compared whole with a cause, so no value can be wrong.
             WARNED => Ok(()),
             _ => Err(invalid(
                 key,
                 value,
                 "is not a known annotation; the keys under cronscaler.dev/ are scale-down, \
-                 scale-up, down-replicas, up-replicas, timezone, paused, original-replicas, \
-                 last-transition and warned",
+                 scale-up, down-replicas, up-replicas, timezone, paused, exclude, \
+                 original-replicas, original-suspend, last-transition and warned",
             )),
         };
         if let Err(error) = outcome {
@@ -378,7 +386,7 @@ mod tests {
             (
                 "cronscaler.dev/scale-dwon",
                 "0 20 * * *",
-                r#"cronscaler.dev/scale-dwon: "0 20 * * *" is not a known annotation; the keys under cronscaler.dev/ are scale-down, scale-up, down-replicas, up-replicas, timezone, paused, original-replicas, last-transition and warned"#,
+                r#"cronscaler.dev/scale-dwon: "0 20 * * *" is not a known annotation; the keys under cronscaler.dev/ are scale-down, scale-up, down-replicas, up-replicas, timezone, paused, exclude, original-replicas, original-suspend, last-transition and warned"#,
             ),
         ];
         for (key, value, expected) in cases {

@@ -15,6 +15,7 @@ mod cron;
 mod decide;
 mod firings;
 mod grace;
+mod inheritance;
 mod transition;
 mod warnings;
 
@@ -22,13 +23,14 @@ mod warnings;
 pub(crate) mod test_support;
 
 pub use annotations::{
-    Annotations, DOWN_REPLICAS, InvalidAnnotation, LAST_TRANSITION, Leftovers, ORIGINAL_REPLICAS,
-    ORIGINAL_SUSPEND, PAUSED, PREFIX, Recorded, SCALE_DOWN, SCALE_UP, TIMEZONE, UP_REPLICAS,
-    WARNED, is_written_by_controller, parse,
+    Annotations, DOWN_REPLICAS, EXCLUDE, InvalidAnnotation, LAST_TRANSITION, Leftovers,
+    ORIGINAL_REPLICAS, ORIGINAL_SUSPEND, PAUSED, PREFIX, Recorded, SCALE_DOWN, SCALE_UP, TIMEZONE,
+    UP_REPLICAS, WARNED, is_written_by_controller, parse,
 };
 pub use cron::CronSpec;
 pub use decide::{AnnotationChange, Cleanup, ScaleChange, decide, is_due};
 pub use firings::{Firings, Tally, tally};
 pub use grace::held_back_until;
+pub use inheritance::inherit;
 pub use transition::{Direction, Schedule, Transition};
 pub use warnings::{already_warned, refused_cause, replicas_set, reverted, reverted_cause};

@@ -160,6 +160,8 @@ pub struct Scenario {
     /// A cluster admin, standing in for the user with kubectl.
     pub client: Client,
     backend: Backend,
+    /// Started by [`Scenario::own`]: nobody else's tests run on its API server.
+    own_plane: bool,
     logs_dir: tempfile::TempDir,
     logs: Mutex<Vec<PathBuf>>,
 }
@@ -179,7 +181,7 @@ impl Scenario {
             Ok(backend) => backend.clone(),
             Err(error) => panic!("{name}: no API server: {error}"),
         };
-        Some(Self::new(name, backend).await)
+        Some(Self::new(name, backend, false).await)
     }
 
     /// A scenario on a control plane of its own, for what would disturb other tests: stopping
@@ -201,10 +203,10 @@ impl Scenario {
             plane.server(),
             started.elapsed().as_secs_f64()
         ));
-        Some(Self::new(name, Backend::Envtest(Arc::new(plane))).await)
+        Some(Self::new(name, Backend::Envtest(Arc::new(plane)), true).await)
     }
 
-    async fn new(name: &str, backend: Backend) -> Self {
+    async fn new(name: &str, backend: Backend, own_plane: bool) -> Self {
         let client = match &backend {
             Backend::Envtest(plane) => plane.admin_client().await,
             Backend::Kubeconfig { .. } => Client::try_default().await.expect("a kubeconfig"),
@@ -226,6 +228,7 @@ impl Scenario {
             namespace,
             client,
             backend,
+            own_plane,
             logs_dir,
             logs: Mutex::new(Vec::new()),
         }
@@ -274,9 +277,24 @@ impl Scenario {
     /// `args`, as the ServiceAccount, with `POD_NAME` = `name` (its lease identity and Events'
     /// reporting instance). Its output goes to a log printed if the test fails.
     pub fn start_controller(&self, name: &str, args: &[&str]) -> Controller {
+        self.spawn_controller(name, &["run", "--namespace", &self.namespace], args)
+    }
+
+    /// Starts `cronscaler run` over every namespace, as installed by `rbac/`: only on a control
+    /// plane of the scenario's own, where it disturbs no other test.
+    pub fn start_cluster_wide_controller(&self, name: &str, args: &[&str]) -> Controller {
+        assert!(
+            self.own_plane,
+            "{}: a cluster-wide controller needs a control plane of its own",
+            self.name
+        );
+        self.spawn_controller(name, &["run"], args)
+    }
+
+    fn spawn_controller(&self, name: &str, run: &[&str], args: &[&str]) -> Controller {
         let addr: SocketAddr = ([127, 0, 0, 1], envtest::free_port()).into();
         let log = self.logs_dir.path().join(format!("{name}.log"));
-        let mut command = self.command(&["run", "--namespace", &self.namespace]);
+        let mut command = self.command(run);
         command
             .args(["--http-addr", &addr.to_string()])
             .args(args)

@@ -11,11 +11,17 @@ use chrono::TimeDelta;
 use super::*;
 use crate::{
     runtime::workqueue::RateLimit,
-    scaling::{test_support::*, timer::Timer},
+    scaling::{namespaces::NamespaceSchedules, test_support::*, timer::Timer},
 };
 
 /// A tracker of Deployments feeding a scheduler and a queue, on a clock that keeps pace.
 fn tracked_deployments() -> (WorkQueue<WorkKey>, Timer, Tracker, Gauge) {
+    tracked_deployments_in(NamespaceSchedules::watched(["kube-system".to_string()]))
+}
+
+fn tracked_deployments_in(
+    namespaces: NamespaceSchedules,
+) -> (WorkQueue<WorkKey>, Timer, Tracker, Gauge) {
     let invalid = Gauge::default();
     let queue = WorkQueue::new(RateLimit::default());
     let timer = Timer::spawn(queue.clone(), wall_clock(1000, Arc::default()));
@@ -24,6 +30,7 @@ fn tracked_deployments() -> (WorkQueue<WorkKey>, Timer, Tracker, Gauge) {
         queue.clone(),
         Tz::UTC,
         TargetKind::Deployment,
+        namespaces,
         TimeDelta::minutes(15),
         invalid.clone(),
     );
@@ -371,6 +378,64 @@ async fn a_new_object_is_put_to_sleep_by_a_catch_up_only_when_its_grace_period_e
         vec![WorkKey::Scale(target("web"))],
         "the timer brings it back when its grace period ends: nothing polls"
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn workloads_follow_their_namespaces_schedule_from_its_first_change() {
+    let namespaces = NamespaceSchedules::watched(["kube-system".to_string()]);
+    let (queue, timer, mut tracker, _) = tracked_deployments_in(namespaces.clone());
+    see(&mut tracker, watcher::Event::Apply(meta("web", &[], None)));
+    assert_eq!(
+        tracker.len(),
+        0,
+        "nothing kept of a workload without a schedule"
+    );
+
+    // The Namespace gets a schedule: its workloads are listed again.
+    let nightly = annotations_of(&[(schedule::SCALE_DOWN, "0 20 * * *")]);
+    assert!(namespaces.update("staging", &nightly));
+    let mut excluded = meta("batch", &[(schedule::EXCLUDE, "true")], None);
+    excluded.metadata.name = Some("batch".into());
+    let listed = [meta("web", &[], None), excluded];
+    tracker.relist_namespace("staging", &listed, base());
+    settle().await;
+    assert_eq!(
+        drain(&queue).await,
+        vec![WorkKey::Scale(target("web"))],
+        "last night's scale-down, caught up; the excluded one is left out"
+    );
+    assert_eq!(timer.held(), 1);
+
+    // Asleep by the namespace's schedule; then the schedule goes.
+    let slept = [
+        (schedule::ORIGINAL_REPLICAS, "3"),
+        (schedule::LAST_TRANSITION, "2026-11-22T20:00:00Z down"),
+    ];
+    see(
+        &mut tracker,
+        watcher::Event::Apply(meta("web", &slept, None)),
+    );
+    assert!(drain(&queue).await.is_empty(), "applied, nothing due");
+    assert!(namespaces.update("staging", &annotations_of(&[])));
+    tracker.relist_namespace("staging", &[meta("web", &slept, None)], base());
+    settle().await;
+    assert_eq!(
+        drain(&queue).await,
+        vec![WorkKey::Scale(target("web"))],
+        "removing the namespace's schedule wakes what it put to sleep"
+    );
+    assert_eq!(timer.held(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_excluded_namespace_is_never_touched_annotated_or_not() {
+    let (queue, timer, mut tracker, _) = tracked_deployments();
+    let mut system = meta("dns", &[(schedule::SCALE_DOWN, "0 20 * * *")], None);
+    system.metadata.namespace = Some("kube-system".into());
+    see(&mut tracker, watcher::Event::Apply(system));
+    settle().await;
+    assert!(drain(&queue).await.is_empty());
+    assert_eq!((timer.held(), tracker.len()), (0, 0));
 }
 
 #[tokio::test(start_paused = true)]

@@ -1,0 +1,166 @@
+//! The schedules of Namespaces, as the watch of Namespaces last saw them, and the namespaces the
+//! controller never touches. Shared by the trackers, which decide from them whether a workload
+//! needs a look, and by the reconciler, which applies them.
+
+use std::{
+    collections::{BTreeMap, HashMap, HashSet},
+    sync::{Arc, PoisonError, RwLock},
+};
+
+use crate::{
+    scaling::target::TargetKind,
+    schedule::{PREFIX, inherit},
+};
+
+/// Cheap to clone; every clone sees the same schedules.
+#[derive(Clone, Default)]
+pub struct NamespaceSchedules {
+    schedules: Arc<RwLock<HashMap<String, BTreeMap<String, String>>>>,
+    excluded: Arc<HashSet<String>>,
+    /// False in a namespaced install, which cannot read Namespaces.
+    enabled: bool,
+}
+
+impl NamespaceSchedules {
+    /// Namespace schedules read from a watch of Namespaces; `excluded` are never touched.
+    pub fn watched(excluded: impl IntoIterator<Item = String>) -> Self {
+        Self {
+            excluded: Arc::new(excluded.into_iter().collect()),
+            enabled: true,
+            ..Self::default()
+        }
+    }
+
+    /// No namespace schedules, only `excluded` namespaces (a namespaced install).
+    pub fn off(excluded: impl IntoIterator<Item = String>) -> Self {
+        Self {
+            excluded: Arc::new(excluded.into_iter().collect()),
+            ..Self::default()
+        }
+    }
+
+    pub fn is_excluded(&self, namespace: &str) -> bool {
+        self.excluded.contains(namespace)
+    }
+
+    /// Records what a Namespace's annotations say; true when its schedule changed.
+    pub fn update(&self, namespace: &str, annotations: &BTreeMap<String, String>) -> bool {
+        let ours: BTreeMap<String, String> = annotations
+            .iter()
+            .filter(|(key, _)| key.starts_with(PREFIX))
+            .map(|(key, value)| (key.clone(), value.clone()))
+            .collect();
+        let mut schedules = self
+            .schedules
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        if ours.is_empty() {
+            return schedules.remove(namespace).is_some();
+        }
+        schedules.insert(namespace.to_string(), ours.clone()) != Some(ours)
+    }
+
+    /// A Namespace is gone; true when it had a schedule.
+    pub fn forget(&self, namespace: &str) -> bool {
+        self.schedules
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(namespace)
+            .is_some()
+    }
+
+    /// The `cronscaler.dev/` annotations a workload's schedule comes from (see
+    /// [`crate::schedule::inherit`]), and whether they are its namespace's. Foos, and
+    /// Deployments a Foo controls, follow only their own.
+    pub fn effective(
+        &self,
+        kind: TargetKind,
+        namespace: &str,
+        own: &BTreeMap<String, String>,
+        controlled_by_foo: bool,
+    ) -> (BTreeMap<String, String>, bool) {
+        let schedules = self
+            .schedules
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        let inherits = self.enabled && kind != TargetKind::Foo && !controlled_by_foo;
+        inherit(own, schedules.get(namespace).filter(|_| inherits))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schedule::{EXCLUDE, SCALE_DOWN, TIMEZONE};
+
+    fn pairs(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn workloads_follow_their_namespace_and_foos_do_not() {
+        let namespaces = NamespaceSchedules::watched(["kube-system".to_string()]);
+        assert!(namespaces.update(
+            "staging",
+            &pairs(&[(SCALE_DOWN, "0 20 * * *"), ("team", "a")])
+        ));
+        assert!(
+            !namespaces.update(
+                "staging",
+                &pairs(&[(SCALE_DOWN, "0 20 * * *"), ("team", "b")])
+            ),
+            "only our annotations make a change"
+        );
+        for kind in [
+            TargetKind::Deployment,
+            TargetKind::StatefulSet,
+            TargetKind::CronJob,
+        ] {
+            let (effective, inherited) = namespaces.effective(kind, "staging", &pairs(&[]), false);
+            assert!(inherited, "{kind}");
+            assert_eq!(effective, pairs(&[(SCALE_DOWN, "0 20 * * *")]));
+        }
+        assert!(
+            !namespaces
+                .effective(TargetKind::Foo, "staging", &pairs(&[]), false)
+                .1
+        );
+        assert!(
+            !namespaces
+                .effective(TargetKind::Deployment, "staging", &pairs(&[]), true)
+                .1,
+            "a Foo's Deployment is scaled through its Foo"
+        );
+        assert!(
+            !namespaces
+                .effective(
+                    TargetKind::Deployment,
+                    "staging",
+                    &pairs(&[(EXCLUDE, "true")]),
+                    false
+                )
+                .1
+        );
+        assert!(namespaces.is_excluded("kube-system"));
+        assert!(namespaces.update("staging", &pairs(&[(TIMEZONE, "UTC")])));
+        assert!(
+            namespaces.update("staging", &pairs(&[])),
+            "schedule removed"
+        );
+        assert!(!namespaces.forget("staging"));
+    }
+
+    #[test]
+    fn a_namespaced_install_has_no_namespace_schedules() {
+        let namespaces = NamespaceSchedules::off([]);
+        namespaces.update("staging", &pairs(&[(SCALE_DOWN, "0 20 * * *")]));
+        assert!(
+            !namespaces
+                .effective(TargetKind::Deployment, "staging", &pairs(&[]), false)
+                .1
+        );
+    }
+}

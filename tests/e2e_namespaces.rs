@@ -1,0 +1,147 @@
+//! Whole environments on a real API server: a Namespace's schedule puts its Deployments,
+//! StatefulSets and CronJobs to sleep and wakes them, an object with a schedule of its own
+//! follows only its own, `exclude` leaves an object out, and removing the Namespace's schedule
+//! wakes what it put to sleep. The controller runs over every namespace, as installed, so this
+//! scenario has a control plane of its own.
+//!
+//! See `tests/support/mod.rs` for where the API server comes from.
+
+mod support;
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Namespace;
+use kube::{
+    Api,
+    api::{Patch, PatchParams, PostParams},
+};
+use serde_json::json;
+use support::{Scenario, envtest, eventually, replicas_and_annotations, whole_second_in};
+
+/// Lateness we accept from a transition: the timer, one reconcile, a busy 2-core machine.
+const LATENESS: Duration = Duration::from_secs(15);
+
+#[tokio::test]
+async fn a_namespace_schedule_puts_its_workloads_to_sleep_and_removing_it_wakes_them() {
+    let options = envtest::Options {
+        controller_manager: false,
+        ..envtest::Options::default()
+    };
+    let Some(scenario) = Scenario::own("namespace-schedule", options).await else {
+        return;
+    };
+    let mut controller = scenario.start_cluster_wide_controller("cronscaler", &[]);
+    controller.wait_ready().await;
+    let deployments = scenario.deployments();
+    // One that follows the namespace, one with its own schedule, one left out.
+    for (name, annotations) in [
+        ("web", json!({})),
+        (
+            "own-schedule",
+            json!({ "cronscaler.dev/scale-down": "0 0 3 * * *", "cronscaler.dev/scale-up": "0 0 4 * * *" }),
+        ),
+        ("left-out", json!({ "cronscaler.dev/exclude": "true" })),
+    ] {
+        deployments
+            .create(
+                &PostParams::default(),
+                &support::deployment(name, 2, annotations),
+            )
+            .await
+            .expect("a Deployment");
+    }
+    scenario
+        .stateful_sets()
+        .create(
+            &PostParams::default(),
+            &support::stateful_set("db", 3, json!({})),
+        )
+        .await
+        .expect("a StatefulSet");
+    scenario
+        .cron_jobs()
+        .create(
+            &PostParams::default(),
+            &support::cron_job("report", false, json!({})),
+        )
+        .await
+        .expect("a CronJob");
+
+    // The namespace goes to sleep a few seconds from now, and wakes a while later.
+    let down = whole_second_in(6);
+    let up = down + chrono::Duration::hours(1);
+    let namespaces: Api<Namespace> = Api::all(scenario.client.clone());
+    let schedule = json!({ "metadata": { "annotations": {
+        "cronscaler.dev/scale-down": support::cron_at(down),
+        "cronscaler.dev/scale-up": support::cron_at(up),
+    } } });
+    namespaces
+        .patch(
+            &scenario.namespace,
+            &PatchParams::default(),
+            &Patch::Merge(&schedule),
+        )
+        .await
+        .expect("the Namespace annotated");
+
+    let web = eventually("the namespace's Deployment asleep", LATENESS, || async {
+        let (replicas, annotations) = replicas_and_annotations(&deployments, "web").await?;
+        (replicas == 0).then_some(annotations)
+    })
+    .await;
+    assert_eq!(
+        web.get("cronscaler.dev/original-replicas")
+            .map(String::as_str),
+        Some("2"),
+        "state stays on each workload: {web:?}"
+    );
+    eventually("the namespace's StatefulSet asleep", LATENESS, || async {
+        let stateful_set = scenario.stateful_sets().get("db").await.ok()?;
+        (stateful_set.spec?.replicas == Some(0)).then_some(())
+    })
+    .await;
+    eventually("the namespace's CronJob suspended", LATENESS, || async {
+        let cron_job = scenario.cron_jobs().get("report").await.ok()?;
+        (cron_job.spec?.suspend == Some(true)).then_some(())
+    })
+    .await;
+    for name in ["own-schedule", "left-out"] {
+        let (replicas, _) = replicas_and_annotations(&deployments, name)
+            .await
+            .expect("the Deployment");
+        assert_eq!(replicas, 2, "{name} does not follow the namespace");
+    }
+
+    // Removing the namespace's schedule is, for each workload that followed it, the removal of
+    // its schedule: what it put to sleep wakes.
+    let removed = json!({ "metadata": { "annotations": {
+        "cronscaler.dev/scale-down": null, "cronscaler.dev/scale-up": null,
+    } } });
+    namespaces
+        .patch(
+            &scenario.namespace,
+            &PatchParams::default(),
+            &Patch::Merge(&removed),
+        )
+        .await
+        .expect("the Namespace's schedule removed");
+    eventually(
+        "the Deployment awake again, annotations gone",
+        LATENESS,
+        || async {
+            let (replicas, annotations) = replicas_and_annotations(&deployments, "web").await?;
+            (replicas == 2 && !annotations.contains_key("cronscaler.dev/original-replicas"))
+                .then_some(())
+        },
+    )
+    .await;
+    eventually("the CronJob running again", LATENESS, || async {
+        let cron_job = scenario.cron_jobs().get("report").await.ok()?;
+        (cron_job.spec?.suspend == Some(false)).then_some(())
+    })
+    .await;
+    controller
+        .assert_stops_cleanly(Duration::from_secs(5))
+        .await;
+    scenario.finish().await;
+}
