@@ -10,10 +10,10 @@ mod support;
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::{core::v1::Namespace, events::v1::Event};
 use kube::{
     Api,
-    api::{Patch, PatchParams, PostParams},
+    api::{ListParams, Patch, PatchParams, PostParams},
 };
 use serde_json::json;
 use support::{Scenario, envtest, eventually, replicas_and_annotations, whole_second_in};
@@ -105,6 +105,33 @@ async fn a_namespace_schedule_puts_its_workloads_to_sleep_and_removing_it_wakes_
         (cron_job.spec?.suspend == Some(true)).then_some(())
     })
     .await;
+    // On the Namespace, one Event that says what its transition did. Events about a
+    // cluster-scoped object live in `default`.
+    let events: Api<Event> = Api::namespaced(scenario.client.clone(), "default");
+    let told = eventually(
+        "the Namespace's NamespaceScaledDown Event",
+        LATENESS,
+        || async {
+            let params =
+                ListParams::default().fields(&format!("regarding.name={}", scenario.namespace));
+            events
+                .list(&params)
+                .await
+                .ok()?
+                .items
+                .into_iter()
+                .find(|event| event.reason.as_deref() == Some("NamespaceScaledDown"))
+        },
+    )
+    .await;
+    let note = told.note.unwrap_or_default();
+    assert!(
+        note.starts_with("slept 3 workloads (")
+            && ["Deployment web", "StatefulSet db", "CronJob report"]
+                .iter()
+                .all(|object| note.contains(object)),
+        "{note}"
+    );
     for name in ["own-schedule", "left-out"] {
         let (replicas, _) = replicas_and_annotations(&deployments, name)
             .await

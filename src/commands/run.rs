@@ -315,7 +315,8 @@ pub async fn run(
             metrics.clone(),
         )
         .with_grace(grace, timer.clone())
-        .with_namespaces(namespaces),
+        .with_namespaces(namespaces)
+        .with_reports(queue.clone()),
         clock,
         metrics,
         outage,
@@ -425,7 +426,7 @@ fn namespace_feed(
         let changed: Vec<String> = match event {
             watcher::Event::Apply(namespace) | watcher::Event::InitApply(namespace) => {
                 let name = namespace.name_any();
-                let changed = namespaces.update(&name, namespace.annotations());
+                let changed = namespaces.update(&name, namespace.uid(), namespace.annotations());
                 // The first listing comes before any workload is watched: nothing to relist.
                 (changed && *listed.borrow())
                     .then_some(name)

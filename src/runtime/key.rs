@@ -4,7 +4,7 @@ use std::fmt;
 
 use kube::{Resource, ResourceExt};
 
-use crate::scaling::target::ScaleTarget;
+use crate::{scaling::target::ScaleTarget, schedule::Transition};
 
 /// A namespaced object's identity.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -41,6 +41,8 @@ pub enum WorkKey {
     Foo(ObjectKey),
     /// Apply the schedule of a Deployment, StatefulSet, CronJob or Foo at the current time.
     Scale(ScaleTarget),
+    /// Tell on a Namespace what its transition did to its workloads.
+    NamespaceReport(String, Transition),
 }
 
 impl fmt::Display for WorkKey {
@@ -48,6 +50,9 @@ impl fmt::Display for WorkKey {
         match self {
             WorkKey::Foo(key) => write!(f, "Foo {key}"),
             WorkKey::Scale(target) => write!(f, "schedule of {target}"),
+            WorkKey::NamespaceReport(namespace, transition) => {
+                write!(f, "report of Namespace {namespace} at {transition}")
+            }
         }
     }
 }

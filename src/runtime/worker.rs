@@ -16,7 +16,11 @@ use crate::{
         metrics::{Metrics, Outcome, ResultLabels},
     },
     runtime::{key::WorkKey, outage::Outage, workqueue::WorkQueue},
-    scaling::{self, ScalingContext, timer::Clock},
+    scaling::{
+        self, ScalingContext,
+        reports::{QUIET, Settled},
+        timer::Clock,
+    },
 };
 
 /// Everything a worker may need, whatever key it takes.
@@ -46,6 +50,15 @@ pub async fn worker(
         if !*is_leader.borrow_and_update() {
             queue.forget(&key);
             queue.done(&key);
+            continue;
+        }
+        if let WorkKey::NamespaceReport(namespace, transition) = &key {
+            let settled =
+                scaling::report_namespace(&reconcilers.scale, namespace, *transition).await;
+            queue.done(&key);
+            if settled == Settled::Wait {
+                queue.add_after(key, QUIET);
+            }
             continue;
         }
         if matches!(key, WorkKey::Foo(_)) && !foo_caches_synced(&reconcilers.foo) {
@@ -108,6 +121,8 @@ async fn reconcile(reconcilers: &Reconcilers, key: &WorkKey) -> Result<(), Error
             result
         }
         WorkKey::Scale(target) => scaling::reconcile(&reconcilers.scale, target, now).await,
+        // Handled by the worker itself: it is put back, not retried.
+        WorkKey::NamespaceReport(..) => Ok(()),
     }
 }
 

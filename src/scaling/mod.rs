@@ -4,6 +4,7 @@
 
 pub mod namespaces;
 mod reconciler;
+pub mod reports;
 pub mod target;
 pub mod timer;
 pub mod tracker;
@@ -13,5 +14,5 @@ mod test_support;
 
 pub use reconciler::{
     ScalingContext, describe_change, other_replicas_writers, patch_for, patch_target, reconcile,
-    replicas_changed_by,
+    replicas_changed_by, report_namespace,
 };

@@ -7,6 +7,8 @@ use std::{
     sync::{Arc, PoisonError, RwLock},
 };
 
+use k8s_openapi::api::core::v1::ObjectReference;
+
 use crate::{
     scaling::target::TargetKind,
     schedule::{PREFIX, inherit},
@@ -16,6 +18,8 @@ use crate::{
 #[derive(Clone, Default)]
 pub struct NamespaceSchedules {
     schedules: Arc<RwLock<HashMap<String, BTreeMap<String, String>>>>,
+    /// The uid of each scheduled Namespace, so its Events show in `kubectl describe`.
+    uids: Arc<RwLock<HashMap<String, String>>>,
     excluded: Arc<HashSet<String>>,
     /// False in a namespaced install, which cannot read Namespaces.
     enabled: bool,
@@ -44,7 +48,18 @@ impl NamespaceSchedules {
     }
 
     /// Records what a Namespace's annotations say; true when its schedule changed.
-    pub fn update(&self, namespace: &str, annotations: &BTreeMap<String, String>) -> bool {
+    pub fn update(
+        &self,
+        namespace: &str,
+        uid: Option<String>,
+        annotations: &BTreeMap<String, String>,
+    ) -> bool {
+        if let Some(uid) = uid {
+            self.uids
+                .write()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(namespace.to_string(), uid);
+        }
         let ours: BTreeMap<String, String> = annotations
             .iter()
             .filter(|(key, _)| key.starts_with(PREFIX))
@@ -60,8 +75,29 @@ impl NamespaceSchedules {
         schedules.insert(namespace.to_string(), ours.clone()) != Some(ours)
     }
 
+    /// The Namespace, for its Events.
+    pub fn reference(&self, namespace: &str) -> ObjectReference {
+        let uid = self
+            .uids
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(namespace)
+            .cloned();
+        ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("Namespace".into()),
+            name: Some(namespace.to_string()),
+            uid,
+            ..ObjectReference::default()
+        }
+    }
+
     /// A Namespace is gone; true when it had a schedule.
     pub fn forget(&self, namespace: &str) -> bool {
+        self.uids
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(namespace);
         self.schedules
             .write()
             .unwrap_or_else(PoisonError::into_inner)
@@ -105,11 +141,13 @@ mod tests {
         let namespaces = NamespaceSchedules::watched(["kube-system".to_string()]);
         assert!(namespaces.update(
             "staging",
+            None,
             &pairs(&[(SCALE_DOWN, "0 20 * * *"), ("team", "a")])
         ));
         assert!(
             !namespaces.update(
                 "staging",
+                None,
                 &pairs(&[(SCALE_DOWN, "0 20 * * *"), ("team", "b")])
             ),
             "only our annotations make a change"
@@ -145,9 +183,9 @@ mod tests {
                 .1
         );
         assert!(namespaces.is_excluded("kube-system"));
-        assert!(namespaces.update("staging", &pairs(&[(TIMEZONE, "UTC")])));
+        assert!(namespaces.update("staging", None, &pairs(&[(TIMEZONE, "UTC")])));
         assert!(
-            namespaces.update("staging", &pairs(&[])),
+            namespaces.update("staging", None, &pairs(&[])),
             "schedule removed"
         );
         assert!(!namespaces.forget("staging"));
@@ -156,7 +194,7 @@ mod tests {
     #[test]
     fn a_namespaced_install_has_no_namespace_schedules() {
         let namespaces = NamespaceSchedules::off([]);
-        namespaces.update("staging", &pairs(&[(SCALE_DOWN, "0 20 * * *")]));
+        namespaces.update("staging", None, &pairs(&[(SCALE_DOWN, "0 20 * * *")]));
         assert!(
             !namespaces
                 .effective(TargetKind::Deployment, "staging", &pairs(&[]), false)

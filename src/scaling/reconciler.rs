@@ -23,14 +23,17 @@ use kube::{
 };
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
+use tokio::time::Instant;
 
 use crate::{
     error::{Error, is_status},
     foo::Foo,
     ops::metrics::{Metrics, Outcome, ScaleDirection},
     runtime::{CONTROLLER_NAME, events::Events, key::ObjectKey},
+    runtime::{key::WorkKey, workqueue::WorkQueue},
     scaling::{
         namespaces::NamespaceSchedules,
+        reports::{NamespaceReports, QUIET, Settled, describe},
         target::{ScaleTarget, TargetKind, TargetState},
         timer::Timer,
     },
@@ -53,6 +56,8 @@ pub struct ScalingContext {
     pub grace: Option<(TimeDelta, Timer)>,
     /// Namespaces' schedules, which workloads without one of their own follow.
     pub namespaces: NamespaceSchedules,
+    /// What Namespaces' transitions did, and the queue that has each told once it settles.
+    pub reports: Option<(NamespaceReports, WorkQueue<WorkKey>)>,
 }
 
 impl ScalingContext {
@@ -71,6 +76,16 @@ impl ScalingContext {
             metrics,
             grace: None,
             namespaces: NamespaceSchedules::default(),
+            reports: None,
+        }
+    }
+
+    /// Gathers what Namespaces' transitions did, and has `queue` bring each report back when it
+    /// settles.
+    pub fn with_reports(self, queue: WorkQueue<WorkKey>) -> Self {
+        Self {
+            reports: Some((NamespaceReports::default(), queue)),
+            ..self
         }
     }
 
@@ -100,7 +115,8 @@ pub async fn reconcile(
     let Some(mut observed) = fetch(ctx, target).await? else {
         return Ok(());
     };
-    (observed.annotations, _) = ctx.namespaces.effective(
+    let inherited;
+    (observed.annotations, inherited) = ctx.namespaces.effective(
         target.kind,
         &target.key.namespace,
         &observed.annotations,
@@ -141,7 +157,13 @@ pub async fn reconcile(
         return Ok(());
     }
     match schedule::decide(&annotations, observed.replicas, now) {
-        Some(change) => apply(ctx, target, &observed, &annotations, &change, now).await,
+        Some(change) => {
+            let result = apply(ctx, target, &observed, &annotations, &change, now).await;
+            if inherited {
+                tally(ctx, target, &annotations, &change, &result);
+            }
+            result
+        }
         None => warn_if_reverted(ctx, target, &observed, &annotations).await,
     }
 }
@@ -369,6 +391,56 @@ async fn apply(
             ))
         }
     }
+}
+
+/// Records what a Namespace's transition did to one of its workloads, for the Namespace's
+/// report: a change of replicas, or a failure.
+fn tally(
+    ctx: &ScalingContext,
+    target: &ScaleTarget,
+    annotations: &Annotations,
+    change: &ScaleChange,
+    result: &Result<(), Error>,
+) {
+    let (Some((reports, queue)), Some(transition), Annotations::Scheduled(schedule, _)) =
+        (&ctx.reports, change.applied, annotations)
+    else {
+        return;
+    };
+    if ctx.dry_run || (result.is_ok() && change.replicas.is_none()) {
+        return;
+    }
+    let namespace = &target.key.namespace;
+    let object = format!("{} {}", target.kind, target.key.name);
+    let outcome = result.as_ref().map(drop).map_err(ToString::to_string);
+    let by = describe_cron(schedule, transition);
+    if reports.record(namespace, transition, &by, object, outcome, Instant::now()) {
+        queue.add_after(
+            WorkKey::NamespaceReport(namespace.clone(), transition),
+            QUIET,
+        );
+    }
+}
+
+/// Tells on a Namespace what its transition did, once the workloads' outcomes have settled;
+/// until then the report is put back for later.
+pub async fn report_namespace(
+    ctx: &ScalingContext,
+    namespace: &str,
+    transition: Transition,
+) -> Settled {
+    let Some((reports, _)) = &ctx.reports else {
+        return Settled::Gone;
+    };
+    let settled = reports.settle(namespace, transition, Instant::now());
+    if let Settled::Report(tally) = &settled {
+        let (reason, note) = describe(tally, transition);
+        tracing::info!(namespace, reason, %note, "namespace transition");
+        ctx.events
+            .normal(&ctx.namespaces.reference(namespace), reason, note)
+            .await;
+    }
+    settled
 }
 
 /// Sends a merge patch to a scale target, as field manager `cronscaler`.

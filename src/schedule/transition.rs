@@ -33,7 +33,7 @@ impl fmt::Display for Direction {
 ///
 /// Its `Display` is the `last-transition` annotation value, e.g.
 /// `2026-11-23T20:00:00Z down`, and `FromStr` reads that value back.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Transition {
     pub at: DateTime<Utc>,
     pub direction: Direction,

@@ -393,7 +393,7 @@ async fn workloads_follow_their_namespaces_schedule_from_its_first_change() {
 
     // The Namespace gets a schedule: its workloads are listed again.
     let nightly = annotations_of(&[(schedule::SCALE_DOWN, "0 20 * * *")]);
-    assert!(namespaces.update("staging", &nightly));
+    assert!(namespaces.update("staging", None, &nightly));
     let mut excluded = meta("batch", &[(schedule::EXCLUDE, "true")], None);
     excluded.metadata.name = Some("batch".into());
     let listed = [meta("web", &[], None), excluded];
@@ -416,7 +416,7 @@ async fn workloads_follow_their_namespaces_schedule_from_its_first_change() {
         watcher::Event::Apply(meta("web", &slept, None)),
     );
     assert!(drain(&queue).await.is_empty(), "applied, nothing due");
-    assert!(namespaces.update("staging", &annotations_of(&[])));
+    assert!(namespaces.update("staging", None, &annotations_of(&[])));
     tracker.relist_namespace("staging", &[meta("web", &slept, None)], base());
     settle().await;
     assert_eq!(
