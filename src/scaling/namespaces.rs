@@ -15,7 +15,7 @@ use crate::{
 };
 
 /// Cheap to clone; every clone sees the same schedules.
-#[derive(Clone, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct NamespaceSchedules {
     schedules: Arc<RwLock<HashMap<String, BTreeMap<String, String>>>>,
     /// The uid of each scheduled Namespace, so its Events show in `kubectl describe`.
@@ -73,6 +73,19 @@ impl NamespaceSchedules {
             return schedules.remove(namespace).is_some();
         }
         schedules.insert(namespace.to_string(), ours.clone()) != Some(ours)
+    }
+
+    /// Takes in every schedule `other` holds (`plan` reads Namespaces from several files).
+    pub fn absorb(&self, other: &NamespaceSchedules) {
+        let theirs = other
+            .schedules
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        self.schedules
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend(theirs);
     }
 
     /// The Namespace, for its Events.

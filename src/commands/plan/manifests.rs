@@ -8,9 +8,10 @@ use k8s_openapi::{
     api::{
         apps::v1::{Deployment, StatefulSet},
         batch::v1::CronJob,
+        core::v1::Namespace,
     },
 };
-use kube::{Api, Client, Resource, api::ListParams};
+use kube::{Api, Client, Resource, ResourceExt, api::ListParams};
 use serde::{Deserialize, de::DeserializeOwned};
 use serde_json::Value;
 
@@ -19,7 +20,10 @@ use crate::{
     error::is_status,
     foo::Foo,
     runtime::key::ObjectKey,
-    scaling::target::{ScaleTarget, TargetKind, TargetState},
+    scaling::{
+        namespaces::NamespaceSchedules,
+        target::{ScaleTarget, TargetKind, TargetState},
+    },
 };
 
 /// Deployments, StatefulSets, CronJobs and Foos from YAML or JSON manifests: files, or the `.yaml`/`.yml`/`.json` files
@@ -72,21 +76,41 @@ pub fn read_manifests(paths: &[impl AsRef<Path>]) -> Result<Manifests, PlanError
             manifests.append(parse_manifests(&text, &file.display().to_string())?);
         }
     }
-    Ok(manifests)
+    // A Namespace's schedule applies to its workloads in whichever file they are.
+    Ok(manifests.resolved())
 }
 
 /// What a set of manifests holds for the plan.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Manifests {
     pub objects: Vec<PlanObject>,
     /// Everything read that is not simulated, in the order it was found.
     pub skipped: Vec<Skipped>,
+    /// The schedules of the Namespaces read, which their workloads follow.
+    namespaces: NamespaceSchedules,
+}
+
+impl Default for Manifests {
+    fn default() -> Self {
+        Self {
+            objects: Vec::new(),
+            skipped: Vec::new(),
+            namespaces: NamespaceSchedules::watched([]),
+        }
+    }
 }
 
 impl Manifests {
     fn append(&mut self, other: Manifests) {
         self.objects.extend(other.objects);
         self.skipped.extend(other.skipped);
+        self.namespaces.absorb(&other.namespaces);
+    }
+
+    /// Each workload's schedule as the controller would read it: its own, or its Namespace's.
+    fn resolved(mut self) -> Self {
+        resolve(&mut self.objects, &self.namespaces);
+        self
     }
 
     fn skip(&mut self, at: Location, value: &Value, reason: SkipReason) {
@@ -198,7 +222,20 @@ pub fn parse_manifests(text: &str, path: &str) -> Result<Manifests, PlanError> {
         })?;
         read_object(value, at, false, &mut manifests)?;
     }
-    Ok(manifests)
+    Ok(manifests.resolved())
+}
+
+/// Gives every object the annotations its schedule comes from.
+fn resolve(objects: &mut [PlanObject], namespaces: &NamespaceSchedules) {
+    for object in objects {
+        let observed = &mut object.observed;
+        (observed.annotations, _) = namespaces.effective(
+            object.target.kind,
+            &object.target.key.namespace,
+            &observed.annotations,
+            observed.controlling_foo.is_some(),
+        );
+    }
 }
 
 fn read_object(
@@ -224,6 +261,15 @@ fn read_object(
         reason: error.to_string(),
     };
     let (kind, observed) = match kind {
+        // Read for its schedule, which its workloads follow.
+        "Namespace" => {
+            let namespace: Namespace =
+                serde_json::from_value(value.clone()).map_err(manifest_error)?;
+            manifests
+                .namespaces
+                .update(&namespace.name_any(), None, namespace.annotations());
+            return Ok(());
+        }
         "Deployment" => {
             let deployment: Deployment =
                 serde_json::from_value(value.clone()).map_err(manifest_error)?;
@@ -332,12 +378,42 @@ pub async fn read_cluster(
     let foos = foos
         .iter()
         .map(|foo| (TargetKind::Foo, TargetState::of_foo(foo)));
-    Ok(deployments
+    let mut objects: Vec<PlanObject> = deployments
         .chain(stateful_sets)
         .chain(cron_jobs)
         .chain(foos)
         .map(|(kind, observed)| plan_object(kind, observed))
-        .collect())
+        .collect();
+    resolve(&mut objects, &namespace_schedules(client, namespace).await?);
+    Ok(objects)
+}
+
+/// The schedules of the cluster's Namespaces (or the one given). Whoever may not read
+/// Namespaces, as the namespaced install, plans without them, as the controller runs there.
+async fn namespace_schedules(
+    client: &Client,
+    namespace: Option<&str>,
+) -> Result<NamespaceSchedules, kube::Error> {
+    let schedules = NamespaceSchedules::watched([]);
+    let api: Api<Namespace> = Api::all(client.clone());
+    let found = match namespace {
+        Some(namespace) => api
+            .get_metadata_opt(namespace)
+            .await
+            .map(|found| found.into_iter().collect::<Vec<_>>()),
+        None => api
+            .list_metadata(&ListParams::default())
+            .await
+            .map(|list| list.items),
+    };
+    let namespaces = match found {
+        Err(error) if is_status(&error, 403) => Vec::new(),
+        found => found?,
+    };
+    for namespace in &namespaces {
+        schedules.update(&namespace.name_any(), None, namespace.annotations());
+    }
+    Ok(schedules)
 }
 
 async fn list<K>(client: &Client, namespace: Option<&str>) -> Result<Vec<K>, kube::Error>

@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use chrono::SecondsFormat;
 
 use super::{Plan, PlannedSummary};
+use crate::scaling::target::TargetKind;
 
 /// The plan as a table a person reads: local time, UTC, object, action, replicas. A summary
 /// is a row at its first transition whose text spans the last two columns, so its length does
@@ -29,7 +30,13 @@ pub fn render_table(plan: &Plan) -> String {
             transition.at.to_rfc3339_opts(SecondsFormat::Secs, true),
             object(&transition.namespace, &transition.kind, &transition.name),
             action,
-            format!("{} -> {}", transition.from, transition.to),
+            // A CronJob has no replicas: it runs or is suspended.
+            if transition.kind == TargetKind::CronJob.as_str() {
+                let amount = |replicas| TargetKind::CronJob.amount(replicas);
+                format!("{} -> {}", amount(transition.from), amount(transition.to))
+            } else {
+                format!("{} -> {}", transition.from, transition.to)
+            },
         ];
         let key = (
             transition.at,

@@ -108,16 +108,53 @@ fn a_schedule_on_a_deployment_of_a_foo_is_listed_as_invalid() {
 }
 
 #[test]
+fn workloads_follow_the_schedule_of_a_namespace_read_in_another_file() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path();
+    std::fs::write(
+        dir.join("a-workloads.yaml"),
+        deployment("web", 3, "    team: shop")
+            + "---\n"
+            + &deployment("own", 2, "    cronscaler.dev/scale-down: \"0 22 * * *\""),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("b-namespace.yaml"),
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: staging\n  annotations:\n    cronscaler.dev/scale-down: \"0 20 * * *\"\n",
+    )
+    .unwrap();
+    let manifests = read_manifests(&[dir]).unwrap();
+    assert!(
+        skipped(&manifests).is_empty(),
+        "a Namespace is read, not skipped"
+    );
+    let plan = simulate(&manifests.objects, utc(7, 13), utc(8, 12), Tz::UTC);
+    let rows: Vec<_> = plan
+        .transitions
+        .iter()
+        .filter(|t| !t.catch_up)
+        .map(|t| (t.at, t.name.as_str(), t.action.as_str()))
+        .collect();
+    assert_eq!(
+        rows,
+        vec![(utc(7, 20), "web", "down"), (utc(7, 22), "own", "down")],
+        "web follows its namespace; own follows only its own"
+    );
+}
+
+#[test]
 fn other_kinds_are_skipped_and_broken_documents_named() {
     let manifests = parse_manifests(
-        "apiVersion: v1\nkind: Namespace\nmetadata: {name: staging}\n---\n",
-        "ns.yaml",
+        "apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: staging}\n---\n",
+        "svc.yaml",
     )
     .unwrap();
     assert!(manifests.objects.is_empty());
     assert_eq!(
         skipped(&manifests),
-        ["ns.yaml: document 1: Namespace staging: not a Deployment, StatefulSet, CronJob or Foo"]
+        [
+            "svc.yaml: document 1: Service staging/web: not a Deployment, StatefulSet, CronJob or Foo"
+        ]
     );
     let error = parse_manifests("kind: Deployment\nspec: [not, a, spec]\n", "broken.yaml")
         .unwrap_err()
