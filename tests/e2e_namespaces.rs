@@ -10,7 +10,7 @@ mod support;
 
 use std::time::Duration;
 
-use k8s_openapi::api::{core::v1::Namespace, events::v1::Event};
+use k8s_openapi::api::{core::v1::Namespace, events::v1::Event, rbac::v1::ClusterRole};
 use kube::{
     Api,
     api::{ListParams, Patch, PatchParams, PostParams},
@@ -166,6 +166,65 @@ async fn a_namespace_schedule_puts_its_workloads_to_sleep_and_removing_it_wakes_
         let cron_job = scenario.cron_jobs().get("report").await.ok()?;
         (cron_job.spec?.suspend == Some(false)).then_some(())
     })
+    .await;
+    controller
+        .assert_stops_cleanly(Duration::from_secs(5))
+        .await;
+    scenario.finish().await;
+}
+
+/// An install whose ClusterRole lacks the Namespaces grant (an upgrade that kept an old one)
+/// still scales workloads on their own schedules: the watch of Namespaces failing must not hold
+/// the workloads' watches back for good.
+#[tokio::test]
+async fn without_the_namespaces_grant_workloads_are_still_scaled() {
+    let options = envtest::Options {
+        controller_manager: false,
+        ..envtest::Options::default()
+    };
+    let Some(scenario) = Scenario::own("no-namespaces-grant", options).await else {
+        return;
+    };
+    let roles: Api<ClusterRole> = Api::all(scenario.client.clone());
+    let mut role = roles
+        .get("cronscaler")
+        .await
+        .expect("the installed ClusterRole");
+    role.rules.get_or_insert_default().retain(|rule| {
+        !rule
+            .resources
+            .iter()
+            .flatten()
+            .any(|resource| resource == "namespaces")
+    });
+    roles
+        .replace("cronscaler", &PostParams::default(), &role)
+        .await
+        .expect("the ClusterRole without namespaces");
+    let mut controller = scenario.start_cluster_wide_controller("cronscaler", &[]);
+    controller.wait_ready().await;
+    let deployments = scenario.deployments();
+    let down = whole_second_in(3);
+    let annotations = json!({
+        "cronscaler.dev/scale-down": support::cron_at(down),
+        "cronscaler.dev/scale-up": support::cron_at(down + chrono::Duration::hours(1)),
+    });
+    deployments
+        .create(
+            &PostParams::default(),
+            &support::deployment("web", 2, annotations),
+        )
+        .await
+        .expect("an annotated Deployment");
+    // The workloads' watches wait 30 s for the Namespaces, then go on without them.
+    eventually(
+        "the scale-down, once the workloads are watched",
+        Duration::from_secs(50),
+        || async {
+            let (replicas, _) = replicas_and_annotations(&deployments, "web").await?;
+            (replicas == 0).then_some(())
+        },
+    )
     .await;
     controller
         .assert_stops_cleanly(Duration::from_secs(5))

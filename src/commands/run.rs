@@ -71,6 +71,9 @@ pub fn client_for(config: kube::Config, args: &RunArgs) -> Result<Client, kube::
         .build())
 }
 
+/// How long the workload watches wait for the Namespaces' first listing.
+const NAMESPACES_WAIT: Duration = Duration::from_secs(30);
+
 /// Objects per list page of the metadata watches of every workload.
 const METADATA_PAGE_SIZE: u32 = 100;
 
@@ -180,7 +183,23 @@ pub async fn run(
     };
 
     // In a namespaced install there are no Namespaces to wait for.
-    let (namespaces_listed_sender, namespaces_listed) = watch::channel(namespace.is_some());
+    let namespaces_gate = Arc::new(watch::Sender::new(namespace.is_some()));
+    let namespaces_listed = namespaces_gate.subscribe();
+    // A watch of Namespaces that cannot list (RBAC without namespaces, an old ClusterRole) must
+    // not stop scheduled scaling: the workloads start without Namespace schedules after a
+    // while, and take them in when the Namespaces are listed.
+    tokio::spawn({
+        let gate = namespaces_gate.clone();
+        async move {
+            tokio::time::sleep(NAMESPACES_WAIT).await;
+            if !gate.send_replace(true) {
+                tracing::warn!(
+                    "Namespaces not listed after {NAMESPACES_WAIT:?}: watching workloads without \
+                     Namespace schedules until they are"
+                );
+            }
+        }
+    });
     let namespace_feed = namespace.is_none().then(|| {
         namespace_feed(
             &client,
@@ -192,7 +211,7 @@ pub async fn run(
             ],
             &clock,
             &outage,
-            namespaces_listed_sender,
+            namespaces_gate,
         )
     });
 
@@ -414,7 +433,7 @@ fn namespace_feed(
     workloads: Vec<(TargetKind, Arc<Mutex<Tracker>>)>,
     clock: &Clock,
     outage: &Outage,
-    listed: watch::Sender<bool>,
+    listed: Arc<watch::Sender<bool>>,
 ) -> impl Future<Output = ()> + use<> {
     let watch = watcher(
         Api::<PartialObjectMeta<Namespace>>::all(client.clone()),
@@ -422,6 +441,7 @@ fn namespace_feed(
     )
     .backoff(WatchBackoff::default());
     let (client, clock) = (client.clone(), clock.clone());
+    let mut listed_once = false;
     drive(watch, "Namespaces", outage.clone(), move |event| {
         let changed: Vec<String> = match event {
             watcher::Event::Apply(namespace) | watcher::Event::InitApply(namespace) => {
@@ -438,8 +458,15 @@ fn namespace_feed(
                 Vec::new()
             }
             watcher::Event::InitDone => {
-                listed.send_replace(true);
-                Vec::new()
+                let opened_already = listed.send_replace(true);
+                // Workloads the watches took in before the Namespaces' schedules were known
+                // (the gate opened on its own) are looked at again in the scheduled ones.
+                let late = !std::mem::replace(&mut listed_once, true) && opened_already;
+                if late {
+                    namespaces.scheduled()
+                } else {
+                    Vec::new()
+                }
             }
             watcher::Event::Init => Vec::new(),
         };

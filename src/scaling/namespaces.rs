@@ -88,6 +88,16 @@ impl NamespaceSchedules {
             .extend(theirs);
     }
 
+    /// The Namespaces that have a schedule.
+    pub fn scheduled(&self) -> Vec<String> {
+        self.schedules
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .keys()
+            .cloned()
+            .collect()
+    }
+
     /// The Namespace, for its Events.
     pub fn reference(&self, namespace: &str) -> ObjectReference {
         let uid = self
