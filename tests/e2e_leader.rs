@@ -73,10 +73,7 @@ async fn a_standby_takes_over_within_seconds_when_the_leader_stops() {
     let deployments = scenario.deployments();
     let down = whole_second_in(6);
     let up = down + chrono::Duration::seconds(14);
-    let annotations = serde_json::json!({
-        "cronscaler.dev/scale-down": support::cron_at(down),
-        "cronscaler.dev/scale-up": support::cron_at(up),
-    });
+    let annotations = support::nightly(down, up);
     deployments
         .create(
             &PostParams::default(),

@@ -34,10 +34,7 @@ async fn a_deployment_sleeps_and_wakes_on_the_second() {
     let deployments = scenario.deployments();
     let down = whole_second_in(8);
     let up = down + chrono::Duration::seconds(8);
-    let annotations = json!({
-        "cronscaler.dev/scale-down": support::cron_at(down),
-        "cronscaler.dev/scale-up": support::cron_at(up),
-    });
+    let annotations = support::nightly(down, up);
     deployments
         .create(
             &PostParams::default(),
@@ -106,10 +103,7 @@ async fn a_stateful_set_sleeps_and_wakes_as_a_deployment_does() {
     let stateful_sets = scenario.stateful_sets();
     let down = whole_second_in(6);
     let up = down + chrono::Duration::seconds(6);
-    let annotations = json!({
-        "cronscaler.dev/scale-down": support::cron_at(down),
-        "cronscaler.dev/scale-up": support::cron_at(up),
-    });
+    let annotations = support::nightly(down, up);
     stateful_sets
         .create(
             &PostParams::default(),
@@ -161,10 +155,7 @@ async fn cron_jobs_are_suspended_for_the_night_and_get_their_own_suspend_back() 
     let cron_jobs = scenario.cron_jobs();
     let down = whole_second_in(6);
     let up = down + chrono::Duration::seconds(6);
-    let annotations = json!({
-        "cronscaler.dev/scale-down": support::cron_at(down),
-        "cronscaler.dev/scale-up": support::cron_at(up),
-    });
+    let annotations = support::nightly(down, up);
     for (name, suspended) in [("report", false), ("paused-by-hand", true)] {
         cron_jobs
             .create(
@@ -472,10 +463,7 @@ async fn the_scale_up_event_says_what_the_scale_up_did() {
     let deployments = scenario.deployments();
     let down = whole_second_in(4);
     let up = down + chrono::Duration::seconds(3);
-    let annotations = json!({
-        "cronscaler.dev/scale-down": support::cron_at(down),
-        "cronscaler.dev/scale-up": support::cron_at(up),
-    });
+    let annotations = support::nightly(down, up);
     deployments
         .create(
             &PostParams::default(),

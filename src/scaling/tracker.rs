@@ -34,9 +34,9 @@ use crate::{
 };
 
 /// Turns what a watch reports into timer entries and looks. An object is considered again only
-/// when its `cronscaler.dev/` annotations change or someone other than the controller sets its
-/// replicas; objects without such annotations cost one scan of their annotation keys and
-/// nothing is kept of them.
+/// when its `cronscaler.dev/` annotations (or its Namespace's schedule) change or someone other
+/// than the controller sets its replicas; objects that neither carry nor inherit a schedule cost
+/// one scan of their annotation keys and nothing is kept of them.
 pub struct Tracker {
     timer: Timer,
     queue: WorkQueue<WorkKey>,

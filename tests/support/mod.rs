@@ -623,6 +623,14 @@ pub fn whole_second_in(seconds: i64) -> DateTime<Utc> {
     at.with_nanosecond(0).expect("0 ns is valid")
 }
 
+/// The schedule annotations of a scale-down at `down` and a scale-up at `up`, each once a day.
+pub fn nightly(down: DateTime<Utc>, up: DateTime<Utc>) -> Value {
+    json!({
+        "cronscaler.dev/scale-down": cron_at(down),
+        "cronscaler.dev/scale-up": cron_at(up),
+    })
+}
+
 /// A 6-field cron (seconds first) firing once a day at `at`'s time of day, in UTC.
 pub fn cron_at(at: DateTime<Utc>) -> String {
     format!("{} {} {} * * *", at.second(), at.minute(), at.hour())
