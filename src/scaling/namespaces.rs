@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::ObjectReference;
 
 use crate::{
     scaling::target::TargetKind,
-    schedule::{PREFIX, inherit},
+    schedule::{DOWN_REPLICAS, PREFIX, UP_REPLICAS, inherit},
 };
 
 /// Cheap to clone; every clone sees the same schedules.
@@ -143,7 +143,18 @@ impl NamespaceSchedules {
             .read()
             .unwrap_or_else(PoisonError::into_inner);
         let inherits = self.enabled && kind != TargetKind::Foo && !controlled_by_foo;
-        inherit(own, schedules.get(namespace).filter(|_| inherits))
+        let (mut effective, inherited) =
+            inherit(own, schedules.get(namespace).filter(|_| inherits));
+        if inherited && kind == TargetKind::CronJob {
+            // A namespace's replica counts are for its Deployments and StatefulSets; a CronJob
+            // only sleeps or runs, and would refuse them.
+            for key in [DOWN_REPLICAS, UP_REPLICAS] {
+                if !own.contains_key(key) {
+                    effective.remove(key);
+                }
+            }
+        }
+        (effective, inherited)
     }
 }
 
@@ -188,6 +199,26 @@ mod tests {
             !namespaces
                 .effective(TargetKind::Foo, "staging", &pairs(&[]), false)
                 .1
+        );
+        namespaces.update(
+            "preview",
+            None,
+            &pairs(&[(SCALE_DOWN, "0 20 * * *"), (DOWN_REPLICAS, "1")]),
+        );
+        assert_eq!(
+            namespaces
+                .effective(TargetKind::CronJob, "preview", &pairs(&[]), false)
+                .0,
+            pairs(&[(SCALE_DOWN, "0 20 * * *")]),
+            "a CronJob sleeps by its namespace's schedule without its replica counts"
+        );
+        assert_eq!(
+            namespaces
+                .effective(TargetKind::StatefulSet, "preview", &pairs(&[]), false)
+                .0
+                .get(DOWN_REPLICAS)
+                .map(String::as_str),
+            Some("1")
         );
         assert!(
             !namespaces
