@@ -11,7 +11,7 @@ mod support;
 use std::time::Duration;
 
 use chrono::Utc;
-use kube::api::PostParams;
+use kube::api::{Patch, PatchParams, PostParams};
 use serde_json::json;
 use support::{
     Scenario, describe, down_at, event_time, eventually, foo, last_seen, last_transition,
@@ -334,6 +334,55 @@ async fn a_foo_is_scheduled_and_a_bad_schedule_is_reported() {
         .expect("the Deployment");
     assert_eq!(replicas, 1, "an invalid schedule scales nothing");
     assert!(!annotations.contains_key(LAST), "{annotations:?}");
+    scenario.finish().await;
+}
+
+/// A warning is said once per cause: neither a restart of the controller nor someone writing
+/// the replicas says `InvalidSchedule` again about the same annotations.
+#[tokio::test]
+async fn an_invalid_schedule_is_reported_once_across_restarts_and_replica_writes() {
+    let Some(scenario) = Scenario::shared("warn-once").await else {
+        return;
+    };
+    let deployments = scenario.deployments();
+    let broken = json!({
+        "cronscaler.dev/scale-down": "0 0 20 * * *",
+        "cronscaler.dev/timezone": "Mars/Olympus",
+    });
+    deployments
+        .create(
+            &PostParams::default(),
+            &support::deployment("broken", 1, broken),
+        )
+        .await
+        .expect("a Deployment with an invalid schedule");
+    let mut first = scenario.start_controller("first", &[]);
+    first.wait_ready().await;
+    scenario.event("broken", "InvalidSchedule", LATENESS).await;
+    first.assert_stops_cleanly(Duration::from_secs(5)).await;
+
+    let mut second = scenario.start_controller("second", &[]);
+    second.wait_ready().await;
+    // `kubectl scale deployment broken --replicas=2`, as a person or an HPA would.
+    deployments
+        .patch(
+            "broken",
+            &PatchParams::apply("kubectl-scale").force(),
+            &Patch::Apply(json!({
+                "apiVersion": "apps/v1", "kind": "Deployment", "spec": { "replicas": 2 },
+            })),
+        )
+        .await
+        .expect("replicas written by someone else");
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let events = scenario.events("broken").await;
+    assert_eq!(
+        occurrences(&events, "InvalidSchedule"),
+        1,
+        "said once for these annotations:\n{}",
+        describe(&events)
+    );
+    second.assert_stops_cleanly(Duration::from_secs(5)).await;
     scenario.finish().await;
 }
 
