@@ -11,6 +11,7 @@ use std::{
 use chrono::TimeDelta;
 use k8s_openapi::api::{
     apps::v1::{Deployment, StatefulSet},
+    autoscaling::v2::HorizontalPodAutoscaler,
     batch::v1::CronJob,
 };
 use kube::{
@@ -46,6 +47,7 @@ use crate::{
     },
     scaling::{
         ScalingContext,
+        hpa::HpaIndex,
         target::TargetKind,
         timer::{Clock, Timer, system_clock},
         tracker::Tracker,
@@ -188,6 +190,9 @@ pub async fn run(
         &outage,
     );
 
+    let hpas = HpaIndex::default();
+    let hpa_feed = hpa_feed(&client, namespace, &hpas, &outage);
+
     let feeds = vec![
         tokio::spawn(while_alive(
             health.alive("watch of Deployments"),
@@ -202,6 +207,10 @@ pub async fn run(
             all_cron_jobs,
         )),
         tokio::spawn(while_alive(health.alive("watch of Foos"), foo_feed)),
+        tokio::spawn(while_alive(
+            health.alive("watch of HorizontalPodAutoscalers"),
+            hpa_feed,
+        )),
         tokio::spawn(while_alive(
             health.alive("watch of Deployments owned by Foos"),
             owned_feed,
@@ -270,7 +279,8 @@ pub async fn run(
             args.dry_run,
             metrics.clone(),
         )
-        .with_grace(grace, timer.clone()),
+        .with_grace(grace, timer.clone())
+        .with_hpas(hpas),
         clock,
         metrics,
         outage,
@@ -347,6 +357,28 @@ where
     drive(watch, what, outage.clone(), move |event| {
         lock(&schedules).handle(event, clock())
     })
+}
+
+/// Every HPA, whole (they are few and small), into the index the scaling workers read; the
+/// index keeps of each only its target, bounds and record.
+fn hpa_feed(
+    client: &Client,
+    namespace: Option<&str>,
+    hpas: &HpaIndex,
+    outage: &Outage,
+) -> impl Future<Output = ()> + use<> {
+    let watch = watcher(
+        scoped_api::<HorizontalPodAutoscaler>(client, namespace),
+        watcher::Config::default(),
+    )
+    .backoff(WatchBackoff::default());
+    let hpas = hpas.clone();
+    drive(
+        watch,
+        "HorizontalPodAutoscalers",
+        outage.clone(),
+        move |event| hpas.handle(event),
+    )
 }
 
 fn lock(tracker: &Mutex<Tracker>) -> MutexGuard<'_, Tracker> {

@@ -2,6 +2,7 @@
 //! the timer puts due objects into the shared workqueue, and the reconciler applies the
 //! schedule's rules at the current time.
 
+pub mod hpa;
 mod reconciler;
 pub mod target;
 pub mod timer;
