@@ -191,7 +191,7 @@ pub async fn run(
     );
 
     let hpas = HpaIndex::default();
-    let hpa_feed = hpa_feed(&client, namespace, &hpas, &outage);
+    let hpa_feed = hpa_feed(&client, namespace, &hpas, &queue, &outage);
 
     let feeds = vec![
         tokio::spawn(while_alive(
@@ -222,6 +222,7 @@ pub async fn run(
     // it queues what is due now: every Foo, and the scheduled objects that need a look.
     let resync = {
         let (foos, queue, clock) = (foo_store.clone(), queue.clone(), clock.clone());
+        let hpas = hpas.clone();
         let trackers = [
             foo_schedules,
             deployment_schedules,
@@ -232,6 +233,11 @@ pub async fn run(
             let now = clock();
             for tracker in &trackers {
                 lock(tracker).resync(now);
+            }
+            // The targets with HPAs: a restart may have come between a workload's patch and its
+            // HPA's, which only a look at the workload tells.
+            for target in hpas.targets() {
+                queue.add(WorkKey::Scale(target));
             }
             for foo in foos.state() {
                 if let Some(key) = ObjectKey::of(foo.as_ref()) {
@@ -360,11 +366,12 @@ where
 }
 
 /// Every HPA, whole (they are few and small), into the index the scaling workers read; the
-/// index keeps of each only its target, bounds and record.
+/// index keeps of each only its target, bounds and record, and says which targets to look at.
 fn hpa_feed(
     client: &Client,
     namespace: Option<&str>,
     hpas: &HpaIndex,
+    queue: &WorkQueue<WorkKey>,
     outage: &Outage,
 ) -> impl Future<Output = ()> + use<> {
     let watch = watcher(
@@ -372,12 +379,16 @@ fn hpa_feed(
         watcher::Config::default(),
     )
     .backoff(WatchBackoff::default());
-    let hpas = hpas.clone();
+    let (hpas, queue) = (hpas.clone(), queue.clone());
     drive(
         watch,
         "HorizontalPodAutoscalers",
         outage.clone(),
-        move |event| hpas.handle(event),
+        move |event| {
+            for target in hpas.handle(event) {
+                queue.add(WorkKey::Scale(target));
+            }
+        },
     )
 }
 

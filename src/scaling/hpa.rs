@@ -215,18 +215,17 @@ pub fn changes_for(
         .collect()
 }
 
-/// Whether the last change of a target's replicas by someone other than this controller was the
-/// HPA controller's, on a target that has an HPA: the HPA owns those replicas, and its changes
-/// are never a `ScaleReverted`.
+/// Whether a target that has an HPA last had its replicas changed by the HPA controller: the
+/// HPA owns those replicas, and its changes are never a `ScaleReverted`. The API server records
+/// no `time` for a write through `/scale` (seen on 1.26), so the writer is told by ownership, not
+/// by time: whoever changes `spec.replicas` takes the field over, so the HPA controller owns it
+/// until someone else changes it.
 pub fn changed_by_its_hpa(
     hpas: &[Hpa],
     kind: TargetKind,
     managed_fields: &[ManagedFieldsEntry],
 ) -> bool {
-    !hpas.is_empty()
-        && other_replicas_writers(kind, managed_fields)
-            .max_by_key(|entry| entry.time.as_ref().map(|time| time.0))
-            .is_some_and(is_hpa_controller_write)
+    !hpas.is_empty() && other_replicas_writers(kind, managed_fields).any(is_hpa_controller_write)
 }
 
 impl HpaChange {
@@ -439,11 +438,24 @@ impl HpaIndex {
         self.lock().synced
     }
 
-    /// Takes in one watch event.
-    pub fn handle(&self, event: &watcher::Event<HorizontalPodAutoscaler>) {
+    /// Every target that has an HPA: for a replica that has just come to lead, which finds no
+    /// backlog, to bring their HPAs in line.
+    pub fn targets(&self) -> Vec<ScaleTarget> {
+        self.lock().by_target.keys().cloned().collect()
+    }
+
+    /// Takes in one watch event; returns the targets whose HPAs a worker should bring in line:
+    /// every target after a (re)list, since a restart may have come between a workload's patch
+    /// and its HPA's; and the target of an HPA that is new or was pointed elsewhere, which may
+    /// be asleep. A change of bounds alone (the controller's own, or a person's, who is not
+    /// fought) is not looked at.
+    pub fn handle(&self, event: &watcher::Event<HorizontalPodAutoscaler>) -> Vec<ScaleTarget> {
         let mut index = self.lock();
         match event {
-            watcher::Event::Init => index.relisted = Some(HashSet::new()),
+            watcher::Event::Init => {
+                index.relisted = Some(HashSet::new());
+                Vec::new()
+            }
             watcher::Event::InitApply(hpa) => {
                 if let Some(key) = ObjectKey::of(hpa) {
                     if let Some(relisted) = index.relisted.as_mut() {
@@ -451,6 +463,7 @@ impl HpaIndex {
                     }
                     index.apply(key, hpa);
                 }
+                Vec::new()
             }
             watcher::Event::InitDone => {
                 if let Some(relisted) = index.relisted.take() {
@@ -465,16 +478,24 @@ impl HpaIndex {
                     }
                 }
                 index.synced = true;
+                index.by_target.keys().cloned().collect()
             }
             watcher::Event::Apply(hpa) => {
-                if let Some(key) = ObjectKey::of(hpa) {
-                    index.apply(key, hpa);
+                let Some(key) = ObjectKey::of(hpa) else {
+                    return Vec::new();
+                };
+                let before = index.targets.get(&key).cloned();
+                index.apply(key.clone(), hpa);
+                match index.targets.get(&key) {
+                    Some(target) if before.as_ref() != Some(target) => vec![target.clone()],
+                    _ => Vec::new(),
                 }
             }
             watcher::Event::Delete(hpa) => {
                 if let Some(key) = ObjectKey::of(hpa) {
                     index.remove(&key);
                 }
+                Vec::new()
             }
         }
     }

@@ -265,25 +265,26 @@ fn writer(manager: &str, subresource: Option<&str>, second: i64) -> ManagedField
 
 #[test]
 fn only_the_hpa_controller_s_change_on_a_target_with_an_hpa_is_its_own() {
-    let by_hpa = [
-        writer("kubectl", Some("scale"), 100),
-        writer(HPA_CONTROLLER_MANAGER, Some("scale"), 200),
-    ];
+    let by_hpa = [writer(HPA_CONTROLLER_MANAGER, Some("scale"), 200)];
     let hpas = [hpa(2, 5, Originals::None)];
     assert!(changed_by_its_hpa(&hpas, TargetKind::Deployment, &by_hpa));
     assert!(
         !changed_by_its_hpa(&[], TargetKind::Deployment, &by_hpa),
         "no HPA: someone else"
     );
-    let by_person = [
-        writer(HPA_CONTROLLER_MANAGER, Some("scale"), 100),
-        writer("kubectl", Some("scale"), 200),
-    ];
+    // Whoever changes replicas takes the field over: here a person did, after the HPA.
+    let by_person = [writer("kubectl", Some("scale"), 200)];
     assert!(!changed_by_its_hpa(
         &hpas,
         TargetKind::Deployment,
         &by_person
     ));
+    let mut untimed = writer(HPA_CONTROLLER_MANAGER, Some("scale"), 0);
+    untimed.time = None;
+    assert!(
+        changed_by_its_hpa(&hpas, TargetKind::Deployment, &[untimed]),
+        "the API server records no time for a write through /scale"
+    );
     let not_through_scale = [writer(HPA_CONTROLLER_MANAGER, None, 200)];
     assert!(!changed_by_its_hpa(
         &hpas,
@@ -301,50 +302,65 @@ fn the_index_follows_targets_records_deletions_and_relists() {
     let index = HpaIndex::default();
     assert!(!index.synced());
     index.handle(&watcher::Event::Init);
-    index.handle(&watcher::Event::InitApply(hpa_object(
+    let listed = index.handle(&watcher::Event::InitApply(hpa_object(
         ("apps/v1", "Deployment"),
         Some(2),
         5,
         &[],
     )));
-    index.handle(&watcher::Event::InitDone);
+    assert_eq!(listed, vec![], "looked at once the list is done");
+    assert_eq!(index.handle(&watcher::Event::InitDone), vec![web()]);
     assert!(index.synced());
     assert_eq!(index.of(&web()), vec![hpa(2, 5, Originals::None)]);
+    assert_eq!(index.targets(), vec![web()]);
 
-    // Retargeted to a StatefulSet of the same name: the Deployment has no HPA any more.
-    index.handle(&event_of(hpa_object(
+    // Its bounds changed (by the controller, or a person, who is not fought): no look.
+    let held = hpa_object(
+        ("apps/v1", "Deployment"),
+        Some(1),
+        1,
+        &[(ORIGINAL_MIN_REPLICAS, "2"), (ORIGINAL_MAX_REPLICAS, "5")],
+    );
+    assert_eq!(index.handle(&event_of(held)), vec![]);
+    assert_eq!(
+        index.of(&web()),
+        vec![hpa(1, 1, Originals::Recorded { min: 2, max: 5 })]
+    );
+
+    // Pointed at a StatefulSet of the same name: the Deployment has no HPA any more, and the
+    // StatefulSet, maybe asleep, is looked at.
+    let stateful = ScaleTarget {
+        kind: TargetKind::StatefulSet,
+        ..web()
+    };
+    let retargeted = index.handle(&event_of(hpa_object(
         ("apps/v1", "StatefulSet"),
         Some(2),
         5,
         &[],
     )));
+    assert_eq!(retargeted, vec![stateful.clone()]);
     assert_eq!(index.of(&web()), vec![]);
-    let stateful = ScaleTarget {
-        kind: TargetKind::StatefulSet,
-        ..web()
-    };
     assert_eq!(index.of(&stateful).len(), 1);
 
     // Deleted while the watch was down: a relist without it forgets it.
     index.handle(&watcher::Event::Init);
-    index.handle(&watcher::Event::InitDone);
+    assert_eq!(index.handle(&watcher::Event::InitDone), vec![]);
     assert_eq!(index.of(&stateful), vec![]);
 
-    index.handle(&event_of(hpa_object(
+    let created = index.handle(&event_of(hpa_object(
         ("apps/v1", "Deployment"),
-        Some(1),
-        1,
-        &[(ORIGINAL_MIN_REPLICAS, "2"), (ORIGINAL_MAX_REPLICAS, "5")],
+        Some(2),
+        5,
+        &[],
     )));
-    assert_eq!(
-        index.of(&web()),
-        vec![hpa(1, 1, Originals::Recorded { min: 2, max: 5 })]
-    );
+    assert_eq!(created, vec![web()], "a new HPA's target is looked at");
     index.handle(&watcher::Event::Delete(hpa_object(
         ("apps/v1", "Deployment"),
-        Some(1),
-        1,
+        Some(2),
+        5,
         &[],
     )));
     assert_eq!(index.of(&web()), vec![]);
+    assert_eq!(index.targets(), vec![]);
 }
