@@ -2,7 +2,8 @@
 //! controller keeps a workload within its HPA's bounds (there is no metrics-server, so the
 //! bounds are all it enforces): an HPA held at `down-replicas` for the night and given its
 //! bounds back in the morning, an HPA left alone with `down-replicas` 0, and the HPA
-//! controller's own change of replicas, which is no `ScaleReverted`.
+//! controller's own change of replicas, which is no `ScaleReverted`, and `cronscaler restore`
+//! giving a held HPA its bounds back.
 //!
 //! See `tests/support/mod.rs` for where the API server comes from.
 
@@ -309,5 +310,69 @@ async fn the_hpa_s_own_change_of_replicas_is_no_scale_reverted() {
     controller
         .assert_stops_cleanly(Duration::from_secs(5))
         .await;
+    scenario.finish().await;
+}
+
+#[tokio::test]
+async fn restore_gives_a_held_hpa_its_bounds_back() {
+    let Some(scenario) = Scenario::shared("hpa-restore").await else {
+        return;
+    };
+    let mut controller = scenario.start_controller("cronscaler", &[]);
+    controller.wait_ready().await;
+    let deployments = scenario.deployments();
+    let hpas: Api<HorizontalPodAutoscaler> =
+        Api::namespaced(scenario.client.clone(), &scenario.namespace);
+    hpas.create(&PostParams::default(), &hpa("batch", 2, 5))
+        .await
+        .expect("an HPA");
+    let down = whole_second_in(5);
+    let mut annotations = support::down_at(down);
+    annotations["cronscaler.dev/down-replicas"] = json!("1");
+    deployments
+        .create(
+            &PostParams::default(),
+            &support::deployment("batch", 3, annotations),
+        )
+        .await
+        .expect("an annotated Deployment");
+    eventually("the HPA held at 1", LATENESS, || async {
+        let (min, max, _) = bounds(&hpas, "batch").await?;
+        (min, max).eq(&(1, 1)).then_some(())
+    })
+    .await;
+
+    // As the README's uninstall says: stop the controller, then restore.
+    controller
+        .assert_stops_cleanly(Duration::from_secs(5))
+        .await;
+    let output = scenario.run(&["restore", "-n", &scenario.namespace, "batch"]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "cronscaler restore exited {}:\n{stdout}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let namespace = &scenario.namespace;
+    assert_eq!(
+        stdout.lines().collect::<Vec<_>>(),
+        [
+            format!(
+                "restored HorizontalPodAutoscaler {namespace}/batch: minReplicas 1 -> 2, maxReplicas 1 -> 5"
+            ),
+            format!("restored Deployment {namespace}/batch: replicas 1 -> 3"),
+        ]
+    );
+    let (min, max, annotations) = bounds(&hpas, "batch").await.expect("the HPA");
+    assert_eq!((min, max), (2, 5));
+    assert!(
+        !annotations.contains_key(ORIGINAL_MIN) && !annotations.contains_key(ORIGINAL_MAX),
+        "{annotations:?}"
+    );
+    let (replicas, _) = replicas_and_annotations(&deployments, "batch")
+        .await
+        .expect("the Deployment");
+    assert_eq!(replicas, 3);
     scenario.finish().await;
 }
