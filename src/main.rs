@@ -10,6 +10,7 @@ use cronscaler::{
     },
     foo::Foo,
     ops::logs,
+    scaling::hpa,
 };
 use kube::CustomResourceExt as _;
 use tokio::signal::unix::{SignalKind, signal};
@@ -60,8 +61,16 @@ async fn restore(args: RestoreArgs) -> anyhow::Result<ExitCode> {
             args.namespace.unwrap_or_default()
         );
     }
-    let (lines, all_ok) =
-        cronscaler::commands::restore::restore(&client, &chosen, Utc::now()).await;
+    let hpas = hpa::list_hpas(&client, args.namespace.as_deref())
+        .await
+        .context("listing HorizontalPodAutoscalers")?;
+    let (lines, all_ok) = cronscaler::commands::restore::restore(
+        &client,
+        &chosen,
+        &hpa::HpaIndex::listed(hpas),
+        Utc::now(),
+    )
+    .await;
     for line in &lines {
         println!("{line}");
     }

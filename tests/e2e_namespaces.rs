@@ -173,9 +173,9 @@ async fn a_namespace_schedule_puts_its_workloads_to_sleep_and_removing_it_wakes_
     scenario.finish().await;
 }
 
-/// An install whose ClusterRole lacks the Namespaces grant (an upgrade that kept an old one)
-/// still scales workloads on their own schedules: the watch of Namespaces failing must not hold
-/// the workloads' watches back for good.
+/// An install whose ClusterRole lacks the Namespaces and HPAs grants (an upgrade that kept an
+/// old one) still scales workloads on their own schedules: the watches of Namespaces and HPAs
+/// failing must not hold scheduled scaling back for good.
 #[tokio::test]
 async fn without_the_namespaces_grant_workloads_are_still_scaled() {
     let options = envtest::Options {
@@ -200,7 +200,7 @@ async fn without_the_namespaces_grant_workloads_are_still_scaled() {
     roles
         .replace("cronscaler", &PostParams::default(), &role)
         .await
-        .expect("the ClusterRole without namespaces");
+        .expect("the ClusterRole without namespaces and HPAs");
     let mut controller = scenario.start_cluster_wide_controller("cronscaler", &[]);
     controller.wait_ready().await;
     let deployments = scenario.deployments();
@@ -216,7 +216,8 @@ async fn without_the_namespaces_grant_workloads_are_still_scaled() {
         )
         .await
         .expect("an annotated Deployment");
-    // The workloads' watches wait 30 s for the Namespaces, then go on without them.
+    // The workloads' watches wait 30 s for the Namespaces, scaling as long for the HPAs, then
+    // both go on without them.
     eventually(
         "the scale-down, once the workloads are watched",
         Duration::from_secs(50),

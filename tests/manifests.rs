@@ -100,6 +100,12 @@ fn the_cluster_role_grants_exactly_what_the_controller_uses() {
         // Scheduled scaling: metadata watch, read, patch.
         grant("apps", "statefulsets", &["get", "list", "watch", "patch"]),
         grant("batch", "cronjobs", &["get", "list", "watch", "patch"]),
+        // Scheduled scaling: watch HPAs, hold their bounds for the night and give them back.
+        grant(
+            "autoscaling",
+            "horizontalpodautoscalers",
+            &["list", "watch", "patch"],
+        ),
         grant("events.k8s.io", "events", &["create"]),
     ]);
     assert_eq!(

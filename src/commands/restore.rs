@@ -1,7 +1,8 @@
 //! `cronscaler restore`: gives scaled-down objects back their `original-replicas` and removes
 //! the controller's annotations, so uninstalling at night leaves nothing asleep. An object whose
-//! replicas someone changed after the scale-down keeps them: only the annotations go. The users'
-//! schedule annotations stay: reinstalled, the controller carries on from them.
+//! replicas someone changed after the scale-down keeps them: only the annotations go. Their HPAs
+//! get back the bounds recorded for the night. The users' schedule annotations stay:
+//! reinstalled, the controller carries on from them.
 
 use std::collections::BTreeMap;
 
@@ -11,7 +12,11 @@ use kube::Client;
 
 use crate::{
     commands::plan::PlanObject,
-    scaling::{patch_for, patch_target, target::TargetKind},
+    scaling::{
+        hpa::{self, Bounds, HpaChange, HpaIndex},
+        patch_for, patch_target,
+        target::TargetKind,
+    },
     schedule::{self, InvalidAnnotation, ScaleChange},
 };
 
@@ -38,11 +43,12 @@ pub fn restore_change(
     }
 }
 
-/// Restores every object given; one line of output per object touched or failed. Returns the
-/// lines and whether all succeeded.
+/// Restores every object given, and the HPAs of each (from `hpas`); one line of output per
+/// object touched or failed. Returns the lines and whether all succeeded.
 pub async fn restore(
     client: &Client,
     objects: &[PlanObject],
+    hpas: &HpaIndex,
     now: DateTime<Utc>,
 ) -> (Vec<String>, bool) {
     let mut lines = Vec::new();
@@ -50,6 +56,24 @@ pub async fn restore(
     for object in objects {
         let target = &object.target;
         let observed = &object.observed;
+        // The HPAs first, as at a scale-up: released, they cannot hold back the replicas given
+        // back, whatever becomes of the object's own patch.
+        for (change, resource_version) in hpa::changes_for(&hpas.of(target), Bounds::Own, true) {
+            let HpaChange::Release { hpa, from, to } = &change else {
+                continue;
+            };
+            let patch = change.patch(resource_version.as_deref());
+            match hpa::patch_hpa(client, hpa, &patch).await {
+                Ok(()) => lines.push(format!(
+                    "restored HorizontalPodAutoscaler {hpa}: minReplicas {} -> {}, maxReplicas {} -> {}",
+                    from.0, to.0, from.1, to.1
+                )),
+                Err(error) => {
+                    all_ok = false;
+                    lines.push(format!("failed HorizontalPodAutoscaler {hpa}: {error}"));
+                }
+            }
+        }
         let change =
             match restore_change(target.kind, &observed.annotations, observed.replicas, now) {
                 Ok(Some(change)) => change,
@@ -265,7 +289,7 @@ mod tests {
                 api_json,
             ),
         ]));
-        let (lines, ok) = restore(&client, &[web, api], now()).await;
+        let (lines, ok) = restore(&client, &[web, api], &HpaIndex::listed([]), now()).await;
         drop(client);
         server.await.unwrap();
         assert!(ok);
@@ -275,6 +299,50 @@ mod tests {
                 "restored Deployment staging/web: replicas 0 -> 3",
                 "cleaned up Deployment staging/api: replicas left at 6 because they were changed \
                  after the scale-down to 0; the controller's annotations removed",
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn restore_gives_the_hpa_its_bounds_back_before_the_replicas() {
+        let (web, web_json) = scaled_down("web", 0);
+        let held = crate::scaling::hpa::Hpa {
+            key: ObjectKey::new("staging", "web-hpa"),
+            target: web.target.clone(),
+            min_replicas: 1,
+            max_replicas: 1,
+            originals: crate::scaling::hpa::Originals::Recorded { min: 2, max: 5 },
+            resource_version: Some("9".into()),
+        };
+        let (client, server) = mock_client();
+        let server = tokio::spawn(server.serve(vec![
+            Exchange::new(
+                "PATCH",
+                "/apis/autoscaling/v2/namespaces/staging/horizontalpodautoscalers/web-hpa?&fieldManager=cronscaler",
+            )
+            .content_type("application/merge-patch+json")
+            .body(json!({
+                "metadata": {
+                    "resourceVersion": "9",
+                    "annotations": {
+                        "cronscaler.dev/original-min-replicas": null,
+                        "cronscaler.dev/original-max-replicas": null,
+                    },
+                },
+                "spec": { "minReplicas": 2, "maxReplicas": 5 },
+            }))
+            .reply(200, json!({})),
+            merge_patch("web", json!({ "spec": { "replicas": 3 } }), web_json),
+        ]));
+        let (lines, ok) = restore(&client, &[web], &HpaIndex::listed([held]), now()).await;
+        drop(client);
+        server.await.unwrap();
+        assert!(ok);
+        assert_eq!(
+            lines,
+            vec![
+                "restored HorizontalPodAutoscaler staging/web-hpa: minReplicas 1 -> 2, maxReplicas 1 -> 5",
+                "restored Deployment staging/web: replicas 0 -> 3",
             ]
         );
     }

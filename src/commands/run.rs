@@ -11,6 +11,7 @@ use std::{
 use chrono::TimeDelta;
 use k8s_openapi::api::{
     apps::v1::{Deployment, StatefulSet},
+    autoscaling::v2::HorizontalPodAutoscaler,
     batch::v1::CronJob,
     core::v1::Namespace,
 };
@@ -48,6 +49,7 @@ use crate::{
     },
     scaling::{
         ScalingContext,
+        hpa::HpaIndex,
         namespaces::NamespaceSchedules,
         target::TargetKind,
         timer::{Clock, Timer, system_clock},
@@ -71,7 +73,8 @@ pub fn client_for(config: kube::Config, args: &RunArgs) -> Result<Client, kube::
         .build())
 }
 
-/// How long the workload watches wait for the Namespaces' first listing.
+/// How long the workload watches wait for the Namespaces' first listing, and scaling for the
+/// HPAs'.
 const NAMESPACES_WAIT: Duration = Duration::from_secs(30);
 
 /// Objects per list page of the metadata watches of every workload.
@@ -245,6 +248,22 @@ pub async fn run(
         &namespaces_listed,
     );
 
+    let hpas = HpaIndex::default();
+    let hpa_feed = hpa_feed(&client, namespace, &hpas, &queue, &outage);
+    // HPAs that cannot be listed must not stop scheduled scaling either.
+    tokio::spawn({
+        let hpas = hpas.clone();
+        async move {
+            tokio::time::sleep(NAMESPACES_WAIT).await;
+            if hpas.stop_waiting() {
+                tracing::warn!(
+                    "HorizontalPodAutoscalers not listed after {NAMESPACES_WAIT:?}: scaling \
+                     without them until they are"
+                );
+            }
+        }
+    });
+
     let mut feeds = vec![
         tokio::spawn(while_alive(
             health.alive("watch of Deployments"),
@@ -259,6 +278,10 @@ pub async fn run(
             all_cron_jobs,
         )),
         tokio::spawn(while_alive(health.alive("watch of Foos"), foo_feed)),
+        tokio::spawn(while_alive(
+            health.alive("watch of HorizontalPodAutoscalers"),
+            hpa_feed,
+        )),
         tokio::spawn(while_alive(
             health.alive("watch of Deployments owned by Foos"),
             owned_feed,
@@ -276,6 +299,7 @@ pub async fn run(
     // it queues what is due now: every Foo, and the scheduled objects that need a look.
     let resync = {
         let (foos, queue, clock) = (foo_store.clone(), queue.clone(), clock.clone());
+        let hpas = hpas.clone();
         let trackers = [
             foo_schedules,
             deployment_schedules,
@@ -286,6 +310,11 @@ pub async fn run(
             let now = clock();
             for tracker in &trackers {
                 lock(tracker).resync(now);
+            }
+            // The targets with HPAs: a restart may have come between a workload's patch and its
+            // HPA's, which only a look at the workload tells.
+            for target in hpas.targets() {
+                queue.add(WorkKey::Scale(target));
             }
             for foo in foos.state() {
                 if let Some(key) = ObjectKey::of(foo.as_ref()) {
@@ -335,7 +364,8 @@ pub async fn run(
         )
         .with_grace(grace, timer.clone())
         .with_namespaces(namespaces)
-        .with_reports(queue.clone()),
+        .with_reports(queue.clone())
+        .with_hpas(hpas),
         clock,
         metrics,
         outage,
@@ -544,6 +574,33 @@ where
     }
     lock(tracker).relist_namespace(namespace, &objects, clock());
     Ok(())
+}
+
+/// Every HPA, whole (they are few and small), into the index the scaling workers read; the
+/// index keeps of each only its target, bounds and record, and says which targets to look at.
+fn hpa_feed(
+    client: &Client,
+    namespace: Option<&str>,
+    hpas: &HpaIndex,
+    queue: &WorkQueue<WorkKey>,
+    outage: &Outage,
+) -> impl Future<Output = ()> + use<> {
+    let watch = watcher(
+        scoped_api::<HorizontalPodAutoscaler>(client, namespace),
+        watcher::Config::default(),
+    )
+    .backoff(WatchBackoff::default());
+    let (hpas, queue) = (hpas.clone(), queue.clone());
+    drive(
+        watch,
+        "HorizontalPodAutoscalers",
+        outage.clone(),
+        move |event| {
+            for target in hpas.handle(event) {
+                queue.add(WorkKey::Scale(target));
+            }
+        },
+    )
 }
 
 fn lock(tracker: &Mutex<Tracker>) -> MutexGuard<'_, Tracker> {

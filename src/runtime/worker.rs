@@ -36,6 +36,10 @@ pub struct Reconcilers {
 /// yet); scheduled scaling never waits for them.
 pub const FOO_CACHE_WAIT: Duration = Duration::from_secs(1);
 
+/// How long a scale key waits while HPAs have not been listed: a scale-up before that would
+/// leave a held HPA held all day. The list takes milliseconds, and transitions are to the second.
+pub const HPA_INDEX_WAIT: Duration = Duration::from_millis(100);
+
 /// Takes keys until the queue shuts down. While this replica leads it hands each to its
 /// reconciler, and drops an in-flight reconcile the moment leadership is lost, so two replicas
 /// never act at once. A standby keeps no backlog: it lets go of every key at once, because the
@@ -64,6 +68,11 @@ pub async fn worker(
         if matches!(key, WorkKey::Foo(_)) && !foo_caches_synced(&reconcilers.foo) {
             queue.done(&key);
             queue.add_after(key, FOO_CACHE_WAIT);
+            continue;
+        }
+        if matches!(key, WorkKey::Scale(_)) && !reconcilers.scale.hpas.synced() {
+            queue.done(&key);
+            queue.add_after(key, HPA_INDEX_WAIT);
             continue;
         }
         let outcome = tokio::select! {

@@ -32,6 +32,7 @@ use crate::{
     runtime::{CONTROLLER_NAME, events::Events, key::ObjectKey},
     runtime::{key::WorkKey, workqueue::WorkQueue},
     scaling::{
+        hpa::{self, HpaChange, HpaIndex},
         namespaces::NamespaceSchedules,
         reports::{NamespaceReports, QUIET, Settled, describe},
         target::{ScaleTarget, TargetKind, TargetState},
@@ -58,6 +59,8 @@ pub struct ScalingContext {
     pub namespaces: NamespaceSchedules,
     /// What Namespaces' transitions did, and the queue that has each told once it settles.
     pub reports: Option<(NamespaceReports, WorkQueue<WorkKey>)>,
+    /// The HPAs of the targets, held for the night and given back in the morning.
+    pub hpas: HpaIndex,
 }
 
 impl ScalingContext {
@@ -77,6 +80,7 @@ impl ScalingContext {
             grace: None,
             namespaces: NamespaceSchedules::default(),
             reports: None,
+            hpas: HpaIndex::listed([]),
         }
     }
 
@@ -91,6 +95,11 @@ impl ScalingContext {
 
     pub fn with_namespaces(self, namespaces: NamespaceSchedules) -> Self {
         Self { namespaces, ..self }
+    }
+
+    /// Takes the targets' HPAs from `hpas` (by default there are none).
+    pub fn with_hpas(self, hpas: HpaIndex) -> Self {
+        Self { hpas, ..self }
     }
 
     /// Holds catch-ups that would put objects younger than `period` to sleep, and has `timer`
@@ -164,7 +173,10 @@ pub async fn reconcile(
             }
             result
         }
-        None => warn_if_reverted(ctx, target, &observed, &annotations).await,
+        None => {
+            hpa::bring_in_line(ctx, target, &annotations).await?;
+            warn_if_reverted(ctx, target, &observed, &annotations).await
+        }
     }
 }
 
@@ -354,10 +366,28 @@ async fn apply(
         Some(Direction::Up) => ScaleDirection::Up,
         None => ScaleDirection::Restore,
     };
+    let bounds = hpa::wanted(annotations, Some(change));
+    // Holds go after the workload's patch, releases before it. An HPA held first could scale
+    // the workload to down-replicas before that patch, which would then find nothing to take
+    // and record no original-replicas. An HPA released first leaves, should the workload's
+    // patch fail or the process stop, a scale-up still due, so it is retried; released after,
+    // it could stay held all day with nothing due to look at it again.
+    let (holds, releases): (Vec<_>, Vec<_>) =
+        hpa::changes_for(&ctx.hpas.of(target), bounds, change.applied.is_some())
+            .into_iter()
+            .partition(|(change, _)| matches!(change, HpaChange::Hold { .. }));
+    let note = [&releases, &holds]
+        .into_iter()
+        .flatten()
+        .fold(note, |note, (change, _)| {
+            format!("{note}; {}", change.describe())
+        });
     if ctx.dry_run {
         tracing::info!(object = %target, reason, %note, "dry run: not applied");
         ctx.metrics
             .scale_action(target.kind.as_str(), direction, Outcome::DryRun);
+        hpa::make_changes(ctx, &releases, direction).await?;
+        hpa::make_changes(ctx, &holds, direction).await?;
         ctx.events
             .normal(
                 &observed.reference,
@@ -367,6 +397,7 @@ async fn apply(
             .await;
         return Ok(());
     }
+    hpa::make_changes(ctx, &releases, direction).await?;
     let patch = patch_for(target.kind, change, observed.resource_version.as_deref());
     let result = patch_target(&ctx.client, target, &patch).await;
     match result {
@@ -378,8 +409,16 @@ async fn apply(
                 let late = (now - transition.at).to_std().unwrap_or_default();
                 ctx.metrics.transition_lateness.observe(late.as_secs_f64());
             }
+            // The workload is scaled whatever becomes of the holds: the Event says so, and a
+            // hold that failed is retried (the next look brings the HPA in line).
+            let held = hpa::make_changes(ctx, &holds, direction).await;
+            let note = match &held {
+                Ok(()) => note,
+                // The error itself goes to the log, with the retry.
+                Err(_) => format!("{note}: failed for now, retried"),
+            };
             ctx.events.normal(&observed.reference, reason, note).await;
-            Ok(())
+            held
         }
         // Deleted since the read: nothing left to scale.
         Err(error) if is_status(&error, 404) => Ok(()),
@@ -526,6 +565,9 @@ async fn warn_if_reverted(
     let Some((transition, set)) = reverted(annotations, observed.replicas) else {
         return Ok(());
     };
+    if hpa::changed_by_its_hpa(&ctx.hpas.of(target), target.kind, &observed.managed_fields) {
+        return Ok(());
+    }
     let who = replicas_changed_by(target.kind, &observed.managed_fields)
         .unwrap_or_else(|| "someone".into());
     let note = format!(

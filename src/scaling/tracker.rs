@@ -62,6 +62,8 @@ const MIN_PRUNE_AT: usize = 64;
 struct Tracked {
     /// Digest of what matters in the metadata: unchanged, the event changes nothing.
     fingerprint: u64,
+    /// Digest of who else set the replicas, to notice a new writer that left no time.
+    writers: u64,
     standing: Standing,
 }
 
@@ -284,16 +286,21 @@ impl Tracker {
                 )
             })
             .collect();
-        let mut hasher = DefaultHasher::new();
-        (&ours, &other_writers).hash(&mut hasher);
-        let fingerprint = hasher.finish();
-        if self
-            .tracked
-            .get(&key)
-            .is_some_and(|tracked| tracked.fingerprint == fingerprint)
-        {
+        let digest = |value: &dyn Fn(&mut DefaultHasher)| {
+            let mut hasher = DefaultHasher::new();
+            value(&mut hasher);
+            hasher.finish()
+        };
+        let fingerprint = digest(&|hasher| (&ours, &other_writers).hash(hasher));
+        let writers = digest(&|hasher| other_writers.hash(hasher));
+        let previous = self.tracked.get(&key);
+        if previous.is_some_and(|tracked| tracked.fingerprint == fingerprint) {
             return;
         }
+        // Writes through /scale (`kubectl scale`, an HPA) leave no time in managedFields: a
+        // writer that appears while we watch may have changed the replicas just now.
+        let new_timeless_writer = previous.is_some_and(|tracked| tracked.writers != writers)
+            && other_writers.iter().any(|(.., second)| second.is_none());
 
         let target = self.target(key.clone());
         let reading = self.read(&ours);
@@ -315,7 +322,9 @@ impl Tracker {
                     .as_deref()
                     .and_then(|schedule| replicas_set(schedule, &leftovers.recorded))
                     .is_some_and(|(transition, _)| {
-                        last_other_write.is_some_and(|second| second >= transition.at.timestamp())
+                        (new_timeless_writer
+                            || last_other_write
+                                .is_some_and(|second| second >= transition.at.timestamp()))
                             && !already_warned(&ours, &reverted_cause(transition))
                     });
                 Standing::Governed {
@@ -342,6 +351,7 @@ impl Tracker {
             key,
             Tracked {
                 fingerprint,
+                writers,
                 standing,
             },
         );

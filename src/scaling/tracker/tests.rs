@@ -219,6 +219,44 @@ async fn a_replicas_change_after_a_transition_is_looked_at_until_it_was_warned_a
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_write_through_scale_is_looked_at_though_it_leaves_no_time() {
+    let (queue, _timer, mut tracker, _) = tracked_deployments();
+    let slept = [
+        (schedule::SCALE_DOWN, "0 20 * * *"),
+        (schedule::ORIGINAL_REPLICAS, "3"),
+        (schedule::LAST_TRANSITION, LAST_NIGHT),
+    ];
+    see(
+        &mut tracker,
+        watcher::Event::InitApply(meta("web", &slept, None)),
+    );
+    assert!(drain(&queue).await.is_empty());
+    // `kubectl scale` at night, as a v1.26 API server records it: through /scale, no time.
+    let mut scaled = meta("web", &slept, None);
+    scaled.metadata.managed_fields = Some(vec![ManagedFieldsEntry {
+        manager: Some("kubectl".into()),
+        operation: Some("Update".into()),
+        subresource: Some("scale".into()),
+        fields_v1: Some(FieldsV1(
+            serde_json::json!({ "f:spec": { "f:replicas": {} } }),
+        )),
+        ..ManagedFieldsEntry::default()
+    }]);
+    see(&mut tracker, watcher::Event::Apply(scaled.clone()));
+    assert_eq!(
+        drain(&queue).await,
+        vec![WorkKey::Scale(target("web"))],
+        "a new writer appeared: read, to warn ScaleReverted"
+    );
+    let mut after_restart = tracked_deployments().2;
+    see(&mut after_restart, watcher::Event::InitApply(scaled));
+    assert!(
+        drain(&after_restart.queue).await.is_empty(),
+        "seen at start, a writer without a time is no reason to read"
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn invalid_annotations_are_looked_at_until_warned_about_and_never_armed() {
     let (queue, timer, mut tracker, invalid) = tracked_deployments();
     let broken = [(schedule::SCALE_DOWN, "not a cron")];

@@ -1,0 +1,543 @@
+//! HorizontalPodAutoscalers (`autoscaling/v2`) of scheduled Deployments and StatefulSets.
+//!
+//! A workload is put to sleep through its own replicas, HPA or not. At 0 replicas the HPA
+//! controller stops acting on it by itself ("scaling is disabled since the replica count of the
+//! target is zero"), so with `down-replicas` 0 the HPA is never touched. Above 0 it would scale
+//! the workload back within its bounds, so for the night the HPA is held: `minReplicas` and
+//! `maxReplicas` both set to `down-replicas`, with the bounds it had recorded on the HPA itself
+//! (`cronscaler.dev/original-min-replicas`, `cronscaler.dev/original-max-replicas`). The day (the
+//! scale-up, a removed schedule, `cronscaler restore`) gives them back and removes the record.
+//!
+//! Everything is decided from what the watch keeps of each HPA ([`HpaIndex`]) and the target's
+//! annotations, level-based: each look at a target brings its HPAs in line, so a request that
+//! failed, or a restart between the workload's patch and the HPA's, is made good at the next
+//! look; and a record already on an HPA is never overwritten, so the bounds given back are the
+//! ones it had before the first night.
+
+use std::{
+    collections::{BTreeMap, HashMap, HashSet},
+    sync::{Arc, Mutex, MutexGuard, PoisonError},
+};
+
+use k8s_openapi::{
+    api::autoscaling::v2::HorizontalPodAutoscaler,
+    apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry,
+};
+use kube::{
+    Api, Client, ResourceExt,
+    api::{ListParams, Patch, PatchParams},
+    runtime::watcher,
+};
+use serde_json::{Value, json};
+
+use crate::{
+    error::{Error, is_status},
+    ops::metrics::{Outcome, ScaleDirection},
+    runtime::{CONTROLLER_NAME, key::ObjectKey},
+    scaling::{
+        ScalingContext, other_replicas_writers,
+        target::{ScaleTarget, TargetKind},
+    },
+    schedule::{Annotations, Direction, ScaleChange},
+};
+
+/// The `minReplicas` an HPA had before the night, written by the controller on the HPA.
+pub const ORIGINAL_MIN_REPLICAS: &str = "cronscaler.dev/original-min-replicas";
+/// The `maxReplicas` an HPA had before the night, written by the controller on the HPA.
+pub const ORIGINAL_MAX_REPLICAS: &str = "cronscaler.dev/original-max-replicas";
+
+/// The field manager the API server records for the HPA controller's writes of a workload's
+/// replicas (through `/scale`): it runs in kube-controller-manager.
+pub const HPA_CONTROLLER_MANAGER: &str = "kube-controller-manager";
+
+/// What is kept of one HPA: whose replicas it owns, its bounds, and what the controller recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hpa {
+    pub key: ObjectKey,
+    pub target: ScaleTarget,
+    pub min_replicas: i32,
+    pub max_replicas: i32,
+    pub originals: Originals,
+    pub resource_version: Option<String>,
+}
+
+/// The bounds recorded on an HPA for the night.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Originals {
+    None,
+    Recorded {
+        min: i32,
+        max: i32,
+    },
+    /// Present but not two integers (edited by someone): never guessed at, never overwritten.
+    Unreadable,
+}
+
+impl Hpa {
+    /// What is kept of an HPA whose target is a Deployment or StatefulSet; `None` for any other
+    /// target, which scheduled scaling does not put to sleep through its replicas.
+    pub fn of(hpa: &HorizontalPodAutoscaler) -> Option<Self> {
+        let key = ObjectKey::of(hpa)?;
+        let spec = hpa.spec.as_ref()?;
+        let reference = &spec.scale_target_ref;
+        let group = reference
+            .api_version
+            .as_deref()
+            .and_then(|version| version.split_once('/'))
+            .map(|(group, _)| group);
+        let kind = match (group, reference.kind.as_str()) {
+            (Some("apps"), "Deployment") => TargetKind::Deployment,
+            (Some("apps"), "StatefulSet") => TargetKind::StatefulSet,
+            _ => return None,
+        };
+        let annotations = hpa.annotations();
+        Some(Self {
+            target: ScaleTarget {
+                kind,
+                key: ObjectKey::new(&key.namespace, &reference.name),
+            },
+            key,
+            // The API server's default for an unset minReplicas.
+            min_replicas: spec.min_replicas.unwrap_or(1),
+            max_replicas: spec.max_replicas,
+            originals: originals(annotations),
+            resource_version: hpa.resource_version(),
+        })
+    }
+}
+
+fn originals(annotations: &BTreeMap<String, String>) -> Originals {
+    let read = |key| annotations.get(key).map(|value| value.parse::<i32>());
+    match (read(ORIGINAL_MIN_REPLICAS), read(ORIGINAL_MAX_REPLICAS)) {
+        (None, None) => Originals::None,
+        (Some(Ok(min)), Some(Ok(max))) if 0 < min && min <= max => Originals::Recorded { min, max },
+        _ => Originals::Unreadable,
+    }
+}
+
+/// The bounds a target's HPAs should have, from its annotations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bounds {
+    /// For the night: `minReplicas` and `maxReplicas` both this `down-replicas`.
+    Held(i32),
+    /// Their own: those recorded are given back.
+    Own,
+    /// Not the controller's business now: paused, invalid, or never transitioned.
+    Untouched,
+}
+
+/// The bounds wanted once `change` (if any) is made. With `down-replicas` 0 the HPA keeps its
+/// own: it stops acting on a workload at 0 replicas by itself.
+pub fn wanted(annotations: &Annotations, change: Option<&ScaleChange>) -> Bounds {
+    match annotations {
+        Annotations::Invalid(_) => Bounds::Untouched,
+        Annotations::Scheduled(schedule, _) if schedule.paused => Bounds::Untouched,
+        Annotations::Scheduled(schedule, recorded) => {
+            let in_force = change
+                .and_then(|change| change.applied)
+                .or(recorded.last_transition);
+            match in_force.map(|transition| transition.direction) {
+                Some(Direction::Down) if schedule.down_replicas > 0 => {
+                    Bounds::Held(schedule.down_replicas)
+                }
+                Some(_) => Bounds::Own,
+                None => Bounds::Untouched,
+            }
+        }
+        // The schedule is gone: a clean-up gives everything back. Without one (a paused object
+        // without crons reads as nothing left), nothing happens at all.
+        Annotations::Unscheduled(_) if change.is_some() => Bounds::Own,
+        Annotations::Unscheduled(_) => Bounds::Untouched,
+    }
+}
+
+/// A change of one HPA's bounds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HpaChange {
+    /// Held at `to` for the night; `record` is what gets recorded, `None` when a record is
+    /// already there (a second night never overwrites the first's).
+    Hold {
+        hpa: ObjectKey,
+        to: i32,
+        from: (i32, i32),
+        record: Option<(i32, i32)>,
+    },
+    /// The recorded bounds given back, and the record removed.
+    Release {
+        hpa: ObjectKey,
+        from: (i32, i32),
+        to: (i32, i32),
+    },
+}
+
+/// What brings `hpa` to `bounds`, if anything. `at_transition`: a transition is being applied,
+/// which sets the night's bounds again even over someone's change; between transitions an HPA
+/// already held (recorded) is left as it is, as replicas are (nobody is fought).
+pub fn change_for(hpa: &Hpa, bounds: Bounds, at_transition: bool) -> Option<HpaChange> {
+    let from = (hpa.min_replicas, hpa.max_replicas);
+    match (bounds, hpa.originals) {
+        (Bounds::Untouched, _) => None,
+        (Bounds::Held(to), _) if from == (to, to) => None,
+        (Bounds::Held(to), Originals::None) => Some(HpaChange::Hold {
+            hpa: hpa.key.clone(),
+            to,
+            from,
+            record: Some(from),
+        }),
+        (Bounds::Held(to), Originals::Recorded { .. } | Originals::Unreadable) => at_transition
+            .then(|| HpaChange::Hold {
+                hpa: hpa.key.clone(),
+                to,
+                from,
+                record: None,
+            }),
+        (Bounds::Own, Originals::Recorded { min, max }) => Some(HpaChange::Release {
+            hpa: hpa.key.clone(),
+            from,
+            to: (min, max),
+        }),
+        (Bounds::Own, Originals::None | Originals::Unreadable) => None,
+    }
+}
+
+/// The changes that bring every HPA of a target to `bounds`, each with the resourceVersion of
+/// the HPA it was decided on.
+pub fn changes_for(
+    hpas: &[Hpa],
+    bounds: Bounds,
+    at_transition: bool,
+) -> Vec<(HpaChange, Option<String>)> {
+    hpas.iter()
+        .filter_map(|hpa| {
+            let change = change_for(hpa, bounds, at_transition)?;
+            Some((change, hpa.resource_version.clone()))
+        })
+        .collect()
+}
+
+/// Whether a target that has an HPA last had its replicas changed by the HPA controller: the
+/// HPA owns those replicas, and its changes are never a `ScaleReverted`. The API server records
+/// no `time` for a write through `/scale` (seen on 1.26), so the writer is told by ownership, not
+/// by time: whoever changes `spec.replicas` takes the field over, so the HPA controller owns it
+/// until someone else changes it.
+pub fn changed_by_its_hpa(
+    hpas: &[Hpa],
+    kind: TargetKind,
+    managed_fields: &[ManagedFieldsEntry],
+) -> bool {
+    !hpas.is_empty() && other_replicas_writers(kind, managed_fields).any(is_hpa_controller_write)
+}
+
+impl HpaChange {
+    pub fn hpa(&self) -> &ObjectKey {
+        match self {
+            HpaChange::Hold { hpa, .. } | HpaChange::Release { hpa, .. } => hpa,
+        }
+    }
+
+    /// The merge patch: bounds and record in one request, so no restart can separate them,
+    /// guarded by the resourceVersion the decision was made on, so a record written since is
+    /// never overwritten.
+    pub fn patch(&self, resource_version: Option<&str>) -> Value {
+        let (bounds, annotations) = match self {
+            HpaChange::Hold { to, record, .. } => (
+                (*to, *to),
+                record.map(|(min, max)| {
+                    json!({
+                        ORIGINAL_MIN_REPLICAS: min.to_string(),
+                        ORIGINAL_MAX_REPLICAS: max.to_string(),
+                    })
+                }),
+            ),
+            HpaChange::Release { to, .. } => (
+                *to,
+                Some(json!({ ORIGINAL_MIN_REPLICAS: null, ORIGINAL_MAX_REPLICAS: null })),
+            ),
+        };
+        let mut patch = json!({
+            "metadata": {},
+            "spec": { "minReplicas": bounds.0, "maxReplicas": bounds.1 },
+        });
+        if let Some(annotations) = annotations {
+            patch["metadata"]["annotations"] = annotations;
+        }
+        if let Some(resource_version) = resource_version {
+            patch["metadata"]["resourceVersion"] = json!(resource_version);
+        }
+        patch
+    }
+
+    /// What the change does, worded for the target's Event.
+    pub fn describe(&self) -> String {
+        match self {
+            HpaChange::Hold {
+                hpa,
+                to,
+                from: (min, max),
+                record,
+            } => format!(
+                "HorizontalPodAutoscaler {} held at {to} for the night (minReplicas {min} and \
+                 maxReplicas {max} {})",
+                hpa.name,
+                if record.is_some() {
+                    "recorded"
+                } else {
+                    "before; the bounds recorded the first night are kept"
+                }
+            ),
+            HpaChange::Release {
+                hpa,
+                to: (min, max),
+                ..
+            } => format!(
+                "HorizontalPodAutoscaler {} given back minReplicas {min} and maxReplicas {max}",
+                hpa.name
+            ),
+        }
+    }
+}
+
+/// Whether a write of replicas recorded in `managedFields` is the HPA controller's.
+pub fn is_hpa_controller_write(entry: &ManagedFieldsEntry) -> bool {
+    entry.manager.as_deref() == Some(HPA_CONTROLLER_MANAGER)
+        && entry.subresource.as_deref() == Some("scale")
+}
+
+/// Sends a merge patch to an HPA, as field manager `cronscaler`.
+pub async fn patch_hpa(client: &Client, hpa: &ObjectKey, patch: &Value) -> Result<(), kube::Error> {
+    let params = PatchParams {
+        field_manager: Some(CONTROLLER_NAME.into()),
+        ..PatchParams::default()
+    };
+    Api::<HorizontalPodAutoscaler>::namespaced(client.clone(), &hpa.namespace)
+        .patch(&hpa.name, &params, &Patch::Merge(patch))
+        .await
+        .map(drop)
+}
+
+/// Every HPA of the cluster, or of one namespace, that targets a Deployment or StatefulSet.
+pub async fn list_hpas(client: &Client, namespace: Option<&str>) -> Result<Vec<Hpa>, kube::Error> {
+    let api: Api<HorizontalPodAutoscaler> = match namespace {
+        Some(namespace) => Api::namespaced(client.clone(), namespace),
+        None => Api::all(client.clone()),
+    };
+    let mut hpas = Vec::new();
+    let mut params = ListParams::default().limit(500);
+    loop {
+        let page = api.list(&params).await?;
+        hpas.extend(page.items.iter().filter_map(Hpa::of));
+        match page.metadata.continue_ {
+            Some(token) if !token.is_empty() => params = params.continue_token(&token),
+            _ => return Ok(hpas),
+        }
+    }
+}
+
+/// The kind the HPA actions are counted under in `cronscaler_scale_actions_total`.
+const KIND: &str = "HorizontalPodAutoscaler";
+
+/// Makes `changes`, in order; a failure stops there and is returned, to be retried. A hold is
+/// counted as a scale-down, a release under `release_direction`.
+pub(super) async fn make_changes(
+    ctx: &ScalingContext,
+    changes: &[(HpaChange, Option<String>)],
+    release_direction: ScaleDirection,
+) -> Result<(), Error> {
+    for (change, resource_version) in changes {
+        let direction = match change {
+            HpaChange::Hold { .. } => ScaleDirection::Down,
+            HpaChange::Release { .. } => release_direction,
+        };
+        if ctx.dry_run {
+            ctx.metrics.scale_action(KIND, direction, Outcome::DryRun);
+            continue;
+        }
+        let hpa = change.hpa();
+        match patch_hpa(&ctx.client, hpa, &change.patch(resource_version.as_deref())).await {
+            Ok(()) => {
+                tracing::info!(object = %format_args!("{KIND} {hpa}"), change = %change.describe(), "bounds changed");
+                ctx.metrics.scale_action(KIND, direction, Outcome::Success);
+            }
+            // Deleted since the watch saw it: nothing left to hold or give back.
+            Err(error) if is_status(&error, 404) => {}
+            Err(error) => {
+                ctx.metrics.scale_action(KIND, direction, Outcome::Error);
+                return Err(Error::api("change the bounds of", KIND, hpa)(error));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Between transitions: brings the target's HPAs in line with the transition in force, which
+/// finishes what a failed request or a restart between two requests left undone.
+pub(super) async fn bring_in_line(
+    ctx: &ScalingContext,
+    target: &ScaleTarget,
+    annotations: &Annotations,
+) -> Result<(), Error> {
+    let changes = changes_for(&ctx.hpas.of(target), wanted(annotations, None), false);
+    for (change, _) in &changes {
+        let dry_run = if ctx.dry_run {
+            "dry run, not done: "
+        } else {
+            ""
+        };
+        tracing::info!(object = %target, "{dry_run}{}", change.describe());
+    }
+    make_changes(ctx, &changes, ScaleDirection::Up).await
+}
+
+/// What the watch of HPAs keeps: by target, each HPA's bounds and record. Shared by the watch,
+/// which writes, and the workers, which read.
+#[derive(Clone, Default)]
+pub struct HpaIndex {
+    inner: Arc<Mutex<Index>>,
+}
+
+#[derive(Default)]
+struct Index {
+    by_target: HashMap<ScaleTarget, BTreeMap<String, Hpa>>,
+    targets: HashMap<ObjectKey, ScaleTarget>,
+    /// HPAs seen again during a relist; the others were deleted while the watch was down.
+    relisted: Option<HashSet<ObjectKey>>,
+    /// Whether HPAs have been listed once: before that, a target's HPAs are unknown.
+    synced: bool,
+}
+
+impl HpaIndex {
+    /// An index that holds these HPAs and nothing else will come: for a process that does not
+    /// watch HPAs (`restore`, tests).
+    pub fn listed(hpas: impl IntoIterator<Item = Hpa>) -> Self {
+        let index = Self::default();
+        {
+            let mut inner = index.lock();
+            for hpa in hpas {
+                inner.insert(hpa);
+            }
+            inner.synced = true;
+        }
+        index
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Index> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The HPAs whose target this is (one, unless someone made two).
+    pub fn of(&self, target: &ScaleTarget) -> Vec<Hpa> {
+        self.lock()
+            .by_target
+            .get(target)
+            .map(|hpas| hpas.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Whether HPAs have been listed once.
+    pub fn synced(&self) -> bool {
+        self.lock().synced
+    }
+
+    /// Lets scaling go on without HPAs that cannot be listed (RBAC without them, an old
+    /// ClusterRole); true when they had not been listed.
+    pub fn stop_waiting(&self) -> bool {
+        !std::mem::replace(&mut self.lock().synced, true)
+    }
+
+    /// Every target that has an HPA: for a replica that has just come to lead, which finds no
+    /// backlog, to bring their HPAs in line.
+    pub fn targets(&self) -> Vec<ScaleTarget> {
+        self.lock().by_target.keys().cloned().collect()
+    }
+
+    /// Takes in one watch event; returns the targets whose HPAs a worker should bring in line:
+    /// every target after a (re)list, since a restart may have come between a workload's patch
+    /// and its HPA's; and the target of an HPA that is new or was pointed elsewhere, which may
+    /// be asleep. A change of bounds alone (the controller's own, or a person's, who is not
+    /// fought) is not looked at.
+    pub fn handle(&self, event: &watcher::Event<HorizontalPodAutoscaler>) -> Vec<ScaleTarget> {
+        let mut index = self.lock();
+        match event {
+            watcher::Event::Init => {
+                index.relisted = Some(HashSet::new());
+                Vec::new()
+            }
+            watcher::Event::InitApply(hpa) => {
+                if let Some(key) = ObjectKey::of(hpa) {
+                    if let Some(relisted) = index.relisted.as_mut() {
+                        relisted.insert(key.clone());
+                    }
+                    index.apply(key, hpa);
+                }
+                Vec::new()
+            }
+            watcher::Event::InitDone => {
+                if let Some(relisted) = index.relisted.take() {
+                    let gone: Vec<ObjectKey> = index
+                        .targets
+                        .keys()
+                        .filter(|key| !relisted.contains(*key))
+                        .cloned()
+                        .collect();
+                    for key in gone {
+                        index.remove(&key);
+                    }
+                }
+                index.synced = true;
+                index.by_target.keys().cloned().collect()
+            }
+            watcher::Event::Apply(hpa) => {
+                let Some(key) = ObjectKey::of(hpa) else {
+                    return Vec::new();
+                };
+                let before = index.targets.get(&key).cloned();
+                index.apply(key.clone(), hpa);
+                match index.targets.get(&key) {
+                    Some(target) if before.as_ref() != Some(target) => vec![target.clone()],
+                    _ => Vec::new(),
+                }
+            }
+            watcher::Event::Delete(hpa) => {
+                if let Some(key) = ObjectKey::of(hpa) {
+                    index.remove(&key);
+                }
+                Vec::new()
+            }
+        }
+    }
+}
+
+impl Index {
+    fn apply(&mut self, key: ObjectKey, hpa: &HorizontalPodAutoscaler) {
+        // Its target may have changed: forget where it was.
+        self.remove(&key);
+        if let Some(hpa) = Hpa::of(hpa) {
+            self.insert(hpa);
+        }
+    }
+
+    fn insert(&mut self, hpa: Hpa) {
+        self.targets.insert(hpa.key.clone(), hpa.target.clone());
+        self.by_target
+            .entry(hpa.target.clone())
+            .or_default()
+            .insert(hpa.key.name.clone(), hpa);
+    }
+
+    fn remove(&mut self, key: &ObjectKey) {
+        let Some(target) = self.targets.remove(key) else {
+            return;
+        };
+        if let Some(hpas) = self.by_target.get_mut(&target) {
+            hpas.remove(&key.name);
+            if hpas.is_empty() {
+                self.by_target.remove(&target);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod reconcile_tests;
+#[cfg(test)]
+mod tests;

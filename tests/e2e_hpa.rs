@@ -1,0 +1,378 @@
+//! HorizontalPodAutoscalers against a real API server and kube-controller-manager, whose HPA
+//! controller keeps a workload within its HPA's bounds (there is no metrics-server, so the
+//! bounds are all it enforces): an HPA held at `down-replicas` for the night and given its
+//! bounds back in the morning, an HPA left alone with `down-replicas` 0, and the HPA
+//! controller's own change of replicas, which is no `ScaleReverted`, and `cronscaler restore`
+//! giving a held HPA its bounds back.
+//!
+//! See `tests/support/mod.rs` for where the API server comes from.
+
+mod support;
+
+use std::{collections::BTreeMap, time::Duration};
+
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use kube::{Api, ResourceExt as _, api::PostParams};
+use serde_json::json;
+use support::{
+    Scenario, describe, eventually, last_transition, replicas_and_annotations, sleep_until,
+    whole_second_in,
+};
+
+const ORIGINAL_MIN: &str = "cronscaler.dev/original-min-replicas";
+const ORIGINAL_MAX: &str = "cronscaler.dev/original-max-replicas";
+const LAST: &str = "cronscaler.dev/last-transition";
+
+/// Lateness we accept from a transition: the timer, one reconcile, a busy 2-core machine.
+const LATENESS: Duration = Duration::from_secs(15);
+
+/// How long the HPA controller may take to act on an HPA: it syncs each every 15 s.
+const HPA_SYNC: Duration = Duration::from_secs(40);
+
+/// An HPA of Deployment `target` with these bounds, on CPU as users mostly write it.
+fn hpa(target: &str, min: i32, max: i32) -> HorizontalPodAutoscaler {
+    serde_json::from_value(json!({
+        "metadata": { "name": target },
+        "spec": {
+            "scaleTargetRef": { "apiVersion": "apps/v1", "kind": "Deployment", "name": target },
+            "minReplicas": min,
+            "maxReplicas": max,
+            "metrics": [{
+                "type": "Resource",
+                "resource": { "name": "cpu", "target": { "type": "Utilization", "averageUtilization": 80 } },
+            }],
+        },
+    }))
+    .expect("an HPA")
+}
+
+/// minReplicas, maxReplicas and annotations of an HPA, as `kubectl get hpa -o yaml` shows them.
+async fn bounds(
+    hpas: &Api<HorizontalPodAutoscaler>,
+    name: &str,
+) -> Option<(i32, i32, BTreeMap<String, String>)> {
+    let hpa = hpas.get(name).await.ok()?;
+    let spec = hpa.spec.as_ref()?;
+    Some((
+        spec.min_replicas.unwrap_or(1),
+        spec.max_replicas,
+        hpa.annotations().clone(),
+    ))
+}
+
+#[tokio::test]
+async fn an_hpa_is_held_at_down_replicas_for_the_night_and_given_its_bounds_back() {
+    let Some(scenario) = Scenario::shared("hpa-night").await else {
+        return;
+    };
+    let mut controller = scenario.start_controller("cronscaler", &[]);
+    controller.wait_ready().await;
+    let deployments = scenario.deployments();
+    let hpas: Api<HorizontalPodAutoscaler> =
+        Api::namespaced(scenario.client.clone(), &scenario.namespace);
+    hpas.create(&PostParams::default(), &hpa("web", 2, 5))
+        .await
+        .expect("an HPA");
+    // A night longer than the HPA controller's sync period, so an HPA left with its own bounds
+    // would have scaled the workload back to 2 before the morning.
+    let down = whole_second_in(8);
+    let up = down + chrono::Duration::seconds(35);
+    let annotations = json!({
+        "cronscaler.dev/scale-down": support::cron_at(down),
+        "cronscaler.dev/scale-up": support::cron_at(up),
+        "cronscaler.dev/down-replicas": "1",
+    });
+    deployments
+        .create(
+            &PostParams::default(),
+            &support::deployment("web", 2, annotations),
+        )
+        .await
+        .expect("an annotated Deployment");
+
+    eventually("the scale-down to 1", LATENESS, || async {
+        let (replicas, annotations) = replicas_and_annotations(&deployments, "web").await?;
+        (replicas == 1 && annotations.get(LAST) == Some(&last_transition(down, "down")))
+            .then_some(())
+    })
+    .await;
+    let (min, max, annotations) = eventually("the HPA held at 1", LATENESS, || async {
+        let held = bounds(&hpas, "web").await?;
+        (held.0 == 1).then_some(held)
+    })
+    .await;
+    assert_eq!((min, max), (1, 1), "held for the night");
+    assert_eq!(annotations.get(ORIGINAL_MIN).map(String::as_str), Some("2"));
+    assert_eq!(annotations.get(ORIGINAL_MAX).map(String::as_str), Some("5"));
+    let scaled_down = scenario.event("web", "ScaledDown", LATENESS).await;
+    let note = scaled_down.note.unwrap_or_default();
+    assert!(
+        note.contains("HorizontalPodAutoscaler web held at 1 for the night"),
+        "{note}"
+    );
+
+    sleep_until(up - chrono::Duration::seconds(2)).await;
+    let (replicas, _) = replicas_and_annotations(&deployments, "web")
+        .await
+        .expect("the Deployment");
+    assert_eq!(
+        replicas,
+        1,
+        "the held HPA left the night alone:\n{}",
+        describe(&scenario.events("web").await)
+    );
+
+    let (min, max, annotations) = eventually("the HPA's bounds back", LATENESS, || async {
+        let back = bounds(&hpas, "web").await?;
+        (back.0 == 2).then_some(back)
+    })
+    .await;
+    assert_eq!((min, max), (2, 5));
+    for key in [ORIGINAL_MIN, ORIGINAL_MAX] {
+        assert!(
+            !annotations.contains_key(key),
+            "{key} is removed: {annotations:?}"
+        );
+    }
+    eventually("the Deployment back at 2", LATENESS, || async {
+        let (replicas, annotations) = replicas_and_annotations(&deployments, "web").await?;
+        (replicas == 2 && annotations.get(LAST) == Some(&last_transition(up, "up"))).then_some(())
+    })
+    .await;
+    controller
+        .assert_stops_cleanly(Duration::from_secs(5))
+        .await;
+    scenario.finish().await;
+}
+
+#[tokio::test]
+async fn with_down_replicas_zero_the_hpa_is_left_alone_and_stops_by_itself() {
+    let Some(scenario) = Scenario::shared("hpa-zero").await else {
+        return;
+    };
+    let mut controller = scenario.start_controller("cronscaler", &[]);
+    controller.wait_ready().await;
+    let deployments = scenario.deployments();
+    let hpas: Api<HorizontalPodAutoscaler> =
+        Api::namespaced(scenario.client.clone(), &scenario.namespace);
+    let created = hpas
+        .create(&PostParams::default(), &hpa("api", 2, 5))
+        .await
+        .expect("an HPA");
+    let down = whole_second_in(6);
+    deployments
+        .create(
+            &PostParams::default(),
+            &support::deployment("api", 3, support::down_at(down)),
+        )
+        .await
+        .expect("an annotated Deployment");
+    eventually("the scale-down to 0", LATENESS, || async {
+        let (replicas, _) = replicas_and_annotations(&deployments, "api").await?;
+        (replicas == 0).then_some(())
+    })
+    .await;
+    // Longer than the HPA controller's sync period: at 0 replicas it does not act.
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    let (replicas, _) = replicas_and_annotations(&deployments, "api")
+        .await
+        .expect("the Deployment");
+    assert_eq!(
+        replicas, 0,
+        "the HPA stops acting on a target at 0 replicas"
+    );
+    let hpa = hpas.get("api").await.expect("the HPA");
+    let spec = hpa.spec.as_ref().expect("a spec");
+    assert_eq!((spec.min_replicas, spec.max_replicas), (Some(2), 5));
+    assert!(
+        !hpa.annotations().contains_key(ORIGINAL_MIN),
+        "{:?}",
+        hpa.annotations()
+    );
+    assert!(
+        hpa.managed_fields()
+            .iter()
+            .all(|entry| entry.manager.as_deref() != Some("cronscaler")),
+        "the controller never wrote the HPA: {:?}",
+        hpa.managed_fields()
+    );
+    assert_eq!(
+        hpa.spec, created.spec,
+        "the HPA's spec is as its user created it"
+    );
+    controller
+        .assert_stops_cleanly(Duration::from_secs(5))
+        .await;
+    scenario.finish().await;
+}
+
+/// The HPA controller brings a workload that `up-replicas` set below the HPA's minimum up to it:
+/// a change of replicas after the scale-up, but the HPA owns replicas during the day, so no
+/// `ScaleReverted`, also when a restarted controller looks at it. Prints what `managedFields`
+/// record of the HPA controller's write.
+#[tokio::test]
+async fn the_hpa_s_own_change_of_replicas_is_no_scale_reverted() {
+    let Some(scenario) = Scenario::shared("hpa-owns").await else {
+        return;
+    };
+    let mut controller = scenario.start_controller("cronscaler", &[]);
+    controller.wait_ready().await;
+    let deployments = scenario.deployments();
+    let hpas: Api<HorizontalPodAutoscaler> =
+        Api::namespaced(scenario.client.clone(), &scenario.namespace);
+    let up = whole_second_in(5);
+    let annotations = json!({
+        "cronscaler.dev/scale-down": support::cron_at(up + chrono::Duration::hours(1)),
+        "cronscaler.dev/scale-up": support::cron_at(up),
+        "cronscaler.dev/up-replicas": "1",
+    });
+    deployments
+        .create(
+            &PostParams::default(),
+            &support::deployment("shop", 3, annotations),
+        )
+        .await
+        .expect("an annotated Deployment");
+    eventually("the scale-up to 1", LATENESS, || async {
+        let (replicas, annotations) = replicas_and_annotations(&deployments, "shop").await?;
+        (replicas == 1 && annotations.get(LAST) == Some(&last_transition(up, "up"))).then_some(())
+    })
+    .await;
+    hpas.create(&PostParams::default(), &hpa("shop", 2, 5))
+        .await
+        .expect("an HPA");
+    eventually(
+        "the HPA controller scaling to its minimum",
+        HPA_SYNC,
+        || async {
+            let (replicas, _) = replicas_and_annotations(&deployments, "shop").await?;
+            (replicas == 2).then_some(())
+        },
+    )
+    .await;
+    let deployment = deployments.get("shop").await.expect("the Deployment");
+    let writers: Vec<String> = deployment
+        .managed_fields()
+        .iter()
+        .map(|entry| {
+            format!(
+                "manager {:?} operation {:?} subresource {:?} fields {}",
+                entry.manager.as_deref().unwrap_or_default(),
+                entry.operation.as_deref().unwrap_or_default(),
+                entry.subresource.as_deref().unwrap_or_default(),
+                entry
+                    .fields_v1
+                    .as_ref()
+                    .map(|fields| fields.0.to_string())
+                    .unwrap_or_default()
+            )
+        })
+        .collect();
+    support::say(&format!(
+        "managedFields after the HPA's write:\n  {}",
+        writers.join("\n  ")
+    ));
+    assert!(
+        deployment.managed_fields().iter().any(|entry| {
+            entry.manager.as_deref() == Some("kube-controller-manager")
+                && entry.subresource.as_deref() == Some("scale")
+                && entry
+                    .fields_v1
+                    .as_ref()
+                    .is_some_and(|fields| fields.0["f:spec"].get("f:replicas").is_some())
+        }),
+        "the HPA controller writes replicas as kube-controller-manager through /scale:\n  {}",
+        writers.join("\n  ")
+    );
+    // The API server records no time for a write through /scale, so the tracker cannot tell it
+    // came after the scale-up; a restart looks at every target with an HPA.
+    controller
+        .assert_stops_cleanly(Duration::from_secs(5))
+        .await;
+    let mut controller = scenario.start_controller("cronscaler-restarted", &[]);
+    controller.wait_ready().await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let events = scenario.events("shop").await;
+    assert!(
+        events
+            .iter()
+            .all(|event| event.reason.as_deref() != Some("ScaleReverted")),
+        "the HPA's change is no ScaleReverted:\n{}",
+        describe(&events)
+    );
+    let (_, annotations) = replicas_and_annotations(&deployments, "shop")
+        .await
+        .expect("the Deployment");
+    assert!(
+        !annotations.contains_key("cronscaler.dev/warned"),
+        "{annotations:?}"
+    );
+    controller
+        .assert_stops_cleanly(Duration::from_secs(5))
+        .await;
+    scenario.finish().await;
+}
+
+#[tokio::test]
+async fn restore_gives_a_held_hpa_its_bounds_back() {
+    let Some(scenario) = Scenario::shared("hpa-restore").await else {
+        return;
+    };
+    let mut controller = scenario.start_controller("cronscaler", &[]);
+    controller.wait_ready().await;
+    let deployments = scenario.deployments();
+    let hpas: Api<HorizontalPodAutoscaler> =
+        Api::namespaced(scenario.client.clone(), &scenario.namespace);
+    hpas.create(&PostParams::default(), &hpa("batch", 2, 5))
+        .await
+        .expect("an HPA");
+    let down = whole_second_in(5);
+    let mut annotations = support::down_at(down);
+    annotations["cronscaler.dev/down-replicas"] = json!("1");
+    deployments
+        .create(
+            &PostParams::default(),
+            &support::deployment("batch", 3, annotations),
+        )
+        .await
+        .expect("an annotated Deployment");
+    eventually("the HPA held at 1", LATENESS, || async {
+        let (min, max, _) = bounds(&hpas, "batch").await?;
+        (min, max).eq(&(1, 1)).then_some(())
+    })
+    .await;
+
+    // As the README's uninstall says: stop the controller, then restore.
+    controller
+        .assert_stops_cleanly(Duration::from_secs(5))
+        .await;
+    let output = scenario.run(&["restore", "-n", &scenario.namespace, "batch"]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "cronscaler restore exited {}:\n{stdout}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let namespace = &scenario.namespace;
+    assert_eq!(
+        stdout.lines().collect::<Vec<_>>(),
+        [
+            format!(
+                "restored HorizontalPodAutoscaler {namespace}/batch: minReplicas 1 -> 2, maxReplicas 1 -> 5"
+            ),
+            format!("restored Deployment {namespace}/batch: replicas 1 -> 3"),
+        ]
+    );
+    let (min, max, annotations) = bounds(&hpas, "batch").await.expect("the HPA");
+    assert_eq!((min, max), (2, 5));
+    assert!(
+        !annotations.contains_key(ORIGINAL_MIN) && !annotations.contains_key(ORIGINAL_MAX),
+        "{annotations:?}"
+    );
+    let (replicas, _) = replicas_and_annotations(&deployments, "batch")
+        .await
+        .expect("the Deployment");
+    assert_eq!(replicas, 3);
+    scenario.finish().await;
+}
