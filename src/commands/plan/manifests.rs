@@ -270,6 +270,9 @@ fn read_object(
                 .update(&namespace.name_any(), None, namespace.annotations());
             return Ok(());
         }
+        // An HPA is held and given back with its workload's transitions (README rule 11), which
+        // the plan shows.
+        "HorizontalPodAutoscaler" => return Ok(()),
         "Deployment" => {
             let deployment: Deployment =
                 serde_json::from_value(value.clone()).map_err(manifest_error)?;
