@@ -1,5 +1,6 @@
-//! Helpers shared by the tests of the timer and the tracker: a wall clock that travels with
-//! tokio's paused clock, and ways to see what reached the queue.
+//! Helpers shared by the tests of scheduled scaling: a wall clock that travels with tokio's
+//! paused clock, ways to see what reached the queue, and reconciles against a scripted API
+//! server.
 
 use std::{
     collections::BTreeMap,
@@ -19,6 +20,7 @@ use crate::{
         workqueue::WorkQueue,
     },
     scaling::{
+        ScalingContext,
         target::{ScaleTarget, TargetKind},
         timer::Clock,
     },
@@ -86,4 +88,31 @@ pub async fn drain(queue: &WorkQueue<WorkKey>) -> Vec<WorkKey> {
         keys.push(key);
     }
     keys
+}
+
+/// Reconciles `target` at each instant against `script`, with a context of `dry_run` that
+/// `shape` may add to; the results in order.
+pub async fn reconcile_scripted(
+    target: &ScaleTarget,
+    instants: &[DateTime<Utc>],
+    dry_run: bool,
+    script: Vec<crate::mock_api::Exchange>,
+    shape: impl FnOnce(ScalingContext) -> ScalingContext,
+) -> Vec<Result<(), crate::error::Error>> {
+    let (client, server) = crate::mock_api::mock_client();
+    let server = tokio::spawn(server.serve(script));
+    let ctx = shape(ScalingContext::new(
+        client.clone(),
+        crate::runtime::events::Events::new(client, None),
+        Tz::UTC,
+        dry_run,
+        crate::ops::metrics::Metrics::new().0,
+    ));
+    let mut results = Vec::new();
+    for now in instants {
+        results.push(crate::scaling::reconcile(&ctx, target, *now).await);
+    }
+    drop(ctx);
+    server.await.unwrap();
+    results
 }

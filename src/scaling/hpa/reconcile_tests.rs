@@ -2,15 +2,13 @@
 //! allow): the requests of each transition, in order.
 
 use chrono::{DateTime, TimeZone, Utc};
-use chrono_tz::Tz;
 use serde_json::{Value, json};
 
+use super::tests::{hpa as web_hpa, web as web_target};
 use super::*;
 use crate::{
-    mock_api::{Exchange, event, mock_client},
-    ops::metrics::Metrics,
-    runtime::events::Events,
-    scaling::reconcile,
+    mock_api::{Exchange, event},
+    scaling::test_support::reconcile_scripted,
     schedule,
 };
 
@@ -39,24 +37,6 @@ fn web(replicas: i32, annotations: &[(&str, &str)], manager: &str) -> Value {
     })
 }
 
-fn web_target() -> ScaleTarget {
-    ScaleTarget {
-        kind: TargetKind::Deployment,
-        key: ObjectKey::new("shop", "web"),
-    }
-}
-
-fn web_hpa(min: i32, max: i32, originals: Originals) -> Hpa {
-    Hpa {
-        key: ObjectKey::new("shop", "web"),
-        target: web_target(),
-        min_replicas: min,
-        max_replicas: max,
-        originals,
-        resource_version: Some("41".into()),
-    }
-}
-
 fn merge_patch(path: &str, body: Value) -> Exchange {
     Exchange::new("PATCH", format!("{path}?&fieldManager=cronscaler"))
         .content_type("application/merge-patch+json")
@@ -71,23 +51,10 @@ async fn reconcile_with(
     dry_run: bool,
     script: Vec<Exchange>,
 ) -> Vec<Result<(), Error>> {
-    let (client, server) = mock_client();
-    let server = tokio::spawn(server.serve(script));
-    let ctx = ScalingContext::new(
-        client.clone(),
-        Events::new(client, None),
-        Tz::UTC,
-        dry_run,
-        Metrics::new().0,
-    )
-    .with_hpas(HpaIndex::listed(hpas));
-    let mut results = Vec::new();
-    for now in instants {
-        results.push(reconcile(&ctx, &web_target(), *now).await);
-    }
-    drop(ctx);
-    server.await.unwrap();
-    results
+    reconcile_scripted(&web_target(), instants, dry_run, script, |ctx| {
+        ctx.with_hpas(HpaIndex::listed(hpas))
+    })
+    .await
 }
 
 const ONE_LEFT: [(&str, &str); 3] = [

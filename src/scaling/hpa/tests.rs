@@ -27,14 +27,14 @@ fn hpa_object(
     .unwrap()
 }
 
-fn web() -> ScaleTarget {
+pub(super) fn web() -> ScaleTarget {
     ScaleTarget {
         kind: TargetKind::Deployment,
         key: ObjectKey::new("shop", "web"),
     }
 }
 
-fn hpa(min: i32, max: i32, originals: Originals) -> Hpa {
+pub(super) fn hpa(min: i32, max: i32, originals: Originals) -> Hpa {
     Hpa {
         key: ObjectKey::new("shop", "web"),
         target: web(),

@@ -73,22 +73,8 @@ async fn reconcile_against(
     dry_run: bool,
     script: Vec<Exchange>,
 ) -> Vec<Result<(), Error>> {
-    let (client, server) = mock_client();
-    let server = tokio::spawn(server.serve(script));
-    let ctx = ScalingContext::new(
-        client.clone(),
-        Events::new(client, None),
-        Tz::UTC,
-        dry_run,
-        crate::ops::metrics::Metrics::new().0,
-    );
-    let mut results = Vec::new();
-    for now in instants {
-        results.push(reconcile(&ctx, &target, *now).await);
-    }
-    drop(ctx);
-    server.await.unwrap();
-    results
+    crate::scaling::test_support::reconcile_scripted(&target, instants, dry_run, script, |ctx| ctx)
+        .await
 }
 
 /// Runs the reconciles and requires every one to succeed.
