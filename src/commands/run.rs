@@ -75,7 +75,7 @@ pub fn client_for(config: kube::Config, args: &RunArgs) -> Result<Client, kube::
 
 /// How long the workload watches wait for the Namespaces' first listing, and scaling for the
 /// HPAs'.
-const NAMESPACES_WAIT: Duration = Duration::from_secs(30);
+const FIRST_LISTING_WAIT: Duration = Duration::from_secs(30);
 
 /// Objects per list page of the metadata watches of every workload.
 const METADATA_PAGE_SIZE: u32 = 100;
@@ -194,10 +194,10 @@ pub async fn run(
     tokio::spawn({
         let gate = namespaces_gate.clone();
         async move {
-            tokio::time::sleep(NAMESPACES_WAIT).await;
+            tokio::time::sleep(FIRST_LISTING_WAIT).await;
             if !gate.send_replace(true) {
                 tracing::warn!(
-                    "Namespaces not listed after {NAMESPACES_WAIT:?}: watching workloads without \
+                    "Namespaces not listed after {FIRST_LISTING_WAIT:?}: watching workloads without \
                      Namespace schedules until they are"
                 );
             }
@@ -254,10 +254,10 @@ pub async fn run(
     tokio::spawn({
         let hpas = hpas.clone();
         async move {
-            tokio::time::sleep(NAMESPACES_WAIT).await;
+            tokio::time::sleep(FIRST_LISTING_WAIT).await;
             if hpas.stop_waiting() {
                 tracing::warn!(
-                    "HorizontalPodAutoscalers not listed after {NAMESPACES_WAIT:?}: scaling \
+                    "HorizontalPodAutoscalers not listed after {FIRST_LISTING_WAIT:?}: scaling \
                      without them until they are"
                 );
             }
