@@ -376,3 +376,49 @@ async fn restore_gives_a_held_hpa_its_bounds_back() {
     assert_eq!(replicas, 3);
     scenario.finish().await;
 }
+
+/// A stop between a workload's scale-down and its HPA's hold: at the next start the watched
+/// metadata and HPAs tell the HPA is out of line, and it is held, with no other object read.
+#[tokio::test]
+async fn a_hold_a_stop_left_undone_is_made_at_the_next_start() {
+    let Some(scenario) = Scenario::shared("hpa-heal").await else {
+        return;
+    };
+    let deployments = scenario.deployments();
+    let hpas: Api<HorizontalPodAutoscaler> =
+        Api::namespaced(scenario.client.clone(), &scenario.namespace);
+    hpas.create(&PostParams::default(), &hpa("night", 2, 5))
+        .await
+        .expect("an HPA");
+    // Asleep at 1 since last night's scale-down, as the controller left it before it stopped.
+    let down = whole_second_in(-60);
+    let mut annotations = support::down_at(down);
+    annotations["cronscaler.dev/down-replicas"] = json!("1");
+    annotations["cronscaler.dev/original-replicas"] = json!("3");
+    annotations[LAST] = json!(last_transition(down, "down"));
+    deployments
+        .create(
+            &PostParams::default(),
+            &support::deployment("night", 1, annotations),
+        )
+        .await
+        .expect("a sleeping Deployment");
+
+    let mut controller = scenario.start_controller("cronscaler", &[]);
+    controller.wait_ready().await;
+    let (_, _, record) = eventually("the HPA held at 1 at start", LATENESS, || async {
+        let (min, max, annotations) = bounds(&hpas, "night").await?;
+        (min, max).eq(&(1, 1)).then_some((min, max, annotations))
+    })
+    .await;
+    assert_eq!(record.get(ORIGINAL_MIN).map(String::as_str), Some("2"));
+    assert_eq!(record.get(ORIGINAL_MAX).map(String::as_str), Some("5"));
+    let (replicas, _) = replicas_and_annotations(&deployments, "night")
+        .await
+        .expect("the Deployment");
+    assert_eq!(replicas, 1, "the workload is left as it is");
+    controller
+        .assert_stops_cleanly(Duration::from_secs(5))
+        .await;
+    scenario.finish().await;
+}

@@ -126,8 +126,9 @@ pub async fn run(
     } else {
         NamespaceSchedules::watched(excluded)
     };
+    let hpas = HpaIndex::default();
     let tracker = |kind| {
-        Arc::new(Mutex::new(Tracker::new(
+        let tracker = Tracker::new(
             timer.clone(),
             queue.clone(),
             args.default_timezone,
@@ -135,7 +136,8 @@ pub async fn run(
             namespaces.clone(),
             grace,
             metrics.invalid_schedules.clone(),
-        )))
+        );
+        Arc::new(Mutex::new(tracker.with_hpas(hpas.clone())))
     };
     let foo_schedules = tracker(TargetKind::Foo);
     let deployment_schedules = tracker(TargetKind::Deployment);
@@ -248,8 +250,17 @@ pub async fn run(
         &namespaces_listed,
     );
 
-    let hpas = HpaIndex::default();
-    let hpa_feed = hpa_feed(&client, namespace, &hpas, &queue, &outage);
+    let hpa_feed = hpa_feed(
+        &client,
+        namespace,
+        &hpas,
+        vec![
+            (TargetKind::Deployment, deployment_schedules.clone()),
+            (TargetKind::StatefulSet, stateful_set_schedules.clone()),
+        ],
+        &clock,
+        &outage,
+    );
     // HPAs that cannot be listed must not stop scheduled scaling either.
     tokio::spawn({
         let hpas = hpas.clone();
@@ -299,7 +310,6 @@ pub async fn run(
     // it queues what is due now: every Foo, and the scheduled objects that need a look.
     let resync = {
         let (foos, queue, clock) = (foo_store.clone(), queue.clone(), clock.clone());
-        let hpas = hpas.clone();
         let trackers = [
             foo_schedules,
             deployment_schedules,
@@ -310,11 +320,6 @@ pub async fn run(
             let now = clock();
             for tracker in &trackers {
                 lock(tracker).resync(now);
-            }
-            // The targets with HPAs: a restart may have come between a workload's patch and its
-            // HPA's, which only a look at the workload tells.
-            for target in hpas.targets() {
-                queue.add(WorkKey::Scale(target));
             }
             for foo in foos.state() {
                 if let Some(key) = ObjectKey::of(foo.as_ref()) {
@@ -576,13 +581,15 @@ where
     Ok(())
 }
 
-/// Every HPA, whole (they are few and small), into the index the scaling workers read; the
-/// index keeps of each only its target, bounds and record, and says which targets to look at.
+/// Every HPA, whole (they are few and small), into the index the scaling workers and trackers
+/// read; the index keeps of each only its target, bounds and record. Targets whose HPAs are new,
+/// retargeted or (re)listed are checked by their tracker, from what it already knows.
 fn hpa_feed(
     client: &Client,
     namespace: Option<&str>,
     hpas: &HpaIndex,
-    queue: &WorkQueue<WorkKey>,
+    workloads: Vec<(TargetKind, Arc<Mutex<Tracker>>)>,
+    clock: &Clock,
     outage: &Outage,
 ) -> impl Future<Output = ()> + use<> {
     let watch = watcher(
@@ -590,14 +597,19 @@ fn hpa_feed(
         watcher::Config::default(),
     )
     .backoff(WatchBackoff::default());
-    let (hpas, queue) = (hpas.clone(), queue.clone());
+    let (hpas, clock) = (hpas.clone(), clock.clone());
     drive(
         watch,
         "HorizontalPodAutoscalers",
         outage.clone(),
         move |event| {
+            let now = clock();
             for target in hpas.handle(event) {
-                queue.add(WorkKey::Scale(target));
+                for (kind, tracker) in &workloads {
+                    if *kind == target.kind {
+                        lock(tracker).recheck(&target, now);
+                    }
+                }
             }
         },
     )

@@ -38,7 +38,7 @@ use crate::{
         ScalingContext, other_replicas_writers,
         target::{ScaleTarget, TargetKind},
     },
-    schedule::{Annotations, Direction, ScaleChange},
+    schedule::{Annotations, Direction, ScaleChange, Schedule, Transition},
 };
 
 /// The `minReplicas` an HPA had before the night, written by the controller on the HPA.
@@ -131,23 +131,28 @@ pub enum Bounds {
 pub fn wanted(annotations: &Annotations, change: Option<&ScaleChange>) -> Bounds {
     match annotations {
         Annotations::Invalid(_) => Bounds::Untouched,
-        Annotations::Scheduled(schedule, _) if schedule.paused => Bounds::Untouched,
         Annotations::Scheduled(schedule, recorded) => {
             let in_force = change
                 .and_then(|change| change.applied)
                 .or(recorded.last_transition);
-            match in_force.map(|transition| transition.direction) {
-                Some(Direction::Down) if schedule.down_replicas > 0 => {
-                    Bounds::Held(schedule.down_replicas)
-                }
-                Some(_) => Bounds::Own,
-                None => Bounds::Untouched,
-            }
+            bounds_in_force(schedule, in_force)
         }
         // The schedule is gone: a clean-up gives everything back. Without one (a paused object
         // without crons reads as nothing left), nothing happens at all.
         Annotations::Unscheduled(_) if change.is_some() => Bounds::Own,
         Annotations::Unscheduled(_) => Bounds::Untouched,
+    }
+}
+
+/// The bounds of a scheduled target's HPAs while `in_force` is the transition in force.
+pub fn bounds_in_force(schedule: &Schedule, in_force: Option<Transition>) -> Bounds {
+    if schedule.paused {
+        return Bounds::Untouched;
+    }
+    match in_force.map(|transition| transition.direction) {
+        Some(Direction::Down) if schedule.down_replicas > 0 => Bounds::Held(schedule.down_replicas),
+        Some(_) => Bounds::Own,
+        None => Bounds::Untouched,
     }
 }
 
@@ -442,12 +447,6 @@ impl HpaIndex {
     /// ClusterRole); true when they had not been listed.
     pub fn stop_waiting(&self) -> bool {
         !std::mem::replace(&mut self.lock().synced, true)
-    }
-
-    /// Every target that has an HPA: for a replica that has just come to lead, which finds no
-    /// backlog, to bring their HPAs in line.
-    pub fn targets(&self) -> Vec<ScaleTarget> {
-        self.lock().by_target.keys().cloned().collect()
     }
 
     /// Takes in one watch event; returns the targets whose HPAs a worker should bring in line:

@@ -22,6 +22,7 @@ use crate::{
         workqueue::WorkQueue,
     },
     scaling::{
+        hpa::{self, HpaIndex},
         namespaces::NamespaceSchedules,
         reconciler::other_replicas_writers,
         target::{ScaleTarget, TargetKind, creation_time},
@@ -45,6 +46,8 @@ pub struct Tracker {
     namespaces: NamespaceSchedules,
     /// How long a new object is not put to sleep by a catch-up.
     grace: TimeDelta,
+    /// The targets' HPAs, whose bounds must follow the transition in force.
+    hpas: HpaIndex,
     /// What was last seen of each annotated object.
     tracked: HashMap<ObjectKey, Tracked>,
     /// Objects seen again during a relist; the others were deleted while the watch was down.
@@ -142,6 +145,7 @@ impl Tracker {
         invalid_gauge: Gauge,
     ) -> Self {
         Self {
+            hpas: HpaIndex::listed([]),
             namespaces,
             grace,
             timer,
@@ -203,13 +207,48 @@ impl Tracker {
         }
     }
 
+    /// Has the targets' HPAs watched too: a target whose HPAs are out of line with the
+    /// transition in force (a stop came between its patch and theirs) needs a look.
+    pub fn with_hpas(self, hpas: HpaIndex) -> Self {
+        Self { hpas, ..self }
+    }
+
+    /// Looks again at `target`, whose HPAs changed.
+    pub fn recheck(&self, target: &ScaleTarget, now: DateTime<Utc>) {
+        if let Some(tracked) = self.tracked.get(&target.key) {
+            self.follow(target.clone(), &tracked.standing, now);
+        }
+    }
+
     /// Queues the target now, or has the timer bring it back when its grace period ends.
     fn follow(&self, target: ScaleTarget, standing: &Standing, now: DateTime<Utc>) {
         match standing.look(now, self.grace) {
             Look::Now => self.queue.add(WorkKey::Scale(target)),
             Look::At(at) => self.timer.recheck_at(target, at),
+            Look::Not if self.hpas_out_of_line(&target, standing) => {
+                self.queue.add(WorkKey::Scale(target));
+            }
             Look::Not => {}
         }
+    }
+
+    /// Whether the target's HPAs do not have the bounds the transition in force wants, as the
+    /// watched HPAs and metadata tell, without a read. Unknown until HPAs have been listed; the
+    /// listing then rechecks every target that has one.
+    fn hpas_out_of_line(&self, target: &ScaleTarget, standing: &Standing) -> bool {
+        let Standing::Governed {
+            schedule: Some(schedule),
+            leftovers,
+            ..
+        } = standing
+        else {
+            return false;
+        };
+        if !self.hpas.synced() {
+            return false;
+        }
+        let bounds = hpa::bounds_in_force(schedule, leftovers.recorded.last_transition);
+        !hpa::changes_for(&self.hpas.of(target), bounds, false).is_empty()
     }
 
     /// Takes in every object of `namespace` as listed now, after its schedule changed: objects

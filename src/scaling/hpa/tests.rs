@@ -312,7 +312,6 @@ fn the_index_follows_targets_records_deletions_and_relists() {
     assert_eq!(index.handle(&watcher::Event::InitDone), vec![web()]);
     assert!(index.synced());
     assert_eq!(index.of(&web()), vec![hpa(2, 5, Originals::None)]);
-    assert_eq!(index.targets(), vec![web()]);
 
     // Its bounds changed (by the controller, or a person, who is not fought): no look.
     let held = hpa_object(
@@ -362,5 +361,4 @@ fn the_index_follows_targets_records_deletions_and_relists() {
         &[],
     )));
     assert_eq!(index.of(&web()), vec![]);
-    assert_eq!(index.targets(), vec![]);
 }

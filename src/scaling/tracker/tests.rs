@@ -477,6 +477,50 @@ async fn an_excluded_namespace_is_never_touched_annotated_or_not() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_target_whose_hpa_is_out_of_line_is_looked_at_without_a_read_of_the_others() {
+    use crate::scaling::hpa::{Hpa, HpaIndex, Originals};
+    let hpa = |min, max, originals| Hpa {
+        key: ObjectKey::new("staging", "web"),
+        target: target("web"),
+        min_replicas: min,
+        max_replicas: max,
+        originals,
+        resource_version: Some("41".into()),
+    };
+    let asleep = [
+        (schedule::SCALE_DOWN, "0 20 * * *"),
+        (schedule::DOWN_REPLICAS, "1"),
+        (schedule::ORIGINAL_REPLICAS, "3"),
+        (schedule::LAST_TRANSITION, LAST_NIGHT),
+    ];
+    let held = HpaIndex::listed([hpa(1, 1, Originals::Recorded { min: 2, max: 5 })]);
+    let (queue, _timer, tracker, _) = tracked_deployments();
+    let mut tracker = tracker.with_hpas(held);
+    see(
+        &mut tracker,
+        watcher::Event::InitApply(meta("web", &asleep, None)),
+    );
+    assert!(
+        drain(&queue).await.is_empty(),
+        "held as the night wants: no read"
+    );
+
+    // A stop came between the workload's patch and its HPA's: the HPA still has its own bounds.
+    let unheld = HpaIndex::listed([hpa(2, 5, Originals::None)]);
+    let (queue, _timer, tracker, _) = tracked_deployments();
+    let mut tracker = tracker.with_hpas(unheld);
+    see(
+        &mut tracker,
+        watcher::Event::InitApply(meta("web", &asleep, None)),
+    );
+    assert_eq!(
+        drain(&queue).await,
+        vec![WorkKey::Scale(target("web"))],
+        "out of line: a worker brings it in line"
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn objects_with_the_same_schedule_share_one_parsed_schedule() {
     let (_queue, timer, mut tracker, _) = tracked_deployments();
     let nightly = [
