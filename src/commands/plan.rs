@@ -9,7 +9,10 @@ use chrono_tz::Tz;
 use serde::Serialize;
 
 use crate::{
-    scaling::target::{ScaleTarget, TargetKind, TargetState},
+    scaling::{
+        hpa::{self, Hpa},
+        target::{ScaleTarget, TargetKind, TargetState},
+    },
     schedule::{self, Annotations, Direction, ScaleChange, Schedule, Tally, tally},
 };
 
@@ -29,6 +32,8 @@ pub enum PlanError {
 pub struct PlanObject {
     pub target: ScaleTarget,
     pub observed: TargetState,
+    /// Its HPAs, held for the night and given back with its transitions (README rule 11).
+    pub hpas: Vec<Hpa>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -46,6 +51,9 @@ pub struct PlannedTransition {
     pub from: i32,
     pub to: i32,
     pub catch_up: bool,
+    /// What the transition does to the object's HPAs, if anything.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hpas: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -159,6 +167,7 @@ fn simulate_object(
     let target = &object.target;
     let mut annotations = object.observed.annotations.clone();
     let mut replicas = object.observed.replicas;
+    let mut hpas = object.hpas.clone();
     let mut transitions = Vec::new();
     let mut in_window = 0_u64;
     let mut counted = false;
@@ -171,6 +180,14 @@ fn simulate_object(
                 transition.direction.to_string()
             });
             let catch_up = change.applied.is_none_or(|transition| transition.at < from);
+            let bounds = hpa::wanted(&parsed, Some(&change));
+            let hpa_changes: Vec<String> = hpa::changes_for(&hpas, bounds, true)
+                .into_iter()
+                .map(|(hpa_change, _)| {
+                    hpa_change.apply_to(&mut hpas);
+                    hpa_change.describe()
+                })
+                .collect();
             transitions.push(PlannedTransition {
                 at: now,
                 local_time: local_time(now, timezone),
@@ -181,6 +198,7 @@ fn simulate_object(
                 from: replicas,
                 to,
                 catch_up,
+                hpas: hpa_changes,
             });
             in_window += u64::from(!catch_up);
             replicas = to;

@@ -253,6 +253,7 @@ mod tests {
                 key: ObjectKey::new("staging", name),
             },
             observed: TargetState::of_deployment(&deployment),
+            hpas: Vec::new(),
         };
         (object, serde_json::to_value(&deployment).unwrap())
     }

@@ -273,6 +273,27 @@ impl HpaChange {
     }
 
     /// What the change does, worded for the target's Event.
+    /// What the change makes of the HPA it is for, among `hpas` (for `plan`'s simulation).
+    pub fn apply_to(&self, hpas: &mut [Hpa]) {
+        for hpa in hpas.iter_mut().filter(|hpa| &hpa.key == self.hpa()) {
+            match self {
+                HpaChange::Hold { to, record, .. } => {
+                    (hpa.min_replicas, hpa.max_replicas) = (*to, *to);
+                    if let Some((min, max)) = record {
+                        hpa.originals = Originals::Recorded {
+                            min: *min,
+                            max: *max,
+                        };
+                    }
+                }
+                HpaChange::Release { to: (min, max), .. } => {
+                    (hpa.min_replicas, hpa.max_replicas) = (*min, *max);
+                    hpa.originals = Originals::None;
+                }
+            }
+        }
+    }
+
     pub fn describe(&self) -> String {
         match self {
             HpaChange::Hold {

@@ -7,6 +7,7 @@ use k8s_openapi::{
     NamespaceResourceScope,
     api::{
         apps::v1::{Deployment, StatefulSet},
+        autoscaling::v2::HorizontalPodAutoscaler,
         batch::v1::CronJob,
         core::v1::Namespace,
     },
@@ -21,6 +22,7 @@ use crate::{
     foo::Foo,
     runtime::key::ObjectKey,
     scaling::{
+        hpa::{Hpa, list_hpas},
         namespaces::NamespaceSchedules,
         target::{ScaleTarget, TargetKind, TargetState},
     },
@@ -88,6 +90,8 @@ pub struct Manifests {
     pub skipped: Vec<Skipped>,
     /// The schedules of the Namespaces read, which their workloads follow.
     namespaces: NamespaceSchedules,
+    /// The HPAs read, held and given back with their workloads' transitions.
+    hpas: Vec<Hpa>,
 }
 
 impl Default for Manifests {
@@ -96,6 +100,7 @@ impl Default for Manifests {
             objects: Vec::new(),
             skipped: Vec::new(),
             namespaces: NamespaceSchedules::watched([]),
+            hpas: Vec::new(),
         }
     }
 }
@@ -105,11 +110,12 @@ impl Manifests {
         self.objects.extend(other.objects);
         self.skipped.extend(other.skipped);
         self.namespaces.absorb(&other.namespaces);
+        self.hpas.extend(other.hpas);
     }
 
     /// Each workload's schedule as the controller would read it: its own, or its Namespace's.
     fn resolved(mut self) -> Self {
-        resolve(&mut self.objects, &self.namespaces);
+        resolve(&mut self.objects, &self.namespaces, &self.hpas);
         self
     }
 
@@ -225,9 +231,14 @@ pub fn parse_manifests(text: &str, path: &str) -> Result<Manifests, PlanError> {
     Ok(manifests.resolved())
 }
 
-/// Gives every object the annotations its schedule comes from.
-fn resolve(objects: &mut [PlanObject], namespaces: &NamespaceSchedules) {
+/// Gives every object the annotations its schedule comes from, and its HPAs.
+fn resolve(objects: &mut [PlanObject], namespaces: &NamespaceSchedules, hpas: &[Hpa]) {
     for object in objects {
+        object.hpas = hpas
+            .iter()
+            .filter(|hpa| hpa.target == object.target)
+            .cloned()
+            .collect();
         let observed = &mut object.observed;
         (observed.annotations, _) = namespaces.effective(
             object.target.kind,
@@ -270,9 +281,13 @@ fn read_object(
                 .update(&namespace.name_any(), None, namespace.annotations());
             return Ok(());
         }
-        // An HPA is held and given back with its workload's transitions (README rule 11), which
-        // the plan shows.
-        "HorizontalPodAutoscaler" => return Ok(()),
+        // Simulated with its workload's transitions (README rule 11).
+        "HorizontalPodAutoscaler" => {
+            let hpa: HorizontalPodAutoscaler =
+                serde_json::from_value(value.clone()).map_err(manifest_error)?;
+            manifests.hpas.extend(Hpa::of(&hpa));
+            return Ok(());
+        }
         "Deployment" => {
             let deployment: Deployment =
                 serde_json::from_value(value.clone()).map_err(manifest_error)?;
@@ -387,7 +402,16 @@ pub async fn read_cluster(
         .chain(foos)
         .map(|(kind, observed)| plan_object(kind, observed))
         .collect();
-    resolve(&mut objects, &namespace_schedules(client, namespace).await?);
+    let hpas = match list_hpas(client, namespace).await {
+        // Whoever may not read HPAs plans without them.
+        Err(error) if is_status(&error, 403) || is_status(&error, 404) => Vec::new(),
+        listed => listed?,
+    };
+    resolve(
+        &mut objects,
+        &namespace_schedules(client, namespace).await?,
+        &hpas,
+    );
     Ok(objects)
 }
 
@@ -455,5 +479,6 @@ fn plan_object(kind: TargetKind, observed: TargetState) -> PlanObject {
             key: ObjectKey::new(namespace, name),
         },
         observed,
+        hpas: Vec::new(),
     }
 }

@@ -30,13 +30,17 @@ pub fn render_table(plan: &Plan) -> String {
             transition.at.to_rfc3339_opts(SecondsFormat::Secs, true),
             object(&transition.namespace, &transition.kind, &transition.name),
             action,
-            // A CronJob has no replicas: it runs or is suspended.
-            if transition.kind == TargetKind::CronJob.as_str() {
+            // A CronJob has no replicas: it runs or is suspended. What happens to the HPAs
+            // follows, in the last column, which widens nothing.
+            std::iter::once(if transition.kind == TargetKind::CronJob.as_str() {
                 let amount = |replicas| TargetKind::CronJob.amount(replicas);
                 format!("{} -> {}", amount(transition.from), amount(transition.to))
             } else {
                 format!("{} -> {}", transition.from, transition.to)
-            },
+            })
+            .chain(transition.hpas.iter().cloned())
+            .collect::<Vec<_>>()
+            .join("; "),
         ];
         let key = (
             transition.at,

@@ -143,6 +143,47 @@ fn workloads_follow_the_schedule_of_a_namespace_read_in_another_file() {
 }
 
 #[test]
+fn an_hpa_is_held_for_the_night_and_given_back_with_its_workload() {
+    let text = deployment(
+        "web",
+        3,
+        "    cronscaler.dev/scale-down: \"0 20 * * *\"\n    cronscaler.dev/scale-up: \"0 7 * * *\"\n    cronscaler.dev/down-replicas: \"1\"",
+    ) + "---\napiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {name: web, namespace: staging}\nspec:\n  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}\n  minReplicas: 2\n  maxReplicas: 5\n";
+    let manifests = parse_manifests(&text, "web.yaml").unwrap();
+    assert!(
+        skipped(&manifests).is_empty(),
+        "an HPA is read, not skipped"
+    );
+    let plan = simulate(&manifests.objects, utc(7, 13), utc(8, 12), Tz::UTC);
+    let rows: Vec<_> = plan
+        .transitions
+        .iter()
+        .filter(|t| !t.catch_up)
+        .map(|t| (t.action.as_str(), t.hpas.clone()))
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            (
+                "down",
+                vec![
+                    "HorizontalPodAutoscaler web held at 1 for the night (minReplicas 2 and \
+                      maxReplicas 5 recorded)"
+                        .to_string()
+                ]
+            ),
+            (
+                "up",
+                vec![
+                    "HorizontalPodAutoscaler web given back minReplicas 2 and maxReplicas 5"
+                        .to_string()
+                ]
+            ),
+        ]
+    );
+}
+
+#[test]
 fn other_kinds_are_skipped_and_broken_documents_named() {
     let manifests = parse_manifests(
         "apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: staging}\n---\n",
