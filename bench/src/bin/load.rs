@@ -2,7 +2,7 @@
 //! on 127.0.0.1 inside this process (no cluster needed):
 //!
 //! ```sh
-//! MALLOC_ARENA_MAX=2 cargo run --release -p cronscaler-bench --bin load -- memory   # RSS holding every schedule
+//! MALLOC_ARENA_MAX=2 MALLOC_TRIM_THRESHOLD_=131072 cargo run --release -p cronscaler-bench --bin load -- memory   # RSS holding every schedule
 //! cargo run --release -p cronscaler-bench --bin load -- qps --deployments 200 --qps 50  # a same-second burst
 //! ```
 //!
@@ -26,8 +26,8 @@
 //!   and Namespaces; any other list or watch of them fails the run, so a kind watched in full
 //!   shows at once;
 //! - metadata-only lists of one namespace's workloads (sent when a Namespace's schedule changes);
-//! - full lists and watches of Foos and of Deployments labelled `samplecontroller.k8s.io/foo`
-//!   (empty);
+//! - full lists and watches of Foos, of Deployments labelled `samplecontroller.k8s.io/foo` and
+//!   of HPAs (all empty);
 //! - GET and merge PATCH of one workload, Event creation (`events.k8s.io/v1`, echoed back), and
 //!   `/version` (the outage probe).
 //!
@@ -80,9 +80,9 @@ use tokio::sync::{mpsc, oneshot};
 
 /// Quiet time after which the controller is taken to have nothing left to send.
 const SETTLED: Duration = Duration::from_secs(2);
-/// The watches a controller opens: every Deployment, StatefulSet and CronJob, Namespaces, Foos
-/// and the Deployments Foos own.
-const WATCHES: u64 = 6;
+/// The watches a controller opens: every Deployment, StatefulSet and CronJob, Namespaces, Foos,
+/// the Deployments Foos own, and HPAs.
+const WATCHES: u64 = 7;
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 #[derive(clap::Parser)]
@@ -377,6 +377,8 @@ enum Route {
     Version,
     Namespaces,
     Foos,
+    /// Every HPA: none here, the controller only needs them listed and watched.
+    Hpas,
     /// Every workload of a kind.
     All(Kind),
     /// The workloads of a kind in one namespace.
@@ -442,6 +444,7 @@ impl Fake {
             ["version"] => Some(Route::Version),
             ["api", "v1", "namespaces"] => Some(Route::Namespaces),
             ["apis", "samplecontroller.k8s.io", "v1alpha1", "foos"] => Some(Route::Foos),
+            ["apis", "autoscaling", "v2", "horizontalpodautoscalers"] => Some(Route::Hpas),
             ["apis", "events.k8s.io", "v1", "namespaces", _, "events"] => Some(Route::Events),
             ["apis", group, version, resource] => {
                 Kind::find(group, version, resource).map(Route::All)
@@ -813,6 +816,15 @@ async fn handle(fake: Arc<Fake>, request: Request<Incoming>) -> Result<Response<
             tally(&counts.lists, "Foos");
             empty_list("samplecontroller.k8s.io/v1alpha1", "FooList")
         }
+        (&Method::GET, Some(Route::Hpas)) if watch => {
+            tally(&counts.watches, "HPAs");
+            fake.opened("HPAs");
+            Response::new(silent_watch())
+        }
+        (&Method::GET, Some(Route::Hpas)) => {
+            tally(&counts.lists, "HPAs");
+            empty_list("autoscaling/v2", "HorizontalPodAutoscalerList")
+        }
         (&Method::GET, Some(Route::Object(kind, i))) => {
             counts.gets.fetch_add(1, Relaxed);
             if fake.is_patched(kind, i) {
@@ -1118,9 +1130,15 @@ async fn memory(
     );
     // Without it glibc keeps freed list pages in up to 8 arenas per core: several MiB of RSS
     // that the figures below would otherwise blame on the controller.
-    let arenas = std::env::var("MALLOC_ARENA_MAX")
-        .map_or("unset".into(), |value| format!("MALLOC_ARENA_MAX={value}"));
-    println!("  allocator: glibc, {arenas} (the manifests set MALLOC_ARENA_MAX=2)");
+    let setting = |name: &str| {
+        std::env::var(name).map_or(format!("{name} unset"), |value| format!("{name}={value}"))
+    };
+    println!(
+        "  allocator: glibc, {}, {} (the manifests set MALLOC_ARENA_MAX=2 and \
+         MALLOC_TRIM_THRESHOLD_=131072)",
+        setting("MALLOC_ARENA_MAX"),
+        setting("MALLOC_TRIM_THRESHOLD_")
+    );
     println!(
         "  scheduled: {own} workloads by their own schedule, {inherited} by their namespace's ({scheduled_namespaces} Namespaces scheduled); nothing due"
     );
