@@ -17,7 +17,6 @@ use k8s_openapi::api::{
 };
 use kube::{
     Api, Client, Resource, ResourceExt,
-    api::ListParams,
     client::ClientBuilder,
     core::PartialObjectMeta,
     runtime::{WatchStreamExt, reflector, watcher},
@@ -43,6 +42,7 @@ use crate::{
         key::{ObjectKey, WorkKey},
         leader::{self, LeaderConfig},
         outage::Outage,
+        paging::all_pages,
         watch::{WatchBackoff, drive, touched},
         worker::{Reconcilers, worker},
         workqueue::{RateLimit, WorkQueue},
@@ -190,21 +190,6 @@ pub async fn run(
     // In a namespaced install there are no Namespaces to wait for.
     let namespaces_gate = Arc::new(watch::Sender::new(namespace.is_some()));
     let namespaces_listed = namespaces_gate.subscribe();
-    // A watch of Namespaces that cannot list (RBAC without namespaces, an old ClusterRole) must
-    // not stop scheduled scaling: the workloads start without Namespace schedules after a
-    // while, and take them in when the Namespaces are listed.
-    tokio::spawn({
-        let gate = namespaces_gate.clone();
-        async move {
-            tokio::time::sleep(FIRST_LISTING_WAIT).await;
-            if !gate.send_replace(true) {
-                tracing::warn!(
-                    "Namespaces not listed after {FIRST_LISTING_WAIT:?}: watching workloads without \
-                     Namespace schedules until they are"
-                );
-            }
-        }
-    });
     let namespace_feed = namespace.is_none().then(|| {
         namespace_feed(
             &client,
@@ -216,7 +201,7 @@ pub async fn run(
             ],
             &clock,
             &outage,
-            namespaces_gate,
+            namespaces_gate.clone(),
         )
     });
 
@@ -261,11 +246,19 @@ pub async fn run(
         &clock,
         &outage,
     );
-    // HPAs that cannot be listed must not stop scheduled scaling either.
+    // Namespaces or HPAs that cannot be listed (RBAC without them, an old ClusterRole) must not
+    // stop scheduled scaling: after a while it goes on without them, and takes them in when
+    // they are listed.
     tokio::spawn({
-        let hpas = hpas.clone();
+        let (gate, hpas) = (namespaces_gate.clone(), hpas.clone());
         async move {
             tokio::time::sleep(FIRST_LISTING_WAIT).await;
+            if !gate.send_replace(true) {
+                tracing::warn!(
+                    "Namespaces not listed after {FIRST_LISTING_WAIT:?}: watching workloads without \
+                     Namespace schedules until they are"
+                );
+            }
             if hpas.stop_waiting() {
                 tracing::warn!(
                     "HorizontalPodAutoscalers not listed after {FIRST_LISTING_WAIT:?}: scaling \
@@ -567,16 +560,11 @@ where
         + std::fmt::Debug,
 {
     let api: Api<K> = Api::namespaced(client.clone(), namespace);
-    let mut objects = Vec::new();
-    let mut params = ListParams::default().limit(METADATA_PAGE_SIZE);
-    loop {
-        let page = api.list_metadata(&params).await?;
-        objects.extend(page.items);
-        match page.metadata.continue_ {
-            Some(token) if !token.is_empty() => params = params.continue_token(&token),
-            _ => break,
-        }
-    }
+    let api = &api;
+    let objects = all_pages(METADATA_PAGE_SIZE, |params| async move {
+        api.list_metadata(&params).await
+    })
+    .await?;
     lock(tracker).relist_namespace(namespace, &objects, clock());
     Ok(())
 }

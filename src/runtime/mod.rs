@@ -6,6 +6,7 @@ pub mod events;
 pub mod key;
 pub mod leader;
 pub mod outage;
+pub mod paging;
 pub mod watch;
 pub mod worker;
 pub mod workqueue;

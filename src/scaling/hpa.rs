@@ -25,7 +25,7 @@ use k8s_openapi::{
 };
 use kube::{
     Api, Client, ResourceExt,
-    api::{ListParams, Patch, PatchParams},
+    api::{Patch, PatchParams},
     runtime::watcher,
 };
 use serde_json::{Value, json};
@@ -33,7 +33,7 @@ use serde_json::{Value, json};
 use crate::{
     error::{Error, is_status},
     ops::metrics::{Outcome, ScaleDirection},
-    runtime::{CONTROLLER_NAME, key::ObjectKey},
+    runtime::{CONTROLLER_NAME, key::ObjectKey, paging::all_pages},
     scaling::{
         ScalingContext, other_replicas_writers,
         target::{ScaleTarget, TargetKind},
@@ -347,16 +347,9 @@ pub async fn list_hpas(client: &Client, namespace: Option<&str>) -> Result<Vec<H
         Some(namespace) => Api::namespaced(client.clone(), namespace),
         None => Api::all(client.clone()),
     };
-    let mut hpas = Vec::new();
-    let mut params = ListParams::default().limit(500);
-    loop {
-        let page = api.list(&params).await?;
-        hpas.extend(page.items.iter().filter_map(Hpa::of));
-        match page.metadata.continue_ {
-            Some(token) if !token.is_empty() => params = params.continue_token(&token),
-            _ => return Ok(hpas),
-        }
-    }
+    let api = &api;
+    let hpas = all_pages(500, |params| async move { api.list(&params).await }).await?;
+    Ok(hpas.iter().filter_map(Hpa::of).collect())
 }
 
 /// The kind the HPA actions are counted under in `cronscaler_scale_actions_total`.

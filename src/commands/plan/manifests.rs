@@ -21,6 +21,7 @@ use crate::{
     error::is_status,
     foo::Foo,
     runtime::key::ObjectKey,
+    runtime::paging::all_pages,
     scaling::{
         hpa::{Hpa, list_hpas},
         namespaces::NamespaceSchedules,
@@ -454,16 +455,8 @@ where
         Some(namespace) => Api::namespaced(client.clone(), namespace),
         None => Api::all(client.clone()),
     };
-    let mut objects = Vec::new();
-    let mut params = ListParams::default().limit(500);
-    loop {
-        let page = api.list(&params).await?;
-        objects.extend(page.items);
-        match page.metadata.continue_ {
-            Some(token) if !token.is_empty() => params = params.continue_token(&token),
-            _ => return Ok(objects),
-        }
-    }
+    let api = &api;
+    all_pages(500, |params| async move { api.list(&params).await }).await
 }
 
 fn plan_object(kind: TargetKind, observed: TargetState) -> PlanObject {
