@@ -73,7 +73,7 @@ pub struct PlannedSummary {
     pub name: String,
     /// `down` or `up`.
     pub action: String,
-    /// The cron of that direction, as annotated.
+    /// The cron of that direction, or the windows, as annotated.
     pub cron: String,
     /// Transitions in the window. A firing at the same instant as one of the scale-up cron is
     /// not a scale-down: the scale-up wins.
@@ -248,7 +248,7 @@ fn summaries(target: &ScaleTarget, schedule: &Schedule, tally: &Tally) -> Vec<Pl
                 kind: target.kind.to_string(),
                 name: target.key.name.clone(),
                 action: direction.to_string(),
-                cron: schedule.cron(direction)?.expression().to_string(),
+                cron: schedule.rule_of(direction)?.1.to_string(),
                 count: firings.count,
                 first,
                 first_local_time: local_time(first, schedule.timezone),

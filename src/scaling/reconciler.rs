@@ -341,15 +341,8 @@ fn has_up_target(annotations: &Annotations) -> bool {
 }
 
 fn describe_cron(schedule: &Schedule, transition: Transition) -> String {
-    let key = match transition.direction {
-        Direction::Down => schedule::SCALE_DOWN,
-        Direction::Up => schedule::SCALE_UP,
-    };
-    let expression = schedule
-        .cron(transition.direction)
-        .map(|cron| cron.expression())
-        .unwrap_or_default();
-    format!("{key} {expression:?} ({})", schedule.timezone)
+    let (key, value) = schedule.rule_of(transition.direction).unwrap_or_default();
+    format!("{key} {value:?} ({})", schedule.timezone)
 }
 
 async fn apply(

@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 
 use chrono_tz::Tz;
 
-use super::{CronSpec, Schedule, Transition};
+use super::{
+    CronSpec, Direction, Holidays, OnDemand, Rule, Schedule, Transition, windows::compile,
+};
 
 pub const PREFIX: &str = "cronscaler.dev/";
 pub const SCALE_DOWN: &str = "cronscaler.dev/scale-down";
@@ -14,6 +16,18 @@ pub const DOWN_REPLICAS: &str = "cronscaler.dev/down-replicas";
 pub const UP_REPLICAS: &str = "cronscaler.dev/up-replicas";
 pub const TIMEZONE: &str = "cronscaler.dev/timezone";
 pub const PAUSED: &str = "cronscaler.dev/paused";
+/// Awake inside these windows, asleep outside: `Mon-Fri 07:00-20:00`.
+pub const UPTIME: &str = "cronscaler.dev/uptime";
+/// Asleep inside these windows, awake outside.
+pub const DOWNTIME: &str = "cronscaler.dev/downtime";
+/// Local dates on which nothing wakes.
+pub const HOLIDAYS: &str = "cronscaler.dev/holidays";
+/// Awake now, whatever the schedule says, until this instant.
+pub const AWAKE_UNTIL: &str = "cronscaler.dev/awake-until";
+/// Asleep now, whatever the schedule says, until this instant.
+pub const ASLEEP_UNTIL: &str = "cronscaler.dev/asleep-until";
+/// The keys that make an object scheduled.
+pub const SCHEDULE_KEYS: [&str; 4] = [SCALE_DOWN, SCALE_UP, UPTIME, DOWNTIME];
 /// `"true"` on an object leaves it out of its namespace's schedule.
 pub const EXCLUDE: &str = "cronscaler.dev/exclude";
 pub const ORIGINAL_REPLICAS: &str = "cronscaler.dev/original-replicas";
@@ -81,6 +95,9 @@ pub fn parse(annotations: &BTreeMap<String, String>, default_timezone: Tz) -> An
     let mut errors = Vec::new();
     let mut scale_down = None;
     let mut scale_up = None;
+    let mut windows = Vec::new();
+    let mut holidays = Holidays::default();
+    let mut on_demand = Vec::new();
     let mut down_replicas = None;
     let mut up_replicas = None;
     let mut timezone = None;
@@ -94,6 +111,18 @@ pub fn parse(annotations: &BTreeMap<String, String>, default_timezone: Tz) -> An
         let outcome = match key.as_str() {
             SCALE_DOWN => CronSpec::parse(key, value).map(|cron| scale_down = Some(cron)),
             SCALE_UP => CronSpec::parse(key, value).map(|cron| scale_up = Some(cron)),
+            UPTIME | DOWNTIME => {
+                let (key, inside) = if key == UPTIME {
+                    (UPTIME, Direction::Up)
+                } else {
+                    (DOWNTIME, Direction::Down)
+                };
+                compile(key, value, inside).map(|compiled| windows.push((key, value, compiled)))
+            }
+            HOLIDAYS => Holidays::parse(key, value).map(|parsed| holidays = parsed),
+            AWAKE_UNTIL | ASLEEP_UNTIL => {
+                OnDemand::parse(key, value).map(|parsed| on_demand.push((key, value, parsed)))
+            }
             DOWN_REPLICAS => parse_count(key, value, 0).map(|n| down_replicas = Some(n)),
             UP_REPLICAS => parse_count(key, value, 1).map(|n| up_replicas = Some(n)),
             TIMEZONE => value
@@ -124,8 +153,9 @@ pub fn parse(annotations: &BTreeMap<String, String>, default_timezone: Tz) -> An
                 key,
                 value,
                 "is not a known annotation; the keys under cronscaler.dev/ are scale-down, \
-                 scale-up, down-replicas, up-replicas, timezone, paused, exclude, \
-                 original-replicas, original-suspend, last-transition and warned",
+                 scale-up, uptime, downtime, holidays, awake-until, asleep-until, down-replicas, \
+                 up-replicas, timezone, paused, exclude, original-replicas, original-suspend, \
+                 last-transition and warned",
             )),
         };
         if let Err(error) = outcome {
@@ -133,10 +163,75 @@ pub fn parse(annotations: &BTreeMap<String, String>, default_timezone: Tz) -> An
         }
     }
 
+    // Rules that hold between keys, each problem naming both.
+    let crons: Vec<(&str, &CronSpec)> = [(SCALE_DOWN, &scale_down), (SCALE_UP, &scale_up)]
+        .into_iter()
+        .filter_map(|(key, cron)| Some((key, cron.as_ref()?)))
+        .collect();
+    if let [(first_key, first_value, _), (second_key, second_value, _)] = windows.as_slice() {
+        errors.push(invalid(
+            first_key,
+            first_value,
+            &format!(
+                "cannot be combined with {second_key} {second_value:?}: one says when to be \
+                 awake, the other when to be asleep; keep one"
+            ),
+        ));
+    }
+    if let (Some((key, value, _)), Some((cron_key, cron))) = (windows.first(), crons.first()) {
+        errors.push(invalid(
+            key,
+            value,
+            &format!(
+                "cannot be combined with {cron_key} {:?}: a schedule is windows or crons, \
+                 not both",
+                cron.expression()
+            ),
+        ));
+    }
+    let window_zone = windows
+        .first()
+        .and_then(|(_, _, compiled)| compiled.timezone);
+    if let (Some((key, value, _)), Some(window_zone), Some(zone)) =
+        (windows.first(), window_zone, timezone)
+        && window_zone != zone
+    {
+        errors.push(invalid(
+            key,
+            value,
+            &format!("names the time zone {window_zone}, but {TIMEZONE} is {zone:?}"),
+        ));
+    }
+    if let [(first_key, first_value, _), (second_key, second_value, _)] = on_demand.as_slice() {
+        errors.push(invalid(
+            first_key,
+            first_value,
+            &format!("cannot be set together with {second_key} {second_value:?}; keep one"),
+        ));
+    }
+
     let paused = paused.unwrap_or(false);
     if !errors.is_empty() {
-        Annotations::Invalid(errors)
-    } else if scale_down.is_none() && scale_up.is_none() {
+        errors.sort_by(|a, b| a.key.cmp(&b.key));
+        return Annotations::Invalid(errors);
+    }
+    let (triggers, rule) = match windows.pop() {
+        Some((key, value, compiled)) => (
+            compiled.crons,
+            Rule::Windows {
+                key,
+                value: value.clone(),
+            },
+        ),
+        None => (
+            [(Direction::Down, scale_down), (Direction::Up, scale_up)]
+                .into_iter()
+                .filter_map(|(direction, cron)| Some((direction, cron?)))
+                .collect(),
+            Rule::Crons,
+        ),
+    };
+    if triggers.is_empty() && matches!(rule, Rule::Crons) {
         Annotations::Unscheduled(if paused {
             Leftovers::default()
         } else {
@@ -146,17 +241,17 @@ pub fn parse(annotations: &BTreeMap<String, String>, default_timezone: Tz) -> An
             }
         })
     } else {
-        Annotations::Scheduled(
-            Schedule {
-                scale_down,
-                scale_up,
-                down_replicas: down_replicas.unwrap_or(0),
-                up_replicas,
-                timezone: timezone.unwrap_or(default_timezone),
-                paused,
-            },
-            recorded,
-        )
+        let mut schedule = Schedule::new(
+            triggers,
+            rule,
+            window_zone.or(timezone).unwrap_or(default_timezone),
+        );
+        schedule.holidays = holidays;
+        schedule.down_replicas = down_replicas.unwrap_or(0);
+        schedule.up_replicas = up_replicas;
+        schedule.paused = paused;
+        schedule.on_demand = on_demand.pop().map(|(_, _, parsed)| parsed);
+        Annotations::Scheduled(schedule, recorded)
     }
 }
 
@@ -208,12 +303,12 @@ mod tests {
             panic!("expected a schedule, got {parsed:?}");
         };
         assert_eq!(
-            schedule.cron(Direction::Down).map(CronSpec::expression),
-            Some("0 20 * * MON-FRI")
+            schedule.rule_of(Direction::Down),
+            Some((SCALE_DOWN, "0 20 * * MON-FRI"))
         );
         assert_eq!(
-            schedule.cron(Direction::Up).map(CronSpec::expression),
-            Some("0 7 * * MON-FRI")
+            schedule.rule_of(Direction::Up),
+            Some((SCALE_UP, "0 7 * * MON-FRI"))
         );
         assert_eq!(schedule.down_replicas, 1);
         assert_eq!(schedule.up_replicas, Some(3));
@@ -242,7 +337,7 @@ mod tests {
         let Annotations::Scheduled(schedule, recorded) = parsed else {
             panic!("expected a schedule, got {parsed:?}");
         };
-        assert!(schedule.scale_up.is_none());
+        assert!(!schedule.has(Direction::Up));
         assert_eq!(schedule.down_replicas, 0);
         assert_eq!(schedule.up_replicas, None);
         assert_eq!(schedule.timezone, chrono_tz::Europe::Berlin);
@@ -253,7 +348,7 @@ mod tests {
     #[test]
     fn either_cron_alone_is_a_schedule() {
         let (schedule, _) = scheduled(&[(SCALE_UP, "0 7 * * *")]);
-        assert!(schedule.cron(Direction::Down).is_none());
+        assert!(!schedule.has(Direction::Down));
         assert_eq!(
             schedule.governing_transition(at("2026-11-23T12:00:00Z")),
             Some(up("2026-11-23T07:00:00Z"))
@@ -381,12 +476,12 @@ mod tests {
             (
                 LAST_TRANSITION,
                 "2026-11-23T20:00:00Z sideways",
-                r#"cronscaler.dev/last-transition: "2026-11-23T20:00:00Z sideways" does not end with `up` or `down`"#,
+                r#"cronscaler.dev/last-transition: "2026-11-23T20:00:00Z sideways" does not go on with `up` or `down`"#,
             ),
             (
                 "cronscaler.dev/scale-dwon",
                 "0 20 * * *",
-                r#"cronscaler.dev/scale-dwon: "0 20 * * *" is not a known annotation; the keys under cronscaler.dev/ are scale-down, scale-up, down-replicas, up-replicas, timezone, paused, exclude, original-replicas, original-suspend, last-transition and warned"#,
+                r#"cronscaler.dev/scale-dwon: "0 20 * * *" is not a known annotation; the keys under cronscaler.dev/ are scale-down, scale-up, uptime, downtime, holidays, awake-until, asleep-until, down-replicas, up-replicas, timezone, paused, exclude, original-replicas, original-suspend, last-transition and warned"#,
             ),
         ];
         for (key, value, expected) in cases {

@@ -17,8 +17,10 @@ pub struct ScaleChange {
     pub original_replicas: AnnotationChange<i32>,
     pub last_transition: AnnotationChange<Transition>,
     /// The transition being applied, for events; `None` for cleanup after the
-    /// schedule was removed.
+    /// schedule was removed, and at the end of an override with no transition in force.
     pub applied: Option<Transition>,
+    /// The override whose end this change applies: the schedule governs again.
+    pub ended: Option<Transition>,
     /// For cleanup after the schedule was removed: whether the replicas were given back, and
     /// why; `None` when a transition is applied.
     pub cleanup: Option<Cleanup>,
@@ -145,6 +147,7 @@ fn clean_up(leftovers: &Leftovers, current_replicas: i32) -> ScaleChange {
         original_replicas: remove_if_some(recorded.original_replicas),
         last_transition: remove_if_some(recorded.last_transition),
         applied: None,
+        ended: None,
         cleanup: Some(cleanup),
     }
 }
@@ -165,20 +168,55 @@ fn apply(
     if schedule.paused {
         return None;
     }
-    let due = schedule.governing_transition(now)?;
+    let last = recorded.last_transition;
+    // An override in force wins over the schedule; it acts once, when first seen.
+    if let Some(on_demand) = schedule.on_demand.filter(|on_demand| on_demand.until > now) {
+        if last.is_some_and(|last| {
+            last.until == Some(on_demand.until) && last.direction == on_demand.direction
+        }) {
+            return None;
+        }
+        let due = Transition {
+            at: now,
+            direction: on_demand.direction,
+            until: Some(on_demand.until),
+        };
+        return Some(scale(schedule, recorded, current_replicas, due, None));
+    }
+    // An override that was applied has ended (run out, or taken back): whatever the schedule
+    // has in force now is applied again, even a transition applied before the override.
+    let ended = last.filter(|last| last.until.is_some());
+    let Some(due) = schedule.governing_transition(now) else {
+        return ended.map(|ended| ScaleChange {
+            replicas: None,
+            original_replicas: AnnotationChange::Keep,
+            last_transition: AnnotationChange::Remove,
+            applied: None,
+            ended: Some(ended),
+            cleanup: None,
+        });
+    };
     // Between transitions the user's manual changes stand: only a transition
     // newer than the one already applied acts.
-    if recorded
-        .last_transition
-        .is_some_and(|last| due.at <= last.at)
-    {
+    if ended.is_none() && last.is_some_and(|last| due.at <= last.at) {
         return None;
     }
-    // With a scale-up cron, a record still there was made by the first scale-down since the last
-    // scale-up (each one removes it): the count the morning brings back. Without one, only a
+    Some(scale(schedule, recorded, current_replicas, due, ended))
+}
+
+/// What applying `due` does to an object with `current_replicas`.
+fn scale(
+    schedule: &Schedule,
+    recorded: &Recorded,
+    current_replicas: i32,
+    due: Transition,
+    ended: Option<Transition>,
+) -> ScaleChange {
+    // With scale-ups, a record still there was made by the first scale-down since the last
+    // scale-up (each one removes it): the count the morning brings back. Without them, only a
     // person brings a count back: what they left is what a scale-down takes, and an older record
     // would later resize a workload they have taken over.
-    let keep_record = schedule.scale_up.is_some() && recorded.original_replicas.is_some();
+    let keep_record = schedule.has(Direction::Up) && recorded.original_replicas.is_some();
     let (replicas, original_replicas) = match due.direction {
         Direction::Down if current_replicas > schedule.down_replicas => (
             Some(schedule.down_replicas),
@@ -188,7 +226,7 @@ fn apply(
                 AnnotationChange::Set(current_replicas)
             },
         ),
-        // This scale-down takes nothing, so without a scale-up cron there is nothing for a
+        // This scale-down takes nothing, so without scale-ups there is nothing for a
         // removal to give back.
         Direction::Down if keep_record => (None, AnnotationChange::Keep),
         Direction::Down => (None, remove_if_some(recorded.original_replicas)),
@@ -202,13 +240,14 @@ fn apply(
             remove_if_some(recorded.original_replicas),
         ),
     };
-    Some(ScaleChange {
+    ScaleChange {
         replicas,
         original_replicas,
         last_transition: AnnotationChange::Set(due),
         applied: Some(due),
+        ended,
         cleanup: None,
-    })
+    }
 }
 
 /// Whether a reconcile at `now` would change anything, whatever the replicas turn out to be:
@@ -248,6 +287,7 @@ mod tests {
                 original_replicas: AnnotationChange::Set(5),
                 last_transition: AnnotationChange::Set(down("2026-11-23T20:00:00Z")),
                 applied: Some(down("2026-11-23T20:00:00Z")),
+                ended: None,
                 cleanup: None,
             })
         );
@@ -272,6 +312,7 @@ mod tests {
                     original_replicas: AnnotationChange::Keep,
                     last_transition: AnnotationChange::Set(down("2026-11-23T20:00:00Z")),
                     applied: Some(down("2026-11-23T20:00:00Z")),
+                    ended: None,
                     cleanup: None,
                 }),
                 "down-replicas {down_replicas}, replicas {replicas}"
@@ -292,6 +333,7 @@ mod tests {
                 original_replicas: AnnotationChange::Remove,
                 last_transition: AnnotationChange::Set(up("2026-11-24T07:00:00Z")),
                 applied: Some(up("2026-11-24T07:00:00Z")),
+                ended: None,
                 cleanup: None,
             })
         );
@@ -313,6 +355,7 @@ mod tests {
                 original_replicas: AnnotationChange::Keep,
                 last_transition: AnnotationChange::Set(up("2026-11-24T07:00:00Z")),
                 applied: Some(up("2026-11-24T07:00:00Z")),
+                ended: None,
                 cleanup: None,
             })
         );
@@ -356,6 +399,7 @@ mod tests {
                 original_replicas: AnnotationChange::Set(6),
                 last_transition: AnnotationChange::Set(down("2026-11-24T20:00:00Z")),
                 applied: Some(down("2026-11-24T20:00:00Z")),
+                ended: None,
                 cleanup: None,
             })
         );
@@ -376,6 +420,7 @@ mod tests {
                 original_replicas: AnnotationChange::Remove,
                 last_transition: AnnotationChange::Set(down("2026-11-24T20:00:00Z")),
                 applied: Some(down("2026-11-24T20:00:00Z")),
+                ended: None,
                 cleanup: None,
             })
         );
@@ -400,6 +445,7 @@ mod tests {
                     original_replicas: AnnotationChange::Keep,
                     last_transition: AnnotationChange::Set(down("2026-11-23T23:00:00Z")),
                     applied: Some(down("2026-11-23T23:00:00Z")),
+                    ended: None,
                     cleanup: None,
                 }),
                 "replicas {replicas}"
@@ -428,6 +474,7 @@ mod tests {
                 original_replicas: AnnotationChange::Remove,
                 last_transition: AnnotationChange::Remove,
                 applied: None,
+                ended: None,
                 cleanup: Some(Cleanup::Restore { original: 6 }),
             })
         );
@@ -451,6 +498,7 @@ mod tests {
                 original_replicas: AnnotationChange::Remove,
                 last_transition: AnnotationChange::Set(up("2026-11-23T07:00:00Z")),
                 applied: Some(up("2026-11-23T07:00:00Z")),
+                ended: None,
                 cleanup: None,
             }
         );
@@ -484,6 +532,7 @@ mod tests {
             original_replicas: AnnotationChange::Remove,
             last_transition: AnnotationChange::Remove,
             applied: None,
+            ended: None,
             cleanup: Some(cleanup),
         })
     }
@@ -495,6 +544,7 @@ mod tests {
             original_replicas: AnnotationChange::Remove,
             last_transition: AnnotationChange::Remove,
             applied: None,
+            ended: None,
             cleanup: Some(Cleanup::Restore { original: 3 }),
         });
         assert_eq!(remove_schedule(&[], 0), restored);
@@ -565,6 +615,7 @@ mod tests {
                 original_replicas: AnnotationChange::Keep,
                 last_transition: AnnotationChange::Remove,
                 applied: None,
+                ended: None,
                 cleanup: Some(Cleanup::NotScaledDown),
             })
         );
@@ -630,6 +681,146 @@ mod tests {
         );
         assert_eq!(
             decide(&no_crons_but_bad, 0, at("2026-11-24T07:00:05Z")),
+            None
+        );
+    }
+
+    // ---- overrides on demand ----
+
+    fn applied_at(change: &Option<ScaleChange>) -> Option<String> {
+        change
+            .as_ref()
+            .and_then(|change| change.applied)
+            .map(|transition| transition.to_string())
+    }
+
+    #[test]
+    fn waking_on_demand_acts_once_and_the_schedule_takes_over_at_its_end() {
+        let night = [
+            (ORIGINAL_REPLICAS, "5"),
+            (LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
+            (AWAKE_UNTIL, "2026-11-24T00:00:00Z"),
+        ];
+        let woken = decide_with(&night, 0, "2026-11-23T22:03:10Z").unwrap();
+        assert_eq!(woken.replicas, Some(5));
+        assert_eq!(woken.original_replicas, AnnotationChange::Remove);
+        assert_eq!(
+            applied_at(&Some(woken.clone())).as_deref(),
+            Some("2026-11-23T22:03:10Z up until 2026-11-24T00:00:00Z")
+        );
+        assert_eq!(woken.ended, None);
+
+        let awake = [
+            (
+                LAST_TRANSITION,
+                "2026-11-23T22:03:10Z up until 2026-11-24T00:00:00Z",
+            ),
+            (AWAKE_UNTIL, "2026-11-24T00:00:00Z"),
+        ];
+        // Applied: a person's own change during the override stands, and the override is not
+        // applied again.
+        assert_eq!(decide_with(&awake, 2, "2026-11-23T23:00:00Z"), None);
+        // At its end the scale-down in force applies again, taking what runs then.
+        let ended = decide_with(&awake, 2, "2026-11-24T00:00:00Z").unwrap();
+        assert_eq!(ended.replicas, Some(0));
+        assert_eq!(ended.original_replicas, AnnotationChange::Set(2));
+        assert_eq!(
+            ended.last_transition,
+            AnnotationChange::Set(down("2026-11-23T20:00:00Z"))
+        );
+        assert_eq!(
+            ended.ended.map(|t| t.to_string()).as_deref(),
+            Some("2026-11-23T22:03:10Z up until 2026-11-24T00:00:00Z")
+        );
+        // Whether or not the annotation is still there once it has run out.
+        assert_eq!(
+            decide_with(&awake[..1], 2, "2026-11-24T00:00:00Z"),
+            Some(ended)
+        );
+    }
+
+    #[test]
+    fn an_override_that_ends_while_nobody_looks_is_made_good_once_at_the_next_look() {
+        let awake = [(
+            LAST_TRANSITION,
+            "2026-11-23T22:03:10Z up until 2026-11-24T00:00:00Z",
+        )];
+        // Found in the morning: the scale-up in force is applied, and the replicas stay.
+        let change = decide_with(&awake, 5, "2026-11-24T09:00:00Z").unwrap();
+        assert_eq!(change.replicas, None);
+        assert_eq!(
+            change.last_transition,
+            AnnotationChange::Set(up("2026-11-24T07:00:00Z"))
+        );
+        assert!(change.ended.is_some());
+        let mut after = awake.to_vec();
+        after[0].1 = "2026-11-24T07:00:00Z up";
+        assert_eq!(decide_with(&after, 5, "2026-11-24T09:00:00Z"), None);
+    }
+
+    #[test]
+    fn sleeping_on_demand_takes_the_replicas_and_the_morning_gives_them_back() {
+        let day = [
+            (LAST_TRANSITION, "2026-11-24T07:00:00Z up"),
+            (ASLEEP_UNTIL, "2026-11-24T18:00:00Z"),
+        ];
+        let slept = decide_with(&day, 3, "2026-11-24T14:00:00Z").unwrap();
+        assert_eq!(slept.replicas, Some(0));
+        assert_eq!(slept.original_replicas, AnnotationChange::Set(3));
+        assert_eq!(
+            applied_at(&Some(slept)).as_deref(),
+            Some("2026-11-24T14:00:00Z down until 2026-11-24T18:00:00Z")
+        );
+        let asleep = [
+            (ORIGINAL_REPLICAS, "3"),
+            (
+                LAST_TRANSITION,
+                "2026-11-24T14:00:00Z down until 2026-11-24T18:00:00Z",
+            ),
+            (ASLEEP_UNTIL, "2026-11-24T18:00:00Z"),
+        ];
+        let woken = decide_with(&asleep, 0, "2026-11-24T18:00:01Z").unwrap();
+        assert_eq!(woken.replicas, Some(3));
+        assert_eq!(woken.applied, Some(up("2026-11-24T07:00:00Z")));
+    }
+
+    #[test]
+    fn a_paused_schedule_ignores_overrides_too() {
+        assert_eq!(
+            decide_with(
+                &[(PAUSED, "true"), (AWAKE_UNTIL, "2026-11-24T00:00:00Z")],
+                0,
+                "2026-11-23T22:00:00Z"
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn an_override_reaching_too_far_is_refused_until_applied() {
+        let pairs = [
+            NIGHTLY[0],
+            NIGHTLY[1],
+            (AWAKE_UNTIL, "2026-11-25T06:00:00Z"),
+        ];
+        let (schedule, recorded) = scheduled(&pairs);
+        let max = chrono::TimeDelta::hours(24);
+        assert_eq!(
+            reach_problem(&schedule, &recorded, at("2026-11-23T22:00:00Z"), max)
+                .map(|problem| problem.to_string()),
+            Some(
+                r#"cronscaler.dev/awake-until: "2026-11-25T06:00:00Z" reaches 32h ahead, more than the 24h an override may (--max-override)"#
+                    .to_string()
+            )
+        );
+        let mut applied = pairs.to_vec();
+        applied.push((
+            LAST_TRANSITION,
+            "2026-11-23T22:00:00Z up until 2026-11-25T06:00:00Z",
+        ));
+        let (schedule, recorded) = scheduled(&applied);
+        assert_eq!(
+            reach_problem(&schedule, &recorded, at("2026-11-23T22:00:00Z"), max),
             None
         );
     }
@@ -739,10 +930,10 @@ mod tests {
                     pairs.extend(high.map(|n| (UP_REPLICAS, n.to_string())));
                     pairs.extend(original.map(|n| (ORIGINAL_REPLICAS, n.to_string())));
                     pairs.extend(last.map(|(hours, down)| {
-                        let transition = Transition {
-                            at: at("2026-11-20T00:00:00Z") + chrono::TimeDelta::hours(hours),
-                            direction: if down { Direction::Down } else { Direction::Up },
-                        };
+                        let transition = Transition::scheduled(
+                            at("2026-11-20T00:00:00Z") + chrono::TimeDelta::hours(hours),
+                            if down { Direction::Down } else { Direction::Up },
+                        );
                         (LAST_TRANSITION, transition.to_string())
                     }));
                     if paused {

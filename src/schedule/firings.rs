@@ -99,14 +99,7 @@ impl Tally {
 pub fn tally(schedule: &Schedule, from: DateTime<Utc>, until: DateTime<Utc>) -> Tally {
     let mut counter = Counter {
         schedule,
-        down: schedule.scale_down.is_some().then(|| Schedule {
-            scale_up: None,
-            ..schedule.clone()
-        }),
-        up: schedule.scale_up.is_some().then(|| Schedule {
-            scale_down: None,
-            ..schedule.clone()
-        }),
+        singles: schedule.singles(),
         timezone: schedule.timezone,
         window: (
             from,
@@ -164,15 +157,14 @@ impl Unit {
 
 struct Counter<'a> {
     schedule: &'a Schedule,
-    /// The schedule with only one of its crons, to ask whether that one fires in a unit.
-    down: Option<Schedule>,
-    up: Option<Schedule>,
+    /// The schedule with only one of its crons, for each, to ask which fire in a unit.
+    singles: Vec<Schedule>,
     timezone: Tz,
     /// `[from, until]` as a half-open range.
     window: (DateTime<Utc>, DateTime<Utc>),
     /// What a unit whose clock runs evenly holds, by which crons fire in it, with the instant
     /// it started at.
-    known: HashMap<(Unit, bool, bool), (DateTime<Utc>, Tally)>,
+    known: HashMap<(Unit, Vec<bool>), (DateTime<Utc>, Tally)>,
 }
 
 impl Counter<'_> {
@@ -190,14 +182,13 @@ impl Counter<'_> {
         if begin >= stop {
             return Tally::default();
         }
-        let fires = |schedule: &Option<Schedule>| {
+        let fires = |schedule: &Schedule| {
             schedule
-                .as_ref()
-                .and_then(|schedule| schedule.next_transition(just_before(begin)))
+                .next_transition(just_before(begin))
                 .is_some_and(|transition| transition.at < stop)
         };
-        let key = (unit, fires(&self.down), fires(&self.up));
-        if !key.1 && !key.2 {
+        let key = (unit, self.singles.iter().map(fires).collect::<Vec<_>>());
+        if !key.1.contains(&true) {
             return Tally::default();
         }
         let alike = start >= lo && end <= hi && self.runs_evenly(unit, wall, start, end);

@@ -15,22 +15,28 @@ mod cron;
 mod decide;
 mod firings;
 mod grace;
+mod holidays;
 mod inheritance;
+mod on_demand;
 mod transition;
 mod warnings;
+mod windows;
 
 #[cfg(test)]
 pub(crate) mod test_support;
 
 pub use annotations::{
-    Annotations, DOWN_REPLICAS, EXCLUDE, InvalidAnnotation, LAST_TRANSITION, Leftovers,
-    ORIGINAL_REPLICAS, ORIGINAL_SUSPEND, PAUSED, PREFIX, Recorded, SCALE_DOWN, SCALE_UP, TIMEZONE,
-    UP_REPLICAS, WARNED, is_written_by_controller, parse,
+    ASLEEP_UNTIL, AWAKE_UNTIL, Annotations, DOWN_REPLICAS, DOWNTIME, EXCLUDE, HOLIDAYS,
+    InvalidAnnotation, LAST_TRANSITION, Leftovers, ORIGINAL_REPLICAS, ORIGINAL_SUSPEND, PAUSED,
+    PREFIX, Recorded, SCALE_DOWN, SCALE_UP, SCHEDULE_KEYS, TIMEZONE, UP_REPLICAS, UPTIME, WARNED,
+    is_written_by_controller, parse,
 };
 pub use cron::CronSpec;
 pub use decide::{AnnotationChange, Cleanup, ScaleChange, decide, is_due};
 pub use firings::{Firings, Tally, tally};
 pub use grace::held_back_until;
+pub use holidays::Holidays;
 pub use inheritance::inherit;
-pub use transition::{Direction, Schedule, Transition};
+pub use on_demand::{OnDemand, expired_keys, key_of, reach_problem, span};
+pub use transition::{Direction, Rule, Schedule, Transition};
 pub use warnings::{already_warned, refused_cause, replicas_set, reverted, reverted_cause};

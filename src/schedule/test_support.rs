@@ -14,17 +14,11 @@ pub fn at(rfc3339: &str) -> DateTime<Utc> {
 }
 
 pub fn down(rfc3339: &str) -> Transition {
-    Transition {
-        at: at(rfc3339),
-        direction: Direction::Down,
-    }
+    Transition::scheduled(at(rfc3339), Direction::Down)
 }
 
 pub fn up(rfc3339: &str) -> Transition {
-    Transition {
-        at: at(rfc3339),
-        direction: Direction::Up,
-    }
+    Transition::scheduled(at(rfc3339), Direction::Up)
 }
 
 pub fn annotations(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {

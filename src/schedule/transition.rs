@@ -4,11 +4,11 @@
 use std::fmt;
 use std::str::FromStr;
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, NaiveDate, NaiveTime, SecondsFormat, TimeDelta, Utc};
 use chrono_tz::Tz;
 
-use super::CronSpec;
-use super::annotations::{InvalidAnnotation, LAST_TRANSITION, invalid};
+use super::annotations::{InvalidAnnotation, LAST_TRANSITION, SCALE_DOWN, SCALE_UP, invalid};
+use super::{CronSpec, Holidays, OnDemand, cron::instant_of};
 
 /// Which way a scheduled transition scales.
 ///
@@ -29,14 +29,27 @@ impl fmt::Display for Direction {
     }
 }
 
-/// One firing of the scale-down or scale-up cron.
+/// One firing of the schedule, or an override applied on demand.
 ///
 /// Its `Display` is the `last-transition` annotation value, e.g.
-/// `2026-11-23T20:00:00Z down`, and `FromStr` reads that value back.
+/// `2026-11-23T20:00:00Z down`, or `2026-11-23T22:03:10Z up until 2026-11-24T00:00:00Z` for an
+/// override applied at 22:03:10, and `FromStr` reads that value back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Transition {
     pub at: DateTime<Utc>,
     pub direction: Direction,
+    /// The end of the override that made this transition; `None` for the schedule's own.
+    pub until: Option<DateTime<Utc>>,
+}
+
+impl Transition {
+    pub fn scheduled(at: DateTime<Utc>, direction: Direction) -> Self {
+        Transition {
+            at,
+            direction,
+            until: None,
+        }
+    }
 }
 
 impl fmt::Display for Transition {
@@ -46,7 +59,15 @@ impl fmt::Display for Transition {
             "{} {}",
             self.at.to_rfc3339_opts(SecondsFormat::Secs, true),
             self.direction
-        )
+        )?;
+        match self.until {
+            Some(until) => write!(
+                f,
+                " until {}",
+                until.to_rfc3339_opts(SecondsFormat::Secs, true)
+            ),
+            None => Ok(()),
+        }
     }
 }
 
@@ -57,45 +78,96 @@ impl FromStr for Transition {
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let invalid = |reason: &str| invalid(LAST_TRANSITION, s, reason);
-        let Some((instant, direction)) = s.split_once(' ') else {
+        let instant = |text: &str| {
+            DateTime::parse_from_rfc3339(text)
+                .map(|at| at.with_timezone(&Utc))
+                .map_err(|_| {
+                    invalid("does not start with an RFC 3339 instant such as 2026-11-23T20:00:00Z")
+                })
+        };
+        let mut words = s.split(' ');
+        let (Some(at), Some(direction)) = (words.next(), words.next()) else {
             return Err(invalid(
                 "is not an RFC 3339 instant followed by a space and `up` or `down`",
             ));
         };
-        let at = DateTime::parse_from_rfc3339(instant)
-            .map_err(|_| {
-                invalid("does not start with an RFC 3339 instant such as 2026-11-23T20:00:00Z")
-            })?
-            .with_timezone(&Utc);
+        let at = instant(at)?;
         let direction = match direction {
             "down" => Direction::Down,
             "up" => Direction::Up,
-            _ => return Err(invalid("does not end with `up` or `down`")),
+            _ => return Err(invalid("does not go on with `up` or `down`")),
         };
-        Ok(Transition { at, direction })
+        let until = match (words.next(), words.next(), words.next()) {
+            (None, ..) => None,
+            (Some("until"), Some(until), None) => Some(
+                instant(until)
+                    .map_err(|_| invalid("does not end with `until` and an RFC 3339 instant"))?,
+            ),
+            _ => return Err(invalid("does not end with `until` and an RFC 3339 instant")),
+        };
+        Ok(Transition {
+            at,
+            direction,
+            until,
+        })
     }
+}
+
+/// Where a schedule's transitions come from, for saying which rule made one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rule {
+    /// `scale-down` and `scale-up` crons.
+    Crons,
+    /// An `uptime` or `downtime` window list, as written.
+    Windows { key: &'static str, value: String },
 }
 
 /// What the user asked for, once every annotation has been checked.
 #[derive(Debug, Clone)]
 pub struct Schedule {
-    pub scale_down: Option<CronSpec>,
-    pub scale_up: Option<CronSpec>,
+    /// Every cron that makes a transition: the user's two, or those a window list compiles to.
+    triggers: Vec<(Direction, CronSpec)>,
+    pub rule: Rule,
+    /// Dates on which no scale-up fires.
+    pub holidays: Holidays,
     pub down_replicas: i32,
     pub up_replicas: Option<i32>,
     pub timezone: Tz,
     pub paused: bool,
+    /// An override on demand, in force until its instant.
+    pub on_demand: Option<OnDemand>,
 }
 
 impl Schedule {
+    pub(super) fn new(triggers: Vec<(Direction, CronSpec)>, rule: Rule, timezone: Tz) -> Self {
+        Schedule {
+            triggers,
+            rule,
+            holidays: Holidays::default(),
+            down_replicas: 0,
+            up_replicas: None,
+            timezone,
+            paused: false,
+            on_demand: None,
+        }
+    }
+
     /// The latest transition at or before `t`; at the same instant `up` wins.
     pub fn governing_transition(&self, t: DateTime<Utc>) -> Option<Transition> {
-        self.crons()
+        self.triggers
+            .iter()
             .filter_map(|(direction, cron)| {
-                Some(Transition {
-                    at: cron.latest_at_or_before(self.timezone, t)?,
-                    direction,
-                })
+                let mut before = t;
+                loop {
+                    let at = cron.latest_at_or_before(self.timezone, before)?;
+                    match self.holiday_of(*direction, at) {
+                        // Look again before the first day of the holidays.
+                        Some((first, _)) => {
+                            before = self.midnight(first)? - TimeDelta::seconds(1);
+                        }
+                        None => return Some(Transition::scheduled(at, *direction)),
+                    }
+                }
             })
             .max_by_key(|transition| (transition.at, transition.direction))
     }
@@ -103,27 +175,89 @@ impl Schedule {
     /// The earliest transition strictly after `after`; at the same instant
     /// `up` wins.
     pub fn next_transition(&self, after: DateTime<Utc>) -> Option<Transition> {
-        self.crons()
+        self.triggers
+            .iter()
             .filter_map(|(direction, cron)| {
-                Some(Transition {
-                    at: cron.earliest_after(self.timezone, after)?,
-                    direction,
-                })
+                let mut after = after;
+                loop {
+                    let at = cron.earliest_after(self.timezone, after)?;
+                    match self.holiday_of(*direction, at) {
+                        // Look again from the day after the holidays.
+                        Some((_, last)) => {
+                            after = self.midnight(last.succ_opt()?)? - TimeDelta::nanoseconds(1);
+                        }
+                        None => return Some(Transition::scheduled(at, *direction)),
+                    }
+                }
             })
             .min_by_key(|transition| (transition.at, std::cmp::Reverse(transition.direction)))
     }
 
-    pub fn cron(&self, direction: Direction) -> Option<&CronSpec> {
-        match direction {
-            Direction::Down => self.scale_down.as_ref(),
-            Direction::Up => self.scale_up.as_ref(),
+    /// When the timer should next look: the next transition, or the end of an override in
+    /// force if that comes first.
+    pub fn next_look(&self, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        let end_of_override = self
+            .on_demand
+            .map(|on_demand| on_demand.until)
+            .filter(|until| *until > after);
+        let next = self.next_transition(after).map(|transition| transition.at);
+        match (next, end_of_override) {
+            (Some(next), Some(end)) => Some(next.min(end)),
+            (next, end) => next.or(end),
         }
     }
 
-    fn crons(&self) -> impl Iterator<Item = (Direction, &CronSpec)> {
-        [Direction::Down, Direction::Up]
-            .into_iter()
-            .filter_map(|direction| Some((direction, self.cron(direction)?)))
+    /// Whether any transition goes in `direction`.
+    pub fn has(&self, direction: Direction) -> bool {
+        self.triggers.iter().any(|(d, _)| *d == direction)
+    }
+
+    /// The annotation and its value that make the transitions in `direction`.
+    pub fn rule_of(&self, direction: Direction) -> Option<(&'static str, &str)> {
+        match &self.rule {
+            Rule::Windows { key, value } => Some((key, value)),
+            Rule::Crons => self
+                .triggers
+                .iter()
+                .find(|(d, _)| *d == direction)
+                .map(|(_, cron)| {
+                    let key = match direction {
+                        Direction::Down => SCALE_DOWN,
+                        Direction::Up => SCALE_UP,
+                    };
+                    (key, cron.expression())
+                }),
+        }
+    }
+
+    /// The schedule cut into one per cron, each with the holidays and zone of the whole: to
+    /// ask which crons fire in a stretch of time.
+    pub(super) fn singles(&self) -> Vec<Schedule> {
+        self.triggers
+            .iter()
+            .map(|trigger| Schedule {
+                triggers: vec![trigger.clone()],
+                ..self.clone()
+            })
+            .collect()
+    }
+
+    /// The holidays a firing at `at` falls in, if it is a scale-up.
+    fn holiday_of(
+        &self,
+        direction: Direction,
+        at: DateTime<Utc>,
+    ) -> Option<(NaiveDate, NaiveDate)> {
+        if direction != Direction::Up || self.holidays.is_empty() {
+            return None;
+        }
+        self.holidays
+            .range_of(at.with_timezone(&self.timezone).date_naive())
+    }
+
+    /// The first instant of local `date`.
+    fn midnight(&self, date: NaiveDate) -> Option<DateTime<Utc>> {
+        instant_of(self.timezone, date.and_time(NaiveTime::MIN))
     }
 }
 

@@ -50,10 +50,7 @@ fn parsed(pairs: &[(&str, &str)]) -> Annotations {
 }
 
 fn transition(at: &str, direction: Direction) -> Transition {
-    Transition {
-        at: at.parse().unwrap(),
-        direction,
-    }
+    Transition::scheduled(at.parse().unwrap(), direction)
 }
 
 const NIGHTLY: [(&str, &str); 2] = [
@@ -68,6 +65,7 @@ fn applying(transition: Transition) -> ScaleChange {
         original_replicas: AnnotationChange::Keep,
         last_transition: AnnotationChange::Set(transition),
         applied: Some(transition),
+        ended: None,
         cleanup: None,
     }
 }

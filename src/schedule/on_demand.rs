@@ -1,0 +1,144 @@
+//! Wake and sleep on demand: `awake-until` and `asleep-until` hold an object (or a whole
+//! Namespace's followers) awake or asleep now, whatever the schedule says, until an instant.
+//! Then the schedule's state in force is applied again.
+//!
+//! An override is not a transition of the schedule: it acts once, when it is first seen, and
+//! once more when it ends. The controller records the one it applied in `last-transition`
+//! (`<applied at> up until <until>`), which is what makes both happen exactly once across
+//! restarts, and lets a person's own change during the override stand.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
+
+use super::{
+    Direction, Recorded, Schedule,
+    annotations::{ASLEEP_UNTIL, AWAKE_UNTIL, InvalidAnnotation, invalid},
+};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct OnDemand {
+    /// `Up` for `awake-until`, `Down` for `asleep-until`.
+    pub direction: Direction,
+    pub until: DateTime<Utc>,
+}
+
+impl OnDemand {
+    pub fn key(&self) -> &'static str {
+        key_of(self.direction)
+    }
+
+    pub(super) fn parse(key: &str, value: &str) -> Result<Self, InvalidAnnotation> {
+        let until = DateTime::parse_from_rfc3339(value.trim())
+            .map_err(|_| {
+                invalid(
+                    key,
+                    value,
+                    "is not an RFC 3339 instant such as 2026-11-23T22:00:00Z",
+                )
+            })?
+            .with_timezone(&Utc);
+        let direction = if key == AWAKE_UNTIL {
+            Direction::Up
+        } else {
+            Direction::Down
+        };
+        Ok(OnDemand { direction, until })
+    }
+
+    /// The annotation value that says this override.
+    pub fn value(&self) -> String {
+        self.until.to_rfc3339_opts(SecondsFormat::Secs, true)
+    }
+}
+
+pub fn key_of(direction: Direction) -> &'static str {
+    match direction {
+        Direction::Up => AWAKE_UNTIL,
+        Direction::Down => ASLEEP_UNTIL,
+    }
+}
+
+/// Why an override may not act: it reaches further than `max` from `now` and has not been
+/// applied yet (once applied, time only brings its end closer).
+pub fn reach_problem(
+    schedule: &Schedule,
+    recorded: &Recorded,
+    now: DateTime<Utc>,
+    max: TimeDelta,
+) -> Option<InvalidAnnotation> {
+    let on_demand = schedule.on_demand?;
+    let applied = recorded
+        .last_transition
+        .is_some_and(|last| last.until == Some(on_demand.until));
+    (!applied && on_demand.until - now > max).then(|| {
+        invalid(
+            on_demand.key(),
+            &on_demand.value(),
+            &format!(
+                "reaches {} ahead, more than the {} an override may (--max-override)",
+                span(on_demand.until - now),
+                span(max)
+            ),
+        )
+    })
+}
+
+/// The override keys of `own` annotations whose instant has passed: the controller removes them
+/// once their end has been applied.
+pub fn expired_keys(
+    own: &BTreeMap<String, String>,
+    now: DateTime<Utc>,
+) -> Vec<(&'static str, String)> {
+    [AWAKE_UNTIL, ASLEEP_UNTIL]
+        .into_iter()
+        .filter_map(|key| {
+            let value = own.get(key)?;
+            let on_demand = OnDemand::parse(key, value).ok()?;
+            (on_demand.until <= now).then(|| (key, value.clone()))
+        })
+        .collect()
+}
+
+/// `2h`, `1h30m`, `45m`: how people say a stretch of time.
+pub fn span(delta: TimeDelta) -> String {
+    let minutes = delta.num_minutes().max(0);
+    match (minutes / 60, minutes % 60) {
+        (0, minutes) => format!("{minutes}m"),
+        (hours, 0) => format!("{hours}h"),
+        (hours, minutes) => format!("{hours}h{minutes}m"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schedule::test_support::{annotations, at};
+
+    #[test]
+    fn only_overrides_that_have_ended_are_expired() {
+        let own = annotations(&[
+            (AWAKE_UNTIL, "2026-11-24T00:00:00Z"),
+            (ASLEEP_UNTIL, "2026-11-25T00:00:00+01:00"),
+            (AWAKE_UNTIL, "2026-11-24T00:00:00Z"),
+        ]);
+        assert_eq!(expired_keys(&own, at("2026-11-23T23:59:59Z")), vec![]);
+        assert_eq!(
+            expired_keys(&own, at("2026-11-24T00:00:00Z")),
+            vec![(AWAKE_UNTIL, "2026-11-24T00:00:00Z".to_string())]
+        );
+        assert_eq!(expired_keys(&own, at("2026-11-24T23:00:00Z")).len(), 2);
+        let unreadable = annotations(&[(AWAKE_UNTIL, "tonight")]);
+        assert_eq!(
+            expired_keys(&unreadable, at("2030-01-01T00:00:00Z")),
+            vec![]
+        );
+    }
+
+    #[test]
+    fn spans_read_as_people_say_them() {
+        assert_eq!(span(TimeDelta::minutes(45)), "45m");
+        assert_eq!(span(TimeDelta::hours(24)), "24h");
+        assert_eq!(span(TimeDelta::minutes(90)), "1h30m");
+    }
+}
