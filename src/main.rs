@@ -5,7 +5,8 @@ use std::process::ExitCode;
 use chrono::Utc;
 use cronscaler::{
     commands::{
-        cli::{Cli, Command, OutputFormat, PlanArgs, RestoreArgs},
+        cli::{Cli, Command, OutputFormat, OverrideArgs, PlanArgs, RestoreArgs},
+        on_demand::{OverrideTarget, set_override},
         plan, run as controller,
     },
     foo::Foo,
@@ -27,6 +28,8 @@ async fn main() -> anyhow::Result<ExitCode> {
         }
         Command::Plan(args) => return plan(args).await,
         Command::Restore(args) => return restore(args).await,
+        Command::Wake(args) => on_demand(args, cronscaler::schedule::Direction::Up).await?,
+        Command::Sleep(args) => on_demand(args, cronscaler::schedule::Direction::Down).await?,
         Command::Run(args) => {
             logs::init(args.log_format);
             let shutdown = shutdown_signal().context("installing signal handlers")?;
@@ -38,6 +41,34 @@ async fn main() -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes an override on demand and says what the controller will do with it.
+async fn on_demand(
+    args: OverrideArgs,
+    direction: cronscaler::schedule::Direction,
+) -> anyhow::Result<()> {
+    let target = OverrideTarget::parse(&args.namespace, args.object.as_deref())?;
+    let now = Utc::now();
+    let requested = match (args.for_, args.until) {
+        (Some(span), _) => Some(
+            chrono::Duration::from_std(span)
+                .ok()
+                .and_then(|span| now.checked_add_signed(span))
+                .context("--for is too long")?,
+        ),
+        (None, until) => until,
+    };
+    let max =
+        chrono::Duration::from_std(args.max_override).context("--max-override is too long")?;
+    let client = kube::Client::try_default()
+        .await
+        .context("connecting to the Kubernetes API server")?;
+    println!(
+        "{}",
+        set_override(&client, &target, direction, requested, now, max).await?
+    );
+    Ok(())
 }
 
 /// Restores the objects named; exit code 1 when any could not be restored.

@@ -114,8 +114,8 @@ fn the_cluster_role_grants_exactly_what_the_controller_uses() {
         "the namespaced variant grants the same, but Namespaces"
     );
     let mut cluster_wide = expected;
-    // Namespace schedules: a metadata watch of Namespaces.
-    cluster_wide.insert(grant("", "namespaces", &["list", "watch"]));
+    // Namespace schedules: a metadata watch of Namespaces, and ended overrides taken away.
+    cluster_wide.insert(grant("", "namespaces", &["list", "watch", "patch"]));
     assert_eq!(
         grants(find(&objects, "ClusterRole", "cronscaler")),
         cluster_wide

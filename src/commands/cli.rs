@@ -29,6 +29,37 @@ pub enum Command {
     /// Give scaled-down objects back their original replicas and remove the controller's
     /// annotations (run it before uninstalling).
     Restore(RestoreArgs),
+    /// Wake a scheduled Namespace, or one object in it, now: writes `cronscaler.dev/awake-until`
+    /// and the controller scales up; at that time it applies the schedule again.
+    Wake(OverrideArgs),
+    /// Put a scheduled Namespace, or one object in it, to sleep now: writes
+    /// `cronscaler.dev/asleep-until`; the mirror of `wake`.
+    Sleep(OverrideArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(group = clap::ArgGroup::new("how_long").args(["for_", "until"]))]
+pub struct OverrideArgs {
+    /// The Namespace, or the namespace of KIND/NAME.
+    #[arg(short = 'n', long, env = "CRONSCALER_NAMESPACE")]
+    pub namespace: String,
+
+    /// One object instead of the whole Namespace: deployment/NAME, statefulset/NAME,
+    /// cronjob/NAME or foo/NAME.
+    pub object: Option<String>,
+
+    /// How long, from now (e.g. `2h`, `90m`). Without --for or --until: until the schedule's
+    /// next transition the other way.
+    #[arg(long = "for", id = "for_", value_parser = humantime::parse_duration)]
+    pub for_: Option<Duration>,
+
+    /// Until this instant (RFC 3339, e.g. `2026-11-24T07:00:00+01:00`).
+    #[arg(long)]
+    pub until: Option<DateTime<Utc>>,
+
+    /// The longest override the controller accepts (its own --max-override).
+    #[arg(long, env = "CRONSCALER_MAX_OVERRIDE", default_value = "24h", value_parser = humantime::parse_duration)]
+    pub max_override: Duration,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -73,6 +104,11 @@ pub struct RunArgs {
     /// deploy at night is not killed as it starts.
     #[arg(long, env = "CRONSCALER_GRACE_PERIOD", default_value = "15m", value_parser = humantime::parse_duration)]
     pub grace_period: std::time::Duration,
+
+    /// How far ahead an override on demand (`awake-until`, `asleep-until`) may reach when it is
+    /// first applied; a longer one is an InvalidSchedule.
+    #[arg(long, env = "CRONSCALER_MAX_OVERRIDE", default_value = "24h", value_parser = humantime::parse_duration)]
+    pub max_override: std::time::Duration,
 
     /// Namespaces never touched, annotated or not (comma-separated); the controller's own
     /// namespace is always added.

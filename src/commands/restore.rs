@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use kube::Client;
+use serde_json::{Value, json};
 
 use crate::{
     commands::plan::PlanObject,
@@ -74,10 +75,14 @@ pub async fn restore(
                 }
             }
         }
+        // Overrides on demand go too: restored, nothing is to be woken or put to sleep again.
+        let overrides: Vec<&str> = [schedule::AWAKE_UNTIL, schedule::ASLEEP_UNTIL]
+            .into_iter()
+            .filter(|key| observed.annotations.contains_key(*key))
+            .collect();
         let change =
             match restore_change(target.kind, &observed.annotations, observed.replicas, now) {
-                Ok(Some(change)) => change,
-                Ok(None) => continue,
+                Ok(change) => change,
                 Err(problems) => {
                     all_ok = false;
                     let reasons: Vec<String> = problems.iter().map(ToString::to_string).collect();
@@ -85,22 +90,42 @@ pub async fn restore(
                     continue;
                 }
             };
-        let patch = patch_for(target.kind, &change, observed.resource_version.as_deref());
+        if change.is_none() && overrides.is_empty() {
+            continue;
+        }
+        let mut patch = match &change {
+            Some(change) => patch_for(target.kind, change, observed.resource_version.as_deref()),
+            None => json!({ "metadata": {
+                "annotations": {},
+                "resourceVersion": observed.resource_version,
+            } }),
+        };
+        for key in &overrides {
+            patch["metadata"]["annotations"][*key] = Value::Null;
+        }
+        let removed = if overrides.is_empty() {
+            String::new()
+        } else {
+            format!("; removed {}", overrides.join(" and "))
+        };
         match patch_target(client, target, &patch).await {
-            Ok(()) => lines.push(match change.replicas {
+            Ok(()) => lines.push(match change.as_ref().and_then(|change| change.replicas) {
                 Some(to) if target.kind == TargetKind::CronJob => format!(
-                    "restored {target}: {} -> {}",
+                    "restored {target}: {} -> {}{removed}",
                     target.kind.amount(observed.replicas),
                     target.kind.amount(to)
                 ),
-                Some(to) => format!("restored {target}: replicas {} -> {to}", observed.replicas),
-                None => format!(
-                    "cleaned up {target}: {}",
-                    change
-                        .cleanup
-                        .map(|cleanup| cleanup.describe(observed.replicas))
-                        .unwrap_or_default()
+                Some(to) => format!(
+                    "restored {target}: replicas {} -> {to}{removed}",
+                    observed.replicas
                 ),
+                None => match change.and_then(|change| change.cleanup) {
+                    Some(cleanup) => format!(
+                        "cleaned up {target}: {}{removed}",
+                        cleanup.describe(observed.replicas)
+                    ),
+                    None => format!("cleaned up {target}{removed}"),
+                },
             }),
             Err(error) => {
                 all_ok = false;
@@ -114,7 +139,6 @@ pub async fn restore(
 #[cfg(test)]
 mod tests {
     use chrono::TimeZone;
-    use serde_json::{Value, json};
 
     use super::*;
     use crate::{

@@ -2,13 +2,14 @@
 //! workers take keys from the queue while this replica leads.
 
 use std::{
+    collections::BTreeMap,
     future::Future,
     net::SocketAddr,
     sync::{Arc, Mutex, MutexGuard, PoisonError},
     time::Duration,
 };
 
-use chrono::TimeDelta;
+use chrono::{DateTime, TimeDelta, Utc};
 use k8s_openapi::api::{
     apps::v1::{Deployment, StatefulSet},
     autoscaling::v2::HorizontalPodAutoscaler,
@@ -51,10 +52,12 @@ use crate::{
         ScalingContext,
         hpa::HpaIndex,
         namespaces::NamespaceSchedules,
+        on_demand,
         target::TargetKind,
         timer::{Clock, Timer, system_clock},
         tracker::Tracker,
     },
+    schedule::{ASLEEP_UNTIL, AWAKE_UNTIL},
 };
 
 /// A client for the cluster of the current kubeconfig (or in-cluster), every request of which
@@ -112,6 +115,7 @@ pub async fn run(
     tokio::spawn(outage.clone().probe(client.clone(), queue.clone()));
     let namespace = args.namespace.as_deref();
     let grace = TimeDelta::from_std(args.grace_period).unwrap_or(TimeDelta::MAX);
+    let max_override = TimeDelta::from_std(args.max_override).unwrap_or(TimeDelta::MAX);
     let excluded = args
         .exclude_namespaces
         .iter()
@@ -137,7 +141,11 @@ pub async fn run(
             grace,
             metrics.invalid_schedules.clone(),
         );
-        Arc::new(Mutex::new(tracker.with_hpas(hpas.clone())))
+        Arc::new(Mutex::new(
+            tracker
+                .with_hpas(hpas.clone())
+                .with_max_override(max_override),
+        ))
     };
     let foo_schedules = tracker(TargetKind::Foo);
     let deployment_schedules = tracker(TargetKind::Deployment);
@@ -202,6 +210,7 @@ pub async fn run(
             &clock,
             &outage,
             namespaces_gate.clone(),
+            queue.clone(),
         )
     });
 
@@ -361,6 +370,7 @@ pub async fn run(
             metrics.clone(),
         )
         .with_grace(grace, timer.clone())
+        .with_max_override(max_override)
         .with_namespaces(namespaces)
         .with_reports(queue.clone())
         .with_hpas(hpas),
@@ -462,6 +472,7 @@ fn namespace_feed(
     clock: &Clock,
     outage: &Outage,
     listed: Arc<watch::Sender<bool>>,
+    queue: WorkQueue<WorkKey>,
 ) -> impl Future<Output = ()> + use<> {
     let watch = watcher(
         Api::<PartialObjectMeta<Namespace>>::all(client.clone()),
@@ -475,6 +486,13 @@ fn namespace_feed(
             watcher::Event::Apply(namespace) | watcher::Event::InitApply(namespace) => {
                 let name = namespace.name_any();
                 let changed = namespaces.update(&name, namespace.uid(), namespace.annotations());
+                end_override_in_time(&queue, &name, namespace.annotations(), clock());
+                namespaces.note_setter(
+                    &name,
+                    [AWAKE_UNTIL, ASLEEP_UNTIL]
+                        .into_iter()
+                        .find_map(|key| on_demand::setter(namespace.managed_fields(), key)),
+                );
                 // The first listing comes before any workload is watched: nothing to relist.
                 (changed && *listed.borrow())
                     .then_some(name)
@@ -507,6 +525,24 @@ fn namespace_feed(
             ));
         }
     })
+}
+
+/// Has the Namespace's override on demand taken away when it runs out (at once if it has).
+fn end_override_in_time(
+    queue: &WorkQueue<WorkKey>,
+    namespace: &str,
+    annotations: &BTreeMap<String, String>,
+    now: DateTime<Utc>,
+) {
+    let until = [AWAKE_UNTIL, ASLEEP_UNTIL]
+        .into_iter()
+        .filter_map(|key| DateTime::parse_from_rfc3339(annotations.get(key)?).ok())
+        .map(|until| until.with_timezone(&Utc))
+        .min();
+    if let Some(until) = until {
+        let key = WorkKey::NamespaceOverride(namespace.to_string());
+        queue.add_after(key, (until - now).to_std().unwrap_or_default());
+    }
 }
 
 /// Lists the workloads of a namespace whose schedule changed, for their trackers, retrying a

@@ -43,6 +43,8 @@ pub enum WorkKey {
     Scale(ScaleTarget),
     /// Tell on a Namespace what its transition did to its workloads.
     NamespaceReport(String, Transition),
+    /// Take a Namespace's override on demand away once it has run out.
+    NamespaceOverride(String),
 }
 
 impl fmt::Display for WorkKey {
@@ -52,6 +54,9 @@ impl fmt::Display for WorkKey {
             WorkKey::Scale(target) => write!(f, "schedule of {target}"),
             WorkKey::NamespaceReport(namespace, transition) => {
                 write!(f, "report of Namespace {namespace} at {transition}")
+            }
+            WorkKey::NamespaceOverride(namespace) => {
+                write!(f, "override of Namespace {namespace}")
             }
         }
     }

@@ -130,6 +130,9 @@ async fn reconcile(reconcilers: &Reconcilers, key: &WorkKey) -> Result<(), Error
             result
         }
         WorkKey::Scale(target) => scaling::reconcile(&reconcilers.scale, target, now).await,
+        WorkKey::NamespaceOverride(namespace) => {
+            scaling::on_demand::end_namespace_override(&reconcilers.scale, namespace, now).await
+        }
         // Handled by the worker itself: it is put back, not retried.
         WorkKey::NamespaceReport(..) => Ok(()),
     }

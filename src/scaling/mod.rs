@@ -4,6 +4,7 @@
 
 pub mod hpa;
 pub mod namespaces;
+pub mod on_demand;
 mod reconciler;
 pub mod reports;
 pub mod target;
@@ -14,6 +15,6 @@ pub mod tracker;
 mod test_support;
 
 pub use reconciler::{
-    ScalingContext, describe_change, other_replicas_writers, patch_for, patch_target, reconcile,
-    replicas_changed_by, report_namespace,
+    DEFAULT_MAX_OVERRIDE, ScalingContext, describe_change, other_replicas_writers, patch_for,
+    patch_target, reconcile, replicas_changed_by, report_namespace,
 };

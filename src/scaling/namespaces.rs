@@ -20,6 +20,8 @@ pub struct NamespaceSchedules {
     schedules: Arc<RwLock<HashMap<String, BTreeMap<String, String>>>>,
     /// The uid of each scheduled Namespace, so its Events show in `kubectl describe`.
     uids: Arc<RwLock<HashMap<String, String>>>,
+    /// Who set each Namespace's override on demand, for the Events that name them.
+    setters: Arc<RwLock<HashMap<String, String>>>,
     excluded: Arc<HashSet<String>>,
     /// False in a namespaced install, which cannot read Namespaces.
     enabled: bool,
@@ -86,6 +88,32 @@ impl NamespaceSchedules {
             .write()
             .unwrap_or_else(PoisonError::into_inner)
             .extend(theirs);
+    }
+
+    /// The Namespace's `cronscaler.dev/` annotations.
+    pub fn annotations_of(&self, namespace: &str) -> Option<BTreeMap<String, String>> {
+        self.schedules
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(namespace)
+            .cloned()
+    }
+
+    /// Who set the Namespace's override on demand, as its managedFields tell.
+    pub fn note_setter(&self, namespace: &str, setter: Option<String>) {
+        let mut setters = self.setters.write().unwrap_or_else(PoisonError::into_inner);
+        match setter {
+            Some(setter) => setters.insert(namespace.to_string(), setter),
+            None => setters.remove(namespace),
+        };
+    }
+
+    pub fn setter_of(&self, namespace: &str) -> Option<String> {
+        self.setters
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(namespace)
+            .cloned()
     }
 
     /// The Namespaces that have a schedule.

@@ -5,8 +5,6 @@
 //! object's `resourceVersion`, so a decision made on a stale read fails with a conflict and is
 //! retried on a fresh one instead of overwriting someone's change.
 
-use std::collections::BTreeMap;
-
 use chrono::{DateTime, TimeDelta, Utc};
 use chrono_tz::Tz;
 use k8s_openapi::{
@@ -34,6 +32,7 @@ use crate::{
     scaling::{
         hpa::{self, HpaChange, HpaIndex},
         namespaces::NamespaceSchedules,
+        on_demand,
         reports::{NamespaceReports, QUIET, Settled, describe},
         target::{ScaleTarget, TargetKind, TargetState},
         timer::Timer,
@@ -61,7 +60,12 @@ pub struct ScalingContext {
     pub reports: Option<(NamespaceReports, WorkQueue<WorkKey>)>,
     /// The HPAs of the targets, held for the night and given back in the morning.
     pub hpas: HpaIndex,
+    /// How far ahead an override on demand may reach when it is first applied.
+    pub max_override: TimeDelta,
 }
+
+/// `--max-override`'s default.
+pub const DEFAULT_MAX_OVERRIDE: TimeDelta = TimeDelta::hours(24);
 
 impl ScalingContext {
     pub fn new(
@@ -81,6 +85,14 @@ impl ScalingContext {
             namespaces: NamespaceSchedules::default(),
             reports: None,
             hpas: HpaIndex::listed([]),
+            max_override: DEFAULT_MAX_OVERRIDE,
+        }
+    }
+
+    pub fn with_max_override(self, max_override: TimeDelta) -> Self {
+        Self {
+            max_override,
+            ..self
         }
     }
 
@@ -124,6 +136,9 @@ pub async fn reconcile(
     let Some(mut observed) = fetch(ctx, target).await? else {
         return Ok(());
     };
+    // Overrides of its own that have run out go with the next patch; a namespace's go from the
+    // Namespace itself.
+    let stale_overrides = schedule::expired_keys(&observed.annotations, now);
     let inherited;
     (observed.annotations, inherited) = ctx.namespaces.effective(
         target.kind,
@@ -136,7 +151,7 @@ pub async fn reconcile(
         .parse(&observed.annotations, ctx.default_timezone);
 
     if let Some(foo) = &observed.controlling_foo {
-        if has_schedule(&observed.annotations) {
+        if schedule::has_schedule(&observed.annotations) {
             let note = format!(
                 "schedule annotations on a Deployment controlled by Foo {foo:?} are ignored: annotate Foo {foo:?} instead, \
                  so the two controllers never fight over replicas"
@@ -157,6 +172,14 @@ pub async fn reconcile(
         return warn_once(ctx, target, &observed, "InvalidSchedule", cause, note).await;
     }
 
+    if let Annotations::Scheduled(schedule, recorded) = &annotations
+        && let Some(problem) = schedule::reach_problem(schedule, recorded, now, ctx.max_override)
+    {
+        let note = format!("the override is not applied: {problem}");
+        tracing::warn!(object = %target, %note, "invalid schedule");
+        let cause = refused_cause(&observed.annotations);
+        return warn_once(ctx, target, &observed, "InvalidSchedule", cause, note).await;
+    }
     if let (Annotations::Scheduled(schedule, recorded), Some((period, timer))) =
         (&annotations, &ctx.grace)
         && let Some(until) = held_back_until(schedule, recorded, observed.created, *period, now)
@@ -167,21 +190,27 @@ pub async fn reconcile(
     }
     match schedule::decide(&annotations, observed.replicas, now) {
         Some(change) => {
-            let result = apply(ctx, target, &observed, &annotations, &change, now).await;
+            let result = apply(
+                ctx,
+                target,
+                &observed,
+                &annotations,
+                &change,
+                &stale_overrides,
+                now,
+            )
+            .await;
             if inherited {
                 tally(ctx, target, &annotations, &change, &result);
             }
             result
         }
         None => {
+            remove_stale_overrides(ctx, target, &observed, &stale_overrides).await?;
             hpa::bring_in_line(ctx, target, &annotations).await?;
             warn_if_reverted(ctx, target, &observed, &annotations).await
         }
     }
-}
-
-fn has_schedule(annotations: &BTreeMap<String, String>) -> bool {
-    annotations.contains_key(schedule::SCALE_DOWN) || annotations.contains_key(schedule::SCALE_UP)
 }
 
 /// Says a warning unless its cause is already written on the object, and writes the cause
@@ -268,6 +297,54 @@ pub fn describe_change(
     change: &ScaleChange,
     from: i32,
     annotations: &Annotations,
+    set_by: Option<&str>,
+) -> (&'static str, String) {
+    let (reason, note) = describe_scheduled(kind, change, from, annotations);
+    match (change.applied, change.ended) {
+        (Some(applied), _) if applied.until.is_some() => {
+            let to = change.replicas.unwrap_or(from);
+            let what = match (applied.direction, change.replicas) {
+                (Direction::Up, Some(_)) => format!("scaled up from {from} to {}", kind.amount(to)),
+                (Direction::Down, Some(_)) => {
+                    format!("scaled down from {from} to {}", kind.amount(to))
+                }
+                (_, None) => format!("already at {}, nothing to change,", kind.amount(from)),
+            };
+            let what = match kind {
+                TargetKind::CronJob => what.replace(
+                    &format!("from {from} "),
+                    &format!("from {} ", kind.amount(from)),
+                ),
+                _ => what,
+            };
+            on_demand::describe_applied(&applied, set_by, what)
+        }
+        (_, Some(ended)) => {
+            let then = if change.applied.is_some() {
+                note
+            } else {
+                format!(
+                    "no transition of the schedule is in force, replicas left at {}",
+                    kind.amount(from)
+                )
+            };
+            (
+                "OverrideExpired",
+                format!(
+                    "the override {} has ended; the schedule applies again: {then}",
+                    on_demand::describe(&ended, set_by)
+                ),
+            )
+        }
+        _ => (reason, note),
+    }
+}
+
+fn describe_scheduled(
+    kind: TargetKind,
+    change: &ScaleChange,
+    from: i32,
+    annotations: &Annotations,
 ) -> (&'static str, String) {
     let to = change.replicas.unwrap_or(from);
     // Replica counts read "from 3 to 0 replicas"; a CronJob's "from running to suspended".
@@ -345,15 +422,70 @@ fn describe_cron(schedule: &Schedule, transition: Transition) -> String {
     format!("{key} {value:?} ({})", schedule.timezone)
 }
 
+/// Who set the override a change applies or ends: the object's own annotation's manager, or
+/// the Namespace's.
+fn override_setter(
+    ctx: &ScalingContext,
+    target: &ScaleTarget,
+    observed: &TargetState,
+    change: &ScaleChange,
+) -> Option<String> {
+    let transition = change
+        .applied
+        .filter(|applied| applied.until.is_some())
+        .or(change.ended)?;
+    let key = schedule::key_of(transition.direction);
+    on_demand::setter(&observed.managed_fields, key)
+        .or_else(|| ctx.namespaces.setter_of(&target.key.namespace))
+}
+
+/// Removes the object's own overrides that have run out, when nothing else is due: guarded by
+/// the resourceVersion they were read at, so one set anew meanwhile stays.
+async fn remove_stale_overrides(
+    ctx: &ScalingContext,
+    target: &ScaleTarget,
+    observed: &TargetState,
+    stale: &[(&'static str, String)],
+) -> Result<(), Error> {
+    if stale.is_empty() || ctx.dry_run {
+        return Ok(());
+    }
+    let mut patch = json!({ "metadata": {
+        "annotations": {},
+        "resourceVersion": observed.resource_version,
+    } });
+    for (key, _) in stale {
+        patch["metadata"]["annotations"][*key] = Value::Null;
+    }
+    match patch_target(&ctx.client, target, &patch).await {
+        Ok(()) => Ok(()),
+        // Deleted, or changed since the read: the next look sees what is there now.
+        Err(error) if is_status(&error, 404) || is_status(&error, 409) => Ok(()),
+        Err(error) => Err(Error::api(
+            "remove an ended override from",
+            target.kind.as_str(),
+            &target.key,
+        )(error)),
+    }
+}
+
 async fn apply(
     ctx: &ScalingContext,
     target: &ScaleTarget,
     observed: &TargetState,
     annotations: &Annotations,
     change: &ScaleChange,
+    stale_overrides: &[(&'static str, String)],
     now: DateTime<Utc>,
 ) -> Result<(), Error> {
-    let (reason, note) = describe_change(target.kind, change, observed.replicas, annotations);
+    let set_by = override_setter(ctx, target, observed, change);
+    let (reason, note) = describe_change(
+        target.kind,
+        change,
+        observed.replicas,
+        annotations,
+        set_by.as_deref(),
+    );
     let direction = match change.applied.map(|transition| transition.direction) {
         Some(Direction::Down) => ScaleDirection::Down,
         Some(Direction::Up) => ScaleDirection::Up,
@@ -391,7 +523,10 @@ async fn apply(
         return Ok(());
     }
     hpa::make_changes(ctx, &releases, direction).await?;
-    let patch = patch_for(target.kind, change, observed.resource_version.as_deref());
+    let mut patch = patch_for(target.kind, change, observed.resource_version.as_deref());
+    for (key, _) in stale_overrides {
+        patch["metadata"]["annotations"][*key] = Value::Null;
+    }
     let result = patch_target(&ctx.client, target, &patch).await;
     match result {
         Ok(()) => {
@@ -445,7 +580,18 @@ fn tally(
     let namespace = &target.key.namespace;
     let object = format!("{} {}", target.kind, target.key.name);
     let outcome = result.as_ref().map(drop).map_err(ToString::to_string);
-    let by = describe_cron(schedule, transition);
+    // Each workload applies a namespace's override at its own instant: one report gathers
+    // them all, by the override's end.
+    let (transition, by) = match transition.until {
+        Some(until) => (
+            Transition {
+                at: until,
+                ..transition
+            },
+            on_demand::describe(&transition, ctx.namespaces.setter_of(namespace).as_deref()),
+        ),
+        None => (transition, describe_cron(schedule, transition)),
+    };
     if reports.record(namespace, transition, &by, object, outcome, Instant::now()) {
         queue.add_after(
             WorkKey::NamespaceReport(namespace.clone(), transition),

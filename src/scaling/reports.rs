@@ -98,15 +98,21 @@ pub fn describe(tally: &Tally, transition: Transition) -> (&'static str, String)
             format!("{n} workloads")
         }
     };
-    let mut note = format!(
-        "{verb} {} ({}) by {} at {}",
+    let changed = format!(
+        "{verb} {} ({})",
         count(tally.changed.len()),
-        tally.changed.join(", "),
-        tally.by,
-        transition
-            .at
-            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        tally.changed.join(", ")
     );
+    let mut note = match transition.until {
+        Some(_) => format!("{changed} on demand by {}", tally.by),
+        None => format!(
+            "{changed} by {} at {}",
+            tally.by,
+            transition
+                .at
+                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        ),
+    };
     if !tally.failed.is_empty() {
         let failed: Vec<String> = tally
             .failed

@@ -109,7 +109,7 @@ async fn run(
                     if let Some(old) = entries.remove(&target).and_then(|entry| entry.timer) {
                         timers.remove(&old);
                     }
-                    let due = schedule.next_transition(clock()).map(|transition| transition.at);
+                    let due = schedule.next_look(clock());
                     let timer = due.map(|due| timers.insert(target.clone(), sleep_until(due, clock())));
                     entries.insert(target, Entry { schedule, due, timer });
                 }
@@ -141,7 +141,7 @@ async fn run(
                     }
                     Some(_) => {
                         queue.add(WorkKey::Scale(target.clone()));
-                        entry.due = entry.schedule.next_transition(now).map(|transition| transition.at);
+                        entry.due = entry.schedule.next_look(now);
                         entry.timer = entry.due.map(|due| timers.insert(target, sleep_until(due, now)));
                     }
                     None => entry.timer = None,

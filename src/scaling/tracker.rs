@@ -24,12 +24,12 @@ use crate::{
     scaling::{
         hpa::{self, HpaIndex},
         namespaces::NamespaceSchedules,
-        reconciler::other_replicas_writers,
+        reconciler::{DEFAULT_MAX_OVERRIDE, other_replicas_writers},
         target::{ScaleTarget, TargetKind, creation_time},
         timer::Timer,
     },
     schedule::{
-        self, Annotations, Leftovers, SCALE_DOWN, SCALE_UP, Schedule, already_warned,
+        self, Annotations, Leftovers, SCHEDULE_KEYS, Schedule, already_warned, has_schedule,
         held_back_until, is_due, refused_cause, replicas_set, reverted_cause,
     },
 };
@@ -48,6 +48,8 @@ pub struct Tracker {
     grace: TimeDelta,
     /// The targets' HPAs, whose bounds must follow the transition in force.
     hpas: HpaIndex,
+    /// How far ahead an override on demand may reach when it is first applied.
+    max_override: TimeDelta,
     /// What was last seen of each annotated object.
     tracked: HashMap<ObjectKey, Tracked>,
     /// Objects seen again during a relist; the others were deleted while the watch was down.
@@ -82,6 +84,8 @@ enum Standing {
         /// Someone else set the replicas after the transition in force, and no `ScaleReverted`
         /// was said for that transition.
         maybe_reverted: bool,
+        /// An override of its own has run out and is still written on it.
+        stale_override: bool,
     },
 }
 
@@ -104,12 +108,16 @@ impl Standing {
             Standing::Governed {
                 maybe_reverted: true,
                 ..
+            }
+            | Standing::Governed {
+                stale_override: true,
+                ..
             } => Look::Now,
             Standing::Governed {
                 schedule,
                 leftovers,
                 created,
-                maybe_reverted: false,
+                ..
             } => {
                 if !is_due(schedule.as_deref(), leftovers, now) {
                     return Look::Not;
@@ -146,6 +154,7 @@ impl Tracker {
     ) -> Self {
         Self {
             hpas: HpaIndex::listed([]),
+            max_override: DEFAULT_MAX_OVERRIDE,
             namespaces,
             grace,
             timer,
@@ -211,6 +220,13 @@ impl Tracker {
     /// transition in force (a stop came between its patch and theirs) needs a look.
     pub fn with_hpas(self, hpas: HpaIndex) -> Self {
         Self { hpas, ..self }
+    }
+
+    pub fn with_max_override(self, max_override: TimeDelta) -> Self {
+        Self {
+            max_override,
+            ..self
+        }
     }
 
     /// Looks again at `target`, whose HPAs changed.
@@ -342,7 +358,22 @@ impl Tracker {
             && other_writers.iter().any(|(.., second)| second.is_none());
 
         let target = self.target(key.clone());
-        let reading = self.read(&ours);
+        let reading = match self.read(&ours) {
+            Reading::Valid {
+                schedule: Some(schedule),
+                leftovers,
+            } if schedule::reach_problem(
+                &schedule,
+                &leftovers.recorded,
+                now,
+                self.max_override,
+            )
+            .is_some() =>
+            {
+                Reading::Invalid
+            }
+            reading => reading,
+        };
         self.count_invalid(&key, matches!(reading, Reading::Invalid));
         let standing = match reading {
             Reading::Valid {
@@ -371,13 +402,18 @@ impl Tracker {
                     leftovers,
                     created: creation_time(meta),
                     maybe_reverted,
+                    stale_override: !schedule::expired_keys(
+                        meta.annotations.as_ref().unwrap_or(&no_annotations),
+                        now,
+                    )
+                    .is_empty(),
                 }
             }
             refused => {
                 self.timer.disarm(target.clone());
                 // A Foo's Deployment is told only about a schedule on it, whatever else it has.
                 let worth_a_warning = if controlled_by_foo {
-                    ours.contains_key(SCALE_DOWN) || ours.contains_key(SCALE_UP)
+                    has_schedule(&ours)
                 } else {
                     matches!(refused, Reading::Invalid)
                 };
@@ -408,7 +444,7 @@ impl Tracker {
         // without crons records nothing), and every other key checked.
         let without_crons: BTreeMap<String, String> = ours
             .iter()
-            .filter(|(name, _)| *name != SCALE_DOWN && *name != SCALE_UP)
+            .filter(|(name, _)| !SCHEDULE_KEYS.contains(&name.as_str()))
             .map(|(name, value)| (name.clone(), value.clone()))
             .collect();
         let Annotations::Unscheduled(leftovers) =

@@ -38,6 +38,13 @@ pub const ORIGINAL_SUSPEND: &str = "cronscaler.dev/original-suspend";
 /// The cause of the last warning said about the object (see `warnings`).
 pub const WARNED: &str = "cronscaler.dev/warned";
 
+/// Whether the annotations hold a schedule: crons or windows.
+pub fn has_schedule(annotations: &BTreeMap<String, String>) -> bool {
+    SCHEDULE_KEYS
+        .iter()
+        .any(|key| annotations.contains_key(*key))
+}
+
 /// The annotations the controller writes, as opposed to those users set.
 pub fn is_written_by_controller(key: &str) -> bool {
     [ORIGINAL_REPLICAS, ORIGINAL_SUSPEND, LAST_TRANSITION, WARNED].contains(&key)

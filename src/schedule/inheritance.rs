@@ -1,13 +1,19 @@
 //! Namespace schedules: the `cronscaler.dev/` schedule on a Namespace applies to the workloads in
 //! it. An object with a schedule of its own follows only its own, and `exclude: "true"` leaves
 //! it out. Anything else an object sets (a time zone, `paused`, `down-replicas`) tunes the
-//! namespace's schedule for that object. What the controller records stays on each object, so
+//! namespace's schedule for that object. The namespace's holidays and its override on demand
+//! reach every scheduled object in it, its own schedule or not, unless the object sets its own. What the controller records stays on each object, so
 //! every rule of the contract holds per object, and removing the namespace's schedule is, for
 //! each object that followed it, the removal of its schedule.
 
 use std::collections::BTreeMap;
 
-use super::{EXCLUDE, PREFIX, SCALE_DOWN, SCALE_UP, is_written_by_controller};
+use super::{
+    ASLEEP_UNTIL, AWAKE_UNTIL, EXCLUDE, HOLIDAYS, PREFIX, has_schedule, is_written_by_controller,
+};
+
+/// What a namespace says to objects with a schedule of their own too.
+const NAMESPACE_WIDE: [&str; 3] = [HOLIDAYS, AWAKE_UNTIL, ASLEEP_UNTIL];
 
 /// The annotations an object's schedule comes from, and whether they are its namespace's.
 pub fn inherit(
@@ -19,11 +25,22 @@ pub fn inherit(
         .filter(|(key, _)| key.starts_with(PREFIX))
         .map(|(key, value)| (key.clone(), value.clone()))
         .collect();
-    let has_own_schedule = own.contains_key(SCALE_DOWN) || own.contains_key(SCALE_UP);
     let excluded = own.get(EXCLUDE).is_some_and(|value| value == "true");
-    let Some(namespace) = namespace.filter(|_| !has_own_schedule && !excluded) else {
+    let Some(namespace) = namespace.filter(|_| !excluded) else {
         return (own, false);
     };
+    if has_schedule(&own) {
+        let mut own = own;
+        // An override of its own replaces the namespace's, whichever way either goes.
+        let own_override = own.contains_key(AWAKE_UNTIL) || own.contains_key(ASLEEP_UNTIL);
+        for key in NAMESPACE_WIDE {
+            let overridden = key != HOLIDAYS && own_override;
+            if let Some(value) = namespace.get(key).filter(|_| !overridden) {
+                own.entry(key.to_string()).or_insert_with(|| value.clone());
+            }
+        }
+        return (own, false);
+    }
     let mut inherited: BTreeMap<String, String> = namespace
         .iter()
         .filter(|(key, _)| {
@@ -31,8 +48,12 @@ pub fn inherit(
         })
         .map(|(key, value)| (key.clone(), value.clone()))
         .collect();
-    if !(inherited.contains_key(SCALE_DOWN) || inherited.contains_key(SCALE_UP)) {
+    if !has_schedule(&inherited) {
         return (own, false);
+    }
+    if own.contains_key(AWAKE_UNTIL) || own.contains_key(ASLEEP_UNTIL) {
+        inherited.remove(AWAKE_UNTIL);
+        inherited.remove(ASLEEP_UNTIL);
     }
     inherited.extend(own);
     (inherited, true)
@@ -79,6 +100,12 @@ mod tests {
             (own_schedule.clone(), false),
             "follows only its own, not a mix"
         );
+        let own_windows = annotations(&[(UPTIME, "Mon-Fri 07:00-20:00")]);
+        assert_eq!(
+            inherit(&own_windows, Some(&namespace)),
+            (own_windows.clone(), false),
+            "windows are a schedule of its own too"
+        );
         let excluded = annotations(&[(EXCLUDE, "true"), (ORIGINAL_REPLICAS, "3")]);
         assert_eq!(
             inherit(&excluded, Some(&namespace)),
@@ -91,11 +118,53 @@ mod tests {
             (excluded.clone(), false),
             "no namespace schedule"
         );
-        let no_crons = annotations(&[(TIMEZONE, "Asia/Tokyo")]);
+        let no_crons = annotations(&[(TIMEZONE, "Asia/Tokyo"), (HOLIDAYS, "2026-12-24")]);
         assert_eq!(
             inherit(&annotations(&[]), Some(&no_crons)),
             (annotations(&[]), false),
             "a namespace without crons schedules nothing"
+        );
+    }
+
+    #[test]
+    fn a_namespaces_holidays_and_override_reach_every_scheduled_object_in_it() {
+        let namespace = annotations(&[
+            (UPTIME, "Mon-Fri 07:00-20:00"),
+            (HOLIDAYS, "2026-12-24..2026-12-26"),
+            (AWAKE_UNTIL, "2026-11-24T00:00:00Z"),
+        ]);
+        let own_schedule = annotations(&[(SCALE_DOWN, "0 22 * * *")]);
+        assert_eq!(
+            inherit(&own_schedule, Some(&namespace)),
+            (
+                annotations(&[
+                    (SCALE_DOWN, "0 22 * * *"),
+                    (HOLIDAYS, "2026-12-24..2026-12-26"),
+                    (AWAKE_UNTIL, "2026-11-24T00:00:00Z"),
+                ]),
+                false
+            )
+        );
+        let own_holidays_and_sleep = annotations(&[
+            (HOLIDAYS, "2026-12-31"),
+            (ASLEEP_UNTIL, "2026-11-23T23:00:00Z"),
+        ]);
+        assert_eq!(
+            inherit(&own_holidays_and_sleep, Some(&namespace)),
+            (
+                annotations(&[
+                    (UPTIME, "Mon-Fri 07:00-20:00"),
+                    (HOLIDAYS, "2026-12-31"),
+                    (ASLEEP_UNTIL, "2026-11-23T23:00:00Z"),
+                ]),
+                true
+            ),
+            "its own holidays and override replace the namespace's"
+        );
+        let excluded = annotations(&[(EXCLUDE, "true"), (SCALE_DOWN, "0 22 * * *")]);
+        assert_eq!(
+            inherit(&excluded, Some(&namespace)),
+            (excluded.clone(), false)
         );
     }
 }

@@ -29,7 +29,7 @@ pub use annotations::{
     ASLEEP_UNTIL, AWAKE_UNTIL, Annotations, DOWN_REPLICAS, DOWNTIME, EXCLUDE, HOLIDAYS,
     InvalidAnnotation, LAST_TRANSITION, Leftovers, ORIGINAL_REPLICAS, ORIGINAL_SUSPEND, PAUSED,
     PREFIX, Recorded, SCALE_DOWN, SCALE_UP, SCHEDULE_KEYS, TIMEZONE, UP_REPLICAS, UPTIME, WARNED,
-    is_written_by_controller, parse,
+    has_schedule, is_written_by_controller, parse,
 };
 pub use cron::CronSpec;
 pub use decide::{AnnotationChange, Cleanup, ScaleChange, decide, is_due};

@@ -1,0 +1,493 @@
+//! `cronscaler wake` and `cronscaler sleep`: write an override on demand (`awake-until` or
+//! `asleep-until`) on a Namespace or one object. The controller does the scaling, so the
+//! commands need only `patch` on what they annotate, and `kubectl annotate` does the same.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
+use k8s_openapi::api::{
+    apps::v1::{Deployment, StatefulSet},
+    batch::v1::CronJob,
+    core::v1::Namespace,
+};
+use kube::{
+    Api, Client, Resource, ResourceExt,
+    api::{Patch, PatchParams},
+};
+use serde::de::DeserializeOwned;
+use serde_json::json;
+
+use crate::{
+    foo::Foo,
+    scaling::target::TargetKind,
+    schedule::{self, Annotations, Direction, has_schedule, inherit, key_of, span},
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum OverrideError {
+    #[error(
+        "{0:?} is not KIND/NAME; KIND is deployment, statefulset, cronjob or foo (e.g. deployment/web)"
+    )]
+    Target(String),
+    #[error(
+        "{what} has no schedule (cronscaler.dev/scale-down, scale-up, uptime or downtime, its own or its Namespace's): nothing to {verb}"
+    )]
+    Unscheduled { what: String, verb: &'static str },
+    #[error("{what} has an invalid schedule: {problems}")]
+    Invalid { what: String, problems: String },
+    #[error("{what}: no scheduled {direction} within {max}; say until when with --for or --until")]
+    NoNextTransition {
+        what: String,
+        direction: Direction,
+        max: String,
+    },
+    #[error("--until {until} is not in the future (now is {now})")]
+    Past { until: String, now: String },
+    #[error(
+        "{until} is {ahead} ahead, more than the {max} an override may reach; the controller \
+         would refuse it (its --max-override)"
+    )]
+    TooFar {
+        until: String,
+        ahead: String,
+        max: String,
+    },
+    #[error("{0} not found")]
+    NotFound(String),
+    #[error("{action} {what}: {source}")]
+    Api {
+        action: &'static str,
+        what: String,
+        #[source]
+        source: kube::Error,
+    },
+}
+
+/// What an override goes on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OverrideTarget {
+    /// Every scheduled workload of the Namespace.
+    Namespace(String),
+    Object {
+        kind: TargetKind,
+        namespace: String,
+        name: String,
+    },
+}
+
+impl OverrideTarget {
+    /// `-n NS` alone, or with `KIND/NAME`.
+    pub fn parse(namespace: &str, object: Option<&str>) -> Result<Self, OverrideError> {
+        let Some(object) = object else {
+            return Ok(OverrideTarget::Namespace(namespace.to_string()));
+        };
+        let bad = || OverrideError::Target(object.to_string());
+        let (kind, name) = object.split_once('/').ok_or_else(bad)?;
+        let kind = match kind.to_ascii_lowercase().as_str() {
+            "deployment" | "deployments" | "deploy" | "deployment.apps" => TargetKind::Deployment,
+            "statefulset" | "statefulsets" | "sts" | "statefulset.apps" => TargetKind::StatefulSet,
+            "cronjob" | "cronjobs" | "cj" | "cronjob.batch" => TargetKind::CronJob,
+            "foo" | "foos" => TargetKind::Foo,
+            _ => return Err(bad()),
+        };
+        if name.is_empty() || name.contains('/') {
+            return Err(bad());
+        }
+        Ok(OverrideTarget::Object {
+            kind,
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+        })
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            OverrideTarget::Namespace(namespace) => format!("Namespace {namespace}"),
+            OverrideTarget::Object {
+                kind,
+                namespace,
+                name,
+            } => format!("{kind} {namespace}/{name}"),
+        }
+    }
+}
+
+/// Until when an override holds: `--until`, `--for` from `now`, or else the schedule's next
+/// transition the other way (a wake lasts until the next scale-down, a sleep until the next
+/// scale-up). Refused beyond `max`, as the controller would refuse it.
+pub fn until_when(
+    direction: Direction,
+    what: &str,
+    effective: &BTreeMap<String, String>,
+    requested: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+    max: TimeDelta,
+) -> Result<DateTime<Utc>, OverrideError> {
+    let stamp = |at: DateTime<Utc>| at.to_rfc3339_opts(SecondsFormat::Secs, true);
+    let until = match requested {
+        Some(until) => until,
+        None => {
+            let schedule = match schedule::parse(effective, chrono_tz::Tz::UTC) {
+                Annotations::Scheduled(schedule, _) => schedule,
+                Annotations::Invalid(problems) => {
+                    return Err(OverrideError::Invalid {
+                        what: what.to_string(),
+                        problems: problems
+                            .iter()
+                            .map(ToString::to_string)
+                            .collect::<Vec<_>>()
+                            .join("; "),
+                    });
+                }
+                Annotations::Unscheduled(_) => {
+                    return Err(unscheduled(what, direction));
+                }
+            };
+            let ends = match direction {
+                Direction::Up => Direction::Down,
+                Direction::Down => Direction::Up,
+            };
+            let mut cursor = now;
+            loop {
+                match schedule.next_transition(cursor) {
+                    Some(next) if next.at - now > max => break None,
+                    Some(next) if next.direction == ends => break Some(next.at),
+                    Some(next) => cursor = next.at,
+                    None => break None,
+                }
+            }
+            .ok_or_else(|| OverrideError::NoNextTransition {
+                what: what.to_string(),
+                direction: ends,
+                max: span(max),
+            })?
+        }
+    };
+    if until <= now {
+        return Err(OverrideError::Past {
+            until: stamp(until),
+            now: stamp(now),
+        });
+    }
+    if until - now > max {
+        return Err(OverrideError::TooFar {
+            until: stamp(until),
+            ahead: span(until - now),
+            max: span(max),
+        });
+    }
+    Ok(until)
+}
+
+fn unscheduled(what: &str, direction: Direction) -> OverrideError {
+    OverrideError::Unscheduled {
+        what: what.to_string(),
+        verb: match direction {
+            Direction::Up => "wake",
+            Direction::Down => "put to sleep",
+        },
+    }
+}
+
+/// The merge patch that sets the override, and takes away one the other way.
+pub fn override_patch(direction: Direction, until: DateTime<Utc>) -> serde_json::Value {
+    let other = match direction {
+        Direction::Up => key_of(Direction::Down),
+        Direction::Down => key_of(Direction::Up),
+    };
+    json!({ "metadata": { "annotations": {
+        key_of(direction): until.to_rfc3339_opts(SecondsFormat::Secs, true),
+        other: null,
+    } } })
+}
+
+/// Writes the override and says what the controller will do. `--for` arrives as `requested`
+/// already added to `now`.
+pub async fn set_override(
+    client: &Client,
+    target: &OverrideTarget,
+    direction: Direction,
+    requested: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+    max: TimeDelta,
+) -> Result<String, OverrideError> {
+    let what = target.describe();
+    let namespace_name = match target {
+        OverrideTarget::Namespace(namespace) => namespace,
+        OverrideTarget::Object { namespace, .. } => namespace,
+    };
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let namespace = namespaces
+        .get_opt(namespace_name)
+        .await
+        .map_err(api_error("read", &format!("Namespace {namespace_name}")));
+    let namespace_annotations = match (&target, namespace) {
+        (_, Ok(Some(namespace))) => Some(namespace.annotations().clone()),
+        (OverrideTarget::Namespace(_), Ok(None)) => return Err(OverrideError::NotFound(what)),
+        (OverrideTarget::Namespace(_), Err(error)) => return Err(error),
+        // Without the Namespace (not allowed to read it) the object's own schedule decides.
+        (OverrideTarget::Object { .. }, _) => None,
+    };
+    let effective = match target {
+        OverrideTarget::Namespace(_) => namespace_annotations.unwrap_or_default(),
+        OverrideTarget::Object { kind, name, .. } => {
+            let own = read_annotations(client, *kind, namespace_name, name).await?;
+            inherit(&own, namespace_annotations.as_ref()).0
+        }
+    };
+    if !has_schedule(&effective) {
+        return Err(unscheduled(&what, direction));
+    }
+    let until = until_when(direction, &what, &effective, requested, now, max)?;
+    let patch = Patch::Merge(override_patch(direction, until));
+    let params = PatchParams {
+        field_manager: Some(field_manager(direction)),
+        ..PatchParams::default()
+    };
+    let patched = match target {
+        OverrideTarget::Namespace(namespace) => {
+            namespaces.patch(namespace, &params, &patch).await.map(drop)
+        }
+        OverrideTarget::Object {
+            kind,
+            namespace,
+            name,
+        } => match kind {
+            TargetKind::Deployment => {
+                patch_object::<Deployment>(client, namespace, name, &params, &patch).await
+            }
+            TargetKind::StatefulSet => {
+                patch_object::<StatefulSet>(client, namespace, name, &params, &patch).await
+            }
+            TargetKind::CronJob => {
+                patch_object::<CronJob>(client, namespace, name, &params, &patch).await
+            }
+            TargetKind::Foo => patch_object::<Foo>(client, namespace, name, &params, &patch).await,
+        },
+    };
+    patched.map_err(api_error("annotate", &what))?;
+    let (verb, scales) = match direction {
+        Direction::Up => ("awake", "scales it up now"),
+        Direction::Down => ("asleep", "puts it to sleep now"),
+    };
+    Ok(format!(
+        "{what} is {verb} until {} ({} from now): the controller {scales}, and at that time \
+         applies the schedule again",
+        until.to_rfc3339_opts(SecondsFormat::Secs, true),
+        span(until - now)
+    ))
+}
+
+/// Who asked, as the annotation's field manager will say in the controller's Events.
+fn field_manager(direction: Direction) -> String {
+    let command = match direction {
+        Direction::Up => "cronscaler-wake",
+        Direction::Down => "cronscaler-sleep",
+    };
+    match std::env::var("USER") {
+        Ok(user) if !user.is_empty() && user.chars().all(|c| c.is_ascii_graphic()) => {
+            format!("{command}@{user}")
+        }
+        _ => command.to_string(),
+    }
+}
+
+async fn read_annotations(
+    client: &Client,
+    kind: TargetKind,
+    namespace: &str,
+    name: &str,
+) -> Result<BTreeMap<String, String>, OverrideError> {
+    let what = format!("{kind} {namespace}/{name}");
+    let annotations = match kind {
+        TargetKind::Deployment => get_annotations::<Deployment>(client, namespace, name).await,
+        TargetKind::StatefulSet => get_annotations::<StatefulSet>(client, namespace, name).await,
+        TargetKind::CronJob => get_annotations::<CronJob>(client, namespace, name).await,
+        TargetKind::Foo => get_annotations::<Foo>(client, namespace, name).await,
+    };
+    annotations.map_err(api_error("read", &what))
+}
+
+async fn get_annotations<K>(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+) -> Result<BTreeMap<String, String>, kube::Error>
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug,
+{
+    let api: Api<K> = Api::namespaced(client.clone(), namespace);
+    Ok(api.get(name).await?.annotations().clone())
+}
+
+async fn patch_object<K>(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    params: &PatchParams,
+    patch: &Patch<serde_json::Value>,
+) -> Result<(), kube::Error>
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug,
+{
+    let api: Api<K> = Api::namespaced(client.clone(), namespace);
+    api.patch(name, params, patch).await.map(drop)
+}
+
+fn api_error(action: &'static str, what: &str) -> impl FnOnce(kube::Error) -> OverrideError {
+    let what = what.to_string();
+    move |source| OverrideError::Api {
+        action,
+        what,
+        source,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schedule::{UPTIME, test_support::at};
+
+    fn staging() -> BTreeMap<String, String> {
+        BTreeMap::from([(UPTIME.to_string(), "Mon-Fri 07:00-20:00".to_string())])
+    }
+
+    #[test]
+    fn targets_are_a_namespace_or_kind_and_name() {
+        assert_eq!(
+            OverrideTarget::parse("staging", None).unwrap(),
+            OverrideTarget::Namespace("staging".into())
+        );
+        assert_eq!(
+            OverrideTarget::parse("staging", Some("deploy/web")).unwrap(),
+            OverrideTarget::Object {
+                kind: TargetKind::Deployment,
+                namespace: "staging".into(),
+                name: "web".into()
+            }
+        );
+        assert_eq!(
+            OverrideTarget::parse("staging", Some("sts/db")).unwrap(),
+            OverrideTarget::Object {
+                kind: TargetKind::StatefulSet,
+                namespace: "staging".into(),
+                name: "db".into()
+            }
+        );
+        assert_eq!(
+            OverrideTarget::parse("staging", Some("pod/web"))
+                .unwrap_err()
+                .to_string(),
+            r#""pod/web" is not KIND/NAME; KIND is deployment, statefulset, cronjob or foo (e.g. deployment/web)"#
+        );
+    }
+
+    #[test]
+    fn an_override_lasts_as_asked_or_until_the_schedule_turns() {
+        let now = at("2026-11-23T21:00:00Z");
+        let max = TimeDelta::hours(24);
+        assert_eq!(
+            until_when(
+                Direction::Up,
+                "Namespace staging",
+                &staging(),
+                Some(now + TimeDelta::hours(2)),
+                now,
+                max
+            )
+            .unwrap(),
+            at("2026-11-23T23:00:00Z")
+        );
+        // Woken on Monday night: until Tuesday's scale-down at 20:00.
+        assert_eq!(
+            until_when(
+                Direction::Up,
+                "Namespace staging",
+                &staging(),
+                None,
+                now,
+                max
+            )
+            .unwrap(),
+            at("2026-11-24T20:00:00Z")
+        );
+        // Put to sleep: until Tuesday's wake-up at 07:00.
+        assert_eq!(
+            until_when(
+                Direction::Down,
+                "Namespace staging",
+                &staging(),
+                None,
+                now,
+                max
+            )
+            .unwrap(),
+            at("2026-11-24T07:00:00Z")
+        );
+        // On Friday night the next wake-up is more than a day away.
+        let friday = at("2026-11-27T21:00:00Z");
+        assert_eq!(
+            until_when(
+                Direction::Down,
+                "Namespace staging",
+                &staging(),
+                None,
+                friday,
+                max
+            )
+            .unwrap_err()
+            .to_string(),
+            "Namespace staging: no scheduled up within 24h; say until when with --for or --until"
+        );
+    }
+
+    #[test]
+    fn overrides_in_the_past_or_too_far_ahead_are_refused() {
+        let now = at("2026-11-23T21:00:00Z");
+        let max = TimeDelta::hours(24);
+        assert_eq!(
+            until_when(
+                Direction::Up,
+                "x",
+                &staging(),
+                Some(now - TimeDelta::hours(1)),
+                now,
+                max
+            )
+            .unwrap_err()
+            .to_string(),
+            "--until 2026-11-23T20:00:00Z is not in the future (now is 2026-11-23T21:00:00Z)"
+        );
+        assert_eq!(
+            until_when(
+                Direction::Up,
+                "x",
+                &staging(),
+                Some(now + TimeDelta::hours(30)),
+                now,
+                max
+            )
+            .unwrap_err()
+            .to_string(),
+            "2026-11-25T03:00:00Z is 30h ahead, more than the 24h an override may reach; the \
+             controller would refuse it (its --max-override)"
+        );
+    }
+
+    #[test]
+    fn the_patch_sets_one_override_and_takes_the_other_away() {
+        assert_eq!(
+            override_patch(Direction::Down, at("2026-11-24T07:00:00Z")),
+            json!({ "metadata": { "annotations": {
+                "cronscaler.dev/asleep-until": "2026-11-24T07:00:00Z",
+                "cronscaler.dev/awake-until": null,
+            } } })
+        );
+    }
+}

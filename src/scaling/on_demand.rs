@@ -1,0 +1,126 @@
+//! Overrides on demand at the edge: who asked for one, what its Events say, and taking a
+//! Namespace's override away once it has run out (the workloads have their own records, so the
+//! order of the two does not matter).
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use json_patch::{PatchOperation, RemoveOperation, TestOperation, jsonptr::PointerBuf};
+use k8s_openapi::{
+    api::core::v1::Namespace, apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry,
+};
+use kube::{
+    Api,
+    api::{Patch, PatchParams},
+};
+
+use crate::{
+    error::{Error, is_status},
+    runtime::{CONTROLLER_NAME, key::ObjectKey},
+    scaling::ScalingContext,
+    schedule::{Direction, Transition, expired_keys, key_of},
+};
+
+/// The field manager that last set annotation `key`: who asked for an override.
+pub fn setter(managed_fields: &[ManagedFieldsEntry], key: &str) -> Option<String> {
+    let field = format!("f:{key}");
+    managed_fields
+        .iter()
+        .filter(|entry| {
+            entry.fields_v1.as_ref().is_some_and(|fields| {
+                fields
+                    .0
+                    .get("f:metadata")
+                    .and_then(|metadata| metadata.get("f:annotations"))
+                    .and_then(|annotations| annotations.get(&field))
+                    .is_some()
+            })
+        })
+        .max_by_key(|entry| entry.time.as_ref().map(|time| time.0))
+        .and_then(|entry| entry.manager.clone())
+}
+
+/// The override a transition applied, in words: `cronscaler.dev/awake-until
+/// "2026-11-24T00:00:00Z" (set by kubectl-annotate)`.
+pub fn describe(transition: &Transition, set_by: Option<&str>) -> String {
+    let until = transition
+        .until
+        .map(|until| until.to_rfc3339_opts(SecondsFormat::Secs, true))
+        .unwrap_or_default();
+    let key = key_of(transition.direction);
+    match set_by {
+        Some(manager) => format!("{key} {until:?} (set by {manager})"),
+        None => format!("{key} {until:?}"),
+    }
+}
+
+/// The Event of an override applied: reason and note.
+pub fn describe_applied(
+    transition: &Transition,
+    set_by: Option<&str>,
+    what: String,
+) -> (&'static str, String) {
+    let reason = match transition.direction {
+        Direction::Up => "WokenOnDemand",
+        Direction::Down => "SleptOnDemand",
+    };
+    (
+        reason,
+        format!("{what} on demand by {}", describe(transition, set_by)),
+    )
+}
+
+/// Removes the Namespace's overrides that have run out by `now`, each only if it still holds
+/// the value that ran out: one set anew meanwhile stays.
+pub async fn end_namespace_override(
+    ctx: &ScalingContext,
+    namespace: &str,
+    now: DateTime<Utc>,
+) -> Result<(), Error> {
+    let Some(annotations) = ctx.namespaces.annotations_of(namespace) else {
+        return Ok(());
+    };
+    let api: Api<Namespace> = Api::all(ctx.client.clone());
+    for (key, value) in expired_keys(&annotations, now) {
+        if ctx.dry_run {
+            tracing::info!(namespace, key, "dry run: the ended override is not removed");
+            continue;
+        }
+        let params = PatchParams {
+            field_manager: Some(CONTROLLER_NAME.into()),
+            ..PatchParams::default()
+        };
+        match api
+            .patch(
+                namespace,
+                &params,
+                &Patch::<()>::Json(remove_if_still(key, &value)),
+            )
+            .await
+        {
+            Ok(_) => {
+                tracing::info!(namespace, key, %value, "removed the Namespace's ended override")
+            }
+            // Gone, or set anew since (the test fails): nothing of ours to remove.
+            Err(error) if is_status(&error, 404) || is_status(&error, 422) => {}
+            Err(error) => {
+                return Err(Error::api(
+                    "remove the ended override from Namespace",
+                    "Namespace",
+                    &ObjectKey::new(namespace, namespace),
+                )(error));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A JSON patch that removes annotation `key` only while it holds `value`.
+pub fn remove_if_still(key: &str, value: &str) -> json_patch::Patch {
+    let path = PointerBuf::from_tokens(["metadata", "annotations", key]);
+    json_patch::Patch(vec![
+        PatchOperation::Test(TestOperation {
+            path: path.clone(),
+            value: value.into(),
+        }),
+        PatchOperation::Remove(RemoveOperation { path }),
+    ])
+}
