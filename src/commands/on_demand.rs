@@ -12,7 +12,7 @@ use k8s_openapi::api::{
 };
 use kube::{
     Api, Client, Resource, ResourceExt,
-    api::{Patch, PatchParams},
+    api::{ListParams, Patch, PatchParams},
 };
 use serde::de::DeserializeOwned;
 use serde_json::json;
@@ -217,9 +217,11 @@ pub async fn set_override(
         OverrideTarget::Object { namespace, .. } => namespace,
     };
     let namespaces: Api<Namespace> = Api::all(client.clone());
+    // A list by name, not a get: the controller's own ServiceAccount may list Namespaces only.
     let namespace = namespaces
-        .get_opt(namespace_name)
+        .list(&ListParams::default().fields(&format!("metadata.name={namespace_name}")))
         .await
+        .map(|list| list.items.into_iter().next())
         .map_err(api_error("read", &format!("Namespace {namespace_name}")));
     let namespace_annotations = match (&target, namespace) {
         (_, Ok(Some(namespace))) => Some(namespace.annotations().clone()),

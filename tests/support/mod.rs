@@ -754,3 +754,15 @@ pub async fn lease_holder(client: &Client, namespace: &str, name: &str) -> Optio
         .holder_identity
         .filter(|holder| !holder.is_empty())
 }
+
+/// A window every day from an hour before now to an hour after (UTC), running over midnight
+/// when it has to: `Mon-Sun 19:12-21:12`.
+pub fn window_around_now() -> String {
+    let now = Utc::now();
+    let clock = |at: DateTime<Utc>| format!("{:02}:{:02}", at.hour(), at.minute());
+    format!(
+        "Mon-Sun {}-{}",
+        clock(now - chrono::Duration::hours(1)),
+        clock(now + chrono::Duration::hours(1))
+    )
+}

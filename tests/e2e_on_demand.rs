@@ -1,0 +1,298 @@
+//! Schedules people read and override, on a real API server: working-hour windows and holidays
+//! decide at start like any catch-up, `cronscaler sleep` and `wake` override one object or a
+//! whole Namespace until an instant, after which the schedule's state applies again, also when
+//! the override ran out while the controller was down.
+//!
+//! See `tests/support/mod.rs` for where the API server comes from.
+
+mod support;
+
+use std::time::Duration;
+
+use k8s_openapi::api::{core::v1::Namespace, events::v1::Event};
+use kube::{
+    Api,
+    api::{ListParams, Patch, PatchParams, PostParams},
+};
+use serde_json::json;
+use support::{Scenario, envtest, eventually, occurrences, replicas_and_annotations};
+
+/// Lateness we accept: the timer, one reconcile, a busy 2-core machine.
+const LATENESS: Duration = Duration::from_secs(15);
+/// New objects are put to sleep by a catch-up at once.
+const NO_GRACE: [&str; 2] = ["--grace-period", "0s"];
+
+#[tokio::test]
+async fn windows_and_holidays_decide_at_start() {
+    let Some(scenario) = Scenario::shared("windows-and-holidays").await else {
+        return;
+    };
+    let window = support::window_around_now();
+    let deployments = scenario.deployments();
+    for (name, annotations) in [
+        ("night-shift", json!({ "cronscaler.dev/downtime": window })),
+        ("working", json!({ "cronscaler.dev/uptime": window })),
+        (
+            "on-holiday",
+            json!({
+                "cronscaler.dev/uptime": window,
+                // Yesterday too: the window may have begun before midnight.
+                "cronscaler.dev/holidays": format!(
+                    "{}..{}",
+                    (chrono::Utc::now() - chrono::Duration::days(1)).date_naive(),
+                    chrono::Utc::now().date_naive()
+                ),
+            }),
+        ),
+    ] {
+        deployments
+            .create(
+                &PostParams::default(),
+                &support::deployment(name, 2, annotations),
+            )
+            .await
+            .expect("a Deployment");
+    }
+    let mut controller = scenario.start_controller("cronscaler", &NO_GRACE);
+    controller.wait_ready().await;
+
+    for name in ["night-shift", "on-holiday"] {
+        eventually(&format!("{name} asleep"), LATENESS, || async {
+            let (replicas, _) = replicas_and_annotations(&deployments, name).await?;
+            (replicas == 0).then_some(())
+        })
+        .await;
+    }
+    let scaled_down = scenario.event("night-shift", "ScaledDown", LATENESS).await;
+    let note = scaled_down.note.unwrap_or_default();
+    assert!(
+        note.contains(&format!("by cronscaler.dev/downtime {window:?} (UTC)")),
+        "the Event names the window: {note}"
+    );
+    let working = eventually("the working-hours one recorded awake", LATENESS, || async {
+        let (replicas, annotations) = replicas_and_annotations(&deployments, "working").await?;
+        let last = annotations.get("cronscaler.dev/last-transition")?.clone();
+        Some((replicas, last))
+    })
+    .await;
+    assert_eq!(working.0, 2, "awake inside its window");
+    assert!(working.1.ends_with(" up"), "{}", working.1);
+    controller
+        .assert_stops_cleanly(Duration::from_secs(10))
+        .await;
+    scenario.finish().await;
+}
+
+#[tokio::test]
+async fn sleep_on_demand_ends_once_even_when_it_runs_out_while_the_controller_is_down() {
+    let Some(scenario) = Scenario::shared("sleep-on-demand").await else {
+        return;
+    };
+    let deployments = scenario.deployments();
+    let window = support::window_around_now();
+    deployments
+        .create(
+            &PostParams::default(),
+            &support::deployment("web", 3, json!({ "cronscaler.dev/uptime": window })),
+        )
+        .await
+        .expect("a Deployment");
+    let mut controller = scenario.start_controller("cronscaler", &NO_GRACE);
+    controller.wait_ready().await;
+    eventually("the window's scale-up recorded", LATENESS, || async {
+        let (_, annotations) = replicas_and_annotations(&deployments, "web").await?;
+        annotations.get("cronscaler.dev/last-transition").cloned()
+    })
+    .await;
+
+    let asked = scenario.run(&[
+        "sleep",
+        "-n",
+        &scenario.namespace,
+        "deployment/web",
+        "--for",
+        "20s",
+    ]);
+    let said = String::from_utf8_lossy(&asked.stdout).to_string();
+    assert!(
+        asked.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&asked.stderr)
+    );
+    assert!(said.contains("Deployment "), "{said}");
+    let (_, annotations) = eventually("asleep on demand", LATENESS, || async {
+        let (replicas, annotations) = replicas_and_annotations(&deployments, "web").await?;
+        (replicas == 0).then_some(((), annotations))
+    })
+    .await;
+    let until = annotations
+        .get("cronscaler.dev/asleep-until")
+        .cloned()
+        .expect("the override written");
+    let slept = scenario.event("web", "SleptOnDemand", LATENESS).await;
+    let note = slept.note.unwrap_or_default();
+    assert!(
+        note.contains(&format!(
+            "cronscaler.dev/asleep-until {until:?} (set by cronscaler-sleep"
+        )),
+        "the Event says who asked and until when: {note}"
+    );
+
+    // The override runs out while nobody watches.
+    controller
+        .assert_stops_cleanly(Duration::from_secs(10))
+        .await;
+    let until: chrono::DateTime<chrono::Utc> = until.parse().expect("an RFC 3339 instant");
+    support::sleep_until(until + chrono::Duration::seconds(1)).await;
+    for start in ["cronscaler-2", "cronscaler-3"] {
+        let mut controller = scenario.start_controller(start, &NO_GRACE);
+        controller.wait_ready().await;
+        let annotations = eventually("awake again, the override gone", LATENESS, || async {
+            let (replicas, annotations) = replicas_and_annotations(&deployments, "web").await?;
+            (replicas == 3 && !annotations.contains_key("cronscaler.dev/asleep-until"))
+                .then_some(annotations)
+        })
+        .await;
+        assert!(
+            annotations
+                .get("cronscaler.dev/last-transition")
+                .is_some_and(|last| last.ends_with(" up")),
+            "{annotations:?}"
+        );
+        // Time for a second application to show, were there one.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        controller
+            .assert_stops_cleanly(Duration::from_secs(10))
+            .await;
+    }
+    let events = scenario.events("web").await;
+    assert_eq!(
+        occurrences(&events, "OverrideExpired"),
+        1,
+        "once across two restarts:\n{}",
+        support::describe(&events)
+    );
+    scenario.finish().await;
+}
+
+#[tokio::test]
+async fn waking_a_namespace_wakes_its_workloads_until_the_override_runs_out() {
+    let options = envtest::Options {
+        controller_manager: false,
+        ..envtest::Options::default()
+    };
+    let Some(scenario) = Scenario::own("wake-namespace", options).await else {
+        return;
+    };
+    let deployments = scenario.deployments();
+    deployments
+        .create(
+            &PostParams::default(),
+            &support::deployment("web", 2, json!({})),
+        )
+        .await
+        .expect("a Deployment");
+    scenario
+        .stateful_sets()
+        .create(
+            &PostParams::default(),
+            &support::stateful_set("db", 1, json!({})),
+        )
+        .await
+        .expect("a StatefulSet");
+    let namespaces: Api<Namespace> = Api::all(scenario.client.clone());
+    let asleep_now = json!({ "metadata": { "annotations": {
+        "cronscaler.dev/downtime": support::window_around_now(),
+    } } });
+    namespaces
+        .patch(
+            &scenario.namespace,
+            &PatchParams::default(),
+            &Patch::Merge(&asleep_now),
+        )
+        .await
+        .expect("the Namespace annotated");
+    let mut controller = scenario.start_cluster_wide_controller("cronscaler", &NO_GRACE);
+    controller.wait_ready().await;
+    let replicas = || async {
+        let web = replicas_and_annotations(&deployments, "web").await?.0;
+        let db = scenario
+            .stateful_sets()
+            .get("db")
+            .await
+            .ok()?
+            .spec?
+            .replicas?;
+        Some((web, db))
+    };
+    eventually("the namespace asleep", LATENESS, || async {
+        (replicas().await? == (0, 0)).then_some(())
+    })
+    .await;
+
+    let until = support::whole_second_in(25);
+    let asked = scenario.run(&[
+        "wake",
+        "-n",
+        &scenario.namespace,
+        "--until",
+        &until.to_rfc3339(),
+    ]);
+    assert!(
+        asked.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&asked.stdout),
+        String::from_utf8_lossy(&asked.stderr)
+    );
+    eventually("the namespace woken on demand", LATENESS, || async {
+        (replicas().await? == (2, 1)).then_some(())
+    })
+    .await;
+    let woken = scenario.event("web", "WokenOnDemand", LATENESS).await;
+    assert!(
+        woken.note.as_deref().is_some_and(|note| note
+            .contains("scaled up from 0 to 2 replicas on demand by cronscaler.dev/awake-until")),
+        "{woken:?}"
+    );
+    let events: Api<Event> = Api::namespaced(scenario.client.clone(), "default");
+    let told = eventually("the Namespace's Event", LATENESS, || async {
+        let params =
+            ListParams::default().fields(&format!("regarding.name={}", scenario.namespace));
+        events
+            .list(&params)
+            .await
+            .ok()?
+            .items
+            .into_iter()
+            .find(|event| event.reason.as_deref() == Some("NamespaceScaledUp"))
+    })
+    .await;
+    let note = told.note.unwrap_or_default();
+    assert!(
+        note.starts_with("woke 2 workloads")
+            && note.contains("on demand by cronscaler.dev/awake-until"),
+        "{note}"
+    );
+
+    support::sleep_until(until).await;
+    eventually(
+        "back to sleep when the override ran out",
+        LATENESS,
+        || async { (replicas().await? == (0, 0)).then_some(()) },
+    )
+    .await;
+    scenario.event("web", "OverrideExpired", LATENESS).await;
+    eventually("the Namespace's override taken away", LATENESS, || async {
+        let namespace = namespaces.get(&scenario.namespace).await.ok()?;
+        (!namespace
+            .metadata
+            .annotations?
+            .contains_key("cronscaler.dev/awake-until"))
+        .then_some(())
+    })
+    .await;
+    controller
+        .assert_stops_cleanly(Duration::from_secs(10))
+        .await;
+    scenario.finish().await;
+}
