@@ -4,16 +4,17 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, NaiveDate, NaiveTime, SecondsFormat, TimeZone, Utc};
 use chrono_tz::Tz;
 use serde::Serialize;
 
 use crate::{
     scaling::{
+        DEFAULT_MAX_OVERRIDE,
         hpa::{self, Hpa},
         target::{ScaleTarget, TargetKind, TargetState},
     },
-    schedule::{self, Annotations, Direction, ScaleChange, Schedule, Tally, tally},
+    schedule::{self, Annotations, Direction, Rule, ScaleChange, Schedule, Tally, tally},
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -51,9 +52,30 @@ pub struct PlannedTransition {
     pub from: i32,
     pub to: i32,
     pub catch_up: bool,
+    /// The annotation and value that made it: a cron, a window list, or an override.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    /// What kind of transition it is, when not a cron's: `uptime`, `downtime`, `on demand
+    /// until ...`, `override ended`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     /// What the transition does to the object's HPAs, if anything.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub hpas: Vec<String>,
+}
+
+/// Holidays of an object's schedule in the window: local dates on which nothing wakes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlannedHoliday {
+    /// The first instant of the holidays, or the window's start if they began before it.
+    pub at: DateTime<Utc>,
+    pub local_time: String,
+    pub namespace: String,
+    pub kind: String,
+    pub name: String,
+    pub first: NaiveDate,
+    pub last: NaiveDate,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -94,6 +116,8 @@ pub struct Plan {
     /// For an object with too many transitions to list ([`SUMMARY_THRESHOLD`]), one entry per
     /// direction in place of its transitions; a catch-up stays in `transitions`.
     pub summaries: Vec<PlannedSummary>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub holidays: Vec<PlannedHoliday>,
     pub invalid: Vec<InvalidObject>,
 }
 
@@ -135,7 +159,19 @@ pub fn simulate(
                 ));
                 continue;
             }
-            Annotations::Scheduled(schedule, _) => schedule.timezone,
+            Annotations::Scheduled(schedule, recorded)
+                if let Some(problem) =
+                    schedule::reach_problem(schedule, recorded, from, DEFAULT_MAX_OVERRIDE) =>
+            {
+                plan.invalid
+                    .push(invalid(target, vec![problem.to_string()]));
+                continue;
+            }
+            Annotations::Scheduled(schedule, _) => {
+                plan.holidays
+                    .extend(holidays_in(target, schedule, from, until));
+                schedule.timezone
+            }
             Annotations::Unscheduled(_) => default_timezone,
         };
         simulate_object(object, timezone, from, until, default_timezone, &mut plan);
@@ -179,6 +215,7 @@ fn simulate_object(
             let action = change.applied.map_or("restore".to_string(), |transition| {
                 transition.direction.to_string()
             });
+            let (by, note) = describe_cause(&parsed, &change, timezone);
             let catch_up = change.applied.is_none_or(|transition| transition.at < from);
             let bounds = hpa::wanted(&parsed, Some(&change));
             let hpa_changes: Vec<String> = hpa::changes_for(&hpas, bounds, true)
@@ -198,6 +235,8 @@ fn simulate_object(
                 from: replicas,
                 to,
                 catch_up,
+                by,
+                note,
                 hpas: hpa_changes,
             });
             in_window += u64::from(!catch_up);
@@ -223,12 +262,79 @@ fn simulate_object(
                 break;
             }
         }
-        match schedule.next_transition(now) {
-            Some(next) if next.at <= until => now = next.at,
+        match schedule.next_look(now) {
+            Some(next) if next <= until => now = next,
             _ => break,
         }
     }
     plan.transitions.extend(transitions);
+}
+
+/// Which annotation made a change, and what kind of transition it is when not a cron's.
+fn describe_cause(
+    parsed: &Annotations,
+    change: &ScaleChange,
+    timezone: Tz,
+) -> (Option<String>, Option<String>) {
+    let Annotations::Scheduled(schedule, _) = parsed else {
+        return (None, None);
+    };
+    let Some(applied) = change.applied else {
+        return (None, change.ended.map(|_| "override ended".to_string()));
+    };
+    if let Some(until) = applied.until {
+        let key = schedule::key_of(applied.direction);
+        let value = until.to_rfc3339_opts(SecondsFormat::Secs, true);
+        return (
+            Some(format!("{key} {value:?}")),
+            Some(format!("on demand until {}", local_time(until, timezone))),
+        );
+    }
+    let by = schedule
+        .rule_of(applied.direction)
+        .map(|(key, value)| format!("{key} {value:?}"));
+    let note = match (&schedule.rule, change.ended) {
+        (_, Some(_)) => Some("override ended".to_string()),
+        (Rule::Windows { key, .. }, None) => key.strip_prefix(schedule::PREFIX).map(str::to_string),
+        (Rule::Crons, None) => None,
+    };
+    (by, note)
+}
+
+/// The holidays of `schedule` that fall in the window, as local dates.
+fn holidays_in(
+    target: &ScaleTarget,
+    schedule: &Schedule,
+    from: DateTime<Utc>,
+    until: DateTime<Utc>,
+) -> Vec<PlannedHoliday> {
+    let tz = schedule.timezone;
+    let (first_day, last_day) = (
+        from.with_timezone(&tz).date_naive(),
+        until.with_timezone(&tz).date_naive(),
+    );
+    schedule
+        .holidays
+        .ranges()
+        .iter()
+        .filter(|(first, last)| *first <= last_day && *last >= first_day)
+        .map(|&(first, last)| {
+            let at = tz
+                .from_local_datetime(&first.and_time(NaiveTime::MIN))
+                .earliest()
+                .map_or(from, |at| at.with_timezone(&Utc))
+                .max(from);
+            PlannedHoliday {
+                at,
+                local_time: local_time(at, tz),
+                namespace: target.key.namespace.clone(),
+                kind: target.kind.to_string(),
+                name: target.key.name.clone(),
+                first,
+                last,
+            }
+        })
+        .collect()
 }
 
 fn local_time(at: DateTime<Utc>, timezone: Tz) -> String {

@@ -66,6 +66,10 @@ impl Holidays {
         (date <= last).then_some((first, last))
     }
 
+    pub fn ranges(&self) -> &[(NaiveDate, NaiveDate)] {
+        &self.ranges
+    }
+
     pub fn is_empty(&self) -> bool {
         self.ranges.is_empty()
     }

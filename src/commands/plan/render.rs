@@ -20,10 +20,16 @@ pub fn render_table(plan: &Plan) -> String {
     ];
     let object = |namespace: &str, kind: &str, name: &str| format!("{namespace}/{kind}/{name}");
     let transitions = plan.transitions.iter().map(|transition| {
-        let action = if transition.catch_up {
-            format!("{} (catch-up)", transition.action)
-        } else {
+        let labels: Vec<&str> = transition
+            .note
+            .as_deref()
+            .into_iter()
+            .chain(transition.catch_up.then_some("catch-up"))
+            .collect();
+        let action = if labels.is_empty() {
             transition.action.clone()
+        } else {
+            format!("{} ({})", transition.action, labels.join(", "))
         };
         let row = vec![
             transition.local_time.clone(),
@@ -67,8 +73,29 @@ pub fn render_table(plan: &Plan) -> String {
         );
         (key, row)
     });
+    let holidays = plan.holidays.iter().map(|holiday| {
+        let row = vec![
+            holiday.local_time.clone(),
+            holiday.at.to_rfc3339_opts(SecondsFormat::Secs, true),
+            object(&holiday.namespace, &holiday.kind, &holiday.name),
+            "holiday".to_string(),
+            if holiday.first == holiday.last {
+                format!("{}: nothing wakes", holiday.first)
+            } else {
+                format!("{}..{}: nothing wakes", holiday.first, holiday.last)
+            },
+        ];
+        let key = (
+            holiday.at,
+            &holiday.namespace,
+            &holiday.kind,
+            &holiday.name,
+            true,
+        );
+        (key, row)
+    });
     // Stable, so an object's summaries stay in the order of the plan's.
-    let mut rows: Vec<_> = transitions.chain(summaries).collect();
+    let mut rows: Vec<_> = transitions.chain(summaries).chain(holidays).collect();
     rows.sort_by_key(|(key, _)| *key);
     let rows: Vec<Vec<String>> = std::iter::once(header)
         .chain(rows.into_iter().map(|(_, row)| row))
