@@ -113,7 +113,10 @@ pub fn span(delta: TimeDelta) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schedule::test_support::{annotations, at};
+    use crate::schedule::{
+        SCALE_DOWN, SCALE_UP,
+        test_support::{annotations, at, problems, scheduled},
+    };
 
     #[test]
     fn only_overrides_that_have_ended_are_expired() {
@@ -132,6 +135,44 @@ mod tests {
         assert_eq!(
             expired_keys(&unreadable, at("2030-01-01T00:00:00Z")),
             vec![]
+        );
+    }
+
+    #[test]
+    fn the_timer_looks_again_when_an_override_ends() {
+        let (schedule, _) = scheduled(&[
+            (SCALE_DOWN, "0 20 * * *"),
+            (SCALE_UP, "0 7 * * *"),
+            (AWAKE_UNTIL, "2026-11-24T00:30:00Z"),
+        ]);
+        assert_eq!(
+            schedule.next_look(at("2026-11-23T22:00:00Z")),
+            Some(at("2026-11-24T00:30:00Z"))
+        );
+        // Once it has passed, the schedule's next transition.
+        assert_eq!(
+            schedule.next_look(at("2026-11-24T00:30:00Z")),
+            Some(at("2026-11-24T07:00:00Z"))
+        );
+    }
+
+    #[test]
+    fn both_overrides_at_once_are_refused() {
+        assert_eq!(
+            problems(&[
+                (SCALE_DOWN, "0 20 * * *"),
+                (AWAKE_UNTIL, "2026-11-24T00:30:00Z"),
+                (ASLEEP_UNTIL, "2026-11-24T00:30:00Z"),
+            ]),
+            vec![
+                r#"cronscaler.dev/asleep-until: "2026-11-24T00:30:00Z" cannot be set together with cronscaler.dev/awake-until "2026-11-24T00:30:00Z"; keep one"#
+            ]
+        );
+        assert_eq!(
+            problems(&[(SCALE_DOWN, "0 20 * * *"), (AWAKE_UNTIL, "tonight")]),
+            vec![
+                r#"cronscaler.dev/awake-until: "tonight" is not an RFC 3339 instant such as 2026-11-23T22:00:00Z"#
+            ]
         );
     }
 

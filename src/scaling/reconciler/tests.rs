@@ -675,3 +675,126 @@ fn who_changed_replicas_comes_from_the_latest_other_manager() {
         "the controller's own writes name nobody"
     );
 }
+
+/// `app_0` with `kubectl annotate` recorded as the manager of annotation `key`.
+fn annotated_by_kubectl(mut deployment: Value, key: &str) -> Value {
+    let entry = json!({
+        "manager": "kubectl-annotate",
+        "operation": "Update",
+        "apiVersion": "apps/v1",
+        "time": "2026-11-23T21:59:00Z",
+        "fieldsType": "FieldsV1",
+        "fieldsV1": { "f:metadata": { "f:annotations": { (format!("f:{key}")): {} } } },
+    });
+    deployment["metadata"]["managedFields"]
+        .as_array_mut()
+        .expect("the server's managedFields")
+        .push(entry);
+    deployment
+}
+
+#[tokio::test]
+async fn a_wake_on_demand_scales_up_at_once_and_names_who_asked() {
+    let night = [
+        NIGHTLY[0],
+        NIGHTLY[1],
+        (schedule::ORIGINAL_REPLICAS, "2"),
+        (schedule::LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
+        (schedule::AWAKE_UNTIL, "2026-11-24T00:00:00Z"),
+    ];
+    let before = annotated_by_kubectl(app_0(0, &night), schedule::AWAKE_UNTIL);
+    let script = vec![
+        get(APP_0, before.clone()),
+        scale_patch(
+            APP_0,
+            json!({
+                "metadata": {
+                    "resourceVersion": "10464",
+                    "annotations": {
+                        "cronscaler.dev/original-replicas": null,
+                        "cronscaler.dev/last-transition": "2026-11-23T22:00:00Z up until 2026-11-24T00:00:00Z",
+                    },
+                },
+                "spec": { "replicas": 2 },
+            }),
+            before,
+        ),
+        event(
+            "load-0",
+            "Normal",
+            "WokenOnDemand",
+            "scaled up from 0 to 2 replicas on demand by cronscaler.dev/awake-until \"2026-11-24T00:00:00Z\" (set by kubectl-annotate)",
+            "app-0",
+        ),
+    ];
+    reconcile_ok(deployment_target(), &[at(22, 0, 0)], false, script).await;
+}
+
+#[tokio::test]
+async fn at_its_end_an_override_gives_way_to_the_schedule_and_is_removed() {
+    let woken = [
+        NIGHTLY[0],
+        NIGHTLY[1],
+        (
+            schedule::LAST_TRANSITION,
+            "2026-11-23T22:00:00Z up until 2026-11-24T00:00:00Z",
+        ),
+        (schedule::AWAKE_UNTIL, "2026-11-24T00:00:00Z"),
+    ];
+    let before = annotated_by_kubectl(app_0(2, &woken), schedule::AWAKE_UNTIL);
+    let script = vec![
+        get(APP_0, before.clone()),
+        scale_patch(
+            APP_0,
+            json!({
+                "metadata": {
+                    "resourceVersion": "10464",
+                    "annotations": {
+                        "cronscaler.dev/original-replicas": "2",
+                        "cronscaler.dev/last-transition": "2026-11-23T20:00:00Z down",
+                        "cronscaler.dev/awake-until": null,
+                    },
+                },
+                "spec": { "replicas": 0 },
+            }),
+            before,
+        ),
+        event(
+            "load-0",
+            "Normal",
+            "OverrideExpired",
+            "the override cronscaler.dev/awake-until \"2026-11-24T00:00:00Z\" (set by kubectl-annotate) has ended; the schedule applies again: scaled down from 2 to 0 replicas by cronscaler.dev/scale-down \"0 20 * * *\" (UTC) at 2026-11-23T20:00:00Z",
+            "app-0",
+        ),
+    ];
+    let midnight = Utc.with_ymd_and_hms(2026, 11, 24, 0, 0, 0).unwrap();
+    reconcile_ok(deployment_target(), &[midnight], false, script).await;
+}
+
+#[tokio::test]
+async fn an_override_reaching_too_far_is_refused_with_the_reason() {
+    let annotations = [
+        NIGHTLY[0],
+        NIGHTLY[1],
+        (schedule::AWAKE_UNTIL, "2026-11-25T06:00:00Z"),
+    ];
+    let before = app_0(0, &annotations);
+    let cause = refused_cause(
+        &annotations
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    );
+    let script = vec![
+        get(APP_0, before.clone()),
+        warned_patch(&cause, before),
+        event(
+            "load-0",
+            "Warning",
+            "InvalidSchedule",
+            "the override is not applied: cronscaler.dev/awake-until: \"2026-11-25T06:00:00Z\" reaches 32h ahead, more than the 24h an override may (--max-override)",
+            "app-0",
+        ),
+    ];
+    reconcile_ok(deployment_target(), &[at(22, 0, 0)], false, script).await;
+}

@@ -544,3 +544,66 @@ async fn objects_with_the_same_schedule_share_one_parsed_schedule() {
         "one parsed schedule per distinct schedule, not per object"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn overrides_are_looked_at_when_new_when_run_out_and_refused_when_too_far() {
+    let (queue, _timer, mut tracker, invalid) = tracked_deployments();
+    let applied = [
+        (schedule::SCALE_DOWN, "0 20 * * *"),
+        (schedule::LAST_TRANSITION, LAST_NIGHT),
+    ];
+    see(
+        &mut tracker,
+        watcher::Event::Apply(meta("web", &applied, None)),
+    );
+    assert!(drain(&queue).await.is_empty(), "nothing due");
+
+    let until = (base() + TimeDelta::hours(2)).to_rfc3339();
+    let woken = [
+        applied[0],
+        applied[1],
+        (schedule::AWAKE_UNTIL, until.as_str()),
+    ];
+    see(
+        &mut tracker,
+        watcher::Event::Apply(meta("web", &woken, None)),
+    );
+    assert_eq!(
+        drain(&queue).await,
+        vec![WorkKey::Scale(target("web"))],
+        "a new override is applied at once"
+    );
+
+    let past = (base() - TimeDelta::hours(1)).to_rfc3339();
+    let ran_out = [
+        applied[0],
+        applied[1],
+        (schedule::AWAKE_UNTIL, past.as_str()),
+    ];
+    see(
+        &mut tracker,
+        watcher::Event::Apply(meta("web", &ran_out, None)),
+    );
+    assert_eq!(
+        drain(&queue).await,
+        vec![WorkKey::Scale(target("web"))],
+        "an override of its own that ran out is there to be removed"
+    );
+
+    let far = (base() + TimeDelta::hours(30)).to_rfc3339();
+    let too_far = [
+        applied[0],
+        applied[1],
+        (schedule::AWAKE_UNTIL, far.as_str()),
+    ];
+    see(
+        &mut tracker,
+        watcher::Event::Apply(meta("web", &too_far, None)),
+    );
+    assert_eq!(
+        drain(&queue).await,
+        vec![WorkKey::Scale(target("web"))],
+        "refused: the worker says so once"
+    );
+    assert_eq!(invalid.get(), 1, "counted as invalid");
+}
