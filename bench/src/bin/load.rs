@@ -1245,10 +1245,7 @@ async fn qps(
         at.month()
     );
     let previous = recorded(cron.clone(), None, now)?;
-    let due = Transition {
-        at,
-        direction: Direction::Down,
-    };
+    let due = Transition::scheduled(at, Direction::Down);
     if governing(&cron, None, at)? != Some(due) {
         bail!("bug: cron {cron:?} does not fire at {at}");
     }
