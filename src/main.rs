@@ -5,8 +5,8 @@ use std::process::ExitCode;
 use chrono::Utc;
 use cronscaler::{
     commands::{
-        cli::{Cli, Command, OutputFormat, PlanArgs, RestoreArgs},
-        plan, run as controller,
+        cli::{Cli, Command, OutputFormat, PlanArgs, RestoreArgs, StatusArgs},
+        plan, run as controller, status,
     },
     foo::Foo,
     ops::logs,
@@ -27,6 +27,7 @@ async fn main() -> anyhow::Result<ExitCode> {
         }
         Command::Plan(args) => return plan(args).await,
         Command::Restore(args) => return restore(args).await,
+        Command::Status(args) => show_status(args).await?,
         Command::Run(args) => {
             logs::init(args.log_format);
             let shutdown = shutdown_signal().context("installing signal handlers")?;
@@ -82,6 +83,32 @@ async fn restore(args: RestoreArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// Prints what every scheduled object is doing now; on standard error, what could not be known.
+async fn show_status(args: StatusArgs) -> anyhow::Result<()> {
+    let client = kube::Client::try_default()
+        .await
+        .context("connecting to the Kubernetes API server")?;
+    let listed = status::read_cluster(&client, args.namespace.as_deref()).await?;
+    if listed.namespaces.is_none() {
+        eprintln!(
+            "Namespaces may not be listed (403): objects scheduled by their Namespace alone are \
+             missing, and exclusions unknown"
+        );
+    }
+    let now = Utc::now();
+    let status = status::status(
+        &listed.objects,
+        listed.namespaces.as_ref(),
+        args.default_timezone,
+        now,
+    );
+    match args.output {
+        OutputFormat::Table => print!("{}", status::render_table(&status, now)),
+        OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&status)?),
+    }
+    Ok(())
 }
 
 /// Prints the plan, and on standard error what of the manifests it skipped; exit code 1 when

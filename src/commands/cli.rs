@@ -26,6 +26,8 @@ pub enum Command {
     Crd,
     /// List every scheduled transition in a time window, from manifests or the live cluster.
     Plan(PlanArgs),
+    /// What every scheduled object of the live cluster is doing now, and what sleeping saves.
+    Status(StatusArgs),
     /// Give scaled-down objects back their original replicas and remove the controller's
     /// annotations (run it before uninstalling).
     Restore(RestoreArgs),
@@ -150,6 +152,21 @@ pub struct PlanArgs {
     /// Only this namespace of the live cluster (default: all).
     #[arg(short = 'n', long, env = "CRONSCALER_NAMESPACE")]
     pub namespace: Option<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct StatusArgs {
+    /// Only this namespace (default: all).
+    #[arg(short = 'n', long, env = "CRONSCALER_NAMESPACE")]
+    pub namespace: Option<String>,
+
+    /// Output format.
+    #[arg(short = 'o', long, env = "CRONSCALER_STATUS_OUTPUT", value_enum, default_value_t = OutputFormat::Table)]
+    pub output: OutputFormat,
+
+    /// Time zone of schedules without a `cronscaler.dev/timezone` annotation (IANA name).
+    #[arg(long, env = "CRONSCALER_DEFAULT_TIMEZONE", default_value = "UTC", value_parser = time_zone)]
+    pub default_timezone: Tz,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
