@@ -1,12 +1,11 @@
 use anyhow::Context as _;
-use clap::Parser as _;
 use std::process::ExitCode;
 
 use chrono::Utc;
 use cronscaler::{
     commands::{
-        cli::{Cli, Command, OutputFormat, PlanArgs, RestoreArgs, StatusArgs},
-        plan, run as controller, status,
+        cli::{Cli, Command, KubeArgs, OutputFormat, PlanArgs, RestoreArgs, StatusArgs},
+        kubeconfig, plan, run as controller, status,
     },
     foo::Foo,
     ops::logs,
@@ -17,7 +16,8 @@ use tokio::signal::unix::{SignalKind, signal};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<ExitCode> {
-    let cli = Cli::parse();
+    let cli = Cli::parse_args(std::env::args_os()).unwrap_or_else(|error| error.exit());
+    let kube = &cli.kube;
     match cli.command {
         Command::Crd => {
             print!(
@@ -25,14 +25,14 @@ async fn main() -> anyhow::Result<ExitCode> {
                 serde_norway::to_string(&Foo::crd()).context("serializing the Foo CRD")?
             );
         }
-        Command::Plan(args) => return plan(args).await,
-        Command::Restore(args) => return restore(args).await,
-        Command::Status(args) => show_status(args).await?,
+        Command::Plan(args) => return plan(kube, args).await,
+        Command::Restore(args) => return restore(kube, args).await,
+        Command::Status(args) => show_status(kube, args).await?,
         Command::Run(args) => {
             logs::init(args.log_format);
             let shutdown = shutdown_signal().context("installing signal handlers")?;
-            let client = controller::connect(&args)
-                .await
+            let config = kubeconfig::config(kube).await?;
+            let client = controller::client_for(config, &args)
                 .context("connecting to the Kubernetes API server")?;
             controller::run(client, &args, shutdown).await?;
             tracing::info!("stopped");
@@ -42,8 +42,8 @@ async fn main() -> anyhow::Result<ExitCode> {
 }
 
 /// Restores the objects named; exit code 1 when any could not be restored.
-async fn restore(args: RestoreArgs) -> anyhow::Result<ExitCode> {
-    let client = kube::Client::try_default()
+async fn restore(kube: &KubeArgs, args: RestoreArgs) -> anyhow::Result<ExitCode> {
+    let client = kubeconfig::client(kube)
         .await
         .context("connecting to the Kubernetes API server")?;
     let objects = plan::read_cluster(&client, args.namespace.as_deref())
@@ -86,8 +86,8 @@ async fn restore(args: RestoreArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Prints what every scheduled object is doing now; on standard error, what could not be known.
-async fn show_status(args: StatusArgs) -> anyhow::Result<()> {
-    let client = kube::Client::try_default()
+async fn show_status(kube: &KubeArgs, args: StatusArgs) -> anyhow::Result<()> {
+    let client = kubeconfig::client(kube)
         .await
         .context("connecting to the Kubernetes API server")?;
     let listed = status::read_cluster(&client, args.namespace.as_deref()).await?;
@@ -113,9 +113,9 @@ async fn show_status(args: StatusArgs) -> anyhow::Result<()> {
 
 /// Prints the plan, and on standard error what of the manifests it skipped; exit code 1 when
 /// some object's annotations are invalid (skipped objects are not an error).
-async fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
+async fn plan(kube: &KubeArgs, args: PlanArgs) -> anyhow::Result<ExitCode> {
     let objects = if args.files.is_empty() {
-        let client = kube::Client::try_default()
+        let client = kubeconfig::client(kube)
             .await
             .context("connecting to the Kubernetes API server (or pass -f)")?;
         plan::read_cluster(&client, args.namespace.as_deref())

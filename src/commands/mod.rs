@@ -2,6 +2,7 @@
 //! they do now), `restore` (undo what the controller did), and their arguments.
 
 pub mod cli;
+pub mod kubeconfig;
 pub mod plan;
 pub mod restore;
 pub mod run;

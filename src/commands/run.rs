@@ -57,16 +57,8 @@ use crate::{
     },
 };
 
-/// A client for the cluster of the current kubeconfig (or in-cluster), every request of which
-/// goes through one `--kube-qps` / `--kube-burst` budget.
-pub async fn connect(args: &RunArgs) -> Result<Client, kube::Error> {
-    let config = kube::Config::infer()
-        .await
-        .map_err(kube::Error::InferConfig)?;
-    client_for(config, args)
-}
-
-/// A client for `config` behind the `--kube-qps` / `--kube-burst` budget.
+/// A client for `config` (the cluster of the current kubeconfig, or in-cluster), every request
+/// of which goes through one `--kube-qps` / `--kube-burst` budget.
 pub fn client_for(config: kube::Config, args: &RunArgs) -> Result<Client, kube::Error> {
     Ok(ClientBuilder::try_from(config)?
         .with_layer(&RequestBudget::new(args.kube_qps, args.kube_burst))
