@@ -1,5 +1,6 @@
 //! `cronscaler status` on a real API server, run as the controller's ServiceAccount (the
-//! grants of `rbac/`): a Deployment the controller put to sleep, one awake, one invalid, and a
+//! grants of `rbac/`): a Deployment the controller put to sleep (and counts in its asleep
+//! gauges), one awake, one invalid, and a
 //! Deployment and a CronJob asleep by their Namespace's schedule, with the replicas asleep
 //! summed; and, as an identity that may not list Namespaces, the same command going on without
 //! them.
@@ -22,7 +23,7 @@ use kube::{
 };
 use serde_json::{Value, json};
 use support::{
-    Scenario, down_at, envtest, eventually, last_transition, replicas_and_annotations,
+    Scenario, down_at, envtest, eventually, last_transition, metric, replicas_and_annotations,
     whole_second_in,
 };
 
@@ -58,6 +59,16 @@ async fn status_tells_each_scheduled_object_and_the_replicas_asleep() {
         let (replicas, annotations) = replicas_and_annotations(&deployments, "sleepy").await?;
         (replicas == 0 && annotations.contains_key("cronscaler.dev/original-replicas"))
             .then_some(())
+    })
+    .await;
+    // What the controller tells Prometheus of it, from the watched metadata.
+    let series = |name: &str| format!("{name}{{namespace=\"{namespace}\",kind=\"Deployment\"}}");
+    let controller_ref = &controller;
+    eventually("sleepy in the asleep gauges", LATENESS, || async {
+        let text = controller_ref.metrics().await?;
+        let objects = metric(&text, &series("cronscaler_objects_asleep"));
+        let replicas = metric(&text, &series("cronscaler_replicas_asleep"));
+        (objects == Some(1.0) && replicas == Some(3.0)).then_some(())
     })
     .await;
     controller

@@ -49,6 +49,7 @@ use crate::{
     },
     scaling::{
         ScalingContext,
+        asleep::AsleepGauges,
         hpa::HpaIndex,
         namespaces::NamespaceSchedules,
         target::TargetKind,
@@ -129,7 +130,13 @@ pub async fn run(
             grace,
             metrics.invalid_schedules.clone(),
         );
-        Arc::new(Mutex::new(tracker.with_hpas(hpas.clone())))
+        let asleep = AsleepGauges {
+            objects: metrics.objects_asleep.clone(),
+            replicas: metrics.replicas_asleep.clone(),
+        };
+        Arc::new(Mutex::new(
+            tracker.with_hpas(hpas.clone()).with_asleep(asleep),
+        ))
     };
     let foo_schedules = tracker(TargetKind::Foo);
     let deployment_schedules = tracker(TargetKind::Deployment);

@@ -22,6 +22,7 @@ use crate::{
         workqueue::WorkQueue,
     },
     scaling::{
+        asleep::{self, AsleepCounts, AsleepGauges},
         hpa::{self, HpaIndex},
         namespaces::NamespaceSchedules,
         reconciler::other_replicas_writers,
@@ -55,6 +56,8 @@ pub struct Tracker {
     /// Objects whose annotations are invalid, counted in `invalid_gauge`.
     invalid: HashSet<ObjectKey>,
     invalid_gauge: Gauge,
+    /// What the objects asleep withhold.
+    asleep: AsleepCounts,
     /// Parsed schedules by the user-set annotations they come from, shared between objects.
     schedules: HashMap<BTreeMap<String, String>, Arc<Schedule>>,
     prune_at: usize,
@@ -156,6 +159,7 @@ impl Tracker {
             relisted: None,
             invalid: HashSet::new(),
             invalid_gauge,
+            asleep: AsleepCounts::default(),
             schedules: HashMap::new(),
             prune_at: MIN_PRUNE_AT,
         }
@@ -211,6 +215,14 @@ impl Tracker {
     /// transition in force (a stop came between its patch and theirs) needs a look.
     pub fn with_hpas(self, hpas: HpaIndex) -> Self {
         Self { hpas, ..self }
+    }
+
+    /// Keeps `gauges` of what the objects asleep withhold.
+    pub fn with_asleep(self, gauges: AsleepGauges) -> Self {
+        Self {
+            asleep: AsleepCounts::new(gauges),
+            ..self
+        }
     }
 
     /// Looks again at `target`, whose HPAs changed.
@@ -336,6 +348,13 @@ impl Tracker {
         if previous.is_some_and(|tracked| tracked.fingerprint == fingerprint) {
             return;
         }
+        // A Foo's Deployment sleeps through its Foo, which is counted.
+        let share = if controlled_by_foo {
+            asleep::Share::default()
+        } else {
+            asleep::share(self.kind, &ours)
+        };
+        self.asleep.set(self.kind, &key, share);
         // Writes through /scale (`kubectl scale`, an HPA) leave no time in managedFields: a
         // writer that appears while we watch may have changed the replicas just now.
         let new_timeless_writer = previous.is_some_and(|tracked| tracked.writers != writers)
@@ -466,6 +485,7 @@ impl Tracker {
 
     fn forget(&mut self, key: &ObjectKey) {
         self.count_invalid(key, false);
+        self.asleep.forget(self.kind, key);
         if self.tracked.remove(key).is_some() {
             self.timer.disarm(self.target(key.clone()));
         }

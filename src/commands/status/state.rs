@@ -5,9 +5,12 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::schedule::{
-    Annotations, Direction, EXCLUDE, LAST_TRANSITION, ORIGINAL_REPLICAS, SCALE_DOWN, SCALE_UP,
-    UP_REPLICAS, inherit,
+use crate::{
+    scaling::asleep::recorded_transition,
+    schedule::{
+        Annotations, Direction, EXCLUDE, ORIGINAL_REPLICAS, SCALE_DOWN, SCALE_UP, UP_REPLICAS,
+        inherit,
+    },
 };
 
 // On-demand overrides, being added to the annotation contract; these move to
@@ -148,11 +151,10 @@ pub fn state(
     }
 }
 
-/// The instant `last-transition` records, read leniently: an applied override is recorded as
-/// `<instant> up until <instant>`, which the parser does not read yet, and an invalid object
-/// still has a past worth telling.
+/// The instant `last-transition` records, also where the parser does not read it: an applied
+/// override (`<instant> up until <instant>`, not read yet), or an invalid object's.
 fn recorded_instant(own: &BTreeMap<String, String>) -> Option<DateTime<Utc>> {
-    instant(own.get(LAST_TRANSITION)?.split_whitespace().next()?)
+    recorded_transition(own).map(|transition| transition.at)
 }
 
 fn awake_replicas(parsed: &Annotations, own: &BTreeMap<String, String>, replicas: i32) -> i32 {
