@@ -232,6 +232,15 @@ pub struct StatusArgs {
     /// Time zone of schedules without a `cronscaler.dev/timezone` annotation (IANA name).
     #[arg(long, env = "CRONSCALER_DEFAULT_TIMEZONE", default_value = "UTC", value_parser = time_zone)]
     pub default_timezone: Tz,
+
+    /// Namespaces the controller never touches (comma-separated), as it was given them.
+    #[arg(
+        long,
+        env = "CRONSCALER_EXCLUDE_NAMESPACES",
+        value_delimiter = ',',
+        default_value = "kube-system,kube-public,kube-node-lease"
+    )]
+    pub exclude_namespaces: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -78,22 +78,24 @@ pub struct Status {
 }
 
 /// The status at `now` of `objects`, whose Namespaces' annotations are `namespaces` (`None`:
-/// not known).
+/// not known), for a controller that never touches the namespaces `excluded`.
 pub fn status(
     objects: &[StatusObject],
     namespaces: Option<&BTreeMap<String, BTreeMap<String, String>>>,
+    excluded: &[String],
     default_timezone: Tz,
     now: DateTime<Utc>,
 ) -> Status {
+    let excluded = excluded.iter().cloned();
     let schedules = match namespaces {
         Some(namespaces) => {
-            let schedules = NamespaceSchedules::watched([]);
+            let schedules = NamespaceSchedules::watched(excluded);
             for (name, annotations) in namespaces {
                 schedules.update(name, None, annotations);
             }
             schedules
         }
-        None => NamespaceSchedules::off([]),
+        None => NamespaceSchedules::off(excluded),
     };
     let mut rows: Vec<Row> = objects
         .iter()
@@ -135,7 +137,7 @@ fn row(
         observed.controlling_foo.is_some(),
     );
     let parsed = kind.parse(&effective, default_timezone);
-    let standing = match &observed.controlling_foo {
+    let mut standing = match &observed.controlling_foo {
         // Scaled through its Foo: a schedule of its own is refused, its Namespace's not applied.
         Some(foo) => {
             if !(own.contains_key(SCALE_DOWN) || own.contains_key(SCALE_UP)) {
@@ -158,6 +160,16 @@ fn row(
             state(&parsed, &own, follows, observed.replicas, now)?
         }
     };
+    if schedules.is_excluded(&namespace) {
+        standing = Standing {
+            state: State::Excluded,
+            next: None,
+            reasons: vec![format!(
+                "namespace {namespace} is never touched (--exclude-namespaces)"
+            )],
+            ..standing
+        };
+    }
     let timezone = match &parsed {
         Annotations::Scheduled(schedule, _) => schedule.timezone,
         _ => effective

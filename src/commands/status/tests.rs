@@ -59,7 +59,7 @@ fn only_row(
         .iter()
         .map(|(name, pairs)| (name.to_string(), annotations_of(pairs)))
         .collect();
-    let mut status = status(objects, Some(&namespaces), Tz::UTC, now);
+    let mut status = status(objects, Some(&namespaces), &[], Tz::UTC, now);
     assert_eq!(status.objects.len(), 1, "{status:?}");
     status.objects.remove(0)
 }
@@ -69,7 +69,7 @@ fn rows(objects: &[StatusObject], namespaces: &[(&str, &[(&str, &str)])]) -> Vec
         .iter()
         .map(|(name, pairs)| (name.to_string(), annotations_of(pairs)))
         .collect();
-    status(objects, Some(&namespaces), Tz::UTC, night()).objects
+    status(objects, Some(&namespaces), &[], Tz::UTC, night()).objects
 }
 
 #[test]
@@ -282,7 +282,7 @@ fn a_cron_job_sleeps_suspended_and_counts_as_an_object_not_replicas() {
             ]),
         ),
     ];
-    let status = status(&objects, Some(&BTreeMap::new()), Tz::UTC, night());
+    let status = status(&objects, Some(&BTreeMap::new()), &[], Tz::UTC, night());
     let report = &status.objects[0];
     assert_eq!(
         (
@@ -322,7 +322,7 @@ fn the_table_lines_up_one_row_an_object_and_the_summary() {
         ),
         deployment("typo", 2, &[(SCALE_DOWN, "never")]),
     ];
-    let status = status(&objects, Some(&BTreeMap::new()), Tz::UTC, night());
+    let status = status(&objects, Some(&BTreeMap::new()), &[], Tz::UTC, night());
     let table = render_table(&status, night());
     let lines: Vec<&str> = table.lines().collect();
     assert_eq!(
@@ -377,7 +377,7 @@ fn unknown_namespaces_leave_out_what_only_they_schedule() {
         deployment("follows", 2, &[]),
         deployment("own", 2, &NIGHTLY),
     ];
-    let status = status(&objects, None, Tz::UTC, night());
+    let status = status(&objects, None, &[], Tz::UTC, night());
     assert!(!status.namespace_schedules_known);
     let names: Vec<&str> = status.objects.iter().map(|row| row.name.as_str()).collect();
     assert_eq!(names, vec!["own"]);
@@ -392,4 +392,29 @@ fn ages_read_like_kubectls() {
     assert_eq!(age(3 * 3600 + 12 * 60), "3h12m");
     assert_eq!(age(2 * 86400 + 3 * 3600 + 59), "2d3h");
     assert_eq!(age(-5), "0s");
+}
+
+#[test]
+fn a_schedule_in_a_namespace_the_controller_never_touches_is_excluded() {
+    let objects = [
+        object(TargetKind::Deployment, "kube-system", "dns", 2, &NIGHTLY),
+        deployment("web", 2, &NIGHTLY),
+    ];
+    let status = status(
+        &objects,
+        Some(&BTreeMap::new()),
+        &["kube-system".to_string()],
+        Tz::UTC,
+        night(),
+    );
+    let dns = &status.objects[0];
+    assert_eq!(
+        (dns.name.as_str(), dns.state, dns.next.clone()),
+        ("dns", State::Excluded, None)
+    );
+    assert_eq!(
+        dns.reasons,
+        vec!["namespace kube-system is never touched (--exclude-namespaces)"]
+    );
+    assert_eq!(status.objects[1].state, State::Awake);
 }
