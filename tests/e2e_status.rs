@@ -221,6 +221,21 @@ async fn status_tells_each_scheduled_object_and_the_replicas_asleep() {
     assert_eq!(sleepy["awakeReplicas"], 3);
     assert_eq!(sleepy["next"]["action"], "up");
 
+    // As a kubectl plugin, through kubectl itself, which passes on its environment (the
+    // kubeconfig) and the arguments after `cronscaler`.
+    match as_kubectl_plugin(&scenario, &["cronscaler", "status", "-n", &namespace]) {
+        Some(output) => {
+            let plugin = String::from_utf8_lossy(&output.stdout);
+            assert!(output.status.success(), "{plugin}");
+            assert_eq!(
+                plugin.lines().last(),
+                lines.last().copied(),
+                "kubectl cronscaler status:\n{plugin}"
+            );
+        }
+        None => support::say("status as a kubectl plugin: skipped: no kubectl on PATH"),
+    }
+
     // Over every namespace, as the ClusterRole allows, the same rows are there.
     let output = scenario.run(&["status"]);
     let everywhere = String::from_utf8_lossy(&output.stdout);
@@ -232,6 +247,30 @@ async fn status_tells_each_scheduled_object_and_the_replicas_asleep() {
         "{everywhere}"
     );
     scenario.finish().await;
+}
+
+/// Runs `kubectl args` with a link `kubectl-cronscaler` to the binary first on the PATH and the
+/// ServiceAccount's kubeconfig; `None` without kubectl.
+fn as_kubectl_plugin(scenario: &Scenario, args: &[&str]) -> Option<std::process::Output> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let kubectl = std::env::split_paths(&path)
+        .map(|dir| dir.join("kubectl"))
+        .find(|kubectl| kubectl.is_file())?;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    std::os::unix::fs::symlink(
+        env!("CARGO_BIN_EXE_cronscaler"),
+        dir.path().join("kubectl-cronscaler"),
+    )
+    .expect("the plugin link");
+    let dirs = std::iter::once(dir.path().to_path_buf()).chain(std::env::split_paths(&path));
+    let output = std::process::Command::new(kubectl)
+        .args(args)
+        .env("PATH", std::env::join_paths(dirs).expect("a PATH"))
+        .env("KUBECONFIG", scenario.sa_kubeconfig())
+        .env_remove("CRONSCALER_NAMESPACE")
+        .output()
+        .expect("kubectl runs");
+    Some(output)
 }
 
 #[tokio::test]
@@ -329,6 +368,35 @@ async fn without_the_namespaces_grant_status_says_so_and_goes_on() {
             .lines()
             .any(|line| line.contains(" own ") && line.contains("awake")),
         "goes on with the objects' own schedules: {stdout}"
+    );
+
+    // The context named, after the subcommand, as kubectl takes it.
+    let context = kubeconfig
+        .current_context
+        .clone()
+        .expect("a current context");
+    let named = scenario.run(&[
+        "status",
+        "-n",
+        &namespace,
+        "--kubeconfig",
+        &path,
+        "--context",
+        &context,
+    ]);
+    let named_rows = String::from_utf8_lossy(&named.stdout);
+    assert!(named.status.success(), "{named:?}");
+    assert!(
+        named_rows
+            .lines()
+            .any(|line| line.contains(" own ") && line.contains("awake")),
+        "{named_rows}"
+    );
+    let missing = scenario.run(&["status", "--kubeconfig", &path, "--context", "nowhere"]);
+    let error = String::from_utf8_lossy(&missing.stderr);
+    assert!(
+        !missing.status.success() && error.contains("context \"nowhere\""),
+        "an unknown context is named: {error}"
     );
     scenario.finish().await;
 }

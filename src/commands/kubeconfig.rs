@@ -10,9 +10,9 @@ use super::cli::KubeArgs;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConnectError {
-    #[error("reading the kubeconfig {path}: {source}")]
+    /// The source names the file.
+    #[error("reading the kubeconfig: {source}")]
     Read {
-        path: String,
         #[source]
         source: KubeconfigError,
     },
@@ -48,10 +48,8 @@ pub async fn config(kube: &KubeArgs) -> Result<Config, ConnectError> {
     };
     match (&kube.kubeconfig, &kube.context) {
         (Some(path), _) => {
-            let kubeconfig = Kubeconfig::read_from(path).map_err(|source| ConnectError::Read {
-                path: path.display().to_string(),
-                source,
-            })?;
+            let kubeconfig =
+                Kubeconfig::read_from(path).map_err(|source| ConnectError::Read { source })?;
             Config::from_custom_kubeconfig(kubeconfig, &options)
                 .await
                 .map_err(load)
