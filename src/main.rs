@@ -31,7 +31,9 @@ async fn main() -> anyhow::Result<ExitCode> {
         Command::Run(args) => {
             logs::init(args.log_format);
             let shutdown = shutdown_signal().context("installing signal handlers")?;
-            let config = kubeconfig::config(kube).await?;
+            let config = kubeconfig::config(kube)
+                .await
+                .context("connecting to the Kubernetes API server")?;
             let client = controller::client_for(config, &args)
                 .context("connecting to the Kubernetes API server")?;
             controller::run(client, &args, shutdown).await?;
