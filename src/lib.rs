@@ -7,7 +7,7 @@
 //! - [`runtime`]: what both controllers share (workqueue, workers, leader election, request
 //!   budget, Events).
 //! - [`ops`]: operating the process (HTTP endpoints, metrics, logs).
-//! - [`commands`]: the command line (`run`, `plan`, `restore`).
+//! - [`commands`]: the command line (`run`, `plan`, `status`, `restore`).
 
 pub mod commands;
 pub mod error;

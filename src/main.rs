@@ -1,13 +1,15 @@
 use anyhow::Context as _;
-use clap::Parser as _;
 use std::process::ExitCode;
 
 use chrono::Utc;
 use cronscaler::{
     commands::{
-        cli::{Cli, Command, OutputFormat, OverrideArgs, PlanArgs, RestoreArgs},
+        cli::{
+            Cli, Command, KubeArgs, OutputFormat, OverrideArgs, PlanArgs, RestoreArgs, StatusArgs,
+        },
+        kubeconfig,
         on_demand::{OverrideTarget, set_override},
-        plan, run as controller,
+        plan, run as controller, status,
     },
     foo::Foo,
     ops::logs,
@@ -18,7 +20,8 @@ use tokio::signal::unix::{SignalKind, signal};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<ExitCode> {
-    let cli = Cli::parse();
+    let cli = Cli::parse_args(std::env::args_os()).unwrap_or_else(|error| error.exit());
+    let kube = &cli.kube;
     match cli.command {
         Command::Crd => {
             print!(
@@ -26,15 +29,20 @@ async fn main() -> anyhow::Result<ExitCode> {
                 serde_norway::to_string(&Foo::crd()).context("serializing the Foo CRD")?
             );
         }
-        Command::Plan(args) => return plan(args).await,
-        Command::Restore(args) => return restore(args).await,
-        Command::Wake(args) => on_demand(args, cronscaler::schedule::Direction::Up).await?,
-        Command::Sleep(args) => on_demand(args, cronscaler::schedule::Direction::Down).await?,
+        Command::Plan(args) => return plan(kube, args).await,
+        Command::Restore(args) => return restore(kube, args).await,
+        Command::Status(args) => show_status(kube, args).await?,
+        Command::Wake(args) => on_demand(kube, args, cronscaler::schedule::Direction::Up).await?,
+        Command::Sleep(args) => {
+            on_demand(kube, args, cronscaler::schedule::Direction::Down).await?
+        }
         Command::Run(args) => {
             logs::init(args.log_format);
             let shutdown = shutdown_signal().context("installing signal handlers")?;
-            let client = controller::connect(&args)
+            let config = kubeconfig::config(kube)
                 .await
+                .context("connecting to the Kubernetes API server")?;
+            let client = controller::client_for(config, &args)
                 .context("connecting to the Kubernetes API server")?;
             controller::run(client, &args, shutdown).await?;
             tracing::info!("stopped");
@@ -45,10 +53,12 @@ async fn main() -> anyhow::Result<ExitCode> {
 
 /// Writes an override on demand and says what the controller will do with it.
 async fn on_demand(
+    kube: &KubeArgs,
     args: OverrideArgs,
     direction: cronscaler::schedule::Direction,
 ) -> anyhow::Result<()> {
-    let target = OverrideTarget::parse(&args.namespace, args.object.as_deref())?;
+    let namespace = args.namespace.context("which namespace? Give it with -n")?;
+    let target = OverrideTarget::parse(&namespace, args.object.as_deref())?;
     let now = Utc::now();
     let requested = match (args.for_, args.until) {
         (Some(span), _) => Some(
@@ -61,7 +71,7 @@ async fn on_demand(
     };
     let max =
         chrono::Duration::from_std(args.max_override).context("--max-override is too long")?;
-    let client = kube::Client::try_default()
+    let client = kubeconfig::client(kube)
         .await
         .context("connecting to the Kubernetes API server")?;
     println!(
@@ -72,8 +82,8 @@ async fn on_demand(
 }
 
 /// Restores the objects named; exit code 1 when any could not be restored.
-async fn restore(args: RestoreArgs) -> anyhow::Result<ExitCode> {
-    let client = kube::Client::try_default()
+async fn restore(kube: &KubeArgs, args: RestoreArgs) -> anyhow::Result<ExitCode> {
+    let client = kubeconfig::client(kube)
         .await
         .context("connecting to the Kubernetes API server")?;
     let objects = plan::read_cluster(&client, args.namespace.as_deref())
@@ -115,11 +125,38 @@ async fn restore(args: RestoreArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// Prints what every scheduled object is doing now; on standard error, what could not be known.
+async fn show_status(kube: &KubeArgs, args: StatusArgs) -> anyhow::Result<()> {
+    let client = kubeconfig::client(kube)
+        .await
+        .context("connecting to the Kubernetes API server")?;
+    let listed = status::read_cluster(&client, args.namespace.as_deref()).await?;
+    if listed.namespaces.is_none() {
+        eprintln!(
+            "Namespaces may not be listed (403): objects scheduled by their Namespace alone are \
+             missing, and exclusions unknown"
+        );
+    }
+    let now = Utc::now();
+    let status = status::status(
+        &listed.objects,
+        listed.namespaces.as_ref(),
+        &args.exclude_namespaces,
+        args.default_timezone,
+        now,
+    );
+    match args.output {
+        OutputFormat::Table => print!("{}", status::render_table(&status, now)),
+        OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&status)?),
+    }
+    Ok(())
+}
+
 /// Prints the plan, and on standard error what of the manifests it skipped; exit code 1 when
 /// some object's annotations are invalid (skipped objects are not an error).
-async fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
+async fn plan(kube: &KubeArgs, args: PlanArgs) -> anyhow::Result<ExitCode> {
     let objects = if args.files.is_empty() {
-        let client = kube::Client::try_default()
+        let client = kubeconfig::client(kube)
             .await
             .context("connecting to the Kubernetes API server (or pass -f)")?;
         plan::read_cluster(&client, args.namespace.as_deref())

@@ -16,7 +16,7 @@ use kube::{
     api::{ListParams, Patch, PatchParams, PostParams},
 };
 use serde_json::json;
-use support::{Scenario, envtest, eventually, replicas_and_annotations, whole_second_in};
+use support::{Scenario, envtest, eventually, metric, replicas_and_annotations, whole_second_in};
 
 /// Lateness we accept from a transition: the timer, one reconcile, a busy 2-core machine.
 const LATENESS: Duration = Duration::from_secs(15);
@@ -138,6 +138,36 @@ async fn a_namespace_schedule_puts_its_workloads_to_sleep_and_removing_it_wakes_
             .expect("the Deployment");
         assert_eq!(replicas, 2, "{name} does not follow the namespace");
     }
+    // What the Namespace's night withholds, in the controller's gauges.
+    let series = |name: &str, kind: &str| {
+        format!(
+            "{name}{{namespace=\"{}\",kind=\"{kind}\"}}",
+            scenario.namespace
+        )
+    };
+    let asleep = [
+        ("Deployment", Some(1.0), Some(2.0)),
+        ("StatefulSet", Some(1.0), Some(3.0)),
+        ("CronJob", Some(1.0), None),
+    ];
+    let read_gauges = |text: &str| -> Vec<(&'static str, Option<f64>, Option<f64>)> {
+        asleep
+            .iter()
+            .map(|(kind, ..)| {
+                (
+                    *kind,
+                    metric(text, &series("cronscaler_objects_asleep", kind)),
+                    metric(text, &series("cronscaler_replicas_asleep", kind)),
+                )
+            })
+            .collect()
+    };
+    let controller_ref = &controller;
+    eventually("the asleep gauges", LATENESS, || async {
+        let text = controller_ref.metrics().await?;
+        (read_gauges(&text) == asleep).then_some(())
+    })
+    .await;
 
     // Removing the namespace's schedule is, for each workload that followed it, the removal of
     // its schedule: what it put to sleep wakes.
@@ -165,6 +195,15 @@ async fn a_namespace_schedule_puts_its_workloads_to_sleep_and_removing_it_wakes_
     eventually("the CronJob running again", LATENESS, || async {
         let cron_job = scenario.cron_jobs().get("report").await.ok()?;
         (cron_job.spec?.suspend == Some(false)).then_some(())
+    })
+    .await;
+    let controller_ref = &controller;
+    eventually("no series asleep left", LATENESS, || async {
+        let text = controller_ref.metrics().await?;
+        read_gauges(&text)
+            .iter()
+            .all(|(_, objects, replicas)| objects.is_none() && replicas.is_none())
+            .then_some(())
     })
     .await;
     controller

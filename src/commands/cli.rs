@@ -1,11 +1,16 @@
 //! Command line: every flag can also come from a `CRONSCALER_*` environment variable, so the
 //! same binary is configured by flags on a laptop and by env in a Pod spec.
 
-use std::{net::SocketAddr, path::PathBuf, time::Duration};
+use std::{
+    ffi::OsString,
+    net::SocketAddr,
+    path::{Path, PathBuf},
+    time::Duration,
+};
 
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory as _, FromArgMatches as _, Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -14,8 +19,79 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
     about = "Scheduled scaling for Kubernetes, and the Foo controller"
 )]
 pub struct Cli {
+    #[command(flatten)]
+    pub kube: KubeArgs,
+
+    /// Namespace of the objects; as with kubectl, before the subcommand as well as after it.
+    // Each subcommand that takes a namespace has its own, which clap fills from this one.
+    #[arg(short = 'n', long, global = true)]
+    namespace: Option<String>,
+
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// The name kubectl runs a plugin by: `kubectl cronscaler ...` runs `kubectl-cronscaler ...`.
+pub const KUBECTL_PLUGIN: &str = "kubectl-cronscaler";
+
+impl Cli {
+    /// Parses `args` as the command line of the program named by its first one: installed as
+    /// [`KUBECTL_PLUGIN`], help and errors speak of `kubectl cronscaler`.
+    pub fn parse_args<I, T>(args: I) -> Result<Self, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+        let invoked_as = args
+            .first()
+            .and_then(|program| Path::new(program).file_name())
+            .and_then(|name| name.to_str());
+        let command = match invoked_as {
+            Some(KUBECTL_PLUGIN) => Cli::command()
+                .name(KUBECTL_PLUGIN)
+                .bin_name("kubectl cronscaler"),
+            _ => Cli::command(),
+        };
+        let mut command = command;
+        let cli = Cli::from_arg_matches(&command.try_get_matches_from_mut(args)?)?;
+        if let Command::Restore(RestoreArgs {
+            name: Some(name),
+            namespace: None,
+            ..
+        }) = &cli.command
+        {
+            return Err(command.error(
+                clap::error::ErrorKind::MissingRequiredArgument,
+                format!("restore {name}: which namespace? Give it with -n"),
+            ));
+        }
+        if let Command::Wake(OverrideArgs {
+            namespace: None, ..
+        })
+        | Command::Sleep(OverrideArgs {
+            namespace: None, ..
+        }) = &cli.command
+        {
+            return Err(command.error(
+                clap::error::ErrorKind::MissingRequiredArgument,
+                "which namespace? Give it with -n",
+            ));
+        }
+        Ok(cli)
+    }
+}
+
+/// Which cluster, as kubectl's flags of the same names say; anywhere on the command line.
+#[derive(Debug, Clone, Default, Args)]
+pub struct KubeArgs {
+    /// The kubeconfig file (default: KUBECONFIG, then ~/.kube/config, then in-cluster).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// The kubeconfig context (default: its current-context).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub context: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -26,6 +102,8 @@ pub enum Command {
     Crd,
     /// List every scheduled transition in a time window, from manifests or the live cluster.
     Plan(PlanArgs),
+    /// What every scheduled object of the live cluster is doing now, and what sleeping saves.
+    Status(StatusArgs),
     /// Give scaled-down objects back their original replicas and remove the controller's
     /// annotations (run it before uninstalling).
     Restore(RestoreArgs),
@@ -41,8 +119,9 @@ pub enum Command {
 #[command(group = clap::ArgGroup::new("how_long").args(["for_", "until"]))]
 pub struct OverrideArgs {
     /// The Namespace, or the namespace of KIND/NAME.
+    // Required, but it may come before the subcommand: `Cli::parse_args` checks that it is there.
     #[arg(short = 'n', long, env = "CRONSCALER_NAMESPACE")]
-    pub namespace: String,
+    pub namespace: Option<String>,
 
     /// One object instead of the whole Namespace: deployment/NAME, statefulset/NAME,
     /// cronjob/NAME or foo/NAME.
@@ -74,7 +153,8 @@ pub struct RestoreArgs {
     pub namespace: Option<String>,
 
     /// The Deployment and/or Foo of this name in `-n`.
-    #[arg(requires = "namespace")]
+    // Its namespace may come before the subcommand, which clap tells only after parsing it:
+    // `Cli::parse_args` checks that it has one.
     pub name: Option<String>,
 }
 
@@ -186,6 +266,30 @@ pub struct PlanArgs {
     /// Only this namespace of the live cluster (default: all).
     #[arg(short = 'n', long, env = "CRONSCALER_NAMESPACE")]
     pub namespace: Option<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct StatusArgs {
+    /// Only this namespace (default: all).
+    #[arg(short = 'n', long, env = "CRONSCALER_NAMESPACE")]
+    pub namespace: Option<String>,
+
+    /// Output format.
+    #[arg(short = 'o', long, env = "CRONSCALER_STATUS_OUTPUT", value_enum, default_value_t = OutputFormat::Table)]
+    pub output: OutputFormat,
+
+    /// Time zone of schedules without a `cronscaler.dev/timezone` annotation (IANA name).
+    #[arg(long, env = "CRONSCALER_DEFAULT_TIMEZONE", default_value = "UTC", value_parser = time_zone)]
+    pub default_timezone: Tz,
+
+    /// Namespaces the controller never touches (comma-separated), as it was given them.
+    #[arg(
+        long,
+        env = "CRONSCALER_EXCLUDE_NAMESPACES",
+        value_delimiter = ',',
+        default_value = "kube-system,kube-public,kube-node-lease"
+    )]
+    pub exclude_namespaces: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -302,8 +406,7 @@ mod tests {
 
     #[test]
     fn restore_takes_all_or_one_named_object() {
-        let parse =
-            |args: &[&str]| Cli::try_parse_from(["cronscaler", "restore"].iter().chain(args));
+        let parse = |args: &[&str]| Cli::parse_args(["cronscaler", "restore"].iter().chain(args));
         let Command::Restore(one) = parse(&["-n", "staging", "web"]).unwrap().command else {
             panic!("not restore")
         };
@@ -325,5 +428,77 @@ mod tests {
         assert!(plan.files.is_empty());
         assert_eq!(plan.window, Duration::from_secs(7 * 86400));
         assert_eq!(plan.output, OutputFormat::Table);
+    }
+
+    #[test]
+    fn kubectls_flags_go_before_or_after_the_subcommand_under_either_name() {
+        let command_lines: [&[&str]; 3] = [
+            &["cronscaler", "-n", "staging", "--context", "prod", "status"],
+            &[
+                "kubectl-cronscaler",
+                "status",
+                "-n",
+                "staging",
+                "--context",
+                "prod",
+            ],
+            &[
+                "/home/me/.local/bin/kubectl-cronscaler",
+                "--context=prod",
+                "status",
+                "--namespace=staging",
+                "-o",
+                "json",
+            ],
+        ];
+        for argv in command_lines {
+            let cli = Cli::parse_args(argv).unwrap();
+            assert_eq!(cli.kube.context.as_deref(), Some("prod"), "{argv:?}");
+            let Command::Status(status) = cli.command else {
+                panic!("not status: {argv:?}")
+            };
+            assert_eq!(status.namespace.as_deref(), Some("staging"), "{argv:?}");
+        }
+        let cli = Cli::parse_args([
+            "kubectl-cronscaler",
+            "--kubeconfig",
+            "/tmp/kc",
+            "-n",
+            "staging",
+            "restore",
+            "web",
+        ])
+        .unwrap();
+        assert_eq!(cli.kube.kubeconfig, Some(PathBuf::from("/tmp/kc")));
+        let Command::Restore(restore) = cli.command else {
+            panic!("not restore")
+        };
+        assert_eq!(
+            (restore.namespace.as_deref(), restore.name.as_deref()),
+            (Some("staging"), Some("web"))
+        );
+        let Command::Plan(plan) =
+            Cli::parse_args(["cronscaler", "plan", "--context", "dev", "-n", "a"])
+                .unwrap()
+                .command
+        else {
+            panic!("not plan")
+        };
+        assert_eq!(plan.namespace.as_deref(), Some("a"));
+    }
+
+    #[test]
+    fn as_a_kubectl_plugin_help_speaks_of_kubectl_cronscaler() {
+        let help = |argv: &[&str]| Cli::parse_args(argv).unwrap_err().to_string();
+        let plugin = help(&["/usr/local/bin/kubectl-cronscaler", "status", "--help"]);
+        assert!(
+            plugin.contains("Usage: kubectl cronscaler status"),
+            "{plugin}"
+        );
+        assert!(plugin.contains("--context <NAME>"), "{plugin}");
+        let plain = help(&["cronscaler", "status", "--help"]);
+        assert!(plain.contains("Usage: cronscaler status"), "{plain}");
+        let error = help(&["kubectl-cronscaler", "stauts"]);
+        assert!(error.contains("kubectl cronscaler"), "{error}");
     }
 }

@@ -1,8 +1,12 @@
-//! The command line: `run` (the controllers), `plan` (what schedules will do), `wake` and `sleep`
-//! (overrides on demand), `restore` (undo what the controller did), and their arguments.
+//! The command line: `run` (the controllers), `plan` (what schedules will do), `status` (what
+//! they do now), `wake` and `sleep` (overrides on demand), `restore` (undo what the controller
+//! did), and their arguments.
 
 pub mod cli;
+pub mod kubeconfig;
 pub mod on_demand;
 pub mod plan;
 pub mod restore;
 pub mod run;
+pub mod status;
+mod table;

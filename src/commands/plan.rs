@@ -394,6 +394,7 @@ fn apply_annotations(
 mod manifests;
 mod render;
 
+pub(crate) use manifests::list;
 pub use manifests::{
     Location, Manifests, SkipReason, Skipped, parse_manifests, read_cluster, read_manifests,
 };

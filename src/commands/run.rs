@@ -50,6 +50,7 @@ use crate::{
     },
     scaling::{
         ScalingContext,
+        asleep::AsleepGauges,
         hpa::HpaIndex,
         namespaces::NamespaceSchedules,
         on_demand,
@@ -60,16 +61,8 @@ use crate::{
     schedule::{ASLEEP_UNTIL, AWAKE_UNTIL},
 };
 
-/// A client for the cluster of the current kubeconfig (or in-cluster), every request of which
-/// goes through one `--kube-qps` / `--kube-burst` budget.
-pub async fn connect(args: &RunArgs) -> Result<Client, kube::Error> {
-    let config = kube::Config::infer()
-        .await
-        .map_err(kube::Error::InferConfig)?;
-    client_for(config, args)
-}
-
-/// A client for `config` behind the `--kube-qps` / `--kube-burst` budget.
+/// A client for `config` (the cluster of the current kubeconfig, or in-cluster), every request
+/// of which goes through one `--kube-qps` / `--kube-burst` budget.
 pub fn client_for(config: kube::Config, args: &RunArgs) -> Result<Client, kube::Error> {
     Ok(ClientBuilder::try_from(config)?
         .with_layer(&RequestBudget::new(args.kube_qps, args.kube_burst))
@@ -141,10 +134,15 @@ pub async fn run(
             grace,
             metrics.invalid_schedules.clone(),
         );
+        let asleep = AsleepGauges {
+            objects: metrics.objects_asleep.clone(),
+            replicas: metrics.replicas_asleep.clone(),
+        };
         Arc::new(Mutex::new(
             tracker
                 .with_hpas(hpas.clone())
-                .with_max_override(max_override),
+                .with_max_override(max_override)
+                .with_asleep(asleep),
         ))
     };
     let foo_schedules = tracker(TargetKind::Foo);

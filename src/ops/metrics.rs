@@ -64,12 +64,22 @@ pub struct ResultLabels {
     pub result: Outcome,
 }
 
+/// Where what sleeps is.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct AsleepLabels {
+    pub namespace: String,
+    /// `Deployment`, `StatefulSet`, `CronJob` or `Foo`.
+    pub kind: &'static str,
+}
+
 #[derive(Clone)]
 pub struct Metrics {
     pub scale_actions: Family<ScaleLabels, Counter>,
     pub transition_lateness: Histogram,
     pub schedules: Gauge,
     pub invalid_schedules: Gauge,
+    pub objects_asleep: Family<AsleepLabels, Gauge>,
+    pub replicas_asleep: Family<AsleepLabels, Gauge>,
     pub foo_reconciles: Family<ResultLabels, Counter>,
     pub foo_reconcile_duration: Histogram,
     pub workqueue_depth: Gauge,
@@ -87,6 +97,8 @@ impl Metrics {
             transition_lateness: Histogram::new(exponential_buckets(0.001, 2.0, 20)),
             schedules: Gauge::default(),
             invalid_schedules: Gauge::default(),
+            objects_asleep: Family::default(),
+            replicas_asleep: Family::default(),
             foo_reconciles: Family::default(),
             foo_reconcile_duration: Histogram::new(exponential_buckets(0.001, 2.0, 16)),
             workqueue_depth: Gauge::default(),
@@ -113,6 +125,16 @@ impl Metrics {
             "invalid_schedules",
             "Objects whose cronscaler.dev/ annotations are invalid",
             metrics.invalid_schedules.clone(),
+        );
+        registry.register(
+            "objects_asleep",
+            "Objects whose last transition applied is a scale-down",
+            metrics.objects_asleep.clone(),
+        );
+        registry.register(
+            "replicas_asleep",
+            "Replicas the objects asleep withhold: original-replicas minus down-replicas",
+            metrics.replicas_asleep.clone(),
         );
         registry.register(
             "foo_reconciles",
@@ -173,6 +195,12 @@ mod tests {
         metrics.transition_lateness.observe(0.02);
         metrics.schedules.set(3);
         metrics.invalid_schedules.set(1);
+        let staging = AsleepLabels {
+            namespace: "staging".into(),
+            kind: "StatefulSet",
+        };
+        metrics.objects_asleep.get_or_create(&staging).set(2);
+        metrics.replicas_asleep.get_or_create(&staging).set(5);
         metrics
             .foo_reconciles
             .get_or_create(&ResultLabels {
@@ -190,6 +218,8 @@ mod tests {
             "cronscaler_transition_lateness_seconds_count 1",
             "cronscaler_schedules 3",
             "cronscaler_invalid_schedules 1",
+            "cronscaler_objects_asleep{namespace=\"staging\",kind=\"StatefulSet\"} 2",
+            "cronscaler_replicas_asleep{namespace=\"staging\",kind=\"StatefulSet\"} 5",
             "cronscaler_foo_reconciles_total{result=\"error\"} 1",
             "cronscaler_foo_reconcile_duration_seconds_count 1",
             "cronscaler_workqueue_depth 7",

@@ -2,6 +2,7 @@
 //! the timer puts due objects into the shared workqueue, and the reconciler applies the
 //! schedule's rules at the current time.
 
+pub mod asleep;
 pub mod hpa;
 pub mod namespaces;
 pub mod on_demand;

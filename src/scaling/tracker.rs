@@ -22,6 +22,7 @@ use crate::{
         workqueue::WorkQueue,
     },
     scaling::{
+        asleep::{self, AsleepCounts, AsleepGauges},
         hpa::{self, HpaIndex},
         namespaces::NamespaceSchedules,
         reconciler::{DEFAULT_MAX_OVERRIDE, other_replicas_writers},
@@ -57,6 +58,8 @@ pub struct Tracker {
     /// Objects whose annotations are invalid, counted in `invalid_gauge`.
     invalid: HashSet<ObjectKey>,
     invalid_gauge: Gauge,
+    /// What the objects asleep withhold.
+    asleep: AsleepCounts,
     /// Parsed schedules by the user-set annotations they come from, shared between objects.
     schedules: HashMap<BTreeMap<String, String>, Arc<Schedule>>,
     prune_at: usize,
@@ -165,6 +168,7 @@ impl Tracker {
             relisted: None,
             invalid: HashSet::new(),
             invalid_gauge,
+            asleep: AsleepCounts::default(),
             schedules: HashMap::new(),
             prune_at: MIN_PRUNE_AT,
         }
@@ -225,6 +229,14 @@ impl Tracker {
     pub fn with_max_override(self, max_override: TimeDelta) -> Self {
         Self {
             max_override,
+            ..self
+        }
+    }
+
+    /// Keeps `gauges` of what the objects asleep withhold.
+    pub fn with_asleep(self, gauges: AsleepGauges) -> Self {
+        Self {
+            asleep: AsleepCounts::new(gauges),
             ..self
         }
     }
@@ -352,6 +364,13 @@ impl Tracker {
         if previous.is_some_and(|tracked| tracked.fingerprint == fingerprint) {
             return;
         }
+        // A Foo's Deployment sleeps through its Foo, which is counted.
+        let share = if controlled_by_foo {
+            asleep::Share::default()
+        } else {
+            asleep::share(self.kind, &ours)
+        };
+        self.asleep.set(self.kind, &key, share);
         // Writes through /scale (`kubectl scale`, an HPA) leave no time in managedFields: a
         // writer that appears while we watch may have changed the replicas just now.
         let new_timeless_writer = previous.is_some_and(|tracked| tracked.writers != writers)
@@ -502,6 +521,7 @@ impl Tracker {
 
     fn forget(&mut self, key: &ObjectKey) {
         self.count_invalid(key, false);
+        self.asleep.forget(self.kind, key);
         if self.tracked.remove(key).is_some() {
             self.timer.disarm(self.target(key.clone()));
         }

@@ -444,7 +444,7 @@ async fn namespace_schedules(
     Ok(schedules)
 }
 
-async fn list<K>(client: &Client, namespace: Option<&str>) -> Result<Vec<K>, kube::Error>
+pub(crate) async fn list<K>(client: &Client, namespace: Option<&str>) -> Result<Vec<K>, kube::Error>
 where
     K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
         + Clone

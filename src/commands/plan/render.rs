@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use chrono::SecondsFormat;
 
 use super::{Plan, PlannedSummary};
-use crate::scaling::target::TargetKind;
+use crate::{commands::table, scaling::target::TargetKind};
 
 /// The plan as a table a person reads: local time, UTC, object, action, replicas. A summary
 /// is a row at its first transition whose text spans the last two columns, so its length does
@@ -100,22 +100,7 @@ pub fn render_table(plan: &Plan) -> String {
     let rows: Vec<Vec<String>> = std::iter::once(header)
         .chain(rows.into_iter().map(|(_, row)| row))
         .collect();
-    let mut widths = [0usize; 5];
-    for row in &rows {
-        let leading = &row[..row.len().saturating_sub(1)];
-        for (width, cell) in widths.iter_mut().zip(leading) {
-            *width = (*width).max(cell.chars().count());
-        }
-    }
-    let mut out = String::new();
-    for row in &rows {
-        let line: Vec<String> = row
-            .iter()
-            .zip(widths)
-            .map(|(cell, width)| format!("{cell:<width$}"))
-            .collect();
-        let _ = writeln!(out, "{}", line.join("  ").trim_end());
-    }
+    let mut out = table::aligned(&rows);
     if plan.transitions.is_empty() && plan.summaries.is_empty() {
         let _ = writeln!(out, "(no transitions in the window)");
     }

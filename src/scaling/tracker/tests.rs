@@ -607,3 +607,79 @@ async fn overrides_are_looked_at_when_new_when_run_out_and_refused_when_too_far(
     );
     assert_eq!(invalid.get(), 1, "counted as invalid");
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_asleep_gauges_follow_each_objects_recorded_transition() {
+    use crate::{ops::metrics::AsleepLabels, scaling::asleep::AsleepGauges};
+    use prometheus_client::metrics::family::Family;
+
+    let (_queue, _timer, tracker, _) = tracked_deployments();
+    let gauges = AsleepGauges::default();
+    let mut tracker = tracker.with_asleep(gauges.clone());
+    let staging = AsleepLabels {
+        namespace: "staging".into(),
+        kind: "Deployment",
+    };
+    let value =
+        |family: &Family<AsleepLabels, Gauge>| family.get(&staging).map(|gauge| gauge.get());
+    let now = || (value(&gauges.objects), value(&gauges.replicas));
+    let crons = [
+        (schedule::SCALE_DOWN, "0 20 * * *"),
+        (schedule::SCALE_UP, "0 7 * * *"),
+    ];
+    let web_asleep = [
+        crons[0],
+        crons[1],
+        (schedule::ORIGINAL_REPLICAS, "3"),
+        (schedule::LAST_TRANSITION, LAST_NIGHT),
+    ];
+    let api_asleep = [
+        crons[0],
+        crons[1],
+        (schedule::ORIGINAL_REPLICAS, "5"),
+        (schedule::DOWN_REPLICAS, "1"),
+        (schedule::LAST_TRANSITION, LAST_NIGHT),
+    ];
+    see(
+        &mut tracker,
+        watcher::Event::Apply(meta("web", &web_asleep, None)),
+    );
+    see(
+        &mut tracker,
+        watcher::Event::Apply(meta("api", &api_asleep, None)),
+    );
+    assert_eq!(now(), (Some(2), Some(3 + 4)), "3 of web, 5 - 1 of api");
+    see(
+        &mut tracker,
+        watcher::Event::Apply(owned_by_foo(meta("foo-web", &web_asleep, None))),
+    );
+    see(
+        &mut tracker,
+        watcher::Event::Apply(meta("api", &api_asleep, None)),
+    );
+    assert_eq!(
+        now(),
+        (Some(2), Some(7)),
+        "a Foo's Deployment sleeps through its Foo; seeing an object again counts it once"
+    );
+
+    let web_awake = [
+        crons[0],
+        crons[1],
+        (schedule::LAST_TRANSITION, "2026-11-23T07:00:00Z up"),
+    ];
+    see(
+        &mut tracker,
+        watcher::Event::Apply(meta("web", &web_awake, None)),
+    );
+    assert_eq!(now(), (Some(1), Some(4)), "web woke");
+    see(
+        &mut tracker,
+        watcher::Event::Delete(meta("api", &api_asleep, None)),
+    );
+    assert_eq!(
+        now(),
+        (None, None),
+        "nothing asleep in staging: no series left"
+    );
+}

@@ -1,0 +1,291 @@
+//! `cronscaler status`: what every scheduled object is doing now (awake, asleep, overridden,
+//! invalid, paused or excluded), since when, what comes next, and how many replicas sleeping
+//! withholds now.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, TimeDelta, Utc};
+use chrono_tz::Tz;
+use serde::Serialize;
+
+use crate::{
+    commands::table,
+    scaling::{
+        namespaces::NamespaceSchedules,
+        target::{TargetKind, TargetState},
+    },
+    schedule::{Annotations, SCALE_DOWN, SCALE_UP, TIMEZONE},
+};
+
+mod cluster;
+mod state;
+
+pub use cluster::{Listed, StatusError, read_cluster};
+pub use state::{ASLEEP_UNTIL, AWAKE_UNTIL, NextAction, Standing, State, state};
+
+/// One object as listed.
+#[derive(Debug, Clone)]
+pub struct StatusObject {
+    pub kind: TargetKind,
+    pub observed: TargetState,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Row {
+    pub namespace: String,
+    pub kind: String,
+    pub name: String,
+    pub state: State,
+    /// The instant of the last transition applied (`last-transition`).
+    pub since: Option<DateTime<Utc>>,
+    /// The same, in the schedule's time zone.
+    pub since_local_time: Option<String>,
+    pub next: Option<Next>,
+    pub replicas: i32,
+    pub awake_replicas: i32,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub reasons: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Next {
+    pub action: NextAction,
+    pub at: DateTime<Utc>,
+    pub local_time: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    /// Objects asleep now, CronJobs included.
+    pub objects_asleep: u64,
+    /// Of those, the CronJobs: they sleep suspended and withhold no replicas.
+    pub cron_jobs_asleep: u64,
+    /// Over the objects asleep, what they have awake minus what they have now.
+    pub replicas_asleep: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Status {
+    pub objects: Vec<Row>,
+    pub summary: Summary,
+    /// False when Namespaces could not be read: objects scheduled by their Namespace alone are
+    /// then missing, and exclusions unknown.
+    pub namespace_schedules_known: bool,
+}
+
+/// The status at `now` of `objects`, whose Namespaces' annotations are `namespaces` (`None`:
+/// not known), for a controller that never touches the namespaces `excluded`.
+pub fn status(
+    objects: &[StatusObject],
+    namespaces: Option<&BTreeMap<String, BTreeMap<String, String>>>,
+    excluded: &[String],
+    default_timezone: Tz,
+    now: DateTime<Utc>,
+) -> Status {
+    let excluded = excluded.iter().cloned();
+    let schedules = match namespaces {
+        Some(namespaces) => {
+            let schedules = NamespaceSchedules::watched(excluded);
+            for (name, annotations) in namespaces {
+                schedules.update(name, None, annotations);
+            }
+            schedules
+        }
+        None => NamespaceSchedules::off(excluded),
+    };
+    let mut rows: Vec<Row> = objects
+        .iter()
+        .filter_map(|object| row(object, namespaces, &schedules, default_timezone, now))
+        .collect();
+    rows.sort_by(|a, b| (&a.namespace, &a.kind, &a.name).cmp(&(&b.namespace, &b.kind, &b.name)));
+    let mut summary = Summary::default();
+    for row in rows.iter().filter(|row| row.state == State::Asleep) {
+        summary.objects_asleep += 1;
+        if row.kind == TargetKind::CronJob.as_str() {
+            summary.cron_jobs_asleep += 1;
+        } else {
+            summary.replicas_asleep +=
+                i64::from(row.awake_replicas.saturating_sub(row.replicas)).max(0);
+        }
+    }
+    Status {
+        objects: rows,
+        summary,
+        namespace_schedules_known: namespaces.is_some(),
+    }
+}
+
+fn row(
+    object: &StatusObject,
+    namespaces: Option<&BTreeMap<String, BTreeMap<String, String>>>,
+    schedules: &NamespaceSchedules,
+    default_timezone: Tz,
+    now: DateTime<Utc>,
+) -> Option<Row> {
+    let kind = object.kind;
+    let observed = &object.observed;
+    let namespace = observed.reference.namespace.clone().unwrap_or_default();
+    let own = kind.rules_view(&observed.annotations);
+    let (effective, _) = schedules.effective(
+        kind,
+        &namespace,
+        &observed.annotations,
+        observed.controlling_foo.is_some(),
+    );
+    let parsed = kind.parse(&effective, default_timezone);
+    let mut standing = match &observed.controlling_foo {
+        // Scaled through its Foo: a schedule of its own is refused, its Namespace's not applied.
+        Some(foo) => {
+            if !(own.contains_key(SCALE_DOWN) || own.contains_key(SCALE_UP)) {
+                return None;
+            }
+            let refused = Annotations::Invalid(Vec::new());
+            Standing {
+                state: State::Invalid,
+                next: None,
+                reasons: vec![format!(
+                    "controlled by Foo {foo:?}: annotate the Foo instead"
+                )],
+                ..state(&refused, &own, None, observed.replicas, now)?
+            }
+        }
+        None => {
+            let follows = namespaces
+                .filter(|_| kind != TargetKind::Foo)
+                .and_then(|namespaces| namespaces.get(&namespace));
+            state(&parsed, &own, follows, observed.replicas, now)?
+        }
+    };
+    if schedules.is_excluded(&namespace) {
+        standing = Standing {
+            state: State::Excluded,
+            next: None,
+            reasons: vec![format!(
+                "namespace {namespace} is never touched (--exclude-namespaces)"
+            )],
+            ..standing
+        };
+    }
+    let timezone = match &parsed {
+        Annotations::Scheduled(schedule, _) => schedule.timezone,
+        _ => effective
+            .get(TIMEZONE)
+            .and_then(|zone| zone.parse().ok())
+            .unwrap_or(default_timezone),
+    };
+    Some(Row {
+        namespace,
+        kind: kind.to_string(),
+        name: observed.reference.name.clone().unwrap_or_default(),
+        state: standing.state,
+        since: standing.since,
+        since_local_time: standing.since.map(|since| local_time(since, timezone)),
+        next: standing.next.map(|(action, at)| Next {
+            action,
+            at,
+            local_time: local_time(at, timezone),
+        }),
+        replicas: standing.replicas,
+        awake_replicas: standing.awake_replicas,
+        reasons: standing.reasons,
+    })
+}
+
+fn local_time(at: DateTime<Utc>, timezone: Tz) -> String {
+    at.with_timezone(&timezone)
+        .format("%Y-%m-%d %H:%M:%S %Z")
+        .to_string()
+}
+
+/// The status as a table: one row an object, then the summary.
+pub fn render_table(status: &Status, now: DateTime<Utc>) -> String {
+    let header = [
+        "NAMESPACE",
+        "KIND",
+        "NAME",
+        "STATE",
+        "SINCE",
+        "NEXT",
+        "AT",
+        "REPLICAS",
+        "REASON",
+    ]
+    .map(String::from)
+    .to_vec();
+    let rows = status.objects.iter().map(|row| {
+        let amount = |replicas: i32| {
+            if row.kind == TargetKind::CronJob.as_str() {
+                TargetKind::CronJob.amount(replicas)
+            } else {
+                replicas.to_string()
+            }
+        };
+        let (next, at) = match &row.next {
+            Some(next) => (
+                format!("{} in {}", next.action.as_str(), age(next.at - now)),
+                next.local_time.clone(),
+            ),
+            None => ("-".into(), "-".into()),
+        };
+        vec![
+            row.namespace.clone(),
+            row.kind.clone(),
+            row.name.clone(),
+            row.state.as_str().into(),
+            row.since
+                .map_or("-".into(), |since| format!("{} ago", age(now - since))),
+            next,
+            at,
+            // Now, then awake: `0/3` sleeps 3 replicas.
+            format!("{}/{}", amount(row.replicas), amount(row.awake_replicas)),
+            row.reasons.join("; "),
+        ]
+    });
+    let rows: Vec<Vec<String>> = std::iter::once(header).chain(rows).collect();
+    let mut out = if status.objects.is_empty() {
+        "no scheduled objects\n".to_string()
+    } else {
+        table::aligned(&rows)
+    };
+    out.push_str(&summary_line(&status.summary));
+    out
+}
+
+/// E.g. `asleep now: 3 objects (1 CronJob suspended), 5 replicas`.
+pub fn summary_line(summary: &Summary) -> String {
+    let plural = |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let cron_jobs = match summary.cron_jobs_asleep {
+        0 => String::new(),
+        n => format!(" ({} suspended)", plural(n, "CronJob", "CronJobs")),
+    };
+    format!(
+        "asleep now: {}{cron_jobs}, {}\n",
+        plural(summary.objects_asleep, "object", "objects"),
+        plural(
+            summary.replicas_asleep.unsigned_abs(),
+            "replica",
+            "replicas"
+        )
+    )
+}
+
+/// A span as `kubectl get` prints an age: `45s`, `12m`, `3h12m`, `2d3h`.
+pub fn age(span: TimeDelta) -> String {
+    let seconds = span.num_seconds().max(0);
+    let (days, hours, minutes) = (seconds / 86_400, seconds / 3_600 % 24, seconds / 60 % 60);
+    match (days, hours, minutes) {
+        (0, 0, 0) => format!("{seconds}s"),
+        (0, 0, _) => format!("{minutes}m"),
+        (0, _, 0) => format!("{hours}h"),
+        (0, _, _) => format!("{hours}h{minutes}m"),
+        (_, 0, _) => format!("{days}d"),
+        _ => format!("{days}d{hours}h"),
+    }
+}
+
+#[cfg(test)]
+mod tests;

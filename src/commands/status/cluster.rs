@@ -1,0 +1,107 @@
+//! What `status` reads of the cluster: paged lists only, as `kubectl get` reads, so the
+//! controller's own read-only grants suffice.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::{
+    apps::v1::{Deployment, StatefulSet},
+    batch::v1::CronJob,
+    core::v1::Namespace,
+};
+use kube::{Api, Client, ResourceExt as _};
+
+use super::StatusObject;
+use crate::{
+    commands::plan::list,
+    error::is_status,
+    foo::Foo,
+    runtime::paging::all_pages,
+    scaling::target::{TargetKind, TargetState},
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StatusError {
+    #[error("listing {what}: {source}")]
+    List {
+        what: &'static str,
+        #[source]
+        source: kube::Error,
+    },
+}
+
+/// The scheduled kinds' objects, and the annotations of their Namespaces.
+#[derive(Debug)]
+pub struct Listed {
+    pub objects: Vec<StatusObject>,
+    /// `None` when Namespaces may not be listed (a namespaced install's grants).
+    pub namespaces: Option<BTreeMap<String, BTreeMap<String, String>>>,
+}
+
+/// Lists Deployments, StatefulSets, CronJobs, Foos (none without the CRD) and Namespaces, of
+/// the cluster or of `namespace`.
+pub async fn read_cluster(client: &Client, namespace: Option<&str>) -> Result<Listed, StatusError> {
+    let failed = |what| move |source| StatusError::List { what, source };
+    let deployments: Vec<Deployment> = list(client, namespace)
+        .await
+        .map_err(failed("Deployments"))?;
+    let stateful_sets: Vec<StatefulSet> = list(client, namespace)
+        .await
+        .map_err(failed("StatefulSets"))?;
+    let cron_jobs: Vec<CronJob> = list(client, namespace).await.map_err(failed("CronJobs"))?;
+    let foos: Vec<Foo> = match list(client, namespace).await {
+        Err(error) if is_status(&error, 404) => Vec::new(),
+        listed => listed.map_err(failed("Foos"))?,
+    };
+    let objects = deployments
+        .iter()
+        .map(|object| (TargetKind::Deployment, TargetState::of_deployment(object)))
+        .chain(stateful_sets.iter().map(|object| {
+            (
+                TargetKind::StatefulSet,
+                TargetState::of_stateful_set(object),
+            )
+        }))
+        .chain(
+            cron_jobs
+                .iter()
+                .map(|object| (TargetKind::CronJob, TargetState::of_cron_job(object))),
+        )
+        .chain(
+            foos.iter()
+                .map(|object| (TargetKind::Foo, TargetState::of_foo(object))),
+        )
+        .map(|(kind, observed)| StatusObject { kind, observed })
+        .collect();
+    let namespaces = match namespace_annotations(client, namespace).await {
+        Err(error) if is_status(&error, 403) => None,
+        listed => Some(listed.map_err(failed("Namespaces"))?),
+    };
+    Ok(Listed {
+        objects,
+        namespaces,
+    })
+}
+
+/// Every Namespace's annotations, or those of `namespace` alone: listed with a field selector
+/// rather than read, since the controller's grants list Namespaces but do not get them.
+async fn namespace_annotations(
+    client: &Client,
+    namespace: Option<&str>,
+) -> Result<BTreeMap<String, BTreeMap<String, String>>, kube::Error> {
+    let api: Api<Namespace> = Api::all(client.clone());
+    let api = &api;
+    let selector = namespace.map(|name| format!("metadata.name={name}"));
+    let selector = selector.as_deref();
+    let listed = all_pages(500, |params| async move {
+        let params = match selector {
+            Some(selector) => params.fields(selector),
+            None => params,
+        };
+        api.list_metadata(&params).await
+    })
+    .await?;
+    Ok(listed
+        .into_iter()
+        .map(|namespace| (namespace.name_any(), namespace.annotations().clone()))
+        .collect())
+}

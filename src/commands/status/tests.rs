@@ -1,0 +1,420 @@
+use k8s_openapi::api::core::v1::ObjectReference;
+
+use super::*;
+use crate::schedule::{
+    DOWN_REPLICAS, EXCLUDE, LAST_TRANSITION, ORIGINAL_REPLICAS, ORIGINAL_SUSPEND, PAUSED,
+    UP_REPLICAS,
+    test_support::{annotations as annotations_of, at},
+};
+
+/// Monday 2026-11-23, 02:00 UTC: the night of a "20:00 down, 07:00 up" schedule.
+fn night() -> DateTime<Utc> {
+    at("2026-11-23T02:00:00Z")
+}
+
+const NIGHTLY: [(&str, &str); 2] = [(SCALE_DOWN, "0 20 * * *"), (SCALE_UP, "0 7 * * *")];
+const LAST_NIGHT: &str = "2026-11-22T20:00:00Z down";
+const THIS_MORNING: &str = "2026-11-22T07:00:00Z up";
+
+fn object(
+    kind: TargetKind,
+    namespace: &str,
+    name: &str,
+    replicas: i32,
+    pairs: &[(&str, &str)],
+) -> StatusObject {
+    StatusObject {
+        kind,
+        observed: TargetState {
+            reference: ObjectReference {
+                namespace: Some(namespace.into()),
+                name: Some(name.into()),
+                ..ObjectReference::default()
+            },
+            replicas,
+            annotations: annotations_of(pairs),
+            resource_version: None,
+            managed_fields: Vec::new(),
+            controlling_foo: None,
+            created: None,
+        },
+    }
+}
+
+fn deployment(name: &str, replicas: i32, pairs: &[(&str, &str)]) -> StatusObject {
+    object(TargetKind::Deployment, "staging", name, replicas, pairs)
+}
+
+fn with(extra: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static str)> {
+    NIGHTLY.iter().chain(extra).copied().collect()
+}
+
+/// The one row of `objects`' status, with `namespaces` known.
+fn only_row(
+    objects: &[StatusObject],
+    namespaces: &[(&str, &[(&str, &str)])],
+    now: DateTime<Utc>,
+) -> Row {
+    let namespaces: BTreeMap<String, BTreeMap<String, String>> = namespaces
+        .iter()
+        .map(|(name, pairs)| (name.to_string(), annotations_of(pairs)))
+        .collect();
+    let mut status = status(objects, Some(&namespaces), &[], Tz::UTC, now);
+    assert_eq!(status.objects.len(), 1, "{status:?}");
+    status.objects.remove(0)
+}
+
+fn rows(objects: &[StatusObject], namespaces: &[(&str, &[(&str, &str)])]) -> Vec<Row> {
+    let namespaces: BTreeMap<String, BTreeMap<String, String>> = namespaces
+        .iter()
+        .map(|(name, pairs)| (name.to_string(), annotations_of(pairs)))
+        .collect();
+    status(objects, Some(&namespaces), &[], Tz::UTC, night()).objects
+}
+
+#[test]
+fn a_deployment_put_to_sleep_is_asleep_since_then_until_the_morning() {
+    let row = only_row(
+        &[deployment(
+            "web",
+            0,
+            &with(&[
+                (ORIGINAL_REPLICAS, "3"),
+                (LAST_TRANSITION, LAST_NIGHT),
+                (TIMEZONE, "Europe/Berlin"),
+            ]),
+        )],
+        &[],
+        night(),
+    );
+    assert_eq!(row.state, State::Asleep);
+    assert_eq!(row.since, Some(at("2026-11-22T20:00:00Z")));
+    // 20:00 and 07:00 in Berlin, 19:00 and 06:00 UTC.
+    assert_eq!(
+        row.since_local_time.as_deref(),
+        Some("2026-11-22 21:00:00 CET")
+    );
+    assert_eq!(
+        row.next,
+        Some(Next {
+            action: NextAction::Up,
+            at: at("2026-11-23T06:00:00Z"),
+            local_time: "2026-11-23 07:00:00 CET".into(),
+        })
+    );
+    assert_eq!((row.replicas, row.awake_replicas), (0, 3));
+    assert!(row.reasons.is_empty());
+}
+
+#[test]
+fn an_awake_deployment_waits_for_its_scale_down_with_its_up_replicas() {
+    let noon = at("2026-11-23T12:00:00Z");
+    let row = only_row(
+        &[deployment(
+            "web",
+            2,
+            &with(&[(LAST_TRANSITION, THIS_MORNING), (UP_REPLICAS, "4")]),
+        )],
+        &[],
+        noon,
+    );
+    assert_eq!(row.state, State::Awake);
+    assert_eq!(row.since, Some(at("2026-11-22T07:00:00Z")));
+    assert_eq!(
+        row.next.map(|next| (next.action, next.at)),
+        Some((NextAction::Down, at("2026-11-23T20:00:00Z")))
+    );
+    assert_eq!(
+        (row.replicas, row.awake_replicas),
+        (2, 4),
+        "the morning gives up-replicas"
+    );
+    let never_scaled = only_row(&[deployment("new", 2, &NIGHTLY)], &[], noon);
+    assert_eq!(never_scaled.state, State::Awake);
+    assert_eq!(never_scaled.since, None);
+    assert_eq!(never_scaled.awake_replicas, 2, "what it has now");
+}
+
+#[test]
+fn invalid_annotations_are_told_with_key_value_and_reason() {
+    let row = only_row(
+        &[deployment(
+            "typo",
+            2,
+            &[(SCALE_DOWN, "0 25 * * *"), (DOWN_REPLICAS, "-1")],
+        )],
+        &[],
+        night(),
+    );
+    assert_eq!(row.state, State::Invalid);
+    assert_eq!(row.next, None);
+    assert_eq!(row.reasons.len(), 2, "{:?}", row.reasons);
+    assert!(
+        row.reasons[0].starts_with("cronscaler.dev/down-replicas: \"-1\" must be 0 or more"),
+        "{:?}",
+        row.reasons
+    );
+    assert!(
+        row.reasons[1].starts_with("cronscaler.dev/scale-down: \"0 25 * * *\""),
+        "{:?}",
+        row.reasons
+    );
+}
+
+#[test]
+fn an_override_in_the_future_wins_over_the_schedule_and_over_its_unknown_key() {
+    let until = "2026-11-23T09:30:00Z";
+    let row = only_row(
+        &[deployment(
+            "demo",
+            3,
+            &with(&[
+                (AWAKE_UNTIL, until),
+                (
+                    LAST_TRANSITION,
+                    "2026-11-23T01:00:00Z up until 2026-11-23T09:30:00Z",
+                ),
+            ]),
+        )],
+        &[],
+        night(),
+    );
+    assert_eq!(row.state, State::Overridden);
+    assert_eq!(row.since, Some(at("2026-11-23T01:00:00Z")));
+    assert_eq!(
+        row.next.map(|next| (next.action, next.at)),
+        Some((NextAction::OverrideEnds, at(until)))
+    );
+    assert_eq!(row.reasons, vec!["awake until 2026-11-23T09:30:00Z"]);
+
+    let after = only_row(
+        &[deployment("demo", 3, &with(&[(AWAKE_UNTIL, until)]))],
+        &[],
+        at("2026-11-23T10:00:00Z"),
+    );
+    assert_ne!(
+        after.state,
+        State::Overridden,
+        "an override that has ended holds nothing"
+    );
+}
+
+#[test]
+fn a_namespaces_override_holds_what_follows_its_schedule_only() {
+    let namespace: &[(&str, &str)] = &[
+        (SCALE_DOWN, "0 20 * * *"),
+        (ASLEEP_UNTIL, "2026-11-24T00:00:00Z"),
+    ];
+    let objects = [
+        deployment(
+            "follows",
+            0,
+            &[(LAST_TRANSITION, LAST_NIGHT), (ORIGINAL_REPLICAS, "2")],
+        ),
+        deployment("own", 2, &with(&[(LAST_TRANSITION, THIS_MORNING)])),
+    ];
+    let rows = rows(&objects, &[("staging", namespace)]);
+    let states: Vec<(&str, State)> = rows
+        .iter()
+        .map(|row| (row.name.as_str(), row.state))
+        .collect();
+    assert_eq!(
+        states,
+        vec![("follows", State::Overridden), ("own", State::Awake)]
+    );
+    assert_eq!(rows[0].reasons, vec!["asleep until 2026-11-24T00:00:00Z"]);
+}
+
+#[test]
+fn paused_excluded_and_unscheduled_objects() {
+    let namespace: &[(&str, &str)] = &[(SCALE_DOWN, "0 20 * * *")];
+    let objects = [
+        deployment(
+            "paused",
+            0,
+            &with(&[(PAUSED, "true"), (LAST_TRANSITION, LAST_NIGHT)]),
+        ),
+        deployment("left-out", 2, &[(EXCLUDE, "true")]),
+        deployment("follows", 2, &[]),
+    ];
+    let states: Vec<(String, State)> = rows(&objects, &[("staging", namespace)])
+        .into_iter()
+        .map(|row| (row.name, row.state))
+        .collect();
+    assert_eq!(
+        states,
+        vec![
+            ("follows".to_string(), State::Awake),
+            ("left-out".to_string(), State::Excluded),
+            ("paused".to_string(), State::Paused),
+        ]
+    );
+    let paused = &rows(&objects, &[])[0];
+    assert_eq!(
+        (paused.name.as_str(), paused.next.clone()),
+        ("paused", None),
+        "nothing happens while paused"
+    );
+    assert_eq!(
+        rows(&objects, &[]).len(),
+        1,
+        "without the Namespace's schedule, neither the excluded nor the plain one is scheduled"
+    );
+}
+
+#[test]
+fn a_cron_job_sleeps_suspended_and_counts_as_an_object_not_replicas() {
+    let objects = [
+        object(
+            TargetKind::CronJob,
+            "staging",
+            "report",
+            0,
+            &with(&[(ORIGINAL_SUSPEND, "false"), (LAST_TRANSITION, LAST_NIGHT)]),
+        ),
+        deployment(
+            "web",
+            1,
+            &with(&[
+                (ORIGINAL_REPLICAS, "5"),
+                (DOWN_REPLICAS, "1"),
+                (LAST_TRANSITION, LAST_NIGHT),
+            ]),
+        ),
+    ];
+    let status = status(&objects, Some(&BTreeMap::new()), &[], Tz::UTC, night());
+    let report = &status.objects[0];
+    assert_eq!(
+        (
+            report.kind.as_str(),
+            report.state,
+            report.replicas,
+            report.awake_replicas
+        ),
+        ("CronJob", State::Asleep, 0, 1)
+    );
+    assert_eq!(
+        status.summary,
+        Summary {
+            objects_asleep: 2,
+            cron_jobs_asleep: 1,
+            replicas_asleep: 4,
+        }
+    );
+    let table = render_table(&status, night());
+    assert!(
+        table.contains("suspended/running"),
+        "a CronJob's replicas read as it runs:\n{table}"
+    );
+    assert!(
+        table.ends_with("asleep now: 2 objects (1 CronJob suspended), 4 replicas\n"),
+        "{table}"
+    );
+}
+
+#[test]
+fn the_table_lines_up_one_row_an_object_and_the_summary() {
+    let objects = [
+        deployment(
+            "web",
+            0,
+            &with(&[(ORIGINAL_REPLICAS, "3"), (LAST_TRANSITION, LAST_NIGHT)]),
+        ),
+        deployment("typo", 2, &[(SCALE_DOWN, "never")]),
+    ];
+    let status = status(&objects, Some(&BTreeMap::new()), &[], Tz::UTC, night());
+    let table = render_table(&status, night());
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(
+        lines[0],
+        "NAMESPACE  KIND        NAME  STATE    SINCE   NEXT      AT                       REPLICAS  REASON"
+    );
+    assert!(
+        lines[1].starts_with(
+            "staging    Deployment  typo  invalid  -       -         -                        2/2       \
+             cronscaler.dev/scale-down: \"never\" "
+        ),
+        "{table}"
+    );
+    assert_eq!(
+        lines[2],
+        "staging    Deployment  web   asleep   6h ago  up in 5h  2026-11-23 07:00:00 UTC  0/3"
+    );
+    assert_eq!(lines[3], "asleep now: 1 object, 3 replicas");
+    let json = serde_json::to_value(&status).unwrap();
+    assert_eq!(json["summary"]["replicasAsleep"], 3);
+    assert_eq!(json["objects"][1]["state"], "asleep");
+    assert_eq!(json["objects"][1]["next"]["action"], "up");
+    assert_eq!(json["objects"][1]["awakeReplicas"], 3);
+    assert_eq!(json["namespaceSchedulesKnown"], true);
+}
+
+#[test]
+fn a_foos_deployment_is_scaled_through_its_foo() {
+    let mut scheduled = deployment("foo-web", 1, &NIGHTLY);
+    scheduled.observed.controlling_foo = Some("example-foo".into());
+    let mut plain = deployment("foo-plain", 1, &[]);
+    plain.observed.controlling_foo = Some("example-foo".into());
+    let rows = rows(
+        &[scheduled, plain],
+        &[("staging", &[(SCALE_DOWN, "0 20 * * *")])],
+    );
+    assert_eq!(
+        rows.len(),
+        1,
+        "its Namespace's schedule does not apply: {rows:?}"
+    );
+    assert_eq!(rows[0].state, State::Invalid);
+    assert_eq!(
+        rows[0].reasons,
+        vec!["controlled by Foo \"example-foo\": annotate the Foo instead"]
+    );
+}
+
+#[test]
+fn unknown_namespaces_leave_out_what_only_they_schedule() {
+    let objects = [
+        deployment("follows", 2, &[]),
+        deployment("own", 2, &NIGHTLY),
+    ];
+    let status = status(&objects, None, &[], Tz::UTC, night());
+    assert!(!status.namespace_schedules_known);
+    let names: Vec<&str> = status.objects.iter().map(|row| row.name.as_str()).collect();
+    assert_eq!(names, vec!["own"]);
+}
+
+#[test]
+fn ages_read_like_kubectls() {
+    let age = |seconds| age(TimeDelta::seconds(seconds));
+    assert_eq!(age(45), "45s");
+    assert_eq!(age(12 * 60 + 5), "12m");
+    assert_eq!(age(3 * 3600), "3h");
+    assert_eq!(age(3 * 3600 + 12 * 60), "3h12m");
+    assert_eq!(age(2 * 86400 + 3 * 3600 + 59), "2d3h");
+    assert_eq!(age(-5), "0s");
+}
+
+#[test]
+fn a_schedule_in_a_namespace_the_controller_never_touches_is_excluded() {
+    let objects = [
+        object(TargetKind::Deployment, "kube-system", "dns", 2, &NIGHTLY),
+        deployment("web", 2, &NIGHTLY),
+    ];
+    let status = status(
+        &objects,
+        Some(&BTreeMap::new()),
+        &["kube-system".to_string()],
+        Tz::UTC,
+        night(),
+    );
+    let dns = &status.objects[0];
+    assert_eq!(
+        (dns.name.as_str(), dns.state, dns.next.clone()),
+        ("dns", State::Excluded, None)
+    );
+    assert_eq!(
+        dns.reasons,
+        vec!["namespace kube-system is never touched (--exclude-namespaces)"]
+    );
+    assert_eq!(status.objects[1].state, State::Awake);
+}
