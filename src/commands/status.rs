@@ -21,7 +21,7 @@ mod cluster;
 mod state;
 
 pub use cluster::{Listed, StatusError, read_cluster};
-pub use state::{ASLEEP_UNTIL, AWAKE_UNTIL, NextAction, Standing, State, state};
+pub use state::{NextAction, Standing, State, state};
 
 /// One object as listed.
 #[derive(Debug, Clone)]

@@ -8,16 +8,9 @@ use serde::Serialize;
 use crate::{
     scaling::asleep::recorded_transition,
     schedule::{
-        Annotations, Direction, EXCLUDE, ORIGINAL_REPLICAS, SCALE_DOWN, SCALE_UP, UP_REPLICAS,
-        inherit,
+        Annotations, Direction, EXCLUDE, ORIGINAL_REPLICAS, UP_REPLICAS, has_schedule, inherit,
     },
 };
-
-// On-demand overrides, being added to the annotation contract; these move to
-// `schedule::annotations` with their parser. Until then `schedule::parse` calls them unknown,
-// which is why an override is looked for before invalidity.
-pub const AWAKE_UNTIL: &str = "cronscaler.dev/awake-until";
-pub const ASLEEP_UNTIL: &str = "cronscaler.dev/asleep-until";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -91,9 +84,6 @@ pub fn state(
     replicas: i32,
     now: DateTime<Utc>,
 ) -> Option<Standing> {
-    let has_crons = |annotations: &BTreeMap<String, String>| {
-        annotations.contains_key(SCALE_DOWN) || annotations.contains_key(SCALE_UP)
-    };
     let (_, inherited) = inherit(own, namespace);
     let standing = |state, next, reasons| Standing {
         state,
@@ -104,25 +94,13 @@ pub fn state(
         reasons,
     };
     let excluded = own.get(EXCLUDE).is_some_and(|value| value == "true")
-        && !has_crons(own)
-        && namespace.is_some_and(has_crons);
+        && !has_schedule(own)
+        && namespace.is_some_and(has_schedule);
     if excluded {
         return Some(standing(State::Excluded, None, Vec::new()));
     }
-    let scheduled = has_crons(own) || inherited;
-    // The object's own override wins over its Namespace's.
-    let overrides = [Some(own), namespace.filter(|_| inherited)];
-    let held = overrides.into_iter().flatten().find_map(|annotations| {
-        [(AWAKE_UNTIL, "awake"), (ASLEEP_UNTIL, "asleep")]
-            .into_iter()
-            .find_map(|(key, held)| {
-                let until = instant(annotations.get(key)?)?;
-                (until > now).then(|| (until, format!("{held} until {}", rfc3339(until))))
-            })
-    });
-    if let (true, Some((until, reason))) = (scheduled, held) {
-        let next = Some((NextAction::OverrideEnds, until));
-        return Some(standing(State::Overridden, next, vec![reason]));
+    if !(has_schedule(own) || inherited) {
+        return None;
     }
     match parsed {
         Annotations::Invalid(problems) => Some(standing(
@@ -133,6 +111,18 @@ pub fn state(
         Annotations::Unscheduled(_) => None,
         Annotations::Scheduled(schedule, _) if schedule.paused => {
             Some(standing(State::Paused, None, Vec::new()))
+        }
+        // An override in force, its own or its Namespace's (the controller's precedence).
+        Annotations::Scheduled(schedule, _)
+            if let Some(on_demand) = schedule.on_demand.filter(|o| o.until > now) =>
+        {
+            let held = match on_demand.direction {
+                Direction::Up => "awake",
+                Direction::Down => "asleep",
+            };
+            let reason = format!("{held} until {}", rfc3339(on_demand.until));
+            let next = Some((NextAction::OverrideEnds, on_demand.until));
+            Some(standing(State::Overridden, next, vec![reason]))
         }
         Annotations::Scheduled(schedule, recorded) => {
             let asleep = recorded
@@ -151,8 +141,8 @@ pub fn state(
     }
 }
 
-/// The instant `last-transition` records, also where the parser does not read it: an applied
-/// override (`<instant> up until <instant>`, not read yet), or an invalid object's.
+/// The instant `last-transition` records, also where the rest does not parse: an invalid
+/// object's.
 fn recorded_instant(own: &BTreeMap<String, String>) -> Option<DateTime<Utc>> {
     recorded_transition(own).map(|transition| transition.at)
 }
@@ -169,12 +159,6 @@ fn awake_replicas(parsed: &Annotations, own: &BTreeMap<String, String>, replicas
             .find_map(|key| own.get(key)?.parse::<i32>().ok().filter(|n| *n >= 0))
             .unwrap_or(replicas),
     }
-}
-
-fn instant(text: &str) -> Option<DateTime<Utc>> {
-    DateTime::parse_from_rfc3339(text)
-        .ok()
-        .map(|at| at.with_timezone(&Utc))
 }
 
 fn rfc3339(at: DateTime<Utc>) -> String {

@@ -1,6 +1,7 @@
 use k8s_openapi::api::core::v1::ObjectReference;
 
 use super::*;
+use crate::schedule::{ASLEEP_UNTIL, AWAKE_UNTIL};
 use crate::schedule::{
     DOWN_REPLICAS, EXCLUDE, LAST_TRANSITION, ORIGINAL_REPLICAS, ORIGINAL_SUSPEND, PAUSED,
     UP_REPLICAS,
@@ -200,7 +201,7 @@ fn an_override_in_the_future_wins_over_the_schedule_and_over_its_unknown_key() {
 }
 
 #[test]
-fn a_namespaces_override_holds_what_follows_its_schedule_only() {
+fn a_namespaces_override_holds_every_scheduled_object_in_it_but_the_excluded() {
     let namespace: &[(&str, &str)] = &[
         (SCALE_DOWN, "0 20 * * *"),
         (ASLEEP_UNTIL, "2026-11-24T00:00:00Z"),
@@ -212,6 +213,7 @@ fn a_namespaces_override_holds_what_follows_its_schedule_only() {
             &[(LAST_TRANSITION, LAST_NIGHT), (ORIGINAL_REPLICAS, "2")],
         ),
         deployment("own", 2, &with(&[(LAST_TRANSITION, THIS_MORNING)])),
+        deployment("left-out", 2, &[(EXCLUDE, "true")]),
     ];
     let rows = rows(&objects, &[("staging", namespace)]);
     let states: Vec<(&str, State)> = rows
@@ -220,7 +222,11 @@ fn a_namespaces_override_holds_what_follows_its_schedule_only() {
         .collect();
     assert_eq!(
         states,
-        vec![("follows", State::Overridden), ("own", State::Awake)]
+        vec![
+            ("follows", State::Overridden),
+            ("left-out", State::Excluded),
+            ("own", State::Overridden)
+        ]
     );
     assert_eq!(rows[0].reasons, vec!["asleep until 2026-11-24T00:00:00Z"]);
 }
