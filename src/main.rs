@@ -108,9 +108,20 @@ async fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
         .checked_add_signed(window)
         .context("--for is too long")?;
     let plan = plan::simulate(&objects, from, until, args.default_timezone);
+    let prices = plan::Prices {
+        cpu_hour: args.price_cpu_hour,
+        gib_hour: args.price_gib_hour,
+    };
+    let savings = plan::savings(&plan.timelines, prices);
     match args.output {
-        OutputFormat::Table => print!("{}", plan::render_table(&plan)),
-        OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&plan)?),
+        OutputFormat::Table => print!("{}", plan::render_table(&plan, &savings)),
+        OutputFormat::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&plan::WithSavings {
+                plan: &plan,
+                savings: &savings
+            })?
+        ),
     }
     Ok(if plan.invalid.is_empty() {
         ExitCode::SUCCESS

@@ -34,6 +34,8 @@ pub struct PlanObject {
     pub observed: TargetState,
     /// Its HPAs, held for the night and given back with its transitions (README rule 11).
     pub hpas: Vec<Hpa>,
+    /// What its pods request and, for a CronJob, its own schedule: what sleeping saves.
+    pub workload: Workload,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -88,13 +90,140 @@ pub struct PlannedSummary {
     pub evenly_spaced: bool,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Plan {
     pub transitions: Vec<PlannedTransition>,
     /// For an object with too many transitions to list ([`SUMMARY_THRESHOLD`]), one entry per
     /// direction in place of its transitions; a catch-up stays in `transitions`.
     pub summaries: Vec<PlannedSummary>,
     pub invalid: Vec<InvalidObject>,
+    /// The replicas of every scheduled object through the window, by namespace, kind and name:
+    /// what savings and the chart are made of.
+    #[serde(skip)]
+    pub timelines: Vec<Timeline>,
+}
+
+/// The plan as `-o json` prints it: its own fields, and what sleeping saves.
+#[derive(Debug, Serialize)]
+pub struct WithSavings<'a> {
+    #[serde(flatten)]
+    pub plan: &'a Plan,
+    pub savings: &'a Savings,
+}
+
+/// One object's simulated replicas from `from` to `until`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Timeline {
+    pub namespace: String,
+    pub kind: TargetKind,
+    pub name: String,
+    pub timezone: Tz,
+    pub from: DateTime<Utc>,
+    pub until: DateTime<Utc>,
+    /// At `from`, before what the controller does then.
+    pub start: ReplicaState,
+    pub steps: Vec<Step>,
+    /// Too many transitions to step through: `steps` end early and hold only the catch-up.
+    pub summarised: bool,
+    pub workload: Workload,
+}
+
+/// The replicas an object runs, and what it would run awake.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplicaState {
+    pub replicas: i32,
+    /// `up-replicas`, else what it had before the scale-down in force.
+    pub awake: i32,
+    /// A scale-down of the controller is in force.
+    pub scaled_down: bool,
+}
+
+impl ReplicaState {
+    fn awake_with(replicas: i32) -> Self {
+        ReplicaState {
+            replicas,
+            awake: replicas,
+            scaled_down: false,
+        }
+    }
+
+    /// Scaled below its awake count by the controller.
+    pub fn asleep(&self) -> bool {
+        self.scaled_down && self.replicas < self.awake
+    }
+
+    pub fn withheld(&self) -> i32 {
+        if self.asleep() {
+            self.awake - self.replicas
+        } else {
+            0
+        }
+    }
+
+    /// After the controller's change to `to` replicas by a transition in `direction` (none for
+    /// the clean-up of a removed schedule), with the schedule's `up-replicas`.
+    fn after(self, direction: Option<Direction>, to: i32, up_replicas: Option<i32>) -> Self {
+        match direction {
+            Some(Direction::Down) if to < self.replicas => ReplicaState {
+                replicas: to,
+                // A second scale-down in one night keeps the count of the first, as the
+                // controller keeps its record.
+                awake: if self.scaled_down {
+                    self.awake
+                } else {
+                    up_replicas.unwrap_or(self.replicas)
+                },
+                scaled_down: true,
+            },
+            // Took nothing: asleep stays asleep, and awake stays awake.
+            Some(Direction::Down) => ReplicaState {
+                replicas: to,
+                ..self
+            },
+            Some(Direction::Up) | None => ReplicaState::awake_with(to),
+        }
+    }
+}
+
+/// A change the controller makes to one object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Step {
+    pub at: DateTime<Utc>,
+    /// `None` for the clean-up of a removed schedule.
+    pub direction: Option<Direction>,
+    pub catch_up: bool,
+    pub from: i32,
+    pub state: ReplicaState,
+}
+
+/// A stretch of time at one state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Segment {
+    pub start: DateTime<Utc>,
+    pub end: DateTime<Utc>,
+    pub state: ReplicaState,
+}
+
+impl Timeline {
+    /// The window cut at each step, empty stretches left out. A summarised timeline's last
+    /// segment ends where its steps do, at its last known state: nothing past it is known.
+    pub fn segments(&self) -> impl Iterator<Item = Segment> + '_ {
+        let starts = std::iter::once((self.from, self.start))
+            .chain(self.steps.iter().map(|step| (step.at, step.state)));
+        let ends =
+            self.steps
+                .iter()
+                .map(|step| step.at)
+                .chain(std::iter::once(if self.summarised {
+                    self.steps.last().map_or(self.from, |step| step.at)
+                } else {
+                    self.until
+                }));
+        starts
+            .zip(ends)
+            .map(|((start, state), end)| Segment { start, end, state })
+            .filter(|segment| segment.end > segment.start)
+    }
 }
 
 /// An object is summarised when it has more transitions in the window than this and more than
@@ -140,6 +269,8 @@ pub fn simulate(
         };
         simulate_object(object, timezone, from, until, default_timezone, &mut plan);
     }
+    plan.timelines
+        .sort_by(|a, b| (&a.namespace, a.kind, &a.name).cmp(&(&b.namespace, b.kind, &b.name)));
     plan.transitions.sort_by(|a, b| {
         (a.at, &a.namespace, &a.kind, &a.name).cmp(&(b.at, &b.namespace, &b.kind, &b.name))
     });
@@ -169,6 +300,38 @@ fn simulate_object(
     let mut replicas = object.observed.replicas;
     let mut hpas = object.hpas.clone();
     let mut transitions = Vec::new();
+    let initially = target.kind.parse(&annotations, default_timezone);
+    let start = match &initially {
+        Annotations::Scheduled(schedule, recorded)
+            if recorded
+                .last_transition
+                .is_some_and(|last| last.direction == Direction::Down) =>
+        {
+            ReplicaState {
+                replicas,
+                awake: schedule
+                    .up_replicas
+                    .or(recorded.original_replicas)
+                    .unwrap_or(replicas),
+                scaled_down: true,
+            }
+        }
+        _ => ReplicaState::awake_with(replicas),
+    };
+    let mut timeline = Timeline {
+        namespace: target.key.namespace.clone(),
+        kind: target.kind,
+        name: target.key.name.clone(),
+        timezone,
+        from,
+        until,
+        start,
+        steps: Vec::new(),
+        summarised: false,
+        workload: object.workload.clone(),
+    };
+    let scheduled = matches!(initially, Annotations::Scheduled(..));
+    let mut state = start;
     let mut in_window = 0_u64;
     let mut counted = false;
     let mut now = from;
@@ -200,6 +363,19 @@ fn simulate_object(
                 catch_up,
                 hpas: hpa_changes,
             });
+            let up_replicas = match &parsed {
+                Annotations::Scheduled(schedule, _) => schedule.up_replicas,
+                _ => None,
+            };
+            let direction = change.applied.map(|transition| transition.direction);
+            state = state.after(direction, to, up_replicas);
+            timeline.steps.push(Step {
+                at: now,
+                direction,
+                catch_up,
+                from: replicas,
+                state,
+            });
             in_window += u64::from(!catch_up);
             replicas = to;
             apply_annotations(target.kind, &mut annotations, &change);
@@ -219,6 +395,8 @@ fn simulate_object(
             let tally = tally(schedule, from, until);
             if summarised(tally.down.count + tally.up.count, from, until) {
                 transitions.retain(|transition| transition.catch_up);
+                timeline.steps.retain(|step| step.catch_up);
+                timeline.summarised = true;
                 plan.summaries.extend(summaries(target, schedule, &tally));
                 break;
             }
@@ -227,6 +405,9 @@ fn simulate_object(
             Some(next) if next.at <= until => now = next.at,
             _ => break,
         }
+    }
+    if scheduled || !timeline.steps.is_empty() {
+        plan.timelines.push(timeline);
     }
     plan.transitions.extend(transitions);
 }
@@ -286,12 +467,16 @@ fn apply_annotations(
 }
 
 mod manifests;
+mod quantity;
 mod render;
+mod savings;
 
 pub use manifests::{
     Location, Manifests, SkipReason, Skipped, parse_manifests, read_cluster, read_manifests,
 };
+pub use quantity::{QuantityError, parse_quantity};
 pub use render::render_table;
+pub use savings::{Prices, Savings, Workload, savings};
 
 #[cfg(test)]
 mod tests;
