@@ -122,6 +122,7 @@ async fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
                 savings: &savings
             })?
         ),
+        OutputFormat::Svg => print!("{}", plan::render_svg(&plan, &savings, from, until)),
     }
     Ok(if plan.invalid.is_empty() {
         ExitCode::SUCCESS

@@ -165,6 +165,8 @@ pub struct PlanArgs {
 pub enum OutputFormat {
     Table,
     Json,
+    /// The window as a chart, an SVG image for a browser: `-o svg > week.svg`.
+    Svg,
 }
 
 fn time_zone(value: &str) -> Result<Tz, String> {

@@ -466,11 +466,13 @@ fn apply_annotations(
     }
 }
 
+mod chart;
 mod manifests;
 mod quantity;
 mod render;
 mod savings;
 
+pub use chart::{Mark, MarkKind, render_svg};
 pub use manifests::{
     Location, Manifests, SkipReason, Skipped, parse_manifests, read_cluster, read_manifests,
 };
