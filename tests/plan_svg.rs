@@ -208,21 +208,23 @@ fn two_hundred_objects_have_no_overlapping_labels_and_a_taller_chart() {
         height > few + 195.0 * 20.0,
         "{height} for 200 rows, {few} for 5"
     );
-    let month = svg_of(&[
+    let fortnight = svg_of(&[
         "-f",
         many.to_str().unwrap(),
         "--from",
         "2026-11-20T00:00:00Z",
         "--for",
-        "30d",
+        "14d",
     ]);
-    let month_width = number(
-        roxmltree::Document::parse(&month).unwrap().root_element(),
+    let fortnight_width = number(
+        roxmltree::Document::parse(&fortnight)
+            .unwrap()
+            .root_element(),
         "width",
     );
     assert!(
-        month_width > width,
-        "a month is wider than a week: {month_width} <= {width}"
+        fortnight_width > width,
+        "two weeks are wider than one: {fortnight_width} <= {width}"
     );
 }
 

@@ -255,8 +255,8 @@ fn draw_row(svg: &mut Svg, row: &Row, columns: &Columns, y: f64) {
         &row.label,
         MAX_LABEL_CHARS,
     );
-    for bar in &row.bars {
-        draw_bar(svg, bar, columns, y + (ROW - BAR) / 2.0);
+    for stretch in &row.bars {
+        draw_bar(svg, stretch, columns, y + (ROW - BAR) / 2.0);
     }
     if let Some(note) = &row.note {
         let note = fitted(note, FONT, columns.plot_width);
@@ -275,10 +275,10 @@ fn draw_row(svg: &mut Svg, row: &Row, columns: &Columns, y: f64) {
     svg.out.push_str("</g>\n");
 }
 
-fn draw_bar(svg: &mut Svg, bar: &Bar, columns: &Columns, top: f64) {
-    let x = columns.x(bar.start);
-    let width = columns.x(bar.end) - x;
-    let (class, fill) = if bar.asleep {
+fn draw_bar(svg: &mut Svg, stretch: &Bar, columns: &Columns, top: f64) {
+    let x = columns.x(stretch.start);
+    let width = columns.x(stretch.end) - x;
+    let (class, fill) = if stretch.asleep {
         ("asleep", ASLEEP)
     } else {
         ("awake", AWAKE)
@@ -286,7 +286,7 @@ fn draw_bar(svg: &mut Svg, bar: &Bar, columns: &Columns, top: f64) {
     let _ = writeln!(
         svg.out,
         r#"<rect class="{class}" x="{x:.2}" y="{top:.1}" width="{width:.2}" height="{BAR}" fill="{fill}"><title>{}</title></rect>"#,
-        escape(&bar.tooltip)
+        escape(&stretch.tooltip)
     );
 }
 
@@ -383,7 +383,7 @@ fn legend_items(chart: &Chart) -> Vec<Legend> {
         .filter(|&asleep| {
             rows()
                 .flat_map(|row| &row.bars)
-                .any(|bar| bar.asleep == asleep)
+                .any(|stretch| stretch.asleep == asleep)
         })
         .map(|asleep| Legend::Bar { asleep })
         .collect();

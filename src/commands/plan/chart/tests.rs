@@ -122,7 +122,7 @@ fn catch_ups_and_transitions_are_marked_where_they_happen() {
     let bars: Vec<_> = chart.groups[0].rows[0]
         .bars
         .iter()
-        .map(|bar| (bar.start, bar.end, bar.asleep))
+        .map(|stretch| (stretch.start, stretch.end, stretch.asleep))
         .collect();
     assert_eq!(
         bars,
