@@ -122,7 +122,19 @@ async fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
                 savings: &savings
             })?
         ),
-        OutputFormat::Svg => print!("{}", plan::render_svg(&plan, &savings, from, until)),
+        OutputFormat::Svg => {
+            print!("{}", plan::render_svg(&plan, &savings, from, until));
+            // The chart draws what is planned; what cannot be is said where a person looks.
+            for object in &plan.invalid {
+                eprintln!(
+                    "invalid {}/{}/{}, not drawn: {}",
+                    object.namespace,
+                    object.kind,
+                    object.name,
+                    object.problems.join("; ")
+                );
+            }
+        }
     }
     Ok(if plan.invalid.is_empty() {
         ExitCode::SUCCESS

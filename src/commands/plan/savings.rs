@@ -79,23 +79,20 @@ impl Workload {
 
 impl PodRequests {
     /// Init containers are left out: they run before the others, not beside them, and only at
-    /// a pod's start.
+    /// a pod's start. A container with a limit and no request is given the limit as its
+    /// request when its pod is created, so it counts as requested.
     pub fn of(spec: Option<&PodSpec>) -> Result<Self, QuantityError> {
         let mut requests = PodRequests::default();
         let containers = spec.map(|spec| spec.containers.as_slice()).unwrap_or(&[]);
-        for container in containers {
-            let Some(declared) = container
-                .resources
-                .as_ref()
-                .and_then(|resources| resources.requests.as_ref())
-            else {
-                continue;
-            };
+        for resources in containers.iter().filter_map(|c| c.resources.as_ref()) {
             for (name, total) in [
                 ("cpu", &mut requests.cpu_cores),
                 ("memory", &mut requests.memory_bytes),
             ] {
-                if let Some(quantity) = declared.get(name) {
+                let declared = [&resources.requests, &resources.limits]
+                    .into_iter()
+                    .find_map(|quantities| quantities.as_ref()?.get(name));
+                if let Some(quantity) = declared {
                     *total = Some(total.unwrap_or(0.0) + parse_quantity(&quantity.0)?);
                 }
             }
@@ -283,7 +280,7 @@ fn of_timeline(timeline: &Timeline, prices: Prices) -> Totals {
         cpu_core_hours_withheld: cpu,
         memory_gib_hours_withheld: memory,
         skipped_runs: None,
-        cost: priced.filter(|_| prices.any()),
+        cost: priced,
     }
 }
 

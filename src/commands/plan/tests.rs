@@ -660,3 +660,20 @@ fn namespaces_add_up_on_their_own_and_into_the_total() {
     assert_eq!(savings.total.hours_asleep, 36.0);
     assert_eq!(savings.total.replica_hours_withheld, Some(72.0));
 }
+
+#[test]
+fn requests_add_up_over_containers_and_a_limit_stands_for_a_missing_request() {
+    let text = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: staging}\nspec:\n  replicas: 1\n  selector: {matchLabels: {app: x}}\n  template:\n    metadata: {labels: {app: x}}\n    spec:\n      initContainers: [{name: migrate, image: x, resources: {requests: {cpu: '8', memory: 8Gi}}}]\n      containers:\n      - {name: app, image: x, resources: {requests: {cpu: 250m, memory: 256Mi}}}\n      - {name: proxy, image: x, resources: {limits: {cpu: 500m, memory: 128Mi}}}\n      - {name: logs, image: x}\n";
+    let objects = parse_manifests(text, "web.yaml").unwrap().objects;
+    let requests = objects[0].workload.requests;
+    assert_eq!(requests.cpu_cores, Some(0.75), "init containers left out");
+    assert_eq!(requests.memory_bytes, Some(384.0 * 1024.0 * 1024.0));
+
+    let bad = text.replace("cpu: 250m", "cpu: lots");
+    let error = parse_manifests(&bad, "web.yaml").unwrap_err().to_string();
+    assert_eq!(
+        error,
+        "web.yaml: document 1: resource request: \"lots\" is not a Kubernetes quantity (no number), \
+         e.g. `250m`, `1`, `512Mi` or `1G`"
+    );
+}

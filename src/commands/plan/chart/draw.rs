@@ -99,10 +99,11 @@ struct Svg {
 }
 
 impl Svg {
+    /// `style`: further attributes, each with a space before it.
     fn text(&mut self, x: f64, y: f64, size: f64, style: &str, text: &str) {
         let _ = writeln!(
             self.out,
-            r#"<text x="{x:.1}" y="{y:.1}" font-size="{size}" {style}>{}</text>"#,
+            r#"<text x="{x:.1}" y="{y:.1}" font-size="{size}"{style}>{}</text>"#,
             escape(text)
         );
     }
@@ -186,13 +187,19 @@ pub(super) fn svg(chart: &Chart) -> String {
         r#"<rect width="{width}" height="{height}" fill="white"/>"#
     );
     let mut y = MARGIN + TITLE_FONT;
-    svg.text(MARGIN, y, TITLE_FONT, r#"font-weight="bold""#, &chart.title);
+    svg.text(
+        MARGIN,
+        y,
+        TITLE_FONT,
+        r#" font-weight="bold""#,
+        &chart.title,
+    );
     y += 8.0 + FONT;
     svg.text(
         MARGIN,
         y,
         FONT,
-        &format!(r#"fill="{MUTED}""#),
+        &format!(r#" fill="{MUTED}""#),
         &chart.subtitle,
     );
     y += 12.0;
@@ -205,7 +212,7 @@ pub(super) fn svg(chart: &Chart) -> String {
             columns.plot_x,
             y + ROW - 6.0,
             FONT,
-            &format!(r#"fill="{MUTED}""#),
+            &format!(r#" fill="{MUTED}""#),
             "no scheduled objects",
         );
     }
@@ -219,7 +226,7 @@ pub(super) fn svg(chart: &Chart) -> String {
         svg.label(
             columns.label_x,
             baseline,
-            r#"font-weight="bold""#,
+            r#" font-weight="bold""#,
             &group.namespace,
             MAX_LABEL_CHARS,
         );
@@ -227,7 +234,7 @@ pub(super) fn svg(chart: &Chart) -> String {
             columns.summary_x,
             baseline,
             FONT,
-            r#"font-weight="bold""#,
+            r#" font-weight="bold""#,
             &group.summary,
         );
         svg.out.push_str("</g>\n");
@@ -264,7 +271,7 @@ fn draw_row(svg: &mut Svg, row: &Row, columns: &Columns, y: f64) {
             columns.plot_x,
             baseline,
             FONT,
-            &format!(r#"fill="{MUTED}" font-style="italic""#),
+            &format!(r#" fill="{MUTED}" font-style="italic""#),
             &note,
         );
     }
