@@ -216,7 +216,10 @@ pub(super) fn svg(chart: &Chart) -> String {
             "no scheduled objects",
         );
     }
-    for group in &chart.groups {
+    // Repeated on each namespace's heading below the first, so a long chart keeps its dates
+    // in view.
+    let day_names = day_names(chart, &columns);
+    for (index, group) in chart.groups.iter().enumerate() {
         let _ = writeln!(
             svg.out,
             r#"<g class="namespace"><line x1="{MARGIN}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="{DAY_LINE}" stroke-width="0.5"/>"#,
@@ -237,6 +240,11 @@ pub(super) fn svg(chart: &Chart) -> String {
             r#" font-weight="bold""#,
             &group.summary,
         );
+        if index > 0 {
+            for (x, name) in &day_names {
+                svg.text(*x, baseline, FONT, &format!(r#" fill="{MUTED}""#), name);
+            }
+        }
         svg.out.push_str("</g>\n");
         y += HEADING;
         for row in &group.rows {
@@ -455,8 +463,9 @@ fn draw_legend(svg: &mut Svg, items: &[Legend], places: &[(usize, f64)], top: f6
     svg.out.push_str("</g>\n");
 }
 
-/// A line at each local midnight, and the day's name above it where it fits beside the last.
-fn draw_days(svg: &mut Svg, chart: &Chart, columns: &Columns, baseline: f64, bottom: f64) {
+/// The start of each day in the window, in the chart's zone: the window's own start, then each
+/// local midnight.
+fn day_starts(chart: &Chart) -> Vec<DateTime<Utc>> {
     let timezone = chart.timezone;
     let first_day = chart.from.with_timezone(&timezone).date_naive();
     let last_day = chart.until.with_timezone(&timezone).date_naive();
@@ -475,29 +484,43 @@ fn draw_days(svg: &mut Svg, chart: &Chart, columns: &Columns, baseline: f64, bot
         })
         .map(|start| start.with_timezone(&Utc))
         .filter(|start| *start > chart.from && *start < chart.until);
-    let starts: Vec<DateTime<Utc>> = std::iter::once(chart.from).chain(midnights).collect();
-    svg.out.push_str("<g class=\"days\">\n");
+    std::iter::once(chart.from).chain(midnights).collect()
+}
+
+/// The days' names and where they go: each beside its day's start, left out where it would
+/// run into the one before or out of the plot.
+fn day_names(chart: &Chart, columns: &Columns) -> Vec<(f64, String)> {
     let mut free_from = f64::MIN;
-    for start in starts {
-        let x = columns.x(start);
-        if start > chart.from {
-            let _ = writeln!(
-                svg.out,
-                r#"<line x1="{x:.2}" y1="{:.1}" x2="{x:.2}" y2="{bottom:.1}" stroke="{DAY_LINE}" stroke-width="1"/>"#,
-                baseline + 4.0
-            );
-        }
+    let mut names = Vec::new();
+    for start in day_starts(chart) {
+        let x = columns.x(start) + 3.0;
         let name = start
-            .with_timezone(&timezone)
+            .with_timezone(&chart.timezone)
             .format("%a %-d %b")
             .to_string();
-        let name_width = text_width(&name, FONT);
-        let fits =
-            x + 3.0 >= free_from && x + 3.0 + name_width <= columns.plot_x + columns.plot_width;
-        if fits {
-            svg.text(x + 3.0, baseline, FONT, "", &name);
-            free_from = x + 3.0 + name_width + GAP;
+        let end = x + text_width(&name, FONT);
+        if x >= free_from && end <= columns.plot_x + columns.plot_width {
+            free_from = end + GAP;
+            names.push((x, name));
         }
+    }
+    names
+}
+
+/// A line at each local midnight from the axis at `baseline` down to `bottom`, and the days'
+/// names on the axis.
+fn draw_days(svg: &mut Svg, chart: &Chart, columns: &Columns, baseline: f64, bottom: f64) {
+    svg.out.push_str("<g class=\"days\">\n");
+    for start in day_starts(chart).into_iter().skip(1) {
+        let x = columns.x(start);
+        let _ = writeln!(
+            svg.out,
+            r#"<line x1="{x:.2}" y1="{:.1}" x2="{x:.2}" y2="{bottom:.1}" stroke="{DAY_LINE}" stroke-width="1"/>"#,
+            baseline + 4.0
+        );
+    }
+    for (x, name) in day_names(chart, columns) {
+        svg.text(x, baseline, FONT, "", &name);
     }
     svg.out.push_str("</g>\n");
 }

@@ -167,3 +167,36 @@ fn an_empty_plan_is_still_a_chart_saying_so() {
     roxmltree::Document::parse(&svg).unwrap();
     assert!(svg.contains(">no scheduled objects</text>"));
 }
+
+#[test]
+fn day_names_never_run_into_each_other_however_long_the_window() {
+    for days in [1, 7, 60, 400] {
+        let (plan, savings, from, until) = planned(&deployment("web", NIGHTLY), days);
+        let svg = draw::svg(&chart(&plan, &savings, from, until));
+        let document = roxmltree::Document::parse(&svg).unwrap();
+        let axis = document
+            .descendants()
+            .find(|node| node.attribute("class") == Some("days"))
+            .unwrap();
+        let names: Vec<(f64, f64)> = axis
+            .children()
+            .filter(|node| node.has_tag_name("text"))
+            .map(|text| {
+                let x: f64 = text.attribute("x").unwrap().parse().unwrap();
+                let width = draw::text_width(text.text().unwrap(), draw::FONT);
+                (x, x + width)
+            })
+            .collect();
+        assert!(!names.is_empty(), "{days} days: the first day is named");
+        for pair in names.windows(2) {
+            assert!(pair[0].1 < pair[1].0, "{days} days: {pair:?} overlap");
+        }
+        let width: f64 = document
+            .root_element()
+            .attribute("width")
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(names.last().unwrap().1 < width, "{days} days: names inside");
+    }
+}
