@@ -317,7 +317,8 @@ mod tests {
             (Some(0.04), Some(0.005))
         );
         for bad in ["0", "-1", "free", "NaN"] {
-            let error = parse(&["--price-cpu-hour", bad]).unwrap_err().to_string();
+            let flag = format!("--price-cpu-hour={bad}");
+            let error = parse(&[&flag]).unwrap_err().to_string();
             assert!(error.contains("is not a positive number"), "{bad}: {error}");
         }
     }
