@@ -311,3 +311,6 @@ fn skipped_runs(runs: &RunSchedule, stretches: &[(DateTime<Utc>, DateTime<Utc>)]
     }
     Some(count)
 }
+
+#[cfg(test)]
+mod tests;
