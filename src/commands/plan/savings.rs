@@ -285,7 +285,9 @@ fn of_timeline(timeline: &Timeline, prices: Prices) -> Totals {
 }
 
 /// The firings of a CronJob's own schedule inside the stretches it was suspended by us (each
-/// from its start, inclusive, to its end, exclusive). `spec.schedule` is read in
+/// from its start, inclusive, to its end, exclusive: at a shared instant the controller's
+/// patch and the CronJob controller race, and a run at the scale-down is taken as the one
+/// sleeping meant to skip). `spec.schedule` is read in
 /// `spec.timeZone` when set, else in UTC: the kube-controller-manager's own zone, which is UTC
 /// on practically every cluster and which a plan cannot see. A schedule or zone the API server
 /// would refuse counts nothing (`None`).
