@@ -78,9 +78,22 @@ struct Columns {
     summary_x: f64,
     from: DateTime<Utc>,
     seconds: f64,
+    /// Where each local midnight in the window is.
+    midnights: Vec<f64>,
 }
 
 impl Columns {
+    /// A line at each midnight from `top` to `bottom`: on top of the bars, so days read across
+    /// them, and below the marks.
+    fn draw_midnights(&self, svg: &mut Svg, top: f64, bottom: f64) {
+        for x in &self.midnights {
+            let _ = writeln!(
+                svg.out,
+                r#"<line x1="{x:.2}" y1="{top:.1}" x2="{x:.2}" y2="{bottom:.1}" stroke="{DAY_LINE}" stroke-width="1"/>"#
+            );
+        }
+    }
+
     fn x(&self, at: DateTime<Utc>) -> f64 {
         let offset = (at - self.from).num_milliseconds() as f64 / 1000.0;
         self.plot_x + self.plot_width * (offset / self.seconds).clamp(0.0, 1.0)
@@ -143,14 +156,20 @@ pub(super) fn svg(chart: &Chart) -> String {
             .chain(group.rows.iter().map(|row| text_width(&row.summary, FONT)))
     });
     let summary_width = summaries.fold(0.0, f64::max);
-    let columns = Columns {
+    let mut columns = Columns {
         label_x: MARGIN,
         plot_x: MARGIN + label_width + GAP,
         plot_width,
         summary_x: MARGIN + label_width + GAP + plot_width + GAP,
         from: chart.from,
         seconds,
+        midnights: Vec::new(),
     };
+    columns.midnights = day_starts(chart)
+        .into_iter()
+        .skip(1)
+        .map(|start| columns.x(start))
+        .collect();
     let legend = legend_items(chart);
     let width = [
         columns.summary_x + summary_width + MARGIN,
@@ -205,7 +224,7 @@ pub(super) fn svg(chart: &Chart) -> String {
     y += 12.0;
     draw_legend(&mut svg, &legend, &legend_rows, y);
     y += legend_lines as f64 * ROW + FONT;
-    draw_days(&mut svg, chart, &columns, y, rows_top + rows_height);
+    draw_days(&mut svg, chart, &columns, y, rows_top);
     y = rows_top;
     if chart.groups.is_empty() {
         svg.text(
@@ -240,6 +259,7 @@ pub(super) fn svg(chart: &Chart) -> String {
             r#" font-weight="bold""#,
             &group.summary,
         );
+        columns.draw_midnights(&mut svg, y, y + HEADING);
         if index > 0 {
             for (x, name) in &day_names {
                 svg.text(*x, baseline, FONT, &format!(r#" fill="{MUTED}""#), name);
@@ -273,6 +293,7 @@ fn draw_row(svg: &mut Svg, row: &Row, columns: &Columns, y: f64) {
     for stretch in &row.bars {
         draw_bar(svg, stretch, columns, y + (ROW - BAR) / 2.0);
     }
+    columns.draw_midnights(svg, y, y + ROW);
     if let Some(note) = &row.note {
         let note = fitted(note, FONT, columns.plot_width);
         svg.text(
@@ -507,18 +528,11 @@ fn day_names(chart: &Chart, columns: &Columns) -> Vec<(f64, String)> {
     names
 }
 
-/// A line at each local midnight from the axis at `baseline` down to `bottom`, and the days'
-/// names on the axis.
+/// The days' names on the axis at `baseline`, and the midnights' lines from there down to the
+/// rows at `bottom`.
 fn draw_days(svg: &mut Svg, chart: &Chart, columns: &Columns, baseline: f64, bottom: f64) {
     svg.out.push_str("<g class=\"days\">\n");
-    for start in day_starts(chart).into_iter().skip(1) {
-        let x = columns.x(start);
-        let _ = writeln!(
-            svg.out,
-            r#"<line x1="{x:.2}" y1="{:.1}" x2="{x:.2}" y2="{bottom:.1}" stroke="{DAY_LINE}" stroke-width="1"/>"#,
-            baseline + 4.0
-        );
-    }
+    columns.draw_midnights(svg, baseline + 4.0, bottom);
     for (x, name) in day_names(chart, columns) {
         svg.text(x, baseline, FONT, "", &name);
     }
