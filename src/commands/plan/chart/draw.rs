@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use chrono::{DateTime, NaiveTime, TimeZone, Utc};
 
-use super::{Bar, Chart, Mark, MarkKind, Row};
+use super::{Bar, Chart, Group, Mark, MarkKind, Row};
 
 pub(super) const FONT: f64 = 12.0;
 pub(super) const TITLE_FONT: f64 = 16.0;
@@ -239,33 +239,8 @@ pub(super) fn svg(chart: &Chart) -> String {
     // in view.
     let day_names = day_names(chart, &columns);
     for (index, group) in chart.groups.iter().enumerate() {
-        let _ = writeln!(
-            svg.out,
-            r#"<g class="namespace"><line x1="{MARGIN}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="{DAY_LINE}" stroke-width="0.5"/>"#,
-            width - MARGIN
-        );
-        let baseline = y + HEADING - 8.0;
-        svg.label(
-            columns.label_x,
-            baseline,
-            r#" font-weight="bold""#,
-            &group.namespace,
-            MAX_LABEL_CHARS,
-        );
-        svg.text(
-            columns.summary_x,
-            baseline,
-            FONT,
-            r#" font-weight="bold""#,
-            &group.summary,
-        );
-        columns.draw_midnights(&mut svg, y, y + HEADING);
-        if index > 0 {
-            for (x, name) in &day_names {
-                svg.text(*x, baseline, FONT, &format!(r#" fill="{MUTED}""#), name);
-            }
-        }
-        svg.out.push_str("</g>\n");
+        let dates = if index > 0 { &day_names[..] } else { &[] };
+        draw_heading(&mut svg, group, &columns, y, width, dates);
         y += HEADING;
         for row in &group.rows {
             draw_row(&mut svg, row, &columns, y);
@@ -274,6 +249,42 @@ pub(super) fn svg(chart: &Chart) -> String {
     }
     svg.out.push_str("</svg>\n");
     svg.out
+}
+
+/// A namespace's heading row from `y`: its name, its totals, and `dates` between them.
+fn draw_heading(
+    svg: &mut Svg,
+    group: &Group,
+    columns: &Columns,
+    y: f64,
+    width: f64,
+    dates: &[(f64, String)],
+) {
+    let _ = writeln!(
+        svg.out,
+        r#"<g class="namespace"><line x1="{MARGIN}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="{DAY_LINE}" stroke-width="0.5"/>"#,
+        width - MARGIN
+    );
+    let baseline = y + HEADING - 8.0;
+    svg.label(
+        columns.label_x,
+        baseline,
+        r#" font-weight="bold""#,
+        &group.namespace,
+        MAX_LABEL_CHARS,
+    );
+    svg.text(
+        columns.summary_x,
+        baseline,
+        FONT,
+        r#" font-weight="bold""#,
+        &group.summary,
+    );
+    columns.draw_midnights(svg, y, y + HEADING);
+    for (x, name) in dates {
+        svg.text(*x, baseline, FONT, &format!(r#" fill="{MUTED}""#), name);
+    }
+    svg.out.push_str("</g>\n");
 }
 
 fn draw_row(svg: &mut Svg, row: &Row, columns: &Columns, y: f64) {
