@@ -209,9 +209,9 @@ pub fn savings(timelines: &[Timeline], prices: Prices) -> Savings {
     };
     let mut namespaces: BTreeMap<&str, Totals> = BTreeMap::new();
     for timeline in timelines {
-        let id = || format!("{}/{}/{}", timeline.namespace, timeline.kind, timeline.name);
         if timeline.summarised {
-            savings.not_computed.push(id());
+            let id = format!("{}/{}/{}", timeline.namespace, timeline.kind, timeline.name);
+            savings.not_computed.push(id);
             continue;
         }
         let totals = of_timeline(timeline, prices);
