@@ -6,6 +6,7 @@ use cronscaler::{
     commands::{
         cli::{
             Cli, Command, KubeArgs, OutputFormat, OverrideArgs, PlanArgs, RestoreArgs, StatusArgs,
+            StatusFormat,
         },
         kubeconfig,
         on_demand::{OverrideTarget, set_override},
@@ -146,8 +147,8 @@ async fn show_status(kube: &KubeArgs, args: StatusArgs) -> anyhow::Result<()> {
         now,
     );
     match args.output {
-        OutputFormat::Table => print!("{}", status::render_table(&status, now)),
-        OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&status)?),
+        StatusFormat::Table => print!("{}", status::render_table(&status, now)),
+        StatusFormat::Json => println!("{}", serde_json::to_string_pretty(&status)?),
     }
     Ok(())
 }
@@ -176,9 +177,33 @@ async fn plan(kube: &KubeArgs, args: PlanArgs) -> anyhow::Result<ExitCode> {
         .checked_add_signed(window)
         .context("--for is too long")?;
     let plan = plan::simulate(&objects, from, until, args.default_timezone);
+    let prices = plan::Prices {
+        cpu_hour: args.price_cpu_hour,
+        gib_hour: args.price_gib_hour,
+    };
+    let savings = plan::savings(&plan.timelines, prices);
     match args.output {
-        OutputFormat::Table => print!("{}", plan::render_table(&plan)),
-        OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&plan)?),
+        OutputFormat::Table => print!("{}", plan::render_table(&plan, &savings)),
+        OutputFormat::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&plan::WithSavings {
+                plan: &plan,
+                savings: &savings
+            })?
+        ),
+        OutputFormat::Svg => {
+            print!("{}", plan::render_svg(&plan, &savings, from, until));
+            // The chart draws what is planned; what cannot be is said where a person looks.
+            for object in &plan.invalid {
+                eprintln!(
+                    "invalid {}/{}/{}, not drawn: {}",
+                    object.namespace,
+                    object.kind,
+                    object.name,
+                    object.problems.join("; ")
+                );
+            }
+        }
     }
     Ok(if plan.invalid.is_empty() {
         ExitCode::SUCCESS

@@ -195,3 +195,72 @@ fn summaries_are_a_list_of_their_own_in_json() {
     assert_eq!(code, 0, "{stderr}");
     assert_golden(&stdout, "plan-every-second-1d.json");
 }
+
+#[test]
+fn savings_end_the_table_and_prices_add_money_only_when_given() {
+    let window = [
+        "-f",
+        "examples",
+        "--from",
+        "2026-11-20T00:00:00Z",
+        "--for",
+        "7d",
+    ];
+    let (table, stderr, code) = plan(&window);
+    assert_eq!(code, 0, "{stderr}");
+    let total = table.lines().last().unwrap();
+    assert_eq!(
+        total.split_whitespace().collect::<Vec<_>>(),
+        ["TOTAL", "812.50", "1,630.00", "416.25", "642.25", "226"]
+    );
+    assert!(!table.contains("COST"));
+    let priced = [
+        &window[..],
+        &["--price-cpu-hour", "0.04", "--price-gib-hour", "0.005"],
+    ]
+    .concat();
+    let (table, _, _) = plan(&priced);
+    assert!(
+        table.lines().last().unwrap().ends_with("  19.86"),
+        "{table}"
+    );
+
+    let (json, _, _) = plan(&[&window[..], &["-o", "json"]].concat());
+    assert!(!json.contains("\"cost\""), "no money without prices");
+    let (json, _, _) = plan(&[&priced[..], &["-o", "json"]].concat());
+    let parsed: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let total = &parsed["savings"]["total"];
+    assert_eq!(total["hoursAsleep"], 812.5);
+    assert_eq!(total["skippedRuns"], 226);
+    let cost = total["cost"].as_f64().unwrap();
+    assert!((cost - 19.86).abs() < 0.005, "{cost}");
+    let web = &parsed["savings"]["objects"][0];
+    assert_eq!(
+        (
+            &web["name"],
+            &web["secondsAsleep"],
+            &web["replicaHoursWithheld"]
+        ),
+        (&"web".into(), &(103 * 3600).into(), &309.0.into())
+    );
+}
+
+#[test]
+fn an_invalid_object_is_said_on_stderr_beside_the_chart() {
+    let (svg, stderr, code) = plan(&[
+        "-f",
+        "tests/fixtures/plan/invalid.yaml",
+        "--from",
+        "2026-11-20T00:00:00Z",
+        "--for",
+        "1d",
+        "-o",
+        "svg",
+    ]);
+    assert_eq!(code, 1);
+    assert!(svg.starts_with("<svg "), "{svg}");
+    assert!(
+        stderr.contains("invalid staging/Deployment/never-fires, not drawn: "),
+        "{stderr}"
+    );
+}

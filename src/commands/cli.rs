@@ -266,6 +266,15 @@ pub struct PlanArgs {
     /// Only this namespace of the live cluster (default: all).
     #[arg(short = 'n', long, env = "CRONSCALER_NAMESPACE")]
     pub namespace: Option<String>,
+
+    /// Price of one CPU core requested for an hour, in your currency: the CPU sleeping
+    /// withholds is shown as money. Without it (and `--price-gib-hour`), no money is shown.
+    #[arg(long, env = "CRONSCALER_PLAN_PRICE_CPU_HOUR", value_parser = positive_f64)]
+    pub price_cpu_hour: Option<f64>,
+
+    /// Price of one GiB of memory requested for an hour, in your currency.
+    #[arg(long, env = "CRONSCALER_PLAN_PRICE_GIB_HOUR", value_parser = positive_f64)]
+    pub price_gib_hour: Option<f64>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -275,8 +284,8 @@ pub struct StatusArgs {
     pub namespace: Option<String>,
 
     /// Output format.
-    #[arg(short = 'o', long, env = "CRONSCALER_STATUS_OUTPUT", value_enum, default_value_t = OutputFormat::Table)]
-    pub output: OutputFormat,
+    #[arg(short = 'o', long, env = "CRONSCALER_STATUS_OUTPUT", value_enum, default_value_t = StatusFormat::Table)]
+    pub output: StatusFormat,
 
     /// Time zone of schedules without a `cronscaler.dev/timezone` annotation (IANA name).
     #[arg(long, env = "CRONSCALER_DEFAULT_TIMEZONE", default_value = "UTC", value_parser = time_zone)]
@@ -294,6 +303,14 @@ pub struct StatusArgs {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OutputFormat {
+    Table,
+    Json,
+    /// The window as a chart, an SVG image for a browser: `-o svg > week.svg`.
+    Svg,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StatusFormat {
     Table,
     Json,
 }
@@ -428,6 +445,27 @@ mod tests {
         assert!(plan.files.is_empty());
         assert_eq!(plan.window, Duration::from_secs(7 * 86400));
         assert_eq!(plan.output, OutputFormat::Table);
+        assert_eq!((plan.price_cpu_hour, plan.price_gib_hour), (None, None));
+    }
+
+    #[test]
+    fn plan_prices_are_positive_numbers() {
+        let parse = |args: &[&str]| Cli::try_parse_from(["cronscaler", "plan"].iter().chain(args));
+        let Command::Plan(plan) = parse(&["--price-cpu-hour", "0.04", "--price-gib-hour=0.005"])
+            .unwrap()
+            .command
+        else {
+            panic!("not plan")
+        };
+        assert_eq!(
+            (plan.price_cpu_hour, plan.price_gib_hour),
+            (Some(0.04), Some(0.005))
+        );
+        for bad in ["0", "-1", "free", "NaN"] {
+            let flag = format!("--price-cpu-hour={bad}");
+            let error = parse(&[&flag]).unwrap_err().to_string();
+            assert!(error.contains("is not a positive number"), "{bad}: {error}");
+        }
     }
 
     #[test]

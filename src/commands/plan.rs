@@ -35,6 +35,8 @@ pub struct PlanObject {
     pub observed: TargetState,
     /// Its HPAs, held for the night and given back with its transitions (README rule 11).
     pub hpas: Vec<Hpa>,
+    /// What its pods request and, for a CronJob, its own schedule: what sleeping saves.
+    pub workload: Workload,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -110,7 +112,7 @@ pub struct PlannedSummary {
     pub evenly_spaced: bool,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Plan {
     pub transitions: Vec<PlannedTransition>,
     /// For an object with too many transitions to list ([`SUMMARY_THRESHOLD`]), one entry per
@@ -119,6 +121,18 @@ pub struct Plan {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub holidays: Vec<PlannedHoliday>,
     pub invalid: Vec<InvalidObject>,
+    /// The replicas of every scheduled object through the window, by namespace, kind and name:
+    /// what savings and the chart are made of.
+    #[serde(skip)]
+    pub timelines: Vec<Timeline>,
+}
+
+/// The plan as `-o json` prints it: its own fields, and what sleeping saves.
+#[derive(Debug, Serialize)]
+pub struct WithSavings<'a> {
+    #[serde(flatten)]
+    pub plan: &'a Plan,
+    pub savings: &'a Savings,
 }
 
 /// An object is summarised when it has more transitions in the window than this and more than
@@ -176,6 +190,8 @@ pub fn simulate(
         };
         simulate_object(object, timezone, from, until, default_timezone, &mut plan);
     }
+    plan.timelines
+        .sort_by(|a, b| (&a.namespace, a.kind, &a.name).cmp(&(&b.namespace, b.kind, &b.name)));
     plan.transitions.sort_by(|a, b| {
         (a.at, &a.namespace, &a.kind, &a.name).cmp(&(b.at, &b.namespace, &b.kind, &b.name))
     });
@@ -205,6 +221,22 @@ fn simulate_object(
     let mut replicas = object.observed.replicas;
     let mut hpas = object.hpas.clone();
     let mut transitions = Vec::new();
+    let initially = target.kind.parse(&annotations, default_timezone);
+    let start = ReplicaState::found(&initially, replicas);
+    let mut timeline = Timeline {
+        namespace: target.key.namespace.clone(),
+        kind: target.kind,
+        name: target.key.name.clone(),
+        timezone,
+        from,
+        until,
+        start,
+        steps: Vec::new(),
+        summarised: false,
+        workload: object.workload.clone(),
+    };
+    let scheduled = matches!(initially, Annotations::Scheduled(..));
+    let mut state = start;
     let mut in_window = 0_u64;
     let mut counted = false;
     let mut now = from;
@@ -236,8 +268,26 @@ fn simulate_object(
                 to,
                 catch_up,
                 by,
-                note,
+                note: note.clone(),
                 hpas: hpa_changes,
+            });
+            let up_replicas = match &parsed {
+                Annotations::Scheduled(schedule, _) => schedule.up_replicas,
+                _ => None,
+            };
+            let direction = change.applied.map(|transition| transition.direction);
+            state = state.after(direction, to, up_replicas);
+            let on_demand = change
+                .applied
+                .is_some_and(|transition| transition.until.is_some())
+                || change.ended.is_some();
+            timeline.steps.push(Step {
+                at: now,
+                direction,
+                catch_up,
+                on_demand: on_demand.then(|| note.clone().unwrap_or_default()),
+                from: replicas,
+                state,
             });
             in_window += u64::from(!catch_up);
             replicas = to;
@@ -258,6 +308,8 @@ fn simulate_object(
             let tally = tally(schedule, from, until);
             if summarised(tally.down.count + tally.up.count, from, until) {
                 transitions.retain(|transition| transition.catch_up);
+                timeline.steps.retain(|step| step.catch_up);
+                timeline.summarised = true;
                 plan.summaries.extend(summaries(target, schedule, &tally));
                 break;
             }
@@ -266,6 +318,9 @@ fn simulate_object(
             Some(next) if next <= until => now = next,
             _ => break,
         }
+    }
+    if scheduled || !timeline.steps.is_empty() {
+        plan.timelines.push(timeline);
     }
     plan.transitions.extend(transitions);
 }
@@ -391,14 +446,22 @@ fn apply_annotations(
     }
 }
 
+mod chart;
 mod manifests;
+mod quantity;
 mod render;
+mod savings;
+mod timeline;
 
+pub use chart::{Mark, MarkKind, render_svg};
 pub(crate) use manifests::list;
 pub use manifests::{
     Location, Manifests, SkipReason, Skipped, parse_manifests, read_cluster, read_manifests,
 };
+pub use quantity::{QuantityError, parse_quantity};
 pub use render::render_table;
+pub use savings::{Prices, Savings, Workload, savings};
+pub use timeline::{ReplicaState, Segment, Step, Timeline};
 
 #[cfg(test)]
 mod tests;

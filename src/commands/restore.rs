@@ -278,6 +278,7 @@ mod tests {
             },
             observed: TargetState::of_deployment(&deployment),
             hpas: Vec::new(),
+            workload: Default::default(),
         };
         (object, serde_json::to_value(&deployment).unwrap())
     }

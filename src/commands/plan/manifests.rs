@@ -16,7 +16,7 @@ use kube::{Api, Client, Resource, ResourceExt, api::ListParams};
 use serde::{Deserialize, de::DeserializeOwned};
 use serde_json::Value;
 
-use super::{PlanError, PlanObject};
+use super::{PlanError, PlanObject, QuantityError, Workload};
 use crate::{
     error::is_status,
     foo::Foo,
@@ -272,7 +272,11 @@ fn read_object(
         at: at.clone(),
         reason: error.to_string(),
     };
-    let (kind, observed) = match kind {
+    let request_error = |error: QuantityError| PlanError::Manifest {
+        at: at.clone(),
+        reason: format!("resource request: {error}"),
+    };
+    let (kind, observed, workload) = match kind {
         // Read for its schedule, which its workloads follow.
         "Namespace" => {
             let namespace: Namespace =
@@ -295,6 +299,7 @@ fn read_object(
             (
                 TargetKind::Deployment,
                 TargetState::of_deployment(&deployment),
+                Workload::of_deployment(&deployment).map_err(request_error)?,
             )
         }
         "StatefulSet" => {
@@ -303,16 +308,26 @@ fn read_object(
             (
                 TargetKind::StatefulSet,
                 TargetState::of_stateful_set(&stateful_set),
+                Workload::of_stateful_set(&stateful_set).map_err(request_error)?,
             )
         }
         "CronJob" => {
             let cron_job: CronJob =
                 serde_json::from_value(value.clone()).map_err(manifest_error)?;
-            (TargetKind::CronJob, TargetState::of_cron_job(&cron_job))
+            (
+                TargetKind::CronJob,
+                TargetState::of_cron_job(&cron_job),
+                Workload::of_cron_job(&cron_job).map_err(request_error)?,
+            )
         }
         "Foo" => {
             let foo: Foo = serde_json::from_value(value.clone()).map_err(manifest_error)?;
-            (TargetKind::Foo, TargetState::of_foo(&foo))
+            // Its Deployment's pods are the Foo controller's, which requests nothing.
+            (
+                TargetKind::Foo,
+                TargetState::of_foo(&foo),
+                Workload::default(),
+            )
         }
         _ => {
             match value.get("items").and_then(Value::as_array) {
@@ -340,7 +355,9 @@ fn read_object(
         manifests.skip(at, &value, SkipReason::NoName);
         return Ok(());
     }
-    manifests.objects.push(plan_object(kind, observed));
+    manifests
+        .objects
+        .push(plan_object(kind, observed, workload));
     Ok(())
 }
 
@@ -379,29 +396,41 @@ pub async fn read_cluster(
         Err(error) if is_status(&error, 404) => Vec::new(),
         listed => listed?,
     };
+    // The API server has validated every quantity it stores, so one that is not read can only
+    // be a form this parser does not know: the object is planned without requests.
     let deployments = deployments.iter().map(|deployment| {
         (
             TargetKind::Deployment,
             TargetState::of_deployment(deployment),
+            Workload::of_deployment(deployment).unwrap_or_default(),
         )
     });
     let stateful_sets = stateful_sets.iter().map(|stateful_set| {
         (
             TargetKind::StatefulSet,
             TargetState::of_stateful_set(stateful_set),
+            Workload::of_stateful_set(stateful_set).unwrap_or_default(),
         )
     });
-    let cron_jobs = cron_jobs
-        .iter()
-        .map(|cron_job| (TargetKind::CronJob, TargetState::of_cron_job(cron_job)));
-    let foos = foos
-        .iter()
-        .map(|foo| (TargetKind::Foo, TargetState::of_foo(foo)));
+    let cron_jobs = cron_jobs.iter().map(|cron_job| {
+        (
+            TargetKind::CronJob,
+            TargetState::of_cron_job(cron_job),
+            Workload::of_cron_job(cron_job).unwrap_or_default(),
+        )
+    });
+    let foos = foos.iter().map(|foo| {
+        (
+            TargetKind::Foo,
+            TargetState::of_foo(foo),
+            Workload::default(),
+        )
+    });
     let mut objects: Vec<PlanObject> = deployments
         .chain(stateful_sets)
         .chain(cron_jobs)
         .chain(foos)
-        .map(|(kind, observed)| plan_object(kind, observed))
+        .map(|(kind, observed, workload)| plan_object(kind, observed, workload))
         .collect();
     let hpas = match list_hpas(client, namespace).await {
         // Whoever may not read HPAs plans without them.
@@ -459,7 +488,7 @@ where
     all_pages(500, |params| async move { api.list(&params).await }).await
 }
 
-fn plan_object(kind: TargetKind, observed: TargetState) -> PlanObject {
+fn plan_object(kind: TargetKind, observed: TargetState, workload: Workload) -> PlanObject {
     let name = observed.reference.name.clone().unwrap_or_default();
     let namespace = observed
         .reference
@@ -473,5 +502,6 @@ fn plan_object(kind: TargetKind, observed: TargetState) -> PlanObject {
         },
         observed,
         hpas: Vec::new(),
+        workload,
     }
 }

@@ -4,13 +4,16 @@ use std::fmt::Write as _;
 
 use chrono::SecondsFormat;
 
-use super::{Plan, PlannedSummary};
+use super::{
+    Plan, PlannedSummary,
+    savings::{Savings, Totals},
+};
 use crate::{commands::table, scaling::target::TargetKind};
 
 /// The plan as a table a person reads: local time, UTC, object, action, replicas. A summary
 /// is a row at its first transition whose text spans the last two columns, so its length does
-/// not widen them.
-pub fn render_table(plan: &Plan) -> String {
+/// not widen them. What sleeping saves follows, in a table of its own.
+pub fn render_table(plan: &Plan, savings: &Savings) -> String {
     let header = vec![
         "LOCAL TIME".to_string(),
         "UTC".into(),
@@ -114,7 +117,102 @@ pub fn render_table(plan: &Plan) -> String {
             let _ = writeln!(out, "  {problem}");
         }
     }
+    out.push_str(&render_savings(savings));
     out
+}
+
+/// Hours asleep and what they withhold, per object, a subtotal per namespace and the total;
+/// numbers right-aligned, `-` where unknown or not applicable.
+fn render_savings(savings: &Savings) -> String {
+    if savings.objects.is_empty() && savings.not_computed.is_empty() {
+        return String::new();
+    }
+    let mut header = vec![
+        "SAVINGS".to_string(),
+        "HOURS ASLEEP".into(),
+        "REPLICA-HOURS".into(),
+        "CPU CORE-HOURS".into(),
+        "MEMORY GIB-HOURS".into(),
+        "SKIPPED RUNS".into(),
+    ];
+    if savings.priced {
+        header.push("COST".into());
+    }
+    let row = |label: String, totals: &Totals| {
+        let mut cells = vec![
+            label,
+            amount(Some(totals.hours_asleep)),
+            amount(totals.replica_hours_withheld),
+            amount(totals.cpu_core_hours_withheld),
+            amount(totals.memory_gib_hours_withheld),
+            totals
+                .skipped_runs
+                .map_or_else(|| "-".to_string(), thousands),
+        ];
+        if savings.priced {
+            cells.push(amount(totals.cost));
+        }
+        cells
+    };
+    let mut rows = vec![header];
+    for namespace in &savings.namespaces {
+        rows.extend(
+            savings
+                .objects
+                .iter()
+                .filter(|object| object.namespace == namespace.namespace)
+                .map(|object| {
+                    let label = format!("{}/{}/{}", object.namespace, object.kind, object.name);
+                    row(label, &object.totals)
+                }),
+        );
+        rows.push(row(
+            format!("{} (subtotal)", namespace.namespace),
+            &namespace.totals,
+        ));
+    }
+    rows.push(row("TOTAL".into(), &savings.total));
+    let mut widths = vec![0usize; rows[0].len()];
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut out = String::from("\n");
+    for row in &rows {
+        let line: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(column, (cell, &width))| match column {
+                0 => format!("{cell:<width$}"),
+                _ => format!("{cell:>width$}"),
+            })
+            .collect();
+        let _ = writeln!(out, "{}", line.join("  ").trim_end());
+    }
+    if !savings.not_computed.is_empty() {
+        let _ = writeln!(
+            out,
+            "not in the savings, too many transitions to step through: {}",
+            savings.not_computed.join(", ")
+        );
+    }
+    out
+}
+
+/// Two decimals, thousands separated: `1,234.50`.
+pub(super) fn amount(value: Option<f64>) -> String {
+    let Some(value) = value else {
+        return "-".into();
+    };
+    let cents = (value * 100.0).round();
+    // Far beyond any window's hours or any bill; printed plainly rather than wrapped.
+    if !(0.0..1e15).contains(&cents) {
+        return format!("{value:.2}");
+    }
+    let cents = cents as u64;
+    format!("{}.{:02}", thousands(cents / 100), cents % 100)
 }
 
 /// E.g. `down every second (604,801 times), first 2026-11-20T00:00:00Z, last ...`.

@@ -1,6 +1,7 @@
 use chrono::{TimeDelta, TimeZone};
 
-use super::render::{describe_summary, interval, thousands};
+use super::render::{amount, describe_summary, interval, thousands};
+use super::savings::{Prices, Savings, savings};
 use super::*;
 use crate::schedule::test_support::at;
 
@@ -367,12 +368,12 @@ fn a_cron_firing_every_second_for_a_week_is_summarised_quickly() {
     let web = plan.transitions.iter().filter(|t| t.name == "web").count();
     assert_eq!(web, 1 + 14, "the other object's rows stay");
     assert!(
-        render_table(&plan).contains(
+        render_table(&plan, &Savings::default()).contains(
             "staging/Deployment/flapper  down every second (604,800 times), \
              first 2026-11-20T00:00:01Z, last 2026-11-27T00:00:00Z\n"
         ),
         "{}",
-        render_table(&plan)
+        render_table(&plan, &Savings::default())
     );
 }
 
@@ -401,7 +402,7 @@ fn a_frequent_cron_is_summarised_per_direction_with_its_spacing() {
     let objects = parse_manifests(&text, "ticker.yaml").unwrap().objects;
     let from = at("2026-11-20T00:00:00Z");
     let plan = simulate(&objects, from, from + TimeDelta::days(2), Tz::UTC);
-    let table = render_table(&plan);
+    let table = render_table(&plan, &Savings::default());
     let summaries: Vec<_> = table
         .lines()
         .filter(|line| line.contains("times"))
@@ -431,7 +432,9 @@ fn a_paused_schedule_is_not_stepped_through() {
     let started = std::time::Instant::now();
     let plan = simulate(&objects, utc(1, 0), utc(8, 0), Tz::UTC);
     assert!(started.elapsed() < std::time::Duration::from_secs(1));
-    assert_eq!(plan, Plan::default());
+    assert!(plan.transitions.is_empty() && plan.summaries.is_empty() && plan.invalid.is_empty());
+    let totals = savings(&plan.timelines, Prices::default()).total;
+    assert_eq!(totals.seconds_asleep, 0, "paused, it never sleeps");
 }
 
 #[test]
@@ -457,6 +460,16 @@ fn intervals_and_counts_read_as_people_write_them() {
     ];
     for (n, text) in numbers {
         assert_eq!(thousands(n), text);
+    }
+    let amounts = [
+        (None, "-"),
+        (Some(0.0), "0.00"),
+        (Some(103.0), "103.00"),
+        (Some(0.125), "0.13"),
+        (Some(1234.5), "1,234.50"),
+    ];
+    for (value, text) in amounts {
+        assert_eq!(amount(value), text);
     }
 }
 

@@ -1,0 +1,252 @@
+//! The plan's window as a chart (`plan -o svg`): one row per object, grouped by namespace,
+//! awake and asleep as bars, the controller's transitions marked. This file is the chart's
+//! model, made from the plan; `chart/draw.rs` lays it out and writes the SVG.
+
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+
+use super::{
+    Plan, PlannedHoliday, Step, Timeline,
+    render::{amount, thousands},
+    savings::{Savings, Totals},
+};
+use crate::{scaling::target::TargetKind, schedule::Direction};
+
+/// The plan of the window from `from` to `until` drawn as an SVG image.
+pub fn render_svg(
+    plan: &Plan,
+    savings: &Savings,
+    from: DateTime<Utc>,
+    until: DateTime<Utc>,
+) -> String {
+    draw::svg(&chart(plan, savings, from, until))
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chart {
+    /// With the totals of the whole window.
+    pub title: String,
+    /// The window and the zone its days are drawn in.
+    pub subtitle: String,
+    pub timezone: Tz,
+    pub from: DateTime<Utc>,
+    pub until: DateTime<Utc>,
+    pub groups: Vec<Group>,
+}
+
+/// The objects of one namespace.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Group {
+    pub namespace: String,
+    pub summary: String,
+    pub rows: Vec<Row>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// `Kind/name`, under its namespace's heading.
+    pub label: String,
+    /// `namespace/Kind/name`, for the tooltip.
+    pub object: String,
+    pub bars: Vec<Bar>,
+    pub marks: Vec<Mark>,
+    pub summary: String,
+    /// Said in place of bars that cannot be drawn.
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bar {
+    pub start: DateTime<Utc>,
+    pub end: DateTime<Utc>,
+    pub asleep: bool,
+    pub tooltip: String,
+}
+
+/// Something that happens to an object at an instant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mark {
+    pub at: DateTime<Utc>,
+    pub kind: MarkKind,
+    pub tooltip: String,
+}
+
+/// What a mark stands for; each kind has its own shape and colour, and a legend entry when
+/// present: transitions, catch-ups, what an override on demand (`awake-until`, `asleep-until`)
+/// did, and the first day of holidays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum MarkKind {
+    Transition,
+    CatchUp,
+    Override,
+    Holiday,
+}
+
+/// The chart of `plan`: days in the zone of its first object, or UTC without one.
+pub fn chart(plan: &Plan, savings: &Savings, from: DateTime<Utc>, until: DateTime<Utc>) -> Chart {
+    let first = plan.timelines.first();
+    let timezone = first.map_or(Tz::UTC, |timeline| timeline.timezone);
+    let zone_source = match first {
+        Some(timeline) => format!(
+            "the zone of {}/{}/{}",
+            timeline.namespace, timeline.kind, timeline.name
+        ),
+        None => "no scheduled object".to_string(),
+    };
+    let mut groups: Vec<Group> = Vec::new();
+    for timeline in &plan.timelines {
+        let row = row(timeline, &plan.holidays, savings, timezone);
+        match groups.last_mut() {
+            Some(group) if group.namespace == timeline.namespace => group.rows.push(row),
+            _ => groups.push(Group {
+                namespace: timeline.namespace.clone(),
+                summary: savings
+                    .namespaces
+                    .iter()
+                    .find(|namespace| namespace.namespace == timeline.namespace)
+                    .map(|namespace| describe_briefly(&namespace.totals, savings.priced))
+                    .unwrap_or_default(),
+                rows: vec![row],
+            }),
+        }
+    }
+    Chart {
+        title: format!(
+            "cronscaler plan: {}",
+            describe(&savings.total, savings.priced)
+        ),
+        subtitle: format!(
+            "{} to {}, times in {timezone} ({zone_source})",
+            local(from, timezone),
+            local(until, timezone)
+        ),
+        timezone,
+        from,
+        until,
+        groups,
+    }
+}
+
+fn row(timeline: &Timeline, holidays: &[PlannedHoliday], savings: &Savings, timezone: Tz) -> Row {
+    let object = format!("{}/{}/{}", timeline.namespace, timeline.kind, timeline.name);
+    let amount_of = |replicas| timeline.kind.amount(replicas);
+    let bars = timeline
+        .segments()
+        .map(|segment| {
+            let state = segment.state;
+            let (word, what) = if state.asleep() && timeline.kind == TargetKind::CronJob {
+                ("asleep", "suspended".to_string())
+            } else if state.asleep() {
+                (
+                    "asleep",
+                    format!("{} of {}", state.replicas, amount_of(state.awake)),
+                )
+            } else {
+                ("awake", amount_of(state.replicas))
+            };
+            Bar {
+                start: segment.start,
+                end: segment.end,
+                asleep: state.asleep(),
+                tooltip: format!(
+                    "{object}: {word}, {what}, {} to {}",
+                    local(segment.start, timezone),
+                    local(segment.end, timezone)
+                ),
+            }
+        })
+        .collect();
+    let holidays = holidays.iter().filter(|holiday| {
+        holiday.namespace == timeline.namespace
+            && holiday.kind == timeline.kind.as_str()
+            && holiday.name == timeline.name
+    });
+    let marks = timeline
+        .steps
+        .iter()
+        .map(|step| mark(timeline.kind, step, timezone))
+        .chain(holidays.map(|holiday| Mark {
+            at: holiday.at,
+            kind: MarkKind::Holiday,
+            tooltip: format!("holiday {}..{}: nothing wakes", holiday.first, holiday.last),
+        }))
+        .collect();
+    let summary = savings
+        .objects
+        .iter()
+        .find(|saved| {
+            saved.namespace == timeline.namespace
+                && saved.kind == timeline.kind.as_str()
+                && saved.name == timeline.name
+        })
+        .map(|saved| describe_briefly(&saved.totals, savings.priced))
+        .unwrap_or_default();
+    Row {
+        label: format!("{}/{}", timeline.kind, timeline.name),
+        object,
+        bars,
+        marks,
+        summary,
+        note: timeline
+            .summarised
+            .then(|| "too many transitions to draw: see the table".to_string()),
+    }
+}
+
+fn mark(kind: TargetKind, step: &Step, timezone: Tz) -> Mark {
+    let action = match step.direction {
+        Some(Direction::Down) => "down",
+        Some(Direction::Up) => "up",
+        None => "restore",
+    };
+    let (mark_kind, how) = match (&step.on_demand, step.catch_up) {
+        (Some(note), _) => (MarkKind::Override, format!(" ({note})")),
+        (None, true) => (MarkKind::CatchUp, " (catch-up)".to_string()),
+        (None, false) => (MarkKind::Transition, String::new()),
+    };
+    Mark {
+        at: step.at,
+        kind: mark_kind,
+        tooltip: format!(
+            "{action}{how} at {}: {} -> {}",
+            local(step.at, timezone),
+            kind.amount(step.from),
+            kind.amount(step.state.replicas)
+        ),
+    }
+}
+
+/// E.g. `113.00 h asleep, 226.00 replica-hours withheld, 226 runs skipped, cost 5.09`.
+fn describe(totals: &Totals, priced: bool) -> String {
+    let mut parts = vec![format!("{} h asleep", amount(Some(totals.hours_asleep)))];
+    if let Some(replica_hours) = totals.replica_hours_withheld {
+        parts.push(format!(
+            "{} replica-hours withheld",
+            amount(Some(replica_hours))
+        ));
+    }
+    if let Some(runs) = totals.skipped_runs {
+        parts.push(format!("{} runs skipped", thousands(runs)));
+    }
+    if priced {
+        parts.push(format!("{} saved", amount(totals.cost)));
+    }
+    parts.join(", ")
+}
+
+/// Beside a row, where a long text would widen the chart: `113.00 h asleep, 226.00
+/// replica-h, 5.09 saved`.
+fn describe_briefly(totals: &Totals, priced: bool) -> String {
+    describe(totals, priced).replace(" replica-hours withheld", " replica-h")
+}
+
+fn local(at: DateTime<Utc>, timezone: Tz) -> String {
+    at.with_timezone(&timezone)
+        .format("%a %Y-%m-%d %H:%M %Z")
+        .to_string()
+}
+
+mod draw;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,318 @@
+//! What sleeping saves over the plan's window: hours asleep, replica-hours withheld, the CPU and
+//! memory their pods request, the runs a suspended CronJob skips, and their price. Integrated
+//! exactly, segment by segment of the simulated timeline, never sampled.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+use croner::parser::{CronParser, Seconds, Year};
+use k8s_openapi::api::{
+    apps::v1::{Deployment, StatefulSet},
+    batch::v1::CronJob,
+    core::v1::PodSpec,
+};
+use serde::Serialize;
+
+use super::{
+    Timeline,
+    quantity::{QuantityError, parse_quantity},
+};
+use crate::scaling::target::TargetKind;
+
+const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+const SECONDS_PER_HOUR: f64 = 3600.0;
+
+/// What savings need of an object beyond its replicas.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Workload {
+    pub requests: PodRequests,
+    /// A CronJob's own `spec.schedule` and `spec.timeZone`.
+    pub runs: Option<RunSchedule>,
+}
+
+/// What one pod requests, summed over its containers; `None` where no container says.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct PodRequests {
+    pub cpu_cores: Option<f64>,
+    pub memory_bytes: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunSchedule {
+    pub schedule: String,
+    pub timezone: Option<String>,
+}
+
+impl Workload {
+    pub fn of_deployment(deployment: &Deployment) -> Result<Self, QuantityError> {
+        let spec = deployment.spec.as_ref();
+        Self::of_pod(spec.and_then(|spec| spec.template.spec.as_ref()))
+    }
+
+    pub fn of_stateful_set(stateful_set: &StatefulSet) -> Result<Self, QuantityError> {
+        let spec = stateful_set.spec.as_ref();
+        Self::of_pod(spec.and_then(|spec| spec.template.spec.as_ref()))
+    }
+
+    fn of_pod(spec: Option<&PodSpec>) -> Result<Self, QuantityError> {
+        Ok(Workload {
+            requests: PodRequests::of(spec)?,
+            runs: None,
+        })
+    }
+
+    pub fn of_cron_job(cron_job: &CronJob) -> Result<Self, QuantityError> {
+        let spec = cron_job.spec.as_ref();
+        let pod = spec
+            .and_then(|spec| spec.job_template.spec.as_ref())
+            .and_then(|job| job.template.spec.as_ref());
+        Ok(Workload {
+            requests: PodRequests::of(pod)?,
+            runs: spec.map(|spec| RunSchedule {
+                schedule: spec.schedule.clone(),
+                timezone: spec.time_zone.clone(),
+            }),
+        })
+    }
+}
+
+impl PodRequests {
+    /// Init containers are left out: they run before the others, not beside them, and only at
+    /// a pod's start. A container with a limit and no request is given the limit as its
+    /// request when its pod is created, so it counts as requested.
+    pub fn of(spec: Option<&PodSpec>) -> Result<Self, QuantityError> {
+        let mut requests = PodRequests::default();
+        let containers = spec.map(|spec| spec.containers.as_slice()).unwrap_or(&[]);
+        for resources in containers.iter().filter_map(|c| c.resources.as_ref()) {
+            for (name, total) in [
+                ("cpu", &mut requests.cpu_cores),
+                ("memory", &mut requests.memory_bytes),
+            ] {
+                let declared = [&resources.requests, &resources.limits]
+                    .into_iter()
+                    .find_map(|quantities| quantities.as_ref()?.get(name));
+                if let Some(quantity) = declared {
+                    *total = Some(total.unwrap_or(0.0) + parse_quantity(&quantity.0)?);
+                }
+            }
+        }
+        Ok(requests)
+    }
+}
+
+/// Money per core-hour and per GiB-hour requested; without either, no money is shown.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Prices {
+    pub cpu_hour: Option<f64>,
+    pub gib_hour: Option<f64>,
+}
+
+impl Prices {
+    fn any(&self) -> bool {
+        self.cpu_hour.is_some() || self.gib_hour.is_some()
+    }
+}
+
+/// What sleeping saves, per object, per namespace and in total.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Savings {
+    pub objects: Vec<ObjectSavings>,
+    pub namespaces: Vec<NamespaceSavings>,
+    pub total: Totals,
+    /// Objects with too many transitions to step through (summarised): not integrated, and
+    /// left out of the totals.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_computed: Vec<String>,
+    /// Prices were given: money is shown, if only as unknown.
+    #[serde(skip)]
+    pub priced: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ObjectSavings {
+    pub namespace: String,
+    pub kind: String,
+    pub name: String,
+    #[serde(flatten)]
+    pub totals: Totals,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NamespaceSavings {
+    pub namespace: String,
+    #[serde(flatten)]
+    pub totals: Totals,
+}
+
+/// Amounts over the window. A field is absent where nothing it adds up has it: no container
+/// requests CPU, no CronJob, no price.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Totals {
+    /// Exact; `hoursAsleep` is the same in hours.
+    pub seconds_asleep: i64,
+    pub hours_asleep: f64,
+    /// Awake replicas minus the replicas run, over time. A CronJob has none: it runs jobs,
+    /// which `skippedRuns` counts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replica_seconds_withheld: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replica_hours_withheld: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_core_hours_withheld: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_gib_hours_withheld: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped_runs: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
+}
+
+impl Totals {
+    fn add(&mut self, other: &Totals) {
+        fn sum<T: Copy + std::ops::Add<Output = T>>(a: Option<T>, b: Option<T>) -> Option<T> {
+            match (a, b) {
+                (Some(a), Some(b)) => Some(a + b),
+                (a, b) => a.or(b),
+            }
+        }
+        self.seconds_asleep += other.seconds_asleep;
+        self.hours_asleep = hours(self.seconds_asleep);
+        self.replica_seconds_withheld = sum(
+            self.replica_seconds_withheld,
+            other.replica_seconds_withheld,
+        );
+        self.replica_hours_withheld = self.replica_seconds_withheld.map(hours);
+        self.cpu_core_hours_withheld =
+            sum(self.cpu_core_hours_withheld, other.cpu_core_hours_withheld);
+        self.memory_gib_hours_withheld = sum(
+            self.memory_gib_hours_withheld,
+            other.memory_gib_hours_withheld,
+        );
+        self.skipped_runs = sum(self.skipped_runs, other.skipped_runs);
+        self.cost = sum(self.cost, other.cost);
+    }
+}
+
+fn hours(seconds: i64) -> f64 {
+    // Seconds in a window fit an f64 exactly.
+    seconds as f64 / SECONDS_PER_HOUR
+}
+
+/// The savings of every timeline the plan simulated, `prices` turning requests into money.
+pub fn savings(timelines: &[Timeline], prices: Prices) -> Savings {
+    let mut savings = Savings {
+        priced: prices.any(),
+        ..Savings::default()
+    };
+    let mut namespaces: BTreeMap<&str, Totals> = BTreeMap::new();
+    for timeline in timelines {
+        if timeline.summarised {
+            let id = format!("{}/{}/{}", timeline.namespace, timeline.kind, timeline.name);
+            savings.not_computed.push(id);
+            continue;
+        }
+        let totals = of_timeline(timeline, prices);
+        namespaces
+            .entry(&timeline.namespace)
+            .or_default()
+            .add(&totals);
+        savings.total.add(&totals);
+        savings.objects.push(ObjectSavings {
+            namespace: timeline.namespace.clone(),
+            kind: timeline.kind.to_string(),
+            name: timeline.name.clone(),
+            totals,
+        });
+    }
+    savings.namespaces = namespaces
+        .into_iter()
+        .map(|(namespace, totals)| NamespaceSavings {
+            namespace: namespace.to_string(),
+            totals,
+        })
+        .collect();
+    savings
+}
+
+fn of_timeline(timeline: &Timeline, prices: Prices) -> Totals {
+    let mut seconds_asleep = 0;
+    let mut replica_seconds = 0;
+    let asleep: Vec<_> = timeline
+        .segments()
+        .filter(|segment| segment.state.asleep())
+        .collect();
+    for segment in &asleep {
+        let seconds = (segment.end - segment.start).num_seconds();
+        seconds_asleep += seconds;
+        replica_seconds += i64::from(segment.state.withheld()) * seconds;
+    }
+    if timeline.kind == TargetKind::CronJob {
+        let stretches: Vec<_> = asleep.iter().map(|s| (s.start, s.end)).collect();
+        return Totals {
+            seconds_asleep,
+            hours_asleep: hours(seconds_asleep),
+            skipped_runs: timeline
+                .workload
+                .runs
+                .as_ref()
+                .and_then(|runs| skipped_runs(runs, &stretches)),
+            ..Totals::default()
+        };
+    }
+    let replica_hours = hours(replica_seconds);
+    let requests = timeline.workload.requests;
+    let cpu = requests.cpu_cores.map(|cores| cores * replica_hours);
+    let memory = requests
+        .memory_bytes
+        .map(|bytes| bytes / GIB * replica_hours);
+    let priced = [(cpu, prices.cpu_hour), (memory, prices.gib_hour)]
+        .into_iter()
+        .filter_map(|(amount, price)| Some(amount? * price?))
+        .reduce(|a, b| a + b);
+    Totals {
+        seconds_asleep,
+        hours_asleep: hours(seconds_asleep),
+        replica_seconds_withheld: Some(replica_seconds),
+        replica_hours_withheld: Some(replica_hours),
+        cpu_core_hours_withheld: cpu,
+        memory_gib_hours_withheld: memory,
+        skipped_runs: None,
+        cost: priced,
+    }
+}
+
+/// The firings of a CronJob's own schedule inside the stretches it was suspended by us (each
+/// from its start, inclusive, to its end, exclusive: at a shared instant the controller's
+/// patch and the CronJob controller race, and a run at the scale-down is taken as the one
+/// sleeping meant to skip). `spec.schedule` is read in
+/// `spec.timeZone` when set, else in UTC: the kube-controller-manager's own zone, which is UTC
+/// on practically every cluster and which a plan cannot see. A schedule or zone the API server
+/// would refuse counts nothing (`None`).
+fn skipped_runs(runs: &RunSchedule, stretches: &[(DateTime<Utc>, DateTime<Utc>)]) -> Option<u64> {
+    let timezone: Tz = match &runs.timezone {
+        Some(name) => name.parse().ok()?,
+        None => Tz::UTC,
+    };
+    let cron = CronParser::builder()
+        .seconds(Seconds::Disallowed)
+        .year(Year::Disallowed)
+        // Kubernetes (robfig/cron) combines day-of-month and day-of-week with OR.
+        .dom_and_dow(false)
+        .build()
+        .parse(runs.schedule.trim())
+        .ok()?;
+    let mut count = 0;
+    for &(start, end) in stretches {
+        let firings = cron
+            .iter_from(start.with_timezone(&timezone), croner::Direction::Forward)
+            .take_while(|firing| *firing < end);
+        count += firings.count() as u64;
+    }
+    Some(count)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,198 @@
+use chrono::TimeDelta;
+use chrono_tz::Tz;
+
+use super::*;
+use crate::commands::plan::{Plan, parse_manifests, simulate};
+use crate::schedule::test_support::at;
+
+fn deployment(name: &str, replicas: i32, annotations: &str) -> String {
+    format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\n  namespace: staging\n  annotations:\n{annotations}\nspec:\n  replicas: {replicas}\n  selector: {{matchLabels: {{app: x}}}}\n  template: {{metadata: {{labels: {{app: x}}}}, spec: {{containers: [{{name: x, image: nginx}}]}}}}\n"
+    )
+}
+
+fn week_of(text: &str, from: &str) -> (Plan, Savings) {
+    let objects = parse_manifests(text, "week.yaml").unwrap().objects;
+    let from = at(from);
+    let plan = simulate(&objects, from, from + TimeDelta::days(7), Tz::UTC);
+    let savings = savings(&plan.timelines, Prices::default());
+    (plan, savings)
+}
+
+fn with_requests(text: String, requests: &str) -> String {
+    text.replace(
+        "image: nginx}",
+        &format!("image: nginx, resources: {{requests: {{{requests}}}}}}}"),
+    )
+}
+
+#[test]
+fn a_weekday_schedule_sleeps_103_of_the_168_hours_of_a_week() {
+    // Monday 2026-11-23 00:00 UTC: asleep until 07:00 by the catch-up of Friday's 20:00 down,
+    // 13 hours awake on each of five days, asleep from Friday 20:00 to the window's end.
+    let text = with_requests(
+        deployment(
+            "web",
+            2,
+            "    cronscaler.dev/scale-down: \"0 20 * * MON-FRI\"\n    cronscaler.dev/scale-up: \"0 7 * * MON-FRI\"",
+        ),
+        "cpu: 250m, memory: 512Mi",
+    );
+    let (plan, savings) = week_of(&text, "2026-11-23T00:00:00Z");
+    assert_eq!(plan.transitions[0].action, "down");
+    assert!(plan.transitions[0].catch_up);
+    let web = &savings.objects[0].totals;
+    assert_eq!(web.seconds_asleep, 103 * 3600);
+    assert_eq!(web.hours_asleep, 103.0);
+    assert_eq!(web.replica_seconds_withheld, Some(2 * 103 * 3600));
+    assert_eq!(web.replica_hours_withheld, Some(206.0));
+    assert_eq!(web.cpu_core_hours_withheld, Some(0.25 * 206.0));
+    assert_eq!(web.memory_gib_hours_withheld, Some(0.5 * 206.0));
+    assert_eq!(web.cost, None, "no prices, no money");
+    assert_eq!(savings.total, *web);
+    assert_eq!(savings.namespaces.len(), 1);
+    assert_eq!(savings.namespaces[0].totals, *web);
+}
+
+#[test]
+fn prices_turn_withheld_requests_into_money() {
+    let text = with_requests(
+        deployment(
+            "web",
+            1,
+            "    cronscaler.dev/scale-down: \"0 20 * * *\"\n    cronscaler.dev/scale-up: \"0 8 * * *\"",
+        ),
+        "cpu: '2', memory: 1Gi",
+    );
+    let objects = parse_manifests(&text, "web.yaml").unwrap().objects;
+    let from = at("2026-11-23T12:00:00Z");
+    let plan = simulate(&objects, from, from + TimeDelta::days(1), Tz::UTC);
+    // Asleep from 20:00 to 08:00: 12 hours of one replica of 2 cores and 1 GiB.
+    let priced = savings(
+        &plan.timelines,
+        Prices {
+            cpu_hour: Some(0.5),
+            gib_hour: Some(0.25),
+        },
+    );
+    assert_eq!(priced.total.hours_asleep, 12.0);
+    assert_eq!(priced.total.cost, Some(12.0 * (2.0 * 0.5 + 0.25)));
+    let cpu_only = savings(
+        &plan.timelines,
+        Prices {
+            cpu_hour: Some(0.5),
+            gib_hour: None,
+        },
+    );
+    assert_eq!(cpu_only.total.cost, Some(12.0));
+}
+
+#[test]
+fn a_partial_sleep_withholds_only_the_replicas_taken() {
+    // 5 replicas kept at 2 at night, woken to up-replicas 6: 4 withheld, not 3 or 5.
+    let text = deployment(
+        "db",
+        5,
+        "    cronscaler.dev/scale-down: \"0 20 * * *\"\n    cronscaler.dev/scale-up: \"0 8 * * *\"\n    cronscaler.dev/down-replicas: \"2\"\n    cronscaler.dev/up-replicas: \"6\"",
+    );
+    let objects = parse_manifests(&text, "db.yaml").unwrap().objects;
+    let from = at("2026-11-23T12:00:00Z");
+    let plan = simulate(&objects, from, from + TimeDelta::hours(24), Tz::UTC);
+    let totals = savings(&plan.timelines, Prices::default()).total;
+    assert_eq!(totals.hours_asleep, 12.0);
+    assert_eq!(totals.replica_hours_withheld, Some(12.0 * 4.0));
+    assert_eq!(totals.cpu_core_hours_withheld, None, "no requests declared");
+}
+
+#[test]
+fn a_suspended_cron_job_counts_the_runs_it_skipped_in_its_own_zone() {
+    // Its own schedule, 09:00 and 21:00 in Tokyo (00:00 and 12:00 UTC), while suspended from
+    // 20:00 to 08:00 UTC: the 00:00 UTC run of each night is skipped.
+    let text = "apiVersion: batch/v1\nkind: CronJob\nmetadata:\n  name: report\n  namespace: shop\n  annotations:\n    cronscaler.dev/scale-down: \"0 20 * * *\"\n    cronscaler.dev/scale-up: \"0 8 * * *\"\nspec:\n  schedule: \"0 9,21 * * *\"\n  timeZone: Asia/Tokyo\n  jobTemplate: {spec: {template: {spec: {restartPolicy: OnFailure, containers: [{name: r, image: busybox, resources: {requests: {cpu: 100m}}}]}}}}\n";
+    let (_, savings) = week_of(text, "2026-11-23T12:00:00Z");
+    let report = &savings.objects[0].totals;
+    assert_eq!(report.hours_asleep, 7.0 * 12.0);
+    assert_eq!(report.skipped_runs, Some(7));
+    assert_eq!(
+        (
+            report.replica_hours_withheld,
+            report.cpu_core_hours_withheld
+        ),
+        (None, None),
+        "a CronJob's savings are its runs"
+    );
+    let utc = text.replace("  timeZone: Asia/Tokyo\n", "");
+    let (_, savings) = week_of(&utc, "2026-11-23T12:00:00Z");
+    // 21:00 UTC each night, and 09:00 never: seven again, but other runs.
+    assert_eq!(savings.total.skipped_runs, Some(7));
+    let hourly = text.replace("0 9,21 * * *", "30 * * * *");
+    let (_, savings) = week_of(&hourly, "2026-11-23T12:00:00Z");
+    assert_eq!(savings.total.skipped_runs, Some(7 * 12));
+}
+
+#[test]
+fn an_object_already_asleep_at_the_start_counts_from_the_start() {
+    let text = deployment(
+        "web",
+        0,
+        "    cronscaler.dev/scale-down: \"0 20 * * *\"\n    cronscaler.dev/scale-up: \"0 8 * * *\"\n    cronscaler.dev/original-replicas: \"3\"\n    cronscaler.dev/last-transition: \"2026-11-22T20:00:00Z down\"",
+    );
+    let objects = parse_manifests(&text, "web.yaml").unwrap().objects;
+    let from = at("2026-11-23T02:00:00Z");
+    let plan = simulate(&objects, from, at("2026-11-23T12:00:00Z"), Tz::UTC);
+    assert!(plan.transitions[0].at == at("2026-11-23T08:00:00Z"));
+    let totals = savings(&plan.timelines, Prices::default()).total;
+    assert_eq!(totals.hours_asleep, 6.0);
+    assert_eq!(totals.replica_hours_withheld, Some(18.0));
+}
+
+#[test]
+fn namespaces_add_up_on_their_own_and_into_the_total() {
+    let schedule =
+        "    cronscaler.dev/scale-down: \"0 20 * * *\"\n    cronscaler.dev/scale-up: \"0 8 * * *\"";
+    let text = deployment("a", 1, schedule)
+        + "---\n"
+        + &deployment("b", 2, schedule)
+        + "---\n"
+        + &deployment("c", 3, schedule).replace("namespace: staging", "namespace: prod")
+        + "---\n"
+        + &deployment("d", 3, "    team: none");
+    let objects = parse_manifests(&text, "all.yaml").unwrap().objects;
+    let from = at("2026-11-23T12:00:00Z");
+    let plan = simulate(&objects, from, from + TimeDelta::days(1), Tz::UTC);
+    let savings = savings(&plan.timelines, Prices::default());
+    let names: Vec<_> = savings.objects.iter().map(|o| o.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["c", "a", "b"],
+        "by namespace; unscheduled d left out"
+    );
+    let per_namespace: Vec<_> = savings
+        .namespaces
+        .iter()
+        .map(|n| (n.namespace.as_str(), n.totals.replica_hours_withheld))
+        .collect();
+    assert_eq!(
+        per_namespace,
+        [("prod", Some(36.0)), ("staging", Some(36.0))]
+    );
+    assert_eq!(savings.total.hours_asleep, 36.0);
+    assert_eq!(savings.total.replica_hours_withheld, Some(72.0));
+}
+
+#[test]
+fn requests_add_up_over_containers_and_a_limit_stands_for_a_missing_request() {
+    let text = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: staging}\nspec:\n  replicas: 1\n  selector: {matchLabels: {app: x}}\n  template:\n    metadata: {labels: {app: x}}\n    spec:\n      initContainers: [{name: migrate, image: x, resources: {requests: {cpu: '8', memory: 8Gi}}}]\n      containers:\n      - {name: app, image: x, resources: {requests: {cpu: 250m, memory: 256Mi}}}\n      - {name: proxy, image: x, resources: {limits: {cpu: 500m, memory: 128Mi}}}\n      - {name: logs, image: x}\n";
+    let objects = parse_manifests(text, "web.yaml").unwrap().objects;
+    let requests = objects[0].workload.requests;
+    assert_eq!(requests.cpu_cores, Some(0.75), "init containers left out");
+    assert_eq!(requests.memory_bytes, Some(384.0 * 1024.0 * 1024.0));
+
+    let bad = text.replace("cpu: 250m", "cpu: lots");
+    let error = parse_manifests(&bad, "web.yaml").unwrap_err().to_string();
+    assert_eq!(
+        error,
+        "web.yaml: document 1: resource request: \"lots\" is not a Kubernetes quantity (no number), \
+         e.g. `250m`, `1`, `512Mi` or `1G`"
+    );
+}
