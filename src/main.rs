@@ -142,7 +142,7 @@ async fn show_status(kube: &KubeArgs, args: StatusArgs) -> anyhow::Result<()> {
     let status = status::status(
         &listed.objects,
         listed.namespaces.as_ref(),
-        &args.exclude_namespaces,
+        &args.excluded.exclude_namespaces,
         args.default_timezone,
         now,
     );

@@ -190,15 +190,8 @@ pub struct RunArgs {
     #[arg(long, env = "CRONSCALER_MAX_OVERRIDE", default_value = "24h", value_parser = humantime::parse_duration)]
     pub max_override: std::time::Duration,
 
-    /// Namespaces never touched, annotated or not (comma-separated); the controller's own
-    /// namespace is always added.
-    #[arg(
-        long,
-        env = "CRONSCALER_EXCLUDE_NAMESPACES",
-        value_delimiter = ',',
-        default_value = "kube-system,kube-public,kube-node-lease"
-    )]
-    pub exclude_namespaces: Vec<String>,
+    #[command(flatten)]
+    pub excluded: Excluded,
 
     /// Log and emit Events for what the scheduled scaler would do; change nothing.
     #[arg(long, env = "CRONSCALER_DRY_RUN")]
@@ -291,7 +284,16 @@ pub struct StatusArgs {
     #[arg(long, env = "CRONSCALER_DEFAULT_TIMEZONE", default_value = "UTC", value_parser = time_zone)]
     pub default_timezone: Tz,
 
-    /// Namespaces the controller never touches (comma-separated), as it was given them.
+    #[command(flatten)]
+    pub excluded: Excluded,
+}
+
+/// The namespaces never touched: `run` leaves them alone and `status` shows their objects as
+/// excluded, from the one flag and default.
+#[derive(Debug, Clone, Args)]
+pub struct Excluded {
+    /// Namespaces never touched, annotated or not (comma-separated); the controller's own
+    /// namespace is always added.
     #[arg(
         long,
         env = "CRONSCALER_EXCLUDE_NAMESPACES",

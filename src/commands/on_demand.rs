@@ -390,95 +390,70 @@ mod tests {
         );
     }
 
+    /// Until when an override on the staging Namespace lasts, or why it may not be.
+    fn staging_until(
+        direction: Direction,
+        requested: Option<DateTime<Utc>>,
+        now: DateTime<Utc>,
+    ) -> Result<DateTime<Utc>, String> {
+        let max = TimeDelta::hours(24);
+        until_when(
+            direction,
+            "Namespace staging",
+            &staging(),
+            requested,
+            now,
+            max,
+        )
+        .map_err(|error| error.to_string())
+    }
+
     #[test]
     fn an_override_lasts_as_asked_or_until_the_schedule_turns() {
         let now = at("2026-11-23T21:00:00Z");
-        let max = TimeDelta::hours(24);
+        let two_hours = Some(now + TimeDelta::hours(2));
         assert_eq!(
-            until_when(
-                Direction::Up,
-                "Namespace staging",
-                &staging(),
-                Some(now + TimeDelta::hours(2)),
-                now,
-                max
-            )
-            .unwrap(),
-            at("2026-11-23T23:00:00Z")
+            staging_until(Direction::Up, two_hours, now),
+            Ok(at("2026-11-23T23:00:00Z"))
         );
         // Woken on Monday night: until Tuesday's scale-down at 20:00.
         assert_eq!(
-            until_when(
-                Direction::Up,
-                "Namespace staging",
-                &staging(),
-                None,
-                now,
-                max
-            )
-            .unwrap(),
-            at("2026-11-24T20:00:00Z")
+            staging_until(Direction::Up, None, now),
+            Ok(at("2026-11-24T20:00:00Z"))
         );
         // Put to sleep: until Tuesday's wake-up at 07:00.
         assert_eq!(
-            until_when(
-                Direction::Down,
-                "Namespace staging",
-                &staging(),
-                None,
-                now,
-                max
-            )
-            .unwrap(),
-            at("2026-11-24T07:00:00Z")
+            staging_until(Direction::Down, None, now),
+            Ok(at("2026-11-24T07:00:00Z"))
         );
         // On Friday night the next wake-up is more than a day away.
-        let friday = at("2026-11-27T21:00:00Z");
         assert_eq!(
-            until_when(
-                Direction::Down,
-                "Namespace staging",
-                &staging(),
-                None,
-                friday,
-                max
+            staging_until(Direction::Down, None, at("2026-11-27T21:00:00Z")),
+            Err(
+                "Namespace staging: no scheduled up within 24h; say until when with --for or \
+                 --until"
+                    .to_string()
             )
-            .unwrap_err()
-            .to_string(),
-            "Namespace staging: no scheduled up within 24h; say until when with --for or --until"
         );
     }
 
     #[test]
     fn overrides_in_the_past_or_too_far_ahead_are_refused() {
         let now = at("2026-11-23T21:00:00Z");
-        let max = TimeDelta::hours(24);
         assert_eq!(
-            until_when(
-                Direction::Up,
-                "x",
-                &staging(),
-                Some(now - TimeDelta::hours(1)),
-                now,
-                max
+            staging_until(Direction::Up, Some(now - TimeDelta::hours(1)), now),
+            Err(
+                "--until 2026-11-23T20:00:00Z is not in the future (now is 2026-11-23T21:00:00Z)"
+                    .to_string()
             )
-            .unwrap_err()
-            .to_string(),
-            "--until 2026-11-23T20:00:00Z is not in the future (now is 2026-11-23T21:00:00Z)"
         );
         assert_eq!(
-            until_when(
-                Direction::Up,
-                "x",
-                &staging(),
-                Some(now + TimeDelta::hours(30)),
-                now,
-                max
+            staging_until(Direction::Up, Some(now + TimeDelta::hours(30)), now),
+            Err(
+                "2026-11-25T03:00:00Z is 30h ahead, more than the 24h an override may reach; the \
+                 controller would refuse it (its --max-override)"
+                    .to_string()
             )
-            .unwrap_err()
-            .to_string(),
-            "2026-11-25T03:00:00Z is 30h ahead, more than the 24h an override may reach; the \
-             controller would refuse it (its --max-override)"
         );
     }
 

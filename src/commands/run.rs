@@ -110,6 +110,7 @@ pub async fn run(
     let grace = TimeDelta::from_std(args.grace_period).unwrap_or(TimeDelta::MAX);
     let max_override = TimeDelta::from_std(args.max_override).unwrap_or(TimeDelta::MAX);
     let excluded = args
+        .excluded
         .exclude_namespaces
         .iter()
         .filter(|namespace| !namespace.is_empty())
