@@ -138,6 +138,19 @@ async fn sleep_on_demand_ends_once_even_when_it_runs_out_while_the_controller_is
         "the Event says who asked and until when: {note}"
     );
 
+    // `status` shows it held, and until when.
+    let shown = scenario.run(&["status", "-n", &scenario.namespace]);
+    let table = String::from_utf8_lossy(&shown.stdout).to_string();
+    let row = table
+        .lines()
+        .find(|line| line.split_whitespace().nth(2) == Some("web"))
+        .unwrap_or_default();
+    assert!(
+        row.contains("overridden") && row.contains(&format!("asleep until {until}")),
+        "{table}{}",
+        String::from_utf8_lossy(&shown.stderr)
+    );
+
     // The override runs out while nobody watches.
     controller
         .assert_stops_cleanly(Duration::from_secs(10))
