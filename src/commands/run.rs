@@ -308,9 +308,11 @@ pub async fn run(
 
     let (is_leader, election) = elect(&client, args);
     // A replica that comes to lead finds no backlog (standby workers let go of every key), so
-    // it queues what is due now: every Foo, and the scheduled objects that need a look.
+    // it queues what is due now: every Foo, the scheduled objects that need a look, and the
+    // Namespaces' overrides to take away when they run out.
     let resync = {
         let (foos, queue, clock) = (foo_store.clone(), queue.clone(), clock.clone());
+        let namespaces = namespaces.clone();
         let trackers = [
             foo_schedules,
             deployment_schedules,
@@ -321,6 +323,11 @@ pub async fn run(
             let now = clock();
             for tracker in &trackers {
                 lock(tracker).resync(now);
+            }
+            for namespace in namespaces.scheduled() {
+                if let Some(annotations) = namespaces.annotations_of(&namespace) {
+                    end_override_in_time(&queue, &namespace, &annotations, now);
+                }
             }
             for foo in foos.state() {
                 if let Some(key) = ObjectKey::of(foo.as_ref()) {

@@ -116,7 +116,7 @@ impl NamespaceSchedules {
             .cloned()
     }
 
-    /// The Namespaces that have a schedule.
+    /// The Namespaces with `cronscaler.dev/` annotations: a schedule, holidays, an override.
     pub fn scheduled(&self) -> Vec<String> {
         self.schedules
             .read()
