@@ -10,10 +10,10 @@ mod support;
 
 use std::time::Duration;
 
-use k8s_openapi::api::{core::v1::Namespace, events::v1::Event, rbac::v1::ClusterRole};
+use k8s_openapi::api::{core::v1::Namespace, rbac::v1::ClusterRole};
 use kube::{
     Api,
-    api::{ListParams, Patch, PatchParams, PostParams},
+    api::{Patch, PatchParams, PostParams},
 };
 use serde_json::json;
 use support::{Scenario, envtest, eventually, metric, replicas_and_annotations, whole_second_in};
@@ -105,25 +105,10 @@ async fn a_namespace_schedule_puts_its_workloads_to_sleep_and_removing_it_wakes_
         (cron_job.spec?.suspend == Some(true)).then_some(())
     })
     .await;
-    // On the Namespace, one Event that says what its transition did. Events about a
-    // cluster-scoped object live in `default`.
-    let events: Api<Event> = Api::namespaced(scenario.client.clone(), "default");
-    let told = eventually(
-        "the Namespace's NamespaceScaledDown Event",
-        LATENESS,
-        || async {
-            let params =
-                ListParams::default().fields(&format!("regarding.name={}", scenario.namespace));
-            events
-                .list(&params)
-                .await
-                .ok()?
-                .items
-                .into_iter()
-                .find(|event| event.reason.as_deref() == Some("NamespaceScaledDown"))
-        },
-    )
-    .await;
+    // On the Namespace, one Event that says what its transition did.
+    let told = scenario
+        .namespace_event("NamespaceScaledDown", LATENESS)
+        .await;
     let note = told.note.unwrap_or_default();
     assert!(
         note.starts_with("slept 3 workloads (")

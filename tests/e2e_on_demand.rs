@@ -9,10 +9,10 @@ mod support;
 
 use std::time::Duration;
 
-use k8s_openapi::api::{core::v1::Namespace, events::v1::Event};
+use k8s_openapi::api::core::v1::Namespace;
 use kube::{
     Api,
-    api::{ListParams, Patch, PatchParams, PostParams},
+    api::{Patch, PatchParams, PostParams},
 };
 use serde_json::json;
 use support::{Scenario, envtest, eventually, occurrences, replicas_and_annotations};
@@ -267,19 +267,9 @@ async fn waking_a_namespace_wakes_its_workloads_until_the_override_runs_out() {
             .contains("scaled up from 0 to 2 replicas on demand by cronscaler.dev/awake-until")),
         "{woken:?}"
     );
-    let events: Api<Event> = Api::namespaced(scenario.client.clone(), "default");
-    let told = eventually("the Namespace's Event", LATENESS, || async {
-        let params =
-            ListParams::default().fields(&format!("regarding.name={}", scenario.namespace));
-        events
-            .list(&params)
-            .await
-            .ok()?
-            .items
-            .into_iter()
-            .find(|event| event.reason.as_deref() == Some("NamespaceScaledUp"))
-    })
-    .await;
+    let told = scenario
+        .namespace_event("NamespaceScaledUp", LATENESS)
+        .await;
     let note = told.note.unwrap_or_default();
     assert!(
         note.starts_with("woke 2 workloads")

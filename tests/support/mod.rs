@@ -373,6 +373,27 @@ impl Scenario {
         .await
     }
 
+    /// Waits for an Event with `reason` about this scenario's Namespace itself. Events about a
+    /// cluster-scoped object live in `default`.
+    pub async fn namespace_event(&self, reason: &str, timeout: Duration) -> Event {
+        let events: Api<Event> = Api::namespaced(self.client.clone(), "default");
+        let params = ListParams::default().fields(&format!("regarding.name={}", self.namespace));
+        eventually(
+            &format!("a {reason} Event about Namespace {}", self.namespace),
+            timeout,
+            || async {
+                events
+                    .list(&params)
+                    .await
+                    .ok()?
+                    .items
+                    .into_iter()
+                    .find(|event| event.reason.as_deref() == Some(reason))
+            },
+        )
+        .await
+    }
+
     /// Deletes the namespace on a real cluster, where it would otherwise stay; on envtest the
     /// control plane goes away with the test binary, and deleting only costs time.
     pub async fn finish(self) {
