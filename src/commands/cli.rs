@@ -541,4 +541,74 @@ mod tests {
         let error = help(&["kubectl-cronscaler", "stauts"]);
         assert!(error.contains("kubectl cronscaler"), "{error}");
     }
+
+    #[test]
+    fn wake_and_sleep_take_a_namespace_before_or_after_and_one_way_to_say_how_long() {
+        let parse = |argv: &[&str]| Cli::parse_args(argv);
+        for argv in [
+            &[
+                "cronscaler",
+                "wake",
+                "-n",
+                "staging",
+                "deploy/web",
+                "--for",
+                "2h",
+            ][..],
+            &[
+                "cronscaler",
+                "-n",
+                "staging",
+                "wake",
+                "deploy/web",
+                "--for=2h",
+            ][..],
+        ] {
+            let Command::Wake(wake) = parse(argv).unwrap().command else {
+                panic!("{argv:?} is not a wake");
+            };
+            assert_eq!(wake.namespace.as_deref(), Some("staging"), "{argv:?}");
+            assert_eq!(wake.object.as_deref(), Some("deploy/web"));
+            assert_eq!(wake.for_, Some(Duration::from_secs(7200)));
+            assert_eq!(wake.max_override, Duration::from_secs(24 * 3600));
+        }
+        let Command::Sleep(sleep) = parse(&[
+            "cronscaler",
+            "sleep",
+            "-n",
+            "staging",
+            "--until",
+            "2026-11-24T07:00:00+01:00",
+        ])
+        .unwrap()
+        .command
+        else {
+            panic!("not a sleep");
+        };
+        assert_eq!(
+            sleep.until.map(|until| until.to_rfc3339()),
+            Some("2026-11-24T06:00:00+00:00".to_string())
+        );
+        assert!(
+            parse(&[
+                "cronscaler",
+                "sleep",
+                "-n",
+                "a",
+                "--for",
+                "1h",
+                "--until",
+                "2026-11-24T07:00:00Z"
+            ])
+            .is_err(),
+            "--for or --until, not both"
+        );
+        let missing = parse(&["cronscaler", "wake", "--for", "1h"]).unwrap_err();
+        assert!(
+            missing
+                .to_string()
+                .contains("which namespace? Give it with -n"),
+            "{missing}"
+        );
+    }
 }
