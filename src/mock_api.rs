@@ -189,7 +189,8 @@ fn authorized(method: &str, path_and_query: &str) -> Result<(), String> {
     let rest = match rest {
         // Discovery: a non-resource URL every authenticated user may read.
         [] => return Ok(()),
-        ["namespaces", _namespace, rest @ ..] => rest,
+        // A namespace's objects; `namespaces/NAME` alone is the Namespace itself.
+        ["namespaces", _namespace, rest @ ..] if !rest.is_empty() => rest,
         rest => rest,
     };
     let (resource, named) = match rest {

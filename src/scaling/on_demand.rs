@@ -129,3 +129,79 @@ pub fn remove_if_still(key: &str, value: &str) -> json_patch::Patch {
         PatchOperation::Remove(RemoveOperation { path }),
     ])
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use chrono::TimeZone;
+    use serde_json::json;
+
+    use super::*;
+    use crate::{
+        mock_api::{Exchange, mock_client},
+        scaling::namespaces::NamespaceSchedules,
+        schedule::{ASLEEP_UNTIL, AWAKE_UNTIL, UPTIME},
+    };
+
+    const STATUS_422: &str = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the server rejected our request due to an error in our request","reason":"Invalid","code":422}"#;
+
+    async fn end_against(script: Vec<Exchange>) -> Result<(), Error> {
+        let (client, server) = mock_client();
+        let server = tokio::spawn(server.serve(script));
+        let namespaces = NamespaceSchedules::watched([]);
+        namespaces.update(
+            "staging",
+            None,
+            &BTreeMap::from([
+                (UPTIME.to_string(), "Mon-Fri 07:00-20:00".to_string()),
+                (AWAKE_UNTIL.to_string(), "2026-11-24T00:00:00Z".to_string()),
+                (ASLEEP_UNTIL.to_string(), "2026-11-30T00:00:00Z".to_string()),
+            ]),
+        );
+        let ctx = ScalingContext::new(
+            client.clone(),
+            crate::runtime::events::Events::new(client, None),
+            chrono_tz::Tz::UTC,
+            false,
+            crate::ops::metrics::Metrics::new().0,
+        )
+        .with_namespaces(namespaces);
+        let midnight = Utc.with_ymd_and_hms(2026, 11, 24, 0, 0, 0).unwrap();
+        let result = end_namespace_override(&ctx, "staging", midnight).await;
+        drop(ctx);
+        server.await.unwrap();
+        result
+    }
+
+    fn removal(reply_status: u16, reply: serde_json::Value) -> Exchange {
+        Exchange::new("PATCH", "/api/v1/namespaces/staging?&fieldManager=cronscaler")
+            .content_type("application/json-patch+json")
+            .body(json!([
+                { "op": "test", "path": "/metadata/annotations/cronscaler.dev~1awake-until", "value": "2026-11-24T00:00:00Z" },
+                { "op": "remove", "path": "/metadata/annotations/cronscaler.dev~1awake-until" },
+            ]))
+            .reply(reply_status, reply)
+    }
+
+    #[tokio::test]
+    async fn only_the_ended_override_is_removed_and_only_while_it_holds_that_value() {
+        // The asleep-until still to come stays.
+        end_against(vec![removal(
+            200,
+            json!({ "metadata": { "name": "staging" } }),
+        )])
+        .await
+        .unwrap();
+        // Set anew since it was seen: the test fails, and nothing is wrong.
+        let conflict: serde_json::Value = serde_json::from_str(STATUS_422).unwrap();
+        end_against(vec![removal(422, conflict)]).await.unwrap();
+        // Under an older ClusterRole: said in the log, not retried for ever.
+        let forbidden = json!({
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": "namespaces \"staging\" is forbidden: User \"system:serviceaccount:cronscaler:cronscaler\" cannot patch resource \"namespaces\" in API group \"\" in the namespace \"staging\"",
+            "reason": "Forbidden", "details": { "name": "staging", "kind": "namespaces" }, "code": 403,
+        });
+        end_against(vec![removal(403, forbidden)]).await.unwrap();
+    }
+}
