@@ -21,10 +21,7 @@ const LATENESS: Duration = Duration::from_secs(15);
 /// once when the API server is back, without restarting anything. "Soon" is 10 s here.
 #[tokio::test]
 async fn a_transition_due_during_an_api_server_outage_is_applied_once_soon_after() {
-    let options = envtest::Options {
-        controller_manager: false,
-        ..envtest::Options::default()
-    };
+    let options = envtest::Options::api_server_only();
     let Some(scenario) = Scenario::own("outage", options).await else {
         return;
     };

@@ -23,10 +23,7 @@ const LATENESS: Duration = Duration::from_secs(15);
 
 #[tokio::test]
 async fn a_namespace_schedule_puts_its_workloads_to_sleep_and_removing_it_wakes_them() {
-    let options = envtest::Options {
-        controller_manager: false,
-        ..envtest::Options::default()
-    };
+    let options = envtest::Options::api_server_only();
     let Some(scenario) = Scenario::own("namespace-schedule", options).await else {
         return;
     };
@@ -202,10 +199,7 @@ async fn a_namespace_schedule_puts_its_workloads_to_sleep_and_removing_it_wakes_
 /// failing must not hold scheduled scaling back for good.
 #[tokio::test]
 async fn without_the_namespaces_grant_workloads_are_still_scaled() {
-    let options = envtest::Options {
-        controller_manager: false,
-        ..envtest::Options::default()
-    };
+    let options = envtest::Options::api_server_only();
     let Some(scenario) = Scenario::own("no-namespaces-grant", options).await else {
         return;
     };

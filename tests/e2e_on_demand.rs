@@ -190,10 +190,7 @@ async fn sleep_on_demand_ends_once_even_when_it_runs_out_while_the_controller_is
 
 #[tokio::test]
 async fn waking_a_namespace_wakes_its_workloads_until_the_override_runs_out() {
-    let options = envtest::Options {
-        controller_manager: false,
-        ..envtest::Options::default()
-    };
+    let options = envtest::Options::api_server_only();
     let Some(scenario) = Scenario::own("wake-namespace", options).await else {
         return;
     };

@@ -25,11 +25,8 @@ const ALLOWED_GETS: usize = 5;
 
 #[tokio::test]
 async fn starting_on_a_thousand_quiet_deployments_reads_next_to_none_of_them() {
-    let options = envtest::Options {
-        // Without ReplicaSets for 1,000 Deployments the API server has less to do.
-        controller_manager: false,
-        ..envtest::Options::default()
-    };
+    // Without ReplicaSets for 1,000 Deployments the API server has less to do.
+    let options = envtest::Options::api_server_only();
     let Some(scenario) = Scenario::own("startup-requests", options).await else {
         return;
     };
