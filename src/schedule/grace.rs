@@ -18,7 +18,11 @@ pub fn held_back_until(
 ) -> Option<DateTime<Utc>> {
     let created = created?;
     let ends = created.checked_add_signed(grace)?;
-    if schedule.paused || now >= ends {
+    // An override in force is applied now: it is asked for, not caught up on.
+    let overridden = schedule
+        .on_demand
+        .is_some_and(|on_demand| on_demand.until > now);
+    if schedule.paused || overridden || now >= ends {
         return None;
     }
     let due = schedule.governing_transition(now)?;
@@ -105,6 +109,27 @@ mod tests {
             held_back_until(&nightly, &applied, None, GRACE, at("2026-11-23T22:01:00Z")),
             None,
             "no creation time, no grace"
+        );
+    }
+
+    #[test]
+    fn an_override_in_force_is_never_held_back() {
+        let (woken, nothing) = scheduled(&[
+            (SCALE_DOWN, "0 20 * * *"),
+            (SCALE_UP, "0 7 * * *"),
+            (ASLEEP_UNTIL, "2026-11-23T23:00:00Z"),
+        ]);
+        let created = at("2026-11-23T22:00:00Z");
+        assert_eq!(
+            held_back_until(
+                &woken,
+                &nothing,
+                Some(created),
+                GRACE,
+                at("2026-11-23T22:01:00Z")
+            ),
+            None,
+            "put to sleep on demand at once, young or not"
         );
     }
 }
