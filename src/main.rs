@@ -106,13 +106,23 @@ async fn restore(kube: &KubeArgs, args: RestoreArgs) -> anyhow::Result<ExitCode>
     let hpas = hpa::list_hpas(&client, args.namespace.as_deref())
         .await
         .context("listing HorizontalPodAutoscalers")?;
-    let (lines, all_ok) = cronscaler::commands::restore::restore(
+    let (mut lines, mut all_ok) = cronscaler::commands::restore::restore(
         &client,
         &chosen,
         &hpa::HpaIndex::listed(hpas),
         Utc::now(),
     )
     .await;
+    if args.all {
+        let (namespace_lines, namespaces_ok) =
+            cronscaler::commands::restore::remove_namespace_overrides(
+                &client,
+                args.namespace.as_deref(),
+            )
+            .await;
+        lines.extend(namespace_lines);
+        all_ok &= namespaces_ok;
+    }
     for line in &lines {
         println!("{line}");
     }

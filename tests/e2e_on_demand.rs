@@ -294,5 +294,30 @@ async fn waking_a_namespace_wakes_its_workloads_until_the_override_runs_out() {
     controller
         .assert_stops_cleanly(Duration::from_secs(10))
         .await;
+
+    // Before an uninstall, `restore --all` takes a Namespace's override away too.
+    let asked = scenario.run(&["wake", "-n", &scenario.namespace, "--for", "1h"]);
+    assert!(asked.status.success(), "{asked:?}");
+    let restored = scenario.run(&["restore", "--all", "-n", &scenario.namespace]);
+    let said = String::from_utf8_lossy(&restored.stdout).to_string();
+    assert!(restored.status.success(), "{said}{restored:?}");
+    assert!(
+        said.contains(&format!(
+            "cleaned up Namespace {}: removed cronscaler.dev/awake-until",
+            scenario.namespace
+        )),
+        "{said}"
+    );
+    let namespace = namespaces
+        .get(&scenario.namespace)
+        .await
+        .expect("the Namespace");
+    assert!(
+        !namespace
+            .metadata
+            .annotations
+            .unwrap_or_default()
+            .contains_key("cronscaler.dev/awake-until")
+    );
     scenario.finish().await;
 }

@@ -1,18 +1,23 @@
 //! `cronscaler restore`: gives scaled-down objects back their `original-replicas` and removes
 //! the controller's annotations, so uninstalling at night leaves nothing asleep. An object whose
 //! replicas someone changed after the scale-down keeps them: only the annotations go. Their HPAs
-//! get back the bounds recorded for the night. The users' schedule annotations stay:
-//! reinstalled, the controller carries on from them.
+//! get back the bounds recorded for the night, and overrides on demand are taken away. The
+//! users' schedule annotations stay: reinstalled, the controller carries on from them.
 
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
-use kube::Client;
+use k8s_openapi::api::core::v1::Namespace;
+use kube::{
+    Api, Client,
+    api::{Patch, PatchParams},
+};
 use serde_json::{Value, json};
 
 use crate::{
-    commands::plan::PlanObject,
+    commands::{plan::PlanObject, status::namespace_annotations},
+    runtime::CONTROLLER_NAME,
     scaling::{
         hpa::{self, Bounds, HpaChange, HpaIndex},
         patch_for, patch_target,
@@ -130,6 +135,57 @@ pub async fn restore(
             Err(error) => {
                 all_ok = false;
                 lines.push(format!("failed {target}: {error}"));
+            }
+        }
+    }
+    (lines, all_ok)
+}
+
+/// Takes the overrides on demand off the Namespaces (every one, or `namespace`): restored,
+/// nothing is to be woken or put to sleep again. One line per Namespace touched or failed, and
+/// whether all succeeded; Namespaces that may not be listed are said and passed over.
+pub async fn remove_namespace_overrides(
+    client: &Client,
+    namespace: Option<&str>,
+) -> (Vec<String>, bool) {
+    let listed = match namespace_annotations(client, namespace).await {
+        Ok(listed) => listed,
+        Err(error) => {
+            return (
+                vec![format!(
+                    "skipped Namespaces: {error}; their overrides on demand, if any, stay"
+                )],
+                true,
+            );
+        }
+    };
+    let api: Api<Namespace> = Api::all(client.clone());
+    let params = PatchParams {
+        field_manager: Some(CONTROLLER_NAME.into()),
+        ..PatchParams::default()
+    };
+    let mut lines = Vec::new();
+    let mut all_ok = true;
+    for (name, annotations) in listed {
+        let keys: Vec<&str> = [schedule::AWAKE_UNTIL, schedule::ASLEEP_UNTIL]
+            .into_iter()
+            .filter(|key| annotations.contains_key(*key))
+            .collect();
+        if keys.is_empty() {
+            continue;
+        }
+        let mut patch = json!({ "metadata": { "annotations": {} } });
+        for key in &keys {
+            patch["metadata"]["annotations"][*key] = Value::Null;
+        }
+        match api.patch(&name, &params, &Patch::Merge(&patch)).await {
+            Ok(_) => lines.push(format!(
+                "cleaned up Namespace {name}: removed {}",
+                keys.join(" and ")
+            )),
+            Err(error) => {
+                all_ok = false;
+                lines.push(format!("failed Namespace {name}: {error}"));
             }
         }
     }

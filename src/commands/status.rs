@@ -20,6 +20,7 @@ use crate::{
 mod cluster;
 mod state;
 
+pub(crate) use cluster::namespace_annotations;
 pub use cluster::{Listed, StatusError, read_cluster};
 pub use state::{NextAction, Standing, State, state};
 

@@ -84,7 +84,7 @@ pub async fn read_cluster(client: &Client, namespace: Option<&str>) -> Result<Li
 
 /// Every Namespace's annotations, or those of `namespace` alone: listed with a field selector
 /// rather than read, since the controller's grants list Namespaces but do not get them.
-async fn namespace_annotations(
+pub(crate) async fn namespace_annotations(
     client: &Client,
     namespace: Option<&str>,
 ) -> Result<BTreeMap<String, BTreeMap<String, String>>, kube::Error> {
