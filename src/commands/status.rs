@@ -104,7 +104,12 @@ pub fn status(
         .collect();
     rows.sort_by(|a, b| (&a.namespace, &a.kind, &a.name).cmp(&(&b.namespace, &b.kind, &b.name)));
     let mut summary = Summary::default();
-    for row in rows.iter().filter(|row| row.state == State::Asleep) {
+    // Asleep by the schedule, or held asleep on demand and already scaled down.
+    let asleep = |row: &&Row| {
+        row.state == State::Asleep
+            || (row.state == State::Overridden && row.replicas < row.awake_replicas)
+    };
+    for row in rows.iter().filter(asleep) {
         summary.objects_asleep += 1;
         if row.kind == TargetKind::CronJob.as_str() {
             summary.cron_jobs_asleep += 1;

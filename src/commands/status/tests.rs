@@ -229,6 +229,13 @@ fn a_namespaces_override_holds_every_scheduled_object_in_it_but_the_excluded() {
         ]
     );
     assert_eq!(rows[0].reasons, vec!["asleep until 2026-11-24T00:00:00Z"]);
+    let namespaces = BTreeMap::from([("staging".to_string(), annotations_of(namespace))]);
+    let summary = status(&objects, Some(&namespaces), &[], Tz::UTC, night()).summary;
+    assert_eq!(
+        (summary.objects_asleep, summary.replicas_asleep),
+        (1, 2),
+        "held asleep and already scaled down counts; not yet scaled down does not"
+    );
 }
 
 #[test]
