@@ -163,7 +163,9 @@ impl Schedule {
                     match self.holiday_of(*direction, at) {
                         // Look again before the first day of the holidays.
                         Some((first, _)) => {
-                            before = self.midnight(first)? - TimeDelta::seconds(1);
+                            before = self
+                                .midnight(first)?
+                                .checked_sub_signed(TimeDelta::seconds(1))?;
                         }
                         None => return Some(Transition::scheduled(at, *direction)),
                     }
@@ -184,7 +186,9 @@ impl Schedule {
                     match self.holiday_of(*direction, at) {
                         // Look again from the day after the holidays.
                         Some((_, last)) => {
-                            after = self.midnight(last.succ_opt()?)? - TimeDelta::nanoseconds(1);
+                            after = self
+                                .midnight(last.succ_opt()?)?
+                                .checked_sub_signed(TimeDelta::nanoseconds(1))?;
                         }
                         None => return Some(Transition::scheduled(at, *direction)),
                     }

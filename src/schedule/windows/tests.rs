@@ -346,3 +346,41 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(500))]
+
+    /// Whatever is written, parsing says what is wrong or yields a schedule whose searches
+    /// answer: no input panics.
+    #[test]
+    fn no_window_or_holiday_text_panics(
+        window in prop_oneof![
+            "[MoTuWeFrSaSun,\\- 0-9:]{0,40}( Europe/Berlin| UTC)?",
+            "((Mon|Tue|Fri|Sat|Sun)(-(Mon|Thu|Sun))? [0-2][0-9]:[0-5][0-9]-[0-2][0-9]:[0-6][0-9](, )?){1,3}( America/Santiago| Australia/Lord_Howe)?",
+        ],
+        holidays in prop_oneof![
+            "([0-9+\\-]{1,12}(\\.\\.[0-9+\\-]{1,12})?,? ?){0,3}",
+            "(20[2-3][0-9]-[01][0-9]-[0-3][0-9](\\.\\.20[2-3][0-9]-[01][0-9]-[0-3][0-9])?, ){0,3}2026-12-2[0-9]",
+        ],
+        until in prop_oneof![
+            "[0-9T:Z+\\-]{0,30}",
+            "2026-1[12]-[0-2][0-9]T[01][0-9]:[0-5][0-9]:00(Z|\\+05:45)",
+        ],
+        seconds in at("2024-01-01T00:00:00Z").timestamp()..at("2031-01-01T00:00:00Z").timestamp(),
+    ) {
+        let t = DateTime::<Utc>::from_timestamp(seconds, 0).unwrap();
+        let parsed = parse(
+            &annotations(&[
+                (UPTIME, window.as_str()),
+                (HOLIDAYS, holidays.as_str()),
+                (AWAKE_UNTIL, until.as_str()),
+            ]),
+            chrono_tz::Tz::UTC,
+        );
+        if let Annotations::Scheduled(schedule, recorded) = parsed {
+            let _ = schedule.governing_transition(t);
+            let _ = schedule.next_look(t);
+            let _ = decide(&Annotations::Scheduled(schedule, recorded), 3, t);
+        }
+    }
+}
