@@ -5,21 +5,20 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
-use k8s_openapi::api::{
-    apps::v1::{Deployment, StatefulSet},
-    batch::v1::CronJob,
-    core::v1::Namespace,
-};
+use k8s_openapi::api::core::v1::Namespace;
 use kube::{
-    Api, Client, Resource, ResourceExt,
-    api::{ListParams, Patch, PatchParams},
+    Api, Client,
+    api::{Patch, PatchParams},
 };
-use serde::de::DeserializeOwned;
 use serde_json::json;
 
 use crate::{
-    foo::Foo,
-    scaling::target::TargetKind,
+    commands::status::namespace_annotations,
+    runtime::key::ObjectKey,
+    scaling::{
+        patch_target_as, read_target,
+        target::{ScaleTarget, TargetKind},
+    },
     schedule::{self, Annotations, Direction, has_schedule, inherit, key_of, span},
 };
 
@@ -68,11 +67,7 @@ pub enum OverrideError {
 pub enum OverrideTarget {
     /// Every scheduled workload of the Namespace.
     Namespace(String),
-    Object {
-        kind: TargetKind,
-        namespace: String,
-        name: String,
-    },
+    Object(ScaleTarget),
 }
 
 impl OverrideTarget {
@@ -93,21 +88,23 @@ impl OverrideTarget {
         if name.is_empty() || name.contains('/') {
             return Err(bad());
         }
-        Ok(OverrideTarget::Object {
+        Ok(OverrideTarget::Object(ScaleTarget {
             kind,
-            namespace: namespace.to_string(),
-            name: name.to_string(),
-        })
+            key: ObjectKey::new(namespace, name),
+        }))
     }
 
     pub fn describe(&self) -> String {
         match self {
             OverrideTarget::Namespace(namespace) => format!("Namespace {namespace}"),
-            OverrideTarget::Object {
-                kind,
-                namespace,
-                name,
-            } => format!("{kind} {namespace}/{name}"),
+            OverrideTarget::Object(target) => target.to_string(),
+        }
+    }
+
+    fn namespace(&self) -> &str {
+        match self {
+            OverrideTarget::Namespace(namespace) => namespace,
+            OverrideTarget::Object(target) => &target.key.namespace,
         }
     }
 }
@@ -212,28 +209,26 @@ pub async fn set_override(
     max: TimeDelta,
 ) -> Result<String, OverrideError> {
     let what = target.describe();
-    let namespace_name = match target {
-        OverrideTarget::Namespace(namespace) => namespace,
-        OverrideTarget::Object { namespace, .. } => namespace,
-    };
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    // A list by name, not a get: the controller's own ServiceAccount may list Namespaces only.
-    let namespace = namespaces
-        .list(&ListParams::default().fields(&format!("metadata.name={namespace_name}")))
+    let namespace = target.namespace();
+    let namespace_annotations = namespace_annotations(client, Some(namespace))
         .await
-        .map(|list| list.items.into_iter().next())
-        .map_err(api_error("read", &format!("Namespace {namespace_name}")));
-    let namespace_annotations = match (&target, namespace) {
-        (_, Ok(Some(namespace))) => Some(namespace.annotations().clone()),
+        .map(|mut listed| listed.remove(namespace))
+        .map_err(api_error("read", &format!("Namespace {namespace}")));
+    let namespace_annotations = match (&target, namespace_annotations) {
+        (_, Ok(Some(annotations))) => Some(annotations),
         (OverrideTarget::Namespace(_), Ok(None)) => return Err(OverrideError::NotFound(what)),
         (OverrideTarget::Namespace(_), Err(error)) => return Err(error),
         // Without the Namespace (not allowed to read it) the object's own schedule decides.
-        (OverrideTarget::Object { .. }, _) => None,
+        (OverrideTarget::Object(_), _) => None,
     };
     let effective = match target {
         OverrideTarget::Namespace(_) => namespace_annotations.unwrap_or_default(),
-        OverrideTarget::Object { kind, name, .. } => {
-            let own = read_annotations(client, *kind, namespace_name, name).await?;
+        OverrideTarget::Object(object) => {
+            let own = read_target(client, object)
+                .await
+                .map_err(api_error("read", &what))?
+                .ok_or_else(|| OverrideError::NotFound(what.clone()))?
+                .annotations;
             inherit(&own, namespace_annotations.as_ref()).0
         }
     };
@@ -241,31 +236,22 @@ pub async fn set_override(
         return Err(unscheduled(&what, direction));
     }
     let until = until_when(direction, &what, &effective, requested, now, max)?;
-    let patch = Patch::Merge(override_patch(direction, until));
-    let params = PatchParams {
-        field_manager: Some(field_manager(direction)),
-        ..PatchParams::default()
-    };
+    let patch = override_patch(direction, until);
+    let field_manager = field_manager(direction);
     let patched = match target {
         OverrideTarget::Namespace(namespace) => {
-            namespaces.patch(namespace, &params, &patch).await.map(drop)
+            let params = PatchParams {
+                field_manager: Some(field_manager),
+                ..PatchParams::default()
+            };
+            Api::<Namespace>::all(client.clone())
+                .patch(namespace, &params, &Patch::Merge(&patch))
+                .await
+                .map(drop)
         }
-        OverrideTarget::Object {
-            kind,
-            namespace,
-            name,
-        } => match kind {
-            TargetKind::Deployment => {
-                patch_object::<Deployment>(client, namespace, name, &params, &patch).await
-            }
-            TargetKind::StatefulSet => {
-                patch_object::<StatefulSet>(client, namespace, name, &params, &patch).await
-            }
-            TargetKind::CronJob => {
-                patch_object::<CronJob>(client, namespace, name, &params, &patch).await
-            }
-            TargetKind::Foo => patch_object::<Foo>(client, namespace, name, &params, &patch).await,
-        },
+        OverrideTarget::Object(object) => {
+            patch_target_as(client, object, &patch, &field_manager).await
+        }
     };
     patched.map_err(api_error("annotate", &what))?;
     let (verb, scales) = match direction {
@@ -294,54 +280,6 @@ fn field_manager(direction: Direction) -> String {
     }
 }
 
-async fn read_annotations(
-    client: &Client,
-    kind: TargetKind,
-    namespace: &str,
-    name: &str,
-) -> Result<BTreeMap<String, String>, OverrideError> {
-    let what = format!("{kind} {namespace}/{name}");
-    let annotations = match kind {
-        TargetKind::Deployment => get_annotations::<Deployment>(client, namespace, name).await,
-        TargetKind::StatefulSet => get_annotations::<StatefulSet>(client, namespace, name).await,
-        TargetKind::CronJob => get_annotations::<CronJob>(client, namespace, name).await,
-        TargetKind::Foo => get_annotations::<Foo>(client, namespace, name).await,
-    };
-    annotations.map_err(api_error("read", &what))
-}
-
-async fn get_annotations<K>(
-    client: &Client,
-    namespace: &str,
-    name: &str,
-) -> Result<BTreeMap<String, String>, kube::Error>
-where
-    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
-        + Clone
-        + DeserializeOwned
-        + std::fmt::Debug,
-{
-    let api: Api<K> = Api::namespaced(client.clone(), namespace);
-    Ok(api.get(name).await?.annotations().clone())
-}
-
-async fn patch_object<K>(
-    client: &Client,
-    namespace: &str,
-    name: &str,
-    params: &PatchParams,
-    patch: &Patch<serde_json::Value>,
-) -> Result<(), kube::Error>
-where
-    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
-        + Clone
-        + DeserializeOwned
-        + std::fmt::Debug,
-{
-    let api: Api<K> = Api::namespaced(client.clone(), namespace);
-    api.patch(name, params, patch).await.map(drop)
-}
-
 fn api_error(action: &'static str, what: &str) -> impl FnOnce(kube::Error) -> OverrideError {
     let what = what.to_string();
     move |source| OverrideError::Api {
@@ -368,19 +306,17 @@ mod tests {
         );
         assert_eq!(
             OverrideTarget::parse("staging", Some("deploy/web")).unwrap(),
-            OverrideTarget::Object {
+            OverrideTarget::Object(ScaleTarget {
                 kind: TargetKind::Deployment,
-                namespace: "staging".into(),
-                name: "web".into()
-            }
+                key: ObjectKey::new("staging", "web"),
+            })
         );
         assert_eq!(
             OverrideTarget::parse("staging", Some("sts/db")).unwrap(),
-            OverrideTarget::Object {
+            OverrideTarget::Object(ScaleTarget {
                 kind: TargetKind::StatefulSet,
-                namespace: "staging".into(),
-                name: "db".into()
-            }
+                key: ObjectKey::new("staging", "db"),
+            })
         );
         assert_eq!(
             OverrideTarget::parse("staging", Some("pod/web"))

@@ -17,5 +17,5 @@ mod test_support;
 
 pub use reconciler::{
     DEFAULT_MAX_OVERRIDE, ScalingContext, describe_change, other_replicas_writers, patch_for,
-    patch_target, reconcile, replicas_changed_by, report_namespace,
+    patch_target, patch_target_as, read_target, reconcile, replicas_changed_by, report_namespace,
 };

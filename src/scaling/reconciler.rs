@@ -247,14 +247,25 @@ async fn warn_once(
 }
 
 async fn fetch(ctx: &ScalingContext, target: &ScaleTarget) -> Result<Option<TargetState>, Error> {
-    let (client, key) = (&ctx.client, &target.key);
-    let observed = match target.kind {
+    read_target(&ctx.client, target).await.map_err(Error::api(
+        "get",
+        target.kind.as_str(),
+        &target.key,
+    ))
+}
+
+/// A target as the scaler sees it, whatever its kind; `None` when it is gone.
+pub async fn read_target(
+    client: &Client,
+    target: &ScaleTarget,
+) -> Result<Option<TargetState>, kube::Error> {
+    let key = &target.key;
+    match target.kind {
         TargetKind::Deployment => get(client, key, TargetState::of_deployment).await,
         TargetKind::StatefulSet => get(client, key, TargetState::of_stateful_set).await,
         TargetKind::CronJob => get(client, key, TargetState::of_cron_job).await,
         TargetKind::Foo => get(client, key, TargetState::of_foo).await,
-    };
-    observed.map_err(Error::api("get", target.kind.as_str(), key))
+    }
 }
 
 async fn get<K>(
@@ -627,16 +638,35 @@ pub async fn patch_target(
     target: &ScaleTarget,
     patch: &Value,
 ) -> Result<(), kube::Error> {
+    patch_target_as(client, target, patch, CONTROLLER_NAME).await
+}
+
+/// `patch_target` under another field manager: `cronscaler wake` and `sleep`, who asked.
+pub async fn patch_target_as(
+    client: &Client,
+    target: &ScaleTarget,
+    patch: &Value,
+    field_manager: &str,
+) -> Result<(), kube::Error> {
     let key = &target.key;
     match target.kind {
-        TargetKind::Deployment => merge_patch::<Deployment>(client, key, patch).await,
-        TargetKind::StatefulSet => merge_patch::<StatefulSet>(client, key, patch).await,
-        TargetKind::CronJob => merge_patch::<CronJob>(client, key, patch).await,
-        TargetKind::Foo => merge_patch::<Foo>(client, key, patch).await,
+        TargetKind::Deployment => {
+            merge_patch::<Deployment>(client, key, patch, field_manager).await
+        }
+        TargetKind::StatefulSet => {
+            merge_patch::<StatefulSet>(client, key, patch, field_manager).await
+        }
+        TargetKind::CronJob => merge_patch::<CronJob>(client, key, patch, field_manager).await,
+        TargetKind::Foo => merge_patch::<Foo>(client, key, patch, field_manager).await,
     }
 }
 
-async fn merge_patch<K>(client: &Client, key: &ObjectKey, patch: &Value) -> Result<(), kube::Error>
+async fn merge_patch<K>(
+    client: &Client,
+    key: &ObjectKey,
+    patch: &Value,
+    field_manager: &str,
+) -> Result<(), kube::Error>
 where
     K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
         + Clone
@@ -644,7 +674,7 @@ where
         + std::fmt::Debug,
 {
     let params = PatchParams {
-        field_manager: Some(CONTROLLER_NAME.into()),
+        field_manager: Some(field_manager.into()),
         ..PatchParams::default()
     };
     Api::<K>::namespaced(client.clone(), &key.namespace)
