@@ -16,10 +16,11 @@ use crate::{
     commands::status::namespace_annotations,
     runtime::key::ObjectKey,
     scaling::{
+        namespaces::NamespaceSchedules,
         patch_target_as, read_target,
-        target::{ScaleTarget, TargetKind},
+        target::{ScaleTarget, TargetKind, TargetState},
     },
-    schedule::{self, Annotations, Direction, has_schedule, inherit, key_of, span},
+    schedule::{self, Annotations, Direction, has_schedule, key_of, span},
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -115,7 +116,7 @@ impl OverrideTarget {
 pub fn until_when(
     direction: Direction,
     what: &str,
-    effective: &BTreeMap<String, String>,
+    parsed: &Annotations,
     requested: Option<DateTime<Utc>>,
     now: DateTime<Utc>,
     max: TimeDelta,
@@ -124,7 +125,7 @@ pub fn until_when(
     let until = match requested {
         Some(until) => until,
         None => {
-            let schedule = match schedule::parse(effective, chrono_tz::Tz::UTC) {
+            let schedule = match parsed {
                 Annotations::Scheduled(schedule, _) => schedule,
                 Annotations::Invalid(problems) => {
                     return Err(OverrideError::Invalid {
@@ -221,21 +222,24 @@ pub async fn set_override(
         // Without the Namespace (not allowed to read it) the object's own schedule decides.
         (OverrideTarget::Object(_), _) => None,
     };
-    let effective = match target {
-        OverrideTarget::Namespace(_) => namespace_annotations.unwrap_or_default(),
+    let (effective, parsed) = match target {
+        OverrideTarget::Namespace(_) => {
+            let annotations = namespace_annotations.unwrap_or_default();
+            let parsed = schedule::parse(&annotations, chrono_tz::Tz::UTC);
+            (annotations, parsed)
+        }
         OverrideTarget::Object(object) => {
-            let own = read_target(client, object)
+            let observed = read_target(client, object)
                 .await
                 .map_err(api_error("read", &what))?
-                .ok_or_else(|| OverrideError::NotFound(what.clone()))?
-                .annotations;
-            inherit(&own, namespace_annotations.as_ref()).0
+                .ok_or_else(|| OverrideError::NotFound(what.clone()))?;
+            object_schedule(object, &observed, namespace_annotations.as_ref())
         }
     };
     if !has_schedule(&effective) {
         return Err(unscheduled(&what, direction));
     }
-    let until = until_when(direction, &what, &effective, requested, now, max)?;
+    let until = until_when(direction, &what, &parsed, requested, now, max)?;
     let patch = override_patch(direction, until);
     let field_manager = field_manager(direction);
     let patched = match target {
@@ -264,6 +268,28 @@ pub async fn set_override(
         until.to_rfc3339_opts(SecondsFormat::Secs, true),
         span(until - now)
     ))
+}
+
+/// The annotations an object's schedule comes from, and what the controller reads in them:
+/// its Namespace's as the controller inherits them, and its own as its kind reads them (a
+/// CronJob's `original-suspend`, say).
+fn object_schedule(
+    object: &ScaleTarget,
+    observed: &TargetState,
+    namespace: Option<&BTreeMap<String, String>>,
+) -> (BTreeMap<String, String>, Annotations) {
+    let namespaces = NamespaceSchedules::watched([]);
+    if let Some(annotations) = namespace {
+        namespaces.update(&object.key.namespace, None, annotations);
+    }
+    let (effective, _) = namespaces.effective(
+        object.kind,
+        &object.key.namespace,
+        &observed.annotations,
+        observed.controlling_foo.is_some(),
+    );
+    let parsed = object.kind.parse(&effective, chrono_tz::Tz::UTC);
+    (effective, parsed)
 }
 
 /// Who asked, as the annotation's field manager will say in the controller's Events.
@@ -336,7 +362,7 @@ mod tests {
         until_when(
             direction,
             "Namespace staging",
-            &staging(),
+            &schedule::parse(&staging(), chrono_tz::Tz::UTC),
             requested,
             now,
             max,
@@ -390,6 +416,47 @@ mod tests {
                  controller would refuse it (its --max-override)"
                     .to_string()
             )
+        );
+    }
+
+    #[test]
+    fn a_cron_job_asleep_is_read_as_its_kind_with_its_namespaces_schedule() {
+        let report = ScaleTarget {
+            kind: TargetKind::CronJob,
+            key: ObjectKey::new("staging", "report"),
+        };
+        let observed = TargetState {
+            reference: Default::default(),
+            replicas: 0,
+            annotations: BTreeMap::from([
+                (schedule::ORIGINAL_SUSPEND.to_string(), "false".to_string()),
+                (
+                    schedule::LAST_TRANSITION.to_string(),
+                    "2026-11-23T20:00:00Z down".to_string(),
+                ),
+            ]),
+            resource_version: None,
+            managed_fields: Vec::new(),
+            controlling_foo: None,
+            created: None,
+        };
+        // The Namespace's replica count is for its Deployments; a CronJob only sleeps or runs.
+        let mut namespace = staging();
+        namespace.insert(schedule::DOWN_REPLICAS.to_string(), "1".to_string());
+        let (effective, parsed) = object_schedule(&report, &observed, Some(&namespace));
+        assert!(has_schedule(&effective));
+        let now = at("2026-11-23T21:00:00Z");
+        assert_eq!(
+            until_when(
+                Direction::Up,
+                "CronJob staging/report",
+                &parsed,
+                None,
+                now,
+                TimeDelta::hours(24)
+            )
+            .map_err(|error| error.to_string()),
+            Ok(at("2026-11-24T20:00:00Z"))
         );
     }
 
