@@ -141,10 +141,7 @@ pub fn until_when(
                     return Err(unscheduled(what, direction));
                 }
             };
-            let ends = match direction {
-                Direction::Up => Direction::Down,
-                Direction::Down => Direction::Up,
-            };
+            let ends = direction.opposite();
             let mut cursor = now;
             loop {
                 match schedule.next_transition(cursor) {
@@ -189,10 +186,7 @@ fn unscheduled(what: &str, direction: Direction) -> OverrideError {
 
 /// The merge patch that sets the override, and takes away one the other way.
 pub fn override_patch(direction: Direction, until: DateTime<Utc>) -> serde_json::Value {
-    let other = match direction {
-        Direction::Up => key_of(Direction::Down),
-        Direction::Down => key_of(Direction::Up),
-    };
+    let other = key_of(direction.opposite());
     json!({ "metadata": { "annotations": {
         key_of(direction): until.to_rfc3339_opts(SecondsFormat::Secs, true),
         other: null,

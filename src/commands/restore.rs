@@ -81,7 +81,7 @@ pub async fn restore(
             }
         }
         // Overrides on demand go too: restored, nothing is to be woken or put to sleep again.
-        let overrides: Vec<&str> = [schedule::AWAKE_UNTIL, schedule::ASLEEP_UNTIL]
+        let overrides: Vec<&str> = schedule::OVERRIDE_KEYS
             .into_iter()
             .filter(|key| observed.annotations.contains_key(*key))
             .collect();
@@ -98,16 +98,12 @@ pub async fn restore(
         if change.is_none() && overrides.is_empty() {
             continue;
         }
-        let mut patch = match &change {
-            Some(change) => patch_for(target.kind, change, observed.resource_version.as_deref()),
-            None => json!({ "metadata": {
-                "annotations": {},
-                "resourceVersion": observed.resource_version,
-            } }),
-        };
-        for key in &overrides {
-            patch["metadata"]["annotations"][*key] = Value::Null;
-        }
+        let patch = patch_for(
+            target.kind,
+            change.as_ref(),
+            &overrides,
+            observed.resource_version.as_deref(),
+        );
         let removed = if overrides.is_empty() {
             String::new()
         } else {
@@ -167,7 +163,7 @@ pub async fn remove_namespace_overrides(
     let mut lines = Vec::new();
     let mut all_ok = true;
     for (name, annotations) in listed {
-        let keys: Vec<&str> = [schedule::AWAKE_UNTIL, schedule::ASLEEP_UNTIL]
+        let keys: Vec<&str> = schedule::OVERRIDE_KEYS
             .into_iter()
             .filter(|key| annotations.contains_key(*key))
             .collect();

@@ -58,7 +58,7 @@ use crate::{
         timer::{Clock, Timer, system_clock},
         tracker::Tracker,
     },
-    schedule::{ASLEEP_UNTIL, AWAKE_UNTIL},
+    schedule::{OVERRIDE_KEYS, overrides},
 };
 
 /// A client for `config` (the cluster of the current kubeconfig, or in-cluster), every request
@@ -495,7 +495,7 @@ fn namespace_feed(
                 end_override_in_time(&queue, &name, namespace.annotations(), clock());
                 namespaces.note_setter(
                     &name,
-                    [AWAKE_UNTIL, ASLEEP_UNTIL]
+                    OVERRIDE_KEYS
                         .into_iter()
                         .find_map(|key| on_demand::setter(namespace.managed_fields(), key)),
                 );
@@ -540,10 +540,8 @@ fn end_override_in_time(
     annotations: &BTreeMap<String, String>,
     now: DateTime<Utc>,
 ) {
-    let until = [AWAKE_UNTIL, ASLEEP_UNTIL]
-        .into_iter()
-        .filter_map(|key| DateTime::parse_from_rfc3339(annotations.get(key)?).ok())
-        .map(|until| until.with_timezone(&Utc))
+    let until = overrides(annotations)
+        .map(|(_, _, on_demand)| on_demand.until)
         .min();
     if let Some(until) = until {
         let key = WorkKey::NamespaceOverride(namespace.to_string());

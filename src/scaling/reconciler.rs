@@ -138,7 +138,10 @@ pub async fn reconcile(
     };
     // Overrides of its own that have run out go with the next patch; a namespace's go from the
     // Namespace itself.
-    let stale_overrides = schedule::expired_keys(&observed.annotations, now);
+    let stale_overrides: Vec<&str> = schedule::expired_keys(&observed.annotations, now)
+        .into_iter()
+        .map(|(key, _)| key)
+        .collect();
     let inherited;
     (observed.annotations, inherited) = ctx.namespaces.effective(
         target.kind,
@@ -283,20 +286,28 @@ where
     Ok(api.get_opt(&key.name).await?.as_ref().map(state))
 }
 
-/// The merge patch that makes `change`: replicas and the controller's annotations in one
-/// request, guarded by the resourceVersion the decision was made on.
-pub fn patch_for(kind: TargetKind, change: &ScaleChange, resource_version: Option<&str>) -> Value {
-    let annotations: serde_json::Map<String, Value> = change
-        .annotation_updates()
+/// The merge patch that makes `change`, if any (replicas and the controller's annotations), and
+/// removes the annotations `removed` (overrides that have ended), in one request guarded by the
+/// resourceVersion the decision was made on.
+pub fn patch_for(
+    kind: TargetKind,
+    change: Option<&ScaleChange>,
+    removed: &[&str],
+    resource_version: Option<&str>,
+) -> Value {
+    let mut annotations: serde_json::Map<String, Value> = change
+        .map(ScaleChange::annotation_updates)
+        .unwrap_or_default()
         .into_iter()
         .map(|(key, value)| kind.written(key, value))
         .map(|(key, value)| (key.to_string(), value.map_or(Value::Null, Value::String)))
         .collect();
+    annotations.extend(removed.iter().map(|key| (key.to_string(), Value::Null)));
     let mut patch = json!({ "metadata": { "annotations": annotations } });
     if let Some(resource_version) = resource_version {
         patch["metadata"]["resourceVersion"] = json!(resource_version);
     }
-    if let Some(replicas) = change.replicas {
+    if let Some(replicas) = change.and_then(|change| change.replicas) {
         patch["spec"] = kind.spec_patch(replicas);
     }
     patch
@@ -310,34 +321,23 @@ pub fn describe_change(
     annotations: &Annotations,
     set_by: Option<&str>,
 ) -> (&'static str, String) {
-    let (reason, note) = describe_scheduled(kind, change, from, annotations);
     match (change.applied, change.ended) {
         (Some(applied), _) if applied.until.is_some() => {
-            let to = change.replicas.unwrap_or(from);
+            let (was, now) = amounts(kind, from, change.replicas.unwrap_or(from));
             let what = match (applied.direction, change.replicas) {
-                (Direction::Up, Some(_)) => format!("scaled up from {from} to {}", kind.amount(to)),
-                (Direction::Down, Some(_)) => {
-                    format!("scaled down from {from} to {}", kind.amount(to))
-                }
+                (Direction::Up, Some(_)) => format!("scaled up from {was} to {now}"),
+                (Direction::Down, Some(_)) => format!("scaled down from {was} to {now}"),
                 (_, None) => format!("already at {}, nothing to change,", kind.amount(from)),
-            };
-            let what = match kind {
-                TargetKind::CronJob => what.replace(
-                    &format!("from {from} "),
-                    &format!("from {} ", kind.amount(from)),
-                ),
-                _ => what,
             };
             on_demand::describe_applied(&applied, set_by, what)
         }
-        (_, Some(ended)) => {
-            let then = if change.applied.is_some() {
-                note
-            } else {
-                format!(
+        (applied, Some(ended)) => {
+            let then = match applied {
+                Some(_) => describe_scheduled(kind, change, from, annotations).1,
+                None => format!(
                     "no transition of the schedule is in force, replicas left at {}",
                     kind.amount(from)
-                )
+                ),
             };
             (
                 "OverrideExpired",
@@ -347,7 +347,15 @@ pub fn describe_change(
                 ),
             )
         }
-        _ => (reason, note),
+        _ => describe_scheduled(kind, change, from, annotations),
+    }
+}
+
+/// Replica counts read "from 3 to 0 replicas"; a CronJob's "from running to suspended".
+fn amounts(kind: TargetKind, from: i32, to: i32) -> (String, String) {
+    match kind {
+        TargetKind::CronJob => (kind.amount(from), kind.amount(to)),
+        _ => (from.to_string(), kind.amount(to)),
     }
 }
 
@@ -357,12 +365,7 @@ fn describe_scheduled(
     from: i32,
     annotations: &Annotations,
 ) -> (&'static str, String) {
-    let to = change.replicas.unwrap_or(from);
-    // Replica counts read "from 3 to 0 replicas"; a CronJob's "from running to suspended".
-    let (was, now) = match kind {
-        TargetKind::CronJob => (kind.amount(from), kind.amount(to)),
-        _ => (from.to_string(), kind.amount(to)),
-    };
+    let (was, now) = amounts(kind, from, change.replicas.unwrap_or(from));
     let found = match kind {
         TargetKind::CronJob => kind.amount(from),
         _ => format!("at {}", kind.amount(from)),
@@ -456,18 +459,17 @@ async fn remove_stale_overrides(
     ctx: &ScalingContext,
     target: &ScaleTarget,
     observed: &TargetState,
-    stale: &[(&'static str, String)],
+    stale: &[&str],
 ) -> Result<(), Error> {
     if stale.is_empty() || ctx.dry_run {
         return Ok(());
     }
-    let mut patch = json!({ "metadata": {
-        "annotations": {},
-        "resourceVersion": observed.resource_version,
-    } });
-    for (key, _) in stale {
-        patch["metadata"]["annotations"][*key] = Value::Null;
-    }
+    let patch = patch_for(
+        target.kind,
+        None,
+        stale,
+        observed.resource_version.as_deref(),
+    );
     match patch_target(&ctx.client, target, &patch).await {
         Ok(()) => Ok(()),
         // Deleted, or changed since the read: the next look sees what is there now.
@@ -486,7 +488,7 @@ async fn apply(
     observed: &TargetState,
     annotations: &Annotations,
     change: &ScaleChange,
-    stale_overrides: &[(&'static str, String)],
+    stale_overrides: &[&str],
     now: DateTime<Utc>,
 ) -> Result<(), Error> {
     let set_by = override_setter(ctx, target, observed, change);
@@ -534,10 +536,12 @@ async fn apply(
         return Ok(());
     }
     hpa::make_changes(ctx, &releases, direction).await?;
-    let mut patch = patch_for(target.kind, change, observed.resource_version.as_deref());
-    for (key, _) in stale_overrides {
-        patch["metadata"]["annotations"][*key] = Value::Null;
-    }
+    let patch = patch_for(
+        target.kind,
+        Some(change),
+        stale_overrides,
+        observed.resource_version.as_deref(),
+    );
     let result = patch_target(&ctx.client, target, &patch).await;
     match result {
         Ok(()) => {

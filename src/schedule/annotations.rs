@@ -26,6 +26,8 @@ pub const HOLIDAYS: &str = "cronscaler.dev/holidays";
 pub const AWAKE_UNTIL: &str = "cronscaler.dev/awake-until";
 /// Asleep now, whatever the schedule says, until this instant.
 pub const ASLEEP_UNTIL: &str = "cronscaler.dev/asleep-until";
+/// The overrides on demand, one each way.
+pub const OVERRIDE_KEYS: [&str; 2] = [AWAKE_UNTIL, ASLEEP_UNTIL];
 /// The keys that make an object scheduled.
 pub const SCHEDULE_KEYS: [&str; 4] = [SCALE_DOWN, SCALE_UP, UPTIME, DOWNTIME];
 /// `"true"` on an object leaves it out of its namespace's schedule.

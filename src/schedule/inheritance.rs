@@ -9,7 +9,8 @@
 use std::collections::BTreeMap;
 
 use super::{
-    ASLEEP_UNTIL, AWAKE_UNTIL, EXCLUDE, HOLIDAYS, PREFIX, has_schedule, is_written_by_controller,
+    ASLEEP_UNTIL, AWAKE_UNTIL, EXCLUDE, HOLIDAYS, OVERRIDE_KEYS, PREFIX, has_schedule,
+    is_written_by_controller,
 };
 
 /// What a namespace says to objects with a schedule of their own too.
@@ -32,7 +33,7 @@ pub fn inherit(
     if has_schedule(&own) {
         let mut own = own;
         // An override of its own replaces the namespace's, whichever way either goes.
-        let own_override = own.contains_key(AWAKE_UNTIL) || own.contains_key(ASLEEP_UNTIL);
+        let own_override = OVERRIDE_KEYS.iter().any(|key| own.contains_key(*key));
         for key in NAMESPACE_WIDE {
             let overridden = key != HOLIDAYS && own_override;
             if let Some(value) = namespace.get(key).filter(|_| !overridden) {
@@ -51,9 +52,10 @@ pub fn inherit(
     if !has_schedule(&inherited) {
         return (own, false);
     }
-    if own.contains_key(AWAKE_UNTIL) || own.contains_key(ASLEEP_UNTIL) {
-        inherited.remove(AWAKE_UNTIL);
-        inherited.remove(ASLEEP_UNTIL);
+    if OVERRIDE_KEYS.iter().any(|key| own.contains_key(*key)) {
+        for key in OVERRIDE_KEYS {
+            inherited.remove(key);
+        }
     }
     inherited.extend(own);
     (inherited, true)

@@ -13,7 +13,7 @@ use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
 
 use super::{
     Direction, Recorded, Schedule,
-    annotations::{ASLEEP_UNTIL, AWAKE_UNTIL, InvalidAnnotation, invalid},
+    annotations::{ASLEEP_UNTIL, AWAKE_UNTIL, InvalidAnnotation, OVERRIDE_KEYS, invalid},
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -90,14 +90,20 @@ pub fn expired_keys(
     own: &BTreeMap<String, String>,
     now: DateTime<Utc>,
 ) -> Vec<(&'static str, String)> {
-    [AWAKE_UNTIL, ASLEEP_UNTIL]
-        .into_iter()
-        .filter_map(|key| {
-            let value = own.get(key)?;
-            let on_demand = OnDemand::parse(key, value).ok()?;
-            (on_demand.until <= now).then(|| (key, value.clone()))
-        })
+    overrides(own)
+        .filter(|(_, _, on_demand)| on_demand.until <= now)
+        .map(|(key, value, _)| (key, value.clone()))
         .collect()
+}
+
+/// The overrides that `annotations` hold and that read as one, with their key and value.
+pub fn overrides(
+    annotations: &BTreeMap<String, String>,
+) -> impl Iterator<Item = (&'static str, &String, OnDemand)> {
+    OVERRIDE_KEYS.into_iter().filter_map(|key| {
+        let value = annotations.get(key)?;
+        Some((key, value, OnDemand::parse(key, value).ok()?))
+    })
 }
 
 /// `2h`, `1h30m`, `45m`: how people say a stretch of time.

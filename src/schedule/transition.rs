@@ -20,6 +20,15 @@ pub enum Direction {
     Up,
 }
 
+impl Direction {
+    pub fn opposite(self) -> Self {
+        match self {
+            Direction::Down => Direction::Up,
+            Direction::Up => Direction::Down,
+        }
+    }
+}
+
 impl fmt::Display for Direction {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
@@ -205,10 +214,7 @@ impl Schedule {
             .map(|on_demand| on_demand.until)
             .filter(|until| *until > after);
         let next = self.next_transition(after).map(|transition| transition.at);
-        match (next, end_of_override) {
-            (Some(next), Some(end)) => Some(next.min(end)),
-            (next, end) => next.or(end),
-        }
+        next.into_iter().chain(end_of_override).min()
     }
 
     /// Whether any transition goes in `direction`.

@@ -95,7 +95,7 @@ pub fn compile(key: &str, value: &str, inside: Direction) -> Result<Windows, Inv
         let now = holder[slot].is_some();
         let direction = match (before, now) {
             (false, true) => inside,
-            (true, false) => opposite(inside),
+            (true, false) => inside.opposite(),
             _ => continue,
         };
         changes
@@ -117,13 +117,6 @@ pub fn compile(key: &str, value: &str, inside: Direction) -> Result<Windows, Inv
         crons,
         timezone: zones.first().copied(),
     })
-}
-
-fn opposite(direction: Direction) -> Direction {
-    match direction {
-        Direction::Down => Direction::Up,
-        Direction::Up => Direction::Down,
-    }
 }
 
 fn clock(minute: usize) -> String {
