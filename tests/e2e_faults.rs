@@ -17,7 +17,7 @@ use support::{
 
 const LATENESS: Duration = Duration::from_secs(15);
 
-/// The README promises that watches resume by themselves and a missed transition is applied
+/// docs/operations.md promises that watches resume by themselves and a missed transition is applied
 /// once when the API server is back, without restarting anything. "Soon" is 10 s here.
 #[tokio::test]
 async fn a_transition_due_during_an_api_server_outage_is_applied_once_soon_after() {

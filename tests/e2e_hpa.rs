@@ -342,7 +342,7 @@ async fn restore_gives_a_held_hpa_its_bounds_back() {
     })
     .await;
 
-    // As the README's uninstall says: stop the controller, then restore.
+    // As docs/operations.md's uninstall says: stop the controller, then restore.
     controller
         .assert_stops_cleanly(Duration::from_secs(5))
         .await;

@@ -17,7 +17,7 @@ use support::{
 };
 
 /// What Kubernetes allows a Pod between SIGTERM and SIGKILL is 30 s by default; the controller
-/// promises to be much quicker (README: Shutdown, Leader election).
+/// promises to be much quicker (docs/reference.md: Shutdown; docs/operations.md: Leader election).
 const EXIT_WITHIN: Duration = Duration::from_secs(5);
 
 /// A standby takes a released Lease within one retry period (2 s); 10 s leaves room.
@@ -149,7 +149,7 @@ async fn a_standby_exits_promptly_on_sigterm() {
 }
 
 /// A standby keeps its caches and timers warm but does no work, so nothing may pile up in its
-/// workqueue: `cronscaler_workqueue_depth > 1000` for 10 minutes is an alert the README
+/// workqueue: `cronscaler_workqueue_depth > 1000` for 10 minutes is an alert docs/operations.md
 /// recommends, and it must not fire on every standby.
 #[tokio::test]
 async fn a_standby_reports_an_empty_workqueue() {

@@ -468,7 +468,7 @@ async fn restore_wakes_a_sleeping_deployment_and_removes_the_controllers_annotat
     })
     .await;
 
-    // As the README's uninstall says: stop the controller, then restore.
+    // As docs/operations.md's uninstall says: stop the controller, then restore.
     controller
         .assert_stops_cleanly(Duration::from_secs(5))
         .await;

@@ -6,7 +6,7 @@ use std::{
     process::{Command, Output},
 };
 
-/// A directory holding `kubectl-cronscaler`, a link to the binary as the README installs it.
+/// A directory holding `kubectl-cronscaler`, a link to the binary as docs/commands.md installs it.
 fn plugin_dir() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let link = dir.path().join("kubectl-cronscaler");

@@ -33,7 +33,7 @@ pub enum PlanError {
 pub struct PlanObject {
     pub target: ScaleTarget,
     pub observed: TargetState,
-    /// Its HPAs, held for the night and given back with its transitions (README rule 11).
+    /// Its HPAs, held for the night and given back with its transitions (rule 11 of docs/scheduling.md).
     pub hpas: Vec<Hpa>,
     /// What its pods request and, for a CronJob, its own schedule: what sleeping saves.
     pub workload: Workload,

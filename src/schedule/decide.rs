@@ -376,7 +376,7 @@ mod tests {
         );
     }
 
-    /// A scale-down cron alone, as the README recommends: people bring the workload back by hand.
+    /// A scale-down cron alone, as docs/scheduling.md recommends: people bring the workload back by hand.
     const SCALE_DOWN_ONLY: [(&str, &str); 1] = [(SCALE_DOWN, "0 20 * * *")];
 
     fn decide_down_only(extra: &[(&str, &str)], replicas: i32, now: &str) -> Option<ScaleChange> {

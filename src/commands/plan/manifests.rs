@@ -286,7 +286,7 @@ fn read_object(
                 .update(&namespace.name_any(), None, namespace.annotations());
             return Ok(());
         }
-        // Simulated with its workload's transitions (README rule 11).
+        // Simulated with its workload's transitions (rule 11 of docs/scheduling.md).
         "HorizontalPodAutoscaler" => {
             let hpa: HorizontalPodAutoscaler =
                 serde_json::from_value(value.clone()).map_err(manifest_error)?;
