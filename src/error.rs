@@ -1,7 +1,7 @@
 //! Errors of the reconcilers. Each says which object, what was being done and why it failed,
 //! in words an operator can act on.
 
-use crate::runtime::key::ObjectKey;
+use crate::runtime::{api_errors::server_unavailable, key::ObjectKey};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -46,18 +46,4 @@ impl Error {
             Error::DeploymentNotOwned { .. } | Error::FooWithoutUid { .. } => false,
         }
     }
-}
-
-/// A connection that failed or broke, or a server that is overloaded or starting (5xx, 429).
-pub fn server_unavailable(error: &kube::Error) -> bool {
-    match error {
-        kube::Error::Api(status) => status.code >= 500 || status.code == 429,
-        kube::Error::HyperError(_) | kube::Error::Service(_) | kube::Error::ReadEvents(_) => true,
-        _ => false,
-    }
-}
-
-/// True when the API server answered with this HTTP status code.
-pub fn is_status(error: &kube::Error, code: u16) -> bool {
-    matches!(error, kube::Error::Api(status) if status.code == code)
 }

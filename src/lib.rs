@@ -7,6 +7,8 @@
 //! - [`runtime`]: what both controllers share (workqueue, workers, leader election, request
 //!   budget, Events).
 //! - [`ops`]: operating the process (HTTP endpoints, metrics, logs).
+//! - [`work`]: the shared queue's key, naming each controller's work, and which controller
+//!   each key goes to.
 //! - [`commands`]: the command line (`run`, `plan`, `status`, `restore`).
 
 pub mod commands;
@@ -16,6 +18,7 @@ pub mod ops;
 pub mod runtime;
 pub mod scaling;
 pub mod schedule;
+pub mod work;
 
 #[cfg(test)]
 mod mock_api;

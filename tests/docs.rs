@@ -332,10 +332,9 @@ async fn the_cluster_commands_run_as_shown() {
         if page_of_controller
             .as_ref()
             .is_some_and(|page| *page != shown.page)
+            && let Some(mut child) = controller.take()
         {
-            if let Some(mut child) = controller.take() {
-                stop(&mut child);
-            }
+            stop(&mut child);
         }
         if let Some(background) = shown.command.strip_suffix('&') {
             let port = envtest::free_port().to_string();

@@ -12,6 +12,8 @@ use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use clap::{Args, CommandFactory as _, FromArgMatches as _, Parser, Subcommand, ValueEnum};
 
+use crate::ops::logs::LogFormat;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "cronscaler",
@@ -220,12 +222,6 @@ pub struct RunArgs {
     /// Log format: `text` for people, `json` for log pipelines. The level comes from RUST_LOG.
     #[arg(long, env = "CRONSCALER_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
-    Text,
-    Json,
 }
 
 #[derive(Debug, Clone, Args)]

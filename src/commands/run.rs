@@ -40,18 +40,19 @@ use crate::{
     runtime::{
         budget::RequestBudget,
         events::Events,
-        key::{ObjectKey, WorkKey},
+        key::ObjectKey,
         leader::{self, LeaderConfig},
         outage::Outage,
         paging::all_pages,
         watch::{WatchBackoff, drive, touched},
-        worker::{Reconcilers, worker},
-        workqueue::{RateLimit, WorkQueue},
+        worker::{Workers, worker},
+        workqueue::{Enqueue, RateLimit, WorkQueue},
     },
     scaling::{
         ScalingContext,
         asleep::AsleepGauges,
         hpa::HpaIndex,
+        key::ScalingKey,
         namespaces::NamespaceSchedules,
         on_demand,
         target::TargetKind,
@@ -59,6 +60,7 @@ use crate::{
         tracker::Tracker,
     },
     schedule::{OVERRIDE_KEYS, overrides},
+    work::{Reconcilers, WorkKey},
 };
 
 /// A client for `config` (the cluster of the current kubeconfig, or in-cluster), every request
@@ -103,7 +105,8 @@ pub async fn run(
 
     let queue = WorkQueue::<WorkKey>::new(RateLimit::default());
     let clock = system_clock();
-    let timer = Timer::spawn(queue.clone(), clock.clone());
+    let scaling_queue = Enqueue::<ScalingKey>::new(queue.clone());
+    let timer = Timer::spawn(scaling_queue.clone(), clock.clone());
     let outage = Outage::default();
     tokio::spawn(outage.clone().probe(client.clone(), queue.clone()));
     let namespace = args.namespace.as_deref();
@@ -128,7 +131,7 @@ pub async fn run(
     let tracker = |kind| {
         let tracker = Tracker::new(
             timer.clone(),
-            queue.clone(),
+            scaling_queue.clone(),
             args.default_timezone,
             kind,
             namespaces.clone(),
@@ -378,11 +381,16 @@ pub async fn run(
         .with_grace(grace, timer.clone())
         .with_max_override(max_override)
         .with_namespaces(namespaces)
-        .with_reports(queue.clone())
+        .with_reports(scaling_queue)
         .with_hpas(hpas),
         clock,
-        metrics,
+        metrics: metrics.clone(),
+    });
+    let workers = Arc::new(Workers {
+        queue: queue.clone(),
+        reconciler: reconcilers,
         outage,
+        retries: metrics.workqueue_retries.clone(),
     });
     tracing::info!(
         workers = args.workers,
@@ -390,15 +398,10 @@ pub async fn run(
         leader_elect = args.leader_elect,
         "starting workers"
     );
-    let workers: Vec<_> = (0..args.workers)
+    let worker_tasks: Vec<_> = (0..args.workers)
         .map(|_| {
             let alive = health.alive("worker");
-            tokio::spawn(worker(
-                queue.clone(),
-                reconcilers.clone(),
-                is_leader.clone(),
-                alive,
-            ))
+            tokio::spawn(worker(workers.clone(), is_leader.clone(), alive))
         })
         .collect();
     // Ready once Deployments could be listed: the API server answers and RBAC lets us watch.
@@ -415,7 +418,7 @@ pub async fn run(
     shutdown.await;
     tracing::info!("shutting down: finishing in-flight work");
     queue.shutdown_and_drain().await;
-    for worker in workers {
+    for worker in worker_tasks {
         let _ = worker.await;
     }
     // Only now that no reconcile runs may another replica take over.
@@ -544,7 +547,7 @@ fn end_override_in_time(
         .map(|(_, _, on_demand)| on_demand.until)
         .min();
     if let Some(until) = until {
-        let key = WorkKey::NamespaceOverride(namespace.to_string());
+        let key = WorkKey::from(ScalingKey::NamespaceOverride(namespace.to_string()));
         queue.add_after(key, (until - now).to_std().unwrap_or_default());
     }
 }

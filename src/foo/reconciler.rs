@@ -17,8 +17,8 @@ use super::{
     is_controlled_by,
 };
 use crate::{
-    error::{Error, is_status},
-    runtime::{CONTROLLER_NAME, events::Events, key::ObjectKey},
+    error::Error,
+    runtime::{CONTROLLER_NAME, api_errors::is_status, events::Events, key::ObjectKey},
 };
 
 /// What the Foo reconciler reads and writes.

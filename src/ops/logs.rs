@@ -4,7 +4,14 @@
 
 use tracing_subscriber::EnvFilter;
 
-use crate::commands::cli::LogFormat;
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// For people.
+    Text,
+    /// One JSON object a line, for log pipelines.
+    Json,
+}
 
 pub fn init(format: LogFormat) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));

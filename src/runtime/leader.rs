@@ -78,7 +78,7 @@ use tokio::{
     time::{Instant, sleep_until, timeout, timeout_at},
 };
 
-use crate::{error::is_status, runtime::CONTROLLER_NAME};
+use crate::runtime::{CONTROLLER_NAME, api_errors::is_status};
 
 /// Where the Lease is, who we are, and client-go's timing parameters.
 #[derive(Clone, Debug)]

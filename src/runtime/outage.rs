@@ -4,12 +4,12 @@
 //! transition missed during an outage is applied within seconds of the server's return, while a
 //! long outage costs the server one cheap request every few seconds.
 
-use std::{sync::Arc, time::Duration};
+use std::{hash::Hash, sync::Arc, time::Duration};
 
 use kube::Client;
 use tokio::sync::Notify;
 
-use crate::runtime::{key::WorkKey, workqueue::WorkQueue};
+use crate::runtime::workqueue::WorkQueue;
 
 pub const PROBE_INTERVAL: Duration = Duration::from_secs(2);
 
@@ -28,12 +28,18 @@ impl Outage {
 
     /// Waits for reports and probes the server after each until it answers, then brings back
     /// the work that waited for it. Runs until dropped.
-    pub async fn probe(self, client: Client, queue: WorkQueue<WorkKey>) {
+    pub async fn probe<K>(self, client: Client, queue: WorkQueue<K>)
+    where
+        K: Clone + Eq + Hash + Send + Sync + 'static,
+    {
         probe(self.suspected, client, queue).await
     }
 }
 
-async fn probe(suspected: Arc<Notify>, client: Client, queue: WorkQueue<WorkKey>) {
+async fn probe<K>(suspected: Arc<Notify>, client: Client, queue: WorkQueue<K>)
+where
+    K: Clone + Eq + Hash + Send + Sync + 'static,
+{
     loop {
         suspected.notified().await;
         loop {

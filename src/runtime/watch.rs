@@ -6,7 +6,7 @@ use futures::TryStreamExt;
 use kube::runtime::{utils::Backoff, watcher};
 
 use crate::{
-    error::{is_status, server_unavailable},
+    runtime::api_errors::{is_status, server_unavailable},
     runtime::outage::Outage,
 };
 
@@ -123,7 +123,7 @@ mod tests {
     use crate::{
         mock_api::{Exchange, mock_client},
         runtime::{
-            key::{ObjectKey, WorkKey},
+            key::ObjectKey,
             outage::PROBE_INTERVAL,
             workqueue::{RateLimit, WorkQueue},
         },
@@ -139,7 +139,7 @@ mod tests {
         })
     }
 
-    async fn ready_now(queue: &WorkQueue<WorkKey>) -> Option<WorkKey> {
+    async fn ready_now(queue: &WorkQueue<ObjectKey>) -> Option<ObjectKey> {
         tokio::time::timeout(Duration::ZERO, queue.get())
             .await
             .ok()
@@ -149,12 +149,12 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_failing_watch_has_waiting_work_retried_as_soon_as_the_server_answers() {
         // Failures back off 30 s here, longer than the two probes the outage lasts.
-        let queue = WorkQueue::<WorkKey>::new(RateLimit {
+        let queue = WorkQueue::<ObjectKey>::new(RateLimit {
             base_delay: Duration::from_secs(30),
             ..RateLimit::default()
         });
-        let failed = WorkKey::Foo(ObjectKey::new("shop", "web"));
-        let parked = WorkKey::Foo(ObjectKey::new("shop", "api"));
+        let failed = ObjectKey::new("shop", "web");
+        let parked = ObjectKey::new("shop", "api");
         queue.add_rate_limited(failed.clone());
         queue.park(parked.clone());
         let (client, server) = mock_client();

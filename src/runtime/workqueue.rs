@@ -367,5 +367,57 @@ fn backoff(rate_limit: RateLimit, failures: u32) -> Duration {
         })
 }
 
+/// One controller's way into the shared queue: it adds keys of its own type, which the queue
+/// holds as its own. So a controller names only its own work, and the queue's key type, which
+/// names every controller's, stays with the binary that puts them together.
+pub struct Enqueue<T> {
+    queue: Arc<dyn AddKeys<T>>,
+}
+
+impl<T> Clone for Enqueue<T> {
+    fn clone(&self) -> Self {
+        Self {
+            queue: self.queue.clone(),
+        }
+    }
+}
+
+impl<T: 'static> Enqueue<T> {
+    pub fn new<K>(queue: WorkQueue<K>) -> Self
+    where
+        K: From<T> + Clone + Eq + Hash + Send + Sync + 'static,
+    {
+        Self {
+            queue: Arc::new(queue),
+        }
+    }
+
+    pub fn add(&self, key: T) {
+        self.queue.add_key(key);
+    }
+
+    pub fn add_after(&self, key: T, delay: Duration) {
+        self.queue.add_key_after(key, delay);
+    }
+}
+
+trait AddKeys<T>: Send + Sync {
+    fn add_key(&self, key: T);
+    fn add_key_after(&self, key: T, delay: Duration);
+}
+
+impl<K, T> AddKeys<T> for WorkQueue<K>
+where
+    K: From<T> + Clone + Eq + Hash + Send + Sync + 'static,
+{
+    fn add_key(&self, key: T) {
+        self.add(key.into());
+    }
+
+    fn add_key_after(&self, key: T, delay: Duration) {
+        self.add_after(key.into(), delay);
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -31,8 +31,9 @@ use kube::{
 use serde_json::{Value, json};
 
 use crate::{
-    error::{Error, is_status},
+    error::Error,
     ops::metrics::{Outcome, ScaleDirection},
+    runtime::api_errors::is_status,
     runtime::{CONTROLLER_NAME, key::ObjectKey, paging::all_pages},
     scaling::{
         ScalingContext, other_replicas_writers,

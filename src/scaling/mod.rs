@@ -4,6 +4,7 @@
 
 pub mod asleep;
 pub mod hpa;
+pub mod key;
 pub mod namespaces;
 pub mod on_demand;
 mod reconciler;

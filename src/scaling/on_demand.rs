@@ -13,8 +13,8 @@ use kube::{
 };
 
 use crate::{
-    error::{Error, is_status},
-    runtime::{CONTROLLER_NAME, key::ObjectKey},
+    error::Error,
+    runtime::{CONTROLLER_NAME, api_errors::is_status, key::ObjectKey},
     scaling::ScalingContext,
     schedule::{Direction, Transition, expired_keys, key_of},
 };

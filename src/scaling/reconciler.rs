@@ -24,11 +24,13 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use crate::{
-    error::{Error, is_status},
+    error::Error,
     foo::Foo,
     ops::metrics::{Metrics, Outcome, ScaleDirection},
+    runtime::api_errors::is_status,
+    runtime::workqueue::Enqueue,
     runtime::{CONTROLLER_NAME, events::Events, key::ObjectKey},
-    runtime::{key::WorkKey, workqueue::WorkQueue},
+    scaling::key::ScalingKey,
     scaling::{
         hpa::{self, HpaChange, HpaIndex},
         namespaces::NamespaceSchedules,
@@ -57,7 +59,7 @@ pub struct ScalingContext {
     /// Namespaces' schedules, which workloads without one of their own follow.
     pub namespaces: NamespaceSchedules,
     /// What Namespaces' transitions did, and the queue that has each told once it settles.
-    pub reports: Option<(NamespaceReports, WorkQueue<WorkKey>)>,
+    pub reports: Option<(NamespaceReports, Enqueue<ScalingKey>)>,
     /// The HPAs of the targets, held for the night and given back in the morning.
     pub hpas: HpaIndex,
     /// How far ahead an override on demand may reach when it is first applied.
@@ -98,7 +100,7 @@ impl ScalingContext {
 
     /// Gathers what Namespaces' transitions did, and has `queue` bring each report back when it
     /// settles.
-    pub fn with_reports(self, queue: WorkQueue<WorkKey>) -> Self {
+    pub fn with_reports(self, queue: Enqueue<ScalingKey>) -> Self {
         Self {
             reports: Some((NamespaceReports::default(), queue)),
             ..self
@@ -609,7 +611,7 @@ fn tally(
     };
     if reports.record(namespace, transition, &by, object, outcome, Instant::now()) {
         queue.add_after(
-            WorkKey::NamespaceReport(namespace.clone(), transition),
+            ScalingKey::NamespaceReport(namespace.clone(), transition),
             QUIET,
         );
     }

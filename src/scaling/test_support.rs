@@ -15,10 +15,8 @@ use chrono::{DateTime, TimeZone, Utc};
 use chrono_tz::Tz;
 
 use crate::{
-    runtime::{
-        key::{ObjectKey, WorkKey},
-        workqueue::WorkQueue,
-    },
+    runtime::{key::ObjectKey, workqueue::WorkQueue},
+    scaling::key::ScalingKey,
     scaling::{
         ScalingContext,
         target::{ScaleTarget, TargetKind},
@@ -81,7 +79,7 @@ pub async fn settled(condition: impl Fn() -> bool) -> bool {
     condition()
 }
 
-pub async fn drain(queue: &WorkQueue<WorkKey>) -> Vec<WorkKey> {
+pub async fn drain(queue: &WorkQueue<ScalingKey>) -> Vec<ScalingKey> {
     let mut keys = Vec::new();
     while let Ok(Some(key)) = tokio::time::timeout(Duration::ZERO, queue.get()).await {
         queue.done(&key);

@@ -28,8 +28,7 @@ use tokio::sync::mpsc;
 use tokio_util::time::{DelayQueue, delay_queue};
 
 use crate::{
-    runtime::{key::WorkKey, workqueue::WorkQueue},
-    scaling::target::ScaleTarget,
+    runtime::workqueue::Enqueue, scaling::key::ScalingKey, scaling::target::ScaleTarget,
     schedule::Schedule,
 };
 
@@ -58,7 +57,7 @@ pub struct Timer {
 
 impl Timer {
     /// Starts the timer task, which puts due targets into `queue`.
-    pub fn spawn(queue: WorkQueue<WorkKey>, clock: Clock) -> Self {
+    pub fn spawn(queue: Enqueue<ScalingKey>, clock: Clock) -> Self {
         let (commands, receiver) = mpsc::unbounded_channel();
         let held = Arc::new(AtomicUsize::new(0));
         tokio::spawn(run(receiver, queue, clock, held.clone()));
@@ -96,7 +95,7 @@ struct Entry {
 
 async fn run(
     mut commands: mpsc::UnboundedReceiver<Command>,
-    queue: WorkQueue<WorkKey>,
+    queue: Enqueue<ScalingKey>,
     clock: Clock,
     held: Arc<AtomicUsize>,
 ) {
@@ -140,7 +139,7 @@ async fn run(
                         entry.timer = Some(timers.insert(target, sleep_until(due, now)));
                     }
                     Some(_) => {
-                        queue.add(WorkKey::Scale(target.clone()));
+                        queue.add(ScalingKey::Scale(target.clone()));
                         entry.due = entry.schedule.next_look(now);
                         entry.timer = entry.due.map(|due| timers.insert(target, sleep_until(due, now)));
                     }

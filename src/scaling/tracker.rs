@@ -17,13 +17,11 @@ use prometheus_client::metrics::gauge::Gauge;
 
 use crate::{
     foo::controlling_foo,
-    runtime::{
-        key::{ObjectKey, WorkKey},
-        workqueue::WorkQueue,
-    },
+    runtime::{key::ObjectKey, workqueue::Enqueue},
     scaling::{
         asleep::{self, AsleepCounts, AsleepGauges},
         hpa::{self, HpaIndex},
+        key::ScalingKey,
         namespaces::NamespaceSchedules,
         reconciler::{DEFAULT_MAX_OVERRIDE, other_replicas_writers},
         target::{ScaleTarget, TargetKind, creation_time},
@@ -41,7 +39,7 @@ use crate::{
 /// one scan of their annotation keys and nothing is kept of them.
 pub struct Tracker {
     timer: Timer,
-    queue: WorkQueue<WorkKey>,
+    queue: Enqueue<ScalingKey>,
     default_timezone: Tz,
     kind: TargetKind,
     namespaces: NamespaceSchedules,
@@ -148,7 +146,7 @@ impl Tracker {
     /// kinds share one.
     pub fn new(
         timer: Timer,
-        queue: WorkQueue<WorkKey>,
+        queue: Enqueue<ScalingKey>,
         default_timezone: Tz,
         kind: TargetKind,
         namespaces: NamespaceSchedules,
@@ -251,10 +249,10 @@ impl Tracker {
     /// Queues the target now, or has the timer bring it back when its grace period ends.
     fn follow(&self, target: ScaleTarget, standing: &Standing, now: DateTime<Utc>) {
         match standing.look(now, self.grace) {
-            Look::Now => self.queue.add(WorkKey::Scale(target)),
+            Look::Now => self.queue.add(ScalingKey::Scale(target)),
             Look::At(at) => self.timer.recheck_at(target, at),
             Look::Not if self.hpas_out_of_line(&target, standing) => {
-                self.queue.add(WorkKey::Scale(target));
+                self.queue.add(ScalingKey::Scale(target));
             }
             Look::Not => {}
         }

@@ -18,8 +18,8 @@ use serde_json::Value;
 
 use super::{PlanError, PlanObject, QuantityError, Workload};
 use crate::{
-    error::is_status,
     foo::Foo,
+    runtime::api_errors::is_status,
     runtime::key::ObjectKey,
     runtime::paging::all_pages,
     scaling::{

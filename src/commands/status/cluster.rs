@@ -13,8 +13,8 @@ use kube::{Api, Client, ResourceExt as _};
 use super::StatusObject;
 use crate::{
     commands::plan::list,
-    error::is_status,
     foo::Foo,
+    runtime::api_errors::is_status,
     runtime::paging::all_pages,
     scaling::target::{TargetKind, TargetState},
 };

@@ -576,8 +576,11 @@ async fn a_catch_up_waits_for_the_end_of_a_new_objects_grace_period() {
     deployed_tonight["metadata"]["creationTimestamp"] = json!("2026-11-23T20:30:00Z");
     let (client, server) = mock_client();
     let server = tokio::spawn(server.serve(vec![get(APP_0, deployed_tonight)]));
-    let queue = crate::runtime::workqueue::WorkQueue::new(Default::default());
-    let timer = Timer::spawn(queue.clone(), crate::scaling::timer::system_clock());
+    let queue = crate::runtime::workqueue::WorkQueue::<ScalingKey>::new(Default::default());
+    let timer = Timer::spawn(
+        crate::runtime::workqueue::Enqueue::new(queue),
+        crate::scaling::timer::system_clock(),
+    );
     let ctx = ScalingContext::new(
         client.clone(),
         Events::new(client, None),

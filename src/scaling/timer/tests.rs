@@ -7,15 +7,19 @@ use chrono::TimeZone;
 
 use super::*;
 use crate::{
-    runtime::{key::WorkKey, workqueue::RateLimit},
+    runtime::workqueue::{Enqueue, RateLimit, WorkQueue},
+    scaling::key::ScalingKey,
     scaling::test_support::*,
     schedule,
 };
 
 #[tokio::test(start_paused = true)]
 async fn a_transition_reaches_the_queue_at_its_instant_and_not_before() {
-    let queue = WorkQueue::new(RateLimit::default());
-    let timer = Timer::spawn(queue.clone(), wall_clock(1000, Arc::default()));
+    let queue = WorkQueue::<ScalingKey>::new(RateLimit::default());
+    let timer = Timer::spawn(
+        Enqueue::new(queue.clone()),
+        wall_clock(1000, Arc::default()),
+    );
     // 12:00:00 is 60 s after base().
     timer.arm(
         target("web"),
@@ -28,13 +32,16 @@ async fn a_transition_reaches_the_queue_at_its_instant_and_not_before() {
     assert!(drain(&queue).await.is_empty(), "fired early");
     tokio::time::advance(Duration::from_millis(1)).await;
     settle().await;
-    assert_eq!(drain(&queue).await, vec![WorkKey::Scale(target("web"))]);
+    assert_eq!(drain(&queue).await, vec![ScalingKey::Scale(target("web"))]);
 }
 
 #[tokio::test(start_paused = true)]
 async fn ten_thousand_transitions_in_the_same_second_all_reach_the_queue() {
-    let queue = WorkQueue::new(RateLimit::default());
-    let timer = Timer::spawn(queue.clone(), wall_clock(1000, Arc::default()));
+    let queue = WorkQueue::<ScalingKey>::new(RateLimit::default());
+    let timer = Timer::spawn(
+        Enqueue::new(queue.clone()),
+        wall_clock(1000, Arc::default()),
+    );
     let nightly = parsed_schedule(&[(schedule::SCALE_DOWN, "0 12 * * MON-FRI")]);
     for n in 0..10_000 {
         timer.arm(target(&format!("app-{n}")), nightly.clone());
@@ -53,8 +60,11 @@ async fn ten_thousand_transitions_in_the_same_second_all_reach_the_queue() {
 
 #[tokio::test(start_paused = true)]
 async fn the_next_transition_is_armed_after_each_firing() {
-    let queue = WorkQueue::new(RateLimit::default());
-    let timer = Timer::spawn(queue.clone(), wall_clock(1000, Arc::default()));
+    let queue = WorkQueue::<ScalingKey>::new(RateLimit::default());
+    let timer = Timer::spawn(
+        Enqueue::new(queue.clone()),
+        wall_clock(1000, Arc::default()),
+    );
     timer.arm(
         target("web"),
         parsed_schedule(&[
@@ -77,8 +87,11 @@ async fn the_next_transition_is_armed_after_each_firing() {
 
 #[tokio::test(start_paused = true)]
 async fn disarmed_and_rearmed_schedules_fire_as_last_told() {
-    let queue = WorkQueue::new(RateLimit::default());
-    let timer = Timer::spawn(queue.clone(), wall_clock(1000, Arc::default()));
+    let queue = WorkQueue::<ScalingKey>::new(RateLimit::default());
+    let timer = Timer::spawn(
+        Enqueue::new(queue.clone()),
+        wall_clock(1000, Arc::default()),
+    );
     timer.arm(
         target("gone"),
         parsed_schedule(&[(schedule::SCALE_DOWN, "0 12 * * *")]),
@@ -102,15 +115,18 @@ async fn disarmed_and_rearmed_schedules_fire_as_last_told() {
     );
     tokio::time::advance(Duration::from_secs(30 * 60)).await;
     settle().await;
-    assert_eq!(drain(&queue).await, vec![WorkKey::Scale(target("moved"))]);
+    assert_eq!(
+        drain(&queue).await,
+        vec![ScalingKey::Scale(target("moved"))]
+    );
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_slow_wall_clock_delays_the_firing_until_it_reaches_the_transition() {
-    let queue = WorkQueue::new(RateLimit::default());
+    let queue = WorkQueue::<ScalingKey>::new(RateLimit::default());
     // The wall clock runs at half the pace of the timer clock.
     let clock = wall_clock(500, Arc::default());
-    let timer = Timer::spawn(queue.clone(), clock.clone());
+    let timer = Timer::spawn(Enqueue::new(queue.clone()), clock.clone());
     timer.arm(
         target("web"),
         parsed_schedule(&[(schedule::SCALE_DOWN, "0 12 * * *")]),
@@ -139,9 +155,9 @@ async fn a_slow_wall_clock_delays_the_firing_until_it_reaches_the_transition() {
 
 #[tokio::test(start_paused = true)]
 async fn a_wall_clock_step_forward_is_caught_within_max_sleep() {
-    let queue = WorkQueue::new(RateLimit::default());
+    let queue = WorkQueue::<ScalingKey>::new(RateLimit::default());
     let shift = Arc::new(AtomicI64::new(0));
-    let timer = Timer::spawn(queue.clone(), wall_clock(1000, shift.clone()));
+    let timer = Timer::spawn(Enqueue::new(queue.clone()), wall_clock(1000, shift.clone()));
     // Due in 10 h of wall time; then the wall clock is stepped 9 h 59 min forward.
     timer.arm(
         target("web"),

@@ -10,24 +10,27 @@ use chrono::TimeDelta;
 
 use super::*;
 use crate::{
-    runtime::workqueue::RateLimit,
-    scaling::{namespaces::NamespaceSchedules, test_support::*, timer::Timer},
+    runtime::workqueue::{Enqueue, RateLimit, WorkQueue},
+    scaling::{key::ScalingKey, namespaces::NamespaceSchedules, test_support::*, timer::Timer},
 };
 
 /// A tracker of Deployments feeding a scheduler and a queue, on a clock that keeps pace.
-fn tracked_deployments() -> (WorkQueue<WorkKey>, Timer, Tracker, Gauge) {
+fn tracked_deployments() -> (WorkQueue<ScalingKey>, Timer, Tracker, Gauge) {
     tracked_deployments_in(NamespaceSchedules::watched(["kube-system".to_string()]))
 }
 
 fn tracked_deployments_in(
     namespaces: NamespaceSchedules,
-) -> (WorkQueue<WorkKey>, Timer, Tracker, Gauge) {
+) -> (WorkQueue<ScalingKey>, Timer, Tracker, Gauge) {
     let invalid = Gauge::default();
-    let queue = WorkQueue::new(RateLimit::default());
-    let timer = Timer::spawn(queue.clone(), wall_clock(1000, Arc::default()));
+    let queue = WorkQueue::<ScalingKey>::new(RateLimit::default());
+    let timer = Timer::spawn(
+        Enqueue::new(queue.clone()),
+        wall_clock(1000, Arc::default()),
+    );
     let tracker = Tracker::new(
         timer.clone(),
-        queue.clone(),
+        Enqueue::new(queue.clone()),
         Tz::UTC,
         TargetKind::Deployment,
         namespaces,
@@ -104,7 +107,7 @@ async fn an_object_is_queued_only_when_a_transition_is_due() {
     settle().await;
     assert_eq!(
         drain(&queue).await,
-        vec![WorkKey::Scale(target("web"))],
+        vec![ScalingKey::Scale(target("web"))],
         "last night's scale-down was never applied: catch-up is due"
     );
     assert_eq!(timer.held(), 1, "and the next transition is armed");
@@ -202,7 +205,8 @@ async fn a_replicas_change_after_a_transition_is_looked_at_until_it_was_warned_a
         slept[2],
         (schedule::WARNED, cause.as_str()),
     ];
-    let mut tracker_after_restart = tracked_deployments().2;
+    let (queue_after_restart, _timer_after_restart, mut tracker_after_restart, _) =
+        tracked_deployments();
     see(
         &mut tracker_after_restart,
         watcher::Event::InitApply(meta(
@@ -211,9 +215,8 @@ async fn a_replicas_change_after_a_transition_is_looked_at_until_it_was_warned_a
             Some(("kubectl", transition_second + 600)),
         )),
     );
-    let queue_after_restart = &tracker_after_restart.queue;
     assert!(
-        drain(queue_after_restart).await.is_empty(),
+        drain(&queue_after_restart).await.is_empty(),
         "already warned about this transition: a restart reads nothing"
     );
 }
@@ -245,13 +248,13 @@ async fn a_write_through_scale_is_looked_at_though_it_leaves_no_time() {
     see(&mut tracker, watcher::Event::Apply(scaled.clone()));
     assert_eq!(
         drain(&queue).await,
-        vec![WorkKey::Scale(target("web"))],
+        vec![ScalingKey::Scale(target("web"))],
         "a new writer appeared: read, to warn ScaleReverted"
     );
-    let mut after_restart = tracked_deployments().2;
+    let (queue_after_restart, _timer_after_restart, mut after_restart, _) = tracked_deployments();
     see(&mut after_restart, watcher::Event::InitApply(scaled));
     assert!(
-        drain(&after_restart.queue).await.is_empty(),
+        drain(&queue_after_restart).await.is_empty(),
         "seen at start, a writer without a time is no reason to read"
     );
 }
@@ -386,7 +389,10 @@ async fn a_new_leader_queues_only_what_needs_a_look_now() {
     // A standby's workers let these go.
     drain(&queue).await;
     tracker.resync(base());
-    assert_eq!(drain(&queue).await, vec![WorkKey::Scale(target("missed"))]);
+    assert_eq!(
+        drain(&queue).await,
+        vec![ScalingKey::Scale(target("missed"))]
+    );
     let tonight = base() + chrono::Duration::hours(9);
     tracker.resync(tonight);
     assert_eq!(
@@ -413,7 +419,7 @@ async fn a_new_object_is_put_to_sleep_by_a_catch_up_only_when_its_grace_period_e
     tokio::time::sleep(std::time::Duration::from_secs(20)).await;
     assert_eq!(
         drain(&queue).await,
-        vec![WorkKey::Scale(target("web"))],
+        vec![ScalingKey::Scale(target("web"))],
         "the timer brings it back when its grace period ends: nothing polls"
     );
 }
@@ -439,7 +445,7 @@ async fn workloads_follow_their_namespaces_schedule_from_its_first_change() {
     settle().await;
     assert_eq!(
         drain(&queue).await,
-        vec![WorkKey::Scale(target("web"))],
+        vec![ScalingKey::Scale(target("web"))],
         "last night's scale-down, caught up; the excluded one is left out"
     );
     assert_eq!(timer.held(), 1);
@@ -459,7 +465,7 @@ async fn workloads_follow_their_namespaces_schedule_from_its_first_change() {
     settle().await;
     assert_eq!(
         drain(&queue).await,
-        vec![WorkKey::Scale(target("web"))],
+        vec![ScalingKey::Scale(target("web"))],
         "removing the namespace's schedule wakes what it put to sleep"
     );
     assert_eq!(timer.held(), 0);
@@ -515,7 +521,7 @@ async fn a_target_whose_hpa_is_out_of_line_is_looked_at_without_a_read_of_the_ot
     );
     assert_eq!(
         drain(&queue).await,
-        vec![WorkKey::Scale(target("web"))],
+        vec![ScalingKey::Scale(target("web"))],
         "out of line: a worker brings it in line"
     );
 }
@@ -570,7 +576,7 @@ async fn overrides_are_looked_at_when_new_when_run_out_and_refused_when_too_far(
     );
     assert_eq!(
         drain(&queue).await,
-        vec![WorkKey::Scale(target("web"))],
+        vec![ScalingKey::Scale(target("web"))],
         "a new override is applied at once"
     );
 
@@ -586,7 +592,7 @@ async fn overrides_are_looked_at_when_new_when_run_out_and_refused_when_too_far(
     );
     assert_eq!(
         drain(&queue).await,
-        vec![WorkKey::Scale(target("web"))],
+        vec![ScalingKey::Scale(target("web"))],
         "an override of its own that ran out is there to be removed"
     );
 
@@ -602,7 +608,7 @@ async fn overrides_are_looked_at_when_new_when_run_out_and_refused_when_too_far(
     );
     assert_eq!(
         drain(&queue).await,
-        vec![WorkKey::Scale(target("web"))],
+        vec![ScalingKey::Scale(target("web"))],
         "refused: the worker says so once"
     );
     assert_eq!(invalid.get(), 1, "counted as invalid");

@@ -1,0 +1,29 @@
+//! The scaling controller's work in the shared queue.
+
+use std::fmt;
+
+use crate::{scaling::target::ScaleTarget, schedule::Transition};
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ScalingKey {
+    /// Apply the schedule of a Deployment, StatefulSet, CronJob or Foo at the current time.
+    Scale(ScaleTarget),
+    /// Tell on a Namespace what its transition did to its workloads.
+    NamespaceReport(String, Transition),
+    /// Take a Namespace's override on demand away once it has run out.
+    NamespaceOverride(String),
+}
+
+impl fmt::Display for ScalingKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ScalingKey::Scale(target) => write!(f, "schedule of {target}"),
+            ScalingKey::NamespaceReport(namespace, transition) => {
+                write!(f, "report of Namespace {namespace} at {transition}")
+            }
+            ScalingKey::NamespaceOverride(namespace) => {
+                write!(f, "override of Namespace {namespace}")
+            }
+        }
+    }
+}

@@ -1,0 +1,252 @@
+//! The binary's work: the one key type of the shared workqueue, naming each controller's own
+//! keys, and which controller each key goes to. Only this module and `commands` know both
+//! controllers; the runtime beneath them knows neither.
+
+use std::{fmt, time::Duration};
+
+use futures::FutureExt as _;
+use kube::runtime::reflector::store::WriterDropped;
+use tokio::time::Instant;
+
+use crate::{
+    error::Error,
+    foo::{self, FooContext},
+    ops::metrics::{Metrics, Outcome, ResultLabels},
+    runtime::{
+        key::ObjectKey,
+        worker::{Handled, Reconcile},
+    },
+    scaling::{
+        self, ScalingContext,
+        key::ScalingKey,
+        reports::{QUIET, Settled},
+        timer::Clock,
+    },
+};
+
+/// One unit of work in the shared queue.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum WorkKey {
+    /// Bring a Foo's Deployment and status in line with its spec.
+    Foo(ObjectKey),
+    /// Scheduled scaling's work.
+    Scaling(ScalingKey),
+}
+
+impl From<ScalingKey> for WorkKey {
+    fn from(key: ScalingKey) -> Self {
+        WorkKey::Scaling(key)
+    }
+}
+
+impl fmt::Display for WorkKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WorkKey::Foo(key) => write!(f, "Foo {key}"),
+            WorkKey::Scaling(key) => key.fmt(f),
+        }
+    }
+}
+
+/// Everything a worker may need, whatever key it takes.
+pub struct Reconcilers {
+    pub foo: FooContext,
+    pub scale: ScalingContext,
+    pub clock: Clock,
+    pub metrics: Metrics,
+}
+
+/// How long a Foo key waits while the Foo caches have not synced (the CRD may not be installed
+/// yet); scheduled scaling never waits for them.
+pub const FOO_CACHE_WAIT: Duration = Duration::from_secs(1);
+
+/// How long a scale key waits while HPAs have not been listed: a scale-up before that would
+/// leave a held HPA held all day. The list takes milliseconds, and transitions are to the second.
+pub const HPA_INDEX_WAIT: Duration = Duration::from_millis(100);
+
+impl Reconcile for Reconcilers {
+    type Key = WorkKey;
+    type Error = Error;
+
+    async fn reconcile(&self, key: &WorkKey) -> Handled<Error> {
+        let now = (self.clock)();
+        let result = match key {
+            WorkKey::Foo(foo) => {
+                if !foo_caches_synced(&self.foo) {
+                    return Handled::Later(FOO_CACHE_WAIT);
+                }
+                self.reconcile_foo(foo, now).await
+            }
+            WorkKey::Scaling(ScalingKey::NamespaceReport(namespace, transition)) => {
+                // A report is put back until its workloads settle, never retried as a failure.
+                let settled = scaling::report_namespace(&self.scale, namespace, *transition).await;
+                return match settled {
+                    Settled::Wait => Handled::Later(QUIET),
+                    _ => Handled::Done,
+                };
+            }
+            WorkKey::Scaling(ScalingKey::Scale(target)) => {
+                if !self.scale.hpas.synced() {
+                    return Handled::Later(HPA_INDEX_WAIT);
+                }
+                scaling::reconcile(&self.scale, target, now).await
+            }
+            WorkKey::Scaling(ScalingKey::NamespaceOverride(namespace)) => {
+                scaling::on_demand::end_namespace_override(&self.scale, namespace, now).await
+            }
+        };
+        match result {
+            Ok(()) => Handled::Done,
+            Err(error) => Handled::Failed(error),
+        }
+    }
+
+    fn is_server_unavailable(error: &Error) -> bool {
+        error.is_server_unavailable()
+    }
+}
+
+impl Reconcilers {
+    async fn reconcile_foo(
+        &self,
+        foo: &ObjectKey,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<(), Error> {
+        let started = Instant::now();
+        let result = foo::reconcile(&self.foo, foo, now).await;
+        let metrics = &self.metrics;
+        metrics
+            .foo_reconcile_duration
+            .observe(started.elapsed().as_secs_f64());
+        let outcome = if result.is_ok() {
+            Outcome::Success
+        } else {
+            Outcome::Error
+        };
+        metrics
+            .foo_reconciles
+            .get_or_create(&ResultLabels { result: outcome })
+            .inc();
+        result
+    }
+}
+
+/// Whether the Foo and owned-Deployment caches have listed once: before that, a Foo missing
+/// from the cache may just not have arrived yet.
+fn foo_caches_synced(foo: &FooContext) -> bool {
+    let synced = |ready: Option<Result<(), WriterDropped>>| matches!(ready, Some(Ok(())));
+    synced(foo.foos.wait_until_ready().now_or_never())
+        && synced(foo.owned_deployments.wait_until_ready().now_or_never())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use chrono_tz::Tz;
+    use kube::runtime::reflector;
+    use prometheus_client::metrics::counter::Counter;
+    use tokio::sync::watch;
+
+    use super::*;
+    use crate::{
+        mock_api::{Exchange, NOT_FOUND, mock_client},
+        ops::http::Health,
+        runtime::{
+            events::Events,
+            outage::Outage,
+            worker::{Workers, worker},
+            workqueue::{RateLimit, WorkQueue},
+        },
+        scaling::{
+            target::{ScaleTarget, TargetKind},
+            timer::system_clock,
+        },
+    };
+
+    /// Workers over a scripted API server; the Foo caches never sync (their writers are kept).
+    fn workers(
+        client: kube::Client,
+        queue: &WorkQueue<WorkKey>,
+    ) -> (Arc<Workers<Reconcilers>>, impl Drop) {
+        let (foos, foo_writer) = reflector::store();
+        let (owned_deployments, owned_writer) = reflector::store();
+        let events = Events::new(client.clone(), None);
+        let reconcilers = Reconcilers {
+            foo: FooContext {
+                client: client.clone(),
+                foos,
+                owned_deployments,
+                events: events.clone(),
+            },
+            scale: ScalingContext::new(client, events, Tz::UTC, false, Metrics::new().0),
+            clock: system_clock(),
+            metrics: Metrics::new().0,
+        };
+        let workers = Workers {
+            queue: queue.clone(),
+            reconciler: Arc::new(reconcilers),
+            outage: Outage::default(),
+            retries: Counter::default(),
+        };
+        (Arc::new(workers), Box::new((foo_writer, owned_writer)))
+    }
+
+    fn deployment(name: &str) -> WorkKey {
+        WorkKey::Scaling(ScalingKey::Scale(ScaleTarget {
+            kind: TargetKind::Deployment,
+            key: ObjectKey::new("shop", name),
+        }))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_standby_keeps_no_backlog_and_stops_at_the_first_signal() {
+        let (client, server) = mock_client();
+        let server = tokio::spawn(server.serve(vec![]));
+        let queue = WorkQueue::<WorkKey>::new(RateLimit::default());
+        let (workers, _writers) = workers(client, &queue);
+        for name in ["a", "b", "c"] {
+            queue.add(deployment(name));
+        }
+        let (_leadership, standby) = watch::channel(false);
+        let health = Arc::new(Health::default());
+        let worker = tokio::spawn(worker(workers, standby, health.alive("worker")));
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert_eq!(queue.len(), 0, "the leader acts on these, not this replica");
+
+        queue.shutdown_and_drain().await;
+        tokio::time::timeout(Duration::from_secs(1), worker)
+            .await
+            .expect("a standby's worker ends at shutdown, as a leader's does")
+            .unwrap();
+        server.await.unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn scheduled_scaling_never_waits_for_the_foo_caches() {
+        let (client, server) = mock_client();
+        let gone = "/apis/apps/v1/namespaces/shop/deployments/web";
+        let server =
+            tokio::spawn(server.serve(vec![Exchange::new("GET", gone).reply_captured(NOT_FOUND)]));
+        let queue = WorkQueue::<WorkKey>::new(RateLimit::default());
+        let (workers, writers) = workers(client, &queue);
+        let foo = WorkKey::Foo(ObjectKey::new("shop", "example-foo"));
+        queue.add(foo.clone());
+        queue.add(deployment("web"));
+        let (_leadership, leading) = watch::channel(true);
+        let health = Arc::new(Health::default());
+        let worker = tokio::spawn(worker(workers, leading, health.alive("worker")));
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert_eq!(queue.len(), 0, "the Deployment's schedule was applied");
+        tokio::time::sleep(FOO_CACHE_WAIT).await;
+        assert_eq!(
+            queue.len(),
+            0,
+            "the Foo key came back after a second and waits again; the mock server fails the test on any Foo request"
+        );
+        queue.shutdown_and_drain().await;
+        worker.await.unwrap();
+        drop(writers);
+        server.await.unwrap();
+    }
+}
