@@ -58,6 +58,7 @@ use crate::{
         target::TargetKind,
         timer::{Clock, Timer, system_clock},
         tracker::Tracker,
+        watched_meta::WatchedMeta,
     },
     schedule::{OVERRIDE_KEYS, overrides},
     work::{Reconcilers, WorkKey},
@@ -217,7 +218,10 @@ pub async fn run(
     });
 
     // Every Deployment, StatefulSet and CronJob, as metadata only and kept nowhere: the
-    // trackers keep what they need of the annotated ones.
+    // trackers keep what they need of the annotated ones. Their first lists go one after
+    // another, so the start-up peak holds one page being decoded, not three.
+    let deployments_listed = watch::Sender::new(false);
+    let stateful_sets_listed = watch::Sender::new(false);
     let all_deployments = metadata_feed::<Deployment>(
         &client,
         namespace,
@@ -225,7 +229,7 @@ pub async fn run(
         &deployment_schedules,
         &clock,
         &outage,
-        &namespaces_listed,
+        (namespaces_listed.clone(), deployments_listed.clone()),
     );
     let all_stateful_sets = metadata_feed::<StatefulSet>(
         &client,
@@ -234,7 +238,7 @@ pub async fn run(
         &stateful_set_schedules,
         &clock,
         &outage,
-        &namespaces_listed,
+        (deployments_listed.subscribe(), stateful_sets_listed.clone()),
     );
     let all_cron_jobs = metadata_feed::<CronJob>(
         &client,
@@ -243,7 +247,7 @@ pub async fn run(
         &cron_job_schedules,
         &clock,
         &outage,
-        &namespaces_listed,
+        (stateful_sets_listed.subscribe(), watch::Sender::new(false)),
     );
 
     let hpa_feed = hpa_feed(
@@ -433,7 +437,9 @@ pub async fn run(
 
 /// Every object of a kind, as metadata only, fed to its tracker. Small pages keep the start-up
 /// peak low: a page is decoded whole, and objects can carry large annotations
-/// (last-applied-configuration).
+/// (last-applied-configuration). The first list waits for `after` (the kinds listed before
+/// this one, at most [`FIRST_LISTING_WAIT`], so one that cannot be listed holds back no other),
+/// and says on `listed` when it is done.
 fn metadata_feed<K>(
     client: &Client,
     namespace: Option<&str>,
@@ -441,7 +447,7 @@ fn metadata_feed<K>(
     schedules: &Arc<Mutex<Tracker>>,
     clock: &Clock,
     outage: &Outage,
-    namespaces_listed: &watch::Receiver<bool>,
+    (after, listed): (watch::Receiver<bool>, watch::Sender<bool>),
 ) -> impl Future<Output = ()> + use<K>
 where
     K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
@@ -452,19 +458,26 @@ where
         + 'static,
 {
     let watch = watcher(
-        scoped_api::<PartialObjectMeta<K>>(client, namespace),
+        scoped_api::<WatchedMeta<K>>(client, namespace),
         watcher::Config::default().page_size(METADATA_PAGE_SIZE),
     )
     .backoff(WatchBackoff::default());
     let (schedules, clock, outage) = (schedules.clone(), clock.clone(), outage.clone());
-    let mut namespaces_listed = namespaces_listed.clone();
+    let mut after = after;
     async move {
         // Listed before the Namespaces' schedules are known, a workload would be looked at
-        // twice, or read for nothing.
-        if namespaces_listed.wait_for(|listed| *listed).await.is_err() {
+        // twice, or read for nothing: that wait has a deadline of its own.
+        let gone = matches!(
+            tokio::time::timeout(FIRST_LISTING_WAIT, after.wait_for(|done| *done)).await,
+            Ok(Err(_))
+        );
+        if gone {
             return;
         }
         drive(watch, what, outage, move |event| {
+            if matches!(event, watcher::Event::InitDone) {
+                listed.send_replace(true);
+            }
             lock(&schedules).handle(event, clock())
         })
         .await
@@ -602,10 +615,10 @@ where
         + serde::de::DeserializeOwned
         + std::fmt::Debug,
 {
-    let api: Api<K> = Api::namespaced(client.clone(), namespace);
+    let api: Api<WatchedMeta<K>> = Api::namespaced(client.clone(), namespace);
     let api = &api;
     let objects = all_pages(METADATA_PAGE_SIZE, |params| async move {
-        api.list_metadata(&params).await
+        api.list(&params).await
     })
     .await?;
     lock(tracker).relist_namespace(namespace, &objects, clock());

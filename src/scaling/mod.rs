@@ -12,6 +12,7 @@ pub mod reports;
 pub mod target;
 pub mod timer;
 pub mod tracker;
+pub mod watched_meta;
 
 #[cfg(test)]
 mod test_support;

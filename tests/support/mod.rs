@@ -440,6 +440,21 @@ pub struct Controller {
 }
 
 impl Controller {
+    /// Its resident memory and peak resident memory now, in KiB, from `/proc`.
+    pub fn resident_kib(&self) -> Option<(u64, u64)> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix(name))?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        };
+        Some((field("VmRSS:")?, field("VmHWM:")?))
+    }
+
     /// Waits until `/readyz` answers 200: the caches are synced.
     pub async fn wait_ready(&mut self) {
         let deadline = Instant::now() + Duration::from_secs(60);

@@ -1,0 +1,108 @@
+//! The controller's memory on a real API server: 10,000 Deployments, 1,000 of them scheduled and
+//! none due, each with a 4 KiB `last-applied-configuration` as `kubectl apply` leaves it. A
+//! benchmark, run by hand in release, as the figures in docs/design.md were:
+//!
+//! ```sh
+//! MALLOC_ARENA_MAX=2 MALLOC_TRIM_THRESHOLD_=131072 KUBEBUILDER_ASSETS=... \
+//!   cargo test --release --test e2e_memory -- --ignored --nocapture
+//! ```
+//!
+//! `CRONSCALER_BENCH_DEPLOYMENTS` changes the count (one in ten scheduled).
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use chrono::{Timelike as _, Utc};
+use futures::{StreamExt as _, TryStreamExt as _, stream};
+use kube::api::PostParams;
+use serde_json::json;
+use support::{Scenario, envtest, eventually, last_transition, metric, say};
+
+/// Creates at once; the API server, not this client, is the limit.
+const CONCURRENT_CREATES: usize = 32;
+
+#[tokio::test]
+#[ignore = "a benchmark of minutes: run by hand with --release --ignored --nocapture"]
+async fn resident_memory_on_ten_thousand_deployments() {
+    let count: usize = std::env::var("CRONSCALER_BENCH_DEPLOYMENTS")
+        .ok()
+        .and_then(|count| count.parse().ok())
+        .unwrap_or(10_000);
+    let Some(scenario) = Scenario::own("memory", envtest::Options::api_server_only()).await else {
+        return;
+    };
+    // Awake since this morning, as in e2e_startup: nothing is due.
+    let now = Utc::now();
+    let (up_hour, down_hour) = ((now.hour() + 18) % 24, (now.hour() + 6) % 24);
+    let up_today = now
+        .with_hour(up_hour)
+        .and_then(|at| at.with_minute(0))
+        .and_then(|at| at.with_second(0))
+        .and_then(|at| at.with_nanosecond(0))
+        .expect("a whole hour today");
+    let last_up = if up_today <= now {
+        up_today
+    } else {
+        up_today - chrono::Duration::days(1)
+    };
+    let last_applied = "x".repeat(4096);
+    let deployments = scenario.deployments();
+    let started = Instant::now();
+    stream::iter(0..count)
+        .map(|index| {
+            let mut annotations = json!({
+                "kubectl.kubernetes.io/last-applied-configuration": last_applied,
+            });
+            if index % 10 == 0 {
+                annotations["cronscaler.dev/scale-down"] = json!(format!("0 0 {down_hour} * * *"));
+                annotations["cronscaler.dev/scale-up"] = json!(format!("0 0 {up_hour} * * *"));
+                annotations["cronscaler.dev/last-transition"] =
+                    json!(last_transition(last_up, "up"));
+            }
+            let deployment = support::deployment(&format!("app-{index:05}"), 1, annotations);
+            let deployments = deployments.clone();
+            async move {
+                deployments
+                    .create(&PostParams::default(), &deployment)
+                    .await
+            }
+        })
+        .buffer_unordered(CONCURRENT_CREATES)
+        .try_for_each(|_| async { Ok(()) })
+        .await
+        .expect("creating the Deployments");
+    say(&format!(
+        "memory: created {count} Deployments in {:.1} s",
+        started.elapsed().as_secs_f64()
+    ));
+
+    let mut controller = scenario.start_cluster_wide_controller("cronscaler", &[]);
+    let starting = Instant::now();
+    controller.wait_ready().await;
+    let scheduled = count.div_ceil(10) as f64;
+    eventually("every schedule held", Duration::from_secs(120), || {
+        let controller = &controller;
+        async move {
+            let metrics = controller.metrics().await?;
+            (metric(&metrics, "cronscaler_schedules")? >= scheduled).then_some(())
+        }
+    })
+    .await;
+    let settled = starting.elapsed();
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let (resident, peak) = controller.resident_kib().expect("the controller's /proc");
+    say(&format!(
+        "memory: {count} Deployments ({scheduled} scheduled, each with a 4 KiB \
+         last-applied-configuration): every schedule held {:.1} s after start; resident \
+         {:.1} MiB ({:.1} MB), peak {:.1} MiB ({:.1} MB)",
+        settled.as_secs_f64(),
+        resident as f64 / 1024.0,
+        resident as f64 * 1024.0 / 1e6,
+        peak as f64 / 1024.0,
+        peak as f64 * 1024.0 / 1e6,
+    ));
+    controller
+        .assert_stops_cleanly(Duration::from_secs(10))
+        .await;
+}
