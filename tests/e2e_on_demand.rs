@@ -321,3 +321,80 @@ async fn waking_a_namespace_wakes_its_workloads_until_the_override_runs_out() {
     );
     scenario.finish().await;
 }
+
+/// A scale-down cron alone (people bring it back by hand), woken by hand to 5, then put to
+/// sleep on demand: when the sleep ends the night's scale-down applies again and finds the 0
+/// the sleep set; the 5 the sleep took stays recorded, and `wake` brings it back.
+#[tokio::test]
+async fn a_sleep_on_demand_ending_into_a_scale_down_keeps_the_count_it_took() {
+    let Some(scenario) = Scenario::shared("sleep-into-scale-down").await else {
+        return;
+    };
+    let deployments = scenario.deployments();
+    let last_night = support::whole_second_in(-3600);
+    deployments
+        .create(
+            &PostParams::default(),
+            &support::deployment(
+                "web",
+                5,
+                json!({
+                    "cronscaler.dev/scale-down": support::cron_at(last_night),
+                    "cronscaler.dev/last-transition": support::last_transition(last_night, "down"),
+                }),
+            ),
+        )
+        .await
+        .expect("a Deployment");
+    let mut controller = scenario.start_controller("cronscaler", &NO_GRACE);
+    controller.wait_ready().await;
+
+    let asked = scenario.run(&[
+        "sleep",
+        "-n",
+        &scenario.namespace,
+        "deployment/web",
+        "--for",
+        "10s",
+    ]);
+    assert!(asked.status.success(), "{asked:?}");
+    eventually("asleep on demand, the 5 recorded", LATENESS, || async {
+        let (replicas, annotations) = replicas_and_annotations(&deployments, "web").await?;
+        (replicas == 0 && annotations.get("cronscaler.dev/original-replicas")? == "5").then_some(())
+    })
+    .await;
+    scenario.event("web", "OverrideExpired", LATENESS * 2).await;
+    let annotations = eventually("the sleep ended into the scale-down", LATENESS, || async {
+        let (_, annotations) = replicas_and_annotations(&deployments, "web").await?;
+        (annotations.get("cronscaler.dev/last-transition")?
+            == &support::last_transition(last_night, "down"))
+            .then_some(annotations)
+    })
+    .await;
+    assert_eq!(
+        annotations
+            .get("cronscaler.dev/original-replicas")
+            .map(String::as_str),
+        Some("5"),
+        "{annotations:?}"
+    );
+
+    let asked = scenario.run(&[
+        "wake",
+        "-n",
+        &scenario.namespace,
+        "deployment/web",
+        "--for",
+        "1h",
+    ]);
+    assert!(asked.status.success(), "{asked:?}");
+    eventually("woken to the 5 the sleep took", LATENESS, || async {
+        let (replicas, _) = replicas_and_annotations(&deployments, "web").await?;
+        (replicas == 5).then_some(())
+    })
+    .await;
+    controller
+        .assert_stops_cleanly(Duration::from_secs(10))
+        .await;
+    scenario.finish().await;
+}
