@@ -398,3 +398,52 @@ async fn a_sleep_on_demand_ending_into_a_scale_down_keeps_the_count_it_took() {
         .await;
     scenario.finish().await;
 }
+
+/// `wake` without `--for` lasts until the next scale-down, read in `--default-timezone` as the
+/// controller reads it, not in UTC.
+#[tokio::test]
+async fn wake_until_the_next_scale_down_reads_the_default_timezone() {
+    let Some(scenario) = Scenario::shared("wake-default-timezone").await else {
+        return;
+    };
+    let deployments = scenario.deployments();
+    // At this time of day in UTC; in Tokyo (UTC+9) the same wall clock comes 15 hours later.
+    let down = support::whole_second_in(2 * 3600);
+    deployments
+        .create(
+            &PostParams::default(),
+            &support::deployment(
+                "web",
+                1,
+                json!({ "cronscaler.dev/scale-down": support::cron_at(down) }),
+            ),
+        )
+        .await
+        .expect("a Deployment");
+    let asked = scenario.run(&[
+        "wake",
+        "-n",
+        &scenario.namespace,
+        "deployment/web",
+        "--default-timezone",
+        "Asia/Tokyo",
+    ]);
+    assert!(asked.status.success(), "{asked:?}");
+    let (_, annotations) = replicas_and_annotations(&deployments, "web")
+        .await
+        .expect("the Deployment");
+    let in_tokyo = down + chrono::Duration::hours(15);
+    assert_eq!(
+        annotations
+            .get("cronscaler.dev/awake-until")
+            .map(String::as_str),
+        Some(
+            in_tokyo
+                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+                .as_str()
+        ),
+        "{}",
+        String::from_utf8_lossy(&asked.stdout)
+    );
+    scenario.finish().await;
+}

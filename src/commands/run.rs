@@ -129,7 +129,7 @@ pub async fn run(
         let tracker = Tracker::new(
             timer.clone(),
             queue.clone(),
-            args.default_timezone,
+            args.default_timezone.zone,
             kind,
             namespaces.clone(),
             grace,
@@ -371,7 +371,7 @@ pub async fn run(
         scale: ScalingContext::new(
             client,
             events,
-            args.default_timezone,
+            args.default_timezone.zone,
             args.dry_run,
             metrics.clone(),
         )
