@@ -447,3 +447,78 @@ async fn wake_until_the_next_scale_down_reads_the_default_timezone() {
     );
     scenario.finish().await;
 }
+
+/// An override further ahead than `--max-override` is refused, the schedule followed meanwhile,
+/// and the override applied once it comes within reach, without a restart.
+#[tokio::test]
+async fn an_override_too_far_ahead_waits_for_its_reach_while_the_schedule_goes_on() {
+    let Some(scenario) = Scenario::shared("override-out-of-reach").await else {
+        return;
+    };
+    let deployments = scenario.deployments();
+    let last_night = support::whole_second_in(-3600);
+    // 30 s ahead, 15 s more than the controller accepts.
+    let until = support::whole_second_in(30);
+    deployments
+        .create(
+            &PostParams::default(),
+            &support::deployment(
+                "web",
+                2,
+                json!({
+                    "cronscaler.dev/scale-down": support::cron_at(last_night),
+                    "cronscaler.dev/awake-until": until.to_rfc3339(),
+                }),
+            ),
+        )
+        .await
+        .expect("a Deployment");
+    let mut controller = scenario.start_controller(
+        "cronscaler",
+        &["--grace-period", "0s", "--max-override", "15s"],
+    );
+    controller.wait_ready().await;
+
+    let refused = scenario.event("web", "InvalidSchedule", LATENESS).await;
+    let note = refused.note.unwrap_or_default();
+    assert!(
+        note.contains("comes within reach at") && note.contains("--max-override"),
+        "{note}"
+    );
+    eventually(
+        "the schedule's scale-down applied meanwhile",
+        LATENESS,
+        || async {
+            let (replicas, _) = replicas_and_annotations(&deployments, "web").await?;
+            (replicas == 0).then_some(())
+        },
+    )
+    .await;
+    let within_reach = until - chrono::Duration::seconds(15);
+    support::sleep_until(within_reach).await;
+    eventually(
+        "woken once the override is within reach",
+        LATENESS,
+        || async {
+            let (replicas, annotations) = replicas_and_annotations(&deployments, "web").await?;
+            (replicas == 2
+                && annotations
+                    .get("cronscaler.dev/last-transition")?
+                    .ends_with(&format!(
+                        "up until {}",
+                        until.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+                    )))
+            .then_some(())
+        },
+    )
+    .await;
+    let woken = scenario.event("web", "WokenOnDemand", LATENESS).await;
+    assert!(
+        support::event_time(&woken).is_some_and(|at| at >= within_reach),
+        "applied when within reach, not before: {woken:?}"
+    );
+    controller
+        .assert_stops_cleanly(Duration::from_secs(10))
+        .await;
+    scenario.finish().await;
+}

@@ -843,32 +843,45 @@ mod tests {
     }
 
     #[test]
-    fn an_override_reaching_too_far_is_refused_until_applied() {
+    fn an_override_reaching_too_far_is_left_out_until_within_reach_and_the_schedule_followed() {
         let pairs = [
             NIGHTLY[0],
             NIGHTLY[1],
             (AWAKE_UNTIL, "2026-11-25T06:00:00Z"),
         ];
-        let (schedule, recorded) = scheduled(&pairs);
         let max = chrono::TimeDelta::hours(24);
+        let night = at("2026-11-23T22:00:00Z");
+        let (acting, out_of_reach) = in_reach(parse(&annotations(&pairs), Tz::UTC), night, max);
+        let out_of_reach = out_of_reach.unwrap();
         assert_eq!(
-            reach_problem(&schedule, &recorded, at("2026-11-23T22:00:00Z"), max)
-                .map(|problem| problem.to_string()),
-            Some(
-                r#"cronscaler.dev/awake-until: "2026-11-25T06:00:00Z" reaches 32h ahead, more than the 24h an override may (--max-override)"#
-                    .to_string()
-            )
+            out_of_reach.problem.to_string(),
+            r#"cronscaler.dev/awake-until: "2026-11-25T06:00:00Z" reaches 32h ahead, more than the 24h an override may (--max-override)"#
         );
+        assert_eq!(out_of_reach.within_reach, at("2026-11-24T06:00:00Z"));
+        // Meanwhile the schedule is followed as without the override.
+        assert_eq!(
+            decide(&acting, 3, night).and_then(|change| change.applied),
+            Some(down("2026-11-23T20:00:00Z"))
+        );
+        // Within reach, it is applied.
+        let (acting, out_of_reach) = in_reach(
+            parse(&annotations(&pairs), Tz::UTC),
+            out_of_reach.within_reach,
+            max,
+        );
+        assert_eq!(out_of_reach, None);
+        assert_eq!(
+            applied_at(&decide(&acting, 0, at("2026-11-24T06:00:00Z"))).as_deref(),
+            Some("2026-11-24T06:00:00Z up until 2026-11-25T06:00:00Z")
+        );
+        // Once applied, it is never out of reach again.
         let mut applied = pairs.to_vec();
         applied.push((
             LAST_TRANSITION,
             "2026-11-23T22:00:00Z up until 2026-11-25T06:00:00Z",
         ));
-        let (schedule, recorded) = scheduled(&applied);
-        assert_eq!(
-            reach_problem(&schedule, &recorded, at("2026-11-23T22:00:00Z"), max),
-            None
-        );
+        let (_, out_of_reach) = in_reach(parse(&annotations(&applied), Tz::UTC), night, max);
+        assert_eq!(out_of_reach, None);
     }
 
     // ---- a removal never gives back a stale record ----

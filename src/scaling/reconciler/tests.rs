@@ -814,13 +814,13 @@ async fn a_sleep_ending_into_a_scale_down_keeps_the_count_it_took() {
 }
 
 #[tokio::test]
-async fn an_override_reaching_too_far_is_refused_with_the_reason() {
+async fn an_override_reaching_too_far_is_refused_with_the_reason_and_the_schedule_followed() {
     let annotations = [
         NIGHTLY[0],
         NIGHTLY[1],
         (schedule::AWAKE_UNTIL, "2026-11-25T06:00:00Z"),
     ];
-    let before = app_0(0, &annotations);
+    let before = app_0(2, &annotations);
     let cause = refused_cause(
         &annotations
             .iter()
@@ -829,12 +829,34 @@ async fn an_override_reaching_too_far_is_refused_with_the_reason() {
     );
     let script = vec![
         get(APP_0, before.clone()),
+        scale_patch(
+            APP_0,
+            json!({
+                "metadata": {
+                    "resourceVersion": "10464",
+                    "annotations": {
+                        "cronscaler.dev/original-replicas": "2",
+                        "cronscaler.dev/last-transition": "2026-11-23T20:00:00Z down",
+                    },
+                },
+                "spec": { "replicas": 0 },
+            }),
+            before.clone(),
+        )
+        .without("/metadata/annotations/cronscaler.dev~1awake-until"),
+        event(
+            "load-0",
+            "Normal",
+            "ScaledDown",
+            "scaled down from 2 to 0 replicas by cronscaler.dev/scale-down \"0 20 * * *\" (UTC) at 2026-11-23T20:00:00Z",
+            "app-0",
+        ),
         warned_patch(&cause, before),
         event(
             "load-0",
             "Warning",
             "InvalidSchedule",
-            "the override is not applied: cronscaler.dev/awake-until: \"2026-11-25T06:00:00Z\" reaches 32h ahead, more than the 24h an override may (--max-override)",
+            "the override is not applied before it comes within reach at 2026-11-24T06:00:00Z: cronscaler.dev/awake-until: \"2026-11-25T06:00:00Z\" reaches 32h ahead, more than the 24h an override may (--max-override)",
             "app-0",
         ),
     ];
