@@ -77,7 +77,16 @@ async fn on_demand(
         .context("connecting to the Kubernetes API server")?;
     println!(
         "{}",
-        set_override(&client, &target, direction, requested, now, max).await?
+        set_override(
+            &client,
+            &target,
+            direction,
+            requested,
+            now,
+            max,
+            args.default_timezone.zone
+        )
+        .await?
     );
     Ok(())
 }
@@ -153,7 +162,7 @@ async fn show_status(kube: &KubeArgs, args: StatusArgs) -> anyhow::Result<()> {
         &listed.objects,
         listed.namespaces.as_ref(),
         &args.excluded.exclude_namespaces,
-        args.default_timezone,
+        args.default_timezone.zone,
         now,
     );
     match args.output {
@@ -186,7 +195,7 @@ async fn plan(kube: &KubeArgs, args: PlanArgs) -> anyhow::Result<ExitCode> {
     let until = from
         .checked_add_signed(window)
         .context("--for is too long")?;
-    let plan = plan::simulate(&objects, from, until, args.default_timezone);
+    let plan = plan::simulate(&objects, from, until, args.default_timezone.zone);
     let prices = plan::Prices {
         cpu_hour: args.price_cpu_hour,
         gib_hour: args.price_gib_hour,

@@ -24,6 +24,8 @@ pub struct Exchange {
     path: String,
     content_type: Option<&'static str>,
     body: Option<Value>,
+    /// Fields the request body must not have, as JSON pointers.
+    absent: Vec<&'static str>,
     status: u16,
     reply: Value,
 }
@@ -36,6 +38,7 @@ impl Exchange {
             path: path.into(),
             content_type: None,
             body: None,
+            absent: Vec::new(),
             status: 200,
             reply: Value::Null,
         }
@@ -51,6 +54,12 @@ impl Exchange {
     /// arrays must match element by element.
     pub fn body(mut self, body: Value) -> Self {
         self.body = Some(body);
+        self
+    }
+
+    /// The request body must not have the field at this JSON pointer (`/metadata/annotations/x`).
+    pub fn without(mut self, pointer: &'static str) -> Self {
+        self.absent.push(pointer);
         self
     }
 
@@ -144,6 +153,12 @@ impl ApiServer {
             }
             if let Some(body) = &expected.body {
                 assert_contains(&sent, body, "$");
+            }
+            for pointer in &expected.absent {
+                assert!(
+                    sent.pointer(pointer).is_none(),
+                    "request #{index} has {pointer}; its body: {sent}"
+                );
             }
             let response = Response::builder()
                 .status(StatusCode::from_u16(expected.status).expect("valid status"))

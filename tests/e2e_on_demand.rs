@@ -321,3 +321,204 @@ async fn waking_a_namespace_wakes_its_workloads_until_the_override_runs_out() {
     );
     scenario.finish().await;
 }
+
+/// A scale-down cron alone (people bring it back by hand), woken by hand to 5, then put to
+/// sleep on demand: when the sleep ends the night's scale-down applies again and finds the 0
+/// the sleep set; the 5 the sleep took stays recorded, and `wake` brings it back.
+#[tokio::test]
+async fn a_sleep_on_demand_ending_into_a_scale_down_keeps_the_count_it_took() {
+    let Some(scenario) = Scenario::shared("sleep-into-scale-down").await else {
+        return;
+    };
+    let deployments = scenario.deployments();
+    let last_night = support::whole_second_in(-3600);
+    deployments
+        .create(
+            &PostParams::default(),
+            &support::deployment(
+                "web",
+                5,
+                json!({
+                    "cronscaler.dev/scale-down": support::cron_at(last_night),
+                    "cronscaler.dev/last-transition": support::last_transition(last_night, "down"),
+                }),
+            ),
+        )
+        .await
+        .expect("a Deployment");
+    let mut controller = scenario.start_controller("cronscaler", &NO_GRACE);
+    controller.wait_ready().await;
+
+    let asked = scenario.run(&[
+        "sleep",
+        "-n",
+        &scenario.namespace,
+        "deployment/web",
+        "--for",
+        "10s",
+    ]);
+    assert!(asked.status.success(), "{asked:?}");
+    eventually("asleep on demand, the 5 recorded", LATENESS, || async {
+        let (replicas, annotations) = replicas_and_annotations(&deployments, "web").await?;
+        (replicas == 0 && annotations.get("cronscaler.dev/original-replicas")? == "5").then_some(())
+    })
+    .await;
+    scenario.event("web", "OverrideExpired", LATENESS * 2).await;
+    let annotations = eventually("the sleep ended into the scale-down", LATENESS, || async {
+        let (_, annotations) = replicas_and_annotations(&deployments, "web").await?;
+        (annotations.get("cronscaler.dev/last-transition")?
+            == &support::last_transition(last_night, "down"))
+            .then_some(annotations)
+    })
+    .await;
+    assert_eq!(
+        annotations
+            .get("cronscaler.dev/original-replicas")
+            .map(String::as_str),
+        Some("5"),
+        "{annotations:?}"
+    );
+
+    let asked = scenario.run(&[
+        "wake",
+        "-n",
+        &scenario.namespace,
+        "deployment/web",
+        "--for",
+        "1h",
+    ]);
+    assert!(asked.status.success(), "{asked:?}");
+    eventually("woken to the 5 the sleep took", LATENESS, || async {
+        let (replicas, _) = replicas_and_annotations(&deployments, "web").await?;
+        (replicas == 5).then_some(())
+    })
+    .await;
+    controller
+        .assert_stops_cleanly(Duration::from_secs(10))
+        .await;
+    scenario.finish().await;
+}
+
+/// `wake` without `--for` lasts until the next scale-down, read in `--default-timezone` as the
+/// controller reads it, not in UTC.
+#[tokio::test]
+async fn wake_until_the_next_scale_down_reads_the_default_timezone() {
+    let Some(scenario) = Scenario::shared("wake-default-timezone").await else {
+        return;
+    };
+    let deployments = scenario.deployments();
+    // At this time of day in UTC; in Tokyo (UTC+9) the same wall clock comes 15 hours later.
+    let down = support::whole_second_in(2 * 3600);
+    deployments
+        .create(
+            &PostParams::default(),
+            &support::deployment(
+                "web",
+                1,
+                json!({ "cronscaler.dev/scale-down": support::cron_at(down) }),
+            ),
+        )
+        .await
+        .expect("a Deployment");
+    let asked = scenario.run(&[
+        "wake",
+        "-n",
+        &scenario.namespace,
+        "deployment/web",
+        "--default-timezone",
+        "Asia/Tokyo",
+    ]);
+    assert!(asked.status.success(), "{asked:?}");
+    let (_, annotations) = replicas_and_annotations(&deployments, "web")
+        .await
+        .expect("the Deployment");
+    let in_tokyo = down + chrono::Duration::hours(15);
+    assert_eq!(
+        annotations
+            .get("cronscaler.dev/awake-until")
+            .map(String::as_str),
+        Some(
+            in_tokyo
+                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+                .as_str()
+        ),
+        "{}",
+        String::from_utf8_lossy(&asked.stdout)
+    );
+    scenario.finish().await;
+}
+
+/// An override further ahead than `--max-override` is refused, the schedule followed meanwhile,
+/// and the override applied once it comes within reach, without a restart.
+#[tokio::test]
+async fn an_override_too_far_ahead_waits_for_its_reach_while_the_schedule_goes_on() {
+    let Some(scenario) = Scenario::shared("override-out-of-reach").await else {
+        return;
+    };
+    let deployments = scenario.deployments();
+    let last_night = support::whole_second_in(-3600);
+    // 30 s ahead, 15 s more than the controller accepts.
+    let until = support::whole_second_in(30);
+    deployments
+        .create(
+            &PostParams::default(),
+            &support::deployment(
+                "web",
+                2,
+                json!({
+                    "cronscaler.dev/scale-down": support::cron_at(last_night),
+                    "cronscaler.dev/awake-until": until.to_rfc3339(),
+                }),
+            ),
+        )
+        .await
+        .expect("a Deployment");
+    let mut controller = scenario.start_controller(
+        "cronscaler",
+        &["--grace-period", "0s", "--max-override", "15s"],
+    );
+    controller.wait_ready().await;
+
+    let refused = scenario.event("web", "InvalidSchedule", LATENESS).await;
+    let note = refused.note.unwrap_or_default();
+    assert!(
+        note.contains("comes within reach at") && note.contains("--max-override"),
+        "{note}"
+    );
+    eventually(
+        "the schedule's scale-down applied meanwhile",
+        LATENESS,
+        || async {
+            let (replicas, _) = replicas_and_annotations(&deployments, "web").await?;
+            (replicas == 0).then_some(())
+        },
+    )
+    .await;
+    let within_reach = until - chrono::Duration::seconds(15);
+    support::sleep_until(within_reach).await;
+    eventually(
+        "woken once the override is within reach",
+        LATENESS,
+        || async {
+            let (replicas, annotations) = replicas_and_annotations(&deployments, "web").await?;
+            (replicas == 2
+                && annotations
+                    .get("cronscaler.dev/last-transition")?
+                    .ends_with(&format!(
+                        "up until {}",
+                        until.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+                    )))
+            .then_some(())
+        },
+    )
+    .await;
+    let woken = scenario.event("web", "WokenOnDemand", LATENESS).await;
+    assert!(
+        support::event_time(&woken).is_some_and(|at| at >= within_reach),
+        "applied when within reach, not before: {woken:?}"
+    );
+    controller
+        .assert_stops_cleanly(Duration::from_secs(10))
+        .await;
+    scenario.finish().await;
+}

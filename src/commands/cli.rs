@@ -141,6 +141,9 @@ pub struct OverrideArgs {
     /// The longest override the controller accepts (its own --max-override).
     #[arg(long, env = "CRONSCALER_MAX_OVERRIDE", default_value = "24h", value_parser = humantime::parse_duration)]
     pub max_override: Duration,
+
+    #[command(flatten)]
+    pub default_timezone: DefaultTimezone,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -178,9 +181,8 @@ pub struct RunArgs {
     #[arg(long, env = "CRONSCALER_KUBE_BURST", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
     pub kube_burst: u32,
 
-    /// Time zone of schedules without a `cronscaler.dev/timezone` annotation (IANA name).
-    #[arg(long, env = "CRONSCALER_DEFAULT_TIMEZONE", default_value = "UTC", value_parser = time_zone)]
-    pub default_timezone: Tz,
+    #[command(flatten)]
+    pub default_timezone: DefaultTimezone,
 
     /// A new object is not put to sleep by a catch-up until it is this old (e.g. `15m`), so a
     /// deploy at night is not killed as it starts.
@@ -248,9 +250,8 @@ pub struct PlanArgs {
     #[arg(short = 'o', long, env = "CRONSCALER_PLAN_OUTPUT", value_enum, default_value_t = OutputFormat::Table)]
     pub output: OutputFormat,
 
-    /// Time zone of schedules without a `cronscaler.dev/timezone` annotation (IANA name).
-    #[arg(long, env = "CRONSCALER_DEFAULT_TIMEZONE", default_value = "UTC", value_parser = time_zone)]
-    pub default_timezone: Tz,
+    #[command(flatten)]
+    pub default_timezone: DefaultTimezone,
 
     /// Only this namespace of the live cluster (default: all).
     #[arg(short = 'n', long, env = "CRONSCALER_NAMESPACE")]
@@ -276,12 +277,25 @@ pub struct StatusArgs {
     #[arg(short = 'o', long, env = "CRONSCALER_STATUS_OUTPUT", value_enum, default_value_t = StatusFormat::Table)]
     pub output: StatusFormat,
 
-    /// Time zone of schedules without a `cronscaler.dev/timezone` annotation (IANA name).
-    #[arg(long, env = "CRONSCALER_DEFAULT_TIMEZONE", default_value = "UTC", value_parser = time_zone)]
-    pub default_timezone: Tz,
+    #[command(flatten)]
+    pub default_timezone: DefaultTimezone,
 
     #[command(flatten)]
     pub excluded: Excluded,
+}
+
+/// The zone of schedules without one of their own: `run`, `plan`, `status`, `wake` and `sleep`
+/// read schedules alike, from the one flag and default.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct DefaultTimezone {
+    /// Time zone of schedules without a `cronscaler.dev/timezone` annotation (IANA name).
+    #[arg(
+        long = "default-timezone",
+        env = "CRONSCALER_DEFAULT_TIMEZONE",
+        default_value = "UTC",
+        value_parser = time_zone
+    )]
+    pub zone: Tz,
 }
 
 /// The namespaces never touched: `run` leaves them alone and `status` shows their objects as
@@ -345,7 +359,7 @@ mod tests {
         assert_eq!(run.namespace, None);
         assert_eq!(run.kube_qps, 50.0);
         assert_eq!(run.kube_burst, 100);
-        assert_eq!(run.default_timezone, Tz::UTC);
+        assert_eq!(run.default_timezone.zone, Tz::UTC);
         assert!(!run.dry_run);
         assert!(!run.leader_elect);
         assert_eq!(run.leader_elect_lease_name, "cronscaler");
@@ -606,5 +620,28 @@ mod tests {
                 .contains("which namespace? Give it with -n"),
             "{missing}"
         );
+    }
+
+    /// Every command that reads schedules reads those without a zone of their own alike.
+    #[test]
+    fn every_command_takes_the_same_default_timezone() {
+        let zone_of = |argv: &[&str]| match Cli::try_parse_from(argv).unwrap().command {
+            Command::Run(args) => args.default_timezone.zone,
+            Command::Plan(args) => args.default_timezone.zone,
+            Command::Status(args) => args.default_timezone.zone,
+            Command::Wake(args) | Command::Sleep(args) => args.default_timezone.zone,
+            other => panic!("{other:?} reads no schedule"),
+        };
+        for command in ["run", "plan", "status", "wake", "sleep"] {
+            let argv = ["cronscaler", command, "-n", "staging"];
+            let argv = if command == "run" {
+                &["cronscaler", command][..]
+            } else {
+                &argv[..]
+            };
+            assert_eq!(zone_of(argv), Tz::UTC, "{command}");
+            let with_zone = [argv, &["--default-timezone", "Europe/Berlin"]].concat();
+            assert_eq!(zone_of(&with_zone), chrono_tz::Europe::Berlin, "{command}");
+        }
     }
 }

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
+use chrono_tz::Tz;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::{
     Api, Client,
@@ -202,6 +203,7 @@ pub async fn set_override(
     requested: Option<DateTime<Utc>>,
     now: DateTime<Utc>,
     max: TimeDelta,
+    default_timezone: Tz,
 ) -> Result<String, OverrideError> {
     let what = target.describe();
     let namespace = target.namespace();
@@ -219,7 +221,7 @@ pub async fn set_override(
     let (effective, parsed) = match target {
         OverrideTarget::Namespace(_) => {
             let annotations = namespace_annotations.unwrap_or_default();
-            let parsed = schedule::parse(&annotations, chrono_tz::Tz::UTC);
+            let parsed = schedule::parse(&annotations, default_timezone);
             (annotations, parsed)
         }
         OverrideTarget::Object(object) => {
@@ -227,7 +229,12 @@ pub async fn set_override(
                 .await
                 .map_err(api_error("read", &what))?
                 .ok_or_else(|| OverrideError::NotFound(what.clone()))?;
-            object_schedule(object, &observed, namespace_annotations.as_ref())
+            object_schedule(
+                object,
+                &observed,
+                namespace_annotations.as_ref(),
+                default_timezone,
+            )
         }
     };
     if !has_schedule(&effective) {
@@ -271,6 +278,7 @@ fn object_schedule(
     object: &ScaleTarget,
     observed: &TargetState,
     namespace: Option<&BTreeMap<String, String>>,
+    default_timezone: Tz,
 ) -> (BTreeMap<String, String>, Annotations) {
     let namespaces = NamespaceSchedules::watched([]);
     if let Some(annotations) = namespace {
@@ -282,7 +290,7 @@ fn object_schedule(
         &observed.annotations,
         observed.controlling_foo.is_some(),
     );
-    let parsed = object.kind.parse(&effective, chrono_tz::Tz::UTC);
+    let parsed = object.kind.parse(&effective, default_timezone);
     (effective, parsed)
 }
 
@@ -437,7 +445,8 @@ mod tests {
         // The Namespace's replica count is for its Deployments; a CronJob only sleeps or runs.
         let mut namespace = staging();
         namespace.insert(schedule::DOWN_REPLICAS.to_string(), "1".to_string());
-        let (effective, parsed) = object_schedule(&report, &observed, Some(&namespace));
+        let (effective, parsed) =
+            object_schedule(&report, &observed, Some(&namespace), chrono_tz::Tz::UTC);
         assert!(has_schedule(&effective));
         let now = at("2026-11-23T21:00:00Z");
         assert_eq!(
@@ -451,6 +460,40 @@ mod tests {
             )
             .map_err(|error| error.to_string()),
             Ok(at("2026-11-24T20:00:00Z"))
+        );
+    }
+
+    #[test]
+    fn a_schedule_without_a_zone_of_its_own_is_read_in_the_default_one() {
+        let web = ScaleTarget {
+            kind: TargetKind::Deployment,
+            key: ObjectKey::new("staging", "web"),
+        };
+        let observed = TargetState {
+            reference: Default::default(),
+            replicas: 0,
+            annotations: BTreeMap::from([(
+                schedule::SCALE_DOWN.to_string(),
+                "0 20 * * *".to_string(),
+            )]),
+            resource_version: None,
+            managed_fields: Vec::new(),
+            controlling_foo: None,
+            created: None,
+        };
+        let (_, parsed) = object_schedule(&web, &observed, None, chrono_tz::Europe::Berlin);
+        // 20:00 in Berlin in November is 19:00 UTC.
+        assert_eq!(
+            until_when(
+                Direction::Up,
+                "Deployment staging/web",
+                &parsed,
+                None,
+                at("2026-11-23T21:00:00Z"),
+                TimeDelta::hours(24)
+            )
+            .map_err(|error| error.to_string()),
+            Ok(at("2026-11-24T19:00:00Z"))
         );
     }
 

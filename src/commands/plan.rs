@@ -174,11 +174,11 @@ pub fn simulate(
                 continue;
             }
             Annotations::Scheduled(schedule, recorded)
-                if let Some(problem) =
-                    schedule::reach_problem(schedule, recorded, from, DEFAULT_MAX_OVERRIDE) =>
+                if let Some(refused) =
+                    schedule::out_of_reach(schedule, recorded, from, DEFAULT_MAX_OVERRIDE) =>
             {
                 plan.invalid
-                    .push(invalid(target, vec![problem.to_string()]));
+                    .push(invalid(target, vec![refused.problem.to_string()]));
                 continue;
             }
             Annotations::Scheduled(schedule, _) => {

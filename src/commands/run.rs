@@ -133,7 +133,7 @@ pub async fn run(
         let tracker = Tracker::new(
             timer.clone(),
             scaling_queue.clone(),
-            args.default_timezone,
+            args.default_timezone.zone,
             kind,
             namespaces.clone(),
             grace,
@@ -378,7 +378,7 @@ pub async fn run(
         scale: ScalingContext::new(
             client,
             events,
-            args.default_timezone,
+            args.default_timezone.zone,
             args.dry_run,
             metrics.clone(),
         )

@@ -111,7 +111,9 @@ fn originals(annotations: &BTreeMap<String, String>) -> Originals {
     let read = |key| annotations.get(key).map(|value| value.parse::<i32>());
     match (read(ORIGINAL_MIN_REPLICAS), read(ORIGINAL_MAX_REPLICAS)) {
         (None, None) => Originals::None,
-        (Some(Ok(min)), Some(Ok(max))) if 0 < min && min <= max => Originals::Recorded { min, max },
+        (Some(Ok(min)), Some(Ok(max))) if 0 <= min && min <= max && 0 < max => {
+            Originals::Recorded { min, max }
+        }
         _ => Originals::Unreadable,
     }
 }

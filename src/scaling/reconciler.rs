@@ -177,43 +177,83 @@ pub async fn reconcile(
         return warn_once(ctx, target, &observed, "InvalidSchedule", cause, note).await;
     }
 
-    if let Annotations::Scheduled(schedule, recorded) = &annotations
-        && let Some(problem) = schedule::reach_problem(schedule, recorded, now, ctx.max_override)
-    {
-        let note = format!("the override is not applied: {problem}");
-        tracing::warn!(object = %target, %note, "invalid schedule");
-        let cause = refused_cause(&observed.annotations);
-        return warn_once(ctx, target, &observed, "InvalidSchedule", cause, note).await;
+    // An override further ahead than --max-override is refused until it comes within reach
+    // (the tracker has the timer look then); meanwhile the schedule is followed without it.
+    let (annotations, out_of_reach) = schedule::in_reach(annotations, now, ctx.max_override);
+    let result = follow(
+        ctx,
+        target,
+        &observed,
+        &annotations,
+        &stale_overrides,
+        inherited,
+        out_of_reach.is_none(),
+        now,
+    )
+    .await;
+    match (result, out_of_reach) {
+        (Ok(()), Some(refused)) => {
+            let note = format!(
+                "the override is not applied before it comes within reach at {}: {}",
+                refused
+                    .within_reach
+                    .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                refused.problem
+            );
+            tracing::warn!(object = %target, %note, "invalid schedule");
+            let cause = refused_cause(&observed.annotations);
+            warn_once(ctx, target, &observed, "InvalidSchedule", cause, note).await
+        }
+        (result, _) => result,
     }
+}
+
+/// Applies what `annotations` say at `now` to a target that may be scaled. `warn_reverted`:
+/// whether a change of replicas by someone else may be warned about (not while another
+/// warning holds the object's one `warned`).
+#[allow(clippy::too_many_arguments)]
+async fn follow(
+    ctx: &ScalingContext,
+    target: &ScaleTarget,
+    observed: &TargetState,
+    annotations: &Annotations,
+    stale_overrides: &[&str],
+    inherited: bool,
+    warn_reverted: bool,
+    now: DateTime<Utc>,
+) -> Result<(), Error> {
     if let (Annotations::Scheduled(schedule, recorded), Some((period, timer))) =
-        (&annotations, &ctx.grace)
+        (annotations, &ctx.grace)
         && let Some(until) = held_back_until(schedule, recorded, observed.created, *period, now)
     {
         tracing::info!(object = %target, %until, "new: the catch-up scale-down waits for the end of its grace period");
         timer.recheck_at(target.clone(), until);
         return Ok(());
     }
-    match schedule::decide(&annotations, observed.replicas, now) {
+    match schedule::decide(annotations, observed.replicas, now) {
         Some(change) => {
             let result = apply(
                 ctx,
                 target,
-                &observed,
-                &annotations,
+                observed,
+                annotations,
                 &change,
-                &stale_overrides,
+                stale_overrides,
                 now,
             )
             .await;
             if inherited {
-                tally(ctx, target, &annotations, &change, &result);
+                tally(ctx, target, annotations, &change, &result);
             }
             result
         }
         None => {
-            remove_stale_overrides(ctx, target, &observed, &stale_overrides).await?;
-            hpa::bring_in_line(ctx, target, &annotations).await?;
-            warn_if_reverted(ctx, target, &observed, &annotations).await
+            remove_stale_overrides(ctx, target, observed, stale_overrides).await?;
+            hpa::bring_in_line(ctx, target, annotations).await?;
+            if warn_reverted {
+                warn_if_reverted(ctx, target, observed, annotations).await?;
+            }
+            Ok(())
         }
     }
 }

@@ -14,7 +14,7 @@
 //! no entry sleeps longer than [`MAX_SLEEP`], so wall-clock steps are caught within that time.
 
 use std::{
-    collections::HashMap,
+    collections::{BTreeSet, HashMap},
     sync::{
         Arc,
         atomic::{AtomicUsize, Ordering},
@@ -22,7 +22,7 @@ use std::{
     time::Duration,
 };
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 use futures::StreamExt;
 use tokio::sync::mpsc;
 use tokio_util::time::{DelayQueue, delay_queue};
@@ -43,7 +43,7 @@ pub fn system_clock() -> Clock {
 
 enum Command {
     Arm(ScaleTarget, Arc<Schedule>),
-    /// Also fire at this instant, if it comes before the next transition.
+    /// Also fire at this instant.
     Recheck(ScaleTarget, DateTime<Utc>),
     Disarm(ScaleTarget),
 }
@@ -69,8 +69,9 @@ impl Timer {
         let _ = self.commands.send(Command::Arm(target, schedule));
     }
 
-    /// Puts `target` into the queue at `at` too, if that comes before its next transition (the
-    /// end of a grace period): a held target keeps its schedule.
+    /// Puts `target` into the queue at `at` too (the end of a grace period, an override coming
+    /// within reach), whatever transitions come before: a held target keeps its schedule, until
+    /// it is armed anew.
     pub fn recheck_at(&self, target: ScaleTarget, at: DateTime<Utc>) {
         let _ = self.commands.send(Command::Recheck(target, at));
     }
@@ -88,9 +89,24 @@ impl Timer {
 
 struct Entry {
     schedule: Arc<Schedule>,
-    /// The transition instant the timer waits for; `None` when the schedule has no more.
+    /// The rechecks asked for that have not come yet.
+    rechecks: BTreeSet<DateTime<Utc>>,
+    /// The instant the timer waits for; `None` when nothing more is to come.
     due: Option<DateTime<Utc>>,
     timer: Option<delay_queue::Key>,
+}
+
+impl Entry {
+    /// The next instant to look after `now`: the schedule's, or a recheck if that comes first.
+    fn next_after(&mut self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        self.rechecks = self.rechecks.split_off(&(now + TimeDelta::nanoseconds(1)));
+        let recheck = self.rechecks.first().copied();
+        self.schedule
+            .next_look(now)
+            .into_iter()
+            .chain(recheck)
+            .min()
+    }
 }
 
 async fn run(
@@ -110,17 +126,18 @@ async fn run(
                     }
                     let due = schedule.next_look(clock());
                     let timer = due.map(|due| timers.insert(target.clone(), sleep_until(due, clock())));
-                    entries.insert(target, Entry { schedule, due, timer });
+                    entries.insert(target, Entry { schedule, rechecks: BTreeSet::new(), due, timer });
                 }
                 Some(Command::Recheck(target, at)) => {
-                    if let Some(entry) = entries.get_mut(&target)
-                        && entry.due.is_none_or(|due| at < due)
-                    {
-                        if let Some(old) = entry.timer.take() {
-                            timers.remove(&old);
+                    if let Some(entry) = entries.get_mut(&target) {
+                        entry.rechecks.insert(at);
+                        if entry.due.is_none_or(|due| at < due) {
+                            if let Some(old) = entry.timer.take() {
+                                timers.remove(&old);
+                            }
+                            entry.due = Some(at);
+                            entry.timer = Some(timers.insert(target, sleep_until(at, clock())));
                         }
-                        entry.due = Some(at);
-                        entry.timer = Some(timers.insert(target, sleep_until(at, clock())));
                     }
                 }
                 Some(Command::Disarm(target)) => {
@@ -140,7 +157,7 @@ async fn run(
                     }
                     Some(_) => {
                         queue.add(ScalingKey::Scale(target.clone()));
-                        entry.due = entry.schedule.next_look(now);
+                        entry.due = entry.next_after(now);
                         entry.timer = entry.due.map(|due| timers.insert(target, sleep_until(due, now)));
                     }
                     None => entry.timer = None,

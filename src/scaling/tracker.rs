@@ -85,6 +85,8 @@ enum Standing {
         /// Someone else set the replicas after the transition in force, and no `ScaleReverted`
         /// was said for that transition.
         maybe_reverted: bool,
+        /// Its override is out of reach, and that was not said yet.
+        owes_warning: bool,
         /// An override of its own has run out and is still written on it.
         stale_override: bool,
     },
@@ -113,6 +115,9 @@ impl Standing {
             | Standing::Governed {
                 stale_override: true,
                 ..
+            }
+            | Standing::Governed {
+                owes_warning: true, ..
             } => Look::Now,
             Standing::Governed {
                 schedule,
@@ -375,23 +380,20 @@ impl Tracker {
             && other_writers.iter().any(|(.., second)| second.is_none());
 
         let target = self.target(key.clone());
-        let reading = match self.read(&ours) {
+        let reading = self.read(&ours);
+        // An override out of reach is refused, and the schedule followed without it, until it
+        // comes within reach: the timer looks then.
+        let out_of_reach = match &reading {
             Reading::Valid {
                 schedule: Some(schedule),
                 leftovers,
-            } if schedule::reach_problem(
-                &schedule,
-                &leftovers.recorded,
-                now,
-                self.max_override,
-            )
-            .is_some() =>
-            {
-                Reading::Invalid
-            }
-            reading => reading,
+            } => schedule::out_of_reach(schedule, &leftovers.recorded, now, self.max_override),
+            _ => None,
         };
-        self.count_invalid(&key, matches!(reading, Reading::Invalid));
+        self.count_invalid(
+            &key,
+            matches!(reading, Reading::Invalid) || out_of_reach.is_some(),
+        );
         let standing = match reading {
             Reading::Valid {
                 schedule,
@@ -401,24 +403,36 @@ impl Tracker {
                     Some(schedule) => self.timer.arm(target.clone(), schedule.clone()),
                     None => self.timer.disarm(target.clone()),
                 }
+                if let Some(refused) = &out_of_reach {
+                    self.timer.recheck_at(target.clone(), refused.within_reach);
+                }
+                let schedule = match out_of_reach {
+                    Some(_) => schedule.map(|schedule| Arc::new(schedule.without_override())),
+                    None => schedule,
+                };
                 let last_other_write = other_writers
                     .iter()
                     .filter_map(|(.., second)| *second)
                     .max();
-                let maybe_reverted = schedule
-                    .as_deref()
-                    .and_then(|schedule| replicas_set(schedule, &leftovers.recorded))
-                    .is_some_and(|(transition, _)| {
-                        (new_timeless_writer
-                            || last_other_write
-                                .is_some_and(|second| second >= transition.at.timestamp()))
-                            && !already_warned(&ours, &reverted_cause(transition))
-                    });
+                // The refusal holds the object's one `warned` while the override is out of
+                // reach, as the worker says nothing else meanwhile.
+                let maybe_reverted = out_of_reach.is_none()
+                    && schedule
+                        .as_deref()
+                        .and_then(|schedule| replicas_set(schedule, &leftovers.recorded))
+                        .is_some_and(|(transition, _)| {
+                            (new_timeless_writer
+                                || last_other_write
+                                    .is_some_and(|second| second >= transition.at.timestamp()))
+                                && !already_warned(&ours, &reverted_cause(transition))
+                        });
                 Standing::Governed {
                     schedule,
                     leftovers,
                     created: creation_time(meta),
                     maybe_reverted,
+                    owes_warning: out_of_reach.is_some()
+                        && !already_warned(&ours, &refused_cause(&ours)),
                     stale_override: !schedule::expired_keys(
                         meta.annotations.as_ref().unwrap_or(&no_annotations),
                         now,

@@ -215,8 +215,11 @@ fn scale(
     // With scale-ups, a record still there was made by the first scale-down since the last
     // scale-up (each one removes it): the count the morning brings back. Without them, only a
     // person brings a count back: what they left is what a scale-down takes, and an older record
-    // would later resize a workload they have taken over.
-    let keep_record = schedule.has(Direction::Up) && recorded.original_replicas.is_some();
+    // would later resize a workload they have taken over. One still at the down count was not
+    // taken over (nor was it by a sleep on demand whose end applies the scale-down again): the
+    // record is what to give back.
+    let keep_record = recorded.original_replicas.is_some()
+        && (schedule.has(Direction::Up) || current_replicas == schedule.down_replicas);
     let (replicas, original_replicas) = match due.direction {
         Direction::Down if current_replicas > schedule.down_replicas => (
             Some(schedule.down_replicas),
@@ -226,8 +229,8 @@ fn scale(
                 AnnotationChange::Set(current_replicas)
             },
         ),
-        // This scale-down takes nothing, so without scale-ups there is nothing for a
-        // removal to give back.
+        // This scale-down takes nothing; below the down count without scale-ups, someone has
+        // taken over, so there is nothing for a removal to give back.
         Direction::Down if keep_record => (None, AnnotationChange::Keep),
         Direction::Down => (None, remove_if_some(recorded.original_replicas)),
         Direction::Up => (
@@ -406,24 +409,30 @@ mod tests {
     }
 
     #[test]
-    fn without_a_scale_up_cron_a_scale_down_with_nothing_to_take_drops_the_old_record() {
-        // Still at the 0 of last night (or put back there by someone): tonight takes nothing,
-        // so there is nothing for a removal to give back, and last night's 3 must not linger.
+    fn without_a_scale_up_cron_a_scale_down_with_nothing_to_take_keeps_a_record_only_at_its_count()
+    {
+        // Still at the 1 of last night: tonight takes nothing, and last night's 3 is still what
+        // a removal gives back. Put below it by someone: they have taken over, so there is
+        // nothing to give back, and last night's 3 must not linger.
         let last_night = [
+            (DOWN_REPLICAS, "1"),
             (ORIGINAL_REPLICAS, "3"),
             (LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
         ];
-        assert_eq!(
-            decide_down_only(&last_night, 0, "2026-11-24T20:00:00Z"),
-            Some(ScaleChange {
-                replicas: None,
-                original_replicas: AnnotationChange::Remove,
-                last_transition: AnnotationChange::Set(down("2026-11-24T20:00:00Z")),
-                applied: Some(down("2026-11-24T20:00:00Z")),
-                ended: None,
-                cleanup: None,
-            })
-        );
+        for (replicas, record) in [(1, AnnotationChange::Keep), (0, AnnotationChange::Remove)] {
+            assert_eq!(
+                decide_down_only(&last_night, replicas, "2026-11-24T20:00:00Z"),
+                Some(ScaleChange {
+                    replicas: None,
+                    original_replicas: record,
+                    last_transition: AnnotationChange::Set(down("2026-11-24T20:00:00Z")),
+                    applied: Some(down("2026-11-24T20:00:00Z")),
+                    ended: None,
+                    cleanup: None,
+                }),
+                "replicas {replicas}"
+            );
+        }
     }
 
     #[test]
@@ -477,6 +486,43 @@ mod tests {
                 ended: None,
                 cleanup: Some(Cleanup::Restore { original: 6 }),
             })
+        );
+    }
+
+    /// Woken by hand to 5, then put to sleep on demand: the end of the sleep applies the night's
+    /// scale-down again, which finds the 0 the sleep set; the 5 the sleep took must survive it,
+    /// for `wake` and `restore` to bring back.
+    #[test]
+    fn a_sleep_on_demand_ending_into_a_scale_down_keeps_what_the_sleep_took() {
+        let mut object = annotations(&SCALE_DOWN_ONLY);
+        object.insert(LAST_TRANSITION.into(), "2026-11-23T20:00:00Z down".into());
+        object.insert(ASLEEP_UNTIL.into(), "2026-11-24T12:00:00Z".into());
+        let slept = decide(&parse(&object, Tz::UTC), 5, at("2026-11-24T10:00:00Z")).unwrap();
+        assert_eq!(slept.replicas, Some(0));
+        assert_eq!(slept.original_replicas, AnnotationChange::Set(5));
+        write_back(&mut object, &slept);
+
+        let ended = decide(&parse(&object, Tz::UTC), 0, at("2026-11-24T12:00:00Z")).unwrap();
+        assert_eq!(ended.applied, Some(down("2026-11-23T20:00:00Z")));
+        assert_eq!(ended.replicas, None);
+        assert_eq!(ended.original_replicas, AnnotationChange::Keep);
+        write_back(&mut object, &ended);
+        object.remove(ASLEEP_UNTIL);
+
+        let mut woken = object.clone();
+        woken.insert(AWAKE_UNTIL.into(), "2026-11-24T18:00:00Z".into());
+        assert_eq!(
+            decide(&parse(&woken, Tz::UTC), 0, at("2026-11-24T13:00:00Z"))
+                .and_then(|change| change.replicas),
+            Some(5),
+            "wake brings back the 5"
+        );
+        object.remove(SCALE_DOWN);
+        assert_eq!(
+            decide(&parse(&object, Tz::UTC), 0, at("2026-11-24T13:00:00Z"))
+                .and_then(|change| change.cleanup),
+            Some(Cleanup::Restore { original: 5 }),
+            "restore brings back the 5"
         );
     }
 
@@ -797,32 +843,45 @@ mod tests {
     }
 
     #[test]
-    fn an_override_reaching_too_far_is_refused_until_applied() {
+    fn an_override_reaching_too_far_is_left_out_until_within_reach_and_the_schedule_followed() {
         let pairs = [
             NIGHTLY[0],
             NIGHTLY[1],
             (AWAKE_UNTIL, "2026-11-25T06:00:00Z"),
         ];
-        let (schedule, recorded) = scheduled(&pairs);
         let max = chrono::TimeDelta::hours(24);
+        let night = at("2026-11-23T22:00:00Z");
+        let (acting, out_of_reach) = in_reach(parse(&annotations(&pairs), Tz::UTC), night, max);
+        let out_of_reach = out_of_reach.unwrap();
         assert_eq!(
-            reach_problem(&schedule, &recorded, at("2026-11-23T22:00:00Z"), max)
-                .map(|problem| problem.to_string()),
-            Some(
-                r#"cronscaler.dev/awake-until: "2026-11-25T06:00:00Z" reaches 32h ahead, more than the 24h an override may (--max-override)"#
-                    .to_string()
-            )
+            out_of_reach.problem.to_string(),
+            r#"cronscaler.dev/awake-until: "2026-11-25T06:00:00Z" reaches 32h ahead, more than the 24h an override may (--max-override)"#
         );
+        assert_eq!(out_of_reach.within_reach, at("2026-11-24T06:00:00Z"));
+        // Meanwhile the schedule is followed as without the override.
+        assert_eq!(
+            decide(&acting, 3, night).and_then(|change| change.applied),
+            Some(down("2026-11-23T20:00:00Z"))
+        );
+        // Within reach, it is applied.
+        let (acting, out_of_reach) = in_reach(
+            parse(&annotations(&pairs), Tz::UTC),
+            out_of_reach.within_reach,
+            max,
+        );
+        assert_eq!(out_of_reach, None);
+        assert_eq!(
+            applied_at(&decide(&acting, 0, at("2026-11-24T06:00:00Z"))).as_deref(),
+            Some("2026-11-24T06:00:00Z up until 2026-11-25T06:00:00Z")
+        );
+        // Once applied, it is never out of reach again.
         let mut applied = pairs.to_vec();
         applied.push((
             LAST_TRANSITION,
             "2026-11-23T22:00:00Z up until 2026-11-25T06:00:00Z",
         ));
-        let (schedule, recorded) = scheduled(&applied);
-        assert_eq!(
-            reach_problem(&schedule, &recorded, at("2026-11-23T22:00:00Z"), max),
-            None
-        );
+        let (_, out_of_reach) = in_reach(parse(&annotations(&applied), Tz::UTC), night, max);
+        assert_eq!(out_of_reach, None);
     }
 
     // ---- a removal never gives back a stale record ----

@@ -37,6 +37,8 @@ pub use firings::{Firings, Tally, tally};
 pub use grace::held_back_until;
 pub use holidays::Holidays;
 pub use inheritance::inherit;
-pub use on_demand::{OnDemand, expired_keys, key_of, overrides, reach_problem, span};
+pub use on_demand::{
+    OnDemand, OutOfReach, expired_keys, in_reach, key_of, out_of_reach, overrides, span,
+};
 pub use transition::{Direction, Rule, Schedule, Transition};
 pub use warnings::{already_warned, refused_cause, replicas_set, reverted, reverted_cause};

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
 
 use super::{
-    Direction, Recorded, Schedule,
+    Annotations, Direction, Recorded, Schedule,
     annotations::{ASLEEP_UNTIL, AWAKE_UNTIL, InvalidAnnotation, OVERRIDE_KEYS, invalid},
 };
 
@@ -59,20 +59,31 @@ pub fn key_of(direction: Direction) -> &'static str {
     }
 }
 
-/// Why an override may not act: it reaches further than `max` from `now` and has not been
+/// An override that may not act yet: not applied, and further than `max` from now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutOfReach {
+    pub problem: InvalidAnnotation,
+    /// When it comes within `max`: from then on it is applied like any other.
+    pub within_reach: DateTime<Utc>,
+}
+
+/// Whether the override may not act at `now`: it reaches further than `max` and has not been
 /// applied yet (once applied, time only brings its end closer).
-pub fn reach_problem(
+pub fn out_of_reach(
     schedule: &Schedule,
     recorded: &Recorded,
     now: DateTime<Utc>,
     max: TimeDelta,
-) -> Option<InvalidAnnotation> {
+) -> Option<OutOfReach> {
     let on_demand = schedule.on_demand?;
     let applied = recorded
         .last_transition
         .is_some_and(|last| last.until == Some(on_demand.until));
-    (!applied && on_demand.until - now > max).then(|| {
-        invalid(
+    if applied || on_demand.until - now <= max {
+        return None;
+    }
+    Some(OutOfReach {
+        problem: invalid(
             on_demand.key(),
             &on_demand.value(),
             &format!(
@@ -80,8 +91,30 @@ pub fn reach_problem(
                 span(on_demand.until - now),
                 span(max)
             ),
-        )
+        ),
+        within_reach: on_demand.until.checked_sub_signed(max)?,
     })
+}
+
+/// What acts at `now`: an override out of reach is left out, so the schedule is followed as
+/// without it until the override comes within reach; and why it is left out.
+pub fn in_reach(
+    annotations: Annotations,
+    now: DateTime<Utc>,
+    max: TimeDelta,
+) -> (Annotations, Option<OutOfReach>) {
+    match annotations {
+        Annotations::Scheduled(schedule, recorded) => {
+            match out_of_reach(&schedule, &recorded, now, max) {
+                Some(refused) => (
+                    Annotations::Scheduled(schedule.without_override(), recorded),
+                    Some(refused),
+                ),
+                None => (Annotations::Scheduled(schedule, recorded), None),
+            }
+        }
+        other => (other, None),
+    }
 }
 
 /// The override keys of `own` annotations whose instant has passed: the controller removes them

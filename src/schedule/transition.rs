@@ -217,6 +217,14 @@ impl Schedule {
         next.into_iter().chain(end_of_override).min()
     }
 
+    /// The same schedule with no override on demand.
+    pub fn without_override(&self) -> Schedule {
+        Schedule {
+            on_demand: None,
+            ..self.clone()
+        }
+    }
+
     /// Whether any transition goes in `direction`.
     pub fn has(&self, direction: Direction) -> bool {
         self.triggers.iter().any(|(d, _)| *d == direction)

@@ -98,7 +98,7 @@ fn an_hpa_is_kept_by_its_deployment_or_stateful_set_target_with_its_record() {
         &[(ORIGINAL_MIN_REPLICAS, "2")][..],
         &[(ORIGINAL_MIN_REPLICAS, "two"), (ORIGINAL_MAX_REPLICAS, "5")],
         &[(ORIGINAL_MIN_REPLICAS, "6"), (ORIGINAL_MAX_REPLICAS, "5")],
-        &[(ORIGINAL_MIN_REPLICAS, "0"), (ORIGINAL_MAX_REPLICAS, "5")],
+        &[(ORIGINAL_MIN_REPLICAS, "-1"), (ORIGINAL_MAX_REPLICAS, "5")],
     ] {
         assert_eq!(
             Hpa::of(&hpa_object(("apps/v1", "Deployment"), Some(1), 1, mangled))
@@ -108,6 +108,41 @@ fn an_hpa_is_kept_by_its_deployment_or_stateful_set_target_with_its_record() {
             "{mangled:?}"
         );
     }
+}
+
+/// An HPA that may scale its workload to zero (the `HPAScaleToZero` feature gate) has its
+/// `minReplicas: 0` recorded for the night, and the record read back to give it back.
+#[test]
+fn a_min_replicas_of_zero_is_recorded_and_given_back() {
+    let scales_to_zero = Hpa::of(&hpa_object(("apps/v1", "Deployment"), Some(0), 5, &[])).unwrap();
+    let hold = change_for(&scales_to_zero, Bounds::Held(1), true).unwrap();
+    let mut held = vec![scales_to_zero];
+    hold.apply_to(&mut held);
+    let recorded = hold.patch(None)["metadata"]["annotations"].clone();
+    let recorded: Vec<(&str, &str)> = [ORIGINAL_MIN_REPLICAS, ORIGINAL_MAX_REPLICAS]
+        .into_iter()
+        .map(|key| (key, recorded[key].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        recorded,
+        [(ORIGINAL_MIN_REPLICAS, "0"), (ORIGINAL_MAX_REPLICAS, "5")]
+    );
+    let read_back = Hpa::of(&hpa_object(
+        ("apps/v1", "Deployment"),
+        Some(1),
+        1,
+        &recorded,
+    ))
+    .unwrap();
+    assert_eq!(read_back.originals, Originals::Recorded { min: 0, max: 5 });
+    assert_eq!(
+        change_for(&read_back, Bounds::Own, true),
+        Some(HpaChange::Release {
+            hpa: ObjectKey::new("shop", "web"),
+            from: (1, 1),
+            to: (0, 5),
+        })
+    );
 }
 
 #[test]

@@ -774,14 +774,56 @@ async fn at_its_end_an_override_gives_way_to_the_schedule_and_is_removed() {
     reconcile_ok(deployment_target(), &[midnight], false, script).await;
 }
 
+/// A scale-down cron alone, woken by hand to 5, then put to sleep on demand: the sleep's end
+/// applies the night's scale-down again, which finds the sleep's 0 and keeps the 5 it took.
 #[tokio::test]
-async fn an_override_reaching_too_far_is_refused_with_the_reason() {
+async fn a_sleep_ending_into_a_scale_down_keeps_the_count_it_took() {
+    let slept = [
+        (schedule::SCALE_DOWN, "0 20 * * *"),
+        (schedule::ORIGINAL_REPLICAS, "5"),
+        (
+            schedule::LAST_TRANSITION,
+            "2026-11-23T10:00:00Z down until 2026-11-23T12:00:00Z",
+        ),
+        (schedule::ASLEEP_UNTIL, "2026-11-23T12:00:00Z"),
+    ];
+    let before = annotated_by_kubectl(app_0(0, &slept), schedule::ASLEEP_UNTIL);
+    let script = vec![
+        get(APP_0, before.clone()),
+        scale_patch(
+            APP_0,
+            json!({
+                "metadata": {
+                    "resourceVersion": "10464",
+                    "annotations": {
+                        "cronscaler.dev/last-transition": "2026-11-22T20:00:00Z down",
+                        "cronscaler.dev/asleep-until": null,
+                    },
+                },
+            }),
+            before,
+        )
+        .without("/metadata/annotations/cronscaler.dev~1original-replicas")
+        .without("/spec"),
+        event(
+            "load-0",
+            "Normal",
+            "OverrideExpired",
+            "the override cronscaler.dev/asleep-until \"2026-11-23T12:00:00Z\" (set by kubectl-annotate) has ended; the schedule applies again: scale-down by cronscaler.dev/scale-down \"0 20 * * *\" (UTC) at 2026-11-22T20:00:00Z: already at 0 replicas, nothing to change",
+            "app-0",
+        ),
+    ];
+    reconcile_ok(deployment_target(), &[at(12, 0, 0)], false, script).await;
+}
+
+#[tokio::test]
+async fn an_override_reaching_too_far_is_refused_with_the_reason_and_the_schedule_followed() {
     let annotations = [
         NIGHTLY[0],
         NIGHTLY[1],
         (schedule::AWAKE_UNTIL, "2026-11-25T06:00:00Z"),
     ];
-    let before = app_0(0, &annotations);
+    let before = app_0(2, &annotations);
     let cause = refused_cause(
         &annotations
             .iter()
@@ -790,12 +832,34 @@ async fn an_override_reaching_too_far_is_refused_with_the_reason() {
     );
     let script = vec![
         get(APP_0, before.clone()),
+        scale_patch(
+            APP_0,
+            json!({
+                "metadata": {
+                    "resourceVersion": "10464",
+                    "annotations": {
+                        "cronscaler.dev/original-replicas": "2",
+                        "cronscaler.dev/last-transition": "2026-11-23T20:00:00Z down",
+                    },
+                },
+                "spec": { "replicas": 0 },
+            }),
+            before.clone(),
+        )
+        .without("/metadata/annotations/cronscaler.dev~1awake-until"),
+        event(
+            "load-0",
+            "Normal",
+            "ScaledDown",
+            "scaled down from 2 to 0 replicas by cronscaler.dev/scale-down \"0 20 * * *\" (UTC) at 2026-11-23T20:00:00Z",
+            "app-0",
+        ),
         warned_patch(&cause, before),
         event(
             "load-0",
             "Warning",
             "InvalidSchedule",
-            "the override is not applied: cronscaler.dev/awake-until: \"2026-11-25T06:00:00Z\" reaches 32h ahead, more than the 24h an override may (--max-override)",
+            "the override is not applied before it comes within reach at 2026-11-24T06:00:00Z: cronscaler.dev/awake-until: \"2026-11-25T06:00:00Z\" reaches 32h ahead, more than the 24h an override may (--max-override)",
             "app-0",
         ),
     ];

@@ -173,3 +173,32 @@ async fn a_wall_clock_step_forward_is_caught_within_max_sleep() {
         "the transition passed during the step fires after one MAX_SLEEP at most"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_recheck_after_the_next_transition_still_fires() {
+    let queue = WorkQueue::<ScalingKey>::new(RateLimit::default());
+    let timer = Timer::spawn(
+        Enqueue::new(queue.clone()),
+        wall_clock(1000, Arc::default()),
+    );
+    // 12:00:00 is 60 s after base(); the recheck, 12:02:00, comes after it.
+    timer.arm(
+        target("web"),
+        parsed_schedule(&[(schedule::SCALE_DOWN, "0 12 * * *")]),
+    );
+    timer.recheck_at(target("web"), base() + chrono::Duration::seconds(180));
+    settle().await;
+    tokio::time::advance(Duration::from_secs(60)).await;
+    settle().await;
+    assert_eq!(drain(&queue).await, vec![ScalingKey::Scale(target("web"))]);
+    tokio::time::advance(Duration::from_secs(119)).await;
+    settle().await;
+    assert!(drain(&queue).await.is_empty(), "fired early");
+    tokio::time::advance(Duration::from_secs(1)).await;
+    settle().await;
+    assert_eq!(
+        drain(&queue).await,
+        vec![ScalingKey::Scale(target("web"))],
+        "the recheck outlived the transition before it"
+    );
+}

@@ -615,6 +615,38 @@ async fn overrides_are_looked_at_when_new_when_run_out_and_refused_when_too_far(
 }
 
 #[tokio::test(start_paused = true)]
+async fn an_override_too_far_ahead_leaves_the_schedule_armed_and_is_looked_at_within_reach() {
+    let (queue, timer, mut tracker, _) = tracked_deployments();
+    // 30 hours ahead, 6 beyond the default 24h: within reach at base() + 6h.
+    let far = (base() + TimeDelta::hours(30)).to_rfc3339();
+    let too_far = [
+        (schedule::SCALE_DOWN, "0 20 * * *"),
+        (schedule::LAST_TRANSITION, LAST_NIGHT),
+        (schedule::AWAKE_UNTIL, far.as_str()),
+    ];
+    let mut told = annotations_of(&too_far);
+    told.insert(schedule::WARNED.into(), schedule::refused_cause(&told));
+    let told: Vec<(&str, &str)> = told.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    see(
+        &mut tracker,
+        watcher::Event::Apply(meta("web", &told, None)),
+    );
+    settle().await;
+    assert!(drain(&queue).await.is_empty(), "said, and nothing else due");
+    assert_eq!(timer.held(), 1, "the schedule is still followed");
+    tokio::time::advance(std::time::Duration::from_secs(6 * 3600 - 1)).await;
+    settle().await;
+    assert!(drain(&queue).await.is_empty(), "looked at before in reach");
+    tokio::time::advance(std::time::Duration::from_secs(1)).await;
+    settle().await;
+    assert_eq!(
+        drain(&queue).await,
+        vec![ScalingKey::Scale(target("web"))],
+        "looked at when it comes within reach"
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn the_asleep_gauges_follow_each_objects_recorded_transition() {
     use crate::{ops::metrics::AsleepLabels, scaling::asleep::AsleepGauges};
     use prometheus_client::metrics::family::Family;
