@@ -35,6 +35,7 @@ use crate::{
     foo::{FOO_LABEL, Foo, FooContext, controlling_foo},
     ops::{
         http::{self, AliveGuard, Health},
+        memory,
         metrics::Metrics,
     },
     runtime::{
@@ -222,6 +223,7 @@ pub async fn run(
     // another, so the start-up peak holds one page being decoded, not three.
     let deployments_listed = watch::Sender::new(false);
     let stateful_sets_listed = watch::Sender::new(false);
+    let cron_jobs_listed = watch::Sender::new(false);
     let all_deployments = metadata_feed::<Deployment>(
         &client,
         namespace,
@@ -247,8 +249,16 @@ pub async fn run(
         &cron_job_schedules,
         &clock,
         &outage,
-        (stateful_sets_listed.subscribe(), watch::Sender::new(false)),
+        (stateful_sets_listed.subscribe(), cron_jobs_listed.clone()),
     );
+    tokio::spawn({
+        let mut listed = cron_jobs_listed.subscribe();
+        async move {
+            if listed.wait_for(|done| *done).await.is_ok() {
+                memory::give_back_free_memory();
+            }
+        }
+    });
 
     let hpa_feed = hpa_feed(
         &client,

@@ -2,4 +2,5 @@
 
 pub mod http;
 pub mod logs;
+pub mod memory;
 pub mod metrics;

@@ -430,6 +430,14 @@ impl Drop for Scenario {
     }
 }
 
+/// A process's memory, in KiB.
+#[derive(Debug, Clone, Copy)]
+pub struct Resident {
+    pub resident: u64,
+    pub peak: u64,
+    pub anonymous: u64,
+}
+
 /// One `cronscaler run` process, as one replica of the installed Deployment is. Killed when
 /// dropped, if still running.
 pub struct Controller {
@@ -440,19 +448,23 @@ pub struct Controller {
 }
 
 impl Controller {
-    /// Its resident memory and peak resident memory now, in KiB, from `/proc`.
-    pub fn resident_kib(&self) -> Option<(u64, u64)> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
-        let field = |name: &str| {
-            status
-                .lines()
+    /// Its memory now, from `/proc`: resident, peak resident, and the part of resident that is
+    /// anonymous (heap and stacks, not the binary's pages), in KiB.
+    pub fn resident_kib(&self) -> Option<Resident> {
+        let read = |file: &str, name: &str| -> Option<u64> {
+            let text = std::fs::read_to_string(format!("/proc/{}/{file}", self.child.id())).ok()?;
+            text.lines()
                 .find_map(|line| line.strip_prefix(name))?
                 .split_whitespace()
                 .next()?
                 .parse()
                 .ok()
         };
-        Some((field("VmRSS:")?, field("VmHWM:")?))
+        Some(Resident {
+            resident: read("status", "VmRSS:")?,
+            peak: read("status", "VmHWM:")?,
+            anonymous: read("smaps_rollup", "Anonymous:")?,
+        })
     }
 
     /// Waits until `/readyz` answers 200: the caches are synced.
