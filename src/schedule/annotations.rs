@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 use chrono_tz::Tz;
 
 use super::{
-    CronSpec, Direction, Holidays, OnDemand, Rule, Schedule, Transition, windows::compile,
+    CronSpec, Direction, Holidays, OnDemand, Rule, Schedule, Transition,
+    invalid::{InvalidAnnotation, invalid},
+    windows::compile,
 };
 
 pub const PREFIX: &str = "cronscaler.dev/";
@@ -66,23 +68,6 @@ pub struct Leftovers {
     /// `down-replicas` as it reads now, or its default 0: nothing else says which replicas the
     /// scale-down in force set, so this is what decides whether someone has changed them since.
     pub down_replicas: i32,
-}
-
-/// One annotation the controller cannot act on, worded for the user.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{key}: {value:?} {reason}")]
-pub struct InvalidAnnotation {
-    pub key: String,
-    pub value: String,
-    pub reason: String,
-}
-
-pub(super) fn invalid(key: &str, value: &str, reason: &str) -> InvalidAnnotation {
-    InvalidAnnotation {
-        key: key.to_owned(),
-        value: value.to_owned(),
-        reason: reason.to_owned(),
-    }
 }
 
 /// What an object's annotations say, parsed once.

@@ -13,7 +13,8 @@ use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
 
 use super::{
     Direction, Recorded, Schedule,
-    annotations::{ASLEEP_UNTIL, AWAKE_UNTIL, InvalidAnnotation, OVERRIDE_KEYS, invalid},
+    annotations::{ASLEEP_UNTIL, AWAKE_UNTIL, OVERRIDE_KEYS},
+    invalid::{InvalidAnnotation, invalid},
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

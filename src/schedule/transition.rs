@@ -7,7 +7,8 @@ use std::str::FromStr;
 use chrono::{DateTime, NaiveDate, NaiveTime, SecondsFormat, TimeDelta, Utc};
 use chrono_tz::Tz;
 
-use super::annotations::{InvalidAnnotation, LAST_TRANSITION, SCALE_DOWN, SCALE_UP, invalid};
+use super::annotations::{LAST_TRANSITION, SCALE_DOWN, SCALE_UP};
+use super::invalid::{InvalidAnnotation, invalid};
 use super::{CronSpec, Holidays, OnDemand, cron::instant_of};
 
 /// Which way a scheduled transition scales.

@@ -9,7 +9,7 @@ use chrono_tz::Tz;
 
 use super::{
     CronSpec, Direction,
-    annotations::{InvalidAnnotation, invalid},
+    invalid::{InvalidAnnotation, invalid},
 };
 
 const MINUTES_PER_DAY: usize = 24 * 60;
