@@ -8,6 +8,7 @@ use chrono_tz::Tz;
 use super::{
     CronSpec, Direction, Holidays, OnDemand, Rule, Schedule, Transition,
     invalid::{InvalidAnnotation, invalid},
+    transition::Triggers,
     windows::compile,
 };
 
@@ -211,21 +212,25 @@ pub fn parse(annotations: &BTreeMap<String, String>, default_timezone: Tz) -> An
     }
     let (triggers, rule) = match windows.pop() {
         Some((key, value, compiled)) => (
-            compiled.crons,
+            compiled.triggers,
             Rule::Windows {
                 key,
                 value: value.clone(),
+                over_midnight: compiled.over_midnight,
             },
         ),
         None => (
-            [(Direction::Down, scale_down), (Direction::Up, scale_up)]
-                .into_iter()
-                .filter_map(|(direction, cron)| Some((direction, cron?)))
-                .collect(),
+            Triggers {
+                crons: [(Direction::Down, scale_down), (Direction::Up, scale_up)]
+                    .into_iter()
+                    .filter_map(|(direction, cron)| Some((direction, cron?)))
+                    .collect(),
+                ..Triggers::default()
+            },
             Rule::Crons,
         ),
     };
-    if triggers.is_empty() && matches!(rule, Rule::Crons) {
+    if triggers.crons.is_empty() && matches!(rule, Rule::Crons) {
         Annotations::Unscheduled(if paused {
             Leftovers::default()
         } else {

@@ -40,5 +40,5 @@ pub use holidays::Holidays;
 pub use inheritance::inherit;
 pub use invalid::InvalidAnnotation;
 pub use on_demand::{OnDemand, expired_keys, key_of, overrides, reach_problem, span};
-pub use transition::{Direction, Rule, Schedule, Transition};
+pub use transition::{CONSTANT_SINCE, Direction, Period, Rule, Schedule, Transition};
 pub use warnings::{already_warned, refused_cause, replicas_set, reverted, reverted_cause};

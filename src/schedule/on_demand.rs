@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
+use chrono::{DateTime, SecondsFormat, SubsecRound, TimeDelta, Utc};
 
 use super::{
     Direction, Recorded, Schedule,
@@ -39,6 +39,10 @@ impl OnDemand {
                 )
             })?
             .with_timezone(&Utc);
+        // `last-transition` keeps whole seconds, and an override is seen as applied by its
+        // instant there: read to the second, one written with fractions (`isoformat()`,
+        // `toISOString()`) is applied once like any other.
+        let until = until.trunc_subsecs(0);
         let direction = if key == AWAKE_UNTIL {
             Direction::Up
         } else {
