@@ -55,12 +55,9 @@ enum Entry {
 /// entering a window is a transition in direction `inside`, leaving it one the other way.
 pub fn compile(key: &str, value: &str, inside: Direction) -> Result<Windows, InvalidAnnotation> {
     // kube-downscaler's words, for the whole value only, as there.
-    let constant = match value.trim().to_ascii_lowercase().as_str() {
-        "always" => Some(inside),
-        "never" => Some(inside.opposite()),
-        _ => None,
-    };
-    if let Some(direction) = constant {
+    if is_constant(value.trim()) {
+        let always = value.trim().eq_ignore_ascii_case("always");
+        let direction = if always { inside } else { inside.opposite() };
         return Ok(Windows {
             triggers: Triggers {
                 constant: Some(direction),
@@ -232,11 +229,16 @@ fn parse_absolute(text: &str) -> Result<Entry, String> {
     Ok(Entry::Absolute { from, until })
 }
 
+/// kube-downscaler's `always` and `never`, in any case.
+fn is_constant(text: &str) -> bool {
+    text.eq_ignore_ascii_case("always") || text.eq_ignore_ascii_case("never")
+}
+
 fn parse_entry(text: &str) -> Result<Entry, String> {
     if text.starts_with(|c: char| c.is_ascii_digit()) && text.contains('T') {
         return parse_absolute(text);
     }
-    if ["always", "never"].contains(&text.to_ascii_lowercase().as_str()) {
+    if is_constant(text) {
         return Err(format!(
             "has `{text}` as one of several entries; `always` and `never` are the whole value \
              (as in kube-downscaler)"
@@ -259,7 +261,8 @@ fn split(value: &str) -> Vec<String> {
             pending.push(',');
         }
         pending.push_str(piece);
-        let only_days = !piece.is_empty() && !piece.contains(char::is_whitespace);
+        let only_days =
+            !piece.is_empty() && !piece.contains(char::is_whitespace) && !is_constant(piece);
         if !only_days || piece.contains(':') {
             windows.push(std::mem::take(&mut pending));
         }

@@ -584,3 +584,150 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn always_and_never_are_constant_states_as_in_kube_downscaler() {
+    for (key, value, state) in [
+        (UPTIME, "always", Direction::Up),
+        (UPTIME, "Never", Direction::Down),
+        (DOWNTIME, "ALWAYS", Direction::Down),
+        (DOWNTIME, "never", Direction::Up),
+    ] {
+        let (schedule, _) = scheduled(&[(key, value)]);
+        assert_eq!(
+            schedule.governing_transition(at("2026-11-23T12:00:00Z")),
+            Some(Transition::scheduled(CONSTANT_SINCE, state)),
+            "{key} {value}"
+        );
+        assert_eq!(schedule.next_transition(at("2026-11-23T12:00:00Z")), None);
+    }
+}
+
+/// The transitions from `after` to `until`.
+fn fired(schedule: &Schedule, after: &str, until: &str) -> Vec<String> {
+    let mut fired = Vec::new();
+    let mut cursor = at(after);
+    while let Some(next) = schedule.next_transition(cursor) {
+        if next.at > at(until) {
+            break;
+        }
+        fired.push(next.to_string());
+        cursor = next.at;
+    }
+    fired
+}
+
+#[test]
+fn an_absolute_range_alone_is_a_stretch_in_a_constant_state() {
+    let (schedule, _) = scheduled(&[(
+        UPTIME,
+        "2026-12-24T00:00:00+01:00-2027-01-02T00:00:00+01:00",
+    )]);
+    assert_eq!(
+        schedule.governing_transition(at("2026-12-20T12:00:00Z")),
+        Some(Transition::scheduled(CONSTANT_SINCE, Direction::Down))
+    );
+    assert_eq!(
+        fired(&schedule, "2026-12-20T12:00:00Z", "2030-01-01T00:00:00Z"),
+        ["2026-12-23T23:00:00Z up", "2027-01-01T23:00:00Z down"]
+    );
+    assert_eq!(
+        schedule.governing_transition(at("2026-12-30T12:00:00Z")),
+        Some(up("2026-12-23T23:00:00Z"))
+    );
+    assert_eq!(
+        schedule.governing_transition(at("2027-03-01T12:00:00Z")),
+        Some(down("2027-01-01T23:00:00Z"))
+    );
+}
+
+#[test]
+fn an_absolute_range_holds_its_state_over_the_weekly_windows_it_covers() {
+    let (schedule, _) = scheduled(&[
+        (
+            UPTIME,
+            "Mon-Fri 07:00-20:00, 2026-12-26T00:00:00+01:00-2026-12-27T18:00:00+01:00",
+        ),
+        (TIMEZONE, "Europe/Berlin"),
+    ]);
+    // Awake through the weekend of the 26th and 27th, asleep again at its end, and the week's
+    // windows as before.
+    assert_eq!(
+        fired(&schedule, "2026-12-25T12:00:00Z", "2026-12-28T12:00:00Z"),
+        [
+            "2026-12-25T19:00:00Z down",
+            "2026-12-25T23:00:00Z up",
+            "2026-12-27T17:00:00Z down",
+            "2026-12-28T06:00:00Z up",
+        ]
+    );
+    // Ranges that overlap or touch are one.
+    let (merged, _) = scheduled(&[(
+        DOWNTIME,
+        "2026-12-24T00:00:00Z-2026-12-25T00:00:00Z, 2026-12-24T12:00:00Z-2026-12-26T00:00:00Z, 2026-12-26T00:00:00Z-2026-12-27T00:00:00Z",
+    )]);
+    assert_eq!(
+        fired(&merged, "2026-12-01T00:00:00Z", "2027-01-01T00:00:00Z"),
+        ["2026-12-24T00:00:00Z down", "2026-12-27T00:00:00Z up"]
+    );
+}
+
+#[test]
+fn what_kube_downscaler_reads_otherwise_is_refused_naming_the_difference() {
+    let cases = [
+        (
+            (UPTIME, "Mon-Fri 00:00-00:00 Europe/Berlin"),
+            r#"cronscaler.dev/uptime: "Mon-Fri 00:00-00:00 Europe/Berlin" has `Mon-Fri 00:00-00:00 Europe/Berlin`, an empty window: it starts and ends at 00:00 (kube-downscaler reads it as never; leave it out)"#,
+        ),
+        (
+            (
+                DOWNTIME,
+                "2027-01-02T00:00:00+01:00-2026-12-24T00:00:00+01:00",
+            ),
+            r#"cronscaler.dev/downtime: "2027-01-02T00:00:00+01:00-2026-12-24T00:00:00+01:00" has `2027-01-02T00:00:00+01:00-2026-12-24T00:00:00+01:00`, an empty range: it does not end after it starts (kube-downscaler reads it as never, or as that one instant if both are the same)"#,
+        ),
+        (
+            (DOWNTIME, "2026-12-24-2027-01-02"),
+            r#"cronscaler.dev/downtime: "2026-12-24-2027-01-02" has `2026-12-24-2027-01-02`, which is not `DAYS HH:MM-HH:MM` with an optional time zone, e.g. `Mon-Fri 07:00-20:00 Europe/Berlin`"#,
+        ),
+        (
+            (DOWNTIME, "2026-12-24T00:00-2027-01-02T00:00"),
+            r#"cronscaler.dev/downtime: "2026-12-24T00:00-2027-01-02T00:00" has `2026-12-24T00:00-2027-01-02T00:00`, which is not two RFC 3339 instants joined by `-`, e.g. `2026-12-24T00:00:00+01:00-2027-01-02T00:00:00+01:00`"#,
+        ),
+        (
+            (UPTIME, "always, Sat 10:00-12:00"),
+            r#"cronscaler.dev/uptime: "always, Sat 10:00-12:00" has `always` as one of several entries; `always` and `never` are the whole value (as in kube-downscaler)"#,
+        ),
+    ];
+    for ((key, value), expected) in cases {
+        assert_eq!(
+            problems(&[(key, value)]),
+            vec![expected.to_string()],
+            "{value}"
+        );
+    }
+}
+
+#[test]
+fn day_names_are_three_letters_or_longer_prefixes() {
+    for value in [
+        "Thu 09:00-10:00",
+        "Thur 09:00-10:00",
+        "thursday 09:00-10:00",
+    ] {
+        assert_eq!(
+            compiled(UPTIME, value),
+            vec![
+                (Direction::Down, "0 10 * * THU".to_string()),
+                (Direction::Up, "0 9 * * THU".to_string()),
+            ],
+            "{value}"
+        );
+    }
+    assert_eq!(
+        problems(&[(UPTIME, "Th 09:00-10:00")]),
+        vec![
+            r#"cronscaler.dev/uptime: "Th 09:00-10:00" has `Th 09:00-10:00`, whose `Th` is not a day; days are Mon, Tue, Wed, Thu, Fri, Sat, Sun"#
+        ]
+    );
+}
