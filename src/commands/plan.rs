@@ -80,6 +80,15 @@ pub struct PlannedHoliday {
     pub last: NaiveDate,
 }
 
+/// Something about an object's schedule that a person copying it from elsewhere should know.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PlannedNote {
+    pub namespace: String,
+    pub kind: String,
+    pub name: String,
+    pub note: String,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct InvalidObject {
     pub namespace: String,
@@ -120,6 +129,8 @@ pub struct Plan {
     pub summaries: Vec<PlannedSummary>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub holidays: Vec<PlannedHoliday>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<PlannedNote>,
     pub invalid: Vec<InvalidObject>,
     /// The replicas of every scheduled object through the window, by namespace, kind and name:
     /// what savings and the chart are made of.
@@ -184,6 +195,7 @@ pub fn simulate(
             Annotations::Scheduled(schedule, _) => {
                 plan.holidays
                     .extend(holidays_in(target, schedule, from, until));
+                plan.notes.extend(notes_on(target, schedule));
                 schedule.timezone
             }
             Annotations::Unscheduled(_) => default_timezone,
@@ -354,6 +366,29 @@ fn describe_cause(
         (Rule::Crons, None) => None,
     };
     (by, note)
+}
+
+/// What differs from kube-downscaler in windows copied from it: those over midnight.
+fn notes_on(target: &ScaleTarget, schedule: &Schedule) -> Vec<PlannedNote> {
+    let Rule::Windows {
+        key, over_midnight, ..
+    } = &schedule.rule
+    else {
+        return Vec::new();
+    };
+    over_midnight
+        .iter()
+        .map(|window| PlannedNote {
+            namespace: target.key.namespace.clone(),
+            kind: target.kind.to_string(),
+            name: target.key.name.clone(),
+            note: format!(
+                "{key} `{window}` runs over midnight: each window ends on the morning after a day \
+                 it names; kube-downscaler's Go version matches the weekday of each instant \
+                 instead, and its Python version never matches such a window"
+            ),
+        })
+        .collect()
 }
 
 /// The holidays of `schedule` that fall in the window, as local dates.

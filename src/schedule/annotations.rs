@@ -6,7 +6,10 @@ use std::collections::BTreeMap;
 use chrono_tz::Tz;
 
 use super::{
-    CronSpec, Direction, Holidays, OnDemand, Rule, Schedule, Transition, windows::compile,
+    CronSpec, Direction, Holidays, OnDemand, Rule, Schedule, Transition,
+    invalid::{InvalidAnnotation, invalid},
+    transition::Triggers,
+    windows::compile,
 };
 
 pub const PREFIX: &str = "cronscaler.dev/";
@@ -66,23 +69,6 @@ pub struct Leftovers {
     /// `down-replicas` as it reads now, or its default 0: nothing else says which replicas the
     /// scale-down in force set, so this is what decides whether someone has changed them since.
     pub down_replicas: i32,
-}
-
-/// One annotation the controller cannot act on, worded for the user.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{key}: {value:?} {reason}")]
-pub struct InvalidAnnotation {
-    pub key: String,
-    pub value: String,
-    pub reason: String,
-}
-
-pub(super) fn invalid(key: &str, value: &str, reason: &str) -> InvalidAnnotation {
-    InvalidAnnotation {
-        key: key.to_owned(),
-        value: value.to_owned(),
-        reason: reason.to_owned(),
-    }
 }
 
 /// What an object's annotations say, parsed once.
@@ -226,21 +212,25 @@ pub fn parse(annotations: &BTreeMap<String, String>, default_timezone: Tz) -> An
     }
     let (triggers, rule) = match windows.pop() {
         Some((key, value, compiled)) => (
-            compiled.crons,
+            compiled.triggers,
             Rule::Windows {
                 key,
                 value: value.clone(),
+                over_midnight: compiled.over_midnight,
             },
         ),
         None => (
-            [(Direction::Down, scale_down), (Direction::Up, scale_up)]
-                .into_iter()
-                .filter_map(|(direction, cron)| Some((direction, cron?)))
-                .collect(),
+            Triggers {
+                crons: [(Direction::Down, scale_down), (Direction::Up, scale_up)]
+                    .into_iter()
+                    .filter_map(|(direction, cron)| Some((direction, cron?)))
+                    .collect(),
+                ..Triggers::default()
+            },
             Rule::Crons,
         ),
     };
-    if triggers.is_empty() && matches!(rule, Rule::Crons) {
+    if triggers.crons.is_empty() && matches!(rule, Rule::Crons) {
         Annotations::Unscheduled(if paused {
             Leftovers::default()
         } else {

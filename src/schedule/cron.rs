@@ -10,7 +10,7 @@ use chrono_tz::Tz;
 use croner::Cron;
 use croner::parser::{CronParser, Seconds, Year};
 
-use super::annotations::{InvalidAnnotation, invalid};
+use super::invalid::{InvalidAnnotation, invalid};
 
 /// A cron expression as the user wrote it, with its parsed form.
 #[derive(Debug, Clone)]

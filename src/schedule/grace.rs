@@ -26,7 +26,9 @@ pub fn held_back_until(
         return None;
     }
     let due = schedule.governing_transition(now)?;
-    let unapplied = recorded.last_transition.is_none_or(|last| due.at > last.at);
+    let unapplied = recorded
+        .last_transition
+        .is_none_or(|last| !due.is_applied(&last));
     (unapplied && due.direction == Direction::Down && due.at < created).then_some(ends)
 }
 

@@ -3,7 +3,7 @@
 
 use chrono::{Days, NaiveDate};
 
-use super::annotations::{InvalidAnnotation, invalid};
+use super::invalid::{InvalidAnnotation, invalid};
 
 /// Inclusive date ranges, sorted and merged.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

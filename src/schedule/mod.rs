@@ -17,6 +17,7 @@ mod firings;
 mod grace;
 mod holidays;
 mod inheritance;
+mod invalid;
 mod on_demand;
 mod transition;
 mod warnings;
@@ -27,9 +28,9 @@ pub(crate) mod test_support;
 
 pub use annotations::{
     ASLEEP_UNTIL, AWAKE_UNTIL, Annotations, DOWN_REPLICAS, DOWNTIME, EXCLUDE, HOLIDAYS,
-    InvalidAnnotation, LAST_TRANSITION, Leftovers, ORIGINAL_REPLICAS, ORIGINAL_SUSPEND,
-    OVERRIDE_KEYS, PAUSED, PREFIX, Recorded, SCALE_DOWN, SCALE_UP, SCHEDULE_KEYS, TIMEZONE,
-    UP_REPLICAS, UPTIME, WARNED, has_schedule, is_written_by_controller, parse,
+    LAST_TRANSITION, Leftovers, ORIGINAL_REPLICAS, ORIGINAL_SUSPEND, OVERRIDE_KEYS, PAUSED, PREFIX,
+    Recorded, SCALE_DOWN, SCALE_UP, SCHEDULE_KEYS, TIMEZONE, UP_REPLICAS, UPTIME, WARNED,
+    has_schedule, is_written_by_controller, parse,
 };
 pub use cron::CronSpec;
 pub use decide::{AnnotationChange, Cleanup, ScaleChange, decide, is_due};
@@ -37,8 +38,9 @@ pub use firings::{Firings, Tally, tally};
 pub use grace::held_back_until;
 pub use holidays::Holidays;
 pub use inheritance::inherit;
+pub use invalid::InvalidAnnotation;
 pub use on_demand::{
     OnDemand, OutOfReach, expired_keys, in_reach, key_of, out_of_reach, overrides, span,
 };
-pub use transition::{Direction, Rule, Schedule, Transition};
+pub use transition::{CONSTANT_SINCE, Direction, Period, Rule, Schedule, Transition};
 pub use warnings::{already_warned, refused_cause, replicas_set, reverted, reverted_cause};

@@ -9,11 +9,12 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
+use chrono::{DateTime, SecondsFormat, SubsecRound, TimeDelta, Utc};
 
 use super::{
     Annotations, Direction, Recorded, Schedule,
-    annotations::{ASLEEP_UNTIL, AWAKE_UNTIL, InvalidAnnotation, OVERRIDE_KEYS, invalid},
+    annotations::{ASLEEP_UNTIL, AWAKE_UNTIL, OVERRIDE_KEYS},
+    invalid::{InvalidAnnotation, invalid},
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -38,6 +39,10 @@ impl OnDemand {
                 )
             })?
             .with_timezone(&Utc);
+        // `last-transition` keeps whole seconds, and an override is seen as applied by its
+        // instant there: read to the second, one written with fractions (`isoformat()`,
+        // `toISOString()`) is applied once like any other.
+        let until = until.trunc_subsecs(0);
         let direction = if key == AWAKE_UNTIL {
             Direction::Up
         } else {

@@ -7,7 +7,8 @@ use std::str::FromStr;
 use chrono::{DateTime, NaiveDate, NaiveTime, SecondsFormat, TimeDelta, Utc};
 use chrono_tz::Tz;
 
-use super::annotations::{InvalidAnnotation, LAST_TRANSITION, SCALE_DOWN, SCALE_UP, invalid};
+use super::annotations::{LAST_TRANSITION, SCALE_DOWN, SCALE_UP};
+use super::invalid::{InvalidAnnotation, invalid};
 use super::{CronSpec, Holidays, OnDemand, cron::instant_of};
 
 /// Which way a scheduled transition scales.
@@ -57,6 +58,18 @@ impl Transition {
             at,
             direction,
             until: None,
+        }
+    }
+
+    /// Whether this transition of the schedule, in force, has been applied already, `last`
+    /// being the one applied last. A constant state has no instant of its own to compare:
+    /// it is applied unless the state applied last is its own (also when an earlier schedule
+    /// applied that state: what a person has done since stands).
+    pub fn is_applied(&self, last: &Transition) -> bool {
+        if self.at == CONSTANT_SINCE {
+            last.direction == self.direction
+        } else {
+            self.at <= last.at
         }
     }
 }
@@ -128,14 +141,52 @@ pub enum Rule {
     /// `scale-down` and `scale-up` crons.
     Crons,
     /// An `uptime` or `downtime` window list, as written.
-    Windows { key: &'static str, value: String },
+    Windows {
+        key: &'static str,
+        value: String,
+        /// The windows of the list that run over midnight, as written: kube-downscaler reads
+        /// them otherwise, so `plan` points them out.
+        over_midnight: Vec<String>,
+    },
+}
+
+/// The instant a constant state is said to be in force since: the same whenever it is asked, so
+/// that it is applied once, as any transition, and never again.
+pub const CONSTANT_SINCE: DateTime<Utc> = DateTime::UNIX_EPOCH;
+
+/// A stretch of absolute time in which the state is `direction`, whatever the weekly triggers
+/// say: kube-downscaler's `2026-12-24T00:00:00+01:00-2027-01-02T00:00:00+01:00`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Period {
+    pub from: DateTime<Utc>,
+    /// The first instant after it.
+    pub until: DateTime<Utc>,
+    pub direction: Direction,
+}
+
+impl Period {
+    fn holds(&self, t: DateTime<Utc>) -> bool {
+        self.from <= t && t < self.until
+    }
+}
+
+/// What makes a schedule's transitions, besides its holidays and overrides.
+#[derive(Debug, Clone, Default)]
+pub struct Triggers {
+    /// Every cron that makes a transition: the user's two, or those a window list compiles to.
+    pub crons: Vec<(Direction, CronSpec)>,
+    /// Without crons: the state all week, in force since [`CONSTANT_SINCE`]. A window list that
+    /// covers the whole week (or none of it), `always` and `never`.
+    pub constant: Option<Direction>,
+    /// Sorted, and apart: at the first instant after one the state of the week is in force
+    /// again, a transition of its own.
+    pub periods: Vec<Period>,
 }
 
 /// What the user asked for, once every annotation has been checked.
 #[derive(Debug, Clone)]
 pub struct Schedule {
-    /// Every cron that makes a transition: the user's two, or those a window list compiles to.
-    triggers: Vec<(Direction, CronSpec)>,
+    triggers: Triggers,
     pub rule: Rule,
     /// Dates on which no scale-up fires.
     pub holidays: Holidays,
@@ -148,7 +199,7 @@ pub struct Schedule {
 }
 
 impl Schedule {
-    pub(super) fn new(triggers: Vec<(Direction, CronSpec)>, rule: Rule, timezone: Tz) -> Self {
+    pub(super) fn new(triggers: Triggers, rule: Rule, timezone: Tz) -> Self {
         Schedule {
             triggers,
             rule,
@@ -161,49 +212,165 @@ impl Schedule {
         }
     }
 
-    /// The latest transition at or before `t`; at the same instant `up` wins.
+    /// The latest transition at or before `t`.
     pub fn governing_transition(&self, t: DateTime<Utc>) -> Option<Transition> {
-        self.triggers
-            .iter()
-            .filter_map(|(direction, cron)| {
-                let mut before = t;
-                loop {
-                    let at = cron.latest_at_or_before(self.timezone, before)?;
-                    match self.holiday_of(*direction, at) {
-                        // Look again before the first day of the holidays.
-                        Some((first, _)) => {
-                            before = self
-                                .midnight(first)?
-                                .checked_sub_signed(TimeDelta::seconds(1))?;
-                        }
-                        None => return Some(Transition::scheduled(at, *direction)),
-                    }
-                }
-            })
-            .max_by_key(|transition| (transition.at, transition.direction))
+        let periods = &self.triggers.periods;
+        if let Some(period) = periods.iter().find(|period| period.holds(t)) {
+            return Some(Transition::scheduled(period.from, period.direction));
+        }
+        // A weekly transition inside a period that has ended is outdone by that period's end.
+        let ended = periods.iter().rev().find(|period| period.until <= t);
+        let started = ended.map(|period| Transition::scheduled(period.from, period.direction));
+        let ended = ended.and_then(|period| self.end_of(period));
+        [self.weekly_governing(t), started, ended]
+            .into_iter()
+            .flatten()
+            .max_by_key(|transition| transition.at)
     }
 
-    /// The earliest transition strictly after `after`; at the same instant
-    /// `up` wins.
+    /// The earliest transition strictly after `after`.
     pub fn next_transition(&self, after: DateTime<Utc>) -> Option<Transition> {
-        self.triggers
+        let periods = &self.triggers.periods;
+        let mut cursor = after;
+        let weekly = loop {
+            let Some(next) = self.weekly_next(cursor) else {
+                break None;
+            };
+            match periods.iter().find(|period| period.holds(next.at)) {
+                // Look again from just before its end: one at that very instant is the end's.
+                Some(period) => match period.until.checked_sub_signed(TimeDelta::nanoseconds(1)) {
+                    Some(before_end) => cursor = before_end,
+                    None => break None,
+                },
+                None => break Some(next),
+            }
+        };
+        let weekly = weekly.into_iter();
+        let started = periods
             .iter()
-            .filter_map(|(direction, cron)| {
-                let mut after = after;
-                loop {
-                    let at = cron.earliest_after(self.timezone, after)?;
-                    match self.holiday_of(*direction, at) {
-                        // Look again from the day after the holidays.
-                        Some((_, last)) => {
-                            after = self
-                                .midnight(last.succ_opt()?)?
-                                .checked_sub_signed(TimeDelta::nanoseconds(1))?;
-                        }
-                        None => return Some(Transition::scheduled(at, *direction)),
-                    }
+            .find(|period| period.from > after)
+            .map(|period| Transition::scheduled(period.from, period.direction));
+        let ended = periods
+            .iter()
+            .find(|period| period.until > after)
+            .and_then(|period| self.end_of(period));
+        weekly
+            .chain(started)
+            .chain(ended)
+            .min_by_key(|transition| transition.at)
+    }
+
+    /// The transition at the end of `period`: the state of the week then.
+    fn end_of(&self, period: &Period) -> Option<Transition> {
+        self.weekly_governing(period.until)
+            .map(|weekly| Transition::scheduled(period.until, weekly.direction))
+    }
+
+    /// The latest transition of the crons (or the constant state) at or before `t`.
+    fn weekly_governing(&self, t: DateTime<Utc>) -> Option<Transition> {
+        if let Some(direction) = self.triggers.constant {
+            return Some(Transition::scheduled(CONSTANT_SINCE, direction));
+        }
+        let mut before = t;
+        loop {
+            let found: Vec<Transition> = self
+                .triggers
+                .crons
+                .iter()
+                .filter_map(|(direction, cron)| self.latest_firing(*direction, cron, before))
+                .collect();
+            let at = found.iter().map(|transition| transition.at).max()?;
+            match self.resolve(&found, at) {
+                Some(direction) => return Some(Transition::scheduled(at, direction)),
+                None => before = at.checked_sub_signed(TimeDelta::nanoseconds(1))?,
+            }
+        }
+    }
+
+    /// The earliest transition of the crons strictly after `after`.
+    fn weekly_next(&self, after: DateTime<Utc>) -> Option<Transition> {
+        let mut after = after;
+        loop {
+            let found: Vec<Transition> = self
+                .triggers
+                .crons
+                .iter()
+                .filter_map(|(direction, cron)| self.earliest_firing(*direction, cron, after))
+                .collect();
+            let at = found.iter().map(|transition| transition.at).min()?;
+            match self.resolve(&found, at) {
+                Some(direction) => return Some(Transition::scheduled(at, direction)),
+                None => after = at,
+            }
+        }
+    }
+
+    /// Which way the crons firing at `at` go; `None` when they cancel out.
+    ///
+    /// The user's crons firing at one instant: the scale-up wins, as the contract says. A
+    /// window list's edges only meet where a clock change skips their wall-clock times (they
+    /// all fire at the end of the gap). Its edges alternate up and down, so the last of them
+    /// is the way with one more; as many each way are windows (or stretches between them)
+    /// wholly inside the gap, which do not happen that day.
+    fn resolve(&self, found: &[Transition], at: DateTime<Utc>) -> Option<Direction> {
+        let count = |direction| {
+            found
+                .iter()
+                .filter(|transition| transition.at == at && transition.direction == direction)
+                .count()
+        };
+        let (down, up) = (count(Direction::Down), count(Direction::Up));
+        match self.rule {
+            Rule::Crons if up > 0 => Some(Direction::Up),
+            Rule::Crons => Some(Direction::Down),
+            Rule::Windows { .. } if up > down => Some(Direction::Up),
+            Rule::Windows { .. } if down > up => Some(Direction::Down),
+            Rule::Windows { .. } => None,
+        }
+    }
+
+    /// The latest firing of `cron` at or before `t` that is not a scale-up on a holiday.
+    fn latest_firing(
+        &self,
+        direction: Direction,
+        cron: &CronSpec,
+        t: DateTime<Utc>,
+    ) -> Option<Transition> {
+        let mut before = t;
+        loop {
+            let at = cron.latest_at_or_before(self.timezone, before)?;
+            match self.holiday_of(direction, at) {
+                // Look again before the first day of the holidays.
+                Some((first, _)) => {
+                    before = self
+                        .midnight(first)?
+                        .checked_sub_signed(TimeDelta::seconds(1))?;
                 }
-            })
-            .min_by_key(|transition| (transition.at, std::cmp::Reverse(transition.direction)))
+                None => return Some(Transition::scheduled(at, direction)),
+            }
+        }
+    }
+
+    /// The earliest firing of `cron` strictly after `after` that is not a scale-up on a holiday.
+    fn earliest_firing(
+        &self,
+        direction: Direction,
+        cron: &CronSpec,
+        after: DateTime<Utc>,
+    ) -> Option<Transition> {
+        let mut after = after;
+        loop {
+            let at = cron.earliest_after(self.timezone, after)?;
+            match self.holiday_of(direction, at) {
+                // Look again from the day after the holidays.
+                Some((_, last)) => {
+                    after = self
+                        .midnight(last.succ_opt()?)?
+                        .checked_sub_signed(TimeDelta::nanoseconds(1))?;
+                }
+                None => return Some(Transition::scheduled(at, direction)),
+            }
+        }
     }
 
     /// When the timer should next look: the next transition, or the end of an override in
@@ -227,15 +394,22 @@ impl Schedule {
 
     /// Whether any transition goes in `direction`.
     pub fn has(&self, direction: Direction) -> bool {
-        self.triggers.iter().any(|(d, _)| *d == direction)
+        let triggers = &self.triggers;
+        triggers.crons.iter().any(|(d, _)| *d == direction)
+            || triggers.constant == Some(direction)
+            || triggers
+                .periods
+                .iter()
+                .any(|period| period.direction == direction)
     }
 
     /// The annotation and its value that make the transitions in `direction`.
     pub fn rule_of(&self, direction: Direction) -> Option<(&'static str, &str)> {
         match &self.rule {
-            Rule::Windows { key, value } => Some((key, value)),
+            Rule::Windows { key, value, .. } => Some((key, value)),
             Rule::Crons => self
                 .triggers
+                .crons
                 .iter()
                 .find(|(d, _)| *d == direction)
                 .map(|(_, cron)| {
@@ -252,9 +426,13 @@ impl Schedule {
     /// ask which crons fire in a stretch of time.
     pub(super) fn singles(&self) -> Vec<Schedule> {
         self.triggers
+            .crons
             .iter()
             .map(|trigger| Schedule {
-                triggers: vec![trigger.clone()],
+                triggers: Triggers {
+                    crons: vec![trigger.clone()],
+                    ..self.triggers.clone()
+                },
                 ..self.clone()
             })
             .collect()

@@ -1,15 +1,20 @@
 //! Windows: `uptime: "Mon-Fri 07:00-20:00"` (awake inside, asleep outside) and `downtime`, the
 //! reverse. A window list is compiled into crons, one per wall-clock time at which the state
-//! changes, so windows run on the one transition engine with its daylight-saving rules.
+//! changes, so windows run on the one transition engine with its daylight-saving rules. A list
+//! that covers the whole week (or `always`, `never`) is a constant state of that engine, and
+//! kube-downscaler's absolute ranges (`2026-12-24T00:00:00+01:00-2027-01-02T00:00:00+01:00`) are
+//! its periods.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 
 use super::{
     CronSpec, Direction,
-    annotations::{InvalidAnnotation, invalid},
+    invalid::{InvalidAnnotation, invalid},
+    transition::{Period, Triggers},
 };
 
 const MINUTES_PER_DAY: usize = 24 * 60;
@@ -21,10 +26,11 @@ const CRON_DAYS: [&str; 7] = ["MON", "TUE", "WED", "THU", "FRI", "SAT", "SUN"];
 /// A window list, compiled.
 #[derive(Debug, Clone)]
 pub struct Windows {
-    /// The crons of the state changes: one per direction and time of day.
-    pub crons: Vec<(Direction, CronSpec)>,
+    pub triggers: Triggers,
     /// The zone the windows name, if they name one.
     pub timezone: Option<Tz>,
+    /// The windows that run over midnight, as written.
+    pub over_midnight: Vec<String>,
 }
 
 /// One `DAYS HH:MM-HH:MM [ZONE]` entry as written, for messages.
@@ -36,19 +42,49 @@ struct Window {
     timezone: Option<Tz>,
 }
 
+/// One entry of a list: a weekly window or an absolute range.
+enum Entry {
+    Weekly(Window),
+    Absolute {
+        from: DateTime<Utc>,
+        until: DateTime<Utc>,
+    },
+}
+
 /// Compiles the value of `key` (`uptime` when `inside` is `Up`, `downtime` when it is `Down`):
 /// entering a window is a transition in direction `inside`, leaving it one the other way.
 pub fn compile(key: &str, value: &str, inside: Direction) -> Result<Windows, InvalidAnnotation> {
-    let windows = split(value)
+    // kube-downscaler's words, for the whole value only, as there.
+    if is_constant(value.trim()) {
+        let always = value.trim().eq_ignore_ascii_case("always");
+        let direction = if always { inside } else { inside.opposite() };
+        return Ok(Windows {
+            triggers: Triggers {
+                constant: Some(direction),
+                ..Triggers::default()
+            },
+            timezone: None,
+            over_midnight: Vec::new(),
+        });
+    }
+    let entries = split(value)
         .into_iter()
-        .map(|text| parse_window(&text).map_err(|reason| invalid(key, value, &reason)))
+        .map(|text| parse_entry(&text).map_err(|reason| invalid(key, value, &reason)))
         .collect::<Result<Vec<_>, _>>()?;
-    if windows.is_empty() {
+    if entries.is_empty() {
         return Err(invalid(
             key,
             value,
             "holds no window; expected e.g. `Mon-Fri 07:00-20:00`",
         ));
+    }
+    let mut windows = Vec::new();
+    let mut ranges = Vec::new();
+    for entry in entries {
+        match entry {
+            Entry::Weekly(window) => windows.push(window),
+            Entry::Absolute { from, until } => ranges.push((from, until)),
+        }
     }
     let zones: Vec<Tz> = windows
         .iter()
@@ -59,11 +95,33 @@ pub fn compile(key: &str, value: &str, inside: Direction) -> Result<Windows, Inv
             key,
             value,
             &format!(
-                "names two time zones, {} and {other}; one schedule has one zone",
+                "names two time zones, {} and {other}; one schedule has one zone \
+                 (kube-downscaler reads each window in its own)",
                 zones[0]
             ),
         ));
     }
+    let mut triggers = weekly(key, value, &windows, inside)?;
+    triggers.periods = periods(ranges, inside);
+    Ok(Windows {
+        triggers,
+        timezone: zones.first().copied(),
+        over_midnight: windows
+            .iter()
+            .filter(|window| window.end != 0 && window.end < window.start)
+            .map(|window| window.text.clone())
+            .collect(),
+    })
+}
+
+/// The crons of the weekly windows, or the constant state when they never change it: outside
+/// all week when there are none.
+fn weekly(
+    key: &str,
+    value: &str,
+    windows: &[Window],
+    inside: Direction,
+) -> Result<Triggers, InvalidAnnotation> {
     // Which window holds each minute of the week, Monday 00:00 first.
     let mut holder: Vec<Option<usize>> = vec![None; MINUTES_PER_WEEK];
     for (index, window) in windows.iter().enumerate() {
@@ -77,7 +135,8 @@ pub fn compile(key: &str, value: &str, inside: Direction) -> Result<Windows, Inv
                         key,
                         value,
                         &format!(
-                            "has overlapping windows: `{}` and `{}` both hold {} {}",
+                            "has overlapping windows: `{}` and `{}` both hold {} {} \
+                             (kube-downscaler takes them together; write them as one)",
                             windows[other].text,
                             window.text,
                             DAYS[slot / MINUTES_PER_DAY],
@@ -102,6 +161,13 @@ pub fn compile(key: &str, value: &str, inside: Direction) -> Result<Windows, Inv
             .entry((direction, slot % MINUTES_PER_DAY))
             .or_default()[slot / MINUTES_PER_DAY] = true;
     }
+    if changes.is_empty() {
+        let all_week = holder[0].is_some();
+        return Ok(Triggers {
+            constant: Some(if all_week { inside } else { inside.opposite() }),
+            ..Triggers::default()
+        });
+    }
     let crons = changes
         .into_iter()
         .map(|((direction, minute), days)| {
@@ -113,10 +179,72 @@ pub fn compile(key: &str, value: &str, inside: Direction) -> Result<Windows, Inv
             CronSpec::parse(key, &expression).map(|cron| (direction, cron))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(Windows {
+    Ok(Triggers {
         crons,
-        timezone: zones.first().copied(),
+        ..Triggers::default()
     })
+}
+
+/// Absolute ranges as periods in direction `inside`: sorted, and those that overlap or touch
+/// made one, as kube-downscaler takes them together.
+fn periods(mut ranges: Vec<(DateTime<Utc>, DateTime<Utc>)>, inside: Direction) -> Vec<Period> {
+    ranges.sort();
+    let mut periods: Vec<Period> = Vec::new();
+    for (from, until) in ranges {
+        match periods.last_mut() {
+            Some(last) if from <= last.until => last.until = last.until.max(until),
+            _ => periods.push(Period {
+                from,
+                until,
+                direction: inside,
+            }),
+        }
+    }
+    periods
+}
+
+/// `2026-12-24T00:00:00+01:00-2027-01-02T00:00:00+01:00`: two RFC 3339 instants joined by `-`.
+/// kube-downscaler writes each with seconds and an offset; fractions and `Z` are read too.
+fn parse_absolute(text: &str) -> Result<Entry, String> {
+    let instant = |text: &str| {
+        DateTime::parse_from_rfc3339(text)
+            .ok()
+            .map(|at| at.with_timezone(&Utc))
+    };
+    let (from, until) = text
+        .match_indices('-')
+        .find_map(|(index, _)| Some((instant(&text[..index])?, instant(&text[index + 1..])?)))
+        .ok_or_else(|| {
+            format!(
+                "has `{text}`, which is not two RFC 3339 instants joined by `-`, \
+                 e.g. `2026-12-24T00:00:00+01:00-2027-01-02T00:00:00+01:00`"
+            )
+        })?;
+    if until <= from {
+        return Err(format!(
+            "has `{text}`, an empty range: it does not end after it starts \
+             (kube-downscaler reads it as never, or as that one instant if both are the same)"
+        ));
+    }
+    Ok(Entry::Absolute { from, until })
+}
+
+/// kube-downscaler's `always` and `never`, in any case.
+fn is_constant(text: &str) -> bool {
+    text.eq_ignore_ascii_case("always") || text.eq_ignore_ascii_case("never")
+}
+
+fn parse_entry(text: &str) -> Result<Entry, String> {
+    if text.starts_with(|c: char| c.is_ascii_digit()) && text.contains('T') {
+        return parse_absolute(text);
+    }
+    if is_constant(text) {
+        return Err(format!(
+            "has `{text}` as one of several entries; `always` and `never` are the whole value \
+             (as in kube-downscaler)"
+        ));
+    }
+    parse_window(text).map(Entry::Weekly)
 }
 
 fn clock(minute: usize) -> String {
@@ -133,7 +261,8 @@ fn split(value: &str) -> Vec<String> {
             pending.push(',');
         }
         pending.push_str(piece);
-        let only_days = !piece.is_empty() && !piece.contains(char::is_whitespace);
+        let only_days =
+            !piece.is_empty() && !piece.contains(char::is_whitespace) && !is_constant(piece);
         if !only_days || piece.contains(':') {
             windows.push(std::mem::take(&mut pending));
         }
@@ -165,7 +294,8 @@ fn parse_window(text: &str) -> Result<Window, String> {
     let end = parse_clock(end, true).map_err(|reason| format!("has `{text}`: {reason}"))?;
     if start == end % MINUTES_PER_DAY && end != MINUTES_PER_DAY {
         return Err(format!(
-            "has `{text}`, an empty window: it starts and ends at {}",
+            "has `{text}`, an empty window: it starts and ends at {} (kube-downscaler reads it \
+             as never; leave it out)",
             clock(start)
         ));
     }

@@ -107,6 +107,13 @@ pub fn render_table(plan: &Plan, savings: &Savings) -> String {
     if plan.transitions.is_empty() && plan.summaries.is_empty() {
         let _ = writeln!(out, "(no transitions in the window)");
     }
+    for note in &plan.notes {
+        let _ = writeln!(
+            out,
+            "NOTE {}/{}/{}: {}",
+            note.namespace, note.kind, note.name, note.note
+        );
+    }
     for object in &plan.invalid {
         let _ = writeln!(
             out,

@@ -491,3 +491,47 @@ fn a_direction_that_fires_once_in_a_summarised_object_says_so() {
     };
     assert_eq!(describe_summary(&once), "up once, at 2026-11-20T07:00:00Z");
 }
+
+#[test]
+fn downtime_all_week_is_asleep_all_week_from_the_catch_up() {
+    let text = deployment(
+        "idle",
+        3,
+        "    cronscaler.dev/downtime: \"Mon-Fri 00:00-24:00, Sat-Sun 00:00-24:00\"",
+    );
+    let objects = parse_manifests(&text, "idle.yaml").unwrap().objects;
+    let plan = simulate(&objects, utc(2, 0), utc(9, 0), Tz::UTC);
+    let rows: Vec<_> = plan
+        .transitions
+        .iter()
+        .map(|t| (t.at, t.action.as_str(), t.from, t.to, t.catch_up))
+        .collect();
+    assert_eq!(rows, vec![(utc(2, 0), "down", 3, 0, true)]);
+    let totals = savings(&plan.timelines, Prices::default()).total;
+    assert_eq!(totals.seconds_asleep, 168 * 3600);
+}
+
+#[test]
+fn a_window_over_midnight_gets_a_note_naming_kube_downscalers_reading() {
+    let text = deployment(
+        "night",
+        3,
+        "    cronscaler.dev/uptime: \"Mon-Fri 22:00-06:00, Sat 10:00-12:00\"",
+    );
+    let objects = parse_manifests(&text, "night.yaml").unwrap().objects;
+    let plan = simulate(&objects, utc(2, 0), utc(9, 0), Tz::UTC);
+    let notes: Vec<&str> = plan.notes.iter().map(|note| note.note.as_str()).collect();
+    assert_eq!(
+        notes,
+        vec![
+            "cronscaler.dev/uptime `Mon-Fri 22:00-06:00` runs over midnight: each window ends on \
+             the morning after a day it names; kube-downscaler's Go version matches the weekday \
+             of each instant instead, and its Python version never matches such a window"
+        ]
+    );
+    let table = render_table(&plan, &savings(&plan.timelines, Prices::default()));
+    assert!(
+        table.contains("NOTE staging/Deployment/night: cronscaler.dev/uptime `Mon-Fri 22:00-06:00` runs over midnight"),
+        "{table}"
+    );
+}

@@ -8,7 +8,8 @@ use serde::Serialize;
 use crate::{
     scaling::asleep::recorded_transition,
     schedule::{
-        Annotations, Direction, EXCLUDE, ORIGINAL_REPLICAS, UP_REPLICAS, has_schedule, inherit,
+        Annotations, CONSTANT_SINCE, Direction, EXCLUDE, ORIGINAL_REPLICAS, UP_REPLICAS,
+        has_schedule, inherit,
     },
 };
 
@@ -136,7 +137,22 @@ pub fn state(
                 (action, next.at)
             });
             let state = if asleep { State::Asleep } else { State::Awake };
-            Some(standing(state, next, Vec::new()))
+            // A constant state has no instant of its own: say what holds it instead.
+            let constant = schedule
+                .governing_transition(now)
+                .filter(|governing| governing.at == CONSTANT_SINCE && next.is_none());
+            let reasons = constant
+                .and_then(|governing| {
+                    let (key, value) = schedule.rule_of(governing.direction)?;
+                    let held = match governing.direction {
+                        Direction::Up => "awake",
+                        Direction::Down => "asleep",
+                    };
+                    Some(format!("{held} all the time by {key} {value:?}"))
+                })
+                .into_iter()
+                .collect();
+            Some(standing(state, next, reasons))
         }
     }
 }
@@ -144,7 +160,9 @@ pub fn state(
 /// The instant `last-transition` records, also where the rest does not parse: an invalid
 /// object's.
 fn recorded_instant(own: &BTreeMap<String, String>) -> Option<DateTime<Utc>> {
-    recorded_transition(own).map(|transition| transition.at)
+    recorded_transition(own)
+        .map(|transition| transition.at)
+        .filter(|at| *at != CONSTANT_SINCE)
 }
 
 fn awake_replicas(parsed: &Annotations, own: &BTreeMap<String, String>, replicas: i32) -> i32 {

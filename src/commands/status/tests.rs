@@ -3,7 +3,7 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use super::*;
 use crate::schedule::{ASLEEP_UNTIL, AWAKE_UNTIL};
 use crate::schedule::{
-    DOWN_REPLICAS, EXCLUDE, LAST_TRANSITION, ORIGINAL_REPLICAS, ORIGINAL_SUSPEND, PAUSED,
+    DOWN_REPLICAS, DOWNTIME, EXCLUDE, LAST_TRANSITION, ORIGINAL_REPLICAS, ORIGINAL_SUSPEND, PAUSED,
     UP_REPLICAS,
     test_support::{annotations as annotations_of, at},
 };
@@ -430,4 +430,29 @@ fn a_schedule_in_a_namespace_the_controller_never_touches_is_excluded() {
         vec!["namespace kube-system is never touched (--exclude-namespaces)"]
     );
     assert_eq!(status.objects[1].state, State::Awake);
+}
+
+#[test]
+fn downtime_all_week_is_asleep_with_no_next_transition_and_says_what_holds_it() {
+    let row = only_row(
+        &[deployment(
+            "idle",
+            0,
+            &[
+                (DOWNTIME, "Mon-Sun 00:00-24:00"),
+                (ORIGINAL_REPLICAS, "3"),
+                (LAST_TRANSITION, "1970-01-01T00:00:00Z down"),
+            ],
+        )],
+        &[],
+        night(),
+    );
+    assert_eq!(row.state, State::Asleep);
+    assert_eq!(row.since, None);
+    assert_eq!(row.next, None);
+    assert_eq!(
+        row.reasons,
+        vec![r#"asleep all the time by cronscaler.dev/downtime "Mon-Sun 00:00-24:00""#]
+    );
+    assert_eq!((row.replicas, row.awake_replicas), (0, 3));
 }

@@ -1,0 +1,102 @@
+//! Window lists that hold a state all week, against a real API server: `downtime` covering the
+//! whole week puts a Deployment to sleep once, with its Event, and `uptime` covering it wakes
+//! one that an earlier schedule put to sleep.
+//!
+//! See `tests/support/mod.rs` for where the API server comes from.
+
+mod support;
+
+use std::time::Duration;
+
+use kube::api::PostParams;
+use serde_json::json;
+use support::{Scenario, describe, eventually, occurrences, replicas_and_annotations};
+
+const ORIGINAL: &str = "cronscaler.dev/original-replicas";
+const LAST: &str = "cronscaler.dev/last-transition";
+
+/// Lateness we accept from a catch-up: one reconcile on a busy 2-core machine.
+const LATENESS: Duration = Duration::from_secs(15);
+
+#[tokio::test]
+async fn a_window_list_covering_the_week_holds_its_state_applied_once_with_its_event() {
+    let Some(scenario) = Scenario::shared("whole-week").await else {
+        return;
+    };
+    // Created now, a Deployment would otherwise wait out its grace period before sleeping.
+    let mut controller = scenario.start_controller("cronscaler", &["--grace-period", "0s"]);
+    controller.wait_ready().await;
+    let deployments = scenario.deployments();
+    deployments
+        .create(
+            &PostParams::default(),
+            &support::deployment(
+                "idle",
+                2,
+                json!({ "cronscaler.dev/downtime": "Mon-Sun 00:00-24:00" }),
+            ),
+        )
+        .await
+        .expect("a Deployment asleep all week");
+    deployments
+        .create(
+            &PostParams::default(),
+            &support::deployment(
+                "busy",
+                0,
+                json!({
+                    "cronscaler.dev/uptime": "Mon-Fri 00:00-24:00, Sat-Sun 00:00-24:00",
+                    ORIGINAL: "3",
+                    LAST: "2026-01-05T20:00:00Z down",
+                }),
+            ),
+        )
+        .await
+        .expect("a Deployment asleep by an earlier schedule, awake all week now");
+
+    let annotations = eventually("the downtime all week applied", LATENESS, || async {
+        let (replicas, annotations) = replicas_and_annotations(&deployments, "idle").await?;
+        (replicas == 0).then_some(annotations)
+    })
+    .await;
+    assert_eq!(annotations.get(ORIGINAL).map(String::as_str), Some("2"));
+    assert_eq!(
+        annotations.get(LAST).map(String::as_str),
+        Some("1970-01-01T00:00:00Z down")
+    );
+    let slept = scenario.event("idle", "ScaledDown", LATENESS).await;
+    assert!(
+        slept
+            .note
+            .as_deref()
+            .is_some_and(|note| note.contains("cronscaler.dev/downtime \"Mon-Sun 00:00-24:00\"")),
+        "{slept:?}"
+    );
+
+    let annotations = eventually("the uptime all week applied", LATENESS, || async {
+        let (replicas, annotations) = replicas_and_annotations(&deployments, "busy").await?;
+        (replicas == 3).then_some(annotations)
+    })
+    .await;
+    assert!(
+        !annotations.contains_key(ORIGINAL),
+        "original-replicas is removed on the way up: {annotations:?}"
+    );
+    scenario.event("busy", "ScaledUp", LATENESS).await;
+
+    // Once: give a second application time to show.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    for (name, reason) in [("idle", "ScaledDown"), ("busy", "ScaledUp")] {
+        let events = scenario.events(name).await;
+        assert_eq!(
+            occurrences(&events, reason),
+            1,
+            "{name}: applied once:\n{}",
+            describe(&events)
+        );
+    }
+    controller
+        .assert_stops_cleanly(Duration::from_secs(5))
+        .await;
+    scenario.finish().await;
+}
