@@ -13,11 +13,10 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use chrono::{Timelike as _, Utc};
-use futures::{StreamExt as _, TryStreamExt as _, stream};
-use kube::api::PostParams;
 use serde_json::json;
-use support::{Scenario, envtest, eventually, last_transition, metric, say};
+use support::{
+    Scenario, awake_since_this_morning, create_deployments, envtest, eventually, metric, say,
+};
 
 /// Creates at once; the API server, not this client, is the limit.
 const CONCURRENT_CREATES: usize = 32;
@@ -32,46 +31,21 @@ async fn resident_memory_on_ten_thousand_deployments() {
     let Some(scenario) = Scenario::own("memory", envtest::Options::api_server_only()).await else {
         return;
     };
-    // Awake since this morning, as in e2e_startup: nothing is due.
-    let now = Utc::now();
-    let (up_hour, down_hour) = ((now.hour() + 18) % 24, (now.hour() + 6) % 24);
-    let up_today = now
-        .with_hour(up_hour)
-        .and_then(|at| at.with_minute(0))
-        .and_then(|at| at.with_second(0))
-        .and_then(|at| at.with_nanosecond(0))
-        .expect("a whole hour today");
-    let last_up = if up_today <= now {
-        up_today
-    } else {
-        up_today - chrono::Duration::days(1)
-    };
-    let last_applied = "x".repeat(4096);
-    let deployments = scenario.deployments();
+    let last_applied =
+        json!({ "kubectl.kubernetes.io/last-applied-configuration": "x".repeat(4096) });
+    let mut scheduled_annotations = awake_since_this_morning();
+    scheduled_annotations["kubectl.kubernetes.io/last-applied-configuration"] =
+        last_applied["kubectl.kubernetes.io/last-applied-configuration"].clone();
     let started = Instant::now();
-    stream::iter(0..count)
-        .map(|index| {
-            let mut annotations = json!({
-                "kubectl.kubernetes.io/last-applied-configuration": last_applied,
-            });
-            if index % 10 == 0 {
-                annotations["cronscaler.dev/scale-down"] = json!(format!("0 0 {down_hour} * * *"));
-                annotations["cronscaler.dev/scale-up"] = json!(format!("0 0 {up_hour} * * *"));
-                annotations["cronscaler.dev/last-transition"] =
-                    json!(last_transition(last_up, "up"));
-            }
-            let deployment = support::deployment(&format!("app-{index:05}"), 1, annotations);
-            let deployments = deployments.clone();
-            async move {
-                deployments
-                    .create(&PostParams::default(), &deployment)
-                    .await
-            }
-        })
-        .buffer_unordered(CONCURRENT_CREATES)
-        .try_for_each(|_| async { Ok(()) })
-        .await
-        .expect("creating the Deployments");
+    let population = (0..count).map(|index| {
+        let annotations = if index % 10 == 0 {
+            &scheduled_annotations
+        } else {
+            &last_applied
+        };
+        support::deployment(&format!("app-{index:05}"), 1, annotations.clone())
+    });
+    create_deployments(&scenario.deployments(), population, CONCURRENT_CREATES).await;
     say(&format!(
         "memory: created {count} Deployments in {:.1} s",
         started.elapsed().as_secs_f64()

@@ -9,11 +9,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use chrono::{Timelike as _, Utc};
-use futures::{StreamExt as _, TryStreamExt as _, stream};
-use kube::api::PostParams;
-use serde_json::json;
-use support::{Scenario, envtest, last_transition, metric, say};
+use support::{Scenario, awake_since_this_morning, create_deployments, envtest, metric, say};
 
 const DEPLOYMENTS: usize = 1_000;
 
@@ -31,46 +27,13 @@ async fn starting_on_a_thousand_quiet_deployments_reads_next_to_none_of_them() {
         return;
     };
 
-    // Awake since this morning: the scale-up about 6 hours ago is recorded, the scale-down is
-    // about 6 hours away. Nothing is due, and the scale-up set no replicas (no up-replicas, no
-    // original to give back) that someone could since have reverted: the Deployments are
-    // created now by someone else, as a rollout would have rewritten them.
-    let now = Utc::now();
-    let up_hour = (now.hour() + 18) % 24;
-    let down_hour = (now.hour() + 6) % 24;
-    let up_today = now
-        .with_hour(up_hour)
-        .and_then(|at| at.with_minute(0))
-        .and_then(|at| at.with_second(0))
-        .and_then(|at| at.with_nanosecond(0))
-        .expect("a whole hour today");
-    let last_up = if up_today <= now {
-        up_today
-    } else {
-        up_today - chrono::Duration::days(1)
-    };
-    let annotations = json!({
-        "cronscaler.dev/scale-down": format!("0 0 {down_hour} * * *"),
-        "cronscaler.dev/scale-up": format!("0 0 {up_hour} * * *"),
-        "cronscaler.dev/last-transition": last_transition(last_up, "up"),
-    });
-    let deployments = scenario.deployments();
+    // Awake since this morning: nothing is due. The Deployments are created now by someone
+    // else, as a rollout would have rewritten them.
+    let annotations = awake_since_this_morning();
     let started = Instant::now();
-    stream::iter(0..DEPLOYMENTS)
-        .map(|index| {
-            let deployment =
-                support::deployment(&format!("quiet-{index:04}"), 1, annotations.clone());
-            let deployments = deployments.clone();
-            async move {
-                deployments
-                    .create(&PostParams::default(), &deployment)
-                    .await
-            }
-        })
-        .buffer_unordered(CONCURRENT_CREATES)
-        .try_for_each(|_| async { Ok(()) })
-        .await
-        .expect("creating the Deployments");
+    let population = (0..DEPLOYMENTS)
+        .map(|index| support::deployment(&format!("quiet-{index:04}"), 1, annotations.clone()));
+    create_deployments(&scenario.deployments(), population, CONCURRENT_CREATES).await;
     say(&format!(
         "start-up: created {DEPLOYMENTS} Deployments in {:.1} s",
         started.elapsed().as_secs_f64()

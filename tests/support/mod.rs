@@ -814,3 +814,42 @@ pub fn window_around_now() -> String {
         clock(now + chrono::Duration::hours(1))
     )
 }
+
+/// The schedule of a Deployment awake since this morning: its scale-up about 6 hours ago is
+/// recorded, its scale-down is about 6 hours away, so nothing is due. The scale-up set no
+/// replicas (no up-replicas, no original to give back) that someone could since have reverted.
+pub fn awake_since_this_morning() -> Value {
+    let now = Utc::now();
+    let (up_hour, down_hour) = ((now.hour() + 18) % 24, (now.hour() + 6) % 24);
+    let up_today = now
+        .with_hour(up_hour)
+        .and_then(|at| at.with_minute(0))
+        .and_then(|at| at.with_second(0))
+        .and_then(|at| at.with_nanosecond(0))
+        .expect("a whole hour today");
+    let last_up = if up_today <= now {
+        up_today
+    } else {
+        up_today - chrono::Duration::days(1)
+    };
+    json!({
+        "cronscaler.dev/scale-down": format!("0 0 {down_hour} * * *"),
+        "cronscaler.dev/scale-up": format!("0 0 {up_hour} * * *"),
+        "cronscaler.dev/last-transition": last_transition(last_up, "up"),
+    })
+}
+
+/// Creates `deployments`, `at_once` at a time: the API server, not this client, is the limit.
+pub async fn create_deployments(
+    api: &Api<Deployment>,
+    deployments: impl Iterator<Item = Deployment>,
+    at_once: usize,
+) {
+    use futures::{StreamExt as _, TryStreamExt as _};
+    futures::stream::iter(deployments)
+        .map(|deployment| async move { api.create(&PostParams::default(), &deployment).await })
+        .buffer_unordered(at_once)
+        .try_for_each(|_| async { Ok(()) })
+        .await
+        .expect("creating the Deployments");
+}
