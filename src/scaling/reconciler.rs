@@ -474,8 +474,10 @@ async fn remove_stale_overrides(
     );
     match patch_target(&ctx.client, target, &patch).await {
         Ok(()) => Ok(()),
-        // Deleted, or changed since the read: the next look sees what is there now.
-        Err(error) if is_status(&error, 404) || is_status(&error, 409) => Ok(()),
+        // Deleted since the read: nothing left to clean. Changed since the read (409) fails,
+        // so the key comes back with backoff: nothing else may look at it again, and an ended
+        // override left behind shadows every later override of its Namespace.
+        Err(error) if is_status(&error, 404) => Ok(()),
         Err(error) => Err(Error::api(
             "remove an ended override from",
             target.kind.as_str(),

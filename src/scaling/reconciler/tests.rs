@@ -801,3 +801,48 @@ async fn an_override_reaching_too_far_is_refused_with_the_reason() {
     ];
     reconcile_ok(deployment_target(), &[at(22, 0, 0)], false, script).await;
 }
+
+/// An ended override left on the object would shadow every later override of its Namespace:
+/// a removal refused on a stale read fails, so the key comes back with backoff and removes it.
+#[tokio::test]
+async fn an_ended_override_whose_removal_conflicts_is_removed_on_a_retry() {
+    let asleep = [
+        NIGHTLY[0],
+        NIGHTLY[1],
+        (schedule::ORIGINAL_REPLICAS, "2"),
+        (schedule::LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
+        (schedule::ASLEEP_UNTIL, "2026-11-23T21:00:00Z"),
+    ];
+    let before = app_0(0, &asleep);
+    let removal = json!({
+        "metadata": {
+            "resourceVersion": "10464",
+            "annotations": { (schedule::ASLEEP_UNTIL): null },
+        },
+    });
+    let script = vec![
+        get(APP_0, before.clone()),
+        Exchange::new("PATCH", format!("{APP_0}?&fieldManager=cronscaler"))
+            .body(removal.clone())
+            .reply_captured(CONFLICT),
+        get(APP_0, before.clone()),
+        scale_patch(APP_0, removal, before),
+    ];
+    let results = reconcile_against(
+        deployment_target(),
+        &[at(22, 0, 0), at(22, 0, 1)],
+        false,
+        script,
+    )
+    .await;
+    let error = results[0]
+        .as_ref()
+        .expect_err("a conflict fails the look, to be retried");
+    assert!(
+        error
+            .to_string()
+            .starts_with("remove an ended override from Deployment load-0/app-0: "),
+        "{error}"
+    );
+    assert!(results[1].is_ok(), "{:?}", results[1]);
+}
