@@ -35,7 +35,7 @@ use crate::{
         hpa::{self, HpaChange, HpaIndex},
         namespaces::NamespaceSchedules,
         on_demand,
-        reports::{NamespaceReports, QUIET, Settled, describe},
+        reports::{NamespaceReports, QUIET, Settled, WorkloadOutcome, describe},
         target::{ScaleTarget, TargetKind, TargetState},
         timer::Timer,
     },
@@ -593,12 +593,16 @@ fn tally(
     else {
         return;
     };
-    if ctx.dry_run || (result.is_ok() && change.replicas.is_none()) {
+    if ctx.dry_run {
         return;
     }
     let namespace = &target.key.namespace;
     let object = format!("{} {}", target.kind, target.key.name);
-    let outcome = result.as_ref().map(drop).map_err(ToString::to_string);
+    let outcome = match (result, change.replicas) {
+        (Err(error), _) => WorkloadOutcome::Failed(error.to_string()),
+        (Ok(()), Some(_)) => WorkloadOutcome::Changed,
+        (Ok(()), None) => WorkloadOutcome::Unchanged,
+    };
     // Each workload applies a namespace's override at its own instant: one report gathers
     // them all, by the override's end.
     let (transition, by) = match transition.until {
