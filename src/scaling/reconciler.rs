@@ -29,7 +29,11 @@ use crate::{
     ops::metrics::{Metrics, Outcome, ScaleDirection},
     runtime::api_errors::is_status,
     runtime::workqueue::Enqueue,
-    runtime::{CONTROLLER_NAME, events::Events, key::ObjectKey},
+    runtime::{
+        CONTROLLER_NAME,
+        events::{Events, Note},
+        key::ObjectKey,
+    },
     scaling::key::ScalingKey,
     scaling::{
         hpa::{self, HpaChange, HpaIndex},
@@ -168,10 +172,8 @@ pub async fn reconcile(
     }
     if let Annotations::Invalid(problems) = &annotations {
         let reasons: Vec<String> = problems.iter().map(ToString::to_string).collect();
-        let note = format!(
-            "no scheduled scaling until the annotations are fixed: {}",
-            reasons.join("; ")
-        );
+        let note =
+            Note::new("no scheduled scaling until the annotations are fixed: ").list(reasons, "; ");
         tracing::warn!(object = %target, %note, "invalid schedule");
         let cause = refused_cause(&observed.annotations);
         return warn_once(ctx, target, &observed, "InvalidSchedule", cause, note).await;
@@ -218,8 +220,10 @@ pub async fn reconcile(
     }
 }
 
-/// Says a warning unless its cause is already written on the object, and writes the cause
-/// first, so each is said once per cause across restarts and failovers. A dry run writes
+/// Says a warning unless its cause is already written on the object, then writes the cause,
+/// so each is said once per cause across restarts and failovers. A warning whose Event the
+/// server refused is not written, so the next look says it again; should the write fail
+/// after the Event, the retry says it twice, which is better than never. A dry run writes
 /// nothing, so there a warning may be said again after a restart.
 async fn warn_once(
     ctx: &ScalingContext,
@@ -227,9 +231,13 @@ async fn warn_once(
     observed: &TargetState,
     reason: &str,
     cause: String,
-    note: String,
+    note: impl Into<Note>,
 ) -> Result<(), Error> {
     if already_warned(&observed.annotations, &cause) {
+        return Ok(());
+    }
+    if !ctx.events.warning(&observed.reference, reason, note).await {
+        // Not said: not marked either, so the next look says it again.
         return Ok(());
     }
     if !ctx.dry_run {
@@ -247,7 +255,6 @@ async fn warn_once(
             }
         }
     }
-    ctx.events.warning(&observed.reference, reason, note).await;
     Ok(())
 }
 

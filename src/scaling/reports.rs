@@ -12,7 +12,10 @@ use std::{
 
 use tokio::time::Instant;
 
-use crate::schedule::{Direction, Transition};
+use crate::{
+    runtime::events::Note,
+    schedule::{Direction, Transition},
+};
 
 /// How long after the last outcome of a transition its report waits.
 pub const QUIET: Duration = Duration::from_secs(5);
@@ -205,39 +208,46 @@ impl NamespaceReports {
 }
 
 /// The Namespace's Event: reason and note.
-pub fn describe(tally: &Tally, transition: Transition) -> (&'static str, String) {
+pub fn describe(tally: &Tally, transition: Transition) -> (&'static str, Note) {
     let (reason, verb) = match transition.direction {
         Direction::Down => ("NamespaceScaledDown", "slept"),
         Direction::Up => ("NamespaceScaledUp", "woke"),
     };
-    let changed = tally.changed();
-    let changed = match changed.len() {
-        0 => format!("{verb} no workload"),
-        1 => format!("{verb} 1 workload ({})", changed.join(", ")),
-        n => format!("{verb} {n} workloads ({})", changed.join(", ")),
+    let changed: Vec<String> = tally.changed().into_iter().map(String::from).collect();
+    let note = match changed.len() {
+        0 => Note::new(format!("{verb} no workload")),
+        n => {
+            let count = if n == 1 {
+                "1 workload".to_string()
+            } else {
+                format!("{n} workloads")
+            };
+            Note::new(format!("{verb} {count} ("))
+                .list(changed, ", ")
+                .text(")")
+        }
     };
-    let mut note = match transition.until {
-        Some(_) => format!("{changed} on demand by {}", tally.by),
-        None => format!(
-            "{changed} by {} at {}",
+    let note = match transition.until {
+        Some(_) => note.text(format!(" on demand by {}", tally.by)),
+        None => note.text(format!(
+            " by {} at {}",
             tally.by,
             transition
                 .at
                 .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-        ),
+        )),
     };
     let failed = tally.failed();
-    if !failed.is_empty() {
-        let reasons: Vec<String> = failed
-            .iter()
-            .map(|(object, reason)| format!("{object}: {reason}"))
-            .collect();
-        note.push_str(&format!(
-            "; {} failed, retried on their own: {}",
-            failed.len(),
-            reasons.join("; ")
-        ));
+    if failed.is_empty() {
+        return (reason, note);
     }
+    let reasons: Vec<String> = failed
+        .iter()
+        .map(|(object, reason)| format!("{object}: {reason}"))
+        .collect();
+    let note = note
+        .text(format!("; {} failed, retried on their own: ", failed.len()))
+        .list(reasons, "; ");
     (reason, note)
 }
 
@@ -278,8 +288,9 @@ mod tests {
         else {
             panic!("settled 5 s after the last outcome");
         };
+        let (reason, note) = describe(&tally, night);
         assert_eq!(
-            describe(&tally, night),
+            (reason, note.to_string()),
             (
                 "NamespaceScaledDown",
                 "slept 1 workload (Deployment web) by cronscaler.dev/scale-down \"0 20 * * *\" (UTC) \
@@ -315,7 +326,7 @@ mod tests {
             panic!("settled");
         };
         assert_eq!(
-            describe(&tally, morning).1,
+            describe(&tally, morning).1.to_string(),
             "woke 2 workloads (Deployment web, CronJob report) by cronscaler.dev/scale-up \
              \"0 7 * * *\" (UTC) at 2026-11-24T07:00:00Z"
         );
@@ -351,7 +362,7 @@ mod tests {
             panic!("settled");
         };
         assert_eq!(
-            describe(&tally, night).1,
+            describe(&tally, night).1.to_string(),
             "slept 1 workload (Deployment web) by cronscaler.dev/scale-down \"0 20 * * *\" (UTC) \
              at 2026-11-23T20:00:00Z"
         );
@@ -382,7 +393,7 @@ mod tests {
             if let Settled::Report(tally) = reports.settle("staging", night, now + QUIET) {
                 told.push(now);
                 assert_eq!(
-                    describe(&tally, night).1,
+                    describe(&tally, night).1.to_string(),
                     "slept no workload by cronscaler.dev/scale-down \"0 20 * * *\" (UTC) at \
                      2026-11-23T20:00:00Z; 1 failed, retried on their own: StatefulSet db: \
                      Internal error occurred"
