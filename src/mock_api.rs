@@ -17,6 +17,7 @@ pub const ALREADY_EXISTS: &str =
 pub const FOO: &str = include_str!("../tests/fixtures/apiserver/get-foo.json");
 pub const FOO_WITH_STATUS: &str = include_str!("../tests/fixtures/apiserver/patch-foo-status.json");
 pub const FOO_INVALID: &str = include_str!("../tests/fixtures/apiserver/patch-foo-422.json");
+pub const EVENT_INVALID: &str = include_str!("../tests/fixtures/apiserver/create-event-422.json");
 
 /// One expected request and the server's answer to it.
 pub struct Exchange {
@@ -142,6 +143,9 @@ impl ApiServer {
             if let Err(denied) = authorized(parts.method.as_str(), &path) {
                 panic!("request #{index}: {denied}");
             }
+            if let Err(invalid) = valid_event(parts.method.as_str(), &path, &sent) {
+                panic!("request #{index}: {invalid}");
+            }
             if let Some(content_type) = expected.content_type {
                 assert_eq!(
                     parts
@@ -252,6 +256,21 @@ fn authorized(method: &str, path_and_query: &str) -> Result<(), String> {
         Err(format!(
             "RBAC in rbac/ does not allow {verb} on {resource} in group {group:?} ({method} {path})"
         ))
+    }
+}
+
+/// What the API server's validation refuses in an Event (the captured
+/// `create-event-422.json`): a note over 1,024 bytes.
+fn valid_event(method: &str, path: &str, sent: &Value) -> Result<(), String> {
+    let is_event = method == "POST" && path.contains("/events");
+    let note = sent["note"].as_str().unwrap_or_default();
+    if is_event && note.len() > 1024 {
+        Err(format!(
+            "the API server refuses an Event whose note has {} bytes, over 1,024 (422 Invalid): {note}",
+            note.len()
+        ))
+    } else {
+        Ok(())
     }
 }
 

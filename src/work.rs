@@ -150,7 +150,7 @@ mod tests {
 
     use super::*;
     use crate::{
-        mock_api::{Exchange, NOT_FOUND, mock_client},
+        mock_api::{Exchange, NOT_FOUND, events_path, mock_client},
         ops::http::Health,
         runtime::{
             events::Events,
@@ -247,6 +247,57 @@ mod tests {
         queue.shutdown_and_drain().await;
         worker.await.unwrap();
         drop(writers);
+        server.await.unwrap();
+    }
+
+    const WEBHOOK_FAILED: &str =
+        include_str!("../tests/fixtures/apiserver/patch-deployment-webhook-500.json");
+
+    /// A Deployment of `shop` at 2 replicas whose scale-down is due every minute.
+    fn sleepy(name: &str) -> serde_json::Value {
+        serde_json::json!({
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {
+                "name": name,
+                "namespace": "shop",
+                "uid": "0f1e2d3c",
+                "resourceVersion": "7",
+                "annotations": { (crate::schedule::SCALE_DOWN): "* * * * *" },
+            },
+            "spec": { "replicas": 2 },
+        })
+    }
+
+    /// A webhook with `failurePolicy: Fail` that nobody serves makes the API server answer 500
+    /// for this one object: the server itself answers, so the object backs off on its own
+    /// instead of waiting for an outage to end (which, the server answering, never does).
+    #[tokio::test(start_paused = true)]
+    async fn a_webhook_refusing_one_object_backs_that_object_off_instead_of_parking_it() {
+        let (client, server) = mock_client();
+        let path = "/apis/apps/v1/namespaces/shop/deployments/web";
+        let patch = format!("{path}?&fieldManager=cronscaler");
+        let server = tokio::spawn(server.serve(vec![
+            Exchange::new("GET", path).reply(200, sleepy("web")),
+            Exchange::new("PATCH", patch.clone()).reply_captured(WEBHOOK_FAILED),
+            Exchange::new("GET", path).reply(200, sleepy("web")),
+            Exchange::new("PATCH", patch).reply(200, sleepy("web")),
+            Exchange::new("POST", events_path("shop")).reply(201, serde_json::json!({})),
+        ]));
+        let queue = WorkQueue::<WorkKey>::new(RateLimit::default());
+        let (workers, writers) = workers(client, &queue);
+        let web = deployment("web");
+        queue.add(web.clone());
+        let (_leadership, leading) = watch::channel(true);
+        let health = Arc::new(Health::default());
+        let worker = tokio::spawn(worker(workers.clone(), leading, health.alive("worker")));
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert_eq!(queue.parked(), 0, "nothing waits for an outage");
+        assert_eq!(workers.retries.get(), 1, "retried once, with backoff");
+        assert_eq!(queue.retries(&web), 0, "its success forgot the failure");
+        queue.shutdown_and_drain().await;
+        worker.await.unwrap();
+        drop((workers, writers));
         server.await.unwrap();
     }
 }

@@ -9,7 +9,9 @@ mod support;
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
-use kube::api::PostParams;
+use k8s_openapi::api::{apps::v1::Deployment, core::v1::Namespace};
+use kube::{Api, api::PostParams};
+use serde_json::json;
 use support::{
     Scenario, describe, down_at, envtest, eventually, example_foo, last_transition, metric,
     occurrences, poll_until, replicas_and_annotations, say, sleep_until, whole_second_in,
@@ -184,4 +186,146 @@ async fn without_the_foo_crd_deployments_are_scaled_and_a_crd_installed_later_is
         failures.push("the controller exited".into());
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The user's story: an admission webhook with `failurePolicy: Fail` that nobody serves covers
+/// one Deployment, so the API server answers 500 to every write of it. That Deployment backs
+/// off on its own, and the API server is not taken for down: nothing probes it, and another
+/// namespace's Deployment is scaled on time.
+#[tokio::test]
+async fn a_webhook_failing_one_deployment_backs_it_off_and_the_rest_are_scaled() {
+    let Some(scenario) = Scenario::own("webhook", envtest::Options::api_server_only()).await else {
+        return;
+    };
+    let plane = scenario.plane();
+    let other = format!("{}-other", scenario.namespace);
+    let namespaces: Api<Namespace> = Api::all(scenario.client.clone());
+    namespaces
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({ "metadata": { "name": other } })).expect("a Namespace"),
+        )
+        .await
+        .expect("the other namespace");
+    // Any certificate will do: nothing listens on port 1 to present one.
+    let ca = std::process::Command::new("openssl")
+        .args(["base64", "-A", "-in"])
+        .arg(plane.dir().join("certs/apiserver.crt"))
+        .output()
+        .expect("openssl base64");
+    envtest::apply(
+        &scenario.client,
+        json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration",
+            "metadata": { "name": "nobody-home" },
+            "webhooks": [{
+                "name": "nobody.home.example.com",
+                "admissionReviewVersions": ["v1"],
+                "sideEffects": "None",
+                "failurePolicy": "Fail",
+                "timeoutSeconds": 2,
+                "clientConfig": {
+                    "url": "https://127.0.0.1:1/",
+                    "caBundle": String::from_utf8_lossy(&ca.stdout),
+                },
+                "namespaceSelector": {
+                    "matchLabels": { "kubernetes.io/metadata.name": scenario.namespace },
+                },
+                "objectSelector": { "matchLabels": { "guarded": "yes" } },
+                "rules": [{
+                    "apiGroups": ["apps"],
+                    "apiVersions": ["v1"],
+                    "operations": ["UPDATE"],
+                    "resources": ["deployments"],
+                }],
+            }],
+        }),
+    )
+    .await
+    .expect("the webhook configuration");
+
+    let mut controller = scenario.start_cluster_wide_controller("cronscaler", &[]);
+    controller.wait_ready().await;
+    let down = whole_second_in(8);
+    let mut guarded = support::deployment("guarded", 2, down_at(down));
+    guarded.metadata.labels = Some([("guarded".to_string(), "yes".to_string())].into());
+    scenario
+        .deployments()
+        .create(&PostParams::default(), &guarded)
+        .await
+        .expect("the guarded Deployment");
+    // Due while the guarded one is failing and backing off.
+    let later = down + chrono::Duration::seconds(20);
+    let others: Api<Deployment> = Api::namespaced(scenario.client.clone(), &other);
+    others
+        .create(
+            &PostParams::default(),
+            &support::deployment("plain", 2, down_at(later)),
+        )
+        .await
+        .expect("the other namespace's Deployment");
+
+    let patches = || {
+        plane
+            .audit_events()
+            .iter()
+            .filter(|event| {
+                event.user == envtest::SA_USER
+                    && event.verb == "patch"
+                    && event.name == "guarded"
+                    && event.code == 500
+            })
+            .count()
+    };
+    let probes = || {
+        plane
+            .audit_events()
+            .iter()
+            .filter(|event| event.user == envtest::SA_USER && event.uri == "/version")
+            .count()
+    };
+    eventually(
+        "the guarded Deployment's patch refused",
+        LATENESS,
+        || async { (patches() > 0).then_some(()) },
+    )
+    .await;
+    // Backoff from 5 ms doubling reaches 10 s after some 11 attempts: what comes after is
+    // what a long failure costs.
+    sleep_until(down + chrono::Duration::seconds(20)).await;
+    let (early, probes_early) = (patches(), probes());
+    let scaled = poll_until(LATENESS, || async {
+        let (replicas, _) = replicas_and_annotations(&others, "plain").await?;
+        (replicas == 0).then_some(())
+    })
+    .await;
+    sleep_until(down + chrono::Duration::seconds(45)).await;
+    let (late, probes_late) = (patches(), probes());
+    say(&format!(
+        "webhook: {early} refused patches in the first 20 s, {} in the next 25 s; {probes_late} \
+         probes of /version",
+        late - early
+    ));
+    let (replicas, _) = replicas_and_annotations(&scenario.deployments(), "guarded")
+        .await
+        .expect("the guarded Deployment");
+    assert_eq!(replicas, 2, "the webhook refused every write");
+    assert!(
+        scaled.is_some(),
+        "the other namespace's Deployment was not scaled down within {LATENESS:?} of its \
+         transition"
+    );
+    assert!(
+        late - early <= 3,
+        "{} writes of the guarded Deployment in 25 s after its first 20 s of failures: it is \
+         retried without backoff",
+        late - early
+    );
+    assert_eq!(
+        (probes_early, probes_late),
+        (0, 0),
+        "the API server was taken for down and probed"
+    );
+    assert!(controller.is_running(), "the controller exited");
 }

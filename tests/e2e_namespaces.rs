@@ -250,3 +250,62 @@ async fn without_the_namespaces_grant_workloads_are_still_scaled() {
         .await;
     scenario.finish().await;
 }
+
+/// A Namespace of 40 workloads told in one Event: in full its note would be over the 1,024
+/// characters the API server takes, so it names the first workloads and counts the rest.
+#[tokio::test]
+async fn a_namespace_of_forty_workloads_gets_its_event() {
+    let options = envtest::Options::api_server_only();
+    let Some(scenario) = Scenario::own("namespace-of-forty", options).await else {
+        return;
+    };
+    let mut controller = scenario.start_cluster_wide_controller("cronscaler", &[]);
+    controller.wait_ready().await;
+    let deployments = scenario.deployments();
+    for n in 0..40 {
+        deployments
+            .create(
+                &PostParams::default(),
+                &support::deployment(&format!("checkout-frontend-service-{n:02}"), 1, json!({})),
+            )
+            .await
+            .expect("a Deployment");
+    }
+    let down = whole_second_in(8);
+    let namespaces: Api<Namespace> = Api::all(scenario.client.clone());
+    let schedule = json!({ "metadata": { "annotations": {
+        "cronscaler.dev/scale-down": support::cron_at(down),
+    } } });
+    namespaces
+        .patch(
+            &scenario.namespace,
+            &PatchParams::default(),
+            &Patch::Merge(&schedule),
+        )
+        .await
+        .expect("the Namespace annotated");
+
+    let told = scenario
+        .namespace_event("NamespaceScaledDown", LATENESS * 2)
+        .await;
+    let note = told.note.unwrap_or_default();
+    support::say(&format!(
+        "namespace-of-forty: {} characters: {note}",
+        note.len()
+    ));
+    assert!(
+        note.starts_with("slept 40 workloads (Deployment checkout-frontend-service-")
+            && note.contains(" more) by cronscaler.dev/scale-down "),
+        "{note}"
+    );
+    let asleep = deployments
+        .list(&Default::default())
+        .await
+        .expect("the Deployments")
+        .items
+        .iter()
+        .filter(|deployment| deployment.spec.as_ref().and_then(|spec| spec.replicas) == Some(0))
+        .count();
+    assert_eq!(asleep, 40, "every workload asleep");
+    assert!(controller.is_running(), "the controller exited");
+}

@@ -52,7 +52,7 @@ pub async fn reconcile(ctx: &FooContext, key: &ObjectKey, now: DateTime<Utc>) ->
         if said {
             let message = "spec.deploymentName is empty: no Deployment is managed";
             ctx.events
-                .warning(&foo_ref, "DeploymentNameMissing", message.into())
+                .warning(&foo_ref, "DeploymentNameMissing", message)
                 .await;
         }
         return Ok(());
@@ -104,7 +104,7 @@ pub async fn reconcile(ctx: &FooContext, key: &ObjectKey, now: DateTime<Utc>) ->
 
     if changed {
         ctx.events
-            .normal(&foo_ref, "Synced", "Foo synced successfully".into())
+            .normal(&foo_ref, "Synced", "Foo synced successfully")
             .await;
     }
     Ok(())

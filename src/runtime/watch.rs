@@ -6,7 +6,7 @@ use futures::TryStreamExt;
 use kube::runtime::{utils::Backoff, watcher};
 
 use crate::{
-    runtime::api_errors::{is_status, server_unavailable},
+    runtime::api_errors::{is_status, server_unavailable, status_unavailable},
     runtime::outage::Outage,
 };
 
@@ -88,7 +88,9 @@ fn watch_failure_cause(error: &watcher::Error) -> Option<&'static str> {
         watcher::Error::InitialListFailed(error)
         | watcher::Error::WatchStartFailed(error)
         | watcher::Error::WatchFailed(error) => error,
-        watcher::Error::WatchError(status) => return (status.code < 500).then_some(""),
+        watcher::Error::WatchError(status) => {
+            return (!status_unavailable(status)).then_some("");
+        }
         watcher::Error::NoResourceVersion => return Some(""),
     };
     if server_unavailable(answer) {

@@ -29,13 +29,17 @@ use crate::{
     ops::metrics::{Metrics, Outcome, ScaleDirection},
     runtime::api_errors::is_status,
     runtime::workqueue::Enqueue,
-    runtime::{CONTROLLER_NAME, events::Events, key::ObjectKey},
+    runtime::{
+        CONTROLLER_NAME,
+        events::{Events, Note},
+        key::ObjectKey,
+    },
     scaling::key::ScalingKey,
     scaling::{
         hpa::{self, HpaChange, HpaIndex},
         namespaces::NamespaceSchedules,
         on_demand,
-        reports::{NamespaceReports, QUIET, Settled, describe},
+        reports::{NamespaceReports, QUIET, Settled, WorkloadOutcome, describe},
         target::{ScaleTarget, TargetKind, TargetState},
         timer::Timer,
     },
@@ -168,10 +172,8 @@ pub async fn reconcile(
     }
     if let Annotations::Invalid(problems) = &annotations {
         let reasons: Vec<String> = problems.iter().map(ToString::to_string).collect();
-        let note = format!(
-            "no scheduled scaling until the annotations are fixed: {}",
-            reasons.join("; ")
-        );
+        let note =
+            Note::new("no scheduled scaling until the annotations are fixed: ").list(reasons, "; ");
         tracing::warn!(object = %target, %note, "invalid schedule");
         let cause = refused_cause(&observed.annotations);
         return warn_once(ctx, target, &observed, "InvalidSchedule", cause, note).await;
@@ -258,8 +260,10 @@ async fn follow(
     }
 }
 
-/// Says a warning unless its cause is already written on the object, and writes the cause
-/// first, so each is said once per cause across restarts and failovers. A dry run writes
+/// Says a warning unless its cause is already written on the object, then writes the cause,
+/// so each is said once per cause across restarts and failovers. A warning whose Event the
+/// server refused is not written, so the next look says it again; should the write fail
+/// after the Event, the retry says it twice, which is better than never. A dry run writes
 /// nothing, so there a warning may be said again after a restart.
 async fn warn_once(
     ctx: &ScalingContext,
@@ -267,9 +271,13 @@ async fn warn_once(
     observed: &TargetState,
     reason: &str,
     cause: String,
-    note: String,
+    note: impl Into<Note>,
 ) -> Result<(), Error> {
     if already_warned(&observed.annotations, &cause) {
+        return Ok(());
+    }
+    if !ctx.events.warning(&observed.reference, reason, note).await {
+        // Not said: not marked either, so the next look says it again.
         return Ok(());
     }
     if !ctx.dry_run {
@@ -287,7 +295,6 @@ async fn warn_once(
             }
         }
     }
-    ctx.events.warning(&observed.reference, reason, note).await;
     Ok(())
 }
 
@@ -514,8 +521,10 @@ async fn remove_stale_overrides(
     );
     match patch_target(&ctx.client, target, &patch).await {
         Ok(()) => Ok(()),
-        // Deleted, or changed since the read: the next look sees what is there now.
-        Err(error) if is_status(&error, 404) || is_status(&error, 409) => Ok(()),
+        // Deleted since the read: nothing left to clean. Changed since the read (409) fails,
+        // so the key comes back with backoff: nothing else may look at it again, and an ended
+        // override left behind shadows every later override of its Namespace.
+        Err(error) if is_status(&error, 404) => Ok(()),
         Err(error) => Err(Error::api(
             "remove an ended override from",
             target.kind.as_str(),
@@ -631,12 +640,16 @@ fn tally(
     else {
         return;
     };
-    if ctx.dry_run || (result.is_ok() && change.replicas.is_none()) {
+    if ctx.dry_run {
         return;
     }
     let namespace = &target.key.namespace;
     let object = format!("{} {}", target.kind, target.key.name);
-    let outcome = result.as_ref().map(drop).map_err(ToString::to_string);
+    let outcome = match (result, change.replicas) {
+        (Err(error), _) => WorkloadOutcome::Failed(error.to_string()),
+        (Ok(()), Some(_)) => WorkloadOutcome::Changed,
+        (Ok(()), None) => WorkloadOutcome::Unchanged,
+    };
     // Each workload applies a namespace's override at its own instant: one report gathers
     // them all, by the override's end.
     let (transition, by) = match transition.until {

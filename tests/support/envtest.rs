@@ -526,6 +526,8 @@ pub struct AuditEvent {
     pub subresource: String,
     pub namespace: String,
     pub name: String,
+    /// The path and query asked for: what tells apart requests that name no resource.
+    pub uri: String,
     pub code: i64,
 }
 
@@ -540,6 +542,7 @@ impl AuditEvent {
             subresource: text(&object["subresource"]),
             namespace: text(&object["namespace"]),
             name: text(&object["name"]),
+            uri: text(&event["requestURI"]),
             code: event["responseStatus"]["code"].as_i64().unwrap_or_default(),
         }
     }

@@ -181,7 +181,6 @@ async fn a_person_scaling_up_at_night_is_left_alone_and_named_once_even_across_r
     let woken = app_0(2, &night);
     let script = vec![
         get(APP_0, woken),
-        warned_patch(cause, app_0(2, &told)),
         event(
             "load-0",
             "Warning",
@@ -190,6 +189,7 @@ async fn a_person_scaling_up_at_night_is_left_alone_and_named_once_even_across_r
              2026-11-23T20:00:00Z; left alone until the next transition",
             "app-0",
         ),
+        warned_patch(cause, app_0(2, &told)),
         get(APP_0, app_0(2, &told)),
     ];
     reconcile_ok(
@@ -344,7 +344,6 @@ async fn invalid_annotations_are_reported_by_key_value_and_reason_without_scalin
     let told = [broken[0], broken[1], (schedule::WARNED, cause.as_str())];
     let script = vec![
         get(APP_0, app_0(2, &broken)),
-        warned_patch(&cause, app_0(2, &told)),
         event(
             "load-0",
             "Warning",
@@ -353,6 +352,7 @@ async fn invalid_annotations_are_reported_by_key_value_and_reason_without_scalin
              an IANA time zone name",
             "app-0",
         ),
+        warned_patch(&cause, app_0(2, &told)),
         // An HPA or `kubectl scale` changed the replicas since: the same annotations are not
         // reported again.
         get(APP_0, app_0(4, &told)),
@@ -607,7 +607,6 @@ async fn a_schedule_on_a_deployment_of_a_foo_is_refused_naming_the_foo() {
     let cause = schedule::refused_cause(&crate::scaling::test_support::annotations_of(&NIGHTLY));
     let script = vec![
         get(APP_0, deployment.clone()),
-        warned_patch(&cause, deployment),
         event(
             "load-0",
             "Warning",
@@ -616,6 +615,7 @@ async fn a_schedule_on_a_deployment_of_a_foo_is_refused_naming_the_foo() {
              \"example-foo\" instead, so the two controllers never fight over replicas",
             "app-0",
         ),
+        warned_patch(&cause, deployment),
     ];
     reconcile_ok(deployment_target(), &[at(20, 0, 0)], false, script).await;
 }
@@ -854,7 +854,6 @@ async fn an_override_reaching_too_far_is_refused_with_the_reason_and_the_schedul
             "scaled down from 2 to 0 replicas by cronscaler.dev/scale-down \"0 20 * * *\" (UTC) at 2026-11-23T20:00:00Z",
             "app-0",
         ),
-        warned_patch(&cause, before),
         event(
             "load-0",
             "Warning",
@@ -862,6 +861,168 @@ async fn an_override_reaching_too_far_is_refused_with_the_reason_and_the_schedul
             "the override is not applied before it comes within reach at 2026-11-24T06:00:00Z: cronscaler.dev/awake-until: \"2026-11-25T06:00:00Z\" reaches 32h ahead, more than the 24h an override may (--max-override)",
             "app-0",
         ),
+        warned_patch(&cause, before),
     ];
     reconcile_ok(deployment_target(), &[at(22, 0, 0)], false, script).await;
+}
+
+/// An ended override left on the object would shadow every later override of its Namespace:
+/// a removal refused on a stale read fails, so the key comes back with backoff and removes it.
+#[tokio::test]
+async fn an_ended_override_whose_removal_conflicts_is_removed_on_a_retry() {
+    let asleep = [
+        NIGHTLY[0],
+        NIGHTLY[1],
+        (schedule::ORIGINAL_REPLICAS, "2"),
+        (schedule::LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
+        (schedule::ASLEEP_UNTIL, "2026-11-23T21:00:00Z"),
+    ];
+    let before = app_0(0, &asleep);
+    let removal = json!({
+        "metadata": {
+            "resourceVersion": "10464",
+            "annotations": { (schedule::ASLEEP_UNTIL): null },
+        },
+    });
+    let script = vec![
+        get(APP_0, before.clone()),
+        Exchange::new("PATCH", format!("{APP_0}?&fieldManager=cronscaler"))
+            .body(removal.clone())
+            .reply_captured(CONFLICT),
+        get(APP_0, before.clone()),
+        scale_patch(APP_0, removal, before),
+    ];
+    let results = reconcile_against(
+        deployment_target(),
+        &[at(22, 0, 0), at(22, 0, 1)],
+        false,
+        script,
+    )
+    .await;
+    let error = results[0]
+        .as_ref()
+        .expect_err("a conflict fails the look, to be retried");
+    assert!(
+        error
+            .to_string()
+            .starts_with("remove an ended override from Deployment load-0/app-0: "),
+        "{error}"
+    );
+    assert!(results[1].is_ok(), "{:?}", results[1]);
+}
+
+/// The warning's Event is refused (here: a note the server finds invalid): it is not marked
+/// as said, so the next look says it again, and marks it then.
+#[tokio::test]
+async fn a_warning_whose_event_failed_is_said_again_at_the_next_look() {
+    let broken = [
+        (schedule::SCALE_DOWN, "0 20 * * *"),
+        (schedule::TIMEZONE, "Mars/Olympus"),
+    ];
+    let cause = schedule::refused_cause(&crate::scaling::test_support::annotations_of(&broken));
+    let told = [broken[0], broken[1], (schedule::WARNED, cause.as_str())];
+    let note = "no scheduled scaling until the annotations are fixed: cronscaler.dev/timezone: \
+                \"Mars/Olympus\" is not an IANA time zone name";
+    let script = vec![
+        get(APP_0, app_0(2, &broken)),
+        event("load-0", "Warning", "InvalidSchedule", note, "app-0")
+            .reply_captured(crate::mock_api::EVENT_INVALID),
+        get(APP_0, app_0(2, &broken)),
+        event("load-0", "Warning", "InvalidSchedule", note, "app-0"),
+        warned_patch(&cause, app_0(2, &told)),
+    ];
+    reconcile_ok(
+        deployment_target(),
+        &[at(21, 0, 0), at(21, 5, 0)],
+        false,
+        script,
+    )
+    .await;
+}
+
+/// Several long problems make a note the API server would refuse: it names the first ones
+/// and counts the rest.
+#[tokio::test]
+async fn an_invalid_schedule_with_many_problems_is_told_in_an_event_that_fits() {
+    let junk = |c: char| format!("{} 20 * * *", c.to_string().repeat(300));
+    let (down, up, window) = (junk('a'), junk('b'), junk('c'));
+    let broken = [
+        (schedule::SCALE_DOWN, down.as_str()),
+        (schedule::SCALE_UP, up.as_str()),
+        (schedule::UPTIME, window.as_str()),
+        (schedule::TIMEZONE, "Mars/Olympus"),
+    ];
+    let cause = schedule::refused_cause(&crate::scaling::test_support::annotations_of(&broken));
+    let told: Vec<(&str, &str)> = broken
+        .iter()
+        .copied()
+        .chain([(schedule::WARNED, cause.as_str())])
+        .collect();
+    let script = vec![
+        get(APP_0, app_0(2, &broken)),
+        Exchange::new("POST", crate::mock_api::events_path("load-0"))
+            .body(json!({ "type": "Warning", "reason": "InvalidSchedule" }))
+            .reply(201, json!({})),
+        warned_patch(&cause, app_0(2, &told)),
+    ];
+    reconcile_ok(deployment_target(), &[at(21, 0, 0)], false, script).await;
+}
+
+/// A Namespace of 40 workloads slept at once: its Event names the first and counts the rest,
+/// within the 1,024 bytes the API server takes.
+#[tokio::test]
+async fn a_namespace_report_of_forty_workloads_fits_in_an_event() {
+    let (client, server) = mock_client();
+    let named: Vec<String> = (0..27)
+        .map(|n| format!("Deployment checkout-frontend-{n:02}"))
+        .collect();
+    let note = format!(
+        "slept 40 workloads ({}, and 13 more) by cronscaler.dev/scale-down \"0 20 * * *\" (UTC) \
+         at 2026-11-23T20:00:00Z",
+        named.join(", ")
+    );
+    let server = tokio::spawn(server.serve(vec![
+        Exchange::new("POST", crate::mock_api::events_path("default"))
+            .body(json!({
+                "type": "Normal",
+                "reason": "NamespaceScaledDown",
+                "note": note,
+                "regarding": { "kind": "Namespace", "name": "staging" },
+            }))
+            .reply(201, json!({})),
+    ]));
+    let queue = crate::runtime::workqueue::WorkQueue::<ScalingKey>::new(Default::default());
+    let ctx = ScalingContext::new(
+        client.clone(),
+        Events::new(client, None),
+        Tz::UTC,
+        false,
+        Metrics::new().0,
+    )
+    .with_reports(Enqueue::new(queue));
+    let night = Transition {
+        at: at(20, 0, 0),
+        direction: Direction::Down,
+        until: None,
+    };
+    let Some((reports, _)) = &ctx.reports else {
+        panic!("reports gathered");
+    };
+    let quiet_since = Instant::now()
+        .checked_sub(QUIET)
+        .expect("a clock running for 5 s");
+    for n in 0..40 {
+        let object = format!("Deployment checkout-frontend-{n:02}");
+        reports.record(
+            "staging",
+            night,
+            "cronscaler.dev/scale-down \"0 20 * * *\" (UTC)",
+            object,
+            WorkloadOutcome::Changed,
+            quiet_since,
+        );
+    }
+    report_namespace(&ctx, "staging", night).await;
+    drop(ctx);
+    server.await.unwrap();
 }
