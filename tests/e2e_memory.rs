@@ -7,7 +7,8 @@
 //!   cargo test --release --test e2e_memory -- --ignored --nocapture
 //! ```
 //!
-//! `CRONSCALER_BENCH_DEPLOYMENTS` changes the count (one in ten scheduled).
+//! `CRONSCALER_BENCH_DEPLOYMENTS` changes the count (one in ten scheduled), and
+//! `CRONSCALER_E2E_BINARY` measures another build of the binary (an earlier commit's, say).
 
 mod support;
 

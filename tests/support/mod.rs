@@ -260,10 +260,13 @@ impl Scenario {
         }
     }
 
-    /// The cronscaler binary with the ServiceAccount's kubeconfig and nothing of our
-    /// environment's `CRONSCALER_*` variables (which it would read as flags).
+    /// The cronscaler binary (cargo's, or the one `CRONSCALER_E2E_BINARY` names, to measure
+    /// another build) with the ServiceAccount's kubeconfig and nothing of our environment's
+    /// `CRONSCALER_*` variables (which it would read as flags).
     fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_cronscaler"));
+        let binary = std::env::var_os("CRONSCALER_E2E_BINARY")
+            .unwrap_or_else(|| env!("CARGO_BIN_EXE_cronscaler").into());
+        let mut command = Command::new(binary);
         command.args(args).env("KUBECONFIG", self.sa_kubeconfig());
         for (key, _) in std::env::vars_os() {
             if key.to_string_lossy().starts_with("CRONSCALER_") {
