@@ -46,6 +46,10 @@ const NOT_RUN_HERE: &[(&str, &str)] = &[
         "cargo run --release -p cronscaler-bench --bin load -- qps --deployments 200 --qps 50",
         "a benchmark, run by hand",
     ),
+    (
+        "MALLOC_ARENA_MAX=2 MALLOC_TRIM_THRESHOLD_=131072 cargo test --release --test e2e_memory -- --ignored --nocapture",
+        "a benchmark of minutes on a real API server, run by hand",
+    ),
 ];
 
 /// The pages in the order a reader meets them, which is the order their commands run in: the
