@@ -96,6 +96,17 @@ async fn restore(kube: &KubeArgs, args: RestoreArgs) -> anyhow::Result<ExitCode>
     let client = kubeconfig::client(kube)
         .await
         .context("connecting to the Kubernetes API server")?;
+    if !args.force {
+        let unchecked = cronscaler::commands::restore::refuse_while_a_controller_leads(
+            &client,
+            &args.lease,
+            k8s_openapi::jiff::Timestamp::now(),
+        )
+        .await?;
+        for line in unchecked {
+            eprintln!("{line}");
+        }
+    }
     let objects = plan::read_cluster(&client, args.namespace.as_deref())
         .await
         .context("listing Deployments, StatefulSets, CronJobs and Foos")?;

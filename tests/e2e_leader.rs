@@ -25,31 +25,26 @@ const TAKEOVER_WITHIN: Duration = Duration::from_secs(10);
 
 const LATENESS: Duration = Duration::from_secs(15);
 
-/// Two replicas electing a leader on a Lease of their own; returns them once both are ready
-/// and one holds the Lease, as (leader, standby).
-async fn two_replicas(scenario: &Scenario) -> (Controller, Controller) {
+/// Replicas electing a leader on a Lease of their own; returns them once all are ready and one
+/// holds the Lease and acts, as (leader, the others).
+async fn elected(scenario: &Scenario, names: &[&str]) -> (Controller, Vec<Controller>) {
     let lease = scenario.namespace.as_str();
-    let args = [
-        "--leader-elect",
-        "--leader-elect-namespace",
-        SA_NAMESPACE,
-        "--leader-elect-lease-name",
-        lease,
-    ];
-    let mut a = scenario.start_controller("replica-a", &args);
-    let mut b = scenario.start_controller("replica-b", &args);
-    a.wait_ready().await;
-    b.wait_ready().await;
+    let mut replicas: Vec<Controller> = names
+        .iter()
+        .map(|name| scenario.start_controller(name, &lease_args(lease, &["--leader-elect"])))
+        .collect();
+    for replica in &mut replicas {
+        replica.wait_ready().await;
+    }
     let holder = eventually("a leader", Duration::from_secs(30), || {
         lease_holder(&scenario.client, SA_NAMESPACE, lease)
     })
     .await;
-    let (leader, standby) = if holder == a.name {
-        (a, b)
-    } else {
-        assert_eq!(holder, b.name, "the Lease holder is one of ours");
-        (b, a)
-    };
+    let position = replicas
+        .iter()
+        .position(|replica| replica.name == holder)
+        .unwrap_or_else(|| panic!("the Lease holder {holder} is one of ours"));
+    let leader = replicas.remove(position);
     // Whoever creates the Lease acts only once a lease duration (15 s) has passed, in case a
     // holder it cannot see is still acting; scenarios start from a leader that acts.
     eventually(
@@ -61,7 +56,26 @@ async fn two_replicas(scenario: &Scenario) -> (Controller, Controller) {
         },
     )
     .await;
-    (leader, standby)
+    (leader, replicas)
+}
+
+/// `args` with the flags that name the scenario's Lease, in the one namespace where
+/// `rbac/lease-role.yaml` grants Leases.
+fn lease_args<'a>(lease: &'a str, args: &[&'a str]) -> Vec<&'a str> {
+    let mut args = args.to_vec();
+    args.extend([
+        "--leader-elect-namespace",
+        SA_NAMESPACE,
+        "--leader-elect-lease-name",
+        lease,
+    ]);
+    args
+}
+
+/// Two replicas electing a leader, as (leader, standby).
+async fn two_replicas(scenario: &Scenario) -> (Controller, Controller) {
+    let (leader, mut others) = elected(scenario, &["replica-a", "replica-b"]).await;
+    (leader, others.remove(0))
 }
 
 #[tokio::test]
@@ -202,5 +216,70 @@ async fn a_standby_reports_an_empty_workqueue() {
             standby.name, leader.name
         );
     }
+    scenario.finish().await;
+}
+
+/// `restore` run while a controller leads would be undone within seconds (the controller applies
+/// the same scale-down again), so it refuses, naming the holder; `--force` restores anyway, and
+/// once the controller has stopped and released the Lease, restore goes on by itself.
+#[tokio::test]
+async fn restore_refuses_while_a_controller_leads() {
+    let Some(scenario) = Scenario::shared("restore-lease").await else {
+        return;
+    };
+    let (mut leader, _) = elected(&scenario, &["only"]).await;
+    let deployments = scenario.deployments();
+    deployments
+        .create(
+            &PostParams::default(),
+            &support::deployment("sleepy", 3, down_at(whole_second_in(4))),
+        )
+        .await
+        .expect("an annotated Deployment");
+    eventually("the scale-down", LATENESS, || async {
+        let (replicas, annotations) = replicas_and_annotations(&deployments, "sleepy").await?;
+        (replicas == 0 && annotations.contains_key("cronscaler.dev/original-replicas"))
+            .then_some(())
+    })
+    .await;
+
+    let lease = scenario.namespace.clone();
+    let restore = |extra: &[&str]| {
+        let mut args = vec!["restore", "--all", "-n", &scenario.namespace];
+        args.extend(extra);
+        scenario.run(&lease_args(&lease, &args))
+    };
+    let refused = restore(&[]);
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "restore went on: {refused:?}");
+    for part in [
+        format!("{} holds Lease {SA_NAMESPACE}/{lease}", leader.name),
+        "--force".to_string(),
+    ] {
+        assert!(said.contains(&part), "{part:?} not in {said}");
+    }
+    let (replicas, annotations) = replicas_and_annotations(&deployments, "sleepy")
+        .await
+        .expect("the Deployment");
+    assert_eq!(replicas, 0, "refused, restore changes nothing");
+    assert!(annotations.contains_key("cronscaler.dev/original-replicas"));
+
+    let forced = restore(&["--force"]);
+    let said = String::from_utf8_lossy(&forced.stdout);
+    assert!(forced.status.success(), "{forced:?}");
+    assert!(
+        said.contains(&format!(
+            "restored Deployment {}/sleepy: replicas 0 -> 3",
+            scenario.namespace
+        )),
+        "{said}"
+    );
+
+    leader.assert_stops_cleanly(EXIT_WITHIN).await;
+    let after = restore(&[]);
+    assert!(
+        after.status.success(),
+        "the controller stopped and released its Lease: {after:?}"
+    );
     scenario.finish().await;
 }

@@ -161,6 +161,37 @@ pub struct RestoreArgs {
     // Its namespace may come before the subcommand, which clap tells only after parsing it:
     // `Cli::parse_args` checks that it has one.
     pub name: Option<String>,
+
+    /// Restore even while a controller holds the leader-election Lease (it will apply its
+    /// schedules again, undoing what restore gives back).
+    #[arg(long)]
+    pub force: bool,
+
+    #[command(flatten)]
+    pub lease: LeaseArgs,
+}
+
+/// The leader-election Lease: `run --leader-elect` holds it; `restore` reads it to tell whether
+/// a controller is running.
+#[derive(Debug, Clone, Args)]
+pub struct LeaseArgs {
+    /// Namespace of the Lease (default: the namespace the controller runs in, or the kubeconfig's;
+    /// `restore` also looks in `cronscaler`, where manifests/ install the controller).
+    #[arg(
+        id = "leader_elect_namespace",
+        long = "leader-elect-namespace",
+        env = "CRONSCALER_LEADER_ELECT_NAMESPACE"
+    )]
+    pub namespace: Option<String>,
+
+    /// Name of the Lease.
+    #[arg(
+        id = "leader_elect_lease_name",
+        long = "leader-elect-lease-name",
+        env = "CRONSCALER_LEADER_ELECT_LEASE_NAME",
+        default_value = "cronscaler"
+    )]
+    pub name: String,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -205,17 +236,8 @@ pub struct RunArgs {
     #[arg(long, env = "CRONSCALER_LEADER_ELECT")]
     pub leader_elect: bool,
 
-    /// Namespace of the Lease (default: the namespace the controller runs in).
-    #[arg(long, env = "CRONSCALER_LEADER_ELECT_NAMESPACE")]
-    pub leader_elect_namespace: Option<String>,
-
-    /// Name of the Lease.
-    #[arg(
-        long,
-        env = "CRONSCALER_LEADER_ELECT_LEASE_NAME",
-        default_value = "cronscaler"
-    )]
-    pub leader_elect_lease_name: String,
+    #[command(flatten)]
+    pub lease: LeaseArgs,
 
     /// Address of the listener for /healthz, /readyz and /metrics.
     #[arg(long, env = "CRONSCALER_HTTP_ADDR", default_value = "0.0.0.0:8080")]
@@ -362,7 +384,7 @@ mod tests {
         assert_eq!(run.default_timezone.zone, Tz::UTC);
         assert!(!run.dry_run);
         assert!(!run.leader_elect);
-        assert_eq!(run.leader_elect_lease_name, "cronscaler");
+        assert_eq!(run.lease.name, "cronscaler");
         assert_eq!(run.http_addr, "0.0.0.0:8080".parse().unwrap());
         assert_eq!(run.log_format, LogFormat::Text);
     }
@@ -446,6 +468,35 @@ mod tests {
         assert!(parse(&["--all"]).is_ok());
         assert!(parse(&[]).is_err(), "nothing to restore named");
         assert!(parse(&["web"]).is_err(), "a name needs its namespace");
+        assert!(
+            !one.force,
+            "checks for a running controller unless told not to"
+        );
+        assert_eq!(
+            (one.lease.namespace, one.lease.name.as_str()),
+            (None, "cronscaler")
+        );
+        let Command::Restore(forced) = parse(&[
+            "--all",
+            "--force",
+            "--leader-elect-namespace",
+            "ops",
+            "--leader-elect-lease-name",
+            "scaler",
+        ])
+        .unwrap()
+        .command
+        else {
+            panic!("not restore")
+        };
+        assert!(forced.force);
+        assert_eq!(
+            (
+                forced.lease.namespace.as_deref(),
+                forced.lease.name.as_str()
+            ),
+            (Some("ops"), "scaler")
+        );
     }
 
     #[test]

@@ -8,7 +8,10 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
-use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::{
+    api::{coordination::v1::Lease, core::v1::Namespace},
+    jiff::Timestamp,
+};
 use kube::{
     Api, Client,
     api::{Patch, PatchParams},
@@ -16,8 +19,12 @@ use kube::{
 use serde_json::{Value, json};
 
 use crate::{
-    commands::{plan::PlanObject, status::namespace_annotations},
-    runtime::CONTROLLER_NAME,
+    commands::{cli::LeaseArgs, plan::PlanObject, status::namespace_annotations},
+    runtime::{
+        CONTROLLER_NAME,
+        api_errors::is_status,
+        leader::{LiveHolder, live_holder},
+    },
     scaling::{
         hpa::{self, Bounds, HpaChange, HpaIndex},
         patch_for, patch_target,
@@ -25,6 +32,95 @@ use crate::{
     },
     schedule::{self, InvalidAnnotation, ScaleChange},
 };
+
+/// The namespace manifests/ install the controller in: where `restore` looks for its Lease when
+/// not told where.
+pub const INSTALL_NAMESPACE: &str = "cronscaler";
+
+/// Why `restore` does not start.
+#[derive(Debug, thiserror::Error)]
+pub enum Refusal {
+    #[error(
+        "a cronscaler controller is running: {holder} holds Lease {namespace}/{name}, renewed \
+         {ago} ago, and it would apply its schedules again, undoing the restore. Stop it first \
+         (installed from manifests/: kubectl scale deployment cronscaler -n {namespace} \
+         --replicas=0), then restore; --force restores anyway"
+    )]
+    ControllerRunning {
+        namespace: String,
+        name: String,
+        holder: String,
+        ago: String,
+    },
+    #[error(
+        "could not read Lease {namespace}/{name} to tell whether a cronscaler controller is \
+         running: {error}; --force restores anyway"
+    )]
+    LeaseUnreadable {
+        namespace: String,
+        name: String,
+        error: kube::Error,
+    },
+}
+
+/// Refuses to restore while a controller leads: it would put back to sleep, within a second,
+/// what restore wakes. Looks in `--leader-elect-namespace`, or else where manifests/ install
+/// the controller and in the kubeconfig's namespace; a Lease that is not there, or (when not
+/// told where) not readable, tells nothing. Returns what could not be checked, for the user.
+pub async fn refuse_while_a_controller_leads(
+    client: &Client,
+    lease: &LeaseArgs,
+    now: Timestamp,
+) -> Result<Vec<String>, Refusal> {
+    let namespaces: Vec<String> = match &lease.namespace {
+        Some(namespace) => vec![namespace.clone()],
+        None => {
+            let mut namespaces = vec![INSTALL_NAMESPACE.to_string()];
+            if client.default_namespace() != INSTALL_NAMESPACE {
+                namespaces.push(client.default_namespace().to_string());
+            }
+            namespaces
+        }
+    };
+    let mut unchecked = Vec::new();
+    for namespace in namespaces {
+        let leases: Api<Lease> = Api::namespaced(client.clone(), &namespace);
+        match leases.get(&lease.name).await {
+            Ok(found) => {
+                if let Some(holder) = live_holder(&found, now) {
+                    return Err(running(namespace, lease.name.clone(), &holder, now));
+                }
+            }
+            Err(error) if is_status(&error, 404) => {}
+            Err(error) if lease.namespace.is_none() && is_status(&error, 403) => {
+                unchecked.push(format!(
+                    "not checked whether a controller leads on Lease {namespace}/{}: {error}",
+                    lease.name
+                ))
+            }
+            Err(error) => {
+                return Err(Refusal::LeaseUnreadable {
+                    namespace,
+                    name: lease.name.clone(),
+                    error,
+                });
+            }
+        }
+    }
+    Ok(unchecked)
+}
+
+fn running(namespace: String, name: String, holder: &LiveHolder, now: Timestamp) -> Refusal {
+    let ago = now
+        .duration_since(holder.renewed)
+        .max(k8s_openapi::jiff::SignedDuration::ZERO);
+    Refusal::ControllerRunning {
+        namespace,
+        name,
+        holder: holder.identity.clone(),
+        ago: format!("{}s", ago.as_secs()),
+    }
+}
 
 /// The change that restores one object, whatever its schedule says: only the annotations the
 /// controller wrote count, and `down-replicas`, which says what the scale-down set. `Ok(None)`
@@ -343,6 +439,123 @@ mod tests {
         .content_type("application/merge-patch+json")
         .body(body)
         .reply(200, reply)
+    }
+
+    const LEASE_IN_INSTALL: &str =
+        "/apis/coordination.k8s.io/v1/namespaces/cronscaler/leases/cronscaler";
+    const LEASE_IN_DEFAULT: &str =
+        "/apis/coordination.k8s.io/v1/namespaces/default/leases/cronscaler";
+
+    fn lease(holder: &str, renewed: &str) -> Value {
+        json!({
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": { "name": "cronscaler", "namespace": "cronscaler", "resourceVersion": "812" },
+            "spec": {
+                "holderIdentity": holder,
+                "leaseDurationSeconds": 15,
+                "acquireTime": "2026-11-23T20:00:00.000000Z",
+                "renewTime": renewed,
+                "leaseTransitions": 0
+            }
+        })
+    }
+
+    fn default_lease() -> LeaseArgs {
+        LeaseArgs {
+            namespace: None,
+            name: "cronscaler".into(),
+        }
+    }
+
+    fn at(text: &str) -> Timestamp {
+        text.parse().unwrap()
+    }
+
+    #[tokio::test]
+    async fn restore_refuses_while_a_controller_renews_its_lease_and_names_it() {
+        let (client, server) = mock_client();
+        let server =
+            tokio::spawn(
+                server.serve(vec![Exchange::new("GET", LEASE_IN_INSTALL).reply(
+                    200,
+                    lease("cronscaler-6d9f8c7b5-x2k4q", "2026-11-23T22:59:57.000000Z"),
+                )]),
+            );
+        let refusal =
+            refuse_while_a_controller_leads(&client, &default_lease(), at("2026-11-23T23:00:00Z"))
+                .await;
+        drop(client);
+        server.await.unwrap();
+        let said = refusal.unwrap_err().to_string();
+        for part in [
+            "cronscaler-6d9f8c7b5-x2k4q holds Lease cronscaler/cronscaler, renewed 3s ago",
+            "kubectl scale deployment cronscaler -n cronscaler --replicas=0",
+            "--force",
+        ] {
+            assert!(said.contains(part), "{part:?} not in {said:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn restore_goes_on_when_the_lease_is_released_expired_or_absent() {
+        for lease in [
+            lease("", "2026-11-23T22:59:59.000000Z"),
+            lease("cronscaler-6d9f8c7b5-x2k4q", "2026-11-23T22:59:44.000000Z"),
+        ] {
+            let (client, server) = mock_client();
+            let server = tokio::spawn(server.serve(vec![
+                Exchange::new("GET", LEASE_IN_INSTALL).reply(200, lease),
+                Exchange::new("GET", LEASE_IN_DEFAULT).reply_captured(crate::mock_api::NOT_FOUND),
+            ]));
+            let checked = refuse_while_a_controller_leads(
+                &client,
+                &default_lease(),
+                at("2026-11-23T23:00:00Z"),
+            )
+            .await;
+            drop(client);
+            server.await.unwrap();
+            assert_eq!(checked.unwrap(), Vec::<String>::new());
+        }
+    }
+
+    #[tokio::test]
+    async fn a_lease_restore_may_not_read_is_said_or_refused_when_named() {
+        let forbidden = include_str!("../../tests/fixtures/apiserver/list-deployments-403.json");
+        let (client, server) = mock_client();
+        let server = tokio::spawn(server.serve(vec![
+            Exchange::new("GET", LEASE_IN_INSTALL).reply_captured(crate::mock_api::NOT_FOUND),
+            Exchange::new("GET", LEASE_IN_DEFAULT).reply_captured(forbidden),
+        ]));
+        let checked =
+            refuse_while_a_controller_leads(&client, &default_lease(), at("2026-11-23T23:00:00Z"))
+                .await;
+        drop(client);
+        server.await.unwrap();
+        let unchecked = checked.unwrap();
+        assert_eq!(unchecked.len(), 1, "{unchecked:?}");
+        assert!(
+            unchecked[0]
+                .starts_with("not checked whether a controller leads on Lease default/cronscaler")
+        );
+
+        let named = LeaseArgs {
+            namespace: Some("default".into()),
+            ..default_lease()
+        };
+        let (client, server) = mock_client();
+        let server = tokio::spawn(server.serve(vec![
+            Exchange::new("GET", LEASE_IN_DEFAULT).reply_captured(forbidden),
+        ]));
+        let refusal =
+            refuse_while_a_controller_leads(&client, &named, at("2026-11-23T23:00:00Z")).await;
+        drop(client);
+        server.await.unwrap();
+        assert!(
+            matches!(refusal, Err(Refusal::LeaseUnreadable { .. })),
+            "{refusal:?}"
+        );
     }
 
     #[tokio::test]

@@ -708,14 +708,15 @@ fn elect(client: &Client, args: &RunArgs) -> (watch::Receiver<bool>, Election) {
         return (is_leader, Election::Off { _always: always });
     }
     let namespace = args
-        .leader_elect_namespace
+        .lease
+        .namespace
         .clone()
         .unwrap_or_else(|| client.default_namespace().to_string());
     let identity = std::env::var("POD_NAME").unwrap_or_else(|_| {
         let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
         format!("{}-{}", host.trim(), std::process::id())
     });
-    let config = LeaderConfig::new(namespace, args.leader_elect_lease_name.clone(), identity);
+    let config = LeaderConfig::new(namespace, args.lease.name.clone(), identity);
     let (release, released) = oneshot::channel::<()>();
     let (is_leader, elector) = leader::spawn(client.clone(), config, async {
         let _ = released.await;

@@ -182,6 +182,35 @@ fn holder(spec: Option<&LeaseSpec>) -> &str {
         .unwrap_or("")
 }
 
+/// A replica that holds a Lease and has renewed it within the Lease's duration: a controller
+/// that is running, as far as anyone outside it can tell.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveHolder {
+    pub identity: String,
+    pub renewed: Timestamp,
+    pub lease_duration: Duration,
+}
+
+/// Who keeps `lease` at `now`, judged by the wall clock (the only clock shared with the holder):
+/// a holder whose `renewTime` is less than `leaseDurationSeconds` old. A released Lease (no
+/// holder) or one left to expire has none. A `renewTime` in the future (a clock ahead of ours)
+/// counts as just renewed.
+pub fn live_holder(lease: &Lease, now: Timestamp) -> Option<LiveHolder> {
+    let spec = lease.spec.as_ref()?;
+    let identity = holder(Some(spec));
+    let renewed = spec.renew_time.as_ref()?.0;
+    let seconds = u64::try_from(spec.lease_duration_seconds?).ok()?;
+    let lease_duration = Duration::from_secs(seconds);
+    let held_until = renewed
+        .checked_add(SignedDuration::try_from(lease_duration).ok()?)
+        .ok()?;
+    (!identity.is_empty() && now < held_until).then(|| LiveHolder {
+        identity: identity.to_string(),
+        renewed,
+        lease_duration,
+    })
+}
+
 /// Records a read of the Lease: the observation time moves only when the Lease changed (any
 /// write changes its resourceVersion; a change of spec counts too).
 fn observe(previous: Option<ObservedLease>, lease: Lease, now: Instant) -> ObservedLease {

@@ -44,6 +44,53 @@ fn spec(holder: Option<&str>, duration: Option<i32>, transitions: i32) -> LeaseS
     }
 }
 
+fn lease_with(spec: LeaseSpec) -> Lease {
+    Lease {
+        spec: Some(spec),
+        ..Lease::default()
+    }
+}
+
+#[test]
+fn a_holder_renewed_within_the_lease_duration_is_live() {
+    // Renewed at 17:59:58.5 for 15 s: held until 18:00:13.5.
+    let lease = lease_with(spec(Some(OTHER), Some(15), 1));
+    assert_eq!(
+        live_holder(&lease, wall("2026-11-21T18:00:13Z")),
+        Some(LiveHolder {
+            identity: OTHER.into(),
+            renewed: wall("2026-11-21T17:59:58.5Z"),
+            lease_duration: LEASE_DURATION,
+        })
+    );
+    assert_eq!(live_holder(&lease, wall("2026-11-21T18:00:13.5Z")), None);
+    assert!(
+        live_holder(&lease, wall("2026-11-21T17:59:00Z")).is_some(),
+        "a renewal ahead of our clock is recent"
+    );
+}
+
+#[test]
+fn a_released_or_incomplete_lease_has_no_live_holder() {
+    let now = wall("2026-11-21T18:00:00Z");
+    let released = spec(Some(""), Some(1), 1);
+    let no_holder = spec(None, Some(15), 1);
+    let no_duration = spec(Some(OTHER), None, 1);
+    let negative = spec(Some(OTHER), Some(-15), 1);
+    let never_renewed = LeaseSpec {
+        renew_time: None,
+        ..spec(Some(OTHER), Some(15), 1)
+    };
+    for spec in [released, no_holder, no_duration, negative, never_renewed] {
+        assert_eq!(
+            live_holder(&lease_with(spec.clone()), now),
+            None,
+            "{spec:?}"
+        );
+    }
+    assert_eq!(live_holder(&Lease::default(), now), None);
+}
+
 fn observed(spec: LeaseSpec, resource_version: &str, at: Instant) -> ObservedLease {
     ObservedLease {
         lease: Lease {
