@@ -2,8 +2,8 @@
 //! controller keeps a workload within its HPA's bounds (there is no metrics-server, so the
 //! bounds are all it enforces): an HPA held at `down-replicas` for the night and given its
 //! bounds back in the morning, an HPA left alone with `down-replicas` 0, and the HPA
-//! controller's own change of replicas, which is no `ScaleReverted`, and `cronscaler restore`
-//! giving a held HPA its bounds back.
+//! controller's own change of replicas, which is no `ScaleReverted`, a person's change at night
+//! giving a held HPA its bounds back, and `cronscaler restore` giving a held HPA its bounds back.
 //!
 //! See `tests/support/mod.rs` for where the API server comes from.
 
@@ -12,7 +12,10 @@ mod support;
 use std::{collections::BTreeMap, time::Duration};
 
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-use kube::{Api, ResourceExt as _, api::PostParams};
+use kube::{
+    Api, ResourceExt as _,
+    api::{Patch, PatchParams, PostParams},
+};
 use serde_json::json;
 use support::{
     Scenario, describe, eventually, last_transition, replicas_and_annotations, sleep_until,
@@ -210,6 +213,89 @@ async fn with_down_replicas_zero_the_hpa_is_left_alone_and_stops_by_itself() {
 /// a change of replicas after the scale-up, but the HPA owns replicas during the day, so no
 /// `ScaleReverted`, also when a restarted controller looks at it. Prints what `managedFields`
 /// record of the HPA controller's write.
+/// A person's `kubectl scale` at night stands (docs/scheduling.md, rule 3): the HPA held at
+/// `down-replicas` gets its bounds back at once, or it would scale the workload back to 1. With
+/// a schedule that only scales down, no morning would ever give them back.
+#[tokio::test]
+async fn a_person_s_scale_at_night_gives_a_held_hpa_its_bounds_back() {
+    let Some(scenario) = Scenario::shared("hpa-taken-over").await else {
+        return;
+    };
+    let mut controller = scenario.start_controller("cronscaler", &[]);
+    controller.wait_ready().await;
+    let deployments = scenario.deployments();
+    let hpas: Api<HorizontalPodAutoscaler> =
+        Api::namespaced(scenario.client.clone(), &scenario.namespace);
+    hpas.create(&PostParams::default(), &hpa("nightly", 2, 5))
+        .await
+        .expect("an HPA");
+    let down = whole_second_in(6);
+    let annotations = json!({
+        "cronscaler.dev/scale-down": support::cron_at(down),
+        "cronscaler.dev/down-replicas": "1",
+    });
+    deployments
+        .create(
+            &PostParams::default(),
+            &support::deployment("nightly", 2, annotations),
+        )
+        .await
+        .expect("an annotated Deployment");
+    eventually("the scale-down to 1 and the HPA held", LATENESS, || async {
+        let (replicas, _) = replicas_and_annotations(&deployments, "nightly").await?;
+        let (min, max, _) = bounds(&hpas, "nightly").await?;
+        (replicas == 1 && (min, max) == (1, 1)).then_some(())
+    })
+    .await;
+
+    // As `kubectl scale deployment nightly --replicas=4` does it: through /scale.
+    deployments
+        .patch_scale(
+            "nightly",
+            &PatchParams {
+                field_manager: Some("kubectl".into()),
+                ..PatchParams::default()
+            },
+            &Patch::Merge(json!({ "spec": { "replicas": 4 } })),
+        )
+        .await
+        .expect("scaled by hand");
+    let reverted = scenario.event("nightly", "ScaleReverted", LATENESS).await;
+    assert!(
+        reverted
+            .note
+            .as_deref()
+            .unwrap_or_default()
+            .contains("from 1 to 4 by kubectl"),
+        "{reverted:?}"
+    );
+    let (min, max, annotations) = eventually("the HPA's bounds back", LATENESS, || async {
+        let back = bounds(&hpas, "nightly").await?;
+        (back.0 == 2).then_some(back)
+    })
+    .await;
+    assert_eq!((min, max), (2, 5));
+    assert!(!annotations.contains_key(ORIGINAL_MIN), "{annotations:?}");
+
+    // Longer than the HPA controller's sync period: a held HPA would have scaled it back to 1.
+    tokio::time::sleep(HPA_SYNC).await;
+    let (replicas, _) = replicas_and_annotations(&deployments, "nightly")
+        .await
+        .expect("the Deployment");
+    assert_eq!(
+        replicas,
+        4,
+        "the person's 4 stands:\n{}",
+        describe(&scenario.events("nightly").await)
+    );
+    let (min, max, _) = bounds(&hpas, "nightly").await.expect("the HPA");
+    assert_eq!((min, max), (2, 5), "not held again");
+    controller
+        .assert_stops_cleanly(Duration::from_secs(5))
+        .await;
+    scenario.finish().await;
+}
+
 #[tokio::test]
 async fn the_hpa_s_own_change_of_replicas_is_no_scale_reverted() {
     let Some(scenario) = Scenario::shared("hpa-owns").await else {

@@ -261,7 +261,7 @@ fn simulate_object(
             });
             let (by, note) = describe_cause(&parsed, &change, timezone);
             let catch_up = change.applied.is_none_or(|transition| transition.at < from);
-            let bounds = hpa::wanted(&parsed, Some(&change));
+            let bounds = hpa::wanted(&parsed, Some(&change), false);
             let hpa_changes: Vec<String> = hpa::changes_for(&hpas, bounds, true)
                 .into_iter()
                 .map(|(hpa_change, _)| {

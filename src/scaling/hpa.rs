@@ -130,15 +130,17 @@ pub enum Bounds {
 }
 
 /// The bounds wanted once `change` (if any) is made. With `down-replicas` 0 the HPA keeps its
-/// own: it stops acting on a workload at 0 replicas by itself.
-pub fn wanted(annotations: &Annotations, change: Option<&ScaleChange>) -> Bounds {
+/// own: it stops acting on a workload at 0 replicas by itself. `taken_over`: someone else has
+/// changed the replicas since the transition in force ([`schedule::taken_over`]); a transition
+/// `change` applies is new, and holds the HPA again.
+pub fn wanted(annotations: &Annotations, change: Option<&ScaleChange>, taken_over: bool) -> Bounds {
     match annotations {
         Annotations::Invalid(_) => Bounds::Untouched,
         Annotations::Scheduled(schedule, recorded) => {
-            let in_force = change
-                .and_then(|change| change.applied)
-                .or(recorded.last_transition);
-            bounds_in_force(schedule, in_force)
+            match change.and_then(|change| change.applied) {
+                Some(applied) => bounds_in_force(schedule, Some(applied), false),
+                None => bounds_in_force(schedule, recorded.last_transition, taken_over),
+            }
         }
         // The schedule is gone: a clean-up gives everything back. Without one (a paused object
         // without crons reads as nothing left), nothing happens at all.
@@ -147,13 +149,21 @@ pub fn wanted(annotations: &Annotations, change: Option<&ScaleChange>) -> Bounds
     }
 }
 
-/// The bounds of a scheduled target's HPAs while `in_force` is the transition in force.
-pub fn bounds_in_force(schedule: &Schedule, in_force: Option<Transition>) -> Bounds {
+/// The bounds of a scheduled target's HPAs while `in_force` is the transition in force. Who
+/// changed the replicas after a scale-down (`taken_over`) has taken over from the night: held,
+/// the HPA would undo that change, and with no scale-up to come it would be held for good.
+pub fn bounds_in_force(
+    schedule: &Schedule,
+    in_force: Option<Transition>,
+    taken_over: bool,
+) -> Bounds {
     if schedule.paused {
         return Bounds::Untouched;
     }
     match in_force.map(|transition| transition.direction) {
-        Some(Direction::Down) if schedule.down_replicas > 0 => Bounds::Held(schedule.down_replicas),
+        Some(Direction::Down) if schedule.down_replicas > 0 && !taken_over => {
+            Bounds::Held(schedule.down_replicas)
+        }
         Some(_) => Bounds::Own,
         None => Bounds::Untouched,
     }
@@ -392,13 +402,16 @@ pub(super) async fn make_changes(
 }
 
 /// Between transitions: brings the target's HPAs in line with the transition in force, which
-/// finishes what a failed request or a restart between two requests left undone.
+/// finishes what a failed request or a restart between two requests left undone, and gives the
+/// bounds back to whoever has `taken_over` the replicas.
 pub(super) async fn bring_in_line(
     ctx: &ScalingContext,
     target: &ScaleTarget,
     annotations: &Annotations,
+    taken_over: bool,
 ) -> Result<(), Error> {
-    let changes = changes_for(&ctx.hpas.of(target), wanted(annotations, None), false);
+    let bounds = wanted(annotations, None, taken_over);
+    let changes = changes_for(&ctx.hpas.of(target), bounds, false);
     for (change, _) in &changes {
         let dry_run = if ctx.dry_run {
             "dry run, not done: "

@@ -176,7 +176,8 @@ pub async fn reconcile(
             Note::new("no scheduled scaling until the annotations are fixed: ").list(reasons, "; ");
         tracing::warn!(object = %target, %note, "invalid schedule");
         let cause = refused_cause(&observed.annotations);
-        return warn_once(ctx, target, &observed, "InvalidSchedule", cause, note).await;
+        warn_once(ctx, target, &observed, "InvalidSchedule", cause, note).await?;
+        return Ok(());
     }
 
     // An override further ahead than --max-override is refused until it comes within reach
@@ -204,7 +205,8 @@ pub async fn reconcile(
             );
             tracing::warn!(object = %target, %note, "invalid schedule");
             let cause = refused_cause(&observed.annotations);
-            warn_once(ctx, target, &observed, "InvalidSchedule", cause, note).await
+            warn_once(ctx, target, &observed, "InvalidSchedule", cause, note).await?;
+            Ok(())
         }
         (result, _) => result,
     }
@@ -251,11 +253,12 @@ async fn follow(
         }
         None => {
             remove_stale_overrides(ctx, target, observed, stale_overrides).await?;
-            hpa::bring_in_line(ctx, target, annotations).await?;
-            if warn_reverted {
-                warn_if_reverted(ctx, target, observed, annotations).await?;
-            }
-            Ok(())
+            let reverted_now =
+                warn_reverted && warn_if_reverted(ctx, target, observed, annotations).await?;
+            let taken_over = reverted_now
+                || matches!(annotations, Annotations::Scheduled(_, recorded)
+                    if schedule::taken_over(&observed.annotations, recorded));
+            hpa::bring_in_line(ctx, target, annotations, taken_over).await
         }
     }
 }
@@ -264,7 +267,8 @@ async fn follow(
 /// so each is said once per cause across restarts and failovers. A warning whose Event the
 /// server refused is not written, so the next look says it again; should the write fail
 /// after the Event, the retry says it twice, which is better than never. A dry run writes
-/// nothing, so there a warning may be said again after a restart.
+/// nothing, so there a warning may be said again after a restart. True when the warning
+/// stands said, now or before.
 async fn warn_once(
     ctx: &ScalingContext,
     target: &ScaleTarget,
@@ -272,20 +276,20 @@ async fn warn_once(
     reason: &str,
     cause: String,
     note: impl Into<Note>,
-) -> Result<(), Error> {
+) -> Result<bool, Error> {
     if already_warned(&observed.annotations, &cause) {
-        return Ok(());
+        return Ok(true);
     }
     if !ctx.events.warning(&observed.reference, reason, note).await {
         // Not said: not marked either, so the next look says it again.
-        return Ok(());
+        return Ok(false);
     }
     if !ctx.dry_run {
         let patch = json!({ "metadata": { "annotations": { schedule::WARNED: cause } } });
         match patch_target(&ctx.client, target, &patch).await {
             Ok(()) => {}
             // Deleted since the read: nobody left to tell.
-            Err(error) if is_status(&error, 404) => return Ok(()),
+            Err(error) if is_status(&error, 404) => return Ok(false),
             Err(error) => {
                 return Err(Error::api(
                     "record a warning on",
@@ -295,7 +299,7 @@ async fn warn_once(
             }
         }
     }
-    Ok(())
+    Ok(true)
 }
 
 async fn fetch(ctx: &ScalingContext, target: &ScaleTarget) -> Result<Option<TargetState>, Error> {
@@ -555,7 +559,7 @@ async fn apply(
         Some(Direction::Up) => ScaleDirection::Up,
         None => ScaleDirection::Restore,
     };
-    let bounds = hpa::wanted(annotations, Some(change));
+    let bounds = hpa::wanted(annotations, Some(change), false);
     // Holds go after the workload's patch, releases before it. An HPA held first could scale
     // the workload to down-replicas before that patch, which would then find nothing to take
     // and record no original-replicas. An HPA released first leaves, should the workload's
@@ -784,17 +788,19 @@ pub fn other_replicas_writers(
         })
 }
 
+/// Warns that someone else changed the replicas the transition in force set; true when that
+/// warning stands said.
 async fn warn_if_reverted(
     ctx: &ScalingContext,
     target: &ScaleTarget,
     observed: &TargetState,
     annotations: &Annotations,
-) -> Result<(), Error> {
+) -> Result<bool, Error> {
     let Some((transition, set)) = reverted(annotations, observed.replicas) else {
-        return Ok(());
+        return Ok(false);
     };
     if hpa::changed_by_its_hpa(&ctx.hpas.of(target), target.kind, &observed.managed_fields) {
-        return Ok(());
+        return Ok(false);
     }
     let who = replicas_changed_by(target.kind, &observed.managed_fields)
         .unwrap_or_else(|| "someone".into());

@@ -87,6 +87,9 @@ enum Standing {
         maybe_reverted: bool,
         /// Its override is out of reach, and that was not said yet.
         owes_warning: bool,
+        /// Someone else changed the replicas after the transition in force, and its
+        /// `ScaleReverted` was said: its HPAs keep their own bounds until the next transition.
+        taken_over: bool,
         /// An override of its own has run out and is still written on it.
         stale_override: bool,
     },
@@ -270,6 +273,7 @@ impl Tracker {
         let Standing::Governed {
             schedule: Some(schedule),
             leftovers,
+            taken_over,
             ..
         } = standing
         else {
@@ -278,7 +282,8 @@ impl Tracker {
         if !self.hpas.synced() {
             return false;
         }
-        let bounds = hpa::bounds_in_force(schedule, leftovers.recorded.last_transition);
+        let bounds =
+            hpa::bounds_in_force(schedule, leftovers.recorded.last_transition, *taken_over);
         !hpa::changes_for(&self.hpas.of(target), bounds, false).is_empty()
     }
 
@@ -427,6 +432,7 @@ impl Tracker {
                                 && !already_warned(&ours, &reverted_cause(transition))
                         });
                 Standing::Governed {
+                    taken_over: schedule::taken_over(&ours, &leftovers.recorded),
                     schedule,
                     leftovers,
                     created: creation_time(meta),

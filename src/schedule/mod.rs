@@ -43,4 +43,6 @@ pub use on_demand::{
     OnDemand, OutOfReach, expired_keys, in_reach, key_of, out_of_reach, overrides, span,
 };
 pub use transition::{CONSTANT_SINCE, Direction, Period, Rule, Schedule, Transition};
-pub use warnings::{already_warned, refused_cause, replicas_set, reverted, reverted_cause};
+pub use warnings::{
+    already_warned, refused_cause, replicas_set, reverted, reverted_cause, taken_over,
+};

@@ -40,6 +40,14 @@ pub fn already_warned(annotations: &BTreeMap<String, String>, cause: &str) -> bo
         .is_some_and(|warned| warned == cause)
 }
 
+/// Whether someone else changed the replicas after the transition in force, as its
+/// `ScaleReverted`, said and recorded, tells: they have taken over until the next transition.
+pub fn taken_over(annotations: &BTreeMap<String, String>, recorded: &Recorded) -> bool {
+    recorded
+        .last_transition
+        .is_some_and(|transition| already_warned(annotations, &reverted_cause(transition)))
+}
+
 /// The transition in force and the replicas the controller set at it, when a later change of
 /// replicas by someone else would revert it: a scale-down that changed replicas (it remembered
 /// the original), or a scale-up to an explicit `up-replicas`.

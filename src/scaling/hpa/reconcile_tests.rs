@@ -206,27 +206,75 @@ async fn a_hold_left_undone_by_a_restart_is_made_at_the_next_look_and_the_hpas_c
     assert!(results.iter().all(Result::is_ok), "{results:?}");
 }
 
+fn release_of_web_hpa() -> Exchange {
+    merge_patch(
+        WEB_HPA,
+        json!({
+            "metadata": {
+                "resourceVersion": "41",
+                "annotations": {
+                    "cronscaler.dev/original-min-replicas": null,
+                    "cronscaler.dev/original-max-replicas": null,
+                },
+            },
+            "spec": { "minReplicas": 2, "maxReplicas": 5 },
+        }),
+    )
+}
+
+/// A person's `kubectl scale` at night stands (rule 3), so the HPA held for the night gets its
+/// bounds back at once: held at 1, it would scale the workload back, and a schedule with no
+/// scale-up would never release it.
 #[tokio::test]
-async fn a_person_s_change_on_a_target_with_an_hpa_is_still_a_revert() {
+async fn a_person_s_change_on_a_target_with_an_hpa_is_a_revert_and_gives_the_hpa_back() {
     let cause = "ScaleReverted 2026-11-22T20:00:00Z down";
-    let script = vec![
-        Exchange::new("GET", WEB).reply(200, web(3, &night(&[]), "kubectl")),
-        event(
-            "shop",
-            "Warning",
-            "ScaleReverted",
-            "replicas changed from 1 to 3 by kubectl (through /scale) after the scheduled \
-             scale-down at 2026-11-22T20:00:00Z; left alone until the next transition",
-            "web",
-        ),
-        merge_patch(
-            WEB,
-            json!({ "metadata": { "annotations": { "cronscaler.dev/warned": cause } } }),
-        ),
-    ];
-    let held = web_hpa(1, 1, Originals::Recorded { min: 2, max: 5 });
-    let results = reconcile_with(vec![held], &[at(5, 0)], false, script).await;
-    assert!(results.iter().all(Result::is_ok), "{results:?}");
+    for schedule in [&ONE_LEFT[..], &[ONE_LEFT[0], ONE_LEFT[2]][..]] {
+        let night = |extra: &[(&'static str, &'static str)]| {
+            let mut night = schedule.to_vec();
+            night.extend_from_slice(&[
+                (schedule::ORIGINAL_REPLICAS, "4"),
+                (schedule::LAST_TRANSITION, "2026-11-22T20:00:00Z down"),
+            ]);
+            night.extend_from_slice(extra);
+            night
+        };
+        let script = vec![
+            Exchange::new("GET", WEB).reply(200, web(3, &night(&[]), "kubectl")),
+            event(
+                "shop",
+                "Warning",
+                "ScaleReverted",
+                "replicas changed from 1 to 3 by kubectl (through /scale) after the scheduled \
+                 scale-down at 2026-11-22T20:00:00Z; left alone until the next transition",
+                "web",
+            ),
+            merge_patch(
+                WEB,
+                json!({ "metadata": { "annotations": { "cronscaler.dev/warned": cause } } }),
+            ),
+            release_of_web_hpa(),
+        ];
+        let held = web_hpa(1, 1, Originals::Recorded { min: 2, max: 5 });
+        let results = reconcile_with(vec![held], &[at(5, 0)], false, script).await;
+        assert!(
+            results.iter().all(Result::is_ok),
+            "{schedule:?}: {results:?}"
+        );
+
+        // The warning said at an earlier look (a release that failed, or a restart): the
+        // release alone, no second warning.
+        let script = vec![
+            Exchange::new("GET", WEB)
+                .reply(200, web(3, &night(&[(schedule::WARNED, cause)]), "kubectl")),
+            release_of_web_hpa(),
+        ];
+        let held = web_hpa(1, 1, Originals::Recorded { min: 2, max: 5 });
+        let results = reconcile_with(vec![held], &[at(5, 0)], false, script).await;
+        assert!(
+            results.iter().all(Result::is_ok),
+            "{schedule:?}: {results:?}"
+        );
+    }
 }
 
 #[tokio::test]

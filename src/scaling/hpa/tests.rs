@@ -150,10 +150,13 @@ fn the_night_holds_an_hpa_at_down_replicas_above_zero_and_the_day_gives_its_own_
     let down = transition("2026-11-23T20:00:00Z", Direction::Down);
     let up = transition("2026-11-24T07:00:00Z", Direction::Up);
     let one_left = parsed(&[NIGHTLY[0], NIGHTLY[1], (schedule::DOWN_REPLICAS, "1")]);
-    assert_eq!(wanted(&one_left, Some(&applying(down))), Bounds::Held(1));
-    assert_eq!(wanted(&one_left, Some(&applying(up))), Bounds::Own);
     assert_eq!(
-        wanted(&one_left, None),
+        wanted(&one_left, Some(&applying(down)), false),
+        Bounds::Held(1)
+    );
+    assert_eq!(wanted(&one_left, Some(&applying(up)), false), Bounds::Own);
+    assert_eq!(
+        wanted(&one_left, None, false),
         Bounds::Untouched,
         "never transitioned"
     );
@@ -163,10 +166,14 @@ fn the_night_holds_an_hpa_at_down_replicas_above_zero_and_the_day_gives_its_own_
         (schedule::DOWN_REPLICAS, "1"),
         (schedule::LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
     ]);
-    assert_eq!(wanted(&asleep, None), Bounds::Held(1), "the night in force");
+    assert_eq!(
+        wanted(&asleep, None, false),
+        Bounds::Held(1),
+        "the night in force"
+    );
     let to_zero = parsed(&NIGHTLY);
     assert_eq!(
-        wanted(&to_zero, Some(&applying(down))),
+        wanted(&to_zero, Some(&applying(down)), false),
         Bounds::Own,
         "at 0 replicas the HPA stops by itself"
     );
@@ -177,13 +184,54 @@ fn the_night_holds_an_hpa_at_down_replicas_above_zero_and_the_day_gives_its_own_
         (schedule::PAUSED, "true"),
         (schedule::LAST_TRANSITION, "2026-11-24T07:00:00Z up"),
     ]);
-    assert_eq!(wanted(&paused, None), Bounds::Untouched);
+    assert_eq!(wanted(&paused, None, false), Bounds::Untouched);
     let invalid = parsed(&[NIGHTLY[0], (schedule::DOWN_REPLICAS, "-1")]);
-    assert_eq!(wanted(&invalid, None), Bounds::Untouched);
+    assert_eq!(wanted(&invalid, None, false), Bounds::Untouched);
     let removed = parsed(&[(schedule::LAST_TRANSITION, "2026-11-23T20:00:00Z down")]);
     let cleanup = schedule::decide(&removed, 1, up.at).expect("a clean-up");
-    assert_eq!(wanted(&removed, Some(&cleanup)), Bounds::Own);
-    assert_eq!(wanted(&removed, None), Bounds::Untouched);
+    assert_eq!(wanted(&removed, Some(&cleanup), false), Bounds::Own);
+    assert_eq!(wanted(&removed, None, false), Bounds::Untouched);
+}
+
+#[test]
+fn whoever_scales_a_held_workload_gets_the_hpa_bounds_back_until_the_next_night() {
+    // A scale-down-only schedule: no morning would ever give the bounds back.
+    let night = transition("2026-11-23T20:00:00Z", Direction::Down);
+    let next_night = transition("2026-11-24T20:00:00Z", Direction::Down);
+    let asleep = [
+        (schedule::SCALE_DOWN, "0 20 * * *"),
+        (schedule::DOWN_REPLICAS, "1"),
+        (schedule::ORIGINAL_REPLICAS, "4"),
+        (schedule::LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
+    ];
+    let parsed_asleep = parsed(&asleep);
+    assert_eq!(wanted(&parsed_asleep, None, false), Bounds::Held(1));
+    assert_eq!(
+        wanted(&parsed_asleep, None, true),
+        Bounds::Own,
+        "a person's kubectl scale stands, so the HPA may not undo it"
+    );
+    assert_eq!(
+        wanted(&parsed_asleep, Some(&applying(next_night)), true),
+        Bounds::Held(1),
+        "the next scale-down holds it again"
+    );
+
+    let Annotations::Scheduled(_, recorded) = &parsed_asleep else {
+        panic!("scheduled")
+    };
+    let mut said = schedule::test_support::annotations(&asleep);
+    assert!(!schedule::taken_over(&said, recorded));
+    said.insert(schedule::WARNED.into(), schedule::reverted_cause(night));
+    assert!(schedule::taken_over(&said, recorded));
+    said.insert(
+        schedule::WARNED.into(),
+        schedule::reverted_cause(next_night),
+    );
+    assert!(
+        !schedule::taken_over(&said, recorded),
+        "a warning about another night says nothing of this one"
+    );
 }
 
 #[test]
