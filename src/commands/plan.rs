@@ -184,15 +184,12 @@ pub fn simulate(
                 ));
                 continue;
             }
-            Annotations::Scheduled(schedule, recorded)
+            Annotations::Scheduled(schedule, recorded) => {
                 if let Some(refused) =
-                    schedule::out_of_reach(schedule, recorded, from, DEFAULT_MAX_OVERRIDE) =>
-            {
-                plan.invalid
-                    .push(invalid(target, vec![refused.problem.to_string()]));
-                continue;
-            }
-            Annotations::Scheduled(schedule, _) => {
+                    schedule::out_of_reach(schedule, recorded, from, DEFAULT_MAX_OVERRIDE)
+                {
+                    plan.notes.push(note_out_of_reach(target, &refused));
+                }
                 plan.holidays
                     .extend(holidays_in(target, schedule, from, until));
                 plan.notes.extend(notes_on(target, schedule));
@@ -253,7 +250,12 @@ fn simulate_object(
     let mut counted = false;
     let mut now = from;
     loop {
-        let parsed = target.kind.parse(&annotations, default_timezone);
+        // As the controller does: an override out of reach is left out until it comes within.
+        let (parsed, out_of_reach) = schedule::in_reach(
+            target.kind.parse(&annotations, default_timezone),
+            now,
+            DEFAULT_MAX_OVERRIDE,
+        );
         if let Some(change) = schedule::decide(&parsed, replicas, now) {
             let to = change.replicas.unwrap_or(replicas);
             let action = change.applied.map_or("restore".to_string(), |transition| {
@@ -326,7 +328,12 @@ fn simulate_object(
                 break;
             }
         }
-        match schedule.next_look(now) {
+        let within_reach = out_of_reach.map(|refused| refused.within_reach);
+        let next = match (schedule.next_look(now), within_reach) {
+            (Some(look), Some(reach)) => Some(look.min(reach)),
+            (look, reach) => look.or(reach),
+        };
+        match next {
             Some(next) if next <= until => now = next,
             _ => break,
         }
@@ -389,6 +396,23 @@ fn notes_on(target: &ScaleTarget, schedule: &Schedule) -> Vec<PlannedNote> {
             ),
         })
         .collect()
+}
+
+/// An override the controller leaves out until it comes within `--max-override` of its end.
+fn note_out_of_reach(target: &ScaleTarget, refused: &schedule::OutOfReach) -> PlannedNote {
+    PlannedNote {
+        namespace: target.key.namespace.clone(),
+        kind: target.kind.to_string(),
+        name: target.key.name.clone(),
+        note: format!(
+            "{}; it is applied from {}, when within reach, and the schedule is followed until \
+             then (the controller says InvalidSchedule meanwhile)",
+            refused.problem,
+            refused
+                .within_reach
+                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        ),
+    }
 }
 
 /// The holidays of `schedule` that fall in the window, as local dates.

@@ -535,3 +535,46 @@ fn a_window_over_midnight_gets_a_note_naming_kube_downscalers_reading() {
         "{table}"
     );
 }
+
+/// The controller follows the schedule without an override that reaches further than
+/// `--max-override`, and applies it once it comes within reach (docs/scheduling.md); plan shows
+/// the same, with a note, instead of leaving the object out.
+#[test]
+fn an_override_out_of_reach_is_planned_from_when_it_comes_within_reach() {
+    let text = deployment(
+        "web",
+        3,
+        "    cronscaler.dev/scale-down: \"0 20 * * *\"\n    cronscaler.dev/scale-up: \"0 7 * * *\"\n    cronscaler.dev/asleep-until: \"2026-03-10T12:00:00Z\"",
+    );
+    let objects = parse_manifests(&text, "web.yaml").unwrap().objects;
+    let plan = simulate(&objects, utc(7, 13), utc(10, 13), Tz::UTC);
+    assert_eq!(
+        plan.invalid,
+        Vec::new(),
+        "the schedule is followed meanwhile"
+    );
+    let rows: Vec<_> = plan
+        .transitions
+        .iter()
+        .map(|t| (t.at, t.action.as_str(), t.from, t.to))
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            (utc(7, 13), "up", 3, 3),
+            (utc(7, 20), "down", 3, 0),
+            (utc(8, 7), "up", 0, 3),
+            (utc(8, 20), "down", 3, 0),
+            (utc(9, 7), "up", 0, 3),
+            // Within 24 h of its end: asleep until 12:00 the next day.
+            (utc(9, 12), "down", 3, 0),
+            (utc(10, 12), "up", 0, 3),
+        ]
+    );
+    let notes: Vec<&str> = plan.notes.iter().map(|note| note.note.as_str()).collect();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0].contains("applied from 2026-03-09T12:00:00Z"),
+        "{notes:?}"
+    );
+}
