@@ -9,6 +9,7 @@ use super::{
     CronSpec, Direction, Holidays, OnDemand, Rule, Schedule, Transition,
     invalid::{InvalidAnnotation, invalid},
     transition::Triggers,
+    wake::{LAST_WARM_UP, WAKE_HOSTS, WAKE_ON_REQUEST, parse_wake_hosts, parse_wake_on_request},
     windows::compile,
 };
 
@@ -52,7 +53,14 @@ pub fn has_schedule(annotations: &BTreeMap<String, String>) -> bool {
 
 /// The annotations the controller writes, as opposed to those users set.
 pub fn is_written_by_controller(key: &str) -> bool {
-    [ORIGINAL_REPLICAS, ORIGINAL_SUSPEND, LAST_TRANSITION, WARNED].contains(&key)
+    [
+        ORIGINAL_REPLICAS,
+        ORIGINAL_SUSPEND,
+        LAST_TRANSITION,
+        WARNED,
+        LAST_WARM_UP,
+    ]
+    .contains(&key)
 }
 
 /// What the controller itself wrote on the object.
@@ -144,13 +152,18 @@ pub fn parse(annotations: &BTreeMap<String, String>, default_timezone: Tz) -> An
             ORIGINAL_SUSPEND => Err(invalid(key, value, "is written only on CronJobs")),
             // Only ever compared whole with a cause, so no value can be wrong.
             WARNED => Ok(()),
+            // Read by the wake-up backend on Namespaces; checked wherever they are written.
+            WAKE_ON_REQUEST => parse_wake_on_request(key, value).map(drop),
+            WAKE_HOSTS => parse_wake_hosts(key, value).map(drop),
+            // The controller's measurement, only ever shown.
+            LAST_WARM_UP => Ok(()),
             _ => Err(invalid(
                 key,
                 value,
                 "is not a known annotation; the keys under cronscaler.dev/ are scale-down, \
                  scale-up, uptime, downtime, holidays, awake-until, asleep-until, down-replicas, \
-                 up-replicas, timezone, paused, exclude, original-replicas, original-suspend, \
-                 last-transition and warned",
+                 up-replicas, timezone, paused, exclude, wake-on-request, wake-hosts, \
+                 original-replicas, original-suspend, last-transition, warned and last-warm-up",
             )),
         };
         if let Err(error) = outcome {
@@ -480,7 +493,7 @@ mod tests {
             (
                 "cronscaler.dev/scale-dwon",
                 "0 20 * * *",
-                r#"cronscaler.dev/scale-dwon: "0 20 * * *" is not a known annotation; the keys under cronscaler.dev/ are scale-down, scale-up, uptime, downtime, holidays, awake-until, asleep-until, down-replicas, up-replicas, timezone, paused, exclude, original-replicas, original-suspend, last-transition and warned"#,
+                r#"cronscaler.dev/scale-dwon: "0 20 * * *" is not a known annotation; the keys under cronscaler.dev/ are scale-down, scale-up, uptime, downtime, holidays, awake-until, asleep-until, down-replicas, up-replicas, timezone, paused, exclude, wake-on-request, wake-hosts, original-replicas, original-suspend, last-transition, warned and last-warm-up"#,
             ),
         ];
         for (key, value, expected) in cases {

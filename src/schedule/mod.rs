@@ -20,6 +20,7 @@ mod inheritance;
 mod invalid;
 mod on_demand;
 mod transition;
+mod wake;
 mod warnings;
 mod windows;
 
@@ -43,6 +44,7 @@ pub use on_demand::{
     OnDemand, OutOfReach, expired_keys, in_reach, key_of, out_of_reach, overrides, span,
 };
 pub use transition::{CONSTANT_SINCE, Direction, Period, Rule, Schedule, Transition};
+pub use wake::{HostPattern, LAST_WARM_UP, WAKE_HOSTS, WAKE_ON_REQUEST, WakeOnRequest};
 pub use warnings::{
     already_warned, refused_cause, replicas_set, reverted, reverted_cause, taken_over,
 };
