@@ -107,9 +107,13 @@ async fn restore(kube: &KubeArgs, args: RestoreArgs) -> anyhow::Result<ExitCode>
             eprintln!("{line}");
         }
     }
-    let objects = plan::read_cluster(&client, args.namespace.as_deref())
-        .await
-        .context("listing Deployments, StatefulSets, CronJobs and Foos")?;
+    let objects = plan::read_cluster(
+        &client,
+        args.namespace.as_deref(),
+        args.kube_downscaler.read,
+    )
+    .await
+    .context("listing Deployments, StatefulSets, CronJobs and Foos")?;
     let chosen: Vec<_> = match &args.name {
         Some(name) => objects
             .into_iter()
@@ -130,6 +134,7 @@ async fn restore(kube: &KubeArgs, args: RestoreArgs) -> anyhow::Result<ExitCode>
         &client,
         &chosen,
         &hpa::HpaIndex::listed(hpas),
+        args.kube_downscaler.read,
         Utc::now(),
     )
     .await;
@@ -161,7 +166,10 @@ async fn show_status(kube: &KubeArgs, args: StatusArgs) -> anyhow::Result<()> {
     let client = kubeconfig::client(kube)
         .await
         .context("connecting to the Kubernetes API server")?;
-    let listed = status::read_cluster(&client, args.namespace.as_deref()).await?;
+    let mut listed = status::read_cluster(&client, args.namespace.as_deref()).await?;
+    if args.kube_downscaler.read {
+        listed.read_kube_downscaler_as_ours();
+    }
     if listed.namespaces.is_none() {
         eprintln!(
             "Namespaces may not be listed (403): objects scheduled by their Namespace alone are \
@@ -190,11 +198,15 @@ async fn plan(kube: &KubeArgs, args: PlanArgs) -> anyhow::Result<ExitCode> {
         let client = kubeconfig::client(kube)
             .await
             .context("connecting to the Kubernetes API server (or pass -f)")?;
-        plan::read_cluster(&client, args.namespace.as_deref())
-            .await
-            .context("listing Deployments, StatefulSets, CronJobs and Foos")?
+        plan::read_cluster(
+            &client,
+            args.namespace.as_deref(),
+            args.kube_downscaler.read,
+        )
+        .await
+        .context("listing Deployments, StatefulSets, CronJobs and Foos")?
     } else {
-        let manifests = plan::read_manifests(&args.files)?;
+        let manifests = plan::read_manifests(&args.files, args.kube_downscaler.read)?;
         // Standard error, so that standard output stays the plan alone (`-o json` included).
         for skipped in &manifests.skipped {
             eprintln!("skipped {skipped}");

@@ -169,6 +169,9 @@ pub struct RestoreArgs {
 
     #[command(flatten)]
     pub lease: LeaseArgs,
+
+    #[command(flatten)]
+    pub kube_downscaler: KubeDownscaler,
 }
 
 /// The leader-election Lease: `run --leader-elect` holds it; `restore` reads it to tell whether
@@ -226,6 +229,9 @@ pub struct RunArgs {
     pub max_override: std::time::Duration,
 
     #[command(flatten)]
+    pub kube_downscaler: KubeDownscaler,
+
+    #[command(flatten)]
     pub excluded: Excluded,
 
     /// Log and emit Events for what the scheduled scaler would do; change nothing.
@@ -273,6 +279,9 @@ pub struct PlanArgs {
     pub output: OutputFormat,
 
     #[command(flatten)]
+    pub kube_downscaler: KubeDownscaler,
+
+    #[command(flatten)]
     pub default_timezone: DefaultTimezone,
 
     /// Only this namespace of the live cluster (default: all).
@@ -301,6 +310,9 @@ pub struct StatusArgs {
 
     #[command(flatten)]
     pub default_timezone: DefaultTimezone,
+
+    #[command(flatten)]
+    pub kube_downscaler: KubeDownscaler,
 
     #[command(flatten)]
     pub excluded: Excluded,
@@ -333,6 +345,20 @@ pub struct Excluded {
         default_value = "kube-system,kube-public,kube-node-lease"
     )]
     pub exclude_namespaces: Vec<String>,
+}
+
+/// Reading kube-downscaler's annotations as ours, so `run` takes over from it and `plan`,
+/// `status` and `restore` see what it left as `run` does.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct KubeDownscaler {
+    /// Also read kube-downscaler's `downscaler/` annotations on workloads and Namespaces as
+    /// their `cronscaler.dev/` counterparts (ours win where both are set), including its
+    /// `original-replicas`: what it put to sleep wakes to its own count.
+    #[arg(
+        long = "kube-downscaler-annotations",
+        env = "CRONSCALER_KUBE_DOWNSCALER_ANNOTATIONS"
+    )]
+    pub read: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

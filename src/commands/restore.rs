@@ -151,6 +151,7 @@ pub async fn restore(
     client: &Client,
     objects: &[PlanObject],
     hpas: &HpaIndex,
+    kube_downscaler: bool,
     now: DateTime<Utc>,
 ) -> (Vec<String>, bool) {
     let mut lines = Vec::new();
@@ -194,10 +195,17 @@ pub async fn restore(
         if change.is_none() && overrides.is_empty() {
             continue;
         }
+        // What kube-downscaler recorded was read as ours, so it goes with ours.
+        let superseded = change
+            .iter()
+            .flat_map(ScaleChange::annotation_updates)
+            .filter(|_| kube_downscaler && target.kind.reads_kube_downscaler_records())
+            .filter_map(|(key, _)| schedule::kube_downscaler::superseded_by(key));
+        let removed: Vec<&str> = overrides.iter().copied().chain(superseded).collect();
         let patch = patch_for(
             target.kind,
             change.as_ref(),
-            &overrides,
+            &removed,
             observed.resource_version.as_deref(),
         );
         let removed = if overrides.is_empty() {
@@ -580,7 +588,7 @@ mod tests {
                 api_json,
             ),
         ]));
-        let (lines, ok) = restore(&client, &[web, api], &HpaIndex::listed([]), now()).await;
+        let (lines, ok) = restore(&client, &[web, api], &HpaIndex::listed([]), false, now()).await;
         drop(client);
         server.await.unwrap();
         assert!(ok);
@@ -625,7 +633,7 @@ mod tests {
             .reply(200, json!({})),
             merge_patch("web", json!({ "spec": { "replicas": 3 } }), web_json),
         ]));
-        let (lines, ok) = restore(&client, &[web], &HpaIndex::listed([held]), now()).await;
+        let (lines, ok) = restore(&client, &[web], &HpaIndex::listed([held]), false, now()).await;
         drop(client);
         server.await.unwrap();
         assert!(ok);

@@ -128,7 +128,8 @@ pub async fn run(
         NamespaceSchedules::off(excluded)
     } else {
         NamespaceSchedules::watched(excluded)
-    };
+    }
+    .reading_kube_downscaler(args.kube_downscaler.read);
     let hpas = HpaIndex::default();
     let tracker = |kind| {
         let tracker = Tracker::new(

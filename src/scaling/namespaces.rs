@@ -3,6 +3,7 @@
 //! needs a look, and by the reconciler, which applies them.
 
 use std::{
+    borrow::Cow,
     collections::{BTreeMap, HashMap, HashSet},
     sync::{Arc, PoisonError, RwLock},
 };
@@ -11,7 +12,7 @@ use k8s_openapi::api::core::v1::ObjectReference;
 
 use crate::{
     scaling::target::TargetKind,
-    schedule::{DOWN_REPLICAS, PREFIX, UP_REPLICAS, inherit},
+    schedule::{DOWN_REPLICAS, PREFIX, UP_REPLICAS, inherit, kube_downscaler},
 };
 
 /// Cheap to clone; every clone sees the same schedules.
@@ -25,6 +26,8 @@ pub struct NamespaceSchedules {
     excluded: Arc<HashSet<String>>,
     /// False in a namespaced install, which cannot read Namespaces.
     enabled: bool,
+    /// `--kube-downscaler-annotations`: kube-downscaler's annotations count as ours.
+    kube_downscaler: bool,
 }
 
 impl NamespaceSchedules {
@@ -45,6 +48,36 @@ impl NamespaceSchedules {
         }
     }
 
+    /// Reads kube-downscaler's annotations as ours, on Namespaces and workloads alike.
+    pub fn reading_kube_downscaler(self, read: bool) -> Self {
+        Self {
+            kube_downscaler: read,
+            ..self
+        }
+    }
+
+    /// The annotations `own` as the rules read them: kube-downscaler's as ours when told to.
+    pub fn read<'a>(
+        &self,
+        kind: Option<TargetKind>,
+        own: &'a BTreeMap<String, String>,
+    ) -> Cow<'a, BTreeMap<String, String>> {
+        if !self.kube_downscaler {
+            return Cow::Borrowed(own);
+        }
+        let records = kind.is_some_and(TargetKind::reads_kube_downscaler_records);
+        Cow::Owned(kube_downscaler::read_as_ours(own, records))
+    }
+
+    /// What a patch that writes the annotation `key` of ours on a `kind` removes with it: the
+    /// kube-downscaler record ours supersedes, where its records count as ours.
+    pub fn superseded_by(&self, kind: TargetKind, key: &str) -> Option<&'static str> {
+        let records = self.kube_downscaler && kind.reads_kube_downscaler_records();
+        records
+            .then(|| kube_downscaler::superseded_by(key))
+            .flatten()
+    }
+
     pub fn is_excluded(&self, namespace: &str) -> bool {
         self.excluded.contains(namespace)
     }
@@ -62,7 +95,8 @@ impl NamespaceSchedules {
                 .unwrap_or_else(PoisonError::into_inner)
                 .insert(namespace.to_string(), uid);
         }
-        let ours: BTreeMap<String, String> = annotations
+        let ours: BTreeMap<String, String> = self
+            .read(None, annotations)
             .iter()
             .filter(|(key, _)| key.starts_with(PREFIX))
             .map(|(key, value)| (key.clone(), value.clone()))
@@ -171,8 +205,9 @@ impl NamespaceSchedules {
             .read()
             .unwrap_or_else(PoisonError::into_inner);
         let inherits = self.enabled && kind != TargetKind::Foo && !controlled_by_foo;
+        let own = self.read(Some(kind), own);
         let (mut effective, inherited) =
-            inherit(own, schedules.get(namespace).filter(|_| inherits));
+            inherit(&own, schedules.get(namespace).filter(|_| inherits));
         if inherited && kind == TargetKind::CronJob {
             // A namespace's replica counts are for its Deployments and StatefulSets; a CronJob
             // only sleeps or runs, and would refuse them.

@@ -591,10 +591,15 @@ async fn apply(
         return Ok(());
     }
     hpa::make_changes(ctx, &releases, direction).await?;
+    let superseded = change
+        .annotation_updates()
+        .into_iter()
+        .filter_map(|(key, _)| ctx.namespaces.superseded_by(target.kind, key));
+    let removed: Vec<&str> = stale_overrides.iter().copied().chain(superseded).collect();
     let patch = patch_for(
         target.kind,
         Some(change),
-        stale_overrides,
+        &removed,
         observed.resource_version.as_deref(),
     );
     let result = patch_target(&ctx.client, target, &patch).await;

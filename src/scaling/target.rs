@@ -40,6 +40,12 @@ pub enum TargetKind {
 }
 
 impl TargetKind {
+    /// Whether kube-downscaler's record of replicas on this kind means what ours means: it
+    /// scales Deployments and StatefulSets as we do; on a CronJob it records something else.
+    pub fn reads_kube_downscaler_records(self) -> bool {
+        matches!(self, TargetKind::Deployment | TargetKind::StatefulSet)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             TargetKind::Deployment => "Deployment",

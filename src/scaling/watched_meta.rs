@@ -13,8 +13,12 @@ use serde::{
 };
 use serde_json::{Map, Value};
 
-/// The annotation prefixes a schedule is read from; every other annotation is dropped.
-pub const READ_PREFIXES: [&str; 1] = [crate::schedule::PREFIX];
+/// The annotation prefixes a schedule is read from (kube-downscaler's for
+/// `--kube-downscaler-annotations`); every other annotation is dropped.
+pub const READ_PREFIXES: [&str; 2] = [
+    crate::schedule::PREFIX,
+    crate::schedule::kube_downscaler::PREFIX,
+];
 
 /// A workload's metadata, as the API server's metadata-only view sends it, with only the
 /// annotations of [`READ_PREFIXES`].

@@ -9,6 +9,7 @@ use super::{
     CronSpec, Direction, Holidays, OnDemand, Rule, Schedule, Transition,
     invalid::{InvalidAnnotation, invalid},
     transition::Triggers,
+    unreadable::{is_held_aside, refusal},
     wake::{LAST_WARM_UP, WAKE_HOSTS, WAKE_ON_REQUEST, parse_wake_hosts, parse_wake_on_request},
     windows::compile,
 };
@@ -157,6 +158,7 @@ pub fn parse(annotations: &BTreeMap<String, String>, default_timezone: Tz) -> An
             WAKE_HOSTS => parse_wake_hosts(key, value).map(drop),
             // The controller's measurement, only ever shown.
             LAST_WARM_UP => Ok(()),
+            key if is_held_aside(key) => Err(refusal(key, value)),
             _ => Err(invalid(
                 key,
                 value,

@@ -34,8 +34,11 @@ use crate::{
 /// `DeploymentList`-style ones `kubectl get -o yaml|json` prints, are expanded into their items.
 /// Whatever is not simulated is listed in [`Manifests::skipped`]; objects without a namespace
 /// land in `default`, as `kubectl apply` would put them.
-pub fn read_manifests(paths: &[impl AsRef<Path>]) -> Result<Manifests, PlanError> {
-    let mut manifests = Manifests::default();
+pub fn read_manifests(
+    paths: &[impl AsRef<Path>],
+    kube_downscaler: bool,
+) -> Result<Manifests, PlanError> {
+    let mut manifests = Manifests::reading_kube_downscaler(kube_downscaler);
     for path in paths {
         let path = path.as_ref();
         let files = if path.is_dir() {
@@ -76,7 +79,11 @@ pub fn read_manifests(paths: &[impl AsRef<Path>]) -> Result<Manifests, PlanError
                 path: file.display().to_string(),
                 source,
             })?;
-            manifests.append(parse_manifests(&text, &file.display().to_string())?);
+            manifests.append(read_text(
+                &text,
+                &file.display().to_string(),
+                kube_downscaler,
+            )?);
         }
     }
     // A Namespace's schedule applies to its workloads in whichever file they are.
@@ -107,6 +114,13 @@ impl Default for Manifests {
 }
 
 impl Manifests {
+    fn reading_kube_downscaler(read: bool) -> Self {
+        Self {
+            namespaces: NamespaceSchedules::watched([]).reading_kube_downscaler(read),
+            ..Self::default()
+        }
+    }
+
     fn append(&mut self, other: Manifests) {
         self.objects.extend(other.objects);
         self.skipped.extend(other.skipped);
@@ -216,7 +230,11 @@ impl fmt::Display for SkipReason {
 /// The Deployments, StatefulSets, CronJobs and Foos of one multi-document YAML (or JSON) text, `path` naming it in
 /// what is skipped and in errors.
 pub fn parse_manifests(text: &str, path: &str) -> Result<Manifests, PlanError> {
-    let mut manifests = Manifests::default();
+    read_text(text, path, false)
+}
+
+fn read_text(text: &str, path: &str, kube_downscaler: bool) -> Result<Manifests, PlanError> {
+    let mut manifests = Manifests::reading_kube_downscaler(kube_downscaler);
     for (index, document) in serde_norway::Deserializer::from_str(text).enumerate() {
         let at = Location {
             path: path.into(),
@@ -388,6 +406,7 @@ fn describe(value: &Value) -> Option<String> {
 pub async fn read_cluster(
     client: &Client,
     namespace: Option<&str>,
+    kube_downscaler: bool,
 ) -> Result<Vec<PlanObject>, kube::Error> {
     let deployments: Vec<Deployment> = list(client, namespace).await?;
     let stateful_sets: Vec<StatefulSet> = list(client, namespace).await?;
@@ -439,7 +458,7 @@ pub async fn read_cluster(
     };
     resolve(
         &mut objects,
-        &namespace_schedules(client, namespace).await?,
+        &namespace_schedules(client, namespace, kube_downscaler).await?,
         &hpas,
     );
     Ok(objects)
@@ -450,8 +469,9 @@ pub async fn read_cluster(
 async fn namespace_schedules(
     client: &Client,
     namespace: Option<&str>,
+    kube_downscaler: bool,
 ) -> Result<NamespaceSchedules, kube::Error> {
-    let schedules = NamespaceSchedules::watched([]);
+    let schedules = NamespaceSchedules::watched([]).reading_kube_downscaler(kube_downscaler);
     let api: Api<Namespace> = Api::all(client.clone());
     let found = match namespace {
         Some(namespace) => api

@@ -124,7 +124,7 @@ fn workloads_follow_the_schedule_of_a_namespace_read_in_another_file() {
         "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: staging\n  annotations:\n    cronscaler.dev/scale-down: \"0 20 * * *\"\n",
     )
     .unwrap();
-    let manifests = read_manifests(&[dir]).unwrap();
+    let manifests = read_manifests(&[dir], false).unwrap();
     assert!(
         skipped(&manifests).is_empty(),
         "a Namespace is read, not skipped"
@@ -308,7 +308,7 @@ fn a_directory_says_what_it_did_not_read() {
         deployment("web", 1, "    cronscaler.dev/scale-down: \"0 20 * * *\""),
     )
     .unwrap();
-    let manifests = read_manifests(&[&dir]);
+    let manifests = read_manifests(&[&dir], false);
     std::fs::remove_dir_all(&dir).unwrap();
     let manifests = manifests.unwrap();
     assert_eq!(manifests.objects.len(), 1);

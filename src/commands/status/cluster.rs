@@ -17,6 +17,7 @@ use crate::{
     runtime::api_errors::is_status,
     runtime::paging::all_pages,
     scaling::target::{TargetKind, TargetState},
+    schedule::kube_downscaler,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -35,6 +36,20 @@ pub struct Listed {
     pub objects: Vec<StatusObject>,
     /// `None` when Namespaces may not be listed (a namespaced install's grants).
     pub namespaces: Option<BTreeMap<String, BTreeMap<String, String>>>,
+}
+
+impl Listed {
+    /// Reads kube-downscaler's annotations as ours, as `run --kube-downscaler-annotations` does.
+    pub fn read_kube_downscaler_as_ours(&mut self) {
+        for object in &mut self.objects {
+            let records = object.kind.reads_kube_downscaler_records();
+            object.observed.annotations =
+                kube_downscaler::read_as_ours(&object.observed.annotations, records);
+        }
+        for annotations in self.namespaces.iter_mut().flat_map(BTreeMap::values_mut) {
+            *annotations = kube_downscaler::read_as_ours(annotations, false);
+        }
+    }
 }
 
 /// Lists Deployments, StatefulSets, CronJobs, Foos (none without the CRD) and Namespaces, of

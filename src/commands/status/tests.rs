@@ -456,3 +456,26 @@ fn downtime_all_week_is_asleep_with_no_next_transition_and_says_what_holds_it() 
     );
     assert_eq!((row.replicas, row.awake_replicas), (0, 3));
 }
+
+#[test]
+fn what_kube_downscaler_put_to_sleep_is_asleep_with_its_count_to_wake_to() {
+    let left = [
+        ("downscaler/downtime", "Mon-Sun 20:00-07:00"),
+        ("downscaler/original-replicas", "4"),
+    ];
+    let mut listed = Listed {
+        objects: vec![deployment("web", 0, &left)],
+        namespaces: Some(BTreeMap::new()),
+    };
+    assert!(
+        status(&listed.objects, listed.namespaces.as_ref(), &[], Tz::UTC, night())
+            .objects
+            .is_empty(),
+        "without the flag kube-downscaler's annotations schedule nothing"
+    );
+    listed.read_kube_downscaler_as_ours();
+    let row = only_row(&listed.objects, &[], night());
+    assert_eq!(row.state, State::Asleep);
+    assert_eq!((row.replicas, row.awake_replicas), (0, 4));
+    assert_eq!(row.since, None, "no transition of ours put it to sleep");
+}
