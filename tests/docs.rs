@@ -31,6 +31,10 @@ const NOT_RUN_HERE: &[(&str, &str)] = &[
         "a release build of minutes; the tests run the binary cargo built for them",
     ),
     (
+        "kubectl -n kube-downscaler scale deployment kube-downscaler --replicas=0",
+        "needs kube-downscaler installed",
+    ),
+    (
         "docker build -t ghcr.io/cronscaler/cronscaler:0.1.0 .",
         "needs a Docker engine",
     ),
@@ -58,6 +62,7 @@ const PAGES: &[&str] = &[
     "README.md",
     "docs/commands.md",
     "docs/scheduling.md",
+    "docs/migrating-from-kube-downscaler.md",
     "docs/reference.md",
     "docs/foo.md",
     "docs/design.md",

@@ -9,8 +9,7 @@ use std::collections::BTreeMap;
 
 use super::{
     CONSTANT_SINCE, DOWN_REPLICAS, DOWNTIME, Direction, EXCLUDE, LAST_TRANSITION,
-    ORIGINAL_REPLICAS, Transition, UPTIME, has_schedule,
-    unreadable::held_aside,
+    ORIGINAL_REPLICAS, Transition, UPTIME, has_schedule, unreadable::held_aside,
 };
 
 pub const PREFIX: &str = "downscaler/";

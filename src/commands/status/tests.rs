@@ -468,9 +468,15 @@ fn what_kube_downscaler_put_to_sleep_is_asleep_with_its_count_to_wake_to() {
         namespaces: Some(BTreeMap::new()),
     };
     assert!(
-        status(&listed.objects, listed.namespaces.as_ref(), &[], Tz::UTC, night())
-            .objects
-            .is_empty(),
+        status(
+            &listed.objects,
+            listed.namespaces.as_ref(),
+            &[],
+            Tz::UTC,
+            night()
+        )
+        .objects
+        .is_empty(),
         "without the flag kube-downscaler's annotations schedule nothing"
     );
     listed.read_kube_downscaler_as_ours();
