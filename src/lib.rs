@@ -3,6 +3,8 @@
 //!
 //! - [`schedule`]: the pure schedule rules (annotations, cron with DST, `decide`).
 //! - [`scaling`]: the scheduled-scaling controller (tracker, timer, reconciler).
+//! - [`wake`]: the wake-up backend, which wakes a sleeping Namespace on the first request a
+//!   proxy sends it.
 //! - [`foo`]: the Foo controller (CRD, desired state, reconciler).
 //! - [`runtime`]: what both controllers share (workqueue, workers, leader election, request
 //!   budget, Events).
@@ -18,6 +20,7 @@ pub mod ops;
 pub mod runtime;
 pub mod scaling;
 pub mod schedule;
+pub mod wake;
 pub mod work;
 
 #[cfg(test)]

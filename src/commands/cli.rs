@@ -252,6 +252,15 @@ pub struct RunArgs {
     /// Log format: `text` for people, `json` for log pipelines. The level comes from RUST_LOG.
     #[arg(long, env = "CRONSCALER_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+
+    /// Address of the wake-up backend, which wakes an opted-in Namespace on the first request
+    /// a proxy sends it (off when not given; every replica serves it, leading or not).
+    #[arg(long, env = "CRONSCALER_WAKE_ADDR")]
+    pub wake_addr: Option<SocketAddr>,
+
+    /// At most one wake of a Namespace by requests in this long, per replica.
+    #[arg(long, env = "CRONSCALER_WAKE_COOLDOWN", default_value = "1m", value_parser = humantime::parse_duration)]
+    pub wake_cooldown: std::time::Duration,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -31,6 +31,37 @@ pub enum Outcome {
     DryRun,
 }
 
+/// What a request to the wake-up backend came to.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+pub enum WakeResult {
+    /// It woke the Namespace.
+    Woken,
+    /// Woken already, not all ready yet.
+    Waking,
+    /// Awake and ready: the request should not have reached the backend.
+    Awake,
+    /// For no Namespace that may be woken.
+    Refused,
+}
+
+impl EncodeLabelValue for WakeResult {
+    fn encode(&self, encoder: &mut LabelValueEncoder) -> std::fmt::Result {
+        encoder.write_str(match self {
+            WakeResult::Woken => "woken",
+            WakeResult::Waking => "waking",
+            WakeResult::Awake => "awake",
+            WakeResult::Refused => "refused",
+        })
+    }
+}
+
+/// A wake-up request's Namespace (empty when refused) and what it came to.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct WakeLabels {
+    pub namespace: String,
+    pub result: WakeResult,
+}
+
 impl EncodeLabelValue for ScaleDirection {
     fn encode(&self, encoder: &mut LabelValueEncoder) -> std::fmt::Result {
         encoder.write_str(match self {
@@ -85,6 +116,8 @@ pub struct Metrics {
     pub workqueue_depth: Gauge,
     pub workqueue_retries: Counter,
     pub leader: Gauge,
+    pub wake_requests: Family<WakeLabels, Counter>,
+    pub wake_seconds: Histogram,
 }
 
 impl Metrics {
@@ -104,6 +137,9 @@ impl Metrics {
             workqueue_depth: Gauge::default(),
             workqueue_retries: Counter::default(),
             leader: Gauge::default(),
+            wake_requests: Family::default(),
+            // 1 s to about 68 minutes: from a wake to all ready takes seconds to minutes.
+            wake_seconds: Histogram::new(exponential_buckets(1.0, 2.0, 13)),
         };
         let mut registry = Registry::with_prefix("cronscaler");
         registry.register(
@@ -161,7 +197,28 @@ impl Metrics {
             "1 when this replica is the leader and acts, else 0",
             metrics.leader.clone(),
         );
+        registry.register(
+            "wake_requests",
+            "Requests to the wake-up backend, by Namespace and result",
+            metrics.wake_requests.clone(),
+        );
+        registry.register(
+            "wake_seconds",
+            "Time from a Namespace's wake to all its workloads ready",
+            metrics.wake_seconds.clone(),
+        );
         (metrics, registry)
+    }
+
+    pub fn wake_request(&self, namespace: &str, result: WakeResult) {
+        // A refused request names nothing: its Namespace is whatever the caller made up.
+        let namespace = match result {
+            WakeResult::Refused => String::new(),
+            _ => namespace.to_string(),
+        };
+        self.wake_requests
+            .get_or_create(&WakeLabels { namespace, result })
+            .inc();
     }
 
     pub fn scale_action(&self, kind: &'static str, direction: ScaleDirection, result: Outcome) {

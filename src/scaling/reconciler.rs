@@ -21,7 +21,7 @@ use kube::{
 };
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
-use tokio::time::Instant;
+use tokio::{sync::mpsc::UnboundedSender, time::Instant};
 
 use crate::{
     error::Error,
@@ -68,6 +68,9 @@ pub struct ScalingContext {
     pub hpas: HpaIndex,
     /// How far ahead an override on demand may reach when it is first applied.
     pub max_override: TimeDelta,
+    /// Told the Namespace each time a workload following its schedule is scaled up, so that
+    /// whoever listens can measure how long the Namespace takes to be ready.
+    pub wakes: Option<UnboundedSender<String>>,
 }
 
 /// `--max-override`'s default.
@@ -92,6 +95,16 @@ impl ScalingContext {
             reports: None,
             hpas: HpaIndex::listed([]),
             max_override: DEFAULT_MAX_OVERRIDE,
+            wakes: None,
+        }
+    }
+
+    /// Tells `wakes` of every Namespace whose workloads are scaled up by its schedule or
+    /// override.
+    pub fn with_wakes(self, wakes: UnboundedSender<String>) -> Self {
+        Self {
+            wakes: Some(wakes),
+            ..self
         }
     }
 
@@ -248,6 +261,16 @@ async fn follow(
             .await;
             if inherited {
                 tally(ctx, target, annotations, &change, &result);
+                let woke = change.replicas.is_some()
+                    && change
+                        .applied
+                        .is_some_and(|transition| transition.direction == Direction::Up);
+                if let (Some(wakes), true, true) =
+                    (&ctx.wakes, woke, result.is_ok() && !ctx.dry_run)
+                {
+                    // Nobody listening any more only means nobody measures.
+                    let _ = wakes.send(target.key.namespace.clone());
+                }
             }
             result
         }

@@ -1,0 +1,7 @@
+//! The wake-up backend: a request a proxy could not serve, because the Namespace it is for is
+//! asleep, wakes that Namespace (when it opted in with `cronscaler.dev/wake-on-request`) and gets
+//! a page that waits for it. It sees nothing while the Namespace is awake.
+
+pub mod cluster;
+pub mod readiness;
+pub mod warm_up;

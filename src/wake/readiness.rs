@@ -1,0 +1,158 @@
+//! Whether a woken Namespace is ready: every Deployment and StatefulSet its wake reaches has as
+//! many available replicas as it has awake. CronJobs do not count: nobody waits for them.
+
+use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+use serde::Serialize;
+
+use crate::{
+    scaling::{
+        namespaces::NamespaceSchedules,
+        target::{TargetKind, TargetState},
+    },
+    schedule::{self, ORIGINAL_REPLICAS, UP_REPLICAS},
+};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct Readiness {
+    pub ready: usize,
+    pub total: usize,
+}
+
+impl Readiness {
+    pub fn all_ready(self) -> bool {
+        self.ready == self.total
+    }
+}
+
+/// The readiness of `namespace`'s workloads its schedule reaches, as `schedules` reads them.
+pub fn readiness(
+    namespace: &str,
+    deployments: &[Deployment],
+    stateful_sets: &[StatefulSet],
+    schedules: &NamespaceSchedules,
+) -> Readiness {
+    let deployments = deployments.iter().map(|deployment| {
+        let available = deployment
+            .status
+            .as_ref()
+            .and_then(|status| status.available_replicas);
+        (
+            TargetKind::Deployment,
+            TargetState::of_deployment(deployment),
+            available,
+        )
+    });
+    let stateful_sets = stateful_sets.iter().map(|stateful_set| {
+        let available = stateful_set
+            .status
+            .as_ref()
+            .and_then(|status| status.available_replicas);
+        (
+            TargetKind::StatefulSet,
+            TargetState::of_stateful_set(stateful_set),
+            available,
+        )
+    });
+    let mut readiness = Readiness::default();
+    for (kind, observed, available) in deployments.chain(stateful_sets) {
+        if observed.controlling_foo.is_some() {
+            continue;
+        }
+        let (effective, _) = schedules.effective(kind, namespace, &observed.annotations, false);
+        if !schedule::has_schedule(&effective) {
+            continue;
+        }
+        readiness.total += 1;
+        if available.unwrap_or(0) >= awake_replicas(&effective, observed.replicas) {
+            readiness.ready += 1;
+        }
+    }
+    readiness
+}
+
+/// What a workload has awake: while it is still asleep its spec asks for less than it will.
+fn awake_replicas(effective: &std::collections::BTreeMap<String, String>, replicas: i32) -> i32 {
+    let count = |key| {
+        effective
+            .get(key)
+            .and_then(|value: &String| value.parse::<i32>().ok())
+    };
+    count(ORIGINAL_REPLICAS)
+        .or_else(|| count(UP_REPLICAS))
+        .unwrap_or(replicas)
+        .max(replicas)
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::apps::v1::{DeploymentSpec, DeploymentStatus};
+    use kube::api::ObjectMeta;
+
+    use super::*;
+
+    fn deployment(
+        name: &str,
+        replicas: i32,
+        available: i32,
+        annotations: &[(&str, &str)],
+    ) -> Deployment {
+        Deployment {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some("staging".into()),
+                annotations: Some(
+                    annotations
+                        .iter()
+                        .map(|(key, value)| (key.to_string(), value.to_string()))
+                        .collect(),
+                ),
+                ..ObjectMeta::default()
+            },
+            spec: Some(DeploymentSpec {
+                replicas: Some(replicas),
+                ..DeploymentSpec::default()
+            }),
+            status: Some(DeploymentStatus {
+                available_replicas: Some(available),
+                ..DeploymentStatus::default()
+            }),
+        }
+    }
+
+    fn staging() -> NamespaceSchedules {
+        let schedules = NamespaceSchedules::watched([]);
+        schedules.update(
+            "staging",
+            None,
+            &[(
+                schedule::UPTIME.to_string(),
+                "Mon-Fri 07:00-20:00".to_string(),
+            )]
+            .into_iter()
+            .collect(),
+        );
+        schedules
+    }
+
+    #[test]
+    fn a_workload_still_asleep_is_not_ready_until_its_awake_count_is_available() {
+        let asleep = deployment("web", 0, 0, &[(ORIGINAL_REPLICAS, "3")]);
+        let half = deployment("web", 3, 1, &[]);
+        let up = deployment("web", 3, 3, &[]);
+        for (workload, ready) in [(asleep, 0), (half, 0), (up, 1)] {
+            assert_eq!(
+                readiness("staging", &[workload], &[], &staging()),
+                Readiness { ready, total: 1 }
+            );
+        }
+    }
+
+    #[test]
+    fn only_what_the_namespace_wake_reaches_counts() {
+        let excluded = deployment("tool", 1, 0, &[(schedule::EXCLUDE, "true")]);
+        let own = deployment("api", 2, 0, &[(schedule::SCALE_DOWN, "0 20 * * *")]);
+        let readiness = readiness("staging", &[excluded, own], &[], &staging());
+        assert_eq!(readiness, Readiness { ready: 0, total: 1 });
+        assert!(!readiness.all_ready());
+    }
+}

@@ -1,0 +1,92 @@
+//! How long a woken Namespace takes to be ready: measured from its first workload's scale-up
+//! (a request, `cronscaler wake`, or its morning) to all ready, for the Namespaces that may be
+//! woken by requests, whose wake-up page gives that figure as its estimate. It goes into the
+//! histogram `cronscaler_wake_seconds` and onto the Namespace as `cronscaler.dev/last-warm-up`.
+
+use std::{
+    collections::HashSet,
+    sync::{Arc, Mutex, PoisonError},
+    time::Duration,
+};
+
+use kube::Client;
+use tokio::{sync::mpsc::UnboundedReceiver, time::Instant};
+
+use super::{cluster, readiness::readiness};
+use crate::{
+    ops::metrics::Metrics, scaling::namespaces::NamespaceSchedules, schedule::WakeOnRequest,
+};
+
+/// How often a waking Namespace's readiness is looked at.
+const LOOK_EVERY: Duration = Duration::from_secs(2);
+/// A Namespace not ready by then is not going to be by itself: nothing is measured.
+const GIVE_UP_AFTER: Duration = Duration::from_secs(3600);
+
+/// Measures each Namespace `wakes` names, one measurement per Namespace at a time.
+pub async fn measure(
+    mut wakes: UnboundedReceiver<String>,
+    client: Client,
+    schedules: NamespaceSchedules,
+    metrics: Metrics,
+) {
+    let measuring = Arc::new(Mutex::new(HashSet::new()));
+    while let Some(namespace) = wakes.recv().await {
+        let opted_in = schedules
+            .annotations_of(&namespace)
+            .is_some_and(|annotations| WakeOnRequest::of(&annotations).is_some());
+        let first = opted_in
+            && measuring
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(namespace.clone());
+        if !first {
+            continue;
+        }
+        let (client, schedules, metrics, measuring) = (
+            client.clone(),
+            schedules.clone(),
+            metrics.clone(),
+            measuring.clone(),
+        );
+        tokio::spawn(async move {
+            measure_one(&client, &namespace, &schedules, &metrics).await;
+            measuring
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&namespace);
+        });
+    }
+}
+
+async fn measure_one(
+    client: &Client,
+    namespace: &str,
+    schedules: &NamespaceSchedules,
+    metrics: &Metrics,
+) {
+    let woken = Instant::now();
+    while woken.elapsed() < GIVE_UP_AFTER {
+        match cluster::workloads(client, namespace).await {
+            Ok((deployments, stateful_sets)) => {
+                if readiness(namespace, &deployments, &stateful_sets, schedules).all_ready() {
+                    let took = woken.elapsed();
+                    metrics.wake_seconds.observe(took.as_secs_f64());
+                    let seconds = took.as_secs_f64().round() as u64;
+                    tracing::info!(namespace, seconds, "woken Namespace ready");
+                    if let Err(error) =
+                        cluster::write_last_warm_up(client, namespace, seconds).await
+                    {
+                        tracing::warn!(namespace, %error, "could not write last-warm-up on the Namespace");
+                    }
+                    return;
+                }
+            }
+            Err(error) => tracing::debug!(namespace, %error, "readiness not read; looking again"),
+        }
+        tokio::time::sleep(LOOK_EVERY).await;
+    }
+    tracing::info!(
+        namespace,
+        "woken Namespace not ready within an hour: no warm-up measured"
+    );
+}
