@@ -133,6 +133,22 @@ impl NamespaceSchedules {
             .cloned()
     }
 
+    /// The first Namespace, in name order, whose annotations `pick` takes, and what it took.
+    pub fn first_by_name<T>(
+        &self,
+        mut pick: impl FnMut(&str, &BTreeMap<String, String>) -> Option<T>,
+    ) -> Option<(String, T)> {
+        let schedules = self
+            .schedules
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut named: Vec<(&String, &BTreeMap<String, String>)> = schedules.iter().collect();
+        named.sort_by_key(|(name, _)| *name);
+        named
+            .into_iter()
+            .find_map(|(name, annotations)| Some((name.clone(), pick(name, annotations)?)))
+    }
+
     /// Who set the Namespace's override on demand, as its managedFields tell.
     pub fn note_setter(&self, namespace: &str, setter: Option<String>) {
         let mut setters = self.setters.write().unwrap_or_else(PoisonError::into_inner);

@@ -2,6 +2,9 @@
 //! asleep, wakes that Namespace (when it opted in with `cronscaler.dev/wake-on-request`) and gets
 //! a page that waits for it. It sees nothing while the Namespace is awake.
 
+pub mod answer;
 pub mod cluster;
+pub mod page;
 pub mod readiness;
+pub mod route;
 pub mod warm_up;

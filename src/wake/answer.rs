@@ -1,0 +1,261 @@
+//! What a request for a Namespace does and gets, decided from the Namespace's annotations,
+//! the time, this replica's last wake of it and its readiness: the pure core of the backend.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
+use chrono_tz::Tz;
+use json_patch::{
+    AddOperation, Patch, PatchOperation, RemoveOperation, TestOperation, jsonptr::PointerBuf,
+};
+use serde_json::Value;
+
+use super::readiness::Readiness;
+use crate::{
+    ops::metrics::WakeResult,
+    schedule::{self, ASLEEP_UNTIL, AWAKE_UNTIL, Annotations, Direction, WakeOnRequest},
+};
+
+/// What the backend does for a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Asleep, and not woken by this replica within the cooldown: write the wake.
+    Wake { patch: Patch },
+    /// Woken (by an override in force, or by this replica within the cooldown), or by its
+    /// schedule, and not all ready yet.
+    Waking,
+    /// Awake and all ready: the proxy should have served it.
+    Awake,
+}
+
+impl Decision {
+    pub fn result(&self) -> WakeResult {
+        match self {
+            Decision::Wake { .. } => WakeResult::Woken,
+            Decision::Waking => WakeResult::Waking,
+            Decision::Awake => WakeResult::Awake,
+        }
+    }
+}
+
+/// Whether the Namespace is asleep now, by its schedule or by `asleep-until`. An `awake-until`
+/// in force means it is woken already, whatever its readiness.
+fn asleep(
+    annotations: &BTreeMap<String, String>,
+    default_timezone: Tz,
+    now: DateTime<Utc>,
+) -> bool {
+    let Annotations::Scheduled(schedule, _) = schedule::parse(annotations, default_timezone) else {
+        return false;
+    };
+    if schedule.paused {
+        return false;
+    }
+    if let Some(on_demand) = schedule.on_demand.filter(|on_demand| on_demand.until > now) {
+        return on_demand.direction == Direction::Down;
+    }
+    schedule
+        .governing_transition(now)
+        .is_some_and(|transition| transition.direction == Direction::Down)
+}
+
+/// What the backend is told by `run`'s flags.
+#[derive(Debug, Clone, Copy)]
+pub struct Settings {
+    /// `--default-timezone`, for a Namespace's schedule without one.
+    pub default_timezone: Tz,
+    /// `--max-override`: no wake reaches further.
+    pub max_override: TimeDelta,
+    /// `--wake-cooldown`: at most one wake of a Namespace by this replica in this long.
+    pub cooldown: TimeDelta,
+}
+
+/// What a request for the opted-in Namespace with `annotations` does at `now`, this replica
+/// having last woken it at `woken_here`.
+pub fn decide(
+    settings: Settings,
+    opt_in: &WakeOnRequest,
+    annotations: &BTreeMap<String, String>,
+    now: DateTime<Utc>,
+    woken_here: Option<DateTime<Utc>>,
+    readiness: Readiness,
+) -> Decision {
+    let cooling = woken_here.is_some_and(|at| now < at + settings.cooldown);
+    if asleep(annotations, settings.default_timezone, now) && !cooling {
+        let max_override = settings.max_override;
+        let span = TimeDelta::from_std(opt_in.duration)
+            .unwrap_or(max_override)
+            .min(max_override);
+        return Decision::Wake {
+            patch: wake_patch(annotations, now + span),
+        };
+    }
+    if readiness.all_ready() && !cooling {
+        Decision::Awake
+    } else {
+        Decision::Waking
+    }
+}
+
+/// The wake: `awake-until` written only while no other request, replica or person has set it
+/// (the `test` passes on an absent key as the API server's JSON patch reads it), and an
+/// `asleep-until` in force removed only while it still holds the value read.
+pub fn wake_patch(annotations: &BTreeMap<String, String>, until: DateTime<Utc>) -> Patch {
+    let path = |key: &str| PointerBuf::from_tokens(["metadata", "annotations", key]);
+    let mut operations = vec![
+        PatchOperation::Test(TestOperation {
+            path: path(AWAKE_UNTIL),
+            value: Value::Null,
+        }),
+        PatchOperation::Add(AddOperation {
+            path: path(AWAKE_UNTIL),
+            value: until.to_rfc3339_opts(SecondsFormat::Secs, true).into(),
+        }),
+    ];
+    if let Some(asleep_until) = annotations.get(ASLEEP_UNTIL) {
+        operations.push(PatchOperation::Test(TestOperation {
+            path: path(ASLEEP_UNTIL),
+            value: asleep_until.clone().into(),
+        }));
+        operations.push(PatchOperation::Remove(RemoveOperation {
+            path: path(ASLEEP_UNTIL),
+        }));
+    }
+    Patch(operations)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::schedule::{
+        UPTIME, WAKE_ON_REQUEST,
+        test_support::{annotations, at},
+    };
+
+    const NIGHT: &str = "2026-11-24T22:00:00Z";
+    const WORKING_HOURS: (&str, &str) = (UPTIME, "Mon-Fri 07:00-20:00");
+    const OPT_IN: (&str, &str) = (WAKE_ON_REQUEST, "2h");
+
+    fn decide_at(
+        pairs: &[(&str, &str)],
+        now: &str,
+        woken_here: Option<&str>,
+        readiness: Readiness,
+    ) -> Decision {
+        let annotations = annotations(pairs);
+        let opt_in = WakeOnRequest::of(&annotations).expect("opted in");
+        let settings = Settings {
+            default_timezone: Tz::UTC,
+            max_override: TimeDelta::hours(24),
+            cooldown: TimeDelta::minutes(1),
+        };
+        decide(
+            settings,
+            &opt_in,
+            &annotations,
+            at(now),
+            woken_here.map(at),
+            readiness,
+        )
+    }
+
+    const NONE_READY: Readiness = Readiness { ready: 0, total: 2 };
+    const ALL_READY: Readiness = Readiness { ready: 2, total: 2 };
+
+    #[test]
+    fn a_request_at_night_wakes_for_the_opt_in_s_duration_and_tests_nobody_did_first() {
+        let Decision::Wake { patch } = decide_at(&[WORKING_HOURS, OPT_IN], NIGHT, None, NONE_READY)
+        else {
+            panic!("asleep at night: woken");
+        };
+        assert_eq!(
+            serde_json::to_value(patch).unwrap(),
+            json!([
+                { "op": "test", "path": "/metadata/annotations/cronscaler.dev~1awake-until", "value": null },
+                { "op": "add", "path": "/metadata/annotations/cronscaler.dev~1awake-until", "value": "2026-11-25T00:00:00Z" },
+            ])
+        );
+    }
+
+    #[test]
+    fn asleep_on_demand_is_woken_and_the_sleep_taken_away() {
+        let held = (ASLEEP_UNTIL, "2026-11-25T12:00:00Z");
+        let Decision::Wake { patch } = decide_at(
+            &[WORKING_HOURS, OPT_IN, held],
+            "2026-11-25T09:00:00Z",
+            None,
+            ALL_READY,
+        ) else {
+            panic!("asleep on demand in working hours: woken");
+        };
+        let operations = serde_json::to_value(patch).unwrap();
+        assert_eq!(
+            operations[3],
+            json!({ "op": "remove", "path": "/metadata/annotations/cronscaler.dev~1asleep-until" })
+        );
+    }
+
+    #[test]
+    fn woken_or_cooling_down_writes_nothing() {
+        let woken = (AWAKE_UNTIL, "2026-11-24T23:00:00Z");
+        assert_eq!(
+            decide_at(&[WORKING_HOURS, OPT_IN, woken], NIGHT, None, NONE_READY),
+            Decision::Waking
+        );
+        assert_eq!(
+            decide_at(&[WORKING_HOURS, OPT_IN, woken], NIGHT, None, ALL_READY),
+            Decision::Awake
+        );
+        // Woken here 30 s ago, and the override removed since (by a person, or ended): the
+        // cooldown holds, so a flood wakes it at most once a minute.
+        assert_eq!(
+            decide_at(
+                &[WORKING_HOURS, OPT_IN],
+                NIGHT,
+                Some("2026-11-24T21:59:30Z"),
+                NONE_READY
+            ),
+            Decision::Waking
+        );
+        assert!(matches!(
+            decide_at(
+                &[WORKING_HOURS, OPT_IN],
+                NIGHT,
+                Some("2026-11-24T21:58:00Z"),
+                NONE_READY
+            ),
+            Decision::Wake { .. }
+        ));
+    }
+
+    #[test]
+    fn awake_by_its_schedule_writes_nothing() {
+        let morning = "2026-11-25T07:00:30Z";
+        assert_eq!(
+            decide_at(&[WORKING_HOURS, OPT_IN], morning, None, NONE_READY),
+            Decision::Waking
+        );
+        assert_eq!(
+            decide_at(&[WORKING_HOURS, OPT_IN], morning, None, ALL_READY),
+            Decision::Awake
+        );
+    }
+
+    #[test]
+    fn a_wake_never_reaches_beyond_max_override() {
+        let Decision::Wake { patch } = decide_at(
+            &[WORKING_HOURS, (WAKE_ON_REQUEST, "3d")],
+            NIGHT,
+            None,
+            NONE_READY,
+        ) else {
+            panic!("woken");
+        };
+        assert_eq!(
+            serde_json::to_value(patch).unwrap()[1]["value"],
+            json!("2026-11-25T22:00:00Z")
+        );
+    }
+}
