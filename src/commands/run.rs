@@ -62,6 +62,7 @@ use crate::{
         watched_meta::WatchedMeta,
     },
     schedule::{OVERRIDE_KEYS, overrides},
+    wake::{self, backend::Backend},
     work::{Reconcilers, WorkKey},
 };
 
@@ -84,6 +85,11 @@ const METADATA_PAGE_SIZE: u32 = 100;
 pub enum RunError {
     #[error("listening on {addr} for /healthz, /readyz and /metrics: {source}")]
     Listen {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("listening on {addr} for the wake-up backend (--wake-addr): {source}")]
+    ListenWake {
         addr: SocketAddr,
         source: std::io::Error,
     },
@@ -378,6 +384,42 @@ pub async fn run(
         refresh,
     ));
 
+    let (wakes, woken) = tokio::sync::mpsc::unbounded_channel();
+    let wake_backend = match args.wake_addr {
+        Some(addr) => {
+            let listener = wake::server::bind(addr)
+                .await
+                .map_err(|source| RunError::ListenWake { addr, source })?;
+            if namespace.is_some() {
+                tracing::warn!(
+                    "the wake-up backend wakes nothing in a namespaced install (--namespace): it cannot read Namespaces"
+                );
+            }
+            let settings = wake::answer::Settings {
+                default_timezone: args.default_timezone.zone,
+                max_override,
+                cooldown: TimeDelta::from_std(args.wake_cooldown).unwrap_or(TimeDelta::MAX),
+            };
+            let backend = Backend::new(
+                client.clone(),
+                namespaces.clone(),
+                metrics.clone(),
+                settings,
+            );
+            tokio::spawn(wake::warm_up::measure(
+                woken,
+                client.clone(),
+                namespaces.clone(),
+                metrics.clone(),
+            ));
+            Some(tokio::spawn(wake::server::serve(
+                listener,
+                Arc::new(backend),
+            )))
+        }
+        None => None,
+    };
+
     let events = Events::new(client.clone(), std::env::var("POD_NAME").ok());
     let reconcilers = Arc::new(Reconcilers {
         foo: FooContext {
@@ -397,7 +439,8 @@ pub async fn run(
         .with_max_override(max_override)
         .with_namespaces(namespaces)
         .with_reports(scaling_queue)
-        .with_hpas(hpas),
+        .with_hpas(hpas)
+        .with_wakes(wakes),
         clock,
         metrics: metrics.clone(),
     });
@@ -440,6 +483,9 @@ pub async fn run(
     election.release().await;
     readiness.abort();
     listener.abort();
+    if let Some(wake_backend) = wake_backend {
+        wake_backend.abort();
+    }
     for feed in feeds {
         feed.abort();
     }

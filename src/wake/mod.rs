@@ -3,8 +3,10 @@
 //! a page that waits for it. It sees nothing while the Namespace is awake.
 
 pub mod answer;
+pub mod backend;
 pub mod cluster;
 pub mod page;
 pub mod readiness;
 pub mod route;
+pub mod server;
 pub mod warm_up;

@@ -1,0 +1,464 @@
+//! Waking a Namespace on the first request, against a real API server: the backend of
+//! `run --wake-addr` gets what a proxy could not serve, wakes an opted-in Namespace once, and
+//! answers with a page that follows it to ready. There is no kubelet: the test marks Pods ready.
+//!
+//! See `tests/support/mod.rs` for where the API server comes from.
+
+mod support;
+
+use std::{
+    net::SocketAddr,
+    time::{Duration, Instant},
+};
+
+use k8s_openapi::api::{
+    apps::v1::StatefulSet,
+    core::v1::{Namespace, Pod},
+};
+use kube::{
+    Api, ResourceExt,
+    api::{ListParams, Patch, PatchParams, PostParams},
+};
+use serde_json::{Value, json};
+use support::{Scenario, envtest, eventually, replicas_and_annotations};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+const AWAKE_UNTIL: &str = "cronscaler.dev/awake-until";
+const LAST_WARM_UP: &str = "cronscaler.dev/last-warm-up";
+const PROMPTLY: Duration = Duration::from_secs(30);
+
+/// An answer of the backend: status, head and body.
+struct Answer {
+    status: u16,
+    head: String,
+    body: String,
+}
+
+/// One request to the backend at `addr`, as a proxy sends it.
+async fn request(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> Answer {
+    let exchange = async {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
+        let mut text = format!("GET {path} HTTP/1.1\r\nConnection: close\r\n");
+        if !headers
+            .iter()
+            .any(|(name, _)| name.eq_ignore_ascii_case("host"))
+        {
+            text.push_str("Host: cronscaler-wake\r\n");
+        }
+        for (name, value) in headers {
+            text.push_str(&format!("{name}: {value}\r\n"));
+        }
+        text.push_str("\r\n");
+        stream.write_all(text.as_bytes()).await.ok()?;
+        let mut response = Vec::new();
+        stream.read_to_end(&mut response).await.ok()?;
+        let response = String::from_utf8_lossy(&response).into_owned();
+        let (head, body) = response.split_once("\r\n\r\n")?;
+        let status = head.split_whitespace().nth(1)?.parse().ok()?;
+        Some(Answer {
+            status,
+            head: head.to_string(),
+            body: body.to_string(),
+        })
+    };
+    tokio::time::timeout(Duration::from_secs(10), exchange)
+        .await
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| panic!("no answer from the wake-up backend at {addr}{path}"))
+}
+
+/// The headers ingress-nginx sends its default backend for a 503, from a browser.
+fn ingress_nginx(namespace: &str) -> Vec<(&str, &str)> {
+    vec![
+        ("X-Namespace", namespace),
+        ("X-Code", "503"),
+        ("X-Service-Name", "web"),
+        ("X-Original-URI", "/login"),
+        ("X-Format", "text/html"),
+        ("Accept", "text/html,application/xhtml+xml"),
+        ("Host", "staging.example.com"),
+    ]
+}
+
+/// Asleep all week, woken by requests for two hours.
+async fn opt_in(scenario: &Scenario, namespace: &str, more: Value) {
+    let mut annotations = json!({
+        "cronscaler.dev/downtime": "Mon-Sun 00:00-24:00",
+        "cronscaler.dev/wake-on-request": "2h",
+    });
+    if let (Some(annotations), Some(more)) = (annotations.as_object_mut(), more.as_object()) {
+        annotations.extend(more.clone());
+    }
+    let namespaces: Api<Namespace> = Api::all(scenario.client.clone());
+    namespaces
+        .patch(
+            namespace,
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "metadata": { "annotations": annotations } })),
+        )
+        .await
+        .expect("annotating the Namespace");
+}
+
+async fn namespace_annotations(
+    scenario: &Scenario,
+    namespace: &str,
+) -> std::collections::BTreeMap<String, String> {
+    let namespaces: Api<Namespace> = Api::all(scenario.client.clone());
+    namespaces
+        .get(namespace)
+        .await
+        .expect("the Namespace")
+        .annotations()
+        .clone()
+}
+
+fn wake_flags(port: u16) -> Vec<String> {
+    vec![
+        "--grace-period".into(),
+        "0s".into(),
+        "--wake-addr".into(),
+        format!("127.0.0.1:{port}"),
+    ]
+}
+
+/// Plays the kubelet: every Pod of the scenario's namespace runs and is ready.
+async fn mark_pods_ready(scenario: &Scenario) {
+    let pods: Api<Pod> = Api::namespaced(scenario.client.clone(), &scenario.namespace);
+    let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let running = json!({ "status": {
+        "phase": "Running",
+        "conditions": [
+            { "type": "Ready", "status": "True", "lastTransitionTime": now },
+            { "type": "ContainersReady", "status": "True", "lastTransitionTime": now },
+        ],
+    }});
+    for pod in pods
+        .list(&ListParams::default())
+        .await
+        .map(|list| list.items)
+        .unwrap_or_default()
+    {
+        let _ = pods
+            .patch_status(
+                &pod.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(&running),
+            )
+            .await;
+    }
+}
+
+#[tokio::test]
+async fn a_request_wakes_an_asleep_namespace_once_and_its_status_follows_it_to_ready() {
+    let Some(scenario) = Scenario::own("wake", envtest::Options::default()).await else {
+        return;
+    };
+    let namespace = scenario.namespace.clone();
+    let port = envtest::free_port();
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    let flags = wake_flags(port);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let mut controller = scenario.start_cluster_wide_controller("cronscaler", &flags);
+    controller.wait_ready().await;
+
+    let deployments = scenario.deployments();
+    deployments
+        .create(
+            &PostParams::default(),
+            &support::deployment("web", 2, json!({})),
+        )
+        .await
+        .expect("a Deployment");
+    let stateful_sets: Api<StatefulSet> = scenario.stateful_sets();
+    stateful_sets
+        .create(
+            &PostParams::default(),
+            &support::stateful_set("db", 1, json!({})),
+        )
+        .await
+        .expect("a StatefulSet");
+    opt_in(&scenario, &namespace, json!({})).await;
+    eventually("the Namespace asleep", PROMPTLY, || async {
+        let (web, _) = replicas_and_annotations(&deployments, "web").await?;
+        let db = stateful_sets.get("db").await.ok()?.spec?.replicas?;
+        (web == 0 && db == 0).then_some(())
+    })
+    .await;
+
+    // Nobody else is woken, and nothing is written, for what is not an opted-in Namespace.
+    for headers in [
+        ingress_nginx("kube-system"),
+        vec![("Host", "unknown.example.com")],
+        vec![],
+    ] {
+        let refused = request(addr, "/", &headers).await;
+        assert_eq!(refused.status, 503, "{headers:?}");
+        assert!(
+            refused.body.is_empty(),
+            "a refusal names nothing: {:?}",
+            refused.body
+        );
+    }
+    assert!(
+        !namespace_annotations(&scenario, &namespace)
+            .await
+            .contains_key(AWAKE_UNTIL)
+    );
+    assert!(
+        !namespace_annotations(&scenario, "kube-system")
+            .await
+            .contains_key(AWAKE_UNTIL)
+    );
+
+    let answered = request(addr, "/", &ingress_nginx(&namespace)).await;
+    assert_eq!(answered.status, 503);
+    assert!(
+        answered
+            .head
+            .to_ascii_lowercase()
+            .contains("content-type: text/html"),
+        "{}",
+        answered.head
+    );
+    assert!(
+        answered.body.contains(&format!("Waking up {namespace}")),
+        "{}",
+        answered.body
+    );
+    let again = request(addr, "/", &[("X-Namespace", namespace.as_str())]).await;
+    assert!(
+        again.head.to_ascii_lowercase().contains("retry-after: 10"),
+        "{}",
+        again.head
+    );
+    let progress: Value = serde_json::from_str(&again.body).expect("JSON for a program");
+    assert_eq!(progress["namespace"], namespace.as_str());
+    assert_eq!(progress["waking"], true);
+    assert_eq!(progress["total"], 2);
+
+    let annotations = namespace_annotations(&scenario, &namespace).await;
+    assert!(annotations.contains_key(AWAKE_UNTIL), "{annotations:?}");
+
+    eventually("both workloads woken", PROMPTLY, || async {
+        let (web, _) = replicas_and_annotations(&deployments, "web").await?;
+        let db = stateful_sets.get("db").await.ok()?.spec?.replicas?;
+        (web == 2 && db == 1).then_some(())
+    })
+    .await;
+    let woken = scenario.event("web", "WokenOnDemand", PROMPTLY).await;
+    assert!(
+        woken
+            .note
+            .as_deref()
+            .is_some_and(|note| note.contains("a request for staging.example.com/login")),
+        "{woken:?}"
+    );
+
+    let status_path = format!("/.cronscaler/status?namespace={namespace}");
+    let ready = eventually(
+        "the status to say ready",
+        Duration::from_secs(90),
+        || async {
+            mark_pods_ready(&scenario).await;
+            let answer = request(addr, &status_path, &[]).await;
+            let progress: Value = serde_json::from_str(&answer.body).ok()?;
+            (answer.status == 200 && progress["waking"] == false).then_some(progress)
+        },
+    )
+    .await;
+    assert_eq!(
+        (ready["ready"].clone(), ready["total"].clone()),
+        (json!(2), json!(2))
+    );
+    let warm_up = eventually("last-warm-up on the Namespace", PROMPTLY, || async {
+        namespace_annotations(&scenario, &namespace)
+            .await
+            .get(LAST_WARM_UP)
+            .cloned()
+    })
+    .await;
+    assert!(warm_up.ends_with('s'), "{warm_up}");
+    let metrics = controller.metrics().await.expect("metrics");
+    assert!(
+        metrics.contains(&format!(
+            "cronscaler_wake_requests_total{{namespace=\"{namespace}\",result=\"woken\"}} 1"
+        )),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("cronscaler_wake_requests_total{namespace=\"\",result=\"refused\"} 3"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("cronscaler_wake_seconds_count 1"),
+        "{metrics}"
+    );
+    scenario.finish().await;
+}
+
+#[tokio::test]
+async fn two_hundred_requests_at_once_make_one_wake_each_answered_within_a_second() {
+    let audit = tempfile::tempdir().expect("a directory for the audit log");
+    let policy = audit.path().join("policy.yaml");
+    std::fs::write(
+        &policy,
+        "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n  - level: Metadata\n    resources:\n      - group: \"\"\n        resources: [\"namespaces\"]\n  - level: None\n",
+    )
+    .expect("the audit policy");
+    let log = audit.path().join("audit.log");
+    let options = envtest::Options {
+        controller_manager: false,
+        apiserver_flags: vec![
+            format!("--audit-policy-file={}", policy.display()),
+            format!("--audit-log-path={}", log.display()),
+        ],
+        ..envtest::Options::default()
+    };
+    let Some(scenario) = Scenario::own("wake-flood", options).await else {
+        return;
+    };
+    let namespace = scenario.namespace.clone();
+    let port = envtest::free_port();
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    let flags = wake_flags(port);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let mut controller = scenario.start_cluster_wide_controller("cronscaler", &flags);
+    controller.wait_ready().await;
+    let deployments = scenario.deployments();
+    deployments
+        .create(
+            &PostParams::default(),
+            &support::deployment("web", 2, json!({})),
+        )
+        .await
+        .expect("a Deployment");
+    opt_in(&scenario, &namespace, json!({})).await;
+    eventually("the Namespace asleep", PROMPTLY, || async {
+        let (web, _) = replicas_and_annotations(&deployments, "web").await?;
+        (web == 0).then_some(())
+    })
+    .await;
+
+    let flood = (0..200).map(|_| {
+        let namespace = namespace.clone();
+        tokio::spawn(async move {
+            let started = Instant::now();
+            let answer = request(addr, "/", &[("X-Namespace", namespace.as_str())]).await;
+            (answer.status, started.elapsed())
+        })
+    });
+    let answers = futures::future::join_all(flood).await;
+    for answer in answers {
+        let (status, took) = answer.expect("a request task");
+        assert_eq!(status, 503);
+        assert!(took < Duration::from_secs(1), "answered in {took:?}");
+    }
+    eventually("the wake applied", PROMPTLY, || async {
+        let (web, _) = replicas_and_annotations(&deployments, "web").await?;
+        (web == 2).then_some(())
+    })
+    .await;
+    let audited = std::fs::read_to_string(&log).expect("the audit log");
+    let patches = audited
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|event| {
+            event["stage"] == "ResponseComplete"
+                && event["verb"] == "patch"
+                && event["objectRef"]["resource"] == "namespaces"
+                && event["objectRef"]["name"] == namespace.as_str()
+                && event["user"]["username"] == "system:serviceaccount:cronscaler:cronscaler"
+        })
+        .count();
+    assert_eq!(patches, 1, "one patch of the Namespace for 200 requests");
+    scenario.finish().await;
+}
+
+#[tokio::test]
+async fn a_host_routes_by_wake_hosts_and_a_standby_wakes_as_the_leader_does() {
+    let Some(scenario) = Scenario::own("wake-hosts", envtest::Options::api_server_only()).await
+    else {
+        return;
+    };
+    let namespace = scenario.namespace.clone();
+    let ports = [envtest::free_port(), envtest::free_port()];
+    let mut controllers = Vec::new();
+    for (name, port) in ["first", "second"].into_iter().zip(ports) {
+        let mut flags = wake_flags(port);
+        flags.push("--leader-elect".into());
+        flags.push("--leader-elect-namespace".into());
+        flags.push(envtest::SA_NAMESPACE.into());
+        let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+        let mut controller = scenario.start_cluster_wide_controller(name, &flags);
+        controller.wait_ready().await;
+        controllers.push(controller);
+    }
+    let leader = eventually("a leader", PROMPTLY, || async {
+        support::lease_holder(&scenario.client, envtest::SA_NAMESPACE, "cronscaler").await
+    })
+    .await;
+    let standby_port = if leader == "first" {
+        ports[1]
+    } else {
+        ports[0]
+    };
+    let standby: SocketAddr = ([127, 0, 0, 1], standby_port).into();
+
+    let deployments = scenario.deployments();
+    deployments
+        .create(
+            &PostParams::default(),
+            &support::deployment("web", 2, json!({})),
+        )
+        .await
+        .expect("a Deployment");
+    opt_in(
+        &scenario,
+        &namespace,
+        json!({ "cronscaler.dev/wake-hosts": "staging.example.com, *.preview.example.com" }),
+    )
+    .await;
+    eventually("the Namespace asleep", PROMPTLY, || async {
+        let (web, _) = replicas_and_annotations(&deployments, "web").await?;
+        (web == 0).then_some(())
+    })
+    .await;
+
+    let deeper = request(standby, "/", &[("Host", "a.b.preview.example.com")]).await;
+    assert_eq!(
+        (deeper.status, deeper.body.as_str()),
+        (503, ""),
+        "a wildcard is one label"
+    );
+    let answer = request(
+        standby,
+        "/pr/12",
+        &[
+            ("X-Forwarded-Host", "pr-12.preview.example.com"),
+            ("Host", "traefik.internal"),
+        ],
+    )
+    .await;
+    let progress: Value = serde_json::from_str(&answer.body).expect("JSON");
+    assert_eq!(progress["namespace"], namespace.as_str());
+    eventually(
+        "the standby's wake applied by the leader",
+        PROMPTLY,
+        || async {
+            let (web, _) = replicas_and_annotations(&deployments, "web").await?;
+            (web == 2).then_some(())
+        },
+    )
+    .await;
+    let woken = scenario.event("web", "WokenOnDemand", PROMPTLY).await;
+    assert!(
+        woken
+            .note
+            .as_deref()
+            .is_some_and(|note| note.contains("a request for pr-12.preview.example.com/pr/12")),
+        "{woken:?}"
+    );
+    scenario.finish().await;
+}
