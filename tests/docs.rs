@@ -63,6 +63,7 @@ const PAGES: &[&str] = &[
     "docs/commands.md",
     "docs/scheduling.md",
     "docs/migrating-from-kube-downscaler.md",
+    "docs/wake-on-request.md",
     "docs/reference.md",
     "docs/foo.md",
     "docs/design.md",
