@@ -54,6 +54,10 @@ const NOT_RUN_HERE: &[(&str, &str)] = &[
         "MALLOC_ARENA_MAX=2 MALLOC_TRIM_THRESHOLD_=131072 cargo test --release --test e2e_memory -- --ignored --nocapture",
         "a benchmark of minutes on a real API server, run by hand",
     ),
+    (
+        "cargo run --release -p cronscaler-bench --bin wake -- --requests 10000 --connections 100",
+        "a benchmark, run by hand",
+    ),
 ];
 
 /// The pages in the order a reader meets them, which is the order their commands run in: the

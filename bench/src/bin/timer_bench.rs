@@ -16,14 +16,16 @@ use chrono::{DateTime, DurationRound as _, TimeDelta, Timelike as _, Utc};
 use chrono_tz::Tz;
 use cronscaler::{
     runtime::{
-        key::{ObjectKey, WorkKey},
-        workqueue::{RateLimit, WorkQueue},
+        key::ObjectKey,
+        workqueue::{Enqueue, RateLimit, WorkQueue},
     },
     scaling::{
+        key::ScalingKey,
         target::{ScaleTarget, TargetKind},
         timer::{Timer, system_clock},
     },
     schedule::{self, Annotations, Schedule},
+    work::WorkKey,
 };
 use tokio_cron_scheduler::{Job, JobScheduler};
 
@@ -41,8 +43,8 @@ async fn main() -> anyhow::Result<()> {
     theirs.print("tokio-cron-scheduler 0.15");
 
     println!("\nidle for {idle_seconds} s");
-    let queue = WorkQueue::new(RateLimit::default());
-    let scheduler = Timer::spawn(queue, system_clock());
+    let queue = WorkQueue::<WorkKey>::new(RateLimit::default());
+    let scheduler = Timer::spawn(Enqueue::<ScalingKey>::new(queue), system_clock());
     let yearly = schedule_of("0 0 3 1 1 *")?;
     for n in 0..idle_count {
         scheduler.arm(target(n), yearly.clone());
@@ -121,7 +123,7 @@ fn lateness(due: DateTime<Utc>, at: DateTime<Utc>) -> f64 {
 
 async fn same_second_cronscaler(count: usize) -> anyhow::Result<SameSecond> {
     let queue = WorkQueue::<WorkKey>::new(RateLimit::default());
-    let scheduler = Timer::spawn(queue.clone(), system_clock());
+    let scheduler = Timer::spawn(Enqueue::<ScalingKey>::new(queue.clone()), system_clock());
     let (due, cron) = due_in(TimeDelta::seconds(3))?;
     let nightly = schedule_of(&cron)?;
     for n in 0..count {
