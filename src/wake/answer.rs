@@ -97,15 +97,19 @@ pub fn decide(
     }
 }
 
-/// The wake: `awake-until` written only while no other request, replica or person has set it
-/// (the `test` passes on an absent key as the API server's JSON patch reads it), and an
-/// `asleep-until` in force removed only while it still holds the value read.
+/// The wake: `awake-until` written only while it still is what was read (absent, or an
+/// override that has ended and is not yet taken away), so that of many requests, replicas and
+/// people one alone wakes it; the `test` of an absent key passes as the API server reads JSON
+/// patches. An `asleep-until` is removed only while it still holds the value read.
 pub fn wake_patch(annotations: &BTreeMap<String, String>, until: DateTime<Utc>) -> Patch {
     let path = |key: &str| PointerBuf::from_tokens(["metadata", "annotations", key]);
+    let read = annotations
+        .get(AWAKE_UNTIL)
+        .map_or(Value::Null, |ended| ended.clone().into());
     let mut operations = vec![
         PatchOperation::Test(TestOperation {
             path: path(AWAKE_UNTIL),
-            value: Value::Null,
+            value: read,
         }),
         PatchOperation::Add(AddOperation {
             path: path(AWAKE_UNTIL),
@@ -194,6 +198,20 @@ mod tests {
         assert_eq!(
             operations[3],
             json!({ "op": "remove", "path": "/metadata/annotations/cronscaler.dev~1asleep-until" })
+        );
+    }
+
+    #[test]
+    fn an_ended_wake_not_yet_taken_away_is_replaced() {
+        let ended = (AWAKE_UNTIL, "2026-11-24T21:00:00Z");
+        let Decision::Wake { patch } =
+            decide_at(&[WORKING_HOURS, OPT_IN, ended], NIGHT, None, NONE_READY)
+        else {
+            panic!("its wake has ended: asleep, woken again");
+        };
+        assert_eq!(
+            serde_json::to_value(patch).unwrap()[0],
+            json!({ "op": "test", "path": "/metadata/annotations/cronscaler.dev~1awake-until", "value": "2026-11-24T21:00:00Z" })
         );
     }
 
