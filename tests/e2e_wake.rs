@@ -12,7 +12,7 @@ use std::{
 };
 
 use k8s_openapi::api::{
-    apps::v1::StatefulSet,
+    apps::v1::{Deployment, StatefulSet},
     core::v1::{Namespace, Pod},
 };
 use kube::{
@@ -20,7 +20,7 @@ use kube::{
     api::{ListParams, Patch, PatchParams, PostParams},
 };
 use serde_json::{Value, json};
-use support::{Scenario, envtest, eventually, replicas_and_annotations};
+use support::{Controller, Scenario, envtest, eventually, replicas_and_annotations};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 const AWAKE_UNTIL: &str = "cronscaler.dev/awake-until";
@@ -114,13 +114,35 @@ async fn namespace_annotations(
         .clone()
 }
 
-fn wake_flags(port: u16) -> Vec<String> {
-    vec![
-        "--grace-period".into(),
-        "0s".into(),
-        "--wake-addr".into(),
-        format!("127.0.0.1:{port}"),
-    ]
+/// Starts a controller over the whole cluster serving the backend; its address.
+async fn start_backend(scenario: &Scenario, name: &str, more: &[&str]) -> (Controller, SocketAddr) {
+    let addr: SocketAddr = ([127, 0, 0, 1], envtest::free_port()).into();
+    let wake_addr = addr.to_string();
+    let mut flags = vec!["--grace-period", "0s", "--wake-addr", &wake_addr];
+    flags.extend_from_slice(more);
+    let mut controller = scenario.start_cluster_wide_controller(name, &flags);
+    controller.wait_ready().await;
+    (controller, addr)
+}
+
+/// A Deployment `web` of 2 in the scenario's Namespace, opted in with `more` annotations, and
+/// put to sleep by its schedule.
+async fn web_asleep(scenario: &Scenario, more: Value) -> Api<Deployment> {
+    let deployments = scenario.deployments();
+    deployments
+        .create(
+            &PostParams::default(),
+            &support::deployment("web", 2, json!({})),
+        )
+        .await
+        .expect("a Deployment");
+    opt_in(scenario, &scenario.namespace, more).await;
+    eventually("the Namespace asleep", PROMPTLY, || async {
+        let (web, _) = replicas_and_annotations(&deployments, "web").await?;
+        (web == 0).then_some(())
+    })
+    .await;
+    deployments
 }
 
 /// Plays the kubelet: every Pod of the scenario's namespace runs and is ready.
@@ -156,21 +178,7 @@ async fn a_request_wakes_an_asleep_namespace_once_and_its_status_follows_it_to_r
         return;
     };
     let namespace = scenario.namespace.clone();
-    let port = envtest::free_port();
-    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-    let flags = wake_flags(port);
-    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    let mut controller = scenario.start_cluster_wide_controller("cronscaler", &flags);
-    controller.wait_ready().await;
-
-    let deployments = scenario.deployments();
-    deployments
-        .create(
-            &PostParams::default(),
-            &support::deployment("web", 2, json!({})),
-        )
-        .await
-        .expect("a Deployment");
+    let (controller, addr) = start_backend(&scenario, "cronscaler", &[]).await;
     let stateful_sets: Api<StatefulSet> = scenario.stateful_sets();
     stateful_sets
         .create(
@@ -179,11 +187,10 @@ async fn a_request_wakes_an_asleep_namespace_once_and_its_status_follows_it_to_r
         )
         .await
         .expect("a StatefulSet");
-    opt_in(&scenario, &namespace, json!({})).await;
-    eventually("the Namespace asleep", PROMPTLY, || async {
-        let (web, _) = replicas_and_annotations(&deployments, "web").await?;
+    let deployments = web_asleep(&scenario, json!({})).await;
+    eventually("the StatefulSet asleep", PROMPTLY, || async {
         let db = stateful_sets.get("db").await.ok()?.spec?.replicas?;
-        (web == 0 && db == 0).then_some(())
+        (db == 0).then_some(())
     })
     .await;
 
@@ -320,26 +327,8 @@ async fn two_hundred_requests_at_once_make_one_wake_each_answered_within_a_secon
         return;
     };
     let namespace = scenario.namespace.clone();
-    let port = envtest::free_port();
-    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-    let flags = wake_flags(port);
-    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    let mut controller = scenario.start_cluster_wide_controller("cronscaler", &flags);
-    controller.wait_ready().await;
-    let deployments = scenario.deployments();
-    deployments
-        .create(
-            &PostParams::default(),
-            &support::deployment("web", 2, json!({})),
-        )
-        .await
-        .expect("a Deployment");
-    opt_in(&scenario, &namespace, json!({})).await;
-    eventually("the Namespace asleep", PROMPTLY, || async {
-        let (web, _) = replicas_and_annotations(&deployments, "web").await?;
-        (web == 0).then_some(())
-    })
-    .await;
+    let (_controller, addr) = start_backend(&scenario, "cronscaler", &[]).await;
+    let deployments = web_asleep(&scenario, json!({})).await;
 
     let flood = (0..200).map(|_| {
         let namespace = namespace.clone();
@@ -383,47 +372,31 @@ async fn a_host_routes_by_wake_hosts_and_a_standby_wakes_as_the_leader_does() {
         return;
     };
     let namespace = scenario.namespace.clone();
-    let ports = [envtest::free_port(), envtest::free_port()];
+    let elect = [
+        "--leader-elect",
+        "--leader-elect-namespace",
+        envtest::SA_NAMESPACE,
+    ];
+    let mut addrs = Vec::new();
     let mut controllers = Vec::new();
-    for (name, port) in ["first", "second"].into_iter().zip(ports) {
-        let mut flags = wake_flags(port);
-        flags.push("--leader-elect".into());
-        flags.push("--leader-elect-namespace".into());
-        flags.push(envtest::SA_NAMESPACE.into());
-        let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-        let mut controller = scenario.start_cluster_wide_controller(name, &flags);
-        controller.wait_ready().await;
+    for name in ["first", "second"] {
+        let (controller, addr) = start_backend(&scenario, name, &elect).await;
         controllers.push(controller);
+        addrs.push(addr);
     }
     let leader = eventually("a leader", PROMPTLY, || async {
         support::lease_holder(&scenario.client, envtest::SA_NAMESPACE, "cronscaler").await
     })
     .await;
-    let standby_port = if leader == "first" {
-        ports[1]
+    let standby = if leader == "first" {
+        addrs[1]
     } else {
-        ports[0]
+        addrs[0]
     };
-    let standby: SocketAddr = ([127, 0, 0, 1], standby_port).into();
-
-    let deployments = scenario.deployments();
-    deployments
-        .create(
-            &PostParams::default(),
-            &support::deployment("web", 2, json!({})),
-        )
-        .await
-        .expect("a Deployment");
-    opt_in(
+    let deployments = web_asleep(
         &scenario,
-        &namespace,
         json!({ "cronscaler.dev/wake-hosts": "staging.example.com, *.preview.example.com" }),
     )
-    .await;
-    eventually("the Namespace asleep", PROMPTLY, || async {
-        let (web, _) = replicas_and_annotations(&deployments, "web").await?;
-        (web == 0).then_some(())
-    })
     .await;
 
     let deeper = request(standby, "/", &[("Host", "a.b.preview.example.com")]).await;

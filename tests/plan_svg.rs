@@ -2,6 +2,8 @@
 //! for hundreds. Regenerate the golden chart after an intended change with
 //! `CRONSCALER_BLESS=1 cargo test --test plan_svg`.
 
+mod browser;
+
 use std::{fmt::Write as _, path::Path, process::Command};
 
 const WEEK: [&str; 4] = ["--from", "2026-11-20T00:00:00Z", "--for", "7d"];
@@ -284,15 +286,7 @@ fn texts(node: roxmltree::Node) -> Vec<String> {
 
 #[test]
 fn a_browser_draws_the_chart_with_both_colours() {
-    let Some(chromium) = ["chromium", "chromium-browser", "google-chrome"]
-        .into_iter()
-        .find(|name| {
-            Command::new("which")
-                .arg(name)
-                .output()
-                .is_ok_and(|found| found.status.success())
-        })
-    else {
+    let Some(chromium) = browser::chromium() else {
         eprintln!(
             "skipped: no chromium on PATH (`which chromium`), so the chart is not rendered in a \
              browser; install chromium to run this test"

@@ -2,6 +2,8 @@
 //! the wake is, then loads the original URL once everything is ready. A small server stands in
 //! for the proxy and the backend: `/app` is asleep (the page) until the status says ready.
 
+mod browser;
+
 use std::{
     io::{BufRead as _, BufReader, Write as _},
     net::TcpListener,
@@ -18,17 +20,6 @@ use cronscaler::wake::{
 };
 
 const APP: &str = "<html><body><h1>the app itself</h1></body></html>";
-
-fn chromium() -> Option<&'static str> {
-    ["chromium", "chromium-browser", "google-chrome"]
-        .into_iter()
-        .find(|name| {
-            Command::new("which")
-                .arg(name)
-                .output()
-                .is_ok_and(|found| found.status.success())
-        })
-}
 
 /// Serves `/app` and the status on a free port; the status says ready from its `ready_from`th
 /// poll on (never, with `usize::MAX`). Returns the port and the count of polls.
@@ -102,7 +93,7 @@ fn dom_after(chromium: &str, port: u16, budget_ms: u32) -> String {
 
 #[test]
 fn the_page_shows_the_progress_then_loads_the_original_url_once_ready() {
-    let Some(chromium) = chromium() else {
+    let Some(chromium) = browser::chromium() else {
         eprintln!(
             "skipped: no chromium on PATH (`which chromium`), so the wake-up page is not run in a \
              browser; install chromium to run this test"
