@@ -11,15 +11,15 @@ mod support;
 
 use std::{collections::BTreeMap, time::Duration};
 
-use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::{apps::v1::Deployment, autoscaling::v2::HorizontalPodAutoscaler};
 use kube::{
     Api, ResourceExt as _,
     api::{Patch, PatchParams, PostParams},
 };
 use serde_json::json;
 use support::{
-    Scenario, describe, eventually, last_transition, replicas_and_annotations, sleep_until,
-    whole_second_in,
+    Controller, Scenario, describe, eventually, last_transition, replicas_and_annotations,
+    sleep_until, whole_second_in,
 };
 
 const ORIGINAL_MIN: &str = "cronscaler.dev/original-min-replicas";
@@ -47,6 +47,40 @@ fn hpa(target: &str, min: i32, max: i32) -> HorizontalPodAutoscaler {
         },
     }))
     .expect("an HPA")
+}
+
+/// A controller, and a Deployment `name` of `replicas` with an HPA of 2 to 5 that its schedule,
+/// which only scales down (in a few seconds, to `down-replicas` 1), holds at 1.
+async fn held_for_the_night(
+    scenario: &Scenario,
+    name: &str,
+    replicas: i32,
+) -> (Controller, Api<Deployment>, Api<HorizontalPodAutoscaler>) {
+    let mut controller = scenario.start_controller("cronscaler", &[]);
+    controller.wait_ready().await;
+    let deployments = scenario.deployments();
+    let hpas: Api<HorizontalPodAutoscaler> =
+        Api::namespaced(scenario.client.clone(), &scenario.namespace);
+    hpas.create(&PostParams::default(), &hpa(name, 2, 5))
+        .await
+        .expect("an HPA");
+    let annotations = json!({
+        "cronscaler.dev/scale-down": support::cron_at(whole_second_in(5)),
+        "cronscaler.dev/down-replicas": "1",
+    });
+    deployments
+        .create(
+            &PostParams::default(),
+            &support::deployment(name, replicas, annotations),
+        )
+        .await
+        .expect("an annotated Deployment");
+    eventually("the HPA held at 1", LATENESS, || async {
+        let (min, max, _) = bounds(&hpas, name).await?;
+        (min, max).eq(&(1, 1)).then_some(())
+    })
+    .await;
+    (controller, deployments, hpas)
 }
 
 /// minReplicas, maxReplicas and annotations of an HPA, as `kubectl get hpa -o yaml` shows them.
@@ -221,30 +255,10 @@ async fn a_person_s_scale_at_night_gives_a_held_hpa_its_bounds_back() {
     let Some(scenario) = Scenario::shared("hpa-taken-over").await else {
         return;
     };
-    let mut controller = scenario.start_controller("cronscaler", &[]);
-    controller.wait_ready().await;
-    let deployments = scenario.deployments();
-    let hpas: Api<HorizontalPodAutoscaler> =
-        Api::namespaced(scenario.client.clone(), &scenario.namespace);
-    hpas.create(&PostParams::default(), &hpa("nightly", 2, 5))
-        .await
-        .expect("an HPA");
-    let down = whole_second_in(6);
-    let annotations = json!({
-        "cronscaler.dev/scale-down": support::cron_at(down),
-        "cronscaler.dev/down-replicas": "1",
-    });
-    deployments
-        .create(
-            &PostParams::default(),
-            &support::deployment("nightly", 2, annotations),
-        )
-        .await
-        .expect("an annotated Deployment");
-    eventually("the scale-down to 1 and the HPA held", LATENESS, || async {
+    let (mut controller, deployments, hpas) = held_for_the_night(&scenario, "nightly", 2).await;
+    eventually("the scale-down to 1", LATENESS, || async {
         let (replicas, _) = replicas_and_annotations(&deployments, "nightly").await?;
-        let (min, max, _) = bounds(&hpas, "nightly").await?;
-        (replicas == 1 && (min, max) == (1, 1)).then_some(())
+        (replicas == 1).then_some(())
     })
     .await;
 
@@ -404,29 +418,7 @@ async fn restore_gives_a_held_hpa_its_bounds_back() {
     let Some(scenario) = Scenario::shared("hpa-restore").await else {
         return;
     };
-    let mut controller = scenario.start_controller("cronscaler", &[]);
-    controller.wait_ready().await;
-    let deployments = scenario.deployments();
-    let hpas: Api<HorizontalPodAutoscaler> =
-        Api::namespaced(scenario.client.clone(), &scenario.namespace);
-    hpas.create(&PostParams::default(), &hpa("batch", 2, 5))
-        .await
-        .expect("an HPA");
-    let down = whole_second_in(5);
-    let mut annotations = support::down_at(down);
-    annotations["cronscaler.dev/down-replicas"] = json!("1");
-    deployments
-        .create(
-            &PostParams::default(),
-            &support::deployment("batch", 3, annotations),
-        )
-        .await
-        .expect("an annotated Deployment");
-    eventually("the HPA held at 1", LATENESS, || async {
-        let (min, max, _) = bounds(&hpas, "batch").await?;
-        (min, max).eq(&(1, 1)).then_some(())
-    })
-    .await;
+    let (mut controller, deployments, hpas) = held_for_the_night(&scenario, "batch", 3).await;
 
     // As docs/operations.md's uninstall says: stop the controller, then restore.
     controller
