@@ -161,6 +161,58 @@ async fn scale_up_restores_the_original_and_forgets_it() {
     reconcile_ok(deployment_target(), &[at(7, 0, 1)], false, script).await;
 }
 
+/// `--kube-downscaler-annotations`: what kube-downscaler put to sleep wakes to the count it
+/// recorded, and its record goes with ours.
+#[tokio::test]
+async fn a_count_kube_downscaler_recorded_is_given_back_and_its_record_removed() {
+    let left = [
+        NIGHTLY[0],
+        NIGHTLY[1],
+        (
+            crate::schedule::kube_downscaler::THEIR_ORIGINAL_REPLICAS,
+            "2",
+        ),
+    ];
+    let before = app_0(0, &left);
+    let script = vec![
+        get(APP_0, before.clone()),
+        scale_patch(
+            APP_0,
+            json!({
+                "metadata": {
+                    "annotations": {
+                        "cronscaler.dev/original-replicas": null,
+                        "cronscaler.dev/last-transition": "2026-11-23T07:00:00Z up",
+                        "downscaler/original-replicas": null,
+                    },
+                },
+                "spec": { "replicas": 2 },
+            }),
+            before,
+        ),
+        event(
+            "load-0",
+            "Normal",
+            "ScaledUp",
+            "scaled up from 0 to 2 replicas by cronscaler.dev/scale-up \"0 7 * * *\" (UTC) at 2026-11-23T07:00:00Z",
+            "app-0",
+        ),
+    ];
+    let results = crate::scaling::test_support::reconcile_scripted(
+        &deployment_target(),
+        &[at(7, 0, 1)],
+        false,
+        script,
+        |ctx| ctx.with_namespaces(NamespaceSchedules::watched([]).reading_kube_downscaler(true)),
+    )
+    .await;
+    for result in results {
+        if let Err(error) = result {
+            panic!("reconcile failed: {error}");
+        }
+    }
+}
+
 #[tokio::test]
 async fn a_person_scaling_up_at_night_is_left_alone_and_named_once_even_across_restarts() {
     let night = [
