@@ -7,6 +7,7 @@ pub mod hpa;
 pub mod key;
 pub mod namespaces;
 pub mod on_demand;
+pub mod policies;
 mod reconciler;
 pub mod reports;
 pub mod target;

@@ -4,14 +4,19 @@
 
 use std::{
     borrow::Cow,
-    collections::{BTreeMap, HashMap, HashSet},
-    sync::{Arc, PoisonError, RwLock},
+    collections::{BTreeMap, BTreeSet, HashMap, HashSet},
+    sync::{Arc, Mutex, PoisonError, RwLock},
 };
 
-use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::{
+    api::core::v1::ObjectReference, apimachinery::pkg::apis::meta::v1::LabelSelector,
+};
 
 use crate::{
-    scaling::target::TargetKind,
+    scaling::{
+        policies::resolve::{Candidate, resolve, selects},
+        target::TargetKind,
+    },
     schedule::{DOWN_REPLICAS, PREFIX, UP_REPLICAS, inherit, kube_downscaler},
 };
 
@@ -28,6 +33,54 @@ pub struct NamespaceSchedules {
     enabled: bool,
     /// `--kube-downscaler-annotations`: kube-downscaler's annotations count as ours.
     kube_downscaler: bool,
+    /// What each Namespace's schedule is resolved from; `schedules` holds the outcome.
+    layers: Arc<Mutex<Layers>>,
+}
+
+/// Everything a Namespace's schedule may come from (see [`resolve`]).
+#[derive(Debug, Default)]
+struct Layers {
+    /// Each Namespace's own `cronscaler.dev/` annotations.
+    own: HashMap<String, BTreeMap<String, String>>,
+    /// Each Namespace's labels, which policies select by; every Namespace seen has an entry.
+    labels: HashMap<String, BTreeMap<String, String>>,
+    /// The `SleepSchedule`s of each Namespace, by name.
+    sleep_schedules: HashMap<String, BTreeMap<String, Candidate>>,
+    /// The `SleepPolicy`s, by name, with what they select.
+    policies: BTreeMap<String, (LabelSelector, Candidate)>,
+}
+
+impl Layers {
+    fn resolved(&self, namespace: &str) -> BTreeMap<String, String> {
+        let none = BTreeMap::new();
+        let own = self.own.get(namespace).unwrap_or(&none);
+        let schedules: Vec<&Candidate> = self
+            .sleep_schedules
+            .get(namespace)
+            .into_iter()
+            .flat_map(BTreeMap::values)
+            .collect();
+        let labels = self.labels.get(namespace).unwrap_or(&none);
+        let policies: Vec<&Candidate> = self
+            .policies
+            .values()
+            .filter(|(selector, _)| {
+                self.labels.contains_key(namespace) && selects(selector, labels)
+            })
+            .map(|(_, candidate)| candidate)
+            .collect();
+        resolve(own, &schedules, &policies)
+    }
+
+    /// Every Namespace anything is known of.
+    fn namespaces(&self) -> BTreeSet<String> {
+        self.own
+            .keys()
+            .chain(self.labels.keys())
+            .chain(self.sleep_schedules.keys())
+            .cloned()
+            .collect()
+    }
 }
 
 impl NamespaceSchedules {
@@ -101,14 +154,100 @@ impl NamespaceSchedules {
             .filter(|(key, _)| key.starts_with(PREFIX))
             .map(|(key, value)| (key.clone(), value.clone()))
             .collect();
+        let mut layers = self.layers.lock().unwrap_or_else(PoisonError::into_inner);
+        if ours.is_empty() {
+            layers.own.remove(namespace);
+        } else {
+            layers.own.insert(namespace.to_string(), ours);
+        }
+        self.settle(&layers, namespace)
+    }
+
+    /// Records a Namespace's labels, which policies select it by; true when its schedule changed.
+    pub fn set_labels(&self, namespace: &str, labels: &BTreeMap<String, String>) -> bool {
+        let mut layers = self.layers.lock().unwrap_or_else(PoisonError::into_inner);
+        layers.labels.insert(namespace.to_string(), labels.clone());
+        self.settle(&layers, namespace)
+    }
+
+    /// Records a `SleepSchedule` of `namespace`; true when the Namespace's schedule changed.
+    pub fn set_sleep_schedule(&self, namespace: &str, schedule: Candidate) -> bool {
+        let mut layers = self.layers.lock().unwrap_or_else(PoisonError::into_inner);
+        layers
+            .sleep_schedules
+            .entry(namespace.to_string())
+            .or_default()
+            .insert(schedule.name.clone(), schedule);
+        self.settle(&layers, namespace)
+    }
+
+    /// Forgets a `SleepSchedule`; true when the Namespace's schedule changed.
+    pub fn remove_sleep_schedule(&self, namespace: &str, name: &str) -> bool {
+        let mut layers = self.layers.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(schedules) = layers.sleep_schedules.get_mut(namespace) {
+            schedules.remove(name);
+            if schedules.is_empty() {
+                layers.sleep_schedules.remove(namespace);
+            }
+        }
+        self.settle(&layers, namespace)
+    }
+
+    /// The `SleepSchedule`s known, as (namespace, name).
+    pub fn sleep_schedule_names(&self) -> Vec<(String, String)> {
+        let layers = self.layers.lock().unwrap_or_else(PoisonError::into_inner);
+        layers
+            .sleep_schedules
+            .iter()
+            .flat_map(|(namespace, schedules)| {
+                schedules
+                    .keys()
+                    .map(|name| (namespace.clone(), name.clone()))
+            })
+            .collect()
+    }
+
+    /// Records a `SleepPolicy`; the Namespaces whose schedule changed.
+    pub fn set_policy(&self, selector: LabelSelector, policy: Candidate) -> Vec<String> {
+        let mut layers = self.layers.lock().unwrap_or_else(PoisonError::into_inner);
+        layers
+            .policies
+            .insert(policy.name.clone(), (selector, policy));
+        self.settle_all(&layers)
+    }
+
+    /// Forgets a `SleepPolicy`; the Namespaces whose schedule changed.
+    pub fn remove_policy(&self, name: &str) -> Vec<String> {
+        let mut layers = self.layers.lock().unwrap_or_else(PoisonError::into_inner);
+        layers.policies.remove(name);
+        self.settle_all(&layers)
+    }
+
+    /// The `SleepPolicy`s known, by name.
+    pub fn policy_names(&self) -> Vec<String> {
+        let layers = self.layers.lock().unwrap_or_else(PoisonError::into_inner);
+        layers.policies.keys().cloned().collect()
+    }
+
+    /// Stores what `namespace` now follows; true when that changed.
+    fn settle(&self, layers: &Layers, namespace: &str) -> bool {
+        let resolved = layers.resolved(namespace);
         let mut schedules = self
             .schedules
             .write()
             .unwrap_or_else(PoisonError::into_inner);
-        if ours.is_empty() {
+        if resolved.is_empty() {
             return schedules.remove(namespace).is_some();
         }
-        schedules.insert(namespace.to_string(), ours.clone()) != Some(ours)
+        schedules.insert(namespace.to_string(), resolved.clone()) != Some(resolved)
+    }
+
+    fn settle_all(&self, layers: &Layers) -> Vec<String> {
+        layers
+            .namespaces()
+            .into_iter()
+            .filter(|namespace| self.settle(layers, namespace))
+            .collect()
     }
 
     /// Takes in every schedule `other` holds (`plan` reads Namespaces from several files).
@@ -199,6 +338,11 @@ impl NamespaceSchedules {
             .write()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(namespace);
+        let mut layers = self.layers.lock().unwrap_or_else(PoisonError::into_inner);
+        layers.own.remove(namespace);
+        layers.labels.remove(namespace);
+        layers.sleep_schedules.remove(namespace);
+        drop(layers);
         self.schedules
             .write()
             .unwrap_or_else(PoisonError::into_inner)
@@ -333,5 +477,49 @@ mod tests {
                 .effective(TargetKind::Deployment, "staging", &pairs(&[]), false)
                 .1
         );
+    }
+
+    #[test]
+    fn a_policy_schedules_the_namespaces_it_selects_until_it_no_longer_does() {
+        use crate::schedule::UPTIME;
+        let namespaces = NamespaceSchedules::watched([]);
+        for (name, env) in [
+            ("pr-1", "preview"),
+            ("pr-2", "preview"),
+            ("staging", "staging"),
+        ] {
+            assert!(!namespaces.set_labels(name, &pairs(&[("env", env)])));
+        }
+        let office = Candidate {
+            name: "office".into(),
+            created: None,
+            annotations: pairs(&[(UPTIME, "Mon-Fri 08:00-19:00 Europe/Berlin")]),
+        };
+        let preview = LabelSelector {
+            match_labels: Some(pairs(&[("env", "preview")])),
+            match_expressions: None,
+        };
+        let mut changed = namespaces.set_policy(preview, office.clone());
+        changed.sort();
+        assert_eq!(changed, ["pr-1", "pr-2"]);
+        assert_eq!(
+            namespaces.annotations_of("pr-1"),
+            Some(office.annotations.clone())
+        );
+        assert_eq!(namespaces.annotations_of("staging"), None);
+
+        assert!(
+            namespaces.update("pr-2", None, &pairs(&[(UPTIME, "Mon-Fri 06:00-22:00")])),
+            "its own annotations come first"
+        );
+        assert!(namespaces.set_labels("pr-1", &pairs(&[("env", "done")])));
+        assert_eq!(
+            namespaces.annotations_of("pr-1"),
+            None,
+            "a label removed: not selected"
+        );
+        assert!(namespaces.set_labels("staging", &pairs(&[("env", "preview")])));
+        assert_eq!(namespaces.remove_policy("office"), ["staging"]);
+        assert_eq!(namespaces.scheduled(), ["pr-2"]);
     }
 }

@@ -1,0 +1,122 @@
+//! `SleepPolicy` and `SleepSchedule` (`cronscaler.dev/v1alpha1`): schedules as Kubernetes
+//! objects, for a platform team's Namespaces chosen by label, and for a team that may edit its
+//! Namespace's workloads but not the Namespace. Their fields are the annotations' contract in
+//! camelCase, and they compile into the very annotations a Namespace could carry.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::schedule::{
+    DOWN_REPLICAS, DOWNTIME, HOLIDAYS, SCALE_DOWN, SCALE_UP, TIMEZONE, UPTIME, WAKE_ON_REQUEST,
+};
+
+/// The schedule a `SleepPolicy` or `SleepSchedule` gives the Namespaces it covers.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ScheduleFields {
+    /// Windows when awake, asleep outside them, e.g. `Mon-Fri 07:00-20:00 Europe/Berlin`
+    /// (as the annotation cronscaler.dev/uptime). Instead of crons.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uptime: Option<String>,
+    /// Windows when asleep, awake outside them, e.g. `Sat-Sun 00:00-24:00` (as
+    /// cronscaler.dev/downtime). Instead of crons.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub downtime: Option<String>,
+    /// Cron expression of the scale-down, e.g. `0 20 * * 1-5` (as cronscaler.dev/scale-down).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale_down: Option<String>,
+    /// Cron expression of the scale-up, e.g. `0 7 * * 1-5` (as cronscaler.dev/scale-up).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale_up: Option<String>,
+    /// IANA time zone of the crons and windows, e.g. `Europe/Berlin`; the controller's
+    /// --default-timezone when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timezone: Option<String>,
+    /// Local dates on which nothing wakes, e.g. `2026-12-24..2026-12-26, 2027-01-01`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holidays: Option<String>,
+    /// Replicas each Deployment and StatefulSet keeps while asleep (default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub down_replicas: Option<i32>,
+    /// How long the first request a proxy could not serve wakes the Namespace for, e.g. `2h`
+    /// (as cronscaler.dev/wake-on-request).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wake_on_request: Option<String>,
+}
+
+impl ScheduleFields {
+    /// The `cronscaler.dev/` annotations these fields stand for.
+    pub fn annotations(&self) -> BTreeMap<String, String> {
+        let text = [
+            (UPTIME, &self.uptime),
+            (DOWNTIME, &self.downtime),
+            (SCALE_DOWN, &self.scale_down),
+            (SCALE_UP, &self.scale_up),
+            (TIMEZONE, &self.timezone),
+            (HOLIDAYS, &self.holidays),
+            (WAKE_ON_REQUEST, &self.wake_on_request),
+        ];
+        text.into_iter()
+            .filter_map(|(key, value)| Some((key.to_string(), value.clone()?)))
+            .chain(
+                self.down_replicas
+                    .map(|replicas| (DOWN_REPLICAS.to_string(), replicas.to_string())),
+            )
+            .collect()
+    }
+}
+
+// Printer columns repeat `type_`, which the lint mistakes for a duplicated attribute.
+#[allow(clippy::duplicated_attributes)]
+#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[kube(
+    group = "cronscaler.dev",
+    version = "v1alpha1",
+    kind = "SleepPolicy",
+    shortname = "sleeppol",
+    derive = "PartialEq",
+    doc = "A schedule for every Namespace whose labels its namespaceSelector selects. A Namespace's own cronscaler.dev/ annotations, and a SleepSchedule in it, come first.",
+    printcolumn(name = "Uptime", type_ = "string", json_path = ".spec.uptime"),
+    printcolumn(name = "Downtime", type_ = "string", json_path = ".spec.downtime"),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[serde(rename_all = "camelCase")]
+pub struct SleepPolicySpec {
+    /// The Namespaces this policy schedules, by their labels, e.g. `matchLabels: {env: preview}`.
+    pub namespace_selector: LabelSelector,
+    #[serde(flatten)]
+    pub schedule: ScheduleFields,
+}
+
+// Printer columns repeat `type_`, which the lint mistakes for a duplicated attribute.
+#[allow(clippy::duplicated_attributes)]
+#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[kube(
+    group = "cronscaler.dev",
+    version = "v1alpha1",
+    kind = "SleepSchedule",
+    namespaced,
+    derive = "PartialEq",
+    doc = "A schedule for the workloads of its own Namespace, for whoever may edit them but not the Namespace. The Namespace's own cronscaler.dev/ annotations come first.",
+    printcolumn(name = "Uptime", type_ = "string", json_path = ".spec.uptime"),
+    printcolumn(name = "Downtime", type_ = "string", json_path = ".spec.downtime"),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[serde(rename_all = "camelCase")]
+pub struct SleepScheduleSpec {
+    #[serde(flatten)]
+    pub schedule: ScheduleFields,
+}

@@ -1,0 +1,5 @@
+//! Schedules as Kubernetes objects: `SleepPolicy` (cluster-wide, Namespaces by label) and
+//! `SleepSchedule` (one Namespace), resolved into the schedule each Namespace follows.
+
+pub mod crd;
+pub mod resolve;

@@ -1,0 +1,170 @@
+//! Which schedule a Namespace follows, most specific first: its own `cronscaler.dev/`
+//! annotations, then a `SleepSchedule` in it, then a `SleepPolicy` that selects it. Of two at one
+//! level the older applies. What it follows comes out as the annotations a Namespace could carry,
+//! so everything downstream (inheritance, the rules, `plan`, `status`) is unchanged.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+
+use crate::schedule::has_schedule;
+
+/// A `SleepSchedule` or `SleepPolicy`, as resolution needs it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candidate {
+    pub name: String,
+    pub created: Option<DateTime<Utc>>,
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// The older of candidates, by creation, then by name for those created in the same second.
+fn oldest(candidates: &[&Candidate]) -> Option<Candidate> {
+    candidates
+        .iter()
+        .min_by(|a, b| (a.created, &a.name).cmp(&(b.created, &b.name)))
+        .map(|&candidate| candidate.clone())
+}
+
+/// The annotations a Namespace's workloads follow: `own` when it has a schedule of its own,
+/// else the oldest of `schedules` (its `SleepSchedule`s), else of `policies` (those selecting
+/// it), with `own`'s other keys (an override on demand, a time zone) on top.
+pub fn resolve(
+    own: &BTreeMap<String, String>,
+    schedules: &[&Candidate],
+    policies: &[&Candidate],
+) -> BTreeMap<String, String> {
+    if has_schedule(own) {
+        return own.clone();
+    }
+    match oldest(schedules).or_else(|| oldest(policies)) {
+        Some(chosen) => {
+            let mut annotations = chosen.annotations;
+            annotations.extend(own.iter().map(|(key, value)| (key.clone(), value.clone())));
+            annotations
+        }
+        None => own.clone(),
+    }
+}
+
+/// Whether `selector` selects `labels`, as the API server reads a label selector; an operator
+/// it does not know selects nothing.
+pub fn selects(selector: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
+    let labels_match = selector
+        .match_labels
+        .iter()
+        .flatten()
+        .all(|(key, value)| labels.get(key) == Some(value));
+    let expressions_match = selector
+        .match_expressions
+        .iter()
+        .flatten()
+        .all(|expression| {
+            let values = expression.values.as_deref().unwrap_or_default();
+            let value = labels.get(&expression.key);
+            match expression.operator.as_str() {
+                "In" => value.is_some_and(|value| values.contains(value)),
+                "NotIn" => value.is_none_or(|value| !values.contains(value)),
+                "Exists" => value.is_some(),
+                "DoesNotExist" => value.is_none(),
+                _ => false,
+            }
+        });
+    labels_match && expressions_match
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
+
+    use super::*;
+    use crate::schedule::{AWAKE_UNTIL, DOWNTIME, UPTIME, test_support::annotations};
+
+    fn candidate(name: &str, created_day: u32, pairs: &[(&str, &str)]) -> Candidate {
+        Candidate {
+            name: name.into(),
+            created: Utc
+                .with_ymd_and_hms(2026, 11, created_day, 0, 0, 0)
+                .single(),
+            annotations: annotations(pairs),
+        }
+    }
+
+    #[test]
+    fn the_most_specific_wins_and_of_two_the_older() {
+        let office = candidate("office", 2, &[(UPTIME, "Mon-Fri 08:00-19:00")]);
+        let weekend = candidate("weekend", 1, &[(DOWNTIME, "Sat-Sun 00:00-24:00")]);
+        let team = candidate("team", 3, &[(UPTIME, "Mon-Fri 09:00-17:00")]);
+        let own_schedule = annotations(&[(UPTIME, "Mon-Fri 06:00-22:00")]);
+        assert_eq!(resolve(&own_schedule, &[&team], &[&office]), own_schedule);
+        assert_eq!(
+            resolve(&BTreeMap::new(), &[&team], &[&office]),
+            team.annotations
+        );
+        assert_eq!(
+            resolve(&BTreeMap::new(), &[], &[&office, &weekend]),
+            weekend.annotations,
+            "the older policy"
+        );
+        assert_eq!(resolve(&BTreeMap::new(), &[], &[]), BTreeMap::new());
+    }
+
+    #[test]
+    fn a_namespace_s_override_reaches_through_a_policy() {
+        let office = candidate("office", 2, &[(UPTIME, "Mon-Fri 08:00-19:00")]);
+        let woken = annotations(&[(AWAKE_UNTIL, "2026-11-24T23:00:00Z")]);
+        assert_eq!(
+            resolve(&woken, &[], &[&office]),
+            annotations(&[
+                (UPTIME, "Mon-Fri 08:00-19:00"),
+                (AWAKE_UNTIL, "2026-11-24T23:00:00Z")
+            ])
+        );
+    }
+
+    #[test]
+    fn label_selectors_select_as_the_api_server_does() {
+        let labels = annotations(&[("env", "preview"), ("team", "web")]);
+        let selector =
+            |match_labels: &[(&str, &str)], expressions: &[(&str, &str, &[&str])]| LabelSelector {
+                match_labels: Some(annotations(match_labels)),
+                match_expressions: Some(
+                    expressions
+                        .iter()
+                        .map(|(key, operator, values)| LabelSelectorRequirement {
+                            key: key.to_string(),
+                            operator: operator.to_string(),
+                            values: Some(values.iter().map(|v| v.to_string()).collect()),
+                        })
+                        .collect(),
+                ),
+            };
+        assert!(selects(&selector(&[("env", "preview")], &[]), &labels));
+        assert!(!selects(&selector(&[("env", "staging")], &[]), &labels));
+        assert!(selects(
+            &selector(&[], &[("team", "In", &["web", "api"])]),
+            &labels
+        ));
+        assert!(!selects(
+            &selector(&[], &[("team", "NotIn", &["web"])]),
+            &labels
+        ));
+        assert!(selects(
+            &selector(&[], &[("owner", "DoesNotExist", &[])]),
+            &labels
+        ));
+        assert!(!selects(
+            &selector(&[], &[("owner", "Exists", &[])]),
+            &labels
+        ));
+        assert!(!selects(
+            &selector(&[], &[("env", "Matches", &["preview"])]),
+            &labels
+        ));
+        assert!(
+            selects(&LabelSelector::default(), &labels),
+            "empty selects all"
+        );
+    }
+}
