@@ -30,6 +30,10 @@ use tokio::{
     task::JoinHandle,
 };
 
+mod policy_feeds;
+
+use policy_feeds::{FirstListings, Relist};
+
 use crate::{
     commands::cli::RunArgs,
     foo::{FOO_LABEL, Foo, FooContext, controlling_foo},
@@ -209,19 +213,39 @@ pub async fn run(
     // In a namespaced install there are no Namespaces to wait for.
     let namespaces_gate = Arc::new(watch::Sender::new(namespace.is_some()));
     let namespaces_listed = namespaces_gate.subscribe();
-    let namespace_feed = namespace.is_none().then(|| {
-        namespace_feed(
-            &client,
-            namespaces.clone(),
-            vec![
-                (TargetKind::Deployment, deployment_schedules.clone()),
-                (TargetKind::StatefulSet, stateful_set_schedules.clone()),
-                (TargetKind::CronJob, cron_job_schedules.clone()),
-            ],
-            &clock,
-            &outage,
-            namespaces_gate.clone(),
-            queue.clone(),
+    let first_listings = FirstListings::new(namespaces_gate.clone());
+    let relist = Relist {
+        client: client.clone(),
+        workloads: vec![
+            (TargetKind::Deployment, deployment_schedules.clone()),
+            (TargetKind::StatefulSet, stateful_set_schedules.clone()),
+            (TargetKind::CronJob, cron_job_schedules.clone()),
+        ],
+        clock: clock.clone(),
+    };
+    let namespace_feeds = namespace.is_none().then(|| {
+        (
+            namespace_feed(
+                namespaces.clone(),
+                relist.clone(),
+                &outage,
+                first_listings.clone(),
+                queue.clone(),
+            ),
+            policy_feeds::sleep_policy_feed(
+                &client,
+                namespaces.clone(),
+                &outage,
+                first_listings.clone(),
+                relist.clone(),
+            ),
+            policy_feeds::sleep_schedule_feed(
+                &client,
+                namespaces.clone(),
+                &outage,
+                first_listings.clone(),
+                relist,
+            ),
         )
     });
 
@@ -323,10 +347,18 @@ pub async fn run(
             owned_feed,
         )),
     ];
-    if let Some(namespace_feed) = namespace_feed {
+    if let Some((namespace_feed, policy_feed, sleep_schedule_feed)) = namespace_feeds {
         feeds.push(tokio::spawn(while_alive(
             health.alive("watch of Namespaces"),
             namespace_feed,
+        )));
+        feeds.push(tokio::spawn(while_alive(
+            health.alive("watch of SleepPolicies"),
+            policy_feed,
+        )));
+        feeds.push(tokio::spawn(while_alive(
+            health.alive("watch of SleepSchedules"),
+            sleep_schedule_feed,
         )));
     }
 
@@ -545,35 +577,32 @@ where
 /// Namespace's schedule changes lists its workloads again, so the trackers take in those that
 /// now follow it (they keep nothing of workloads without a schedule) and let go of the others.
 fn namespace_feed(
-    client: &Client,
     namespaces: NamespaceSchedules,
-    workloads: Vec<(TargetKind, Arc<Mutex<Tracker>>)>,
-    clock: &Clock,
+    relist: Relist,
     outage: &Outage,
-    listed: Arc<watch::Sender<bool>>,
+    first: Arc<FirstListings>,
     queue: WorkQueue<WorkKey>,
 ) -> impl Future<Output = ()> + use<> {
     let watch = watcher(
-        Api::<PartialObjectMeta<Namespace>>::all(client.clone()),
+        Api::<PartialObjectMeta<Namespace>>::all(relist.client.clone()),
         watcher::Config::default().page_size(METADATA_PAGE_SIZE),
     )
     .backoff(WatchBackoff::default());
-    let (client, clock) = (client.clone(), clock.clone());
     let mut listed_once = false;
     drive(watch, "Namespaces", outage.clone(), move |event| {
         let changed: Vec<String> = match event {
             watcher::Event::Apply(namespace) | watcher::Event::InitApply(namespace) => {
                 let name = namespace.name_any();
-                let changed = namespaces.update(&name, namespace.uid(), namespace.annotations());
-                end_override_in_time(&queue, &name, namespace.annotations(), clock());
+                let annotated = namespaces.update(&name, namespace.uid(), namespace.annotations());
+                let labelled = namespaces.set_labels(&name, namespace.labels());
+                end_override_in_time(&queue, &name, namespace.annotations(), (relist.clock)());
                 namespaces.note_setter(
                     &name,
                     OVERRIDE_KEYS
                         .into_iter()
                         .find_map(|key| on_demand::setter(namespace.managed_fields(), key)),
                 );
-                // The first listing comes before any workload is watched: nothing to relist.
-                (changed && *listed.borrow())
+                (annotated || labelled)
                     .then_some(name)
                     .into_iter()
                     .collect()
@@ -583,7 +612,8 @@ fn namespace_feed(
                 Vec::new()
             }
             watcher::Event::InitDone => {
-                let opened_already = listed.send_replace(true);
+                let opened_already = first.open();
+                first.arrived(policy_feeds::NAMESPACES);
                 // Workloads the watches took in before the Namespaces' schedules were known
                 // (the gate opened on its own) are looked at again in the scheduled ones.
                 let late = !std::mem::replace(&mut listed_once, true) && opened_already;
@@ -595,14 +625,7 @@ fn namespace_feed(
             }
             watcher::Event::Init => Vec::new(),
         };
-        for namespace in changed {
-            tokio::spawn(relist_namespace(
-                client.clone(),
-                namespace,
-                workloads.clone(),
-                clock.clone(),
-            ));
-        }
+        relist.namespaces(&first, changed);
     })
 }
 

@@ -120,3 +120,55 @@ pub struct SleepScheduleSpec {
     #[serde(flatten)]
     pub schedule: ScheduleFields,
 }
+
+#[cfg(test)]
+mod tests {
+    use kube::CustomResourceExt;
+
+    use super::*;
+
+    /// Both CRDs, as `manifests/04-policy-crds.yaml` holds them.
+    fn generated() -> String {
+        [SleepPolicy::crd(), SleepSchedule::crd()]
+            .iter()
+            .map(|crd| serde_norway::to_string(crd).unwrap())
+            .collect::<Vec<_>>()
+            .join("---\n")
+    }
+
+    #[test]
+    fn committed_crd_manifest_matches_the_rust_types() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/manifests/04-policy-crds.yaml");
+        if std::env::var_os("CRONSCALER_BLESS").is_some() {
+            std::fs::write(path, generated()).unwrap();
+        }
+        assert!(
+            std::fs::read_to_string(path).unwrap_or_default() == generated(),
+            "manifests/04-policy-crds.yaml is stale: regenerate it with \
+             `CRONSCALER_BLESS=1 cargo test --lib committed_crd_manifest_matches_the_rust_types`"
+        );
+    }
+
+    #[test]
+    fn every_field_says_what_it_means_for_kubectl_explain() {
+        let crd = serde_json::to_value(SleepPolicy::crd()).unwrap();
+        let spec = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+        for field in [
+            "namespaceSelector",
+            "uptime",
+            "downtime",
+            "scaleDown",
+            "timezone",
+            "downReplicas",
+        ] {
+            assert!(
+                spec["properties"][field]["description"].is_string(),
+                "{field}: {}",
+                spec["properties"][field]
+            );
+        }
+        assert_eq!(crd["spec"]["scope"], "Cluster");
+        let schedule = serde_json::to_value(SleepSchedule::crd()).unwrap();
+        assert_eq!(schedule["spec"]["scope"], "Namespaced");
+    }
+}

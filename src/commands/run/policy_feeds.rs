@@ -1,0 +1,236 @@
+//! The watches of `SleepPolicy` and `SleepSchedule` objects: they feed the Namespace schedules,
+//! and the workloads of each Namespace whose schedule changed are looked at again. Workload
+//! watches wait for their first listings as for the Namespaces', so that no workload is ever
+//! judged on a schedule not yet known (which would wake what a policy put to sleep).
+
+use std::{
+    collections::BTreeSet,
+    future::Future,
+    sync::{Arc, Mutex, PoisonError},
+};
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::{
+    Api, Client, Resource, ResourceExt,
+    api::ListParams,
+    runtime::{WatchStreamExt, watcher},
+};
+use serde::de::DeserializeOwned;
+use tokio::sync::watch;
+
+use super::relist_namespace;
+use crate::{
+    runtime::{
+        outage::Outage,
+        watch::{WatchBackoff, drive},
+    },
+    scaling::{
+        namespaces::NamespaceSchedules,
+        policies::{
+            crd::{SleepPolicy, SleepSchedule},
+            resolve::Candidate,
+        },
+        target::{TargetKind, creation_time},
+        timer::Clock,
+        tracker::Tracker,
+    },
+};
+
+pub const NAMESPACES: &str = "Namespaces";
+pub const SLEEP_POLICIES: &str = "SleepPolicies";
+pub const SLEEP_SCHEDULES: &str = "SleepSchedules";
+
+/// The first listings the workload watches wait for; the gate opens when all have arrived.
+pub struct FirstListings {
+    pending: Mutex<BTreeSet<&'static str>>,
+    gate: Arc<watch::Sender<bool>>,
+}
+
+impl FirstListings {
+    pub fn new(gate: Arc<watch::Sender<bool>>) -> Arc<Self> {
+        Arc::new(Self {
+            pending: Mutex::new(BTreeSet::from([
+                NAMESPACES,
+                SLEEP_POLICIES,
+                SLEEP_SCHEDULES,
+            ])),
+            gate,
+        })
+    }
+
+    /// `what` is listed (or cannot be, and is done without until it can).
+    pub fn arrived(&self, what: &'static str) {
+        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        if pending.remove(what) && pending.is_empty() {
+            self.gate.send_replace(true);
+        }
+    }
+
+    pub fn open(&self) -> bool {
+        *self.gate.borrow()
+    }
+}
+
+/// Who relists a Namespace's workloads.
+#[derive(Clone)]
+pub struct Relist {
+    pub client: Client,
+    pub workloads: Vec<(TargetKind, Arc<std::sync::Mutex<Tracker>>)>,
+    pub clock: Clock,
+}
+
+impl Relist {
+    pub fn namespaces(&self, first: &FirstListings, changed: impl IntoIterator<Item = String>) {
+        // Before the gate opens no workload is watched: their first listing sees it all.
+        if !first.open() {
+            return;
+        }
+        for namespace in changed {
+            tokio::spawn(relist_namespace(
+                self.client.clone(),
+                namespace,
+                self.workloads.clone(),
+                self.clock.clone(),
+            ));
+        }
+    }
+}
+
+fn candidate(
+    meta: &ObjectMeta,
+    annotations: std::collections::BTreeMap<String, String>,
+) -> Candidate {
+    Candidate {
+        name: meta.name.clone().unwrap_or_default(),
+        created: creation_time(meta),
+        annotations,
+    }
+}
+
+/// Lists `K` once to learn whether it can be listed at all: where its CRD is not installed, or
+/// RBAC does not allow it, the workloads go on without it (the watch takes it in when it can).
+async fn probe<K>(client: Client, what: &'static str, first: Arc<FirstListings>)
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
+{
+    let api: Api<K> = Api::all(client);
+    if let Err(error) = api.list(&ListParams::default().limit(1)).await {
+        tracing::info!(%error, "{what} cannot be listed: scheduling without them until they can");
+        first.arrived(what);
+    }
+}
+
+pub fn sleep_policy_feed(
+    client: &Client,
+    namespaces: NamespaceSchedules,
+    outage: &Outage,
+    first: Arc<FirstListings>,
+    relist: Relist,
+) -> impl Future<Output = ()> + use<> {
+    tokio::spawn(probe::<SleepPolicy>(
+        client.clone(),
+        SLEEP_POLICIES,
+        first.clone(),
+    ));
+    let watch = watcher(
+        Api::<SleepPolicy>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .backoff(WatchBackoff::default());
+    let mut listing: Option<BTreeSet<String>> = None;
+    drive(watch, SLEEP_POLICIES, outage.clone(), move |event| {
+        let changed = match event {
+            watcher::Event::Apply(policy) | watcher::Event::InitApply(policy) => {
+                if let Some(listing) = listing.as_mut() {
+                    listing.insert(policy.name_any());
+                }
+                let annotations = policy.spec.schedule.annotations();
+                namespaces.set_policy(
+                    policy.spec.namespace_selector.clone(),
+                    candidate(&policy.metadata, annotations),
+                )
+            }
+            watcher::Event::Delete(policy) => namespaces.remove_policy(&policy.name_any()),
+            watcher::Event::Init => {
+                listing = Some(BTreeSet::new());
+                Vec::new()
+            }
+            // Deleted while the watch was away: gone from the new listing.
+            watcher::Event::InitDone => {
+                let listed = listing.take().unwrap_or_default();
+                let gone: Vec<String> = namespaces
+                    .policy_names()
+                    .into_iter()
+                    .filter(|name| !listed.contains(name))
+                    .collect();
+                first.arrived(SLEEP_POLICIES);
+                gone.iter()
+                    .flat_map(|name| namespaces.remove_policy(name))
+                    .collect()
+            }
+        };
+        relist.namespaces(&first, changed);
+    })
+}
+
+pub fn sleep_schedule_feed(
+    client: &Client,
+    namespaces: NamespaceSchedules,
+    outage: &Outage,
+    first: Arc<FirstListings>,
+    relist: Relist,
+) -> impl Future<Output = ()> + use<> {
+    tokio::spawn(probe::<SleepSchedule>(
+        client.clone(),
+        SLEEP_SCHEDULES,
+        first.clone(),
+    ));
+    let watch = watcher(
+        Api::<SleepSchedule>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .backoff(WatchBackoff::default());
+    let mut listing: Option<BTreeSet<(String, String)>> = None;
+    drive(watch, SLEEP_SCHEDULES, outage.clone(), move |event| {
+        let changed: Vec<String> = match event {
+            watcher::Event::Apply(schedule) | watcher::Event::InitApply(schedule) => {
+                let namespace = schedule.namespace().unwrap_or_default();
+                if let Some(listing) = listing.as_mut() {
+                    listing.insert((namespace.clone(), schedule.name_any()));
+                }
+                let annotations = schedule.spec.schedule.annotations();
+                namespaces
+                    .set_sleep_schedule(&namespace, candidate(&schedule.metadata, annotations))
+                    .then_some(namespace)
+                    .into_iter()
+                    .collect()
+            }
+            watcher::Event::Delete(schedule) => {
+                let namespace = schedule.namespace().unwrap_or_default();
+                namespaces
+                    .remove_sleep_schedule(&namespace, &schedule.name_any())
+                    .then_some(namespace)
+                    .into_iter()
+                    .collect()
+            }
+            watcher::Event::Init => {
+                listing = Some(BTreeSet::new());
+                Vec::new()
+            }
+            watcher::Event::InitDone => {
+                let listed = listing.take().unwrap_or_default();
+                let gone: Vec<(String, String)> = namespaces
+                    .sleep_schedule_names()
+                    .into_iter()
+                    .filter(|key| !listed.contains(key))
+                    .collect();
+                first.arrived(SLEEP_SCHEDULES);
+                gone.into_iter()
+                    .filter(|(namespace, name)| namespaces.remove_sleep_schedule(namespace, name))
+                    .map(|(namespace, _)| namespace)
+                    .collect()
+            }
+        };
+        relist.namespaces(&first, changed);
+    })
+}
