@@ -173,3 +173,77 @@ async fn a_policy_sleeps_the_namespaces_it_selects_and_wakes_them_when_it_stops(
         .await;
     scenario.finish().await;
 }
+
+/// A client acting as `user`, as a cluster admin impersonating them.
+async fn client_as(scenario: &Scenario, user: &str) -> kube::Client {
+    let path = scenario.plane().admin_kubeconfig();
+    let kubeconfig = kube::config::Kubeconfig::read_from(&path).expect("the admin kubeconfig");
+    let mut config = kube::Config::from_custom_kubeconfig(
+        kubeconfig,
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await
+    .expect("a config");
+    config.auth_info.impersonate = Some(user.to_string());
+    kube::Client::try_from(config).expect("a client")
+}
+
+#[tokio::test]
+async fn a_namespace_s_editor_may_write_its_sleep_schedules_and_no_policy() {
+    let Some(scenario) = Scenario::own("policies-rbac", envtest::Options::default()).await else {
+        return;
+    };
+    install_policy_crds(&scenario).await;
+    let roles = Path::new(env!("CARGO_MANIFEST_DIR")).join("rbac/aggregated-roles.yaml");
+    envtest::apply_file(&scenario.client, &roles)
+        .await
+        .expect("the aggregated roles");
+    let namespace = scenario.namespace.clone();
+    let binding: k8s_openapi::api::rbac::v1::RoleBinding = serde_json::from_value(json!({
+        "metadata": { "name": "dev-edits", "namespace": namespace },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit" },
+        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "dev" }],
+    }))
+    .expect("a RoleBinding");
+    Api::<k8s_openapi::api::rbac::v1::RoleBinding>::namespaced(scenario.client.clone(), &namespace)
+        .create(&PostParams::default(), &binding)
+        .await
+        .expect("binding dev to edit in the namespace");
+
+    let dev = client_as(&scenario, "dev").await;
+    let sleep_schedules: Api<DynamicObject> = Api::namespaced_with(
+        dev.clone(),
+        &namespace,
+        &resource("SleepSchedule", "sleepschedules"),
+    );
+    let schedule: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "cronscaler.dev/v1alpha1",
+        "kind": "SleepSchedule",
+        "metadata": { "name": "office-hours", "namespace": namespace },
+        "spec": { "uptime": "Mon-Fri 08:00-19:00 Europe/Berlin" },
+    }))
+    .expect("a SleepSchedule");
+    // The aggregation controller gives `edit` the new rules within moments.
+    eventually("dev may create a SleepSchedule", PROMPTLY, || async {
+        sleep_schedules
+            .create(&PostParams::default(), &schedule)
+            .await
+            .ok()
+            .map(drop)
+    })
+    .await;
+    let policies: Api<DynamicObject> =
+        Api::all_with(dev, &resource("SleepPolicy", "sleeppolicies"));
+    let policy: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "cronscaler.dev/v1alpha1",
+        "kind": "SleepPolicy",
+        "metadata": { "name": "everything" },
+        "spec": { "namespaceSelector": {}, "downtime": ASLEEP },
+    }))
+    .expect("a SleepPolicy");
+    match policies.create(&PostParams::default(), &policy).await {
+        Err(kube::Error::Api(status)) if status.code == 403 => {}
+        other => panic!("dev may not create a SleepPolicy: {other:?}"),
+    }
+    scenario.finish().await;
+}
