@@ -211,7 +211,7 @@ fn savings_end_the_table_and_prices_add_money_only_when_given() {
     let total = table.lines().last().unwrap();
     assert_eq!(
         total.split_whitespace().collect::<Vec<_>>(),
-        ["TOTAL", "812.50", "1,630.00", "416.25", "642.25", "226"]
+        ["TOTAL", "925.50", "1,743.00", "444.50", "670.50", "226"]
     );
     assert!(!table.contains("COST"));
     let priced = [
@@ -221,7 +221,7 @@ fn savings_end_the_table_and_prices_add_money_only_when_given() {
     .concat();
     let (table, _, _) = plan(&priced);
     assert!(
-        table.lines().last().unwrap().ends_with("  19.86"),
+        table.lines().last().unwrap().ends_with("  21.13"),
         "{table}"
     );
 
@@ -230,10 +230,10 @@ fn savings_end_the_table_and_prices_add_money_only_when_given() {
     let (json, _, _) = plan(&[&priced[..], &["-o", "json"]].concat());
     let parsed: serde_json::Value = serde_json::from_str(&json).unwrap();
     let total = &parsed["savings"]["total"];
-    assert_eq!(total["hoursAsleep"], 812.5);
+    assert_eq!(total["hoursAsleep"], 925.5);
     assert_eq!(total["skippedRuns"], 226);
     let cost = total["cost"].as_f64().unwrap();
-    assert!((cost - 19.86).abs() < 0.005, "{cost}");
+    assert!((cost - 21.13).abs() < 0.005, "{cost}");
     let web = &parsed["savings"]["objects"][0];
     assert_eq!(
         (

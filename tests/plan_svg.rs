@@ -72,17 +72,18 @@ fn the_chart_is_an_svg_document_with_a_row_per_object() {
             "preview/Deployment/shop",
             "preview/StatefulSet/db",
             "preview/CronJob/cache-warmer",
+            "review-1234/Deployment/app",
         ],
         "scheduled objects, by namespace; the unscheduled Foo and the excluded CronJob are not drawn"
     );
     let headings: Vec<String> = elements(&document, "g", "namespace")
         .map(|heading| texts(heading)[0].clone())
         .collect();
-    assert_eq!(headings, ["default", "office", "preview"]);
+    assert_eq!(headings, ["default", "office", "preview", "review-1234"]);
     let title = texts(root)[0].clone();
     assert_eq!(
         title,
-        "cronscaler plan: 812.50 h asleep, 1,630.00 replica-hours withheld, 226 runs skipped"
+        "cronscaler plan: 925.50 h asleep, 1,743.00 replica-hours withheld, 226 runs skipped"
     );
     assert!(
         texts(root)[1].contains("times in Europe/Berlin"),
@@ -93,7 +94,7 @@ fn the_chart_is_an_svg_document_with_a_row_per_object() {
     assert!(elements(&document, "rect", "awake").count() > 5);
     assert_eq!(
         elements(&document, "path", "catch-up").count(),
-        6 + 1,
+        7 + 1,
         "one per object but the one put to sleep on demand, and the legend's"
     );
     assert_eq!(
@@ -140,8 +141,8 @@ fn money_is_in_the_title_only_when_priced() {
     let document = roxmltree::Document::parse(&svg).unwrap();
     assert_eq!(
         texts(document.root_element())[0],
-        "cronscaler plan: 812.50 h asleep, 1,630.00 replica-hours withheld, 226 runs skipped, \
-         19.86 saved"
+        "cronscaler plan: 925.50 h asleep, 1,743.00 replica-hours withheld, 226 runs skipped, \
+         21.13 saved"
     );
     assert!(!examples().contains("saved"));
 }

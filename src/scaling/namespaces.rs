@@ -250,17 +250,23 @@ impl NamespaceSchedules {
             .collect()
     }
 
-    /// Takes in every schedule `other` holds (`plan` reads Namespaces from several files).
+    /// Takes in everything `other` knows (`plan` reads Namespaces, policies and schedules from
+    /// several files), and resolves every Namespace again with all of it.
     pub fn absorb(&self, other: &NamespaceSchedules) {
-        let theirs = other
-            .schedules
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        self.schedules
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .extend(theirs);
+        let theirs = other.layers.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut layers = self.layers.lock().unwrap_or_else(PoisonError::into_inner);
+        layers.own.extend(theirs.own.clone());
+        layers.labels.extend(theirs.labels.clone());
+        for (namespace, schedules) in &theirs.sleep_schedules {
+            layers
+                .sleep_schedules
+                .entry(namespace.clone())
+                .or_default()
+                .extend(schedules.clone());
+        }
+        layers.policies.extend(theirs.policies.clone());
+        drop(theirs);
+        self.settle_all(&layers);
     }
 
     /// The Namespace's `cronscaler.dev/` annotations.

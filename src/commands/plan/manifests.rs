@@ -25,6 +25,10 @@ use crate::{
     scaling::{
         hpa::{Hpa, list_hpas},
         namespaces::NamespaceSchedules,
+        policies::{
+            crd::{SleepPolicy, SleepSchedule},
+            resolve::Candidate,
+        },
         target::{ScaleTarget, TargetKind, TargetState},
     },
 };
@@ -302,6 +306,30 @@ fn read_object(
             manifests
                 .namespaces
                 .update(&namespace.name_any(), None, namespace.annotations());
+            manifests
+                .namespaces
+                .set_labels(&namespace.name_any(), namespace.labels());
+            return Ok(());
+        }
+        // Schedules as objects, for the Namespaces they select or are in.
+        "SleepPolicy" => {
+            let policy: SleepPolicy =
+                serde_json::from_value(value.clone()).map_err(manifest_error)?;
+            manifests.namespaces.set_policy(
+                policy.spec.namespace_selector.clone(),
+                Candidate::of(&policy.metadata, policy.spec.schedule.annotations()),
+            );
+            return Ok(());
+        }
+        "SleepSchedule" => {
+            let schedule: SleepSchedule =
+                serde_json::from_value(value.clone()).map_err(manifest_error)?;
+            // As `kubectl apply` puts an object without a namespace.
+            let namespace = schedule.namespace().unwrap_or_else(|| "default".into());
+            manifests.namespaces.set_sleep_schedule(
+                &namespace,
+                Candidate::of(&schedule.metadata, schedule.spec.schedule.annotations()),
+            );
             return Ok(());
         }
         // Simulated with its workload's transitions (rule 11 of docs/scheduling.md).

@@ -9,7 +9,6 @@ use std::{
     sync::{Arc, Mutex, PoisonError},
 };
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{
     Api, Client, Resource, ResourceExt,
     api::ListParams,
@@ -30,7 +29,7 @@ use crate::{
             crd::{SleepPolicy, SleepSchedule},
             resolve::Candidate,
         },
-        target::{TargetKind, creation_time},
+        target::TargetKind,
         timer::Clock,
         tracker::Tracker,
     },
@@ -96,17 +95,6 @@ impl Relist {
     }
 }
 
-fn candidate(
-    meta: &ObjectMeta,
-    annotations: std::collections::BTreeMap<String, String>,
-) -> Candidate {
-    Candidate {
-        name: meta.name.clone().unwrap_or_default(),
-        created: creation_time(meta),
-        annotations,
-    }
-}
-
 /// Lists `K` once to learn whether it can be listed at all: where its CRD is not installed, or
 /// RBAC does not allow it, the workloads go on without it (the watch takes it in when it can).
 async fn probe<K>(client: Client, what: &'static str, first: Arc<FirstListings>)
@@ -147,7 +135,7 @@ pub fn sleep_policy_feed(
                 let annotations = policy.spec.schedule.annotations();
                 namespaces.set_policy(
                     policy.spec.namespace_selector.clone(),
-                    candidate(&policy.metadata, annotations),
+                    Candidate::of(&policy.metadata, annotations),
                 )
             }
             watcher::Event::Delete(policy) => namespaces.remove_policy(&policy.name_any()),
@@ -200,7 +188,7 @@ pub fn sleep_schedule_feed(
                 }
                 let annotations = schedule.spec.schedule.annotations();
                 namespaces
-                    .set_sleep_schedule(&namespace, candidate(&schedule.metadata, annotations))
+                    .set_sleep_schedule(&namespace, Candidate::of(&schedule.metadata, annotations))
                     .then_some(namespace)
                     .into_iter()
                     .collect()

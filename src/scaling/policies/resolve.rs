@@ -6,9 +6,9 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 
-use crate::schedule::has_schedule;
+use crate::{scaling::target::creation_time, schedule::has_schedule};
 
 /// A `SleepSchedule` or `SleepPolicy`, as resolution needs it.
 #[derive(Debug, Clone, PartialEq)]
@@ -16,6 +16,17 @@ pub struct Candidate {
     pub name: String,
     pub created: Option<DateTime<Utc>>,
     pub annotations: BTreeMap<String, String>,
+}
+
+impl Candidate {
+    /// A `SleepSchedule` or `SleepPolicy` by its metadata, with the annotations its fields stand for.
+    pub fn of(meta: &ObjectMeta, annotations: BTreeMap<String, String>) -> Self {
+        Self {
+            name: meta.name.clone().unwrap_or_default(),
+            created: creation_time(meta),
+            annotations,
+        }
+    }
 }
 
 /// The older of candidates, by creation, then by name for those created in the same second.
