@@ -4,26 +4,36 @@ use std::time::Duration;
 
 use futures::TryStreamExt;
 use kube::runtime::{utils::Backoff, watcher};
+use tokio::time::Instant;
 
 use crate::{
     runtime::api_errors::{is_status, server_unavailable, status_unavailable},
     runtime::outage::Outage,
 };
 
-/// Watch retry delays: 0.5 s doubling to at most [`MAX_WATCH_BACKOFF`]. kube's default grows
-/// to 30 s, which left a transition waiting half a minute after an API server came back; this
-/// resumes a watch within seconds and still costs a down server one request every few seconds.
+/// Watch retry delays: 0.5 s doubling to at most [`MAX_WATCH_BACKOFF`], starting over once the
+/// watch has answered for [`ANSWERING_FOR`]. kube's default grows to 30 s, which left a
+/// transition waiting half a minute after an API server came back; this resumes a watch within
+/// seconds and still costs a down server one request every few seconds.
 pub struct WatchBackoff {
     next: Duration,
+    /// When the watch last started to answer again, since its last failure.
+    answering_since: Option<Instant>,
 }
 
 pub const MIN_WATCH_BACKOFF: Duration = Duration::from_millis(500);
 pub const MAX_WATCH_BACKOFF: Duration = Duration::from_secs(4);
+/// How long a watch must answer before its next failure is retried quickly again. The watcher
+/// answers every retry with an `Init` event before its list fails (a CRD not installed, a
+/// resource RBAC does not grant), so starting over at each answer would retry every 0.5 s
+/// forever.
+pub const ANSWERING_FOR: Duration = Duration::from_secs(30);
 
 impl Default for WatchBackoff {
     fn default() -> Self {
         Self {
             next: MIN_WATCH_BACKOFF,
+            answering_since: None,
         }
     }
 }
@@ -32,6 +42,13 @@ impl Iterator for WatchBackoff {
     type Item = Duration;
 
     fn next(&mut self) -> Option<Duration> {
+        if self
+            .answering_since
+            .take()
+            .is_some_and(|since| since.elapsed() >= ANSWERING_FOR)
+        {
+            self.next = MIN_WATCH_BACKOFF;
+        }
         let delay = self.next;
         self.next = (delay * 2).min(MAX_WATCH_BACKOFF);
         Some(delay)
@@ -40,7 +57,7 @@ impl Iterator for WatchBackoff {
 
 impl Backoff for WatchBackoff {
     fn reset(&mut self) {
-        self.next = MIN_WATCH_BACKOFF;
+        self.answering_since.get_or_insert_with(Instant::now);
     }
 }
 
@@ -60,7 +77,8 @@ pub async fn drive<K, S>(
     loop {
         match stream.try_next().await {
             Ok(Some(event)) => {
-                if std::mem::take(&mut failing) {
+                // Every retry starts with `Init`, before the list that may fail again.
+                if !matches!(event, watcher::Event::Init) && std::mem::take(&mut failing) {
                     tracing::info!("watch of {what} recovered");
                 }
                 on_event(&event);
@@ -149,6 +167,30 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn a_watch_that_answers_only_to_fail_again_backs_off_and_one_that_recovered_retries_soon()
+    {
+        let mut backoff = WatchBackoff::default();
+        let mut delays = Vec::new();
+        for _ in 0..5 {
+            // The watcher's `Init` resets the backoff, then its list fails again.
+            backoff.reset();
+            delays.push(backoff.next().unwrap());
+        }
+        assert_eq!(
+            delays.iter().map(Duration::as_millis).collect::<Vec<_>>(),
+            [500, 1000, 2000, 4000, 4000],
+            "a CRD not installed is asked for every 4 s, not every 0.5 s"
+        );
+        backoff.reset();
+        tokio::time::advance(ANSWERING_FOR).await;
+        assert_eq!(
+            backoff.next(),
+            Some(MIN_WATCH_BACKOFF),
+            "answered long enough: quick again"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn a_failing_watch_has_waiting_work_retried_as_soon_as_the_server_answers() {
         // Failures back off 30 s here, longer than the two probes the outage lasts.
         let queue = WorkQueue::<ObjectKey>::new(RateLimit {
@@ -194,14 +236,11 @@ mod tests {
     }
 
     #[test]
-    fn watch_retries_grow_to_a_few_seconds_and_start_over_after_a_success() {
-        let mut backoff = WatchBackoff::default();
-        let delays: Vec<Duration> = backoff.by_ref().take(6).collect();
+    fn watch_retries_grow_to_a_few_seconds() {
+        let delays: Vec<Duration> = WatchBackoff::default().take(6).collect();
         assert_eq!(
             delays,
             [500, 1000, 2000, 4000, 4000, 4000].map(Duration::from_millis)
         );
-        backoff.reset();
-        assert_eq!(backoff.next(), Some(MIN_WATCH_BACKOFF));
     }
 }

@@ -26,7 +26,7 @@
 //!   and Namespaces; any other list or watch of them fails the run, so a kind watched in full
 //!   shows at once;
 //! - metadata-only lists of one namespace's workloads (sent when a Namespace's schedule changes);
-//! - full lists and watches of Foos, of Deployments labelled `samplecontroller.k8s.io/foo` and
+//! - full lists and watches of Foos, SleepPolicies, SleepSchedules, of Deployments labelled `samplecontroller.k8s.io/foo` and
 //!   of HPAs (all empty);
 //! - GET and merge PATCH of one workload, Event creation (`events.k8s.io/v1`, echoed back), and
 //!   `/version` (the outage probe).
@@ -81,8 +81,8 @@ use tokio::sync::{mpsc, oneshot};
 /// Quiet time after which the controller is taken to have nothing left to send.
 const SETTLED: Duration = Duration::from_secs(2);
 /// The watches a controller opens: every Deployment, StatefulSet and CronJob, Namespaces, Foos,
-/// the Deployments Foos own, and HPAs.
-const WATCHES: u64 = 7;
+/// the Deployments Foos own, HPAs, SleepPolicies and SleepSchedules.
+const WATCHES: u64 = 9;
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 #[derive(clap::Parser)]
@@ -377,6 +377,9 @@ enum Route {
     Version,
     Namespaces,
     Foos,
+    /// SleepPolicies and SleepSchedules: none here.
+    SleepPolicies,
+    SleepSchedules,
     /// Every HPA: none here, the controller only needs them listed and watched.
     Hpas,
     /// Every workload of a kind.
@@ -444,6 +447,10 @@ impl Fake {
             ["version"] => Some(Route::Version),
             ["api", "v1", "namespaces"] => Some(Route::Namespaces),
             ["apis", "samplecontroller.k8s.io", "v1alpha1", "foos"] => Some(Route::Foos),
+            ["apis", "cronscaler.dev", "v1alpha1", "sleeppolicies"] => Some(Route::SleepPolicies),
+            ["apis", "cronscaler.dev", "v1alpha1", "sleepschedules"] => {
+                Some(Route::SleepSchedules)
+            }
             ["apis", "autoscaling", "v2", "horizontalpodautoscalers"] => Some(Route::Hpas),
             ["apis", "events.k8s.io", "v1", "namespaces", _, "events"] => Some(Route::Events),
             ["apis", group, version, resource] => {
@@ -815,6 +822,24 @@ async fn handle(fake: Arc<Fake>, request: Request<Incoming>) -> Result<Response<
         (&Method::GET, Some(Route::Foos)) => {
             tally(&counts.lists, "Foos");
             empty_list("samplecontroller.k8s.io/v1alpha1", "FooList")
+        }
+        (&Method::GET, Some(Route::SleepPolicies)) if watch => {
+            tally(&counts.watches, "SleepPolicies");
+            fake.opened("SleepPolicies");
+            Response::new(silent_watch())
+        }
+        (&Method::GET, Some(Route::SleepPolicies)) => {
+            tally(&counts.lists, "SleepPolicies");
+            empty_list("cronscaler.dev/v1alpha1", "SleepPolicyList")
+        }
+        (&Method::GET, Some(Route::SleepSchedules)) if watch => {
+            tally(&counts.watches, "SleepSchedules");
+            fake.opened("SleepSchedules");
+            Response::new(silent_watch())
+        }
+        (&Method::GET, Some(Route::SleepSchedules)) => {
+            tally(&counts.lists, "SleepSchedules");
+            empty_list("cronscaler.dev/v1alpha1", "SleepScheduleList")
         }
         (&Method::GET, Some(Route::Hpas)) if watch => {
             tally(&counts.watches, "HPAs");
