@@ -166,7 +166,12 @@ async fn show_status(kube: &KubeArgs, args: StatusArgs) -> anyhow::Result<()> {
     let client = kubeconfig::client(kube)
         .await
         .context("connecting to the Kubernetes API server")?;
-    let mut listed = status::read_cluster(&client, args.namespace.as_deref()).await?;
+    let mut listed = status::read_cluster(
+        &client,
+        args.namespace.as_deref(),
+        args.kube_downscaler.read,
+    )
+    .await?;
     if args.kube_downscaler.read {
         listed.read_kube_downscaler_as_ours();
     }

@@ -126,6 +126,19 @@ async fn a_policy_sleeps_the_namespaces_it_selects_and_wakes_them_when_it_stops(
         replicas, 2,
         "a Namespace the policy does not select is left alone"
     );
+    // `status` and `plan` see what the policy schedules, as the controller does.
+    let status = scenario.run(&["status", "-n", "pr-1"]);
+    let shown = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        shown
+            .lines()
+            .any(|line| line.contains("web") && line.contains("asleep")),
+        "status shows pr-1's web asleep by the policy:\n{shown}{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    let plan = scenario.run(&["plan", "-n", "pr-1", "--for", "1d"]);
+    let planned = String::from_utf8_lossy(&plan.stdout);
+    assert!(planned.contains("pr-1/Deployment/web"), "{planned}");
 
     label(&scenario, "staging", "preview").await;
     web_replicas_become(&staging, 0, "staging asleep once labelled").await;

@@ -513,10 +513,10 @@ mod savings;
 mod timeline;
 
 pub use chart::{Mark, MarkKind, render_svg};
-pub(crate) use manifests::list;
 pub use manifests::{
     Location, Manifests, SkipReason, Skipped, parse_manifests, read_cluster, read_manifests,
 };
+pub(crate) use manifests::{list, namespace_schedules};
 pub use quantity::{QuantityError, parse_quantity};
 pub use render::render_table;
 pub use savings::{Prices, Savings, Workload, savings};

@@ -448,9 +448,7 @@ impl Fake {
             ["api", "v1", "namespaces"] => Some(Route::Namespaces),
             ["apis", "samplecontroller.k8s.io", "v1alpha1", "foos"] => Some(Route::Foos),
             ["apis", "cronscaler.dev", "v1alpha1", "sleeppolicies"] => Some(Route::SleepPolicies),
-            ["apis", "cronscaler.dev", "v1alpha1", "sleepschedules"] => {
-                Some(Route::SleepSchedules)
-            }
+            ["apis", "cronscaler.dev", "v1alpha1", "sleepschedules"] => Some(Route::SleepSchedules),
             ["apis", "autoscaling", "v2", "horizontalpodautoscalers"] => Some(Route::Hpas),
             ["apis", "events.k8s.io", "v1", "namespaces", _, "events"] => Some(Route::Events),
             ["apis", group, version, resource] => {

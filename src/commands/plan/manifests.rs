@@ -12,7 +12,7 @@ use k8s_openapi::{
         core::v1::Namespace,
     },
 };
-use kube::{Api, Client, Resource, ResourceExt, api::ListParams};
+use kube::{Api, Client, Resource, ResourceExt};
 use serde::{Deserialize, de::DeserializeOwned};
 use serde_json::Value;
 
@@ -486,39 +486,79 @@ pub async fn read_cluster(
     };
     resolve(
         &mut objects,
-        &namespace_schedules(client, namespace, kube_downscaler).await?,
+        &namespace_schedules(client, namespace, kube_downscaler)
+            .await?
+            .0,
         &hpas,
     );
     Ok(objects)
 }
 
-/// The schedules of the cluster's Namespaces (or the one given). Whoever may not read
-/// Namespaces, as the namespaced install, plans without them, as the controller runs there.
-async fn namespace_schedules(
+/// The schedules of the cluster's Namespaces (or the one given): their annotations and labels,
+/// and the SleepPolicies and SleepSchedules that reach them. Whoever may not list Namespaces,
+/// as the namespaced install, gets none (`false`); objects it may not read, or a CRD not
+/// installed, count as none.
+pub(crate) async fn namespace_schedules(
     client: &Client,
     namespace: Option<&str>,
     kube_downscaler: bool,
-) -> Result<NamespaceSchedules, kube::Error> {
+) -> Result<(NamespaceSchedules, bool), kube::Error> {
     let schedules = NamespaceSchedules::watched([]).reading_kube_downscaler(kube_downscaler);
     let api: Api<Namespace> = Api::all(client.clone());
-    let found = match namespace {
-        Some(namespace) => api
-            .get_metadata_opt(namespace)
-            .await
-            .map(|found| found.into_iter().collect::<Vec<_>>()),
-        None => api
-            .list_metadata(&ListParams::default())
-            .await
-            .map(|list| list.items),
-    };
-    let namespaces = match found {
-        Err(error) if is_status(&error, 403) => Vec::new(),
-        found => found?,
+    let api = &api;
+    // Listed with a field selector rather than read: the controller's grants list Namespaces
+    // but do not get them.
+    let selector = namespace.map(|name| format!("metadata.name={name}"));
+    let selector = selector.as_deref();
+    let listed = all_pages(500, |params| async move {
+        let params = match selector {
+            Some(selector) => params.fields(selector),
+            None => params,
+        };
+        api.list_metadata(&params).await
+    })
+    .await;
+    let namespaces = match listed {
+        Err(error) if is_status(&error, 403) => return Ok((schedules, false)),
+        listed => listed?,
     };
     for namespace in &namespaces {
         schedules.update(&namespace.name_any(), None, namespace.annotations());
+        schedules.set_labels(&namespace.name_any(), namespace.labels());
     }
-    Ok(schedules)
+    let unreadable = |error: &kube::Error| is_status(error, 403) || is_status(error, 404);
+    let policies = Api::<SleepPolicy>::all(client.clone());
+    let policies = all_pages(500, |params| {
+        let policies = policies.clone();
+        async move { policies.list(&params).await }
+    })
+    .await;
+    for policy in policies.or_else(|error| {
+        if unreadable(&error) {
+            Ok(Vec::new())
+        } else {
+            Err(error)
+        }
+    })? {
+        schedules.set_policy(
+            policy.spec.namespace_selector.clone(),
+            Candidate::of(&policy.metadata, policy.spec.schedule.annotations()),
+        );
+    }
+    let sleep_schedules: Result<Vec<SleepSchedule>, _> = list(client, namespace).await;
+    for schedule in sleep_schedules.or_else(|error| {
+        if unreadable(&error) {
+            Ok(Vec::new())
+        } else {
+            Err(error)
+        }
+    })? {
+        schedules.set_sleep_schedule(
+            &schedule.namespace().unwrap_or_default(),
+            Candidate::of(&schedule.metadata, schedule.spec.schedule.annotations()),
+        );
+    }
+    Ok((schedules, true))
 }
 
 pub(crate) async fn list<K>(client: &Client, namespace: Option<&str>) -> Result<Vec<K>, kube::Error>

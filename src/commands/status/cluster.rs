@@ -12,7 +12,7 @@ use kube::{Api, Client, ResourceExt as _};
 
 use super::StatusObject;
 use crate::{
-    commands::plan::list,
+    commands::plan::{list, namespace_schedules},
     foo::Foo,
     runtime::api_errors::is_status,
     runtime::paging::all_pages,
@@ -39,22 +39,24 @@ pub struct Listed {
 }
 
 impl Listed {
-    /// Reads kube-downscaler's annotations as ours, as `run --kube-downscaler-annotations` does.
+    /// Reads the workloads' kube-downscaler annotations as ours, as `run
+    /// --kube-downscaler-annotations` does (the Namespaces' are read so by [`read_cluster`]).
     pub fn read_kube_downscaler_as_ours(&mut self) {
         for object in &mut self.objects {
             let records = object.kind.reads_kube_downscaler_records();
             object.observed.annotations =
                 kube_downscaler::read_as_ours(&object.observed.annotations, records);
         }
-        for annotations in self.namespaces.iter_mut().flat_map(BTreeMap::values_mut) {
-            *annotations = kube_downscaler::read_as_ours(annotations, false);
-        }
     }
 }
 
 /// Lists Deployments, StatefulSets, CronJobs, Foos (none without the CRD) and Namespaces, of
 /// the cluster or of `namespace`.
-pub async fn read_cluster(client: &Client, namespace: Option<&str>) -> Result<Listed, StatusError> {
+pub async fn read_cluster(
+    client: &Client,
+    namespace: Option<&str>,
+    kube_downscaler: bool,
+) -> Result<Listed, StatusError> {
     let failed = |what| move |source| StatusError::List { what, source };
     let deployments: Vec<Deployment> = list(client, namespace)
         .await
@@ -87,10 +89,18 @@ pub async fn read_cluster(client: &Client, namespace: Option<&str>) -> Result<Li
         )
         .map(|(kind, observed)| StatusObject { kind, observed })
         .collect();
-    let namespaces = match namespace_annotations(client, namespace).await {
-        Err(error) if is_status(&error, 403) => None,
-        listed => Some(listed.map_err(failed("Namespaces"))?),
-    };
+    // What each Namespace's workloads follow: its annotations, or a SleepSchedule or
+    // SleepPolicy that reaches it.
+    let (schedules, listed) = namespace_schedules(client, namespace, kube_downscaler)
+        .await
+        .map_err(failed("Namespaces, SleepPolicies and SleepSchedules"))?;
+    let namespaces = listed.then(|| {
+        schedules
+            .scheduled()
+            .into_iter()
+            .filter_map(|name| Some((name.clone(), schedules.annotations_of(&name)?)))
+            .collect()
+    });
     Ok(Listed {
         objects,
         namespaces,
