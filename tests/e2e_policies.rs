@@ -258,5 +258,26 @@ async fn a_namespace_s_editor_may_write_its_sleep_schedules_and_no_policy() {
         Err(kube::Error::Api(status)) if status.code == 403 => {}
         other => panic!("dev may not create a SleepPolicy: {other:?}"),
     }
+
+    // What the schema can check is refused at admission, with the reason.
+    let both: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "cronscaler.dev/v1alpha1",
+        "kind": "SleepSchedule",
+        "metadata": { "name": "both", "namespace": namespace },
+        "spec": { "uptime": "Mon-Fri 08:00-19:00", "downtime": "Sat-Sun 00:00-24:00", "downReplicas": -1 },
+    }))
+    .expect("a SleepSchedule");
+    match sleep_schedules.create(&PostParams::default(), &both).await {
+        Err(kube::Error::Api(status)) if status.code == 422 => {
+            for reason in ["uptime and downtime cannot be combined", "downReplicas"] {
+                assert!(
+                    status.message.contains(reason),
+                    "{reason}: {}",
+                    status.message
+                );
+            }
+        }
+        other => panic!("an invalid SleepSchedule is refused: {other:?}"),
+    }
     scenario.finish().await;
 }

@@ -90,6 +90,20 @@ impl ScheduleFields {
     )
 )]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [
+    {
+        "rule": "has(self.uptime) || has(self.downtime) || has(self.scaleDown) || has(self.scaleUp)",
+        "message": "a schedule needs uptime, downtime, scaleDown or scaleUp"
+    },
+    {
+        "rule": "!(has(self.uptime) && has(self.downtime))",
+        "message": "uptime and downtime cannot be combined: one says when to be awake, the other when to be asleep; keep one"
+    },
+    {
+        "rule": "!((has(self.uptime) || has(self.downtime)) && (has(self.scaleDown) || has(self.scaleUp)))",
+        "message": "a schedule is windows (uptime, downtime) or crons (scaleDown, scaleUp), not both"
+    }
+]))]
 pub struct SleepPolicySpec {
     /// The Namespaces this policy schedules, by their labels, e.g. `matchLabels: {env: preview}`.
     pub namespace_selector: LabelSelector,
@@ -116,6 +130,20 @@ pub struct SleepPolicySpec {
     )
 )]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [
+    {
+        "rule": "has(self.uptime) || has(self.downtime) || has(self.scaleDown) || has(self.scaleUp)",
+        "message": "a schedule needs uptime, downtime, scaleDown or scaleUp"
+    },
+    {
+        "rule": "!(has(self.uptime) && has(self.downtime))",
+        "message": "uptime and downtime cannot be combined: one says when to be awake, the other when to be asleep; keep one"
+    },
+    {
+        "rule": "!((has(self.uptime) || has(self.downtime)) && (has(self.scaleDown) || has(self.scaleUp)))",
+        "message": "a schedule is windows (uptime, downtime) or crons (scaleDown, scaleUp), not both"
+    }
+]))]
 pub struct SleepScheduleSpec {
     #[serde(flatten)]
     pub schedule: ScheduleFields,
