@@ -20,8 +20,9 @@ use tokio::sync::watch;
 use super::relist_namespace;
 use crate::{
     runtime::{
+        api_errors::is_status,
         outage::Outage,
-        watch::{WatchBackoff, drive},
+        watch::{MAX_WATCH_BACKOFF, WatchBackoff, drive},
     },
     scaling::{
         namespaces::NamespaceSchedules,
@@ -95,16 +96,29 @@ impl Relist {
     }
 }
 
-/// Lists `K` once to learn whether it can be listed at all: where its CRD is not installed, or
-/// RBAC does not allow it, the workloads go on without it (the watch takes it in when it can).
+/// Lists `K` to learn whether it can be listed at all: where its CRD is not installed (404), or
+/// RBAC does not allow it (403), the workloads go on without it, and the watch takes it in when
+/// it can. Any other failure (the API server not answering yet) is asked again, so no workload
+/// is judged before the policies are known.
 async fn probe<K>(client: Client, what: &'static str, first: Arc<FirstListings>)
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
 {
     let api: Api<K> = Api::all(client);
-    if let Err(error) = api.list(&ListParams::default().limit(1)).await {
-        tracing::info!(%error, "{what} cannot be listed: scheduling without them until they can");
-        first.arrived(what);
+    let mut delays = WatchBackoff::default();
+    loop {
+        match api.list(&ListParams::default().limit(1)).await {
+            Ok(_) => return,
+            Err(error) if is_status(&error, 404) || is_status(&error, 403) => {
+                tracing::info!(%error, "{what} cannot be listed: scheduling without them until they can");
+                first.arrived(what);
+                return;
+            }
+            Err(error) => {
+                tracing::debug!(%error, "{what} not listed yet; asking again");
+                tokio::time::sleep(delays.next().unwrap_or(MAX_WATCH_BACKOFF)).await;
+            }
+        }
     }
 }
 
@@ -221,4 +235,50 @@ pub fn sleep_schedule_feed(
         };
         relist.namespaces(&first, changed);
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::mock_api::{Exchange, mock_client};
+
+    const LIST: &str = "/apis/cronscaler.dev/v1alpha1/sleeppolicies?&limit=1";
+
+    fn status(code: u16, reason: &str) -> serde_json::Value {
+        json!({ "kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": reason, "code": code })
+    }
+
+    async fn gate_after(script: Vec<Exchange>) -> bool {
+        let (client, server) = mock_client();
+        let server = tokio::spawn(server.serve(script));
+        let gate = Arc::new(watch::Sender::new(false));
+        let first = FirstListings::new(gate.clone());
+        first.arrived(NAMESPACES);
+        first.arrived(SLEEP_SCHEDULES);
+        probe::<SleepPolicy>(client, SLEEP_POLICIES, first).await;
+        server.await.unwrap();
+        *gate.borrow()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn policies_not_installed_do_not_hold_the_workloads_back() {
+        let not_served = Exchange::new("GET", LIST).reply(404, status(404, "NotFound"));
+        assert!(gate_after(vec![not_served]).await);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_server_not_answering_yet_is_asked_again_and_listable_policies_wait_for_their_watch()
+    {
+        let unavailable = Exchange::new("GET", LIST).reply(503, status(503, "ServiceUnavailable"));
+        let listed = Exchange::new("GET", LIST).reply(
+            200,
+            json!({ "apiVersion": "cronscaler.dev/v1alpha1", "kind": "SleepPolicyList", "metadata": {}, "items": [] }),
+        );
+        assert!(
+            !gate_after(vec![unavailable, listed]).await,
+            "the gate waits for the watch's first listing"
+        );
+    }
 }
