@@ -47,13 +47,12 @@ impl Request {
             .and_then(|hosts| hosts.split(',').next())
             .or_else(|| header("host", MAX_URI))
             .and_then(host_name);
+        let own = uri.path_and_query().map(|own| own.as_str().to_string());
         let original_uri = header("x-original-uri", MAX_URI)
-            .filter(|uri| uri.starts_with('/'))
             .map(str::to_string)
-            .unwrap_or_else(|| {
-                uri.path_and_query()
-                    .map_or_else(|| "/".to_string(), ToString::to_string)
-            });
+            .or(own)
+            .filter(|uri| is_path_on_this_host(uri))
+            .unwrap_or_else(|| "/".to_string());
         let wants_html = header("x-format", MAX_URI)
             .or_else(|| header("accept", MAX_URI))
             .is_some_and(|value| value.contains("text/html"));
@@ -105,6 +104,12 @@ pub fn namespace_of_query(uri: &str) -> Option<String> {
         .map(|(_, value)| value)
         .filter(|name| name.len() <= MAX_NAMESPACE && is_dns_label(name))
         .map(str::to_string)
+}
+
+/// Whether `uri` is a path the page may load on the host it was served for: `//evil.example/`
+/// (or `/\\evil.example/`, which browsers read alike) would send the user to another host.
+fn is_path_on_this_host(uri: &str) -> bool {
+    uri.starts_with('/') && !uri.starts_with("//") && !uri.starts_with("/\\")
 }
 
 fn host_name(value: &str) -> Option<String> {
@@ -213,6 +218,20 @@ mod tests {
         );
         assert_eq!(namespace_among(&forwarded, &among), Some("staging".into()));
         assert_eq!(namespace_among(&read(&[], "/"), &among), None);
+    }
+
+    #[test]
+    fn the_page_never_sends_the_user_to_another_host() {
+        for sent in [
+            "//evil.example/login",
+            "/\\evil.example/",
+            "https://evil.example/",
+        ] {
+            let request = read(&[("x-original-uri", sent)], "/");
+            assert_eq!(request.original_uri, "/", "{sent}");
+        }
+        assert_eq!(read(&[], "//evil.example/x").original_uri, "/");
+        assert_eq!(read(&[], "/login?next=%2F").original_uri, "/login?next=%2F");
     }
 
     #[test]
