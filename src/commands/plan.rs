@@ -516,7 +516,7 @@ pub use chart::{Mark, MarkKind, render_svg};
 pub use manifests::{
     Location, Manifests, SkipReason, Skipped, parse_manifests, read_cluster, read_manifests,
 };
-pub(crate) use manifests::{list, namespace_schedules};
+pub(crate) use manifests::{list, list_namespaces, namespace_schedules};
 pub use quantity::{QuantityError, parse_quantity};
 pub use render::render_table;
 pub use savings::{Prices, Savings, Workload, savings};

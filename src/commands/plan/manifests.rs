@@ -12,7 +12,7 @@ use k8s_openapi::{
         core::v1::Namespace,
     },
 };
-use kube::{Api, Client, Resource, ResourceExt};
+use kube::{Api, Client, Resource, ResourceExt, core::PartialObjectMeta};
 use serde::{Deserialize, de::DeserializeOwned};
 use serde_json::Value;
 
@@ -504,20 +504,7 @@ pub(crate) async fn namespace_schedules(
     kube_downscaler: bool,
 ) -> Result<(NamespaceSchedules, bool), kube::Error> {
     let schedules = NamespaceSchedules::watched([]).reading_kube_downscaler(kube_downscaler);
-    let api: Api<Namespace> = Api::all(client.clone());
-    let api = &api;
-    // Listed with a field selector rather than read: the controller's grants list Namespaces
-    // but do not get them.
-    let selector = namespace.map(|name| format!("metadata.name={name}"));
-    let selector = selector.as_deref();
-    let listed = all_pages(500, |params| async move {
-        let params = match selector {
-            Some(selector) => params.fields(selector),
-            None => params,
-        };
-        api.list_metadata(&params).await
-    })
-    .await;
+    let listed = list_namespaces(client, namespace).await;
     let namespaces = match listed {
         Err(error) if is_status(&error, 403) => return Ok((schedules, false)),
         listed => listed?,
@@ -559,6 +546,26 @@ pub(crate) async fn namespace_schedules(
         );
     }
     Ok((schedules, true))
+}
+
+/// Every Namespace's metadata, or that of `namespace` alone: listed with a field selector
+/// rather than read, since the controller's grants list Namespaces but do not get them.
+pub(crate) async fn list_namespaces(
+    client: &Client,
+    namespace: Option<&str>,
+) -> Result<Vec<PartialObjectMeta<Namespace>>, kube::Error> {
+    let api: Api<Namespace> = Api::all(client.clone());
+    let api = &api;
+    let selector = namespace.map(|name| format!("metadata.name={name}"));
+    let selector = selector.as_deref();
+    all_pages(500, |params| async move {
+        let params = match selector {
+            Some(selector) => params.fields(selector),
+            None => params,
+        };
+        api.list_metadata(&params).await
+    })
+    .await
 }
 
 pub(crate) async fn list<K>(client: &Client, namespace: Option<&str>) -> Result<Vec<K>, kube::Error>

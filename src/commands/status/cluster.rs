@@ -6,16 +6,14 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::{
     apps::v1::{Deployment, StatefulSet},
     batch::v1::CronJob,
-    core::v1::Namespace,
 };
-use kube::{Api, Client, ResourceExt as _};
+use kube::{Client, ResourceExt as _};
 
 use super::StatusObject;
 use crate::{
-    commands::plan::{list, namespace_schedules},
+    commands::plan::{list, list_namespaces, namespace_schedules},
     foo::Foo,
     runtime::api_errors::is_status,
-    runtime::paging::all_pages,
     scaling::target::{TargetKind, TargetState},
     schedule::kube_downscaler,
 };
@@ -107,25 +105,13 @@ pub async fn read_cluster(
     })
 }
 
-/// Every Namespace's annotations, or those of `namespace` alone: listed with a field selector
-/// rather than read, since the controller's grants list Namespaces but do not get them.
+/// Every Namespace's annotations, or those of `namespace` alone.
 pub(crate) async fn namespace_annotations(
     client: &Client,
     namespace: Option<&str>,
 ) -> Result<BTreeMap<String, BTreeMap<String, String>>, kube::Error> {
-    let api: Api<Namespace> = Api::all(client.clone());
-    let api = &api;
-    let selector = namespace.map(|name| format!("metadata.name={name}"));
-    let selector = selector.as_deref();
-    let listed = all_pages(500, |params| async move {
-        let params = match selector {
-            Some(selector) => params.fields(selector),
-            None => params,
-        };
-        api.list_metadata(&params).await
-    })
-    .await?;
-    Ok(listed
+    Ok(list_namespaces(client, namespace)
+        .await?
         .into_iter()
         .map(|namespace| (namespace.name_any(), namespace.annotations().clone()))
         .collect())
