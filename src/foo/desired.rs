@@ -8,12 +8,11 @@ use k8s_openapi::{
         apps::v1::{Deployment, DeploymentSpec},
         core::v1::{Container, PodSpec, PodTemplateSpec},
     },
-    apimachinery::pkg::apis::meta::v1::{
-        Condition, LabelSelector, ObjectMeta, OwnerReference, Time,
-    },
-    jiff::Timestamp,
+    apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference},
 };
 use kube::{Resource, ResourceExt};
+
+use crate::runtime::conditions::condition;
 
 use super::crd::{CONDITION_READY, FOO_LABEL, Foo, FooStatus, is_controlled_by};
 
@@ -131,32 +130,22 @@ pub fn desired_status(foo: &Foo, found: FoundDeployment<'_>, now: DateTime<Utc>)
             }
         }
     };
-    let status = if ready { "True" } else { "False" }.to_string();
-    let previous = foo.status.as_ref().and_then(|status| {
-        status
-            .conditions
-            .iter()
-            .find(|condition| condition.type_ == CONDITION_READY)
-    });
-    let last_transition_time = match previous {
-        Some(previous) if previous.status == status => previous.last_transition_time.clone(),
-        _ => Time(to_timestamp(now)),
-    };
+    let previous = foo
+        .status
+        .as_ref()
+        .map(|status| status.conditions.as_slice())
+        .unwrap_or_default();
     FooStatus {
         available_replicas: available,
         observed_generation: foo.metadata.generation,
-        conditions: vec![Condition {
-            type_: CONDITION_READY.into(),
-            status,
-            reason: reason.into(),
+        conditions: vec![condition(
+            previous,
+            CONDITION_READY,
+            ready,
+            reason,
             message,
-            observed_generation: foo.metadata.generation,
-            last_transition_time,
-        }],
+            foo.metadata.generation,
+            now,
+        )],
     }
-}
-
-pub(super) fn to_timestamp(time: DateTime<Utc>) -> Timestamp {
-    Timestamp::new(time.timestamp(), time.timestamp_subsec_nanos() as i32)
-        .unwrap_or(Timestamp::UNIX_EPOCH)
 }

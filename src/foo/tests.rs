@@ -8,9 +8,9 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::{Resource, ResourceExt, runtime::reflector::Store};
 
-use super::desired::to_timestamp;
 use super::*;
 use crate::mock_api::{self, ALREADY_EXISTS, Exchange, FOO, FOO_INVALID, event, mock_client};
+use crate::runtime::conditions::timestamp as to_timestamp;
 use crate::{
     error::Error,
     runtime::{events::Events, key::ObjectKey},

@@ -3,6 +3,7 @@
 
 pub mod api_errors;
 pub mod budget;
+pub mod conditions;
 pub mod events;
 pub mod key;
 pub mod leader;

@@ -14,7 +14,7 @@ use k8s_openapi::{
 
 use crate::{
     scaling::{
-        policies::resolve::{Candidate, resolve, selects},
+        policies::resolve::{Candidate, Reach, Rival, Source, is_older, resolve, selects, source},
         target::TargetKind,
     },
     schedule::{DOWN_REPLICAS, PREFIX, UP_REPLICAS, inherit, kube_downscaler},
@@ -51,25 +51,45 @@ struct Layers {
 }
 
 impl Layers {
-    fn resolved(&self, namespace: &str) -> BTreeMap<String, String> {
-        let none = BTreeMap::new();
-        let own = self.own.get(namespace).unwrap_or(&none);
-        let schedules: Vec<&Candidate> = self
-            .sleep_schedules
+    fn sleep_schedules_of(&self, namespace: &str) -> Vec<&Candidate> {
+        self.sleep_schedules
             .get(namespace)
             .into_iter()
             .flat_map(BTreeMap::values)
-            .collect();
-        let labels = self.labels.get(namespace).unwrap_or(&none);
-        let policies: Vec<&Candidate> = self
-            .policies
+            .collect()
+    }
+
+    /// The policies selecting `namespace`, with their names.
+    fn policies_of(&self, namespace: &str) -> Vec<&Candidate> {
+        let Some(labels) = self.labels.get(namespace) else {
+            return Vec::new();
+        };
+        self.policies
             .values()
-            .filter(|(selector, _)| {
-                self.labels.contains_key(namespace) && selects(selector, labels)
-            })
+            .filter(|(selector, _)| selects(selector, labels))
             .map(|(_, candidate)| candidate)
-            .collect();
-        resolve(own, &schedules, &policies)
+            .collect()
+    }
+
+    fn own_of(&self, namespace: &str) -> &BTreeMap<String, String> {
+        static NONE: BTreeMap<String, String> = BTreeMap::new();
+        self.own.get(namespace).unwrap_or(&NONE)
+    }
+
+    fn source_of(&self, namespace: &str) -> Source<'_> {
+        source(
+            self.own_of(namespace),
+            &self.sleep_schedules_of(namespace),
+            &self.policies_of(namespace),
+        )
+    }
+
+    fn resolved(&self, namespace: &str) -> BTreeMap<String, String> {
+        resolve(
+            self.own_of(namespace),
+            &self.sleep_schedules_of(namespace),
+            &self.policies_of(namespace),
+        )
     }
 
     /// Every Namespace anything is known of.
@@ -80,6 +100,35 @@ impl Layers {
             .chain(self.sleep_schedules.keys())
             .cloned()
             .collect()
+    }
+
+    /// What a `SleepPolicy` or `SleepSchedule` reaches of the Namespaces it `selected`, `is_it`
+    /// telling whether a Namespace's source is that very one.
+    fn reach(
+        &self,
+        selected: Vec<String>,
+        rivals: Vec<Rival>,
+        is_it: impl Fn(&Source) -> bool,
+    ) -> Reach {
+        let mut reach = Reach {
+            rivals,
+            ..Reach::default()
+        };
+        for namespace in &selected {
+            let source = self.source_of(namespace);
+            if is_it(&source) {
+                if reach.followed.is_none() {
+                    reach.followed = Some(self.resolved(namespace));
+                }
+                reach.governs.push(namespace.clone());
+            } else {
+                reach
+                    .preceded
+                    .push((namespace.clone(), source.describe(namespace)));
+            }
+        }
+        reach.selected = selected;
+        reach
     }
 }
 
@@ -227,6 +276,76 @@ impl NamespaceSchedules {
     pub fn policy_names(&self) -> Vec<String> {
         let layers = self.layers.lock().unwrap_or_else(PoisonError::into_inner);
         layers.policies.keys().cloned().collect()
+    }
+
+    /// What the `SleepPolicy` `name` reaches, or `None` when it is not known.
+    pub fn reach_of_policy(&self, name: &str) -> Option<Reach> {
+        let layers = self.layers.lock().unwrap_or_else(PoisonError::into_inner);
+        let (selector, policy) = layers.policies.get(name)?;
+        let mut selected: Vec<String> = layers
+            .labels
+            .iter()
+            .filter(|(_, labels)| selects(selector, labels))
+            .map(|(namespace, _)| namespace.clone())
+            .collect();
+        selected.sort();
+        let rivals = layers
+            .policies
+            .iter()
+            .filter(|(other_name, _)| *other_name != name)
+            .filter_map(|(other_name, (other_selector, other))| {
+                let shared: Vec<String> = selected
+                    .iter()
+                    .filter(|namespace| {
+                        layers
+                            .labels
+                            .get(*namespace)
+                            .is_some_and(|labels| selects(other_selector, labels))
+                    })
+                    .cloned()
+                    .collect();
+                (!shared.is_empty()).then(|| Rival {
+                    name: other_name.clone(),
+                    older: is_older(other, policy),
+                    namespaces: shared,
+                })
+            })
+            .collect();
+        Some(layers.reach(
+            selected,
+            rivals,
+            |source| matches!(source, Source::SleepPolicy(chosen) if chosen.name == name),
+        ))
+    }
+
+    /// What the `SleepSchedule` `namespace/name` reaches, or `None` when it is not known.
+    pub fn reach_of_sleep_schedule(&self, namespace: &str, name: &str) -> Option<Reach> {
+        let layers = self.layers.lock().unwrap_or_else(PoisonError::into_inner);
+        let schedules = layers.sleep_schedules.get(namespace)?;
+        let schedule = schedules.get(name)?;
+        let rivals = schedules
+            .values()
+            .filter(|other| other.name != name)
+            .map(|other| Rival {
+                name: other.name.clone(),
+                older: is_older(other, schedule),
+                namespaces: vec![namespace.to_string()],
+            })
+            .collect();
+        Some(layers.reach(
+            vec![namespace.to_string()],
+            rivals,
+            |source| matches!(source, Source::SleepSchedule(chosen) if chosen.name == name),
+        ))
+    }
+
+    /// Where a Namespace's schedule comes from, as a user reads it, when it has one.
+    pub fn governed_by(&self, namespace: &str) -> Option<String> {
+        let layers = self.layers.lock().unwrap_or_else(PoisonError::into_inner);
+        match layers.source_of(namespace) {
+            Source::Nothing => None,
+            source => Some(source.describe(namespace)),
+        }
     }
 
     /// Stores what `namespace` now follows; true when that changed.
@@ -527,5 +646,74 @@ mod tests {
         assert!(namespaces.set_labels("staging", &pairs(&[("env", "preview")])));
         assert_eq!(namespaces.remove_policy("office"), ["staging"]);
         assert_eq!(namespaces.scheduled(), ["pr-2"]);
+    }
+
+    #[test]
+    fn a_policy_reaches_what_it_selects_and_names_what_comes_first_elsewhere() {
+        use crate::{scaling::policies::resolve::Rival, schedule::UPTIME};
+        let namespaces = NamespaceSchedules::watched([]);
+        for name in ["pr-1", "pr-2", "pr-3"] {
+            namespaces.set_labels(name, &pairs(&[("env", "preview")]));
+        }
+        namespaces.update("pr-2", None, &pairs(&[(UPTIME, "Mon-Fri 06:00-22:00")]));
+        let candidate = |name: &str, day| Candidate {
+            name: name.into(),
+            created: chrono::TimeZone::with_ymd_and_hms(&chrono::Utc, 2026, 11, day, 0, 0, 0)
+                .single(),
+            annotations: pairs(&[(UPTIME, "Mon-Fri 08:00-19:00")]),
+        };
+        namespaces.set_sleep_schedule("pr-3", candidate("team", 3));
+        let preview = LabelSelector {
+            match_labels: Some(pairs(&[("env", "preview")])),
+            match_expressions: None,
+        };
+        namespaces.set_policy(preview.clone(), candidate("office", 1));
+        let only_pr_1 = LabelSelector {
+            match_expressions: Some(vec![
+                k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement {
+                    key: "env".into(),
+                    operator: "Exists".into(),
+                    values: None,
+                },
+            ]),
+            match_labels: None,
+        };
+        namespaces.set_policy(only_pr_1, candidate("late", 2));
+
+        let office = namespaces.reach_of_policy("office").unwrap();
+        assert_eq!(office.selected, ["pr-1", "pr-2", "pr-3"]);
+        assert_eq!(office.governs, ["pr-1"]);
+        assert_eq!(
+            office.preceded,
+            [
+                (
+                    "pr-2".to_string(),
+                    "Namespace pr-2's own cronscaler.dev/ annotations".to_string()
+                ),
+                ("pr-3".to_string(), "SleepSchedule team".to_string())
+            ]
+        );
+        assert_eq!(
+            office.rivals,
+            [Rival {
+                name: "late".into(),
+                older: false,
+                namespaces: vec!["pr-1".into(), "pr-2".into(), "pr-3".into()]
+            }]
+        );
+        let late = namespaces.reach_of_policy("late").unwrap();
+        assert!(late.governs.is_empty());
+        assert!(late.rivals[0].older);
+        assert_eq!(
+            namespaces.governed_by("pr-3").as_deref(),
+            Some("SleepSchedule team")
+        );
+        let team = namespaces.reach_of_sleep_schedule("pr-3", "team").unwrap();
+        assert_eq!(team.governs, ["pr-3"]);
+        assert_eq!(
+            team.followed,
+            Some(pairs(&[(UPTIME, "Mon-Fri 08:00-19:00")]))
+        );
+        assert_eq!(namespaces.reach_of_policy("gone"), None);
     }
 }

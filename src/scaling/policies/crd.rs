@@ -5,13 +5,14 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector};
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::schedule::{
-    DOWN_REPLICAS, DOWNTIME, HOLIDAYS, SCALE_DOWN, SCALE_UP, TIMEZONE, UPTIME, WAKE_ON_REQUEST,
+    DOWN_REPLICAS, DOWNTIME, HOLIDAYS, InvalidAnnotation, SCALE_DOWN, SCALE_UP, TIMEZONE, UPTIME,
+    WAKE_ON_REQUEST,
 };
 
 /// The schedule a `SleepPolicy` or `SleepSchedule` gives the Namespaces it covers.
@@ -49,7 +50,55 @@ pub struct ScheduleFields {
     pub wake_on_request: Option<String>,
 }
 
+/// Each field by the annotation it stands for, so that what is said of an annotation names the
+/// field a user wrote.
+const FIELDS: [(&str, &str); 8] = [
+    (UPTIME, "uptime"),
+    (DOWNTIME, "downtime"),
+    (SCALE_DOWN, "scaleDown"),
+    (SCALE_UP, "scaleUp"),
+    (TIMEZONE, "timezone"),
+    (HOLIDAYS, "holidays"),
+    (DOWN_REPLICAS, "downReplicas"),
+    (WAKE_ON_REQUEST, "wakeOnRequest"),
+];
+
+/// A problem with an annotation, told of the field that stands for it: `spec.uptime: "Mon-Fry
+/// 08:00-19:00" ...`, with the annotations the reason names turned into fields too.
+pub fn describe_problem(problem: &InvalidAnnotation) -> String {
+    let in_fields = |text: &str| {
+        FIELDS.iter().fold(text.to_string(), |text, (key, field)| {
+            text.replace(key, &format!("spec.{field}"))
+        })
+    };
+    format!(
+        "{}: {:?} {}",
+        in_fields(&problem.key),
+        problem.value,
+        in_fields(&problem.reason)
+    )
+}
+
 impl ScheduleFields {
+    /// The schedule in a few words, for `kubectl get`: `uptime Mon-Fri 08:00-19:00 Europe/Berlin`.
+    pub fn summary(&self) -> String {
+        let rules = [
+            ("uptime", &self.uptime),
+            ("downtime", &self.downtime),
+            ("scaleDown", &self.scale_down),
+            ("scaleUp", &self.scale_up),
+        ];
+        let mut summary = rules
+            .into_iter()
+            .filter_map(|(field, value)| Some(format!("{field} {}", value.as_deref()?)))
+            .collect::<Vec<_>>()
+            .join("; ");
+        if let Some(timezone) = &self.timezone {
+            summary = format!("{summary} {timezone}");
+        }
+        summary
+    }
+
     /// The `cronscaler.dev/` annotations these fields stand for.
     pub fn annotations(&self) -> BTreeMap<String, String> {
         let text = [
@@ -71,6 +120,33 @@ impl ScheduleFields {
     }
 }
 
+/// What the controller makes of a `SleepPolicy` or `SleepSchedule`, written only on change.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SleepStatus {
+    /// The generation of the spec this status was computed from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// The schedule in a few words, e.g. `uptime Mon-Fri 08:00-19:00 Europe/Berlin`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<String>,
+    /// What the schedule says now: `asleep`, `awake`, or `overridden` while an override on
+    /// demand (cronscaler wake, a request) holds the Namespace. Unset while invalid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    /// When the state next changes, e.g. `2026-11-25T07:00:00Z`; unset when it never does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_transition: Option<String>,
+    /// SleepPolicy only: how many Namespaces its namespaceSelector selects.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespaces: Option<u32>,
+    /// `Ready` (the schedule is valid and followed somewhere), `Invalid` (a field the
+    /// controller cannot act on, named with its value), `Conflicting` (another of its kind
+    /// covers the same Namespace: the older applies).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+}
+
 // Printer columns repeat `type_`, which the lint mistakes for a duplicated attribute.
 #[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
@@ -81,8 +157,15 @@ impl ScheduleFields {
     shortname = "sleeppol",
     derive = "PartialEq",
     doc = "A schedule for every Namespace whose labels its namespaceSelector selects. A Namespace's own cronscaler.dev/ annotations, and a SleepSchedule in it, come first.",
-    printcolumn(name = "Uptime", type_ = "string", json_path = ".spec.uptime"),
-    printcolumn(name = "Downtime", type_ = "string", json_path = ".spec.downtime"),
+    status = "SleepStatus",
+    printcolumn(name = "Schedule", type_ = "string", json_path = ".status.schedule"),
+    printcolumn(name = "State", type_ = "string", json_path = ".status.state"),
+    printcolumn(name = "Next", type_ = "string", json_path = ".status.nextTransition"),
+    printcolumn(
+        name = "Namespaces",
+        type_ = "integer",
+        json_path = ".status.namespaces"
+    ),
     printcolumn(
         name = "Age",
         type_ = "date",
@@ -121,8 +204,10 @@ pub struct SleepPolicySpec {
     namespaced,
     derive = "PartialEq",
     doc = "A schedule for the workloads of its own Namespace, for whoever may edit them but not the Namespace. The Namespace's own cronscaler.dev/ annotations come first.",
-    printcolumn(name = "Uptime", type_ = "string", json_path = ".spec.uptime"),
-    printcolumn(name = "Downtime", type_ = "string", json_path = ".spec.downtime"),
+    status = "SleepStatus",
+    printcolumn(name = "Schedule", type_ = "string", json_path = ".status.schedule"),
+    printcolumn(name = "State", type_ = "string", json_path = ".status.state"),
+    printcolumn(name = "Next", type_ = "string", json_path = ".status.nextTransition"),
     printcolumn(
         name = "Age",
         type_ = "date",

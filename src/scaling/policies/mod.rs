@@ -3,3 +3,4 @@
 
 pub mod crd;
 pub mod resolve;
+pub mod status;

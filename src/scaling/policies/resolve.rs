@@ -30,32 +30,96 @@ impl Candidate {
 }
 
 /// The older of candidates, by creation, then by name for those created in the same second.
-fn oldest(candidates: &[&Candidate]) -> Option<Candidate> {
+fn oldest<'a>(candidates: &[&'a Candidate]) -> Option<&'a Candidate> {
     candidates
         .iter()
+        .copied()
         .min_by(|a, b| (a.created, &a.name).cmp(&(b.created, &b.name)))
-        .map(|&candidate| candidate.clone())
 }
 
-/// The annotations a Namespace's workloads follow: `own` when it has a schedule of its own,
-/// else the oldest of `schedules` (its `SleepSchedule`s), else of `policies` (those selecting
-/// it), with `own`'s other keys (an override on demand, a time zone) on top.
+/// Whether `candidate` is older than `other`, as [`resolve`] tells them apart.
+pub fn is_older(candidate: &Candidate, other: &Candidate) -> bool {
+    (candidate.created, &candidate.name) < (other.created, &other.name)
+}
+
+/// Where a Namespace's schedule comes from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Source<'a> {
+    /// Its own `cronscaler.dev/` annotations.
+    Own,
+    SleepSchedule(&'a Candidate),
+    SleepPolicy(&'a Candidate),
+    /// Nothing schedules it.
+    Nothing,
+}
+
+impl Source<'_> {
+    /// What the schedule comes from, as a user reads it: `SleepPolicy previews-at-night`.
+    pub fn describe(&self, namespace: &str) -> String {
+        match self {
+            Source::Own => format!("Namespace {namespace}'s own cronscaler.dev/ annotations"),
+            Source::SleepSchedule(chosen) => format!("SleepSchedule {}", chosen.name),
+            Source::SleepPolicy(chosen) => format!("SleepPolicy {}", chosen.name),
+            Source::Nothing => "nothing".into(),
+        }
+    }
+}
+
+/// Which schedule a Namespace follows: `own` when it has a schedule of its own, else the oldest
+/// of `schedules` (its `SleepSchedule`s), else of `policies` (those selecting it).
+pub fn source<'a>(
+    own: &BTreeMap<String, String>,
+    schedules: &[&'a Candidate],
+    policies: &[&'a Candidate],
+) -> Source<'a> {
+    if has_schedule(own) {
+        return Source::Own;
+    }
+    oldest(schedules)
+        .map(Source::SleepSchedule)
+        .or_else(|| oldest(policies).map(Source::SleepPolicy))
+        .unwrap_or(Source::Nothing)
+}
+
+/// The annotations a Namespace's workloads follow: those of its [`source`], with `own`'s other
+/// keys (an override on demand, a time zone) on top.
 pub fn resolve(
     own: &BTreeMap<String, String>,
     schedules: &[&Candidate],
     policies: &[&Candidate],
 ) -> BTreeMap<String, String> {
-    if has_schedule(own) {
-        return own.clone();
-    }
-    match oldest(schedules).or_else(|| oldest(policies)) {
-        Some(chosen) => {
-            let mut annotations = chosen.annotations;
+    match source(own, schedules, policies) {
+        Source::SleepSchedule(chosen) | Source::SleepPolicy(chosen) => {
+            let mut annotations = chosen.annotations.clone();
             annotations.extend(own.iter().map(|(key, value)| (key.clone(), value.clone())));
             annotations
         }
-        None => own.clone(),
+        Source::Own | Source::Nothing => own.clone(),
     }
+}
+
+/// What a `SleepPolicy` or `SleepSchedule` reaches, for its status.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Reach {
+    /// The Namespaces it selects (a `SleepSchedule`, its own).
+    pub selected: Vec<String>,
+    /// Those whose schedule it is.
+    pub governs: Vec<String>,
+    /// Those that follow something else first, and what, as a user reads it.
+    pub preceded: Vec<(String, String)>,
+    /// Others of its kind covering some of the same Namespaces.
+    pub rivals: Vec<Rival>,
+    /// What the first Namespace it governs follows, its override on demand included.
+    pub followed: Option<BTreeMap<String, String>>,
+}
+
+/// Another `SleepPolicy` (or `SleepSchedule`) covering some of the same Namespaces.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rival {
+    pub name: String,
+    /// Older: it applies where both do.
+    pub older: bool,
+    pub namespaces: Vec<String>,
 }
 
 /// Whether `selector` selects `labels`, as the API server reads a label selector; an operator

@@ -1,0 +1,503 @@
+//! The status of a `SleepPolicy` or `SleepSchedule`, computed purely from what it says, what it
+//! reaches and the time: its conditions, its state and next transition, the Warning Events it
+//! is owed, and when to look at it again.
+
+use std::fmt;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use chrono_tz::Tz;
+
+use super::{
+    crd::{ScheduleFields, SleepStatus, describe_problem},
+    resolve::Reach,
+};
+use crate::{
+    runtime::conditions::condition,
+    schedule::{self, Annotations, Direction, Schedule},
+};
+
+pub const READY: &str = "Ready";
+pub const INVALID: &str = "Invalid";
+pub const CONFLICTING: &str = "Conflicting";
+
+/// The Warning Event of a schedule the controller cannot act on.
+pub const INVALID_SCHEDULE: &str = "InvalidSchedule";
+/// The Warning Event of two covering the same Namespace.
+pub const SCHEDULE_CONFLICT: &str = "ScheduleConflict";
+
+/// Most Namespaces a message names before it says how many more.
+const NAMED: usize = 5;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    SleepPolicy,
+    SleepSchedule,
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Kind::SleepPolicy => "SleepPolicy",
+            Kind::SleepSchedule => "SleepSchedule",
+        })
+    }
+}
+
+/// A `SleepPolicy` or `SleepSchedule` as its watch last saw it.
+#[derive(Debug, Clone, Copy)]
+pub struct Declared<'a> {
+    pub kind: Kind,
+    pub generation: Option<i64>,
+    pub fields: &'a ScheduleFields,
+    pub status: Option<&'a SleepStatus>,
+}
+
+/// Everything a look at a `SleepPolicy` or `SleepSchedule` writes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatusWrite {
+    /// The status to write; `None` when the object has it already.
+    pub status: Option<SleepStatus>,
+    /// Warning Events owed, as (reason, note): said when a condition first holds.
+    pub warnings: Vec<(&'static str, String)>,
+    /// When its state changes next, and it is to be looked at again.
+    pub look_again: Option<DateTime<Utc>>,
+}
+
+/// What `declared` is to show at `now`, given what it `reach`es.
+pub fn status_write(
+    declared: Declared,
+    reach: &Reach,
+    default_timezone: Tz,
+    now: DateTime<Utc>,
+) -> StatusWrite {
+    let previous = declared
+        .status
+        .map(|status| status.conditions.as_slice())
+        .unwrap_or_default();
+    let at = |type_, holds, reason, message| {
+        condition(
+            previous,
+            type_,
+            holds,
+            reason,
+            message,
+            declared.generation,
+            now,
+        )
+    };
+    let problems = problems(declared.fields, default_timezone);
+    let (state, next) = match &problems {
+        Ok(schedule) => standing(declared.kind, schedule, reach, default_timezone, now),
+        Err(_) => (None, None),
+    };
+    let ready = match &problems {
+        Err(_) => at(
+            READY,
+            false,
+            INVALID_SCHEDULE,
+            "the schedule is invalid and touches nothing; see the Invalid condition".into(),
+        ),
+        Ok(_) if reach.governs.is_empty() => at(READY, false, "NotFollowed", not_followed(reach)),
+        Ok(_) => at(READY, true, "Followed", followed(declared.kind, reach)),
+    };
+    let invalid = match &problems {
+        Err(problems) => at(INVALID, true, INVALID_SCHEDULE, problems.join("; ")),
+        Ok(_) => at(INVALID, false, "Valid", "every field is valid".into()),
+    };
+    let conflicting = match conflict(declared.kind, reach) {
+        Some((reason, message)) => at(CONFLICTING, true, reason, message),
+        None => at(
+            CONFLICTING,
+            false,
+            "NoConflict",
+            format!("no other {} covers its Namespaces", declared.kind),
+        ),
+    };
+
+    let warnings = [
+        (&invalid, INVALID_SCHEDULE),
+        (&conflicting, SCHEDULE_CONFLICT),
+    ]
+    .into_iter()
+    .filter(|(condition, _)| condition.status == "True")
+    .filter(|(condition, _)| {
+        !previous.iter().any(|said| {
+            said.type_ == condition.type_
+                && said.status == condition.status
+                && said.message == condition.message
+        })
+    })
+    .map(|(condition, reason)| (reason, condition.message.clone()))
+    .collect();
+    let status = SleepStatus {
+        observed_generation: declared.generation,
+        schedule: Some(declared.fields.summary()),
+        state: state.map(str::to_string),
+        next_transition: next.map(|at| at.to_rfc3339_opts(SecondsFormat::Secs, true)),
+        namespaces: (declared.kind == Kind::SleepPolicy)
+            .then(|| u32::try_from(reach.selected.len()).unwrap_or(u32::MAX)),
+        conditions: vec![ready, invalid, conflicting],
+    };
+    StatusWrite {
+        status: (declared.status != Some(&status)).then_some(status),
+        warnings,
+        look_again: next,
+    }
+}
+
+/// The schedule the fields make, or each problem, named by its field.
+fn problems(fields: &ScheduleFields, default_timezone: Tz) -> Result<Schedule, Vec<String>> {
+    match schedule::parse(&fields.annotations(), default_timezone) {
+        Annotations::Scheduled(schedule, _) => Ok(schedule),
+        Annotations::Invalid(problems) => Err(problems.iter().map(describe_problem).collect()),
+        Annotations::Unscheduled(_) => Err(vec![
+            "a schedule needs uptime, downtime, scaleDown or scaleUp".into(),
+        ]),
+    }
+}
+
+/// Its state at `now` and when that changes: its own schedule's, or, for a `SleepSchedule`
+/// whose Namespace an override on demand holds, the override's.
+fn standing(
+    kind: Kind,
+    schedule: &Schedule,
+    reach: &Reach,
+    default_timezone: Tz,
+    now: DateTime<Utc>,
+) -> (Option<&'static str>, Option<DateTime<Utc>>) {
+    let override_in_force = (kind == Kind::SleepSchedule)
+        .then_some(reach.followed.as_ref())
+        .flatten()
+        .and_then(
+            |followed| match schedule::parse(followed, default_timezone) {
+                Annotations::Scheduled(followed, _) => followed.on_demand,
+                _ => None,
+            },
+        )
+        .filter(|on_demand| on_demand.until > now);
+    if let Some(on_demand) = override_in_force {
+        return (Some("overridden"), Some(on_demand.until));
+    }
+    let state = match schedule.governing_transition(now).map(|t| t.direction) {
+        Some(Direction::Down) => "asleep",
+        Some(Direction::Up) | None => "awake",
+    };
+    let next = schedule
+        .next_transition(now)
+        .map(|transition| transition.at);
+    (Some(state), next)
+}
+
+fn named(namespaces: &[String]) -> String {
+    let mut text = namespaces
+        .iter()
+        .take(NAMED)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if namespaces.len() > NAMED {
+        text.push_str(&format!(" and {} more", namespaces.len() - NAMED));
+    }
+    text
+}
+
+fn followed(kind: Kind, reach: &Reach) -> String {
+    match kind {
+        Kind::SleepSchedule => format!("Namespace {} follows it", named(&reach.governs)),
+        Kind::SleepPolicy => format!(
+            "{} of the {} Namespaces it selects follow it: {}",
+            reach.governs.len(),
+            reach.selected.len(),
+            named(&reach.governs)
+        ),
+    }
+}
+
+fn not_followed(reach: &Reach) -> String {
+    if reach.selected.is_empty() {
+        return "its namespaceSelector selects no Namespace".into();
+    }
+    let shown: Vec<String> = reach
+        .preceded
+        .iter()
+        .take(NAMED)
+        .map(|(namespace, source)| format!("{namespace} follows {source}"))
+        .collect();
+    let mut message = format!("no Namespace follows it: {}", shown.join("; "));
+    if reach.preceded.len() > NAMED {
+        message.push_str(&format!(" and {} more", reach.preceded.len() - NAMED));
+    }
+    message
+}
+
+/// The `Conflicting` condition's reason and message, when another of its kind covers the same
+/// Namespaces.
+fn conflict(kind: Kind, reach: &Reach) -> Option<(&'static str, String)> {
+    let (older, younger): (Vec<_>, Vec<_>) = reach.rivals.iter().partition(|rival| rival.older);
+    let verb = match kind {
+        Kind::SleepPolicy => "also selects",
+        Kind::SleepSchedule => "is also in",
+    };
+    let describe = |rivals: &[&super::resolve::Rival]| {
+        rivals
+            .iter()
+            .map(|rival| {
+                format!(
+                    "{kind} {} {verb} Namespace {}",
+                    rival.name,
+                    named(&rival.namespaces)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    if !older.is_empty() {
+        return Some((
+            "OlderApplies",
+            format!(
+                "{}: the older applies, so this one does not there; delete one of them",
+                describe(&older)
+            ),
+        ));
+    }
+    (!younger.is_empty()).then(|| {
+        (
+            "ThisApplies",
+            format!(
+                "{}: this one applies there, being older; delete one of them",
+                describe(&younger)
+            ),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone;
+
+    use super::*;
+    use crate::scaling::policies::resolve::Rival;
+
+    fn at(day: u32, hour: u32) -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 11, day, hour, 0, 0).unwrap()
+    }
+
+    fn office() -> ScheduleFields {
+        ScheduleFields {
+            uptime: Some("Mon-Fri 08:00-19:00".into()),
+            timezone: Some("UTC".into()),
+            ..ScheduleFields::default()
+        }
+    }
+
+    fn policy<'a>(fields: &'a ScheduleFields, status: Option<&'a SleepStatus>) -> Declared<'a> {
+        Declared {
+            kind: Kind::SleepPolicy,
+            generation: Some(2),
+            fields,
+            status,
+        }
+    }
+
+    fn governing(namespaces: &[&str]) -> Reach {
+        let names: Vec<String> = namespaces.iter().map(|n| n.to_string()).collect();
+        Reach {
+            selected: names.clone(),
+            governs: names,
+            ..Reach::default()
+        }
+    }
+
+    fn condition_of<'a>(
+        status: &'a SleepStatus,
+        type_: &str,
+    ) -> &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
+        status
+            .conditions
+            .iter()
+            .find(|condition| condition.type_ == type_)
+            .unwrap()
+    }
+
+    #[test]
+    fn a_policy_shows_its_schedule_state_next_transition_and_namespaces() {
+        let fields = office();
+        // Tuesday 2026-11-24, 23:00 UTC: asleep until Wednesday 08:00.
+        let write = status_write(
+            policy(&fields, None),
+            &governing(&["pr-1", "pr-2"]),
+            Tz::UTC,
+            at(24, 23),
+        );
+        let status = write.status.expect("a first status");
+        assert_eq!(
+            status.schedule.as_deref(),
+            Some("uptime Mon-Fri 08:00-19:00 UTC")
+        );
+        assert_eq!(status.state.as_deref(), Some("asleep"));
+        assert_eq!(
+            status.next_transition.as_deref(),
+            Some("2026-11-25T08:00:00Z")
+        );
+        assert_eq!(write.look_again, Some(at(25, 8)));
+        assert_eq!(status.namespaces, Some(2));
+        assert_eq!(status.observed_generation, Some(2));
+        let ready = condition_of(&status, READY);
+        assert_eq!(
+            (ready.status.as_str(), ready.reason.as_str()),
+            ("True", "Followed")
+        );
+        assert!(
+            ready.message.contains("2 of the 2 Namespaces"),
+            "{}",
+            ready.message
+        );
+        assert!(write.warnings.is_empty());
+
+        let again = status_write(
+            policy(&fields, Some(&status)),
+            &governing(&["pr-1", "pr-2"]),
+            Tz::UTC,
+            at(24, 23) + chrono::TimeDelta::minutes(5),
+        );
+        assert_eq!(again.status, None, "nothing changed: nothing is written");
+        let morning = status_write(
+            policy(&fields, Some(&status)),
+            &governing(&["pr-1", "pr-2"]),
+            Tz::UTC,
+            at(25, 8),
+        );
+        assert_eq!(
+            morning.status.and_then(|s| s.state).as_deref(),
+            Some("awake")
+        );
+    }
+
+    #[test]
+    fn an_invalid_field_is_named_with_its_value_and_warned_of_once() {
+        let fields = ScheduleFields {
+            uptime: Some("Mon-Fry 08:00-19:00".into()),
+            ..ScheduleFields::default()
+        };
+        let write = status_write(
+            policy(&fields, None),
+            &governing(&["pr-1"]),
+            Tz::UTC,
+            at(24, 23),
+        );
+        let status = write.status.expect("a status");
+        let invalid = condition_of(&status, INVALID);
+        assert_eq!(invalid.status, "True");
+        assert!(
+            invalid
+                .message
+                .starts_with("spec.uptime: \"Mon-Fry 08:00-19:00\""),
+            "{}",
+            invalid.message
+        );
+        assert!(
+            !invalid.message.contains("cronscaler.dev/"),
+            "{}",
+            invalid.message
+        );
+        assert_eq!(condition_of(&status, READY).status, "False");
+        assert_eq!((&status.state, &status.next_transition), (&None, &None));
+        assert_eq!(
+            write.warnings,
+            [(INVALID_SCHEDULE, invalid.message.clone())]
+        );
+        let again = status_write(
+            policy(&fields, Some(&status)),
+            &governing(&["pr-1"]),
+            Tz::UTC,
+            at(25, 1),
+        );
+        assert!(
+            again.warnings.is_empty(),
+            "said once: the status remembers it across restarts"
+        );
+    }
+
+    #[test]
+    fn both_sides_of_a_conflict_name_the_other_and_which_applies() {
+        let fields = office();
+        let mut younger = governing(&[]);
+        younger.selected = vec!["pr-1".into()];
+        younger.preceded = vec![("pr-1".into(), "SleepPolicy office".into())];
+        younger.rivals = vec![Rival {
+            name: "office".into(),
+            older: true,
+            namespaces: vec!["pr-1".into()],
+        }];
+        let write = status_write(policy(&fields, None), &younger, Tz::UTC, at(24, 23));
+        let status = write.status.unwrap();
+        let conflicting = condition_of(&status, CONFLICTING);
+        assert_eq!(
+            (conflicting.status.as_str(), conflicting.reason.as_str()),
+            ("True", "OlderApplies")
+        );
+        assert!(
+            conflicting
+                .message
+                .contains("SleepPolicy office also selects Namespace pr-1"),
+            "{}",
+            conflicting.message
+        );
+        let ready = condition_of(&status, READY);
+        assert_eq!(ready.status, "False");
+        assert!(
+            ready.message.contains("pr-1 follows SleepPolicy office"),
+            "{}",
+            ready.message
+        );
+        assert_eq!(
+            write.warnings,
+            [(SCHEDULE_CONFLICT, conflicting.message.clone())]
+        );
+
+        let mut older = governing(&["pr-1"]);
+        older.rivals = vec![Rival {
+            name: "late".into(),
+            older: false,
+            namespaces: vec!["pr-1".into()],
+        }];
+        let status = status_write(policy(&fields, None), &older, Tz::UTC, at(24, 23))
+            .status
+            .unwrap();
+        let conflicting = condition_of(&status, CONFLICTING);
+        assert_eq!(conflicting.reason, "ThisApplies");
+        assert!(
+            conflicting
+                .message
+                .contains("SleepPolicy late also selects Namespace pr-1")
+        );
+    }
+
+    #[test]
+    fn a_sleep_schedule_whose_namespace_is_woken_on_demand_is_overridden_until_it_ends() {
+        let fields = office();
+        let mut reach = governing(&["team"]);
+        let mut followed = fields.annotations();
+        followed.insert(schedule::AWAKE_UNTIL.into(), "2026-11-25T01:00:00Z".into());
+        reach.followed = Some(followed);
+        let declared = Declared {
+            kind: Kind::SleepSchedule,
+            generation: Some(1),
+            fields: &fields,
+            status: None,
+        };
+        let status = status_write(declared, &reach, Tz::UTC, at(24, 23))
+            .status
+            .unwrap();
+        assert_eq!(status.state.as_deref(), Some("overridden"));
+        assert_eq!(
+            status.next_transition.as_deref(),
+            Some("2026-11-25T01:00:00Z")
+        );
+        assert_eq!(status.namespaces, None);
+        let after = status_write(declared, &reach, Tz::UTC, at(25, 2))
+            .status
+            .unwrap();
+        assert_eq!(after.state.as_deref(), Some("asleep"));
+    }
+}
