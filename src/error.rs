@@ -14,6 +14,14 @@ pub enum Error {
         source: kube::Error,
     },
 
+    #[error("writing the status of {kind} {object}: {source}")]
+    Status {
+        kind: &'static str,
+        object: String,
+        #[source]
+        source: kube::Error,
+    },
+
     #[error("Foo {foo}: Deployment {deployment:?} already exists and is not managed by it")]
     DeploymentNotOwned { foo: ObjectKey, deployment: String },
 
@@ -42,7 +50,7 @@ impl Error {
     /// object's, so the work waits for the server instead of backing off.
     pub fn is_server_unavailable(&self) -> bool {
         match self {
-            Error::Api { source, .. } => server_unavailable(source),
+            Error::Api { source, .. } | Error::Status { source, .. } => server_unavailable(source),
             Error::DeploymentNotOwned { .. } | Error::FooWithoutUid { .. } => false,
         }
     }

@@ -19,6 +19,7 @@ use crate::{
     scaling::{
         self, ScalingContext,
         key::ScalingKey,
+        policies::declarations,
         reports::{QUIET, Settled},
         timer::Clock,
     },
@@ -94,6 +95,14 @@ impl Reconcile for Reconcilers {
             WorkKey::Scaling(ScalingKey::NamespaceOverride(namespace)) => {
                 scaling::on_demand::end_namespace_override(&self.scale, namespace, now).await
             }
+            WorkKey::Scaling(ScalingKey::SleepPolicyStatus(name)) => {
+                let written = declarations::policy_status(&self.scale, name, now).await;
+                return look_again(written, now);
+            }
+            WorkKey::Scaling(ScalingKey::SleepScheduleStatus(schedule)) => {
+                let written = declarations::sleep_schedule_status(&self.scale, schedule, now).await;
+                return look_again(written, now);
+            }
         };
         match result {
             Ok(()) => Handled::Done,
@@ -128,6 +137,18 @@ impl Reconcilers {
             .get_or_create(&ResultLabels { result: outcome })
             .inc();
         result
+    }
+}
+
+/// A status written: looked at again when its state changes next.
+fn look_again(
+    written: Result<Option<chrono::DateTime<chrono::Utc>>, Error>,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Handled<Error> {
+    match written {
+        Ok(Some(next)) => Handled::Later((next - now).to_std().unwrap_or_default()),
+        Ok(None) => Handled::Done,
+        Err(error) => Handled::Failed(error),
     }
 }
 

@@ -281,3 +281,256 @@ async fn a_namespace_s_editor_may_write_its_sleep_schedules_and_no_policy() {
     }
     scenario.finish().await;
 }
+
+/// A `SleepPolicy` or `SleepSchedule`, as the API server serves it.
+async fn declared(api: &Api<DynamicObject>, name: &str) -> serde_json::Value {
+    api.get(name)
+        .await
+        .ok()
+        .and_then(|object| serde_json::to_value(object).ok())
+        .unwrap_or_default()
+}
+
+/// The condition `type_` in a status, as (status, reason, message).
+fn condition(object: &serde_json::Value, type_: &str) -> Option<(String, String, String)> {
+    let conditions = object["status"]["conditions"].as_array()?;
+    let found = conditions.iter().find(|c| c["type"] == type_)?;
+    let text = |field: &str| found[field].as_str().unwrap_or_default().to_string();
+    Some((text("status"), text("reason"), text("message")))
+}
+
+/// What `kubectl get` shows of `path` (the API server's Table, as kubectl asks for it): the
+/// column names, and each row's cells by the object's name.
+async fn kubectl_get(
+    scenario: &Scenario,
+    path: &str,
+) -> (Vec<String>, Vec<(String, Vec<serde_json::Value>)>) {
+    let request = http::Request::get(path)
+        .header("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+        .body(Vec::new())
+        .expect("a request");
+    let table: serde_json::Value = scenario
+        .client
+        .request(request)
+        .await
+        .expect("the Table kubectl shows");
+    let columns = table["columnDefinitions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|column| column["name"].as_str().unwrap_or_default().to_uppercase())
+        .collect();
+    let rows = table["rows"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|row| {
+            let cells = row["cells"].as_array().cloned().unwrap_or_default();
+            let name = cells
+                .first()
+                .and_then(|name| name.as_str())
+                .unwrap_or_default()
+                .to_string();
+            (name, cells)
+        })
+        .collect();
+    (columns, rows)
+}
+
+#[tokio::test]
+async fn policies_show_what_they_do_in_kubectl_get_and_tell_of_conflicts_and_invalid_fields() {
+    let Some(scenario) = Scenario::own("policy-status", envtest::Options::api_server_only()).await
+    else {
+        return;
+    };
+    install_policy_crds(&scenario).await;
+    let preview = namespace_with_web(&scenario, "pr-a", "preview").await;
+    let broken_env = namespace_with_web(&scenario, "pr-b", "broken").await;
+    let mut controller =
+        scenario.start_cluster_wide_controller("cronscaler", &["--grace-period", "0s"]);
+    controller.wait_ready().await;
+    let policies: Api<DynamicObject> = Api::all_with(
+        scenario.client.clone(),
+        &resource("SleepPolicy", "sleeppolicies"),
+    );
+    let create_policy = |name: &'static str, env: &'static str, spec: serde_json::Value| {
+        let policies = policies.clone();
+        async move {
+            let mut spec = spec;
+            spec["namespaceSelector"] = json!({ "matchLabels": { "env": env } });
+            let policy: DynamicObject = serde_json::from_value(json!({
+                "apiVersion": "cronscaler.dev/v1alpha1",
+                "kind": "SleepPolicy",
+                "metadata": { "name": name },
+                "spec": spec,
+            }))
+            .expect("a SleepPolicy");
+            policies
+                .create(&PostParams::default(), &policy)
+                .await
+                .expect("creating a SleepPolicy");
+        }
+    };
+
+    create_policy("office", "preview", json!({ "downtime": ASLEEP })).await;
+    web_replicas_become(&preview, 0, "pr-a asleep by the policy").await;
+    let office = eventually("office's status", PROMPTLY, || async {
+        let office = declared(&policies, "office").await;
+        (office["status"]["state"] == "asleep").then_some(office)
+    })
+    .await;
+    assert_eq!(office["status"]["namespaces"], 1, "{office}");
+    let (ready, reason, message) = condition(&office, "Ready").expect("a Ready condition");
+    assert_eq!((ready.as_str(), reason.as_str()), ("True", "Followed"));
+    assert!(message.contains("pr-a"), "{message}");
+    assert_eq!(
+        office["status"]["observedGeneration"],
+        office["metadata"]["generation"]
+    );
+
+    let (columns, rows) =
+        kubectl_get(&scenario, "/apis/cronscaler.dev/v1alpha1/sleeppolicies").await;
+    assert_eq!(
+        columns,
+        ["NAME", "SCHEDULE", "STATE", "NEXT", "NAMESPACES", "AGE"]
+    );
+    let (_, cells) = rows
+        .iter()
+        .find(|(name, _)| name == "office")
+        .expect("office's row");
+    assert_eq!(cells[1], format!("downtime {ASLEEP}"));
+    assert_eq!(cells[2], "asleep");
+    assert_eq!(cells[4], 1);
+
+    // A second policy on the same Namespace: the older applies, both say so, with a Warning.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    create_policy("weekend", "preview", json!({ "uptime": ASLEEP })).await;
+    let weekend = eventually("weekend's Conflicting condition", PROMPTLY, || async {
+        let weekend = declared(&policies, "weekend").await;
+        condition(&weekend, "Conflicting")
+            .filter(|(holds, _, _)| holds == "True")
+            .map(|(_, reason, message)| (reason, message))
+    })
+    .await;
+    assert_eq!(weekend.0, "OlderApplies");
+    assert!(
+        weekend
+            .1
+            .contains("SleepPolicy office also selects Namespace pr-a"),
+        "{}",
+        weekend.1
+    );
+    let office = eventually("office's Conflicting condition", PROMPTLY, || async {
+        let office = declared(&policies, "office").await;
+        condition(&office, "Conflicting").filter(|(holds, _, _)| holds == "True")
+    })
+    .await;
+    assert_eq!(office.1, "ThisApplies");
+    assert!(office.2.contains("SleepPolicy weekend"), "{}", office.2);
+    let (_, _, ready) = condition(&declared(&policies, "weekend").await, "Ready").unwrap();
+    assert!(ready.contains("pr-a follows SleepPolicy office"), "{ready}");
+    let events: Api<k8s_openapi::api::events::v1::Event> =
+        Api::namespaced(scenario.client.clone(), "default");
+    let warning = eventually(
+        "a ScheduleConflict Event about weekend",
+        PROMPTLY,
+        || async {
+            events
+                .list(&Default::default())
+                .await
+                .ok()?
+                .items
+                .into_iter()
+                .find(|event| {
+                    event.reason.as_deref() == Some("ScheduleConflict")
+                        && event.regarding.as_ref().and_then(|r| r.name.as_deref())
+                            == Some("weekend")
+                })
+        },
+    )
+    .await;
+    assert_eq!(warning.type_.as_deref(), Some("Warning"));
+    assert_eq!(
+        replicas_and_annotations(&preview, "web")
+            .await
+            .map(|(r, _)| r),
+        Some(0),
+        "the older policy still applies"
+    );
+
+    // What the schema cannot check shows in status, and touches nothing.
+    create_policy(
+        "broken",
+        "broken",
+        json!({ "uptime": "Mon-Fry 08:00-19:00" }),
+    )
+    .await;
+    let invalid = eventually("broken's Invalid condition", PROMPTLY, || async {
+        condition(&declared(&policies, "broken").await, "Invalid")
+            .filter(|(holds, _, _)| holds == "True")
+    })
+    .await;
+    assert!(
+        invalid
+            .2
+            .starts_with("spec.uptime: \"Mon-Fry 08:00-19:00\""),
+        "{}",
+        invalid.2
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        replicas_and_annotations(&broken_env, "web")
+            .await
+            .map(|(r, _)| r),
+        Some(2),
+        "an invalid policy touches nothing"
+    );
+
+    // A SleepSchedule in pr-a comes first: it shows itself followed, and office no longer.
+    let sleep_schedules: Api<DynamicObject> = Api::namespaced_with(
+        scenario.client.clone(),
+        "pr-a",
+        &resource("SleepSchedule", "sleepschedules"),
+    );
+    let always_up: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "cronscaler.dev/v1alpha1",
+        "kind": "SleepSchedule",
+        "metadata": { "name": "always-up", "namespace": "pr-a" },
+        "spec": { "uptime": ASLEEP },
+    }))
+    .expect("a SleepSchedule");
+    sleep_schedules
+        .create(&PostParams::default(), &always_up)
+        .await
+        .expect("creating the SleepSchedule");
+    web_replicas_become(&preview, 2, "pr-a awake by its SleepSchedule").await;
+    eventually("always-up's status", PROMPTLY, || async {
+        let schedule = declared(&sleep_schedules, "always-up").await;
+        (schedule["status"]["state"] == "awake"
+            && condition(&schedule, "Ready").is_some_and(|(holds, _, _)| holds == "True"))
+        .then_some(())
+    })
+    .await;
+    let (_, reason, message) = eventually("office no longer followed", PROMPTLY, || async {
+        condition(&declared(&policies, "office").await, "Ready")
+            .filter(|(holds, _, _)| holds == "False")
+    })
+    .await;
+    assert_eq!(reason, "NotFollowed");
+    assert!(
+        message.contains("pr-a follows SleepSchedule always-up"),
+        "{message}"
+    );
+    let (columns, rows) =
+        kubectl_get(&scenario, "/apis/cronscaler.dev/v1alpha1/sleepschedules").await;
+    assert_eq!(columns, ["NAME", "SCHEDULE", "STATE", "NEXT", "AGE"]);
+    assert!(
+        rows.iter()
+            .any(|(name, cells)| name == "always-up" && cells[2] == "awake"),
+        "{rows:?}"
+    );
+    controller
+        .assert_stops_cleanly(Duration::from_secs(5))
+        .await;
+    scenario.finish().await;
+}

@@ -60,6 +60,7 @@ use crate::{
         key::ScalingKey,
         namespaces::NamespaceSchedules,
         on_demand,
+        policies::declarations::Declarations,
         target::TargetKind,
         timer::{Clock, Timer, system_clock},
         tracker::Tracker,
@@ -222,6 +223,13 @@ pub async fn run(
             (TargetKind::CronJob, cron_job_schedules.clone()),
         ],
         clock: clock.clone(),
+        queue: queue.clone(),
+    };
+    let (policy_store, policy_cache) = reflector::store();
+    let (sleep_schedule_store, sleep_schedule_cache) = reflector::store();
+    let declarations = Declarations {
+        policies: policy_store,
+        schedules: sleep_schedule_store,
     };
     let namespace_feeds = namespace.is_none().then(|| {
         (
@@ -238,6 +246,7 @@ pub async fn run(
                 &outage,
                 first_listings.clone(),
                 relist.clone(),
+                policy_cache,
             ),
             policy_feeds::sleep_schedule_feed(
                 &client,
@@ -245,6 +254,7 @@ pub async fn run(
                 &outage,
                 first_listings.clone(),
                 relist,
+                sleep_schedule_cache,
             ),
         )
     });
@@ -369,6 +379,7 @@ pub async fn run(
     let resync = {
         let (foos, queue, clock) = (foo_store.clone(), queue.clone(), clock.clone());
         let namespaces = namespaces.clone();
+        let first_listings = first_listings.clone();
         let trackers = [
             foo_schedules,
             deployment_schedules,
@@ -389,6 +400,9 @@ pub async fn run(
                 if let Some(key) = ObjectKey::of(foo.as_ref()) {
                     queue.add(WorkKey::Foo(key));
                 }
+            }
+            if first_listings.open() {
+                policy_feeds::queue_statuses(&queue, &namespaces);
             }
         }
     };
@@ -472,7 +486,8 @@ pub async fn run(
         .with_namespaces(namespaces)
         .with_reports(scaling_queue)
         .with_hpas(hpas)
-        .with_wakes(wakes),
+        .with_wakes(wakes)
+        .with_declarations(declarations),
         clock,
         metrics: metrics.clone(),
     });
@@ -626,6 +641,7 @@ fn namespace_feed(
             watcher::Event::Init => Vec::new(),
         };
         relist.namespaces(&first, changed);
+        relist.statuses(&first, &namespaces);
     })
 }
 

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::{scaling::target::ScaleTarget, schedule::Transition};
+use crate::{runtime::key::ObjectKey, scaling::target::ScaleTarget, schedule::Transition};
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum ScalingKey {
@@ -12,6 +12,10 @@ pub enum ScalingKey {
     NamespaceReport(String, Transition),
     /// Take a Namespace's override on demand away once it has run out.
     NamespaceOverride(String),
+    /// Show in a `SleepPolicy`'s status what it does now.
+    SleepPolicyStatus(String),
+    /// Show in a `SleepSchedule`'s status what it does now.
+    SleepScheduleStatus(ObjectKey),
 }
 
 impl fmt::Display for ScalingKey {
@@ -24,6 +28,8 @@ impl fmt::Display for ScalingKey {
             ScalingKey::NamespaceOverride(namespace) => {
                 write!(f, "override of Namespace {namespace}")
             }
+            ScalingKey::SleepPolicyStatus(name) => write!(f, "status of SleepPolicy {name}"),
+            ScalingKey::SleepScheduleStatus(key) => write!(f, "status of SleepSchedule {key}"),
         }
     }
 }

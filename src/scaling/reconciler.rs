@@ -39,6 +39,7 @@ use crate::{
         hpa::{self, HpaChange, HpaIndex},
         namespaces::NamespaceSchedules,
         on_demand,
+        policies::declarations::Declarations,
         reports::{NamespaceReports, QUIET, Settled, WorkloadOutcome, describe},
         target::{ScaleTarget, TargetKind, TargetState},
         timer::Timer,
@@ -71,6 +72,8 @@ pub struct ScalingContext {
     /// Told the Namespace each time a workload following its schedule is scaled up, so that
     /// whoever listens can measure how long the Namespace takes to be ready.
     pub wakes: Option<UnboundedSender<String>>,
+    /// The `SleepPolicy`s and `SleepSchedule`s as watched, whose status the controller writes.
+    pub declarations: Option<Declarations>,
 }
 
 /// `--max-override`'s default.
@@ -96,6 +99,15 @@ impl ScalingContext {
             hpas: HpaIndex::listed([]),
             max_override: DEFAULT_MAX_OVERRIDE,
             wakes: None,
+            declarations: None,
+        }
+    }
+
+    /// Writes the status of the `SleepPolicy`s and `SleepSchedule`s in `declarations`.
+    pub fn with_declarations(self, declarations: Declarations) -> Self {
+        Self {
+            declarations: Some(declarations),
+            ..self
         }
     }
 

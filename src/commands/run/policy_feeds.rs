@@ -12,7 +12,7 @@ use std::{
 use kube::{
     Api, Client, Resource, ResourceExt,
     api::ListParams,
-    runtime::{WatchStreamExt, watcher},
+    runtime::{WatchStreamExt, reflector, watcher},
 };
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
@@ -21,10 +21,13 @@ use super::relist_namespace;
 use crate::{
     runtime::{
         api_errors::is_status,
+        key::ObjectKey,
         outage::Outage,
         watch::{MAX_WATCH_BACKOFF, WatchBackoff, drive},
+        workqueue::WorkQueue,
     },
     scaling::{
+        key::ScalingKey,
         namespaces::NamespaceSchedules,
         policies::{
             crd::{SleepPolicy, SleepSchedule},
@@ -34,6 +37,7 @@ use crate::{
         timer::Clock,
         tracker::Tracker,
     },
+    work::WorkKey,
 };
 
 pub const NAMESPACES: &str = "Namespaces";
@@ -71,15 +75,25 @@ impl FirstListings {
     }
 }
 
-/// Who relists a Namespace's workloads.
+/// Who relists a Namespace's workloads, and has the policies' status looked at again.
 #[derive(Clone)]
 pub struct Relist {
     pub client: Client,
     pub workloads: Vec<(TargetKind, Arc<std::sync::Mutex<Tracker>>)>,
     pub clock: Clock,
+    pub queue: WorkQueue<WorkKey>,
 }
 
 impl Relist {
+    /// Has every `SleepPolicy`'s and `SleepSchedule`'s status looked at again, once everything
+    /// has been listed (a status told from half a listing would be written twice): what one
+    /// shows depends on the Namespaces and on the others.
+    pub fn statuses(&self, first: &FirstListings, namespaces: &NamespaceSchedules) {
+        if first.open() {
+            queue_statuses(&self.queue, namespaces);
+        }
+    }
+
     pub fn namespaces(&self, first: &FirstListings, changed: impl IntoIterator<Item = String>) {
         // Before the gate opens no workload is watched: their first listing sees it all.
         if !first.open() {
@@ -93,6 +107,16 @@ impl Relist {
                 self.clock.clone(),
             ));
         }
+    }
+}
+
+/// Has every `SleepPolicy`'s and `SleepSchedule`'s status looked at.
+pub fn queue_statuses(queue: &WorkQueue<WorkKey>, namespaces: &NamespaceSchedules) {
+    for name in namespaces.policy_names() {
+        queue.add(ScalingKey::SleepPolicyStatus(name).into());
+    }
+    for (namespace, name) in namespaces.sleep_schedule_names() {
+        queue.add(ScalingKey::SleepScheduleStatus(ObjectKey::new(namespace, name)).into());
     }
 }
 
@@ -128,6 +152,7 @@ pub fn sleep_policy_feed(
     outage: &Outage,
     first: Arc<FirstListings>,
     relist: Relist,
+    cache: reflector::store::Writer<SleepPolicy>,
 ) -> impl Future<Output = ()> + use<> {
     tokio::spawn(probe::<SleepPolicy>(
         client.clone(),
@@ -138,7 +163,9 @@ pub fn sleep_policy_feed(
         Api::<SleepPolicy>::all(client.clone()),
         watcher::Config::default(),
     )
-    .backoff(WatchBackoff::default());
+    .backoff(WatchBackoff::default())
+    .modify(|policy| policy.managed_fields_mut().clear())
+    .reflect(cache);
     let mut listing: Option<BTreeSet<String>> = None;
     drive(watch, SLEEP_POLICIES, outage.clone(), move |event| {
         let changed = match event {
@@ -172,6 +199,7 @@ pub fn sleep_policy_feed(
             }
         };
         relist.namespaces(&first, changed);
+        relist.statuses(&first, &namespaces);
     })
 }
 
@@ -181,6 +209,7 @@ pub fn sleep_schedule_feed(
     outage: &Outage,
     first: Arc<FirstListings>,
     relist: Relist,
+    cache: reflector::store::Writer<SleepSchedule>,
 ) -> impl Future<Output = ()> + use<> {
     tokio::spawn(probe::<SleepSchedule>(
         client.clone(),
@@ -191,7 +220,9 @@ pub fn sleep_schedule_feed(
         Api::<SleepSchedule>::all(client.clone()),
         watcher::Config::default(),
     )
-    .backoff(WatchBackoff::default());
+    .backoff(WatchBackoff::default())
+    .modify(|schedule| schedule.managed_fields_mut().clear())
+    .reflect(cache);
     let mut listing: Option<BTreeSet<(String, String)>> = None;
     drive(watch, SLEEP_SCHEDULES, outage.clone(), move |event| {
         let changed: Vec<String> = match event {
@@ -234,6 +265,7 @@ pub fn sleep_schedule_feed(
             }
         };
         relist.namespaces(&first, changed);
+        relist.statuses(&first, &namespaces);
     })
 }
 

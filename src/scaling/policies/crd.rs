@@ -147,6 +147,26 @@ pub struct SleepStatus {
     pub conditions: Vec<Condition>,
 }
 
+impl SleepStatus {
+    /// A merge patch that sets this status whole: fields it leaves unset are removed.
+    pub fn merge_patch(&self) -> serde_json::Value {
+        let mut status = serde_json::to_value(self).unwrap_or_default();
+        if let Some(fields) = status.as_object_mut() {
+            for field in [
+                "observedGeneration",
+                "schedule",
+                "state",
+                "nextTransition",
+                "namespaces",
+                "conditions",
+            ] {
+                fields.entry(field).or_insert(serde_json::Value::Null);
+            }
+        }
+        serde_json::json!({ "status": status })
+    }
+}
+
 // Printer columns repeat `type_`, which the lint mistakes for a duplicated attribute.
 #[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]

@@ -2,5 +2,6 @@
 //! `SleepSchedule` (one Namespace), resolved into the schedule each Namespace follows.
 
 pub mod crd;
+pub mod declarations;
 pub mod resolve;
 pub mod status;

@@ -34,12 +34,18 @@ pub enum Kind {
     SleepSchedule,
 }
 
-impl fmt::Display for Kind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
             Kind::SleepPolicy => "SleepPolicy",
             Kind::SleepSchedule => "SleepSchedule",
-        })
+        }
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
     }
 }
 

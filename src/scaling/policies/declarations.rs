@@ -1,0 +1,124 @@
+//! The `SleepPolicy`s and `SleepSchedule`s as their watches last saw them, and the writing of
+//! their status: read from those caches, computed by [`status_write`], then patched (only on
+//! change) with the Warning Events it owes.
+
+use chrono::{DateTime, Utc};
+use kube::{
+    Api, Resource, ResourceExt,
+    api::{Patch, PatchParams},
+    runtime::reflector::{ObjectRef, Store},
+};
+use serde::de::DeserializeOwned;
+
+use super::{
+    crd::{SleepPolicy, SleepSchedule},
+    status::{Declared, Kind, StatusWrite, status_write},
+};
+use crate::{
+    error::Error,
+    runtime::{CONTROLLER_NAME, key::ObjectKey},
+    scaling::ScalingContext,
+};
+
+#[derive(Clone)]
+pub struct Declarations {
+    pub policies: Store<SleepPolicy>,
+    pub schedules: Store<SleepSchedule>,
+}
+
+/// Brings a `SleepPolicy`'s status in line; when its state changes next.
+pub async fn policy_status(
+    ctx: &ScalingContext,
+    name: &str,
+    now: DateTime<Utc>,
+) -> Result<Option<DateTime<Utc>>, Error> {
+    let Some(declarations) = &ctx.declarations else {
+        return Ok(None);
+    };
+    let (Some(policy), Some(reach)) = (
+        declarations.policies.get(&ObjectRef::new(name)),
+        ctx.namespaces.reach_of_policy(name),
+    ) else {
+        return Ok(None);
+    };
+    let declared = Declared {
+        kind: Kind::SleepPolicy,
+        generation: policy.metadata.generation,
+        fields: &policy.spec.schedule,
+        status: policy.status.as_ref(),
+    };
+    let write = status_write(declared, &reach, ctx.default_timezone, now);
+    let api = Api::<SleepPolicy>::all(ctx.client.clone());
+    perform(ctx, &api, &*policy, Kind::SleepPolicy, write).await
+}
+
+/// Brings a `SleepSchedule`'s status in line; when its state changes next.
+pub async fn sleep_schedule_status(
+    ctx: &ScalingContext,
+    key: &ObjectKey,
+    now: DateTime<Utc>,
+) -> Result<Option<DateTime<Utc>>, Error> {
+    let Some(declarations) = &ctx.declarations else {
+        return Ok(None);
+    };
+    let (Some(schedule), Some(reach)) = (
+        declarations
+            .schedules
+            .get(&ObjectRef::new(&key.name).within(&key.namespace)),
+        ctx.namespaces
+            .reach_of_sleep_schedule(&key.namespace, &key.name),
+    ) else {
+        return Ok(None);
+    };
+    let declared = Declared {
+        kind: Kind::SleepSchedule,
+        generation: schedule.metadata.generation,
+        fields: &schedule.spec.schedule,
+        status: schedule.status.as_ref(),
+    };
+    let write = status_write(declared, &reach, ctx.default_timezone, now);
+    let api = Api::<SleepSchedule>::namespaced(ctx.client.clone(), &key.namespace);
+    perform(ctx, &api, &*schedule, Kind::SleepSchedule, write).await
+}
+
+async fn perform<K>(
+    ctx: &ScalingContext,
+    api: &Api<K>,
+    object: &K,
+    kind: Kind,
+    write: StatusWrite,
+) -> Result<Option<DateTime<Utc>>, Error>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
+{
+    let name = object.name_any();
+    let shown = match object.namespace() {
+        Some(namespace) => format!("{namespace}/{name}"),
+        None => name.clone(),
+    };
+    if let Some(status) = &write.status {
+        if ctx.dry_run {
+            tracing::info!(object = %shown, %kind, status = %status.merge_patch(), "dry run: would write status");
+        } else {
+            api.patch_status(
+                &name,
+                &PatchParams {
+                    field_manager: Some(CONTROLLER_NAME.into()),
+                    ..PatchParams::default()
+                },
+                &Patch::Merge(status.merge_patch()),
+            )
+            .await
+            .map_err(|source| Error::Status {
+                kind: kind.name(),
+                object: shown.clone(),
+                source,
+            })?;
+        }
+    }
+    let reference = object.object_ref(&());
+    for (reason, note) in write.warnings {
+        ctx.events.warning(&reference, reason, note).await;
+    }
+    Ok(write.look_again)
+}
