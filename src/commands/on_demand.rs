@@ -288,6 +288,7 @@ fn object_schedule(
         object.kind,
         &object.key.namespace,
         &observed.annotations,
+        &observed.labels,
         observed.controlling_foo.is_some(),
     );
     let parsed = object.kind.parse(&effective, default_timezone);
@@ -430,6 +431,7 @@ mod tests {
         let observed = TargetState {
             reference: Default::default(),
             replicas: 0,
+            labels: BTreeMap::new(),
             annotations: BTreeMap::from([
                 (schedule::ORIGINAL_SUSPEND.to_string(), "false".to_string()),
                 (
@@ -472,6 +474,7 @@ mod tests {
         let observed = TargetState {
             reference: Default::default(),
             replicas: 0,
+            labels: BTreeMap::new(),
             annotations: BTreeMap::from([(
                 schedule::SCALE_DOWN.to_string(),
                 "0 20 * * *".to_string(),

@@ -140,6 +140,7 @@ fn row(
         kind,
         &namespace,
         &observed.annotations,
+        &observed.labels,
         observed.controlling_foo.is_some(),
     );
     let parsed = kind.parse(&effective, default_timezone);

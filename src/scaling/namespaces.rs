@@ -14,7 +14,9 @@ use k8s_openapi::{
 
 use crate::{
     scaling::{
-        policies::resolve::{Candidate, Reach, Rival, Source, is_older, resolve, selects, source},
+        policies::resolve::{
+            Candidate, Coverage, Reach, Rival, Source, is_older, resolve, selects, source,
+        },
         target::TargetKind,
     },
     schedule::{DOWN_REPLICAS, PREFIX, UP_REPLICAS, inherit, kube_downscaler},
@@ -35,6 +37,8 @@ pub struct NamespaceSchedules {
     kube_downscaler: bool,
     /// What each Namespace's schedule is resolved from; `schedules` holds the outcome.
     layers: Arc<Mutex<Layers>>,
+    /// The workloads each Namespace's schedule covers, where not all.
+    coverage: Arc<RwLock<HashMap<String, Coverage>>>,
 }
 
 /// Everything a Namespace's schedule may come from (see [`resolve`]).
@@ -90,6 +94,13 @@ impl Layers {
             &self.sleep_schedules_of(namespace),
             &self.policies_of(namespace),
         )
+    }
+
+    fn coverage_of(&self, namespace: &str) -> Coverage {
+        match self.source_of(namespace) {
+            Source::SleepSchedule(chosen) | Source::SleepPolicy(chosen) => chosen.coverage.clone(),
+            Source::Own | Source::Nothing => Coverage::default(),
+        }
     }
 
     /// Every Namespace anything is known of.
@@ -350,6 +361,21 @@ impl NamespaceSchedules {
 
     /// Stores what `namespace` now follows; true when that changed.
     fn settle(&self, layers: &Layers, namespace: &str) -> bool {
+        let coverage = layers.coverage_of(namespace);
+        let mut coverages = self
+            .coverage
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        let covers_other = if coverage == Coverage::default() {
+            coverages.remove(namespace).is_some()
+        } else {
+            coverages.insert(namespace.to_string(), coverage.clone()) != Some(coverage)
+        };
+        drop(coverages);
+        self.settle_schedule(layers, namespace) || covers_other
+    }
+
+    fn settle_schedule(&self, layers: &Layers, namespace: &str) -> bool {
         let resolved = layers.resolved(namespace);
         let mut schedules = self
             .schedules
@@ -468,6 +494,10 @@ impl NamespaceSchedules {
         layers.labels.remove(namespace);
         layers.sleep_schedules.remove(namespace);
         drop(layers);
+        self.coverage
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(namespace);
         self.schedules
             .write()
             .unwrap_or_else(PoisonError::into_inner)
@@ -477,19 +507,27 @@ impl NamespaceSchedules {
 
     /// The `cronscaler.dev/` annotations a workload's schedule comes from (see
     /// [`crate::schedule::inherit`]), and whether they are its namespace's. Foos, and
-    /// Deployments a Foo controls, follow only their own.
+    /// Deployments a Foo controls, follow only their own; so do workloads (by kind and
+    /// `labels`) the `SleepPolicy` or `SleepSchedule` of their Namespace does not cover.
     pub fn effective(
         &self,
         kind: TargetKind,
         namespace: &str,
         own: &BTreeMap<String, String>,
+        labels: &BTreeMap<String, String>,
         controlled_by_foo: bool,
     ) -> (BTreeMap<String, String>, bool) {
+        let covered = self
+            .coverage
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(namespace)
+            .is_none_or(|coverage| coverage.covers(kind, labels));
         let schedules = self
             .schedules
             .read()
             .unwrap_or_else(PoisonError::into_inner);
-        let inherits = self.enabled && kind != TargetKind::Foo && !controlled_by_foo;
+        let inherits = self.enabled && kind != TargetKind::Foo && !controlled_by_foo && covered;
         let own = self.read(Some(kind), own);
         let (mut effective, inherited) =
             inherit(&own, schedules.get(namespace).filter(|_| inherits));
@@ -539,13 +577,14 @@ mod tests {
             TargetKind::StatefulSet,
             TargetKind::CronJob,
         ] {
-            let (effective, inherited) = namespaces.effective(kind, "staging", &pairs(&[]), false);
+            let (effective, inherited) =
+                namespaces.effective(kind, "staging", &pairs(&[]), &pairs(&[]), false);
             assert!(inherited, "{kind}");
             assert_eq!(effective, pairs(&[(SCALE_DOWN, "0 20 * * *")]));
         }
         assert!(
             !namespaces
-                .effective(TargetKind::Foo, "staging", &pairs(&[]), false)
+                .effective(TargetKind::Foo, "staging", &pairs(&[]), &pairs(&[]), false)
                 .1
         );
         namespaces.update(
@@ -555,14 +594,26 @@ mod tests {
         );
         assert_eq!(
             namespaces
-                .effective(TargetKind::CronJob, "preview", &pairs(&[]), false)
+                .effective(
+                    TargetKind::CronJob,
+                    "preview",
+                    &pairs(&[]),
+                    &pairs(&[]),
+                    false
+                )
                 .0,
             pairs(&[(SCALE_DOWN, "0 20 * * *")]),
             "a CronJob sleeps by its namespace's schedule without its replica counts"
         );
         assert_eq!(
             namespaces
-                .effective(TargetKind::StatefulSet, "preview", &pairs(&[]), false)
+                .effective(
+                    TargetKind::StatefulSet,
+                    "preview",
+                    &pairs(&[]),
+                    &pairs(&[]),
+                    false
+                )
                 .0
                 .get(DOWN_REPLICAS)
                 .map(String::as_str),
@@ -570,7 +621,13 @@ mod tests {
         );
         assert!(
             !namespaces
-                .effective(TargetKind::Deployment, "staging", &pairs(&[]), true)
+                .effective(
+                    TargetKind::Deployment,
+                    "staging",
+                    &pairs(&[]),
+                    &pairs(&[]),
+                    true
+                )
                 .1,
             "a Foo's Deployment is scaled through its Foo"
         );
@@ -580,6 +637,7 @@ mod tests {
                     TargetKind::Deployment,
                     "staging",
                     &pairs(&[(EXCLUDE, "true")]),
+                    &pairs(&[]),
                     false
                 )
                 .1
@@ -599,7 +657,13 @@ mod tests {
         namespaces.update("staging", None, &pairs(&[(SCALE_DOWN, "0 20 * * *")]));
         assert!(
             !namespaces
-                .effective(TargetKind::Deployment, "staging", &pairs(&[]), false)
+                .effective(
+                    TargetKind::Deployment,
+                    "staging",
+                    &pairs(&[]),
+                    &pairs(&[]),
+                    false
+                )
                 .1
         );
     }
@@ -619,6 +683,7 @@ mod tests {
             name: "office".into(),
             created: None,
             annotations: pairs(&[(UPTIME, "Mon-Fri 08:00-19:00 Europe/Berlin")]),
+            coverage: Coverage::default(),
         };
         let preview = LabelSelector {
             match_labels: Some(pairs(&[("env", "preview")])),
@@ -661,6 +726,7 @@ mod tests {
             created: chrono::TimeZone::with_ymd_and_hms(&chrono::Utc, 2026, 11, day, 0, 0, 0)
                 .single(),
             annotations: pairs(&[(UPTIME, "Mon-Fri 08:00-19:00")]),
+            coverage: Coverage::default(),
         };
         namespaces.set_sleep_schedule("pr-3", candidate("team", 3));
         let preview = LabelSelector {
@@ -715,5 +781,54 @@ mod tests {
             Some(pairs(&[(UPTIME, "Mon-Fri 08:00-19:00")]))
         );
         assert_eq!(namespaces.reach_of_policy("gone"), None);
+    }
+
+    #[test]
+    fn a_policy_leaves_alone_the_kinds_it_does_not_name_and_the_workloads_it_excludes() {
+        use crate::schedule::DOWNTIME;
+        let namespaces = NamespaceSchedules::watched([]);
+        namespaces.set_labels("pr-1", &pairs(&[("env", "preview")]));
+        let coverage = Coverage {
+            kinds: Some(vec![TargetKind::Deployment, TargetKind::StatefulSet]),
+            exclude: Some(LabelSelector {
+                match_labels: Some(pairs(&[("tier", "database")])),
+                match_expressions: None,
+            }),
+        };
+        let nights = Candidate {
+            name: "nights".into(),
+            created: None,
+            annotations: pairs(&[(DOWNTIME, "Mon-Sun 00:00-24:00")]),
+            coverage,
+        };
+        let preview = LabelSelector {
+            match_labels: Some(pairs(&[("env", "preview")])),
+            match_expressions: None,
+        };
+        namespaces.set_policy(preview, nights.clone());
+        let inherits = |kind, labels: &[(&str, &str)]| {
+            namespaces
+                .effective(kind, "pr-1", &pairs(&[]), &pairs(labels), false)
+                .1
+        };
+        assert!(inherits(TargetKind::Deployment, &[("app", "web")]));
+        assert!(inherits(TargetKind::StatefulSet, &[]));
+        assert!(!inherits(TargetKind::CronJob, &[]), "not a kind it names");
+        assert!(
+            !inherits(TargetKind::StatefulSet, &[("tier", "database")]),
+            "excluded by label"
+        );
+        assert!(
+            namespaces.update("pr-1", None, &pairs(&[(DOWNTIME, "Sat-Sun 00:00-24:00")])),
+            "its own annotations come first"
+        );
+        assert!(
+            inherits(TargetKind::CronJob, &[("tier", "database")]),
+            "and cover every workload"
+        );
+        assert!(
+            namespaces.update("pr-1", None, &pairs(&[])),
+            "a coverage that changes is a change, for the workloads to be looked at again"
+        );
     }
 }

@@ -178,6 +178,7 @@ pub async fn reconcile(
         target.kind,
         &target.key.namespace,
         &observed.annotations,
+        &observed.labels,
         observed.controlling_foo.is_some(),
     );
     let annotations = target

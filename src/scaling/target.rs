@@ -190,6 +190,8 @@ pub struct TargetState {
     pub reference: ObjectReference,
     pub replicas: i32,
     pub annotations: BTreeMap<String, String>,
+    /// By which a `SleepPolicy` or `SleepSchedule` may leave it alone.
+    pub labels: BTreeMap<String, String>,
     pub resource_version: Option<String>,
     pub managed_fields: Vec<ManagedFieldsEntry>,
     /// The Foo controlling a Deployment: its schedule belongs on the Foo.
@@ -240,6 +242,7 @@ impl TargetState {
             // The API server's default for an unset `spec.replicas`.
             replicas: replicas.unwrap_or(1),
             annotations: object.annotations().clone(),
+            labels: object.labels().clone(),
             resource_version: object.resource_version(),
             managed_fields: object.managed_fields().to_vec(),
             controlling_foo: None,

@@ -339,11 +339,12 @@ impl Tracker {
         // apply.
         let controlled_by_foo =
             controlling_foo(meta.owner_references.as_deref().unwrap_or_default()).is_some();
-        let no_annotations = BTreeMap::new();
+        let none = BTreeMap::new();
         let (ours, _) = self.namespaces.effective(
             self.kind,
             &key.namespace,
-            meta.annotations.as_ref().unwrap_or(&no_annotations),
+            meta.annotations.as_ref().unwrap_or(&none),
+            meta.labels.as_ref().unwrap_or(&none),
             controlled_by_foo,
         );
         if ours.is_empty() {
@@ -440,7 +441,7 @@ impl Tracker {
                     owes_warning: out_of_reach.is_some()
                         && !already_warned(&ours, &refused_cause(&ours)),
                     stale_override: !schedule::expired_keys(
-                        meta.annotations.as_ref().unwrap_or(&no_annotations),
+                        meta.annotations.as_ref().unwrap_or(&none),
                         now,
                     )
                     .is_empty(),

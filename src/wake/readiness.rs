@@ -58,7 +58,13 @@ pub fn readiness(
         if observed.controlling_foo.is_some() {
             continue;
         }
-        let (effective, _) = schedules.effective(kind, namespace, &observed.annotations, false);
+        let (effective, _) = schedules.effective(
+            kind,
+            namespace,
+            &observed.annotations,
+            &observed.labels,
+            false,
+        );
         if !schedule::has_schedule(&effective) {
             continue;
         }

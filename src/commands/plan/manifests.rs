@@ -267,6 +267,7 @@ fn resolve(objects: &mut [PlanObject], namespaces: &NamespaceSchedules, hpas: &[
             object.target.kind,
             &object.target.key.namespace,
             &observed.annotations,
+            &observed.labels,
             observed.controlling_foo.is_some(),
         );
     }
@@ -317,7 +318,7 @@ fn read_object(
                 serde_json::from_value(value.clone()).map_err(manifest_error)?;
             manifests.namespaces.set_policy(
                 policy.spec.namespace_selector.clone(),
-                Candidate::of(&policy.metadata, policy.spec.schedule.annotations()),
+                Candidate::of(&policy.metadata, &policy.spec.schedule),
             );
             return Ok(());
         }
@@ -328,7 +329,7 @@ fn read_object(
             let namespace = schedule.namespace().unwrap_or_else(|| "default".into());
             manifests.namespaces.set_sleep_schedule(
                 &namespace,
-                Candidate::of(&schedule.metadata, schedule.spec.schedule.annotations()),
+                Candidate::of(&schedule.metadata, &schedule.spec.schedule),
             );
             return Ok(());
         }
@@ -529,7 +530,7 @@ pub(crate) async fn namespace_schedules(
     })? {
         schedules.set_policy(
             policy.spec.namespace_selector.clone(),
-            Candidate::of(&policy.metadata, policy.spec.schedule.annotations()),
+            Candidate::of(&policy.metadata, &policy.spec.schedule),
         );
     }
     let sleep_schedules: Result<Vec<SleepSchedule>, _> = list(client, namespace).await;
@@ -542,7 +543,7 @@ pub(crate) async fn namespace_schedules(
     })? {
         schedules.set_sleep_schedule(
             &schedule.namespace().unwrap_or_default(),
-            Candidate::of(&schedule.metadata, schedule.spec.schedule.annotations()),
+            Candidate::of(&schedule.metadata, &schedule.spec.schedule),
         );
     }
     Ok((schedules, true))

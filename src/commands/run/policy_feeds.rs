@@ -173,10 +173,9 @@ pub fn sleep_policy_feed(
                 if let Some(listing) = listing.as_mut() {
                     listing.insert(policy.name_any());
                 }
-                let annotations = policy.spec.schedule.annotations();
                 namespaces.set_policy(
                     policy.spec.namespace_selector.clone(),
-                    Candidate::of(&policy.metadata, annotations),
+                    Candidate::of(&policy.metadata, &policy.spec.schedule),
                 )
             }
             watcher::Event::Delete(policy) => namespaces.remove_policy(&policy.name_any()),
@@ -231,9 +230,11 @@ pub fn sleep_schedule_feed(
                 if let Some(listing) = listing.as_mut() {
                     listing.insert((namespace.clone(), schedule.name_any()));
                 }
-                let annotations = schedule.spec.schedule.annotations();
                 namespaces
-                    .set_sleep_schedule(&namespace, Candidate::of(&schedule.metadata, annotations))
+                    .set_sleep_schedule(
+                        &namespace,
+                        Candidate::of(&schedule.metadata, &schedule.spec.schedule),
+                    )
                     .then_some(namespace)
                     .into_iter()
                     .collect()

@@ -34,6 +34,7 @@ fn object(
             },
             replicas,
             annotations: annotations_of(pairs),
+            labels: Default::default(),
             resource_version: None,
             managed_fields: Vec::new(),
             controlling_foo: None,

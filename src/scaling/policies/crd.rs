@@ -10,6 +10,8 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::resolve::Coverage;
+use crate::scaling::target::TargetKind;
 use crate::schedule::{
     DOWN_REPLICAS, DOWNTIME, HOLIDAYS, InvalidAnnotation, SCALE_DOWN, SCALE_UP, TIMEZONE, UPTIME,
     WAKE_ON_REQUEST,
@@ -48,6 +50,31 @@ pub struct ScheduleFields {
     /// (as cronscaler.dev/wake-on-request).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wake_on_request: Option<String>,
+    /// The kinds of workload it covers (default all three), e.g. `[Deployment]` to leave
+    /// StatefulSets and CronJobs running.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kinds: Option<Vec<WorkloadKind>>,
+    /// The workloads it leaves alone, by their labels, e.g. `matchLabels: {tier: database}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exclude: Option<LabelSelector>,
+}
+
+/// A kind of workload a `SleepPolicy` or `SleepSchedule` may cover.
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum WorkloadKind {
+    Deployment,
+    StatefulSet,
+    CronJob,
+}
+
+impl From<WorkloadKind> for TargetKind {
+    fn from(kind: WorkloadKind) -> Self {
+        match kind {
+            WorkloadKind::Deployment => TargetKind::Deployment,
+            WorkloadKind::StatefulSet => TargetKind::StatefulSet,
+            WorkloadKind::CronJob => TargetKind::CronJob,
+        }
+    }
 }
 
 /// Each field by the annotation it stands for, so that what is said of an annotation names the
@@ -97,6 +124,17 @@ impl ScheduleFields {
             summary = format!("{summary} {timezone}");
         }
         summary
+    }
+
+    /// Which workloads of the Namespaces it schedules it covers.
+    pub fn coverage(&self) -> Coverage {
+        Coverage {
+            kinds: self
+                .kinds
+                .as_ref()
+                .map(|kinds| kinds.iter().copied().map(TargetKind::from).collect()),
+            exclude: self.exclude.clone(),
+        }
     }
 
     /// The `cronscaler.dev/` annotations these fields stand for.
@@ -293,6 +331,8 @@ mod tests {
             "scaleDown",
             "timezone",
             "downReplicas",
+            "kinds",
+            "exclude",
         ] {
             assert!(
                 spec["properties"][field]["description"].is_string(),
@@ -300,6 +340,11 @@ mod tests {
                 spec["properties"][field]
             );
         }
+        assert_eq!(
+            spec["properties"]["kinds"]["items"]["enum"],
+            serde_json::json!(["Deployment", "StatefulSet", "CronJob"]),
+            "checked at admission"
+        );
         assert_eq!(crd["spec"]["scope"], "Cluster");
         let schedule = serde_json::to_value(SleepSchedule::crd()).unwrap();
         assert_eq!(schedule["spec"]["scope"], "Namespaced");

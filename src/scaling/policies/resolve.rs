@@ -8,7 +8,11 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 
-use crate::{scaling::target::creation_time, schedule::has_schedule};
+use super::crd::ScheduleFields;
+use crate::{
+    scaling::target::{TargetKind, creation_time},
+    schedule::has_schedule,
+};
 
 /// A `SleepSchedule` or `SleepPolicy`, as resolution needs it.
 #[derive(Debug, Clone, PartialEq)]
@@ -16,16 +20,39 @@ pub struct Candidate {
     pub name: String,
     pub created: Option<DateTime<Utc>>,
     pub annotations: BTreeMap<String, String>,
+    pub coverage: Coverage,
 }
 
 impl Candidate {
-    /// A `SleepSchedule` or `SleepPolicy` by its metadata, with the annotations its fields stand for.
-    pub fn of(meta: &ObjectMeta, annotations: BTreeMap<String, String>) -> Self {
+    /// A `SleepSchedule` or `SleepPolicy` by its metadata and fields.
+    pub fn of(meta: &ObjectMeta, fields: &ScheduleFields) -> Self {
         Self {
             name: meta.name.clone().unwrap_or_default(),
             created: creation_time(meta),
-            annotations,
+            annotations: fields.annotations(),
+            coverage: fields.coverage(),
         }
+    }
+}
+
+/// Which workloads of a Namespace its schedule covers: all, unless a `SleepPolicy` or
+/// `SleepSchedule` names the kinds or excludes some by label.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Coverage {
+    /// `None`: every kind.
+    pub kinds: Option<Vec<TargetKind>>,
+    pub exclude: Option<LabelSelector>,
+}
+
+impl Coverage {
+    pub fn covers(&self, kind: TargetKind, labels: &BTreeMap<String, String>) -> bool {
+        self.kinds
+            .as_ref()
+            .is_none_or(|kinds| kinds.contains(&kind))
+            && !self
+                .exclude
+                .as_ref()
+                .is_some_and(|selector| selects(selector, labels))
     }
 }
 
@@ -163,6 +190,7 @@ mod tests {
                 .with_ymd_and_hms(2026, 11, created_day, 0, 0, 0)
                 .single(),
             annotations: annotations(pairs),
+            coverage: Coverage::default(),
         }
     }
 
