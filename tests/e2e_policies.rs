@@ -130,10 +130,10 @@ async fn a_policy_sleeps_the_namespaces_it_selects_and_wakes_them_when_it_stops(
     let status = scenario.run(&["status", "-n", "pr-1"]);
     let shown = String::from_utf8_lossy(&status.stdout);
     assert!(
-        shown
-            .lines()
-            .any(|line| line.contains("web") && line.contains("asleep")),
-        "status shows pr-1's web asleep by the policy:\n{shown}{}",
+        shown.lines().any(|line| line.contains("web")
+            && line.contains("asleep")
+            && line.contains("SleepPolicy/previews-at-night")),
+        "status shows pr-1's web asleep by the policy, and names it:\n{shown}{}",
         String::from_utf8_lossy(&status.stderr)
     );
     let plan = scenario.run(&["plan", "-n", "pr-1", "--for", "1d"]);

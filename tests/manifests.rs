@@ -116,13 +116,16 @@ fn the_cluster_role_grants_exactly_what_the_controller_uses() {
     let mut cluster_wide = expected;
     // Namespace schedules: a metadata watch of Namespaces, and ended overrides taken away.
     cluster_wide.insert(grant("", "namespaces", &["list", "watch", "patch"]));
-    // Schedules as objects, which only schedule Namespaces: read only.
+    // Schedules as objects, which only schedule Namespaces: read, and their status written.
     cluster_wide.insert(grant("cronscaler.dev", "sleeppolicies", &["list", "watch"]));
     cluster_wide.insert(grant(
         "cronscaler.dev",
         "sleepschedules",
         &["list", "watch"],
     ));
+    for status in ["sleeppolicies/status", "sleepschedules/status"] {
+        cluster_wide.insert(grant("cronscaler.dev", status, &["patch"]));
+    }
     assert_eq!(
         grants(find(&objects, "ClusterRole", "cronscaler")),
         cluster_wide

@@ -2,8 +2,6 @@
 //! invalid, paused or excluded), since when, what comes next, and how many replicas sleeping
 //! withholds now.
 
-use std::collections::BTreeMap;
-
 use chrono::{DateTime, TimeDelta, Utc};
 use chrono_tz::Tz;
 use serde::Serialize;
@@ -45,6 +43,9 @@ pub struct Row {
     pub next: Option<Next>,
     pub replicas: i32,
     pub awake_replicas: i32,
+    /// Where its schedule comes from: `annotations` (its own), `Namespace`,
+    /// `SleepSchedule/NAME` or `SleepPolicy/NAME`.
+    pub schedule_from: String,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub reasons: Vec<String>,
 }
@@ -78,29 +79,23 @@ pub struct Status {
     pub namespace_schedules_known: bool,
 }
 
-/// The status at `now` of `objects`, whose Namespaces' annotations are `namespaces` (`None`:
-/// not known), for a controller that never touches the namespaces `excluded`.
+/// The status at `now` of `objects`, whose Namespaces' schedules are `namespaces` (`None`: not
+/// known), for a controller that never touches the namespaces `excluded`.
 pub fn status(
     objects: &[StatusObject],
-    namespaces: Option<&BTreeMap<String, BTreeMap<String, String>>>,
+    namespaces: Option<&NamespaceSchedules>,
     excluded: &[String],
     default_timezone: Tz,
     now: DateTime<Utc>,
 ) -> Status {
     let excluded = excluded.iter().cloned();
     let schedules = match namespaces {
-        Some(namespaces) => {
-            let schedules = NamespaceSchedules::watched(excluded);
-            for (name, annotations) in namespaces {
-                schedules.update(name, None, annotations);
-            }
-            schedules
-        }
+        Some(namespaces) => namespaces.clone().excluding(excluded),
         None => NamespaceSchedules::off(excluded),
     };
     let mut rows: Vec<Row> = objects
         .iter()
-        .filter_map(|object| row(object, namespaces, &schedules, default_timezone, now))
+        .filter_map(|object| row(object, &schedules, default_timezone, now))
         .collect();
     rows.sort_by(|a, b| (&a.namespace, &a.kind, &a.name).cmp(&(&b.namespace, &b.kind, &b.name)));
     let mut summary = Summary::default();
@@ -127,7 +122,6 @@ pub fn status(
 
 fn row(
     object: &StatusObject,
-    namespaces: Option<&BTreeMap<String, BTreeMap<String, String>>>,
     schedules: &NamespaceSchedules,
     default_timezone: Tz,
     now: DateTime<Utc>,
@@ -136,7 +130,7 @@ fn row(
     let observed = &object.observed;
     let namespace = observed.reference.namespace.clone().unwrap_or_default();
     let own = kind.rules_view(&observed.annotations);
-    let (effective, _) = schedules.effective(
+    let (effective, inherited) = schedules.effective(
         kind,
         &namespace,
         &observed.annotations,
@@ -161,10 +155,8 @@ fn row(
             }
         }
         None => {
-            let follows = namespaces
-                .filter(|_| kind != TargetKind::Foo)
-                .and_then(|namespaces| namespaces.get(&namespace));
-            state(&parsed, &own, follows, observed.replicas, now)?
+            let follows = schedules.covering(kind, &namespace, &observed.labels);
+            state(&parsed, &own, follows.as_ref(), observed.replicas, now)?
         }
     };
     if schedules.is_excluded(&namespace) {
@@ -184,6 +176,10 @@ fn row(
             .and_then(|zone| zone.parse().ok())
             .unwrap_or(default_timezone),
     };
+    let schedule_from = inherited
+        .then(|| schedules.governed_by(&namespace))
+        .flatten()
+        .unwrap_or_else(|| "annotations".into());
     Some(Row {
         namespace,
         kind: kind.to_string(),
@@ -198,6 +194,7 @@ fn row(
         }),
         replicas: standing.replicas,
         awake_replicas: standing.awake_replicas,
+        schedule_from,
         reasons: standing.reasons,
     })
 }
@@ -215,6 +212,7 @@ pub fn render_table(status: &Status, now: DateTime<Utc>) -> String {
         "KIND",
         "NAME",
         "STATE",
+        "FROM",
         "SINCE",
         "NEXT",
         "AT",
@@ -243,6 +241,7 @@ pub fn render_table(status: &Status, now: DateTime<Utc>) -> String {
             row.kind.clone(),
             row.name.clone(),
             row.state.as_str().into(),
+            row.schedule_from.clone(),
             row.since
                 .map_or("-".into(), |since| format!("{} ago", age(now - since))),
             next,

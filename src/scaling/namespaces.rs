@@ -169,6 +169,14 @@ impl NamespaceSchedules {
         }
     }
 
+    /// The same schedules, never touching the namespaces `excluded`.
+    pub fn excluding(self, excluded: impl IntoIterator<Item = String>) -> Self {
+        Self {
+            excluded: Arc::new(excluded.into_iter().collect()),
+            ..self
+        }
+    }
+
     /// The annotations `own` as the rules read them: kube-downscaler's as ours when told to.
     pub fn read<'a>(
         &self,
@@ -350,13 +358,10 @@ impl NamespaceSchedules {
         ))
     }
 
-    /// Where a Namespace's schedule comes from, as a user reads it, when it has one.
+    /// Where a Namespace's schedule comes from, in short (`SleepPolicy/office`), when it has one.
     pub fn governed_by(&self, namespace: &str) -> Option<String> {
         let layers = self.layers.lock().unwrap_or_else(PoisonError::into_inner);
-        match layers.source_of(namespace) {
-            Source::Nothing => None,
-            source => Some(source.describe(namespace)),
-        }
+        layers.source_of(namespace).short()
     }
 
     /// Stores what `namespace` now follows; true when that changed.
@@ -505,6 +510,24 @@ impl NamespaceSchedules {
             .is_some()
     }
 
+    /// The schedule of `namespace`, where it covers a workload of `kind` with `labels`.
+    pub fn covering(
+        &self,
+        kind: TargetKind,
+        namespace: &str,
+        labels: &BTreeMap<String, String>,
+    ) -> Option<BTreeMap<String, String>> {
+        let covered = self
+            .coverage
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(namespace)
+            .is_none_or(|coverage| coverage.covers(kind, labels));
+        (self.enabled && kind != TargetKind::Foo && covered)
+            .then(|| self.annotations_of(namespace))
+            .flatten()
+    }
+
     /// The `cronscaler.dev/` annotations a workload's schedule comes from (see
     /// [`crate::schedule::inherit`]), and whether they are its namespace's. Foos, and
     /// Deployments a Foo controls, follow only their own; so do workloads (by kind and
@@ -517,20 +540,11 @@ impl NamespaceSchedules {
         labels: &BTreeMap<String, String>,
         controlled_by_foo: bool,
     ) -> (BTreeMap<String, String>, bool) {
-        let covered = self
-            .coverage
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(namespace)
-            .is_none_or(|coverage| coverage.covers(kind, labels));
-        let schedules = self
-            .schedules
-            .read()
-            .unwrap_or_else(PoisonError::into_inner);
-        let inherits = self.enabled && kind != TargetKind::Foo && !controlled_by_foo && covered;
+        let namespace_schedule = self
+            .covering(kind, namespace, labels)
+            .filter(|_| !controlled_by_foo);
         let own = self.read(Some(kind), own);
-        let (mut effective, inherited) =
-            inherit(&own, schedules.get(namespace).filter(|_| inherits));
+        let (mut effective, inherited) = inherit(&own, namespace_schedule.as_ref());
         if inherited && kind == TargetKind::CronJob {
             // A namespace's replica counts are for its Deployments and StatefulSets; a CronJob
             // only sleeps or runs, and would refuse them.
@@ -772,7 +786,7 @@ mod tests {
         assert!(late.rivals[0].older);
         assert_eq!(
             namespaces.governed_by("pr-3").as_deref(),
-            Some("SleepSchedule team")
+            Some("SleepSchedule/team")
         );
         let team = namespaces.reach_of_sleep_schedule("pr-3", "team").unwrap();
         assert_eq!(team.governs, ["pr-3"]);

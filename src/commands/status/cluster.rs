@@ -14,7 +14,10 @@ use crate::{
     commands::plan::{list, list_namespaces, namespace_schedules},
     foo::Foo,
     runtime::api_errors::is_status,
-    scaling::target::{TargetKind, TargetState},
+    scaling::{
+        namespaces::NamespaceSchedules,
+        target::{TargetKind, TargetState},
+    },
     schedule::kube_downscaler,
 };
 
@@ -33,7 +36,7 @@ pub enum StatusError {
 pub struct Listed {
     pub objects: Vec<StatusObject>,
     /// `None` when Namespaces may not be listed (a namespaced install's grants).
-    pub namespaces: Option<BTreeMap<String, BTreeMap<String, String>>>,
+    pub namespaces: Option<NamespaceSchedules>,
 }
 
 impl Listed {
@@ -92,13 +95,7 @@ pub async fn read_cluster(
     let (schedules, listed) = namespace_schedules(client, namespace, kube_downscaler)
         .await
         .map_err(failed("Namespaces, SleepPolicies and SleepSchedules"))?;
-    let namespaces = listed.then(|| {
-        schedules
-            .scheduled()
-            .into_iter()
-            .filter_map(|name| Some((name.clone(), schedules.annotations_of(&name)?)))
-            .collect()
-    });
+    let namespaces = listed.then_some(schedules);
     Ok(Listed {
         objects,
         namespaces,

@@ -8,6 +8,15 @@ use crate::schedule::{
     test_support::{annotations as annotations_of, at},
 };
 
+/// Namespaces' schedules, from their annotations.
+fn schedules(namespaces: &[(&str, &[(&str, &str)])]) -> NamespaceSchedules {
+    let schedules = NamespaceSchedules::watched([]);
+    for (name, pairs) in namespaces {
+        schedules.update(name, None, &annotations_of(pairs));
+    }
+    schedules
+}
+
 /// Monday 2026-11-23, 02:00 UTC: the night of a "20:00 down, 07:00 up" schedule.
 fn night() -> DateTime<Utc> {
     at("2026-11-23T02:00:00Z")
@@ -57,21 +66,13 @@ fn only_row(
     namespaces: &[(&str, &[(&str, &str)])],
     now: DateTime<Utc>,
 ) -> Row {
-    let namespaces: BTreeMap<String, BTreeMap<String, String>> = namespaces
-        .iter()
-        .map(|(name, pairs)| (name.to_string(), annotations_of(pairs)))
-        .collect();
-    let mut status = status(objects, Some(&namespaces), &[], Tz::UTC, now);
+    let mut status = status(objects, Some(&schedules(namespaces)), &[], Tz::UTC, now);
     assert_eq!(status.objects.len(), 1, "{status:?}");
     status.objects.remove(0)
 }
 
 fn rows(objects: &[StatusObject], namespaces: &[(&str, &[(&str, &str)])]) -> Vec<Row> {
-    let namespaces: BTreeMap<String, BTreeMap<String, String>> = namespaces
-        .iter()
-        .map(|(name, pairs)| (name.to_string(), annotations_of(pairs)))
-        .collect();
-    status(objects, Some(&namespaces), &[], Tz::UTC, night()).objects
+    status(objects, Some(&schedules(namespaces)), &[], Tz::UTC, night()).objects
 }
 
 #[test]
@@ -230,8 +231,14 @@ fn a_namespaces_override_holds_every_scheduled_object_in_it_but_the_excluded() {
         ]
     );
     assert_eq!(rows[0].reasons, vec!["asleep until 2026-11-24T00:00:00Z"]);
-    let namespaces = BTreeMap::from([("staging".to_string(), annotations_of(namespace))]);
-    let summary = status(&objects, Some(&namespaces), &[], Tz::UTC, night()).summary;
+    let summary = status(
+        &objects,
+        Some(&schedules(&[("staging", namespace)])),
+        &[],
+        Tz::UTC,
+        night(),
+    )
+    .summary;
     assert_eq!(
         (summary.objects_asleep, summary.replicas_asleep),
         (1, 2),
@@ -296,7 +303,7 @@ fn a_cron_job_sleeps_suspended_and_counts_as_an_object_not_replicas() {
             ]),
         ),
     ];
-    let status = status(&objects, Some(&BTreeMap::new()), &[], Tz::UTC, night());
+    let status = status(&objects, Some(&schedules(&[])), &[], Tz::UTC, night());
     let report = &status.objects[0];
     assert_eq!(
         (
@@ -336,23 +343,23 @@ fn the_table_lines_up_one_row_an_object_and_the_summary() {
         ),
         deployment("typo", 2, &[(SCALE_DOWN, "never")]),
     ];
-    let status = status(&objects, Some(&BTreeMap::new()), &[], Tz::UTC, night());
+    let status = status(&objects, Some(&schedules(&[])), &[], Tz::UTC, night());
     let table = render_table(&status, night());
     let lines: Vec<&str> = table.lines().collect();
     assert_eq!(
         lines[0],
-        "NAMESPACE  KIND        NAME  STATE    SINCE   NEXT      AT                       REPLICAS  REASON"
+        "NAMESPACE  KIND        NAME  STATE    FROM         SINCE   NEXT      AT                       REPLICAS  REASON"
     );
     assert!(
         lines[1].starts_with(
-            "staging    Deployment  typo  invalid  -       -         -                        2/2       \
-             cronscaler.dev/scale-down: \"never\" "
+            "staging    Deployment  typo  invalid  annotations  -       -         -                        \
+             2/2       cronscaler.dev/scale-down: \"never\" "
         ),
         "{table}"
     );
     assert_eq!(
         lines[2],
-        "staging    Deployment  web   asleep   6h ago  up in 5h  2026-11-23 07:00:00 UTC  0/3"
+        "staging    Deployment  web   asleep   annotations  6h ago  up in 5h  2026-11-23 07:00:00 UTC  0/3"
     );
     assert_eq!(lines[3], "asleep now: 1 object, 3 replicas");
     let json = serde_json::to_value(&status).unwrap();
@@ -360,6 +367,7 @@ fn the_table_lines_up_one_row_an_object_and_the_summary() {
     assert_eq!(json["objects"][1]["state"], "asleep");
     assert_eq!(json["objects"][1]["next"]["action"], "up");
     assert_eq!(json["objects"][1]["awakeReplicas"], 3);
+    assert_eq!(json["objects"][1]["scheduleFrom"], "annotations");
     assert_eq!(json["namespaceSchedulesKnown"], true);
 }
 
@@ -416,7 +424,7 @@ fn a_schedule_in_a_namespace_the_controller_never_touches_is_excluded() {
     ];
     let status = status(
         &objects,
-        Some(&BTreeMap::new()),
+        Some(&schedules(&[])),
         &["kube-system".to_string()],
         Tz::UTC,
         night(),
@@ -466,7 +474,7 @@ fn what_kube_downscaler_put_to_sleep_is_asleep_with_its_count_to_wake_to() {
     ];
     let mut listed = Listed {
         objects: vec![deployment("web", 0, &left)],
-        namespaces: Some(BTreeMap::new()),
+        namespaces: Some(schedules(&[])),
     };
     assert!(
         status(
@@ -485,4 +493,33 @@ fn what_kube_downscaler_put_to_sleep_is_asleep_with_its_count_to_wake_to() {
     assert_eq!(row.state, State::Asleep);
     assert_eq!((row.replicas, row.awake_replicas), (0, 4));
     assert_eq!(row.since, None, "no transition of ours put it to sleep");
+}
+
+#[test]
+fn a_row_says_which_policy_schedules_it_and_what_a_policy_does_not_cover_has_none() {
+    use crate::scaling::policies::{
+        crd::{ScheduleFields, WorkloadKind},
+        resolve::Candidate,
+    };
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+    let schedules = schedules(&[]);
+    schedules.set_labels("staging", &annotations_of(&[("env", "staging")]));
+    let fields = ScheduleFields {
+        downtime: Some("Mon-Sun 00:00-24:00".into()),
+        kinds: Some(vec![WorkloadKind::Deployment]),
+        ..ScheduleFields::default()
+    };
+    let meta = ObjectMeta {
+        name: Some("nights".into()),
+        ..ObjectMeta::default()
+    };
+    schedules.set_policy(LabelSelector::default(), Candidate::of(&meta, &fields));
+    let objects = [
+        deployment("web", 2, &[]),
+        object(TargetKind::StatefulSet, "staging", "db", 1, &[]),
+    ];
+    let status = status(&objects, Some(&schedules), &[], Tz::UTC, night());
+    assert_eq!(status.objects.len(), 1, "the StatefulSet is not covered");
+    assert_eq!(status.objects[0].name, "web");
+    assert_eq!(status.objects[0].schedule_from, "SleepPolicy/nights");
 }

@@ -90,6 +90,16 @@ impl Source<'_> {
             Source::Nothing => "nothing".into(),
         }
     }
+
+    /// The same as `kubectl` names objects: `Namespace`, `SleepSchedule/team`.
+    pub fn short(&self) -> Option<String> {
+        match self {
+            Source::Own => Some("Namespace".into()),
+            Source::SleepSchedule(chosen) => Some(format!("SleepSchedule/{}", chosen.name)),
+            Source::SleepPolicy(chosen) => Some(format!("SleepPolicy/{}", chosen.name)),
+            Source::Nothing => None,
+        }
+    }
 }
 
 /// Which schedule a Namespace follows: `own` when it has a schedule of its own, else the oldest
