@@ -634,6 +634,15 @@ async fn a_policy_covers_only_the_kinds_it_names_and_leaves_alone_what_it_exclud
         (replicas == 0).then_some(())
     })
     .await;
+
+    // `cronscaler wake` sees the policy's schedule as the controller does.
+    let woken = scenario.run(&["wake", "-n", "pr-c", "--for", "1h"]);
+    assert!(
+        woken.status.success(),
+        "wake a Namespace its policy put to sleep: {}",
+        String::from_utf8_lossy(&woken.stderr)
+    );
+    web_replicas_become(&deployments, 2, "web woken on demand").await;
     controller
         .assert_stops_cleanly(Duration::from_secs(5))
         .await;

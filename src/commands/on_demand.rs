@@ -14,7 +14,7 @@ use kube::{
 use serde_json::json;
 
 use crate::{
-    commands::status::namespace_annotations,
+    commands::plan::namespace_schedules,
     runtime::key::ObjectKey,
     scaling::{
         namespaces::NamespaceSchedules,
@@ -31,7 +31,7 @@ pub enum OverrideError {
     )]
     Target(String),
     #[error(
-        "{what} has no schedule (cronscaler.dev/scale-down, scale-up, uptime or downtime, its own or its Namespace's): nothing to {verb}"
+        "{what} has no schedule (cronscaler.dev/scale-down, scale-up, uptime or downtime, its own or its Namespace's, nor a SleepSchedule or SleepPolicy): nothing to {verb}"
     )]
     Unscheduled { what: String, verb: &'static str },
     #[error("{what} has an invalid schedule: {problems}")]
@@ -55,6 +55,8 @@ pub enum OverrideError {
     },
     #[error("{0} not found")]
     NotFound(String),
+    #[error("{0}: Namespaces may not be listed (403), so its schedule cannot be read")]
+    NamespaceUnreadable(String),
     #[error("{action} {what}: {source}")]
     Api {
         action: &'static str,
@@ -207,20 +209,25 @@ pub async fn set_override(
 ) -> Result<String, OverrideError> {
     let what = target.describe();
     let namespace = target.namespace();
-    let namespace_annotations = namespace_annotations(client, Some(namespace))
+    // Its annotations, labels, and the SleepPolicies and SleepSchedules reaching it.
+    let listed = namespace_schedules(client, Some(namespace), false)
         .await
-        .map(|mut listed| listed.remove(namespace))
         .map_err(api_error("read", &format!("Namespace {namespace}")));
-    let namespace_annotations = match (&target, namespace_annotations) {
-        (_, Ok(Some(annotations))) => Some(annotations),
-        (OverrideTarget::Namespace(_), Ok(None)) => return Err(OverrideError::NotFound(what)),
+    let schedules = match (&target, listed) {
+        (_, Ok((schedules, true))) if schedules.is_known(namespace) => Some(schedules),
+        (OverrideTarget::Namespace(_), Ok((_, true))) => return Err(OverrideError::NotFound(what)),
+        (OverrideTarget::Namespace(_), Ok((_, false))) => {
+            return Err(OverrideError::NamespaceUnreadable(what));
+        }
         (OverrideTarget::Namespace(_), Err(error)) => return Err(error),
         // Without the Namespace (not allowed to read it) the object's own schedule decides.
         (OverrideTarget::Object(_), _) => None,
     };
     let (effective, parsed) = match target {
         OverrideTarget::Namespace(_) => {
-            let annotations = namespace_annotations.unwrap_or_default();
+            let annotations = schedules
+                .and_then(|schedules| schedules.annotations_of(namespace))
+                .unwrap_or_default();
             let parsed = schedule::parse(&annotations, default_timezone);
             (annotations, parsed)
         }
@@ -229,12 +236,7 @@ pub async fn set_override(
                 .await
                 .map_err(api_error("read", &what))?
                 .ok_or_else(|| OverrideError::NotFound(what.clone()))?;
-            object_schedule(
-                object,
-                &observed,
-                namespace_annotations.as_ref(),
-                default_timezone,
-            )
+            object_schedule(object, &observed, schedules.as_ref(), default_timezone)
         }
     };
     if !has_schedule(&effective) {
@@ -277,14 +279,11 @@ pub async fn set_override(
 fn object_schedule(
     object: &ScaleTarget,
     observed: &TargetState,
-    namespace: Option<&BTreeMap<String, String>>,
+    namespaces: Option<&NamespaceSchedules>,
     default_timezone: Tz,
 ) -> (BTreeMap<String, String>, Annotations) {
-    let namespaces = NamespaceSchedules::watched([]);
-    if let Some(annotations) = namespace {
-        namespaces.update(&object.key.namespace, None, annotations);
-    }
-    let (effective, _) = namespaces.effective(
+    let unknown = NamespaceSchedules::off([]);
+    let (effective, _) = namespaces.unwrap_or(&unknown).effective(
         object.kind,
         &object.key.namespace,
         &observed.annotations,
@@ -447,8 +446,10 @@ mod tests {
         // The Namespace's replica count is for its Deployments; a CronJob only sleeps or runs.
         let mut namespace = staging();
         namespace.insert(schedule::DOWN_REPLICAS.to_string(), "1".to_string());
+        let namespaces = NamespaceSchedules::watched([]);
+        namespaces.update("staging", None, &namespace);
         let (effective, parsed) =
-            object_schedule(&report, &observed, Some(&namespace), chrono_tz::Tz::UTC);
+            object_schedule(&report, &observed, Some(&namespaces), chrono_tz::Tz::UTC);
         assert!(has_schedule(&effective));
         let now = at("2026-11-23T21:00:00Z");
         assert_eq!(

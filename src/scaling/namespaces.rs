@@ -419,6 +419,12 @@ impl NamespaceSchedules {
         self.settle_all(&layers);
     }
 
+    /// Whether the Namespace was seen (listed or watched).
+    pub fn is_known(&self, namespace: &str) -> bool {
+        let layers = self.layers.lock().unwrap_or_else(PoisonError::into_inner);
+        layers.labels.contains_key(namespace)
+    }
+
     /// The Namespace's `cronscaler.dev/` annotations.
     pub fn annotations_of(&self, namespace: &str) -> Option<BTreeMap<String, String>> {
         self.schedules
