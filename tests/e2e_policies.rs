@@ -119,6 +119,27 @@ async fn a_policy_sleeps_the_namespaces_it_selects_and_wakes_them_when_it_stops(
         .expect("creating the SleepPolicy");
     web_replicas_become(&first, 0, "pr-1 asleep by the policy").await;
     web_replicas_become(&second, 0, "pr-2 asleep by the policy").await;
+    // The Namespace's Event says which policy slept it.
+    let events: Api<k8s_openapi::api::events::v1::Event> =
+        Api::namespaced(scenario.client.clone(), "default");
+    let told = eventually("pr-1's NamespaceScaledDown Event", PROMPTLY, || async {
+        events
+            .list(&Default::default())
+            .await
+            .ok()?
+            .items
+            .into_iter()
+            .find(|event| {
+                event.reason.as_deref() == Some("NamespaceScaledDown")
+                    && event.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("pr-1")
+            })
+    })
+    .await;
+    let note = told.note.unwrap_or_default();
+    assert!(
+        note.contains("from SleepPolicy/previews-at-night"),
+        "{note}"
+    );
     let (replicas, _) = replicas_and_annotations(&staging, "web")
         .await
         .expect("staging's web");

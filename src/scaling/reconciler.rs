@@ -705,7 +705,15 @@ fn tally(
             },
             on_demand::describe(&transition, ctx.namespaces.setter_of(namespace).as_deref()),
         ),
-        None => (transition, describe_cron(schedule, transition)),
+        None => {
+            let cron = describe_cron(schedule, transition);
+            // A schedule from a SleepPolicy or SleepSchedule says which.
+            let by = match ctx.namespaces.governed_by(namespace) {
+                Some(source) if source != "Namespace" => format!("{cron} from {source}"),
+                _ => cron,
+            };
+            (transition, by)
+        }
     };
     if reports.record(namespace, transition, &by, object, outcome, Instant::now()) {
         queue.add_after(

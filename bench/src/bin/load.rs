@@ -16,7 +16,8 @@
 //! kind spread in contiguous blocks over the Namespaces `load-{j}`. Every object carries a 4 KiB
 //! `kubectl.kubernetes.io/last-applied-configuration` annotation (`memory`) and a
 //! `managedFields` entry of kubectl's. One workload in `--own-every` has a schedule of its own,
-//! one Namespace in `--scheduled-namespace-every` has one for its other workloads. Each
+//! one Namespace in `--scheduled-namespace-every` has one for its other workloads: with
+//! `--policies N`, from one of N SleepPolicies selecting it by label instead of annotations. Each
 //! scheduled workload records the transition in force as its `cronscaler.dev/last-transition`
 //! (with `original-replicas` or `original-suspend` when that transition put it to sleep), as the
 //! controller would have left it, so a start finds nothing due and reads no object.
@@ -27,7 +28,8 @@
 //!   shows at once;
 //! - metadata-only lists of one namespace's workloads (sent when a Namespace's schedule changes);
 //! - full lists and watches of Foos, SleepPolicies, SleepSchedules, of Deployments labelled `samplecontroller.k8s.io/foo` and
-//!   of HPAs (all empty);
+//!   of HPAs (all empty but the SleepPolicies of `--policies`), and PATCHes of a SleepPolicy's
+//!   status (counted apart: a first start writes each once);
 //! - GET and merge PATCH of one workload, Event creation (`events.k8s.io/v1`, echoed back), and
 //!   `/version` (the outage probe).
 //!
@@ -104,6 +106,10 @@ enum Load {
         /// One Namespace in this many has a schedule, followed by its workloads without one.
         #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
         scheduled_namespace_every: u32,
+        /// The scheduled Namespaces take their schedule from this many SleepPolicies, selecting
+        /// them by label, instead of annotations of their own (0: annotations).
+        #[arg(long, default_value_t = 0)]
+        policies: usize,
         /// The controller's defaults: a start with nothing due sends only list pages and watches.
         #[arg(long, default_value_t = 50.0)]
         qps: f64,
@@ -235,6 +241,8 @@ struct World {
     own_every: usize,
     /// Namespace `j` has a schedule when `every` divides `j`.
     scheduled_namespace_every: Option<usize>,
+    /// SleepPolicies giving the scheduled Namespaces their schedule (0: their annotations do).
+    policies: usize,
     crons: Vec<Cron>,
     /// `last-transition` the expected PATCHes record; `None` when no PATCH is expected.
     due: Option<String>,
@@ -261,11 +269,46 @@ impl World {
         first(j)..first(j + 1)
     }
 
-    fn namespace_cron(&self, j: usize) -> Option<&Cron> {
+    /// The place of Namespace `j` among the scheduled ones.
+    fn scheduled_slot(&self, j: usize) -> Option<usize> {
         let every = self
             .scheduled_namespace_every
             .filter(|every| j.is_multiple_of(*every))?;
-        self.crons.get(j / every % self.crons.len())
+        Some(j / every)
+    }
+
+    /// The SleepPolicy that schedules Namespace `j`, if policies do.
+    fn policy_of(&self, j: usize) -> Option<usize> {
+        let slot = self.scheduled_slot(j)?;
+        (self.policies > 0).then(|| slot % self.policies)
+    }
+
+    fn namespace_cron(&self, j: usize) -> Option<&Cron> {
+        let slot = self.scheduled_slot(j)?;
+        let index = self.policy_of(j).unwrap_or(slot);
+        self.crons.get(index % self.crons.len())
+    }
+
+    fn policy(&self, k: usize) -> Option<Value> {
+        let cron = self
+            .crons
+            .get(k % self.crons.len())
+            .filter(|_| k < self.policies)?;
+        let mut spec = json!({
+            "namespaceSelector": { "matchLabels": { "bench-policy": k.to_string() } },
+            "scaleDown": cron.down,
+        });
+        if let Some(up) = &cron.up {
+            spec["scaleUp"] = json!(up);
+        }
+        Some(json!({
+            "apiVersion": "cronscaler.dev/v1alpha1", "kind": "SleepPolicy",
+            "metadata": {
+                "name": format!("policy-{k}"), "uid": format!("0a11ce55-0000-4000-9000-{k:012}"),
+                "resourceVersion": "3", "generation": 1, "creationTimestamp": self.created,
+            },
+            "spec": spec,
+        }))
     }
 
     fn governed(&self, kind: Kind, i: usize) -> Governed<'_> {
@@ -306,6 +349,8 @@ struct Counts {
     /// GETs of a workload after it was patched: re-reads, not decisions.
     rereads: AtomicU64,
     patches: AtomicU64,
+    /// PATCHes of a SleepPolicy's status.
+    status_writes: AtomicU64,
     unexpected_patches: AtomicU64,
     events: AtomicU64,
     versions: AtomicU64,
@@ -377,8 +422,10 @@ enum Route {
     Version,
     Namespaces,
     Foos,
-    /// SleepPolicies and SleepSchedules: none here.
+    /// SleepPolicies (those of `--policies`) and SleepSchedules (none).
     SleepPolicies,
+    /// The status of the SleepPolicy `policy-{k}`.
+    SleepPolicyStatus(usize),
     SleepSchedules,
     /// Every HPA: none here, the controller only needs them listed and watched.
     Hpas,
@@ -448,6 +495,19 @@ impl Fake {
             ["api", "v1", "namespaces"] => Some(Route::Namespaces),
             ["apis", "samplecontroller.k8s.io", "v1alpha1", "foos"] => Some(Route::Foos),
             ["apis", "cronscaler.dev", "v1alpha1", "sleeppolicies"] => Some(Route::SleepPolicies),
+            [
+                "apis",
+                "cronscaler.dev",
+                "v1alpha1",
+                "sleeppolicies",
+                name,
+                "status",
+            ] => name
+                .strip_prefix("policy-")?
+                .parse::<usize>()
+                .ok()
+                .filter(|&k| k < self.world.policies)
+                .map(Route::SleepPolicyStatus),
             ["apis", "cronscaler.dev", "v1alpha1", "sleepschedules"] => Some(Route::SleepSchedules),
             ["apis", "autoscaling", "v2", "horizontalpodautoscalers"] => Some(Route::Hpas),
             ["apis", "events.k8s.io", "v1", "namespaces", _, "events"] => Some(Route::Events),
@@ -547,9 +607,16 @@ impl Fake {
     fn namespace_metadata(&self, j: usize) -> Value {
         let name = format!("load-{j}");
         let mut annotations = BTreeMap::new();
-        if let Some(cron) = self.world.namespace_cron(j) {
-            annotations.insert(schedule::SCALE_DOWN, cron.down.clone());
-            annotations.extend(cron.up.clone().map(|up| (schedule::SCALE_UP, up)));
+        let mut labels = BTreeMap::from([("kubernetes.io/metadata.name", name.clone())]);
+        match (self.world.policy_of(j), self.world.namespace_cron(j)) {
+            (Some(policy), _) => {
+                labels.insert("bench-policy", policy.to_string());
+            }
+            (None, Some(cron)) => {
+                annotations.insert(schedule::SCALE_DOWN, cron.down.clone());
+                annotations.extend(cron.up.clone().map(|up| (schedule::SCALE_UP, up)));
+            }
+            (None, None) => {}
         }
         if self.world.last_applied {
             annotations.insert(LAST_APPLIED, last_applied("Namespace", "v1", &name, None));
@@ -557,7 +624,7 @@ impl Fake {
         json!({
             "name": name, "uid": format!("0a11ce55-0000-4000-8000-{j:012}"),
             "resourceVersion": "2", "creationTimestamp": self.world.created,
-            "labels": { "kubernetes.io/metadata.name": name },
+            "labels": labels,
             "annotations": annotations,
             "managedFields": [kubectl_fields("v1", &self.world.created, None)]
         })
@@ -828,7 +895,25 @@ async fn handle(fake: Arc<Fake>, request: Request<Incoming>) -> Result<Response<
         }
         (&Method::GET, Some(Route::SleepPolicies)) => {
             tally(&counts.lists, "SleepPolicies");
-            empty_list("cronscaler.dev/v1alpha1", "SleepPolicyList")
+            let items: Vec<Value> = (0..world.policies)
+                .filter_map(|k| world.policy(k))
+                .collect();
+            let list = json!({
+                "apiVersion": "cronscaler.dev/v1alpha1", "kind": "SleepPolicyList",
+                "metadata": { "resourceVersion": "3" }, "items": items,
+            });
+            json_response(StatusCode::OK, &list)
+        }
+        (&Method::PATCH, Some(Route::SleepPolicyStatus(k))) => {
+            counts.status_writes.fetch_add(1, Relaxed);
+            match (body.collect().await, world.policy(k)) {
+                (Ok(body), Some(mut policy)) => {
+                    let patch: Value = serde_json::from_slice(&body.to_bytes()).unwrap_or_default();
+                    policy["status"] = patch["status"].clone();
+                    json_response(StatusCode::OK, &policy)
+                }
+                _ => bytes_response(StatusCode::BAD_REQUEST, Bytes::new()),
+            }
         }
         (&Method::GET, Some(Route::SleepSchedules)) if watch => {
             tally(&counts.watches, "SleepSchedules");
@@ -1096,6 +1181,7 @@ struct Population {
     namespaces: usize,
     own_every: usize,
     scheduled_namespace_every: usize,
+    policies: usize,
 }
 
 async fn memory(
@@ -1110,6 +1196,7 @@ async fn memory(
         namespaces: population.namespaces,
         own_every: population.own_every,
         scheduled_namespace_every: Some(population.scheduled_namespace_every),
+        policies: population.policies,
         crons: nightly_crons(now)?,
         due: None,
         last_applied: true,
@@ -1144,8 +1231,14 @@ async fn memory(
     let [deployments, stateful_sets, cron_jobs] = population.counts;
     let workloads = deployments + stateful_sets + cron_jobs;
     let c = &fake.counts;
-    let [gets, patches, events, versions] =
-        [&c.gets, &c.patches, &c.events, &c.versions].map(|counter| counter.load(Relaxed));
+    let [gets, patches, events, versions, status_writes] = [
+        &c.gets,
+        &c.patches,
+        &c.events,
+        &c.versions,
+        &c.status_writes,
+    ]
+    .map(|counter| counter.load(Relaxed));
     println!(
         "memory: {deployments} Deployments, {stateful_sets} StatefulSets, {cron_jobs} CronJobs in {} Namespaces, \
          each with a 4 KiB last-applied-configuration",
@@ -1163,7 +1256,11 @@ async fn memory(
         setting("MALLOC_TRIM_THRESHOLD_")
     );
     println!(
-        "  scheduled: {own} workloads by their own schedule, {inherited} by their namespace's ({scheduled_namespaces} Namespaces scheduled); nothing due"
+        "  scheduled: {own} workloads by their own schedule, {inherited} by their namespace's ({scheduled_namespaces} Namespaces scheduled{}); nothing due",
+        match population.policies {
+            0 => " by their annotations".to_string(),
+            n => format!(" by {n} SleepPolicies selecting them by label"),
+        }
     );
     println!(
         "  baseline RSS (runtime + fake API server): {}",
@@ -1219,7 +1316,8 @@ async fn memory(
     );
     println!(
         "  start-up: {:.1} s at --kube-qps {qps} --kube-burst {burst}; {} LISTs ({}); {} WATCHes ({}); \
-         {gets} GETs of one object, {patches} PATCHes, {events} Events, {versions} GET /version",
+         {gets} GETs of one object, {patches} PATCHes, {events} Events, {versions} GET /version; \
+         {status_writes} SleepPolicy status PATCHes (a first start writes each once)",
         startup.as_secs_f64(),
         total(&c.lists),
         describe(&c.lists),
@@ -1229,6 +1327,12 @@ async fn memory(
     check_clean(&fake)?;
     if gets + patches + events != 0 {
         bail!("a start with nothing due read, patched or told something");
+    }
+    if status_writes > population.policies as u64 {
+        bail!(
+            "{status_writes} status PATCHes for {} SleepPolicies: a status is written only on change",
+            population.policies
+        );
     }
     if held != (own + inherited) as u64 {
         bail!(
@@ -1277,6 +1381,7 @@ async fn qps(
         namespaces,
         own_every: 1,
         scheduled_namespace_every: None,
+        policies: 0,
         crons: vec![Cron {
             asleep: false,
             ..previous
@@ -1440,6 +1545,7 @@ async fn main() -> ExitCode {
             namespaces,
             own_every,
             scheduled_namespace_every,
+            policies,
             qps,
             burst,
             common,
@@ -1449,6 +1555,7 @@ async fn main() -> ExitCode {
                 namespaces: namespaces as usize,
                 own_every: own_every as usize,
                 scheduled_namespace_every: scheduled_namespace_every as usize,
+                policies,
             };
             memory(population, qps, burst, common).await
         }
