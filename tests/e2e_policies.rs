@@ -528,6 +528,7 @@ async fn policies_show_what_they_do_in_kubectl_get_and_tell_of_conflicts_and_inv
     eventually("always-up's status", PROMPTLY, || async {
         let schedule = declared(&sleep_schedules, "always-up").await;
         (schedule["status"]["state"] == "awake"
+            && schedule["status"]["workloads"] == 1
             && condition(&schedule, "Ready").is_some_and(|(holds, _, _)| holds == "True"))
         .then_some(())
     })
@@ -544,10 +545,13 @@ async fn policies_show_what_they_do_in_kubectl_get_and_tell_of_conflicts_and_inv
     );
     let (columns, rows) =
         kubectl_get(&scenario, "/apis/cronscaler.dev/v1alpha1/sleepschedules").await;
-    assert_eq!(columns, ["NAME", "SCHEDULE", "STATE", "NEXT", "AGE"]);
+    assert_eq!(
+        columns,
+        ["NAME", "SCHEDULE", "STATE", "NEXT", "WORKLOADS", "AGE"]
+    );
     assert!(
         rows.iter()
-            .any(|(name, cells)| name == "always-up" && cells[2] == "awake"),
+            .any(|(name, cells)| name == "always-up" && cells[2] == "awake" && cells[4] == 1),
         "{rows:?}"
     );
     controller

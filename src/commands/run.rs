@@ -227,10 +227,6 @@ pub async fn run(
     };
     let (policy_store, policy_cache) = reflector::store();
     let (sleep_schedule_store, sleep_schedule_cache) = reflector::store();
-    let declarations = Declarations {
-        policies: policy_store,
-        schedules: sleep_schedule_store,
-    };
     let namespace_feeds = namespace.is_none().then(|| {
         (
             namespace_feed(
@@ -487,7 +483,11 @@ pub async fn run(
         .with_reports(scaling_queue)
         .with_hpas(hpas)
         .with_wakes(wakes)
-        .with_declarations(declarations),
+        .with_declarations(Declarations {
+            policies: policy_store,
+            schedules: sleep_schedule_store,
+            workloads_listed: cron_jobs_listed.subscribe(),
+        }),
         clock,
         metrics: metrics.clone(),
     });

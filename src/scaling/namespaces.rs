@@ -39,6 +39,8 @@ pub struct NamespaceSchedules {
     layers: Arc<Mutex<Layers>>,
     /// The workloads each Namespace's schedule covers, where not all.
     coverage: Arc<RwLock<HashMap<String, Coverage>>>,
+    /// How many workloads follow each Namespace's schedule, as the trackers count them.
+    followers: Arc<Mutex<HashMap<String, u32>>>,
 }
 
 /// Everything a Namespace's schedule may come from (see [`resolve`]).
@@ -351,11 +353,51 @@ impl NamespaceSchedules {
                 namespaces: vec![namespace.to_string()],
             })
             .collect();
-        Some(layers.reach(
+        let mut reach = layers.reach(
             vec![namespace.to_string()],
             rivals,
             |source| matches!(source, Source::SleepSchedule(chosen) if chosen.name == name),
-        ))
+        );
+        if !reach.governs.is_empty() {
+            reach.workloads = self.followers(namespace);
+        }
+        Some(reach)
+    }
+
+    /// A workload starts (`follows`) or stops following its Namespace's schedule.
+    pub fn count_follower(&self, namespace: &str, follows: bool) {
+        let mut followers = self
+            .followers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let count = followers.entry(namespace.to_string()).or_default();
+        *count = if follows {
+            count.saturating_add(1)
+        } else {
+            count.saturating_sub(1)
+        };
+        if *count == 0 {
+            followers.remove(namespace);
+        }
+    }
+
+    /// How many workloads follow the Namespace's schedule.
+    pub fn followers(&self, namespace: &str) -> u32 {
+        let followers = self
+            .followers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        followers.get(namespace).copied().unwrap_or_default()
+    }
+
+    /// The names of the `SleepSchedule`s of `namespace`.
+    pub fn sleep_schedules_in(&self, namespace: &str) -> Vec<String> {
+        let layers = self.layers.lock().unwrap_or_else(PoisonError::into_inner);
+        layers
+            .sleep_schedules
+            .get(namespace)
+            .map(|schedules| schedules.keys().cloned().collect())
+            .unwrap_or_default()
     }
 
     /// Where a Namespace's schedule comes from, in short (`SleepPolicy/office`), when it has one.

@@ -68,6 +68,8 @@ const MIN_PRUNE_AT: usize = 64;
 struct Tracked {
     /// Digest of what matters in the metadata: unchanged, the event changes nothing.
     fingerprint: u64,
+    /// It follows its Namespace's schedule, and is counted among its followers.
+    follows_namespace: bool,
     /// Digest of who else set the replicas, to notice a new writer that left no time.
     writers: u64,
     standing: Standing,
@@ -340,7 +342,7 @@ impl Tracker {
         let controlled_by_foo =
             controlling_foo(meta.owner_references.as_deref().unwrap_or_default()).is_some();
         let none = BTreeMap::new();
-        let (ours, _) = self.namespaces.effective(
+        let (ours, follows_namespace) = self.namespaces.effective(
             self.kind,
             &key.namespace,
             meta.annotations.as_ref().unwrap_or(&none),
@@ -367,7 +369,7 @@ impl Tracker {
             value(&mut hasher);
             hasher.finish()
         };
-        let fingerprint = digest(&|hasher| (&ours, &other_writers).hash(hasher));
+        let fingerprint = digest(&|hasher| (&ours, follows_namespace, &other_writers).hash(hasher));
         let writers = digest(&|hasher| other_writers.hash(hasher));
         let previous = self.tracked.get(&key);
         if previous.is_some_and(|tracked| tracked.fingerprint == fingerprint) {
@@ -460,14 +462,31 @@ impl Tracker {
             }
         };
         self.follow(target, &standing, now);
-        self.tracked.insert(
-            key,
-            Tracked {
-                fingerprint,
-                writers,
-                standing,
-            },
-        );
+        let was_following = self
+            .tracked
+            .insert(
+                key.clone(),
+                Tracked {
+                    fingerprint,
+                    follows_namespace,
+                    writers,
+                    standing,
+                },
+            )
+            .is_some_and(|previous| previous.follows_namespace);
+        if was_following != follows_namespace {
+            self.count_follower(&key.namespace, follows_namespace);
+        }
+    }
+
+    /// Counts a workload in or out of its Namespace's followers, and has the Namespace's
+    /// `SleepSchedule`s, which show that count, looked at again.
+    fn count_follower(&self, namespace: &str, follows: bool) {
+        self.namespaces.count_follower(namespace, follows);
+        for name in self.namespaces.sleep_schedules_in(namespace) {
+            let key = ObjectKey::new(namespace, name);
+            self.queue.add(ScalingKey::SleepScheduleStatus(key));
+        }
     }
 
     /// Reads the annotations as the reconciler would. Objects with the same schedule
@@ -541,8 +560,11 @@ impl Tracker {
     fn forget(&mut self, key: &ObjectKey) {
         self.count_invalid(key, false);
         self.asleep.forget(self.kind, key);
-        if self.tracked.remove(key).is_some() {
+        if let Some(forgotten) = self.tracked.remove(key) {
             self.timer.disarm(self.target(key.clone()));
+            if forgotten.follows_namespace {
+                self.count_follower(&key.namespace, false);
+            }
         }
     }
 }

@@ -178,6 +178,9 @@ pub struct SleepStatus {
     /// SleepPolicy only: how many Namespaces its namespaceSelector selects.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespaces: Option<u32>,
+    /// SleepSchedule only: how many workloads of its Namespace follow it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workloads: Option<u32>,
     /// `Ready` (the schedule is valid and followed somewhere), `Invalid` (a field the
     /// controller cannot act on, named with its value), `Conflicting` (another of its kind
     /// covers the same Namespace: the older applies).
@@ -196,6 +199,7 @@ impl SleepStatus {
                 "state",
                 "nextTransition",
                 "namespaces",
+                "workloads",
                 "conditions",
             ] {
                 fields.entry(field).or_insert(serde_json::Value::Null);
@@ -266,6 +270,7 @@ pub struct SleepPolicySpec {
     printcolumn(name = "Schedule", type_ = "string", json_path = ".status.schedule"),
     printcolumn(name = "State", type_ = "string", json_path = ".status.state"),
     printcolumn(name = "Next", type_ = "string", json_path = ".status.nextTransition"),
+    printcolumn(name = "Workloads", type_ = "integer", json_path = ".status.workloads"),
     printcolumn(
         name = "Age",
         type_ = "date",

@@ -2,13 +2,14 @@
 //! their status: read from those caches, computed by [`status_write`], then patched (only on
 //! change) with the Warning Events it owes.
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 use kube::{
     Api, Resource, ResourceExt,
     api::{Patch, PatchParams},
     runtime::reflector::{ObjectRef, Store},
 };
 use serde::de::DeserializeOwned;
+use tokio::sync::watch;
 
 use super::{
     crd::{SleepPolicy, SleepSchedule},
@@ -24,7 +25,13 @@ use crate::{
 pub struct Declarations {
     pub policies: Store<SleepPolicy>,
     pub schedules: Store<SleepSchedule>,
+    /// Every workload kind listed once: before that, a count of the workloads following a
+    /// `SleepSchedule` is still growing, and its status would be written more than once.
+    pub workloads_listed: watch::Receiver<bool>,
 }
+
+/// How long a `SleepSchedule`'s status waits for the workloads to be listed.
+const LISTING_WAIT: TimeDelta = TimeDelta::seconds(1);
 
 /// Brings a `SleepPolicy`'s status in line; when its state changes next.
 pub async fn policy_status(
@@ -61,6 +68,9 @@ pub async fn sleep_schedule_status(
     let Some(declarations) = &ctx.declarations else {
         return Ok(None);
     };
+    if !*declarations.workloads_listed.borrow() {
+        return Ok(Some(now + LISTING_WAIT));
+    }
     let (Some(schedule), Some(reach)) = (
         declarations
             .schedules

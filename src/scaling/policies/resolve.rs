@@ -148,6 +148,8 @@ pub struct Reach {
     pub rivals: Vec<Rival>,
     /// What the first Namespace it governs follows, its override on demand included.
     pub followed: Option<BTreeMap<String, String>>,
+    /// A `SleepSchedule`: the workloads that follow it.
+    pub workloads: u32,
 }
 
 /// Another `SleepPolicy` (or `SleepSchedule`) covering some of the same Namespaces.

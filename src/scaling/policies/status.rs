@@ -142,6 +142,7 @@ pub fn status_write(
         next_transition: next.map(|at| at.to_rfc3339_opts(SecondsFormat::Secs, true)),
         namespaces: (declared.kind == Kind::SleepPolicy)
             .then(|| u32::try_from(reach.selected.len()).unwrap_or(u32::MAX)),
+        workloads: (declared.kind == Kind::SleepSchedule).then_some(reach.workloads),
         conditions: vec![ready, invalid, conflicting],
     };
     StatusWrite {
@@ -486,6 +487,7 @@ mod tests {
         let mut followed = fields.annotations();
         followed.insert(schedule::AWAKE_UNTIL.into(), "2026-11-25T01:00:00Z".into());
         reach.followed = Some(followed);
+        reach.workloads = 3;
         let declared = Declared {
             kind: Kind::SleepSchedule,
             generation: Some(1),
@@ -500,7 +502,7 @@ mod tests {
             status.next_transition.as_deref(),
             Some("2026-11-25T01:00:00Z")
         );
-        assert_eq!(status.namespaces, None);
+        assert_eq!((status.namespaces, status.workloads), (None, Some(3)));
         let after = status_write(declared, &reach, Tz::UTC, at(25, 2))
             .status
             .unwrap();

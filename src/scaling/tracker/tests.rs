@@ -721,3 +721,39 @@ async fn the_asleep_gauges_follow_each_objects_recorded_transition() {
         "nothing asleep in staging: no series left"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_namespace_s_followers_are_counted_and_its_sleep_schedules_told() {
+    use crate::scaling::policies::{crd::ScheduleFields, resolve::Candidate};
+    let namespaces = NamespaceSchedules::watched([]);
+    namespaces.set_labels("staging", &annotations_of(&[]));
+    let fields = ScheduleFields {
+        scale_down: Some("0 20 * * *".into()),
+        ..ScheduleFields::default()
+    };
+    let meta_of = |name: &str| k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+        name: Some(name.into()),
+        ..Default::default()
+    };
+    namespaces.set_sleep_schedule("staging", Candidate::of(&meta_of("nights"), &fields));
+    let (queue, _timer, mut tracker, _) = tracked_deployments_in(namespaces.clone());
+    let told = ScalingKey::SleepScheduleStatus(ObjectKey::new("staging", "nights"));
+
+    see(&mut tracker, watcher::Event::Apply(meta("web", &[], None)));
+    let own = [(schedule::SCALE_DOWN, "0 22 * * *")];
+    see(&mut tracker, watcher::Event::Apply(meta("api", &own, None)));
+    assert_eq!(
+        namespaces.followers("staging"),
+        1,
+        "api has its own schedule"
+    );
+    settle().await;
+    assert!(drain(&queue).await.contains(&told));
+
+    see(&mut tracker, watcher::Event::Apply(meta("web", &[], None)));
+    assert_eq!(namespaces.followers("staging"), 1, "counted once");
+    see(&mut tracker, watcher::Event::Delete(meta("web", &[], None)));
+    assert_eq!(namespaces.followers("staging"), 0);
+    settle().await;
+    assert!(drain(&queue).await.contains(&told));
+}
