@@ -228,6 +228,11 @@ pub struct RunArgs {
     #[arg(long, env = "CRONSCALER_MAX_OVERRIDE", default_value = "24h", value_parser = humantime::parse_duration)]
     pub max_override: std::time::Duration,
 
+    /// How early a `ready-by` schedule starts its wakes until the Namespace's warm-up was
+    /// measured (`last-warm-up`); at most 1h.
+    #[arg(long, env = "CRONSCALER_WARM_UP", default_value = "5m", value_parser = humantime::parse_duration)]
+    pub warm_up: std::time::Duration,
+
     #[command(flatten)]
     pub kube_downscaler: KubeDownscaler,
 

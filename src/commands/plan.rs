@@ -261,7 +261,7 @@ fn simulate_object(
             let action = change.applied.map_or("restore".to_string(), |transition| {
                 transition.direction.to_string()
             });
-            let (by, note) = describe_cause(&parsed, &change, timezone);
+            let (by, note) = describe_cause(&parsed, &change, timezone, now);
             let catch_up = change.applied.is_none_or(|transition| transition.at < from);
             let bounds = hpa::wanted(&parsed, Some(&change), false);
             let hpa_changes: Vec<String> = hpa::changes_for(&hpas, bounds, true)
@@ -349,6 +349,7 @@ fn describe_cause(
     parsed: &Annotations,
     change: &ScaleChange,
     timezone: Tz,
+    now: DateTime<Utc>,
 ) -> (Option<String>, Option<String>) {
     let Annotations::Scheduled(schedule, _) = parsed else {
         return (None, None);
@@ -372,7 +373,13 @@ fn describe_cause(
         (Rule::Windows { key, .. }, None) => key.strip_prefix(schedule::PREFIX).map(str::to_string),
         (Rule::Crons, None) => None,
     };
-    (by, note)
+    // A `ready-by` wake, started its warm-up ahead of its own instant.
+    let early = (applied.at > now).then(|| {
+        let ready_by = applied.at.with_timezone(&timezone).format("%H:%M");
+        format!("early, ready by {ready_by}")
+    });
+    let note = [note, early].into_iter().flatten().collect::<Vec<_>>();
+    (by, (!note.is_empty()).then(|| note.join(", ")))
 }
 
 /// What differs from kube-downscaler in windows copied from it: those over midnight.

@@ -125,6 +125,7 @@ pub async fn run(
     let namespace = args.namespace.as_deref();
     let grace = TimeDelta::from_std(args.grace_period).unwrap_or(TimeDelta::MAX);
     let max_override = TimeDelta::from_std(args.max_override).unwrap_or(TimeDelta::MAX);
+    let warm_up = TimeDelta::from_std(args.warm_up).unwrap_or(TimeDelta::MAX);
     let excluded = args
         .excluded
         .exclude_namespaces
@@ -160,6 +161,7 @@ pub async fn run(
             tracker
                 .with_hpas(hpas.clone())
                 .with_max_override(max_override)
+                .with_warm_up(warm_up)
                 .with_asleep(asleep),
         ))
     };
@@ -427,6 +429,12 @@ pub async fn run(
     ));
 
     let (wakes, woken) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(wake::warm_up::measure(
+        woken,
+        client.clone(),
+        namespaces.clone(),
+        metrics.clone(),
+    ));
     let wake_backend = match args.wake_addr {
         Some(addr) => {
             let listener = wake::server::bind(addr)
@@ -448,12 +456,6 @@ pub async fn run(
                 metrics.clone(),
                 settings,
             );
-            tokio::spawn(wake::warm_up::measure(
-                woken,
-                client.clone(),
-                namespaces.clone(),
-                metrics.clone(),
-            ));
             Some(tokio::spawn(wake::server::serve(
                 listener,
                 Arc::new(backend),
@@ -479,6 +481,7 @@ pub async fn run(
         )
         .with_grace(grace, timer.clone())
         .with_max_override(max_override)
+        .with_warm_up(warm_up)
         .with_namespaces(namespaces)
         .with_reports(scaling_queue)
         .with_hpas(hpas)

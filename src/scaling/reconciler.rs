@@ -69,6 +69,8 @@ pub struct ScalingContext {
     pub hpas: HpaIndex,
     /// How far ahead an override on demand may reach when it is first applied.
     pub max_override: TimeDelta,
+    /// The warm-up a `ready-by` schedule wakes early by until one is measured.
+    pub warm_up: TimeDelta,
     /// Told the Namespace each time a workload following its schedule is scaled up, so that
     /// whoever listens can measure how long the Namespace takes to be ready.
     pub wakes: Option<UnboundedSender<String>>,
@@ -98,6 +100,7 @@ impl ScalingContext {
             reports: None,
             hpas: HpaIndex::listed([]),
             max_override: DEFAULT_MAX_OVERRIDE,
+            warm_up: schedule::DEFAULT_WARM_UP,
             wakes: None,
             declarations: None,
         }
@@ -118,6 +121,10 @@ impl ScalingContext {
             wakes: Some(wakes),
             ..self
         }
+    }
+
+    pub fn with_warm_up(self, warm_up: TimeDelta) -> Self {
+        Self { warm_up, ..self }
     }
 
     pub fn with_max_override(self, max_override: TimeDelta) -> Self {
@@ -183,7 +190,8 @@ pub async fn reconcile(
     );
     let annotations = target
         .kind
-        .parse(&observed.annotations, ctx.default_timezone);
+        .parse(&observed.annotations, ctx.default_timezone)
+        .assuming_warm_up(ctx.warm_up);
 
     if let Some(foo) = &observed.controlling_foo {
         if schedule::has_schedule(&observed.annotations) {

@@ -49,6 +49,8 @@ pub struct Tracker {
     hpas: HpaIndex,
     /// How far ahead an override on demand may reach when it is first applied.
     max_override: TimeDelta,
+    /// The warm-up a `ready-by` schedule wakes early by until one is measured.
+    warm_up: TimeDelta,
     /// What was last seen of each annotated object.
     tracked: HashMap<ObjectKey, Tracked>,
     /// Objects seen again during a relist; the others were deleted while the watch was down.
@@ -166,6 +168,7 @@ impl Tracker {
         Self {
             hpas: HpaIndex::listed([]),
             max_override: DEFAULT_MAX_OVERRIDE,
+            warm_up: schedule::DEFAULT_WARM_UP,
             namespaces,
             grace,
             timer,
@@ -232,6 +235,11 @@ impl Tracker {
     /// transition in force (a stop came between its patch and theirs) needs a look.
     pub fn with_hpas(self, hpas: HpaIndex) -> Self {
         Self { hpas, ..self }
+    }
+
+    /// The warm-up a `ready-by` schedule wakes early by until one is measured.
+    pub fn with_warm_up(self, warm_up: TimeDelta) -> Self {
+        Self { warm_up, ..self }
     }
 
     pub fn with_max_override(self, max_override: TimeDelta) -> Self {
@@ -511,7 +519,7 @@ impl Tracker {
         };
         let user: BTreeMap<String, String> = ours
             .iter()
-            .filter(|(name, _)| !schedule::is_written_by_controller(name))
+            .filter(|(name, _)| !schedule::is_record(name))
             .map(|(name, value)| (name.clone(), value.clone()))
             .collect();
         if let Some(shared) = self.schedules.get(&user) {
@@ -520,7 +528,7 @@ impl Tracker {
                 leftovers,
             };
         }
-        match schedule::parse(&user, self.default_timezone) {
+        match schedule::parse(&user, self.default_timezone).assuming_warm_up(self.warm_up) {
             Annotations::Scheduled(schedule, _) => {
                 let schedule = Arc::new(schedule);
                 self.share(user, schedule.clone());

@@ -3,11 +3,13 @@
 
 use std::collections::BTreeMap;
 
+use chrono::TimeDelta;
 use chrono_tz::Tz;
 
 use super::{
     CronSpec, Direction, Holidays, OnDemand, Rule, Schedule, Transition,
     invalid::{InvalidAnnotation, invalid},
+    ready_by::{DEFAULT_WARM_UP, READY_BY, ReadyBy, parse_ready_by, parse_warm_up},
     transition::Triggers,
     unreadable::{is_held_aside, refusal},
     wake::{LAST_WARM_UP, WAKE_HOSTS, WAKE_ON_REQUEST, parse_wake_hosts, parse_wake_on_request},
@@ -54,14 +56,13 @@ pub fn has_schedule(annotations: &BTreeMap<String, String>) -> bool {
 
 /// The annotations the controller writes, as opposed to those users set.
 pub fn is_written_by_controller(key: &str) -> bool {
-    [
-        ORIGINAL_REPLICAS,
-        ORIGINAL_SUSPEND,
-        LAST_TRANSITION,
-        WARNED,
-        LAST_WARM_UP,
-    ]
-    .contains(&key)
+    is_record(key) || key == LAST_WARM_UP
+}
+
+/// What the controller records on each object it scales, as opposed to what shapes a schedule
+/// (the Namespace's measured warm-up, which a `ready-by` schedule starts its wakes early by).
+pub fn is_record(key: &str) -> bool {
+    [ORIGINAL_REPLICAS, ORIGINAL_SUSPEND, LAST_TRANSITION, WARNED].contains(&key)
 }
 
 /// What the controller itself wrote on the object.
@@ -91,6 +92,18 @@ pub enum Annotations {
     Invalid(Vec<InvalidAnnotation>),
 }
 
+impl Annotations {
+    /// The same, a `ready-by` schedule assuming `warm_up` where none was measured yet.
+    pub fn assuming_warm_up(self, warm_up: TimeDelta) -> Self {
+        match self {
+            Annotations::Scheduled(schedule, recorded) => {
+                Annotations::Scheduled(schedule.assuming_warm_up(warm_up), recorded)
+            }
+            other => other,
+        }
+    }
+}
+
 /// Reads the `cronscaler.dev/` annotations, reporting every problem at once.
 ///
 /// `paused: "true"` without crons reports no leftovers, so that [`decide`] leaves the
@@ -106,6 +119,8 @@ pub fn parse(annotations: &BTreeMap<String, String>, default_timezone: Tz) -> An
     let mut up_replicas = None;
     let mut timezone = None;
     let mut paused = None;
+    let mut ready_by = false;
+    let mut warm_up = None;
     let mut recorded = Recorded::default();
 
     for (key, value) in annotations
@@ -156,16 +171,20 @@ pub fn parse(annotations: &BTreeMap<String, String>, default_timezone: Tz) -> An
             // Read by the wake-up backend on Namespaces; checked wherever they are written.
             WAKE_ON_REQUEST => parse_wake_on_request(key, value).map(drop),
             WAKE_HOSTS => parse_wake_hosts(key, value).map(drop),
-            // The controller's measurement, only ever shown.
-            LAST_WARM_UP => Ok(()),
+            READY_BY => parse_ready_by(key, value).map(|ready| ready_by = ready),
+            // The controller's measurement: one it cannot read is none.
+            LAST_WARM_UP => {
+                warm_up = parse_warm_up(value);
+                Ok(())
+            }
             key if is_held_aside(key) => Err(refusal(key, value)),
             _ => Err(invalid(
                 key,
                 value,
                 "is not a known annotation; the keys under cronscaler.dev/ are scale-down, \
                  scale-up, uptime, downtime, holidays, awake-until, asleep-until, down-replicas, \
-                 up-replicas, timezone, paused, exclude, wake-on-request, wake-hosts, \
-                 original-replicas, original-suspend, last-transition, warned and last-warm-up",
+                 up-replicas, timezone, paused, exclude, ready-by, wake-on-request, \
+                 wake-hosts, original-replicas, original-suspend, last-transition, warned and last-warm-up",
             )),
         };
         if let Err(error) = outcome {
@@ -265,6 +284,8 @@ pub fn parse(annotations: &BTreeMap<String, String>, default_timezone: Tz) -> An
         schedule.up_replicas = up_replicas;
         schedule.paused = paused;
         schedule.on_demand = on_demand.pop().map(|(_, _, parsed)| parsed);
+        schedule.ready_by =
+            ready_by.then(|| warm_up.map_or(ReadyBy::Assumed(DEFAULT_WARM_UP), ReadyBy::Measured));
         Annotations::Scheduled(schedule, recorded)
     }
 }
@@ -495,7 +516,7 @@ mod tests {
             (
                 "cronscaler.dev/scale-dwon",
                 "0 20 * * *",
-                r#"cronscaler.dev/scale-dwon: "0 20 * * *" is not a known annotation; the keys under cronscaler.dev/ are scale-down, scale-up, uptime, downtime, holidays, awake-until, asleep-until, down-replicas, up-replicas, timezone, paused, exclude, wake-on-request, wake-hosts, original-replicas, original-suspend, last-transition, warned and last-warm-up"#,
+                r#"cronscaler.dev/scale-dwon: "0 20 * * *" is not a known annotation; the keys under cronscaler.dev/ are scale-down, scale-up, uptime, downtime, holidays, awake-until, asleep-until, down-replicas, up-replicas, timezone, paused, exclude, ready-by, wake-on-request, wake-hosts, original-replicas, original-suspend, last-transition, warned and last-warm-up"#,
             ),
         ];
         for (key, value, expected) in cases {

@@ -186,7 +186,7 @@ fn apply(
     // An override that was applied has ended (run out, or taken back): whatever the schedule
     // has in force now is applied again, even a transition applied before the override.
     let ended = last.filter(|last| last.until.is_some());
-    let Some(due) = schedule.governing_transition(now) else {
+    let Some(due) = schedule.in_force(now) else {
         return ended.map(|ended| ScaleChange {
             replicas: None,
             original_replicas: AnnotationChange::Keep,

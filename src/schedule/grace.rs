@@ -25,7 +25,7 @@ pub fn held_back_until(
     if schedule.paused || overridden || now >= ends {
         return None;
     }
-    let due = schedule.governing_transition(now)?;
+    let due = schedule.in_force(now)?;
     let unapplied = recorded
         .last_transition
         .is_none_or(|last| !due.is_applied(&last));

@@ -9,8 +9,8 @@
 use std::collections::BTreeMap;
 
 use super::{
-    ASLEEP_UNTIL, AWAKE_UNTIL, EXCLUDE, HOLIDAYS, OVERRIDE_KEYS, PREFIX, has_schedule,
-    is_written_by_controller,
+    ASLEEP_UNTIL, AWAKE_UNTIL, EXCLUDE, HOLIDAYS, LAST_WARM_UP, OVERRIDE_KEYS, PREFIX, READY_BY,
+    has_schedule, is_written_by_controller,
 };
 
 /// What a namespace says to objects with a schedule of their own too.
@@ -18,6 +18,21 @@ const NAMESPACE_WIDE: [&str; 3] = [HOLIDAYS, AWAKE_UNTIL, ASLEEP_UNTIL];
 
 /// The annotations an object's schedule comes from, and whether they are its namespace's.
 pub fn inherit(
+    own: &BTreeMap<String, String>,
+    namespace: Option<&BTreeMap<String, String>>,
+) -> (BTreeMap<String, String>, bool) {
+    let (mut effective, inherited) = choose(own, namespace);
+    // A schedule that is to be ready by its wakes starts them early by the Namespace's warm-up.
+    if let Some(warm_up) = namespace
+        .and_then(|namespace| namespace.get(LAST_WARM_UP))
+        .filter(|_| effective.contains_key(READY_BY))
+    {
+        effective.insert(LAST_WARM_UP.to_string(), warm_up.clone());
+    }
+    (effective, inherited)
+}
+
+fn choose(
     own: &BTreeMap<String, String>,
     namespace: Option<&BTreeMap<String, String>>,
 ) -> (BTreeMap<String, String>, bool) {
@@ -168,5 +183,27 @@ mod tests {
             inherit(&excluded, Some(&namespace)),
             (excluded.clone(), false)
         );
+    }
+
+    #[test]
+    fn a_ready_by_schedule_takes_its_namespace_s_measured_warm_up() {
+        let namespace = annotations(&[
+            (UPTIME, "Mon-Fri 07:00-20:00"),
+            (READY_BY, "true"),
+            (LAST_WARM_UP, "42s"),
+        ]);
+        let (following, _) = inherit(&BTreeMap::new(), Some(&namespace));
+        assert_eq!(following.get(LAST_WARM_UP).map(String::as_str), Some("42s"));
+        let (own_ready_by, _) = inherit(
+            &annotations(&[(SCALE_UP, "0 6 * * *"), (READY_BY, "true")]),
+            Some(&namespace),
+        );
+        assert_eq!(
+            own_ready_by.get(LAST_WARM_UP).map(String::as_str),
+            Some("42s")
+        );
+        let (own_not_ready_by, _) =
+            inherit(&annotations(&[(SCALE_UP, "0 6 * * *")]), Some(&namespace));
+        assert_eq!(own_not_ready_by.get(LAST_WARM_UP), None);
     }
 }

@@ -20,6 +20,7 @@ mod inheritance;
 mod invalid;
 pub mod kube_downscaler;
 mod on_demand;
+mod ready_by;
 mod transition;
 mod unreadable;
 mod wake;
@@ -33,7 +34,7 @@ pub use annotations::{
     ASLEEP_UNTIL, AWAKE_UNTIL, Annotations, DOWN_REPLICAS, DOWNTIME, EXCLUDE, HOLIDAYS,
     LAST_TRANSITION, Leftovers, ORIGINAL_REPLICAS, ORIGINAL_SUSPEND, OVERRIDE_KEYS, PAUSED, PREFIX,
     Recorded, SCALE_DOWN, SCALE_UP, SCHEDULE_KEYS, TIMEZONE, UP_REPLICAS, UPTIME, WARNED,
-    has_schedule, is_written_by_controller, parse,
+    has_schedule, is_record, is_written_by_controller, parse,
 };
 pub use cron::CronSpec;
 pub use decide::{AnnotationChange, Cleanup, ScaleChange, decide, is_due};
@@ -45,6 +46,7 @@ pub use invalid::InvalidAnnotation;
 pub use on_demand::{
     OnDemand, OutOfReach, expired_keys, in_reach, key_of, out_of_reach, overrides, span,
 };
+pub use ready_by::{DEFAULT_WARM_UP, MAX_HEAD_START, READY_BY, ReadyBy};
 pub use transition::{CONSTANT_SINCE, Direction, Period, Rule, Schedule, Transition};
 pub use wake::{HostPattern, LAST_WARM_UP, WAKE_HOSTS, WAKE_ON_REQUEST, WakeOnRequest};
 pub use warnings::{

@@ -9,7 +9,7 @@ use chrono_tz::Tz;
 
 use super::annotations::{LAST_TRANSITION, SCALE_DOWN, SCALE_UP};
 use super::invalid::{InvalidAnnotation, invalid};
-use super::{CronSpec, Holidays, OnDemand, cron::instant_of};
+use super::{CronSpec, Holidays, OnDemand, ReadyBy, cron::instant_of};
 
 /// Which way a scheduled transition scales.
 ///
@@ -196,6 +196,8 @@ pub struct Schedule {
     pub paused: bool,
     /// An override on demand, in force until its instant.
     pub on_demand: Option<OnDemand>,
+    /// `ready-by`: scale-ups start early by the warm-up.
+    pub ready_by: Option<ReadyBy>,
 }
 
 impl Schedule {
@@ -209,6 +211,46 @@ impl Schedule {
             timezone,
             paused: false,
             on_demand: None,
+            ready_by: None,
+        }
+    }
+
+    /// How long before its instant a scale-up is applied: zero unless the schedule is to be
+    /// ready by its wakes.
+    pub fn head_start(&self) -> TimeDelta {
+        self.ready_by
+            .map(|ready_by| ready_by.head_start())
+            .unwrap_or_default()
+    }
+
+    /// The same schedule assuming `warm_up` where none was measured yet.
+    pub fn assuming_warm_up(mut self, warm_up: TimeDelta) -> Self {
+        if let Some(ReadyBy::Assumed(assumed)) = &mut self.ready_by {
+            *assumed = warm_up;
+        }
+        self
+    }
+
+    /// The transition to apply at `now`: the one governing then, or a scale-up whose head start
+    /// has begun. Either keeps its own instant, so it is applied once, early or not.
+    pub fn in_force(&self, now: DateTime<Utc>) -> Option<Transition> {
+        let head_start = self.head_start();
+        let coming = (head_start > TimeDelta::zero())
+            .then(|| now.checked_add_signed(head_start))
+            .flatten()
+            .and_then(|ahead| self.governing_transition(ahead))
+            .filter(|coming| coming.direction == Direction::Up && coming.at > now);
+        coming.or_else(|| self.governing_transition(now))
+    }
+
+    /// When `transition` is applied: its own instant, or a scale-up's head start before it.
+    pub fn applied_at(&self, transition: &Transition) -> DateTime<Utc> {
+        match transition.direction {
+            Direction::Up => transition
+                .at
+                .checked_sub_signed(self.head_start())
+                .unwrap_or(transition.at),
+            Direction::Down => transition.at,
         }
     }
 
@@ -373,15 +415,45 @@ impl Schedule {
         }
     }
 
-    /// When the timer should next look: the next transition, or the end of an override in
-    /// force if that comes first.
+    /// When the timer should next look: the next transition (a scale-up its head start early),
+    /// or the end of an override in force if that comes first.
     pub fn next_look(&self, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
         let end_of_override = self
             .on_demand
             .map(|on_demand| on_demand.until)
             .filter(|until| *until > after);
         let next = self.next_transition(after).map(|transition| transition.at);
-        next.into_iter().chain(end_of_override).min()
+        next.into_iter()
+            .chain(self.next_early_start(after, next))
+            .chain(end_of_override)
+            .min()
+    }
+
+    /// The first instant after `after`, and before `next` (the next transition), at which a
+    /// scale-up's head start begins: the scale-ups that start after `after` are those after
+    /// `after` + the head start.
+    fn next_early_start(
+        &self,
+        after: DateTime<Utc>,
+        next: Option<DateTime<Utc>>,
+    ) -> Option<DateTime<Utc>> {
+        let head_start = self.head_start();
+        if head_start <= TimeDelta::zero() {
+            return None;
+        }
+        let mut cursor = after.checked_add_signed(head_start)?;
+        loop {
+            let coming = self.next_transition(cursor)?;
+            // Any later scale-up starts after this one's instant less the head start.
+            let earliest_start = coming.at.checked_sub_signed(head_start)?;
+            if next.is_some_and(|next| earliest_start >= next) {
+                return None;
+            }
+            if coming.direction == Direction::Up {
+                return Some(earliest_start);
+            }
+            cursor = coming.at;
+        }
     }
 
     /// The same schedule with no override on demand.

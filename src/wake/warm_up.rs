@@ -1,7 +1,8 @@
 //! How long a woken Namespace takes to be ready: measured from its first workload's scale-up
 //! (a request, `cronscaler wake`, or its morning) to all ready, for the Namespaces that may be
-//! woken by requests, whose wake-up page gives that figure as its estimate. It goes into the
-//! histogram `cronscaler_wake_seconds` and onto the Namespace as `cronscaler.dev/last-warm-up`.
+//! woken by requests, whose wake-up page gives that figure as its estimate, and for those whose
+//! schedule is `ready-by`, which wake that much early. It goes into the histogram
+//! `cronscaler_wake_seconds` and onto the Namespace as `cronscaler.dev/last-warm-up`.
 
 use std::{
     collections::HashSet,
@@ -14,7 +15,9 @@ use tokio::{sync::mpsc::UnboundedReceiver, time::Instant};
 
 use super::{cluster, readiness::readiness};
 use crate::{
-    ops::metrics::Metrics, scaling::namespaces::NamespaceSchedules, schedule::WakeOnRequest,
+    ops::metrics::Metrics,
+    scaling::namespaces::NamespaceSchedules,
+    schedule::{READY_BY, WakeOnRequest},
 };
 
 /// How often a waking Namespace's readiness is looked at.
@@ -31,10 +34,15 @@ pub async fn measure(
 ) {
     let measuring = Arc::new(Mutex::new(HashSet::new()));
     while let Some(namespace) = wakes.recv().await {
-        let opted_in = schedules
+        let wanted = schedules
             .annotations_of(&namespace)
-            .is_some_and(|annotations| WakeOnRequest::of(&annotations).is_some());
-        let first = opted_in
+            .is_some_and(|annotations| {
+                WakeOnRequest::of(&annotations).is_some()
+                    || annotations
+                        .get(READY_BY)
+                        .is_some_and(|value| value == "true")
+            });
+        let first = wanted
             && measuring
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)

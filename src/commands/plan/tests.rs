@@ -578,3 +578,35 @@ fn an_override_out_of_reach_is_planned_from_when_it_comes_within_reach() {
         "{notes:?}"
     );
 }
+
+#[test]
+fn a_ready_by_wake_is_planned_at_its_early_start_and_says_when_it_is_ready() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path();
+    std::fs::write(dir.join("web.yaml"), deployment("web", 3, "    team: shop")).unwrap();
+    std::fs::write(
+        dir.join("namespace.yaml"),
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: staging\n  annotations:\n    cronscaler.dev/uptime: \"Mon-Fri 07:00-20:00 Europe/Berlin\"\n    cronscaler.dev/ready-by: \"true\"\n    cronscaler.dev/last-warm-up: \"10m\"\n",
+    )
+    .unwrap();
+    let manifests = read_manifests(&[dir], false).unwrap();
+    // Monday 2026-03-02 to Tuesday noon, Berlin being UTC+1.
+    let plan = simulate(&manifests.objects, utc(2, 12), utc(3, 12), Tz::UTC);
+    let table = render_table(&plan, &savings(&plan.timelines, Prices::default()));
+    let morning = plan
+        .transitions
+        .iter()
+        .find(|t| t.action == "up" && !t.catch_up)
+        .unwrap();
+    assert_eq!(
+        (morning.at, morning.local_time.as_str()),
+        (
+            utc(3, 6) - TimeDelta::minutes(10),
+            "2026-03-03 06:50:00 CET"
+        )
+    );
+    assert!(
+        table.contains("up (uptime, early, ready by 07:00)"),
+        "{table}"
+    );
+}

@@ -129,12 +129,23 @@ pub fn state(
             let asleep = recorded
                 .last_transition
                 .is_some_and(|transition| transition.direction == Direction::Down);
-            let next = schedule.next_transition(now).map(|next| {
+            // A `ready-by` wake comes its warm-up early; one already started is behind.
+            let next = schedule.next_transition(now).and_then(|next| {
+                if schedule.applied_at(&next) <= now {
+                    schedule.next_transition(next.at)
+                } else {
+                    Some(next)
+                }
+            });
+            let ready_by = next
+                .filter(|next| schedule.applied_at(next) < next.at)
+                .map(|next| format!("wakes early to be ready by {}", rfc3339(next.at)));
+            let next = next.map(|next| {
                 let action = match next.direction {
                     Direction::Down => NextAction::Down,
                     Direction::Up => NextAction::Up,
                 };
-                (action, next.at)
+                (action, schedule.applied_at(&next))
             });
             let state = if asleep { State::Asleep } else { State::Awake };
             // A constant state has no instant of its own: say what holds it instead.
@@ -151,6 +162,7 @@ pub fn state(
                     Some(format!("{held} all the time by {key} {value:?}"))
                 })
                 .into_iter()
+                .chain(ready_by)
                 .collect();
             Some(standing(state, next, reasons))
         }

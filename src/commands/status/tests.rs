@@ -523,3 +523,38 @@ fn a_row_says_which_policy_schedules_it_and_what_a_policy_does_not_cover_has_non
     assert_eq!(status.objects[0].name, "web");
     assert_eq!(status.objects[0].schedule_from, "SleepPolicy/nights");
 }
+
+#[test]
+fn a_ready_by_schedule_wakes_its_warm_up_early_and_says_when_it_is_ready() {
+    let namespace: &[(&str, &str)] = &[
+        (SCALE_DOWN, "0 20 * * *"),
+        (SCALE_UP, "0 7 * * *"),
+        (crate::schedule::READY_BY, "true"),
+        (crate::schedule::LAST_WARM_UP, "42s"),
+    ];
+    let asleep = deployment(
+        "web",
+        0,
+        &[(ORIGINAL_REPLICAS, "3"), (LAST_TRANSITION, LAST_NIGHT)],
+    );
+    let row = only_row(&[asleep], &[("staging", namespace)], night());
+    assert_eq!(
+        row.next.map(|next| (next.action, next.at)),
+        Some((NextAction::Up, at("2026-11-23T06:59:18Z")))
+    );
+    assert_eq!(
+        row.reasons,
+        vec!["wakes early to be ready by 2026-11-23T07:00:00Z".to_string()]
+    );
+    let woken_early = deployment("web", 3, &[(LAST_TRANSITION, "2026-11-23T07:00:00Z up")]);
+    let row = only_row(
+        &[woken_early],
+        &[("staging", namespace)],
+        at("2026-11-23T06:59:30Z"),
+    );
+    assert_eq!(row.state, State::Awake);
+    assert_eq!(
+        row.next.map(|next| (next.action, next.at)),
+        Some((NextAction::Down, at("2026-11-23T20:00:00Z")))
+    );
+}

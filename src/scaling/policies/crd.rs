@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 use super::resolve::Coverage;
 use crate::scaling::target::TargetKind;
 use crate::schedule::{
-    DOWN_REPLICAS, DOWNTIME, HOLIDAYS, InvalidAnnotation, SCALE_DOWN, SCALE_UP, TIMEZONE, UPTIME,
-    WAKE_ON_REQUEST,
+    DOWN_REPLICAS, DOWNTIME, HOLIDAYS, InvalidAnnotation, READY_BY, SCALE_DOWN, SCALE_UP, TIMEZONE,
+    UPTIME, WAKE_ON_REQUEST,
 };
 
 /// The schedule a `SleepPolicy` or `SleepSchedule` gives the Namespaces it covers.
@@ -50,6 +50,11 @@ pub struct ScheduleFields {
     /// (as cronscaler.dev/wake-on-request).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wake_on_request: Option<String>,
+    /// Wake early by the Namespace's measured warm-up (or the controller's --warm-up before one
+    /// was measured, at most 1h), so that its workloads are ready at each wake's hour (as
+    /// cronscaler.dev/ready-by).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_by: Option<bool>,
     /// The kinds of workload it covers (default all three), e.g. `[Deployment]` to leave
     /// StatefulSets and CronJobs running.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -79,7 +84,7 @@ impl From<WorkloadKind> for TargetKind {
 
 /// Each field by the annotation it stands for, so that what is said of an annotation names the
 /// field a user wrote.
-const FIELDS: [(&str, &str); 8] = [
+const FIELDS: [(&str, &str); 9] = [
     (UPTIME, "uptime"),
     (DOWNTIME, "downtime"),
     (SCALE_DOWN, "scaleDown"),
@@ -88,6 +93,7 @@ const FIELDS: [(&str, &str); 8] = [
     (HOLIDAYS, "holidays"),
     (DOWN_REPLICAS, "downReplicas"),
     (WAKE_ON_REQUEST, "wakeOnRequest"),
+    (READY_BY, "readyBy"),
 ];
 
 /// A problem with an annotation, told of the field that stands for it: `spec.uptime: "Mon-Fry
@@ -153,6 +159,10 @@ impl ScheduleFields {
             .chain(
                 self.down_replicas
                     .map(|replicas| (DOWN_REPLICAS.to_string(), replicas.to_string())),
+            )
+            .chain(
+                self.ready_by
+                    .map(|ready_by| (READY_BY.to_string(), ready_by.to_string())),
             )
             .collect()
     }
