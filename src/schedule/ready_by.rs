@@ -154,14 +154,14 @@ mod tests {
     }
 
     #[test]
-    fn a_wake_on_a_holiday_or_one_that_a_sleep_follows_within_the_warm_up_is_not_started() {
+    fn a_wake_on_a_holiday_is_not_started_and_a_short_wake_is_started_in_full() {
         let mut holiday = office(Some("20s"));
         holiday.push((HOLIDAYS, "2026-11-24".to_string()));
         assert_eq!(
             schedule_of(&holiday).in_force(at("2026-11-24T06:59:50Z")),
             Some(down("2026-11-23T20:00:00Z"))
         );
-        // Awake 07:00 to 07:01 only, with an hour's warm-up: at 07:01 it sleeps again.
+        // Awake 07:00 to 07:01 only, with an hour's warm-up: ready at 07:00, asleep at 07:01.
         let brief = schedule_of(&[
             (UPTIME, "Mon-Fri 07:00-07:01 UTC".to_string()),
             (READY_BY, "true".to_string()),
@@ -169,7 +169,11 @@ mod tests {
         ]);
         assert_eq!(
             brief.in_force(at("2026-11-24T06:30:00Z")),
-            Some(down("2026-11-23T07:01:00Z"))
+            Some(up("2026-11-24T07:00:00Z"))
+        );
+        assert_eq!(
+            brief.in_force(at("2026-11-24T07:01:00Z")),
+            Some(down("2026-11-24T07:01:00Z"))
         );
     }
 

@@ -231,16 +231,28 @@ impl Schedule {
         self
     }
 
-    /// The transition to apply at `now`: the one governing then, or a scale-up whose head start
-    /// has begun. Either keeps its own instant, so it is applied once, early or not.
+    /// The transition to apply at `now`: a scale-up whose head start has begun, else the one
+    /// governing then. Either keeps its own instant, so it is applied once, early or not.
     pub fn in_force(&self, now: DateTime<Utc>) -> Option<Transition> {
+        self.started_early(now)
+            .or_else(|| self.governing_transition(now))
+    }
+
+    /// The first scale-up after `now` that is due within the head start.
+    fn started_early(&self, now: DateTime<Utc>) -> Option<Transition> {
         let head_start = self.head_start();
-        let coming = (head_start > TimeDelta::zero())
-            .then(|| now.checked_add_signed(head_start))
-            .flatten()
-            .and_then(|ahead| self.governing_transition(ahead))
-            .filter(|coming| coming.direction == Direction::Up && coming.at > now);
-        coming.or_else(|| self.governing_transition(now))
+        if head_start <= TimeDelta::zero() {
+            return None;
+        }
+        let horizon = now.checked_add_signed(head_start)?;
+        let mut cursor = now;
+        loop {
+            let coming = self.next_transition(cursor).filter(|t| t.at <= horizon)?;
+            if coming.direction == Direction::Up {
+                return Some(coming);
+            }
+            cursor = coming.at;
+        }
     }
 
     /// When `transition` is applied: its own instant, or a scale-up's head start before it.
