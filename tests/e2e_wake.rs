@@ -13,11 +13,11 @@ use std::{
 
 use k8s_openapi::api::{
     apps::v1::{Deployment, StatefulSet},
-    core::v1::{Namespace, Pod},
+    core::v1::Namespace,
 };
 use kube::{
     Api, ResourceExt,
-    api::{ListParams, Patch, PatchParams, PostParams},
+    api::{Patch, PatchParams, PostParams},
 };
 use serde_json::{Value, json};
 use support::{Controller, Scenario, envtest, eventually, replicas_and_annotations};
@@ -145,33 +145,6 @@ async fn web_asleep(scenario: &Scenario, more: Value) -> Api<Deployment> {
     deployments
 }
 
-/// Plays the kubelet: every Pod of the scenario's namespace runs and is ready.
-async fn mark_pods_ready(scenario: &Scenario) {
-    let pods: Api<Pod> = Api::namespaced(scenario.client.clone(), &scenario.namespace);
-    let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-    let running = json!({ "status": {
-        "phase": "Running",
-        "conditions": [
-            { "type": "Ready", "status": "True", "lastTransitionTime": now },
-            { "type": "ContainersReady", "status": "True", "lastTransitionTime": now },
-        ],
-    }});
-    for pod in pods
-        .list(&ListParams::default())
-        .await
-        .map(|list| list.items)
-        .unwrap_or_default()
-    {
-        let _ = pods
-            .patch_status(
-                &pod.name_any(),
-                &PatchParams::default(),
-                &Patch::Merge(&running),
-            )
-            .await;
-    }
-}
-
 #[tokio::test]
 async fn a_request_wakes_an_asleep_namespace_once_and_its_status_follows_it_to_ready() {
     let Some(scenario) = Scenario::own("wake", envtest::Options::default()).await else {
@@ -268,7 +241,7 @@ async fn a_request_wakes_an_asleep_namespace_once_and_its_status_follows_it_to_r
         "the status to say ready",
         Duration::from_secs(90),
         || async {
-            mark_pods_ready(&scenario).await;
+            support::mark_pods_ready(&scenario.client, &scenario.namespace).await;
             let answer = request(addr, &status_path, &[]).await;
             let progress: Value = serde_json::from_str(&answer.body).ok()?;
             (answer.status == 200 && progress["waking"] == false).then_some(progress)

@@ -45,7 +45,7 @@ use crate::{
         timer::Timer,
     },
     schedule::{
-        self, Annotations, Direction, ScaleChange, Schedule, Transition, already_warned,
+        self, Annotations, Direction, READY_BY, ScaleChange, Schedule, Transition, already_warned,
         held_back_until, refused_cause, reverted, reverted_cause,
     },
 };
@@ -417,6 +417,7 @@ pub fn describe_change(
     from: i32,
     annotations: &Annotations,
     set_by: Option<&str>,
+    now: DateTime<Utc>,
 ) -> (&'static str, String) {
     match (change.applied, change.ended) {
         (Some(applied), _) if applied.until.is_some() => {
@@ -430,7 +431,7 @@ pub fn describe_change(
         }
         (applied, Some(ended)) => {
             let then = match applied {
-                Some(_) => describe_scheduled(kind, change, from, annotations).1,
+                Some(_) => describe_scheduled(kind, change, from, annotations, now).1,
                 None => format!(
                     "no transition of the schedule is in force, replicas left at {}",
                     kind.amount(from)
@@ -444,7 +445,7 @@ pub fn describe_change(
                 ),
             )
         }
-        _ => describe_scheduled(kind, change, from, annotations),
+        _ => describe_scheduled(kind, change, from, annotations, now),
     }
 }
 
@@ -461,6 +462,7 @@ fn describe_scheduled(
     change: &ScaleChange,
     from: i32,
     annotations: &Annotations,
+    acting_at: DateTime<Utc>,
 ) -> (&'static str, String) {
     let (was, now) = amounts(kind, from, change.replicas.unwrap_or(from));
     let found = match kind {
@@ -473,9 +475,13 @@ fn describe_scheduled(
                 Annotations::Scheduled(schedule, _) => describe_cron(schedule, transition),
                 _ => String::new(),
             };
-            let at = transition
+            let mut at = transition
                 .at
                 .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+            if transition.at > acting_at {
+                let early = (transition.at - acting_at).num_seconds();
+                at = format!("{at} ({READY_BY}: {early} s early, to be ready by then)");
+            }
             match (transition.direction, change.replicas) {
                 (Direction::Down, Some(_)) => (
                     "ScaledDown",
@@ -597,6 +603,7 @@ async fn apply(
         observed.replicas,
         annotations,
         set_by.as_deref(),
+        now,
     );
     let direction = match change.applied.map(|transition| transition.direction) {
         Some(Direction::Down) => ScaleDirection::Down,
