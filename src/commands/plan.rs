@@ -300,6 +300,10 @@ fn simulate_object(
                 direction,
                 catch_up,
                 on_demand: on_demand.then(|| note.clone().unwrap_or_default()),
+                ready_by: change
+                    .applied
+                    .map(|transition| transition.at)
+                    .filter(|at| *at > now),
                 from: replicas,
                 state,
             });

@@ -77,6 +77,8 @@ pub struct Mark {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum MarkKind {
     Transition,
+    /// A `ready-by` wake, its warm-up ahead of its hour.
+    EarlyWake,
     CatchUp,
     Override,
     Holiday,
@@ -199,10 +201,14 @@ fn mark(kind: TargetKind, step: &Step, timezone: Tz) -> Mark {
         Some(Direction::Up) => "up",
         None => "restore",
     };
-    let (mark_kind, how) = match (&step.on_demand, step.catch_up) {
-        (Some(note), _) => (MarkKind::Override, format!(" ({note})")),
-        (None, true) => (MarkKind::CatchUp, " (catch-up)".to_string()),
-        (None, false) => (MarkKind::Transition, String::new()),
+    let (mark_kind, how) = match (&step.on_demand, step.catch_up, step.ready_by) {
+        (Some(note), ..) => (MarkKind::Override, format!(" ({note})")),
+        (None, true, _) => (MarkKind::CatchUp, " (catch-up)".to_string()),
+        (None, false, Some(ready_by)) => (
+            MarkKind::EarlyWake,
+            format!(" (early, ready by {})", local(ready_by, timezone)),
+        ),
+        (None, false, None) => (MarkKind::Transition, String::new()),
     };
     Mark {
         at: step.at,

@@ -120,6 +120,8 @@ pub struct Step {
     pub catch_up: bool,
     /// What an override on demand did here (`on demand until ...`, `override ended`).
     pub on_demand: Option<String>,
+    /// A `ready-by` wake, started early: the instant it is ready by.
+    pub ready_by: Option<DateTime<Utc>>,
     pub from: i32,
     pub state: ReplicaState,
 }

@@ -346,6 +346,7 @@ mod tests {
             "scaleDown",
             "timezone",
             "downReplicas",
+            "readyBy",
             "kinds",
             "exclude",
         ] {
@@ -363,5 +364,23 @@ mod tests {
         assert_eq!(crd["spec"]["scope"], "Cluster");
         let schedule = serde_json::to_value(SleepSchedule::crd()).unwrap();
         assert_eq!(schedule["spec"]["scope"], "Namespaced");
+    }
+
+    #[test]
+    fn ready_by_stands_for_its_annotation() {
+        let fields: ScheduleFields = serde_json::from_value(
+            serde_json::json!({ "uptime": "Mon-Fri 07:00-20:00", "readyBy": true }),
+        )
+        .unwrap();
+        assert_eq!(
+            fields.annotations().get(READY_BY).map(String::as_str),
+            Some("true")
+        );
+        let problem = InvalidAnnotation {
+            key: READY_BY.into(),
+            value: "x".into(),
+            reason: "is odd".into(),
+        };
+        assert_eq!(describe_problem(&problem), r#"spec.readyBy: "x" is odd"#);
     }
 }

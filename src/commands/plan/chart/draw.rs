@@ -340,6 +340,7 @@ fn draw_bar(svg: &mut Svg, stretch: &Bar, columns: &Columns, top: f64) {
 fn mark_style(kind: MarkKind) -> (&'static str, &'static str) {
     match kind {
         MarkKind::Transition => ("transition", "#212121"),
+        MarkKind::EarlyWake => ("early-wake", "#6a1b9a"),
         MarkKind::CatchUp => ("catch-up", "#ff6f00"),
         MarkKind::Override => ("override", "#d81b60"),
         MarkKind::Holiday => ("holiday", "#00897b"),
@@ -352,7 +353,7 @@ fn mark_shape(kind: MarkKind, x: f64, top: f64) -> String {
     let stroke = r#"stroke="white" stroke-width="1""#;
     match kind {
         // A pointer from above onto the bar's edge.
-        MarkKind::Transition => format!(
+        MarkKind::Transition | MarkKind::EarlyWake => format!(
             r#"<path class="{class}" d="M{:.2} {:.1} L{:.2} {:.1} L{x:.2} {:.1} Z" fill="{fill}" {stroke}>"#,
             x - 4.5,
             top,
@@ -383,7 +384,7 @@ fn mark_shape(kind: MarkKind, x: f64, top: f64) -> String {
 
 fn closing(kind: MarkKind) -> &'static str {
     match kind {
-        MarkKind::Transition | MarkKind::CatchUp => "</path>",
+        MarkKind::Transition | MarkKind::EarlyWake | MarkKind::CatchUp => "</path>",
         MarkKind::Override => "</circle>",
         MarkKind::Holiday => "</rect>",
     }
@@ -411,6 +412,7 @@ impl Legend {
             Legend::Bar { asleep: false } => "awake",
             Legend::Bar { asleep: true } => "asleep (scaled down or suspended)",
             Legend::Mark(MarkKind::Transition) => "transition",
+            Legend::Mark(MarkKind::EarlyWake) => "early wake, ready by its hour (ready-by)",
             Legend::Mark(MarkKind::CatchUp) => "catch-up of a missed transition",
             Legend::Mark(MarkKind::Override) => "override on demand",
             Legend::Mark(MarkKind::Holiday) => "holiday: nothing wakes",
@@ -479,7 +481,7 @@ fn draw_legend(svg: &mut Svg, items: &[Legend], places: &[(usize, f64)], top: f6
             Legend::Mark(kind) => {
                 // A transition's pointer sits on a bar's top edge; alone, it is centred.
                 let top = match kind {
-                    MarkKind::Transition => y + 6.0,
+                    MarkKind::Transition | MarkKind::EarlyWake => y + 6.0,
                     _ => y,
                 };
                 let _ = writeln!(

@@ -200,3 +200,30 @@ fn day_names_never_run_into_each_other_however_long_the_window() {
         assert!(names.last().unwrap().1 < width, "{days} days: names inside");
     }
 }
+
+#[test]
+fn an_early_wake_is_marked_at_its_early_start_and_says_when_it_is_ready() {
+    let ready_by = format!(
+        "{NIGHTLY}\n    cronscaler.dev/ready-by: \"true\"\n    cronscaler.dev/last-warm-up: \"15m\""
+    );
+    let (plan, savings, from, until) = planned(&deployment("web", &ready_by), 1);
+    let chart = chart(&plan, &savings, from, until);
+    let early: Vec<_> = chart.groups[0].rows[0]
+        .marks
+        .iter()
+        .filter(|mark| mark.kind == MarkKind::EarlyWake)
+        .map(|mark| (mark.at, mark.tooltip.as_str()))
+        .collect();
+    assert_eq!(
+        early,
+        [(
+            at("2026-11-23T06:45:00Z"),
+            "up (early, ready by Mon 2026-11-23 07:00 UTC) at Mon 2026-11-23 06:45 UTC: 0 replicas -> 2 replicas"
+        )]
+    );
+    let svg = draw::svg(&chart);
+    assert!(
+        svg.contains("early wake, ready by its hour (ready-by)"),
+        "the legend names it"
+    );
+}
