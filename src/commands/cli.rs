@@ -233,6 +233,11 @@ pub struct RunArgs {
     #[arg(long, env = "CRONSCALER_WARM_UP", default_value = "5m", value_parser = humantime::parse_duration)]
     pub warm_up: std::time::Duration,
 
+    /// How long each step of a Namespace's ordered wake (StatefulSets, then Deployments, then
+    /// CronJobs; the reverse at night) waits for the steps before it to be available.
+    #[arg(long, env = "CRONSCALER_WAKE_STEP_TIMEOUT", default_value = "5m", value_parser = humantime::parse_duration)]
+    pub wake_step_timeout: std::time::Duration,
+
     #[command(flatten)]
     pub kube_downscaler: KubeDownscaler,
 

@@ -482,6 +482,7 @@ pub async fn run(
         .with_grace(grace, timer.clone())
         .with_max_override(max_override)
         .with_warm_up(warm_up)
+        .with_step_timeout(TimeDelta::from_std(args.wake_step_timeout).unwrap_or(TimeDelta::MAX))
         .with_namespaces(namespaces)
         .with_reports(scaling_queue)
         .with_hpas(hpas)
@@ -489,8 +490,8 @@ pub async fn run(
         .with_declarations(Declarations {
             policies: policy_store,
             schedules: sleep_schedule_store,
-            workloads_listed: cron_jobs_listed.subscribe(),
-        }),
+        })
+        .with_workloads_listed(cron_jobs_listed.subscribe()),
         clock,
         metrics: metrics.clone(),
     });

@@ -39,8 +39,9 @@ pub struct NamespaceSchedules {
     layers: Arc<Mutex<Layers>>,
     /// The workloads each Namespace's schedule covers, where not all.
     coverage: Arc<RwLock<HashMap<String, Coverage>>>,
-    /// How many workloads follow each Namespace's schedule, as the trackers count them.
-    followers: Arc<Mutex<HashMap<String, u32>>>,
+    /// How many workloads follow each Namespace's schedule, by their place in its wake, as
+    /// the trackers count them.
+    followers: Arc<Mutex<HashMap<String, BTreeMap<i32, u32>>>>,
 }
 
 /// Everything a Namespace's schedule may come from (see [`resolve`]).
@@ -364,19 +365,24 @@ impl NamespaceSchedules {
         Some(reach)
     }
 
-    /// A workload starts (`follows`) or stops following its Namespace's schedule.
-    pub fn count_follower(&self, namespace: &str, follows: bool) {
+    /// A workload of wake `order` starts (`follows`) or stops following its Namespace's
+    /// schedule.
+    pub fn count_follower(&self, namespace: &str, order: i32, follows: bool) {
         let mut followers = self
             .followers
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        let count = followers.entry(namespace.to_string()).or_default();
+        let orders = followers.entry(namespace.to_string()).or_default();
+        let count = orders.entry(order).or_default();
         *count = if follows {
             count.saturating_add(1)
         } else {
             count.saturating_sub(1)
         };
         if *count == 0 {
+            orders.remove(&order);
+        }
+        if orders.is_empty() {
             followers.remove(namespace);
         }
     }
@@ -387,7 +393,22 @@ impl NamespaceSchedules {
             .followers
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        followers.get(namespace).copied().unwrap_or_default()
+        followers
+            .get(namespace)
+            .map(|orders| orders.values().sum())
+            .unwrap_or_default()
+    }
+
+    /// The places in its wake that the followers of the Namespace's schedule have.
+    pub fn wake_orders(&self, namespace: &str) -> Vec<i32> {
+        let followers = self
+            .followers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        followers
+            .get(namespace)
+            .map(|orders| orders.keys().copied().collect())
+            .unwrap_or_default()
     }
 
     /// The names of the `SleepSchedule`s of `namespace`.

@@ -21,7 +21,10 @@ use kube::{
 };
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
-use tokio::{sync::mpsc::UnboundedSender, time::Instant};
+use tokio::{
+    sync::{mpsc::UnboundedSender, watch},
+    time::Instant,
+};
 
 use crate::{
     error::Error,
@@ -43,6 +46,7 @@ use crate::{
         reports::{NamespaceReports, QUIET, Settled, WorkloadOutcome, describe},
         target::{ScaleTarget, TargetKind, TargetState},
         timer::Timer,
+        wake_order::{self, Gate, WakeSteps},
     },
     schedule::{
         self, Annotations, Direction, READY_BY, ScaleChange, Schedule, Transition, already_warned,
@@ -71,6 +75,13 @@ pub struct ScalingContext {
     pub max_override: TimeDelta,
     /// The warm-up a `ready-by` schedule wakes early by until one is measured.
     pub warm_up: TimeDelta,
+    /// How long each step of a Namespace's ordered wake may hold the next.
+    pub step_timeout: TimeDelta,
+    /// The steps held in Namespaces' transitions under way.
+    pub wake_steps: WakeSteps,
+    /// True once every workload kind was listed: before that, what follows a Namespace's
+    /// schedule is not all known. `None` where nothing waits for it.
+    pub workloads_listed: Option<watch::Receiver<bool>>,
     /// Told the Namespace each time a workload following its schedule is scaled up, so that
     /// whoever listens can measure how long the Namespace takes to be ready.
     pub wakes: Option<UnboundedSender<String>>,
@@ -101,6 +112,9 @@ impl ScalingContext {
             hpas: HpaIndex::listed([]),
             max_override: DEFAULT_MAX_OVERRIDE,
             warm_up: schedule::DEFAULT_WARM_UP,
+            step_timeout: wake_order::DEFAULT_STEP_TIMEOUT,
+            wake_steps: WakeSteps::default(),
+            workloads_listed: None,
             wakes: None,
             declarations: None,
         }
@@ -125,6 +139,28 @@ impl ScalingContext {
 
     pub fn with_warm_up(self, warm_up: TimeDelta) -> Self {
         Self { warm_up, ..self }
+    }
+
+    pub fn with_workloads_listed(self, listed: watch::Receiver<bool>) -> Self {
+        Self {
+            workloads_listed: Some(listed),
+            ..self
+        }
+    }
+
+    /// Whether every workload kind was listed, so what follows each Namespace's schedule is
+    /// known.
+    pub fn all_workloads_listed(&self) -> bool {
+        self.workloads_listed
+            .as_ref()
+            .is_none_or(|listed| *listed.borrow())
+    }
+
+    pub fn with_step_timeout(self, step_timeout: TimeDelta) -> Self {
+        Self {
+            step_timeout,
+            ..self
+        }
     }
 
     pub fn with_max_override(self, max_override: TimeDelta) -> Self {
@@ -246,6 +282,88 @@ pub async fn reconcile(
     }
 }
 
+/// Whether `change`, a step of its Namespace's ordered wake or sleep, waits for the steps
+/// before it (then the timer looks again). A step that goes on after the timeout says so, once,
+/// on the Namespace.
+async fn held_in_order(
+    ctx: &ScalingContext,
+    target: &ScaleTarget,
+    observed: &TargetState,
+    change: &ScaleChange,
+    now: DateTime<Utc>,
+) -> Result<bool, Error> {
+    let Some(due) = change
+        .applied
+        .filter(|due| due.until.is_none() && change.ended.is_none() && change.replicas.is_some())
+    else {
+        return Ok(false);
+    };
+    let namespace = &target.key.namespace;
+    let recheck = |at| {
+        if let Some((_, timer)) = &ctx.grace {
+            timer.recheck_at(target.clone(), at);
+        }
+    };
+    // Until every kind is listed, a step before this one may not be known yet.
+    if !ctx.all_workloads_listed() {
+        recheck(now + wake_order::LOOK_EVERY);
+        return Ok(true);
+    }
+    let order = wake_order::order_of(target.kind, &observed.annotations);
+    if !wake_order::has_step_before(&ctx.namespaces.wake_orders(namespace), order, due.direction) {
+        return Ok(false);
+    }
+    let peers = match ctx.wake_steps.fresh_peers(namespace, now) {
+        Some(peers) => peers,
+        None => {
+            let read = wake_order::peers::read(&ctx.client, &ctx.namespaces, namespace)
+                .await
+                .map_err(Error::api(
+                    "reading the wake order of",
+                    "Namespace",
+                    &target.key,
+                ))?;
+            ctx.wake_steps.keep_peers(namespace, read, now)
+        }
+    };
+    let held_since = ctx.wake_steps.held_since(namespace, due, order, now);
+    match wake_order::gate(order, &due, &peers, held_since, ctx.step_timeout, now) {
+        Gate::Go => Ok(false),
+        Gate::Wait(at) => {
+            tracing::debug!(object = %target, %at, "held by the steps before it");
+            recheck(at);
+            Ok(true)
+        }
+        Gate::GoAnyway { late } => {
+            if ctx.wake_steps.first_told(namespace, due, order) && !ctx.dry_run {
+                let waited =
+                    humantime::format_duration((now - held_since).to_std().unwrap_or_default());
+                let what = match due.direction {
+                    Direction::Up => "available",
+                    Direction::Down => "asleep",
+                };
+                let went = match due.direction {
+                    Direction::Up => "woke",
+                    Direction::Down => "slept",
+                };
+                let note = format!(
+                    "{} not {what} after {waited}; {went} the rest anyway",
+                    late.join(", ")
+                );
+                tracing::warn!(namespace, %note, "wake step timed out");
+                ctx.events
+                    .warning(
+                        &ctx.namespaces.reference(namespace),
+                        "WakeStepTimedOut",
+                        note,
+                    )
+                    .await;
+            }
+            Ok(false)
+        }
+    }
+}
+
 /// Applies what `annotations` say at `now` to a target that may be scaled. `warn_reverted`:
 /// whether a change of replicas by someone else may be warned about (not while another
 /// warning holds the object's one `warned`).
@@ -270,6 +388,9 @@ async fn follow(
     }
     match schedule::decide(annotations, observed.replicas, now) {
         Some(change) => {
+            if inherited && held_in_order(ctx, target, observed, &change, now).await? {
+                return Ok(());
+            }
             let result = apply(
                 ctx,
                 target,

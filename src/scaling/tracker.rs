@@ -26,6 +26,7 @@ use crate::{
         reconciler::{DEFAULT_MAX_OVERRIDE, other_replicas_writers},
         target::{ScaleTarget, TargetKind, creation_time},
         timer::Timer,
+        wake_order,
     },
     schedule::{
         self, Annotations, Leftovers, SCHEDULE_KEYS, Schedule, already_warned, has_schedule,
@@ -70,8 +71,9 @@ const MIN_PRUNE_AT: usize = 64;
 struct Tracked {
     /// Digest of what matters in the metadata: unchanged, the event changes nothing.
     fingerprint: u64,
-    /// It follows its Namespace's schedule, and is counted among its followers.
-    follows_namespace: bool,
+    /// It follows its Namespace's schedule, at this place in its wake, and is counted among
+    /// its followers.
+    following: Option<i32>,
     /// Digest of who else set the replicas, to notice a new writer that left no time.
     writers: u64,
     standing: Standing,
@@ -377,7 +379,8 @@ impl Tracker {
             value(&mut hasher);
             hasher.finish()
         };
-        let fingerprint = digest(&|hasher| (&ours, follows_namespace, &other_writers).hash(hasher));
+        let following = follows_namespace.then(|| wake_order::order_of(self.kind, &ours));
+        let fingerprint = digest(&|hasher| (&ours, following, &other_writers).hash(hasher));
         let writers = digest(&|hasher| other_writers.hash(hasher));
         let previous = self.tracked.get(&key);
         if previous.is_some_and(|tracked| tracked.fingerprint == fingerprint) {
@@ -476,21 +479,26 @@ impl Tracker {
                 key.clone(),
                 Tracked {
                     fingerprint,
-                    follows_namespace,
+                    following,
                     writers,
                     standing,
                 },
             )
-            .is_some_and(|previous| previous.follows_namespace);
-        if was_following != follows_namespace {
-            self.count_follower(&key.namespace, follows_namespace);
+            .and_then(|previous| previous.following);
+        if was_following != following {
+            if let Some(order) = was_following {
+                self.count_follower(&key.namespace, order, false);
+            }
+            if let Some(order) = following {
+                self.count_follower(&key.namespace, order, true);
+            }
         }
     }
 
     /// Counts a workload in or out of its Namespace's followers, and has the Namespace's
     /// `SleepSchedule`s, which show that count, looked at again.
-    fn count_follower(&self, namespace: &str, follows: bool) {
-        self.namespaces.count_follower(namespace, follows);
+    fn count_follower(&self, namespace: &str, order: i32, follows: bool) {
+        self.namespaces.count_follower(namespace, order, follows);
         for name in self.namespaces.sleep_schedules_in(namespace) {
             let key = ObjectKey::new(namespace, name);
             self.queue.add(ScalingKey::SleepScheduleStatus(key));
@@ -570,8 +578,8 @@ impl Tracker {
         self.asleep.forget(self.kind, key);
         if let Some(forgotten) = self.tracked.remove(key) {
             self.timer.disarm(self.target(key.clone()));
-            if forgotten.follows_namespace {
-                self.count_follower(&key.namespace, false);
+            if let Some(order) = forgotten.following {
+                self.count_follower(&key.namespace, order, false);
             }
         }
     }

@@ -37,6 +37,8 @@ pub const ASLEEP_UNTIL: &str = "cronscaler.dev/asleep-until";
 pub const OVERRIDE_KEYS: [&str; 2] = [AWAKE_UNTIL, ASLEEP_UNTIL];
 /// The keys that make an object scheduled.
 pub const SCHEDULE_KEYS: [&str; 4] = [SCALE_DOWN, SCALE_UP, UPTIME, DOWNTIME];
+/// A workload's place in its Namespace's wake: lower wakes first and sleeps last.
+pub const WAKE_ORDER: &str = "cronscaler.dev/wake-order";
 /// `"true"` on an object leaves it out of its namespace's schedule.
 pub const EXCLUDE: &str = "cronscaler.dev/exclude";
 pub const ORIGINAL_REPLICAS: &str = "cronscaler.dev/original-replicas";
@@ -171,6 +173,8 @@ pub fn parse(annotations: &BTreeMap<String, String>, default_timezone: Tz) -> An
             // Read by the wake-up backend on Namespaces; checked wherever they are written.
             WAKE_ON_REQUEST => parse_wake_on_request(key, value).map(drop),
             WAKE_HOSTS => parse_wake_hosts(key, value).map(drop),
+            // Read by the reconciler for the order of a Namespace's wake.
+            WAKE_ORDER => parse_count(key, value, 0).map(drop),
             READY_BY => parse_ready_by(key, value).map(|ready| ready_by = ready),
             // The controller's measurement: one it cannot read is none.
             LAST_WARM_UP => {
@@ -183,8 +187,8 @@ pub fn parse(annotations: &BTreeMap<String, String>, default_timezone: Tz) -> An
                 value,
                 "is not a known annotation; the keys under cronscaler.dev/ are scale-down, \
                  scale-up, uptime, downtime, holidays, awake-until, asleep-until, down-replicas, \
-                 up-replicas, timezone, paused, exclude, ready-by, wake-on-request, \
-                 wake-hosts, original-replicas, original-suspend, last-transition, warned and last-warm-up",
+                 up-replicas, timezone, paused, exclude, ready-by, wake-order, \
+                 wake-on-request, wake-hosts, original-replicas, original-suspend, last-transition, warned and last-warm-up",
             )),
         };
         if let Err(error) = outcome {
@@ -516,7 +520,7 @@ mod tests {
             (
                 "cronscaler.dev/scale-dwon",
                 "0 20 * * *",
-                r#"cronscaler.dev/scale-dwon: "0 20 * * *" is not a known annotation; the keys under cronscaler.dev/ are scale-down, scale-up, uptime, downtime, holidays, awake-until, asleep-until, down-replicas, up-replicas, timezone, paused, exclude, ready-by, wake-on-request, wake-hosts, original-replicas, original-suspend, last-transition, warned and last-warm-up"#,
+                r#"cronscaler.dev/scale-dwon: "0 20 * * *" is not a known annotation; the keys under cronscaler.dev/ are scale-down, scale-up, uptime, downtime, holidays, awake-until, asleep-until, down-replicas, up-replicas, timezone, paused, exclude, ready-by, wake-order, wake-on-request, wake-hosts, original-replicas, original-suspend, last-transition, warned and last-warm-up"#,
             ),
         ];
         for (key, value, expected) in cases {

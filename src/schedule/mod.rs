@@ -33,8 +33,8 @@ pub(crate) mod test_support;
 pub use annotations::{
     ASLEEP_UNTIL, AWAKE_UNTIL, Annotations, DOWN_REPLICAS, DOWNTIME, EXCLUDE, HOLIDAYS,
     LAST_TRANSITION, Leftovers, ORIGINAL_REPLICAS, ORIGINAL_SUSPEND, OVERRIDE_KEYS, PAUSED, PREFIX,
-    Recorded, SCALE_DOWN, SCALE_UP, SCHEDULE_KEYS, TIMEZONE, UP_REPLICAS, UPTIME, WARNED,
-    has_schedule, is_record, is_written_by_controller, parse,
+    Recorded, SCALE_DOWN, SCALE_UP, SCHEDULE_KEYS, TIMEZONE, UP_REPLICAS, UPTIME, WAKE_ORDER,
+    WARNED, has_schedule, is_record, is_written_by_controller, parse,
 };
 pub use cron::CronSpec;
 pub use decide::{AnnotationChange, Cleanup, ScaleChange, decide, is_due};

@@ -9,7 +9,6 @@ use kube::{
     runtime::reflector::{ObjectRef, Store},
 };
 use serde::de::DeserializeOwned;
-use tokio::sync::watch;
 
 use super::{
     crd::{SleepPolicy, SleepSchedule},
@@ -25,12 +24,10 @@ use crate::{
 pub struct Declarations {
     pub policies: Store<SleepPolicy>,
     pub schedules: Store<SleepSchedule>,
-    /// Every workload kind listed once: before that, a count of the workloads following a
-    /// `SleepSchedule` is still growing, and its status would be written more than once.
-    pub workloads_listed: watch::Receiver<bool>,
 }
 
-/// How long a `SleepSchedule`'s status waits for the workloads to be listed.
+/// How long a `SleepSchedule`'s status waits for the workloads to be listed: before that, a
+/// count of the workloads following it is still growing, and it would be written more than once.
 const LISTING_WAIT: TimeDelta = TimeDelta::seconds(1);
 
 /// Brings a `SleepPolicy`'s status in line; when its state changes next.
@@ -68,7 +65,7 @@ pub async fn sleep_schedule_status(
     let Some(declarations) = &ctx.declarations else {
         return Ok(None);
     };
-    if !*declarations.workloads_listed.borrow() {
+    if !ctx.all_workloads_listed() {
         return Ok(Some(now + LISTING_WAIT));
     }
     let (Some(schedule), Some(reach)) = (

@@ -1,0 +1,413 @@
+//! Ordered wakes: within one Namespace's wake, what others need comes up first (StatefulSets,
+//! then Deployments, then CronJobs resume), and a sleep goes the other way. Each step waits
+//! until the steps before it are scaled and settled, up to `--wake-step-timeout`, and then goes
+//! on anyway, which the Namespace is told once (a step with two steps before it waits at most
+//! twice the timeout, from its first look). Only workloads that follow their Namespace's
+//! schedule take part: one with its own schedule, or an override of its own, is never held back
+//! and holds nothing back.
+//!
+//! Everything here is decided from what was read and the time; the waits themselves, and when
+//! each step was let go, are in [`WakeSteps`], which a restart empties without harm: the next
+//! look finds from the cluster which steps are done, and gives a step still waiting its whole
+//! timeout again.
+
+pub mod peers;
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::{Arc, Mutex, PoisonError},
+};
+
+use chrono::{DateTime, TimeDelta, Utc};
+
+use crate::{
+    scaling::target::TargetKind,
+    schedule::{Direction, Transition, WAKE_ORDER},
+};
+
+/// `--wake-step-timeout`'s default.
+pub const DEFAULT_STEP_TIMEOUT: TimeDelta = TimeDelta::minutes(5);
+
+/// How often a held step looks again.
+pub const LOOK_EVERY: TimeDelta = TimeDelta::seconds(2);
+
+/// A workload's place in its Namespace's wake: its `wake-order`, else its kind's.
+pub fn order_of(kind: TargetKind, annotations: &BTreeMap<String, String>) -> i32 {
+    annotations
+        .get(WAKE_ORDER)
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(match kind {
+            TargetKind::StatefulSet => 0,
+            TargetKind::Deployment | TargetKind::Foo => 10,
+            TargetKind::CronJob => 20,
+        })
+}
+
+/// Another workload following the same Namespace's schedule, as read now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Peer {
+    /// `StatefulSet db`, as Events name it.
+    pub name: String,
+    pub order: i32,
+    pub last_transition: Option<Transition>,
+    /// Awake as it asks: every replica it wants is available (a CronJob always is).
+    pub up_settled: bool,
+    /// Asleep as it asks: no more Pods than it wants (a CronJob always is).
+    pub down_settled: bool,
+}
+
+impl Peer {
+    /// Whether it has applied `due` and settled there.
+    fn is_done(&self, due: &Transition) -> bool {
+        let applied = self
+            .last_transition
+            .is_some_and(|last| last.at == due.at && last.direction == due.direction);
+        let settled = match due.direction {
+            Direction::Up => self.up_settled,
+            Direction::Down => self.down_settled,
+        };
+        applied && settled
+    }
+
+    /// Whether it comes before a workload of `order` in a transition `direction`.
+    fn comes_before(&self, order: i32, direction: Direction) -> bool {
+        match direction {
+            Direction::Up => self.order < order,
+            Direction::Down => self.order > order,
+        }
+    }
+}
+
+/// What a workload of one step does about the steps before it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Gate {
+    /// Nothing before it is left to wait for.
+    Go,
+    /// Look again at this instant.
+    Wait(DateTime<Utc>),
+    /// The step before took longer than the timeout: go on, naming what was not ready.
+    GoAnyway { late: Vec<String> },
+}
+
+/// Whether a workload of `order` applies `due` now, among `peers`, held since `held_since`.
+/// Each step before it may take the timeout: a step waits at most that many timeouts.
+pub fn gate(
+    order: i32,
+    due: &Transition,
+    peers: &[Peer],
+    held_since: DateTime<Utc>,
+    timeout: TimeDelta,
+    now: DateTime<Utc>,
+) -> Gate {
+    let before: Vec<&Peer> = peers
+        .iter()
+        .filter(|peer| peer.comes_before(order, due.direction))
+        .collect();
+    let late: Vec<String> = before
+        .iter()
+        .filter(|peer| !peer.is_done(due))
+        .map(|peer| peer.name.clone())
+        .collect();
+    if late.is_empty() {
+        return Gate::Go;
+    }
+    let mut steps: Vec<i32> = before.iter().map(|peer| peer.order).collect();
+    steps.sort_unstable();
+    steps.dedup();
+    let gives_up = held_since + timeout * i32::try_from(steps.len()).unwrap_or(i32::MAX);
+    if now >= gives_up {
+        Gate::GoAnyway { late }
+    } else {
+        Gate::Wait((now + LOOK_EVERY).min(gives_up))
+    }
+}
+
+/// Whether any step comes before `order` in `direction`, among the orders a Namespace's
+/// followers have: when none does, there is nothing to read or wait for.
+pub fn has_step_before(orders: &[i32], order: i32, direction: Direction) -> bool {
+    orders.iter().any(|other| match direction {
+        Direction::Up => *other < order,
+        Direction::Down => *other > order,
+    })
+}
+
+/// One Namespace's transition under way.
+type Wake = (String, Transition);
+
+/// What was read of a Namespace's workloads, and when.
+type Read = (DateTime<Utc>, Arc<Vec<Peer>>);
+
+/// How long what was read of a Namespace's workloads serves every step that asks: the steps
+/// held in one Namespace look together, not each on its own.
+const FRESH_FOR: TimeDelta = TimeDelta::seconds(1);
+
+#[derive(Debug, Default)]
+struct Progress {
+    /// When each step (by order) was first seen held.
+    held_since: HashMap<i32, DateTime<Utc>>,
+    /// The steps whose going on anyway was told.
+    told: Vec<i32>,
+}
+
+/// The steps held in each Namespace's transition under way. Cheap to clone; every clone shares
+/// the same record.
+#[derive(Clone, Default)]
+pub struct WakeSteps {
+    progress: Arc<Mutex<HashMap<Wake, Progress>>>,
+    read: Arc<Mutex<HashMap<String, Read>>>,
+}
+
+/// How long a finished transition's record is kept: well past any timeout.
+const KEPT: TimeDelta = TimeDelta::days(1);
+
+impl WakeSteps {
+    /// Since when the step of `order` has been held in `namespace`'s `due`: the first time this
+    /// was asked (after a restart, the first time since).
+    pub fn held_since(
+        &self,
+        namespace: &str,
+        due: Transition,
+        order: i32,
+        now: DateTime<Utc>,
+    ) -> DateTime<Utc> {
+        let mut progress = self.progress.lock().unwrap_or_else(PoisonError::into_inner);
+        progress.retain(|(_, transition), _| transition.at + KEPT > now);
+        *progress
+            .entry((namespace.to_string(), due))
+            .or_default()
+            .held_since
+            .entry(order)
+            .or_insert(now)
+    }
+
+    /// What was read of `namespace`'s workloads, if it is fresh at `now`.
+    pub fn fresh_peers(&self, namespace: &str, now: DateTime<Utc>) -> Option<Arc<Vec<Peer>>> {
+        let mut read = self.read.lock().unwrap_or_else(PoisonError::into_inner);
+        read.retain(|_, (at, _)| *at + FRESH_FOR > now);
+        read.get(namespace).map(|(_, peers)| peers.clone())
+    }
+
+    /// Keeps what was read of `namespace`'s workloads at `now`.
+    pub fn keep_peers(
+        &self,
+        namespace: &str,
+        peers: Vec<Peer>,
+        now: DateTime<Utc>,
+    ) -> Arc<Vec<Peer>> {
+        let peers = Arc::new(peers);
+        self.read
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(namespace.to_string(), (now, peers.clone()));
+        peers
+    }
+
+    /// Whether going on anyway at `order` is news: true the first time only.
+    pub fn first_told(&self, namespace: &str, due: Transition, order: i32) -> bool {
+        let mut progress = self.progress.lock().unwrap_or_else(PoisonError::into_inner);
+        let told = &mut progress
+            .entry((namespace.to_string(), due))
+            .or_default()
+            .told;
+        if told.contains(&order) {
+            return false;
+        }
+        told.push(order);
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schedule::test_support::{at, down, up};
+
+    fn peer(name: &str, order: i32, last: Option<Transition>, settled: bool) -> Peer {
+        Peer {
+            name: name.into(),
+            order,
+            last_transition: last,
+            up_settled: settled,
+            down_settled: settled,
+        }
+    }
+
+    const MORNING: &str = "2026-11-24T07:00:00Z";
+
+    #[test]
+    fn the_default_order_is_stateful_sets_deployments_cron_jobs_and_wake_order_overrides_it() {
+        let none = BTreeMap::new();
+        assert_eq!(order_of(TargetKind::StatefulSet, &none), 0);
+        assert_eq!(order_of(TargetKind::Deployment, &none), 10);
+        assert_eq!(order_of(TargetKind::CronJob, &none), 20);
+        let first = BTreeMap::from([(WAKE_ORDER.to_string(), "5".to_string())]);
+        assert_eq!(order_of(TargetKind::CronJob, &first), 5);
+    }
+
+    #[test]
+    fn a_deployment_waits_for_its_stateful_set_to_wake_and_be_available() {
+        let due = up(MORNING);
+        let began = at(MORNING);
+        let timeout = DEFAULT_STEP_TIMEOUT;
+        let now = at("2026-11-24T07:00:10Z");
+        let asleep = [peer(
+            "StatefulSet db",
+            0,
+            Some(down("2026-11-23T20:00:00Z")),
+            false,
+        )];
+        assert_eq!(
+            gate(10, &due, &asleep, began, timeout, now),
+            Gate::Wait(at("2026-11-24T07:00:12Z"))
+        );
+        let starting = [peer("StatefulSet db", 0, Some(due), false)];
+        assert!(matches!(
+            gate(10, &due, &starting, began, timeout, now),
+            Gate::Wait(_)
+        ));
+        let available = [peer("StatefulSet db", 0, Some(due), true)];
+        assert_eq!(gate(10, &due, &available, began, timeout, now), Gate::Go);
+        assert_eq!(
+            gate(0, &due, &asleep, began, timeout, now),
+            Gate::Go,
+            "the first step waits for nothing"
+        );
+    }
+
+    #[test]
+    fn at_night_the_stateful_set_waits_for_what_needs_it() {
+        let due = down("2026-11-24T20:00:00Z");
+        let now = at("2026-11-24T20:00:01Z");
+        let began = at("2026-11-24T20:00:00Z");
+        let running = [
+            peer("Deployment web", 10, Some(up(MORNING)), true),
+            peer("CronJob report", 20, Some(due), true),
+        ];
+        assert_eq!(
+            gate(0, &due, &running, began, DEFAULT_STEP_TIMEOUT, now),
+            Gate::Wait(at("2026-11-24T20:00:03Z"))
+        );
+        assert_eq!(
+            gate(10, &due, &running, began, DEFAULT_STEP_TIMEOUT, now),
+            Gate::Go,
+            "the CronJob is suspended already"
+        );
+    }
+
+    #[test]
+    fn a_step_holds_the_next_only_for_the_timeout_and_then_names_what_was_late() {
+        let due = up(MORNING);
+        let began = at(MORNING);
+        let never = [peer("StatefulSet db", 0, Some(due), false)];
+        assert_eq!(
+            gate(
+                10,
+                &due,
+                &never,
+                began,
+                DEFAULT_STEP_TIMEOUT,
+                at("2026-11-24T07:04:59Z")
+            ),
+            Gate::Wait(at("2026-11-24T07:05:00Z")),
+            "the last look falls on the timeout"
+        );
+        assert_eq!(
+            gate(
+                10,
+                &due,
+                &never,
+                began,
+                DEFAULT_STEP_TIMEOUT,
+                at("2026-11-24T07:05:00Z")
+            ),
+            Gate::GoAnyway {
+                late: vec!["StatefulSet db".into()]
+            }
+        );
+    }
+
+    #[test]
+    fn a_step_with_two_steps_before_it_waits_two_timeouts() {
+        let due = up(MORNING);
+        let began = at(MORNING);
+        let peers = [
+            peer("StatefulSet db", 0, Some(due), true),
+            peer("Deployment api", 10, Some(due), false),
+        ];
+        assert!(matches!(
+            gate(
+                20,
+                &due,
+                &peers,
+                began,
+                DEFAULT_STEP_TIMEOUT,
+                at("2026-11-24T07:09:59Z")
+            ),
+            Gate::Wait(_)
+        ));
+        assert_eq!(
+            gate(
+                20,
+                &due,
+                &peers,
+                began,
+                DEFAULT_STEP_TIMEOUT,
+                at("2026-11-24T07:10:00Z")
+            ),
+            Gate::GoAnyway {
+                late: vec!["Deployment api".into()]
+            }
+        );
+    }
+
+    #[test]
+    fn a_step_is_held_from_the_first_look_and_its_timeout_told_once() {
+        let steps = WakeSteps::default();
+        let due = up(MORNING);
+        let first = at("2026-11-24T07:00:00Z");
+        assert_eq!(steps.held_since("staging", due, 10, first), first);
+        assert_eq!(
+            steps.held_since("staging", due, 10, at("2026-11-24T07:01:00Z")),
+            first
+        );
+        assert_eq!(
+            steps.held_since("staging", due, 20, at("2026-11-24T07:02:00Z")),
+            at("2026-11-24T07:02:00Z"),
+            "each step from its own first look"
+        );
+        assert!(steps.first_told("staging", due, 10));
+        assert!(!steps.first_told("staging", due, 10));
+        assert!(steps.first_told("other", due, 10));
+    }
+
+    #[test]
+    fn what_was_read_serves_for_a_second() {
+        let steps = WakeSteps::default();
+        let read = at("2026-11-24T07:00:00Z");
+        steps.keep_peers(
+            "staging",
+            vec![peer("StatefulSet db", 0, None, false)],
+            read,
+        );
+        assert!(
+            steps
+                .fresh_peers("staging", at("2026-11-24T07:00:00.999Z"))
+                .is_some()
+        );
+        assert!(steps.fresh_peers("other", read).is_none());
+        assert!(
+            steps
+                .fresh_peers("staging", at("2026-11-24T07:00:01Z"))
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn a_namespace_of_one_step_has_nothing_to_wait_for() {
+        assert!(!has_step_before(&[10], 10, Direction::Up));
+        assert!(!has_step_before(&[10], 10, Direction::Down));
+        assert!(has_step_before(&[0, 10], 10, Direction::Up));
+        assert!(!has_step_before(&[0, 10], 0, Direction::Up));
+        assert!(has_step_before(&[0, 10], 0, Direction::Down));
+    }
+}

@@ -1,0 +1,304 @@
+//! Ordered wakes, against a real API server: in a Namespace's wake its StatefulSet comes up
+//! first and its Deployments only once that is available; at night they go the other way; a
+//! StatefulSet that never becomes ready holds the rest back only `--wake-step-timeout`; and a
+//! restart in the middle of a wake finishes it, scaling nothing twice. There is no kubelet: the
+//! test marks Pods ready.
+//!
+//! See `tests/support/mod.rs` for where the API server comes from.
+
+mod support;
+
+use std::{collections::BTreeMap, time::Duration};
+
+use chrono::{DateTime, TimeDelta, Utc};
+use k8s_openapi::api::{
+    apps::v1::{Deployment, StatefulSet},
+    core::v1::Namespace,
+    events::v1::Event,
+};
+use kube::{
+    Api, Client,
+    api::{ListParams, Patch, PatchParams, PostParams},
+};
+use serde_json::json;
+use support::{
+    Scenario, cron_at, envtest, eventually, mark_pods_ready, sleep_until, whole_second_in,
+};
+
+const PROMPTLY: Duration = Duration::from_secs(30);
+
+/// `namespace` with a StatefulSet `db` of 1 and the Deployments `deployments` of 2, asleep
+/// from an hour before `morning` until `morning`.
+async fn environment(
+    client: &Client,
+    namespace: &str,
+    deployments: &[&str],
+    morning: DateTime<Utc>,
+) {
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    if namespaces.get_opt(namespace).await.ok().flatten().is_none() {
+        namespaces
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(json!({ "metadata": { "name": namespace } })).unwrap(),
+            )
+            .await
+            .expect("a Namespace");
+    }
+    Api::<StatefulSet>::namespaced(client.clone(), namespace)
+        .create(
+            &PostParams::default(),
+            &support::stateful_set("db", 1, json!({})),
+        )
+        .await
+        .expect("a StatefulSet");
+    for name in deployments {
+        Api::<Deployment>::namespaced(client.clone(), namespace)
+            .create(
+                &PostParams::default(),
+                &support::deployment(name, 2, json!({})),
+            )
+            .await
+            .expect("a Deployment");
+    }
+    let schedule = json!({
+        "cronscaler.dev/scale-down": cron_at(morning - TimeDelta::hours(1)),
+        "cronscaler.dev/scale-up": cron_at(morning),
+    });
+    namespaces
+        .patch(
+            namespace,
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "metadata": { "annotations": schedule } })),
+        )
+        .await
+        .expect("scheduling the Namespace");
+}
+
+/// Each workload's `spec.replicas` in `namespace`, by `Kind name`.
+async fn replicas(client: &Client, namespace: &str) -> BTreeMap<String, i32> {
+    let params = ListParams::default();
+    let mut found = BTreeMap::new();
+    for deployment in Api::<Deployment>::namespaced(client.clone(), namespace)
+        .list(&params)
+        .await
+        .map(|list| list.items)
+        .unwrap_or_default()
+    {
+        let replicas = deployment.spec.and_then(|spec| spec.replicas).unwrap_or(0);
+        let name = deployment.metadata.name.unwrap_or_default();
+        found.insert(format!("Deployment {name}"), replicas);
+    }
+    for stateful_set in Api::<StatefulSet>::namespaced(client.clone(), namespace)
+        .list(&params)
+        .await
+        .map(|list| list.items)
+        .unwrap_or_default()
+    {
+        let replicas = stateful_set
+            .spec
+            .and_then(|spec| spec.replicas)
+            .unwrap_or(0);
+        let name = stateful_set.metadata.name.unwrap_or_default();
+        found.insert(format!("StatefulSet {name}"), replicas);
+    }
+    found
+}
+
+/// When each workload of `namespace` first reaches `wanted` replicas, looking every 100 ms until
+/// all have or `deadline`; `ready` plays the kubelet meanwhile.
+async fn reached(
+    client: &Client,
+    namespace: &str,
+    wanted: impl Fn(&str) -> i32,
+    ready: bool,
+    deadline: DateTime<Utc>,
+) -> BTreeMap<String, DateTime<Utc>> {
+    let mut when = BTreeMap::new();
+    loop {
+        let now = Utc::now();
+        let found = replicas(client, namespace).await;
+        for (name, replicas) in &found {
+            if *replicas == wanted(name) {
+                when.entry(name.clone()).or_insert(now);
+            }
+        }
+        if when.len() == found.len() {
+            return when;
+        }
+        assert!(
+            now < deadline,
+            "{namespace}: not all there by {deadline}: {found:?}"
+        );
+        if ready {
+            mark_pods_ready(client, namespace).await;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The Events about `Kind name` objects in `namespace` with `reason`, by object.
+async fn counted(client: &Client, namespace: &str, reason: &str) -> BTreeMap<String, usize> {
+    let events: Api<Event> = Api::namespaced(client.clone(), namespace);
+    let mut counts = BTreeMap::new();
+    for event in events
+        .list(&ListParams::default())
+        .await
+        .map(|list| list.items)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|event| event.reason.as_deref() == Some(reason))
+    {
+        let regarding = event.regarding.unwrap_or_default();
+        let object = format!(
+            "{} {}",
+            regarding.kind.unwrap_or_default(),
+            regarding.name.unwrap_or_default()
+        );
+        *counts.entry(object).or_default() += 1;
+    }
+    counts
+}
+
+#[tokio::test]
+async fn a_stateful_set_wakes_first_and_sleeps_last_and_a_late_one_holds_the_rest_only_so_long() {
+    let Some(scenario) = Scenario::own("wake-order", envtest::Options::default()).await else {
+        return;
+    };
+    let client = scenario.client.clone();
+    let ordered = scenario.namespace.clone();
+    let stuck = format!("{ordered}-stuck");
+    let morning = whole_second_in(60);
+    environment(&client, &ordered, &["api", "web"], morning).await;
+    environment(&client, &stuck, &["web"], morning).await;
+    let flags = ["--grace-period", "0s", "--wake-step-timeout", "10s"];
+    let mut controller = scenario.start_cluster_wide_controller("cronscaler-order", &flags);
+    controller.wait_ready().await;
+
+    // Night (a catch-up at start): the Deployments go first, the StatefulSet once their Pods
+    // are gone.
+    let slept = reached(
+        &client,
+        &ordered,
+        |_| 0,
+        false,
+        Utc::now() + TimeDelta::seconds(30),
+    )
+    .await;
+    let db_slept = slept["StatefulSet db"];
+    for deployment in ["Deployment api", "Deployment web"] {
+        assert!(
+            slept[deployment] < db_slept,
+            "{deployment} asleep before the StatefulSet: {slept:?}"
+        );
+    }
+    reached(
+        &client,
+        &stuck,
+        |_| 0,
+        false,
+        Utc::now() + TimeDelta::seconds(30),
+    )
+    .await;
+
+    // Morning: the StatefulSet wakes, and the Deployments wait for it to be available.
+    sleep_until(morning).await;
+    let awake = |name: &str| {
+        if name.starts_with("StatefulSet") {
+            1
+        } else {
+            0
+        }
+    };
+    reached(
+        &client,
+        &ordered,
+        awake,
+        false,
+        morning + TimeDelta::seconds(10),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let held = replicas(&client, &ordered).await;
+    assert_eq!(
+        (held["Deployment api"], held["Deployment web"]),
+        (0, 0),
+        "held until db is available: {held:?}"
+    );
+
+    // A restart in the middle of the wake finishes it.
+    controller
+        .assert_stops_cleanly(Duration::from_secs(10))
+        .await;
+    let mut controller = scenario.start_cluster_wide_controller("cronscaler-order", &flags);
+    controller.wait_ready().await;
+    let restarted = Utc::now();
+    let woke = reached(
+        &client,
+        &ordered,
+        |name| {
+            if name.starts_with("StatefulSet") {
+                1
+            } else {
+                2
+            }
+        },
+        true,
+        Utc::now() + TimeDelta::seconds(30),
+    )
+    .await;
+    assert!(woke["Deployment api"] >= restarted, "{woke:?}");
+    assert_eq!(
+        counted(&client, &ordered, "ScaledUp").await,
+        BTreeMap::from([
+            ("Deployment api".to_string(), 1),
+            ("Deployment web".to_string(), 1),
+            ("StatefulSet db".to_string(), 1),
+        ]),
+        "each woken once, across the restart"
+    );
+
+    // The StatefulSet that never becomes ready holds its Deployment 10 s (from the restart).
+    let stuck_woke = reached(
+        &client,
+        &stuck,
+        |name| {
+            if name.starts_with("StatefulSet") {
+                1
+            } else {
+                2
+            }
+        },
+        false,
+        Utc::now() + TimeDelta::seconds(30),
+    )
+    .await;
+    let waited = stuck_woke["Deployment web"] - restarted;
+    assert!(
+        waited >= TimeDelta::seconds(9),
+        "held for the step timeout: {waited}"
+    );
+    let timed_out = eventually("the Namespace told of the timeout", PROMPTLY, || async {
+        let events: Api<Event> = Api::namespaced(client.clone(), "default");
+        let params = ListParams::default().fields(&format!("regarding.name={stuck}"));
+        events
+            .list(&params)
+            .await
+            .ok()?
+            .items
+            .into_iter()
+            .find(|event| event.reason.as_deref() == Some("WakeStepTimedOut"))
+    })
+    .await;
+    let note = timed_out.note.unwrap_or_default();
+    assert!(
+        note.starts_with("StatefulSet db not available after 1")
+            && note.ends_with("; woke the rest anyway"),
+        "{note}"
+    );
+    assert_eq!(timed_out.type_.as_deref(), Some("Warning"));
+    controller
+        .assert_stops_cleanly(Duration::from_secs(10))
+        .await;
+    scenario.finish().await;
+}
