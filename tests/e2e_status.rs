@@ -176,7 +176,11 @@ async fn status_tells_each_scheduled_object_and_the_replicas_asleep() {
         "{stdout}"
     );
     let awake = row("Deployment", "awake");
-    assert_eq!((awake[3], awake[4]), ("awake", "1h"), "{stdout}");
+    assert_eq!(
+        (awake[3], awake[4], awake[5]),
+        ("awake", "annotations", "1h"),
+        "{stdout}"
+    );
     assert!(awake.contains(&"2/2"), "{stdout}");
     let broken = row("Deployment", "broken").join(" ");
     assert!(
