@@ -99,6 +99,13 @@ impl Reconcile for Reconcilers {
                 let written = declarations::policy_status(&self.scale, name, now).await;
                 return look_again(written, now);
             }
+            WorkKey::Scaling(ScalingKey::WakeTurn(namespace)) => {
+                return match scaling::wake_turn(&self.scale, namespace, now).await {
+                    Ok(Some(again)) => Handled::Later(again),
+                    Ok(None) => Handled::Done,
+                    Err(error) => Handled::Failed(error),
+                };
+            }
             WorkKey::Scaling(ScalingKey::SleepScheduleStatus(schedule)) => {
                 let written = declarations::sleep_schedule_status(&self.scale, schedule, now).await;
                 return look_again(written, now);

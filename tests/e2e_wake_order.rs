@@ -297,6 +297,156 @@ async fn a_stateful_set_wakes_first_and_sleeps_last_and_a_late_one_holds_the_res
         "{note}"
     );
     assert_eq!(timed_out.type_.as_deref(), Some("Warning"));
+
+    // What a night and a morning cost, by the audit log: one patch per workload and transition,
+    // and reads of the Namespace's workloads only while a step is held.
+    let plane = scenario.plane();
+    let count = |verb: &str, resource: &str, namespace: &str| {
+        plane.count_requests(envtest::SA_USER, verb, resource, Some(namespace))
+    };
+    for namespace in [&ordered, &stuck] {
+        let lists =
+            ["deployments", "statefulsets", "cronjobs"].map(|r| count("list", r, namespace));
+        let patches = ["deployments", "statefulsets"].map(|r| count("patch", r, namespace));
+        support::say(&format!(
+            "{namespace}: a night and a morning: LISTs of Deployments, StatefulSets, CronJobs \
+             {lists:?}, PATCHes of Deployments, StatefulSets {patches:?}"
+        ));
+        assert!(
+            lists.iter().all(|lists| *lists <= 40),
+            "{namespace}: {lists:?}"
+        );
+    }
+    assert_eq!(
+        ["deployments", "statefulsets"].map(|r| count("patch", r, &ordered)),
+        [4, 2],
+        "each workload patched once at night and once in the morning, across the restart"
+    );
+    controller
+        .assert_stops_cleanly(Duration::from_secs(10))
+        .await;
+    scenario.finish().await;
+}
+
+#[tokio::test]
+async fn namespaces_due_at_one_instant_wake_one_after_another_with_max_waking_namespaces_1() {
+    let Some(scenario) = Scenario::own("turns", envtest::Options::default()).await else {
+        return;
+    };
+    let client = scenario.client.clone();
+    let first = scenario.namespace.clone();
+    let namespaces = [first.clone(), format!("{first}-2"), format!("{first}-3")];
+    let morning = whole_second_in(45);
+    for namespace in &namespaces {
+        let namespaces: Api<Namespace> = Api::all(client.clone());
+        if namespaces.get_opt(namespace).await.ok().flatten().is_none() {
+            namespaces
+                .create(
+                    &PostParams::default(),
+                    &serde_json::from_value(json!({ "metadata": { "name": namespace } })).unwrap(),
+                )
+                .await
+                .expect("a Namespace");
+        }
+        Api::<Deployment>::namespaced(client.clone(), namespace)
+            .create(
+                &PostParams::default(),
+                &support::deployment("web", 2, json!({})),
+            )
+            .await
+            .expect("a Deployment");
+        let schedule = json!({
+            "cronscaler.dev/scale-down": cron_at(morning - TimeDelta::hours(1)),
+            "cronscaler.dev/scale-up": cron_at(morning),
+        });
+        namespaces
+            .patch(
+                namespace,
+                &PatchParams::default(),
+                &Patch::Merge(json!({ "metadata": { "annotations": schedule } })),
+            )
+            .await
+            .expect("scheduling the Namespace");
+    }
+    let mut controller = scenario.start_cluster_wide_controller(
+        "cronscaler-turns",
+        &["--grace-period", "0s", "--max-waking-namespaces", "1"],
+    );
+    controller.wait_ready().await;
+    for namespace in &namespaces {
+        reached(&client, namespace, |_| 0, false, morning).await;
+    }
+
+    // Each woken Namespace becomes ready 3 s after its wake; the next wakes only then.
+    sleep_until(morning).await;
+    let mut woken: Vec<(DateTime<Utc>, String)> = Vec::new();
+    let mut ready: BTreeMap<String, DateTime<Utc>> = BTreeMap::new();
+    let deadline = morning + TimeDelta::seconds(40);
+    while ready.len() < namespaces.len() {
+        assert!(Utc::now() < deadline, "woken {woken:?}, ready {ready:?}");
+        for namespace in &namespaces {
+            let up = replicas(&client, namespace).await["Deployment web"] == 2;
+            if up && !woken.iter().any(|(_, name)| name == namespace) {
+                woken.push((Utc::now(), namespace.clone()));
+            }
+            let since = woken.iter().find(|(_, name)| name == namespace);
+            if let Some((at, _)) = since
+                && Utc::now() - *at >= TimeDelta::seconds(3)
+                && !ready.contains_key(namespace)
+            {
+                mark_pods_ready(&client, namespace).await;
+                let available = Api::<Deployment>::namespaced(client.clone(), namespace)
+                    .get("web")
+                    .await
+                    .ok()
+                    .and_then(|web| web.status?.available_replicas);
+                if available == Some(2) {
+                    ready.insert(namespace.clone(), Utc::now());
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let order: Vec<&str> = woken.iter().map(|(_, name)| name.as_str()).collect();
+    assert_eq!(
+        order,
+        namespaces.iter().map(String::as_str).collect::<Vec<_>>()
+    );
+    for pair in woken.windows(2) {
+        let (before, after) = (&pair[0], &pair[1]);
+        assert!(
+            after.0 >= ready[&before.1],
+            "{} woke at {} before {} was ready at {}",
+            after.1,
+            after.0,
+            before.1,
+            ready[&before.1]
+        );
+    }
+    for namespace in &namespaces[1..] {
+        let events: Api<Event> = Api::namespaced(client.clone(), "default");
+        let params = ListParams::default().fields(&format!("regarding.name={namespace}"));
+        let turn = eventually(
+            "the Namespace told how long it waited",
+            PROMPTLY,
+            || async {
+                events
+                    .list(&params)
+                    .await
+                    .ok()?
+                    .items
+                    .into_iter()
+                    .find(|event| event.reason.as_deref() == Some("WakeTurn"))
+            },
+        )
+        .await;
+        let note = turn.note.unwrap_or_default();
+        assert!(
+            note.starts_with("waited ")
+                && note.ends_with(" for its turn to wake (--max-waking-namespaces 1)"),
+            "{note}"
+        );
+    }
     controller
         .assert_stops_cleanly(Duration::from_secs(10))
         .await;

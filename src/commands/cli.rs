@@ -238,6 +238,11 @@ pub struct RunArgs {
     #[arg(long, env = "CRONSCALER_WAKE_STEP_TIMEOUT", default_value = "5m", value_parser = humantime::parse_duration)]
     pub wake_step_timeout: std::time::Duration,
 
+    /// At most this many Namespaces wake at once (0: any number); the others wait their turn,
+    /// the one to be ready earliest first. Overrides (`cronscaler wake`, requests) never wait.
+    #[arg(long, env = "CRONSCALER_MAX_WAKING_NAMESPACES", default_value_t = 0)]
+    pub max_waking_namespaces: usize,
+
     #[command(flatten)]
     pub kube_downscaler: KubeDownscaler,
 

@@ -484,6 +484,7 @@ pub async fn run(
         .with_warm_up(warm_up)
         .with_step_timeout(TimeDelta::from_std(args.wake_step_timeout).unwrap_or(TimeDelta::MAX))
         .with_namespaces(namespaces)
+        .with_wake_turns(args.max_waking_namespaces, scaling_queue.clone())
         .with_reports(scaling_queue)
         .with_hpas(hpas)
         .with_wakes(wakes)

@@ -16,6 +16,8 @@ pub enum ScalingKey {
     SleepPolicyStatus(String),
     /// Show in a `SleepSchedule`'s status what it does now.
     SleepScheduleStatus(ObjectKey),
+    /// Look for a Namespace's turn to wake (`--max-waking-namespaces`).
+    WakeTurn(String),
 }
 
 impl fmt::Display for ScalingKey {
@@ -30,6 +32,7 @@ impl fmt::Display for ScalingKey {
             }
             ScalingKey::SleepPolicyStatus(name) => write!(f, "status of SleepPolicy {name}"),
             ScalingKey::SleepScheduleStatus(key) => write!(f, "status of SleepSchedule {key}"),
+            ScalingKey::WakeTurn(namespace) => write!(f, "turn of Namespace {namespace} to wake"),
         }
     }
 }

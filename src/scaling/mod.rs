@@ -14,6 +14,7 @@ pub mod target;
 pub mod timer;
 pub mod tracker;
 pub mod wake_order;
+pub mod wake_turns;
 pub mod watched_meta;
 
 #[cfg(test)]
@@ -22,4 +23,5 @@ mod test_support;
 pub use reconciler::{
     DEFAULT_MAX_OVERRIDE, ScalingContext, describe_change, other_replicas_writers, patch_for,
     patch_target, patch_target_as, read_target, reconcile, replicas_changed_by, report_namespace,
+    wake_turn,
 };

@@ -46,7 +46,8 @@ use crate::{
         reports::{NamespaceReports, QUIET, Settled, WorkloadOutcome, describe},
         target::{ScaleTarget, TargetKind, TargetState},
         timer::Timer,
-        wake_order::{self, Gate, WakeSteps},
+        wake_order::{self, Gate, Peer, WakeSteps},
+        wake_turns::{Ask, Turn, WakeTurns},
     },
     schedule::{
         self, Annotations, Direction, READY_BY, ScaleChange, Schedule, Transition, already_warned,
@@ -79,6 +80,8 @@ pub struct ScalingContext {
     pub step_timeout: TimeDelta,
     /// The steps held in Namespaces' transitions under way.
     pub wake_steps: WakeSteps,
+    /// The Namespaces waking and waiting their turn, and the queue their turns go into.
+    pub wake_turns: (WakeTurns, Option<Enqueue<ScalingKey>>),
     /// True once every workload kind was listed: before that, what follows a Namespace's
     /// schedule is not all known. `None` where nothing waits for it.
     pub workloads_listed: Option<watch::Receiver<bool>>,
@@ -114,6 +117,7 @@ impl ScalingContext {
             warm_up: schedule::DEFAULT_WARM_UP,
             step_timeout: wake_order::DEFAULT_STEP_TIMEOUT,
             wake_steps: WakeSteps::default(),
+            wake_turns: (WakeTurns::default(), None),
             workloads_listed: None,
             wakes: None,
             declarations: None,
@@ -139,6 +143,14 @@ impl ScalingContext {
 
     pub fn with_warm_up(self, warm_up: TimeDelta) -> Self {
         Self { warm_up, ..self }
+    }
+
+    /// At most `max` Namespaces wake at once (0: any number); `queue` takes their turns.
+    pub fn with_wake_turns(self, max: usize, queue: Enqueue<ScalingKey>) -> Self {
+        Self {
+            wake_turns: (WakeTurns::new(max), Some(queue)),
+            ..self
+        }
     }
 
     pub fn with_workloads_listed(self, listed: watch::Receiver<bool>) -> Self {
@@ -282,6 +294,110 @@ pub async fn reconcile(
     }
 }
 
+/// The scheduled wake `change` applies, where one of a Namespace's wakes is: not an override,
+/// nor the end of one, and something to scale.
+fn scheduled_wake(change: &ScaleChange) -> Option<Transition> {
+    change
+        .applied
+        .filter(|due| due.until.is_none() && change.ended.is_none() && change.replicas.is_some())
+}
+
+/// Whether the wake `change` applies waits for its Namespace's turn (then it is parked, and the
+/// turn brings it back).
+fn waits_its_turn(
+    ctx: &ScalingContext,
+    target: &ScaleTarget,
+    change: &ScaleChange,
+    now: DateTime<Utc>,
+) -> bool {
+    let (turns, Some(queue)) = &ctx.wake_turns else {
+        return false;
+    };
+    let Some(due) = scheduled_wake(change).filter(|due| due.direction == Direction::Up) else {
+        return false;
+    };
+    if !turns.limits() {
+        return false;
+    }
+    let namespace = &target.key.namespace;
+    match turns.ask(namespace, due, target, now) {
+        Ask::Go => false,
+        Ask::Parked { first } => {
+            if first {
+                queue.add(ScalingKey::WakeTurn(namespace.clone()));
+            }
+            true
+        }
+    }
+}
+
+/// Looks for `namespace`'s turn to wake: lets go of the Namespaces whose wake is over, and when
+/// its turn has come, brings back its parked workloads and says how long it waited. When to look
+/// again, if its turn has not come.
+pub async fn wake_turn(
+    ctx: &ScalingContext,
+    namespace: &str,
+    now: DateTime<Utc>,
+) -> Result<Option<std::time::Duration>, Error> {
+    let (turns, Some(queue)) = &ctx.wake_turns else {
+        return Ok(None);
+    };
+    for (waking, due) in turns.waking() {
+        let peers = namespace_peers(ctx, &waking, now).await?;
+        if wake_order::is_over(&peers, &due) {
+            turns.done(&waking);
+        }
+    }
+    // Some of its workloads awake by this wake already: its turn came before a restart.
+    let peers = namespace_peers(ctx, namespace, now).await?;
+    let started = turns.due_of(namespace).is_some_and(|due| {
+        peers.iter().any(|peer| {
+            peer.last_transition
+                .is_some_and(|last| last.at == due.at && last.direction == due.direction)
+        })
+    });
+    let steps = i32::try_from(ctx.namespaces.wake_orders(namespace).len().max(1)).unwrap_or(1);
+    match turns.look(namespace, started, ctx.step_timeout * steps, now) {
+        Turn::Now { parked, waited } => {
+            for target in parked {
+                queue.add(ScalingKey::Scale(target));
+            }
+            if let (Some(waited), false) = (waited, ctx.dry_run) {
+                let waited = humantime::format_duration(waited.to_std().unwrap_or_default());
+                let note = format!(
+                    "waited {waited} for its turn to wake (--max-waking-namespaces {})",
+                    turns.max()
+                );
+                ctx.events
+                    .normal(&ctx.namespaces.reference(namespace), "WakeTurn", note)
+                    .await;
+            }
+            Ok(None)
+        }
+        Turn::Later => Ok(Some(wake_order::LOOK_EVERY.to_std().unwrap_or_default())),
+        Turn::Nothing => Ok(None),
+    }
+}
+
+/// The workloads of `namespace`'s wake, read at most once a second.
+async fn namespace_peers(
+    ctx: &ScalingContext,
+    namespace: &str,
+    now: DateTime<Utc>,
+) -> Result<std::sync::Arc<Vec<Peer>>, Error> {
+    if let Some(peers) = ctx.wake_steps.fresh_peers(namespace, now) {
+        return Ok(peers);
+    }
+    let read = wake_order::peers::read(&ctx.client, &ctx.namespaces, namespace)
+        .await
+        .map_err(Error::api(
+            "reading the workloads of",
+            "Namespace",
+            &ObjectKey::new(namespace, namespace),
+        ))?;
+    Ok(ctx.wake_steps.keep_peers(namespace, read, now))
+}
+
 /// Whether `change`, a step of its Namespace's ordered wake or sleep, waits for the steps
 /// before it (then the timer looks again). A step that goes on after the timeout says so, once,
 /// on the Namespace.
@@ -292,10 +408,7 @@ async fn held_in_order(
     change: &ScaleChange,
     now: DateTime<Utc>,
 ) -> Result<bool, Error> {
-    let Some(due) = change
-        .applied
-        .filter(|due| due.until.is_none() && change.ended.is_none() && change.replicas.is_some())
-    else {
+    let Some(due) = scheduled_wake(change) else {
         return Ok(false);
     };
     let namespace = &target.key.namespace;
@@ -313,19 +426,7 @@ async fn held_in_order(
     if !wake_order::has_step_before(&ctx.namespaces.wake_orders(namespace), order, due.direction) {
         return Ok(false);
     }
-    let peers = match ctx.wake_steps.fresh_peers(namespace, now) {
-        Some(peers) => peers,
-        None => {
-            let read = wake_order::peers::read(&ctx.client, &ctx.namespaces, namespace)
-                .await
-                .map_err(Error::api(
-                    "reading the wake order of",
-                    "Namespace",
-                    &target.key,
-                ))?;
-            ctx.wake_steps.keep_peers(namespace, read, now)
-        }
-    };
+    let peers = namespace_peers(ctx, namespace, now).await?;
     let held_since = ctx.wake_steps.held_since(namespace, due, order, now);
     match wake_order::gate(order, &due, &peers, held_since, ctx.step_timeout, now) {
         Gate::Go => Ok(false),
@@ -388,7 +489,10 @@ async fn follow(
     }
     match schedule::decide(annotations, observed.replicas, now) {
         Some(change) => {
-            if inherited && held_in_order(ctx, target, observed, &change, now).await? {
+            if inherited
+                && (waits_its_turn(ctx, target, &change, now)
+                    || held_in_order(ctx, target, observed, &change, now).await?)
+            {
                 return Ok(());
             }
             let result = apply(

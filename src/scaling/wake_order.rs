@@ -122,6 +122,15 @@ pub fn gate(
     }
 }
 
+/// Whether a Namespace's wake or sleep `due` is over: every workload of it is done, or one has
+/// gone on to a later transition.
+pub fn is_over(peers: &[Peer], due: &Transition) -> bool {
+    peers.iter().all(|peer| peer.is_done(due))
+        || peers
+            .iter()
+            .any(|peer| peer.last_transition.is_some_and(|last| last.at > due.at))
+}
+
 /// Whether any step comes before `order` in `direction`, among the orders a Namespace's
 /// followers have: when none does, there is nothing to read or wait for.
 pub fn has_step_before(orders: &[i32], order: i32, direction: Direction) -> bool {
