@@ -194,14 +194,8 @@ async fn waking_a_namespace_wakes_its_workloads_until_the_override_runs_out() {
     let Some(scenario) = Scenario::own("wake-namespace", options).await else {
         return;
     };
-    let deployments = scenario.deployments();
-    deployments
-        .create(
-            &PostParams::default(),
-            &support::deployment("web", 2, json!({})),
-        )
-        .await
-        .expect("a Deployment");
+    let deployments =
+        support::create_deployment(&scenario.client, &scenario.namespace, "web", 2).await;
     scenario
         .stateful_sets()
         .create(

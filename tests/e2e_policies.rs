@@ -29,6 +29,17 @@ fn resource(kind: &str, plural: &str) -> ApiResource {
     )
 }
 
+/// A SleepPolicy or SleepSchedule as a user writes it.
+fn declaration(kind: &str, metadata: serde_json::Value, spec: serde_json::Value) -> DynamicObject {
+    serde_json::from_value(json!({
+        "apiVersion": "cronscaler.dev/v1alpha1",
+        "kind": kind,
+        "metadata": metadata,
+        "spec": spec,
+    }))
+    .expect(kind)
+}
+
 async fn install_policy_crds(scenario: &Scenario) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("manifests/04-policy-crds.yaml");
     envtest::apply_file(&scenario.client, &path)
@@ -103,16 +114,14 @@ async fn a_policy_sleeps_the_namespaces_it_selects_and_wakes_them_when_it_stops(
         scenario.client.clone(),
         &resource("SleepPolicy", "sleeppolicies"),
     );
-    let policy: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "cronscaler.dev/v1alpha1",
-        "kind": "SleepPolicy",
-        "metadata": { "name": "previews-at-night" },
-        "spec": {
+    let policy: DynamicObject = declaration(
+        "SleepPolicy",
+        json!({ "name": "previews-at-night" }),
+        json!({
             "namespaceSelector": { "matchLabels": { "env": "preview" } },
             "downtime": ASLEEP,
-        },
-    }))
-    .expect("a SleepPolicy");
+        }),
+    );
     policies
         .create(&PostParams::default(), &policy)
         .await
@@ -172,13 +181,11 @@ async fn a_policy_sleeps_the_namespaces_it_selects_and_wakes_them_when_it_stops(
         "pr-2",
         &resource("SleepSchedule", "sleepschedules"),
     );
-    let awake_all_week: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "cronscaler.dev/v1alpha1",
-        "kind": "SleepSchedule",
-        "metadata": { "name": "always-up", "namespace": "pr-2" },
-        "spec": { "uptime": ASLEEP },
-    }))
-    .expect("a SleepSchedule");
+    let awake_all_week: DynamicObject = declaration(
+        "SleepSchedule",
+        json!({ "name": "always-up", "namespace": "pr-2" }),
+        json!({ "uptime": ASLEEP }),
+    );
     sleep_schedules
         .create(&PostParams::default(), &awake_all_week)
         .await
@@ -250,13 +257,11 @@ async fn a_namespace_s_editor_may_write_its_sleep_schedules_and_no_policy() {
         &namespace,
         &resource("SleepSchedule", "sleepschedules"),
     );
-    let schedule: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "cronscaler.dev/v1alpha1",
-        "kind": "SleepSchedule",
-        "metadata": { "name": "office-hours", "namespace": namespace },
-        "spec": { "uptime": "Mon-Fri 08:00-19:00 Europe/Berlin" },
-    }))
-    .expect("a SleepSchedule");
+    let schedule: DynamicObject = declaration(
+        "SleepSchedule",
+        json!({ "name": "office-hours", "namespace": namespace }),
+        json!({ "uptime": "Mon-Fri 08:00-19:00 Europe/Berlin" }),
+    );
     // The aggregation controller gives `edit` the new rules within moments.
     eventually("dev may create a SleepSchedule", PROMPTLY, || async {
         sleep_schedules
@@ -268,26 +273,22 @@ async fn a_namespace_s_editor_may_write_its_sleep_schedules_and_no_policy() {
     .await;
     let policies: Api<DynamicObject> =
         Api::all_with(dev, &resource("SleepPolicy", "sleeppolicies"));
-    let policy: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "cronscaler.dev/v1alpha1",
-        "kind": "SleepPolicy",
-        "metadata": { "name": "everything" },
-        "spec": { "namespaceSelector": {}, "downtime": ASLEEP },
-    }))
-    .expect("a SleepPolicy");
+    let policy: DynamicObject = declaration(
+        "SleepPolicy",
+        json!({ "name": "everything" }),
+        json!({ "namespaceSelector": {}, "downtime": ASLEEP }),
+    );
     match policies.create(&PostParams::default(), &policy).await {
         Err(kube::Error::Api(status)) if status.code == 403 => {}
         other => panic!("dev may not create a SleepPolicy: {other:?}"),
     }
 
     // What the schema can check is refused at admission, with the reason.
-    let both: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "cronscaler.dev/v1alpha1",
-        "kind": "SleepSchedule",
-        "metadata": { "name": "both", "namespace": namespace },
-        "spec": { "uptime": "Mon-Fri 08:00-19:00", "downtime": "Sat-Sun 00:00-24:00", "downReplicas": -1 },
-    }))
-    .expect("a SleepSchedule");
+    let both: DynamicObject = declaration(
+        "SleepSchedule",
+        json!({ "name": "both", "namespace": namespace }),
+        json!({ "uptime": "Mon-Fri 08:00-19:00", "downtime": "Sat-Sun 00:00-24:00", "downReplicas": -1 }),
+    );
     match sleep_schedules.create(&PostParams::default(), &both).await {
         Err(kube::Error::Api(status)) if status.code == 422 => {
             for reason in ["uptime and downtime cannot be combined", "downReplicas"] {
@@ -379,13 +380,7 @@ async fn policies_show_what_they_do_in_kubectl_get_and_tell_of_conflicts_and_inv
         async move {
             let mut spec = spec;
             spec["namespaceSelector"] = json!({ "matchLabels": { "env": env } });
-            let policy: DynamicObject = serde_json::from_value(json!({
-                "apiVersion": "cronscaler.dev/v1alpha1",
-                "kind": "SleepPolicy",
-                "metadata": { "name": name },
-                "spec": spec,
-            }))
-            .expect("a SleepPolicy");
+            let policy: DynamicObject = declaration("SleepPolicy", json!({ "name": name }), spec);
             policies
                 .create(&PostParams::default(), &policy)
                 .await
@@ -513,13 +508,11 @@ async fn policies_show_what_they_do_in_kubectl_get_and_tell_of_conflicts_and_inv
         "pr-a",
         &resource("SleepSchedule", "sleepschedules"),
     );
-    let always_up: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "cronscaler.dev/v1alpha1",
-        "kind": "SleepSchedule",
-        "metadata": { "name": "always-up", "namespace": "pr-a" },
-        "spec": { "uptime": ASLEEP },
-    }))
-    .expect("a SleepSchedule");
+    let always_up: DynamicObject = declaration(
+        "SleepSchedule",
+        json!({ "name": "always-up", "namespace": "pr-a" }),
+        json!({ "uptime": ASLEEP }),
+    );
     sleep_schedules
         .create(&PostParams::default(), &always_up)
         .await
@@ -592,18 +585,16 @@ async fn a_policy_covers_only_the_kinds_it_names_and_leaves_alone_what_it_exclud
         scenario.client.clone(),
         &resource("SleepPolicy", "sleeppolicies"),
     );
-    let policy: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "cronscaler.dev/v1alpha1",
-        "kind": "SleepPolicy",
-        "metadata": { "name": "deployments-only" },
-        "spec": {
+    let policy: DynamicObject = declaration(
+        "SleepPolicy",
+        json!({ "name": "deployments-only" }),
+        json!({
             "namespaceSelector": { "matchLabels": { "env": "preview" } },
             "downtime": ASLEEP,
             "kinds": ["Deployment"],
             "exclude": { "matchLabels": { "tier": "database" } },
-        },
-    }))
-    .expect("a SleepPolicy");
+        }),
+    );
     policies
         .create(&PostParams::default(), &policy)
         .await

@@ -10,10 +10,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use k8s_openapi::api::{apps::v1::Deployment, core::v1::Namespace};
-use kube::{
-    Api, Client, ResourceExt,
-    api::{Patch, PatchParams, PostParams},
-};
+use kube::{Api, Client, ResourceExt};
 use serde_json::{Value, json};
 use support::{
     Scenario, cron_at, envtest, eventually, last_transition, mark_pods_ready,
@@ -36,31 +33,6 @@ fn ready_by(morning: DateTime<Utc>, more: Value) -> Value {
         annotations.extend(more.clone());
     }
     annotations
-}
-
-async fn annotate(client: &Client, namespace: &str, annotations: Value) {
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    namespaces
-        .patch(
-            namespace,
-            &PatchParams::default(),
-            &Patch::Merge(json!({ "metadata": { "annotations": annotations } })),
-        )
-        .await
-        .expect("annotating the Namespace");
-}
-
-/// A Deployment `web` of 2 in `namespace`.
-async fn web(client: &Client, namespace: &str) -> Api<Deployment> {
-    let deployments: Api<Deployment> = Api::namespaced(client.clone(), namespace);
-    deployments
-        .create(
-            &PostParams::default(),
-            &support::deployment("web", 2, json!({})),
-        )
-        .await
-        .expect("a Deployment");
-    deployments
 }
 
 /// When `web` is first seen scaled back up to 2, looking every 100 ms until `deadline`.
@@ -100,24 +72,18 @@ async fn a_ready_by_namespace_wakes_its_warm_up_early_and_is_available_at_the_ho
     let client = scenario.client.clone();
     let measured = scenario.namespace.clone();
     let unmeasured = format!("{measured}-new");
+    support::create_namespace(&client, &unmeasured).await;
     let namespaces: Api<Namespace> = Api::all(client.clone());
-    namespaces
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({ "metadata": { "name": unmeasured } })).unwrap(),
-        )
-        .await
-        .expect("a second Namespace");
-    let measured_web = web(&client, &measured).await;
-    let unmeasured_web = web(&client, &unmeasured).await;
+    let measured_web = support::create_deployment(&client, &measured, "web", 2).await;
+    let unmeasured_web = support::create_deployment(&client, &unmeasured, "web", 2).await;
     let morning = whole_second_in(75);
-    annotate(
+    support::annotate_namespace(
         &client,
         &measured,
         ready_by(morning, json!({ LAST_WARM_UP: "20s" })),
     )
     .await;
-    annotate(&client, &unmeasured, ready_by(morning, json!({}))).await;
+    support::annotate_namespace(&client, &unmeasured, ready_by(morning, json!({}))).await;
     let mut controller = scenario.start_cluster_wide_controller(
         "cronscaler-ready-by",
         &["--grace-period", "0s", "--warm-up", "40s"],

@@ -15,10 +15,7 @@ use k8s_openapi::api::{
     apps::v1::{Deployment, StatefulSet},
     core::v1::Namespace,
 };
-use kube::{
-    Api, ResourceExt,
-    api::{Patch, PatchParams, PostParams},
-};
+use kube::{Api, ResourceExt, api::PostParams};
 use serde_json::{Value, json};
 use support::{Controller, Scenario, envtest, eventually, replicas_and_annotations};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
@@ -90,15 +87,7 @@ async fn opt_in(scenario: &Scenario, namespace: &str, more: Value) {
     if let (Some(annotations), Some(more)) = (annotations.as_object_mut(), more.as_object()) {
         annotations.extend(more.clone());
     }
-    let namespaces: Api<Namespace> = Api::all(scenario.client.clone());
-    namespaces
-        .patch(
-            namespace,
-            &PatchParams::default(),
-            &Patch::Merge(json!({ "metadata": { "annotations": annotations } })),
-        )
-        .await
-        .expect("annotating the Namespace");
+    support::annotate_namespace(&scenario.client, namespace, annotations).await;
 }
 
 async fn namespace_annotations(
@@ -128,14 +117,8 @@ async fn start_backend(scenario: &Scenario, name: &str, more: &[&str]) -> (Contr
 /// A Deployment `web` of 2 in the scenario's Namespace, opted in with `more` annotations, and
 /// put to sleep by its schedule.
 async fn web_asleep(scenario: &Scenario, more: Value) -> Api<Deployment> {
-    let deployments = scenario.deployments();
-    deployments
-        .create(
-            &PostParams::default(),
-            &support::deployment("web", 2, json!({})),
-        )
-        .await
-        .expect("a Deployment");
+    let deployments =
+        support::create_deployment(&scenario.client, &scenario.namespace, "web", 2).await;
     opt_in(scenario, &scenario.namespace, more).await;
     eventually("the Namespace asleep", PROMPTLY, || async {
         let (web, _) = replicas_and_annotations(&deployments, "web").await?;

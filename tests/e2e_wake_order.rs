@@ -13,19 +13,24 @@ use std::{collections::BTreeMap, time::Duration};
 use chrono::{DateTime, TimeDelta, Utc};
 use k8s_openapi::api::{
     apps::v1::{Deployment, StatefulSet},
-    core::v1::Namespace,
     events::v1::Event,
 };
 use kube::{
     Api, Client,
-    api::{ListParams, Patch, PatchParams, PostParams},
+    api::{ListParams, PostParams},
 };
 use serde_json::json;
-use support::{
-    Scenario, cron_at, envtest, eventually, mark_pods_ready, sleep_until, whole_second_in,
-};
+use support::{Scenario, cron_at, envtest, mark_pods_ready, sleep_until, whole_second_in};
 
 const PROMPTLY: Duration = Duration::from_secs(30);
+
+/// Asleep from an hour before `morning` until `morning`.
+fn nightly_until(morning: DateTime<Utc>) -> serde_json::Value {
+    json!({
+        "cronscaler.dev/scale-down": cron_at(morning - TimeDelta::hours(1)),
+        "cronscaler.dev/scale-up": cron_at(morning),
+    })
+}
 
 /// `namespace` with a StatefulSet `db` of 1 and the Deployments `deployments` of 2, asleep
 /// from an hour before `morning` until `morning`.
@@ -35,16 +40,7 @@ async fn environment(
     deployments: &[&str],
     morning: DateTime<Utc>,
 ) {
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    if namespaces.get_opt(namespace).await.ok().flatten().is_none() {
-        namespaces
-            .create(
-                &PostParams::default(),
-                &serde_json::from_value(json!({ "metadata": { "name": namespace } })).unwrap(),
-            )
-            .await
-            .expect("a Namespace");
-    }
+    support::create_namespace(client, namespace).await;
     Api::<StatefulSet>::namespaced(client.clone(), namespace)
         .create(
             &PostParams::default(),
@@ -53,26 +49,9 @@ async fn environment(
         .await
         .expect("a StatefulSet");
     for name in deployments {
-        Api::<Deployment>::namespaced(client.clone(), namespace)
-            .create(
-                &PostParams::default(),
-                &support::deployment(name, 2, json!({})),
-            )
-            .await
-            .expect("a Deployment");
+        support::create_deployment(client, namespace, name, 2).await;
     }
-    let schedule = json!({
-        "cronscaler.dev/scale-down": cron_at(morning - TimeDelta::hours(1)),
-        "cronscaler.dev/scale-up": cron_at(morning),
-    });
-    namespaces
-        .patch(
-            namespace,
-            &PatchParams::default(),
-            &Patch::Merge(json!({ "metadata": { "annotations": schedule } })),
-        )
-        .await
-        .expect("scheduling the Namespace");
+    support::annotate_namespace(client, namespace, nightly_until(morning)).await;
 }
 
 /// Each workload's `spec.replicas` in `namespace`, by `Kind name`.
@@ -278,18 +257,9 @@ async fn a_stateful_set_wakes_first_and_sleeps_last_and_a_late_one_holds_the_res
         waited >= TimeDelta::seconds(9),
         "held for the step timeout: {waited}"
     );
-    let timed_out = eventually("the Namespace told of the timeout", PROMPTLY, || async {
-        let events: Api<Event> = Api::namespaced(client.clone(), "default");
-        let params = ListParams::default().fields(&format!("regarding.name={stuck}"));
-        events
-            .list(&params)
-            .await
-            .ok()?
-            .items
-            .into_iter()
-            .find(|event| event.reason.as_deref() == Some("WakeStepTimedOut"))
-    })
-    .await;
+    let timed_out = scenario
+        .event_about_namespace(&stuck, "WakeStepTimedOut", PROMPTLY)
+        .await;
     let note = timed_out.note.unwrap_or_default();
     assert!(
         note.starts_with("StatefulSet db not available after 1")
@@ -338,35 +308,9 @@ async fn namespaces_due_at_one_instant_wake_one_after_another_with_max_waking_na
     let namespaces = [first.clone(), format!("{first}-2"), format!("{first}-3")];
     let morning = whole_second_in(45);
     for namespace in &namespaces {
-        let namespaces: Api<Namespace> = Api::all(client.clone());
-        if namespaces.get_opt(namespace).await.ok().flatten().is_none() {
-            namespaces
-                .create(
-                    &PostParams::default(),
-                    &serde_json::from_value(json!({ "metadata": { "name": namespace } })).unwrap(),
-                )
-                .await
-                .expect("a Namespace");
-        }
-        Api::<Deployment>::namespaced(client.clone(), namespace)
-            .create(
-                &PostParams::default(),
-                &support::deployment("web", 2, json!({})),
-            )
-            .await
-            .expect("a Deployment");
-        let schedule = json!({
-            "cronscaler.dev/scale-down": cron_at(morning - TimeDelta::hours(1)),
-            "cronscaler.dev/scale-up": cron_at(morning),
-        });
-        namespaces
-            .patch(
-                namespace,
-                &PatchParams::default(),
-                &Patch::Merge(json!({ "metadata": { "annotations": schedule } })),
-            )
-            .await
-            .expect("scheduling the Namespace");
+        support::create_namespace(&client, namespace).await;
+        support::create_deployment(&client, namespace, "web", 2).await;
+        support::annotate_namespace(&client, namespace, nightly_until(morning)).await;
     }
     let mut controller = scenario.start_cluster_wide_controller(
         "cronscaler-turns",
@@ -424,22 +368,9 @@ async fn namespaces_due_at_one_instant_wake_one_after_another_with_max_waking_na
         );
     }
     for namespace in &namespaces[1..] {
-        let events: Api<Event> = Api::namespaced(client.clone(), "default");
-        let params = ListParams::default().fields(&format!("regarding.name={namespace}"));
-        let turn = eventually(
-            "the Namespace told how long it waited",
-            PROMPTLY,
-            || async {
-                events
-                    .list(&params)
-                    .await
-                    .ok()?
-                    .items
-                    .into_iter()
-                    .find(|event| event.reason.as_deref() == Some("WakeTurn"))
-            },
-        )
-        .await;
+        let turn = scenario
+            .event_about_namespace(namespace, "WakeTurn", PROMPTLY)
+            .await;
         let note = turn.note.unwrap_or_default();
         assert!(
             note.starts_with("waited ")

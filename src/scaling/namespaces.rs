@@ -387,28 +387,24 @@ impl NamespaceSchedules {
         }
     }
 
+    /// How many workloads follow the Namespace's schedule, by their place in its wake.
+    fn followers_by_order(&self, namespace: &str) -> BTreeMap<i32, u32> {
+        self.followers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(namespace)
+            .cloned()
+            .unwrap_or_default()
+    }
+
     /// How many workloads follow the Namespace's schedule.
     pub fn followers(&self, namespace: &str) -> u32 {
-        let followers = self
-            .followers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        followers
-            .get(namespace)
-            .map(|orders| orders.values().sum())
-            .unwrap_or_default()
+        self.followers_by_order(namespace).values().sum()
     }
 
     /// The places in its wake that the followers of the Namespace's schedule have.
     pub fn wake_orders(&self, namespace: &str) -> Vec<i32> {
-        let followers = self
-            .followers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        followers
-            .get(namespace)
-            .map(|orders| orders.keys().copied().collect())
-            .unwrap_or_default()
+        self.followers_by_order(namespace).into_keys().collect()
     }
 
     /// The names of the `SleepSchedule`s of `namespace`.

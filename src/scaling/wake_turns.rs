@@ -213,6 +213,20 @@ mod tests {
 
     const HOUR: TimeDelta = TimeDelta::hours(1);
 
+    /// One turn at a time: `a` has it at 07:00, `b` waits.
+    fn a_waking_and_b_waiting() -> (WakeTurns, DateTime<Utc>) {
+        let turns = WakeTurns::new(1);
+        let due = up("2026-11-24T07:00:00Z");
+        let now = at("2026-11-24T07:00:00Z");
+        turns.ask("a", due, &web("a"), now);
+        turns.ask("b", due, &web("b"), now);
+        assert!(matches!(
+            turns.look("a", false, HOUR, now),
+            Turn::Now { .. }
+        ));
+        (turns, now)
+    }
+
     #[test]
     fn one_namespace_at_a_time_the_earliest_to_be_ready_first() {
         let turns = WakeTurns::new(1);
@@ -254,15 +268,7 @@ mod tests {
 
     #[test]
     fn a_wake_that_never_ends_gives_up_its_turn_after_it_lasted_its_longest() {
-        let turns = WakeTurns::new(1);
-        let due = up("2026-11-24T07:00:00Z");
-        let now = at("2026-11-24T07:00:00Z");
-        turns.ask("a", due, &web("a"), now);
-        turns.ask("b", due, &web("b"), now);
-        assert!(matches!(
-            turns.look("a", false, HOUR, now),
-            Turn::Now { .. }
-        ));
+        let (turns, now) = a_waking_and_b_waiting();
         assert_eq!(
             turns.look("b", false, HOUR, now + TimeDelta::minutes(59)),
             Turn::Later
@@ -275,15 +281,7 @@ mod tests {
 
     #[test]
     fn a_namespace_woken_before_a_restart_goes_on_whatever_the_others_do() {
-        let turns = WakeTurns::new(1);
-        let due = up("2026-11-24T07:00:00Z");
-        let now = at("2026-11-24T07:00:00Z");
-        turns.ask("a", due, &web("a"), now);
-        turns.ask("b", due, &web("b"), now);
-        assert!(matches!(
-            turns.look("a", false, HOUR, now),
-            Turn::Now { .. }
-        ));
+        let (turns, now) = a_waking_and_b_waiting();
         assert_eq!(
             turns.look("b", true, HOUR, now),
             Turn::Now {

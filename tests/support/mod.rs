@@ -376,13 +376,24 @@ impl Scenario {
         .await
     }
 
-    /// Waits for an Event with `reason` about this scenario's Namespace itself. Events about a
-    /// cluster-scoped object live in `default`.
+    /// Waits for an Event with `reason` about this scenario's Namespace itself.
     pub async fn namespace_event(&self, reason: &str, timeout: Duration) -> Event {
+        self.event_about_namespace(&self.namespace, reason, timeout)
+            .await
+    }
+
+    /// Waits for an Event with `reason` about the Namespace `namespace`. Events about a
+    /// cluster-scoped object live in `default`.
+    pub async fn event_about_namespace(
+        &self,
+        namespace: &str,
+        reason: &str,
+        timeout: Duration,
+    ) -> Event {
         let events: Api<Event> = Api::namespaced(self.client.clone(), "default");
-        let params = ListParams::default().fields(&format!("regarding.name={}", self.namespace));
+        let params = ListParams::default().fields(&format!("regarding.name={namespace}"));
         eventually(
-            &format!("a {reason} Event about Namespace {}", self.namespace),
+            &format!("a {reason} Event about Namespace {namespace}"),
             timeout,
             || async {
                 events
@@ -883,4 +894,49 @@ pub async fn mark_pods_ready(client: &Client, namespace: &str) {
             )
             .await;
     }
+}
+
+/// Creates the Namespace `name` unless it exists.
+pub async fn create_namespace(client: &Client, name: &str) {
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    if namespaces.get_opt(name).await.ok().flatten().is_some() {
+        return;
+    }
+    let object: Namespace =
+        serde_json::from_value(json!({ "metadata": { "name": name } })).expect("a Namespace");
+    namespaces
+        .create(&PostParams::default(), &object)
+        .await
+        .unwrap_or_else(|error| panic!("creating Namespace {name}: {error}"));
+}
+
+/// Sets `annotations` on the Namespace `name`, as `kubectl annotate` would.
+pub async fn annotate_namespace(client: &Client, name: &str, annotations: Value) {
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    namespaces
+        .patch(
+            name,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({ "metadata": { "annotations": annotations } })),
+        )
+        .await
+        .unwrap_or_else(|error| panic!("annotating Namespace {name}: {error}"));
+}
+
+/// Creates an nginx Deployment `name` of `replicas` in `namespace`, with no annotations.
+pub async fn create_deployment(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    replicas: i32,
+) -> Api<Deployment> {
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), namespace);
+    deployments
+        .create(
+            &PostParams::default(),
+            &deployment(name, replicas, json!({})),
+        )
+        .await
+        .unwrap_or_else(|error| panic!("creating Deployment {namespace}/{name}: {error}"));
+    deployments
 }
