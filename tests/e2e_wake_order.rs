@@ -278,9 +278,10 @@ async fn a_stateful_set_wakes_first_and_sleeps_last_and_a_late_one_holds_the_res
         let lists =
             ["deployments", "statefulsets", "cronjobs"].map(|r| count("list", r, namespace));
         let patches = ["deployments", "statefulsets"].map(|r| count("patch", r, namespace));
+        let gets = ["deployments", "statefulsets"].map(|r| count("get", r, namespace));
         support::say(&format!(
             "{namespace}: a night and a morning: LISTs of Deployments, StatefulSets, CronJobs \
-             {lists:?}, PATCHes of Deployments, StatefulSets {patches:?}"
+             {lists:?}, GETs of Deployments, StatefulSets {gets:?}, PATCHes {patches:?}"
         ));
         assert!(
             lists.iter().all(|lists| *lists <= 40),
