@@ -262,7 +262,7 @@ async fn a_stateful_set_wakes_first_and_sleeps_last_and_a_late_one_holds_the_res
         .await;
     let note = timed_out.note.unwrap_or_default();
     assert!(
-        note.starts_with("StatefulSet db not available after 1")
+        note.starts_with("StatefulSet db was not available after 1")
             && note.ends_with("; woke the rest anyway"),
         "{note}"
     );

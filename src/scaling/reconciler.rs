@@ -447,8 +447,9 @@ async fn held_in_order(
                     Direction::Up => "woke",
                     Direction::Down => "slept",
                 };
+                let were = if late.len() == 1 { "was" } else { "were" };
                 let note = format!(
-                    "{} not {what} after {waited}; {went} the rest anyway",
+                    "{} {were} not {what} after {waited}; {went} the rest anyway",
                     late.join(", ")
                 );
                 tracing::warn!(namespace, %note, "wake step timed out");
