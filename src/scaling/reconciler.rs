@@ -64,7 +64,8 @@ pub struct ScalingContext {
     pub dry_run: bool,
     pub metrics: Metrics,
     /// How long a new object is not put to sleep by a catch-up, and the timer that brings it
-    /// back when that ends; without it nothing is held back.
+    /// back when that ends (and a step of an ordered wake when it looks again); without it
+    /// nothing is held back.
     pub grace: Option<(TimeDelta, Timer)>,
     /// Namespaces' schedules, which workloads without one of their own follow.
     pub namespaces: NamespaceSchedules,
