@@ -412,12 +412,11 @@ async fn held_in_order(
     let Some(due) = scheduled_wake(change) else {
         return Ok(false);
     };
-    let namespace = &target.key.namespace;
-    let recheck = |at| {
-        if let Some((_, timer)) = &ctx.grace {
-            timer.recheck_at(target.clone(), at);
-        }
+    let Some((_, timer)) = &ctx.grace else {
+        return Ok(false);
     };
+    let namespace = &target.key.namespace;
+    let recheck = |at| timer.recheck_at(target.clone(), at);
     // Until every kind is listed, a step before this one may not be known yet.
     if !ctx.all_workloads_listed() {
         recheck(now + wake_order::LOOK_EVERY);
