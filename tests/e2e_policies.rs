@@ -40,15 +40,32 @@ fn declaration(kind: &str, metadata: serde_json::Value, spec: serde_json::Value)
     .expect(kind)
 }
 
+/// The SleepPolicies of the cluster.
+fn sleep_policies(client: &kube::Client) -> Api<DynamicObject> {
+    Api::all_with(client.clone(), &resource("SleepPolicy", "sleeppolicies"))
+}
+
+/// A scenario on a control plane of its own with the policy CRDs installed.
+async fn policy_scenario(name: &str, options: envtest::Options) -> Option<Scenario> {
+    let scenario = Scenario::own(name, options).await?;
+    install_policy_crds(&scenario).await;
+    Some(scenario)
+}
+
+/// The controller over the whole cluster, started and ready.
+async fn start_controller(scenario: &Scenario) -> support::Controller {
+    let mut controller =
+        scenario.start_cluster_wide_controller("cronscaler", &["--grace-period", "0s"]);
+    controller.wait_ready().await;
+    controller
+}
+
 async fn install_policy_crds(scenario: &Scenario) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("manifests/04-policy-crds.yaml");
     envtest::apply_file(&scenario.client, &path)
         .await
         .expect("the policy CRDs");
-    let policies: Api<DynamicObject> = Api::all_with(
-        scenario.client.clone(),
-        &resource("SleepPolicy", "sleeppolicies"),
-    );
+    let policies = sleep_policies(&scenario.client);
     eventually("the policy CRDs served", PROMPTLY, || async {
         policies.list(&Default::default()).await.ok().map(drop)
     })
@@ -98,22 +115,16 @@ async fn web_replicas_become(deployments: &Api<Deployment>, replicas: i32, what:
 
 #[tokio::test]
 async fn a_policy_sleeps_the_namespaces_it_selects_and_wakes_them_when_it_stops() {
-    let Some(scenario) = Scenario::own("policies", envtest::Options::api_server_only()).await
+    let Some(scenario) = policy_scenario("policies", envtest::Options::api_server_only()).await
     else {
         return;
     };
-    install_policy_crds(&scenario).await;
     let first = namespace_with_web(&scenario, "pr-1", "preview").await;
     let second = namespace_with_web(&scenario, "pr-2", "preview").await;
     let staging = namespace_with_web(&scenario, "staging", "staging").await;
-    let mut controller =
-        scenario.start_cluster_wide_controller("cronscaler", &["--grace-period", "0s"]);
-    controller.wait_ready().await;
+    let mut controller = start_controller(&scenario).await;
 
-    let policies: Api<DynamicObject> = Api::all_with(
-        scenario.client.clone(),
-        &resource("SleepPolicy", "sleeppolicies"),
-    );
+    let policies = sleep_policies(&scenario.client);
     let policy: DynamicObject = declaration(
         "SleepPolicy",
         json!({ "name": "previews-at-night" }),
@@ -231,10 +242,9 @@ async fn client_as(scenario: &Scenario, user: &str) -> kube::Client {
 
 #[tokio::test]
 async fn a_namespace_s_editor_may_write_its_sleep_schedules_and_no_policy() {
-    let Some(scenario) = Scenario::own("policies-rbac", envtest::Options::default()).await else {
+    let Some(scenario) = policy_scenario("policies-rbac", envtest::Options::default()).await else {
         return;
     };
-    install_policy_crds(&scenario).await;
     let roles = Path::new(env!("CARGO_MANIFEST_DIR")).join("rbac/aggregated-roles.yaml");
     envtest::apply_file(&scenario.client, &roles)
         .await
@@ -361,20 +371,15 @@ async fn kubectl_get(
 
 #[tokio::test]
 async fn policies_show_what_they_do_in_kubectl_get_and_tell_of_conflicts_and_invalid_fields() {
-    let Some(scenario) = Scenario::own("policy-status", envtest::Options::api_server_only()).await
+    let Some(scenario) =
+        policy_scenario("policy-status", envtest::Options::api_server_only()).await
     else {
         return;
     };
-    install_policy_crds(&scenario).await;
     let preview = namespace_with_web(&scenario, "pr-a", "preview").await;
     let broken_env = namespace_with_web(&scenario, "pr-b", "broken").await;
-    let mut controller =
-        scenario.start_cluster_wide_controller("cronscaler", &["--grace-period", "0s"]);
-    controller.wait_ready().await;
-    let policies: Api<DynamicObject> = Api::all_with(
-        scenario.client.clone(),
-        &resource("SleepPolicy", "sleeppolicies"),
-    );
+    let mut controller = start_controller(&scenario).await;
+    let policies = sleep_policies(&scenario.client);
     let create_policy = |name: &'static str, env: &'static str, spec: serde_json::Value| {
         let policies = policies.clone();
         async move {
@@ -556,11 +561,10 @@ async fn policies_show_what_they_do_in_kubectl_get_and_tell_of_conflicts_and_inv
 #[tokio::test]
 async fn a_policy_covers_only_the_kinds_it_names_and_leaves_alone_what_it_excludes() {
     let Some(scenario) =
-        Scenario::own("policy-coverage", envtest::Options::api_server_only()).await
+        policy_scenario("policy-coverage", envtest::Options::api_server_only()).await
     else {
         return;
     };
-    install_policy_crds(&scenario).await;
     let deployments = namespace_with_web(&scenario, "pr-c", "preview").await;
     let mut database = support::deployment("database", 1, json!({}));
     database.metadata.namespace = Some("pr-c".into());
@@ -577,14 +581,9 @@ async fn a_policy_covers_only_the_kinds_it_names_and_leaves_alone_what_it_exclud
         .create(&PostParams::default(), &report)
         .await
         .expect("the CronJob");
-    let mut controller =
-        scenario.start_cluster_wide_controller("cronscaler", &["--grace-period", "0s"]);
-    controller.wait_ready().await;
+    let mut controller = start_controller(&scenario).await;
 
-    let policies: Api<DynamicObject> = Api::all_with(
-        scenario.client.clone(),
-        &resource("SleepPolicy", "sleeppolicies"),
-    );
+    let policies = sleep_policies(&scenario.client);
     let policy: DynamicObject = declaration(
         "SleepPolicy",
         json!({ "name": "deployments-only" }),
