@@ -40,6 +40,26 @@ fn declaration(kind: &str, metadata: serde_json::Value, spec: serde_json::Value)
     .expect(kind)
 }
 
+/// A SleepSchedule `always-up` in `namespace` that keeps it awake all week (it comes before
+/// any policy); the Namespace's SleepSchedules.
+async fn always_up(scenario: &Scenario, namespace: &str) -> Api<DynamicObject> {
+    let sleep_schedules: Api<DynamicObject> = Api::namespaced_with(
+        scenario.client.clone(),
+        namespace,
+        &resource("SleepSchedule", "sleepschedules"),
+    );
+    let schedule = declaration(
+        "SleepSchedule",
+        json!({ "name": "always-up", "namespace": namespace }),
+        json!({ "uptime": ASLEEP }),
+    );
+    sleep_schedules
+        .create(&PostParams::default(), &schedule)
+        .await
+        .expect("creating the SleepSchedule");
+    sleep_schedules
+}
+
 /// The SleepPolicies of the cluster.
 fn sleep_policies(client: &kube::Client) -> Api<DynamicObject> {
     Api::all_with(client.clone(), &resource("SleepPolicy", "sleeppolicies"))
@@ -187,20 +207,7 @@ async fn a_policy_sleeps_the_namespaces_it_selects_and_wakes_them_when_it_stops(
     web_replicas_become(&first, 2, "pr-1 awake once the policy stops selecting it").await;
 
     // A SleepSchedule in a Namespace comes before the policy, its own annotations before both.
-    let sleep_schedules: Api<DynamicObject> = Api::namespaced_with(
-        scenario.client.clone(),
-        "pr-2",
-        &resource("SleepSchedule", "sleepschedules"),
-    );
-    let awake_all_week: DynamicObject = declaration(
-        "SleepSchedule",
-        json!({ "name": "always-up", "namespace": "pr-2" }),
-        json!({ "uptime": ASLEEP }),
-    );
-    sleep_schedules
-        .create(&PostParams::default(), &awake_all_week)
-        .await
-        .expect("creating the SleepSchedule");
+    always_up(&scenario, "pr-2").await;
     web_replicas_become(&second, 2, "pr-2 awake by its SleepSchedule").await;
     let namespaces: Api<Namespace> = Api::all(scenario.client.clone());
     namespaces
@@ -508,20 +515,7 @@ async fn policies_show_what_they_do_in_kubectl_get_and_tell_of_conflicts_and_inv
     );
 
     // A SleepSchedule in pr-a comes first: it shows itself followed, and office no longer.
-    let sleep_schedules: Api<DynamicObject> = Api::namespaced_with(
-        scenario.client.clone(),
-        "pr-a",
-        &resource("SleepSchedule", "sleepschedules"),
-    );
-    let always_up: DynamicObject = declaration(
-        "SleepSchedule",
-        json!({ "name": "always-up", "namespace": "pr-a" }),
-        json!({ "uptime": ASLEEP }),
-    );
-    sleep_schedules
-        .create(&PostParams::default(), &always_up)
-        .await
-        .expect("creating the SleepSchedule");
+    let sleep_schedules = always_up(&scenario, "pr-a").await;
     web_replicas_become(&preview, 2, "pr-a awake by its SleepSchedule").await;
     eventually("always-up's status", PROMPTLY, || async {
         let schedule = declared(&sleep_schedules, "always-up").await;
