@@ -76,17 +76,17 @@ async fn a_ready_by_namespace_wakes_its_warm_up_early_and_is_available_at_the_ho
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let measured_web = support::create_deployment(&client, &measured, "web", 2).await;
     let unmeasured_web = support::create_deployment(&client, &unmeasured, "web", 2).await;
-    let morning = whole_second_in(75);
+    let morning = whole_second_in(55);
     support::annotate_namespace(
         &client,
         &measured,
-        ready_by(morning, json!({ LAST_WARM_UP: "20s" })),
+        ready_by(morning, json!({ LAST_WARM_UP: "15s" })),
     )
     .await;
     support::annotate_namespace(&client, &unmeasured, ready_by(morning, json!({}))).await;
     let mut controller = scenario.start_cluster_wide_controller(
         "cronscaler-ready-by",
-        &["--grace-period", "0s", "--warm-up", "40s"],
+        &["--grace-period", "0s", "--warm-up", "30s"],
     );
     controller.wait_ready().await;
     eventually("both Namespaces asleep", PROMPTLY, || async {
@@ -103,13 +103,13 @@ async fn a_ready_by_namespace_wakes_its_warm_up_early_and_is_available_at_the_ho
     );
     let early = |woken: DateTime<Utc>| (morning - woken).num_milliseconds() as f64 / 1000.0;
     assert!(
-        (37.0..=41.0).contains(&early(unmeasured_woken)),
-        "without a measurement, --warm-up 40s early: woke {} s before {morning}",
+        (27.0..=31.0).contains(&early(unmeasured_woken)),
+        "without a measurement, --warm-up 30s early: woke {} s before {morning}",
         early(unmeasured_woken)
     );
     assert!(
-        (17.0..=21.0).contains(&early(measured_woken)),
-        "20 s measured, 20 s early: woke {} s before {morning}",
+        (12.0..=16.0).contains(&early(measured_woken)),
+        "15 s measured, 15 s early: woke {} s before {morning}",
         early(measured_woken)
     );
     let available = ready(&client, &measured, morning).await;
@@ -137,7 +137,7 @@ async fn a_ready_by_namespace_wakes_its_warm_up_early_and_is_available_at_the_ho
             let annotations = namespaces.get(namespace).await.ok()?.annotations().clone();
             annotations
                 .get(LAST_WARM_UP)
-                .filter(|warm_up| *warm_up != "20s")
+                .filter(|warm_up| *warm_up != "15s")
                 .cloned()
         })
         .await;

@@ -48,6 +48,7 @@ pub async fn read(
             listed(
                 TargetKind::Deployment,
                 TargetState::of_deployment(deployment),
+                seen(deployment.metadata.generation, status.observed_generation),
                 status.available_replicas,
                 status.replicas,
             )
@@ -57,6 +58,7 @@ pub async fn read(
             listed(
                 TargetKind::StatefulSet,
                 TargetState::of_stateful_set(stateful_set),
+                seen(stateful_set.metadata.generation, status.observed_generation),
                 status.available_replicas,
                 Some(status.replicas),
             )
@@ -72,17 +74,24 @@ pub async fn read(
         .collect())
 }
 
+/// Whether its controller has seen its latest spec: until then its status tells of the one
+/// before (a new or just scaled workload's status says nothing yet).
+fn seen(generation: Option<i64>, observed_generation: Option<i64>) -> bool {
+    generation.is_none_or(|generation| observed_generation.is_some_and(|seen| seen >= generation))
+}
+
 fn listed(
     kind: TargetKind,
     observed: TargetState,
+    seen: bool,
     available: Option<i32>,
     running: Option<i32>,
 ) -> Listed {
     let wanted = observed.replicas;
     Listed {
         kind,
-        up_settled: available.unwrap_or(0) >= wanted,
-        down_settled: running.unwrap_or(0) <= wanted,
+        up_settled: seen && available.unwrap_or(0) >= wanted,
+        down_settled: seen && running.unwrap_or(0) <= wanted,
         observed,
     }
 }
@@ -119,4 +128,17 @@ fn peer(namespaces: &NamespaceSchedules, namespace: &str, listed: Listed) -> Opt
         up_settled: listed.up_settled,
         down_settled: listed.down_settled,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_status_of_an_older_spec_settles_nothing() {
+        assert!(!seen(Some(2), Some(1)), "scaled, not yet seen");
+        assert!(!seen(Some(1), None), "new, never seen");
+        assert!(seen(Some(2), Some(2)));
+        assert!(seen(None, None));
+    }
 }
