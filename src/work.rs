@@ -80,7 +80,8 @@ impl Reconcile for Reconcilers {
             }
             WorkKey::Scaling(ScalingKey::NamespaceReport(namespace, transition)) => {
                 // A report is put back until its workloads settle, never retried as a failure.
-                let settled = scaling::report_namespace(&self.scale, namespace, *transition).await;
+                let settled =
+                    scaling::report_namespace(&self.scale, namespace, *transition, now).await;
                 return match settled {
                     Settled::Wait => Handled::Later(QUIET),
                     _ => Handled::Done,

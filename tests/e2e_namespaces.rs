@@ -23,7 +23,8 @@ const LATENESS: Duration = Duration::from_secs(15);
 
 #[tokio::test]
 async fn a_namespace_schedule_puts_its_workloads_to_sleep_and_removing_it_wakes_them() {
-    let options = envtest::Options::api_server_only();
+    // With the controller manager: the StatefulSet sleeps once the Deployment's Pods are gone.
+    let options = envtest::Options::default();
     let Some(scenario) = Scenario::own("namespace-schedule", options).await else {
         return;
     };

@@ -428,7 +428,11 @@ async fn held_in_order(
     }
     let peers = namespace_peers(ctx, namespace, now).await?;
     let held_since = ctx.wake_steps.held_since(namespace, due, order, now);
-    match wake_order::gate(order, &due, &peers, held_since, ctx.step_timeout, now) {
+    let gate = wake_order::gate(order, &due, &peers, held_since, ctx.step_timeout, now);
+    if !matches!(gate, Gate::Wait(_)) {
+        ctx.wake_steps.let_go(namespace, due, order);
+    }
+    match gate {
         Gate::Go => Ok(false),
         Gate::Wait(at) => {
             tracing::debug!(object = %target, %at, "held by the steps before it");
@@ -970,10 +974,15 @@ pub async fn report_namespace(
     ctx: &ScalingContext,
     namespace: &str,
     transition: Transition,
+    now: DateTime<Utc>,
 ) -> Settled {
     let Some((reports, _)) = &ctx.reports else {
         return Settled::Gone;
     };
+    // An ordered wake or sleep is told whole, once its held steps have gone on.
+    if ctx.wake_steps.holds(namespace, transition, now) {
+        return Settled::Wait;
+    }
     let settled = reports.settle(namespace, transition, Instant::now());
     if let Settled::Report(tally) = &settled {
         let (reason, note) = describe(tally, transition);

@@ -154,6 +154,8 @@ const FRESH_FOR: TimeDelta = TimeDelta::seconds(1);
 struct Progress {
     /// When each step (by order) was first seen held.
     held_since: HashMap<i32, DateTime<Utc>>,
+    /// When each step still held last looked.
+    looked: HashMap<i32, DateTime<Utc>>,
     /// The steps whose going on anyway was told.
     told: Vec<i32>,
 }
@@ -170,8 +172,8 @@ pub struct WakeSteps {
 const KEPT: TimeDelta = TimeDelta::days(1);
 
 impl WakeSteps {
-    /// Since when the step of `order` has been held in `namespace`'s `due`: the first time this
-    /// was asked (after a restart, the first time since).
+    /// The step of `order` in `namespace`'s `due` looks at `now`; since when it has been held:
+    /// the first time it looked (after a restart, the first time since).
     pub fn held_since(
         &self,
         namespace: &str,
@@ -181,12 +183,30 @@ impl WakeSteps {
     ) -> DateTime<Utc> {
         let mut progress = self.progress.lock().unwrap_or_else(PoisonError::into_inner);
         progress.retain(|(_, transition), _| transition.at + KEPT > now);
-        *progress
-            .entry((namespace.to_string(), due))
-            .or_default()
-            .held_since
-            .entry(order)
-            .or_insert(now)
+        let step = progress.entry((namespace.to_string(), due)).or_default();
+        step.looked.insert(order, now);
+        *step.held_since.entry(order).or_insert(now)
+    }
+
+    /// The step of `order` goes on: it holds nothing back any more.
+    pub fn let_go(&self, namespace: &str, due: Transition, order: i32) {
+        let mut progress = self.progress.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(step) = progress.get_mut(&(namespace.to_string(), due)) {
+            step.looked.remove(&order);
+        }
+    }
+
+    /// Whether a step of `namespace`'s `due` is still held at `now`: it looked lately (a held
+    /// step looks every [`LOOK_EVERY`]; one superseded stops looking), and was not let go.
+    pub fn holds(&self, namespace: &str, due: Transition, now: DateTime<Utc>) -> bool {
+        let progress = self.progress.lock().unwrap_or_else(PoisonError::into_inner);
+        progress
+            .get(&(namespace.to_string(), due))
+            .is_some_and(|step| {
+                step.looked
+                    .values()
+                    .any(|looked| *looked + LOOK_EVERY * 5 > now)
+            })
     }
 
     /// What was read of `namespace`'s workloads, if it is fresh at `now`.
@@ -387,6 +407,23 @@ mod tests {
         assert!(steps.first_told("staging", due, 10));
         assert!(!steps.first_told("staging", due, 10));
         assert!(steps.first_told("other", due, 10));
+    }
+
+    #[test]
+    fn a_step_holds_its_transition_until_let_go_or_it_stops_looking() {
+        let steps = WakeSteps::default();
+        let due = up(MORNING);
+        let first = at("2026-11-24T07:00:00Z");
+        assert!(!steps.holds("staging", due, first));
+        steps.held_since("staging", due, 10, first);
+        assert!(steps.holds("staging", due, at("2026-11-24T07:00:09Z")));
+        assert!(
+            !steps.holds("staging", due, at("2026-11-24T07:00:10Z")),
+            "a step that stopped looking holds nothing"
+        );
+        steps.held_since("staging", due, 10, at("2026-11-24T07:00:10Z"));
+        steps.let_go("staging", due, 10);
+        assert!(!steps.holds("staging", due, at("2026-11-24T07:00:11Z")));
     }
 
     #[test]

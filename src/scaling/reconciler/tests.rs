@@ -1074,7 +1074,7 @@ async fn a_namespace_report_of_forty_workloads_fits_in_an_event() {
             quiet_since,
         );
     }
-    report_namespace(&ctx, "staging", night).await;
+    report_namespace(&ctx, "staging", night, night.at).await;
     drop(ctx);
     server.await.unwrap();
 }
