@@ -190,7 +190,8 @@ async fn sleep_on_demand_ends_once_even_when_it_runs_out_while_the_controller_is
 
 #[tokio::test]
 async fn waking_a_namespace_wakes_its_workloads_until_the_override_runs_out() {
-    let options = envtest::Options::api_server_only();
+    // With the controller manager: the StatefulSet sleeps once the Deployment's Pods are gone.
+    let options = envtest::Options::default();
     let Some(scenario) = Scenario::own("wake-namespace", options).await else {
         return;
     };
