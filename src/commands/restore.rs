@@ -27,8 +27,8 @@ use crate::{
     },
     scaling::{
         hpa::{self, Bounds, HpaChange, HpaIndex},
-        patch_for, patch_target,
-        target::TargetKind,
+        patch_for, patch_target, read_target,
+        target::{ScaleTarget, TargetKind, TargetState},
     },
     schedule::{self, InvalidAnnotation, ScaleChange},
 };
@@ -158,7 +158,6 @@ pub async fn restore(
     let mut all_ok = true;
     for object in objects {
         let target = &object.target;
-        let observed = &object.observed;
         // The HPAs first, as at a scale-up: released, they cannot hold back the replicas given
         // back, whatever becomes of the object's own patch.
         for (change, resource_version) in hpa::changes_for(&hpas.of(target), Bounds::Own, true) {
@@ -177,44 +176,95 @@ pub async fn restore(
                 }
             }
         }
-        // Overrides on demand go too: restored, nothing is to be woken or put to sleep again.
-        let overrides: Vec<&str> = schedule::OVERRIDE_KEYS
-            .into_iter()
-            .filter(|key| observed.annotations.contains_key(*key))
-            .collect();
-        let change =
-            match restore_change(target.kind, &observed.annotations, observed.replicas, now) {
-                Ok(change) => change,
-                Err(problems) => {
-                    all_ok = false;
-                    let reasons: Vec<String> = problems.iter().map(ToString::to_string).collect();
-                    lines.push(format!("skipped {target}: {}", reasons.join("; ")));
-                    continue;
+        // The patch is guarded by the resourceVersion read; a write meanwhile (the workload's
+        // controller updating its status) is a conflict: read it again and decide again.
+        let mut observed = object.observed.clone();
+        for attempt in 1..=CONFLICT_TRIES {
+            match restore_object(client, target, &observed, kube_downscaler, now).await {
+                Ok(Some(line)) => lines.push(line),
+                Ok(None) => {}
+                Err(Failed::Conflict(_)) if attempt < CONFLICT_TRIES => {
+                    match read_target(client, target).await {
+                        Ok(Some(fresh)) => {
+                            observed = fresh;
+                            continue;
+                        }
+                        Ok(None) => lines.push(format!("skipped {target}: it is gone")),
+                        Err(error) => {
+                            all_ok = false;
+                            lines.push(format!("failed {target}: {error}"));
+                        }
+                    }
                 }
-            };
-        if change.is_none() && overrides.is_empty() {
-            continue;
+                Err(Failed::Conflict(line) | Failed::Other(line)) => {
+                    all_ok = false;
+                    lines.push(line);
+                }
+            }
+            break;
         }
-        // What kube-downscaler recorded was read as ours, so it goes with ours.
-        let superseded = change
-            .iter()
-            .flat_map(ScaleChange::annotation_updates)
-            .filter(|_| kube_downscaler && target.kind.reads_kube_downscaler_records())
-            .filter_map(|(key, _)| schedule::kube_downscaler::superseded_by(key));
-        let removed: Vec<&str> = overrides.iter().copied().chain(superseded).collect();
-        let patch = patch_for(
-            target.kind,
-            change.as_ref(),
-            &removed,
-            observed.resource_version.as_deref(),
-        );
-        let removed = if overrides.is_empty() {
-            String::new()
-        } else {
-            format!("; removed {}", overrides.join(" and "))
-        };
-        match patch_target(client, target, &patch).await {
-            Ok(()) => lines.push(match change.as_ref().and_then(|change| change.replicas) {
+    }
+    (lines, all_ok)
+}
+
+/// How often a restore is tried when the object changed under it.
+const CONFLICT_TRIES: u32 = 3;
+
+/// Why restoring an object failed, with the line that says so.
+enum Failed {
+    /// Written meanwhile: worth reading again.
+    Conflict(String),
+    Other(String),
+}
+
+/// Restores one object as `observed`: the line saying what was done, `None` when there was
+/// nothing to do.
+async fn restore_object(
+    client: &Client,
+    target: &ScaleTarget,
+    observed: &TargetState,
+    kube_downscaler: bool,
+    now: DateTime<Utc>,
+) -> Result<Option<String>, Failed> {
+    // Overrides on demand go too: restored, nothing is to be woken or put to sleep again.
+    let overrides: Vec<&str> = schedule::OVERRIDE_KEYS
+        .into_iter()
+        .filter(|key| observed.annotations.contains_key(*key))
+        .collect();
+    let change = match restore_change(target.kind, &observed.annotations, observed.replicas, now) {
+        Ok(change) => change,
+        Err(problems) => {
+            let reasons: Vec<String> = problems.iter().map(ToString::to_string).collect();
+            return Err(Failed::Other(format!(
+                "skipped {target}: {}",
+                reasons.join("; ")
+            )));
+        }
+    };
+    if change.is_none() && overrides.is_empty() {
+        return Ok(None);
+    }
+    // What kube-downscaler recorded was read as ours, so it goes with ours.
+    let superseded = change
+        .iter()
+        .flat_map(ScaleChange::annotation_updates)
+        .filter(|_| kube_downscaler && target.kind.reads_kube_downscaler_records())
+        .filter_map(|(key, _)| schedule::kube_downscaler::superseded_by(key));
+    let removed: Vec<&str> = overrides.iter().copied().chain(superseded).collect();
+    let patch = patch_for(
+        target.kind,
+        change.as_ref(),
+        &removed,
+        observed.resource_version.as_deref(),
+    );
+    let removed = if overrides.is_empty() {
+        String::new()
+    } else {
+        format!("; removed {}", overrides.join(" and "))
+    };
+    match patch_target(client, target, &patch).await {
+        Ok(()) => Ok(Some(
+            match change.as_ref().and_then(|change| change.replicas) {
                 Some(to) if target.kind == TargetKind::CronJob => format!(
                     "restored {target}: {} -> {}{removed}",
                     target.kind.amount(observed.replicas),
@@ -231,14 +281,13 @@ pub async fn restore(
                     ),
                     None => format!("cleaned up {target}{removed}"),
                 },
-            }),
-            Err(error) => {
-                all_ok = false;
-                lines.push(format!("failed {target}: {error}"));
-            }
+            },
+        )),
+        Err(error) if is_status(&error, 409) => {
+            Err(Failed::Conflict(format!("failed {target}: {error}")))
         }
+        Err(error) => Err(Failed::Other(format!("failed {target}: {error}"))),
     }
-    (lines, all_ok)
 }
 
 /// Takes the overrides on demand off the Namespaces (every one, or `namespace`): restored,
@@ -599,6 +648,40 @@ mod tests {
                 "cleaned up Deployment staging/api: replicas left at 6 because they were changed \
                  after the scale-down to 0; the controller's annotations removed",
             ]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_restore_that_meets_a_write_reads_again_and_goes_on() {
+        let (web, _) = scaled_down("web", 0);
+        let mut fresh = scaled_down("web", 0).1;
+        fresh["metadata"]["resourceVersion"] = json!("78");
+        let removed = json!({ "cronscaler.dev/original-replicas": null, "cronscaler.dev/last-transition": null });
+        let patch = |version: &str| {
+            json!({
+                "metadata": { "resourceVersion": version, "annotations": removed },
+                "spec": { "replicas": 3 },
+            })
+        };
+        let conflict = json!({
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": "Operation cannot be fulfilled on deployments.apps \"web\": the object has been modified; please apply your changes to the latest version and try again",
+            "reason": "Conflict", "details": { "name": "web", "group": "apps", "kind": "deployments" }, "code": 409,
+        });
+        let (client, server) = mock_client();
+        let server = tokio::spawn(server.serve(vec![
+            merge_patch("web", patch("77"), json!({})).reply(409, conflict),
+            Exchange::new("GET", "/apis/apps/v1/namespaces/staging/deployments/web")
+                .reply(200, fresh.clone()),
+            merge_patch("web", patch("78"), fresh),
+        ]));
+        let (lines, ok) = restore(&client, &[web], &HpaIndex::listed([]), false, now()).await;
+        drop(client);
+        server.await.unwrap();
+        assert!(ok, "{lines:?}");
+        assert_eq!(
+            lines,
+            vec!["restored Deployment staging/web: replicas 0 -> 3"]
         );
     }
 
