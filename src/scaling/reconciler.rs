@@ -351,12 +351,9 @@ pub async fn wake_turn(
     }
     // Some of its workloads awake by this wake already: its turn came before a restart.
     let peers = namespace_peers(ctx, namespace, now).await?;
-    let started = turns.due_of(namespace).is_some_and(|due| {
-        peers.iter().any(|peer| {
-            peer.last_transition
-                .is_some_and(|last| last.at == due.at && last.direction == due.direction)
-        })
-    });
+    let started = turns
+        .due_of(namespace)
+        .is_some_and(|due| peers.iter().any(|peer| peer.has_applied(&due)));
     let steps = i32::try_from(ctx.namespaces.wake_orders(namespace).len().max(1)).unwrap_or(1);
     match turns.look(namespace, started, ctx.step_timeout * steps, now) {
         Turn::Now { parked, waited } => {

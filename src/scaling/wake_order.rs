@@ -57,16 +57,19 @@ pub struct Peer {
 }
 
 impl Peer {
+    /// Whether it has applied `due` (its `last-transition` says so).
+    pub fn has_applied(&self, due: &Transition) -> bool {
+        self.last_transition
+            .is_some_and(|last| last.at == due.at && last.direction == due.direction)
+    }
+
     /// Whether it has applied `due` and settled there.
     fn is_done(&self, due: &Transition) -> bool {
-        let applied = self
-            .last_transition
-            .is_some_and(|last| last.at == due.at && last.direction == due.direction);
         let settled = match due.direction {
             Direction::Up => self.up_settled,
             Direction::Down => self.down_settled,
         };
-        applied && settled
+        self.has_applied(due) && settled
     }
 
     /// Whether it comes before a workload of `order` in a transition `direction`.
