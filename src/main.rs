@@ -43,9 +43,9 @@ async fn main() -> anyhow::Result<ExitCode> {
             let config = kubeconfig::config(kube)
                 .await
                 .context("connecting to the Kubernetes API server")?;
-            let client = controller::client_for(config, &args)
+            let clients = controller::clients_for(config, &args)
                 .context("connecting to the Kubernetes API server")?;
-            controller::run(client, &args, shutdown).await?;
+            controller::run(clients, &args, shutdown).await?;
             tracing::info!("stopped");
         }
     }

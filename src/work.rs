@@ -107,6 +107,10 @@ impl Reconcile for Reconcilers {
                     Err(error) => Handled::Failed(error),
                 };
             }
+            WorkKey::Scaling(ScalingKey::WakeHosts(namespace)) => {
+                scaling::wake_hosts::tell(&self.scale, namespace).await;
+                return Handled::Done;
+            }
             WorkKey::Scaling(ScalingKey::SleepScheduleStatus(schedule)) => {
                 let written = declarations::sleep_schedule_status(&self.scale, schedule, now).await;
                 return look_again(written, now);

@@ -12,7 +12,9 @@ use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use clap::{Args, CommandFactory as _, FromArgMatches as _, Parser, Subcommand, ValueEnum};
 
-use crate::ops::logs::LogFormat;
+use ipnet::IpNet;
+
+use crate::{ops::logs::LogFormat, wake::route::parse_trusted_proxy};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -129,17 +131,17 @@ pub struct OverrideArgs {
     /// cronjob/NAME or foo/NAME.
     pub object: Option<String>,
 
-    /// How long, from now (e.g. `2h`, `90m`). Without --for or --until: until the schedule's
-    /// next transition the other way.
-    #[arg(long = "for", id = "for_", value_parser = humantime::parse_duration)]
+    /// How long, from now (e.g. `2h`, `90m`; at most 366d). Without --for or --until: until the
+    /// schedule's next transition the other way.
+    #[arg(long = "for", id = "for_", value_parser = up_to_366d)]
     pub for_: Option<Duration>,
 
     /// Until this instant (RFC 3339, e.g. `2026-11-24T07:00:00+01:00`).
     #[arg(long)]
     pub until: Option<DateTime<Utc>>,
 
-    /// The longest override the controller accepts (its own --max-override).
-    #[arg(long, env = "CRONSCALER_MAX_OVERRIDE", default_value = "24h", value_parser = humantime::parse_duration)]
+    /// The longest override the controller accepts (its own --max-override; at most 366d).
+    #[arg(long, env = "CRONSCALER_MAX_OVERRIDE", default_value = "24h", value_parser = up_to_366d)]
     pub max_override: Duration,
 
     #[command(flatten)]
@@ -218,24 +220,24 @@ pub struct RunArgs {
     #[command(flatten)]
     pub default_timezone: DefaultTimezone,
 
-    /// A new object is not put to sleep by a catch-up until it is this old (e.g. `15m`), so a
-    /// deploy at night is not killed as it starts.
-    #[arg(long, env = "CRONSCALER_GRACE_PERIOD", default_value = "15m", value_parser = humantime::parse_duration)]
+    /// A new object is not put to sleep by a catch-up until it is this old (e.g. `15m`; at most
+    /// 1d), so a deploy at night is not killed as it starts.
+    #[arg(long, env = "CRONSCALER_GRACE_PERIOD", default_value = "15m", value_parser = up_to_1d)]
     pub grace_period: std::time::Duration,
 
     /// How far ahead an override on demand (`awake-until`, `asleep-until`) may reach when it is
-    /// first applied; a longer one is an InvalidSchedule.
-    #[arg(long, env = "CRONSCALER_MAX_OVERRIDE", default_value = "24h", value_parser = humantime::parse_duration)]
+    /// first applied; a longer one is an InvalidSchedule. At most 366d.
+    #[arg(long, env = "CRONSCALER_MAX_OVERRIDE", default_value = "24h", value_parser = up_to_366d)]
     pub max_override: std::time::Duration,
 
     /// How early a `ready-by` schedule starts its wakes until the Namespace's warm-up was
     /// measured (`last-warm-up`); at most 1h.
-    #[arg(long, env = "CRONSCALER_WARM_UP", default_value = "5m", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "CRONSCALER_WARM_UP", default_value = "5m", value_parser = up_to_1h)]
     pub warm_up: std::time::Duration,
 
     /// How long each step of a Namespace's ordered wake (StatefulSets, then Deployments, then
-    /// CronJobs; the reverse at night) waits for the steps before it to be available.
-    #[arg(long, env = "CRONSCALER_WAKE_STEP_TIMEOUT", default_value = "5m", value_parser = humantime::parse_duration)]
+    /// CronJobs; the reverse at night) waits for the steps before it to be available; at most 1d.
+    #[arg(long, env = "CRONSCALER_WAKE_STEP_TIMEOUT", default_value = "5m", value_parser = up_to_1d)]
     pub wake_step_timeout: std::time::Duration,
 
     /// At most this many Namespaces wake at once (0: any number); the others wait their turn,
@@ -273,9 +275,27 @@ pub struct RunArgs {
     #[arg(long, env = "CRONSCALER_WAKE_ADDR")]
     pub wake_addr: Option<SocketAddr>,
 
-    /// At most one wake of a Namespace by requests in this long, per replica.
-    #[arg(long, env = "CRONSCALER_WAKE_COOLDOWN", default_value = "1m", value_parser = humantime::parse_duration)]
+    /// At most one wake of a Namespace by requests in this long, per replica; at most 1d.
+    #[arg(long, env = "CRONSCALER_WAKE_COOLDOWN", default_value = "1m", value_parser = up_to_1d)]
     pub wake_cooldown: std::time::Duration,
+
+    /// Source addresses (CIDRs or addresses, comma-separated) of the proxies whose routing
+    /// headers the wake-up backend believes: `X-Namespace`, `X-Forwarded-Host`,
+    /// `X-Original-URI`. From anyone else a request's Namespace comes from its `Host` alone.
+    #[arg(long, env = "CRONSCALER_WAKE_TRUSTED_PROXIES", value_delimiter = ',', value_parser = parse_trusted_proxy)]
+    pub wake_trusted_proxies: Vec<IpNet>,
+
+    /// Sustained requests per second the wake-up backend may send the API server, apart from
+    /// --kube-qps (default: a fifth of it), so requests reaching it never delay the controller.
+    #[arg(long, env = "CRONSCALER_WAKE_KUBE_QPS", value_parser = positive_f64)]
+    pub wake_kube_qps: Option<f64>,
+}
+
+impl RunArgs {
+    /// `--wake-kube-qps`, or a fifth of `--kube-qps`.
+    pub fn wake_kube_qps(&self) -> f64 {
+        self.wake_kube_qps.unwrap_or(self.kube_qps / 5.0)
+    }
 }
 
 #[derive(Debug, Clone, Args)]
@@ -294,8 +314,8 @@ pub struct PlanArgs {
     #[arg(long, env = "CRONSCALER_PLAN_FROM")]
     pub from: Option<DateTime<Utc>>,
 
-    /// Length of the window, e.g. `7d`, `36h`, `2w`.
-    #[arg(long = "for", env = "CRONSCALER_PLAN_FOR", default_value = "7d", value_parser = humantime::parse_duration)]
+    /// Length of the window, e.g. `7d`, `36h`, `2w`; at most 366d.
+    #[arg(long = "for", env = "CRONSCALER_PLAN_FOR", default_value = "7d", value_parser = up_to_366d)]
     pub window: Duration,
 
     /// Output format.
@@ -405,6 +425,29 @@ fn time_zone(value: &str) -> Result<Tz, String> {
         .map_err(|_| format!("{value:?} is not an IANA time zone name, e.g. Europe/Berlin"))
 }
 
+/// A duration flag's value within its documented maximum: a larger one would reach past what a
+/// date can hold (`1000000000d`), so it is refused at start, with the flag's name.
+fn duration_at_most(text: &str, most: &str) -> Result<Duration, String> {
+    let duration = humantime::parse_duration(text).map_err(|error| error.to_string())?;
+    let limit = humantime::parse_duration(most).map_err(|error| error.to_string())?;
+    if duration > limit {
+        return Err(format!("at most {most}"));
+    }
+    Ok(duration)
+}
+
+fn up_to_1h(text: &str) -> Result<Duration, String> {
+    duration_at_most(text, "1h")
+}
+
+fn up_to_1d(text: &str) -> Result<Duration, String> {
+    duration_at_most(text, "1d")
+}
+
+fn up_to_366d(text: &str) -> Result<Duration, String> {
+    duration_at_most(text, "366d")
+}
+
 fn positive_f64(value: &str) -> Result<f64, String> {
     match value.parse::<f64>() {
         Ok(number) if number.is_finite() && number > 0.0 => Ok(number),
@@ -456,6 +499,75 @@ mod tests {
         assert_eq!(run.namespace.as_deref(), Some("staging"));
         assert_eq!(run.kube_qps, 5.5);
         assert_eq!(run.kube_burst, 10);
+    }
+
+    #[test]
+    fn every_duration_flag_refuses_more_than_its_maximum_naming_the_flag() {
+        let runs = [
+            ("--wake-cooldown", "1d"),
+            ("--max-override", "366d"),
+            ("--grace-period", "1d"),
+            ("--warm-up", "1h"),
+            ("--wake-step-timeout", "1d"),
+        ];
+        for (flag, most) in runs {
+            assert!(run_args(&[flag, most]).is_ok(), "{flag} {most}");
+            let error = run_args(&[flag, "1000000000d"]).unwrap_err().to_string();
+            assert!(
+                error.contains(flag) && error.contains(&format!("at most {most}")),
+                "{error}"
+            );
+        }
+        let wake = Cli::try_parse_from(["cronscaler", "wake", "-n", "a", "--for", "367d"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            wake.contains("--for") && wake.contains("at most 366d"),
+            "{wake}"
+        );
+        let plan = Cli::try_parse_from(["cronscaler", "plan", "--for", "1000000000d"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            plan.contains("--for") && plan.contains("at most 366d"),
+            "{plan}"
+        );
+    }
+
+    #[test]
+    fn the_wake_up_backend_trusts_the_proxies_it_is_told_and_has_a_budget_of_its_own() {
+        let run = run_args(&[]).unwrap();
+        assert!(run.wake_trusted_proxies.is_empty());
+        assert_eq!(run.wake_kube_qps(), 10.0, "a fifth of --kube-qps");
+        let run = run_args(&[
+            "--wake-trusted-proxies",
+            "10.0.0.0/8,fd00::/8,192.168.1.7",
+            "--wake-kube-qps",
+            "3",
+        ])
+        .unwrap();
+        assert_eq!(run.wake_trusted_proxies.len(), 3);
+        assert_eq!(run.wake_kube_qps(), 3.0);
+        let error = run_args(&["--wake-trusted-proxies", "10.0.0.0/33"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("--wake-trusted-proxies") && error.contains("10.0.0.0/33"),
+            "{error}"
+        );
+    }
+
+    proptest::proptest! {
+        /// Any number of seconds up to a flag's maximum is taken as it is; one more is refused.
+        #[test]
+        fn a_duration_is_taken_up_to_its_maximum_and_no_further(seconds in 0u64..=2 * 86_400) {
+            let taken = up_to_1d(&format!("{seconds}s"));
+            if seconds <= 86_400 {
+                proptest::prop_assert_eq!(taken, Ok(Duration::from_secs(seconds)));
+            } else {
+                proptest::prop_assert_eq!(taken, Err("at most 1d".to_string()));
+            }
+        }
     }
 
     #[test]

@@ -38,7 +38,9 @@ use crate::{
     commands::cli::RunArgs,
     foo::{FOO_LABEL, Foo, FooContext, controlling_foo},
     ops::{
+        descriptors,
         http::{self, AliveGuard, Health},
+        listener::Acceptor,
         memory,
         metrics::Metrics,
     },
@@ -64,19 +66,54 @@ use crate::{
         target::TargetKind,
         timer::{Clock, Timer, system_clock},
         tracker::Tracker,
+        wake_hosts,
         watched_meta::WatchedMeta,
     },
     schedule::{OVERRIDE_KEYS, overrides},
-    wake::{self, backend::Backend},
+    wake::{self, backend::Backend, route::TrustedProxies},
     work::{Reconcilers, WorkKey},
 };
 
-/// A client for `config` (the cluster of the current kubeconfig, or in-cluster), every request
-/// of which goes through one `--kube-qps` / `--kube-burst` budget.
-pub fn client_for(config: kube::Config, args: &RunArgs) -> Result<Client, kube::Error> {
-    Ok(ClientBuilder::try_from(config)?
-        .with_layer(&RequestBudget::new(args.kube_qps, args.kube_burst))
-        .build())
+/// The process's API clients, for the cluster of the current kubeconfig or in-cluster.
+#[derive(Clone)]
+pub struct Clients {
+    /// The controller's: every request goes through one `--kube-qps` / `--kube-burst` budget.
+    pub controller: Client,
+    /// The wake-up backend's own, whose requests never queue behind the controller's (lease
+    /// renewals, scaling), nor the controller's behind its; its budget, `--wake-kube-qps`, is
+    /// kept by the backend (`wake::cluster`), which would rather not read than wait.
+    pub wake: Client,
+}
+
+pub fn clients_for(config: kube::Config, args: &RunArgs) -> Result<Clients, kube::Error> {
+    Ok(Clients {
+        controller: ClientBuilder::try_from(config.clone())?
+            .with_layer(&RequestBudget::new(args.kube_qps, args.kube_burst))
+            .build(),
+        wake: Client::try_from(config)?,
+    })
+}
+
+/// Raises the open-files limit to what the kernel allows, says so, and returns the limit in
+/// force: the wake-up backend's connection cap comes from it.
+fn raise_open_files_limit() -> u64 {
+    match descriptors::raise_limit() {
+        Ok(open_files) => {
+            tracing::info!(
+                was = open_files.was,
+                is = open_files.is,
+                wake_connections = descriptors::connection_cap(open_files.is),
+                kept_for_the_controller = descriptors::KEPT_FOR_THE_CONTROLLER,
+                "open-files limit raised to the hard limit; the wake-up backend holds at most wake_connections connections"
+            );
+            open_files.is
+        }
+        Err(error) => {
+            let fallback = 1024;
+            tracing::warn!(%error, fallback, "could not read or raise the open-files limit; assuming the usual soft limit");
+            fallback
+        }
+    }
 }
 
 /// How long the workload watches wait for the Namespaces' first listing, and scaling for the
@@ -103,18 +140,21 @@ pub enum RunError {
 /// Runs the controllers until `shutdown` resolves, then stops handing out work, lets in-flight
 /// reconciles finish, releases the lease if it holds it, and returns.
 pub async fn run(
-    client: Client,
+    clients: Clients,
     args: &RunArgs,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), RunError> {
+    let client = clients.controller;
     let (metrics, registry) = Metrics::new();
     let health = Arc::new(Health::default());
+    let open_files = raise_open_files_limit();
     let listener = TcpListener::bind(args.http_addr)
         .await
         .map_err(|source| RunError::Listen {
             addr: args.http_addr,
             source,
         })?;
+    let listener = Acceptor::new(listener, "HTTP", metrics.accept_errors("http"));
 
     let queue = WorkQueue::<WorkKey>::new(RateLimit::default());
     let clock = system_clock();
@@ -428,10 +468,16 @@ pub async fn run(
         refresh,
     ));
 
+    let wake_cluster = Arc::new(wake::cluster::Cluster::new(
+        clients.wake,
+        args.wake_kube_qps(),
+        namespaces.clone(),
+        metrics.clone(),
+    ));
     let (wakes, woken) = tokio::sync::mpsc::unbounded_channel();
     tokio::spawn(wake::warm_up::measure(
         woken,
-        client.clone(),
+        wake_cluster.clone(),
         namespaces.clone(),
         metrics.clone(),
     ));
@@ -450,15 +496,22 @@ pub async fn run(
                 max_override,
                 cooldown: TimeDelta::from_std(args.wake_cooldown).unwrap_or(TimeDelta::MAX),
             };
-            let backend = Backend::new(
-                client.clone(),
-                namespaces.clone(),
-                metrics.clone(),
-                settings,
+            let backend = Backend::new(wake_cluster, namespaces.clone(), metrics.clone(), settings);
+            let limits = wake::server::Limits {
+                connections: descriptors::connection_cap(open_files),
+                trusted: TrustedProxies::new(args.wake_trusted_proxies.clone()),
+            };
+            tracing::info!(
+                trusted_proxies = ?args.wake_trusted_proxies,
+                wake_kube_qps = args.wake_kube_qps(),
+                "the wake-up backend believes X-Namespace, X-Forwarded-Host and X-Original-URI only from its trusted proxies"
             );
+            let acceptor =
+                Acceptor::new(listener, "wake-up backend", metrics.accept_errors("wake"));
             Some(tokio::spawn(wake::server::serve(
-                listener,
+                acceptor,
                 Arc::new(backend),
+                limits,
             )))
         }
         None => None,
@@ -622,6 +675,11 @@ fn namespace_feed(
                         .into_iter()
                         .find_map(|key| on_demand::setter(namespace.managed_fields(), key)),
                 );
+                if annotated || labelled {
+                    for contesting in wake_hosts::to_look_at(&namespaces, &name) {
+                        queue.add(ScalingKey::WakeHosts(contesting).into());
+                    }
+                }
                 (annotated || labelled)
                     .then_some(name)
                     .into_iter()

@@ -12,16 +12,22 @@ use std::{
         Arc, Mutex, PoisonError,
         atomic::{AtomicBool, Ordering},
     },
+    time::Duration,
 };
 
+use crate::ops::{
+    listener::{Acceptor, Deadline},
+    metrics,
+};
 use http::{Request, Response, StatusCode};
 use http_body_util::Full;
 use hyper::{body::Bytes, server::conn::http1, service::service_fn};
 use hyper_util::rt::TokioIo;
 use prometheus_client::registry::Registry;
-use tokio::net::TcpListener;
 
-use crate::ops::metrics;
+/// How long a request may take, answer written included; an idle connection is closed after as
+/// long. A scrape of /metrics takes milliseconds.
+const REQUEST_DEADLINE: Duration = Duration::from_secs(10);
 
 #[derive(Debug, Default)]
 pub struct Health {
@@ -113,22 +119,16 @@ pub fn respond(
 /// Serves until the process ends. `refresh` runs before each scrape, to read gauges that are
 /// cheaper to sample than to track (e.g. the workqueue depth).
 pub async fn serve(
-    listener: TcpListener,
+    mut acceptor: Acceptor,
     health: Arc<Health>,
     registry: Arc<Registry>,
     refresh: Arc<dyn Fn() + Send + Sync>,
 ) {
-    if let Ok(addr) = listener.local_addr() {
+    if let Ok(addr) = acceptor.local_addr() {
         tracing::info!(%addr, "serving /healthz, /readyz and /metrics");
     }
     loop {
-        let (stream, _) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            Err(error) => {
-                tracing::warn!(%error, "accepting an HTTP connection failed");
-                continue;
-            }
-        };
+        let (stream, _) = acceptor.accept().await;
         let (health, registry, refresh) = (health.clone(), registry.clone(), refresh.clone());
         tokio::spawn(async move {
             let service = service_fn(move |request: Request<hyper::body::Incoming>| {
@@ -145,7 +145,10 @@ pub async fn serve(
                 async move { Ok::<_, Infallible>(response) }
             });
             if let Err(error) = http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service)
+                .serve_connection(
+                    TokioIo::new(Deadline::new(stream, REQUEST_DEADLINE)),
+                    service,
+                )
                 .await
             {
                 tracing::debug!(%error, "HTTP connection ended with an error");
@@ -201,9 +204,10 @@ mod tests {
         let refresh: Arc<dyn Fn() + Send + Sync> = Arc::new(move || {
             depth.set(42);
         });
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        tokio::spawn(serve(listener, health, Arc::new(registry), refresh));
+        let acceptor = Acceptor::new(listener, "HTTP", Default::default());
+        tokio::spawn(serve(acceptor, health, Arc::new(registry), refresh));
         let body = loop {
             if let Ok(mut stream) = tokio::net::TcpStream::connect(addr).await {
                 use tokio::io::{AsyncReadExt, AsyncWriteExt};

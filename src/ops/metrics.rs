@@ -42,6 +42,8 @@ pub enum WakeResult {
     Awake,
     /// For no Namespace that may be woken.
     Refused,
+    /// The page's poll of its Namespace's progress, answered.
+    Status,
 }
 
 impl EncodeLabelValue for WakeResult {
@@ -51,8 +53,41 @@ impl EncodeLabelValue for WakeResult {
             WakeResult::Waking => "waking",
             WakeResult::Awake => "awake",
             WakeResult::Refused => "refused",
+            WakeResult::Status => "status",
         })
     }
+}
+
+/// What one of the wake-up backend's readiness reads came to.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+pub enum ReadResult {
+    /// Read from the API server.
+    Read,
+    /// Sent, and refused or not answered in time.
+    Failed,
+    /// Not sent: the backend's budget (`--wake-kube-qps`) had no room.
+    NotRead,
+}
+
+impl EncodeLabelValue for ReadResult {
+    fn encode(&self, encoder: &mut LabelValueEncoder) -> std::fmt::Result {
+        encoder.write_str(match self {
+            ReadResult::Read => "read",
+            ReadResult::Failed => "failed",
+            ReadResult::NotRead => "not_read",
+        })
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReadLabels {
+    pub result: ReadResult,
+}
+
+/// Which listener an accept failure was on: `wake` or `http`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ListenerLabels {
+    pub listener: &'static str,
 }
 
 /// A wake-up request's Namespace (empty when refused) and what it came to.
@@ -118,6 +153,8 @@ pub struct Metrics {
     pub leader: Gauge,
     pub wake_requests: Family<WakeLabels, Counter>,
     pub wake_seconds: Histogram,
+    pub wake_reads: Family<ReadLabels, Counter>,
+    pub accept_errors: Family<ListenerLabels, Counter>,
 }
 
 impl Metrics {
@@ -140,6 +177,8 @@ impl Metrics {
             wake_requests: Family::default(),
             // 1 s to about 68 minutes: from a wake to all ready takes seconds to minutes.
             wake_seconds: Histogram::new(exponential_buckets(1.0, 2.0, 13)),
+            wake_reads: Family::default(),
+            accept_errors: Family::default(),
         };
         let mut registry = Registry::with_prefix("cronscaler");
         registry.register(
@@ -207,6 +246,16 @@ impl Metrics {
             "Time from a Namespace's wake to all its workloads ready",
             metrics.wake_seconds.clone(),
         );
+        registry.register(
+            "wake_readiness_reads",
+            "Readiness reads of the wake-up backend, by result (not_read: over --wake-kube-qps)",
+            metrics.wake_reads.clone(),
+        );
+        registry.register(
+            "accept_errors",
+            "Connections a listener failed to accept (e.g. out of file descriptors), by listener",
+            metrics.accept_errors.clone(),
+        );
         (metrics, registry)
     }
 
@@ -219,6 +268,17 @@ impl Metrics {
         self.wake_requests
             .get_or_create(&WakeLabels { namespace, result })
             .inc();
+    }
+
+    /// The counter of failed accepts on `listener`.
+    pub fn accept_errors(&self, listener: &'static str) -> Counter {
+        self.accept_errors
+            .get_or_create(&ListenerLabels { listener })
+            .clone()
+    }
+
+    pub fn wake_read(&self, result: ReadResult) {
+        self.wake_reads.get_or_create(&ReadLabels { result }).inc();
     }
 
     pub fn scale_action(&self, kind: &'static str, direction: ScaleDirection, result: Outcome) {
@@ -268,6 +328,12 @@ mod tests {
         metrics.workqueue_depth.set(7);
         metrics.workqueue_retries.inc();
         metrics.leader.set(1);
+        metrics.wake_request("staging", WakeResult::Status);
+        metrics.wake_read(ReadResult::NotRead);
+        metrics
+            .accept_errors
+            .get_or_create(&ListenerLabels { listener: "wake" })
+            .inc();
         let text = render(&registry);
         for line in [
             "cronscaler_scale_actions_total{kind=\"Deployment\",direction=\"down\",result=\"success\"} 1",
@@ -282,6 +348,9 @@ mod tests {
             "cronscaler_workqueue_depth 7",
             "cronscaler_workqueue_retries_total 1",
             "cronscaler_leader 1",
+            "cronscaler_wake_requests_total{namespace=\"staging\",result=\"status\"} 1",
+            "cronscaler_wake_readiness_reads_total{result=\"not_read\"} 1",
+            "cronscaler_accept_errors_total{listener=\"wake\"} 1",
         ] {
             assert!(
                 text.lines().any(|exposed| exposed == line),

@@ -41,16 +41,31 @@ impl TokenBucket {
 
     /// Takes one token and returns how long the caller must wait before using it.
     pub fn reserve(&self) -> Duration {
+        self.take(Duration::MAX).unwrap_or(Duration::MAX)
+    }
+
+    /// Takes one token if it exists within `at_most`, and returns how long to wait for it;
+    /// takes nothing otherwise, so callers that give up leave no debt behind for the others.
+    pub fn try_reserve(&self, at_most: Duration) -> Option<Duration> {
+        self.take(at_most)
+    }
+
+    fn take(&self, at_most: Duration) -> Option<Duration> {
         let now = Instant::now();
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let elapsed = now.saturating_duration_since(state.updated).as_secs_f64();
-        state.tokens = (state.tokens + elapsed * self.per_second).min(self.burst) - 1.0;
-        state.updated = now;
-        if state.tokens >= 0.0 {
+        let tokens = (state.tokens + elapsed * self.per_second).min(self.burst) - 1.0;
+        let wait = if tokens >= 0.0 {
             Duration::ZERO
         } else {
-            Duration::try_from_secs_f64(-state.tokens / self.per_second).unwrap_or(Duration::MAX)
+            Duration::try_from_secs_f64(-tokens / self.per_second).unwrap_or(Duration::MAX)
+        };
+        if wait > at_most {
+            return None;
         }
+        state.tokens = tokens;
+        state.updated = now;
+        Some(wait)
     }
 }
 
@@ -134,6 +149,31 @@ mod tests {
             assert_eq!(bucket.reserve(), Duration::ZERO);
         }
         assert_eq!(bucket.reserve(), Duration::from_millis(20));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_caller_that_will_not_wait_takes_nothing_and_leaves_no_debt() {
+        let bucket = TokenBucket::new(10.0, 2);
+        let waits: Vec<_> = (0..5)
+            .map(|_| bucket.try_reserve(Duration::from_millis(150)))
+            .collect();
+        assert_eq!(
+            waits,
+            vec![
+                Some(Duration::ZERO),
+                Some(Duration::ZERO),
+                Some(Duration::from_millis(100)),
+                None,
+                None
+            ]
+        );
+        // Those that gave up borrowed nothing: after 100 ms one token exists again, and the
+        // next one comes 100 ms after it.
+        tokio::time::advance(Duration::from_millis(100)).await;
+        assert_eq!(
+            bucket.try_reserve(Duration::from_millis(150)),
+            Some(Duration::from_millis(100))
+        );
     }
 
     #[tokio::test(start_paused = true)]

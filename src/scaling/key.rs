@@ -18,6 +18,8 @@ pub enum ScalingKey {
     SleepScheduleStatus(ObjectKey),
     /// Look for a Namespace's turn to wake (`--max-waking-namespaces`).
     WakeTurn(String),
+    /// Tell a Namespace of the hosts of its `wake-hosts` that others claim too.
+    WakeHosts(String),
 }
 
 impl fmt::Display for ScalingKey {
@@ -33,6 +35,7 @@ impl fmt::Display for ScalingKey {
             ScalingKey::SleepPolicyStatus(name) => write!(f, "status of SleepPolicy {name}"),
             ScalingKey::SleepScheduleStatus(key) => write!(f, "status of SleepSchedule {key}"),
             ScalingKey::WakeTurn(namespace) => write!(f, "turn of Namespace {namespace} to wake"),
+            ScalingKey::WakeHosts(namespace) => write!(f, "wake-hosts of Namespace {namespace}"),
         }
     }
 }

@@ -13,6 +13,7 @@ pub mod reports;
 pub mod target;
 pub mod timer;
 pub mod tracker;
+pub mod wake_hosts;
 pub mod wake_order;
 pub mod wake_turns;
 pub mod watched_meta;

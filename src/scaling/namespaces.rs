@@ -19,7 +19,10 @@ use crate::{
         },
         target::TargetKind,
     },
-    schedule::{DOWN_REPLICAS, PREFIX, UP_REPLICAS, inherit, kube_downscaler},
+    schedule::{
+        DOWN_REPLICAS, HostClaims, PREFIX, UP_REPLICAS, WAKE_HOSTS, WAKE_ON_REQUEST, WakeOnRequest,
+        inherit, kube_downscaler,
+    },
 };
 
 /// Cheap to clone; every clone sees the same schedules.
@@ -42,6 +45,8 @@ pub struct NamespaceSchedules {
     /// How many workloads follow each Namespace's schedule, by their place in its wake, as
     /// the trackers count them.
     followers: Arc<Mutex<HashMap<String, BTreeMap<i32, u32>>>>,
+    /// The opted-in Namespaces' hosts, built when a request first needs them after a change.
+    host_claims: Arc<RwLock<Option<Arc<HostClaims>>>>,
 }
 
 /// Everything a Namespace's schedule may come from (see [`resolve`]).
@@ -445,10 +450,61 @@ impl NamespaceSchedules {
             .schedules
             .write()
             .unwrap_or_else(PoisonError::into_inner);
-        if resolved.is_empty() {
-            return schedules.remove(namespace).is_some();
+        let before = if resolved.is_empty() {
+            schedules.remove(namespace)
+        } else {
+            schedules.insert(namespace.to_string(), resolved.clone())
+        };
+        drop(schedules);
+        let claims_wake = |annotations: Option<&BTreeMap<String, String>>| {
+            [WAKE_ON_REQUEST, WAKE_HOSTS]
+                .map(|key| annotations.and_then(|read| read.get(key)).cloned())
+        };
+        if claims_wake(before.as_ref()) != claims_wake(Some(&resolved)) {
+            self.forget_host_claims();
         }
-        schedules.insert(namespace.to_string(), resolved.clone()) != Some(resolved)
+        match before {
+            None => !resolved.is_empty(),
+            Some(before) => before != resolved,
+        }
+    }
+
+    fn forget_host_claims(&self) {
+        *self
+            .host_claims
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = None;
+    }
+
+    /// Which opted-in Namespace each host of `wake-hosts` belongs to.
+    pub fn host_claims(&self) -> Arc<HostClaims> {
+        if let Some(claims) = self
+            .host_claims
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+        {
+            return claims.clone();
+        }
+        let schedules = self
+            .schedules
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        let opted_in: Vec<(&str, WakeOnRequest)> = schedules
+            .iter()
+            .filter_map(|(name, annotations)| {
+                Some((name.as_str(), WakeOnRequest::of(annotations)?))
+            })
+            .collect();
+        let claims = Arc::new(HostClaims::new(
+            opted_in.iter().map(|(name, opt_in)| (*name, opt_in)),
+        ));
+        // Built under the read lock of the schedules: no change can be missed in between.
+        *self
+            .host_claims
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Some(claims.clone());
+        claims
     }
 
     fn settle_all(&self, layers: &Layers) -> Vec<String> {
@@ -491,22 +547,6 @@ impl NamespaceSchedules {
             .unwrap_or_else(PoisonError::into_inner)
             .get(namespace)
             .cloned()
-    }
-
-    /// The first Namespace, in name order, whose annotations `pick` takes, and what it took.
-    pub fn first_by_name<T>(
-        &self,
-        mut pick: impl FnMut(&str, &BTreeMap<String, String>) -> Option<T>,
-    ) -> Option<(String, T)> {
-        let schedules = self
-            .schedules
-            .read()
-            .unwrap_or_else(PoisonError::into_inner);
-        let mut named: Vec<(&String, &BTreeMap<String, String>)> = schedules.iter().collect();
-        named.sort_by_key(|(name, _)| *name);
-        named
-            .into_iter()
-            .find_map(|(name, annotations)| Some((name.clone(), pick(name, annotations)?)))
     }
 
     /// Who set the Namespace's override on demand, as its managedFields tell.
@@ -568,11 +608,18 @@ impl NamespaceSchedules {
             .write()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(namespace);
-        self.schedules
+        let forgotten = self
+            .schedules
             .write()
             .unwrap_or_else(PoisonError::into_inner)
-            .remove(namespace)
-            .is_some()
+            .remove(namespace);
+        if forgotten
+            .as_ref()
+            .is_some_and(|annotations| annotations.contains_key(WAKE_ON_REQUEST))
+        {
+            self.forget_host_claims();
+        }
+        forgotten.is_some()
     }
 
     /// The schedule of `namespace`, where it covers a workload of `kind` with `labels`.

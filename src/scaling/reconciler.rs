@@ -46,6 +46,7 @@ use crate::{
         reports::{NamespaceReports, QUIET, Settled, WorkloadOutcome, describe},
         target::{ScaleTarget, TargetKind, TargetState},
         timer::Timer,
+        wake_hosts,
         wake_order::{self, Gate, Peer, WakeSteps},
         wake_turns::{Ask, Turn, WakeTurns},
     },
@@ -91,6 +92,8 @@ pub struct ScalingContext {
     pub wakes: Option<UnboundedSender<String>>,
     /// The `SleepPolicy`s and `SleepSchedule`s as watched, whose status the controller writes.
     pub declarations: Option<Declarations>,
+    /// The hosts each Namespace was told it contests with others.
+    pub wake_hosts_told: wake_hosts::Told,
 }
 
 /// `--max-override`'s default.
@@ -122,6 +125,7 @@ impl ScalingContext {
             workloads_listed: None,
             wakes: None,
             declarations: None,
+            wake_hosts_told: wake_hosts::Told::default(),
         }
     }
 

@@ -48,7 +48,9 @@ pub use on_demand::{
 };
 pub use ready_by::{DEFAULT_WARM_UP, MAX_HEAD_START, READY_BY, ReadyBy};
 pub use transition::{CONSTANT_SINCE, Direction, Period, Rule, Schedule, Transition};
-pub use wake::{HostPattern, LAST_WARM_UP, WAKE_HOSTS, WAKE_ON_REQUEST, WakeOnRequest};
+pub use wake::{
+    Contest, HostClaims, HostPattern, LAST_WARM_UP, WAKE_HOSTS, WAKE_ON_REQUEST, WakeOnRequest,
+};
 pub use warnings::{
     already_warned, refused_cause, replicas_set, reverted, reverted_cause, taken_over,
 };

@@ -7,6 +7,10 @@ use std::{collections::BTreeMap, time::Duration};
 
 use super::invalid::{InvalidAnnotation, invalid};
 
+mod claims;
+
+pub use claims::{Contest, HostClaims};
+
 /// How long a request wakes the Namespace for (`2h`); only a Namespace with it is ever woken.
 pub const WAKE_ON_REQUEST: &str = "cronscaler.dev/wake-on-request";
 /// Host names whose requests are for the Namespace, comma-separated; `*.example.com` matches
@@ -29,6 +33,8 @@ pub enum HostPattern {
 impl HostPattern {
     fn parse(text: &str) -> Option<Self> {
         let text = text.trim().to_ascii_lowercase();
+        // `staging.example.com.` is the same name, fully qualified.
+        let text = text.strip_suffix('.').map(str::to_string).unwrap_or(text);
         let (wildcard, name) = match text.strip_prefix("*.") {
             Some(rest) => (true, rest.to_string()),
             None => (false, text),
@@ -59,6 +65,15 @@ impl HostPattern {
             HostPattern::AnyLabelOf(suffix) => host
                 .strip_suffix(suffix.as_str())
                 .is_some_and(|label| !label.is_empty() && !label.contains('.')),
+        }
+    }
+}
+
+impl std::fmt::Display for HostPattern {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HostPattern::Exact(name) => f.write_str(name),
+            HostPattern::AnyLabelOf(suffix) => write!(f, "*{suffix}"),
         }
     }
 }

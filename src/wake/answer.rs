@@ -10,7 +10,7 @@ use json_patch::{
 };
 use serde_json::Value;
 
-use super::readiness::Readiness;
+use super::readiness::{Read, all_ready};
 use crate::{
     ops::metrics::WakeResult,
     schedule::{self, ASLEEP_UNTIL, AWAKE_UNTIL, Annotations, Direction, WakeOnRequest},
@@ -78,7 +78,7 @@ pub fn decide(
     annotations: &BTreeMap<String, String>,
     now: DateTime<Utc>,
     woken_here: Option<DateTime<Utc>>,
-    readiness: Readiness,
+    readiness: Read,
 ) -> Decision {
     let cooling = woken_here.is_some_and(|at| now < at + settings.cooldown);
     if asleep(annotations, settings.default_timezone, now) && !cooling {
@@ -90,7 +90,7 @@ pub fn decide(
             patch: wake_patch(annotations, now + span),
         };
     }
-    if readiness.all_ready() && !cooling {
+    if all_ready(readiness) && !cooling {
         Decision::Awake
     } else {
         Decision::Waking
@@ -137,6 +137,7 @@ mod tests {
         UPTIME, WAKE_ON_REQUEST,
         test_support::{annotations, at},
     };
+    use crate::wake::readiness::{NotKnown, Readiness};
 
     const NIGHT: &str = "2026-11-24T22:00:00Z";
     const WORKING_HOURS: (&str, &str) = (UPTIME, "Mon-Fri 07:00-20:00");
@@ -146,7 +147,7 @@ mod tests {
         pairs: &[(&str, &str)],
         now: &str,
         woken_here: Option<&str>,
-        readiness: Readiness,
+        readiness: Read,
     ) -> Decision {
         let annotations = annotations(pairs);
         let opt_in = WakeOnRequest::of(&annotations).expect("opted in");
@@ -165,8 +166,8 @@ mod tests {
         )
     }
 
-    const NONE_READY: Readiness = Readiness { ready: 0, total: 2 };
-    const ALL_READY: Readiness = Readiness { ready: 2, total: 2 };
+    const NONE_READY: Read = Ok(Readiness { ready: 0, total: 2 });
+    const ALL_READY: Read = Ok(Readiness { ready: 2, total: 2 });
 
     #[test]
     fn a_request_at_night_wakes_for_the_opt_in_s_duration_and_tests_nobody_did_first() {
@@ -246,6 +247,20 @@ mod tests {
             ),
             Decision::Wake { .. }
         ));
+    }
+
+    #[test]
+    fn readiness_not_known_is_waking_never_awake() {
+        let morning = "2026-11-25T07:00:30Z";
+        assert_eq!(
+            decide_at(
+                &[WORKING_HOURS, OPT_IN],
+                morning,
+                None,
+                Err(NotKnown::Refused)
+            ),
+            Decision::Waking
+        );
     }
 
     #[test]

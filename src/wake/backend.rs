@@ -1,23 +1,19 @@
-//! The wake-up backend's state on this replica, and how it answers one request: it reads the
-//! Namespace from the watch's cache, its readiness at most once a second, and writes a wake
-//! at most once per cooldown, so a flood of requests costs the API server almost nothing.
+//! The wake-up backend's state on this replica, and how it answers one request: it finds the
+//! Namespace from the watch's cache, reads its readiness at most once a second, and writes a
+//! wake at most once per cooldown, so a flood of requests costs the API server almost nothing.
 
 use std::{
     collections::{BTreeMap, HashMap},
     sync::{Arc, Mutex, PoisonError},
-    time::Duration,
 };
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 use http::{HeaderValue, Response, StatusCode, header};
-use kube::Client;
-use tokio::time::Instant;
 
 use super::{
     answer::{Decision, Settings, decide},
-    cluster::{self, Wrote},
+    cluster::{Cluster, Wrote},
     page::{Progress, page},
-    readiness::{Readiness, readiness},
     route::{Request, namespace_of_query},
 };
 use crate::{
@@ -26,25 +22,27 @@ use crate::{
     schedule::WakeOnRequest,
 };
 
-/// How long a Namespace's readiness, once read, answers every request.
-const READINESS_FRESH: Duration = Duration::from_secs(1);
 /// What a program is told to wait before it asks again.
 const RETRY_AFTER_SECONDS: &str = "10";
+/// How often the Namespaces woken long ago, deleted or opted out are forgotten.
+const FORGET_EVERY: TimeDelta = TimeDelta::minutes(1);
 
 /// An opted-in Namespace's annotations, and its opt-in read from them.
 type OptedIn = (BTreeMap<String, String>, WakeOnRequest);
 
-type Cached = Arc<tokio::sync::Mutex<Option<(Instant, Readiness)>>>;
-
 pub struct Backend {
-    client: Client,
+    cluster: Arc<Cluster>,
     schedules: NamespaceSchedules,
     metrics: Metrics,
     settings: Settings,
-    /// When this replica last woke each Namespace.
-    woken: Mutex<HashMap<String, DateTime<Utc>>>,
-    /// Each Namespace's readiness as last read: one read at a time, whatever the requests.
-    readiness: Mutex<HashMap<String, Cached>>,
+    woken: Mutex<Woken>,
+}
+
+/// When this replica last woke each Namespace, within the cooldown.
+#[derive(Default)]
+struct Woken {
+    at: HashMap<String, DateTime<Utc>>,
+    forgotten: Option<DateTime<Utc>>,
 }
 
 /// A response's status, headers and body, before hyper's types.
@@ -56,7 +54,8 @@ pub struct Answer {
 }
 
 impl Answer {
-    fn refused() -> Self {
+    /// The bare 503 of every refusal: it names nothing, so it tells nothing.
+    pub fn refused() -> Self {
         Self {
             status: StatusCode::SERVICE_UNAVAILABLE,
             content_type: None,
@@ -85,31 +84,30 @@ impl Answer {
 
 impl Backend {
     pub fn new(
-        client: Client,
+        cluster: Arc<Cluster>,
         schedules: NamespaceSchedules,
         metrics: Metrics,
         settings: Settings,
     ) -> Self {
         Self {
-            client,
+            cluster,
             schedules,
             metrics,
             settings,
             woken: Mutex::default(),
-            readiness: Mutex::default(),
         }
     }
 
     /// Answers one request, whatever its method and path: the proxy sends its errors here.
     pub async fn answer(&self, request: &Request, now: DateTime<Utc>) -> Answer {
         if request.is_status_poll() {
-            return self.status(request).await;
+            return self.status(request, now).await;
         }
-        let Some((namespace, (annotations, opt_in))) = self.opted_in(request) else {
+        let Some((namespace, (annotations, opt_in))) = self.route(request) else {
             self.metrics.wake_request("", WakeResult::Refused);
             return Answer::refused();
         };
-        let readiness = self.readiness_of(&namespace).await;
+        let readiness = self.cluster.readiness(&namespace).await;
         let woken_here = self.woken_at(&namespace);
         let decision = decide(
             self.settings,
@@ -120,8 +118,10 @@ impl Backend {
             readiness,
         );
         let result = match &decision {
-            Decision::Wake { patch } if self.claim(&namespace, now, woken_here) => {
-                match cluster::write_wake(&self.client, &namespace, patch, &request.field_manager())
+            Decision::Wake { patch } if self.claim(&namespace, now) => {
+                match self
+                    .cluster
+                    .write_wake(&namespace, patch, &request.field_manager())
                     .await
                 {
                     Ok(Wrote::Woken) => {
@@ -164,19 +164,22 @@ impl Backend {
     }
 
     /// `GET /.cronscaler/status?namespace=NS`, asked directly or through the proxy: the
-    /// Namespace's progress, for opted-in Namespaces only.
-    async fn status(&self, request: &Request) -> Answer {
-        let opted_in = namespace_of_query(&request.original_uri).and_then(|namespace| {
-            let annotations = self.schedules.annotations_of(&namespace)?;
-            WakeOnRequest::of(&annotations).map(|_| namespace)
-        });
-        let Some(namespace) = opted_in else {
+    /// progress of the Namespace the request's host belongs to, and of no other, so nobody
+    /// learns which Namespaces opted in by asking.
+    async fn status(&self, request: &Request, now: DateTime<Utc>) -> Answer {
+        let asked = namespace_of_query(&request.original_uri);
+        let routed = self
+            .route(request)
+            .filter(|(namespace, _)| asked.as_ref().is_none_or(|asked| asked == namespace));
+        let Some((namespace, _)) = routed else {
+            self.metrics.wake_request("", WakeResult::Refused);
             return Answer::refused();
         };
-        let readiness = self.readiness_of(&namespace).await;
+        let readiness = self.cluster.readiness(&namespace).await;
         let waking = self
             .woken_at(&namespace)
-            .is_some_and(|at| Utc::now() < at + self.settings.cooldown);
+            .is_some_and(|at| now < at + self.settings.cooldown);
+        self.metrics.wake_request(&namespace, WakeResult::Status);
         Answer {
             status: StatusCode::OK,
             content_type: Some("application/json"),
@@ -185,66 +188,89 @@ impl Backend {
         }
     }
 
-    /// The opted-in Namespace the request is for, with its annotations and opt-in.
-    fn opted_in(&self, request: &Request) -> Option<(String, OptedIn)> {
-        let pick = |name: &str, annotations: &BTreeMap<String, String>| {
-            let opt_in = WakeOnRequest::of(annotations)?;
-            request
-                .is_for(name, &opt_in)
-                .then(|| (annotations.clone(), opt_in))
+    /// The opted-in Namespace the request is for, with its annotations and opt-in: the one a
+    /// trusted proxy named, else the one whose `wake-hosts` claims its host.
+    fn route(&self, request: &Request) -> Option<(String, OptedIn)> {
+        let namespace = match &request.namespace {
+            Some(named) => named.clone(),
+            None => self
+                .schedules
+                .host_claims()
+                .route(request.host.as_deref()?)?
+                .to_string(),
         };
-        match &request.namespace {
-            // Named by the proxy: one look, not a search.
-            Some(named) => {
-                let annotations = self.schedules.annotations_of(named)?;
-                pick(named, &annotations).map(|found| (named.clone(), found))
-            }
-            None => self.schedules.first_by_name(pick),
-        }
+        let annotations = self.schedules.annotations_of(&namespace)?;
+        let opt_in = WakeOnRequest::of(&annotations)?;
+        Some((namespace, (annotations, opt_in)))
     }
 
     fn woken_at(&self, namespace: &str) -> Option<DateTime<Utc>> {
         self.woken
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+            .at
             .get(namespace)
             .copied()
     }
 
-    /// Takes the wake for this request, unless another took it since `seen` was read.
-    fn claim(&self, namespace: &str, now: DateTime<Utc>, seen: Option<DateTime<Utc>>) -> bool {
+    /// Takes the wake for this request, unless another took it within the cooldown.
+    fn claim(&self, namespace: &str, now: DateTime<Utc>) -> bool {
+        let cooldown = self.settings.cooldown;
         let mut woken = self.woken.lock().unwrap_or_else(PoisonError::into_inner);
-        if woken.get(namespace).copied() != seen {
+        if woken
+            .forgotten
+            .is_none_or(|forgotten| now >= forgotten + FORGET_EVERY)
+        {
+            woken.forgotten = Some(now);
+            forget_woken(&mut woken.at, now, cooldown, |namespace| {
+                self.schedules
+                    .annotations_of(namespace)
+                    .is_some_and(|annotations| WakeOnRequest::of(&annotations).is_some())
+            });
+        }
+        if woken
+            .at
+            .get(namespace)
+            .is_some_and(|at| now < *at + cooldown)
+        {
             return false;
         }
-        woken.insert(namespace.to_string(), now);
+        woken.at.insert(namespace.to_string(), now);
         true
     }
+}
 
-    async fn readiness_of(&self, namespace: &str) -> Readiness {
-        let cached = self
-            .readiness
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .entry(namespace.to_string())
-            .or_default()
-            .clone();
-        let mut cached = cached.lock().await;
-        if let Some((read, readiness)) = *cached
-            && read.elapsed() < READINESS_FRESH
-        {
-            return readiness;
-        }
-        let readiness = match cluster::workloads(&self.client, namespace).await {
-            Ok((deployments, stateful_sets)) => {
-                readiness(namespace, &deployments, &stateful_sets, &self.schedules)
-            }
-            Err(error) => {
-                tracing::warn!(namespace, %error, "could not read the Namespace's workloads");
-                Readiness::default()
-            }
-        };
-        *cached = Some((Instant::now(), readiness));
-        readiness
+/// Keeps of `woken` only the wakes still within the cooldown of Namespaces still opted in.
+fn forget_woken(
+    woken: &mut HashMap<String, DateTime<Utc>>,
+    now: DateTime<Utc>,
+    cooldown: TimeDelta,
+    opted_in: impl Fn(&str) -> bool,
+) {
+    woken.retain(|namespace, at| now < *at + cooldown && opted_in(namespace));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schedule::test_support::at;
+
+    #[test]
+    fn wakes_past_their_cooldown_and_namespaces_no_longer_opted_in_are_forgotten() {
+        let mut woken: HashMap<String, DateTime<Utc>> = [
+            ("recent", "2026-11-25T09:59:30Z"),
+            ("cooled", "2026-11-25T09:58:00Z"),
+            ("opted-out", "2026-11-25T09:59:50Z"),
+        ]
+        .into_iter()
+        .map(|(namespace, woken_at)| (namespace.to_string(), at(woken_at)))
+        .collect();
+        forget_woken(
+            &mut woken,
+            at("2026-11-25T10:00:00Z"),
+            TimeDelta::minutes(1),
+            |namespace| namespace != "opted-out",
+        );
+        assert_eq!(woken.keys().collect::<Vec<_>>(), vec!["recent"]);
     }
 }

@@ -1,5 +1,16 @@
-//! What the wake-up backend reads and writes on the API server: the Namespace's wake, its
-//! workloads' readiness, and the warm-up it measured.
+//! What the wake-up backend and the warm-up measurement send the API server: a Namespace's
+//! wake, its workloads' readiness, the warm-up measured. Whatever reaches the backend from the
+//! internet must never delay the controller's own requests (lease renewals, scaling), so all of
+//! it goes through a client and a request budget of its own (`--wake-kube-qps`), each request
+//! with a timeout; readiness is read from the API server's watch cache (`resourceVersion=0`),
+//! at most once a second per Namespace, and only while the budget has room: a read that would
+//! wait longer is not made, and the readiness is "not known yet".
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex, PoisonError},
+    time::Duration,
+};
 
 use json_patch::Patch as JsonPatch;
 use k8s_openapi::api::{
@@ -11,11 +22,24 @@ use kube::{
     api::{ListParams, Patch, PatchParams},
 };
 use serde_json::json;
+use tokio::time::Instant;
 
+use super::readiness::{NotKnown, Read, readiness};
 use crate::{
-    runtime::{CONTROLLER_NAME, api_errors::is_status},
+    ops::metrics::{Metrics, ReadResult},
+    runtime::{CONTROLLER_NAME, api_errors::is_status, budget::TokenBucket},
+    scaling::namespaces::NamespaceSchedules,
     schedule::LAST_WARM_UP,
 };
+
+/// How long a Namespace's readiness, once read, answers every request.
+pub const READ_EVERY: Duration = Duration::from_secs(1);
+/// The longest a request waits for the API server.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
+/// The longest a read waits for room in the budget; beyond it, it is not made.
+const BUDGET_WAIT: Duration = Duration::from_millis(500);
+/// A Namespace whose readiness nobody asked for in this long is forgotten.
+const FORGET_AFTER: Duration = Duration::from_secs(60);
 
 /// What writing a wake came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,59 +50,194 @@ pub enum Wrote {
     AlreadySet,
 }
 
-/// Sends the wake, a JSON patch that first tests the override is absent, as `field_manager`,
-/// which the `WokenOnDemand` Event names.
-pub async fn write_wake(
-    client: &Client,
-    namespace: &str,
-    patch: &JsonPatch,
-    field_manager: &str,
-) -> Result<Wrote, kube::Error> {
-    let api: Api<Namespace> = Api::all(client.clone());
-    let params = PatchParams {
-        field_manager: Some(field_manager.to_string()),
-        ..PatchParams::default()
-    };
-    match api
-        .patch_metadata(namespace, &params, &Patch::<()>::Json(patch.clone()))
-        .await
-    {
-        Ok(_) => Ok(Wrote::Woken),
-        // A failed `test` is 422 Unprocessable Entity, and on some versions 409.
-        Err(error) if is_status(&error, 422) || is_status(&error, 409) => Ok(Wrote::AlreadySet),
-        Err(error) => Err(error),
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error(transparent)]
+    Api(#[from] kube::Error),
+    #[error("the API server did not answer within {}s", REQUEST_TIMEOUT.as_secs())]
+    TimedOut,
+}
+
+/// One Namespace's last read: one read at a time, whatever the requests.
+type Cached = Arc<tokio::sync::Mutex<Option<(Instant, Read)>>>;
+
+pub struct Cluster {
+    /// A client of the backend's own: its requests never queue behind the controller's.
+    client: Client,
+    budget: TokenBucket,
+    schedules: NamespaceSchedules,
+    metrics: Metrics,
+    reads: Mutex<Reads>,
+}
+
+#[derive(Default)]
+struct Reads {
+    by_namespace: HashMap<String, Cached>,
+    pruned: Option<Instant>,
+}
+
+impl Cluster {
+    /// `client` must be the backend's own (not the controller's); `qps` is `--wake-kube-qps`,
+    /// with a second's worth as its burst.
+    pub fn new(client: Client, qps: f64, schedules: NamespaceSchedules, metrics: Metrics) -> Self {
+        // A float's ceiling within u32: the cast saturates, as intended.
+        let burst = qps.ceil() as u32;
+        Self {
+            client,
+            budget: TokenBucket::new(qps, burst),
+            schedules,
+            metrics,
+            reads: Mutex::default(),
+        }
     }
-}
 
-/// The Namespace's Deployments and StatefulSets, whole: readiness is in their status.
-pub async fn workloads(
-    client: &Client,
-    namespace: &str,
-) -> Result<(Vec<Deployment>, Vec<StatefulSet>), kube::Error> {
-    let deployments = Api::<Deployment>::namespaced(client.clone(), namespace)
-        .list(&ListParams::default())
-        .await?
-        .items;
-    let stateful_sets = Api::<StatefulSet>::namespaced(client.clone(), namespace)
-        .list(&ListParams::default())
-        .await?
-        .items;
-    Ok((deployments, stateful_sets))
-}
+    /// The readiness of `namespace`'s workloads its schedule reaches, read at most once per
+    /// [`READ_EVERY`] whatever the requests.
+    pub async fn readiness(&self, namespace: &str) -> Read {
+        let cached = self.cached(namespace);
+        let mut cached = cached.lock().await;
+        if let Some((read_at, read)) = *cached
+            && read_at.elapsed() < READ_EVERY
+        {
+            return read;
+        }
+        let read = self.read(namespace).await;
+        *cached = Some((Instant::now(), read));
+        read
+    }
 
-/// Writes the warm-up measured, `42s`, on the Namespace.
-pub async fn write_last_warm_up(
-    client: &Client,
-    namespace: &str,
-    seconds: u64,
-) -> Result<(), kube::Error> {
-    let api: Api<Namespace> = Api::all(client.clone());
-    let patch = json!({ "metadata": { "annotations": { LAST_WARM_UP: format!("{seconds}s") } } });
-    let params = PatchParams {
-        field_manager: Some(CONTROLLER_NAME.into()),
-        ..PatchParams::default()
-    };
-    api.patch_metadata(namespace, &params, &Patch::Merge(&patch))
+    async fn read(&self, namespace: &str) -> Read {
+        let Some(wait) = self.budget.try_reserve(BUDGET_WAIT) else {
+            self.metrics.wake_read(ReadResult::NotRead);
+            return Err(NotKnown::BudgetSpent);
+        };
+        tokio::time::sleep(wait).await;
+        let listed = tokio::time::timeout(REQUEST_TIMEOUT, self.workloads(namespace)).await;
+        let read = match listed {
+            Ok(Ok((deployments, stateful_sets))) => Ok(readiness(
+                namespace,
+                &deployments,
+                &stateful_sets,
+                &self.schedules,
+            )),
+            Ok(Err(error)) => {
+                tracing::warn!(namespace, %error, "could not read the Namespace's workloads");
+                Err(NotKnown::Refused)
+            }
+            Err(_) => Err(NotKnown::TimedOut),
+        };
+        self.metrics.wake_read(match read {
+            Ok(_) => ReadResult::Read,
+            Err(_) => ReadResult::Failed,
+        });
+        read
+    }
+
+    /// The Namespace's Deployments and StatefulSets, whole (readiness is in their status), as
+    /// the API server's watch cache has them.
+    async fn workloads(
+        &self,
+        namespace: &str,
+    ) -> Result<(Vec<Deployment>, Vec<StatefulSet>), kube::Error> {
+        let from_cache = ListParams::default().match_any();
+        let deployments = Api::<Deployment>::namespaced(self.client.clone(), namespace)
+            .list(&from_cache)
+            .await?
+            .items;
+        let stateful_sets = Api::<StatefulSet>::namespaced(self.client.clone(), namespace)
+            .list(&from_cache)
+            .await?
+            .items;
+        Ok((deployments, stateful_sets))
+    }
+
+    /// The Namespace's place in the cache, forgetting, at most once a minute, the Namespaces
+    /// nobody asked for since (deleted, opted out, or just quiet).
+    fn cached(&self, namespace: &str) -> Cached {
+        let mut reads = self.reads.lock().unwrap_or_else(PoisonError::into_inner);
+        if reads
+            .pruned
+            .is_none_or(|pruned| pruned.elapsed() >= FORGET_AFTER)
+        {
+            reads.pruned = Some(Instant::now());
+            reads
+                .by_namespace
+                .retain(|_, cached| match cached.try_lock() {
+                    // Being read right now.
+                    Err(_) => true,
+                    Ok(read) => read.is_some_and(|(read_at, _)| read_at.elapsed() < FORGET_AFTER),
+                });
+        }
+        reads
+            .by_namespace
+            .entry(namespace.to_string())
+            .or_default()
+            .clone()
+    }
+
+    /// How many Namespaces' readiness is held.
+    pub fn held(&self) -> usize {
+        self.reads
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .by_namespace
+            .len()
+    }
+
+    /// Sends the wake, a JSON patch that first tests the override is absent, as `field_manager`,
+    /// which the `WokenOnDemand` Event names. It waits for its turn in the budget: wakes are few
+    /// (one per Namespace per cooldown), and each must be written.
+    pub async fn write_wake(
+        &self,
+        namespace: &str,
+        patch: &JsonPatch,
+        field_manager: &str,
+    ) -> Result<Wrote, WriteError> {
+        tokio::time::sleep(self.budget.reserve()).await;
+        let api: Api<Namespace> = Api::all(self.client.clone());
+        let params = PatchParams {
+            field_manager: Some(field_manager.to_string()),
+            ..PatchParams::default()
+        };
+        let patch = Patch::<()>::Json(patch.clone());
+        match tokio::time::timeout(
+            REQUEST_TIMEOUT,
+            api.patch_metadata(namespace, &params, &patch),
+        )
         .await
-        .map(drop)
+        {
+            Ok(Ok(_)) => Ok(Wrote::Woken),
+            // A failed `test` is 422 Unprocessable Entity, and on some versions 409.
+            Ok(Err(error)) if is_status(&error, 422) || is_status(&error, 409) => {
+                Ok(Wrote::AlreadySet)
+            }
+            Ok(Err(error)) => Err(error.into()),
+            Err(_) => Err(WriteError::TimedOut),
+        }
+    }
+
+    /// Writes the warm-up measured, `42s`, on the Namespace.
+    pub async fn write_last_warm_up(
+        &self,
+        namespace: &str,
+        seconds: u64,
+    ) -> Result<(), WriteError> {
+        tokio::time::sleep(self.budget.reserve()).await;
+        let api: Api<Namespace> = Api::all(self.client.clone());
+        let patch =
+            json!({ "metadata": { "annotations": { LAST_WARM_UP: format!("{seconds}s") } } });
+        let params = PatchParams {
+            field_manager: Some(CONTROLLER_NAME.into()),
+            ..PatchParams::default()
+        };
+        match tokio::time::timeout(
+            REQUEST_TIMEOUT,
+            api.patch_metadata(namespace, &params, &Patch::Merge(&patch)),
+        )
+        .await
+        {
+            Ok(written) => written.map(drop).map_err(WriteError::from),
+            Err(_) => Err(WriteError::TimedOut),
+        }
+    }
 }

@@ -4,27 +4,44 @@
 
 use serde::Serialize;
 
-use super::{readiness::Readiness, route::STATUS_PATH};
+use super::{
+    readiness::{Read, all_ready},
+    route::STATUS_PATH,
+};
 
 /// The page must stay small enough to be served under any flood.
 pub const MAX_PAGE: usize = 10 * 1024;
 
-/// What the backend says of a Namespace, as JSON.
+/// What the backend says of a Namespace, as JSON: how many of its workloads are ready, or
+/// why that is not known yet (and then it is still waking).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Progress {
     pub namespace: String,
     pub waking: bool,
-    pub ready: usize,
-    pub total: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ready: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 impl Progress {
-    pub fn new(namespace: &str, readiness: Readiness, waking: bool) -> Self {
+    pub fn new(namespace: &str, read: Read, waking: bool) -> Self {
         Self {
             namespace: namespace.to_string(),
-            waking: waking || !readiness.all_ready(),
-            ready: readiness.ready,
-            total: readiness.total,
+            waking: waking || !all_ready(read),
+            ready: read.ok().map(|readiness| readiness.ready),
+            total: read.ok().map(|readiness| readiness.total),
+            reason: read.err().map(|not_known| not_known.to_string()),
+        }
+    }
+
+    /// What the page says of it.
+    fn text(&self) -> String {
+        match (self.ready, self.total) {
+            (Some(ready), Some(total)) => format!("{ready} of {total} workloads ready"),
+            _ => "Starting the workloads".to_string(),
         }
     }
 
@@ -36,7 +53,8 @@ impl Progress {
 
 /// The page a browser gets while `progress.namespace` wakes: it polls the status every 2 s and
 /// loads `original_uri` once every workload is ready, or once the answer is not ours any more
-/// (the Namespace serves its own pages again).
+/// (the Namespace serves its own pages again). It opens nothing but its own origin, whatever
+/// `original_uri` says.
 pub fn page(progress: &Progress, original_uri: &str, warm_up_seconds: Option<u64>) -> String {
     let namespace = escape_html(&progress.namespace);
     let estimate =
@@ -62,19 +80,24 @@ p{{color:#57606a}}
 </style></head>
 <body><main>
 <h1 id="title">Waking up {namespace}</h1>
-<progress id="bar" max="{total}" value="{ready}"></progress>
-<p id="text">{ready} of {total} workloads ready{estimate}</p>
+<progress id="bar"{bar}></progress>
+<p id="text">{text}{estimate}</p>
 <p>This environment sleeps when nobody uses it. This page opens it by itself once it is ready.</p>
 </main>
 <script>
 const c={config};
 const started=Date.now();
-function go(){{location.replace(c.original);}}
+function go(){{
+  let target;
+  try{{target=new URL(c.original,location.href);}}catch(e){{target=null;}}
+  location.replace(target&&target.origin===location.origin?target.href:"/");
+}}
 function say(ready,total){{
-  let text=ready+" of "+total+" workloads ready";
+  let text=total===undefined?"Starting the workloads":ready+" of "+total+" workloads ready";
   if(c.warmUp!==null){{const left=Math.max(0,Math.round(c.warmUp-(Date.now()-started)/1000));text+=left>0?", about "+left+" s":", any moment now";}}
   document.getElementById("text").textContent=text;
-  const bar=document.getElementById("bar");bar.max=total;bar.value=ready;
+  const bar=document.getElementById("bar");
+  if(total===undefined){{bar.removeAttribute("value");}}else{{bar.max=total;bar.value=ready;}}
 }}
 async function poll(){{
   try{{
@@ -89,8 +112,11 @@ setTimeout(poll,2000);
 </script>
 </body></html>
 "#,
-        total = progress.total,
-        ready = progress.ready,
+        bar = match (progress.ready, progress.total) {
+            (Some(ready), Some(total)) => format!(r#" max="{total}" value="{ready}""#),
+            _ => String::new(),
+        },
+        text = progress.text(),
         config = script_json(&config),
     )
 }
@@ -125,8 +151,10 @@ fn script_json(value: &serde_json::Value) -> String {
 mod tests {
     use super::*;
 
+    use crate::wake::readiness::{NotKnown, Readiness};
+
     fn waking(namespace: &str) -> Progress {
-        Progress::new(namespace, Readiness { ready: 2, total: 5 }, true)
+        Progress::new(namespace, Ok(Readiness { ready: 2, total: 5 }), true)
     }
 
     #[test]
@@ -161,7 +189,19 @@ mod tests {
             waking("staging").json(),
             r#"{"namespace":"staging","waking":true,"ready":2,"total":5}"#
         );
-        let ready = Progress::new("staging", Readiness { ready: 5, total: 5 }, false);
+        let ready = Progress::new("staging", Ok(Readiness { ready: 5, total: 5 }), false);
         assert!(!ready.waking);
+    }
+
+    #[test]
+    fn readiness_not_known_is_still_waking_with_the_reason_never_zero_of_zero() {
+        let not_known = Progress::new("staging", Err(NotKnown::TimedOut), false);
+        assert_eq!(
+            not_known.json(),
+            r#"{"namespace":"staging","waking":true,"reason":"readiness not known yet: the API server did not answer in time"}"#
+        );
+        let page = page(&not_known, "/", None);
+        assert!(page.contains("Starting the workloads"), "{page}");
+        assert!(!page.contains("0 of 0"), "{page}");
     }
 }

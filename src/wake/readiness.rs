@@ -24,6 +24,27 @@ impl Readiness {
     }
 }
 
+/// A Namespace's readiness as the backend could read it: a read that did not happen or did
+/// not answer is "not known yet", never "0 of 0 ready", so a page keeps waiting instead of
+/// reloading into the sleeping app.
+pub type Read = Result<Readiness, NotKnown>;
+
+/// Why a Namespace's readiness is not known yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum NotKnown {
+    #[error("readiness not known yet: the wake-up backend's API budget is spent")]
+    BudgetSpent,
+    #[error("readiness not known yet: the API server did not answer in time")]
+    TimedOut,
+    #[error("readiness not known yet: the API server refused the read")]
+    Refused,
+}
+
+/// Whether `read` says every workload is ready.
+pub fn all_ready(read: Read) -> bool {
+    read.is_ok_and(Readiness::all_ready)
+}
+
 /// The readiness of `namespace`'s workloads its schedule reaches, as `schedules` reads them.
 pub fn readiness(
     namespace: &str,

@@ -1,58 +1,76 @@
 //! The wake-up backend's listener (`run --wake-addr`): anyone on the network can reach it, so it
-//! reads no request body, holds at most [`MAX_CONNECTIONS`] connections, and closes one that
-//! sends no request headers for [`IDLE`].
+//! reads no request body, holds at most its connection cap (from the open-files limit), gives
+//! every request [`REQUEST_DEADLINE`] for its whole life, answer written included, and believes
+//! routing headers only from `--wake-trusted-proxies`.
 
-use std::{convert::Infallible, net::SocketAddr, sync::Arc, time::Duration};
+use std::{convert::Infallible, sync::Arc, time::Duration};
 
 use chrono::Utc;
 use http_body_util::Full;
 use hyper::{body::Bytes, server::conn::http1, service::service_fn};
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
 use tokio::{net::TcpListener, sync::Semaphore};
 
-use super::{backend::Backend, route::Request};
+use super::{
+    backend::{Answer, Backend},
+    route::{Request, TrustedProxies},
+};
+use crate::ops::listener::{Acceptor, Deadline};
 
-pub const MAX_CONNECTIONS: usize = 1000;
-pub const IDLE: Duration = Duration::from_secs(10);
+/// How long a request may take, from the end of the answer before it on its connection (or the
+/// connection's start) to the last byte of its own answer written. An idle connection is closed
+/// after as long.
+pub const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
+/// How long the backend may take to decide an answer (its reads and wake have timeouts of their
+/// own), leaving the rest of the deadline to write it.
+const ANSWER_WITHIN: Duration = Duration::from_secs(3);
+
+/// What the listener is told by `run`'s flags and the process's limits.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// The most connections held at once; more are closed as they come.
+    pub connections: usize,
+    pub trusted: TrustedProxies,
+}
 
 /// Binds `addr`; serving starts with [`serve`].
-pub async fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
+pub async fn bind(addr: std::net::SocketAddr) -> std::io::Result<TcpListener> {
     TcpListener::bind(addr).await
 }
 
 /// Serves until the process ends.
-pub async fn serve(listener: TcpListener, backend: Arc<Backend>) {
-    if let Ok(addr) = listener.local_addr() {
-        tracing::info!(%addr, "serving the wake-up backend");
+pub async fn serve(mut acceptor: Acceptor, backend: Arc<Backend>, limits: Limits) {
+    if let Ok(addr) = acceptor.local_addr() {
+        tracing::info!(%addr, connections = limits.connections, "serving the wake-up backend");
     }
-    let connections = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let connections = Arc::new(Semaphore::new(limits.connections));
+    let trusted = Arc::new(limits.trusted);
     loop {
-        let (stream, _) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            Err(error) => {
-                tracing::warn!(%error, "accepting a wake-up connection failed");
-                continue;
-            }
-        };
-        // Over the limit the connection is closed at once: it waits for nothing.
+        let (stream, peer) = acceptor.accept().await;
+        // Over the cap the connection is closed at once: it waits for nothing.
         let Ok(permit) = connections.clone().try_acquire_owned() else {
             continue;
         };
+        let from_proxy = trusted.trusts(peer.ip());
         let backend = backend.clone();
         tokio::spawn(async move {
             let service = service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
                 let backend = backend.clone();
                 async move {
-                    let read = Request::read(request.headers(), request.uri());
-                    let answer = backend.answer(&read, Utc::now()).await;
+                    let read = Request::read(request.headers(), request.uri(), from_proxy);
+                    let answer =
+                        tokio::time::timeout(ANSWER_WITHIN, backend.answer(&read, Utc::now()))
+                            .await
+                            .unwrap_or_else(|_| Answer::refused());
                     Ok::<_, Infallible>(answer.into_response::<Full<Bytes>>())
                 }
             });
             let served = http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(IDLE)
                 .max_buf_size(16 * 1024)
-                .serve_connection(TokioIo::new(stream), service)
+                .serve_connection(
+                    TokioIo::new(Deadline::new(stream, REQUEST_DEADLINE)),
+                    service,
+                )
                 .await;
             if let Err(error) = served {
                 tracing::debug!(%error, "wake-up connection ended");

@@ -10,10 +10,9 @@ use std::{
     time::Duration,
 };
 
-use kube::Client;
 use tokio::{sync::mpsc::UnboundedReceiver, time::Instant};
 
-use super::{cluster, readiness::readiness};
+use super::cluster::Cluster;
 use crate::{
     ops::metrics::Metrics,
     scaling::namespaces::NamespaceSchedules,
@@ -28,7 +27,7 @@ const GIVE_UP_AFTER: Duration = Duration::from_secs(3600);
 /// Measures each Namespace `wakes` names, one measurement per Namespace at a time.
 pub async fn measure(
     mut wakes: UnboundedReceiver<String>,
-    client: Client,
+    cluster: Arc<Cluster>,
     schedules: NamespaceSchedules,
     metrics: Metrics,
 ) {
@@ -50,14 +49,9 @@ pub async fn measure(
         if !first {
             continue;
         }
-        let (client, schedules, metrics, measuring) = (
-            client.clone(),
-            schedules.clone(),
-            metrics.clone(),
-            measuring.clone(),
-        );
+        let (cluster, metrics, measuring) = (cluster.clone(), metrics.clone(), measuring.clone());
         tokio::spawn(async move {
-            measure_one(&client, &namespace, &schedules, &metrics).await;
+            measure_one(&cluster, &namespace, &metrics).await;
             measuring
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
@@ -66,30 +60,22 @@ pub async fn measure(
     }
 }
 
-async fn measure_one(
-    client: &Client,
-    namespace: &str,
-    schedules: &NamespaceSchedules,
-    metrics: &Metrics,
-) {
+async fn measure_one(cluster: &Cluster, namespace: &str, metrics: &Metrics) {
     let woken = Instant::now();
     while woken.elapsed() < GIVE_UP_AFTER {
-        match cluster::workloads(client, namespace).await {
-            Ok((deployments, stateful_sets)) => {
-                if readiness(namespace, &deployments, &stateful_sets, schedules).all_ready() {
-                    let took = woken.elapsed();
-                    metrics.wake_seconds.observe(took.as_secs_f64());
-                    let seconds = took.as_secs_f64().round() as u64;
-                    tracing::info!(namespace, seconds, "woken Namespace ready");
-                    if let Err(error) =
-                        cluster::write_last_warm_up(client, namespace, seconds).await
-                    {
-                        tracing::warn!(namespace, %error, "could not write last-warm-up on the Namespace");
-                    }
-                    return;
+        match cluster.readiness(namespace).await {
+            Ok(readiness) if readiness.all_ready() => {
+                let took = woken.elapsed();
+                metrics.wake_seconds.observe(took.as_secs_f64());
+                let seconds = took.as_secs_f64().round() as u64;
+                tracing::info!(namespace, seconds, "woken Namespace ready");
+                if let Err(error) = cluster.write_last_warm_up(namespace, seconds).await {
+                    tracing::warn!(namespace, %error, "could not write last-warm-up on the Namespace");
                 }
+                return;
             }
-            Err(error) => tracing::debug!(namespace, %error, "readiness not read; looking again"),
+            Ok(_) => {}
+            Err(not_known) => tracing::debug!(namespace, %not_known, "looking again"),
         }
         tokio::time::sleep(LOOK_EVERY).await;
     }
