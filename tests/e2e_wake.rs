@@ -6,64 +6,22 @@
 
 mod support;
 
-use std::{
-    net::SocketAddr,
-    time::{Duration, Instant},
-};
+use std::time::{Duration, Instant};
 
-use k8s_openapi::api::{
-    apps::v1::{Deployment, StatefulSet},
-    core::v1::Namespace,
-};
-use kube::{Api, ResourceExt, api::PostParams};
+use k8s_openapi::api::apps::v1::StatefulSet;
+use kube::{Api, api::PostParams};
 use serde_json::{Value, json};
-use support::{Controller, Scenario, envtest, eventually, replicas_and_annotations};
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use support::{
+    Scenario, envtest, eventually, replicas_and_annotations,
+    wake::{
+        AWAKE_UNTIL, LAST_WARM_UP, PROMPTLY, namespace_annotations, request, start_backend,
+        web_asleep,
+    },
+};
 
-const AWAKE_UNTIL: &str = "cronscaler.dev/awake-until";
-const LAST_WARM_UP: &str = "cronscaler.dev/last-warm-up";
-const PROMPTLY: Duration = Duration::from_secs(30);
-
-/// An answer of the backend: status, head and body.
-struct Answer {
-    status: u16,
-    head: String,
-    body: String,
-}
-
-/// One request to the backend at `addr`, as a proxy sends it.
-async fn request(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> Answer {
-    let exchange = async {
-        let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
-        let mut text = format!("GET {path} HTTP/1.1\r\nConnection: close\r\n");
-        if !headers
-            .iter()
-            .any(|(name, _)| name.eq_ignore_ascii_case("host"))
-        {
-            text.push_str("Host: cronscaler-wake\r\n");
-        }
-        for (name, value) in headers {
-            text.push_str(&format!("{name}: {value}\r\n"));
-        }
-        text.push_str("\r\n");
-        stream.write_all(text.as_bytes()).await.ok()?;
-        let mut response = Vec::new();
-        stream.read_to_end(&mut response).await.ok()?;
-        let response = String::from_utf8_lossy(&response).into_owned();
-        let (head, body) = response.split_once("\r\n\r\n")?;
-        let status = head.split_whitespace().nth(1)?.parse().ok()?;
-        Some(Answer {
-            status,
-            head: head.to_string(),
-            body: body.to_string(),
-        })
-    };
-    tokio::time::timeout(Duration::from_secs(10), exchange)
-        .await
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| panic!("no answer from the wake-up backend at {addr}{path}"))
-}
+/// The test's requests come from 127.0.0.1, which the controller trusts as its proxy: their
+/// routing headers count.
+const PROXY: &str = "127.0.0.1";
 
 /// The headers ingress-nginx sends its default backend for a 503, from a browser.
 fn ingress_nginx(namespace: &str) -> Vec<(&str, &str)> {
@@ -78,63 +36,13 @@ fn ingress_nginx(namespace: &str) -> Vec<(&str, &str)> {
     ]
 }
 
-/// Asleep all week, woken by requests for two hours.
-async fn opt_in(scenario: &Scenario, namespace: &str, more: Value) {
-    let mut annotations = json!({
-        "cronscaler.dev/downtime": "Mon-Sun 00:00-24:00",
-        "cronscaler.dev/wake-on-request": "2h",
-    });
-    if let (Some(annotations), Some(more)) = (annotations.as_object_mut(), more.as_object()) {
-        annotations.extend(more.clone());
-    }
-    support::annotate_namespace(&scenario.client, namespace, annotations).await;
-}
-
-async fn namespace_annotations(
-    scenario: &Scenario,
-    namespace: &str,
-) -> std::collections::BTreeMap<String, String> {
-    let namespaces: Api<Namespace> = Api::all(scenario.client.clone());
-    namespaces
-        .get(namespace)
-        .await
-        .expect("the Namespace")
-        .annotations()
-        .clone()
-}
-
-/// Starts a controller over the whole cluster serving the backend; its address.
-async fn start_backend(scenario: &Scenario, name: &str, more: &[&str]) -> (Controller, SocketAddr) {
-    let addr: SocketAddr = ([127, 0, 0, 1], envtest::free_port()).into();
-    let wake_addr = addr.to_string();
-    let mut flags = vec!["--grace-period", "0s", "--wake-addr", &wake_addr];
-    flags.extend_from_slice(more);
-    let mut controller = scenario.start_cluster_wide_controller(name, &flags);
-    controller.wait_ready().await;
-    (controller, addr)
-}
-
-/// A Deployment `web` of 2 in the scenario's Namespace, opted in with `more` annotations, and
-/// put to sleep by its schedule.
-async fn web_asleep(scenario: &Scenario, more: Value) -> Api<Deployment> {
-    let deployments =
-        support::create_deployment(&scenario.client, &scenario.namespace, "web", 2).await;
-    opt_in(scenario, &scenario.namespace, more).await;
-    eventually("the Namespace asleep", PROMPTLY, || async {
-        let (web, _) = replicas_and_annotations(&deployments, "web").await?;
-        (web == 0).then_some(())
-    })
-    .await;
-    deployments
-}
-
 #[tokio::test]
 async fn a_request_wakes_an_asleep_namespace_once_and_its_status_follows_it_to_ready() {
     let Some(scenario) = Scenario::own("wake", envtest::Options::default()).await else {
         return;
     };
     let namespace = scenario.namespace.clone();
-    let (controller, addr) = start_backend(&scenario, "cronscaler", &[]).await;
+    let (controller, addr) = start_backend(&scenario, "cronscaler", PROXY, &[]).await;
     let stateful_sets: Api<StatefulSet> = scenario.stateful_sets();
     stateful_sets
         .create(
@@ -225,7 +133,7 @@ async fn a_request_wakes_an_asleep_namespace_once_and_its_status_follows_it_to_r
         Duration::from_secs(90),
         || async {
             support::mark_pods_ready(&scenario.client, &scenario.namespace).await;
-            let answer = request(addr, &status_path, &[]).await;
+            let answer = request(addr, &status_path, &[("X-Namespace", namespace.as_str())]).await;
             let progress: Value = serde_json::from_str(&answer.body).ok()?;
             (answer.status == 200 && progress["waking"] == false).then_some(progress)
         },
@@ -253,6 +161,12 @@ async fn a_request_wakes_an_asleep_namespace_once_and_its_status_follows_it_to_r
     assert!(
         metrics.contains("cronscaler_wake_requests_total{namespace=\"\",result=\"refused\"} 3"),
         "{metrics}"
+    );
+    assert!(
+        metrics.contains(&format!(
+            "cronscaler_wake_requests_total{{namespace=\"{namespace}\",result=\"status\"}}"
+        )),
+        "status polls are counted: {metrics}"
     );
     assert!(
         metrics.contains("cronscaler_wake_seconds_count 1"),
@@ -283,7 +197,7 @@ async fn two_hundred_requests_at_once_make_one_wake_each_answered_within_a_secon
         return;
     };
     let namespace = scenario.namespace.clone();
-    let (_controller, addr) = start_backend(&scenario, "cronscaler", &[]).await;
+    let (_controller, addr) = start_backend(&scenario, "cronscaler", PROXY, &[]).await;
     let deployments = web_asleep(&scenario, json!({})).await;
 
     let flood = (0..200).map(|_| {
@@ -336,7 +250,7 @@ async fn a_host_routes_by_wake_hosts_and_a_standby_wakes_as_the_leader_does() {
     let mut addrs = Vec::new();
     let mut controllers = Vec::new();
     for name in ["first", "second"] {
-        let (controller, addr) = start_backend(&scenario, name, &elect).await;
+        let (controller, addr) = start_backend(&scenario, name, PROXY, &elect).await;
         controllers.push(controller);
         addrs.push(addr);
     }

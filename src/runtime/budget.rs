@@ -41,20 +41,20 @@ impl TokenBucket {
 
     /// Takes one token and returns how long the caller must wait before using it.
     pub fn reserve(&self) -> Duration {
-        self.take(Duration::MAX).unwrap_or(Duration::MAX)
+        self.take(1, Duration::MAX).unwrap_or(Duration::MAX)
     }
 
-    /// Takes one token if it exists within `at_most`, and returns how long to wait for it;
+    /// Takes `tokens` if they exist within `at_most`, and returns how long to wait for them;
     /// takes nothing otherwise, so callers that give up leave no debt behind for the others.
-    pub fn try_reserve(&self, at_most: Duration) -> Option<Duration> {
-        self.take(at_most)
+    pub fn try_reserve(&self, tokens: u32, at_most: Duration) -> Option<Duration> {
+        self.take(tokens, at_most)
     }
 
-    fn take(&self, at_most: Duration) -> Option<Duration> {
+    fn take(&self, taken: u32, at_most: Duration) -> Option<Duration> {
         let now = Instant::now();
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let elapsed = now.saturating_duration_since(state.updated).as_secs_f64();
-        let tokens = (state.tokens + elapsed * self.per_second).min(self.burst) - 1.0;
+        let tokens = (state.tokens + elapsed * self.per_second).min(self.burst) - f64::from(taken);
         let wait = if tokens >= 0.0 {
             Duration::ZERO
         } else {
@@ -155,7 +155,7 @@ mod tests {
     async fn a_caller_that_will_not_wait_takes_nothing_and_leaves_no_debt() {
         let bucket = TokenBucket::new(10.0, 2);
         let waits: Vec<_> = (0..5)
-            .map(|_| bucket.try_reserve(Duration::from_millis(150)))
+            .map(|_| bucket.try_reserve(1, Duration::from_millis(150)))
             .collect();
         assert_eq!(
             waits,
@@ -171,8 +171,14 @@ mod tests {
         // next one comes 100 ms after it.
         tokio::time::advance(Duration::from_millis(100)).await;
         assert_eq!(
-            bucket.try_reserve(Duration::from_millis(150)),
+            bucket.try_reserve(1, Duration::from_millis(150)),
             Some(Duration::from_millis(100))
+        );
+        // Two at once: both must exist within the wait.
+        assert_eq!(bucket.try_reserve(2, Duration::from_millis(250)), None);
+        assert_eq!(
+            bucket.try_reserve(2, Duration::from_millis(300)),
+            Some(Duration::from_millis(300))
         );
     }
 

@@ -38,6 +38,8 @@ pub const READ_EVERY: Duration = Duration::from_secs(1);
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
 /// The longest a read waits for room in the budget; beyond it, it is not made.
 const BUDGET_WAIT: Duration = Duration::from_millis(500);
+/// A read lists Deployments and StatefulSets.
+const LISTS_PER_READ: u32 = 2;
 /// A Namespace whose readiness nobody asked for in this long is forgotten.
 const FORGET_AFTER: Duration = Duration::from_secs(60);
 
@@ -78,10 +80,10 @@ struct Reads {
 
 impl Cluster {
     /// `client` must be the backend's own (not the controller's); `qps` is `--wake-kube-qps`,
-    /// with a second's worth as its burst.
+    /// with a second's worth as its burst, and at least one read's.
     pub fn new(client: Client, qps: f64, schedules: NamespaceSchedules, metrics: Metrics) -> Self {
         // A float's ceiling within u32: the cast saturates, as intended.
-        let burst = qps.ceil() as u32;
+        let burst = (qps.ceil() as u32).max(LISTS_PER_READ);
         Self {
             client,
             budget: TokenBucket::new(qps, burst),
@@ -107,7 +109,7 @@ impl Cluster {
     }
 
     async fn read(&self, namespace: &str) -> Read {
-        let Some(wait) = self.budget.try_reserve(BUDGET_WAIT) else {
+        let Some(wait) = self.budget.try_reserve(LISTS_PER_READ, BUDGET_WAIT) else {
             self.metrics.wake_read(ReadResult::NotRead);
             return Err(NotKnown::BudgetSpent);
         };

@@ -529,6 +529,8 @@ pub struct AuditEvent {
     /// The path and query asked for: what tells apart requests that name no resource.
     pub uri: String,
     pub code: i64,
+    /// When the API server received it.
+    pub received: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 impl AuditEvent {
@@ -544,6 +546,9 @@ impl AuditEvent {
             name: text(&object["name"]),
             uri: text(&event["requestURI"]),
             code: event["responseStatus"]["code"].as_i64().unwrap_or_default(),
+            received: event["requestReceivedTimestamp"]
+                .as_str()
+                .and_then(|at| at.parse().ok()),
         }
     }
 }

@@ -12,6 +12,7 @@
 #![allow(dead_code)]
 
 pub mod envtest;
+pub mod wake;
 
 use std::{
     collections::BTreeMap,
@@ -479,6 +480,12 @@ impl Controller {
             peak: read("status", "VmHWM:")?,
             anonymous: read("smaps_rollup", "Anonymous:")?,
         })
+    }
+
+    /// How many file descriptors it has open now, from `/proc`.
+    pub fn open_descriptors(&self) -> Option<usize> {
+        let open = std::fs::read_dir(format!("/proc/{}/fd", self.child.id())).ok()?;
+        Some(open.count())
     }
 
     /// Waits until `/readyz` answers 200: the caches are synced.

@@ -6,8 +6,8 @@
 //! cargo run --release -p cronscaler-bench --bin load -- qps --deployments 200 --qps 50  # a same-second burst
 //! ```
 //!
-//! The controller runs in-process through `controller::run` with a client from
-//! `controller::client_for`, so every request goes through the same `--kube-qps` budget as in
+//! The controller runs in-process through `controller::run` with the clients from
+//! `controller::clients_for`, so every request goes through the same `--kube-qps` budget as in
 //! production. The fake server stores no JSON: it renders every object from its kind and index
 //! on the fly and keeps only counters, so its own memory stays out of the measurement. It runs
 //! on its own thread and single-threaded runtime, apart from the controller's runtime.
@@ -1046,14 +1046,14 @@ impl Controller {
             bail!("`cronscaler run ...` did not parse as `run`");
         };
         let config = kube::Config::new(format!("http://127.0.0.1:{api_port}").parse()?);
-        let client = controller::client_for(config, &args).context("building the client")?;
+        let clients = controller::clients_for(config, &args).context("building the clients")?;
         let (stop, stopped) = oneshot::channel::<()>();
         let running = tokio::spawn(async move {
             let shutdown = async {
                 let _ = stopped.await;
             };
             // Without the controller there is nothing to measure: stop at once, saying why.
-            if let Err(error) = controller::run(client, &args, shutdown).await {
+            if let Err(error) = controller::run(clients, &args, shutdown).await {
                 eprintln!("error: the controller stopped: {error}");
                 std::process::exit(1);
             }
