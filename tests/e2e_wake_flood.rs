@@ -1,0 +1,226 @@
+//! A flood of status polls never starves the scheduler, against a real API server: 300
+//! opted-in Namespaces, each polled once a second for two minutes (what 300 open waiting pages
+//! do), while 100 scheduled transitions come due. In a binary of its own, so that nothing else
+//! runs beside it while lateness is measured.
+//!
+//! See `tests/support/mod.rs` for where the API server comes from.
+
+mod support;
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use chrono::{DateTime, TimeDelta, Utc};
+use futures::{StreamExt as _, stream};
+use k8s_openapi::api::{apps::v1::Deployment, coordination::v1::Lease};
+use kube::{Api, ResourceExt as _, api::ListParams};
+use serde_json::json;
+use support::{
+    Scenario, envtest, eventually,
+    wake::{LOOPBACK, opt_in, start_backend, try_request_from},
+};
+
+const NAMESPACES: usize = 300;
+const FLOOD: Duration = Duration::from_secs(120);
+
+/// When each Deployment was first seen scaled to 0, polling every 100 ms.
+type Seen = Arc<Mutex<HashMap<String, DateTime<Utc>>>>;
+
+fn watch_scale_downs(deployments: Api<Deployment>) -> (Seen, tokio::task::JoinHandle<()>) {
+    let seen = Seen::default();
+    let recorded = seen.clone();
+    let watching = tokio::spawn(async move {
+        loop {
+            if let Ok(listed) = deployments.list(&ListParams::default()).await {
+                let now = Utc::now();
+                let mut recorded = recorded.lock().unwrap_or_else(|e| e.into_inner());
+                for deployment in listed.items {
+                    if deployment.spec.as_ref().and_then(|spec| spec.replicas) == Some(0) {
+                        recorded.entry(deployment.name_any()).or_insert(now);
+                    }
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    });
+    (seen, watching)
+}
+
+/// The latest of the lateness of the Deployments `due` names (name, due).
+fn latest(seen: &Seen, due: &[(String, DateTime<Utc>)]) -> TimeDelta {
+    let seen = seen.lock().unwrap_or_else(|e| e.into_inner());
+    due.iter()
+        .map(|(name, due)| {
+            let applied = seen
+                .get(name)
+                .unwrap_or_else(|| panic!("{name}, due at {due}, never scaled down"));
+            *applied - *due
+        })
+        .max()
+        .unwrap_or_default()
+}
+
+async fn lease(scenario: &Scenario) -> (String, i32) {
+    let leases: Api<Lease> = Api::namespaced(scenario.client.clone(), envtest::SA_NAMESPACE);
+    let spec = leases
+        .get("cronscaler")
+        .await
+        .expect("the Lease")
+        .spec
+        .unwrap_or_default();
+    (
+        spec.holder_identity.unwrap_or_default(),
+        spec.lease_transitions.unwrap_or_default(),
+    )
+}
+
+#[tokio::test]
+async fn a_status_flood_neither_delays_the_schedule_nor_costs_the_leader_its_lease() {
+    let Some(scenario) = Scenario::own("wake-flood", envtest::Options::api_server_only()).await
+    else {
+        return;
+    };
+    let elect = [
+        "--leader-elect",
+        "--leader-elect-namespace",
+        envtest::SA_NAMESPACE,
+    ];
+    let (controller, addr) = start_backend(&scenario, "cronscaler", "127.0.0.2", &elect).await;
+    let names: Vec<String> = (0..NAMESPACES).map(|n| format!("flood-{n}")).collect();
+    stream::iter(&names)
+        .for_each_concurrent(20, |namespace| {
+            let scenario = &scenario;
+            async move {
+                support::create_namespace(&scenario.client, namespace).await;
+                let host = format!("{namespace}.flood.test");
+                opt_in(
+                    scenario,
+                    namespace,
+                    json!({ "cronscaler.dev/wake-hosts": host }),
+                )
+                .await;
+            }
+        })
+        .await;
+    eventually("a leader", Duration::from_secs(30), || async {
+        support::lease_holder(&scenario.client, envtest::SA_NAMESPACE, "cronscaler").await
+    })
+    .await;
+    let lease_before = lease(&scenario).await;
+
+    // 20 transitions before the flood, for the lateness without it; 100 during it. They start
+    // once the controller has listed the new Namespaces' workloads (3 lists each, at
+    // --kube-qps 50: 18 s), which would make the lateness without the flood its own.
+    let start = support::whole_second_in(30);
+    let flood_from = start + TimeDelta::seconds(5);
+    let mut before = Vec::new();
+    let mut during = Vec::new();
+    for n in 0..120 {
+        let (batch, due) = if n < 20 {
+            (&mut before, start + TimeDelta::seconds(n / 10))
+        } else {
+            (&mut during, flood_from + TimeDelta::seconds(10 * (n / 10)))
+        };
+        batch.push((format!("due-{n}"), due));
+    }
+    let deployments = scenario.deployments();
+    stream::iter(before.iter().chain(&during))
+        .for_each_concurrent(10, |(name, due)| {
+            let deployments = &deployments;
+            async move {
+                deployments
+                    .create(
+                        &Default::default(),
+                        &support::deployment(name, 1, support::down_at(*due)),
+                    )
+                    .await
+                    .expect("a Deployment");
+            }
+        })
+        .await;
+    let (seen, watching) = watch_scale_downs(deployments.clone());
+    support::sleep_until(flood_from).await;
+
+    let answered = Arc::new(Mutex::new(BTreeMap::<u16, usize>::new()));
+    let pollers: Vec<_> = names
+        .iter()
+        .map(|namespace| {
+            let (namespace, answered) = (namespace.clone(), answered.clone());
+            tokio::spawn(async move {
+                let path = format!("/.cronscaler/status?namespace={namespace}");
+                let host = format!("{namespace}.flood.test");
+                let until = tokio::time::Instant::now() + FLOOD;
+                while tokio::time::Instant::now() < until {
+                    let next = tokio::time::Instant::now() + Duration::from_secs(1);
+                    let status = try_request_from(LOOPBACK, addr, &path, &[("Host", &host)])
+                        .await
+                        .map_or(0, |answer| answer.status);
+                    *answered
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .entry(status)
+                        .or_default() += 1;
+                    tokio::time::sleep_until(next).await;
+                }
+            })
+        })
+        .collect();
+    for poller in pollers {
+        poller.await.expect("a poller");
+    }
+    let last_due = during
+        .iter()
+        .map(|(_, due)| *due)
+        .max()
+        .unwrap_or(flood_from);
+    support::sleep_until(last_due + TimeDelta::seconds(5)).await;
+    watching.abort();
+
+    let without = latest(&seen, &before);
+    let with = latest(&seen, &during);
+    let answered = answered.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let metrics = controller.metrics().await.unwrap_or_default();
+    let reads: Vec<&str> = metrics
+        .lines()
+        .filter(|line| line.starts_with("cronscaler_wake_readiness_reads_total"))
+        .collect();
+    support::say(&format!(
+        "flood: answers by status {answered:?}; latest transition {without} without the flood, \
+         {with} with it; {reads:?}"
+    ));
+    assert_eq!(
+        answered.keys().copied().collect::<Vec<_>>(),
+        vec![200],
+        "every poll answered with its Namespace's status: {answered:?}"
+    );
+    assert!(
+        with <= without + TimeDelta::seconds(1) && with < TimeDelta::seconds(2),
+        "transitions {with} late in the flood, {without} without it"
+    );
+    assert_eq!(
+        lease(&scenario).await,
+        lease_before,
+        "the leader kept its Lease"
+    );
+
+    let mut reads_per_second: HashMap<(String, i64), usize> = HashMap::new();
+    for event in scenario.plane().audit_events() {
+        if event.user == envtest::SA_USER
+            && event.verb == "list"
+            && event.resource == "deployments"
+            && event.namespace.starts_with("flood-")
+            && let Some(received) = event.received
+        {
+            *reads_per_second
+                .entry((event.namespace.clone(), received.timestamp()))
+                .or_default() += 1;
+        }
+    }
+    let most = reads_per_second.values().copied().max().unwrap_or_default();
+    assert!(!reads_per_second.is_empty(), "the readiness reads audited");
+    assert_eq!(most, 1, "at most one readiness read per Namespace a second");
+    scenario.finish().await;
+}
