@@ -20,12 +20,14 @@
 //!   starts and after the flood, and what reached the API server. Fails unless exactly one
 //!   patch of the Namespace did, and nothing unexpected.
 //! - `pinned`: 1,000 connections each write 50 pipelined requests for the page in one write and
-//!   never read the answers, held open; meanwhile a fresh visitor connects every 200 ms for
+//!   never read the answers, held open, with a 4 KiB receive buffer (so the backend's writes
+//!   block instead of the kernel's buffers taking every answer); meanwhile a fresh visitor connects every 200 ms for
 //!   10 s and asks once. It prints how many visitors were answered (whole answer read) and their
 //!   p50/max latency (connect included), the process's open file descriptors (entries of
 //!   /proc/self/fd; attackers and backend are both in this process, so each live attack holds
 //!   two) and the connections the backend holds (its sockets in /proc/self/net/tcp): before
-//!   the attack, during it, at the end of the visitors (attackers still held: every
+//!   the attack, during it (with how many of the backend's connections have answers not taken
+//!   by the peer), at the end of the visitors (attackers still held: every
 //!   `REQUEST_DEADLINE` has passed) and 7 s after the attackers are dropped; and resident
 //!   memory during the attack. Fails when a visitor is not answered or waits 2 s or more, or
 //!   when the descriptors are not back to the figure before the attack (give or take the two
@@ -79,7 +81,7 @@ use hyper_util::rt::TokioIo;
 use serde_json::json;
 use tokio::{
     io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader},
-    net::{TcpListener, TcpStream, tcp::OwnedReadHalf},
+    net::{TcpListener, TcpSocket, TcpStream, tcp::OwnedReadHalf},
 };
 
 const NAMESPACE: &str = "staging";
@@ -88,6 +90,8 @@ const WORKLOADS: usize = 5;
 /// The pinned-connection attack.
 const ATTACKERS: usize = 1_000;
 const PIPELINED: usize = 50;
+/// The attackers' receive buffer (`SO_RCVBUF`, which Linux doubles).
+const ATTACKER_RECEIVE_BUFFER: u32 = 4096;
 const VISITOR_EVERY: Duration = Duration::from_millis(200);
 const VISITING: Duration = Duration::from_secs(10);
 const VISITOR_BOUND: Duration = Duration::from_secs(2);
@@ -353,27 +357,63 @@ fn open_fds() -> anyhow::Result<usize> {
         .count())
 }
 
-/// The connections the backend listening on `port` holds: its sockets that have a descriptor
-/// (the listener aside). Every socket of the port is this process's, the port being its own.
-fn held_by_backend(port: u16) -> anyhow::Result<usize> {
+/// The connections the backend listening on `port` holds (its sockets that have a descriptor,
+/// the listener aside), how many of them have answers written but not yet taken by the peer,
+/// and how many bytes those are. Every socket of the port is this process's, the port being its
+/// own.
+fn held_by_backend(port: u16) -> anyhow::Result<Held> {
     let table =
         std::fs::read_to_string("/proc/self/net/tcp").context("reading /proc/self/net/tcp")?;
-    let held = table
-        .lines()
-        .skip(1)
-        .filter(|row| {
-            let fields: Vec<&str> = row.split_whitespace().collect();
-            let local_port = fields
-                .get(1)
-                .and_then(|local| local.rsplit_once(':'))
-                .and_then(|(_, port)| u16::from_str_radix(port, 16).ok());
-            // 0A is LISTEN; a socket no descriptor holds (TIME_WAIT, orphans) has inode 0.
-            local_port == Some(port)
-                && fields.get(3) != Some(&"0A")
-                && fields.get(9).is_some_and(|inode| *inode != "0")
-        })
-        .count();
+    let mut held = Held::default();
+    for row in table.lines().skip(1) {
+        let fields: Vec<&str> = row.split_whitespace().collect();
+        let local_port = fields
+            .get(1)
+            .and_then(|local| local.rsplit_once(':'))
+            .and_then(|(_, port)| u16::from_str_radix(port, 16).ok());
+        // 0A is LISTEN; a socket no descriptor holds (TIME_WAIT, orphans) has inode 0.
+        if local_port != Some(port)
+            || fields.get(3) == Some(&"0A")
+            || fields.get(9).is_none_or(|inode| *inode == "0")
+        {
+            continue;
+        }
+        held.connections += 1;
+        let unsent = fields
+            .get(4)
+            .and_then(|queues| queues.split_once(':'))
+            .and_then(|(tx, _)| u64::from_str_radix(tx, 16).ok())
+            .unwrap_or_default();
+        if unsent > 0 {
+            held.stuck += 1;
+            held.unsent += unsent;
+        }
+    }
     Ok(held)
+}
+
+#[derive(Default)]
+struct Held {
+    connections: usize,
+    /// Connections with answers the peer has not taken.
+    stuck: usize,
+    /// Bytes of those answers in the kernel's send buffers.
+    unsent: u64,
+}
+
+impl std::fmt::Display for Held {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.connections)?;
+        if self.stuck > 0 {
+            write!(
+                f,
+                " ({} with {} of answers not taken)",
+                self.stuck,
+                mib(self.unsent)
+            )?;
+        }
+        Ok(())
+    }
 }
 
 /// The flood of old, for comparison.
@@ -427,7 +467,7 @@ async fn flood(args: &Args, port: u16, seen: &Seen, before: u64) -> anyhow::Resu
 }
 
 /// One visitor: a fresh connection, one request, its answer read whole; the time it all took.
-async fn visit(port: u16) -> anyhow::Result<Duration> {
+async fn visit(port: u16) -> anyhow::Result<(Duration, usize)> {
     let started = Instant::now();
     let stream = TcpStream::connect(("127.0.0.1", port)).await?;
     let (read, mut write) = stream.into_split();
@@ -440,12 +480,16 @@ async fn visit(port: u16) -> anyhow::Result<Duration> {
             body.len()
         );
     }
-    Ok(started.elapsed())
+    Ok((started.elapsed(), body.len()))
 }
 
-/// One attacker: a connection, 50 requests in one write, never a read.
+/// One attacker: a connection, 50 requests in one write, never a read. Its receive buffer is
+/// small, as an attacker would make it, so the backend cannot write its answers out whole
+/// into the kernel's buffers and be done: its writes block.
 async fn attack(port: u16, requests: Arc<Vec<u8>>) -> anyhow::Result<TcpStream> {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).await?;
+    let socket = TcpSocket::new_v4()?;
+    socket.set_recv_buffer_size(ATTACKER_RECEIVE_BUFFER)?;
+    let mut stream = socket.connect(([127, 0, 0, 1], port).into()).await?;
     stream.write_all(&requests).await?;
     Ok(stream)
 }
@@ -459,7 +503,7 @@ async fn pinned(port: u16) -> anyhow::Result<bool> {
     );
     // Settle first: the readiness read and the client's connection to the API server exist
     // before the first count.
-    visit(port).await.context("the visitor before the attack")?;
+    let (_, page) = visit(port).await.context("the visitor before the attack")?;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let fds_before = open_fds()?;
     let held_before = held_by_backend(port)?;
@@ -480,7 +524,7 @@ async fn pinned(port: u16) -> anyhow::Result<bool> {
         }
     }
     println!(
-        "{} attackers connected and wrote {PIPELINED} requests each in {:.2} s ({failed} failed)",
+        "{} attackers connected and wrote {PIPELINED} requests each in {:.2} s ({failed} failed); each answer is a page of {page} bytes",
         attackers.len(),
         started.elapsed().as_secs_f64()
     );
@@ -500,7 +544,7 @@ async fn pinned(port: u16) -> anyhow::Result<bool> {
         let mut unanswered = Vec::new();
         for visitor in visitors {
             match visitor.await {
-                Ok(Ok(Ok(took))) => answered.push(took),
+                Ok(Ok(Ok((took, _)))) => answered.push(took),
                 Ok(Ok(Err(error))) => unanswered.push(format!("{error:#}")),
                 Ok(Err(_)) => unanswered.push("no answer within 5 s".to_string()),
                 Err(error) => unanswered.push(error.to_string()),
@@ -561,7 +605,7 @@ async fn pinned(port: u16) -> anyhow::Result<bool> {
         );
         passed = false;
     }
-    if fds_after > fds_before + FD_SLACK || held_after > held_before {
+    if fds_after > fds_before + FD_SLACK || held_after.connections > held_before.connections {
         eprintln!(
             "error: the descriptors are not back to their figure before the attack ({fds_after} against {fds_before}, the backend holding {held_after} connections against {held_before})"
         );
@@ -595,7 +639,9 @@ async fn status_poller(
     let (read, mut write) = stream.into_split();
     let mut read = BufReader::new(read);
     let mut every = tokio::time::interval_at(start, period);
-    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // A poll that waited for the budget delays the next ones on the connection, which then
+    // catch up: every Namespace is still asked once a second on average.
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
     let mut polls = Vec::new();
     for namespace in namespaces.iter().cycle() {
         if every.tick().await >= until {
