@@ -2,7 +2,7 @@
 //! inside this process (no cluster needed):
 //!
 //! ```sh
-//! CARGO_TARGET_DIR=/work/target-bench cargo run --release -p cronscaler-bench --bin wake -- \
+//! cargo run --release -p cronscaler-bench --bin wake -- \
 //!     [--scenario all|flood|pinned|status] [--requests 10000 --connections 100]
 //! ```
 //!
