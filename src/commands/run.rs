@@ -675,15 +675,13 @@ fn namespace_feed(
                         .into_iter()
                         .find_map(|key| on_demand::setter(namespace.managed_fields(), key)),
                 );
-                if annotated || labelled {
+                let changed = annotated || labelled;
+                if changed {
                     for contesting in wake_hosts::to_look_at(&namespaces, &name) {
                         queue.add(ScalingKey::WakeHosts(contesting).into());
                     }
                 }
-                (annotated || labelled)
-                    .then_some(name)
-                    .into_iter()
-                    .collect()
+                changed.then_some(name).into_iter().collect()
             }
             watcher::Event::Delete(namespace) => {
                 namespaces.forget(&namespace.name_any());

@@ -456,24 +456,30 @@ impl NamespaceSchedules {
             schedules.insert(namespace.to_string(), resolved.clone())
         };
         drop(schedules);
-        let claims_wake = |annotations: Option<&BTreeMap<String, String>>| {
-            [WAKE_ON_REQUEST, WAKE_HOSTS]
-                .map(|key| annotations.and_then(|read| read.get(key)).cloned())
-        };
-        if claims_wake(before.as_ref()) != claims_wake(Some(&resolved)) {
-            self.forget_host_claims();
-        }
+        self.forget_host_claims_if_changed(before.as_ref(), Some(&resolved));
         match before {
             None => !resolved.is_empty(),
             Some(before) => before != resolved,
         }
     }
 
-    fn forget_host_claims(&self) {
-        *self
-            .host_claims
-            .write()
-            .unwrap_or_else(PoisonError::into_inner) = None;
+    /// Has the host claims built again when a Namespace's annotations changed from `before`
+    /// to `after` in what they claim: its opt-in or its hosts.
+    fn forget_host_claims_if_changed(
+        &self,
+        before: Option<&BTreeMap<String, String>>,
+        after: Option<&BTreeMap<String, String>>,
+    ) {
+        let claim = |annotations: Option<&BTreeMap<String, String>>| {
+            [WAKE_ON_REQUEST, WAKE_HOSTS]
+                .map(|key| annotations.and_then(|read| read.get(key)).cloned())
+        };
+        if claim(before) != claim(after) {
+            *self
+                .host_claims
+                .write()
+                .unwrap_or_else(PoisonError::into_inner) = None;
+        }
     }
 
     /// Which opted-in Namespace each host of `wake-hosts` belongs to.
@@ -613,12 +619,7 @@ impl NamespaceSchedules {
             .write()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(namespace);
-        if forgotten
-            .as_ref()
-            .is_some_and(|annotations| annotations.contains_key(WAKE_ON_REQUEST))
-        {
-            self.forget_host_claims();
-        }
+        self.forget_host_claims_if_changed(forgotten.as_ref(), None);
         forgotten.is_some()
     }
 
@@ -680,6 +681,24 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn host_claims_follow_each_opt_in_change_of_hosts_and_deletion() {
+        let namespaces = NamespaceSchedules::watched([]);
+        let claimed = |host: &str| namespaces.host_claims().route(host).map(str::to_string);
+        let hosts = |list: &str| pairs(&[(WAKE_ON_REQUEST, "2h"), (WAKE_HOSTS, list)]);
+        namespaces.update("a", None, &hosts("a.example.com"));
+        assert_eq!(claimed("a.example.com"), Some("a".into()));
+        namespaces.update("a", None, &hosts("b.example.com"));
+        assert_eq!(claimed("a.example.com"), None, "its hosts changed");
+        assert_eq!(claimed("b.example.com"), Some("a".into()));
+        namespaces.update("b", None, &hosts("b.example.com"));
+        assert_eq!(claimed("b.example.com"), None, "two claim it alike");
+        namespaces.update("b", None, &pairs(&[(WAKE_HOSTS, "b.example.com")]));
+        assert_eq!(claimed("b.example.com"), Some("a".into()), "b opted out");
+        namespaces.forget("a");
+        assert_eq!(claimed("b.example.com"), None, "a deleted");
     }
 
     #[test]

@@ -69,15 +69,6 @@ impl HostPattern {
     }
 }
 
-impl std::fmt::Display for HostPattern {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            HostPattern::Exact(name) => f.write_str(name),
-            HostPattern::AnyLabelOf(suffix) => write!(f, "*{suffix}"),
-        }
-    }
-}
-
 /// Reads `wake-on-request`: a positive duration.
 pub fn parse_wake_on_request(key: &str, value: &str) -> Result<Duration, InvalidAnnotation> {
     match humantime::parse_duration(value) {

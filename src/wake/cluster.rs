@@ -177,15 +177,6 @@ impl Cluster {
             .clone()
     }
 
-    /// How many Namespaces' readiness is held.
-    pub fn held(&self) -> usize {
-        self.reads
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .by_namespace
-            .len()
-    }
-
     /// Sends the wake, a JSON patch that first tests the override is absent, as `field_manager`,
     /// which the `WokenOnDemand` Event names. It waits for its turn in the budget: wakes are few
     /// (one per Namespace per cooldown), and each must be written.
