@@ -12,8 +12,10 @@
 //! - [`work`]: the shared queue's key, naming each controller's work, and which controller
 //!   each key goes to.
 //! - [`commands`]: the command line (`run`, `plan`, `status`, `restore`).
+//! - [`duration`]: durations as people write them (`30s`, `1h5m`), for every text that shows one.
 
 pub mod commands;
+pub mod duration;
 pub mod error;
 pub mod foo;
 pub mod ops;

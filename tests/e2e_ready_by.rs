@@ -155,7 +155,7 @@ async fn a_ready_by_namespace_wakes_its_warm_up_early_and_is_available_at_the_ho
             .note
             .as_deref()
             .is_some_and(|note| note.contains("cronscaler.dev/ready-by: ")
-                && note.contains(" s early, to be ready by then"))),
+                && note.contains("s early, to be ready by then"))),
         "the Event says why it woke before its hour: {}",
         support::describe(&events)
     );

@@ -76,7 +76,7 @@ fn serve(
                 (
                     "503 Service Unavailable",
                     "text/html",
-                    page(&progress, original.unwrap_or(&path), Some(40)),
+                    page(&progress, original.unwrap_or(&path), Some(90)),
                 )
             };
             let mut stream = &stream;
@@ -118,8 +118,8 @@ fn the_page_shows_the_progress_then_loads_the_original_url_once_ready() {
     let (waking, polls) = serve(usize::MAX, Before::HalfReady, None);
     let dom = dom_after(chromium, waking, 5_000);
     assert!(
-        dom.contains("1 of 2 workloads ready"),
-        "the progress the status gives, shown: {dom}"
+        dom.contains("1 of 2 workloads ready, about 1m2"),
+        "the progress the status gives, and the warm-up left (90 s less the page's 5), shown: {dom}"
     );
     assert!(polls.load(Ordering::SeqCst) >= 2, "polled every 2 s");
 

@@ -15,13 +15,14 @@ use serde_json::json;
 
 use crate::{
     commands::plan::namespace_schedules,
+    duration::spoken,
     runtime::key::ObjectKey,
     scaling::{
         namespaces::NamespaceSchedules,
         patch_target_as, read_target,
         target::{ScaleTarget, TargetKind, TargetState},
     },
-    schedule::{self, Annotations, Direction, has_schedule, key_of, span},
+    schedule::{self, Annotations, Direction, has_schedule, key_of},
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -157,7 +158,7 @@ pub fn until_when(
             .ok_or_else(|| OverrideError::NoNextTransition {
                 what: what.to_string(),
                 direction: ends,
-                max: span(max),
+                max: spoken(max).to_string(),
             })?
         }
     };
@@ -170,8 +171,8 @@ pub fn until_when(
     if until - now > max {
         return Err(OverrideError::TooFar {
             until: stamp(until),
-            ahead: span(until - now),
-            max: span(max),
+            ahead: spoken(until - now).to_string(),
+            max: spoken(max).to_string(),
         });
     }
     Ok(until)
@@ -269,7 +270,7 @@ pub async fn set_override(
         "{what} is {verb} until {} ({} from now): the controller {scales}, and at that time \
          applies the schedule again",
         until.to_rfc3339_opts(SecondsFormat::Secs, true),
-        span(until - now)
+        spoken(until - now)
     ))
 }
 

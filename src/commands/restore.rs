@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 
 use crate::{
     commands::{cli::LeaseArgs, plan::PlanObject, status::namespace_annotations},
+    duration::spoken,
     runtime::{
         CONTROLLER_NAME,
         api_errors::is_status,
@@ -118,7 +119,7 @@ fn running(namespace: String, name: String, holder: &LiveHolder, now: Timestamp)
         namespace,
         name,
         holder: holder.identity.clone(),
-        ago: format!("{}s", ago.as_secs()),
+        ago: spoken(ago.unsigned_abs()).to_string(),
     }
 }
 
@@ -536,7 +537,7 @@ mod tests {
             tokio::spawn(
                 server.serve(vec![Exchange::new("GET", LEASE_IN_INSTALL).reply(
                     200,
-                    lease("cronscaler-6d9f8c7b5-x2k4q", "2026-11-23T22:59:57.000000Z"),
+                    lease("cronscaler-6d9f8c7b5-x2k4q", "2026-11-23T22:59:56.250000Z"),
                 )]),
             );
         let refusal =

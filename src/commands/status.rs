@@ -2,12 +2,13 @@
 //! invalid, paused or excluded), since when, what comes next, and how many replicas sleeping
 //! withholds now.
 
-use chrono::{DateTime, TimeDelta, Utc};
+use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use serde::Serialize;
 
 use crate::{
     commands::table,
+    duration::spoken,
     scaling::{
         namespaces::NamespaceSchedules,
         target::{TargetKind, TargetState},
@@ -231,7 +232,7 @@ pub fn render_table(status: &Status, now: DateTime<Utc>) -> String {
         };
         let (next, at) = match &row.next {
             Some(next) => (
-                format!("{} in {}", next.action.as_str(), age(next.at - now)),
+                format!("{} in {}", next.action.as_str(), spoken(next.at - now)),
                 next.local_time.clone(),
             ),
             None => ("-".into(), "-".into()),
@@ -243,7 +244,7 @@ pub fn render_table(status: &Status, now: DateTime<Utc>) -> String {
             row.state.as_str().into(),
             row.schedule_from.clone(),
             row.since
-                .map_or("-".into(), |since| format!("{} ago", age(now - since))),
+                .map_or("-".into(), |since| format!("{} ago", spoken(now - since))),
             next,
             at,
             // Now, then awake: `0/3` sleeps 3 replicas.
@@ -277,20 +278,6 @@ pub fn summary_line(summary: &Summary) -> String {
             "replicas"
         )
     )
-}
-
-/// A span as `kubectl get` prints an age: `45s`, `12m`, `3h12m`, `2d3h`.
-pub fn age(span: TimeDelta) -> String {
-    let seconds = span.num_seconds().max(0);
-    let (days, hours, minutes) = (seconds / 86_400, seconds / 3_600 % 24, seconds / 60 % 60);
-    match (days, hours, minutes) {
-        (0, 0, 0) => format!("{seconds}s"),
-        (0, 0, _) => format!("{minutes}m"),
-        (0, _, 0) => format!("{hours}h"),
-        (0, _, _) => format!("{hours}h{minutes}m"),
-        (_, 0, _) => format!("{days}d"),
-        _ => format!("{days}d{hours}h"),
-    }
 }
 
 #[cfg(test)]

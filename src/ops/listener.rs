@@ -18,6 +18,8 @@ use tokio::{
     time::{Instant, Sleep},
 };
 
+use crate::duration::spoken;
+
 /// The first wait after a failed accept; it doubles with each failure in a row.
 const FIRST_BACK_OFF: Duration = Duration::from_millis(5);
 /// The longest wait between two accepts.
@@ -114,8 +116,8 @@ impl<IO> Deadline<IO> {
             Poll::Ready(()) => Err(io::Error::new(
                 io::ErrorKind::TimedOut,
                 format!(
-                    "a request took longer than {}s, answer included",
-                    self.budget.as_secs()
+                    "a request took longer than {}, answer included",
+                    spoken(self.budget)
                 ),
             )),
             Poll::Pending => Ok(()),
@@ -204,6 +206,10 @@ mod tests {
             .await
             .expect_err("the write never completes");
         assert_eq!(error.kind(), io::ErrorKind::TimedOut);
+        assert_eq!(
+            error.to_string(),
+            "a request took longer than 5s, answer included"
+        );
         assert_eq!(started.elapsed(), Duration::from_secs(5));
     }
 

@@ -78,7 +78,10 @@ use tokio::{
     time::{Instant, sleep_until, timeout, timeout_at},
 };
 
-use crate::runtime::{CONTROLLER_NAME, api_errors::is_status};
+use crate::{
+    duration::spoken,
+    runtime::{CONTROLLER_NAME, api_errors::is_status},
+};
 
 /// Where the Lease is, who we are, and client-go's timing parameters.
 #[derive(Clone, Debug)]
@@ -123,14 +126,16 @@ impl LeaderConfig {
         }
         if self.renew_deadline >= self.lease_duration {
             return Err(format!(
-                "renew_deadline {:?} must be shorter than lease_duration {:?}",
-                self.renew_deadline, self.lease_duration
+                "renew_deadline {} must be shorter than lease_duration {}",
+                spoken(self.renew_deadline),
+                spoken(self.lease_duration)
             ));
         }
         if self.retry_period >= self.renew_deadline {
             return Err(format!(
-                "retry_period {:?} must be shorter than renew_deadline {:?}",
-                self.retry_period, self.renew_deadline
+                "retry_period {} must be shorter than renew_deadline {}",
+                spoken(self.retry_period),
+                spoken(self.renew_deadline)
             ));
         }
         Ok(())

@@ -27,6 +27,7 @@ use tokio::{
 };
 
 use crate::{
+    duration::spoken,
     error::Error,
     foo::Foo,
     ops::metrics::{Metrics, Outcome, ScaleDirection},
@@ -48,7 +49,7 @@ use crate::{
         timer::Timer,
         wake_hosts,
         wake_order::{self, Gate, Peer, WakeSteps},
-        wake_turns::{Ask, Turn, WakeTurns},
+        wake_turns::{self, Ask, Turn, WakeTurns},
     },
     schedule::{
         self, Annotations, Direction, READY_BY, ScaleChange, Schedule, Transition, already_warned,
@@ -365,11 +366,7 @@ pub async fn wake_turn(
                 queue.add(ScalingKey::Scale(target));
             }
             if let (Some(waited), false) = (waited, ctx.dry_run) {
-                let waited = humantime::format_duration(waited.to_std().unwrap_or_default());
-                let note = format!(
-                    "waited {waited} for its turn to wake (--max-waking-namespaces {})",
-                    turns.max()
-                );
+                let note = wake_turns::waited_note(waited, turns.max());
                 ctx.events
                     .normal(&ctx.namespaces.reference(namespace), "WakeTurn", note)
                     .await;
@@ -442,21 +439,7 @@ async fn held_in_order(
         }
         Gate::GoAnyway { late } => {
             if ctx.wake_steps.first_told(namespace, due, order) && !ctx.dry_run {
-                let waited =
-                    humantime::format_duration((now - held_since).to_std().unwrap_or_default());
-                let what = match due.direction {
-                    Direction::Up => "available",
-                    Direction::Down => "asleep",
-                };
-                let went = match due.direction {
-                    Direction::Up => "woke",
-                    Direction::Down => "slept",
-                };
-                let were = if late.len() == 1 { "was" } else { "were" };
-                let note = format!(
-                    "{} {were} not {what} after {waited}; {went} the rest anyway",
-                    late.join(", ")
-                );
+                let note = wake_order::timed_out_note(&late, due.direction, now - held_since);
                 tracing::warn!(namespace, %note, "wake step timed out");
                 ctx.events
                     .warning(
@@ -688,6 +671,10 @@ fn amounts(kind: TargetKind, from: i32, to: i32) -> (String, String) {
     }
 }
 
+/// The reason of a transition applied to an object already where it puts it: recorded, and
+/// told, but never as a scale that did not happen.
+pub const SCHEDULE_FOLLOWED: &str = "ScheduleFollowed";
+
 fn describe_scheduled(
     kind: TargetKind,
     change: &ScaleChange,
@@ -710,8 +697,8 @@ fn describe_scheduled(
                 .at
                 .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
             if transition.at > acting_at {
-                let early = (transition.at - acting_at).num_seconds();
-                at = format!("{at} ({READY_BY}: {early} s early, to be ready by then)");
+                let early = spoken(transition.at - acting_at);
+                at = format!("{at} ({READY_BY}: {early} early, to be ready by then)");
             }
             match (transition.direction, change.replicas) {
                 (Direction::Down, Some(_)) => (
@@ -723,22 +710,22 @@ fn describe_scheduled(
                     format!("scaled up from {was} to {now} by {cron} at {at}"),
                 ),
                 (Direction::Down, None) => (
-                    "ScaledDown",
+                    SCHEDULE_FOLLOWED,
                     format!("scale-down by {cron} at {at}: already {found}, nothing to change"),
                 ),
                 (Direction::Up, None) if has_up_target(annotations) => (
-                    "ScaledUp",
+                    SCHEDULE_FOLLOWED,
                     format!("scale-up by {cron} at {at}: already {found}, nothing to change"),
                 ),
                 (Direction::Up, None) if kind == TargetKind::CronJob => (
-                    "ScaledUp",
+                    SCHEDULE_FOLLOWED,
                     format!(
                         "scale-up by {cron} at {at}: it was suspended before the scale-down, so it \
                          stays suspended"
                     ),
                 ),
                 (Direction::Up, None) => (
-                    "ScaledUp",
+                    SCHEDULE_FOLLOWED,
                     format!(
                         "scale-up by {cron} at {at}: no {} and no remembered {}, replicas left at {from}",
                         schedule::UP_REPLICAS,

@@ -21,6 +21,7 @@ use std::{
 use chrono::{DateTime, TimeDelta, Utc};
 
 use crate::{
+    duration::spoken,
     scaling::target::TargetKind,
     schedule::{Direction, Transition, WAKE_ORDER},
 };
@@ -123,6 +124,21 @@ pub fn gate(
     } else {
         Gate::Wait((now + LOOK_EVERY).min(gives_up))
     }
+}
+
+/// The `WakeStepTimedOut` Warning's note: the workloads of the steps before that were `late`
+/// after the Namespace's steps had waited `waited`, and that the rest went on anyway.
+pub fn timed_out_note(late: &[String], direction: Direction, waited: TimeDelta) -> String {
+    let (what, went) = match direction {
+        Direction::Up => ("available", "woke"),
+        Direction::Down => ("asleep", "slept"),
+    };
+    let were = if late.len() == 1 { "was" } else { "were" };
+    format!(
+        "{} {were} not {what} after {}; {went} the rest anyway",
+        late.join(", "),
+        spoken(waited)
+    )
 }
 
 /// Whether a Namespace's wake or sleep `due` is over: every workload of it is done, or one has
@@ -253,6 +269,21 @@ impl WakeSteps {
 mod tests {
     use super::*;
     use crate::schedule::test_support::{at, down, up};
+
+    #[test]
+    fn a_timed_out_step_says_how_long_it_waited_in_whole_units() {
+        let late = ["StatefulSet db".to_string()];
+        let waited = TimeDelta::milliseconds(5 * 60_000 + 2_731);
+        assert_eq!(
+            timed_out_note(&late, Direction::Up, waited),
+            "StatefulSet db was not available after 5m2s; woke the rest anyway"
+        );
+        let late = ["Deployment web".to_string(), "Deployment api".to_string()];
+        assert_eq!(
+            timed_out_note(&late, Direction::Down, TimeDelta::milliseconds(60_598)),
+            "Deployment web, Deployment api were not asleep after 1m; slept the rest anyway"
+        );
+    }
 
     fn peer(name: &str, order: i32, last: Option<Transition>, settled: bool) -> Peer {
         Peer {

@@ -18,7 +18,7 @@ use std::{
 
 use chrono::{DateTime, TimeDelta, Utc};
 
-use crate::{scaling::target::ScaleTarget, schedule::Transition};
+use crate::{duration::spoken, scaling::target::ScaleTarget, schedule::Transition};
 
 /// What a workload's wake does about its Namespace's turn.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,6 +28,15 @@ pub enum Ask {
     /// Parked until the Namespace's turn; `first` when the Namespace has just started waiting
     /// (its turn is to be looked for).
     Parked { first: bool },
+}
+
+/// The `WakeTurn` Event's note: how long a Namespace waited for its turn, and the limit that
+/// made it wait.
+pub fn waited_note(waited: TimeDelta, max: usize) -> String {
+    format!(
+        "waited {} for its turn to wake (--max-waking-namespaces {max})",
+        spoken(waited)
+    )
 }
 
 /// What looking for a Namespace's turn came to.
@@ -203,6 +212,18 @@ mod tests {
         scaling::target::TargetKind,
         schedule::test_support::{at, up},
     };
+
+    #[test]
+    fn a_namespace_that_waited_is_told_how_long_in_whole_units() {
+        assert_eq!(
+            waited_note(TimeDelta::nanoseconds(30_293_877_699), 1),
+            "waited 30s for its turn to wake (--max-waking-namespaces 1)"
+        );
+        assert_eq!(
+            waited_note(TimeDelta::nanoseconds(60_598_983_137), 3),
+            "waited 1m for its turn to wake (--max-waking-namespaces 3)"
+        );
+    }
 
     fn web(namespace: &str) -> ScaleTarget {
         ScaleTarget {

@@ -44,7 +44,7 @@ pub use holidays::Holidays;
 pub use inheritance::inherit;
 pub use invalid::InvalidAnnotation;
 pub use on_demand::{
-    OnDemand, OutOfReach, expired_keys, in_reach, key_of, out_of_reach, overrides, span,
+    OnDemand, OutOfReach, expired_keys, in_reach, key_of, out_of_reach, overrides,
 };
 pub use ready_by::{DEFAULT_WARM_UP, MAX_HEAD_START, READY_BY, ReadyBy};
 pub use transition::{CONSTANT_SINCE, Direction, Period, Rule, Schedule, Transition};

@@ -11,6 +11,8 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, SecondsFormat, SubsecRound, TimeDelta, Utc};
 
+use crate::duration::spoken;
+
 use super::{
     Annotations, Direction, Recorded, Schedule,
     annotations::{ASLEEP_UNTIL, AWAKE_UNTIL, OVERRIDE_KEYS},
@@ -93,8 +95,8 @@ pub fn out_of_reach(
             &on_demand.value(),
             &format!(
                 "reaches {} ahead, more than the {} an override may (--max-override)",
-                span(on_demand.until - now),
-                span(max)
+                spoken(on_demand.until - now),
+                spoken(max)
             ),
         ),
         within_reach: on_demand.until.checked_sub_signed(max)?,
@@ -142,16 +144,6 @@ pub fn overrides(
         let value = annotations.get(key)?;
         Some((key, value, OnDemand::parse(key, value).ok()?))
     })
-}
-
-/// `2h`, `1h30m`, `45m`: how people say a stretch of time.
-pub fn span(delta: TimeDelta) -> String {
-    let minutes = delta.num_minutes().max(0);
-    match (minutes / 60, minutes % 60) {
-        (0, minutes) => format!("{minutes}m"),
-        (hours, 0) => format!("{hours}h"),
-        (hours, minutes) => format!("{hours}h{minutes}m"),
-    }
 }
 
 #[cfg(test)]
@@ -218,12 +210,5 @@ mod tests {
                 r#"cronscaler.dev/awake-until: "tonight" is not an RFC 3339 instant such as 2026-11-23T22:00:00Z"#
             ]
         );
-    }
-
-    #[test]
-    fn spans_read_as_people_say_them() {
-        assert_eq!(span(TimeDelta::minutes(45)), "45m");
-        assert_eq!(span(TimeDelta::hours(24)), "24h");
-        assert_eq!(span(TimeDelta::minutes(90)), "1h30m");
     }
 }

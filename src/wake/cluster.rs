@@ -26,6 +26,7 @@ use tokio::time::Instant;
 
 use super::readiness::{NotKnown, Read, readiness};
 use crate::{
+    duration::spoken,
     ops::metrics::{Metrics, ReadResult},
     runtime::{CONTROLLER_NAME, api_errors::is_status, budget::TokenBucket},
     scaling::namespaces::NamespaceSchedules,
@@ -56,7 +57,7 @@ pub enum Wrote {
 pub enum WriteError {
     #[error(transparent)]
     Api(#[from] kube::Error),
-    #[error("the API server did not answer within {}s", REQUEST_TIMEOUT.as_secs())]
+    #[error("the API server did not answer within {}", spoken(REQUEST_TIMEOUT))]
     TimedOut,
 }
 
@@ -232,5 +233,18 @@ impl Cluster {
             Ok(written) => written.map(drop).map_err(WriteError::from),
             Err(_) => Err(WriteError::TimedOut),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_write_that_timed_out_says_how_long_it_was_given() {
+        assert_eq!(
+            WriteError::TimedOut.to_string(),
+            "the API server did not answer within 2s"
+        );
     }
 }

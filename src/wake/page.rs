@@ -2,7 +2,11 @@
 //! external assets) that waits for the Namespace and then loads what the user asked for.
 //! Every value shown is escaped: the original URI and the host come from whoever sent them.
 
+use std::time::Duration;
+
 use serde::Serialize;
+
+use crate::duration::spoken;
 
 use super::{
     readiness::{Read, all_ready},
@@ -57,8 +61,9 @@ impl Progress {
 /// `original_uri` says.
 pub fn page(progress: &Progress, original_uri: &str, warm_up_seconds: Option<u64>) -> String {
     let namespace = escape_html(&progress.namespace);
-    let estimate =
-        warm_up_seconds.map_or_else(String::new, |seconds| format!(", about {seconds} s"));
+    let estimate = warm_up_seconds.map_or_else(String::new, |seconds| {
+        format!(", about {}", spoken(Duration::from_secs(seconds)))
+    });
     let config = serde_json::json!({
         "namespace": progress.namespace,
         "status": format!("{STATUS_PATH}?namespace={}", progress.namespace),
@@ -92,9 +97,15 @@ function go(){{
   try{{target=new URL(c.original,location.href);}}catch(e){{target=null;}}
   location.replace(target&&target.origin===location.origin?target.href:"/");
 }}
+function spoken(s){{
+  const m=Math.floor(s/60)%60;
+  if(s<60)return s+"s";
+  if(s<3600)return m+"m"+(s%60?s%60+"s":"");
+  return Math.floor(s/3600)+"h"+(m?m+"m":"");
+}}
 function say(ready,total){{
   let text=total===undefined?"Starting the workloads":ready+" of "+total+" workloads ready";
-  if(c.warmUp!==null){{const left=Math.max(0,Math.round(c.warmUp-(Date.now()-started)/1000));text+=left>0?", about "+left+" s":", any moment now";}}
+  if(c.warmUp!==null){{const left=Math.max(0,Math.round(c.warmUp-(Date.now()-started)/1000));text+=left>0?", about "+spoken(left):", any moment now";}}
   document.getElementById("text").textContent=text;
   const bar=document.getElementById("bar");
   if(total===undefined){{bar.removeAttribute("value");}}else{{bar.max=total;bar.value=ready;}}
@@ -160,16 +171,22 @@ mod tests {
     #[test]
     fn the_page_says_how_far_the_wake_is_and_fits_in_ten_kilobytes() {
         let page = page(&waking("staging"), "/login?next=%2F", Some(40));
-        assert!(
-            page.contains("2 of 5 workloads ready, about 40 s"),
-            "{page}"
-        );
+        assert!(page.contains("2 of 5 workloads ready, about 40s"), "{page}");
         assert!(page.contains("<title>Waking up staging</title>"));
         assert!(page.contains(r#""status":"/.cronscaler/status?namespace=staging""#));
         assert!(page.len() < MAX_PAGE, "{} bytes", page.len());
         assert!(
             !page.contains("src=") && !page.contains("href="),
             "no external assets"
+        );
+    }
+
+    #[test]
+    fn the_estimate_reads_in_whole_units() {
+        let page = page(&waking("staging"), "/", Some(3_725));
+        assert!(
+            page.contains("2 of 5 workloads ready, about 1h2m"),
+            "{page}"
         );
     }
 

@@ -14,6 +14,7 @@ use tokio::{sync::mpsc::UnboundedReceiver, time::Instant};
 
 use super::cluster::Cluster;
 use crate::{
+    duration::spoken,
     ops::metrics::Metrics,
     scaling::namespaces::NamespaceSchedules,
     schedule::{READY_BY, WakeOnRequest},
@@ -68,7 +69,7 @@ async fn measure_one(cluster: &Cluster, namespace: &str, metrics: &Metrics) {
                 let took = woken.elapsed();
                 metrics.wake_seconds.observe(took.as_secs_f64());
                 let seconds = took.as_secs_f64().round() as u64;
-                tracing::info!(namespace, seconds, "woken Namespace ready");
+                tracing::info!(namespace, took = %spoken(took), "woken Namespace ready");
                 if let Err(error) = cluster.write_last_warm_up(namespace, seconds).await {
                     tracing::warn!(namespace, %error, "could not write last-warm-up on the Namespace");
                 }

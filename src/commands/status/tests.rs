@@ -406,14 +406,16 @@ fn unknown_namespaces_leave_out_what_only_they_schedule() {
 }
 
 #[test]
-fn ages_read_like_kubectls() {
-    let age = |seconds| age(TimeDelta::seconds(seconds));
-    assert_eq!(age(45), "45s");
-    assert_eq!(age(12 * 60 + 5), "12m");
-    assert_eq!(age(3 * 3600), "3h");
-    assert_eq!(age(3 * 3600 + 12 * 60), "3h12m");
-    assert_eq!(age(2 * 86400 + 3 * 3600 + 59), "2d3h");
-    assert_eq!(age(-5), "0s");
+fn since_and_next_read_in_whole_units_as_people_write_them() {
+    let now = at("2026-11-23T06:47:05.700Z");
+    let objects = [deployment(
+        "web",
+        0,
+        &with(&[(ORIGINAL_REPLICAS, "3"), (LAST_TRANSITION, LAST_NIGHT)]),
+    )];
+    let status = status(&objects, Some(&schedules(&[])), &[], Tz::UTC, now);
+    let table = render_table(&status, now);
+    assert!(table.contains("  10h47m ago  up in 12m54s  "), "{table}");
 }
 
 #[test]

@@ -309,12 +309,18 @@ fn configurations_that_could_allow_two_leaders_are_refused() {
         renew_deadline: secs(15),
         ..defaults.clone()
     };
-    assert!(as_long.check().is_err(), "renew_deadline == lease_duration");
+    assert_eq!(
+        as_long.check(),
+        Err("renew_deadline 15s must be shorter than lease_duration 15s".into())
+    );
     let slow_retries = LeaderConfig {
-        retry_period: secs(10),
+        retry_period: Duration::from_millis(10_250),
         ..defaults.clone()
     };
-    assert!(slow_retries.check().is_err());
+    assert_eq!(
+        slow_retries.check(),
+        Err("retry_period 10s must be shorter than renew_deadline 10s".into())
+    );
     let anonymous = LeaderConfig {
         identity: String::new(),
         ..defaults

@@ -594,7 +594,7 @@ async fn a_cron_job_suspended_before_the_night_stays_suspended() {
         event(
             "shop",
             "Normal",
-            "ScaledDown",
+            "ScheduleFollowed",
             "scale-down by cronscaler.dev/scale-down \"0 20 * * *\" (UTC) at 2026-11-23T20:00:00Z: already suspended, nothing to change",
             "report",
         ),
@@ -609,7 +609,7 @@ async fn a_cron_job_suspended_before_the_night_stays_suspended() {
         event(
             "shop",
             "Normal",
-            "ScaledUp",
+            "ScheduleFollowed",
             "scale-up by cronscaler.dev/scale-up \"0 7 * * *\" (UTC) at 2026-11-24T07:00:00Z: it was suspended before the scale-down, so it stays suspended",
             "report",
         ),
