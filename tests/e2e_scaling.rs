@@ -25,7 +25,7 @@ const LAST: &str = "cronscaler.dev/last-transition";
 const LATENESS: Duration = Duration::from_secs(15);
 
 #[tokio::test]
-async fn a_deployment_sleeps_and_wakes_on_the_second() {
+async fn a_deployment_sleeps_and_wakes_on_the_second_and_is_told_only_what_happened() {
     let Some(scenario) = Scenario::shared("sleep-wake").await else {
         return;
     };
@@ -48,6 +48,25 @@ async fn a_deployment_sleeps_and_wakes_on_the_second() {
         .await
         .expect("the Deployment");
     assert_eq!(replicas, 2, "replicas a second before the scale-down");
+    // Annotated awake, its schedule's last transition (yesterday's) a scale-up: recorded, and
+    // told as followed, never as a scale-up that did not happen.
+    let followed = scenario
+        .event("nightly", "ScheduleFollowed", LATENESS)
+        .await;
+    assert!(
+        followed
+            .note
+            .as_deref()
+            .is_some_and(|note| note.ends_with("replicas left at 2")),
+        "{followed:?}"
+    );
+    let events = scenario.events("nightly").await;
+    assert_eq!(
+        occurrences(&events, "ScaledUp"),
+        0,
+        "nothing was scaled up:\n{}",
+        describe(&events)
+    );
 
     let annotations = eventually("the scale-down to 0", LATENESS, || async {
         let (replicas, annotations) = replicas_and_annotations(&deployments, "nightly").await?;
@@ -81,12 +100,14 @@ async fn a_deployment_sleeps_and_wakes_on_the_second() {
             .then_some(events)
     })
     .await;
-    assert_eq!(
-        occurrences(&events, "ScaledDown"),
-        1,
-        "one scale-down, one Event:\n{}",
-        describe(&events)
-    );
+    for reason in ["ScaledDown", "ScaledUp"] {
+        assert_eq!(
+            occurrences(&events, reason),
+            1,
+            "one scale each way, one Event each:\n{}",
+            describe(&events)
+        );
+    }
     controller
         .assert_stops_cleanly(Duration::from_secs(5))
         .await;
