@@ -266,7 +266,7 @@ async fn restore_object(
     match patch_target(client, target, &patch).await {
         Ok(()) => Ok(Some(
             match change.as_ref().and_then(|change| change.replicas) {
-                Some(to) if target.kind == TargetKind::CronJob => format!(
+                Some(to) if target.kind.is_on_off() => format!(
                     "restored {target}: {} -> {}{removed}",
                     target.kind.amount(observed.replicas),
                     target.kind.amount(to)

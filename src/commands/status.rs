@@ -107,7 +107,7 @@ pub fn status(
     };
     for row in rows.iter().filter(asleep) {
         summary.objects_asleep += 1;
-        if row.kind == TargetKind::CronJob.as_str() {
+        if TargetKind::named(&row.kind).is_some_and(TargetKind::is_on_off) {
             summary.cron_jobs_asleep += 1;
         } else {
             summary.replicas_asleep +=
@@ -223,12 +223,9 @@ pub fn render_table(status: &Status, now: DateTime<Utc>) -> String {
     .map(String::from)
     .to_vec();
     let rows = status.objects.iter().map(|row| {
-        let amount = |replicas: i32| {
-            if row.kind == TargetKind::CronJob.as_str() {
-                TargetKind::CronJob.amount(replicas)
-            } else {
-                replicas.to_string()
-            }
+        let amount = |replicas: i32| match TargetKind::named(&row.kind) {
+            Some(kind) if kind.is_on_off() => kind.amount(replicas),
+            _ => replicas.to_string(),
         };
         let (next, at) = match &row.next {
             Some(next) => (

@@ -41,12 +41,11 @@ pub fn share(kind: TargetKind, ours: &BTreeMap<String, String>) -> Share {
             .and_then(|value| value.parse::<i64>().ok())
             .filter(|n| *n >= 0)
     };
-    let replicas = match kind {
-        TargetKind::CronJob => 0,
-        _ => {
-            let down = count(DOWN_REPLICAS).unwrap_or(0);
-            count(ORIGINAL_REPLICAS).map_or(0, |original| (original - down).max(0))
-        }
+    let replicas = if kind.is_on_off() {
+        0
+    } else {
+        let down = count(DOWN_REPLICAS).unwrap_or(0);
+        count(ORIGINAL_REPLICAS).map_or(0, |original| (original - down).max(0))
     };
     Share {
         objects: 1,

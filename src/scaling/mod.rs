@@ -5,6 +5,7 @@
 pub mod asleep;
 pub mod hpa;
 pub mod key;
+pub mod kinds;
 pub mod namespaces;
 pub mod on_demand;
 pub mod policies;

@@ -636,7 +636,7 @@ impl NamespaceSchedules {
             .unwrap_or_else(PoisonError::into_inner)
             .get(namespace)
             .is_none_or(|coverage| coverage.covers(kind, labels));
-        (self.enabled && kind != TargetKind::Foo && covered)
+        (self.enabled && kind.spec().follows_namespace && covered)
             .then(|| self.annotations_of(namespace))
             .flatten()
     }
@@ -658,9 +658,9 @@ impl NamespaceSchedules {
             .filter(|_| !controlled_by_foo);
         let own = self.read(Some(kind), own);
         let (mut effective, inherited) = inherit(&own, namespace_schedule.as_ref());
-        if inherited && kind == TargetKind::CronJob {
-            // A namespace's replica counts are for its Deployments and StatefulSets; a CronJob
-            // only sleeps or runs, and would refuse them.
+        if inherited && kind.is_on_off() {
+            // A namespace's replica counts are for its counted workloads; one that only sleeps
+            // or runs (a CronJob) would refuse them.
             for key in [DOWN_REPLICAS, UP_REPLICAS] {
                 if !own.contains_key(key) {
                     effective.remove(key);

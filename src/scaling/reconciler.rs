@@ -663,11 +663,12 @@ pub fn describe_change(
     }
 }
 
-/// Replica counts read "from 3 to 0 replicas"; a CronJob's "from running to suspended".
+/// Replica counts read "from 3 to 0 replicas"; an on-off kind's "from running to suspended".
 fn amounts(kind: TargetKind, from: i32, to: i32) -> (String, String) {
-    match kind {
-        TargetKind::CronJob => (kind.amount(from), kind.amount(to)),
-        _ => (from.to_string(), kind.amount(to)),
+    if kind.is_on_off() {
+        (kind.amount(from), kind.amount(to))
+    } else {
+        (from.to_string(), kind.amount(to))
     }
 }
 
@@ -683,9 +684,10 @@ fn describe_scheduled(
     acting_at: DateTime<Utc>,
 ) -> (&'static str, String) {
     let (was, now) = amounts(kind, from, change.replicas.unwrap_or(from));
-    let found = match kind {
-        TargetKind::CronJob => kind.amount(from),
-        _ => format!("at {}", kind.amount(from)),
+    let found = if kind.is_on_off() {
+        kind.amount(from)
+    } else {
+        format!("at {}", kind.amount(from))
     };
     match change.applied {
         Some(transition) => {
@@ -717,7 +719,7 @@ fn describe_scheduled(
                     SCHEDULE_FOLLOWED,
                     format!("scale-up by {cron} at {at}: already {found}, nothing to change"),
                 ),
-                (Direction::Up, None) if kind == TargetKind::CronJob => (
+                (Direction::Up, None) if kind.is_on_off() => (
                     SCHEDULE_FOLLOWED,
                     format!(
                         "scale-up by {cron} at {at}: it was suspended before the scale-down, so it \

@@ -1,12 +1,6 @@
 //! What scheduled scaling acts on: Deployments, StatefulSets, CronJobs and Foos, named by kind and
-//! key, and what it reads of one.
-//!
-//! The schedule rules speak of replicas. A CronJob has none: asleep it is `spec.suspend: true`.
-//! It is seen as 1 replica while it runs and 0 while suspended, so every rule holds as it is: a
-//! scale-down that finds it running suspends it and remembers that it ran, and a wake-up gives
-//! back what it had, so one suspended before the night stays suspended. On the object the memory
-//! reads `cronscaler.dev/original-suspend: "false"`, not a replica count; this module is the one
-//! place that translates.
+//! key, and what it reads of one. How each kind sleeps, and how a CronJob's suspend reads as
+//! replicas to the schedule rules, is its row in [`crate::scaling::kinds`].
 
 use std::{collections::BTreeMap, fmt};
 
@@ -22,15 +16,17 @@ use kube::{Resource, ResourceExt};
 
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::{
     foo::{Foo, controlling_foo},
     runtime::key::ObjectKey,
+    scaling::kinds::{KINDS, KindSpec},
     schedule::{self, Annotations, InvalidAnnotation},
 };
 
-/// The kinds of object whose replicas the scheduled scaler changes.
+/// The kinds of object whose replicas the scheduled scaler changes, in the order of their rows
+/// in [`KINDS`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum TargetKind {
     Deployment,
@@ -40,83 +36,51 @@ pub enum TargetKind {
 }
 
 impl TargetKind {
-    /// Whether kube-downscaler's record of replicas on this kind means what ours means: it
-    /// scales Deployments and StatefulSets as we do; on a CronJob it records something else.
+    /// Every kind, in the order of their rows.
+    pub const ALL: [TargetKind; 4] = [
+        TargetKind::Deployment,
+        TargetKind::StatefulSet,
+        TargetKind::CronJob,
+        TargetKind::Foo,
+    ];
+
+    /// The kind its API name names (`CronJob`), as a row of a table or a manifest gives it.
+    pub fn named(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|kind| kind.as_str() == name)
+    }
+
+    /// How this kind sleeps, and what else sets it apart: its row of [`KINDS`].
+    pub fn spec(self) -> &'static KindSpec {
+        &KINDS[self as usize]
+    }
+
+    /// Whether kube-downscaler's record of replicas on this kind means what ours means.
     pub fn reads_kube_downscaler_records(self) -> bool {
-        matches!(self, TargetKind::Deployment | TargetKind::StatefulSet)
+        self.spec().kube_downscaler_records
     }
 
     pub fn as_str(self) -> &'static str {
-        match self {
-            TargetKind::Deployment => "Deployment",
-            TargetKind::StatefulSet => "StatefulSet",
-            TargetKind::CronJob => "CronJob",
-            TargetKind::Foo => "Foo",
-        }
+        self.spec().name
+    }
+
+    /// Whether it sleeps on or off (seen as 1 replica running, 0 asleep) rather than counted.
+    pub fn is_on_off(self) -> bool {
+        self.spec().sleep.is_on_off()
     }
 
     /// The field of `spec` whose writers `managedFields` names: who woke or slept the object.
     pub fn scale_field(self) -> &'static str {
-        match self {
-            TargetKind::CronJob => "f:suspend",
-            TargetKind::Deployment | TargetKind::StatefulSet | TargetKind::Foo => "f:replicas",
-        }
+        self.spec().sleep.managed_field()
     }
 
     /// The object's `cronscaler.dev/` annotations as the schedule rules read them.
     pub fn rules_view(self, annotations: &BTreeMap<String, String>) -> BTreeMap<String, String> {
-        let ours = annotations
-            .iter()
-            .filter(|(key, _)| key.starts_with(schedule::PREFIX));
-        if self != TargetKind::CronJob {
-            return ours.map(|(k, v)| (k.clone(), v.clone())).collect();
-        }
-        ours.map(|(key, value)| match (key.as_str(), value.as_str()) {
-            (schedule::ORIGINAL_SUSPEND, "false") => {
-                (schedule::ORIGINAL_REPLICAS.to_string(), "1".into())
-            }
-            (schedule::ORIGINAL_SUSPEND, "true") => {
-                (schedule::ORIGINAL_REPLICAS.to_string(), "0".into())
-            }
-            _ => (key.clone(), value.clone()),
-        })
-        .collect()
+        self.spec().sleep.rules_view(annotations)
     }
 
     /// What makes annotations the rules accept wrong for this kind.
     pub fn problems(self, annotations: &BTreeMap<String, String>) -> Vec<InvalidAnnotation> {
-        if self != TargetKind::CronJob {
-            return Vec::new();
-        }
-        let reason = "does not apply to a CronJob: asleep it is suspended, awake it has the \
-                      suspend it had before the scale-down";
-        let wrong = [
-            schedule::DOWN_REPLICAS,
-            schedule::UP_REPLICAS,
-            schedule::ORIGINAL_REPLICAS,
-        ];
-        let mut problems: Vec<InvalidAnnotation> = wrong
-            .iter()
-            .filter_map(|key| {
-                let value = annotations.get(*key)?;
-                Some(InvalidAnnotation {
-                    key: (*key).into(),
-                    value: value.clone(),
-                    reason: reason.into(),
-                })
-            })
-            .collect();
-        if let Some(value) = annotations
-            .get(schedule::ORIGINAL_SUSPEND)
-            .filter(|value| *value != "true" && *value != "false")
-        {
-            problems.push(InvalidAnnotation {
-                key: schedule::ORIGINAL_SUSPEND.into(),
-                value: value.clone(),
-                reason: "must be `true` or `false`".into(),
-            });
-        }
-        problems
+        self.spec().sleep.problems(self.as_str(), annotations)
     }
 
     /// Parses the annotations of an object of this kind, with the problems of its kind.
@@ -134,19 +98,12 @@ impl TargetKind {
 
     /// A replica count as a user of this kind reads it.
     pub fn amount(self, replicas: i32) -> String {
-        match (self, replicas) {
-            (TargetKind::CronJob, 0) => "suspended".into(),
-            (TargetKind::CronJob, _) => "running".into(),
-            (_, replicas) => format!("{replicas} replicas"),
-        }
+        self.spec().sleep.amount(replicas)
     }
 
     /// The spec change that sets `replicas`.
     pub fn spec_patch(self, replicas: i32) -> Value {
-        match self {
-            TargetKind::CronJob => json!({ "suspend": replicas == 0 }),
-            _ => json!({ "replicas": replicas }),
-        }
+        self.spec().sleep.spec_patch(replicas)
     }
 
     /// The annotation the controller writes for a rule's key, and its value.
@@ -155,13 +112,7 @@ impl TargetKind {
         key: &'static str,
         value: Option<String>,
     ) -> (&'static str, Option<String>) {
-        match (self, key) {
-            (TargetKind::CronJob, schedule::ORIGINAL_REPLICAS) => (
-                schedule::ORIGINAL_SUSPEND,
-                value.map(|replicas| (replicas == "0").to_string()),
-            ),
-            _ => (key, value),
-        }
+        self.spec().sleep.written(key, value)
     }
 }
 
@@ -255,6 +206,21 @@ impl TargetState {
 mod tests {
     use super::*;
     use crate::scaling::test_support::annotations_of;
+    use serde_json::json;
+
+    #[test]
+    fn each_kind_reads_its_own_row() {
+        for kind in TargetKind::ALL {
+            assert_eq!(kind.as_str(), format!("{kind:?}"));
+            assert_eq!(TargetKind::named(kind.as_str()), Some(kind));
+        }
+        assert_eq!(TargetKind::named("cronjob"), None, "API names are exact");
+        assert_eq!(
+            KINDS.len(),
+            4,
+            "a row without a kind, or a kind without a row"
+        );
+    }
 
     #[test]
     fn a_cron_job_remembers_its_suspend_and_the_rules_read_it_as_replicas() {

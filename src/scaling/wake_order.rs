@@ -37,11 +37,7 @@ pub fn order_of(kind: TargetKind, annotations: &BTreeMap<String, String>) -> i32
     annotations
         .get(WAKE_ORDER)
         .and_then(|value| value.parse().ok())
-        .unwrap_or(match kind {
-            TargetKind::StatefulSet => 0,
-            TargetKind::Deployment | TargetKind::Foo => 10,
-            TargetKind::CronJob => 20,
-        })
+        .unwrap_or(kind.spec().wake_order)
 }
 
 /// Another workload following the same Namespace's schedule, as read now.

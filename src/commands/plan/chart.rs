@@ -136,8 +136,8 @@ fn row(timeline: &Timeline, holidays: &[PlannedHoliday], savings: &Savings, time
         .segments()
         .map(|segment| {
             let state = segment.state;
-            let (word, what) = if state.asleep() && timeline.kind == TargetKind::CronJob {
-                ("asleep", "suspended".to_string())
+            let (word, what) = if state.asleep() && timeline.kind.is_on_off() {
+                ("asleep", timeline.kind.amount(0))
             } else if state.asleep() {
                 (
                     "asleep",

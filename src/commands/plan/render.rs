@@ -41,11 +41,13 @@ pub fn render_table(plan: &Plan, savings: &Savings) -> String {
             action,
             // A CronJob has no replicas: it runs or is suspended. What happens to the HPAs
             // follows, in the last column, which widens nothing.
-            std::iter::once(if transition.kind == TargetKind::CronJob.as_str() {
-                let amount = |replicas| TargetKind::CronJob.amount(replicas);
-                format!("{} -> {}", amount(transition.from), amount(transition.to))
-            } else {
-                format!("{} -> {}", transition.from, transition.to)
+            std::iter::once(match TargetKind::named(&transition.kind) {
+                Some(kind) if kind.is_on_off() => format!(
+                    "{} -> {}",
+                    kind.amount(transition.from),
+                    kind.amount(transition.to)
+                ),
+                _ => format!("{} -> {}", transition.from, transition.to),
             })
             .chain(transition.hpas.iter().cloned())
             .collect::<Vec<_>>()

@@ -18,7 +18,6 @@ use super::{
     Timeline,
     quantity::{QuantityError, parse_quantity},
 };
-use crate::scaling::target::TargetKind;
 
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 const SECONDS_PER_HOUR: f64 = 3600.0;
@@ -249,7 +248,7 @@ fn of_timeline(timeline: &Timeline, prices: Prices) -> Totals {
         seconds_asleep += seconds;
         replica_seconds += i64::from(segment.state.withheld()) * seconds;
     }
-    if timeline.kind == TargetKind::CronJob {
+    if timeline.kind.is_on_off() {
         let stretches: Vec<_> = asleep.iter().map(|s| (s.start, s.end)).collect();
         return Totals {
             seconds_asleep,
