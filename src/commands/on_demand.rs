@@ -83,13 +83,10 @@ impl OverrideTarget {
         };
         let bad = || OverrideError::Target(object.to_string());
         let (kind, name) = object.split_once('/').ok_or_else(bad)?;
-        let kind = match kind.to_ascii_lowercase().as_str() {
-            "deployment" | "deployments" | "deploy" | "deployment.apps" => TargetKind::Deployment,
-            "statefulset" | "statefulsets" | "sts" | "statefulset.apps" => TargetKind::StatefulSet,
-            "cronjob" | "cronjobs" | "cj" | "cronjob.batch" => TargetKind::CronJob,
-            "foo" | "foos" => TargetKind::Foo,
-            _ => return Err(bad()),
-        };
+        let kind = TargetKind::ALL
+            .into_iter()
+            .find(|candidate| candidate.spec().is_named_by(kind))
+            .ok_or_else(bad)?;
         if name.is_empty() || name.contains('/') {
             return Err(bad());
         }
@@ -345,6 +342,13 @@ mod tests {
             OverrideTarget::Object(ScaleTarget {
                 kind: TargetKind::StatefulSet,
                 key: ObjectKey::new("staging", "db"),
+            })
+        );
+        assert_eq!(
+            OverrideTarget::parse("staging", Some("CronJob.batch/report")).unwrap(),
+            OverrideTarget::Object(ScaleTarget {
+                kind: TargetKind::CronJob,
+                key: ObjectKey::new("staging", "report"),
             })
         );
         assert_eq!(

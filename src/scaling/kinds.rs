@@ -24,6 +24,10 @@ pub enum Sleep {
 pub struct KindSpec {
     /// As the API names it, and as Events, logs and metrics do.
     pub name: &'static str,
+    /// Its API group (`""` for the core group).
+    pub group: &'static str,
+    /// As `kubectl` is given it besides its name: plural and short names, in lower case.
+    pub aliases: &'static [&'static str],
     pub sleep: Sleep,
     /// Its place in an ordered wake unless the workload says otherwise: what others need
     /// wakes first (StatefulSets), what runs now and then last (CronJobs).
@@ -40,6 +44,8 @@ pub struct KindSpec {
 pub const KINDS: [KindSpec; 4] = [
     KindSpec {
         name: "Deployment",
+        group: "apps",
+        aliases: &["deployments", "deploy"],
         sleep: Sleep::Replicas,
         wake_order: 10,
         follows_namespace: true,
@@ -47,6 +53,8 @@ pub const KINDS: [KindSpec; 4] = [
     },
     KindSpec {
         name: "StatefulSet",
+        group: "apps",
+        aliases: &["statefulsets", "sts"],
         sleep: Sleep::Replicas,
         wake_order: 0,
         follows_namespace: true,
@@ -54,6 +62,8 @@ pub const KINDS: [KindSpec; 4] = [
     },
     KindSpec {
         name: "CronJob",
+        group: "batch",
+        aliases: &["cronjobs", "cj"],
         sleep: Sleep::Suspend,
         wake_order: 20,
         follows_namespace: true,
@@ -61,12 +71,29 @@ pub const KINDS: [KindSpec; 4] = [
     },
     KindSpec {
         name: "Foo",
+        group: "samplecontroller.k8s.io",
+        aliases: &["foos"],
         sleep: Sleep::Replicas,
         wake_order: 10,
         follows_namespace: false,
         kube_downscaler_records: false,
     },
 ];
+
+impl KindSpec {
+    /// Whether a user's `KIND` names this kind, as `kubectl` takes it: the name, a plural or
+    /// short name, or `name.group`, in any letter case.
+    pub fn is_named_by(&self, text: &str) -> bool {
+        let text = text.to_ascii_lowercase();
+        let name = self.name.to_ascii_lowercase();
+        text == name
+            || self.aliases.contains(&text.as_str())
+            || text
+                .strip_suffix(self.group)
+                .and_then(|rest| rest.strip_suffix('.'))
+                .is_some_and(|rest| rest == name || self.aliases.contains(&rest))
+    }
+}
 
 impl Sleep {
     /// Whether it is on or off rather than counted.
@@ -171,5 +198,30 @@ impl Sleep {
             });
         }
         problems
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kind_is_named_as_kubectl_takes_it() {
+        let [deployment, _, cron_job, foo] = &KINDS;
+        for text in [
+            "Deployment",
+            "deployments",
+            "DEPLOY",
+            "deployment.apps",
+            "deploy.apps",
+        ] {
+            assert!(deployment.is_named_by(text), "{text}");
+        }
+        for text in ["deployment.batch", "deploymentapps", "pod", "", ".apps"] {
+            assert!(!deployment.is_named_by(text), "{text}");
+        }
+        assert!(cron_job.is_named_by("CronJob.batch"));
+        assert!(cron_job.is_named_by("cj"));
+        assert!(foo.is_named_by("foos.samplecontroller.k8s.io"));
     }
 }
