@@ -1251,3 +1251,194 @@ fn from_outlasts_the_weekly_windows_and_until_gives_way_to_them() {
     );
     assert_eq!(schedule.next_transition(CONSTANT_SINCE), None);
 }
+
+/// What an entry the property test below writes means, if it is read.
+#[derive(Debug, Clone)]
+enum Meant {
+    /// A span's bounds: `None` on an open side.
+    Span(Option<DateTime<Utc>>, Option<DateTime<Utc>>),
+    /// A window in UTC as [`inside`] takes it.
+    Window(u8, usize, usize),
+    /// Text that may or may not be read.
+    Unknown,
+}
+
+/// An instant RFC 3339 can name with a four-digit year: in this century, anywhere, or near the
+/// ends, 1970 or the year 5000 (where crons stop firing).
+fn far_instant() -> impl Strategy<Value = DateTime<Utc>> {
+    let first = at("0000-01-01T00:00:00Z").timestamp();
+    let last = at("9999-12-31T23:59:59Z").timestamp();
+    let near = [first, 0, at("5000-01-01T00:00:00Z").timestamp(), last];
+    let instant = move |seconds: i64| {
+        DateTime::from_timestamp(seconds.clamp(first, last), 0).unwrap_or(DateTime::UNIX_EPOCH)
+    };
+    prop_oneof![
+        (at("2000-01-01T00:00:00Z").timestamp()..at("2100-01-01T00:00:00Z").timestamp())
+            .prop_map(instant),
+        (first..=last).prop_map(instant),
+        (0..near.len(), -3 * 86_400..3 * 86_400_i64)
+            .prop_map(move |(index, shift)| instant(near[index] + shift)),
+    ]
+}
+
+/// `at` in RFC 3339 at an offset of `minutes`, `Z` for none. Near the ends the local year may
+/// leave four digits: such text is refused.
+fn rfc3339_at(at: DateTime<Utc>, minutes: i32) -> String {
+    match chrono::FixedOffset::east_opt(minutes * 60) {
+        Some(offset) if minutes != 0 => at
+            .with_timezone(&offset)
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, false),
+        _ => at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+    }
+}
+
+/// One entry of a list, and what it means.
+fn entry() -> impl Strategy<Value = (String, Meant)> {
+    let after_word = prop::sample::select(vec!["", " ", "-", " - ", "  -  "]);
+    let dash = prop::sample::select(vec!["-", " - ", "  -  ", " -", "- "]);
+    let offset = || prop_oneof![2 => Just(0), 1 => -1439..1440_i32];
+    let read = |text: &str, at: DateTime<Utc>| super::instant(text) == Some(at);
+    prop_oneof![
+        3 => (any::<bool>(), after_word, far_instant(), offset()).prop_map(
+            move |(from, after_word, at, offset)| {
+                let instant = rfc3339_at(at, offset);
+                let (word, meant) = if from {
+                    ("from", Meant::Span(Some(at), None))
+                } else {
+                    ("until", Meant::Span(None, Some(at)))
+                };
+                let meant = if read(&instant, at) { meant } else { Meant::Unknown };
+                (format!("{word}{after_word}{instant}"), meant)
+            }
+        ),
+        2 => (far_instant(), far_instant(), dash, offset(), offset()).prop_map(
+            move |(one, other, dash, from_offset, until_offset)| {
+                let (from, until) = (one.min(other), one.max(other));
+                let (first, second) = (rfc3339_at(from, from_offset), rfc3339_at(until, until_offset));
+                let meant = if read(&first, from) && read(&second, until) && from < until {
+                    Meant::Span(Some(from), Some(until))
+                } else {
+                    Meant::Unknown
+                };
+                (format!("{first}{dash}{second}"), meant)
+            }
+        ),
+        2 => (prop_oneof![Just(127_u8), 1..128_u8], 0..24 * 4_usize, 1..24 * 4_usize, any::<bool>())
+            .prop_map(|(days, start, length, utc)| {
+                let (start, end) = (start * 15, (start + length) * 15 % (24 * 60));
+                let clock = |minute: usize| format!("{:02}:{:02}", minute / 60, minute % 60);
+                let end_text = if end == 0 { "24:00".to_string() } else { clock(end) };
+                let names: Vec<&str> = (0..7)
+                    .filter(|day| days & (1 << day) != 0)
+                    .map(|day| ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"][day])
+                    .collect();
+                // Every day is also written without days, as GoKubeDownscaler may.
+                let days_text = if days == 127 && start % 30 == 0 {
+                    String::new()
+                } else {
+                    format!("{} ", names.join(","))
+                };
+                let zone = if utc { " UTC" } else { "" };
+                (
+                    format!("{days_text}{}-{end_text}{zone}", clock(start)),
+                    Meant::Window(days, start, end),
+                )
+            }),
+        1 => "[fromuntilFU0-9TZ:+\\- ]{0,30}".prop_map(|text| (text, Meant::Unknown)),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(600))]
+
+    /// Spans from and until any instant RFC 3339 can name, among windows: no text panics, and
+    /// from 1970 on (the engine's time starts there) the state in force is what
+    /// GoKubeDownscaler reads, and catching up agrees with firing.
+    #[test]
+    fn spans_to_the_ends_of_time_neither_panic_nor_disagree(
+        entries in proptest::collection::vec(entry(), 1..4),
+        uptime in any::<bool>(),
+        (near, shift) in (0..6_usize, -2 * 86_400..2 * 86_400_i64),
+        anywhere in far_instant(),
+        lookback in 1..8 * 86_400_i64,
+    ) {
+        let (key, inside_direction) = if uptime {
+            (UPTIME, Direction::Up)
+        } else {
+            (DOWNTIME, Direction::Down)
+        };
+        let value = entries.iter().map(|(text, _)| text.as_str()).collect::<Vec<_>>().join(", ");
+        let instants: Vec<DateTime<Utc>> = entries
+            .iter()
+            .flat_map(|(_, meant)| match meant {
+                Meant::Span(from, until) => vec![*from, *until],
+                _ => Vec::new(),
+            })
+            .flatten()
+            .collect();
+        let t = instants
+            .get(near)
+            .and_then(|at| at.checked_add_signed(TimeDelta::seconds(shift)))
+            .unwrap_or(anywhere);
+        let Annotations::Scheduled(schedule, recorded) =
+            parse(&annotations(&[(key, value.as_str())]), Tz::UTC)
+        else {
+            // Refused, with its reason: not a panic.
+            return Ok(());
+        };
+        let _ = schedule.next_look(t);
+        if t >= CONSTANT_SINCE {
+            let governing = schedule.in_force(t);
+            prop_assert_eq!(governing, schedule.governing_transition(t));
+            prop_assert!(governing.is_some(), "{} at {}", value, t);
+            let governing = governing.unwrap();
+            prop_assert!(governing.at <= t, "{} at {}: {}", value, t, governing);
+            if let Some(next) = schedule.next_transition(t) {
+                prop_assert!(next.at > t, "{} at {}: {}", value, t, next);
+            }
+            // What GoKubeDownscaler reads: inside while an entry holds. Weekly windows stop at
+            // the year 5000 (with the crons they compile to).
+            let windows: Vec<(u8, usize, usize)> = entries
+                .iter()
+                .filter_map(|(_, meant)| match meant {
+                    Meant::Window(days, start, end) => Some((*days, *start, *end)),
+                    _ => None,
+                })
+                .collect();
+            let known = entries.iter().all(|(_, meant)| !matches!(meant, Meant::Unknown));
+            if known && (windows.is_empty() || t.year() < 4999) {
+                let held = entries.iter().any(|(_, meant)| match meant {
+                    Meant::Span(from, until) => {
+                        from.is_none_or(|from| from <= t) && until.is_none_or(|until| t < until)
+                    }
+                    _ => false,
+                }) || inside(&windows, None, Tz::UTC, t);
+                prop_assert_eq!(
+                    governing.direction == inside_direction,
+                    held,
+                    "{} {:?} at {}: {}", key, value, t, governing
+                );
+            }
+            let start = t.checked_sub_signed(TimeDelta::seconds(lookback)).unwrap_or(t);
+            let mut cursor = start;
+            let mut last_fired = None;
+            while let Some(next) = schedule.next_transition(cursor) {
+                prop_assert!(next.at > cursor, "{} after {}: {}", value, cursor, next);
+                if next.at > t {
+                    break;
+                }
+                last_fired = Some(next);
+                cursor = next.at;
+            }
+            match last_fired {
+                Some(fired) => prop_assert_eq!(governing, fired, "{} at {}", value, t),
+                None => prop_assert_eq!(
+                    Some(governing),
+                    schedule.governing_transition(start),
+                    "{} at {}", value, t
+                ),
+            }
+        }
+        let _ = decide(&Annotations::Scheduled(schedule, recorded), 3, t);
+    }
+}
