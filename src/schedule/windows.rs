@@ -242,11 +242,12 @@ fn instant(text: &str) -> Option<DateTime<Utc>> {
     (at.timestamp_subsec_nanos() < 1_000_000_000).then(|| at.with_timezone(&Utc))
 }
 
-/// Whether `text` starts as a date does (`2026-`): an absolute range, or a mistake in one. A
-/// weekly window starts with a day or a time of day (`08:00-17:00` has digits, then `:`).
+/// Whether `text` starts as a date does, with a year of four digits (`2026-`): an absolute
+/// range, or a mistake in one. A weekly window starts with a day or a time of day
+/// (`08:00-17:00` has digits, then `:`), or with days mistaken for numbers (`1-5`).
 fn is_absolute(text: &str) -> bool {
     let digits = text.bytes().take_while(u8::is_ascii_digit).count();
-    digits > 0 && text.as_bytes().get(digits) == Some(&b'-')
+    digits == 4 && text.as_bytes().get(digits) == Some(&b'-')
 }
 
 /// `2026-12-24T00:00:00+01:00-2027-01-02T00:00:00+01:00`: two RFC 3339 instants joined by `-`,

@@ -964,6 +964,10 @@ fn malformed_windows_are_refused_naming_the_entry() {
             "has `-03:00-04:00 UTC`, whose `-03:00-04:00` is not `HH:MM-HH:MM`",
         ),
         (
+            "1-5 03:00-04:00",
+            "has `1-5 03:00-04:00`, whose `1` is not a day; days are Mon, Tue, Wed, Thu, Fri, Sat, Sun",
+        ),
+        (
             "03:00-04:00 UTC Mon-Fri",
             "has `03:00-04:00 UTC Mon-Fri`, which is not `DAYS HH:MM-HH:MM` with an optional time zone, e.g. `Mon-Fri 07:00-20:00 Europe/Berlin`, or `HH:MM-HH:MM` for every day",
         ),
