@@ -296,7 +296,7 @@ fn parse_directional(text: &str) -> Option<Result<Entry, String>> {
         .iter()
         .find_map(|word| Some((*word, text.strip_prefix(word)?)))
     else {
-        // GoKubeDownscaler reads `From ...` as a weekly window, which it is not: say why.
+        // GoKubeDownscaler takes `From ...` for a weekly window and refuses it: say why here.
         let lower = text.to_ascii_lowercase();
         let word = DIRECTIONS
             .into_iter()
