@@ -1,7 +1,8 @@
 //! Taking over from kube-downscaler, against a real API server: with
 //! `--kube-downscaler-annotations`, what kube-downscaler put to sleep wakes to the count it
-//! recorded at its window's start, what it left awake inside its window stays as it is, and
-//! `status`, `plan` and `restore` read what it left as `run` does.
+//! recorded at its window's start, what it left awake inside its window stays as it is,
+//! GoKubeDownscaler's `downtime: from <instant>` puts a workload to sleep at that instant for
+//! good, and `status`, `plan` and `restore` read what it left as `run` does.
 //!
 //! See `tests/support/mod.rs` for where the API server comes from.
 
@@ -12,11 +13,18 @@ use std::time::Duration;
 use chrono::{DateTime, Timelike, Utc};
 use kube::api::PostParams;
 use serde_json::json;
-use support::{Scenario, eventually, replicas_and_annotations, window_around_now};
+use support::{
+    Scenario, describe, event_time, eventually, last_seen, last_transition, occurrences,
+    replicas_and_annotations, sleep_until, whole_second_in, window_around_now,
+};
 
 const THEIR_ORIGINAL: &str = "downscaler/original-replicas";
 const OURS_ORIGINAL: &str = "cronscaler.dev/original-replicas";
+const LAST: &str = "cronscaler.dev/last-transition";
 const FLAG: &str = "--kube-downscaler-annotations";
+
+/// Lateness we accept from a transition: the timer, one reconcile, a busy 2-core machine.
+const LATENESS: Duration = Duration::from_secs(15);
 
 /// The next whole minute at least 20 s away: kube-downscaler's windows are to the minute.
 fn next_minute() -> DateTime<Utc> {
@@ -123,6 +131,82 @@ async fn what_kube_downscaler_put_to_sleep_wakes_to_its_own_count_at_its_window_
             .iter()
             .all(|event| event.reason.as_deref() != Some("ScaledDown")),
         "nothing sleeps that should not"
+    );
+    controller
+        .assert_stops_cleanly(Duration::from_secs(5))
+        .await;
+    scenario.finish().await;
+}
+
+#[tokio::test]
+async fn downtime_from_an_instant_puts_a_deployment_to_sleep_then_for_good() {
+    let Some(scenario) = Scenario::shared("takeover-from").await else {
+        return;
+    };
+    let mut controller = scenario.start_controller("cronscaler", &[FLAG]);
+    controller.wait_ready().await;
+    let deployments = scenario.deployments();
+    // GoKubeDownscaler's directional span (its main branch after v1.3.4).
+    let down = whole_second_in(15);
+    let from = format!(
+        "from {}",
+        down.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    );
+    deployments
+        .create(
+            &PostParams::default(),
+            &support::deployment("retiring", 2, json!({ "downscaler/downtime": from })),
+        )
+        .await
+        .expect("a Deployment to sleep from an instant on");
+
+    sleep_until(down - chrono::Duration::seconds(1)).await;
+    let (replicas, annotations) = replicas_and_annotations(&deployments, "retiring")
+        .await
+        .expect("the Deployment");
+    assert_eq!(
+        replicas, 2,
+        "awake a second before {from:?}: {annotations:?}"
+    );
+
+    let annotations = eventually("the scale-down to 0", LATENESS, || async {
+        let (replicas, annotations) = replicas_and_annotations(&deployments, "retiring").await?;
+        (replicas == 0).then_some(annotations)
+    })
+    .await;
+    assert_eq!(
+        annotations.get(OURS_ORIGINAL).map(String::as_str),
+        Some("2")
+    );
+    let slept = last_transition(down, "down");
+    assert_eq!(annotations.get(LAST), Some(&slept));
+    let scaled_down = scenario.event("retiring", "ScaledDown", LATENESS).await;
+    let at = event_time(&scaled_down).expect("the Event has an eventTime");
+    assert!(at >= down, "scaled down at {at}, before {from:?}");
+
+    // For good: nothing after, however long one looks.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let (replicas, annotations) = replicas_and_annotations(&deployments, "retiring")
+        .await
+        .expect("the Deployment");
+    assert_eq!(replicas, 0, "still asleep: {annotations:?}");
+    assert_eq!(annotations.get(LAST), Some(&slept), "no later transition");
+    let events = scenario.events("retiring").await;
+    assert_eq!(
+        occurrences(&events, "ScaledDown"),
+        1,
+        "one scale-down:\n{}",
+        describe(&events)
+    );
+    // The state before the instant (awake, as ever) was applied once at creation, changing
+    // nothing; nothing woke it since.
+    assert!(
+        events
+            .iter()
+            .filter(|event| event.reason.as_deref() == Some("ScaledUp"))
+            .all(|event| last_seen(event).is_some_and(|seen| seen < down)),
+        "nothing woke it:\n{}",
+        describe(&events)
     );
     controller
         .assert_stops_cleanly(Duration::from_secs(5))

@@ -83,6 +83,51 @@ fn invalid_annotations_are_listed_with_reasons_and_fail_the_exit_code() {
 }
 
 #[test]
+fn go_kube_downscalers_forms_plan_under_its_flag() {
+    let args = [
+        "-f",
+        "tests/fixtures/plan/go-kube-downscaler.yaml",
+        "--kube-downscaler-annotations",
+        "--from",
+        "2026-11-24T00:00:00Z",
+    ];
+    let (stdout, stderr, code) = plan(&[&args[..], &["--for", "7d"]].concat());
+    assert_eq!(code, 0, "{stderr}");
+    assert_golden(&stdout, "plan-go-kube-downscaler.txt");
+    // `downscaler/downtime: "from 2026-11-26T08:00:00Z"`: awake (a catch-up that changes
+    // nothing), one scale-down at that instant, and nothing in the year after.
+    let (json, stderr, code) = plan(&[&args[..], &["--for", "366d", "-o", "json"]].concat());
+    assert_eq!(code, 0, "{stderr}");
+    let parsed: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let retired: Vec<_> = parsed["transitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|transition| transition["name"] == "retired")
+        .map(|transition| {
+            (
+                transition["at"].as_str().unwrap(),
+                transition["action"].as_str().unwrap(),
+                transition["from"].as_i64().unwrap(),
+                transition["to"].as_i64().unwrap(),
+                transition["catchUp"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        retired,
+        [
+            ("2026-11-24T00:00:00Z", "up", 3, 3, true),
+            ("2026-11-26T08:00:00Z", "down", 3, 0, false),
+        ]
+    );
+    // Without the flag, kube-downscaler's annotations are not a schedule.
+    let (stdout, _, code) = plan(&args[..2]);
+    assert_eq!(code, 0);
+    assert!(!stdout.contains("retired"), "{stdout}");
+}
+
+#[test]
 fn a_missing_manifest_is_named() {
     let (_, stderr, code) = plan(&["-f", "no/such/file.yaml"]);
     assert_ne!(code, 0);

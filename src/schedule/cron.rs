@@ -97,7 +97,7 @@ impl CronSpec {
 
     /// The latest firing at or before `t`.
     pub(super) fn latest_at_or_before(&self, tz: Tz, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        let boundary = first_wall_clock_after(tz, t)?;
+        let boundary = first_wall_clock_after(tz, t)?.min(end_of_search()?);
         let local = self.cron.find_previous_occurrence(&boundary, false).ok()?;
         instant_of(tz, local)
     }
@@ -106,8 +106,15 @@ impl CronSpec {
     pub(super) fn earliest_after(&self, tz: Tz, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
         let boundary = first_wall_clock_after(tz, t)?;
         let local = self.cron.find_next_occurrence(&boundary, true).ok()?;
-        instant_of(tz, local)
+        (local < end_of_search()?).then(|| instant_of(tz, local))?
     }
+}
+
+/// The wall-clock time from which no cron fires. croner gives up searching forward in its
+/// `YEAR_UPPER_LIMIT` (5000), but not backward; ending both searches here keeps catching up
+/// and firing in agreement for the instants GoKubeDownscaler's spans can name (up to 9999).
+fn end_of_search() -> Option<NaiveDateTime> {
+    NaiveDate::from_ymd_opt(croner::YEAR_UPPER_LIMIT, 1, 1).map(|day| day.and_time(NaiveTime::MIN))
 }
 
 /// Whether a parsed pattern matches any date at all.
@@ -595,5 +602,20 @@ mod tests {
             governing("0 0 29 2 *", "Asia/Tokyo", "2027-06-01T00:00:00Z"),
             "2024-02-28T15:00:00Z"
         );
+    }
+
+    #[test]
+    fn the_last_firing_is_in_the_year_4999_looking_forward_or_back() {
+        // `from 9999-12-31T23:59:59Z` and the like ask about such years.
+        let (schedule, _) = scheduled(&[(SCALE_DOWN, "0 20 * * *"), (TIMEZONE, "Asia/Tokyo")]);
+        assert_eq!(
+            governing("0 20 * * *", "Asia/Tokyo", "9999-12-31T23:59:59Z"),
+            "4999-12-31T11:00:00Z"
+        );
+        assert_eq!(
+            schedule.next_transition(at("4999-12-31T10:59:59Z")),
+            Some(down("4999-12-31T11:00:00Z"))
+        );
+        assert_eq!(schedule.next_transition(at("4999-12-31T11:00:00Z")), None);
     }
 }

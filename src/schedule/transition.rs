@@ -155,18 +155,26 @@ pub enum Rule {
 pub const CONSTANT_SINCE: DateTime<Utc> = DateTime::UNIX_EPOCH;
 
 /// A stretch of absolute time in which the state is `direction`, whatever the weekly triggers
-/// say: kube-downscaler's `2026-12-24T00:00:00+01:00-2027-01-02T00:00:00+01:00`.
+/// say: kube-downscaler's `2026-12-24T00:00:00+01:00-2027-01-02T00:00:00+01:00`, and
+/// GoKubeDownscaler's `from 2026-11-26T08:00:00Z` and `until 2026-11-26T08:00:00Z`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Period {
+    /// [`CONSTANT_SINCE`] for one that has always held (`until ...`): without an instant of its
+    /// own, it is applied once, as a constant state is.
     pub from: DateTime<Utc>,
-    /// The first instant after it.
-    pub until: DateTime<Utc>,
+    /// The first instant after it; `None` for one that never ends (`from ...`).
+    pub until: Option<DateTime<Utc>>,
     pub direction: Direction,
 }
 
 impl Period {
     fn holds(&self, t: DateTime<Utc>) -> bool {
-        self.from <= t && t < self.until
+        self.from <= t && self.until.is_none_or(|until| t < until)
+    }
+
+    /// Whether it ended at or before `t`.
+    fn ended_by(&self, t: DateTime<Utc>) -> bool {
+        self.until.is_some_and(|until| until <= t)
     }
 }
 
@@ -179,7 +187,8 @@ pub struct Triggers {
     /// covers the whole week (or none of it), `always` and `never`.
     pub constant: Option<Direction>,
     /// Sorted, and apart: at the first instant after one the state of the week is in force
-    /// again, a transition of its own.
+    /// again, a transition of its own. None starts before [`CONSTANT_SINCE`], and only the last
+    /// may never end.
     pub periods: Vec<Period>,
 }
 
@@ -273,7 +282,7 @@ impl Schedule {
             return Some(Transition::scheduled(period.from, period.direction));
         }
         // A weekly transition inside a period that has ended is outdone by that period's end.
-        let ended = periods.iter().rev().find(|period| period.until <= t);
+        let ended = periods.iter().rev().find(|period| period.ended_by(t));
         let started = ended.map(|period| Transition::scheduled(period.from, period.direction));
         let ended = ended.and_then(|period| self.end_of(period));
         [self.weekly_governing(t), started, ended]
@@ -292,7 +301,11 @@ impl Schedule {
             };
             match periods.iter().find(|period| period.holds(next.at)) {
                 // Look again from just before its end: one at that very instant is the end's.
-                Some(period) => match period.until.checked_sub_signed(TimeDelta::nanoseconds(1)) {
+                // One that never ends outdoes every weekly transition from its start on.
+                Some(period) => match period
+                    .until
+                    .and_then(|until| until.checked_sub_signed(TimeDelta::nanoseconds(1)))
+                {
                     Some(before_end) => cursor = before_end,
                     None => break None,
                 },
@@ -306,7 +319,7 @@ impl Schedule {
             .map(|period| Transition::scheduled(period.from, period.direction));
         let ended = periods
             .iter()
-            .find(|period| period.until > after)
+            .find(|period| period.until.is_some_and(|until| until > after))
             .and_then(|period| self.end_of(period));
         weekly
             .chain(started)
@@ -314,10 +327,11 @@ impl Schedule {
             .min_by_key(|transition| transition.at)
     }
 
-    /// The transition at the end of `period`: the state of the week then.
+    /// The transition at the end of `period`, if it ends: the state of the week then.
     fn end_of(&self, period: &Period) -> Option<Transition> {
-        self.weekly_governing(period.until)
-            .map(|weekly| Transition::scheduled(period.until, weekly.direction))
+        let until = period.until?;
+        self.weekly_governing(until)
+            .map(|weekly| Transition::scheduled(until, weekly.direction))
     }
 
     /// The latest transition of the crons (or the constant state) at or before `t`.

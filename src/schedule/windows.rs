@@ -2,8 +2,9 @@
 //! reverse. A window list is compiled into crons, one per wall-clock time at which the state
 //! changes, so windows run on the one transition engine with its daylight-saving rules. A list
 //! that covers the whole week (or `always`, `never`) is a constant state of that engine, and
-//! kube-downscaler's absolute ranges (`2026-12-24T00:00:00+01:00-2027-01-02T00:00:00+01:00`) are
-//! its periods.
+//! kube-downscaler's absolute ranges (`2026-12-24T00:00:00+01:00-2027-01-02T00:00:00+01:00`)
+//! and GoKubeDownscaler's directional spans (`from 2026-11-26T08:00:00Z`,
+//! `until 2026-11-26T08:00:00Z`) are its periods.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -14,7 +15,7 @@ use chrono_tz::Tz;
 use super::{
     CronSpec, Direction,
     invalid::{InvalidAnnotation, invalid},
-    transition::{Period, Triggers},
+    transition::{CONSTANT_SINCE, Period, Triggers},
 };
 
 const MINUTES_PER_DAY: usize = 24 * 60;
@@ -33,22 +34,28 @@ pub struct Windows {
     pub over_midnight: Vec<String>,
 }
 
-/// One `DAYS HH:MM-HH:MM [ZONE]` entry as written, for messages.
+/// One `[DAYS] HH:MM-HH:MM [ZONE]` entry as written, for messages.
 struct Window {
     text: String,
     days: [bool; 7],
+    /// Whether the entry names its days; without them it holds every day.
+    names_days: bool,
     start: usize,
     end: usize,
     timezone: Option<Tz>,
 }
 
-/// One entry of a list: a weekly window or an absolute range.
+/// One entry of a list: a weekly window, or a span of absolute time.
 enum Entry {
     Weekly(Window),
-    Absolute {
-        from: DateTime<Utc>,
-        until: DateTime<Utc>,
-    },
+    Span(Span),
+}
+
+/// An absolute range, or a directional span with `None` on its open side: `until ...` has
+/// always held, `from ...` never ends.
+struct Span {
+    from: Option<DateTime<Utc>>,
+    until: Option<DateTime<Utc>>,
 }
 
 /// Compiles the value of `key` (`uptime` when `inside` is `Up`, `downtime` when it is `Down`):
@@ -79,11 +86,11 @@ pub fn compile(key: &str, value: &str, inside: Direction) -> Result<Windows, Inv
         ));
     }
     let mut windows = Vec::new();
-    let mut ranges = Vec::new();
+    let mut spans = Vec::new();
     for entry in entries {
         match entry {
             Entry::Weekly(window) => windows.push(window),
-            Entry::Absolute { from, until } => ranges.push((from, until)),
+            Entry::Span(span) => spans.push(span),
         }
     }
     let zones: Vec<Tz> = windows
@@ -102,13 +109,15 @@ pub fn compile(key: &str, value: &str, inside: Direction) -> Result<Windows, Inv
         ));
     }
     let mut triggers = weekly(key, value, &windows, inside)?;
-    triggers.periods = periods(ranges, inside);
+    triggers.periods = periods(spans, inside);
     Ok(Windows {
         triggers,
         timezone: zones.first().copied(),
+        // A window without days runs over every midnight, as in kube-downscaler's Go version:
+        // nothing to point out.
         over_midnight: windows
             .iter()
-            .filter(|window| window.end != 0 && window.end < window.start)
+            .filter(|window| window.names_days && window.end != 0 && window.end < window.start)
             .map(|window| window.text.clone())
             .collect(),
     })
@@ -185,14 +194,33 @@ fn weekly(
     })
 }
 
-/// Absolute ranges as periods in direction `inside`: sorted, and those that overlap or touch
-/// made one, as kube-downscaler takes them together.
-fn periods(mut ranges: Vec<(DateTime<Utc>, DateTime<Utc>)>, inside: Direction) -> Vec<Period> {
-    ranges.sort();
+/// Spans as periods in direction `inside`: sorted, and those that overlap or touch made one, as
+/// kube-downscaler takes them together.
+///
+/// A span that started before 1970 (or has always held) holds since [`CONSTANT_SINCE`]: the
+/// `last-transition` of a constant state is that instant, so an earlier one would count as
+/// applied by any record, kube-downscaler's sleep read as ours among them. Applied once, as a
+/// constant state, it means the same for every instant that comes. One that ended by then never
+/// holds and is left out, as GoKubeDownscaler never finds `until 1969-12-31T00:00:00Z` holding.
+fn periods(spans: Vec<Span>, inside: Direction) -> Vec<Period> {
+    let mut spans: Vec<(DateTime<Utc>, Option<DateTime<Utc>>)> = spans
+        .into_iter()
+        .map(|Span { from, until }| {
+            (
+                from.map_or(CONSTANT_SINCE, |from| from.max(CONSTANT_SINCE)),
+                until,
+            )
+        })
+        .filter(|(from, until)| until.is_none_or(|until| until > *from))
+        .collect();
+    spans.sort_by_key(|(from, _)| *from);
     let mut periods: Vec<Period> = Vec::new();
-    for (from, until) in ranges {
+    for (from, until) in spans {
         match periods.last_mut() {
-            Some(last) if from <= last.until => last.until = last.until.max(until),
+            // Overlapping or touching the last, or after one that never ends: one period.
+            Some(last) if last.until.is_none_or(|end| from <= end) => {
+                last.until = last.until.zip(until).map(|(end, until)| end.max(until));
+            }
             _ => periods.push(Period {
                 from,
                 until,
@@ -203,22 +231,47 @@ fn periods(mut ranges: Vec<(DateTime<Utc>, DateTime<Utc>)>, inside: Direction) -
     periods
 }
 
-/// `2026-12-24T00:00:00+01:00-2027-01-02T00:00:00+01:00`: two RFC 3339 instants joined by `-`.
-/// kube-downscaler writes each with seconds and an offset; fractions and `Z` are read too.
+/// An RFC 3339 instant as GoKubeDownscaler reads it (Go's `time.RFC3339`): `T` between date and
+/// time, `Z` or an offset, seconds below 60, a fraction of a second allowed. chrono alone also
+/// takes `t`, `z`, a space for `T` and a leap second.
+fn instant(text: &str) -> Option<DateTime<Utc>> {
+    if text.as_bytes().get(10) != Some(&b'T') || text.ends_with('z') {
+        return None;
+    }
+    let at = DateTime::parse_from_rfc3339(text).ok()?;
+    (at.timestamp_subsec_nanos() < 1_000_000_000).then(|| at.with_timezone(&Utc))
+}
+
+/// Whether `text` starts as a date does, with a year of four digits (`2026-`): an absolute
+/// range, or a mistake in one. A weekly window starts with a day or a time of day
+/// (`08:00-17:00` has digits, then `:`), or with days mistaken for numbers (`1-5`).
+fn is_absolute(text: &str) -> bool {
+    let digits = text.bytes().take_while(u8::is_ascii_digit).count();
+    digits == 4 && text.as_bytes().get(digits) == Some(&b'-')
+}
+
+/// `2026-12-24T00:00:00+01:00-2027-01-02T00:00:00+01:00`: two RFC 3339 instants joined by `-`,
+/// with spaces around it or not (`2026-12-24T00:00:00Z - 2027-01-02T00:00:00Z`), as in
+/// kube-downscaler. It writes each with seconds and an offset; fractions and `Z` are read too.
 fn parse_absolute(text: &str) -> Result<Entry, String> {
-    let instant = |text: &str| {
-        DateTime::parse_from_rfc3339(text)
-            .ok()
-            .map(|at| at.with_timezone(&Utc))
-    };
     let (from, until) = text
         .match_indices('-')
-        .find_map(|(index, _)| Some((instant(&text[..index])?, instant(&text[index + 1..])?)))
-        .ok_or_else(|| {
-            format!(
+        .find_map(|(index, _)| {
+            Some((
+                instant(text[..index].trim_end_matches(' '))?,
+                instant(text[index + 1..].trim_start_matches(' '))?,
+            ))
+        })
+        .ok_or_else(|| match instant(text) {
+            Some(_) => format!(
+                "has `{text}`, a single instant; a range is two joined by `-`, and a span from \
+                 or until one is `from {text}` or `until {text}`"
+            ),
+            None => format!(
                 "has `{text}`, which is not two RFC 3339 instants joined by `-`, \
-                 e.g. `2026-12-24T00:00:00+01:00-2027-01-02T00:00:00+01:00`"
-            )
+                 e.g. `2026-12-24T00:00:00+01:00-2027-01-02T00:00:00+01:00` or \
+                 `2026-12-24T00:00:00Z - 2027-01-02T00:00:00Z`"
+            ),
         })?;
     if until <= from {
         return Err(format!(
@@ -226,7 +279,56 @@ fn parse_absolute(text: &str) -> Result<Entry, String> {
              (kube-downscaler reads it as never, or as that one instant if both are the same)"
         ));
     }
-    Ok(Entry::Absolute { from, until })
+    Ok(Entry::Span(Span {
+        from: Some(from),
+        until: Some(until),
+    }))
+}
+
+/// GoKubeDownscaler's words for a span open on one side, in lower case only, as there.
+const DIRECTIONS: [&str; 2] = ["from", "until"];
+
+/// `from 2026-11-26T08:00:00Z` (at and after that instant) and `until 2026-11-26T08:00:00Z`
+/// (before it): the word, then optional spaces, an optional `-` and optional spaces, then an
+/// RFC 3339 instant. `None` when `text` does not start with either word in any letter case.
+fn parse_directional(text: &str) -> Option<Result<Entry, String>> {
+    let Some((word, rest)) = DIRECTIONS
+        .iter()
+        .find_map(|word| Some((*word, text.strip_prefix(word)?)))
+    else {
+        // GoKubeDownscaler takes `From ...` for a weekly window and refuses it: say why here.
+        let lower = text.to_ascii_lowercase();
+        let word = DIRECTIONS
+            .into_iter()
+            .find(|word| lower.starts_with(word))?;
+        return Some(Err(format!(
+            "has `{text}`, whose `{}` is not `{word}`: GoKubeDownscaler reads `from` and \
+             `until` in lower case only",
+            &text[..word.len()]
+        )));
+    };
+    let rest = rest.trim();
+    let rest = rest.strip_prefix('-').map_or(rest, str::trim);
+    let example = format!("`{word} 2026-11-26T08:00:00Z`");
+    let Some(at) = instant(rest) else {
+        return Some(Err(if rest.is_empty() {
+            format!("has `{text}`, which names no instant, e.g. {example}")
+        } else {
+            format!("has `{text}`, whose `{rest}` is not an RFC 3339 instant, e.g. {example}")
+        }));
+    };
+    let span = if word == "from" {
+        Span {
+            from: Some(at),
+            until: None,
+        }
+    } else {
+        Span {
+            from: None,
+            until: Some(at),
+        }
+    };
+    Some(Ok(Entry::Span(span)))
 }
 
 /// kube-downscaler's `always` and `never`, in any case.
@@ -235,7 +337,10 @@ fn is_constant(text: &str) -> bool {
 }
 
 fn parse_entry(text: &str) -> Result<Entry, String> {
-    if text.starts_with(|c: char| c.is_ascii_digit()) && text.contains('T') {
+    if let Some(span) = parse_directional(text) {
+        return span;
+    }
+    if is_absolute(text) {
         return parse_absolute(text);
     }
     if is_constant(text) {
@@ -276,19 +381,31 @@ fn split(value: &str) -> Vec<String> {
 
 fn parse_window(text: &str) -> Result<Window, String> {
     let parts: Vec<&str> = text.split_whitespace().collect();
+    // Times of day have a `:` and days do not: `08:00-17:00 UTC` leaves the days out, as
+    // GoKubeDownscaler allows.
+    let times_first = parts.first().is_some_and(|first| first.contains(':'));
     let (days, times, timezone) = match parts.as_slice() {
-        [days, times] => (*days, *times, None),
-        [days, times, zone] => (*days, *times, Some(*zone)),
+        [times] if times_first => (None, *times, None),
+        [times, zone] if times_first => (None, *times, Some(*zone)),
+        [days, times] => (Some(*days), *times, None),
+        [days, times, zone] if !times_first => (Some(*days), *times, Some(*zone)),
         _ => {
             return Err(format!(
                 "has `{text}`, which is not `DAYS HH:MM-HH:MM` with an optional time zone, \
-                 e.g. `Mon-Fri 07:00-20:00 Europe/Berlin`"
+                 e.g. `Mon-Fri 07:00-20:00 Europe/Berlin`, or `HH:MM-HH:MM` for every day"
             ));
         }
     };
-    let days = parse_days(days).map_err(|reason| format!("has `{text}`, whose {reason}"))?;
+    // GoKubeDownscaler takes missing days from its DEFAULT_WEEKFRAME; cronscaler has no week
+    // frame, so a window without days holds every day.
+    let names_days = days.is_some();
+    let days = match days {
+        Some(days) => parse_days(days).map_err(|reason| format!("has `{text}`, whose {reason}"))?,
+        None => [true; 7],
+    };
     let (start, end) = times
         .split_once('-')
+        .filter(|(start, _)| !start.is_empty())
         .ok_or_else(|| format!("has `{text}`, whose `{times}` is not `HH:MM-HH:MM`"))?;
     let start = parse_clock(start, false).map_err(|reason| format!("has `{text}`: {reason}"))?;
     let end = parse_clock(end, true).map_err(|reason| format!("has `{text}`: {reason}"))?;
@@ -308,6 +425,7 @@ fn parse_window(text: &str) -> Result<Window, String> {
     Ok(Window {
         text: text.to_owned(),
         days,
+        names_days,
         start,
         end: end % MINUTES_PER_DAY,
         timezone,
