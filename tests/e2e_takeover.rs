@@ -14,7 +14,7 @@ use chrono::{DateTime, Timelike, Utc};
 use kube::api::PostParams;
 use serde_json::json;
 use support::{
-    Scenario, describe, event_time, eventually, last_seen, last_transition, occurrences,
+    Scenario, describe, event_time, eventually, last_transition, occurrences,
     replicas_and_annotations, sleep_until, whole_second_in, window_around_now,
 };
 
@@ -199,13 +199,17 @@ async fn downtime_from_an_instant_puts_a_deployment_to_sleep_then_for_good() {
         describe(&events)
     );
     // The state before the instant (awake, as ever) was applied once at creation, changing
-    // nothing; nothing woke it since.
-    assert!(
-        events
-            .iter()
-            .filter(|event| event.reason.as_deref() == Some("ScaledUp"))
-            .all(|event| last_seen(event).is_some_and(|seen| seen < down)),
+    // nothing, and told so; nothing scaled it up, then or since.
+    assert_eq!(
+        occurrences(&events, "ScaledUp"),
+        0,
         "nothing woke it:\n{}",
+        describe(&events)
+    );
+    assert_eq!(
+        occurrences(&events, "ScheduleFollowed"),
+        1,
+        "{}",
         describe(&events)
     );
     controller
