@@ -25,10 +25,7 @@ async fn main() -> anyhow::Result<ExitCode> {
     let kube = &cli.kube;
     match cli.command {
         Command::Crd => {
-            print!(
-                "{}",
-                serde_norway::to_string(&Foo::crd()).context("serializing the Foo CRD")?
-            );
+            say(serde_norway::to_string(&Foo::crd()).context("serializing the Foo CRD")?)?;
         }
         Command::Plan(args) => return plan(kube, args).await,
         Command::Restore(args) => return restore(kube, args).await,
@@ -50,6 +47,16 @@ async fn main() -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes `text` to standard output. A reader that stops early (`| head`) has what it wanted:
+/// the rest is dropped quietly, where `print!` would panic.
+fn say(text: impl std::fmt::Display) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    match write!(std::io::stdout().lock(), "{text}") {
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        written => written.context("writing to standard output"),
+    }
 }
 
 /// Writes an override on demand and says what the controller will do with it.
@@ -75,19 +82,17 @@ async fn on_demand(
     let client = kubeconfig::client(kube)
         .await
         .context("connecting to the Kubernetes API server")?;
-    println!(
-        "{}",
-        set_override(
-            &client,
-            &target,
-            direction,
-            requested,
-            now,
-            max,
-            args.default_timezone.zone
-        )
-        .await?
-    );
+    let said = set_override(
+        &client,
+        &target,
+        direction,
+        requested,
+        now,
+        max,
+        args.default_timezone.zone,
+    )
+    .await?;
+    say(format!("{said}\n"))?;
     Ok(())
 }
 
@@ -149,10 +154,10 @@ async fn restore(kube: &KubeArgs, args: RestoreArgs) -> anyhow::Result<ExitCode>
         all_ok &= namespaces_ok;
     }
     for line in &lines {
-        println!("{line}");
+        say(format!("{line}\n"))?;
     }
     if lines.is_empty() {
-        println!("nothing to restore");
+        say("nothing to restore\n")?;
     }
     Ok(if all_ok {
         ExitCode::SUCCESS
@@ -190,8 +195,8 @@ async fn show_status(kube: &KubeArgs, args: StatusArgs) -> anyhow::Result<()> {
         now,
     );
     match args.output {
-        StatusFormat::Table => print!("{}", status::render_table(&status, now)),
-        StatusFormat::Json => println!("{}", serde_json::to_string_pretty(&status)?),
+        StatusFormat::Table => say(status::render_table(&status, now))?,
+        StatusFormat::Json => say(format!("{}\n", serde_json::to_string_pretty(&status)?))?,
     }
     Ok(())
 }
@@ -230,16 +235,16 @@ async fn plan(kube: &KubeArgs, args: PlanArgs) -> anyhow::Result<ExitCode> {
     };
     let savings = plan::savings(&plan.timelines, prices);
     match args.output {
-        OutputFormat::Table => print!("{}", plan::render_table(&plan, &savings)),
-        OutputFormat::Json => println!(
-            "{}",
+        OutputFormat::Table => say(plan::render_table(&plan, &savings))?,
+        OutputFormat::Json => say(format!(
+            "{}\n",
             serde_json::to_string_pretty(&plan::WithSavings {
                 plan: &plan,
                 savings: &savings
             })?
-        ),
+        ))?,
         OutputFormat::Svg => {
-            print!("{}", plan::render_svg(&plan, &savings, from, until));
+            say(plan::render_svg(&plan, &savings, from, until))?;
             // The chart draws what is planned; what cannot be is said where a person looks.
             for object in &plan.invalid {
                 eprintln!(

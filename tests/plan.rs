@@ -309,3 +309,27 @@ fn an_invalid_object_is_said_on_stderr_beside_the_chart() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_reader_that_stops_early_gets_no_panic() {
+    use std::io::Read as _;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cronscaler"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["plan", "-f", "examples/", "--for", "366d", "-o", "json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let mut head = [0; 1024];
+    child
+        .stdout
+        .take()
+        .expect("its standard output")
+        .read_exact(&mut head)
+        .expect("the start of the plan");
+    // `| head -c 1024`: the pipe is closed here, with megabytes of plan still to come.
+    let output = child.wait_with_output().expect("it ends");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+}
