@@ -88,8 +88,9 @@ impl KindSpec {
         let name = self.name.to_ascii_lowercase();
         text == name
             || self.aliases.contains(&text.as_str())
-            || text
-                .strip_suffix(self.group)
+            || (!self.group.is_empty())
+                .then(|| text.strip_suffix(self.group))
+                .flatten()
                 .and_then(|rest| rest.strip_suffix('.'))
                 .is_some_and(|rest| rest == name || self.aliases.contains(&rest))
     }

@@ -674,7 +674,7 @@ fn amounts(kind: TargetKind, from: i32, to: i32) -> (String, String) {
 
 /// The reason of a transition applied to an object already where it puts it: recorded, and
 /// told, but never as a scale that did not happen.
-pub const SCHEDULE_FOLLOWED: &str = "ScheduleFollowed";
+const SCHEDULE_FOLLOWED: &str = "ScheduleFollowed";
 
 fn describe_scheduled(
     kind: TargetKind,

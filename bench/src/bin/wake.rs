@@ -350,6 +350,16 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[index]
 }
 
+/// `latency: p50 .., p99 .., max ..` of `sorted`, which must not be empty.
+fn latency_line(sorted: &[Duration]) -> String {
+    format!(
+        "latency: p50 {}, p99 {}, max {}",
+        ms(percentile(sorted, 0.50)),
+        ms(percentile(sorted, 0.99)),
+        ms(percentile(sorted, 1.0))
+    )
+}
+
 /// The process's open file descriptors.
 fn open_fds() -> anyhow::Result<usize> {
     Ok(std::fs::read_dir("/proc/self/fd")
@@ -442,12 +452,7 @@ async fn flood(args: &Args, port: u16, seen: &Seen, before: u64) -> anyhow::Resu
         took.as_secs_f64(),
         latencies.len() as f64 / took.as_secs_f64()
     );
-    println!(
-        "latency: p50 {}, p99 {}, max {}",
-        ms(percentile(&latencies, 0.50)),
-        ms(percentile(&latencies, 0.99)),
-        ms(percentile(&latencies, 1.0))
-    );
+    println!("{}", latency_line(&latencies));
     println!(
         "resident memory: {} before the backend, {} after the flood",
         mib(before),
@@ -718,12 +723,7 @@ async fn status_flood(port: u16, seen: &Seen) -> anyhow::Result<bool> {
         polls.len() as f64 / took.as_secs_f64()
     );
     if !latencies.is_empty() {
-        println!(
-            "latency: p50 {}, p99 {}, max {}",
-            ms(percentile(&latencies, 0.50)),
-            ms(percentile(&latencies, 0.99)),
-            ms(percentile(&latencies, 1.0))
-        );
+        println!("{}", latency_line(&latencies));
     }
     println!(
         "API server: {lists} LISTs, {:.1} per second (at most {most_lists_in_a_second} in one second), {} patches",
