@@ -100,6 +100,14 @@ fn the_cluster_role_grants_exactly_what_the_controller_uses() {
         // Scheduled scaling: metadata watch, read, patch.
         grant("apps", "statefulsets", &["get", "list", "watch", "patch"]),
         grant("batch", "cronjobs", &["get", "list", "watch", "patch"]),
+        grant("batch", "jobs", &["get", "list", "watch", "patch"]),
+        // KEDA's, paused for the night by annotation.
+        grant(
+            "keda.sh",
+            "scaledobjects",
+            &["get", "list", "watch", "patch"],
+        ),
+        grant("keda.sh", "scaledjobs", &["get", "list", "watch", "patch"]),
         // Scheduled scaling: watch HPAs, hold their bounds for the night and give them back.
         grant(
             "autoscaling",
@@ -219,4 +227,44 @@ fn the_kustomization_installs_every_manifest() {
         })
         .collect();
     assert_eq!(listed, present);
+}
+
+#[test]
+fn every_kind_the_controller_knows_is_granted_by_default_or_in_an_optional_role() {
+    let objects = all_objects();
+    let default = grants(find(&objects, "ClusterRole", "cronscaler"));
+    let optional: Vec<Value> = yaml_files("rbac/optional")
+        .iter()
+        .flat_map(|path| documents(path))
+        .filter(|object| object["kind"] == "ClusterRole")
+        .collect();
+    let needed = ["get", "list", "watch", "patch"];
+    for kind in cronscaler::scaling::target::TargetKind::catalogue() {
+        let spec = kind.spec();
+        let granted = |role: &BTreeSet<(String, String, BTreeSet<String>)>| {
+            role.iter().any(|(group, resource, verbs)| {
+                group == spec.group
+                    && resource == spec.plural
+                    && needed.iter().all(|verb| verbs.contains(*verb))
+            })
+        };
+        if spec.by_default {
+            assert!(
+                granted(&default),
+                "{} is slept by default: rbac/cluster-role.yaml grants it",
+                spec.name
+            );
+        } else {
+            assert!(
+                !granted(&default),
+                "{} is not slept by default: the default ClusterRole does not reach it",
+                spec.name
+            );
+            assert!(
+                optional.iter().any(|role| granted(&grants(role))),
+                "rbac/optional/ has a ClusterRole for {}",
+                spec.qualified()
+            );
+        }
+    }
 }

@@ -172,8 +172,8 @@ fn what_is_skipped_is_said_on_stderr_and_stdout_stays_the_plan() {
         "1d",
     ];
     let expected = [
-        "skipped tests/fixtures/plan/skipped.yaml: document 1: Service staging/web: not a Deployment, StatefulSet, CronJob or Foo",
-        "skipped tests/fixtures/plan/skipped.yaml: document 2: ConfigMap settings: not a Deployment, StatefulSet, CronJob or Foo",
+        "skipped tests/fixtures/plan/skipped.yaml: document 1: Service staging/web: not of a kind cronscaler puts to sleep",
+        "skipped tests/fixtures/plan/skipped.yaml: document 2: ConfigMap settings: not of a kind cronscaler puts to sleep",
         "skipped tests/fixtures/plan/skipped.yaml: document 3: orphan: no kind",
         "skipped tests/fixtures/plan/skipped.yaml: document 4, items[0]: Deployment: no metadata.name",
         "skipped tests/fixtures/plan/skipped.yaml: document 4, items[1]: List: a List inside a List is not expanded",

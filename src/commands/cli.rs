@@ -14,7 +14,11 @@ use clap::{Args, CommandFactory as _, FromArgMatches as _, Parser, Subcommand, V
 
 use ipnet::IpNet;
 
-use crate::{ops::logs::LogFormat, wake::route::parse_trusted_proxy};
+use crate::{
+    ops::logs::LogFormat,
+    scaling::target::{DEFAULT_KINDS, KindName},
+    wake::route::parse_trusted_proxy,
+};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -101,7 +105,7 @@ pub struct KubeArgs {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the controllers against the cluster of the current kubeconfig (or in-cluster config).
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Print the Foo CustomResourceDefinition as YAML.
     Crd,
     /// List every scheduled transition in a time window, from manifests or the live cluster.
@@ -239,6 +243,13 @@ pub struct RunArgs {
     /// CronJobs; the reverse at night) waits for the steps before it to be available; at most 1d.
     #[arg(long, env = "CRONSCALER_WAKE_STEP_TIMEOUT", default_value = "5m", value_parser = up_to_1d)]
     pub wake_step_timeout: std::time::Duration,
+
+    /// The kinds put to sleep, as `Kind.group` (`Rollout.argoproj.io`), comma-separated: the
+    /// catalogue's (Deployment, StatefulSet, CronJob, Job, Foo, KEDA's ScaledObject and
+    /// ScaledJob, Argo Rollout, CloudNativePG Cluster), or any other kind with a scale
+    /// subresource. One not installed is taken in when its CRD appears.
+    #[arg(long, env = "CRONSCALER_KINDS", value_delimiter = ',', default_value = DEFAULT_KINDS)]
+    pub kinds: Vec<KindName>,
 
     /// At most this many Namespaces wake at once (0: any number); the others wait their turn,
     /// the one to be ready earliest first. Overrides (`cronscaler wake`, requests) never wait.
@@ -462,7 +473,7 @@ mod tests {
     fn run_args(args: &[&str]) -> Result<RunArgs, clap::Error> {
         let cli = Cli::try_parse_from(["cronscaler", "run"].iter().chain(args))?;
         match cli.command {
-            Command::Run(run) => Ok(run),
+            Command::Run(run) => Ok(*run),
             other => panic!("parsed as {other:?}"),
         }
     }

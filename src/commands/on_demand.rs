@@ -83,8 +83,7 @@ impl OverrideTarget {
         };
         let bad = || OverrideError::Target(object.to_string());
         let (kind, name) = object.split_once('/').ok_or_else(bad)?;
-        let kind = TargetKind::ALL
-            .into_iter()
+        let kind = TargetKind::catalogue()
             .find(|candidate| candidate.spec().is_named_by(kind))
             .ok_or_else(bad)?;
         if name.is_empty() || name.contains('/') {

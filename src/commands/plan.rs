@@ -507,8 +507,9 @@ fn apply_annotations(
     annotations: &mut BTreeMap<String, String>,
     change: &ScaleChange,
 ) {
+    let before = annotations.clone();
     for (key, value) in change.annotation_updates() {
-        let (key, value) = kind.written(key, value);
+        let (key, value) = kind.written(key, value, &before);
         match value {
             Some(value) => annotations.insert(key.to_string(), value),
             None => annotations.remove(key),
@@ -527,7 +528,7 @@ pub use chart::{Mark, MarkKind, render_svg};
 pub use manifests::{
     Location, Manifests, SkipReason, Skipped, parse_manifests, read_cluster, read_manifests,
 };
-pub(crate) use manifests::{list, list_namespaces, namespace_schedules};
+pub(crate) use manifests::{list_namespaces, namespace_schedules};
 pub use quantity::{QuantityError, parse_quantity};
 pub use render::render_table;
 pub use savings::{Prices, Savings, Workload, savings};

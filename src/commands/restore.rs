@@ -252,12 +252,7 @@ async fn restore_object(
         .filter(|_| kube_downscaler && target.kind.reads_kube_downscaler_records())
         .filter_map(|(key, _)| schedule::kube_downscaler::superseded_by(key));
     let removed: Vec<&str> = overrides.iter().copied().chain(superseded).collect();
-    let patch = patch_for(
-        target.kind,
-        change.as_ref(),
-        &removed,
-        observed.resource_version.as_deref(),
-    );
+    let patch = patch_for(target.kind, change.as_ref(), &removed, observed);
     let removed = if overrides.is_empty() {
         String::new()
     } else {
@@ -465,7 +460,8 @@ mod tests {
 
     /// A Deployment scaled down from 3 at 20:00 by a scale-down cron alone, found with `replicas`.
     fn scaled_down(name: &str, replicas: i32) -> (PlanObject, Value) {
-        let deployment: k8s_openapi::api::apps::v1::Deployment = serde_json::from_value(json!({
+        let deployment: kube::api::DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
             "metadata": {
                 "name": name, "namespace": "staging", "resourceVersion": "77",
                 "annotations": {
@@ -482,7 +478,7 @@ mod tests {
                 kind: TargetKind::Deployment,
                 key: ObjectKey::new("staging", name),
             },
-            observed: TargetState::of_deployment(&deployment),
+            observed: TargetState::of_object(TargetKind::Deployment, &deployment),
             hpas: Vec::new(),
             workload: Default::default(),
         };

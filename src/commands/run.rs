@@ -10,11 +10,9 @@ use std::{
 };
 
 use chrono::{DateTime, TimeDelta, Utc};
+use futures::StreamExt;
 use k8s_openapi::api::{
-    apps::v1::{Deployment, StatefulSet},
-    autoscaling::v2::HorizontalPodAutoscaler,
-    batch::v1::CronJob,
-    core::v1::Namespace,
+    apps::v1::Deployment, autoscaling::v2::HorizontalPodAutoscaler, core::v1::Namespace,
 };
 use kube::{
     Api, Client, Resource, ResourceExt,
@@ -42,9 +40,10 @@ use crate::{
         http::{self, AliveGuard, Health},
         listener::Acceptor,
         memory,
-        metrics::Metrics,
+        metrics::{KindLabels, Metrics},
     },
     runtime::{
+        api_errors::is_status,
         budget::RequestBudget,
         events::Events,
         key::ObjectKey,
@@ -61,7 +60,7 @@ use crate::{
         hpa::HpaIndex,
         key::ScalingKey,
         namespaces::NamespaceSchedules,
-        on_demand,
+        objects, on_demand,
         policies::declarations::Declarations,
         target::TargetKind,
         timer::{Clock, Timer, system_clock},
@@ -115,6 +114,9 @@ fn raise_open_files_limit() -> u64 {
         }
     }
 }
+
+/// A kind scheduled scaling sleeps, and the tracker of its objects' schedules.
+type Tracked = (TargetKind, Arc<Mutex<Tracker>>);
 
 /// How long the workload watches wait for the Namespaces' first listing, and scaling for the
 /// HPAs'.
@@ -205,10 +207,13 @@ pub async fn run(
                 .with_asleep(asleep),
         ))
     };
-    let foo_schedules = tracker(TargetKind::Foo);
-    let deployment_schedules = tracker(TargetKind::Deployment);
-    let stateful_set_schedules = tracker(TargetKind::StatefulSet);
-    let cron_job_schedules = tracker(TargetKind::CronJob);
+    let kinds = objects::resolve(&client, &args.kinds).await;
+    let tracked: Vec<Tracked> = kinds.iter().map(|kind| (*kind, tracker(*kind))).collect();
+    // A Foo's schedule is read from the Foo controller's own watch of Foos.
+    let foo_schedules = tracked
+        .iter()
+        .find(|(kind, _)| *kind == TargetKind::Foo)
+        .map(|(_, tracker)| tracker.clone());
 
     // Foos are watched whether or not the CRD is installed: without it the watch retries every
     // few seconds and the Foo controller starts the moment it appears. Scheduled scaling of
@@ -223,7 +228,9 @@ pub async fn run(
     let foo_feed = {
         let (schedules, queue, clock) = (foo_schedules.clone(), queue.clone(), clock.clone());
         drive(foo_watch, "Foos", outage.clone(), move |event| {
-            lock(&schedules).handle(event, clock());
+            if let Some(schedules) = &schedules {
+                lock(schedules).handle(event, clock());
+            }
             if let Some(key) = touched(event).and_then(ObjectKey::of) {
                 queue.add(WorkKey::Foo(key));
             }
@@ -259,11 +266,11 @@ pub async fn run(
     let first_listings = FirstListings::new(namespaces_gate.clone());
     let relist = Relist {
         client: client.clone(),
-        workloads: vec![
-            (TargetKind::Deployment, deployment_schedules.clone()),
-            (TargetKind::StatefulSet, stateful_set_schedules.clone()),
-            (TargetKind::CronJob, cron_job_schedules.clone()),
-        ],
+        workloads: tracked
+            .iter()
+            .filter(|(kind, _)| kind.spec().follows_namespace)
+            .cloned()
+            .collect(),
         clock: clock.clone(),
         queue: queue.clone(),
     };
@@ -297,41 +304,28 @@ pub async fn run(
         )
     });
 
-    // Every Deployment, StatefulSet and CronJob, as metadata only and kept nowhere: the
-    // trackers keep what they need of the annotated ones. Their first lists go one after
-    // another, so the start-up peak holds one page being decoded, not three.
-    let deployments_listed = watch::Sender::new(false);
-    let stateful_sets_listed = watch::Sender::new(false);
-    let cron_jobs_listed = watch::Sender::new(false);
-    let all_deployments = metadata_feed::<Deployment>(
-        &client,
-        namespace,
-        "Deployments",
-        &deployment_schedules,
-        &clock,
-        &outage,
-        (namespaces_listed.clone(), deployments_listed.clone()),
-    );
-    let all_stateful_sets = metadata_feed::<StatefulSet>(
-        &client,
-        namespace,
-        "StatefulSets",
-        &stateful_set_schedules,
-        &clock,
-        &outage,
-        (deployments_listed.subscribe(), stateful_sets_listed.clone()),
-    );
-    let all_cron_jobs = metadata_feed::<CronJob>(
-        &client,
-        namespace,
-        "CronJobs",
-        &cron_job_schedules,
-        &clock,
-        &outage,
-        (stateful_sets_listed.subscribe(), cron_jobs_listed.clone()),
-    );
+    // Every object of every kind but the Foo, as metadata only and kept nowhere: the trackers
+    // keep what they need of the annotated ones. Their first lists go one after another, so
+    // the start-up peak holds one page being decoded, not one per kind.
+    let mut after = namespaces_listed.clone();
+    let mut kind_feeds = Vec::new();
+    for (kind, tracker) in tracked.iter().filter(|(kind, _)| *kind != TargetKind::Foo) {
+        let listed = watch::Sender::new(false);
+        let feed = metadata_feed(
+            &client,
+            namespace,
+            (*kind, tracker),
+            &clock,
+            &outage,
+            (after, listed.clone()),
+            &metrics,
+        );
+        after = listed.subscribe();
+        kind_feeds.push((*kind, feed));
+    }
+    let workloads_listed = after;
     tokio::spawn({
-        let mut listed = cron_jobs_listed.subscribe();
+        let mut listed = workloads_listed.clone();
         async move {
             if listed.wait_for(|done| *done).await.is_ok() {
                 memory::give_back_free_memory();
@@ -343,10 +337,11 @@ pub async fn run(
         &client,
         namespace,
         &hpas,
-        vec![
-            (TargetKind::Deployment, deployment_schedules.clone()),
-            (TargetKind::StatefulSet, stateful_set_schedules.clone()),
-        ],
+        tracked
+            .iter()
+            .filter(|(kind, _)| kind.spec().hpa_target)
+            .cloned()
+            .collect(),
         &clock,
         &outage,
     );
@@ -372,19 +367,14 @@ pub async fn run(
         }
     });
 
-    let mut feeds = vec![
-        tokio::spawn(while_alive(
-            health.alive("watch of Deployments"),
-            all_deployments,
-        )),
-        tokio::spawn(while_alive(
-            health.alive("watch of StatefulSets"),
-            all_stateful_sets,
-        )),
-        tokio::spawn(while_alive(
-            health.alive("watch of CronJobs"),
-            all_cron_jobs,
-        )),
+    let mut feeds: Vec<JoinHandle<()>> = kind_feeds
+        .into_iter()
+        .map(|(kind, feed)| {
+            let alive = health.alive(format!("watch of {}", kind.spec().plural));
+            tokio::spawn(while_alive(alive, feed))
+        })
+        .collect();
+    feeds.extend([
         tokio::spawn(while_alive(health.alive("watch of Foos"), foo_feed)),
         tokio::spawn(while_alive(
             health.alive("watch of HorizontalPodAutoscalers"),
@@ -394,7 +384,7 @@ pub async fn run(
             health.alive("watch of Deployments owned by Foos"),
             owned_feed,
         )),
-    ];
+    ]);
     if let Some((namespace_feed, policy_feed, sleep_schedule_feed)) = namespace_feeds {
         feeds.push(tokio::spawn(while_alive(
             health.alive("watch of Namespaces"),
@@ -418,15 +408,10 @@ pub async fn run(
         let (foos, queue, clock) = (foo_store.clone(), queue.clone(), clock.clone());
         let namespaces = namespaces.clone();
         let first_listings = first_listings.clone();
-        let trackers = [
-            foo_schedules,
-            deployment_schedules,
-            stateful_set_schedules,
-            cron_job_schedules,
-        ];
+        let trackers = tracked.clone();
         move || {
             let now = clock();
-            for tracker in &trackers {
+            for (_, tracker) in &trackers {
                 lock(tracker).resync(now);
             }
             for namespace in namespaces.scheduled() {
@@ -545,7 +530,8 @@ pub async fn run(
             policies: policy_store,
             schedules: sleep_schedule_store,
         })
-        .with_workloads_listed(cron_jobs_listed.subscribe()),
+        .with_workloads_listed(workloads_listed)
+        .with_kinds(kinds),
         clock,
         metrics: metrics.clone(),
     });
@@ -601,30 +587,48 @@ pub async fn run(
 /// peak low: a page is decoded whole, and objects can carry large annotations
 /// (last-applied-configuration). The first list waits for `after` (the kinds listed before
 /// this one, at most [`FIRST_LISTING_WAIT`], so one that cannot be listed holds back no other),
-/// and says on `listed` when it is done.
-fn metadata_feed<K>(
+/// and says on `listed` when it is done, or cannot be (a kind not installed, or forbidden: it is
+/// taken in when it can be, and `cronscaler_kind_ready` says which it is).
+fn metadata_feed(
     client: &Client,
     namespace: Option<&str>,
-    what: &'static str,
-    schedules: &Arc<Mutex<Tracker>>,
+    (kind, schedules): (TargetKind, &Arc<Mutex<Tracker>>),
     clock: &Clock,
     outage: &Outage,
     (after, listed): (watch::Receiver<bool>, watch::Sender<bool>),
-) -> impl Future<Output = ()> + use<K>
-where
-    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + 'static,
-{
+    metrics: &Metrics,
+) -> impl Future<Output = ()> + use<> {
+    let resource = kind.api_resource();
+    let api: Api<WatchedMeta> = match namespace {
+        Some(namespace) => Api::namespaced_with(client.clone(), namespace, &resource),
+        None => Api::all_with(client.clone(), &resource),
+    };
+    let ready = metrics
+        .kind_ready
+        .get_or_create(&KindLabels {
+            kind: kind.spec().qualified(),
+        })
+        .clone();
     let watch = watcher(
-        scoped_api::<WatchedMeta<K>>(client, namespace),
+        api,
         watcher::Config::default().page_size(METADATA_PAGE_SIZE),
     )
-    .backoff(WatchBackoff::default());
+    .backoff(WatchBackoff::default())
+    .inspect({
+        let listed = listed.clone();
+        move |item| match item {
+            Ok(watcher::Event::InitDone) => {
+                ready.set(1);
+            }
+            Ok(_) => {}
+            Err(_) => {
+                ready.set(0);
+                listed.send_replace(true);
+            }
+        }
+    });
     let (schedules, clock, outage) = (schedules.clone(), clock.clone(), outage.clone());
+    let what = kind.spec().plural;
     let mut after = after;
     async move {
         // Listed before the Namespaces' schedules are known, a workload would be looked at
@@ -727,26 +731,17 @@ fn end_override_in_time(
 async fn relist_namespace(
     client: Client,
     namespace: String,
-    workloads: Vec<(TargetKind, Arc<Mutex<Tracker>>)>,
+    workloads: Vec<Tracked>,
     clock: Clock,
 ) {
     for (kind, tracker) in workloads {
         let mut delays = WatchBackoff::default().take(5);
         loop {
-            let listed = match kind {
-                TargetKind::Deployment => {
-                    relist::<Deployment>(&client, &namespace, &tracker, &clock).await
-                }
-                TargetKind::StatefulSet => {
-                    relist::<StatefulSet>(&client, &namespace, &tracker, &clock).await
-                }
-                TargetKind::CronJob => {
-                    relist::<CronJob>(&client, &namespace, &tracker, &clock).await
-                }
-                TargetKind::Foo => Ok(()),
-            };
+            let listed = relist(&client, kind, &namespace, &tracker, &clock).await;
             match (listed, delays.next()) {
                 (Ok(()), _) => break,
+                // Not installed: nothing of it to follow the schedule.
+                (Err(error), _) if is_status(&error, 404) => break,
                 (Err(error), Some(delay)) => {
                     tracing::debug!(%error, namespace, %kind, "listing a namespace's workloads failed; retrying");
                     tokio::time::sleep(delay).await;
@@ -760,19 +755,15 @@ async fn relist_namespace(
     }
 }
 
-async fn relist<K>(
+async fn relist(
     client: &Client,
+    kind: TargetKind,
     namespace: &str,
     tracker: &Mutex<Tracker>,
     clock: &Clock,
-) -> Result<(), kube::Error>
-where
-    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug,
-{
-    let api: Api<WatchedMeta<K>> = Api::namespaced(client.clone(), namespace);
+) -> Result<(), kube::Error> {
+    let api: Api<WatchedMeta> =
+        Api::namespaced_with(client.clone(), namespace, &kind.api_resource());
     let api = &api;
     let objects = all_pages(METADATA_PAGE_SIZE, |params| async move {
         api.list(&params).await
@@ -789,7 +780,7 @@ fn hpa_feed(
     client: &Client,
     namespace: Option<&str>,
     hpas: &HpaIndex,
-    workloads: Vec<(TargetKind, Arc<Mutex<Tracker>>)>,
+    workloads: Vec<Tracked>,
     clock: &Clock,
     outage: &Outage,
 ) -> impl Future<Output = ()> + use<> {

@@ -7,6 +7,7 @@
 //! ready as the leader or as a warm standby.
 
 use std::{
+    borrow::Cow,
     convert::Infallible,
     sync::{
         Arc, Mutex, PoisonError,
@@ -32,7 +33,7 @@ const REQUEST_DEADLINE: Duration = Duration::from_secs(10);
 #[derive(Debug, Default)]
 pub struct Health {
     ready: AtomicBool,
-    ended: Mutex<Vec<&'static str>>,
+    ended: Mutex<Vec<Cow<'static, str>>>,
 }
 
 impl Health {
@@ -42,10 +43,10 @@ impl Health {
 
     /// Marks a long-running task as alive for as long as the returned guard lives: dropping it,
     /// which a task's end or panic does, makes the process unhealthy.
-    pub fn alive(self: &Arc<Self>, task: &'static str) -> AliveGuard {
+    pub fn alive(self: &Arc<Self>, task: impl Into<Cow<'static, str>>) -> AliveGuard {
         AliveGuard {
             health: self.clone(),
-            task,
+            task: task.into(),
         }
     }
 
@@ -69,7 +70,7 @@ impl Health {
 
 pub struct AliveGuard {
     health: Arc<Health>,
-    task: &'static str,
+    task: Cow<'static, str>,
 }
 
 impl Drop for AliveGuard {
@@ -78,7 +79,7 @@ impl Drop for AliveGuard {
             .ended
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .push(self.task);
+            .push(self.task.clone());
     }
 }
 

@@ -119,7 +119,7 @@ impl EncodeLabelValue for Outcome {
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ScaleLabels {
-    /// `Deployment`, `StatefulSet`, `CronJob` or `Foo`.
+    /// The kind's name (`Deployment`, `Rollout`).
     pub kind: &'static str,
     pub direction: ScaleDirection,
     pub result: Outcome,
@@ -130,11 +130,17 @@ pub struct ResultLabels {
     pub result: Outcome,
 }
 
+/// A kind `--kinds` names, as `Kind.group`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct KindLabels {
+    pub kind: String,
+}
+
 /// Where what sleeps is.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct AsleepLabels {
     pub namespace: String,
-    /// `Deployment`, `StatefulSet`, `CronJob` or `Foo`.
+    /// The kind's name (`Deployment`, `Rollout`).
     pub kind: &'static str,
 }
 
@@ -146,6 +152,7 @@ pub struct Metrics {
     pub invalid_schedules: Gauge,
     pub objects_asleep: Family<AsleepLabels, Gauge>,
     pub replicas_asleep: Family<AsleepLabels, Gauge>,
+    pub kind_ready: Family<KindLabels, Gauge>,
     pub foo_reconciles: Family<ResultLabels, Counter>,
     pub foo_reconcile_duration: Histogram,
     pub workqueue_depth: Gauge,
@@ -169,6 +176,7 @@ impl Metrics {
             invalid_schedules: Gauge::default(),
             objects_asleep: Family::default(),
             replicas_asleep: Family::default(),
+            kind_ready: Family::default(),
             foo_reconciles: Family::default(),
             foo_reconcile_duration: Histogram::new(exponential_buckets(0.001, 2.0, 16)),
             workqueue_depth: Gauge::default(),
@@ -210,6 +218,11 @@ impl Metrics {
             "replicas_asleep",
             "Replicas the objects asleep withhold: original-replicas minus down-replicas",
             metrics.replicas_asleep.clone(),
+        );
+        registry.register(
+            "kind_ready",
+            "1 while the objects of a kind --kinds names are watched; 0 while they cannot be (its CRD is not installed, or RBAC does not let the controller read them)",
+            metrics.kind_ready.clone(),
         );
         registry.register(
             "foo_reconciles",

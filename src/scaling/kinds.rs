@@ -1,7 +1,7 @@
 //! How each kind of workload sleeps, as data: one row a kind, read by everything that would
 //! otherwise ask "is it a CronJob?". The schedule rules speak of replicas; a kind whose sleep is
-//! on or off (a CronJob's `spec.suspend`) is seen as 1 replica awake and 0 asleep, and its row
-//! says how that reads and is written back.
+//! on or off (a CronJob's `spec.suspend`, a CloudNativePG Cluster's hibernation annotation) is
+//! seen as 1 replica awake and 0 asleep, and its row says how that reads and is written back.
 
 use std::collections::BTreeMap;
 
@@ -17,6 +17,54 @@ pub enum Sleep {
     /// On or off: `spec.suspend: true` while asleep. The value it had awake is remembered in
     /// `cronscaler.dev/original-suspend`, so one suspended before the night stays suspended.
     Suspend,
+    /// On or off: the annotation `key` set to `asleep` while asleep, for a controller that reads
+    /// it (KEDA, CloudNativePG). The value it had is remembered in `cronscaler.dev/original-value`
+    /// (empty when it had none) and given back at the wake; one it had none of gets `awake`, or
+    /// loses the annotation when `awake` is `None`.
+    Annotation {
+        key: &'static str,
+        asleep: &'static str,
+        awake: Option<&'static str>,
+    },
+}
+
+/// How far a woken or slept object has got, from its status: for ordered wakes and the wake-up
+/// page. Paths are JSON pointers into the object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Settling {
+    /// Replicas (instances) ready to serve.
+    pub available: &'static str,
+    /// Replicas (instances) still running, whatever their state.
+    pub running: &'static str,
+    /// What it runs awake, when its sleep value is not the count itself (a hibernated
+    /// database's instances).
+    pub wanted: Option<&'static str>,
+    /// Whether its status says which generation it describes (`status.observedGeneration`, an
+    /// integer or, on an Argo Rollout, a string).
+    pub generation: bool,
+}
+
+impl Settling {
+    /// Whether an object whose status is in `object` (all of it but its metadata), at
+    /// `generation`, with the sleep value `replicas`, has woken as far as it asks (first) and
+    /// slept as far as it asks (second).
+    pub fn settled(&self, object: &Value, generation: Option<i64>, replicas: i32) -> (bool, bool) {
+        let count = |path: &str| object.pointer(path).and_then(Value::as_i64);
+        let observed = object
+            .pointer("/status/observedGeneration")
+            .and_then(|seen| seen.as_i64().or_else(|| seen.as_str()?.parse().ok()));
+        // Until its controller has seen the latest spec, its status tells of the one before.
+        let seen = !self.generation
+            || generation.is_none_or(|generation| observed.is_some_and(|seen| seen >= generation));
+        let wanted = match self.wanted {
+            Some(path) if replicas > 0 => count(path).unwrap_or(1),
+            _ => i64::from(replicas),
+        };
+        (
+            seen && count(self.available).unwrap_or(0) >= wanted,
+            seen && count(self.running).unwrap_or(0) <= wanted,
+        )
+    }
 }
 
 /// One kind's row.
@@ -26,11 +74,21 @@ pub struct KindSpec {
     pub name: &'static str,
     /// Its API group (`""` for the core group).
     pub group: &'static str,
+    /// The version read and written.
+    pub version: &'static str,
+    /// Its resource in URLs.
+    pub plural: &'static str,
     /// As `kubectl` is given it besides its name: plural and short names, in lower case.
     pub aliases: &'static [&'static str],
     pub sleep: Sleep,
+    /// How an on/off kind reads asleep and awake (`suspended`, `running`); a counted kind
+    /// reads as its replicas.
+    pub words: [&'static str; 2],
+    /// How far it has settled after a transition, or `None` when it has as soon as it is
+    /// written (a suspended CronJob runs nothing).
+    pub settling: Option<Settling>,
     /// Its place in an ordered wake unless the workload says otherwise: what others need
-    /// wakes first (StatefulSets), what runs now and then last (CronJobs).
+    /// wakes first (StatefulSets, databases), what runs now and then last (CronJobs, Jobs).
     pub wake_order: i32,
     /// Whether it takes its Namespace's schedule. A Foo follows only its own: its Deployment
     /// is what the Namespace's workloads are.
@@ -38,105 +96,403 @@ pub struct KindSpec {
     /// Whether kube-downscaler's `original-replicas` on it means what ours means: it scales
     /// these as we do; on a CronJob it records something else.
     pub kube_downscaler_records: bool,
+    /// Whether an HPA may drive its replicas (and so may hold it for the night).
+    pub hpa_target: bool,
+    /// Whether `--kinds` lists it unless told otherwise.
+    pub by_default: bool,
+    /// Where the spec of the pods it runs is (JSON pointer), for what sleeping saves; `None`
+    /// where another object runs them (a Foo's Deployment, a ScaledObject's target).
+    pub pod_spec: Option<&'static str>,
+    /// Where its own cron and time zone are, for a kind that runs on a schedule of its own:
+    /// asleep, it skips runs rather than withholding replicas.
+    pub runs: Option<(&'static str, &'static str)>,
 }
 
-/// Deployment, StatefulSet, CronJob, Foo: in [`crate::scaling::target::TargetKind`]'s order.
-pub const KINDS: [KindSpec; 4] = [
+const COUNTED: [&str; 2] = ["", ""];
+
+const REPLICAS_SETTLE: Option<Settling> = Some(Settling {
+    available: "/status/availableReplicas",
+    running: "/status/replicas",
+    wanted: None,
+    generation: true,
+});
+
+/// The kinds known by name, in the order plans and tables list them. Any other kind with a
+/// scale subresource sleeps as a counted one once `--kinds` names it.
+pub static CATALOGUE: [KindSpec; 9] = [
     KindSpec {
         name: "Deployment",
         group: "apps",
+        version: "v1",
+        plural: "deployments",
         aliases: &["deployments", "deploy"],
         sleep: Sleep::Replicas,
+        words: COUNTED,
+        settling: REPLICAS_SETTLE,
         wake_order: 10,
         follows_namespace: true,
         kube_downscaler_records: true,
+        hpa_target: true,
+        pod_spec: Some("/spec/template/spec"),
+        runs: None,
+        by_default: true,
     },
     KindSpec {
         name: "StatefulSet",
         group: "apps",
+        version: "v1",
+        plural: "statefulsets",
         aliases: &["statefulsets", "sts"],
         sleep: Sleep::Replicas,
+        words: COUNTED,
+        settling: REPLICAS_SETTLE,
         wake_order: 0,
         follows_namespace: true,
         kube_downscaler_records: true,
+        hpa_target: true,
+        pod_spec: Some("/spec/template/spec"),
+        runs: None,
+        by_default: true,
     },
     KindSpec {
         name: "CronJob",
         group: "batch",
+        version: "v1",
+        plural: "cronjobs",
         aliases: &["cronjobs", "cj"],
         sleep: Sleep::Suspend,
+        words: ["suspended", "running"],
+        settling: None,
         wake_order: 20,
         follows_namespace: true,
         kube_downscaler_records: false,
+        hpa_target: false,
+        pod_spec: Some("/spec/jobTemplate/spec/template/spec"),
+        runs: Some(("/spec/schedule", "/spec/timeZone")),
+        by_default: true,
     },
     KindSpec {
         name: "Foo",
         group: "samplecontroller.k8s.io",
+        version: "v1alpha1",
+        plural: "foos",
         aliases: &["foos"],
         sleep: Sleep::Replicas,
+        words: COUNTED,
+        settling: None,
         wake_order: 10,
         follows_namespace: false,
         kube_downscaler_records: false,
+        hpa_target: false,
+        pod_spec: None,
+        runs: None,
+        by_default: true,
+    },
+    KindSpec {
+        name: "Job",
+        group: "batch",
+        version: "v1",
+        plural: "jobs",
+        aliases: &["jobs"],
+        sleep: Sleep::Suspend,
+        words: ["suspended", "running"],
+        settling: None,
+        wake_order: 20,
+        follows_namespace: true,
+        kube_downscaler_records: false,
+        hpa_target: false,
+        pod_spec: Some("/spec/template/spec"),
+        runs: None,
+        by_default: true,
+    },
+    KindSpec {
+        name: "ScaledObject",
+        group: "keda.sh",
+        version: "v1alpha1",
+        plural: "scaledobjects",
+        aliases: &["scaledobjects", "so"],
+        sleep: Sleep::Annotation {
+            key: "autoscaling.keda.sh/paused-replicas",
+            asleep: "0",
+            awake: None,
+        },
+        words: ["paused at 0", "scaling"],
+        settling: None,
+        wake_order: 10,
+        follows_namespace: true,
+        kube_downscaler_records: false,
+        hpa_target: false,
+        pod_spec: None,
+        runs: None,
+        by_default: true,
+    },
+    KindSpec {
+        name: "ScaledJob",
+        group: "keda.sh",
+        version: "v1alpha1",
+        plural: "scaledjobs",
+        aliases: &["scaledjobs", "sj"],
+        sleep: Sleep::Annotation {
+            key: "autoscaling.keda.sh/paused",
+            asleep: "true",
+            awake: None,
+        },
+        words: ["paused", "scaling"],
+        settling: None,
+        wake_order: 20,
+        follows_namespace: true,
+        kube_downscaler_records: false,
+        hpa_target: false,
+        pod_spec: Some("/spec/jobTargetRef/template/spec"),
+        runs: None,
+        by_default: true,
+    },
+    KindSpec {
+        name: "Rollout",
+        group: "argoproj.io",
+        version: "v1alpha1",
+        plural: "rollouts",
+        aliases: &["rollouts", "ro"],
+        sleep: Sleep::Replicas,
+        words: COUNTED,
+        settling: REPLICAS_SETTLE,
+        wake_order: 10,
+        follows_namespace: true,
+        kube_downscaler_records: false,
+        hpa_target: true,
+        pod_spec: Some("/spec/template/spec"),
+        runs: None,
+        by_default: false,
+    },
+    KindSpec {
+        name: "Cluster",
+        group: "postgresql.cnpg.io",
+        version: "v1",
+        plural: "clusters",
+        aliases: &["clusters"],
+        sleep: Sleep::Annotation {
+            key: "cnpg.io/hibernation",
+            asleep: "on",
+            awake: Some("off"),
+        },
+        words: ["hibernated", "running"],
+        settling: Some(Settling {
+            available: "/status/readyInstances",
+            running: "/status/readyInstances",
+            wanted: Some("/spec/instances"),
+            generation: false,
+        }),
+        wake_order: 0,
+        follows_namespace: true,
+        kube_downscaler_records: false,
+        hpa_target: false,
+        pod_spec: None,
+        runs: None,
+        by_default: false,
     },
 ];
 
 impl KindSpec {
+    /// A kind not in the catalogue that has a scale subresource: it sleeps as a Deployment does,
+    /// by its `spec.replicas`.
+    pub fn scalable(
+        name: &'static str,
+        group: &'static str,
+        version: &'static str,
+        plural: &'static str,
+    ) -> Self {
+        KindSpec {
+            name,
+            group,
+            version,
+            plural,
+            aliases: &[],
+            sleep: Sleep::Replicas,
+            words: COUNTED,
+            settling: REPLICAS_SETTLE,
+            wake_order: 10,
+            follows_namespace: true,
+            kube_downscaler_records: false,
+            hpa_target: true,
+            by_default: false,
+            pod_spec: Some("/spec/template/spec"),
+            runs: None,
+        }
+    }
+
     /// Whether a user's `KIND` names this kind, as `kubectl` takes it: the name, a plural or
     /// short name, or `name.group`, in any letter case.
     pub fn is_named_by(&self, text: &str) -> bool {
         let text = text.to_ascii_lowercase();
         let name = self.name.to_ascii_lowercase();
-        text == name
-            || self.aliases.contains(&text.as_str())
+        let plural = self.plural.to_ascii_lowercase();
+        let named = |text: &str| text == name || text == plural || self.aliases.contains(&text);
+        named(&text)
             || (!self.group.is_empty())
-                .then(|| text.strip_suffix(self.group))
+                .then(|| text.strip_suffix(&self.group.to_ascii_lowercase()))
                 .flatten()
                 .and_then(|rest| rest.strip_suffix('.'))
-                .is_some_and(|rest| rest == name || self.aliases.contains(&rest))
+                .is_some_and(named)
     }
+
+    /// `Kind.group`, as `--kinds` and the policies' `kinds` write it (`Kind` alone for the
+    /// core group).
+    pub fn qualified(&self) -> String {
+        if self.group.is_empty() {
+            self.name.to_string()
+        } else {
+            format!("{}.{}", self.name, self.group)
+        }
+    }
+
+    /// Whether every cluster serves it (no CRD needed): a user who may not list it is told.
+    pub fn is_built_in(&self) -> bool {
+        ["", "apps", "batch"].contains(&self.group)
+    }
+
+    /// `group/version`, as `apiVersion` says it.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.to_string()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// Whether a manifest's or a reference's `apiVersion` is of this kind's group.
+    pub fn is_of_api_version(&self, api_version: &str) -> bool {
+        match api_version.split_once('/') {
+            Some((group, _)) => group == self.group,
+            None => self.group.is_empty(),
+        }
+    }
+
+    /// How a replica count reads for this kind: `3 replicas`, or the on/off kind's word.
+    pub fn amount(&self, replicas: i32) -> String {
+        match (self.sleep, replicas) {
+            (Sleep::Replicas, replicas) => format!("{replicas} replicas"),
+            (_, 0) => self.words[0].into(),
+            (_, _) => self.words[1].into(),
+        }
+    }
+}
+
+/// What a transition writes of the sleep value: a change of `spec` or of one annotation (`null`
+/// to remove it), each merged into the one patch that also writes the records.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SleepWrite {
+    Spec(Value),
+    Annotation(&'static str, Value),
 }
 
 impl Sleep {
     /// Whether it is on or off rather than counted.
     pub fn is_on_off(self) -> bool {
-        self == Sleep::Suspend
+        self != Sleep::Replicas
     }
 
-    /// The field of `spec` whose writers `managedFields` names: who woke or slept the object.
-    pub fn managed_field(self) -> &'static str {
+    /// The path in `managedFields` whose writers say who woke or slept the object.
+    pub fn managed_field(self) -> Vec<String> {
         match self {
-            Sleep::Replicas => "f:replicas",
-            Sleep::Suspend => "f:suspend",
+            Sleep::Replicas => vec!["f:spec".into(), "f:replicas".into()],
+            Sleep::Suspend => vec!["f:spec".into(), "f:suspend".into()],
+            Sleep::Annotation { key, .. } => {
+                vec![
+                    "f:metadata".into(),
+                    "f:annotations".into(),
+                    format!("f:{key}"),
+                ]
+            }
         }
     }
 
-    /// The spec change that sets `replicas`.
-    pub fn spec_patch(self, replicas: i32) -> Value {
+    /// The object's sleep value as the rules read it: its replicas, or 1 awake and 0 asleep;
+    /// `object` is all of it but its metadata.
+    pub fn replicas_of(self, object: &Value, annotations: &BTreeMap<String, String>) -> i32 {
         match self {
-            Sleep::Replicas => json!({ "replicas": replicas }),
-            Sleep::Suspend => json!({ "suspend": replicas == 0 }),
+            Sleep::Replicas => object
+                .pointer("/spec/replicas")
+                .and_then(Value::as_i64)
+                .and_then(|replicas| i32::try_from(replicas).ok())
+                // The API server's default for an unset `spec.replicas`.
+                .unwrap_or(1),
+            Sleep::Suspend => {
+                let suspended = object.pointer("/spec/suspend").and_then(Value::as_bool);
+                i32::from(suspended != Some(true))
+            }
+            Sleep::Annotation { key, asleep, .. } => {
+                i32::from(annotations.get(key).map(String::as_str) != Some(asleep))
+            }
         }
     }
 
-    /// A replica count as a user of this kind reads it.
-    pub fn amount(self, replicas: i32) -> String {
-        match (self, replicas) {
-            (Sleep::Replicas, replicas) => format!("{replicas} replicas"),
-            (Sleep::Suspend, 0) => "suspended".into(),
-            (Sleep::Suspend, _) => "running".into(),
+    /// Why a manifest of a kind that sleeps so could not be an object the API server keeps:
+    /// its `spec` is not a mapping, or the field it sleeps by has the wrong type.
+    pub fn check(self, object: &Value) -> Result<(), String> {
+        let field = match self {
+            Sleep::Replicas => Some((
+                "replicas",
+                Value::is_i64 as fn(&Value) -> bool,
+                "an integer",
+            )),
+            Sleep::Suspend => Some((
+                "suspend",
+                Value::is_boolean as fn(&Value) -> bool,
+                "true or false",
+            )),
+            Sleep::Annotation { .. } => None,
+        };
+        match object.get("spec") {
+            None | Some(Value::Null) => Ok(()),
+            Some(Value::Object(spec)) => {
+                match field.and_then(|(name, is, what)| Some((name, spec.get(name)?, is, what))) {
+                    Some((name, value, is, what)) if !value.is_null() && !is(value) => {
+                        Err(format!("spec.{name}: {value} is not {what}"))
+                    }
+                    _ => Ok(()),
+                }
+            }
+            Some(other) => Err(format!("spec: {other} is not a mapping")),
         }
     }
 
-    /// The annotation the controller writes for a rule's key, and its value.
+    /// What sets `replicas`; `observed` are the object's annotations before the write (where
+    /// an annotation kind's remembered value is).
+    pub fn write(self, replicas: i32, observed: &BTreeMap<String, String>) -> SleepWrite {
+        match self {
+            Sleep::Replicas => SleepWrite::Spec(json!({ "replicas": replicas })),
+            Sleep::Suspend => SleepWrite::Spec(json!({ "suspend": replicas == 0 })),
+            Sleep::Annotation { key, asleep, awake } => {
+                let value = if replicas == 0 {
+                    Some(asleep.to_string())
+                } else {
+                    observed
+                        .get(schedule::ORIGINAL_VALUE)
+                        .filter(|had| !had.is_empty() && *had != asleep)
+                        .cloned()
+                        .or(awake.map(String::from))
+                };
+                SleepWrite::Annotation(key, value.map_or(Value::Null, Value::String))
+            }
+        }
+    }
+
+    /// The annotation the controller writes for a rule's key, and its value; `observed` are the
+    /// object's annotations before the write.
     pub fn written(
         self,
         key: &'static str,
         value: Option<String>,
+        observed: &BTreeMap<String, String>,
     ) -> (&'static str, Option<String>) {
         match (self, key) {
             (Sleep::Suspend, schedule::ORIGINAL_REPLICAS) => (
                 schedule::ORIGINAL_SUSPEND,
                 value.map(|replicas| (replicas == "0").to_string()),
+            ),
+            (Sleep::Annotation { key: held, .. }, schedule::ORIGINAL_REPLICAS) => (
+                schedule::ORIGINAL_VALUE,
+                value.map(|_| observed.get(held).cloned().unwrap_or_default()),
             ),
             _ => (key, value),
         }
@@ -144,34 +500,40 @@ impl Sleep {
 
     /// The object's `cronscaler.dev/` annotations as the schedule rules read them.
     pub fn rules_view(self, annotations: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+        let original = |ran: bool| {
+            (
+                schedule::ORIGINAL_REPLICAS.to_string(),
+                i32::from(ran).to_string(),
+            )
+        };
         annotations
             .iter()
             .filter(|(key, _)| key.starts_with(schedule::PREFIX))
             .map(|(key, value)| match (self, key.as_str(), value.as_str()) {
-                (Sleep::Suspend, schedule::ORIGINAL_SUSPEND, "false") => {
-                    (schedule::ORIGINAL_REPLICAS.to_string(), "1".into())
-                }
-                (Sleep::Suspend, schedule::ORIGINAL_SUSPEND, "true") => {
-                    (schedule::ORIGINAL_REPLICAS.to_string(), "0".into())
+                (Sleep::Suspend, schedule::ORIGINAL_SUSPEND, "false") => original(true),
+                (Sleep::Suspend, schedule::ORIGINAL_SUSPEND, "true") => original(false),
+                (Sleep::Annotation { asleep, .. }, schedule::ORIGINAL_VALUE, had) => {
+                    original(had != asleep)
                 }
                 _ => (key.clone(), value.clone()),
             })
             .collect()
     }
 
-    /// What makes annotations the rules accept wrong for a kind that sleeps so; `name` is the
+    /// What makes annotations the rules accept wrong for a kind that sleeps so; `spec` is the
     /// kind's, for the reason.
     pub fn problems(
         self,
-        name: &str,
+        spec: &KindSpec,
         annotations: &BTreeMap<String, String>,
     ) -> Vec<InvalidAnnotation> {
         if self == Sleep::Replicas {
             return Vec::new();
         }
         let reason = format!(
-            "does not apply to a {name}: asleep it is suspended, awake it has the suspend it \
-             had before the scale-down"
+            "does not apply to a {}: asleep it is {}, awake it is as it was before the \
+             scale-down",
+            spec.name, spec.words[0]
         );
         let counts = [
             schedule::DOWN_REPLICAS,
@@ -188,14 +550,27 @@ impl Sleep {
                 })
             })
             .collect();
-        if let Some(value) = annotations
-            .get(schedule::ORIGINAL_SUSPEND)
-            .filter(|value| *value != "true" && *value != "false")
-        {
-            problems.push(InvalidAnnotation {
+        let suspend = annotations.get(schedule::ORIGINAL_SUSPEND);
+        match (self, suspend) {
+            (Sleep::Suspend, Some(value)) if value != "true" && value != "false" => {
+                problems.push(InvalidAnnotation {
+                    key: schedule::ORIGINAL_SUSPEND.into(),
+                    value: value.clone(),
+                    reason: "must be `true` or `false`".into(),
+                });
+            }
+            (Sleep::Annotation { .. }, Some(value)) => problems.push(InvalidAnnotation {
                 key: schedule::ORIGINAL_SUSPEND.into(),
                 value: value.clone(),
-                reason: "must be `true` or `false`".into(),
+                reason: format!("does not apply to a {}: it is not suspended", spec.name),
+            }),
+            _ => {}
+        }
+        if let (Sleep::Suspend, Some(value)) = (self, annotations.get(schedule::ORIGINAL_VALUE)) {
+            problems.push(InvalidAnnotation {
+                key: schedule::ORIGINAL_VALUE.into(),
+                value: value.clone(),
+                reason: format!("does not apply to a {}: it is suspended", spec.name),
             });
         }
         problems
@@ -203,26 +578,4 @@ impl Sleep {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_kind_is_named_as_kubectl_takes_it() {
-        let [deployment, _, cron_job, foo] = &KINDS;
-        for text in [
-            "Deployment",
-            "deployments",
-            "DEPLOY",
-            "deployment.apps",
-            "deploy.apps",
-        ] {
-            assert!(deployment.is_named_by(text), "{text}");
-        }
-        for text in ["deployment.batch", "deploymentapps", "pod", "", ".apps"] {
-            assert!(!deployment.is_named_by(text), "{text}");
-        }
-        assert!(cron_job.is_named_by("CronJob.batch"));
-        assert!(cron_job.is_named_by("cj"));
-        assert!(foo.is_named_by("foos.samplecontroller.k8s.io"));
-    }
-}
+mod tests;

@@ -7,6 +7,7 @@ pub mod hpa;
 pub mod key;
 pub mod kinds;
 pub mod namespaces;
+pub mod objects;
 pub mod on_demand;
 pub mod policies;
 mod reconciler;

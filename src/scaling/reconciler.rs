@@ -7,19 +7,11 @@
 
 use chrono::{DateTime, TimeDelta, Utc};
 use chrono_tz::Tz;
-use k8s_openapi::{
-    NamespaceResourceScope,
-    api::{
-        apps::v1::{Deployment, StatefulSet},
-        batch::v1::CronJob,
-    },
-    apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry,
-};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
 use kube::{
-    Api, Client, Resource,
-    api::{Patch, PatchParams},
+    Api, Client,
+    api::{DynamicObject, Patch, PatchParams},
 };
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tokio::{
     sync::{mpsc::UnboundedSender, watch},
@@ -29,7 +21,6 @@ use tokio::{
 use crate::{
     duration::spoken,
     error::Error,
-    foo::Foo,
     ops::metrics::{Metrics, Outcome, ScaleDirection},
     runtime::api_errors::is_status,
     runtime::workqueue::Enqueue,
@@ -41,6 +32,7 @@ use crate::{
     scaling::key::ScalingKey,
     scaling::{
         hpa::{self, HpaChange, HpaIndex},
+        kinds::SleepWrite,
         namespaces::NamespaceSchedules,
         on_demand,
         policies::declarations::Declarations,
@@ -95,6 +87,9 @@ pub struct ScalingContext {
     pub declarations: Option<Declarations>,
     /// The hosts each Namespace was told it contests with others.
     pub wake_hosts_told: wake_hosts::Told,
+    /// The kinds it sleeps (`--kinds`): an ordered wake waits for those of them that follow
+    /// the Namespace.
+    pub kinds: Vec<TargetKind>,
 }
 
 /// `--max-override`'s default.
@@ -127,7 +122,12 @@ impl ScalingContext {
             wakes: None,
             declarations: None,
             wake_hosts_told: wake_hosts::Told::default(),
+            kinds: TargetKind::defaults().collect(),
         }
+    }
+
+    pub fn with_kinds(self, kinds: Vec<TargetKind>) -> Self {
+        Self { kinds, ..self }
     }
 
     /// Writes the status of the `SleepPolicy`s and `SleepSchedule`s in `declarations`.
@@ -387,7 +387,7 @@ async fn namespace_peers(
     if let Some(peers) = ctx.wake_steps.fresh_peers(namespace, now) {
         return Ok(peers);
     }
-    let read = wake_order::peers::read(&ctx.client, &ctx.namespaces, namespace)
+    let read = wake_order::peers::read(&ctx.client, &ctx.namespaces, &ctx.kinds, namespace)
         .await
         .map_err(Error::api(
             "reading the workloads of",
@@ -573,53 +573,51 @@ pub async fn read_target(
     client: &Client,
     target: &ScaleTarget,
 ) -> Result<Option<TargetState>, kube::Error> {
-    let key = &target.key;
-    match target.kind {
-        TargetKind::Deployment => get(client, key, TargetState::of_deployment).await,
-        TargetKind::StatefulSet => get(client, key, TargetState::of_stateful_set).await,
-        TargetKind::CronJob => get(client, key, TargetState::of_cron_job).await,
-        TargetKind::Foo => get(client, key, TargetState::of_foo).await,
-    }
+    let object = objects_of(client, target).get_opt(&target.key.name).await?;
+    Ok(object.map(|object| TargetState::of_object(target.kind, &object)))
 }
 
-async fn get<K>(
-    client: &Client,
-    key: &ObjectKey,
-    state: impl Fn(&K) -> TargetState,
-) -> Result<Option<TargetState>, kube::Error>
-where
-    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
-        + Clone
-        + DeserializeOwned
-        + std::fmt::Debug,
-{
-    let api: Api<K> = Api::namespaced(client.clone(), &key.namespace);
-    Ok(api.get_opt(&key.name).await?.as_ref().map(state))
+/// The API of a target's kind in its Namespace.
+fn objects_of(client: &Client, target: &ScaleTarget) -> Api<DynamicObject> {
+    Api::namespaced_with(
+        client.clone(),
+        &target.key.namespace,
+        &target.kind.api_resource(),
+    )
 }
 
 /// The merge patch that makes `change`, if any (replicas and the controller's annotations), and
 /// removes the annotations `removed` (overrides that have ended), in one request guarded by the
-/// resourceVersion the decision was made on.
+/// resourceVersion of `observed`, the object the decision was made on.
 pub fn patch_for(
     kind: TargetKind,
     change: Option<&ScaleChange>,
     removed: &[&str],
-    resource_version: Option<&str>,
+    observed: &TargetState,
 ) -> Value {
     let mut annotations: serde_json::Map<String, Value> = change
         .map(ScaleChange::annotation_updates)
         .unwrap_or_default()
         .into_iter()
-        .map(|(key, value)| kind.written(key, value))
+        .map(|(key, value)| kind.written(key, value, &observed.annotations))
         .map(|(key, value)| (key.to_string(), value.map_or(Value::Null, Value::String)))
         .collect();
     annotations.extend(removed.iter().map(|key| (key.to_string(), Value::Null)));
+    let mut spec = None;
+    if let Some(replicas) = change.and_then(|change| change.replicas) {
+        match kind.write(replicas, &observed.annotations) {
+            SleepWrite::Spec(change) => spec = Some(change),
+            SleepWrite::Annotation(key, value) => {
+                annotations.insert(key.to_string(), value);
+            }
+        }
+    }
     let mut patch = json!({ "metadata": { "annotations": annotations } });
-    if let Some(resource_version) = resource_version {
+    if let Some(resource_version) = &observed.resource_version {
         patch["metadata"]["resourceVersion"] = json!(resource_version);
     }
-    if let Some(replicas) = change.and_then(|change| change.replicas) {
-        patch["spec"] = kind.spec_patch(replicas);
+    if let Some(spec) = spec {
+        patch["spec"] = spec;
     }
     patch
 }
@@ -787,12 +785,7 @@ async fn remove_stale_overrides(
     if stale.is_empty() || ctx.dry_run {
         return Ok(());
     }
-    let patch = patch_for(
-        target.kind,
-        None,
-        stale,
-        observed.resource_version.as_deref(),
-    );
+    let patch = patch_for(target.kind, None, stale, observed);
     match patch_target(&ctx.client, target, &patch).await {
         Ok(()) => Ok(()),
         // Deleted since the read: nothing left to clean. Changed since the read (409) fails,
@@ -867,12 +860,7 @@ async fn apply(
         .into_iter()
         .filter_map(|(key, _)| ctx.namespaces.superseded_by(target.kind, key));
     let removed: Vec<&str> = stale_overrides.iter().copied().chain(superseded).collect();
-    let patch = patch_for(
-        target.kind,
-        Some(change),
-        &removed,
-        observed.resource_version.as_deref(),
-    );
+    let patch = patch_for(target.kind, Some(change), &removed, observed);
     let result = patch_target(&ctx.client, target, &patch).await;
     match result {
         Ok(()) => {
@@ -1000,37 +988,12 @@ pub async fn patch_target_as(
     patch: &Value,
     field_manager: &str,
 ) -> Result<(), kube::Error> {
-    let key = &target.key;
-    match target.kind {
-        TargetKind::Deployment => {
-            merge_patch::<Deployment>(client, key, patch, field_manager).await
-        }
-        TargetKind::StatefulSet => {
-            merge_patch::<StatefulSet>(client, key, patch, field_manager).await
-        }
-        TargetKind::CronJob => merge_patch::<CronJob>(client, key, patch, field_manager).await,
-        TargetKind::Foo => merge_patch::<Foo>(client, key, patch, field_manager).await,
-    }
-}
-
-async fn merge_patch<K>(
-    client: &Client,
-    key: &ObjectKey,
-    patch: &Value,
-    field_manager: &str,
-) -> Result<(), kube::Error>
-where
-    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
-        + Clone
-        + DeserializeOwned
-        + std::fmt::Debug,
-{
     let params = PatchParams {
         field_manager: Some(field_manager.into()),
         ..PatchParams::default()
     };
-    Api::<K>::namespaced(client.clone(), &key.namespace)
-        .patch(&key.name, &params, &Patch::Merge(patch))
+    objects_of(client, target)
+        .patch(&target.key.name, &params, &Patch::Merge(patch))
         .await
         .map(drop)
 }
@@ -1068,10 +1031,9 @@ pub fn other_replicas_writers(
         .filter(|entry| entry.manager.as_deref() != Some(CONTROLLER_NAME))
         .filter(move |entry| {
             entry.fields_v1.as_ref().is_some_and(|fields| {
-                fields
-                    .0
-                    .get("f:spec")
-                    .and_then(|spec| spec.get(kind.scale_field()))
+                kind.managed_field()
+                    .iter()
+                    .try_fold(&fields.0, |fields, step| fields.get(step))
                     .is_some()
             })
         })

@@ -5,53 +5,73 @@
 use std::{collections::BTreeMap, fmt};
 
 use k8s_openapi::{
-    api::{
-        apps::v1::{Deployment, StatefulSet},
-        batch::v1::CronJob,
-        core::v1::ObjectReference,
-    },
+    api::core::v1::ObjectReference,
     apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, ObjectMeta},
 };
-use kube::{Resource, ResourceExt};
-
-use chrono::{DateTime, Utc};
-use chrono_tz::Tz;
-use serde_json::Value;
-
-use crate::{
-    foo::{Foo, controlling_foo},
-    runtime::key::ObjectKey,
-    scaling::kinds::{KINDS, KindSpec},
-    schedule::{self, Annotations, InvalidAnnotation},
+use kube::{
+    Resource, ResourceExt,
+    api::{ApiResource, DynamicObject},
 };
 
-/// The kinds of object whose replicas the scheduled scaler changes, in the order of their rows
-/// in [`KINDS`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum TargetKind {
-    Deployment,
-    StatefulSet,
-    CronJob,
-    Foo,
+use crate::{
+    foo::controlling_foo,
+    runtime::key::ObjectKey,
+    scaling::kinds::{CATALOGUE, KindSpec, SleepWrite},
+    schedule::{self, Annotations, InvalidAnnotation},
+};
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+
+/// A kind of object the scheduled scaler sleeps and wakes: its row, of [`CATALOGUE`] or of a
+/// kind with a scale subresource that `--kinds` named.
+#[derive(Clone, Copy)]
+pub struct TargetKind(&'static KindSpec);
+
+// The catalogue's kinds by name, so that code and tests say `TargetKind::CronJob`.
+#[allow(non_upper_case_globals)]
+impl TargetKind {
+    pub const Deployment: TargetKind = TargetKind(&CATALOGUE[0]);
+    pub const StatefulSet: TargetKind = TargetKind(&CATALOGUE[1]);
+    pub const CronJob: TargetKind = TargetKind(&CATALOGUE[2]);
+    pub const Foo: TargetKind = TargetKind(&CATALOGUE[3]);
+    pub const Job: TargetKind = TargetKind(&CATALOGUE[4]);
+    pub const ScaledObject: TargetKind = TargetKind(&CATALOGUE[5]);
+    pub const ScaledJob: TargetKind = TargetKind(&CATALOGUE[6]);
+    pub const Rollout: TargetKind = TargetKind(&CATALOGUE[7]);
+    pub const Cluster: TargetKind = TargetKind(&CATALOGUE[8]);
 }
 
 impl TargetKind {
-    /// Every kind, in the order of their rows.
-    pub const ALL: [TargetKind; 4] = [
-        TargetKind::Deployment,
-        TargetKind::StatefulSet,
-        TargetKind::CronJob,
-        TargetKind::Foo,
-    ];
-
-    /// The kind its API name names (`CronJob`), as a row of a table or a manifest gives it.
-    pub fn named(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|kind| kind.as_str() == name)
+    /// The kind of a row that lives as long as the program: the catalogue's, or one made for a
+    /// kind `--kinds` named.
+    pub fn of(spec: &'static KindSpec) -> Self {
+        Self(spec)
     }
 
-    /// How this kind sleeps, and what else sets it apart: its row of [`KINDS`].
+    /// Every kind of the catalogue, in its order.
+    pub fn catalogue() -> impl Iterator<Item = TargetKind> {
+        CATALOGUE.iter().map(TargetKind)
+    }
+
+    /// The kinds `--kinds` lists unless told otherwise.
+    pub fn defaults() -> impl Iterator<Item = TargetKind> {
+        Self::catalogue().filter(|kind| kind.spec().by_default)
+    }
+
+    /// The catalogue's kind its API name names (`CronJob`), as a row of a table gives it.
+    pub fn named(name: &str) -> Option<Self> {
+        Self::catalogue().find(|kind| kind.as_str() == name)
+    }
+
+    /// The catalogue's kind of a manifest's or a reference's `apiVersion` and `kind`.
+    pub fn of_api(api_version: &str, name: &str) -> Option<Self> {
+        Self::catalogue()
+            .find(|kind| kind.as_str() == name && kind.spec().is_of_api_version(api_version))
+    }
+
+    /// How this kind sleeps, and what else sets it apart: its row.
     pub fn spec(self) -> &'static KindSpec {
-        &KINDS[self as usize]
+        self.0
     }
 
     /// Whether kube-downscaler's record of replicas on this kind means what ours means.
@@ -68,8 +88,8 @@ impl TargetKind {
         self.spec().sleep.is_on_off()
     }
 
-    /// The field of `spec` whose writers `managedFields` names: who woke or slept the object.
-    pub fn scale_field(self) -> &'static str {
+    /// The path in `managedFields` whose writers say who woke or slept the object.
+    pub fn managed_field(self) -> Vec<String> {
         self.spec().sleep.managed_field()
     }
 
@@ -80,7 +100,7 @@ impl TargetKind {
 
     /// What makes annotations the rules accept wrong for this kind.
     pub fn problems(self, annotations: &BTreeMap<String, String>) -> Vec<InvalidAnnotation> {
-        self.spec().sleep.problems(self.as_str(), annotations)
+        self.spec().sleep.problems(self.spec(), annotations)
     }
 
     /// Parses the annotations of an object of this kind, with the problems of its kind.
@@ -98,12 +118,12 @@ impl TargetKind {
 
     /// A replica count as a user of this kind reads it.
     pub fn amount(self, replicas: i32) -> String {
-        self.spec().sleep.amount(replicas)
+        self.spec().amount(replicas)
     }
 
-    /// The spec change that sets `replicas`.
-    pub fn spec_patch(self, replicas: i32) -> Value {
-        self.spec().sleep.spec_patch(replicas)
+    /// What sets `replicas` on an object whose annotations were `observed`.
+    pub fn write(self, replicas: i32, observed: &BTreeMap<String, String>) -> SleepWrite {
+        self.spec().sleep.write(replicas, observed)
     }
 
     /// The annotation the controller writes for a rule's key, and its value.
@@ -111,14 +131,124 @@ impl TargetKind {
         self,
         key: &'static str,
         value: Option<String>,
+        observed: &BTreeMap<String, String>,
     ) -> (&'static str, Option<String>) {
-        self.spec().sleep.written(key, value)
+        self.spec().sleep.written(key, value, observed)
+    }
+
+    /// Where its objects are read and written.
+    pub fn api_resource(self) -> ApiResource {
+        let spec = self.spec();
+        ApiResource {
+            group: spec.group.into(),
+            version: spec.version.into(),
+            api_version: spec.api_version(),
+            kind: spec.name.into(),
+            plural: spec.plural.into(),
+        }
+    }
+
+    /// The order plans and tables list kinds in: the catalogue's, then others by name.
+    fn rank(self) -> (usize, &'static str, &'static str) {
+        let place = CATALOGUE
+            .iter()
+            .position(|spec| std::ptr::eq(spec, self.0))
+            .unwrap_or(CATALOGUE.len());
+        (place, self.0.group, self.0.name)
+    }
+}
+
+impl PartialEq for TargetKind {
+    fn eq(&self, other: &Self) -> bool {
+        (self.0.group, self.0.name) == (other.0.group, other.0.name)
+    }
+}
+
+impl Eq for TargetKind {}
+
+impl std::hash::Hash for TargetKind {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        (self.0.group, self.0.name).hash(state);
+    }
+}
+
+impl PartialOrd for TargetKind {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for TargetKind {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.rank().cmp(&other.rank())
+    }
+}
+
+impl fmt::Debug for TargetKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
 impl fmt::Display for TargetKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// A kind as `--kinds` names it (`Rollout.argoproj.io`): one of the catalogue, or another with
+/// a scale subresource, looked up on the API server when the controller starts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KindName {
+    Known(TargetKind),
+    Other { name: String, group: String },
+}
+
+/// `--kinds`' default: the catalogue's kinds marked so.
+pub const DEFAULT_KINDS: &str = "Deployment.apps,StatefulSet.apps,CronJob.batch,\
+    Foo.samplecontroller.k8s.io,Job.batch,ScaledObject.keda.sh,ScaledJob.keda.sh";
+
+impl std::str::FromStr for KindName {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let text = text.trim();
+        if let Some(kind) = TargetKind::catalogue().find(|kind| kind.spec().is_named_by(text)) {
+            return Ok(KindName::Known(kind));
+        }
+        match text.split_once('.') {
+            Some((name, group))
+                if name.starts_with(|c: char| c.is_ascii_uppercase())
+                    && name.chars().all(|c| c.is_ascii_alphanumeric())
+                    && !group.is_empty()
+                    && group.split('.').all(|label| {
+                        !label.is_empty()
+                            && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+                    }) =>
+            {
+                Ok(KindName::Other {
+                    name: name.into(),
+                    group: group.to_ascii_lowercase(),
+                })
+            }
+            _ => Err(format!(
+                "{text:?} is not a kind: write it as Kind.group (Rollout.argoproj.io), or name \
+                 one of {}",
+                TargetKind::catalogue()
+                    .map(|kind| kind.spec().qualified())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        }
+    }
+}
+
+impl fmt::Display for KindName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            KindName::Known(kind) => f.write_str(&kind.spec().qualified()),
+            KindName::Other { name, group } => write!(f, "{name}.{group}"),
+        }
     }
 }
 
@@ -158,45 +288,20 @@ pub fn creation_time(meta: &ObjectMeta) -> Option<DateTime<Utc>> {
 }
 
 impl TargetState {
-    pub fn of_deployment(deployment: &Deployment) -> Self {
-        let replicas = deployment.spec.as_ref().and_then(|spec| spec.replicas);
+    /// What the scaler reads of an object of `kind`, as the API server sends it.
+    pub fn of_object(kind: TargetKind, object: &DynamicObject) -> Self {
         Self {
-            controlling_foo: controlling_foo(deployment.owner_references())
-                .map(|owner| owner.name.clone()),
-            ..Self::of(deployment, replicas)
-        }
-    }
-
-    pub fn of_stateful_set(stateful_set: &StatefulSet) -> Self {
-        let replicas = stateful_set.spec.as_ref().and_then(|spec| spec.replicas);
-        Self::of(stateful_set, replicas)
-    }
-
-    /// A CronJob is 1 replica while it runs and 0 while suspended.
-    pub fn of_cron_job(cron_job: &CronJob) -> Self {
-        let suspended = cron_job
-            .spec
-            .as_ref()
-            .and_then(|spec| spec.suspend)
-            .unwrap_or(false);
-        Self::of(cron_job, Some(i32::from(!suspended)))
-    }
-
-    pub fn of_foo(foo: &Foo) -> Self {
-        // An unset Foo replicas leaves its Deployment at the server default of 1.
-        Self::of(foo, foo.spec.replicas)
-    }
-
-    fn of<K: Resource<DynamicType = ()>>(object: &K, replicas: Option<i32>) -> Self {
-        Self {
-            reference: object.object_ref(&()),
-            // The API server's default for an unset `spec.replicas`.
-            replicas: replicas.unwrap_or(1),
+            reference: object.object_ref(&kind.api_resource()),
+            replicas: kind
+                .spec()
+                .sleep
+                .replicas_of(&object.data, object.annotations()),
             annotations: object.annotations().clone(),
             labels: object.labels().clone(),
             resource_version: object.resource_version(),
             managed_fields: object.managed_fields().to_vec(),
-            controlling_foo: None,
+            controlling_foo: controlling_foo(object.owner_references())
+                .map(|owner| owner.name.clone()),
             created: creation_time(object.meta()),
         }
     }
@@ -205,111 +310,137 @@ impl TargetState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scaling::test_support::annotations_of;
     use serde_json::json;
 
+    fn object(value: serde_json::Value) -> DynamicObject {
+        serde_json::from_value(value).unwrap()
+    }
+
     #[test]
-    fn each_kind_reads_its_own_row() {
-        for kind in TargetKind::ALL {
-            assert_eq!(kind.as_str(), format!("{kind:?}"));
-            assert_eq!(TargetKind::named(kind.as_str()), Some(kind));
+    fn each_kind_reads_its_own_sleep_value() {
+        let cron_job = |suspend: serde_json::Value| {
+            object(json!({
+                "apiVersion": "batch/v1", "kind": "CronJob",
+                "metadata": { "name": "report", "namespace": "shop" },
+                "spec": { "schedule": "*/5 * * * *", "suspend": suspend },
+            }))
+        };
+        let read = |kind, object: &DynamicObject| TargetState::of_object(kind, object).replicas;
+        assert_eq!(read(TargetKind::CronJob, &cron_job(json!(null))), 1);
+        assert_eq!(read(TargetKind::CronJob, &cron_job(json!(false))), 1);
+        assert_eq!(read(TargetKind::CronJob, &cron_job(json!(true))), 0);
+
+        let deployment = |spec| {
+            object(json!({
+                "apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": { "name": "web", "namespace": "shop", "resourceVersion": "7" },
+                "spec": spec,
+            }))
+        };
+        assert_eq!(
+            read(TargetKind::Deployment, &deployment(json!({}))),
+            1,
+            "the default"
+        );
+        let three = TargetState::of_object(
+            TargetKind::Deployment,
+            &deployment(json!({ "replicas": 3 })),
+        );
+        assert_eq!(three.replicas, 3);
+        assert_eq!(three.resource_version.as_deref(), Some("7"));
+        assert_eq!(three.reference.kind.as_deref(), Some("Deployment"));
+        assert_eq!(three.reference.api_version.as_deref(), Some("apps/v1"));
+
+        let cluster = |hibernation: Option<&str>| {
+            object(json!({
+                "apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster",
+                "metadata": {
+                    "name": "db", "namespace": "shop",
+                    "annotations": hibernation.map(|value| json!({ "cnpg.io/hibernation": value })),
+                },
+                "spec": { "instances": 3 },
+            }))
+        };
+        assert_eq!(read(TargetKind::Cluster, &cluster(None)), 1);
+        assert_eq!(read(TargetKind::Cluster, &cluster(Some("off"))), 1);
+        assert_eq!(read(TargetKind::Cluster, &cluster(Some("on"))), 0);
+    }
+
+    #[test]
+    fn a_deployment_a_foo_controls_names_it() {
+        let owned = object(json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": { "name": "web", "namespace": "shop", "ownerReferences": [{
+                "apiVersion": "samplecontroller.k8s.io/v1alpha1", "kind": "Foo", "name": "my-foo",
+                "uid": "1", "controller": true,
+            }] },
+        }));
+        let observed = TargetState::of_object(TargetKind::Deployment, &owned);
+        assert_eq!(observed.controlling_foo.as_deref(), Some("my-foo"));
+    }
+
+    #[test]
+    fn kinds_are_named_as_kind_dot_group() {
+        let parse = |text: &str| text.parse::<KindName>();
+        assert_eq!(
+            parse("Rollout.argoproj.io"),
+            Ok(KindName::Known(TargetKind::Rollout))
+        );
+        assert_eq!(parse("deploy"), Ok(KindName::Known(TargetKind::Deployment)));
+        assert_eq!(
+            parse("CloneSet.apps.kruise.io"),
+            Ok(KindName::Other {
+                name: "CloneSet".into(),
+                group: "apps.kruise.io".into()
+            })
+        );
+        for wrong in [
+            "",
+            "CloneSet",
+            "cloneset.apps.kruise.io",
+            "Clone Set.x.io",
+            "CloneSet.",
+            "A.b..c",
+        ] {
+            let error = parse(wrong).unwrap_err();
+            assert!(error.contains("write it as Kind.group"), "{wrong}: {error}");
         }
+        let defaults: Vec<KindName> = DEFAULT_KINDS
+            .split(',')
+            .map(|text| text.parse().unwrap())
+            .collect();
+        let expected: Vec<KindName> = TargetKind::defaults().map(KindName::Known).collect();
+        assert_eq!(
+            defaults, expected,
+            "the flag's default is the catalogue's, in its order"
+        );
+    }
+
+    #[test]
+    fn kinds_sort_in_the_catalogue_order_and_compare_by_name() {
+        let mut kinds = vec![TargetKind::Foo, TargetKind::CronJob, TargetKind::Deployment];
+        kinds.sort();
+        assert_eq!(
+            kinds,
+            [TargetKind::Deployment, TargetKind::CronJob, TargetKind::Foo]
+        );
+        let made: &'static KindSpec = Box::leak(Box::new(KindSpec::scalable(
+            "CloneSet",
+            "apps.kruise.io",
+            "v1alpha1",
+            "clonesets",
+        )));
+        assert!(
+            TargetKind::of(made) > TargetKind::Cluster,
+            "after the catalogue"
+        );
+        assert_eq!(TargetKind::of(made), TargetKind::of(made));
+        assert_eq!(TargetKind::named("Job"), Some(TargetKind::Job));
         assert_eq!(TargetKind::named("cronjob"), None, "API names are exact");
         assert_eq!(
-            KINDS.len(),
-            4,
-            "a row without a kind, or a kind without a row"
+            TargetKind::of_api("argoproj.io/v1alpha1", "Rollout"),
+            Some(TargetKind::Rollout)
         );
-    }
-
-    #[test]
-    fn a_cron_job_remembers_its_suspend_and_the_rules_read_it_as_replicas() {
-        let asleep = annotations_of(&[
-            (schedule::SCALE_DOWN, "0 20 * * *"),
-            (schedule::ORIGINAL_SUSPEND, "false"),
-            (schedule::LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
-        ]);
-        let view = TargetKind::CronJob.rules_view(&asleep);
-        assert_eq!(
-            view.get(schedule::ORIGINAL_REPLICAS).map(String::as_str),
-            Some("1"),
-            "it ran before the night"
-        );
-        assert!(!view.contains_key(schedule::ORIGINAL_SUSPEND));
-        assert_eq!(
-            TargetKind::CronJob.written(schedule::ORIGINAL_REPLICAS, Some("1".into())),
-            (schedule::ORIGINAL_SUSPEND, Some("false".into()))
-        );
-        assert_eq!(
-            TargetKind::CronJob.written(schedule::ORIGINAL_REPLICAS, None),
-            (schedule::ORIGINAL_SUSPEND, None)
-        );
-        assert_eq!(
-            TargetKind::Deployment.written(schedule::ORIGINAL_REPLICAS, Some("3".into())),
-            (schedule::ORIGINAL_REPLICAS, Some("3".into()))
-        );
-        assert_eq!(
-            TargetKind::CronJob.spec_patch(0),
-            json!({ "suspend": true })
-        );
-        assert_eq!(
-            TargetKind::StatefulSet.spec_patch(0),
-            json!({ "replicas": 0 })
-        );
-        assert!(matches!(
-            TargetKind::CronJob.parse(&asleep, Tz::UTC),
-            Annotations::Scheduled(_, recorded) if recorded.original_replicas == Some(1)
-        ));
-    }
-
-    #[test]
-    fn replica_counts_on_a_cron_job_are_refused_naming_the_key() {
-        let counted = annotations_of(&[
-            (schedule::SCALE_DOWN, "0 20 * * *"),
-            (schedule::DOWN_REPLICAS, "1"),
-            (schedule::ORIGINAL_SUSPEND, "maybe"),
-        ]);
-        let Annotations::Invalid(problems) = TargetKind::CronJob.parse(&counted, Tz::UTC) else {
-            panic!("replica counts on a CronJob are invalid");
-        };
-        let said: Vec<String> = problems.iter().map(ToString::to_string).collect();
-        assert_eq!(
-            said,
-            [
-                "cronscaler.dev/down-replicas: \"1\" does not apply to a CronJob: asleep it is \
-                 suspended, awake it has the suspend it had before the scale-down",
-                "cronscaler.dev/original-suspend: \"maybe\" must be `true` or `false`",
-            ]
-        );
-        assert!(
-            matches!(
-                TargetKind::Deployment.parse(&counted, Tz::UTC),
-                Annotations::Invalid(problems) if problems.len() == 1,
-            ),
-            "on a Deployment only original-suspend is unknown"
-        );
-    }
-
-    #[test]
-    fn a_cron_job_is_one_replica_running_and_none_suspended() {
-        let cron_job = |suspend: Option<bool>| -> CronJob {
-            serde_json::from_value(json!({
-                "metadata": { "name": "report", "namespace": "shop" },
-                "spec": {
-                    "schedule": "*/5 * * * *", "suspend": suspend,
-                    "jobTemplate": { "spec": { "template": { "spec": {
-                        "containers": [{ "name": "report", "image": "busybox" }],
-                        "restartPolicy": "OnFailure",
-                    } } } },
-                },
-            }))
-            .unwrap()
-        };
-        assert_eq!(TargetState::of_cron_job(&cron_job(None)).replicas, 1);
-        assert_eq!(TargetState::of_cron_job(&cron_job(Some(false))).replicas, 1);
-        assert_eq!(TargetState::of_cron_job(&cron_job(Some(true))).replicas, 0);
-        assert_eq!(TargetKind::CronJob.amount(0), "suspended");
-        assert_eq!(TargetKind::CronJob.amount(1), "running");
-        assert_eq!(TargetKind::Deployment.amount(3), "3 replicas");
+        assert_eq!(TargetKind::of_api("example.com/v1", "Rollout"), None);
     }
 }

@@ -3,10 +3,10 @@
 //! on most objects) are skipped while a list page is decoded, so they never take memory, not
 //! even for the moment a page of 100 objects is held.
 
-use std::{borrow::Cow, collections::BTreeMap, fmt, marker::PhantomData};
+use std::{borrow::Cow, collections::BTreeMap, fmt};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::Resource;
+use kube::{Resource, api::ApiResource, core::DynamicResourceScope};
 use serde::{
     Deserialize, Deserializer,
     de::{IgnoredAny, MapAccess, Visitor},
@@ -21,47 +21,26 @@ pub const READ_PREFIXES: [&str; 2] = [
 ];
 
 /// A workload's metadata, as the API server's metadata-only view sends it, with only the
-/// annotations of [`READ_PREFIXES`].
-pub struct WatchedMeta<K> {
+/// annotations of [`READ_PREFIXES`]; of any kind, as its [`ApiResource`] names it.
+#[derive(Clone, Debug)]
+pub struct WatchedMeta {
     pub metadata: ObjectMeta,
-    kind: PhantomData<fn() -> K>,
-}
-
-impl<K> WatchedMeta<K> {
-    pub fn new(metadata: ObjectMeta) -> Self {
-        Self {
-            metadata,
-            kind: PhantomData,
-        }
-    }
-}
-
-impl<K> Clone for WatchedMeta<K> {
-    fn clone(&self) -> Self {
-        Self::new(self.metadata.clone())
-    }
-}
-
-impl<K> fmt::Debug for WatchedMeta<K> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("WatchedMeta")
-            .field("metadata", &self.metadata)
-            .finish()
-    }
 }
 
 fn is_read(key: &str) -> bool {
     READ_PREFIXES.iter().any(|prefix| key.starts_with(prefix))
 }
 
-impl<'de, K> Deserialize<'de> for WatchedMeta<K> {
+impl<'de> Deserialize<'de> for WatchedMeta {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         #[derive(Deserialize)]
         struct Object {
             #[serde(default, deserialize_with = "read_metadata")]
             metadata: ObjectMeta,
         }
-        Object::deserialize(deserializer).map(|object| Self::new(object.metadata))
+        Object::deserialize(deserializer).map(|object| Self {
+            metadata: object.metadata,
+        })
     }
 }
 
@@ -125,28 +104,32 @@ impl<'de> Deserialize<'de> for ReadAnnotations {
     }
 }
 
-impl<K: Resource> Resource for WatchedMeta<K> {
-    type DynamicType = K::DynamicType;
-    type Scope = K::Scope;
+impl Resource for WatchedMeta {
+    type DynamicType = ApiResource;
+    type Scope = DynamicResourceScope;
 
     fn metadata_api() -> bool {
         true
     }
 
-    fn kind(dt: &Self::DynamicType) -> Cow<'_, str> {
-        K::kind(dt)
+    fn kind(resource: &ApiResource) -> Cow<'_, str> {
+        Cow::Borrowed(&resource.kind)
     }
 
-    fn group(dt: &Self::DynamicType) -> Cow<'_, str> {
-        K::group(dt)
+    fn group(resource: &ApiResource) -> Cow<'_, str> {
+        Cow::Borrowed(&resource.group)
     }
 
-    fn version(dt: &Self::DynamicType) -> Cow<'_, str> {
-        K::version(dt)
+    fn version(resource: &ApiResource) -> Cow<'_, str> {
+        Cow::Borrowed(&resource.version)
     }
 
-    fn plural(dt: &Self::DynamicType) -> Cow<'_, str> {
-        K::plural(dt)
+    fn api_version(resource: &ApiResource) -> Cow<'_, str> {
+        Cow::Borrowed(&resource.api_version)
+    }
+
+    fn plural(resource: &ApiResource) -> Cow<'_, str> {
+        Cow::Borrowed(&resource.plural)
     }
 
     fn meta(&self) -> &ObjectMeta {
@@ -165,6 +148,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::scaling::target::TargetKind;
 
     /// A page of a metadata-only list, as a v1.26 API server sends it.
     fn page(annotations: Value) -> String {
@@ -203,7 +187,7 @@ mod tests {
             "cronscaler.dev/scale-down": "0 20 * * *",
             "deployment.kubernetes.io/revision": "3",
         }));
-        let list: ObjectList<WatchedMeta<Deployment>> = serde_json::from_str(&text).unwrap();
+        let list: ObjectList<WatchedMeta> = serde_json::from_str(&text).unwrap();
         let whole: ObjectList<kube::core::PartialObjectMeta<Deployment>> =
             serde_json::from_str(&text).unwrap();
         let read = &list.items[0].metadata;
@@ -223,8 +207,7 @@ mod tests {
     #[test]
     fn no_annotations_and_null_annotations_read_as_none_kept() {
         for annotations in [json!(null), json!({})] {
-            let list: ObjectList<WatchedMeta<Deployment>> =
-                serde_json::from_str(&page(annotations)).unwrap();
+            let list: ObjectList<WatchedMeta> = serde_json::from_str(&page(annotations)).unwrap();
             assert!(
                 list.items[0]
                     .metadata
@@ -238,7 +221,7 @@ mod tests {
     #[test]
     fn a_value_that_is_not_a_string_is_an_error_as_kube_makes_it() {
         let text = page(json!({ "cronscaler.dev/scale-down": 5 }));
-        assert!(serde_json::from_str::<ObjectList<WatchedMeta<Deployment>>>(&text).is_err());
+        assert!(serde_json::from_str::<ObjectList<WatchedMeta>>(&text).is_err());
         assert!(
             serde_json::from_str::<ObjectList<kube::core::PartialObjectMeta<Deployment>>>(&text)
                 .is_err()
@@ -247,8 +230,10 @@ mod tests {
 
     #[test]
     fn it_is_requested_as_the_metadata_only_view_of_its_kind() {
-        assert!(WatchedMeta::<Deployment>::metadata_api());
-        assert_eq!(WatchedMeta::<Deployment>::plural(&()), "deployments");
-        assert_eq!(WatchedMeta::<Deployment>::group(&()), "apps");
+        let resource = TargetKind::Deployment.api_resource();
+        assert!(WatchedMeta::metadata_api());
+        assert_eq!(WatchedMeta::plural(&resource), "deployments");
+        assert_eq!(WatchedMeta::group(&resource), "apps");
+        assert_eq!(WatchedMeta::api_version(&resource), "apps/v1");
     }
 }

@@ -46,6 +46,9 @@ pub const LAST_TRANSITION: &str = "cronscaler.dev/last-transition";
 /// What a CronJob remembers instead of `original-replicas`: the `spec.suspend` it had (the
 /// scaling controller translates it for the rules).
 pub const ORIGINAL_SUSPEND: &str = "cronscaler.dev/original-suspend";
+/// What the annotation a kind sleeps by (KEDA's `paused-replicas`, CloudNativePG's
+/// `hibernation`) held before the night, empty when it had none.
+pub const ORIGINAL_VALUE: &str = "cronscaler.dev/original-value";
 /// The cause of the last warning said about the object (see `warnings`).
 pub const WARNED: &str = "cronscaler.dev/warned";
 
@@ -64,7 +67,14 @@ pub fn is_written_by_controller(key: &str) -> bool {
 /// What the controller records on each object it scales, as opposed to what shapes a schedule
 /// (the Namespace's measured warm-up, which a `ready-by` schedule starts its wakes early by).
 pub fn is_record(key: &str) -> bool {
-    [ORIGINAL_REPLICAS, ORIGINAL_SUSPEND, LAST_TRANSITION, WARNED].contains(&key)
+    [
+        ORIGINAL_REPLICAS,
+        ORIGINAL_SUSPEND,
+        ORIGINAL_VALUE,
+        LAST_TRANSITION,
+        WARNED,
+    ]
+    .contains(&key)
 }
 
 /// What the controller itself wrote on the object.
@@ -167,7 +177,13 @@ pub fn parse(annotations: &BTreeMap<String, String>, default_timezone: Tz) -> An
                 .parse::<Transition>()
                 .map(|transition| recorded.last_transition = Some(transition)),
             // A CronJob's, read as original-replicas before the rules see it.
-            ORIGINAL_SUSPEND => Err(invalid(key, value, "is written only on CronJobs")),
+            ORIGINAL_SUSPEND => Err(invalid(key, value, "is written only on CronJobs and Jobs")),
+            // An annotation kind's, likewise read as original-replicas.
+            ORIGINAL_VALUE => Err(invalid(
+                key,
+                value,
+                "is written only on kinds that sleep by an annotation",
+            )),
             // Only ever compared whole with a cause, so no value can be wrong.
             WARNED => Ok(()),
             // Read by the wake-up backend on Namespaces; checked wherever they are written.
@@ -188,7 +204,7 @@ pub fn parse(annotations: &BTreeMap<String, String>, default_timezone: Tz) -> An
                 "is not a known annotation; the keys under cronscaler.dev/ are scale-down, \
                  scale-up, uptime, downtime, holidays, awake-until, asleep-until, down-replicas, \
                  up-replicas, timezone, paused, exclude, ready-by, wake-order, \
-                 wake-on-request, wake-hosts, original-replicas, original-suspend, last-transition, warned and last-warm-up",
+                 wake-on-request, wake-hosts, original-replicas, original-suspend, original-value, last-transition, warned and last-warm-up",
             )),
         };
         if let Err(error) = outcome {
@@ -520,7 +536,7 @@ mod tests {
             (
                 "cronscaler.dev/scale-dwon",
                 "0 20 * * *",
-                r#"cronscaler.dev/scale-dwon: "0 20 * * *" is not a known annotation; the keys under cronscaler.dev/ are scale-down, scale-up, uptime, downtime, holidays, awake-until, asleep-until, down-replicas, up-replicas, timezone, paused, exclude, ready-by, wake-order, wake-on-request, wake-hosts, original-replicas, original-suspend, last-transition, warned and last-warm-up"#,
+                r#"cronscaler.dev/scale-dwon: "0 20 * * *" is not a known annotation; the keys under cronscaler.dev/ are scale-down, scale-up, uptime, downtime, holidays, awake-until, asleep-until, down-replicas, up-replicas, timezone, paused, exclude, ready-by, wake-order, wake-on-request, wake-hosts, original-replicas, original-suspend, original-value, last-transition, warned and last-warm-up"#,
             ),
         ];
         for (key, value, expected) in cases {

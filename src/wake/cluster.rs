@@ -13,13 +13,10 @@ use std::{
 };
 
 use json_patch::Patch as JsonPatch;
-use k8s_openapi::api::{
-    apps::v1::{Deployment, StatefulSet},
-    core::v1::Namespace,
-};
+use k8s_openapi::api::core::v1::Namespace;
 use kube::{
     Api, Client,
-    api::{ListParams, Patch, PatchParams},
+    api::{DynamicObject, ListParams, Patch, PatchParams},
 };
 use serde_json::json;
 use tokio::time::Instant;
@@ -29,7 +26,7 @@ use crate::{
     duration::spoken,
     ops::metrics::{Metrics, ReadResult},
     runtime::{CONTROLLER_NAME, api_errors::is_status, budget::TokenBucket},
-    scaling::namespaces::NamespaceSchedules,
+    scaling::{namespaces::NamespaceSchedules, objects, target::TargetKind},
     schedule::LAST_WARM_UP,
 };
 
@@ -39,8 +36,10 @@ pub const READ_EVERY: Duration = Duration::from_secs(1);
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
 /// The longest a read waits for room in the budget; beyond it, it is not made.
 const BUDGET_WAIT: Duration = Duration::from_millis(500);
-/// A read lists Deployments and StatefulSets.
-const LISTS_PER_READ: u32 = 2;
+/// What a visitor waits for: what serves requests.
+const READ_KINDS: [TargetKind; 2] = [TargetKind::Deployment, TargetKind::StatefulSet];
+/// A read lists each of [`READ_KINDS`].
+const LISTS_PER_READ: u32 = READ_KINDS.len() as u32;
 /// A Namespace whose readiness nobody asked for in this long is forgotten.
 const FORGET_AFTER: Duration = Duration::from_secs(60);
 
@@ -117,12 +116,7 @@ impl Cluster {
         tokio::time::sleep(wait).await;
         let listed = tokio::time::timeout(REQUEST_TIMEOUT, self.workloads(namespace)).await;
         let read = match listed {
-            Ok(Ok((deployments, stateful_sets))) => Ok(readiness(
-                namespace,
-                &deployments,
-                &stateful_sets,
-                &self.schedules,
-            )),
+            Ok(Ok(objects)) => Ok(readiness(namespace, &objects, &self.schedules)),
             Ok(Err(error)) => {
                 tracing::warn!(namespace, %error, "could not read the Namespace's workloads");
                 Err(NotKnown::Refused)
@@ -136,22 +130,21 @@ impl Cluster {
         read
     }
 
-    /// The Namespace's Deployments and StatefulSets, whole (readiness is in their status), as
+    /// The Namespace's workloads of [`READ_KINDS`], whole (readiness is in their status), as
     /// the API server's watch cache has them.
     async fn workloads(
         &self,
         namespace: &str,
-    ) -> Result<(Vec<Deployment>, Vec<StatefulSet>), kube::Error> {
+    ) -> Result<Vec<(TargetKind, DynamicObject)>, kube::Error> {
         let from_cache = ListParams::default().match_any();
-        let deployments = Api::<Deployment>::namespaced(self.client.clone(), namespace)
-            .list(&from_cache)
-            .await?
-            .items;
-        let stateful_sets = Api::<StatefulSet>::namespaced(self.client.clone(), namespace)
-            .list(&from_cache)
-            .await?
-            .items;
-        Ok((deployments, stateful_sets))
+        let mut objects = Vec::new();
+        for kind in READ_KINDS {
+            let listed = objects::api(&self.client, kind, Some(namespace))
+                .list(&from_cache)
+                .await?;
+            objects.extend(listed.items.into_iter().map(|object| (kind, object)));
+        }
+        Ok(objects)
     }
 
     /// The Namespace's place in the cache, forgetting, at most once a minute, the Namespaces

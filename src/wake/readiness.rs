@@ -1,7 +1,8 @@
-//! Whether a woken Namespace is ready: every Deployment and StatefulSet its wake reaches has as
-//! many available replicas as it has awake. CronJobs do not count: nobody waits for them.
+//! Whether a woken Namespace is ready: every workload its wake reaches whose kind settles (its
+//! row says how) has as many available replicas as it has awake. CronJobs do not count: nobody
+//! waits for them.
 
-use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+use kube::api::DynamicObject;
 use serde::Serialize;
 
 use crate::{
@@ -45,42 +46,24 @@ pub fn all_ready(read: Read) -> bool {
     read.is_ok_and(Readiness::all_ready)
 }
 
-/// The readiness of `namespace`'s workloads its schedule reaches, as `schedules` reads them.
+/// The readiness of `namespace`'s workloads its schedule reaches, as `schedules` reads them;
+/// `objects` are whole, of their kinds.
 pub fn readiness(
     namespace: &str,
-    deployments: &[Deployment],
-    stateful_sets: &[StatefulSet],
+    objects: &[(TargetKind, DynamicObject)],
     schedules: &NamespaceSchedules,
 ) -> Readiness {
-    let deployments = deployments.iter().map(|deployment| {
-        let available = deployment
-            .status
-            .as_ref()
-            .and_then(|status| status.available_replicas);
-        (
-            TargetKind::Deployment,
-            TargetState::of_deployment(deployment),
-            available,
-        )
-    });
-    let stateful_sets = stateful_sets.iter().map(|stateful_set| {
-        let available = stateful_set
-            .status
-            .as_ref()
-            .and_then(|status| status.available_replicas);
-        (
-            TargetKind::StatefulSet,
-            TargetState::of_stateful_set(stateful_set),
-            available,
-        )
-    });
     let mut readiness = Readiness::default();
-    for (kind, observed, available) in deployments.chain(stateful_sets) {
+    for (kind, object) in objects {
+        let Some(settling) = kind.spec().settling else {
+            continue;
+        };
+        let observed = TargetState::of_object(*kind, object);
         if observed.controlling_foo.is_some() {
             continue;
         }
         let (effective, _) = schedules.effective(
-            kind,
+            *kind,
             namespace,
             &observed.annotations,
             &observed.labels,
@@ -90,7 +73,8 @@ pub fn readiness(
             continue;
         }
         readiness.total += 1;
-        if available.unwrap_or(0) >= awake_replicas(&effective, observed.replicas) {
+        let awake = awake_replicas(&effective, observed.replicas);
+        if settling.settled(&object.data, None, awake).0 {
             readiness.ready += 1;
         }
     }
@@ -112,8 +96,7 @@ fn awake_replicas(effective: &std::collections::BTreeMap<String, String>, replic
 
 #[cfg(test)]
 mod tests {
-    use k8s_openapi::api::apps::v1::{DeploymentSpec, DeploymentStatus};
-    use kube::api::ObjectMeta;
+    use serde_json::json;
 
     use super::*;
 
@@ -122,28 +105,17 @@ mod tests {
         replicas: i32,
         available: i32,
         annotations: &[(&str, &str)],
-    ) -> Deployment {
-        Deployment {
-            metadata: ObjectMeta {
-                name: Some(name.into()),
-                namespace: Some("staging".into()),
-                annotations: Some(
-                    annotations
-                        .iter()
-                        .map(|(key, value)| (key.to_string(), value.to_string()))
-                        .collect(),
-                ),
-                ..ObjectMeta::default()
-            },
-            spec: Some(DeploymentSpec {
-                replicas: Some(replicas),
-                ..DeploymentSpec::default()
-            }),
-            status: Some(DeploymentStatus {
-                available_replicas: Some(available),
-                ..DeploymentStatus::default()
-            }),
-        }
+    ) -> (TargetKind, DynamicObject) {
+        let annotations: std::collections::BTreeMap<&str, &str> =
+            annotations.iter().copied().collect();
+        let object = serde_json::from_value(json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": { "name": name, "namespace": "staging", "annotations": annotations },
+            "spec": { "replicas": replicas },
+            "status": { "availableReplicas": available },
+        }))
+        .unwrap();
+        (TargetKind::Deployment, object)
     }
 
     fn staging() -> NamespaceSchedules {
@@ -168,7 +140,7 @@ mod tests {
         let up = deployment("web", 3, 3, &[]);
         for (workload, ready) in [(asleep, 0), (half, 0), (up, 1)] {
             assert_eq!(
-                readiness("staging", &[workload], &[], &staging()),
+                readiness("staging", &[workload], &staging()),
                 Readiness { ready, total: 1 }
             );
         }
@@ -178,7 +150,7 @@ mod tests {
     fn only_what_the_namespace_wake_reaches_counts() {
         let excluded = deployment("tool", 1, 0, &[(schedule::EXCLUDE, "true")]);
         let own = deployment("api", 2, 0, &[(schedule::SCALE_DOWN, "0 20 * * *")]);
-        let readiness = readiness("staging", &[excluded, own], &[], &staging());
+        let readiness = readiness("staging", &[excluded, own], &staging());
         assert_eq!(readiness, Readiness { ready: 0, total: 1 });
         assert!(!readiness.all_ready());
     }

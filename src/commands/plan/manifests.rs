@@ -5,26 +5,21 @@ use std::{fmt, path::Path};
 
 use k8s_openapi::{
     NamespaceResourceScope,
-    api::{
-        apps::v1::{Deployment, StatefulSet},
-        autoscaling::v2::HorizontalPodAutoscaler,
-        batch::v1::CronJob,
-        core::v1::Namespace,
-    },
+    api::{autoscaling::v2::HorizontalPodAutoscaler, core::v1::Namespace},
 };
-use kube::{Api, Client, Resource, ResourceExt, core::PartialObjectMeta};
+use kube::{Api, Client, Resource, ResourceExt, api::DynamicObject, core::PartialObjectMeta};
 use serde::{Deserialize, de::DeserializeOwned};
 use serde_json::Value;
 
-use super::{PlanError, PlanObject, QuantityError, Workload};
+use super::{PlanError, PlanObject, Workload};
 use crate::{
-    foo::Foo,
     runtime::api_errors::is_status,
     runtime::key::ObjectKey,
     runtime::paging::all_pages,
     scaling::{
         hpa::{Hpa, list_hpas},
         namespaces::NamespaceSchedules,
+        objects,
         policies::{
             crd::{SleepPolicy, SleepSchedule},
             resolve::Candidate,
@@ -33,7 +28,7 @@ use crate::{
     },
 };
 
-/// Deployments, StatefulSets, CronJobs and Foos from YAML or JSON manifests: files, or the `.yaml`/`.yml`/`.json` files
+/// Workloads of the catalogue's kinds from YAML or JSON manifests: files, or the `.yaml`/`.yml`/`.json` files
 /// of a directory (one level deep, as `kubectl apply -f` reads one). `List` documents, and the
 /// `DeploymentList`-style ones `kubectl get -o yaml|json` prints, are expanded into their items.
 /// Whatever is not simulated is listed in [`Manifests::skipped`]; objects without a namespace
@@ -224,7 +219,7 @@ impl fmt::Display for SkipReason {
             SkipReason::NotAManifestFile => "not a .yaml, .yml or .json file",
             SkipReason::NotAnObject => "not an object (a mapping with apiVersion and kind)",
             SkipReason::NoKind => "no kind",
-            SkipReason::NotScheduled => "not a Deployment, StatefulSet, CronJob or Foo",
+            SkipReason::NotScheduled => "not of a kind cronscaler puts to sleep",
             SkipReason::NoName => "no metadata.name",
             SkipReason::NestedList => "a List inside a List is not expanded",
         })
@@ -295,10 +290,6 @@ fn read_object(
         at: at.clone(),
         reason: error.to_string(),
     };
-    let request_error = |error: QuantityError| PlanError::Manifest {
-        at: at.clone(),
-        reason: format!("resource request: {error}"),
-    };
     let (kind, observed, workload) = match kind {
         // Read for its schedule, which its workloads follow.
         "Namespace" => {
@@ -340,41 +331,21 @@ fn read_object(
             manifests.hpas.extend(Hpa::of(&hpa));
             return Ok(());
         }
-        "Deployment" => {
-            let deployment: Deployment =
+        _ if let Some(kind) = scheduled_kind(&value, kind) => {
+            kind.spec()
+                .sleep
+                .check(&value)
+                .map_err(|reason| PlanError::Manifest {
+                    at: at.clone(),
+                    reason,
+                })?;
+            let object: DynamicObject =
                 serde_json::from_value(value.clone()).map_err(manifest_error)?;
-            (
-                TargetKind::Deployment,
-                TargetState::of_deployment(&deployment),
-                Workload::of_deployment(&deployment).map_err(request_error)?,
-            )
-        }
-        "StatefulSet" => {
-            let stateful_set: StatefulSet =
-                serde_json::from_value(value.clone()).map_err(manifest_error)?;
-            (
-                TargetKind::StatefulSet,
-                TargetState::of_stateful_set(&stateful_set),
-                Workload::of_stateful_set(&stateful_set).map_err(request_error)?,
-            )
-        }
-        "CronJob" => {
-            let cron_job: CronJob =
-                serde_json::from_value(value.clone()).map_err(manifest_error)?;
-            (
-                TargetKind::CronJob,
-                TargetState::of_cron_job(&cron_job),
-                Workload::of_cron_job(&cron_job).map_err(request_error)?,
-            )
-        }
-        "Foo" => {
-            let foo: Foo = serde_json::from_value(value.clone()).map_err(manifest_error)?;
-            // Its Deployment's pods are the Foo controller's, which requests nothing.
-            (
-                TargetKind::Foo,
-                TargetState::of_foo(&foo),
-                Workload::default(),
-            )
+            let workload = Workload::of(kind, &value).map_err(|error| PlanError::Manifest {
+                at: at.clone(),
+                reason: error.to_string(),
+            })?;
+            (kind, TargetState::of_object(kind, &object), workload)
         }
         _ => {
             match value.get("items").and_then(Value::as_array) {
@@ -430,56 +401,36 @@ fn describe(value: &Value) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join(" "))
 }
 
-/// The Deployments, StatefulSets, CronJobs and Foos of the live cluster (or one namespace of it). A
-/// cluster without the Foo CRD simply has no Foos.
+/// The kind of the catalogue a manifest is of, by its `apiVersion` (or, without one, its
+/// `kind` alone).
+fn scheduled_kind(value: &Value, kind: &str) -> Option<TargetKind> {
+    match value.get("apiVersion").and_then(Value::as_str) {
+        Some(api_version) => TargetKind::of_api(api_version, kind),
+        None => TargetKind::named(kind),
+    }
+}
+
+/// The workloads of every kind of the catalogue in the live cluster (or one namespace of it). A
+/// cluster without a kind's CRD simply has none of it; one the user may not list is planned
+/// without it, unless it is a built-in kind.
 pub async fn read_cluster(
     client: &Client,
     namespace: Option<&str>,
     kube_downscaler: bool,
 ) -> Result<Vec<PlanObject>, kube::Error> {
-    let deployments: Vec<Deployment> = list(client, namespace).await?;
-    let stateful_sets: Vec<StatefulSet> = list(client, namespace).await?;
-    let cron_jobs: Vec<CronJob> = list(client, namespace).await?;
-    let foos: Vec<Foo> = match list(client, namespace).await {
-        Err(error) if is_status(&error, 404) => Vec::new(),
-        listed => listed?,
-    };
-    // The API server has validated every quantity it stores, so one that is not read can only
-    // be a form this parser does not know: the object is planned without requests.
-    let deployments = deployments.iter().map(|deployment| {
-        (
-            TargetKind::Deployment,
-            TargetState::of_deployment(deployment),
-            Workload::of_deployment(deployment).unwrap_or_default(),
-        )
-    });
-    let stateful_sets = stateful_sets.iter().map(|stateful_set| {
-        (
-            TargetKind::StatefulSet,
-            TargetState::of_stateful_set(stateful_set),
-            Workload::of_stateful_set(stateful_set).unwrap_or_default(),
-        )
-    });
-    let cron_jobs = cron_jobs.iter().map(|cron_job| {
-        (
-            TargetKind::CronJob,
-            TargetState::of_cron_job(cron_job),
-            Workload::of_cron_job(cron_job).unwrap_or_default(),
-        )
-    });
-    let foos = foos.iter().map(|foo| {
-        (
-            TargetKind::Foo,
-            TargetState::of_foo(foo),
-            Workload::default(),
-        )
-    });
-    let mut objects: Vec<PlanObject> = deployments
-        .chain(stateful_sets)
-        .chain(cron_jobs)
-        .chain(foos)
-        .map(|(kind, observed, workload)| plan_object(kind, observed, workload))
-        .collect();
+    let mut objects = Vec::new();
+    for kind in TargetKind::catalogue() {
+        let listed = match objects::list(client, kind, namespace, 500).await {
+            Err(error) if is_status(&error, 403) && !kind.spec().is_built_in() => Vec::new(),
+            listed => listed?,
+        };
+        // The API server has validated every object it stores, so one whose pods are not read
+        // can only be of a form this parser does not know: it is planned without requests.
+        objects.extend(listed.into_iter().map(|object| {
+            let workload = Workload::of(kind, &object.data).unwrap_or_default();
+            plan_object(kind, TargetState::of_object(kind, &object), workload)
+        }));
+    }
     let hpas = match list_hpas(client, namespace).await {
         // Whoever may not read HPAs plans without them.
         Err(error) if is_status(&error, 403) || is_status(&error, 404) => Vec::new(),

@@ -7,12 +7,11 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use croner::parser::{CronParser, Seconds, Year};
-use k8s_openapi::api::{
-    apps::v1::{Deployment, StatefulSet},
-    batch::v1::CronJob,
-    core::v1::PodSpec,
-};
+use k8s_openapi::api::core::v1::PodSpec;
 use serde::Serialize;
+use serde_json::Value;
+
+use crate::scaling::target::TargetKind;
 
 use super::{
     Timeline,
@@ -43,34 +42,39 @@ pub struct RunSchedule {
     pub timezone: Option<String>,
 }
 
+/// Why a workload's pods could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkloadError {
+    #[error("pod template: {0}")]
+    Template(serde_json::Error),
+    #[error("resource request: {0}")]
+    Request(QuantityError),
+}
+
 impl Workload {
-    pub fn of_deployment(deployment: &Deployment) -> Result<Self, QuantityError> {
-        let spec = deployment.spec.as_ref();
-        Self::of_pod(spec.and_then(|spec| spec.template.spec.as_ref()))
-    }
-
-    pub fn of_stateful_set(stateful_set: &StatefulSet) -> Result<Self, QuantityError> {
-        let spec = stateful_set.spec.as_ref();
-        Self::of_pod(spec.and_then(|spec| spec.template.spec.as_ref()))
-    }
-
-    fn of_pod(spec: Option<&PodSpec>) -> Result<Self, QuantityError> {
+    /// What savings read of an object of `kind`, whole as `object`: its pods' requests where
+    /// its row says they are, and its own schedule for a kind that runs on one.
+    pub fn of(kind: TargetKind, object: &Value) -> Result<Self, WorkloadError> {
+        let spec = kind.spec();
+        let pod: Option<PodSpec> = spec
+            .pod_spec
+            .and_then(|path| object.pointer(path))
+            .map(|pod| serde_json::from_value(pod.clone()))
+            .transpose()
+            .map_err(WorkloadError::Template)?;
+        let text = |path: &str| {
+            object
+                .pointer(path)
+                .and_then(Value::as_str)
+                .map(String::from)
+        };
         Ok(Workload {
-            requests: PodRequests::of(spec)?,
-            runs: None,
-        })
-    }
-
-    pub fn of_cron_job(cron_job: &CronJob) -> Result<Self, QuantityError> {
-        let spec = cron_job.spec.as_ref();
-        let pod = spec
-            .and_then(|spec| spec.job_template.spec.as_ref())
-            .and_then(|job| job.template.spec.as_ref());
-        Ok(Workload {
-            requests: PodRequests::of(pod)?,
-            runs: spec.map(|spec| RunSchedule {
-                schedule: spec.schedule.clone(),
-                timezone: spec.time_zone.clone(),
+            requests: PodRequests::of(pod.as_ref()).map_err(WorkloadError::Request)?,
+            runs: spec.runs.and_then(|(schedule, timezone)| {
+                Some(RunSchedule {
+                    schedule: text(schedule)?,
+                    timezone: text(timezone),
+                })
             }),
         })
     }
@@ -248,7 +252,7 @@ fn of_timeline(timeline: &Timeline, prices: Prices) -> Totals {
         seconds_asleep += seconds;
         replica_seconds += i64::from(segment.state.withheld()) * seconds;
     }
-    if timeline.kind.is_on_off() {
+    if timeline.kind.spec().runs.is_some() {
         let stretches: Vec<_> = asleep.iter().map(|s| (s.start, s.end)).collect();
         return Totals {
             seconds_asleep,

@@ -194,9 +194,7 @@ fn other_kinds_are_skipped_and_broken_documents_named() {
     assert!(manifests.objects.is_empty());
     assert_eq!(
         skipped(&manifests),
-        [
-            "svc.yaml: document 1: Service staging/web: not a Deployment, StatefulSet, CronJob or Foo"
-        ]
+        ["svc.yaml: document 1: Service staging/web: not of a kind cronscaler puts to sleep"]
     );
     let error = parse_manifests("kind: Deployment\nspec: [not, a, spec]\n", "broken.yaml")
         .unwrap_err()
@@ -267,8 +265,8 @@ fn what_is_skipped_is_named_with_its_place_and_reason() {
     assert_eq!(
         skipped(&manifests),
         [
-            "skipped.yaml: document 1: Service staging/web: not a Deployment, StatefulSet, CronJob or Foo",
-            "skipped.yaml: document 2: ConfigMap settings: not a Deployment, StatefulSet, CronJob or Foo",
+            "skipped.yaml: document 1: Service staging/web: not of a kind cronscaler puts to sleep",
+            "skipped.yaml: document 2: ConfigMap settings: not of a kind cronscaler puts to sleep",
             "skipped.yaml: document 3: orphan: no kind",
             "skipped.yaml: document 4, items[0]: Deployment: no metadata.name",
             "skipped.yaml: document 4, items[1]: List: a List inside a List is not expanded",

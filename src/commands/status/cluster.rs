@@ -3,19 +3,15 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::{
-    apps::v1::{Deployment, StatefulSet},
-    batch::v1::CronJob,
-};
 use kube::{Client, ResourceExt as _};
 
 use super::StatusObject;
 use crate::{
-    commands::plan::{list, list_namespaces, namespace_schedules},
-    foo::Foo,
+    commands::plan::{list_namespaces, namespace_schedules},
     runtime::api_errors::is_status,
     scaling::{
         namespaces::NamespaceSchedules,
+        objects,
         target::{TargetKind, TargetState},
     },
     schedule::kube_downscaler,
@@ -51,7 +47,7 @@ impl Listed {
     }
 }
 
-/// Lists Deployments, StatefulSets, CronJobs, Foos (none without the CRD) and Namespaces, of
+/// Lists the workloads of every kind of the catalogue (none without its CRD) and Namespaces, of
 /// the cluster or of `namespace`.
 pub async fn read_cluster(
     client: &Client,
@@ -59,37 +55,21 @@ pub async fn read_cluster(
     kube_downscaler: bool,
 ) -> Result<Listed, StatusError> {
     let failed = |what| move |source| StatusError::List { what, source };
-    let deployments: Vec<Deployment> = list(client, namespace)
-        .await
-        .map_err(failed("Deployments"))?;
-    let stateful_sets: Vec<StatefulSet> = list(client, namespace)
-        .await
-        .map_err(failed("StatefulSets"))?;
-    let cron_jobs: Vec<CronJob> = list(client, namespace).await.map_err(failed("CronJobs"))?;
-    let foos: Vec<Foo> = match list(client, namespace).await {
-        Err(error) if is_status(&error, 404) => Vec::new(),
-        listed => listed.map_err(failed("Foos"))?,
-    };
-    let objects = deployments
-        .iter()
-        .map(|object| (TargetKind::Deployment, TargetState::of_deployment(object)))
-        .chain(stateful_sets.iter().map(|object| {
-            (
-                TargetKind::StatefulSet,
-                TargetState::of_stateful_set(object),
-            )
-        }))
-        .chain(
-            cron_jobs
-                .iter()
-                .map(|object| (TargetKind::CronJob, TargetState::of_cron_job(object))),
-        )
-        .chain(
-            foos.iter()
-                .map(|object| (TargetKind::Foo, TargetState::of_foo(object))),
-        )
-        .map(|(kind, observed)| StatusObject { kind, observed })
-        .collect();
+    let mut objects = Vec::new();
+    for kind in TargetKind::catalogue() {
+        let listed = match objects::list(client, kind, namespace, 500).await {
+            // A kind of another project the user may not read is left out; a built-in one is not.
+            Err(error) if is_status(&error, 403) && !kind.spec().is_built_in() => Vec::new(),
+            listed => listed.map_err(|source| StatusError::List {
+                what: kind.spec().plural,
+                source,
+            })?,
+        };
+        objects.extend(listed.iter().map(|object| StatusObject {
+            kind,
+            observed: TargetState::of_object(kind, object),
+        }));
+    }
     // What each Namespace's workloads follow: its annotations, or a SleepSchedule or
     // SleepPolicy that reaches it.
     let (schedules, listed) = namespace_schedules(client, namespace, kube_downscaler)

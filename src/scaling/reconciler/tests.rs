@@ -714,7 +714,8 @@ async fn dry_run_reports_and_changes_nothing() {
 #[test]
 fn who_changed_replicas_comes_from_the_latest_other_manager() {
     let page: Value = serde_json::from_str(DEPLOYMENT_PAGE).unwrap();
-    let deployment: Deployment = serde_json::from_value(page["items"][0].clone()).unwrap();
+    let deployment: kube::api::DynamicObject =
+        serde_json::from_value(page["items"][0].clone()).unwrap();
     assert_eq!(
         replicas_changed_by(TargetKind::Deployment, deployment.managed_fields()).as_deref(),
         Some("curl (through /scale)")

@@ -2,16 +2,13 @@
 //! only when a step has steps before it, which a Namespace of Deployments alone never has.
 
 use chrono_tz::Tz;
-use k8s_openapi::api::{
-    apps::v1::{Deployment, StatefulSet},
-    batch::v1::CronJob,
-};
-use kube::{Api, Client, api::ListParams};
+use kube::Client;
 
 use super::{Peer, order_of};
 use crate::{
     scaling::{
         namespaces::NamespaceSchedules,
+        objects,
         target::{TargetKind, TargetState},
     },
     schedule::{Annotations, OVERRIDE_KEYS},
@@ -25,75 +22,31 @@ struct Listed {
     down_settled: bool,
 }
 
-/// Every workload of `namespace` that takes part in its wake.
+/// Every workload of `namespace`, of the `kinds` scheduled scaling sleeps, that takes part in
+/// its wake.
 pub async fn read(
     client: &Client,
     namespaces: &NamespaceSchedules,
+    kinds: &[TargetKind],
     namespace: &str,
 ) -> Result<Vec<Peer>, kube::Error> {
-    let params = ListParams::default();
-    let deployments = Api::<Deployment>::namespaced(client.clone(), namespace)
-        .list(&params)
-        .await?;
-    let stateful_sets = Api::<StatefulSet>::namespaced(client.clone(), namespace)
-        .list(&params)
-        .await?;
-    let cron_jobs = Api::<CronJob>::namespaced(client.clone(), namespace)
-        .list(&params)
-        .await?;
-    let listed = deployments
-        .iter()
-        .map(|deployment| {
-            let status = deployment.status.clone().unwrap_or_default();
-            listed(
-                TargetKind::Deployment,
-                TargetState::of_deployment(deployment),
-                seen(deployment.metadata.generation, status.observed_generation),
-                status.available_replicas,
-                status.replicas,
-            )
-        })
-        .chain(stateful_sets.iter().map(|stateful_set| {
-            let status = stateful_set.status.clone().unwrap_or_default();
-            listed(
-                TargetKind::StatefulSet,
-                TargetState::of_stateful_set(stateful_set),
-                seen(stateful_set.metadata.generation, status.observed_generation),
-                status.available_replicas,
-                Some(status.replicas),
-            )
-        }))
-        .chain(cron_jobs.iter().map(|cron_job| Listed {
-            kind: TargetKind::CronJob,
-            observed: TargetState::of_cron_job(cron_job),
-            up_settled: true,
-            down_settled: true,
-        }));
-    Ok(listed
-        .filter_map(|listed| peer(namespaces, namespace, listed))
-        .collect())
-}
-
-/// Whether its controller has seen its latest spec: until then its status tells of the one
-/// before (a new or just scaled workload's status says nothing yet).
-fn seen(generation: Option<i64>, observed_generation: Option<i64>) -> bool {
-    generation.is_none_or(|generation| observed_generation.is_some_and(|seen| seen >= generation))
-}
-
-fn listed(
-    kind: TargetKind,
-    observed: TargetState,
-    seen: bool,
-    available: Option<i32>,
-    running: Option<i32>,
-) -> Listed {
-    let wanted = observed.replicas;
-    Listed {
-        kind,
-        up_settled: seen && available.unwrap_or(0) >= wanted,
-        down_settled: seen && running.unwrap_or(0) <= wanted,
-        observed,
+    let mut peers = Vec::new();
+    for kind in kinds.iter().filter(|kind| kind.spec().follows_namespace) {
+        for (object, observed) in objects::observe_all(client, *kind, Some(namespace), 500).await? {
+            let (up_settled, down_settled) =
+                kind.spec().settling.map_or((true, true), |settling| {
+                    settling.settled(&object.data, object.metadata.generation, observed.replicas)
+                });
+            let listed = Listed {
+                kind: *kind,
+                observed,
+                up_settled,
+                down_settled,
+            };
+            peers.extend(peer(namespaces, namespace, listed));
+        }
     }
+    Ok(peers)
 }
 
 /// A workload as a peer of its Namespace's wake: only one that follows the Namespace's schedule
@@ -128,17 +81,4 @@ fn peer(namespaces: &NamespaceSchedules, namespace: &str, listed: Listed) -> Opt
         up_settled: listed.up_settled,
         down_settled: listed.down_settled,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_status_of_an_older_spec_settles_nothing() {
-        assert!(!seen(Some(2), Some(1)), "scaled, not yet seen");
-        assert!(!seen(Some(1), None), "new, never seen");
-        assert!(seen(Some(2), Some(2)));
-        assert!(seen(None, None));
-    }
 }

@@ -1,0 +1,112 @@
+//! Objects of any kind, read and listed through the API its row names: one path for every kind,
+//! the catalogue's and those `--kinds` adds.
+
+use kube::{Api, Client, api::DynamicObject};
+
+use crate::{
+    runtime::{api_errors::is_status, paging::all_pages},
+    scaling::{
+        kinds::KindSpec,
+        target::{KindName, TargetKind, TargetState},
+    },
+};
+
+/// The API of `kind`, in `namespace` or in every one.
+pub fn api(client: &Client, kind: TargetKind, namespace: Option<&str>) -> Api<DynamicObject> {
+    let resource = kind.api_resource();
+    match namespace {
+        Some(namespace) => Api::namespaced_with(client.clone(), namespace, &resource),
+        None => Api::all_with(client.clone(), &resource),
+    }
+}
+
+/// Every object of `kind` in `namespace` (or everywhere), page by page; none when the kind is
+/// not installed (its CRD is absent: 404).
+pub async fn list(
+    client: &Client,
+    kind: TargetKind,
+    namespace: Option<&str>,
+    page_size: u32,
+) -> Result<Vec<DynamicObject>, kube::Error> {
+    let api = &api(client, kind, namespace);
+    match all_pages(page_size, |params| async move { api.list(&params).await }).await {
+        Err(error) if is_status(&error, 404) => Ok(Vec::new()),
+        listed => listed,
+    }
+}
+
+/// What the scaler reads of every object of `kind` in `namespace` (or everywhere).
+pub async fn observe_all(
+    client: &Client,
+    kind: TargetKind,
+    namespace: Option<&str>,
+    page_size: u32,
+) -> Result<Vec<(DynamicObject, TargetState)>, kube::Error> {
+    Ok(list(client, kind, namespace, page_size)
+        .await?
+        .into_iter()
+        .map(|object| {
+            let observed = TargetState::of_object(kind, &object);
+            (object, observed)
+        })
+        .collect())
+}
+
+/// The kinds `--kinds` names, each with its row: a kind outside the catalogue is looked up on the
+/// API server, and sleeps by its scale subresource; one that is not served or has no scale
+/// subresource is named in the log and left out.
+pub async fn resolve(client: &Client, names: &[KindName]) -> Vec<TargetKind> {
+    let mut kinds = Vec::new();
+    for name in names {
+        match name {
+            KindName::Known(kind) => kinds.push(*kind),
+            KindName::Other { name, group } => match discover(client, name, group).await {
+                Ok(kind) => kinds.push(kind),
+                Err(reason) => {
+                    tracing::warn!(kind = %format!("{name}.{group}"), "not put to sleep: {reason}")
+                }
+            },
+        }
+        if kinds
+            .iter()
+            .filter(|kind| **kind == *kinds.last().unwrap_or(kind))
+            .count()
+            > 1
+        {
+            kinds.pop();
+        }
+    }
+    kinds
+}
+
+/// A kind outside the catalogue, from the API server's discovery: its preferred version, its
+/// plural, and whether it has a scale subresource.
+async fn discover(client: &Client, name: &str, group: &str) -> Result<TargetKind, String> {
+    let served = kube::discovery::group(client, group)
+        .await
+        .map_err(|error| format!("the API server does not serve the group {group}: {error}"))?;
+    let (resource, capabilities) = served
+        .recommended_resources()
+        .into_iter()
+        .find(|(resource, _)| resource.kind == name)
+        .ok_or_else(|| format!("the group {group} has no kind {name}"))?;
+    if !capabilities
+        .subresources
+        .iter()
+        .any(|(sub, _)| sub.plural.ends_with("/scale") || sub.plural == "scale")
+    {
+        return Err(format!(
+            "{name}.{group} has no scale subresource; only kinds with one, or those the \
+             catalogue knows, can sleep"
+        ));
+    }
+    // Made once at start-up, for each kind named: the rows live as long as the program.
+    let leak = |text: String| -> &'static str { Box::leak(text.into_boxed_str()) };
+    let spec = KindSpec::scalable(
+        leak(resource.kind),
+        leak(resource.group),
+        leak(resource.version),
+        leak(resource.plural),
+    );
+    Ok(TargetKind::of(Box::leak(Box::new(spec))))
+}
