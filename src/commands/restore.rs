@@ -692,6 +692,7 @@ mod tests {
             max_replicas: 1,
             originals: crate::scaling::hpa::Originals::Recorded { min: 2, max: 5 },
             resource_version: Some("9".into()),
+            lever: None,
         };
         let (client, server) = mock_client();
         let server = tokio::spawn(server.serve(vec![

@@ -60,7 +60,13 @@ pub struct Hpa {
     pub max_replicas: i32,
     pub originals: Originals,
     pub resource_version: Option<String>,
+    /// The KEDA ScaledObject that made and drives it: its workload sleeps through the
+    /// ScaledObject, and neither is ever written for it.
+    pub lever: Option<String>,
 }
+
+/// The kind whose objects own the HPAs KEDA makes, and sleep in place of their workloads.
+const KEDA_LEVER: TargetKind = TargetKind::ScaledObject;
 
 /// The bounds recorded on an HPA for the night.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,23 +81,27 @@ pub enum Originals {
 }
 
 impl Hpa {
-    /// What is kept of an HPA whose target is a Deployment or StatefulSet; `None` for any other
-    /// target, which scheduled scaling does not put to sleep through its replicas.
+    /// What is kept of an HPA whose target is of a kind an HPA may drive ([`KindSpec::hpa_target`]);
+    /// `None` for any other target, which scheduled scaling does not put to sleep through its
+    /// replicas.
+    ///
+    /// [`KindSpec::hpa_target`]: crate::scaling::kinds::KindSpec::hpa_target
     pub fn of(hpa: &HorizontalPodAutoscaler) -> Option<Self> {
         let key = ObjectKey::of(hpa)?;
         let spec = hpa.spec.as_ref()?;
         let reference = &spec.scale_target_ref;
-        let group = reference
-            .api_version
-            .as_deref()
-            .and_then(|version| version.split_once('/'))
-            .map(|(group, _)| group);
-        let kind = match (group, reference.kind.as_str()) {
-            (Some("apps"), "Deployment") => TargetKind::Deployment,
-            (Some("apps"), "StatefulSet") => TargetKind::StatefulSet,
-            _ => return None,
-        };
+        let kind = TargetKind::of_api(reference.api_version.as_deref()?, &reference.kind)
+            .filter(|kind| kind.spec().hpa_target)?;
         let annotations = hpa.annotations();
+        let lever = hpa
+            .owner_references()
+            .iter()
+            .find(|owner| {
+                owner.controller == Some(true)
+                    && owner.kind == KEDA_LEVER.as_str()
+                    && KEDA_LEVER.spec().is_of_api_version(&owner.api_version)
+            })
+            .map(|owner| owner.name.clone());
         Some(Self {
             target: ScaleTarget {
                 kind,
@@ -103,6 +113,7 @@ impl Hpa {
             max_replicas: spec.max_replicas,
             originals: originals(annotations),
             resource_version: hpa.resource_version(),
+            lever,
         })
     }
 }
@@ -466,6 +477,11 @@ impl HpaIndex {
             .get(target)
             .map(|hpas| hpas.values().cloned().collect())
             .unwrap_or_default()
+    }
+
+    /// The ScaledObject a target sleeps through, when KEDA drives it.
+    pub fn lever_of(&self, target: &ScaleTarget) -> Option<String> {
+        self.of(target).into_iter().find_map(|hpa| hpa.lever)
     }
 
     /// Whether HPAs have been listed once.

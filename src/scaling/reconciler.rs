@@ -234,24 +234,36 @@ pub async fn reconcile(
         .into_iter()
         .map(|(key, _)| key)
         .collect();
+    // Another object that drives this one's replicas is its lever: its Foo, or the KEDA
+    // ScaledObject that would undo any count written here.
+    let lever = observed
+        .controlling_foo
+        .clone()
+        .map(|foo| (TargetKind::Foo, foo))
+        .or_else(|| {
+            ctx.hpas
+                .lever_of(target)
+                .map(|so| (TargetKind::ScaledObject, so))
+        });
     let inherited;
     (observed.annotations, inherited) = ctx.namespaces.effective(
         target.kind,
         &target.key.namespace,
         &observed.annotations,
         &observed.labels,
-        observed.controlling_foo.is_some(),
+        lever.is_some(),
     );
     let annotations = target
         .kind
         .parse(&observed.annotations, ctx.default_timezone)
         .assuming_warm_up(ctx.warm_up);
 
-    if let Some(foo) = &observed.controlling_foo {
+    if let Some((lever, name)) = &lever {
         if schedule::has_schedule(&observed.annotations) {
             let note = format!(
-                "schedule annotations on a Deployment controlled by Foo {foo:?} are ignored: annotate Foo {foo:?} instead, \
-                 so the two controllers never fight over replicas"
+                "schedule annotations on a {} controlled by {lever} {name:?} are ignored: annotate {lever} {name:?} instead, \
+                 so the two controllers never fight over replicas",
+                target.kind
             );
             let cause = refused_cause(&observed.annotations);
             warn_once(ctx, target, &observed, "InvalidSchedule", cause, note).await?;

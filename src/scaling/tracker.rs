@@ -346,11 +346,18 @@ impl Tracker {
             self.forget(&key);
             return;
         }
-        // A Deployment controlled by a Foo is scaled through its Foo: its own schedule is
-        // refused (by the worker, with an Event) and never armed, and its namespace's does not
-        // apply.
+        // A Deployment controlled by a Foo is scaled through its Foo, one KEDA drives through
+        // its ScaledObject: its own schedule is refused (by the worker, with an Event) and
+        // never armed, and its namespace's does not apply.
         let controlled_by_foo =
-            controlling_foo(meta.owner_references.as_deref().unwrap_or_default()).is_some();
+            controlling_foo(meta.owner_references.as_deref().unwrap_or_default()).is_some()
+                || self
+                    .hpas
+                    .lever_of(&ScaleTarget {
+                        kind: self.kind,
+                        key: key.clone(),
+                    })
+                    .is_some();
         let none = BTreeMap::new();
         let (ours, follows_namespace) = self.namespaces.effective(
             self.kind,
@@ -386,7 +393,8 @@ impl Tracker {
         if previous.is_some_and(|tracked| tracked.fingerprint == fingerprint) {
             return;
         }
-        // A Foo's Deployment sleeps through its Foo, which is counted.
+        // A Foo's Deployment sleeps through its Foo, a KEDA workload through its ScaledObject,
+        // which are counted.
         let share = if controlled_by_foo {
             asleep::Share::default()
         } else {

@@ -42,6 +42,7 @@ pub(super) fn hpa(min: i32, max: i32, originals: Originals) -> Hpa {
         max_replicas: max,
         originals,
         resource_version: Some("41".into()),
+        lever: None,
     }
 }
 
@@ -68,6 +69,45 @@ fn applying(transition: Transition) -> ScaleChange {
         ended: None,
         cleanup: None,
     }
+}
+
+#[test]
+fn an_hpa_keda_made_names_the_scaled_object_its_workload_sleeps_through() {
+    let mut object = hpa_object(("apps/v1", "Deployment"), Some(1), 5, &[]);
+    let owner = |kind: &str, api_version: &str, controller| {
+        serde_json::from_value(json!({
+            "apiVersion": api_version, "kind": kind, "name": "web-scaler", "uid": "1",
+            "controller": controller,
+        }))
+        .unwrap()
+    };
+    object.metadata.owner_references = Some(vec![owner("ScaledObject", "keda.sh/v1alpha1", true)]);
+    assert_eq!(
+        Hpa::of(&object).unwrap().lever.as_deref(),
+        Some("web-scaler")
+    );
+    for (kind, api_version, controller) in [
+        ("ScaledObject", "keda.sh/v1alpha1", false),
+        ("ScaledObject", "example.com/v1", true),
+        ("Foo", "samplecontroller.k8s.io/v1alpha1", true),
+    ] {
+        object.metadata.owner_references = Some(vec![owner(kind, api_version, controller)]);
+        assert_eq!(
+            Hpa::of(&object).unwrap().lever,
+            None,
+            "{kind} {api_version} {controller}"
+        );
+    }
+    let rollout = Hpa::of(&hpa_object(
+        ("argoproj.io/v1alpha1", "Rollout"),
+        Some(1),
+        5,
+        &[],
+    ));
+    assert_eq!(
+        rollout.map(|hpa| hpa.target.kind),
+        Some(TargetKind::Rollout)
+    );
 }
 
 #[test]

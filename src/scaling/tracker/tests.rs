@@ -492,6 +492,7 @@ async fn a_target_whose_hpa_is_out_of_line_is_looked_at_without_a_read_of_the_ot
         max_replicas: max,
         originals,
         resource_version: Some("41".into()),
+        lever: None,
     };
     let asleep = [
         (schedule::SCALE_DOWN, "0 20 * * *"),
