@@ -434,6 +434,7 @@ mod tests {
         let observed = TargetState {
             reference: Default::default(),
             replicas: 0,
+            held: None,
             labels: BTreeMap::new(),
             annotations: BTreeMap::from([
                 (schedule::ORIGINAL_SUSPEND.to_string(), "false".to_string()),
@@ -479,6 +480,7 @@ mod tests {
         let observed = TargetState {
             reference: Default::default(),
             replicas: 0,
+            held: None,
             labels: BTreeMap::new(),
             annotations: BTreeMap::from([(
                 schedule::SCALE_DOWN.to_string(),

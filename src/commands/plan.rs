@@ -309,7 +309,12 @@ fn simulate_object(
             });
             in_window += u64::from(!catch_up);
             replicas = to;
-            apply_annotations(target.kind, &mut annotations, &change);
+            apply_annotations(
+                target.kind,
+                &mut annotations,
+                &change,
+                object.observed.held.as_deref(),
+            );
         }
         let Annotations::Scheduled(schedule, _) = &parsed else {
             break;
@@ -506,10 +511,10 @@ fn apply_annotations(
     kind: TargetKind,
     annotations: &mut BTreeMap<String, String>,
     change: &ScaleChange,
+    held: Option<&str>,
 ) {
-    let before = annotations.clone();
     for (key, value) in change.annotation_updates() {
-        let (key, value) = kind.written(key, value, &before);
+        let (key, value) = kind.written(key, value, held);
         match value {
             Some(value) => annotations.insert(key.to_string(), value),
             None => annotations.remove(key),

@@ -406,6 +406,15 @@ impl Sleep {
         }
     }
 
+    /// What the annotation an annotation kind sleeps by holds on an object (`None` for other
+    /// kinds, or without it): kept beside the schedule's annotations, which are all the rules see.
+    pub fn held(self, annotations: &BTreeMap<String, String>) -> Option<String> {
+        match self {
+            Sleep::Annotation { key, .. } => annotations.get(key).cloned(),
+            Sleep::Replicas | Sleep::Suspend => None,
+        }
+    }
+
     /// The object's sleep value as the rules read it: its replicas, or 1 awake and 0 asleep;
     /// `object` is all of it but its metadata.
     pub fn replicas_of(self, object: &Value, annotations: &BTreeMap<String, String>) -> i32 {
@@ -477,22 +486,22 @@ impl Sleep {
         }
     }
 
-    /// The annotation the controller writes for a rule's key, and its value; `observed` are the
-    /// object's annotations before the write.
+    /// The annotation the controller writes for a rule's key, and its value; `held` is what the
+    /// annotation an annotation kind sleeps by holds before the write.
     pub fn written(
         self,
         key: &'static str,
         value: Option<String>,
-        observed: &BTreeMap<String, String>,
+        held: Option<&str>,
     ) -> (&'static str, Option<String>) {
         match (self, key) {
             (Sleep::Suspend, schedule::ORIGINAL_REPLICAS) => (
                 schedule::ORIGINAL_SUSPEND,
                 value.map(|replicas| (replicas == "0").to_string()),
             ),
-            (Sleep::Annotation { key: held, .. }, schedule::ORIGINAL_REPLICAS) => (
+            (Sleep::Annotation { .. }, schedule::ORIGINAL_REPLICAS) => (
                 schedule::ORIGINAL_VALUE,
-                value.map(|_| observed.get(held).cloned().unwrap_or_default()),
+                value.map(|_| held.unwrap_or_default().to_string()),
             ),
             _ => (key, value),
         }

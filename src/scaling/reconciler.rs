@@ -611,7 +611,7 @@ pub fn patch_for(
         .map(ScaleChange::annotation_updates)
         .unwrap_or_default()
         .into_iter()
-        .map(|(key, value)| kind.written(key, value, &observed.annotations))
+        .map(|(key, value)| kind.written(key, value, observed.held.as_deref()))
         .map(|(key, value)| (key.to_string(), value.map_or(Value::Null, Value::String)))
         .collect();
     annotations.extend(removed.iter().map(|key| (key.to_string(), Value::Null)));
@@ -732,8 +732,9 @@ fn describe_scheduled(
                 (Direction::Up, None) if kind.is_on_off() => (
                     SCHEDULE_FOLLOWED,
                     format!(
-                        "scale-up by {cron} at {at}: it was suspended before the scale-down, so it \
-                         stays suspended"
+                        "scale-up by {cron} at {at}: it was {asleep} before the scale-down, so it \
+                         stays {asleep}",
+                        asleep = kind.amount(0)
                     ),
                 ),
                 (Direction::Up, None) => (

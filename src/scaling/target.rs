@@ -131,9 +131,9 @@ impl TargetKind {
         self,
         key: &'static str,
         value: Option<String>,
-        observed: &BTreeMap<String, String>,
+        held: Option<&str>,
     ) -> (&'static str, Option<String>) {
-        self.spec().sleep.written(key, value, observed)
+        self.spec().sleep.written(key, value, held)
     }
 
     /// Where its objects are read and written.
@@ -270,6 +270,8 @@ impl fmt::Display for ScaleTarget {
 pub struct TargetState {
     pub reference: ObjectReference,
     pub replicas: i32,
+    /// What the annotation its kind sleeps by holds, for an annotation kind.
+    pub held: Option<String>,
     pub annotations: BTreeMap<String, String>,
     /// By which a `SleepPolicy` or `SleepSchedule` may leave it alone.
     pub labels: BTreeMap<String, String>,
@@ -296,6 +298,7 @@ impl TargetState {
                 .spec()
                 .sleep
                 .replicas_of(&object.data, object.annotations()),
+            held: kind.spec().sleep.held(object.annotations()),
             annotations: object.annotations().clone(),
             labels: object.labels().clone(),
             resource_version: object.resource_version(),

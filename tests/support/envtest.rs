@@ -703,7 +703,9 @@ pub async fn apply(client: &Client, object: Value) -> Result<(), String> {
     Ok(())
 }
 
-async fn wait_allowed(
+/// Waits until the ServiceAccount may `verb` `resource`: the authorizer learns of new bindings from
+/// a watch.
+pub async fn wait_allowed(
     admin: &Client,
     group: &str,
     resource: &str,

@@ -42,6 +42,7 @@ fn object(
                 ..ObjectReference::default()
             },
             replicas,
+            held: None,
             annotations: annotations_of(pairs),
             labels: Default::default(),
             resource_version: None,

@@ -1,0 +1,702 @@
+//! Every kind of a staging Namespace sleeps, on a real API server with the real CRDs of the
+//! projects whose objects live there (`../shared/crds/`): an Argo Rollout and a CRD of our own
+//! through their replicas, a KEDA-scaled Deployment through its ScaledObject while the test plays
+//! KEDA, CloudNativePG Clusters through their hibernation annotation, a running Job suspended.
+//! And `--kinds` naming a kind not installed yet, or one the ServiceAccount may not read.
+//!
+//! No operator runs: the test plays the one that matters. Without `../shared/crds/` these tests
+//! say they are skipped.
+
+mod support;
+
+use std::{collections::BTreeMap, path::PathBuf, time::Duration};
+
+use chrono::{DateTime, Utc};
+use kube::{
+    Api, Client,
+    api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams},
+};
+use serde_json::{Value, json};
+use support::{
+    Scenario, describe, envtest, eventually, metric, nightly, occurrences,
+    replicas_and_annotations, sleep_until, whole_second_in,
+};
+
+/// Lateness we accept from a transition: the timer, one reconcile, a busy 2-core machine.
+const LATENESS: Duration = Duration::from_secs(15);
+const ORIGINAL_VALUE: &str = "cronscaler.dev/original-value";
+const PAUSED_REPLICAS: &str = "autoscaling.keda.sh/paused-replicas";
+const HIBERNATION: &str = "cnpg.io/hibernation";
+
+/// `../shared/crds/<file>`, or `None` (said) where this machine has no shared CRDs.
+fn shared_crd(test: &str, file: &str) -> Option<PathBuf> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/crds")
+        .join(file);
+    if path.is_file() {
+        Some(path)
+    } else {
+        support::say(&format!(
+            "{test}: skipped: needs {} (the real CRDs of other projects)",
+            path.display()
+        ));
+        None
+    }
+}
+
+/// Installs a CRD from `path` and waits until its kind is served.
+async fn install_crd(client: &Client, path: &PathBuf, gvk: &GroupVersionKind) {
+    envtest::apply_file(client, path)
+        .await
+        .unwrap_or_else(|error| panic!("installing {}: {error}", path.display()));
+    eventually(&format!("{} served", gvk.kind), LATENESS, || async {
+        kube::discovery::pinned_kind(client, gvk).await.ok()
+    })
+    .await;
+}
+
+/// Grants the ServiceAccount an optional role of `rbac/optional/`, as a user installing it does.
+async fn grant_optional(client: &Client, file: &str) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("rbac/optional")
+        .join(file);
+    envtest::apply_file(client, &path)
+        .await
+        .unwrap_or_else(|error| panic!("applying {}: {error}", path.display()));
+}
+
+fn gvk(group: &str, version: &str, kind: &str) -> GroupVersionKind {
+    GroupVersionKind::gvk(group, version, kind)
+}
+
+fn api(scenario: &Scenario, gvk: &GroupVersionKind, plural: &str) -> Api<DynamicObject> {
+    Api::namespaced_with(
+        scenario.client.clone(),
+        &scenario.namespace,
+        &ApiResource::from_gvk_with_plural(gvk, plural),
+    )
+}
+
+async fn create(api: &Api<DynamicObject>, object: Value) -> DynamicObject {
+    let object: DynamicObject = serde_json::from_value(object).expect("an object");
+    api.create(&PostParams::default(), &object)
+        .await
+        .unwrap_or_else(|error| panic!("creating {:?}: {error}", object.metadata.name))
+}
+
+fn annotations(object: &DynamicObject) -> BTreeMap<String, String> {
+    object.metadata.annotations.clone().unwrap_or_default()
+}
+
+fn replicas(object: &DynamicObject) -> Option<i64> {
+    object
+        .data
+        .pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+}
+
+/// A night of `seconds` starting `after` seconds from now.
+fn night(after: i64, seconds: i64) -> (DateTime<Utc>, DateTime<Utc>) {
+    let down = whole_second_in(after);
+    (down, down + chrono::Duration::seconds(seconds))
+}
+
+fn pod_template(app: &str) -> Value {
+    json!({
+        "metadata": { "labels": { "app": app } },
+        "spec": { "containers": [{ "name": "app", "image": "nginx:1.27" }] },
+    })
+}
+
+#[tokio::test]
+async fn a_rollout_and_a_crd_of_our_own_sleep_and_wake_to_their_counts_through_replicas() {
+    let test = "rollout";
+    let Some(rollouts_crd) = shared_crd(test, "argoproj.io_rollouts.yaml") else {
+        return;
+    };
+    let Some(scenario) = Scenario::shared(test).await else {
+        return;
+    };
+    let rollout_kind = gvk("argoproj.io", "v1alpha1", "Rollout");
+    install_crd(&scenario.client, &rollouts_crd, &rollout_kind).await;
+    grant_optional(&scenario.client, "argo-rollouts.yaml").await;
+    // A kind of our own with a scale subresource, as any operator's, and the grant a user adds.
+    let widget_kind = gvk("test.cronscaler.dev", "v1", "Widget");
+    let widget_crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": { "name": "widgets.test.cronscaler.dev" },
+        "spec": {
+            "group": "test.cronscaler.dev", "scope": "Namespaced",
+            "names": { "kind": "Widget", "plural": "widgets", "singular": "widget", "listKind": "WidgetList" },
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "subresources": { "scale": {
+                    "specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas",
+                } },
+                "schema": { "openAPIV3Schema": { "type": "object", "properties": {
+                    "spec": { "type": "object", "properties": { "replicas": { "type": "integer" } } },
+                    "status": { "type": "object", "properties": { "replicas": { "type": "integer" } } },
+                } } },
+            }],
+        },
+    });
+    envtest::apply(&scenario.client, widget_crd)
+        .await
+        .expect("the Widget CRD");
+    for object in [
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": { "name": "cronscaler-widgets" },
+            "rules": [{ "apiGroups": ["test.cronscaler.dev"], "resources": ["widgets"],
+                        "verbs": ["get", "list", "watch", "patch"] }],
+        }),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": { "name": "cronscaler-widgets" },
+            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cronscaler-widgets" },
+            "subjects": [{ "kind": "ServiceAccount", "name": "cronscaler", "namespace": "cronscaler" }],
+        }),
+    ] {
+        envtest::apply(&scenario.client, object)
+            .await
+            .expect("the Widget grant");
+    }
+    eventually("Widget served", LATENESS, || async {
+        kube::discovery::pinned_kind(&scenario.client, &widget_kind)
+            .await
+            .ok()
+    })
+    .await;
+    envtest::wait_allowed(
+        &scenario.client,
+        "test.cronscaler.dev",
+        "widgets",
+        "patch",
+        None,
+    )
+    .await
+    .expect("the Widget grant in force");
+    envtest::wait_allowed(&scenario.client, "argoproj.io", "rollouts", "patch", None)
+        .await
+        .expect("the Rollout grant in force");
+
+    let mut controller = scenario.start_controller(
+        "cronscaler",
+        &[
+            "--kinds",
+            "Deployment.apps,Rollout.argoproj.io,Widget.test.cronscaler.dev",
+        ],
+    );
+    controller.wait_ready().await;
+    let (down, up) = night(8, 8);
+    let rollouts = api(&scenario, &rollout_kind, "rollouts");
+    let widgets = api(&scenario, &widget_kind, "widgets");
+    create(
+        &rollouts,
+        json!({
+            "apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
+            "metadata": { "name": "shop", "annotations": nightly(down, up) },
+            "spec": {
+                "replicas": 3,
+                "selector": { "matchLabels": { "app": "shop" } },
+                "template": pod_template("shop"),
+                "strategy": { "canary": { "steps": [] } },
+            },
+        }),
+    )
+    .await;
+    create(
+        &widgets,
+        json!({
+            "apiVersion": "test.cronscaler.dev/v1", "kind": "Widget",
+            "metadata": { "name": "gadget", "annotations": nightly(down, up) },
+            "spec": { "replicas": 4 },
+        }),
+    )
+    .await;
+
+    for (api, name, count) in [(&rollouts, "shop", 3), (&widgets, "gadget", 4)] {
+        let asleep = eventually(&format!("{name} asleep"), LATENESS * 2, || async {
+            let object = api.get(name).await.ok()?;
+            (replicas(&object) == Some(0)).then_some(object)
+        })
+        .await;
+        assert_eq!(
+            annotations(&asleep)
+                .get("cronscaler.dev/original-replicas")
+                .map(String::as_str),
+            Some(count.to_string().as_str()),
+            "{name} remembers its count"
+        );
+    }
+    sleep_until(up).await;
+    for (api, name, count) in [(&rollouts, "shop", 3), (&widgets, "gadget", 4)] {
+        eventually(&format!("{name} awake at {count}"), LATENESS, || async {
+            (replicas(&api.get(name).await.ok()?) == Some(count)).then_some(())
+        })
+        .await;
+        let events = scenario.events(name).await;
+        assert_eq!(
+            occurrences(&events, "ScaledDown"),
+            1,
+            "{name}:\n{}",
+            describe(&events)
+        );
+        assert_eq!(
+            occurrences(&events, "ScaledUp"),
+            1,
+            "{name}:\n{}",
+            describe(&events)
+        );
+    }
+    controller
+        .assert_stops_cleanly(Duration::from_secs(10))
+        .await;
+    scenario.finish().await;
+}
+
+#[tokio::test]
+async fn a_keda_scaled_deployment_sleeps_through_its_scaled_object_with_no_fight() {
+    let test = "keda";
+    let Some(crd) = shared_crd(test, "keda.sh_scaledobjects.yaml") else {
+        return;
+    };
+    let Some(scenario) = Scenario::shared(test).await else {
+        return;
+    };
+    let so_kind = gvk("keda.sh", "v1alpha1", "ScaledObject");
+    install_crd(&scenario.client, &crd, &so_kind).await;
+    let mut controller = scenario.start_controller("cronscaler", &[]);
+    controller.wait_ready().await;
+
+    let deployments = scenario.deployments();
+    deployments
+        .create(
+            &PostParams::default(),
+            &support::deployment("web", 2, json!({})),
+        )
+        .await
+        .expect("the Deployment KEDA scales");
+    let scaled_objects = api(&scenario, &so_kind, "scaledobjects");
+    let (down, up) = night(10, 12);
+    // One ScaledObject had paused-replicas of its own before the night: it gets it back.
+    let scaler = create(&scaled_objects, json!({
+        "apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
+        "metadata": { "name": "web-scaler", "annotations": nightly(down, up) },
+        "spec": {
+            "scaleTargetRef": { "name": "web" },
+            "minReplicaCount": 2, "maxReplicaCount": 5,
+            "triggers": [{ "type": "cpu", "metricType": "Utilization", "metadata": { "value": "60" } }],
+        },
+    }))
+    .await;
+    create(&scaled_objects, json!({
+        "apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
+        "metadata": { "name": "held", "annotations": json!({
+            PAUSED_REPLICAS: "1",
+            "cronscaler.dev/scale-down": support::cron_at(down),
+            "cronscaler.dev/scale-up": support::cron_at(up),
+        }) },
+        "spec": {
+            "scaleTargetRef": { "name": "other" },
+            "triggers": [{ "type": "cpu", "metricType": "Utilization", "metadata": { "value": "60" } }],
+        },
+    }))
+    .await;
+    // The HPA KEDA makes for its ScaledObject, controlled by it.
+    let hpas: Api<k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler> =
+        Api::namespaced(scenario.client.clone(), &scenario.namespace);
+    let hpa = serde_json::from_value(json!({
+        "metadata": {
+            "name": "keda-hpa-web-scaler",
+            "ownerReferences": [{
+                "apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject", "name": "web-scaler",
+                "uid": scaler.metadata.uid, "controller": true, "blockOwnerDeletion": true,
+            }],
+        },
+        "spec": {
+            "scaleTargetRef": { "apiVersion": "apps/v1", "kind": "Deployment", "name": "web" },
+            "minReplicas": 2, "maxReplicas": 5,
+            "metrics": [{ "type": "Resource", "resource": { "name": "cpu",
+                "target": { "type": "Utilization", "averageUtilization": 60 } } }],
+        },
+    }))
+    .expect("an HPA");
+    let hpa = hpas
+        .create(&PostParams::default(), &hpa)
+        .await
+        .expect("KEDA's HPA");
+
+    // The test plays KEDA: every 2 s its target is held at paused-replicas while the
+    // ScaledObject is paused, and at minReplicaCount or more otherwise.
+    let keda = tokio::spawn({
+        let (deployments, scaled_objects) = (deployments.clone(), scaled_objects.clone());
+        async move {
+            loop {
+                if let Ok(scaler) = scaled_objects.get("web-scaler").await {
+                    let paused = annotations(&scaler)
+                        .get(PAUSED_REPLICAS)
+                        .and_then(|value| value.parse::<i32>().ok());
+                    let current = replicas_and_annotations(&deployments, "web")
+                        .await
+                        .map(|(replicas, _)| replicas);
+                    let wanted = match (paused, current) {
+                        (Some(paused), _) => Some(paused),
+                        (None, Some(current)) if current < 2 => Some(2),
+                        _ => None,
+                    };
+                    if let Some(wanted) = wanted.filter(|wanted| Some(*wanted) != current) {
+                        let scale = json!({ "spec": { "replicas": wanted } });
+                        let as_keda = PatchParams {
+                            field_manager: Some("keda-operator".into()),
+                            ..PatchParams::default()
+                        };
+                        let _ = deployments
+                            .patch_scale("web", &as_keda, &Patch::Merge(&scale))
+                            .await;
+                    }
+                }
+                tokio::time::sleep(Duration::from_secs(2)).await;
+            }
+        }
+    });
+
+    let asleep = eventually("web-scaler paused at 0", LATENESS * 2, || async {
+        let scaler = scaled_objects.get("web-scaler").await.ok()?;
+        (annotations(&scaler)
+            .get(PAUSED_REPLICAS)
+            .map(String::as_str)
+            == Some("0"))
+        .then_some(scaler)
+    })
+    .await;
+    assert_eq!(
+        annotations(&asleep).get(ORIGINAL_VALUE).map(String::as_str),
+        Some(""),
+        "it had no paused-replicas"
+    );
+    eventually("KEDA holding web at 0", LATENESS, || async {
+        let (replicas, _) = replicas_and_annotations(&deployments, "web").await?;
+        (replicas == 0).then_some(())
+    })
+    .await;
+    let held = scaled_objects.get("held").await.expect("held");
+    assert_eq!(
+        annotations(&held).get(PAUSED_REPLICAS).map(String::as_str),
+        Some("0")
+    );
+    assert_eq!(
+        annotations(&held).get(ORIGINAL_VALUE).map(String::as_str),
+        Some("1")
+    );
+
+    // The whole night: web stays at 0, nobody fights, nothing is said to be reverted.
+    sleep_until(up - chrono::Duration::seconds(1)).await;
+    let (replicas, web_annotations) = replicas_and_annotations(&deployments, "web")
+        .await
+        .expect("web");
+    assert_eq!(replicas, 0, "asleep all night");
+    assert!(
+        !web_annotations
+            .keys()
+            .any(|key| key.starts_with("cronscaler.dev/")),
+        "its replicas are KEDA's: nothing of ours is written on web: {web_annotations:?}"
+    );
+    for name in ["web", "web-scaler"] {
+        let events = scenario.events(name).await;
+        assert_eq!(
+            occurrences(&events, "ScaleReverted"),
+            0,
+            "{name}:\n{}",
+            describe(&events)
+        );
+    }
+
+    // Morning: each ScaledObject has what it had; KEDA scales web back up by itself.
+    let woken = eventually("web-scaler unpaused", LATENESS, || async {
+        let scaler = scaled_objects.get("web-scaler").await.ok()?;
+        (!annotations(&scaler).contains_key(PAUSED_REPLICAS)).then_some(scaler)
+    })
+    .await;
+    assert!(!annotations(&woken).contains_key(ORIGINAL_VALUE));
+    eventually("held paused at 1 again", LATENESS, || async {
+        let held = scaled_objects.get("held").await.ok()?;
+        (annotations(&held).get(PAUSED_REPLICAS).map(String::as_str) == Some("1")).then_some(())
+    })
+    .await;
+    eventually("KEDA scaling web again", LATENESS, || async {
+        let (replicas, _) = replicas_and_annotations(&deployments, "web").await?;
+        (replicas >= 2).then_some(())
+    })
+    .await;
+    let after = hpas.get("keda-hpa-web-scaler").await.expect("KEDA's HPA");
+    assert_eq!(after.spec, hpa.spec, "KEDA's HPA keeps its bounds");
+    assert!(
+        after
+            .metadata
+            .managed_fields
+            .unwrap_or_default()
+            .iter()
+            .all(|entry| entry.manager.as_deref() != Some("cronscaler")),
+        "KEDA's HPA is never written by cronscaler"
+    );
+    keda.abort();
+    controller
+        .assert_stops_cleanly(Duration::from_secs(10))
+        .await;
+    scenario.finish().await;
+}
+
+#[tokio::test]
+async fn a_cnpg_cluster_hibernates_at_night_and_one_hibernated_before_stays_so() {
+    let test = "cnpg";
+    let Some(crd) = shared_crd(test, "postgresql.cnpg.io_clusters.yaml") else {
+        return;
+    };
+    let Some(scenario) = Scenario::shared(test).await else {
+        return;
+    };
+    let cluster_kind = gvk("postgresql.cnpg.io", "v1", "Cluster");
+    install_crd(&scenario.client, &crd, &cluster_kind).await;
+    grant_optional(&scenario.client, "cloudnative-pg.yaml").await;
+    envtest::wait_allowed(
+        &scenario.client,
+        "postgresql.cnpg.io",
+        "clusters",
+        "patch",
+        None,
+    )
+    .await
+    .expect("the CloudNativePG grant in force");
+    let mut controller = scenario.start_controller(
+        "cronscaler",
+        &["--kinds", "Deployment.apps,Cluster.postgresql.cnpg.io"],
+    );
+    controller.wait_ready().await;
+    let clusters = api(&scenario, &cluster_kind, "clusters");
+    let (down, up) = night(8, 8);
+    for (name, hibernation) in [("db", None), ("cold", Some("on"))] {
+        let mut annotations = nightly(down, up);
+        if let Some(value) = hibernation {
+            annotations[HIBERNATION] = json!(value);
+        }
+        create(
+            &clusters,
+            json!({
+                "apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster",
+                "metadata": { "name": name, "annotations": annotations },
+                "spec": { "instances": 2, "storage": { "size": "1Gi" } },
+            }),
+        )
+        .await;
+    }
+    let db = eventually("db hibernated", LATENESS * 2, || async {
+        let annotations = annotations(&clusters.get("db").await.ok()?);
+        (annotations.get(HIBERNATION).map(String::as_str) == Some("on")).then_some(annotations)
+    })
+    .await;
+    assert_eq!(
+        db.get(ORIGINAL_VALUE).map(String::as_str),
+        Some(""),
+        "it had none"
+    );
+    // Already hibernated at night: told so, and nothing written.
+    eventually("cold told it stays hibernated", LATENESS, || async {
+        scenario.events("cold").await.into_iter().find(|event| {
+            event.reason.as_deref() == Some("ScheduleFollowed")
+                && event
+                    .note
+                    .as_deref()
+                    .is_some_and(|note| note.contains("already hibernated"))
+        })
+    })
+    .await;
+
+    sleep_until(up).await;
+    eventually("db running again", LATENESS, || async {
+        let db = clusters.get("db").await.ok()?;
+        (annotations(&db).get(HIBERNATION).map(String::as_str) == Some("off")).then_some(())
+    })
+    .await;
+    let events = scenario.events("db").await;
+    assert_eq!(
+        occurrences(&events, "ScaledUp"),
+        1,
+        "db:\n{}",
+        describe(&events)
+    );
+    let cold = clusters.get("cold").await.expect("cold");
+    assert_eq!(
+        annotations(&cold).get(HIBERNATION).map(String::as_str),
+        Some("on"),
+        "hibernated before the night, hibernated after"
+    );
+    let events = scenario.events("cold").await;
+    assert_eq!(
+        occurrences(&events, "ScaledUp") + occurrences(&events, "ScaledDown"),
+        0,
+        "nothing was done to cold:\n{}",
+        describe(&events)
+    );
+    controller
+        .assert_stops_cleanly(Duration::from_secs(10))
+        .await;
+    scenario.finish().await;
+}
+
+#[tokio::test]
+async fn a_running_job_is_suspended_for_the_night_and_resumed() {
+    let Some(scenario) = Scenario::shared("job").await else {
+        return;
+    };
+    let mut controller = scenario.start_controller("cronscaler", &[]);
+    controller.wait_ready().await;
+    let jobs: Api<k8s_openapi::api::batch::v1::Job> =
+        Api::namespaced(scenario.client.clone(), &scenario.namespace);
+    let (down, up) = night(8, 8);
+    let job = serde_json::from_value(json!({
+        "metadata": { "name": "import", "annotations": nightly(down, up) },
+        "spec": {
+            "template": {
+                "spec": {
+                    "containers": [{ "name": "import", "image": "busybox", "command": ["sleep", "3600"] }],
+                    "restartPolicy": "Never",
+                },
+            },
+        },
+    }))
+    .expect("a Job");
+    jobs.create(&PostParams::default(), &job)
+        .await
+        .expect("the Job");
+    let suspended = |wanted: bool| {
+        let jobs = jobs.clone();
+        async move {
+            let job = jobs.get("import").await.ok()?;
+            let suspend = job.spec.as_ref()?.suspend.unwrap_or(false);
+            (suspend == wanted).then_some(job)
+        }
+    };
+    let asleep = eventually("the Job suspended", LATENESS * 2, || suspended(true)).await;
+    assert_eq!(
+        asleep
+            .metadata
+            .annotations
+            .unwrap_or_default()
+            .get("cronscaler.dev/original-suspend")
+            .map(String::as_str),
+        Some("false"),
+        "it was running"
+    );
+    sleep_until(up).await;
+    eventually("the Job resumed", LATENESS, || suspended(false)).await;
+    let events = scenario.events("import").await;
+    assert_eq!(
+        occurrences(&events, "ScaledDown"),
+        1,
+        "{}",
+        describe(&events)
+    );
+    controller
+        .assert_stops_cleanly(Duration::from_secs(10))
+        .await;
+    scenario.finish().await;
+}
+
+#[tokio::test]
+async fn a_kind_not_installed_is_taken_in_when_its_crd_appears_and_a_forbidden_one_is_named() {
+    let test = "kinds-later";
+    let (Some(rollouts_crd), Some(clusters_crd)) = (
+        shared_crd(test, "argoproj.io_rollouts.yaml"),
+        shared_crd(test, "postgresql.cnpg.io_clusters.yaml"),
+    ) else {
+        return;
+    };
+    let Some(scenario) = Scenario::own(test, envtest::Options::api_server_only()).await else {
+        return;
+    };
+    // CloudNativePG is installed, but the ServiceAccount was never granted its Clusters.
+    let cluster_kind = gvk("postgresql.cnpg.io", "v1", "Cluster");
+    install_crd(&scenario.client, &clusters_crd, &cluster_kind).await;
+    let mut controller = scenario.start_controller(
+        "cronscaler",
+        &[
+            "--kinds",
+            "Deployment.apps,Rollout.argoproj.io,Cluster.postgresql.cnpg.io",
+        ],
+    );
+    controller.wait_ready().await;
+    let ready = |kind: &'static str| {
+        let controller = &controller;
+        async move {
+            let metrics = controller.metrics().await?;
+            metric(
+                &metrics,
+                &format!("cronscaler_kind_ready{{kind=\"{kind}\"}}"),
+            )
+        }
+    };
+    eventually("Rollouts said not ready", LATENESS, || async {
+        (ready("Rollout.argoproj.io").await == Some(0.0)).then_some(())
+    })
+    .await;
+    eventually("Clusters said not ready", LATENESS, || async {
+        (ready("Cluster.postgresql.cnpg.io").await == Some(0.0)).then_some(())
+    })
+    .await;
+    assert_eq!(ready("Deployment.apps").await, Some(1.0));
+    let log = controller.log();
+    assert!(
+        log.contains("watch of clusters failed") && log.contains("forbidden"),
+        "the forbidden kind is named in the log:\n{log}"
+    );
+
+    // The others still sleep.
+    let (down, up) = night(8, 60);
+    scenario
+        .deployments()
+        .create(
+            &PostParams::default(),
+            &support::deployment("web", 2, nightly(down, up)),
+        )
+        .await
+        .expect("a Deployment");
+    eventually("web asleep", LATENESS * 2, || async {
+        let (replicas, _) = replicas_and_annotations(&scenario.deployments(), "web").await?;
+        (replicas == 0).then_some(())
+    })
+    .await;
+
+    // Argo Rollouts installed later, and granted: taken in without a restart.
+    let rollout_kind = gvk("argoproj.io", "v1alpha1", "Rollout");
+    install_crd(&scenario.client, &rollouts_crd, &rollout_kind).await;
+    grant_optional(&scenario.client, "argo-rollouts.yaml").await;
+    let (down, up) = night(12, 60);
+    create(
+        &api(&scenario, &rollout_kind, "rollouts"),
+        json!({
+            "apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
+            "metadata": { "name": "shop", "annotations": nightly(down, up) },
+            "spec": {
+                "replicas": 2,
+                "selector": { "matchLabels": { "app": "shop" } },
+                "template": pod_template("shop"),
+                "strategy": { "canary": { "steps": [] } },
+            },
+        }),
+    )
+    .await;
+    eventually("Rollouts watched", LATENESS * 2, || async {
+        (ready("Rollout.argoproj.io").await == Some(1.0)).then_some(())
+    })
+    .await;
+    let rollouts = api(&scenario, &rollout_kind, "rollouts");
+    eventually("the Rollout asleep", LATENESS * 2, || async {
+        (replicas(&rollouts.get("shop").await.ok()?) == Some(0)).then_some(())
+    })
+    .await;
+    controller
+        .assert_stops_cleanly(Duration::from_secs(10))
+        .await;
+    scenario.finish().await;
+}
