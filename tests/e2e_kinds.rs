@@ -9,7 +9,11 @@
 
 mod support;
 
-use std::{collections::BTreeMap, path::PathBuf, time::Duration};
+use std::{
+    collections::BTreeMap,
+    path::{Path, PathBuf},
+    time::Duration,
+};
 
 use chrono::{DateTime, Utc};
 use kube::{
@@ -45,7 +49,7 @@ fn shared_crd(test: &str, file: &str) -> Option<PathBuf> {
 }
 
 /// Installs a CRD from `path` and waits until its kind is served.
-async fn install_crd(client: &Client, path: &PathBuf, gvk: &GroupVersionKind) {
+async fn install_crd(client: &Client, path: &Path, gvk: &GroupVersionKind) {
     envtest::apply_file(client, path)
         .await
         .unwrap_or_else(|error| panic!("installing {}: {error}", path.display()));
