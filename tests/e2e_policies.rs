@@ -618,16 +618,35 @@ async fn a_policy_covers_only_the_kinds_it_names_and_leaves_alone_what_it_exclud
         "a kind it does not name is left alone"
     );
 
-    // A kind named but not allowed by the schema is refused at admission.
+    // A kind not written as Kind.group is refused at admission.
     let mut wrong = policy.clone();
     wrong.metadata.name = Some("pods-too".into());
-    wrong.data["spec"]["kinds"] = json!(["Pod"]);
+    wrong.data["spec"]["kinds"] = json!(["deployment apps"]);
     match policies.create(&PostParams::default(), &wrong).await {
         Err(kube::Error::Api(status)) if status.code == 422 => {
             assert!(status.message.contains("kinds"), "{}", status.message);
         }
-        other => panic!("a kind cronscaler does not scale is refused: {other:?}"),
+        other => panic!("a kind not written as Kind.group is refused: {other:?}"),
     }
+    // One the schema takes but that names no kind the controller knows is said in its status.
+    wrong.data["spec"]["kinds"] = json!(["Deployment.apps", "Pod"]);
+    policies
+        .create(&PostParams::default(), &wrong)
+        .await
+        .expect("creating the SleepPolicy naming Pod");
+    let (_, _, message) = eventually("pods-too's Invalid condition", PROMPTLY, || async {
+        condition(&declared(&policies, "pods-too").await, "Invalid")
+            .filter(|(holds, _, _)| holds == "True")
+    })
+    .await;
+    assert!(
+        message.starts_with(r#"spec.kinds[1]: "Pod" is not a kind"#),
+        "{message}"
+    );
+    policies
+        .delete("pods-too", &DeleteParams::default())
+        .await
+        .expect("deleting pods-too");
 
     // Its label removed, the database is covered and sleeps.
     deployments

@@ -935,6 +935,7 @@ mod tests {
         namespaces.set_labels("pr-1", &pairs(&[("env", "preview")]));
         let coverage = Coverage {
             kinds: Some(vec![TargetKind::Deployment, TargetKind::StatefulSet]),
+            other_kinds: vec!["CloneSet.apps.kruise.io".into()],
             exclude: Some(LabelSelector {
                 match_labels: Some(pairs(&[("tier", "database")])),
                 match_expressions: None,
@@ -959,6 +960,17 @@ mod tests {
         assert!(inherits(TargetKind::Deployment, &[("app", "web")]));
         assert!(inherits(TargetKind::StatefulSet, &[]));
         assert!(!inherits(TargetKind::CronJob, &[]), "not a kind it names");
+        // A kind outside the catalogue, as `--kinds` makes it when the controller starts.
+        let clone_set = TargetKind::of(Box::leak(Box::new(
+            crate::scaling::kinds::KindSpec::scalable(
+                "CloneSet",
+                "apps.kruise.io",
+                "v1alpha1",
+                "clonesets",
+            ),
+        )));
+        assert!(inherits(clone_set, &[]), "named by Kind.group");
+        assert!(!inherits(TargetKind::Rollout, &[]), "not a kind it names");
         assert!(
             !inherits(TargetKind::StatefulSet, &[("tier", "database")]),
             "excluded by label"

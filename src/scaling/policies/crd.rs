@@ -11,7 +11,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::resolve::Coverage;
-use crate::scaling::target::TargetKind;
+use crate::scaling::target::KindName;
 use crate::schedule::{
     DOWN_REPLICAS, DOWNTIME, HOLIDAYS, InvalidAnnotation, READY_BY, SCALE_DOWN, SCALE_UP, TIMEZONE,
     UPTIME, WAKE_ON_REQUEST,
@@ -55,32 +55,26 @@ pub struct ScheduleFields {
     /// cronscaler.dev/ready-by).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ready_by: Option<bool>,
-    /// The kinds of workload it covers (default all three), e.g. `[Deployment]` to leave
-    /// StatefulSets and CronJobs running.
+    /// The kinds of workload it covers (default all), each written `Kind.group`, e.g.
+    /// `[Deployment.apps, Rollout.argoproj.io]` to leave StatefulSets, CronJobs and databases
+    /// running. A kind of the controller's catalogue (Deployment.apps, StatefulSet.apps,
+    /// CronJob.batch, Job.batch, ScaledObject.keda.sh, ScaledJob.keda.sh, Rollout.argoproj.io,
+    /// Cluster.postgresql.cnpg.io) or one its --kinds adds; the bare `Deployment`,
+    /// `StatefulSet` and `CronJob` of earlier versions still mean those. An entry that names
+    /// no kind is left out, and named in the Invalid condition.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kinds: Option<Vec<WorkloadKind>>,
+    #[schemars(inner(pattern(KIND_PATTERN)))]
+    pub kinds: Option<Vec<String>>,
     /// The workloads it leaves alone, by their labels, e.g. `matchLabels: {tier: database}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exclude: Option<LabelSelector>,
 }
 
-/// A kind of workload a `SleepPolicy` or `SleepSchedule` may cover.
-#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
-pub enum WorkloadKind {
-    Deployment,
-    StatefulSet,
-    CronJob,
-}
-
-impl From<WorkloadKind> for TargetKind {
-    fn from(kind: WorkloadKind) -> Self {
-        match kind {
-            WorkloadKind::Deployment => TargetKind::Deployment,
-            WorkloadKind::StatefulSet => TargetKind::StatefulSet,
-            WorkloadKind::CronJob => TargetKind::CronJob,
-        }
-    }
-}
+/// What a `kinds` entry looks like: a kind as the API names it, optionally followed by its
+/// group (`Rollout.argoproj.io`; `Deployment` as earlier versions took it). Checked at
+/// admission, so that a malformed entry (`deployment apps`) is refused where it is written
+/// rather than found by the controller, which can only leave it out.
+pub const KIND_PATTERN: &str = r"^[A-Z][A-Za-z0-9]*(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
 
 /// Each field by the annotation it stands for, so that what is said of an annotation names the
 /// field a user wrote.
@@ -132,15 +126,41 @@ impl ScheduleFields {
         summary
     }
 
-    /// Which workloads of the Namespaces it schedules it covers.
+    /// Which workloads of the Namespaces it schedules it covers. A `kinds` entry that names no
+    /// kind is left out, and said in the status (see [`ScheduleFields::kinds_problems`]): the
+    /// kinds it names rightly are covered still, rather than those it slept waking over a typo.
     pub fn coverage(&self) -> Coverage {
+        let mut kinds = Vec::new();
+        let mut other_kinds = Vec::new();
+        for entry in self.kinds.iter().flatten() {
+            match entry.parse::<KindName>() {
+                Ok(KindName::Known(kind)) => kinds.push(kind),
+                Ok(other) => other_kinds.push(other.to_string()),
+                // Left out: `kinds_problems` names it in the status.
+                Err(_) => {}
+            }
+        }
         Coverage {
-            kinds: self
-                .kinds
-                .as_ref()
-                .map(|kinds| kinds.iter().copied().map(TargetKind::from).collect()),
+            kinds: self.kinds.as_ref().map(|_| kinds),
+            other_kinds,
             exclude: self.exclude.clone(),
         }
+    }
+
+    /// Each `kinds` entry that names no kind, with its place and why: `spec.kinds[1]: "Rolout"
+    /// is not a kind: write it as Kind.group (Rollout.argoproj.io), ...`. A catalogue kind is
+    /// taken as `kubectl` takes it (`Deployment`, `Deployment.apps`); any other needs its group,
+    /// without which no kind `--kinds` adds could be told apart.
+    pub fn kinds_problems(&self) -> Vec<String> {
+        self.kinds
+            .iter()
+            .flatten()
+            .enumerate()
+            .filter_map(|(at, entry)| {
+                let reason = entry.parse::<KindName>().err()?;
+                Some(format!("spec.kinds[{at}]: {reason}"))
+            })
+            .collect()
     }
 
     /// The `cronscaler.dev/` annotations these fields stand for.
@@ -192,8 +212,8 @@ pub struct SleepStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workloads: Option<u32>,
     /// `Ready` (the schedule is valid and followed somewhere), `Invalid` (a field the
-    /// controller cannot act on, named with its value), `Conflicting` (another of its kind
-    /// covers the same Namespace: the older applies).
+    /// controller cannot act on, or a `kinds` entry it leaves out, named with its value),
+    /// `Conflicting` (another of its kind covers the same Namespace: the older applies).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
 }
@@ -312,6 +332,7 @@ mod tests {
     use kube::CustomResourceExt;
 
     use super::*;
+    use crate::scaling::target::TargetKind;
 
     /// Both CRDs, as `manifests/04-policy-crds.yaml` holds them.
     fn generated() -> String {
@@ -357,13 +378,143 @@ mod tests {
             );
         }
         assert_eq!(
-            spec["properties"]["kinds"]["items"]["enum"],
-            serde_json::json!(["Deployment", "StatefulSet", "CronJob"]),
+            spec["properties"]["kinds"]["items"]["pattern"], KIND_PATTERN,
             "checked at admission"
         );
+        let kinds = spec["properties"]["kinds"]["description"]
+            .as_str()
+            .unwrap_or_default();
+        for kind in TargetKind::catalogue().filter(|kind| kind.spec().follows_namespace) {
+            let qualified = kind.spec().qualified();
+            assert!(kinds.contains(&qualified), "{qualified} in: {kinds}");
+        }
         assert_eq!(crd["spec"]["scope"], "Cluster");
         let schedule = serde_json::to_value(SleepSchedule::crd()).unwrap();
         assert_eq!(schedule["spec"]["scope"], "Namespaced");
+    }
+
+    fn with_kinds(kinds: &[&str]) -> ScheduleFields {
+        ScheduleFields {
+            uptime: Some("Mon-Fri 08:00-19:00".into()),
+            kinds: Some(kinds.iter().map(|kind| kind.to_string()).collect()),
+            ..ScheduleFields::default()
+        }
+    }
+
+    fn covers(fields: &ScheduleFields, kind: TargetKind) -> bool {
+        fields.coverage().covers(kind, &BTreeMap::new())
+    }
+
+    #[test]
+    fn the_bare_names_of_earlier_versions_still_cover_their_kinds() {
+        // As a SleepPolicy written for the enum of three kinds is stored.
+        let fields: ScheduleFields = serde_json::from_value(serde_json::json!({
+            "uptime": "Mon-Fri 08:00-19:00",
+            "kinds": ["Deployment", "StatefulSet", "CronJob"],
+        }))
+        .unwrap();
+        assert_eq!(fields.kinds_problems(), Vec::<String>::new());
+        assert_eq!(
+            fields.coverage().kinds,
+            Some(vec![
+                TargetKind::Deployment,
+                TargetKind::StatefulSet,
+                TargetKind::CronJob
+            ])
+        );
+        assert!(!covers(&fields, TargetKind::Job));
+        assert_eq!(
+            with_kinds(&["Deployment.apps", "CronJob.batch"]).coverage(),
+            with_kinds(&["Deployment", "CronJob"]).coverage(),
+            "a bare name and Kind.group name one kind"
+        );
+    }
+
+    #[test]
+    fn a_kind_named_kind_dot_group_covers_that_kind_only() {
+        let rollouts = with_kinds(&["Rollout.argoproj.io"]);
+        assert!(covers(&rollouts, TargetKind::Rollout));
+        assert!(!covers(&rollouts, TargetKind::Deployment));
+        assert!(covers(
+            &with_kinds(&["Cluster.postgresql.cnpg.io"]),
+            TargetKind::Cluster
+        ));
+
+        // A kind only `--kinds` makes, when the controller starts.
+        let clone_set = TargetKind::of(Box::leak(Box::new(
+            crate::scaling::kinds::KindSpec::scalable(
+                "CloneSet",
+                "apps.kruise.io",
+                "v1alpha1",
+                "clonesets",
+            ),
+        )));
+        let clone_sets = with_kinds(&["CloneSet.apps.kruise.io"]);
+        assert_eq!(clone_sets.kinds_problems(), Vec::<String>::new());
+        assert!(covers(&clone_sets, clone_set));
+        assert!(!covers(&clone_sets, TargetKind::Deployment));
+        assert!(!covers(&rollouts, clone_set));
+        assert!(
+            covers(&ScheduleFields::default(), clone_set),
+            "no kinds: all"
+        );
+    }
+
+    #[test]
+    fn an_entry_that_names_no_kind_is_a_problem_and_left_out() {
+        let fields = with_kinds(&["Deployment", "Rolout", "CloneSet"]);
+        let problems = fields.kinds_problems();
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(
+            problems[0].starts_with(
+                r#"spec.kinds[1]: "Rolout" is not a kind: write it as Kind.group (Rollout.argoproj.io)"#
+            ),
+            "{}",
+            problems[0]
+        );
+        assert!(
+            problems[1].starts_with(r#"spec.kinds[2]: "CloneSet" is not a kind"#),
+            "a kind outside the catalogue needs its group: {}",
+            problems[1]
+        );
+        assert!(
+            covers(&fields, TargetKind::Deployment),
+            "the kinds it names rightly are covered still"
+        );
+        assert!(!covers(&fields, TargetKind::Rollout));
+        assert!(
+            !covers(&with_kinds(&["Rolout"]), TargetKind::Deployment),
+            "naming no kind rightly, it covers none, not all"
+        );
+    }
+
+    #[test]
+    fn the_schema_refuses_a_kinds_entry_that_is_not_kind_dot_group() {
+        let pattern = regex::Regex::new(KIND_PATTERN).unwrap();
+        for right in [
+            "Deployment",
+            "Deployment.apps",
+            "Rollout.argoproj.io",
+            "Cluster.postgresql.cnpg.io",
+            "CloneSet.apps.kruise.io",
+            "MachineDeployment.cluster.x-k8s.io",
+        ] {
+            assert!(pattern.is_match(right), "{right}");
+        }
+        for wrong in [
+            "deployment apps",
+            "deployment",
+            "deploy",
+            "Deployment.",
+            "Deployment..apps",
+            "Deployment.Apps",
+            "Deployment.apps-",
+            "Deployment/apps",
+            " Deployment",
+            "",
+        ] {
+            assert!(!pattern.is_match(wrong), "{wrong:?}");
+        }
     }
 
     #[test]

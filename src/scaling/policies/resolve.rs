@@ -39,20 +39,27 @@ impl Candidate {
 /// `SleepSchedule` names the kinds or excludes some by label.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Coverage {
-    /// `None`: every kind.
+    /// The catalogue's kinds it names; `None`: every kind.
     pub kinds: Option<Vec<TargetKind>>,
+    /// With `kinds`, the kinds outside the catalogue it names, as `Kind.group`
+    /// (`CloneSet.apps.kruise.io`): only `--kinds` makes those, when the controller starts, so
+    /// they are matched by name.
+    pub other_kinds: Vec<String>,
     pub exclude: Option<LabelSelector>,
 }
 
 impl Coverage {
     pub fn covers(&self, kind: TargetKind, labels: &BTreeMap<String, String>) -> bool {
-        self.kinds
+        self.kinds.as_ref().is_none_or(|kinds| {
+            kinds.contains(&kind)
+                || self
+                    .other_kinds
+                    .iter()
+                    .any(|name| kind.spec().is_named_by(name))
+        }) && !self
+            .exclude
             .as_ref()
-            .is_none_or(|kinds| kinds.contains(&kind))
-            && !self
-                .exclude
-                .as_ref()
-                .is_some_and(|selector| selects(selector, labels))
+            .is_some_and(|selector| selects(selector, labels))
     }
 }
 

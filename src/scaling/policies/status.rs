@@ -106,9 +106,20 @@ pub fn status_write(
         Ok(_) if reach.governs.is_empty() => at(READY, false, "NotFollowed", not_followed(reach)),
         Ok(_) => at(READY, true, "Followed", followed(declared.kind, reach)),
     };
-    let invalid = match &problems {
-        Err(problems) => at(INVALID, true, INVALID_SCHEDULE, problems.join("; ")),
-        Ok(_) => at(INVALID, false, "Valid", "every field is valid".into()),
+    // A `kinds` entry that names no kind is left out while the schedule applies, so it is
+    // said here, with the schedule's problems, but makes nothing else of the status invalid.
+    let invalid_fields: Vec<String> = problems
+        .as_ref()
+        .err()
+        .into_iter()
+        .flatten()
+        .cloned()
+        .chain(declared.fields.kinds_problems())
+        .collect();
+    let invalid = if invalid_fields.is_empty() {
+        at(INVALID, false, "Valid", "every field is valid".into())
+    } else {
+        at(INVALID, true, INVALID_SCHEDULE, invalid_fields.join("; "))
     };
     let conflicting = match conflict(declared.kind, reach) {
         Some((reason, message)) => at(CONFLICTING, true, reason, message),
@@ -423,6 +434,70 @@ mod tests {
             again.warnings.is_empty(),
             "said once: the status remembers it across restarts"
         );
+    }
+
+    #[test]
+    fn a_kinds_entry_that_names_no_kind_is_named_with_its_value_while_the_rest_applies() {
+        let fields = ScheduleFields {
+            kinds: Some(vec!["Deployment".into(), "Rolout".into()]),
+            ..office()
+        };
+        let write = status_write(
+            policy(&fields, None),
+            &governing(&["pr-1"]),
+            Tz::UTC,
+            at(24, 23),
+        );
+        let status = write.status.expect("a status");
+        let invalid = condition_of(&status, INVALID);
+        assert_eq!(
+            (invalid.status.as_str(), invalid.reason.as_str()),
+            ("True", INVALID_SCHEDULE)
+        );
+        assert!(
+            invalid.message.starts_with(
+                r#"spec.kinds[1]: "Rolout" is not a kind: write it as Kind.group (Rollout.argoproj.io)"#
+            ),
+            "{}",
+            invalid.message
+        );
+        assert_eq!(
+            write.warnings,
+            [(INVALID_SCHEDULE, invalid.message.clone())]
+        );
+        assert_eq!(
+            condition_of(&status, READY).status,
+            "True",
+            "the schedule is followed by the kinds it names rightly"
+        );
+        assert_eq!(status.state.as_deref(), Some("asleep"));
+        let again = status_write(
+            policy(&fields, Some(&status)),
+            &governing(&["pr-1"]),
+            Tz::UTC,
+            at(25, 1),
+        );
+        assert!(again.warnings.is_empty(), "said once");
+
+        let both = ScheduleFields {
+            uptime: Some("Mon-Fry 08:00-19:00".into()),
+            ..fields
+        };
+        let status = status_write(
+            policy(&both, None),
+            &governing(&["pr-1"]),
+            Tz::UTC,
+            at(24, 23),
+        )
+        .status
+        .expect("a status");
+        let message = &condition_of(&status, INVALID).message;
+        assert!(
+            message.starts_with("spec.uptime: ")
+                && message.contains(r#"; spec.kinds[1]: "Rolout""#),
+            "every problem, the schedule's first: {message}"
+        );
+        assert_eq!(condition_of(&status, READY).status, "False");
     }
 
     #[test]
