@@ -118,7 +118,7 @@ async fn restore(kube: &KubeArgs, args: RestoreArgs) -> anyhow::Result<ExitCode>
         args.kube_downscaler.read,
     )
     .await
-    .context("listing Deployments, StatefulSets, CronJobs and Foos")?;
+    .context("listing Deployments, StatefulSets, CronJobs, Jobs, Foos, ScaledObjects, ScaledJobs, Rollouts and Clusters")?;
     let chosen: Vec<_> = match &args.name {
         Some(name) => objects
             .into_iter()
@@ -128,7 +128,7 @@ async fn restore(kube: &KubeArgs, args: RestoreArgs) -> anyhow::Result<ExitCode>
     };
     if let (Some(name), true) = (&args.name, chosen.is_empty()) {
         anyhow::bail!(
-            "no Deployment, StatefulSet, CronJob or Foo named {name:?} in namespace {:?}",
+            "no Deployment, StatefulSet, CronJob, Job, Foo, ScaledObject, ScaledJob, Rollout or Cluster named {name:?} in namespace {:?}",
             args.namespace.unwrap_or_default()
         );
     }
@@ -214,7 +214,7 @@ async fn plan(kube: &KubeArgs, args: PlanArgs) -> anyhow::Result<ExitCode> {
             args.kube_downscaler.read,
         )
         .await
-        .context("listing Deployments, StatefulSets, CronJobs and Foos")?
+        .context("listing Deployments, StatefulSets, CronJobs, Jobs, Foos, ScaledObjects, ScaledJobs, Rollouts and Clusters")?
     } else {
         let manifests = plan::read_manifests(&args.files, args.kube_downscaler.read)?;
         // Standard error, so that standard output stays the plan alone (`-o json` included).

@@ -112,8 +112,8 @@ pub enum Command {
     Plan(PlanArgs),
     /// What every scheduled object of the live cluster is doing now, and what sleeping saves.
     Status(StatusArgs),
-    /// Give scaled-down objects back their original replicas and remove the controller's
-    /// annotations (run it before uninstalling).
+    /// Give scaled-down objects back what they had before the night (replicas, suspend, pause
+    /// or hibernation) and remove the controller's annotations (run it before uninstalling).
     Restore(RestoreArgs),
     /// Wake a scheduled Namespace, or one object in it, now: writes `cronscaler.dev/awake-until`
     /// and the controller scales up; at that time it applies the schedule again.
@@ -131,8 +131,9 @@ pub struct OverrideArgs {
     #[arg(short = 'n', long, env = "CRONSCALER_NAMESPACE")]
     pub namespace: Option<String>,
 
-    /// One object instead of the whole Namespace: deployment/NAME, statefulset/NAME,
-    /// cronjob/NAME or foo/NAME.
+    /// One object instead of the whole Namespace: KIND/NAME, KIND one cronscaler knows as
+    /// kubectl names it (deployment/web, sts/db, job/import, scaledobject/orders,
+    /// rollout/checkout, cluster/db, or Kind.group).
     pub object: Option<String>,
 
     /// How long, from now (e.g. `2h`, `90m`; at most 366d). Without --for or --until: until the
@@ -155,7 +156,9 @@ pub struct OverrideArgs {
 #[derive(Debug, Clone, Args)]
 #[command(group = clap::ArgGroup::new("which").required(true).args(["all", "name"]))]
 pub struct RestoreArgs {
-    /// Every Deployment and Foo of the cluster (or of `-n`).
+    /// Every scaled-down object of the cluster (or of `-n`), of the kinds cronscaler knows:
+    /// Deployments, StatefulSets, CronJobs, Jobs, Foos, KEDA ScaledObjects and ScaledJobs, Argo
+    /// Rollouts, CloudNativePG Clusters.
     #[arg(long)]
     pub all: bool,
 
@@ -163,7 +166,7 @@ pub struct RestoreArgs {
     #[arg(short = 'n', long, env = "CRONSCALER_NAMESPACE")]
     pub namespace: Option<String>,
 
-    /// The Deployment and/or Foo of this name in `-n`.
+    /// The objects of this name in `-n`, of those kinds.
     // Its namespace may come before the subcommand, which clap tells only after parsing it:
     // `Cli::parse_args` checks that it has one.
     pub name: Option<String>,
@@ -239,8 +242,9 @@ pub struct RunArgs {
     #[arg(long, env = "CRONSCALER_WARM_UP", default_value = "5m", value_parser = up_to_1h)]
     pub warm_up: std::time::Duration,
 
-    /// How long each step of a Namespace's ordered wake (StatefulSets, then Deployments, then
-    /// CronJobs; the reverse at night) waits for the steps before it to be available; at most 1d.
+    /// How long each step of a Namespace's ordered wake (StatefulSets and CloudNativePG
+    /// Clusters, then Deployments and the like, then CronJobs, Jobs and ScaledJobs; the reverse
+    /// at night) waits for the steps before it to be available; at most 1d.
     #[arg(long, env = "CRONSCALER_WAKE_STEP_TIMEOUT", default_value = "5m", value_parser = up_to_1d)]
     pub wake_step_timeout: std::time::Duration,
 
@@ -311,7 +315,7 @@ impl RunArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct PlanArgs {
-    /// Manifest file or directory of them (multi-document YAML; Deployments, StatefulSets, CronJobs and Foos). Repeatable.
+    /// Manifest file or directory of them (multi-document YAML; Deployments, StatefulSets, CronJobs, Jobs, Foos, ScaledObjects, ScaledJobs, Rollouts, Clusters, their Namespaces and HPAs). Repeatable.
     /// Without it, the objects of the live cluster.
     #[arg(
         short = 'f',
