@@ -186,6 +186,12 @@ async fn show_status(kube: &KubeArgs, args: StatusArgs) -> anyhow::Result<()> {
              missing, and exclusions unknown"
         );
     }
+    for kind in &listed.unreadable {
+        eprintln!(
+            "{} may not be listed (403): left out",
+            kind.spec().qualified()
+        );
+    }
     let now = Utc::now();
     let status = status::status(
         &listed.objects,

@@ -28,7 +28,7 @@ use crate::{
 #[derive(Debug, thiserror::Error)]
 pub enum OverrideError {
     #[error(
-        "{0:?} is not KIND/NAME; KIND is deployment, statefulset, cronjob or foo (e.g. deployment/web)"
+        "{0:?} is not KIND/NAME; KIND is a kind cronscaler sleeps, as kubectl names it (deployment, sts, cronjob, job, foo, scaledobject, rollout, cluster.postgresql.cnpg.io; e.g. deployment/web)"
     )]
     Target(String),
     #[error(
@@ -354,7 +354,7 @@ mod tests {
             OverrideTarget::parse("staging", Some("pod/web"))
                 .unwrap_err()
                 .to_string(),
-            r#""pod/web" is not KIND/NAME; KIND is deployment, statefulset, cronjob or foo (e.g. deployment/web)"#
+            r#""pod/web" is not KIND/NAME; KIND is a kind cronscaler sleeps, as kubectl names it (deployment, sts, cronjob, job, foo, scaledobject, rollout, cluster.postgresql.cnpg.io; e.g. deployment/web)"#
         );
     }
 

@@ -33,6 +33,8 @@ pub struct Listed {
     pub objects: Vec<StatusObject>,
     /// `None` when Namespaces may not be listed (a namespaced install's grants).
     pub namespaces: Option<NamespaceSchedules>,
+    /// Kinds the user may not list (403): left out, and said.
+    pub unreadable: Vec<TargetKind>,
 }
 
 impl Listed {
@@ -56,10 +58,19 @@ pub async fn read_cluster(
 ) -> Result<Listed, StatusError> {
     let failed = |what| move |source| StatusError::List { what, source };
     let mut objects = Vec::new();
+    let mut unreadable = Vec::new();
     for kind in TargetKind::catalogue() {
         let listed = match objects::list(client, kind, namespace, 500).await {
-            // A kind of another project the user may not read is left out; a built-in one is not.
-            Err(error) if is_status(&error, 403) && !kind.spec().is_built_in() => Vec::new(),
+            // A kind the user may not read is left out: the rest is still worth seeing. Only
+            // a default kind's absence is said; an optional one is unread wherever its role
+            // (rbac/optional/) was not granted, as an API server refuses before it knows
+            // whether the kind is even installed.
+            Err(error) if is_status(&error, 403) => {
+                if kind.spec().by_default {
+                    unreadable.push(kind);
+                }
+                Vec::new()
+            }
             listed => listed.map_err(|source| StatusError::List {
                 what: kind.spec().plural,
                 source,
@@ -79,6 +90,7 @@ pub async fn read_cluster(
     Ok(Listed {
         objects,
         namespaces,
+        unreadable,
     })
 }
 

@@ -478,6 +478,7 @@ fn what_kube_downscaler_put_to_sleep_is_asleep_with_its_count_to_wake_to() {
     let mut listed = Listed {
         objects: vec![deployment("web", 0, &left)],
         namespaces: Some(schedules(&[])),
+        unreadable: Vec::new(),
     };
     assert!(
         status(
