@@ -105,6 +105,20 @@ fn night(after: i64, seconds: i64) -> (DateTime<Utc>, DateTime<Utc>) {
     (down, down + chrono::Duration::seconds(seconds))
 }
 
+/// An Argo Rollout as a user writes it, canary without steps.
+fn rollout(name: &str, replicas: i32, annotations: Value) -> Value {
+    json!({
+        "apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
+        "metadata": { "name": name, "annotations": annotations },
+        "spec": {
+            "replicas": replicas,
+            "selector": { "matchLabels": { "app": name } },
+            "template": pod_template(name),
+            "strategy": { "canary": { "steps": [] } },
+        },
+    })
+}
+
 fn pod_template(app: &str) -> Value {
     json!({
         "metadata": { "labels": { "app": app } },
@@ -195,20 +209,7 @@ async fn a_rollout_and_a_crd_of_our_own_sleep_and_wake_to_their_counts_through_r
     let (down, up) = night(8, 8);
     let rollouts = api(&scenario, &rollout_kind, "rollouts");
     let widgets = api(&scenario, &widget_kind, "widgets");
-    create(
-        &rollouts,
-        json!({
-            "apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
-            "metadata": { "name": "shop", "annotations": nightly(down, up) },
-            "spec": {
-                "replicas": 3,
-                "selector": { "matchLabels": { "app": "shop" } },
-                "template": pod_template("shop"),
-                "strategy": { "canary": { "steps": [] } },
-            },
-        }),
-    )
-    .await;
+    create(&rollouts, rollout("shop", 3, nightly(down, up))).await;
     create(
         &widgets,
         json!({
@@ -678,16 +679,7 @@ async fn a_kind_not_installed_is_taken_in_when_its_crd_appears_and_a_forbidden_o
     let (down, up) = night(12, 60);
     create(
         &api(&scenario, &rollout_kind, "rollouts"),
-        json!({
-            "apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
-            "metadata": { "name": "shop", "annotations": nightly(down, up) },
-            "spec": {
-                "replicas": 2,
-                "selector": { "matchLabels": { "app": "shop" } },
-                "template": pod_template("shop"),
-                "strategy": { "canary": { "steps": [] } },
-            },
-        }),
+        rollout("shop", 2, nightly(down, up)),
     )
     .await;
     eventually("Rollouts watched", LATENESS * 2, || async {
