@@ -598,11 +598,7 @@ fn metadata_feed(
     (after, listed): (watch::Receiver<bool>, watch::Sender<bool>),
     metrics: &Metrics,
 ) -> impl Future<Output = ()> + use<> {
-    let resource = kind.api_resource();
-    let api: Api<WatchedMeta> = match namespace {
-        Some(namespace) => Api::namespaced_with(client.clone(), namespace, &resource),
-        None => Api::all_with(client.clone(), &resource),
-    };
+    let api: Api<WatchedMeta> = objects::api(client, kind, namespace);
     let ready = metrics
         .kind_ready
         .get_or_create(&KindLabels {
@@ -762,9 +758,7 @@ async fn relist(
     tracker: &Mutex<Tracker>,
     clock: &Clock,
 ) -> Result<(), kube::Error> {
-    let api: Api<WatchedMeta> =
-        Api::namespaced_with(client.clone(), namespace, &kind.api_resource());
-    let api = &api;
+    let api: &Api<WatchedMeta> = &objects::api(client, kind, Some(namespace));
     let objects = all_pages(METADATA_PAGE_SIZE, |params| async move {
         api.list(&params).await
     })

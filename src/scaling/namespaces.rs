@@ -961,14 +961,7 @@ mod tests {
         assert!(inherits(TargetKind::StatefulSet, &[]));
         assert!(!inherits(TargetKind::CronJob, &[]), "not a kind it names");
         // A kind outside the catalogue, as `--kinds` makes it when the controller starts.
-        let clone_set = TargetKind::of(Box::leak(Box::new(
-            crate::scaling::kinds::KindSpec::scalable(
-                "CloneSet",
-                "apps.kruise.io",
-                "v1alpha1",
-                "clonesets",
-            ),
-        )));
+        let clone_set = crate::scaling::test_support::clone_set_kind();
         assert!(inherits(clone_set, &[]), "named by Kind.group");
         assert!(!inherits(TargetKind::Rollout, &[]), "not a kind it names");
         assert!(

@@ -1,7 +1,11 @@
 //! Objects of any kind, read and listed through the API its row names: one path for every kind,
 //! the catalogue's and those `--kinds` adds.
 
-use kube::{Api, Client, api::DynamicObject};
+use kube::{
+    Api, Client, Resource,
+    api::{ApiResource, DynamicObject},
+    core::DynamicResourceScope,
+};
 
 use crate::{
     runtime::{api_errors::is_status, paging::all_pages},
@@ -11,8 +15,12 @@ use crate::{
     },
 };
 
-/// The API of `kind`, in `namespace` or in every one.
-pub fn api(client: &Client, kind: TargetKind, namespace: Option<&str>) -> Api<DynamicObject> {
+/// The API of `kind`, in `namespace` or in every one: whole objects (`DynamicObject`) or the
+/// metadata the watches keep (`WatchedMeta`).
+pub fn api<K>(client: &Client, kind: TargetKind, namespace: Option<&str>) -> Api<K>
+where
+    K: Resource<DynamicType = ApiResource, Scope = DynamicResourceScope>,
+{
     let resource = kind.api_resource();
     match namespace {
         Some(namespace) => Api::namespaced_with(client.clone(), namespace, &resource),
@@ -28,7 +36,7 @@ pub async fn list(
     namespace: Option<&str>,
     page_size: u32,
 ) -> Result<Vec<DynamicObject>, kube::Error> {
-    let api = &api(client, kind, namespace);
+    let api = &api::<DynamicObject>(client, kind, namespace);
     match all_pages(page_size, |params| async move { api.list(&params).await }).await {
         Err(error) if is_status(&error, 404) => Ok(Vec::new()),
         listed => listed,
@@ -58,22 +66,19 @@ pub async fn observe_all(
 pub async fn resolve(client: &Client, names: &[KindName]) -> Vec<TargetKind> {
     let mut kinds = Vec::new();
     for name in names {
-        match name {
-            KindName::Known(kind) => kinds.push(*kind),
+        let kind = match name {
+            KindName::Known(kind) => *kind,
             KindName::Other { name, group } => match discover(client, name, group).await {
-                Ok(kind) => kinds.push(kind),
+                Ok(kind) => kind,
                 Err(reason) => {
-                    tracing::warn!(kind = %format!("{name}.{group}"), "not put to sleep: {reason}")
+                    tracing::warn!(kind = %format!("{name}.{group}"), "not put to sleep: {reason}");
+                    continue;
                 }
             },
-        }
-        if kinds
-            .iter()
-            .filter(|kind| **kind == *kinds.last().unwrap_or(kind))
-            .count()
-            > 1
-        {
-            kinds.pop();
+        };
+        // Named twice (`deploy,Deployment.apps`), it is still watched once.
+        if !kinds.contains(&kind) {
+            kinds.push(kind);
         }
     }
     kinds
@@ -93,7 +98,7 @@ async fn discover(client: &Client, name: &str, group: &str) -> Result<TargetKind
     if !capabilities
         .subresources
         .iter()
-        .any(|(sub, _)| sub.plural.ends_with("/scale") || sub.plural == "scale")
+        .any(|(sub, _)| sub.plural == "scale")
     {
         return Err(format!(
             "{name}.{group} has no scale subresource; only kinds with one, or those the \

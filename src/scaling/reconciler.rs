@@ -34,7 +34,7 @@ use crate::{
         hpa::{self, HpaChange, HpaIndex},
         kinds::SleepWrite,
         namespaces::NamespaceSchedules,
-        on_demand,
+        objects, on_demand,
         policies::declarations::Declarations,
         reports::{NamespaceReports, QUIET, Settled, WorkloadOutcome, describe},
         target::{ScaleTarget, TargetKind, TargetState},
@@ -591,11 +591,7 @@ pub async fn read_target(
 
 /// The API of a target's kind in its Namespace.
 fn objects_of(client: &Client, target: &ScaleTarget) -> Api<DynamicObject> {
-    Api::namespaced_with(
-        client.clone(),
-        &target.key.namespace,
-        &target.kind.api_resource(),
-    )
+    objects::api(client, target.kind, Some(&target.key.namespace))
 }
 
 /// The merge patch that makes `change`, if any (replicas and the controller's annotations), and

@@ -427,17 +427,9 @@ mod tests {
             kinds,
             [TargetKind::Deployment, TargetKind::CronJob, TargetKind::Foo]
         );
-        let made: &'static KindSpec = Box::leak(Box::new(KindSpec::scalable(
-            "CloneSet",
-            "apps.kruise.io",
-            "v1alpha1",
-            "clonesets",
-        )));
-        assert!(
-            TargetKind::of(made) > TargetKind::Cluster,
-            "after the catalogue"
-        );
-        assert_eq!(TargetKind::of(made), TargetKind::of(made));
+        let made = crate::scaling::test_support::clone_set_kind();
+        assert!(made > TargetKind::Cluster, "after the catalogue");
+        assert_eq!(made, crate::scaling::test_support::clone_set_kind());
         assert_eq!(TargetKind::named("Job"), Some(TargetKind::Job));
         assert_eq!(TargetKind::named("cronjob"), None, "API names are exact");
         assert_eq!(

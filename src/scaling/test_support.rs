@@ -25,6 +25,19 @@ use crate::{
     schedule::{self, Annotations, Schedule},
 };
 
+/// A kind outside the catalogue, OpenKruise's CloneSet, as `--kinds` makes it when the
+/// controller starts.
+pub fn clone_set_kind() -> TargetKind {
+    TargetKind::of(Box::leak(Box::new(
+        crate::scaling::kinds::KindSpec::scalable(
+            "CloneSet",
+            "apps.kruise.io",
+            "v1alpha1",
+            "clonesets",
+        ),
+    )))
+}
+
 pub fn base() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 11, 23, 11, 59, 0).unwrap()
 }

@@ -139,7 +139,7 @@ impl Cluster {
         let from_cache = ListParams::default().match_any();
         let mut objects = Vec::new();
         for kind in READ_KINDS {
-            let listed = objects::api(&self.client, kind, Some(namespace))
+            let listed = objects::api::<DynamicObject>(&self.client, kind, Some(namespace))
                 .list(&from_cache)
                 .await?;
             objects.extend(listed.items.into_iter().map(|object| (kind, object)));

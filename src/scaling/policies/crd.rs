@@ -441,14 +441,7 @@ mod tests {
         ));
 
         // A kind only `--kinds` makes, when the controller starts.
-        let clone_set = TargetKind::of(Box::leak(Box::new(
-            crate::scaling::kinds::KindSpec::scalable(
-                "CloneSet",
-                "apps.kruise.io",
-                "v1alpha1",
-                "clonesets",
-            ),
-        )));
+        let clone_set = crate::scaling::test_support::clone_set_kind();
         let clone_sets = with_kinds(&["CloneSet.apps.kruise.io"]);
         assert_eq!(clone_sets.kinds_problems(), Vec::<String>::new());
         assert!(covers(&clone_sets, clone_set));
