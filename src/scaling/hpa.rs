@@ -31,12 +31,9 @@ use kube::{
 use serde_json::{Value, json};
 
 use crate::{
-    error::Error,
-    ops::metrics::{Outcome, ScaleDirection},
-    runtime::api_errors::is_status,
     runtime::{CONTROLLER_NAME, key::ObjectKey, paging::all_pages},
     scaling::{
-        ScalingContext, other_replicas_writers,
+        other_replicas_writers,
         target::{ScaleTarget, TargetKind},
     },
     schedule::{Annotations, Direction, ScaleChange, Schedule, Transition},
@@ -374,64 +371,6 @@ pub async fn list_hpas(client: &Client, namespace: Option<&str>) -> Result<Vec<H
     let api = &api;
     let hpas = all_pages(500, |params| async move { api.list(&params).await }).await?;
     Ok(hpas.iter().filter_map(Hpa::of).collect())
-}
-
-/// The kind the HPA actions are counted under in `cronscaler_scale_actions_total`.
-const KIND: &str = "HorizontalPodAutoscaler";
-
-/// Makes `changes`, in order; a failure stops there and is returned, to be retried. A hold is
-/// counted as a scale-down, a release under `release_direction`.
-pub(super) async fn make_changes(
-    ctx: &ScalingContext,
-    changes: &[(HpaChange, Option<String>)],
-    release_direction: ScaleDirection,
-) -> Result<(), Error> {
-    for (change, resource_version) in changes {
-        let direction = match change {
-            HpaChange::Hold { .. } => ScaleDirection::Down,
-            HpaChange::Release { .. } => release_direction,
-        };
-        if ctx.dry_run {
-            ctx.metrics.scale_action(KIND, direction, Outcome::DryRun);
-            continue;
-        }
-        let hpa = change.hpa();
-        match patch_hpa(&ctx.client, hpa, &change.patch(resource_version.as_deref())).await {
-            Ok(()) => {
-                tracing::info!(object = %format_args!("{KIND} {hpa}"), change = %change.describe(), "bounds changed");
-                ctx.metrics.scale_action(KIND, direction, Outcome::Success);
-            }
-            // Deleted since the watch saw it: nothing left to hold or give back.
-            Err(error) if is_status(&error, 404) => {}
-            Err(error) => {
-                ctx.metrics.scale_action(KIND, direction, Outcome::Error);
-                return Err(Error::api("change the bounds of", KIND, hpa)(error));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Between transitions: brings the target's HPAs in line with the transition in force, which
-/// finishes what a failed request or a restart between two requests left undone, and gives the
-/// bounds back to whoever has `taken_over` the replicas.
-pub(super) async fn bring_in_line(
-    ctx: &ScalingContext,
-    target: &ScaleTarget,
-    annotations: &Annotations,
-    taken_over: bool,
-) -> Result<(), Error> {
-    let bounds = wanted(annotations, None, taken_over);
-    let changes = changes_for(&ctx.hpas.of(target), bounds, false);
-    for (change, _) in &changes {
-        let dry_run = if ctx.dry_run {
-            "dry run, not done: "
-        } else {
-            ""
-        };
-        tracing::info!(object = %target, "{dry_run}{}", change.describe());
-    }
-    make_changes(ctx, &changes, ScaleDirection::Up).await
 }
 
 /// What the watch of HPAs keeps: by target, each HPA's bounds and record. Shared by the watch,

@@ -198,13 +198,10 @@ impl NamespaceSchedules {
         Cow::Owned(kube_downscaler::read_as_ours(own, records))
     }
 
-    /// What a patch that writes the annotation `key` of ours on a `kind` removes with it: the
-    /// kube-downscaler record ours supersedes, where its records count as ours.
-    pub fn superseded_by(&self, kind: TargetKind, key: &str) -> Option<&'static str> {
-        let records = self.kube_downscaler && kind.reads_kube_downscaler_records();
-        records
-            .then(|| kube_downscaler::superseded_by(key))
-            .flatten()
+    /// Whether on a `kind` a record of ours supersedes kube-downscaler's, which a patch that
+    /// writes ours then removes: where its records count as ours.
+    pub fn supersedes_kube_downscaler(&self, kind: TargetKind) -> bool {
+        self.kube_downscaler && kind.reads_kube_downscaler_records()
     }
 
     pub fn is_excluded(&self, namespace: &str) -> bool {

@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 
 use super::tests::{hpa as web_hpa, web as web_target};
 use super::*;
+use crate::error::Error;
 use crate::{
     mock_api::{Exchange, event},
     scaling::test_support::reconcile_scripted,
@@ -240,6 +241,8 @@ async fn a_person_s_change_on_a_target_with_an_hpa_is_a_revert_and_gives_the_hpa
         };
         let script = vec![
             Exchange::new("GET", WEB).reply(200, web(3, &night(&[]), "kubectl")),
+            // The HPA is given back first: the warning comes last in every look.
+            release_of_web_hpa(),
             event(
                 "shop",
                 "Warning",
@@ -252,7 +255,6 @@ async fn a_person_s_change_on_a_target_with_an_hpa_is_a_revert_and_gives_the_hpa
                 WEB,
                 json!({ "metadata": { "annotations": { "cronscaler.dev/warned": cause } } }),
             ),
-            release_of_web_hpa(),
         ];
         let held = web_hpa(1, 1, Originals::Recorded { min: 2, max: 5 });
         let results = reconcile_with(vec![held], &[at(5, 0)], false, script).await;

@@ -6,6 +6,13 @@ use kube::ResourceExt;
 use super::*;
 use crate::mock_api::{Exchange, FOO, event, mock_client};
 use crate::runtime::key::ObjectKey;
+use crate::{
+    error::Error,
+    runtime::CONTROLLER_NAME,
+    scaling::reports::{QUIET, WorkloadOutcome},
+    schedule::{Direction, refused_cause},
+};
+use serde_json::Value;
 
 const DEPLOYMENT_PAGE: &str =
     include_str!("../../../tests/fixtures/apiserver/list-deployments-page.json");

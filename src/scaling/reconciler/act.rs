@@ -1,0 +1,270 @@
+//! The last part of a look: makes the writes of its [`Plan`], in order, and nothing it does not
+//! say. What a failure stops is returned, for the key to be retried; a dry run makes none of
+//! the writes and tells what they would have been.
+
+use serde_json::json;
+use tokio::time::Instant;
+
+use crate::{
+    error::Error,
+    ops::metrics::{Outcome, ScaleDirection},
+    runtime::{api_errors::is_status, events::Note},
+    scaling::{
+        hpa::{self, HpaChange},
+        key::ScalingKey,
+        reports::{QUIET, WorkloadOutcome},
+        target::{ScaleTarget, TargetState},
+    },
+    schedule,
+};
+
+use super::{
+    ScalingContext,
+    patch::patch_target,
+    plan::{Plan, Step, Tally, TargetPatch, Warning},
+};
+
+/// Makes the writes of `plan`, decided on `object`, the object of `target` as observed.
+pub async fn act(
+    ctx: &ScalingContext,
+    target: &ScaleTarget,
+    object: &TargetState,
+    plan: Plan,
+) -> Result<(), Error> {
+    if let (Some(at), Some((_, timer))) = (plan.recheck, &ctx.grace) {
+        tracing::debug!(object = %target, %at, "looked at again then");
+        timer.recheck_at(target.clone(), at);
+    }
+    if plan.look_for_turn
+        && let (_, Some(queue)) = &ctx.wake_turns
+    {
+        queue.add(ScalingKey::WakeTurn(target.key.namespace.clone()));
+    }
+    if let Some(step) = &plan.step {
+        tell_step(ctx, &target.key.namespace, step).await;
+    }
+    let written = write(ctx, target, object, &plan).await;
+    if let Some(tally) = &plan.tally {
+        record(ctx, &target.key.namespace, tally, &written);
+    }
+    if let (Some(wakes), true, true) = (
+        &ctx.wakes,
+        plan.wakes_namespace,
+        written.is_ok() && !ctx.dry_run,
+    ) {
+        // Nobody listening any more only means nobody measures.
+        let _ = wakes.send(target.key.namespace.clone());
+    }
+    written?;
+    match &plan.warning {
+        Some(warning) => warn_once(ctx, target, object, warning).await,
+        None => Ok(()),
+    }
+}
+
+/// A step of an ordered wake or sleep goes on; one that goes on anyway says so on the
+/// Namespace, the first time only.
+async fn tell_step(ctx: &ScalingContext, namespace: &str, step: &Step) {
+    let (due, order) = match step {
+        Step::Goes { due, order } | Step::GoesAnyway { due, order, .. } => (*due, *order),
+    };
+    ctx.wake_steps.let_go(namespace, due, order);
+    if let Step::GoesAnyway { note, .. } = step
+        && ctx.wake_steps.first_told(namespace, due, order)
+        && !ctx.dry_run
+    {
+        tracing::warn!(namespace, %note, "wake step timed out");
+        ctx.events
+            .warning(
+                &ctx.namespaces.reference(namespace),
+                "WakeStepTimedOut",
+                note.clone(),
+            )
+            .await;
+    }
+}
+
+/// The HPAs released, the object's patch, the HPAs held, and the Event that says so.
+async fn write(
+    ctx: &ScalingContext,
+    target: &ScaleTarget,
+    object: &TargetState,
+    plan: &Plan,
+) -> Result<(), Error> {
+    let release_direction = plan.release_direction.unwrap_or(ScaleDirection::Up);
+    if ctx.dry_run {
+        return dry_run(ctx, target, object, plan, release_direction).await;
+    }
+    make_hpa_changes(ctx, &plan.releases, release_direction).await?;
+    if let Some(patch) = &plan.patch {
+        match patch_target(&ctx.client, target, &patch.body).await {
+            Ok(()) => counted(ctx, target, patch, Outcome::Success),
+            // Deleted since the read: nothing left to change.
+            Err(error) if is_status(&error, 404) => return Ok(()),
+            // Changed since the read (409) fails too: the key comes back with backoff and is
+            // planned again on what it is now.
+            Err(error) => {
+                counted(ctx, target, patch, Outcome::Error);
+                return Err(Error::api(patch.doing, target.kind.as_str(), &target.key)(
+                    error,
+                ));
+            }
+        }
+    }
+    // The workload is scaled whatever becomes of the holds: the Event says so, and a hold that
+    // failed is retried (the next look brings the HPA in line).
+    let held = make_hpa_changes(ctx, &plan.holds, release_direction).await;
+    if let Some((reason, note)) = &plan.event {
+        tracing::info!(object = %target, reason, %note, "applied schedule");
+        let note = match &held {
+            Ok(()) => note.clone(),
+            // The error itself goes to the log, with the retry.
+            Err(_) => format!("{note}: failed for now, retried"),
+        };
+        ctx.events.normal(&object.reference, reason, note).await;
+    }
+    held
+}
+
+/// What the writes of `plan` would have been, logged, counted and told.
+async fn dry_run(
+    ctx: &ScalingContext,
+    target: &ScaleTarget,
+    object: &TargetState,
+    plan: &Plan,
+    release_direction: ScaleDirection,
+) -> Result<(), Error> {
+    for (change, _) in plan.releases.iter().chain(&plan.holds) {
+        tracing::info!(object = %target, "dry run, not done: {}", change.describe());
+        ctx.metrics.scale_action(
+            HPA_KIND,
+            direction_of(change, release_direction),
+            Outcome::DryRun,
+        );
+    }
+    if let Some(patch) = &plan.patch {
+        counted(ctx, target, patch, Outcome::DryRun);
+    }
+    if let Some((reason, note)) = &plan.event {
+        tracing::info!(object = %target, reason, %note, "dry run: not applied");
+        ctx.events
+            .normal(
+                &object.reference,
+                reason,
+                format!("dry run, nothing changed: {note}"),
+            )
+            .await;
+    }
+    Ok(())
+}
+
+/// Counts a patch that scales, and how late after its transition it was made.
+fn counted(ctx: &ScalingContext, target: &ScaleTarget, patch: &TargetPatch, outcome: Outcome) {
+    let Some((direction, late)) = patch.counted else {
+        return;
+    };
+    ctx.metrics
+        .scale_action(target.kind.as_str(), direction, outcome);
+    if outcome == Outcome::Success {
+        ctx.metrics.transition_lateness.observe(late.as_secs_f64());
+    }
+}
+
+/// The kind the HPA actions are counted under in `cronscaler_scale_actions_total`.
+const HPA_KIND: &str = "HorizontalPodAutoscaler";
+
+/// A hold is counted as a scale-down, a release in the direction of what it goes with.
+fn direction_of(change: &HpaChange, release_direction: ScaleDirection) -> ScaleDirection {
+    match change {
+        HpaChange::Hold { .. } => ScaleDirection::Down,
+        HpaChange::Release { .. } => release_direction,
+    }
+}
+
+/// Makes `changes`, in order; a failure stops there and is returned, to be retried.
+async fn make_hpa_changes(
+    ctx: &ScalingContext,
+    changes: &[(HpaChange, Option<String>)],
+    release_direction: ScaleDirection,
+) -> Result<(), Error> {
+    for (change, resource_version) in changes {
+        let direction = direction_of(change, release_direction);
+        let hpa = change.hpa();
+        match hpa::patch_hpa(&ctx.client, hpa, &change.patch(resource_version.as_deref())).await {
+            Ok(()) => {
+                tracing::info!(object = %format_args!("{HPA_KIND} {hpa}"), change = %change.describe(), "bounds changed");
+                ctx.metrics
+                    .scale_action(HPA_KIND, direction, Outcome::Success);
+            }
+            // Deleted since the watch saw it: nothing left to hold or give back.
+            Err(error) if is_status(&error, 404) => {}
+            Err(error) => {
+                ctx.metrics
+                    .scale_action(HPA_KIND, direction, Outcome::Error);
+                return Err(Error::api("change the bounds of", HPA_KIND, hpa)(error));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Says a warning, then writes its cause on the object, so each is said once per cause across
+/// restarts and failovers. A warning whose Event the server refused is not written, so the next
+/// look says it again; should the write fail after the Event, the retry says it twice, which is
+/// better than never. A dry run writes nothing, so there a warning may be said again after a
+/// restart.
+async fn warn_once(
+    ctx: &ScalingContext,
+    target: &ScaleTarget,
+    object: &TargetState,
+    warning: &Warning,
+) -> Result<(), Error> {
+    tracing::warn!(object = %target, reason = warning.reason, note = %warning.note, "warned");
+    let note: Note = warning.note.clone();
+    if !ctx
+        .events
+        .warning(&object.reference, warning.reason, note)
+        .await
+        || ctx.dry_run
+    {
+        return Ok(());
+    }
+    let patch = json!({ "metadata": { "annotations": { schedule::WARNED: warning.cause } } });
+    match patch_target(&ctx.client, target, &patch).await {
+        // Deleted since the read: nobody left to tell.
+        Ok(()) => Ok(()),
+        Err(error) if is_status(&error, 404) => Ok(()),
+        Err(error) => Err(Error::api(
+            "record a warning on",
+            target.kind.as_str(),
+            &target.key,
+        )(error)),
+    }
+}
+
+/// Records what a Namespace's transition did to one of its workloads, and has the report told
+/// once the outcomes settle.
+fn record(ctx: &ScalingContext, namespace: &str, tally: &Tally, written: &Result<(), Error>) {
+    let (Some((reports, queue)), false) = (&ctx.reports, ctx.dry_run) else {
+        return;
+    };
+    let outcome = match (written, tally.changes) {
+        (Err(error), _) => WorkloadOutcome::Failed(error.to_string()),
+        (Ok(()), true) => WorkloadOutcome::Changed,
+        (Ok(()), false) => WorkloadOutcome::Unchanged,
+    };
+    let transition = tally.transition;
+    if reports.record(
+        namespace,
+        transition,
+        &tally.by,
+        tally.object.clone(),
+        outcome,
+        Instant::now(),
+    ) {
+        queue.add_after(
+            ScalingKey::NamespaceReport(namespace.to_string(), transition),
+            QUIET,
+        );
+    }
+}

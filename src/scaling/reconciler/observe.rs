@@ -1,0 +1,226 @@
+//! The first part of a look: everything the plan needs, read once. The object itself, the
+//! schedule it follows (its own over its Namespace's), its HPAs, who set its Namespace's
+//! override, and, for a scheduled wake or sleep of a Namespace, where the Namespace's turns and
+//! ordered steps stand.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+
+use crate::{
+    error::Error,
+    runtime::key::ObjectKey,
+    scaling::{
+        hpa::Hpa,
+        target::{ScaleTarget, TargetKind, TargetState},
+        wake_order::{self, Peer},
+        wake_turns::Ask,
+    },
+    schedule::{
+        self, Annotations, Direction, OutOfReach, ScaleChange, Transition, held_back_until,
+    },
+};
+
+use super::{ScalingContext, patch::read_target};
+
+/// What one look found.
+#[derive(Debug, Clone)]
+pub struct Observed {
+    pub target: ScaleTarget,
+    /// The object as read, with the annotations the rules read: its own over its Namespace's.
+    pub object: TargetState,
+    /// Overrides of its own that have run out: they go with the next patch (a Namespace's go
+    /// from the Namespace itself).
+    pub stale_overrides: Vec<String>,
+    /// It follows its Namespace's schedule.
+    pub inherited: bool,
+    /// Another object that drives its replicas: its Foo, or the KEDA ScaledObject that would
+    /// undo any count written here.
+    pub lever: Option<(TargetKind, String)>,
+    /// The schedule, without an override reaching further than `--max-override`.
+    pub annotations: Annotations,
+    /// That override, refused until it comes within reach.
+    pub out_of_reach: Option<OutOfReach>,
+    pub hpas: Vec<Hpa>,
+    /// Who set its Namespace's override, and where its Namespace's schedule comes from.
+    pub namespace_setter: Option<String>,
+    pub governed_by: Option<String>,
+    /// Its kube-downscaler records count as ours, so a record of ours supersedes theirs.
+    pub supersedes_kube_downscaler: bool,
+    /// Where its Namespace's turns and steps stand for the transition due.
+    pub namespace: NamespaceWake,
+}
+
+/// Where a Namespace's scheduled wake or sleep stands, as far as one of its workloads goes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NamespaceWake {
+    /// Nothing holds it: no turns, no steps before it.
+    Free,
+    /// Its Namespace waits for its turn to wake; it is parked with it. `first`: the Namespace
+    /// has just started waiting.
+    Parked { first: bool },
+    /// Not every kind was listed yet: a step before it may not be known.
+    Unknown,
+    /// Its step of an ordered wake or sleep, among its Namespace's workloads, held since then.
+    Step {
+        due: Transition,
+        order: i32,
+        peers: Arc<Vec<Peer>>,
+        held_since: DateTime<Utc>,
+    },
+}
+
+/// Reads what a look at `target` needs at `now`; `None` when it is gone or its Namespace is
+/// left out.
+pub async fn observe(
+    ctx: &ScalingContext,
+    target: &ScaleTarget,
+    now: DateTime<Utc>,
+) -> Result<Option<Observed>, Error> {
+    if ctx.namespaces.is_excluded(&target.key.namespace) {
+        return Ok(None);
+    }
+    let read = read_target(&ctx.client, target).await.map_err(Error::api(
+        "get",
+        target.kind.as_str(),
+        &target.key,
+    ))?;
+    let Some(mut object) = read else {
+        return Ok(None);
+    };
+    let stale_overrides = schedule::expired_keys(&object.annotations, now)
+        .into_iter()
+        .map(|(key, _)| key.to_string())
+        .collect();
+    let lever = object
+        .controlling_foo
+        .clone()
+        .map(|foo| (TargetKind::Foo, foo))
+        .or_else(|| {
+            ctx.hpas
+                .lever_of(target)
+                .map(|scaled_object| (TargetKind::ScaledObject, scaled_object))
+        });
+    let inherited;
+    (object.annotations, inherited) = ctx.namespaces.effective(
+        target.kind,
+        &target.key.namespace,
+        &object.annotations,
+        &object.labels,
+        lever.is_some(),
+    );
+    let parsed = target
+        .kind
+        .parse(&object.annotations, ctx.default_timezone)
+        .assuming_warm_up(ctx.warm_up);
+    let (annotations, out_of_reach) = schedule::in_reach(parsed, now, ctx.max_override);
+    let namespace = &target.key.namespace;
+    let mut observed = Observed {
+        target: target.clone(),
+        object,
+        stale_overrides,
+        inherited,
+        lever,
+        annotations,
+        out_of_reach,
+        hpas: ctx.hpas.of(target),
+        namespace_setter: ctx.namespaces.setter_of(namespace),
+        governed_by: ctx.namespaces.governed_by(namespace),
+        supersedes_kube_downscaler: ctx.namespaces.supersedes_kube_downscaler(target.kind),
+        namespace: NamespaceWake::Free,
+    };
+    observed.namespace = namespace_wake(ctx, &observed, now).await?;
+    Ok(Some(observed))
+}
+
+/// The scheduled wake or sleep `change` applies, where one of a Namespace's is: not an
+/// override, nor the end of one, and something to scale.
+pub fn scheduled_wake(change: &ScaleChange) -> Option<Transition> {
+    change
+        .applied
+        .filter(|due| due.until.is_none() && change.ended.is_none() && change.replicas.is_some())
+}
+
+/// The change the plan will make, as far as what to read for it goes: none while a new
+/// object's grace period holds it.
+fn due_change(
+    ctx: &ScalingContext,
+    observed: &Observed,
+    now: DateTime<Utc>,
+) -> Option<ScaleChange> {
+    if let (Annotations::Scheduled(schedule, recorded), Some((period, _))) =
+        (&observed.annotations, &ctx.grace)
+        && held_back_until(schedule, recorded, observed.object.created, *period, now).is_some()
+    {
+        return None;
+    }
+    schedule::decide(&observed.annotations, observed.object.replicas, now)
+}
+
+/// Where the Namespace's wake or sleep that `observed` follows stands: its turn asked for (a
+/// wake that must wait is parked, and the turn brings it back), or the steps before it read (at
+/// most once a second per Namespace).
+async fn namespace_wake(
+    ctx: &ScalingContext,
+    observed: &Observed,
+    now: DateTime<Utc>,
+) -> Result<NamespaceWake, Error> {
+    if !observed.inherited
+        || observed.lever.is_some()
+        || matches!(observed.annotations, Annotations::Invalid(_))
+    {
+        return Ok(NamespaceWake::Free);
+    }
+    let Some(due) = due_change(ctx, observed, now)
+        .as_ref()
+        .and_then(scheduled_wake)
+    else {
+        return Ok(NamespaceWake::Free);
+    };
+    let target = &observed.target;
+    let namespace = &target.key.namespace;
+    if let (turns, Some(_)) = &ctx.wake_turns
+        && due.direction == Direction::Up
+        && turns.limits()
+        && let Ask::Parked { first } = turns.ask(namespace, due, target, now)
+    {
+        return Ok(NamespaceWake::Parked { first });
+    }
+    if ctx.grace.is_none() {
+        return Ok(NamespaceWake::Free);
+    }
+    if !ctx.all_workloads_listed() {
+        return Ok(NamespaceWake::Unknown);
+    }
+    let order = wake_order::order_of(target.kind, &observed.object.annotations);
+    if !wake_order::has_step_before(&ctx.namespaces.wake_orders(namespace), order, due.direction) {
+        return Ok(NamespaceWake::Free);
+    }
+    let peers = namespace_peers(ctx, namespace, now).await?;
+    let held_since = ctx.wake_steps.held_since(namespace, due, order, now);
+    Ok(NamespaceWake::Step {
+        due,
+        order,
+        peers,
+        held_since,
+    })
+}
+
+/// The workloads of `namespace`'s wake, read at most once a second.
+pub async fn namespace_peers(
+    ctx: &ScalingContext,
+    namespace: &str,
+    now: DateTime<Utc>,
+) -> Result<Arc<Vec<Peer>>, Error> {
+    if let Some(peers) = ctx.wake_steps.fresh_peers(namespace, now) {
+        return Ok(peers);
+    }
+    let read = wake_order::peers::read(&ctx.client, &ctx.namespaces, &ctx.kinds, namespace)
+        .await
+        .map_err(Error::api(
+            "reading the workloads of",
+            "Namespace",
+            &ObjectKey::new(namespace, namespace),
+        ))?;
+    Ok(ctx.wake_steps.keep_peers(namespace, read, now))
+}

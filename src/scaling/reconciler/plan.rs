@@ -1,0 +1,427 @@
+//! The middle of a look, pure: from what was observed and the instant, every write the look
+//! makes, as plain data. Nothing here reads the cluster or the clock, so every rule of the
+//! reconciler is tested as a function (see `plan/tests.rs`).
+
+use std::time::Duration;
+
+use chrono::{DateTime, TimeDelta, Utc};
+use serde_json::Value;
+
+use crate::{
+    ops::metrics::ScaleDirection,
+    runtime::events::Note,
+    scaling::{
+        hpa::{self, HpaChange},
+        on_demand,
+        wake_order::{self, Gate},
+    },
+    schedule::{
+        self, Annotations, Direction, ScaleChange, Transition, already_warned, held_back_until,
+        refused_cause, reverted, reverted_cause,
+    },
+};
+
+use super::{
+    describe::{describe_change, describe_cron, replicas_changed_by},
+    observe::{NamespaceWake, Observed, scheduled_wake},
+    patch::patch_for,
+};
+
+/// What the rules are given besides the observation: the controller's settings.
+#[derive(Debug, Clone, Copy)]
+pub struct Settings {
+    /// How long a new object is not put to sleep by a catch-up; `None`: nothing is held back.
+    pub grace: Option<TimeDelta>,
+    /// How long each step of a Namespace's ordered wake may hold the next.
+    pub step_timeout: TimeDelta,
+}
+
+/// Every write of one look, in the order they are made: HPA bounds given back, the object's one
+/// patch, HPAs held, the Event that says what the patch did, then a warning said once.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Plan {
+    /// Given back before the patch: should the patch fail, a scale-up is still due and retried.
+    pub releases: Vec<(HpaChange, Option<String>)>,
+    pub patch: Option<TargetPatch>,
+    /// Held after the patch: held first, an HPA could scale the workload down before the patch
+    /// recorded its count.
+    pub holds: Vec<(HpaChange, Option<String>)>,
+    /// How a release is counted in `cronscaler_scale_actions_total` (a hold is a scale-down).
+    pub release_direction: Option<ScaleDirection>,
+    /// Said on the object once its patch is made: reason and note.
+    pub event: Option<(&'static str, String)>,
+    /// Said on the object unless said before for the same cause, which is then written on it.
+    pub warning: Option<Warning>,
+    /// When the timer should look again.
+    pub recheck: Option<DateTime<Utc>>,
+    /// What becomes of its step in its Namespace's ordered wake or sleep.
+    pub step: Option<Step>,
+    /// Its Namespace has just started waiting for a turn to wake, to be looked for.
+    pub look_for_turn: bool,
+    /// What it adds to its Namespace's report of the transition.
+    pub tally: Option<Tally>,
+    /// It wakes by its Namespace's schedule: the Namespace's readiness is measured.
+    pub wakes_namespace: bool,
+}
+
+/// The object's merge patch: replicas (or its kind's sleep value) and the controller's
+/// annotations, guarded by the resourceVersion it was decided on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TargetPatch {
+    pub body: Value,
+    /// What it does, for an error: "scale Deployment shop/web: ...".
+    pub doing: &'static str,
+    /// Counted as a scale action of this direction, this late after its transition.
+    pub counted: Option<(ScaleDirection, Duration)>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Warning {
+    pub reason: &'static str,
+    pub note: Note,
+    /// Written in `cronscaler.dev/warned` once said.
+    pub cause: String,
+}
+
+/// What a step of an ordered wake or sleep does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// It goes on, and holds nothing back any more.
+    Goes { due: Transition, order: i32 },
+    /// It goes on though the steps before it were late: said once on the Namespace.
+    GoesAnyway {
+        due: Transition,
+        order: i32,
+        note: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tally {
+    pub transition: Transition,
+    /// The rule or override that made it, as the report names it.
+    pub by: String,
+    pub object: String,
+    /// Whether the patch changes replicas (or only records that it found them so).
+    pub changes: bool,
+}
+
+/// `InvalidSchedule`: what a warning for refused annotations is called.
+const INVALID_SCHEDULE: &str = "InvalidSchedule";
+
+/// Every write a look at `observed` makes at `now`.
+pub fn plan(observed: &Observed, settings: &Settings, now: DateTime<Utc>) -> Plan {
+    let object = &observed.object;
+    let target = &observed.target;
+    if let Some((lever, name)) = &observed.lever {
+        if !schedule::has_schedule(&object.annotations) {
+            return Plan::default();
+        }
+        let note = format!(
+            "schedule annotations on a {} controlled by {lever} {name:?} are ignored: annotate {lever} {name:?} instead, \
+             so the two controllers never fight over replicas",
+            target.kind
+        );
+        return refused(observed, note.into());
+    }
+    if let Annotations::Invalid(problems) = &observed.annotations {
+        let reasons: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        let note =
+            Note::new("no scheduled scaling until the annotations are fixed: ").list(reasons, "; ");
+        return refused(observed, note);
+    }
+    let mut plan = follow(observed, settings, now);
+    // An override further ahead than --max-override is refused until it comes within reach
+    // (the tracker has the timer look then); meanwhile the schedule is followed without it.
+    if let Some(refusal) = &observed.out_of_reach {
+        let note = format!(
+            "the override is not applied before it comes within reach at {}: {}",
+            refusal
+                .within_reach
+                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            refusal.problem
+        );
+        plan.warning = warning(
+            observed,
+            INVALID_SCHEDULE,
+            note.into(),
+            refused_cause(&object.annotations),
+        );
+    }
+    plan
+}
+
+/// A warning of `cause`, unless it was said for that very cause already.
+fn warning(
+    observed: &Observed,
+    reason: &'static str,
+    note: Note,
+    cause: String,
+) -> Option<Warning> {
+    (!already_warned(&observed.object.annotations, &cause)).then_some(Warning {
+        reason,
+        note,
+        cause,
+    })
+}
+
+/// Refused annotations: said once, nothing else done.
+fn refused(observed: &Observed, note: Note) -> Plan {
+    let cause = refused_cause(&observed.object.annotations);
+    Plan {
+        warning: warning(observed, INVALID_SCHEDULE, note, cause),
+        ..Plan::default()
+    }
+}
+
+/// What the schedule says at `now`: a transition to apply, or between transitions, overrides
+/// to clean up, a warning owed and HPAs to bring in line.
+fn follow(observed: &Observed, settings: &Settings, now: DateTime<Utc>) -> Plan {
+    let object = &observed.object;
+    if let (Annotations::Scheduled(schedule, recorded), Some(period)) =
+        (&observed.annotations, settings.grace)
+        && let Some(until) = held_back_until(schedule, recorded, object.created, period, now)
+    {
+        // New: the catch-up that would put it to sleep waits for the end of its grace period.
+        return Plan {
+            recheck: Some(until),
+            ..Plan::default()
+        };
+    }
+    match schedule::decide(&observed.annotations, object.replicas, now) {
+        Some(change) => {
+            let mut plan = Plan::default();
+            if observed.inherited
+                && let Some(due) = scheduled_wake(&change)
+                && held_by_namespace(&mut plan, &observed.namespace, due, settings, now)
+            {
+                return plan;
+            }
+            apply(observed, &change, plan, now)
+        }
+        None => between_transitions(observed),
+    }
+}
+
+/// Whether the Namespace's wake or sleep `due` holds this workload back now; what that takes
+/// goes into `plan`.
+fn held_by_namespace(
+    plan: &mut Plan,
+    namespace: &NamespaceWake,
+    due: Transition,
+    settings: &Settings,
+    now: DateTime<Utc>,
+) -> bool {
+    match namespace {
+        NamespaceWake::Free => false,
+        NamespaceWake::Parked { first } => {
+            plan.look_for_turn = *first;
+            true
+        }
+        NamespaceWake::Unknown => {
+            plan.recheck = Some(now + wake_order::LOOK_EVERY);
+            true
+        }
+        NamespaceWake::Step {
+            due: step_due,
+            order,
+            peers,
+            held_since,
+        } if *step_due == due => {
+            match wake_order::gate(*order, &due, peers, *held_since, settings.step_timeout, now) {
+                Gate::Go => {
+                    plan.step = Some(Step::Goes { due, order: *order });
+                    false
+                }
+                Gate::Wait(at) => {
+                    plan.recheck = Some(at);
+                    true
+                }
+                Gate::GoAnyway { late } => {
+                    let note = wake_order::timed_out_note(&late, due.direction, now - *held_since);
+                    plan.step = Some(Step::GoesAnyway {
+                        due,
+                        order: *order,
+                        note,
+                    });
+                    false
+                }
+            }
+        }
+        NamespaceWake::Step { .. } => false,
+    }
+}
+
+/// Applies `change`: the patch, the HPAs' bounds around it, the Event, and for a workload that
+/// follows its Namespace, its part of the Namespace's report.
+fn apply(observed: &Observed, change: &ScaleChange, mut plan: Plan, now: DateTime<Utc>) -> Plan {
+    let object = &observed.object;
+    let kind = observed.target.kind;
+    let set_by = override_setter(observed, change);
+    let (reason, note) = describe_change(
+        kind,
+        change,
+        object.replicas,
+        &observed.annotations,
+        set_by.as_deref(),
+        now,
+    );
+    let direction = match change.applied.map(|transition| transition.direction) {
+        Some(Direction::Down) => ScaleDirection::Down,
+        Some(Direction::Up) => ScaleDirection::Up,
+        None => ScaleDirection::Restore,
+    };
+    let bounds = hpa::wanted(&observed.annotations, Some(change), false);
+    let (holds, releases): (Vec<_>, Vec<_>) =
+        hpa::changes_for(&observed.hpas, bounds, change.applied.is_some())
+            .into_iter()
+            .partition(|(change, _)| matches!(change, HpaChange::Hold { .. }));
+    let note = [&releases, &holds]
+        .into_iter()
+        .flatten()
+        .fold(note, |note, (change, _)| {
+            format!("{note}; {}", change.describe())
+        });
+    let superseded = change
+        .annotation_updates()
+        .into_iter()
+        .filter(|_| observed.supersedes_kube_downscaler)
+        .filter_map(|(key, _)| schedule::kube_downscaler::superseded_by(key));
+    let removed: Vec<&str> = observed
+        .stale_overrides
+        .iter()
+        .map(String::as_str)
+        .chain(superseded)
+        .collect();
+    let late = change
+        .applied
+        .map(|transition| (now - transition.at).to_std().unwrap_or_default())
+        .unwrap_or_default();
+    plan.patch = Some(TargetPatch {
+        body: patch_for(kind, Some(change), &removed, object),
+        doing: "scale",
+        counted: Some((direction, late)),
+    });
+    plan.release_direction = (!releases.is_empty()).then_some(direction);
+    plan.releases = releases;
+    plan.holds = holds;
+    plan.event = Some((reason, note));
+    if observed.inherited {
+        plan.tally = tally(observed, change);
+        plan.wakes_namespace = change.replicas.is_some()
+            && change
+                .applied
+                .is_some_and(|transition| transition.direction == Direction::Up);
+    }
+    plan
+}
+
+/// Between transitions: ended overrides of its own removed, a change of replicas by someone
+/// else warned about, and its HPAs brought in line with the transition in force, which
+/// finishes what a failed request or a restart between two requests left undone.
+fn between_transitions(observed: &Observed) -> Plan {
+    let object = &observed.object;
+    let stale: Vec<&str> = observed
+        .stale_overrides
+        .iter()
+        .map(String::as_str)
+        .collect();
+    // The object has one `warned`: while an out-of-reach override holds it, a revert waits.
+    let revert = observed
+        .out_of_reach
+        .is_none()
+        .then(|| reverted_warning(observed))
+        .flatten();
+    let taken_over = revert.is_some()
+        || matches!(&observed.annotations, Annotations::Scheduled(_, recorded)
+            if schedule::taken_over(&object.annotations, recorded));
+    let bounds = hpa::wanted(&observed.annotations, None, taken_over);
+    let (holds, releases): (Vec<_>, Vec<_>) = hpa::changes_for(&observed.hpas, bounds, false)
+        .into_iter()
+        .partition(|(change, _)| matches!(change, HpaChange::Hold { .. }));
+    Plan {
+        release_direction: (!releases.is_empty()).then_some(ScaleDirection::Up),
+        releases,
+        holds,
+        patch: (!stale.is_empty()).then(|| TargetPatch {
+            body: patch_for(observed.target.kind, None, &stale, object),
+            doing: "remove an ended override from",
+            counted: None,
+        }),
+        warning: revert
+            .and_then(|(note, cause)| warning(observed, "ScaleReverted", note.into(), cause)),
+        ..Plan::default()
+    }
+}
+
+/// The `ScaleReverted` warning, note and cause, when someone other than its HPA changed the
+/// replicas the transition in force set. Said or not, that someone has taken over until the
+/// next transition.
+fn reverted_warning(observed: &Observed) -> Option<(String, String)> {
+    let object = &observed.object;
+    let kind = observed.target.kind;
+    let (transition, set) = reverted(&observed.annotations, object.replicas)?;
+    if hpa::changed_by_its_hpa(&observed.hpas, kind, &object.managed_fields) {
+        return None;
+    }
+    let who = replicas_changed_by(kind, &object.managed_fields).unwrap_or_else(|| "someone".into());
+    let note = format!(
+        "replicas changed from {set} to {} by {who} after the scheduled scale-{} at {}; left alone until the next transition",
+        object.replicas,
+        transition.direction,
+        transition
+            .at
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    );
+    Some((note, reverted_cause(transition)))
+}
+
+/// Who set the override a change applies or ends: the object's own annotation's manager, or
+/// the Namespace's.
+fn override_setter(observed: &Observed, change: &ScaleChange) -> Option<String> {
+    let transition = change
+        .applied
+        .filter(|applied| applied.until.is_some())
+        .or(change.ended)?;
+    let key = schedule::key_of(transition.direction);
+    on_demand::setter(&observed.object.managed_fields, key)
+        .or_else(|| observed.namespace_setter.clone())
+}
+
+/// What a Namespace's transition did to this workload, for the Namespace's report.
+fn tally(observed: &Observed, change: &ScaleChange) -> Option<Tally> {
+    let (Some(transition), Annotations::Scheduled(schedule, _)) =
+        (change.applied, &observed.annotations)
+    else {
+        return None;
+    };
+    // Each workload applies a namespace's override at its own instant: one report gathers
+    // them all, by the override's end.
+    let (transition, by) = match transition.until {
+        Some(until) => (
+            Transition {
+                at: until,
+                ..transition
+            },
+            on_demand::describe(&transition, observed.namespace_setter.as_deref()),
+        ),
+        None => {
+            let cron = describe_cron(schedule, transition);
+            // A schedule from a SleepPolicy or SleepSchedule says which.
+            let by = match observed.governed_by.as_deref() {
+                Some(source) if source != "Namespace" => format!("{cron} from {source}"),
+                _ => cron,
+            };
+            (transition, by)
+        }
+    };
+    Some(Tally {
+        transition,
+        by,
+        object: format!("{} {}", observed.target.kind, observed.target.key.name),
+        changes: change.replicas.is_some(),
+    })
+}
+
+#[cfg(test)]
+mod tests;
