@@ -444,7 +444,7 @@ mod tests {
                 ),
             ]),
             resource_version: None,
-            managed_fields: Vec::new(),
+            writers: Default::default(),
             controlling_foo: None,
             created: None,
         };
@@ -487,7 +487,7 @@ mod tests {
                 "0 20 * * *".to_string(),
             )]),
             resource_version: None,
-            managed_fields: Vec::new(),
+            writers: Default::default(),
             controlling_foo: None,
             created: None,
         };

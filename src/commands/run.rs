@@ -60,13 +60,14 @@ use crate::{
         hpa::HpaIndex,
         key::ScalingKey,
         namespaces::NamespaceSchedules,
-        objects, on_demand,
+        objects,
         policies::declarations::Declarations,
         target::TargetKind,
         timer::{Clock, Timer, system_clock},
         tracker::Tracker,
         wake_hosts,
         watched_meta::WatchedMeta,
+        writers,
     },
     schedule::{OVERRIDE_KEYS, overrides},
     wake::{self, backend::Backend, route::TrustedProxies},
@@ -671,9 +672,9 @@ fn namespace_feed(
                 end_override_in_time(&queue, &name, namespace.annotations(), (relist.clock)());
                 namespaces.note_setter(
                     &name,
-                    OVERRIDE_KEYS
-                        .into_iter()
-                        .find_map(|key| on_demand::setter(namespace.managed_fields(), key)),
+                    OVERRIDE_KEYS.into_iter().find_map(|key| {
+                        writers::annotation_setter(namespace.managed_fields(), key)
+                    }),
                 );
                 let changed = annotated || labelled;
                 if changed {

@@ -19,10 +19,7 @@ use std::{
     sync::{Arc, Mutex, MutexGuard, PoisonError},
 };
 
-use k8s_openapi::{
-    api::autoscaling::v2::HorizontalPodAutoscaler,
-    apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry,
-};
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use kube::{
     Api, Client, ResourceExt,
     api::{Patch, PatchParams},
@@ -33,8 +30,8 @@ use serde_json::{Value, json};
 use crate::{
     runtime::{CONTROLLER_NAME, key::ObjectKey, paging::all_pages},
     scaling::{
-        other_replicas_writers,
         target::{ScaleTarget, TargetKind},
+        writers::Writers,
     },
     schedule::{Annotations, Direction, ScaleChange, Schedule, Transition},
 };
@@ -43,10 +40,6 @@ use crate::{
 pub const ORIGINAL_MIN_REPLICAS: &str = "cronscaler.dev/original-min-replicas";
 /// The `maxReplicas` an HPA had before the night, written by the controller on the HPA.
 pub const ORIGINAL_MAX_REPLICAS: &str = "cronscaler.dev/original-max-replicas";
-
-/// The field manager the API server records for the HPA controller's writes of a workload's
-/// replicas (through `/scale`): it runs in kube-controller-manager.
-pub const HPA_CONTROLLER_MANAGER: &str = "kube-controller-manager";
 
 /// What is kept of one HPA: whose replicas it owns, its bounds, and what the controller recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -246,12 +239,8 @@ pub fn changes_for(
 /// no `time` for a write through `/scale` (seen on 1.26), so the writer is told by ownership, not
 /// by time: whoever changes `spec.replicas` takes the field over, so the HPA controller owns it
 /// until someone else changes it.
-pub fn changed_by_its_hpa(
-    hpas: &[Hpa],
-    kind: TargetKind,
-    managed_fields: &[ManagedFieldsEntry],
-) -> bool {
-    !hpas.is_empty() && other_replicas_writers(kind, managed_fields).any(is_hpa_controller_write)
+pub fn changed_by_its_hpa(hpas: &[Hpa], writers: &Writers) -> bool {
+    !hpas.is_empty() && writers.hpa_set_it
 }
 
 impl HpaChange {
@@ -342,12 +331,6 @@ impl HpaChange {
             ),
         }
     }
-}
-
-/// Whether a write of replicas recorded in `managedFields` is the HPA controller's.
-pub fn is_hpa_controller_write(entry: &ManagedFieldsEntry) -> bool {
-    entry.manager.as_deref() == Some(HPA_CONTROLLER_MANAGER)
-        && entry.subresource.as_deref() == Some("scale")
 }
 
 /// Sends a merge patch to an HPA, as field manager `cronscaler`.

@@ -19,12 +19,12 @@ pub mod wake_hosts;
 pub mod wake_order;
 pub mod wake_turns;
 pub mod watched_meta;
+pub mod writers;
 
 #[cfg(test)]
 mod test_support;
 
 pub use reconciler::{
-    DEFAULT_MAX_OVERRIDE, ScalingContext, describe_change, other_replicas_writers, patch_for,
-    patch_target, patch_target_as, read_target, reconcile, replicas_changed_by, report_namespace,
-    wake_turn,
+    DEFAULT_MAX_OVERRIDE, ScalingContext, describe_change, patch_for, patch_target,
+    patch_target_as, read_target, reconcile, report_namespace, wake_turn,
 };

@@ -4,9 +4,7 @@
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use json_patch::{PatchOperation, RemoveOperation, TestOperation, jsonptr::PointerBuf};
-use k8s_openapi::{
-    api::core::v1::Namespace, apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry,
-};
+use k8s_openapi::api::core::v1::Namespace;
 use kube::{
     Api,
     api::{Patch, PatchParams},
@@ -18,25 +16,6 @@ use crate::{
     scaling::ScalingContext,
     schedule::{Direction, Transition, expired_keys, key_of},
 };
-
-/// The field manager that last set annotation `key`: who asked for an override.
-pub fn setter(managed_fields: &[ManagedFieldsEntry], key: &str) -> Option<String> {
-    let field = format!("f:{key}");
-    managed_fields
-        .iter()
-        .filter(|entry| {
-            entry.fields_v1.as_ref().is_some_and(|fields| {
-                fields
-                    .0
-                    .get("f:metadata")
-                    .and_then(|metadata| metadata.get("f:annotations"))
-                    .and_then(|annotations| annotations.get(&field))
-                    .is_some()
-            })
-        })
-        .max_by_key(|entry| entry.time.as_ref().map(|time| time.0))
-        .and_then(|entry| entry.manager.clone())
-}
 
 /// The override a transition applied, in words: `cronscaler.dev/awake-until
 /// "2026-11-24T00:00:00Z" (set by kubectl-annotate)`.

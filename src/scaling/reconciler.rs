@@ -40,7 +40,7 @@ use crate::{
     schedule::{self, Transition},
 };
 
-pub use describe::{describe_change, other_replicas_writers, replicas_changed_by};
+pub use describe::describe_change;
 pub use patch::{patch_for, patch_target, patch_target_as, read_target};
 
 /// What the scaler reads and writes.

@@ -4,10 +4,7 @@
 
 use std::{collections::BTreeMap, fmt};
 
-use k8s_openapi::{
-    api::core::v1::ObjectReference,
-    apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, ObjectMeta},
-};
+use k8s_openapi::{api::core::v1::ObjectReference, apimachinery::pkg::apis::meta::v1::ObjectMeta};
 use kube::{
     Resource, ResourceExt,
     api::{ApiResource, DynamicObject},
@@ -16,7 +13,10 @@ use kube::{
 use crate::{
     foo::controlling_foo,
     runtime::key::ObjectKey,
-    scaling::kinds::{CATALOGUE, KindSpec, SleepWrite},
+    scaling::{
+        kinds::{CATALOGUE, KindSpec, SleepWrite},
+        writers::Writers,
+    },
     schedule::{self, Annotations, InvalidAnnotation},
 };
 use chrono::{DateTime, Utc};
@@ -276,7 +276,8 @@ pub struct TargetState {
     /// By which a `SleepPolicy` or `SleepSchedule` may leave it alone.
     pub labels: BTreeMap<String, String>,
     pub resource_version: Option<String>,
-    pub managed_fields: Vec<ManagedFieldsEntry>,
+    /// Who set its sleep field and its overrides, of its `managedFields`.
+    pub writers: Writers,
     /// The Foo controlling a Deployment: its schedule belongs on the Foo.
     pub controlling_foo: Option<String>,
     /// When the object was created, for its grace period.
@@ -302,7 +303,7 @@ impl TargetState {
             annotations: object.annotations().clone(),
             labels: object.labels().clone(),
             resource_version: object.resource_version(),
-            managed_fields: object.managed_fields().to_vec(),
+            writers: Writers::of(&kind.managed_field(), object.managed_fields()),
             controlling_foo: controlling_foo(object.owner_references())
                 .map(|owner| owner.name.clone()),
             created: creation_time(object.meta()),

@@ -23,10 +23,11 @@ use crate::{
         hpa::{self, HpaIndex},
         key::ScalingKey,
         namespaces::NamespaceSchedules,
-        reconciler::{DEFAULT_MAX_OVERRIDE, other_replicas_writers},
+        reconciler::DEFAULT_MAX_OVERRIDE,
         target::{ScaleTarget, TargetKind, creation_time},
         timer::Timer,
         wake_order,
+        writers::other_sleep_field_writers,
     },
     schedule::{
         self, Annotations, Leftovers, SCHEDULE_KEYS, Schedule, already_warned, has_schedule,
@@ -372,7 +373,8 @@ impl Tracker {
         }
         let managed_fields = meta.managed_fields.as_deref().unwrap_or_default();
         // Who else set the replicas, and when (managedFields keep whole seconds).
-        let other_writers: Vec<_> = other_replicas_writers(self.kind, managed_fields)
+        let sleep_field = self.kind.managed_field();
+        let other_writers: Vec<_> = other_sleep_field_writers(&sleep_field, managed_fields)
             .map(|writer| {
                 (
                     writer.manager.clone(),

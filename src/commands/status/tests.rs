@@ -46,7 +46,7 @@ fn object(
             annotations: annotations_of(pairs),
             labels: Default::default(),
             resource_version: None,
-            managed_fields: Vec::new(),
+            writers: Default::default(),
             controlling_foo: None,
             created: None,
         },

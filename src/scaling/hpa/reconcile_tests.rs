@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use super::tests::{hpa as web_hpa, web as web_target};
 use super::*;
 use crate::error::Error;
+use crate::scaling::writers::HPA_CONTROLLER_MANAGER;
 use crate::{
     mock_api::{Exchange, event},
     scaling::test_support::reconcile_scripted,

@@ -1,7 +1,8 @@
 use chrono_tz::Tz;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, Time};
 
 use super::*;
+use crate::scaling::writers::HPA_CONTROLLER_MANAGER;
 use crate::{
     scaling::test_support::annotations_of,
     schedule::{self, AnnotationChange, Transition},
@@ -384,34 +385,30 @@ fn writer(manager: &str, subresource: Option<&str>, second: i64) -> ManagedField
     }
 }
 
+fn writers_of(managed_fields: &[ManagedFieldsEntry]) -> Writers {
+    Writers::of(&TargetKind::Deployment.managed_field(), managed_fields)
+}
+
 #[test]
 fn only_the_hpa_controller_s_change_on_a_target_with_an_hpa_is_its_own() {
     let by_hpa = [writer(HPA_CONTROLLER_MANAGER, Some("scale"), 200)];
     let hpas = [hpa(2, 5, Originals::None)];
-    assert!(changed_by_its_hpa(&hpas, TargetKind::Deployment, &by_hpa));
+    assert!(changed_by_its_hpa(&hpas, &writers_of(&by_hpa)));
     assert!(
-        !changed_by_its_hpa(&[], TargetKind::Deployment, &by_hpa),
+        !changed_by_its_hpa(&[], &writers_of(&by_hpa)),
         "no HPA: someone else"
     );
     // Whoever changes replicas takes the field over: here a person did, after the HPA.
     let by_person = [writer("kubectl", Some("scale"), 200)];
-    assert!(!changed_by_its_hpa(
-        &hpas,
-        TargetKind::Deployment,
-        &by_person
-    ));
+    assert!(!changed_by_its_hpa(&hpas, &writers_of(&by_person)));
     let mut untimed = writer(HPA_CONTROLLER_MANAGER, Some("scale"), 0);
     untimed.time = None;
     assert!(
-        changed_by_its_hpa(&hpas, TargetKind::Deployment, &[untimed]),
+        changed_by_its_hpa(&hpas, &writers_of(&[untimed])),
         "the API server records no time for a write through /scale"
     );
     let not_through_scale = [writer(HPA_CONTROLLER_MANAGER, None, 200)];
-    assert!(!changed_by_its_hpa(
-        &hpas,
-        TargetKind::Deployment,
-        &not_through_scale
-    ));
+    assert!(!changed_by_its_hpa(&hpas, &writers_of(&not_through_scale)));
 }
 
 fn event_of(hpa: HorizontalPodAutoscaler) -> watcher::Event<HorizontalPodAutoscaler> {

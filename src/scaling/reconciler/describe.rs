@@ -2,11 +2,9 @@
 //! rule, and who changed the replicas when someone else did.
 
 use chrono::{DateTime, Utc};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
 
 use crate::{
     duration::spoken,
-    runtime::CONTROLLER_NAME,
     scaling::{on_demand, target::TargetKind},
     schedule::{self, Annotations, Direction, READY_BY, ScaleChange, Schedule, Transition},
 };
@@ -145,45 +143,4 @@ fn has_up_target(annotations: &Annotations) -> bool {
 pub(super) fn describe_cron(schedule: &Schedule, transition: Transition) -> String {
     let (key, value) = schedule.rule_of(transition.direction).unwrap_or_default();
     format!("{key} {value:?} ({})", schedule.timezone)
-}
-
-/// Who last set `spec.replicas` (a CronJob's `spec.suspend`), other than this controller, from
-/// `managedFields`.
-pub fn replicas_changed_by(
-    kind: TargetKind,
-    managed_fields: &[ManagedFieldsEntry],
-) -> Option<String> {
-    other_replicas_writers(kind, managed_fields)
-        .max_by_key(|entry| entry.time.as_ref().map(|time| time.0))
-        .map(|entry| {
-            let manager = entry
-                .manager
-                .clone()
-                .unwrap_or_else(|| "an unnamed client".into());
-            match entry.subresource.as_deref() {
-                Some(subresource) if !subresource.is_empty() => {
-                    format!("{manager} (through /{subresource})")
-                }
-                _ => manager,
-            }
-        })
-}
-
-/// The `managedFields` entries of those who set `spec.replicas` (a CronJob's `spec.suspend`),
-/// other than this controller.
-pub fn other_replicas_writers(
-    kind: TargetKind,
-    managed_fields: &[ManagedFieldsEntry],
-) -> impl Iterator<Item = &ManagedFieldsEntry> {
-    managed_fields
-        .iter()
-        .filter(|entry| entry.manager.as_deref() != Some(CONTROLLER_NAME))
-        .filter(move |entry| {
-            entry.fields_v1.as_ref().is_some_and(|fields| {
-                kind.managed_field()
-                    .iter()
-                    .try_fold(&fields.0, |fields, step| fields.get(step))
-                    .is_some()
-            })
-        })
 }

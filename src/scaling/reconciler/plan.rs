@@ -22,7 +22,7 @@ use crate::{
 };
 
 use super::{
-    describe::{describe_change, describe_cron, replicas_changed_by},
+    describe::{describe_change, describe_cron},
     observe::{NamespaceWake, Observed, scheduled_wake},
     patch::patch_for,
 };
@@ -359,12 +359,11 @@ fn between_transitions(observed: &Observed) -> Plan {
 /// next transition.
 fn reverted_warning(observed: &Observed) -> Option<(String, String)> {
     let object = &observed.object;
-    let kind = observed.target.kind;
     let (transition, set) = reverted(&observed.annotations, object.replicas)?;
-    if hpa::changed_by_its_hpa(&observed.hpas, kind, &object.managed_fields) {
+    if hpa::changed_by_its_hpa(&observed.hpas, &object.writers) {
         return None;
     }
-    let who = replicas_changed_by(kind, &object.managed_fields).unwrap_or_else(|| "someone".into());
+    let who = object.writers.sleep_field.as_deref().unwrap_or("someone");
     let note = format!(
         "replicas changed from {set} to {} by {who} after the scheduled scale-{} at {}; left alone until the next transition",
         object.replicas,
@@ -384,7 +383,7 @@ fn override_setter(observed: &Observed, change: &ScaleChange) -> Option<String> 
         .filter(|applied| applied.until.is_some())
         .or(change.ended)?;
     let key = schedule::key_of(transition.direction);
-    on_demand::setter(&observed.object.managed_fields, key)
+    (observed.object.writers.of_override(key).map(str::to_string))
         .or_else(|| observed.namespace_setter.clone())
 }
 

@@ -9,7 +9,10 @@ use crate::runtime::key::ObjectKey;
 use crate::{
     error::Error,
     runtime::CONTROLLER_NAME,
-    scaling::reports::{QUIET, WorkloadOutcome},
+    scaling::{
+        reports::{QUIET, WorkloadOutcome},
+        writers::sleep_field_changed_by,
+    },
     schedule::{Direction, refused_cause},
 };
 use serde_json::Value;
@@ -724,7 +727,11 @@ fn who_changed_replicas_comes_from_the_latest_other_manager() {
     let deployment: kube::api::DynamicObject =
         serde_json::from_value(page["items"][0].clone()).unwrap();
     assert_eq!(
-        replicas_changed_by(TargetKind::Deployment, deployment.managed_fields()).as_deref(),
+        sleep_field_changed_by(
+            &TargetKind::Deployment.managed_field(),
+            deployment.managed_fields()
+        )
+        .as_deref(),
         Some("curl (through /scale)")
     );
 
@@ -733,7 +740,7 @@ fn who_changed_replicas_comes_from_the_latest_other_manager() {
         entry.manager = Some(CONTROLLER_NAME.into());
     }
     assert_eq!(
-        replicas_changed_by(TargetKind::Deployment, &ours),
+        sleep_field_changed_by(&TargetKind::Deployment.managed_field(), &ours),
         None,
         "the controller's own writes name nobody"
     );
