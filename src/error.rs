@@ -1,7 +1,10 @@
 //! Errors of the reconcilers. Each says which object, what was being done and why it failed,
 //! in words an operator can act on.
 
-use crate::runtime::{api_errors::server_unavailable, key::ObjectKey};
+use crate::runtime::{
+    api_errors::{is_status, server_unavailable},
+    key::ObjectKey,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -46,6 +49,15 @@ impl Error {
 }
 
 impl Error {
+    /// The object changed since it was read (409): a write guarded by its resourceVersion was
+    /// refused.
+    pub fn is_conflict(&self) -> bool {
+        match self {
+            Error::Api { source, .. } | Error::Status { source, .. } => is_status(source, 409),
+            Error::DeploymentNotOwned { .. } | Error::FooWithoutUid { .. } => false,
+        }
+    }
+
     /// The API server did not answer, or answered that it cannot serve now: no fault of the
     /// object's, so the work waits for the server instead of backing off.
     pub fn is_server_unavailable(&self) -> bool {

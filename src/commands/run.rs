@@ -59,6 +59,7 @@ use crate::{
         asleep::AsleepGauges,
         hpa::HpaIndex,
         key::ScalingKey,
+        last_seen::LastSeen,
         namespaces::NamespaceSchedules,
         objects,
         policies::declarations::Declarations,
@@ -66,7 +67,7 @@ use crate::{
         timer::{Clock, Timer, system_clock},
         tracker::Tracker,
         wake_hosts,
-        watched_meta::WatchedMeta,
+        watched_object::WatchedObject,
         writers,
     },
     schedule::{OVERRIDE_KEYS, overrides},
@@ -186,6 +187,7 @@ pub async fn run(
     }
     .reading_kube_downscaler(args.kube_downscaler.read);
     let hpas = HpaIndex::default();
+    let last_seen = LastSeen::default();
     let tracker = |kind| {
         let tracker = Tracker::new(
             timer.clone(),
@@ -203,6 +205,7 @@ pub async fn run(
         Arc::new(Mutex::new(
             tracker
                 .with_hpas(hpas.clone())
+                .with_last_seen(last_seen.clone())
                 .with_max_override(max_override)
                 .with_warm_up(warm_up)
                 .with_asleep(asleep),
@@ -526,6 +529,7 @@ pub async fn run(
         .with_wake_turns(args.max_waking_namespaces, scaling_queue.clone())
         .with_reports(scaling_queue)
         .with_hpas(hpas)
+        .with_last_seen(last_seen)
         .with_wakes(wakes)
         .with_declarations(Declarations {
             policies: policy_store,
@@ -599,7 +603,7 @@ fn metadata_feed(
     (after, listed): (watch::Receiver<bool>, watch::Sender<bool>),
     metrics: &Metrics,
 ) -> impl Future<Output = ()> + use<> {
-    let api: Api<WatchedMeta> = objects::api(client, kind, namespace);
+    let api: Api<WatchedObject> = objects::api(client, kind, namespace);
     let ready = metrics
         .kind_ready
         .get_or_create(&KindLabels {
@@ -759,7 +763,7 @@ async fn relist(
     tracker: &Mutex<Tracker>,
     clock: &Clock,
 ) -> Result<(), kube::Error> {
-    let api: &Api<WatchedMeta> = &objects::api(client, kind, Some(namespace));
+    let api: &Api<WatchedObject> = &objects::api(client, kind, Some(namespace));
     let objects = all_pages(METADATA_PAGE_SIZE, |params| async move {
         api.list(&params).await
     })

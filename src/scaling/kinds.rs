@@ -292,6 +292,15 @@ pub static CATALOGUE: [KindSpec; 9] = [
     },
 ];
 
+/// The annotations the catalogue's kinds sleep by (KEDA's `paused-replicas`, CNPG's
+/// `hibernation`): the watches keep them, as they keep ours.
+pub fn sleep_annotations() -> impl Iterator<Item = &'static str> {
+    CATALOGUE.iter().filter_map(|row| match row.sleep {
+        Sleep::Annotation { key, .. } => Some(key),
+        Sleep::Replicas | Sleep::Suspend => None,
+    })
+}
+
 impl KindSpec {
     /// A kind not in the catalogue that has a scale subresource: it sleeps as a Deployment does,
     /// by its `spec.replicas`.

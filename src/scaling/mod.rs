@@ -6,6 +6,7 @@ pub mod asleep;
 pub mod hpa;
 pub mod key;
 pub mod kinds;
+pub mod last_seen;
 pub mod namespaces;
 pub mod objects;
 pub mod on_demand;
@@ -18,7 +19,7 @@ pub mod tracker;
 pub mod wake_hosts;
 pub mod wake_order;
 pub mod wake_turns;
-pub mod watched_meta;
+pub mod watched_object;
 pub mod writers;
 
 #[cfg(test)]

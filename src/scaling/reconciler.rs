@@ -28,6 +28,7 @@ use crate::{
     scaling::{
         hpa::HpaIndex,
         key::ScalingKey,
+        last_seen::LastSeen,
         namespaces::NamespaceSchedules,
         policies::declarations::Declarations,
         reports::{NamespaceReports, Settled, describe},
@@ -61,6 +62,9 @@ pub struct ScalingContext {
     pub reports: Option<(NamespaceReports, Enqueue<ScalingKey>)>,
     /// The HPAs of the targets, held for the night and given back in the morning.
     pub hpas: HpaIndex,
+    /// What the watches last delivered of each scheduled object: a look plans on it instead of
+    /// reading the object (by default nothing is kept, and every look reads).
+    pub last_seen: LastSeen,
     /// How far ahead an override on demand may reach when it is first applied.
     pub max_override: TimeDelta,
     /// The warm-up a `ready-by` schedule wakes early by until one is measured.
@@ -107,6 +111,7 @@ impl ScalingContext {
             namespaces: NamespaceSchedules::default(),
             reports: None,
             hpas: HpaIndex::listed([]),
+            last_seen: LastSeen::default(),
             max_override: DEFAULT_MAX_OVERRIDE,
             warm_up: schedule::DEFAULT_WARM_UP,
             step_timeout: wake_order::DEFAULT_STEP_TIMEOUT,
@@ -195,6 +200,11 @@ impl ScalingContext {
         Self { namespaces, ..self }
     }
 
+    /// Plans on the states the watches keep in `last_seen`.
+    pub fn with_last_seen(self, last_seen: LastSeen) -> Self {
+        Self { last_seen, ..self }
+    }
+
     /// Takes the targets' HPAs from `hpas` (by default there are none).
     pub fn with_hpas(self, hpas: HpaIndex) -> Self {
         Self { hpas, ..self }
@@ -216,15 +226,36 @@ pub async fn reconcile(
     target: &ScaleTarget,
     now: DateTime<Utc>,
 ) -> Result<(), Error> {
-    let Some(observed) = observe::observe(ctx, target, now).await? else {
+    let seen = ctx.last_seen.get(target);
+    let from_watch = seen.is_some();
+    let Some(observed) = observe::observe(ctx, target, seen, now).await? else {
         return Ok(());
     };
+    match plan_and_act(ctx, &observed, now).await {
+        // Planned on what the watch last delivered, which the object has since left behind:
+        // read it, and plan once more on what it is now.
+        Err(error) if from_watch && error.is_conflict() => {
+            tracing::debug!(object = %target, "changed since watched: read and planned again");
+            match observe::observe(ctx, target, None, now).await? {
+                Some(observed) => plan_and_act(ctx, &observed, now).await,
+                None => Ok(()),
+            }
+        }
+        result => result,
+    }
+}
+
+async fn plan_and_act(
+    ctx: &ScalingContext,
+    observed: &observe::Observed,
+    now: DateTime<Utc>,
+) -> Result<(), Error> {
     let settings = plan::Settings {
         grace: ctx.grace.as_ref().map(|(period, _)| *period),
         step_timeout: ctx.step_timeout,
     };
-    let plan = plan::plan(&observed, &settings, now);
-    act::act(ctx, target, &observed.object, plan).await
+    let plan = plan::plan(observed, &settings, now);
+    act::act(ctx, &observed.target, &observed.object, plan).await
 }
 
 /// Looks for `namespace`'s turn to wake: lets go of the Namespaces whose wake is over, and when

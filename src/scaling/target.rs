@@ -5,10 +5,7 @@
 use std::{collections::BTreeMap, fmt};
 
 use k8s_openapi::{api::core::v1::ObjectReference, apimachinery::pkg::apis::meta::v1::ObjectMeta};
-use kube::{
-    Resource, ResourceExt,
-    api::{ApiResource, DynamicObject},
-};
+use kube::api::{ApiResource, DynamicObject};
 
 use crate::{
     foo::controlling_foo,
@@ -293,20 +290,40 @@ pub fn creation_time(meta: &ObjectMeta) -> Option<DateTime<Utc>> {
 impl TargetState {
     /// What the scaler reads of an object of `kind`, as the API server sends it.
     pub fn of_object(kind: TargetKind, object: &DynamicObject) -> Self {
+        Self::of_parts(kind, &object.metadata, &object.data)
+    }
+
+    /// What the scaler reads of an object of `kind` with this metadata; `data` is all of it but
+    /// its metadata, or as much of it as holds the value the kind sleeps by.
+    pub fn of_parts(kind: TargetKind, metadata: &ObjectMeta, data: &serde_json::Value) -> Self {
+        let none = BTreeMap::new();
+        let annotations = metadata.annotations.as_ref().unwrap_or(&none);
+        let resource = kind.api_resource();
         Self {
-            reference: object.object_ref(&kind.api_resource()),
-            replicas: kind
-                .spec()
-                .sleep
-                .replicas_of(&object.data, object.annotations()),
-            held: kind.spec().sleep.held(object.annotations()),
-            annotations: object.annotations().clone(),
-            labels: object.labels().clone(),
-            resource_version: object.resource_version(),
-            writers: Writers::of(&kind.managed_field(), object.managed_fields()),
-            controlling_foo: controlling_foo(object.owner_references())
-                .map(|owner| owner.name.clone()),
-            created: creation_time(object.meta()),
+            // As kube's `object_ref` makes it.
+            reference: ObjectReference {
+                api_version: Some(resource.api_version),
+                kind: Some(resource.kind),
+                name: metadata.name.clone(),
+                namespace: metadata.namespace.clone(),
+                uid: metadata.uid.clone(),
+                resource_version: metadata.resource_version.clone(),
+                field_path: None,
+            },
+            replicas: kind.spec().sleep.replicas_of(data, annotations),
+            held: kind.spec().sleep.held(annotations),
+            annotations: annotations.clone(),
+            labels: metadata.labels.clone().unwrap_or_default(),
+            resource_version: metadata.resource_version.clone(),
+            writers: Writers::of(
+                &kind.managed_field(),
+                metadata.managed_fields.as_deref().unwrap_or_default(),
+            ),
+            controlling_foo: controlling_foo(
+                metadata.owner_references.as_deref().unwrap_or_default(),
+            )
+            .map(|owner| owner.name.clone()),
+            created: creation_time(metadata),
         }
     }
 }

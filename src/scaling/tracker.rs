@@ -11,8 +11,7 @@ use std::{
 
 use chrono::{DateTime, TimeDelta, Utc};
 use chrono_tz::Tz;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::{Resource, runtime::watcher};
+use kube::runtime::watcher;
 use prometheus_client::metrics::gauge::Gauge;
 
 use crate::{
@@ -22,11 +21,13 @@ use crate::{
         asleep::{self, AsleepCounts, AsleepGauges},
         hpa::{self, HpaIndex},
         key::ScalingKey,
+        last_seen::LastSeen,
         namespaces::NamespaceSchedules,
         reconciler::DEFAULT_MAX_OVERRIDE,
         target::{ScaleTarget, TargetKind, creation_time},
         timer::Timer,
         wake_order,
+        watched_object::Delivered,
         writers::other_sleep_field_writers,
     },
     schedule::{
@@ -62,6 +63,8 @@ pub struct Tracker {
     invalid_gauge: Gauge,
     /// What the objects asleep withhold.
     asleep: AsleepCounts,
+    /// The state of each object tracked, for the workers; `None`: they read it themselves.
+    last_seen: Option<LastSeen>,
     /// Parsed schedules by the user-set annotations they come from, shared between objects.
     schedules: HashMap<BTreeMap<String, String>, Arc<Schedule>>,
     prune_at: usize,
@@ -183,13 +186,14 @@ impl Tracker {
             invalid: HashSet::new(),
             invalid_gauge,
             asleep: AsleepCounts::default(),
+            last_seen: None,
             schedules: HashMap::new(),
             prune_at: MIN_PRUNE_AT,
         }
     }
 
     /// Takes in one watch event, seen at `now`.
-    pub fn handle<K: Resource>(&mut self, event: &watcher::Event<K>, now: DateTime<Utc>) {
+    pub fn handle<K: Delivered>(&mut self, event: &watcher::Event<K>, now: DateTime<Utc>) {
         match event {
             watcher::Event::Init => self.relisted = Some(HashSet::new()),
             watcher::Event::InitApply(object) => {
@@ -197,7 +201,7 @@ impl Tracker {
                     if let Some(relisted) = self.relisted.as_mut() {
                         relisted.insert(key.clone());
                     }
-                    self.observe(key, object.meta(), now);
+                    self.observe(key, object, now);
                 }
             }
             watcher::Event::InitDone => {
@@ -215,7 +219,7 @@ impl Tracker {
             }
             watcher::Event::Apply(object) => {
                 if let Some(key) = ObjectKey::of(object) {
-                    self.observe(key, object.meta(), now);
+                    self.observe(key, object, now);
                 }
             }
             watcher::Event::Delete(object) => {
@@ -236,6 +240,14 @@ impl Tracker {
 
     /// Has the targets' HPAs watched too: a target whose HPAs are out of line with the
     /// transition in force (a stop came between its patch and theirs) needs a look.
+    /// Keeps the state of each object tracked in `last_seen`, for the workers to plan on.
+    pub fn with_last_seen(self, last_seen: LastSeen) -> Self {
+        Self {
+            last_seen: Some(last_seen),
+            ..self
+        }
+    }
+
     pub fn with_hpas(self, hpas: HpaIndex) -> Self {
         Self { hpas, ..self }
     }
@@ -302,7 +314,7 @@ impl Tracker {
 
     /// Takes in every object of `namespace` as listed now, after its schedule changed: objects
     /// it now schedules are tracked, and those it no longer does are let go.
-    pub fn relist_namespace<K: Resource>(
+    pub fn relist_namespace<K: Delivered>(
         &mut self,
         namespace: &str,
         objects: &[K],
@@ -312,7 +324,7 @@ impl Tracker {
         for object in objects {
             if let Some(key) = ObjectKey::of(object) {
                 listed.insert(key.clone());
-                self.observe(key, object.meta(), now);
+                self.observe(key, object, now);
             }
         }
         let gone: Vec<ObjectKey> = self
@@ -342,7 +354,8 @@ impl Tracker {
         }
     }
 
-    fn observe(&mut self, key: ObjectKey, meta: &ObjectMeta, now: DateTime<Utc>) {
+    fn observe<K: Delivered>(&mut self, key: ObjectKey, object: &K, now: DateTime<Utc>) {
+        let meta = object.meta();
         if self.namespaces.is_excluded(&key.namespace) {
             self.forget(&key);
             return;
@@ -370,6 +383,10 @@ impl Tracker {
         if ours.is_empty() {
             self.forget(&key);
             return;
+        }
+        // Kept whatever else changed: its resourceVersion, at least, moves with every event.
+        if let (Some(last_seen), Some(state)) = (&self.last_seen, object.state_of(self.kind)) {
+            last_seen.keep(self.target(key.clone()), state);
         }
         let managed_fields = meta.managed_fields.as_deref().unwrap_or_default();
         // Who else set the replicas, and when (managedFields keep whole seconds).
@@ -584,6 +601,9 @@ impl Tracker {
     }
 
     fn forget(&mut self, key: &ObjectKey) {
+        if let Some(last_seen) = &self.last_seen {
+            last_seen.forget(&self.target(key.clone()));
+        }
         self.count_invalid(key, false);
         self.asleep.forget(self.kind, key);
         if let Some(forgotten) = self.tracked.remove(key) {

@@ -44,6 +44,10 @@ pub async fn act(
         tell_step(ctx, &target.key.namespace, step).await;
     }
     let written = write(ctx, target, object, &plan).await;
+    if written.as_ref().is_err_and(Error::is_conflict) {
+        // Not done, nor failed: planned again on the object as it is now.
+        return written;
+    }
     if let Some(tally) = &plan.tally {
         record(ctx, &target.key.namespace, tally, &written);
     }

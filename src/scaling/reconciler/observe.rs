@@ -70,21 +70,25 @@ pub enum NamespaceWake {
     },
 }
 
-/// Reads what a look at `target` needs at `now`; `None` when it is gone or its Namespace is
-/// left out.
+/// Gathers what a look at `target` needs at `now`, with the object as its watch last delivered
+/// it (`seen`), or else as read now; `None` when it is gone or its Namespace is left out.
 pub async fn observe(
     ctx: &ScalingContext,
     target: &ScaleTarget,
+    seen: Option<TargetState>,
     now: DateTime<Utc>,
 ) -> Result<Option<Observed>, Error> {
     if ctx.namespaces.is_excluded(&target.key.namespace) {
         return Ok(None);
     }
-    let read = read_target(&ctx.client, target).await.map_err(Error::api(
-        "get",
-        target.kind.as_str(),
-        &target.key,
-    ))?;
+    let read = match seen {
+        Some(seen) => Some(seen),
+        None => read_target(&ctx.client, target).await.map_err(Error::api(
+            "get",
+            target.kind.as_str(),
+            &target.key,
+        ))?,
+    };
     let Some(mut object) = read else {
         return Ok(None);
     };

@@ -10,6 +10,7 @@ use crate::{
     error::Error,
     runtime::CONTROLLER_NAME,
     scaling::{
+        last_seen::LastSeen,
         reports::{QUIET, WorkloadOutcome},
         writers::sleep_field_changed_by,
     },
@@ -1092,4 +1093,87 @@ async fn a_namespace_report_of_forty_workloads_fits_in_an_event() {
     report_namespace(&ctx, "staging", night, night.at).await;
     drop(ctx);
     server.await.unwrap();
+}
+
+/// What the watch of `load-0/app-0` last delivered: the object as `object` has it.
+fn watched(object: &Value) -> LastSeen {
+    let seen = LastSeen::default();
+    let watched: crate::scaling::watched_object::WatchedObject =
+        serde_json::from_value(object.clone()).unwrap();
+    seen.keep(deployment_target(), watched.state(TargetKind::Deployment));
+    seen
+}
+
+/// The scale-down of `app_0` at 20:00 from 2 replicas, guarded by `resource_version`.
+fn scale_down_from_2(resource_version: &str) -> Value {
+    json!({
+        "metadata": {
+            "resourceVersion": resource_version,
+            "annotations": {
+                "cronscaler.dev/original-replicas": "2",
+                "cronscaler.dev/last-transition": "2026-11-23T20:00:00Z down",
+            },
+        },
+        "spec": { "replicas": 0 },
+    })
+}
+
+const SCALED_DOWN_FROM_2: &str = "scaled down from 2 to 0 replicas by cronscaler.dev/scale-down \"0 20 * * *\" (UTC) at 2026-11-23T20:00:00Z";
+
+#[tokio::test]
+async fn a_transition_planned_on_what_the_watch_delivered_is_one_patch_and_one_event() {
+    let before = app_0(2, &NIGHTLY);
+    let script = vec![
+        scale_patch(APP_0, scale_down_from_2("10464"), before.clone()),
+        event(
+            "load-0",
+            "Normal",
+            "ScaledDown",
+            SCALED_DOWN_FROM_2,
+            "app-0",
+        ),
+    ];
+    let seen = watched(&before);
+    let results = crate::scaling::test_support::reconcile_scripted(
+        &deployment_target(),
+        &[at(20, 0, 0)],
+        false,
+        script,
+        |ctx| ctx.with_last_seen(seen),
+    )
+    .await;
+    assert!(results.iter().all(Result::is_ok), "{results:?}");
+}
+
+/// The watch had not yet delivered the object's latest change (here a status update): the
+/// guarded patch is refused, the object read once, and the plan made again on it.
+#[tokio::test]
+async fn a_conflict_on_what_the_watch_delivered_reads_the_object_once_and_plans_again() {
+    let before = app_0(2, &NIGHTLY);
+    let mut now = before.clone();
+    now["metadata"]["resourceVersion"] = json!("10470");
+    let script = vec![
+        Exchange::new("PATCH", format!("{APP_0}?&fieldManager=cronscaler"))
+            .body(scale_down_from_2("10464"))
+            .reply_captured(CONFLICT),
+        get(APP_0, now.clone()),
+        scale_patch(APP_0, scale_down_from_2("10470"), now),
+        event(
+            "load-0",
+            "Normal",
+            "ScaledDown",
+            SCALED_DOWN_FROM_2,
+            "app-0",
+        ),
+    ];
+    let seen = watched(&before);
+    let results = crate::scaling::test_support::reconcile_scripted(
+        &deployment_target(),
+        &[at(20, 0, 0)],
+        false,
+        script,
+        |ctx| ctx.with_last_seen(seen),
+    )
+    .await;
+    assert!(results.iter().all(Result::is_ok), "{results:?}");
 }

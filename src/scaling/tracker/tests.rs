@@ -11,7 +11,10 @@ use chrono::TimeDelta;
 use super::*;
 use crate::{
     runtime::workqueue::{Enqueue, RateLimit, WorkQueue},
-    scaling::{key::ScalingKey, namespaces::NamespaceSchedules, test_support::*, timer::Timer},
+    scaling::{
+        key::ScalingKey, last_seen::LastSeen, namespaces::NamespaceSchedules, test_support::*,
+        timer::Timer, watched_object::WatchedObject,
+    },
 };
 
 /// A tracker of Deployments feeding a scheduler and a queue, on a clock that keeps pace.
@@ -757,4 +760,71 @@ async fn a_namespace_s_followers_are_counted_and_its_sleep_schedules_told() {
     assert_eq!(namespaces.followers("staging"), 0);
     settle().await;
     assert!(drain(&queue).await.contains(&told));
+}
+
+/// `staging/name`, a whole Deployment of `replicas` as its watch delivers it.
+fn watched(
+    name: &str,
+    replicas: i32,
+    resource_version: &str,
+    annotations: &[(&str, &str)],
+) -> WatchedObject {
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {
+            "name": name, "namespace": "staging", "resourceVersion": resource_version,
+            "annotations": annotations_of(annotations),
+        },
+        "spec": { "replicas": replicas, "template": { "spec": { "containers": [] } } },
+        "status": { "replicas": replicas },
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn the_state_of_every_scheduled_object_and_only_theirs_is_kept_for_the_workers() {
+    let (_queue, _timer, tracker, _) = tracked_deployments();
+    let last_seen = LastSeen::default();
+    let mut tracker = tracker.with_last_seen(last_seen.clone());
+    let nightly = [(schedule::SCALE_DOWN, "0 20 * * *")];
+    let web = ScaleTarget {
+        kind: TargetKind::Deployment,
+        key: ObjectKey::new("staging", "web"),
+    };
+    tracker.handle(
+        &watcher::Event::Apply(watched("web", 3, "1", &nightly)),
+        base(),
+    );
+    tracker.handle(
+        &watcher::Event::Apply(watched("quiet", 3, "1", &[])),
+        base(),
+    );
+    assert_eq!(
+        last_seen.len(),
+        1,
+        "an object without a schedule is not kept"
+    );
+    // A status update changes nothing the tracker looks at, but moves the resourceVersion the
+    // next patch is guarded by.
+    tracker.handle(
+        &watcher::Event::Apply(watched("web", 2, "2", &nightly)),
+        base(),
+    );
+    let state = last_seen.get(&web).expect("kept");
+    assert_eq!(
+        (state.replicas, state.resource_version.as_deref()),
+        (2, Some("2"))
+    );
+    // Its schedule removed, it is let go of.
+    tracker.handle(&watcher::Event::Apply(watched("web", 2, "3", &[])), base());
+    assert!(last_seen.is_empty());
+    tracker.handle(
+        &watcher::Event::Apply(watched("web", 2, "4", &nightly)),
+        base(),
+    );
+    tracker.handle(
+        &watcher::Event::Delete(watched("web", 2, "5", &nightly)),
+        base(),
+    );
+    assert!(last_seen.is_empty(), "deleted");
 }
