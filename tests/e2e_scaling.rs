@@ -108,6 +108,41 @@ async fn a_deployment_sleeps_and_wakes_on_the_second_and_is_told_only_what_happe
             describe(&events)
         );
     }
+    // The floor, by the audit log: each transition is its patch and its Event, planned on what
+    // the watch delivered, with no read of the object.
+    let since = down - chrono::Duration::seconds(1);
+    let transitions: Vec<_> = scenario
+        .plane()
+        .audit_events()
+        .into_iter()
+        .filter(|event| {
+            event.user == support::envtest::SA_USER
+                && event.namespace == scenario.namespace
+                && event.received.is_some_and(|at| at >= since)
+                && matches!(event.resource.as_str(), "deployments" | "events")
+        })
+        .collect();
+    let count = |verb: &str, resource: &str| {
+        transitions
+            .iter()
+            .filter(|event| event.verb == verb && event.resource == resource)
+            .count()
+    };
+    let requests = [
+        ("get", "deployments"),
+        ("patch", "deployments"),
+        ("create", "events"),
+    ]
+    .map(|(verb, resource)| count(verb, resource));
+    support::say(&format!(
+        "two transitions: {} GETs, {} PATCHes of the Deployment, {} Events",
+        requests[0], requests[1], requests[2]
+    ));
+    assert_eq!(
+        requests,
+        [0, 2, 2],
+        "GETs, PATCHes and Events of two transitions: {transitions:#?}"
+    );
     controller
         .assert_stops_cleanly(Duration::from_secs(5))
         .await;
