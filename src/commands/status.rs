@@ -9,9 +9,10 @@ use serde::Serialize;
 use crate::{
     commands::table,
     duration::spoken,
+    runtime::key::ObjectKey,
     scaling::{
         namespaces::NamespaceSchedules,
-        target::{TargetKind, TargetState},
+        target::{Driver, Drivers, ScaleTarget, TargetKind, TargetState},
     },
     schedule::{Annotations, SCALE_DOWN, SCALE_UP, TIMEZONE},
 };
@@ -28,6 +29,19 @@ pub use state::{NextAction, Standing, State, state};
 pub struct StatusObject {
     pub kind: TargetKind,
     pub observed: TargetState,
+}
+
+impl StatusObject {
+    fn target(&self) -> ScaleTarget {
+        let reference = &self.observed.reference;
+        ScaleTarget {
+            kind: self.kind,
+            key: ObjectKey::new(
+                reference.namespace.clone().unwrap_or_default(),
+                reference.name.clone().unwrap_or_default(),
+            ),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -94,9 +108,15 @@ pub fn status(
         Some(namespaces) => namespaces.clone().excluding(excluded),
         None => NamespaceSchedules::off(excluded),
     };
+    let targets: Vec<ScaleTarget> = objects.iter().map(StatusObject::target).collect();
+    let drivers = Drivers::of(targets.iter().zip(objects).map(|(t, o)| (t, &o.observed)));
     let mut rows: Vec<Row> = objects
         .iter()
-        .filter_map(|object| row(object, &schedules, default_timezone, now))
+        .zip(&targets)
+        .filter_map(|(object, target)| {
+            let driver = drivers.of_target(target, &object.observed);
+            row(object, driver, &schedules, default_timezone, now)
+        })
         .collect();
     rows.sort_by(|a, b| (&a.namespace, &a.kind, &a.name).cmp(&(&b.namespace, &b.kind, &b.name)));
     let mut summary = Summary::default();
@@ -123,6 +143,7 @@ pub fn status(
 
 fn row(
     object: &StatusObject,
+    driver: Option<Driver>,
     schedules: &NamespaceSchedules,
     default_timezone: Tz,
     now: DateTime<Utc>,
@@ -136,12 +157,13 @@ fn row(
         &namespace,
         &observed.annotations,
         &observed.labels,
-        observed.controlling_foo.is_some(),
+        driver.is_some(),
     );
     let parsed = kind.parse(&effective, default_timezone);
-    let mut standing = match &observed.controlling_foo {
-        // Scaled through its Foo: a schedule of its own is refused, its Namespace's not applied.
-        Some(foo) => {
+    let mut standing = match driver {
+        // Scaled through its Foo or its ScaledObject: a schedule of its own is refused, its
+        // Namespace's not applied.
+        Some(driver) => {
             if !(own.contains_key(SCALE_DOWN) || own.contains_key(SCALE_UP)) {
                 return None;
             }
@@ -149,9 +171,7 @@ fn row(
             Standing {
                 state: State::Invalid,
                 next: None,
-                reasons: vec![format!(
-                    "controlled by Foo {foo:?}: annotate the Foo instead"
-                )],
+                reasons: vec![driver.refusal()],
                 ..state(&refused, &own, None, observed.replicas, now)?
             }
         }

@@ -27,6 +27,9 @@ pub struct Workload {
     pub requests: PodRequests,
     /// A CronJob's own `spec.schedule` and `spec.timeZone`.
     pub runs: Option<RunSchedule>,
+    /// For a lever (a ScaledObject): how many replicas of the object it scales its sleep
+    /// withholds, pods whose requests are `requests`.
+    pub levered: Option<i32>,
 }
 
 /// What one pod requests, summed over its containers; `None` where no container says.
@@ -76,6 +79,7 @@ impl Workload {
                     timezone: text(timezone),
                 })
             }),
+            levered: spec.levers.map(|lever| lever.floor_of(object)),
         })
     }
 }
@@ -251,6 +255,13 @@ fn of_timeline(timeline: &Timeline, prices: Prices) -> Totals {
         let seconds = (segment.end - segment.start).num_seconds();
         seconds_asleep += seconds;
         replica_seconds += i64::from(segment.state.withheld()) * seconds;
+    }
+    // A lever sleeps on or off, but what its sleep withholds is the object it scales running
+    // the fewest replicas its lever keeps awake (a ScaledObject's `minReplicaCount`): what
+    // its triggers would add above that is not known ahead, and that object's own count is
+    // the lever's to set (0 while paused, and often left unset in manifests).
+    if let Some(floor) = timeline.workload.levered {
+        replica_seconds = i64::from(floor) * seconds_asleep;
     }
     if timeline.kind.spec().runs.is_some() {
         let stretches: Vec<_> = asleep.iter().map(|s| (s.start, s.end)).collect();

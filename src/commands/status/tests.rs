@@ -3,8 +3,8 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use super::*;
 use crate::schedule::{ASLEEP_UNTIL, AWAKE_UNTIL};
 use crate::schedule::{
-    DOWN_REPLICAS, DOWNTIME, EXCLUDE, LAST_TRANSITION, ORIGINAL_REPLICAS, ORIGINAL_SUSPEND, PAUSED,
-    UP_REPLICAS,
+    DOWN_REPLICAS, DOWNTIME, EXCLUDE, LAST_TRANSITION, ORIGINAL_REPLICAS, ORIGINAL_SUSPEND,
+    ORIGINAL_VALUE, PAUSED, UP_REPLICAS,
     test_support::{annotations as annotations_of, at},
 };
 
@@ -48,6 +48,7 @@ fn object(
             resource_version: None,
             managed_fields: Vec::new(),
             controlling_foo: None,
+            levers: None,
             created: None,
         },
     }
@@ -391,6 +392,84 @@ fn a_foos_deployment_is_scaled_through_its_foo() {
     assert_eq!(
         rows[0].reasons,
         vec!["controlled by Foo \"example-foo\": annotate the Foo instead"]
+    );
+}
+
+/// The ScaledObject `orders` in `namespace`, asleep since last night, that scales the
+/// Deployment `orders`.
+fn scaled_object(namespace: &str) -> StatusObject {
+    let mut lever = object(
+        TargetKind::ScaledObject,
+        namespace,
+        "orders",
+        0,
+        // Paused by the controller, which found no pause of its own on it.
+        &with(&[(LAST_TRANSITION, LAST_NIGHT), (ORIGINAL_VALUE, "")]),
+    );
+    lever.observed.levers = Some((TargetKind::Deployment, "orders".into()));
+    lever
+}
+
+#[test]
+fn a_workload_a_scaled_object_scales_sleeps_only_through_it() {
+    let objects = [
+        scaled_object("staging"),
+        // KEDA has scaled it to 0: not the controller, which never writes it.
+        deployment("orders", 0, &[]),
+        deployment(
+            "web",
+            0,
+            &[(ORIGINAL_REPLICAS, "2"), (LAST_TRANSITION, LAST_NIGHT)],
+        ),
+    ];
+    let status = status(
+        &objects,
+        Some(&schedules(&[("staging", &NIGHTLY)])),
+        &[],
+        Tz::UTC,
+        night(),
+    );
+    let rows: Vec<_> = status
+        .objects
+        .iter()
+        .map(|row| (row.kind.as_str(), row.name.as_str(), row.state))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("Deployment", "web", State::Asleep),
+            ("ScaledObject", "orders", State::Asleep)
+        ],
+        "the Deployment orders follows its ScaledObject, not the Namespace"
+    );
+    let table = render_table(&status, night());
+    assert!(table.contains("paused at 0/scaling"), "{table}");
+}
+
+#[test]
+fn a_schedule_on_the_workload_of_a_scaled_object_is_refused_naming_it() {
+    let objects = [
+        scaled_object("staging"),
+        deployment("orders", 1, &NIGHTLY),
+        // The same name in another namespace is another workload.
+        object(TargetKind::Deployment, "prod", "orders", 1, &NIGHTLY),
+    ];
+    let rows = rows(&objects, &[]);
+    let states: Vec<_> = rows
+        .iter()
+        .map(|row| (row.namespace.as_str(), row.kind.as_str(), row.state))
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("prod", "Deployment", State::Awake),
+            ("staging", "Deployment", State::Invalid),
+            ("staging", "ScaledObject", State::Asleep),
+        ]
+    );
+    assert_eq!(
+        rows[1].reasons,
+        ["controlled by ScaledObject \"orders\": annotate the ScaledObject instead"]
     );
 }
 
