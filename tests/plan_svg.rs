@@ -90,7 +90,7 @@ fn the_chart_is_an_svg_document_with_a_row_per_object() {
     let title = texts(root)[0].clone();
     assert_eq!(
         title,
-        "cronscaler plan: 1,234.50 h asleep, 2,155.00 replica-hours withheld, 226 runs skipped"
+        "cronscaler plan: 1,234.50 h asleep, 2,052.00 replica-hours withheld, 226 runs skipped"
     );
     assert!(
         texts(root)[1].contains("times in Europe/Berlin"),
@@ -148,7 +148,7 @@ fn money_is_in_the_title_only_when_priced() {
     let document = roxmltree::Document::parse(&svg).unwrap();
     assert_eq!(
         texts(document.root_element())[0],
-        "cronscaler plan: 1,234.50 h asleep, 2,155.00 replica-hours withheld, 226 runs skipped, \
+        "cronscaler plan: 1,234.50 h asleep, 2,052.00 replica-hours withheld, 226 runs skipped, \
          24.61 saved"
     );
     assert!(!examples().contains("saved"));

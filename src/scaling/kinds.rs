@@ -440,6 +440,22 @@ impl KindSpec {
         }
     }
 
+    /// The replicas an object of this kind withholds asleep, running `now` of the `awake` it
+    /// runs by day: the one rule of `plan`'s savings, `status` and the asleep gauges. A counted
+    /// kind withholds the difference, never below 0. An on/off kind withholds none: its 1 and 0
+    /// are how the rules read running and asleep, not pods, and what it holds back asleep (a
+    /// CronJob's or a ScaledJob's runs, a Job's pods while it works, a hibernated Cluster's
+    /// instances) is no count the controller sets or records, so the gauges, which see only
+    /// annotations, could not keep it. It counts as one object asleep; `plan` says its hours
+    /// asleep, a CronJob's skipped runs, and a lever's savings in the pods of what it scales.
+    pub fn withheld(&self, awake: i64, now: i64) -> i64 {
+        if self.sleep.is_on_off() {
+            0
+        } else {
+            (awake - now).max(0)
+        }
+    }
+
     /// How a replica count reads for this kind: `3 replicas`, or the on/off kind's word.
     pub fn amount(&self, replicas: i32) -> String {
         match (self.sleep, replicas) {

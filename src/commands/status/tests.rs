@@ -320,6 +320,7 @@ fn a_cron_job_sleeps_suspended_and_counts_as_an_object_not_replicas() {
         status.summary,
         Summary {
             objects_asleep: 2,
+            on_off_asleep: [("CronJob".to_string(), 1)].into(),
             cron_jobs_asleep: 1,
             replicas_asleep: 4,
         }
@@ -332,6 +333,66 @@ fn a_cron_job_sleeps_suspended_and_counts_as_an_object_not_replicas() {
     assert!(
         table.ends_with("asleep now: 2 objects (1 CronJob suspended), 4 replicas\n"),
         "{table}"
+    );
+}
+
+#[test]
+fn every_kind_that_sleeps_on_or_off_counts_as_itself_and_withholds_no_replicas() {
+    let asleep = |kind, name, original: (&'static str, &'static str)| {
+        object(
+            kind,
+            "staging",
+            name,
+            0,
+            &with(&[original, (LAST_TRANSITION, LAST_NIGHT)]),
+        )
+    };
+    let objects = [
+        asleep(TargetKind::CronJob, "report", (ORIGINAL_SUSPEND, "false")),
+        asleep(TargetKind::Job, "import", (ORIGINAL_SUSPEND, "false")),
+        asleep(TargetKind::Job, "export", (ORIGINAL_SUSPEND, "false")),
+        asleep(TargetKind::ScaledJob, "queue", (ORIGINAL_VALUE, "")),
+        asleep(TargetKind::Cluster, "db", (ORIGINAL_VALUE, "off")),
+        deployment(
+            "web",
+            0,
+            &with(&[(ORIGINAL_REPLICAS, "3"), (LAST_TRANSITION, LAST_NIGHT)]),
+        ),
+    ];
+    let status = status(&objects, Some(&schedules(&[])), &[], Tz::UTC, night());
+    assert_eq!(
+        status.summary,
+        Summary {
+            objects_asleep: 6,
+            on_off_asleep: [
+                ("CronJob".to_string(), 1),
+                ("Job".to_string(), 2),
+                ("ScaledJob".to_string(), 1),
+                ("Cluster".to_string(), 1),
+            ]
+            .into(),
+            cron_jobs_asleep: 1,
+            replicas_asleep: 3,
+        },
+        "only the Deployment's replicas; no Job or Cluster counted as a CronJob"
+    );
+    let table = render_table(&status, night());
+    assert!(
+        table.ends_with(
+            "asleep now: 6 objects (1 CronJob suspended, 2 Jobs suspended, 1 ScaledJob paused, \
+             1 Cluster hibernated), 3 replicas\n"
+        ),
+        "{table}"
+    );
+    let json = serde_json::to_value(&status).unwrap();
+    assert_eq!(
+        json["summary"],
+        serde_json::json!({
+            "objectsAsleep": 6,
+            "onOffAsleep": { "CronJob": 1, "Job": 2, "ScaledJob": 1, "Cluster": 1 },
+            "cronJobsAsleep": 1,
+            "replicasAsleep": 3,
+        })
     );
 }
 

@@ -268,3 +268,43 @@ fn a_scaled_object_whose_workload_is_not_read_saves_replicas_of_unknown_pods() {
         "the Deployment it does not name sleeps on its own"
     );
 }
+
+#[test]
+fn a_kind_that_sleeps_on_or_off_saves_hours_asleep_and_no_replicas() {
+    // Asleep 20:00 to 08:00 each by its own schedule, as status and the gauges count them: an
+    // object asleep, withholding no replicas of its own.
+    let schedule =
+        "{cronscaler.dev/scale-down: \"0 20 * * *\", cronscaler.dev/scale-up: \"0 8 * * *\"}";
+    let pod = "{spec: {restartPolicy: Never, containers: [{name: x, image: x, resources: {requests: {cpu: '1'}}}]}}";
+    let text = format!(
+        "apiVersion: batch/v1\nkind: Job\nmetadata: {{name: import, namespace: shop, annotations: {schedule}}}\nspec: {{template: {pod}}}\n\
+         ---\napiVersion: keda.sh/v1alpha1\nkind: ScaledJob\nmetadata: {{name: queue, namespace: shop, annotations: {schedule}}}\nspec: {{jobTargetRef: {{template: {pod}}}}}\n\
+         ---\napiVersion: postgresql.cnpg.io/v1\nkind: Cluster\nmetadata: {{name: db, namespace: shop, annotations: {schedule}}}\nspec: {{instances: 3}}\n"
+    );
+    let objects = parse_manifests(&text, "shop.yaml").unwrap().objects;
+    let from = at("2026-11-23T12:00:00Z");
+    let plan = simulate(&objects, from, from + TimeDelta::days(1), Tz::UTC);
+    let savings = savings(&plan.timelines, Prices::default());
+    let rows: Vec<_> = savings
+        .objects
+        .iter()
+        .map(|o| {
+            (
+                o.kind.as_str(),
+                o.totals.hours_asleep,
+                o.totals.replica_hours_withheld,
+                o.totals.cpu_core_hours_withheld,
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("Job", 12.0, None, None),
+            ("ScaledJob", 12.0, None, None),
+            ("Cluster", 12.0, None, None),
+        ]
+    );
+    assert_eq!(savings.total.hours_asleep, 36.0);
+    assert_eq!(savings.total.replica_hours_withheld, None);
+}
