@@ -215,7 +215,12 @@ async fn status_tells_each_scheduled_object_and_the_replicas_asleep() {
     let json: Value = serde_json::from_slice(&output.stdout).expect("status -o json is JSON");
     assert_eq!(
         json["summary"],
-        json!({ "objectsAsleep": 3, "cronJobsAsleep": 1, "replicasAsleep": 5 })
+        json!({
+            "objectsAsleep": 3,
+            "onOffAsleep": { "CronJob": 1 },
+            "cronJobsAsleep": 1,
+            "replicasAsleep": 5,
+        })
     );
     let sleepy = json["objects"]
         .as_array()

@@ -446,6 +446,7 @@ mod tests {
             resource_version: None,
             writers: Default::default(),
             controlling_foo: None,
+            levers: None,
             created: None,
         };
         // The Namespace's replica count is for its Deployments; a CronJob only sleeps or runs.
@@ -489,6 +490,7 @@ mod tests {
             resource_version: None,
             writers: Default::default(),
             controlling_foo: None,
+            levers: None,
             created: None,
         };
         let (_, parsed) = object_schedule(&web, &observed, None, chrono_tz::Europe::Berlin);

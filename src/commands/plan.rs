@@ -12,7 +12,7 @@ use crate::{
     scaling::{
         DEFAULT_MAX_OVERRIDE,
         hpa::{self, Hpa},
-        target::{ScaleTarget, TargetKind, TargetState},
+        target::{Driver, ScaleTarget, TargetKind, TargetState},
     },
     schedule::{self, Annotations, Direction, Rule, ScaleChange, Schedule, Tally, tally},
 };
@@ -37,6 +37,8 @@ pub struct PlanObject {
     pub hpas: Vec<Hpa>,
     /// What its pods request and, for a CronJob, its own schedule: what sleeping saves.
     pub workload: Workload,
+    /// What drives its replicas in its place (its Foo, a ScaledObject): it never sleeps itself.
+    pub driven_by: Option<Driver>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -169,10 +171,9 @@ pub fn simulate(
         let target = &object.target;
         let observed = &object.observed;
         let parsed = target.kind.parse(&observed.annotations, default_timezone);
-        if let Some(foo) = &observed.controlling_foo {
+        if let Some(driver) = &object.driven_by {
             if matches!(parsed, Annotations::Scheduled(..) | Annotations::Invalid(_)) {
-                let problem = format!("controlled by Foo {foo:?}: annotate the Foo instead");
-                plan.invalid.push(invalid(target, vec![problem]));
+                plan.invalid.push(invalid(target, vec![driver.refusal()]));
             }
             continue;
         }

@@ -481,6 +481,7 @@ mod tests {
             observed: TargetState::of_object(TargetKind::Deployment, &deployment),
             hpas: Vec::new(),
             workload: Default::default(),
+            driven_by: None,
         };
         (object, serde_json::to_value(&deployment).unwrap())
     }

@@ -2,6 +2,8 @@
 //! invalid, paused or excluded), since when, what comes next, and how many replicas sleeping
 //! withholds now.
 
+use std::collections::BTreeMap;
+
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use serde::Serialize;
@@ -9,9 +11,10 @@ use serde::Serialize;
 use crate::{
     commands::table,
     duration::spoken,
+    runtime::key::ObjectKey,
     scaling::{
         namespaces::NamespaceSchedules,
-        target::{TargetKind, TargetState},
+        target::{Driver, Drivers, ScaleTarget, TargetKind, TargetState},
     },
     schedule::{Annotations, SCALE_DOWN, SCALE_UP, TIMEZONE},
 };
@@ -28,6 +31,19 @@ pub use state::{NextAction, Standing, State, state};
 pub struct StatusObject {
     pub kind: TargetKind,
     pub observed: TargetState,
+}
+
+impl StatusObject {
+    fn target(&self) -> ScaleTarget {
+        let reference = &self.observed.reference;
+        ScaleTarget {
+            kind: self.kind,
+            key: ObjectKey::new(
+                reference.namespace.clone().unwrap_or_default(),
+                reference.name.clone().unwrap_or_default(),
+            ),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -62,11 +78,18 @@ pub struct Next {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Summary {
-    /// Objects asleep now, CronJobs included.
+    /// Objects asleep now, of every kind.
     pub objects_asleep: u64,
-    /// Of those, the CronJobs: they sleep suspended and withhold no replicas.
+    /// Of those, the objects of each kind that sleeps on or off (a CronJob, a Job, KEDA's kinds,
+    /// a Cluster), by kind: they withhold no replicas.
+    pub on_off_asleep: BTreeMap<String, u64>,
+    /// Of those, the CronJobs alone: `onOffAsleep` has them too, and this was documented
+    /// before it, so scripts may read it.
     pub cron_jobs_asleep: u64,
-    /// Over the objects asleep, what they have awake minus what they have now.
+    /// Over the objects asleep, what they withhold ([`KindSpec::withheld`]): what they have
+    /// awake minus what they have now.
+    ///
+    /// [`KindSpec::withheld`]: crate::scaling::kinds::KindSpec::withheld
     pub replicas_asleep: i64,
 }
 
@@ -94,35 +117,53 @@ pub fn status(
         Some(namespaces) => namespaces.clone().excluding(excluded),
         None => NamespaceSchedules::off(excluded),
     };
-    let mut rows: Vec<Row> = objects
+    let targets: Vec<ScaleTarget> = objects.iter().map(StatusObject::target).collect();
+    let drivers = Drivers::of(targets.iter().zip(objects).map(|(t, o)| (t, &o.observed)));
+    let mut rows: Vec<(TargetKind, Row)> = objects
         .iter()
-        .filter_map(|object| row(object, &schedules, default_timezone, now))
+        .zip(&targets)
+        .filter_map(|(object, target)| {
+            let driver = drivers.of_target(target, &object.observed);
+            let row = row(object, driver, &schedules, default_timezone, now)?;
+            Some((object.kind, row))
+        })
         .collect();
-    rows.sort_by(|a, b| (&a.namespace, &a.kind, &a.name).cmp(&(&b.namespace, &b.kind, &b.name)));
-    let mut summary = Summary::default();
-    // Asleep by the schedule, or held asleep on demand and already scaled down.
-    let asleep = |row: &&Row| {
-        row.state == State::Asleep
-            || (row.state == State::Overridden && row.replicas < row.awake_replicas)
-    };
-    for row in rows.iter().filter(asleep) {
-        summary.objects_asleep += 1;
-        if TargetKind::named(&row.kind).is_some_and(TargetKind::is_on_off) {
-            summary.cron_jobs_asleep += 1;
-        } else {
-            summary.replicas_asleep +=
-                i64::from(row.awake_replicas.saturating_sub(row.replicas)).max(0);
-        }
-    }
+    rows.sort_by(|(_, a), (_, b)| {
+        (&a.namespace, &a.kind, &a.name).cmp(&(&b.namespace, &b.kind, &b.name))
+    });
     Status {
-        objects: rows,
-        summary,
+        summary: summarise(&rows),
+        objects: rows.into_iter().map(|(_, row)| row).collect(),
         namespace_schedules_known: namespaces.is_some(),
     }
 }
 
+/// What the objects asleep among `rows` withhold, each by its kind's rule.
+fn summarise(rows: &[(TargetKind, Row)]) -> Summary {
+    let mut summary = Summary::default();
+    // Asleep by the schedule, or held asleep on demand and already scaled down.
+    let asleep = |row: &Row| {
+        row.state == State::Asleep
+            || (row.state == State::Overridden && row.replicas < row.awake_replicas)
+    };
+    for (kind, row) in rows.iter().filter(|(_, row)| asleep(row)) {
+        summary.objects_asleep += 1;
+        summary.replicas_asleep += kind
+            .spec()
+            .withheld(row.awake_replicas.into(), row.replicas.into());
+        if kind.is_on_off() {
+            *summary.on_off_asleep.entry(kind.to_string()).or_default() += 1;
+        }
+        if *kind == TargetKind::CronJob {
+            summary.cron_jobs_asleep += 1;
+        }
+    }
+    summary
+}
+
 fn row(
     object: &StatusObject,
+    driver: Option<Driver>,
     schedules: &NamespaceSchedules,
     default_timezone: Tz,
     now: DateTime<Utc>,
@@ -136,12 +177,13 @@ fn row(
         &namespace,
         &observed.annotations,
         &observed.labels,
-        observed.controlling_foo.is_some(),
+        driver.is_some(),
     );
     let parsed = kind.parse(&effective, default_timezone);
-    let mut standing = match &observed.controlling_foo {
-        // Scaled through its Foo: a schedule of its own is refused, its Namespace's not applied.
-        Some(foo) => {
+    let mut standing = match driver {
+        // Scaled through its Foo or its ScaledObject: a schedule of its own is refused, its
+        // Namespace's not applied.
+        Some(driver) => {
             if !(own.contains_key(SCALE_DOWN) || own.contains_key(SCALE_UP)) {
                 return None;
             }
@@ -149,9 +191,7 @@ fn row(
             Standing {
                 state: State::Invalid,
                 next: None,
-                reasons: vec![format!(
-                    "controlled by Foo {foo:?}: annotate the Foo instead"
-                )],
+                reasons: vec![driver.refusal()],
                 ..state(&refused, &own, None, observed.replicas, now)?
             }
         }
@@ -259,15 +299,29 @@ pub fn render_table(status: &Status, now: DateTime<Utc>) -> String {
     out
 }
 
-/// E.g. `asleep now: 3 objects (1 CronJob suspended), 5 replicas`.
+/// E.g. `asleep now: 4 objects (1 CronJob suspended, 1 Cluster hibernated), 5 replicas`: the
+/// on/off kinds in the catalogue's order, each in its own word for asleep.
 pub fn summary_line(summary: &Summary) -> String {
     let plural = |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
-    let cron_jobs = match summary.cron_jobs_asleep {
-        0 => String::new(),
-        n => format!(" ({} suspended)", plural(n, "CronJob", "CronJobs")),
+    let mut on_off: Vec<(Option<TargetKind>, &str, u64)> = summary
+        .on_off_asleep
+        .iter()
+        .map(|(name, count)| (TargetKind::named(name), name.as_str(), *count))
+        .collect();
+    on_off.sort();
+    let on_off: Vec<String> = on_off
+        .into_iter()
+        .map(|(kind, name, count)| {
+            let asleep = kind.map_or("asleep", |kind| kind.spec().words[0]);
+            format!("{} {asleep}", plural(count, name, &format!("{name}s")))
+        })
+        .collect();
+    let on_off = match on_off.is_empty() {
+        true => String::new(),
+        false => format!(" ({})", on_off.join(", ")),
     };
     format!(
-        "asleep now: {}{cron_jobs}, {}\n",
+        "asleep now: {}{on_off}, {}\n",
         plural(summary.objects_asleep, "object", "objects"),
         plural(
             summary.replicas_asleep.unsigned_abs(),

@@ -28,8 +28,10 @@ pub fn recorded_transition(annotations: &BTreeMap<String, String>) -> Option<Tra
 
 /// What an object whose `cronscaler.dev/` annotations (as the rules read them, its Namespace's
 /// schedule included) are `ours` withholds: nothing unless a scale-down is the last transition
-/// recorded; then itself, and `original-replicas` minus `down-replicas` (never below 0). A
-/// CronJob sleeps suspended: one object, no replicas.
+/// recorded; then itself, and what its kind withholds of `original-replicas` at `down-replicas`
+/// ([`KindSpec::withheld`]: an on/off kind, none).
+///
+/// [`KindSpec::withheld`]: crate::scaling::kinds::KindSpec::withheld
 pub fn share(kind: TargetKind, ours: &BTreeMap<String, String>) -> Share {
     let asleep =
         recorded_transition(ours).is_some_and(|transition| transition.direction == Direction::Down);
@@ -41,12 +43,9 @@ pub fn share(kind: TargetKind, ours: &BTreeMap<String, String>) -> Share {
             .and_then(|value| value.parse::<i64>().ok())
             .filter(|n| *n >= 0)
     };
-    let replicas = if kind.is_on_off() {
-        0
-    } else {
-        let down = count(DOWN_REPLICAS).unwrap_or(0);
-        count(ORIGINAL_REPLICAS).map_or(0, |original| (original - down).max(0))
-    };
+    let down = count(DOWN_REPLICAS).unwrap_or(0);
+    let replicas =
+        count(ORIGINAL_REPLICAS).map_or(0, |original| kind.spec().withheld(original, down));
     Share {
         objects: 1,
         replicas,
@@ -164,16 +163,34 @@ mod tests {
             Share::default()
         );
         assert_eq!(asleep(&[(ORIGINAL_REPLICAS, "5")]), Share::default());
+    }
+
+    #[test]
+    fn an_object_of_a_kind_that_sleeps_on_or_off_is_one_object_and_no_replicas() {
+        // As the rules read it: `original-suspend: "false"` or an `original-value` reads as 1.
+        let ours = annotations(&[(LAST_TRANSITION, LAST_NIGHT), (ORIGINAL_REPLICAS, "1")]);
+        let on_off: Vec<_> = TargetKind::catalogue()
+            .filter(|kind| kind.is_on_off())
+            .collect();
         assert_eq!(
-            share(
+            on_off,
+            [
                 TargetKind::CronJob,
-                &annotations(&[(LAST_TRANSITION, LAST_NIGHT), (ORIGINAL_REPLICAS, "1")])
-            ),
-            Share {
-                objects: 1,
-                replicas: 0
-            },
-            "a CronJob sleeps suspended"
+                TargetKind::Job,
+                TargetKind::ScaledObject,
+                TargetKind::ScaledJob,
+                TargetKind::Cluster
+            ]
         );
+        for kind in on_off {
+            assert_eq!(
+                share(kind, &ours),
+                Share {
+                    objects: 1,
+                    replicas: 0
+                },
+                "{kind}"
+            );
+        }
     }
 }

@@ -67,6 +67,59 @@ impl Settling {
     }
 }
 
+/// How a kind whose sleep scales another object names it: a KEDA ScaledObject paused at 0 has
+/// KEDA scale the workload its `spec.scaleTargetRef` names. That workload never sleeps on its
+/// own (the controller would fight KEDA over its replicas), and the lever's sleep withholds its
+/// pods.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lever {
+    /// Where the reference `{apiVersion, kind, name}` is (JSON pointer); the object it names is
+    /// in the lever's namespace.
+    pub reference: &'static str,
+    /// What a reference without `apiVersion` or `kind` means.
+    pub api_version: &'static str,
+    pub kind: &'static str,
+    /// Where the fewest replicas the object runs awake are said (JSON pointers, the first one
+    /// set counts), none said being 0: what the lever's sleep withholds at least.
+    pub floor: &'static [&'static str],
+}
+
+impl Lever {
+    /// The `apiVersion`, `kind` and name of the object a lever (all of it, as `object`)
+    /// scales; `None` when it names none.
+    pub fn target(&self, object: &Value) -> Option<(String, String, String)> {
+        let reference = object.pointer(self.reference)?;
+        let field = |name: &str, default: &str| {
+            reference
+                .get(name)
+                .and_then(Value::as_str)
+                .filter(|text| !text.is_empty())
+                .unwrap_or(default)
+                .to_string()
+        };
+        let name = field("name", "");
+        (!name.is_empty()).then(|| {
+            (
+                field("apiVersion", self.api_version),
+                field("kind", self.kind),
+                name,
+            )
+        })
+    }
+
+    /// The replicas a lever (all of it, as `object`) keeps its object at, at least, while
+    /// awake; a count that is not one is taken as unsaid.
+    pub fn floor_of(&self, object: &Value) -> i32 {
+        self.floor
+            .iter()
+            .find_map(|path| {
+                let count = object.pointer(path)?.as_i64()?;
+                i32::try_from(count).ok().filter(|count| *count >= 0)
+            })
+            .unwrap_or(0)
+    }
+}
+
 /// One kind's row.
 #[derive(Debug)]
 pub struct KindSpec {
@@ -106,6 +159,8 @@ pub struct KindSpec {
     /// Where its own cron and time zone are, for a kind that runs on a schedule of its own:
     /// asleep, it skips runs rather than withholding replicas.
     pub runs: Option<(&'static str, &'static str)>,
+    /// For a kind whose sleep scales another object: how it names that object.
+    pub levers: Option<Lever>,
 }
 
 const COUNTED: [&str; 2] = ["", ""];
@@ -135,6 +190,7 @@ pub static CATALOGUE: [KindSpec; 9] = [
         hpa_target: true,
         pod_spec: Some("/spec/template/spec"),
         runs: None,
+        levers: None,
         by_default: true,
     },
     KindSpec {
@@ -152,6 +208,7 @@ pub static CATALOGUE: [KindSpec; 9] = [
         hpa_target: true,
         pod_spec: Some("/spec/template/spec"),
         runs: None,
+        levers: None,
         by_default: true,
     },
     KindSpec {
@@ -169,6 +226,7 @@ pub static CATALOGUE: [KindSpec; 9] = [
         hpa_target: false,
         pod_spec: Some("/spec/jobTemplate/spec/template/spec"),
         runs: Some(("/spec/schedule", "/spec/timeZone")),
+        levers: None,
         by_default: true,
     },
     KindSpec {
@@ -186,6 +244,7 @@ pub static CATALOGUE: [KindSpec; 9] = [
         hpa_target: false,
         pod_spec: None,
         runs: None,
+        levers: None,
         by_default: true,
     },
     KindSpec {
@@ -203,6 +262,7 @@ pub static CATALOGUE: [KindSpec; 9] = [
         hpa_target: false,
         pod_spec: Some("/spec/template/spec"),
         runs: None,
+        levers: None,
         by_default: true,
     },
     KindSpec {
@@ -224,6 +284,15 @@ pub static CATALOGUE: [KindSpec; 9] = [
         hpa_target: false,
         pod_spec: None,
         runs: None,
+        // KEDA's own defaults for what `scaleTargetRef` leaves out. Without the pause KEDA
+        // keeps the workload at `minReplicaCount` (its default 0) or above, and at
+        // `idleReplicaCount`, when set, while its triggers are quiet.
+        levers: Some(Lever {
+            reference: "/spec/scaleTargetRef",
+            api_version: "apps/v1",
+            kind: "Deployment",
+            floor: &["/spec/idleReplicaCount", "/spec/minReplicaCount"],
+        }),
         by_default: true,
     },
     KindSpec {
@@ -245,6 +314,7 @@ pub static CATALOGUE: [KindSpec; 9] = [
         hpa_target: false,
         pod_spec: Some("/spec/jobTargetRef/template/spec"),
         runs: None,
+        levers: None,
         by_default: true,
     },
     KindSpec {
@@ -262,6 +332,7 @@ pub static CATALOGUE: [KindSpec; 9] = [
         hpa_target: true,
         pod_spec: Some("/spec/template/spec"),
         runs: None,
+        levers: None,
         by_default: false,
     },
     KindSpec {
@@ -288,6 +359,7 @@ pub static CATALOGUE: [KindSpec; 9] = [
         hpa_target: false,
         pod_spec: None,
         runs: None,
+        levers: None,
         by_default: false,
     },
 ];
@@ -326,6 +398,7 @@ impl KindSpec {
             by_default: false,
             pod_spec: Some("/spec/template/spec"),
             runs: None,
+            levers: None,
         }
     }
 
@@ -373,6 +446,22 @@ impl KindSpec {
         match api_version.split_once('/') {
             Some((group, _)) => group == self.group,
             None => self.group.is_empty(),
+        }
+    }
+
+    /// The replicas an object of this kind withholds asleep, running `now` of the `awake` it
+    /// runs by day: the one rule of `plan`'s savings, `status` and the asleep gauges. A counted
+    /// kind withholds the difference, never below 0. An on/off kind withholds none: its 1 and 0
+    /// are how the rules read running and asleep, not pods, and what it holds back asleep (a
+    /// CronJob's or a ScaledJob's runs, a Job's pods while it works, a hibernated Cluster's
+    /// instances) is no count the controller sets or records, so the gauges, which see only
+    /// annotations, could not keep it. It counts as one object asleep; `plan` says its hours
+    /// asleep, a CronJob's skipped runs, and a lever's savings in the pods of what it scales.
+    pub fn withheld(&self, awake: i64, now: i64) -> i64 {
+        if self.sleep.is_on_off() {
+            0
+        } else {
+            (awake - now).max(0)
         }
     }
 

@@ -2,7 +2,10 @@
 //! key, and what it reads of one. How each kind sleeps, and how a CronJob's suspend reads as
 //! replicas to the schedule rules, is its row in [`crate::scaling::kinds`].
 
-use std::{collections::BTreeMap, fmt};
+use std::{
+    collections::{BTreeMap, HashMap},
+    fmt,
+};
 
 use k8s_openapi::{api::core::v1::ObjectReference, apimachinery::pkg::apis::meta::v1::ObjectMeta};
 use kube::api::{ApiResource, DynamicObject};
@@ -277,6 +280,9 @@ pub struct TargetState {
     pub writers: Writers,
     /// The Foo controlling a Deployment: its schedule belongs on the Foo.
     pub controlling_foo: Option<String>,
+    /// For a lever (a ScaledObject), the object of the catalogue its sleep scales, in its own
+    /// namespace: kind and name.
+    pub levers: Option<(TargetKind, String)>,
     /// When the object was created, for its grace period.
     pub created: Option<DateTime<Utc>>,
 }
@@ -323,9 +329,77 @@ impl TargetState {
                 metadata.owner_references.as_deref().unwrap_or_default(),
             )
             .map(|owner| owner.name.clone()),
+            levers: kind.spec().levers.and_then(|lever| {
+                let (api_version, kind, name) = lever.target(data)?;
+                Some((TargetKind::of_api(&api_version, &kind)?, name))
+            }),
             created: creation_time(metadata),
         }
     }
+}
+
+/// The object that drives another's replicas in its place: its Foo, or a lever (a ScaledObject)
+/// that names it. The other never sleeps on its own: a schedule of its own is refused, and its
+/// Namespace's does not reach it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Driver {
+    pub kind: TargetKind,
+    pub name: String,
+}
+
+impl Driver {
+    /// Why a schedule on the object it drives is refused, as `plan` and `status` say it.
+    pub fn refusal(&self) -> String {
+        format!(
+            "controlled by {} {:?}: annotate the {} instead",
+            self.kind, self.name, self.kind
+        )
+    }
+}
+
+/// The levers among objects seen all at once (by `plan` and `status`), by the object each one
+/// scales. The controller, which never lists everything, tells those objects by the HPA a
+/// ScaledObject makes for them; KEDA makes it for the very object `scaleTargetRef` names.
+#[derive(Debug)]
+pub struct Drivers(HashMap<ScaleTarget, Driver>);
+
+impl Drivers {
+    /// The levers among `objects`, each object with its target.
+    pub fn of<'a>(objects: impl IntoIterator<Item = (&'a ScaleTarget, &'a TargetState)>) -> Self {
+        Self(
+            objects
+                .into_iter()
+                .filter_map(|(target, observed)| {
+                    let driver = Driver {
+                        kind: target.kind,
+                        name: target.key.name.clone(),
+                    };
+                    Some((levered(target, observed)?, driver))
+                })
+                .collect(),
+        )
+    }
+
+    /// What drives `target`, observed as `observed`, in its place.
+    pub fn of_target(&self, target: &ScaleTarget, observed: &TargetState) -> Option<Driver> {
+        observed
+            .controlling_foo
+            .clone()
+            .map(|name| Driver {
+                kind: TargetKind::Foo,
+                name,
+            })
+            .or_else(|| self.0.get(target).cloned())
+    }
+}
+
+/// The object a lever `target`, observed as `observed`, scales.
+pub fn levered(target: &ScaleTarget, observed: &TargetState) -> Option<ScaleTarget> {
+    let (kind, name) = observed.levers.clone()?;
+    Some(ScaleTarget {
+        kind,
+        key: ObjectKey::new(&target.key.namespace, name),
+    })
 }
 
 #[cfg(test)]
@@ -398,6 +472,43 @@ mod tests {
         }));
         let observed = TargetState::of_object(TargetKind::Deployment, &owned);
         assert_eq!(observed.controlling_foo.as_deref(), Some("my-foo"));
+    }
+
+    #[test]
+    fn a_scaled_object_names_the_workload_it_scales_with_kedas_defaults() {
+        let levers = |reference: serde_json::Value| {
+            let scaled_object = object(json!({
+                "apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
+                "metadata": { "name": "orders", "namespace": "shop" },
+                "spec": { "scaleTargetRef": reference },
+            }));
+            TargetState::of_object(TargetKind::ScaledObject, &scaled_object).levers
+        };
+        assert_eq!(
+            levers(json!({ "name": "orders" })),
+            Some((TargetKind::Deployment, "orders".into()))
+        );
+        assert_eq!(
+            levers(
+                json!({ "apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout", "name": "web" })
+            ),
+            Some((TargetKind::Rollout, "web".into()))
+        );
+        assert_eq!(
+            levers(
+                json!({ "apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet", "name": "web" })
+            ),
+            None,
+            "a kind the catalogue does not know is none of plan's or status's objects"
+        );
+        assert_eq!(levers(json!({ "kind": "Deployment" })), None, "no name");
+        let web = TargetState::of_object(
+            TargetKind::Deployment,
+            &object(
+                json!({ "apiVersion": "apps/v1", "kind": "Deployment", "metadata": { "name": "web" } }),
+            ),
+        );
+        assert_eq!(web.levers, None);
     }
 
     #[test]

@@ -45,19 +45,30 @@ pub struct WatchedObject {
 }
 
 /// `spec.replicas` and `spec.suspend`, as the object has them (of whatever type, for the row
-/// to read as it reads a whole object).
+/// to read as it reads a whole object), and a lever's reference to the object it drives (a
+/// ScaledObject's `spec.scaleTargetRef`).
 #[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct SleepFields {
     replicas: Option<Value>,
     suspend: Option<Value>,
+    scale_target_ref: Option<Value>,
 }
 
 impl WatchedObject {
     /// What the reconciler reads of it, as of this event.
     pub fn state(&self, kind: TargetKind) -> TargetState {
         let mut spec = Map::new();
-        let SleepFields { replicas, suspend } = &self.sleep_fields;
-        for (field, value) in [("replicas", replicas), ("suspend", suspend)] {
+        let SleepFields {
+            replicas,
+            suspend,
+            scale_target_ref,
+        } = &self.sleep_fields;
+        for (field, value) in [
+            ("replicas", replicas),
+            ("suspend", suspend),
+            ("scaleTargetRef", scale_target_ref),
+        ] {
             if let Some(value) = value {
                 spec.insert(field.into(), value.clone());
             }
@@ -357,6 +368,13 @@ mod tests {
         let watched: WatchedObject = serde_json::from_value(paused).unwrap();
         let state = watched.state(TargetKind::ScaledObject);
         assert_eq!((state.replicas, state.held.as_deref()), (0, Some("0")));
+    }
+
+    #[test]
+    fn every_lever_s_reference_is_kept() {
+        for row in kinds::CATALOGUE.iter().filter_map(|row| row.levers) {
+            assert_eq!(row.reference, "/spec/scaleTargetRef", "kept by SleepFields");
+        }
     }
 
     #[test]

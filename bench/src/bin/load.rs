@@ -26,6 +26,8 @@
 //! - metadata-only lists (pages) and watches of Deployments, StatefulSets, CronJobs (everywhere)
 //!   and Namespaces; any other list or watch of them fails the run, so a kind watched in full
 //!   shows at once;
+//! - the same of the other kinds the controller watches by default (Jobs, KEDA's ScaledObjects
+//!   and ScaledJobs), of which there are none: empty lists and silent watches;
 //! - metadata-only lists of one namespace's workloads (sent when a Namespace's schedule changes);
 //! - full lists and watches of Foos, SleepPolicies, SleepSchedules, of Deployments labelled `samplecontroller.k8s.io/foo` and
 //!   of HPAs (all empty but the SleepPolicies of `--policies`), and PATCHes of a SleepPolicy's
@@ -66,6 +68,7 @@ use cronscaler::{
         run as controller,
     },
     foo::FOO_LABEL,
+    scaling::target::TargetKind,
     schedule::{self, Annotations, Direction, Transition},
 };
 use http_body_util::{BodyExt as _, Full, StreamBody, combinators::UnsyncBoxBody};
@@ -82,9 +85,9 @@ use tokio::sync::{mpsc, oneshot};
 
 /// Quiet time after which the controller is taken to have nothing left to send.
 const SETTLED: Duration = Duration::from_secs(2);
-/// The watches a controller opens: every Deployment, StatefulSet and CronJob, Namespaces, Foos,
-/// the Deployments Foos own, HPAs, SleepPolicies and SleepSchedules.
-const WATCHES: u64 = 9;
+/// The watches a controller opens besides one of each default kind's metadata: Namespaces,
+/// Foos, the Deployments Foos own, HPAs, SleepPolicies and SleepSchedules.
+const OTHER_WATCHES: usize = 6;
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 #[derive(clap::Parser)]
@@ -196,6 +199,24 @@ impl Kind {
         KINDS
             .into_iter()
             .find(|kind| kind.group() == group && version == "v1" && kind.resource() == resource)
+    }
+
+    /// The kinds the controller watches as metadata by default that the population has none
+    /// of: taken from the catalogue, so a kind that joins the defaults is served (empty) rather
+    /// than keeping the controller from ever becoming ready. The Foo is watched apart, in full.
+    fn unpopulated() -> impl Iterator<Item = TargetKind> {
+        TargetKind::defaults().filter(|kind| {
+            let spec = kind.spec();
+            *kind != TargetKind::Foo && Kind::find(spec.group, spec.version, spec.plural).is_none()
+        })
+    }
+
+    /// The default kind of this group, version and resource that the population has none of.
+    fn unpopulated_of(group: &str, version: &str, resource: &str) -> Option<TargetKind> {
+        Kind::unpopulated().find(|kind| {
+            let spec = kind.spec();
+            (spec.group, spec.version, spec.plural) == (group, version, resource)
+        })
     }
 
     /// The annotation the controller records a scale-down in, and its value for a workload
@@ -433,6 +454,9 @@ enum Route {
     All(Kind),
     /// The workloads of a kind in one namespace.
     InNamespace(Kind, usize),
+    /// Every object of a default kind the population has none of, or those of one namespace.
+    Unpopulated(TargetKind),
+    UnpopulatedInNamespace(TargetKind),
     Object(Kind, usize),
     Events,
 }
@@ -468,7 +492,8 @@ impl Fake {
 
     /// Every watch the controller keeps is open: everything has been listed.
     fn watching_everything(&self) -> bool {
-        total(&self.counts.watches) >= WATCHES
+        let watches = KINDS.len() + Kind::unpopulated().count() + OTHER_WATCHES;
+        total(&self.counts.watches) >= watches as u64
     }
 
     fn opened(&self, what: &str) {
@@ -511,13 +536,17 @@ impl Fake {
             ["apis", "cronscaler.dev", "v1alpha1", "sleepschedules"] => Some(Route::SleepSchedules),
             ["apis", "autoscaling", "v2", "horizontalpodautoscalers"] => Some(Route::Hpas),
             ["apis", "events.k8s.io", "v1", "namespaces", _, "events"] => Some(Route::Events),
-            ["apis", group, version, resource] => {
-                Kind::find(group, version, resource).map(Route::All)
+            ["apis", group, version, resource] => Kind::find(group, version, resource)
+                .map(Route::All)
+                .or_else(|| Kind::unpopulated_of(group, version, resource).map(Route::Unpopulated)),
+            ["apis", group, version, "namespaces", j, resource] => {
+                let j = namespace(j)?;
+                match Kind::find(group, version, resource) {
+                    Some(kind) => Some(Route::InNamespace(kind, j)),
+                    None => Kind::unpopulated_of(group, version, resource)
+                        .map(Route::UnpopulatedInNamespace),
+                }
             }
-            ["apis", group, version, "namespaces", j, resource] => Some(Route::InNamespace(
-                Kind::find(group, version, resource)?,
-                namespace(j)?,
-            )),
             ["apis", group, version, "namespaces", j, resource, name] => {
                 let kind = Kind::find(group, version, resource)?;
                 let i = name
@@ -878,6 +907,23 @@ async fn handle(fake: Arc<Fake>, request: Request<Incoming>) -> Result<Response<
             tally(&counts.lists, &format!("{}s of one namespace", kind.name()));
             let range = world.in_namespace(kind, j);
             Response::new(fake.metadata_page(Listed::Workloads(kind), range, from, limit))
+        }
+        (&Method::GET, Some(Route::Unpopulated(kind))) if metadata_only && watch => {
+            let what = format!("{}s", kind.as_str());
+            tally(&counts.watches, &what);
+            fake.opened(&what);
+            Response::new(silent_watch())
+        }
+        (&Method::GET, Some(Route::Unpopulated(kind))) if metadata_only => {
+            tally(&counts.lists, &format!("{}s", kind.as_str()));
+            empty_list("meta.k8s.io/v1", "PartialObjectMetadataList")
+        }
+        (&Method::GET, Some(Route::UnpopulatedInNamespace(kind))) if metadata_only && !watch => {
+            tally(
+                &counts.lists,
+                &format!("{}s of one namespace", kind.as_str()),
+            );
+            empty_list("meta.k8s.io/v1", "PartialObjectMetadataList")
         }
         (&Method::GET, Some(Route::Foos)) if watch => {
             tally(&counts.watches, "Foos");

@@ -1,7 +1,7 @@
 //! Where the plan's objects come from: manifests (files, directories, Lists as `kubectl get`
 //! prints them), saying what is skipped and why, or the live cluster.
 
-use std::{fmt, path::Path};
+use std::{collections::HashMap, fmt, path::Path};
 
 use k8s_openapi::{
     NamespaceResourceScope,
@@ -11,7 +11,7 @@ use kube::{Api, Client, Resource, ResourceExt, api::DynamicObject, core::Partial
 use serde::{Deserialize, de::DeserializeOwned};
 use serde_json::Value;
 
-use super::{PlanError, PlanObject, Workload};
+use super::{PlanError, PlanObject, Workload, savings::PodRequests};
 use crate::{
     runtime::api_errors::is_status,
     runtime::key::ObjectKey,
@@ -24,7 +24,7 @@ use crate::{
             crd::{SleepPolicy, SleepSchedule},
             resolve::Candidate,
         },
-        target::{ScaleTarget, TargetKind, TargetState},
+        target::{Drivers, ScaleTarget, TargetKind, TargetState, levered},
     },
 };
 
@@ -249,9 +249,24 @@ fn read_text(text: &str, path: &str, kube_downscaler: bool) -> Result<Manifests,
     Ok(manifests.resolved())
 }
 
-/// Gives every object the annotations its schedule comes from, and its HPAs.
+/// Gives every object the annotations its schedule comes from, its HPAs, and what drives it in
+/// its place; a lever, the pods of the object it scales.
 fn resolve(objects: &mut [PlanObject], namespaces: &NamespaceSchedules, hpas: &[Hpa]) {
+    let drivers = Drivers::of(
+        objects
+            .iter()
+            .map(|object| (&object.target, &object.observed)),
+    );
+    let requests: HashMap<ScaleTarget, PodRequests> = objects
+        .iter()
+        .map(|object| (object.target.clone(), object.workload.requests))
+        .collect();
     for object in objects {
+        object.driven_by = drivers.of_target(&object.target, &object.observed);
+        if let Some(scaled) = levered(&object.target, &object.observed) {
+            // Unknown when the object it scales is not among those read.
+            object.workload.requests = requests.get(&scaled).copied().unwrap_or_default();
+        }
         object.hpas = hpas
             .iter()
             .filter(|hpa| hpa.target == object.target)
@@ -263,7 +278,7 @@ fn resolve(objects: &mut [PlanObject], namespaces: &NamespaceSchedules, hpas: &[
             &object.target.key.namespace,
             &observed.annotations,
             &observed.labels,
-            observed.controlling_foo.is_some(),
+            object.driven_by.is_some(),
         );
     }
 }
@@ -550,5 +565,6 @@ fn plan_object(kind: TargetKind, observed: TargetState, workload: Workload) -> P
         observed,
         hpas: Vec::new(),
         workload,
+        driven_by: None,
     }
 }

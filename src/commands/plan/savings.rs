@@ -27,6 +27,9 @@ pub struct Workload {
     pub requests: PodRequests,
     /// A CronJob's own `spec.schedule` and `spec.timeZone`.
     pub runs: Option<RunSchedule>,
+    /// For a lever (a ScaledObject): how many replicas of the object it scales its sleep
+    /// withholds, pods whose requests are `requests`.
+    pub levered: Option<i32>,
 }
 
 /// What one pod requests, summed over its containers; `None` where no container says.
@@ -76,6 +79,7 @@ impl Workload {
                     timezone: text(timezone),
                 })
             }),
+            levered: spec.levers.map(|lever| lever.floor_of(object)),
         })
     }
 }
@@ -157,8 +161,10 @@ pub struct Totals {
     /// Exact; `hoursAsleep` is the same in hours.
     pub seconds_asleep: i64,
     pub hours_asleep: f64,
-    /// Awake replicas minus the replicas run, over time. A CronJob has none: it runs jobs,
-    /// which `skippedRuns` counts.
+    /// Awake replicas minus the replicas run, over time. A kind that sleeps on or off has
+    /// none ([`KindSpec::withheld`]); a lever's are those of the object it scales.
+    ///
+    /// [`KindSpec::withheld`]: crate::scaling::kinds::KindSpec::withheld
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replica_seconds_withheld: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -241,6 +247,7 @@ pub fn savings(timelines: &[Timeline], prices: Prices) -> Savings {
 }
 
 fn of_timeline(timeline: &Timeline, prices: Prices) -> Totals {
+    let spec = timeline.kind.spec();
     let mut seconds_asleep = 0;
     let mut replica_seconds = 0;
     let asleep: Vec<_> = timeline
@@ -250,39 +257,45 @@ fn of_timeline(timeline: &Timeline, prices: Prices) -> Totals {
     for segment in &asleep {
         let seconds = (segment.end - segment.start).num_seconds();
         seconds_asleep += seconds;
-        replica_seconds += i64::from(segment.state.withheld()) * seconds;
+        let state = segment.state;
+        replica_seconds += spec.withheld(state.awake.into(), state.replicas.into()) * seconds;
     }
-    if timeline.kind.spec().runs.is_some() {
-        let stretches: Vec<_> = asleep.iter().map(|s| (s.start, s.end)).collect();
-        return Totals {
-            seconds_asleep,
-            hours_asleep: hours(seconds_asleep),
-            skipped_runs: timeline
-                .workload
-                .runs
-                .as_ref()
-                .and_then(|runs| skipped_runs(runs, &stretches)),
-            ..Totals::default()
-        };
-    }
-    let replica_hours = hours(replica_seconds);
+    let replica_seconds = match timeline.workload.levered {
+        // A lever sleeps on or off, but its sleep withholds the object it scales running the
+        // fewest replicas the lever keeps awake (a ScaledObject's `minReplicaCount`): what its
+        // triggers would add above that is not known ahead, and that object's own count is
+        // the lever's to set (0 while paused, and often left unset in manifests).
+        Some(floor) => Some(i64::from(floor) * seconds_asleep),
+        // Any other on/off kind withholds no replicas, as status and the gauges count it.
+        None => (!spec.sleep.is_on_off()).then_some(replica_seconds),
+    };
+    let replica_hours = replica_seconds.map(hours);
     let requests = timeline.workload.requests;
-    let cpu = requests.cpu_cores.map(|cores| cores * replica_hours);
+    let cpu = requests
+        .cpu_cores
+        .zip(replica_hours)
+        .map(|(cores, h)| cores * h);
     let memory = requests
         .memory_bytes
-        .map(|bytes| bytes / GIB * replica_hours);
+        .zip(replica_hours)
+        .map(|(bytes, h)| bytes / GIB * h);
     let priced = [(cpu, prices.cpu_hour), (memory, prices.gib_hour)]
         .into_iter()
         .filter_map(|(amount, price)| Some(amount? * price?))
         .reduce(|a, b| a + b);
+    let stretches: Vec<_> = asleep.iter().map(|s| (s.start, s.end)).collect();
     Totals {
         seconds_asleep,
         hours_asleep: hours(seconds_asleep),
-        replica_seconds_withheld: Some(replica_seconds),
-        replica_hours_withheld: Some(replica_hours),
+        replica_seconds_withheld: replica_seconds,
+        replica_hours_withheld: replica_hours,
         cpu_core_hours_withheld: cpu,
         memory_gib_hours_withheld: memory,
-        skipped_runs: None,
+        skipped_runs: timeline
+            .workload
+            .runs
+            .as_ref()
+            .and_then(|runs| skipped_runs(runs, &stretches)),
         cost: priced,
     }
 }

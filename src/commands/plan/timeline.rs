@@ -73,14 +73,6 @@ impl ReplicaState {
         self.scaled_down && self.replicas < self.awake
     }
 
-    pub fn withheld(&self) -> i32 {
-        if self.asleep() {
-            self.awake - self.replicas
-        } else {
-            0
-        }
-    }
-
     /// After the controller's change to `to` replicas by a transition in `direction` (none for
     /// the clean-up of a removed schedule), with the schedule's `up-replicas`.
     pub(super) fn after(

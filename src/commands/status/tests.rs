@@ -3,8 +3,8 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use super::*;
 use crate::schedule::{ASLEEP_UNTIL, AWAKE_UNTIL};
 use crate::schedule::{
-    DOWN_REPLICAS, DOWNTIME, EXCLUDE, LAST_TRANSITION, ORIGINAL_REPLICAS, ORIGINAL_SUSPEND, PAUSED,
-    UP_REPLICAS,
+    DOWN_REPLICAS, DOWNTIME, EXCLUDE, LAST_TRANSITION, ORIGINAL_REPLICAS, ORIGINAL_SUSPEND,
+    ORIGINAL_VALUE, PAUSED, UP_REPLICAS,
     test_support::{annotations as annotations_of, at},
 };
 
@@ -48,6 +48,7 @@ fn object(
             resource_version: None,
             writers: Default::default(),
             controlling_foo: None,
+            levers: None,
             created: None,
         },
     }
@@ -319,6 +320,7 @@ fn a_cron_job_sleeps_suspended_and_counts_as_an_object_not_replicas() {
         status.summary,
         Summary {
             objects_asleep: 2,
+            on_off_asleep: [("CronJob".to_string(), 1)].into(),
             cron_jobs_asleep: 1,
             replicas_asleep: 4,
         }
@@ -331,6 +333,66 @@ fn a_cron_job_sleeps_suspended_and_counts_as_an_object_not_replicas() {
     assert!(
         table.ends_with("asleep now: 2 objects (1 CronJob suspended), 4 replicas\n"),
         "{table}"
+    );
+}
+
+#[test]
+fn every_kind_that_sleeps_on_or_off_counts_as_itself_and_withholds_no_replicas() {
+    let asleep = |kind, name, original: (&'static str, &'static str)| {
+        object(
+            kind,
+            "staging",
+            name,
+            0,
+            &with(&[original, (LAST_TRANSITION, LAST_NIGHT)]),
+        )
+    };
+    let objects = [
+        asleep(TargetKind::CronJob, "report", (ORIGINAL_SUSPEND, "false")),
+        asleep(TargetKind::Job, "import", (ORIGINAL_SUSPEND, "false")),
+        asleep(TargetKind::Job, "export", (ORIGINAL_SUSPEND, "false")),
+        asleep(TargetKind::ScaledJob, "queue", (ORIGINAL_VALUE, "")),
+        asleep(TargetKind::Cluster, "db", (ORIGINAL_VALUE, "off")),
+        deployment(
+            "web",
+            0,
+            &with(&[(ORIGINAL_REPLICAS, "3"), (LAST_TRANSITION, LAST_NIGHT)]),
+        ),
+    ];
+    let status = status(&objects, Some(&schedules(&[])), &[], Tz::UTC, night());
+    assert_eq!(
+        status.summary,
+        Summary {
+            objects_asleep: 6,
+            on_off_asleep: [
+                ("CronJob".to_string(), 1),
+                ("Job".to_string(), 2),
+                ("ScaledJob".to_string(), 1),
+                ("Cluster".to_string(), 1),
+            ]
+            .into(),
+            cron_jobs_asleep: 1,
+            replicas_asleep: 3,
+        },
+        "only the Deployment's replicas; no Job or Cluster counted as a CronJob"
+    );
+    let table = render_table(&status, night());
+    assert!(
+        table.ends_with(
+            "asleep now: 6 objects (1 CronJob suspended, 2 Jobs suspended, 1 ScaledJob paused, \
+             1 Cluster hibernated), 3 replicas\n"
+        ),
+        "{table}"
+    );
+    let json = serde_json::to_value(&status).unwrap();
+    assert_eq!(
+        json["summary"],
+        serde_json::json!({
+            "objectsAsleep": 6,
+            "onOffAsleep": { "CronJob": 1, "Job": 2, "ScaledJob": 1, "Cluster": 1 },
+            "cronJobsAsleep": 1,
+            "replicasAsleep": 3,
+        })
     );
 }
 
@@ -391,6 +453,84 @@ fn a_foos_deployment_is_scaled_through_its_foo() {
     assert_eq!(
         rows[0].reasons,
         vec!["controlled by Foo \"example-foo\": annotate the Foo instead"]
+    );
+}
+
+/// The ScaledObject `orders` in `namespace`, asleep since last night, that scales the
+/// Deployment `orders`.
+fn scaled_object(namespace: &str) -> StatusObject {
+    let mut lever = object(
+        TargetKind::ScaledObject,
+        namespace,
+        "orders",
+        0,
+        // Paused by the controller, which found no pause of its own on it.
+        &with(&[(LAST_TRANSITION, LAST_NIGHT), (ORIGINAL_VALUE, "")]),
+    );
+    lever.observed.levers = Some((TargetKind::Deployment, "orders".into()));
+    lever
+}
+
+#[test]
+fn a_workload_a_scaled_object_scales_sleeps_only_through_it() {
+    let objects = [
+        scaled_object("staging"),
+        // KEDA has scaled it to 0: not the controller, which never writes it.
+        deployment("orders", 0, &[]),
+        deployment(
+            "web",
+            0,
+            &[(ORIGINAL_REPLICAS, "2"), (LAST_TRANSITION, LAST_NIGHT)],
+        ),
+    ];
+    let status = status(
+        &objects,
+        Some(&schedules(&[("staging", &NIGHTLY)])),
+        &[],
+        Tz::UTC,
+        night(),
+    );
+    let rows: Vec<_> = status
+        .objects
+        .iter()
+        .map(|row| (row.kind.as_str(), row.name.as_str(), row.state))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("Deployment", "web", State::Asleep),
+            ("ScaledObject", "orders", State::Asleep)
+        ],
+        "the Deployment orders follows its ScaledObject, not the Namespace"
+    );
+    let table = render_table(&status, night());
+    assert!(table.contains("paused at 0/scaling"), "{table}");
+}
+
+#[test]
+fn a_schedule_on_the_workload_of_a_scaled_object_is_refused_naming_it() {
+    let objects = [
+        scaled_object("staging"),
+        deployment("orders", 1, &NIGHTLY),
+        // The same name in another namespace is another workload.
+        object(TargetKind::Deployment, "prod", "orders", 1, &NIGHTLY),
+    ];
+    let rows = rows(&objects, &[]);
+    let states: Vec<_> = rows
+        .iter()
+        .map(|row| (row.namespace.as_str(), row.kind.as_str(), row.state))
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("prod", "Deployment", State::Awake),
+            ("staging", "Deployment", State::Invalid),
+            ("staging", "ScaledObject", State::Asleep),
+        ]
+    );
+    assert_eq!(
+        rows[1].reasons,
+        ["controlled by ScaledObject \"orders\": annotate the ScaledObject instead"]
     );
 }
 

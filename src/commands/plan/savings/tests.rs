@@ -196,3 +196,115 @@ fn requests_add_up_over_containers_and_a_limit_stands_for_a_missing_request() {
          e.g. `250m`, `1`, `512Mi` or `1G`"
     );
 }
+
+/// The Deployment `orders` with 3 replicas of 250m and 256Mi each, and a ScaledObject that
+/// scales it with `spec` besides its `scaleTargetRef`, both asleep from 20:00 to 08:00 by their
+/// Namespace.
+fn keda(spec: &str) -> String {
+    let namespace = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: staging\n  annotations: {cronscaler.dev/scale-down: \"0 20 * * *\", cronscaler.dev/scale-up: \"0 8 * * *\"}\n";
+    let orders = with_requests(
+        deployment("orders", 3, "    team: shop"),
+        "cpu: 250m, memory: 256Mi",
+    );
+    format!(
+        "{namespace}---\n{orders}---\napiVersion: keda.sh/v1alpha1\nkind: ScaledObject\nmetadata: {{name: orders, namespace: staging}}\nspec: {{scaleTargetRef: {{name: orders}}{spec}}}\n"
+    )
+}
+
+fn one_day(text: &str) -> Savings {
+    let objects = parse_manifests(text, "keda.yaml").unwrap().objects;
+    let from = at("2026-11-23T12:00:00Z");
+    let plan = simulate(&objects, from, from + TimeDelta::days(1), Tz::UTC);
+    savings(&plan.timelines, Prices::default())
+}
+
+#[test]
+fn a_scaled_objects_sleep_saves_its_workloads_pods_at_their_minimum_once() {
+    let savings = one_day(&keda(", minReplicaCount: 2, maxReplicaCount: 10"));
+    let rows: Vec<_> = savings
+        .objects
+        .iter()
+        .map(|o| (o.kind.as_str(), o.name.as_str()))
+        .collect();
+    assert_eq!(
+        rows,
+        [("ScaledObject", "orders")],
+        "the Deployment is not counted a second time"
+    );
+    // 12 hours asleep: KEDA would have kept at least 2 of the Deployment's pods.
+    let orders = &savings.objects[0].totals;
+    assert_eq!(orders.hours_asleep, 12.0);
+    assert_eq!(orders.replica_hours_withheld, Some(24.0));
+    assert_eq!(orders.cpu_core_hours_withheld, Some(0.25 * 24.0));
+    assert_eq!(orders.memory_gib_hours_withheld, Some(0.25 * 24.0));
+    assert_eq!(savings.total, *orders);
+}
+
+#[test]
+fn a_scaled_object_that_idles_at_zero_withholds_nothing_for_certain() {
+    // KEDA's own default minimum is 0, and an idle count stands in for it while the triggers
+    // are quiet: then it would have run nothing anyway.
+    for spec in ["", ", minReplicaCount: 2, idleReplicaCount: 0"] {
+        let totals = one_day(&keda(spec)).total;
+        assert_eq!(totals.hours_asleep, 12.0, "{spec}");
+        assert_eq!(totals.replica_hours_withheld, Some(0.0), "{spec}");
+        assert_eq!(totals.cpu_core_hours_withheld, Some(0.0), "{spec}");
+    }
+}
+
+#[test]
+fn a_scaled_object_whose_workload_is_not_read_saves_replicas_of_unknown_pods() {
+    let text = keda(", minReplicaCount: 1").replace("{name: orders}", "{name: elsewhere}");
+    let savings = one_day(&text);
+    let scaled_object = savings
+        .objects
+        .iter()
+        .find(|o| o.kind == "ScaledObject")
+        .unwrap();
+    assert_eq!(scaled_object.totals.replica_hours_withheld, Some(12.0));
+    assert_eq!(scaled_object.totals.cpu_core_hours_withheld, None);
+    assert!(
+        savings.objects.iter().any(|o| o.kind == "Deployment"),
+        "the Deployment it does not name sleeps on its own"
+    );
+}
+
+#[test]
+fn a_kind_that_sleeps_on_or_off_saves_hours_asleep_and_no_replicas() {
+    // Asleep 20:00 to 08:00 each by its own schedule, as status and the gauges count them: an
+    // object asleep, withholding no replicas of its own.
+    let schedule =
+        "{cronscaler.dev/scale-down: \"0 20 * * *\", cronscaler.dev/scale-up: \"0 8 * * *\"}";
+    let pod = "{spec: {restartPolicy: Never, containers: [{name: x, image: x, resources: {requests: {cpu: '1'}}}]}}";
+    let text = format!(
+        "apiVersion: batch/v1\nkind: Job\nmetadata: {{name: import, namespace: shop, annotations: {schedule}}}\nspec: {{template: {pod}}}\n\
+         ---\napiVersion: keda.sh/v1alpha1\nkind: ScaledJob\nmetadata: {{name: queue, namespace: shop, annotations: {schedule}}}\nspec: {{jobTargetRef: {{template: {pod}}}}}\n\
+         ---\napiVersion: postgresql.cnpg.io/v1\nkind: Cluster\nmetadata: {{name: db, namespace: shop, annotations: {schedule}}}\nspec: {{instances: 3}}\n"
+    );
+    let objects = parse_manifests(&text, "shop.yaml").unwrap().objects;
+    let from = at("2026-11-23T12:00:00Z");
+    let plan = simulate(&objects, from, from + TimeDelta::days(1), Tz::UTC);
+    let savings = savings(&plan.timelines, Prices::default());
+    let rows: Vec<_> = savings
+        .objects
+        .iter()
+        .map(|o| {
+            (
+                o.kind.as_str(),
+                o.totals.hours_asleep,
+                o.totals.replica_hours_withheld,
+                o.totals.cpu_core_hours_withheld,
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("Job", 12.0, None, None),
+            ("ScaledJob", 12.0, None, None),
+            ("Cluster", 12.0, None, None),
+        ]
+    );
+    assert_eq!(savings.total.hours_asleep, 36.0);
+    assert_eq!(savings.total.replica_hours_withheld, None);
+}
