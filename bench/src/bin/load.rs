@@ -23,19 +23,19 @@
 //! controller would have left it, so a start finds nothing due and reads no object.
 //!
 //! It serves what the controller asks today:
-//! - metadata-only lists (pages) and watches of Deployments, StatefulSets, CronJobs (everywhere)
-//!   and Namespaces; any other list or watch of them fails the run, so a kind watched in full
-//!   shows at once;
+//! - whole lists (pages) and watches of Deployments, StatefulSets and CronJobs (everywhere), whose
+//!   value they sleep by the controller keeps, and metadata-only ones of Namespaces; any other
+//!   list or watch of them fails the run;
 //! - the same of the other kinds the controller watches by default (Jobs, KEDA's ScaledObjects
 //!   and ScaledJobs), of which there are none: empty lists and silent watches;
-//! - metadata-only lists of one namespace's workloads (sent when a Namespace's schedule changes);
+//! - whole lists of one namespace's workloads (sent when a Namespace's schedule changes);
 //! - full lists and watches of Foos, SleepPolicies, SleepSchedules, of Deployments labelled `samplecontroller.k8s.io/foo` and
 //!   of HPAs (all empty but the SleepPolicies of `--policies`), and PATCHes of a SleepPolicy's
 //!   status (counted apart: a first start writes each once);
 //! - GET and merge PATCH of one workload, Event creation (`events.k8s.io/v1`, echoed back), and
 //!   `/version` (the outage probe).
 //!
-//! Like a real API server it reports each PATCH on the open metadata watch of its kind (a
+//! Like a real API server it reports each PATCH on the open watch of its kind (a
 //! MODIFIED event), and later reads see the patched object, so the requests counted per
 //! transition are the ones a cluster would see. Unknown requests are logged to stderr, answered
 //! 404, and fail the run; so does a PATCH the scenario does not expect.
@@ -659,12 +659,15 @@ impl Fake {
         })
     }
 
-    fn partial(&self, listed: Listed, i: usize) -> Value {
-        let metadata = match listed {
-            Listed::Namespaces => self.namespace_metadata(i),
-            Listed::Workloads(kind) => self.workload_metadata(kind, i),
-        };
-        json!({ "kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": metadata })
+    /// An item of a list: a Namespace's metadata, or a whole workload.
+    fn item(&self, listed: Listed, i: usize) -> Value {
+        match listed {
+            Listed::Namespaces => json!({
+                "kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                "metadata": self.namespace_metadata(i)
+            }),
+            Listed::Workloads(kind) => self.object(kind, i),
+        }
     }
 
     fn object(&self, kind: Kind, i: usize) -> Value {
@@ -697,10 +700,10 @@ impl Fake {
         })
     }
 
-    /// One page of a metadata-only list over `range`, streamed item by item so the server
-    /// never holds a whole page (items with 4 KiB annotations) in memory. The continue token
-    /// is the index to go on from.
-    fn metadata_page(
+    /// One page of a list over `range`, streamed item by item so the server never holds a
+    /// whole page (items with 4 KiB annotations) in memory. The continue token is the index to
+    /// go on from.
+    fn page(
         self: &Arc<Self>,
         listed: Listed,
         range: Range<usize>,
@@ -716,12 +719,19 @@ impl Fake {
             ),
             false => String::new(),
         };
+        let (list, api_version) = match listed {
+            Listed::Namespaces => (
+                "PartialObjectMetadataList".to_string(),
+                "meta.k8s.io/v1".to_string(),
+            ),
+            Listed::Workloads(kind) => (format!("{}List", kind.name()), kind.api_version()),
+        };
         let head = format!(
-            r#"{{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":{{"resourceVersion":"1"{more}}},"items":["#
+            r#"{{"kind":"{list}","apiVersion":"{api_version}","metadata":{{"resourceVersion":"1"{more}}},"items":["#
         );
         let fake = self.clone();
         let items = (start..end).map(move |i| {
-            let item = fake.partial(listed, i);
+            let item = fake.item(listed, i);
             Bytes::from(if i > start {
                 format!(",{item}")
             } else {
@@ -737,12 +747,12 @@ impl Fake {
         .boxed_unsync()
     }
 
-    /// The metadata watch of every workload of a kind: a MODIFIED event for each one patched,
-    /// and otherwise open and silent until the program ends.
-    fn metadata_watch(self: &Arc<Self>, kind: Kind) -> Body {
+    /// The watch of every workload of a kind: a MODIFIED event for each one patched, and
+    /// otherwise open and silent until the program ends.
+    fn workload_watch(self: &Arc<Self>, kind: Kind) -> Body {
         let events = futures::stream::unfold(self.clone(), move |fake| async move {
             let i = fake.patched_feeds[kind.index()].lock().await.recv().await?;
-            let mut object = fake.partial(Listed::Workloads(kind), i);
+            let mut object = fake.object(kind, i);
             object["metadata"]["resourceVersion"] =
                 json!(fake.next_version.fetch_add(1, Relaxed).to_string());
             let line = format!("{}\n", json!({ "type": "MODIFIED", "object": object }));
@@ -881,7 +891,7 @@ async fn handle(fake: Arc<Fake>, request: Request<Incoming>) -> Result<Response<
         (&Method::GET, Some(Route::Namespaces)) if metadata_only => {
             tally(&counts.lists, "Namespaces");
             let all = 0..world.namespaces;
-            Response::new(fake.metadata_page(Listed::Namespaces, all, from, limit))
+            Response::new(fake.page(Listed::Namespaces, all, from, limit))
         }
         (&Method::GET, Some(Route::All(Kind::Deployment))) if owned_selector && watch => {
             tally(&counts.watches, "Deployments owned by Foos");
@@ -892,38 +902,44 @@ async fn handle(fake: Arc<Fake>, request: Request<Incoming>) -> Result<Response<
             tally(&counts.lists, "Deployments owned by Foos");
             empty_list("apps/v1", "DeploymentList")
         }
-        (&Method::GET, Some(Route::All(kind))) if metadata_only && watch => {
+        (&Method::GET, Some(Route::All(kind))) if !metadata_only && watch => {
             let what = format!("{}s", kind.name());
             tally(&counts.watches, &what);
             fake.opened(&what);
-            Response::new(fake.metadata_watch(kind))
+            Response::new(fake.workload_watch(kind))
         }
-        (&Method::GET, Some(Route::All(kind))) if metadata_only => {
+        (&Method::GET, Some(Route::All(kind))) if !metadata_only => {
             tally(&counts.lists, &format!("{}s", kind.name()));
             let all = 0..world.count(kind);
-            Response::new(fake.metadata_page(Listed::Workloads(kind), all, from, limit))
+            Response::new(fake.page(Listed::Workloads(kind), all, from, limit))
         }
-        (&Method::GET, Some(Route::InNamespace(kind, j))) if metadata_only && !watch => {
+        (&Method::GET, Some(Route::InNamespace(kind, j))) if !metadata_only && !watch => {
             tally(&counts.lists, &format!("{}s of one namespace", kind.name()));
             let range = world.in_namespace(kind, j);
-            Response::new(fake.metadata_page(Listed::Workloads(kind), range, from, limit))
+            Response::new(fake.page(Listed::Workloads(kind), range, from, limit))
         }
-        (&Method::GET, Some(Route::Unpopulated(kind))) if metadata_only && watch => {
+        (&Method::GET, Some(Route::Unpopulated(kind))) if !metadata_only && watch => {
             let what = format!("{}s", kind.as_str());
             tally(&counts.watches, &what);
             fake.opened(&what);
             Response::new(silent_watch())
         }
-        (&Method::GET, Some(Route::Unpopulated(kind))) if metadata_only => {
+        (&Method::GET, Some(Route::Unpopulated(kind))) if !metadata_only => {
             tally(&counts.lists, &format!("{}s", kind.as_str()));
-            empty_list("meta.k8s.io/v1", "PartialObjectMetadataList")
+            empty_list(
+                &kind.api_resource().api_version,
+                &format!("{}List", kind.as_str()),
+            )
         }
-        (&Method::GET, Some(Route::UnpopulatedInNamespace(kind))) if metadata_only && !watch => {
+        (&Method::GET, Some(Route::UnpopulatedInNamespace(kind))) if !metadata_only && !watch => {
             tally(
                 &counts.lists,
                 &format!("{}s of one namespace", kind.as_str()),
             );
-            empty_list("meta.k8s.io/v1", "PartialObjectMetadataList")
+            empty_list(
+                &kind.api_resource().api_version,
+                &format!("{}List", kind.as_str()),
+            )
         }
         (&Method::GET, Some(Route::Foos)) if watch => {
             tally(&counts.watches, "Foos");
