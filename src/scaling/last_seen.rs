@@ -3,26 +3,112 @@
 //! trackers write it, for the objects they track only (those with a schedule, their own or their
 //! Namespace's); the workers read it. A plan made on a state the object has since left behind
 //! fails on the patch's resourceVersion guard, and the worker reads the object then.
+//!
+//! Thousands are kept, so each is packed: its annotations and labels one string each, its
+//! reference made again from its key. As plain maps and a reference, a state took about 2 KiB.
 
 use std::{
-    collections::HashMap,
+    collections::{BTreeMap, HashMap},
     sync::{Arc, PoisonError, RwLock},
 };
 
-use crate::scaling::target::{ScaleTarget, TargetState};
+use chrono::{DateTime, Utc};
+use k8s_openapi::api::core::v1::ObjectReference;
+
+use crate::scaling::{
+    target::{ScaleTarget, TargetKind, TargetState},
+    writers::Writers,
+};
 
 /// Cheap to clone; every clone shares the same states.
 #[derive(Clone, Default)]
 pub struct LastSeen {
-    states: Arc<RwLock<HashMap<ScaleTarget, TargetState>>>,
+    states: Arc<RwLock<HashMap<ScaleTarget, Packed>>>,
+}
+
+/// A [`TargetState`], packed.
+struct Packed {
+    uid: Option<Box<str>>,
+    resource_version: Option<Box<str>>,
+    replicas: i32,
+    held: Option<Box<str>>,
+    /// As a JSON object, which holds any key and value as they are.
+    annotations: Box<str>,
+    labels: Box<str>,
+    writers: Writers,
+    controlling_foo: Option<Box<str>>,
+    levers: Option<(TargetKind, Box<str>)>,
+    created: Option<DateTime<Utc>>,
+}
+
+fn pack_map(map: &BTreeMap<String, String>) -> Box<str> {
+    serde_json::to_string(map).unwrap_or_default().into()
+}
+
+fn unpack_map(packed: &str) -> BTreeMap<String, String> {
+    serde_json::from_str(packed).unwrap_or_default()
+}
+
+fn boxed(text: &Option<String>) -> Option<Box<str>> {
+    text.as_deref().map(Into::into)
+}
+
+impl Packed {
+    fn of(state: &TargetState) -> Self {
+        Self {
+            uid: boxed(&state.reference.uid),
+            resource_version: boxed(&state.resource_version),
+            replicas: state.replicas,
+            held: boxed(&state.held),
+            annotations: pack_map(&state.annotations),
+            labels: pack_map(&state.labels),
+            writers: state.writers.clone(),
+            controlling_foo: boxed(&state.controlling_foo),
+            levers: state
+                .levers
+                .as_ref()
+                .map(|(kind, name)| (*kind, name.as_str().into())),
+            created: state.created,
+        }
+    }
+
+    fn unpack(&self, target: &ScaleTarget) -> TargetState {
+        let resource = target.kind.api_resource();
+        let resource_version = self.resource_version.as_deref().map(String::from);
+        TargetState {
+            // As kube's `object_ref` makes it.
+            reference: ObjectReference {
+                api_version: Some(resource.api_version),
+                kind: Some(resource.kind),
+                name: Some(target.key.name.clone()),
+                namespace: Some(target.key.namespace.clone()),
+                uid: self.uid.as_deref().map(String::from),
+                resource_version: resource_version.clone(),
+                field_path: None,
+            },
+            replicas: self.replicas,
+            held: self.held.as_deref().map(String::from),
+            annotations: unpack_map(&self.annotations),
+            labels: unpack_map(&self.labels),
+            resource_version,
+            writers: self.writers.clone(),
+            controlling_foo: self.controlling_foo.as_deref().map(String::from),
+            levers: self
+                .levers
+                .as_ref()
+                .map(|(kind, name)| (*kind, name.to_string())),
+            created: self.created,
+        }
+    }
 }
 
 impl LastSeen {
-    pub fn keep(&self, target: ScaleTarget, state: TargetState) {
+    pub fn keep(&self, target: ScaleTarget, state: &TargetState) {
+        let packed = Packed::of(state);
         self.states
             .write()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(target, state);
+            .insert(target, packed);
     }
 
     pub fn forget(&self, target: &ScaleTarget) {
@@ -38,7 +124,7 @@ impl LastSeen {
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .get(target)
-            .cloned()
+            .map(|packed| packed.unpack(target))
     }
 
     pub fn len(&self) -> usize {
@@ -50,5 +136,52 @@ impl LastSeen {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kube::api::DynamicObject;
+    use serde_json::json;
+
+    use super::*;
+    use crate::runtime::key::ObjectKey;
+
+    #[test]
+    fn a_state_kept_comes_back_as_it_was() {
+        let object: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
+            "metadata": {
+                "name": "orders", "namespace": "shop", "uid": "5e1f", "resourceVersion": "81",
+                "creationTimestamp": "2026-11-20T10:00:00Z",
+                "labels": { "app": "orders", "tier": "back\u{0}end" },
+                "annotations": {
+                    "cronscaler.dev/scale-down": "0 20 * * *",
+                    "autoscaling.keda.sh/paused-replicas": "0",
+                    "note": "\"quoted\", {braced}",
+                },
+                "managedFields": [{
+                    "manager": "kubectl-annotate", "operation": "Update",
+                    "time": "2026-11-23T21:59:00Z", "fieldsType": "FieldsV1",
+                    "fieldsV1": { "f:metadata": { "f:annotations": {
+                        "f:autoscaling.keda.sh/paused-replicas": {},
+                        "f:cronscaler.dev/awake-until": {},
+                    } } }
+                }],
+            },
+            "spec": { "scaleTargetRef": { "name": "orders" } },
+        }))
+        .unwrap();
+        let target = ScaleTarget {
+            kind: TargetKind::ScaledObject,
+            key: ObjectKey::new("shop", "orders"),
+        };
+        let state = TargetState::of_object(target.kind, &object);
+        let seen = LastSeen::default();
+        seen.keep(target.clone(), &state);
+        let back = seen.get(&target).expect("kept");
+        assert_eq!(format!("{back:?}"), format!("{state:?}"));
+        seen.forget(&target);
+        assert!(seen.is_empty());
     }
 }

@@ -386,7 +386,7 @@ impl Tracker {
         }
         // Kept whatever else changed: its resourceVersion, at least, moves with every event.
         if let (Some(last_seen), Some(state)) = (&self.last_seen, object.state_of(self.kind)) {
-            last_seen.keep(self.target(key.clone()), state);
+            last_seen.keep(self.target(key.clone()), &state);
         }
         let managed_fields = meta.managed_fields.as_deref().unwrap_or_default();
         // Who else set the replicas, and when (managedFields keep whole seconds).

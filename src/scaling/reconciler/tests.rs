@@ -1100,7 +1100,7 @@ fn watched(object: &Value) -> LastSeen {
     let seen = LastSeen::default();
     let watched: crate::scaling::watched_object::WatchedObject =
         serde_json::from_value(object.clone()).unwrap();
-    seen.keep(deployment_target(), watched.state(TargetKind::Deployment));
+    seen.keep(deployment_target(), &watched.state(TargetKind::Deployment));
     seen
 }
 
