@@ -124,8 +124,8 @@ type Tracked = (TargetKind, Arc<Mutex<Tracker>>);
 /// HPAs'.
 const FIRST_LISTING_WAIT: Duration = Duration::from_secs(30);
 
-/// Objects per list page of the metadata watches of every workload.
-const METADATA_PAGE_SIZE: u32 = 100;
+/// Objects per list page of the watches of every workload and of Namespaces.
+const LIST_PAGE_SIZE: u32 = 100;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -308,14 +308,14 @@ pub async fn run(
         )
     });
 
-    // Every object of every kind but the Foo, as metadata only and kept nowhere: the trackers
-    // keep what they need of the annotated ones. Their first lists go one after another, so
+    // Every object of every kind but the Foo, decoded only as far as the trackers read it: they
+    // keep what they need of the scheduled ones. Their first lists go one after another, so
     // the start-up peak holds one page being decoded, not one per kind.
     let mut after = namespaces_listed.clone();
     let mut kind_feeds = Vec::new();
     for (kind, tracker) in tracked.iter().filter(|(kind, _)| *kind != TargetKind::Foo) {
         let listed = watch::Sender::new(false);
-        let feed = metadata_feed(
+        let feed = workload_feed(
             &client,
             namespace,
             (*kind, tracker),
@@ -588,13 +588,13 @@ pub async fn run(
     Ok(())
 }
 
-/// Every object of a kind, as metadata only, fed to its tracker. Small pages keep the start-up
+/// Every object of a kind, its metadata and sleep value only, fed to its tracker. Small pages keep the start-up
 /// peak low: a page is decoded whole, and objects can carry large annotations
 /// (last-applied-configuration). The first list waits for `after` (the kinds listed before
 /// this one, at most [`FIRST_LISTING_WAIT`], so one that cannot be listed holds back no other),
 /// and says on `listed` when it is done, or cannot be (a kind not installed, or forbidden: it is
 /// taken in when it can be, and `cronscaler_kind_ready` says which it is).
-fn metadata_feed(
+fn workload_feed(
     client: &Client,
     namespace: Option<&str>,
     (kind, schedules): (TargetKind, &Arc<Mutex<Tracker>>),
@@ -610,24 +610,21 @@ fn metadata_feed(
             kind: kind.spec().qualified(),
         })
         .clone();
-    let watch = watcher(
-        api,
-        watcher::Config::default().page_size(METADATA_PAGE_SIZE),
-    )
-    .backoff(WatchBackoff::default())
-    .inspect({
-        let listed = listed.clone();
-        move |item| match item {
-            Ok(watcher::Event::InitDone) => {
-                ready.set(1);
+    let watch = watcher(api, watcher::Config::default().page_size(LIST_PAGE_SIZE))
+        .backoff(WatchBackoff::default())
+        .inspect({
+            let listed = listed.clone();
+            move |item| match item {
+                Ok(watcher::Event::InitDone) => {
+                    ready.set(1);
+                }
+                Ok(_) => {}
+                Err(_) => {
+                    ready.set(0);
+                    listed.send_replace(true);
+                }
             }
-            Ok(_) => {}
-            Err(_) => {
-                ready.set(0);
-                listed.send_replace(true);
-            }
-        }
-    });
+        });
     let (schedules, clock, outage) = (schedules.clone(), clock.clone(), outage.clone());
     let what = kind.spec().plural;
     let mut after = after;
@@ -663,7 +660,7 @@ fn namespace_feed(
 ) -> impl Future<Output = ()> + use<> {
     let watch = watcher(
         Api::<PartialObjectMeta<Namespace>>::all(relist.client.clone()),
-        watcher::Config::default().page_size(METADATA_PAGE_SIZE),
+        watcher::Config::default().page_size(LIST_PAGE_SIZE),
     )
     .backoff(WatchBackoff::default());
     let mut listed_once = false;
@@ -764,9 +761,10 @@ async fn relist(
     clock: &Clock,
 ) -> Result<(), kube::Error> {
     let api: &Api<WatchedObject> = &objects::api(client, kind, Some(namespace));
-    let objects = all_pages(METADATA_PAGE_SIZE, |params| async move {
-        api.list(&params).await
-    })
+    let objects = all_pages(
+        LIST_PAGE_SIZE,
+        |params| async move { api.list(&params).await },
+    )
     .await?;
     lock(tracker).relist_namespace(namespace, &objects, clock());
     Ok(())

@@ -16,7 +16,7 @@ use crate::{
 };
 
 /// The API of `kind`, in `namespace` or in every one: whole objects (`DynamicObject`) or the
-/// metadata the watches keep (`WatchedObject`).
+/// what the watches keep of them (`WatchedObject`).
 pub fn api<K>(client: &Client, kind: TargetKind, namespace: Option<&str>) -> Api<K>
 where
     K: Resource<DynamicType = ApiResource, Scope = DynamicResourceScope>,
