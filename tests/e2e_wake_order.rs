@@ -295,19 +295,8 @@ async fn a_stateful_set_wakes_first_and_sleeps_last_and_a_late_one_holds_the_res
     }
     // A patch refused on a conflict (a status update the watch had not delivered yet) changed
     // nothing: only those accepted count.
-    let accepted = |resource: &str| {
-        plane
-            .audit_events()
-            .iter()
-            .filter(|event| {
-                event.user == envtest::SA_USER
-                    && event.verb == "patch"
-                    && event.resource == resource
-                    && event.namespace == ordered
-                    && event.code == 200
-            })
-            .count()
-    };
+    let accepted =
+        |resource: &str| plane.count_answered(envtest::SA_USER, "patch", resource, &ordered, 200);
     assert_eq!(
         ["deployments", "statefulsets"].map(accepted),
         [4, 2],

@@ -490,6 +490,28 @@ impl ControlPlane {
             .collect()
     }
 
+    /// How many requests `user` made with `verb` on `resource` in `namespace` that the API
+    /// server answered with `code`, by the audit log.
+    pub fn count_answered(
+        &self,
+        user: &str,
+        verb: &str,
+        resource: &str,
+        namespace: &str,
+        code: i64,
+    ) -> usize {
+        self.audit_events()
+            .iter()
+            .filter(|event| {
+                event.user == user
+                    && event.verb == verb
+                    && event.resource == resource
+                    && event.namespace == namespace
+                    && event.code == code
+            })
+            .count()
+    }
+
     /// How many requests `user` made with `verb` on `resource` (subresources included), in
     /// `namespace` if given, by the audit log.
     pub fn count_requests(

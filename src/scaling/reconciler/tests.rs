@@ -1095,6 +1095,20 @@ async fn a_namespace_report_of_forty_workloads_fits_in_an_event() {
     server.await.unwrap();
 }
 
+/// Reconciles `app_0` at 20:00, its watch having last delivered `before`; every look succeeds.
+async fn reconcile_watched(before: &Value, script: Vec<Exchange>) {
+    let seen = watched(before);
+    let results = crate::scaling::test_support::reconcile_scripted(
+        &deployment_target(),
+        &[at(20, 0, 0)],
+        false,
+        script,
+        |ctx| ctx.with_last_seen(seen),
+    )
+    .await;
+    assert!(results.iter().all(Result::is_ok), "{results:?}");
+}
+
 /// What the watch of `load-0/app-0` last delivered: the object as `object` has it.
 fn watched(object: &Value) -> LastSeen {
     let seen = LastSeen::default();
@@ -1133,16 +1147,7 @@ async fn a_transition_planned_on_what_the_watch_delivered_is_one_patch_and_one_e
             "app-0",
         ),
     ];
-    let seen = watched(&before);
-    let results = crate::scaling::test_support::reconcile_scripted(
-        &deployment_target(),
-        &[at(20, 0, 0)],
-        false,
-        script,
-        |ctx| ctx.with_last_seen(seen),
-    )
-    .await;
-    assert!(results.iter().all(Result::is_ok), "{results:?}");
+    reconcile_watched(&before, script).await;
 }
 
 /// The watch had not yet delivered the object's latest change (here a status update): the
@@ -1166,14 +1171,5 @@ async fn a_conflict_on_what_the_watch_delivered_reads_the_object_once_and_plans_
             "app-0",
         ),
     ];
-    let seen = watched(&before);
-    let results = crate::scaling::test_support::reconcile_scripted(
-        &deployment_target(),
-        &[at(20, 0, 0)],
-        false,
-        script,
-        |ctx| ctx.with_last_seen(seen),
-    )
-    .await;
-    assert!(results.iter().all(Result::is_ok), "{results:?}");
+    reconcile_watched(&before, script).await;
 }
