@@ -69,6 +69,25 @@ async fn grant_optional(client: &Client, file: &str) {
         .unwrap_or_else(|error| panic!("applying {}: {error}", path.display()));
 }
 
+/// A ClusterRole and its binding that let the controller's ServiceAccount read `resource` of
+/// `group`, and nothing more.
+fn read_only_grant(resource: &str, group: &str) -> [Value; 2] {
+    let name = format!("cronscaler-read-{resource}");
+    [
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": { "name": name },
+            "rules": [{ "apiGroups": [group], "resources": [resource], "verbs": ["get", "list", "watch"] }],
+        }),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": { "name": name },
+            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name },
+            "subjects": [{ "kind": "ServiceAccount", "name": "cronscaler", "namespace": "cronscaler" }],
+        }),
+    ]
+}
+
 fn gvk(group: &str, version: &str, kind: &str) -> GroupVersionKind {
     GroupVersionKind::gvk(group, version, kind)
 }
@@ -655,6 +674,18 @@ async fn a_kind_not_installed_is_taken_in_when_its_crd_appears_and_a_forbidden_o
         log.contains("watch of clusters failed") && log.contains("forbidden"),
         "the forbidden kind is named in the log:\n{log}"
     );
+    // Granted reading but not patching: listed, still not ready, and named once.
+    for object in read_only_grant("clusters", "postgresql.cnpg.io") {
+        envtest::apply(&scenario.client, object)
+            .await
+            .expect("a read-only grant");
+    }
+    let may_not_patch = "may not patch clusters in postgresql.cnpg.io";
+    eventually("Clusters named as not patchable", LATENESS * 2, || async {
+        controller.log().contains(may_not_patch).then_some(())
+    })
+    .await;
+    assert_eq!(ready("Cluster.postgresql.cnpg.io").await, Some(0.0));
 
     // The others still sleep.
     let (down, up) = night(8, 60);

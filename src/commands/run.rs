@@ -5,7 +5,10 @@ use std::{
     collections::BTreeMap,
     future::Future,
     net::SocketAddr,
-    sync::{Arc, Mutex, MutexGuard, PoisonError},
+    sync::{
+        Arc, Mutex, MutexGuard, PoisonError,
+        atomic::{AtomicBool, Ordering},
+    },
     time::Duration,
 };
 
@@ -610,13 +613,37 @@ fn workload_feed(
             kind: kind.spec().qualified(),
         })
         .clone();
+    let told = Arc::new(AtomicBool::new(false));
     let watch = watcher(api, watcher::Config::default().page_size(LIST_PAGE_SIZE))
         .backoff(WatchBackoff::default())
         .inspect({
             let listed = listed.clone();
+            let (client, namespace) = (client.clone(), namespace.map(String::from));
             move |item| match item {
+                // Listed: ready once it may be patched too, which a grant may change at any
+                // time, so it is asked at every (re)list.
                 Ok(watcher::Event::InitDone) => {
-                    ready.set(1);
+                    let (client, namespace) = (client.clone(), namespace.clone());
+                    let (ready, told) = (ready.clone(), told.clone());
+                    tokio::spawn(async move {
+                        let patchable = objects::may_patch(&client, kind, namespace.as_deref())
+                            .await
+                            // Not known: the patch itself will say.
+                            .unwrap_or(true);
+                        ready.set(i64::from(patchable));
+                        if patchable {
+                            told.store(false, Ordering::Relaxed);
+                        } else if !told.swap(true, Ordering::Relaxed) {
+                            let spec = kind.spec();
+                            tracing::warn!(
+                                kind = %spec.qualified(),
+                                "the controller may not patch {} in {}: they are watched but \
+                                 none is put to sleep until it is granted (docs/reference.md, Kinds)",
+                                spec.plural,
+                                spec.group,
+                            );
+                        }
+                    });
                 }
                 Ok(_) => {}
                 Err(_) => {

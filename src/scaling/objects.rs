@@ -1,9 +1,12 @@
 //! Objects of any kind, read and listed through the API its row names: one path for every kind,
 //! the catalogue's and those `--kinds` adds.
 
+use k8s_openapi::api::authorization::v1::{
+    ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
+};
 use kube::{
     Api, Client, Resource,
-    api::{ApiResource, DynamicObject},
+    api::{ApiResource, DynamicObject, PostParams},
     core::DynamicResourceScope,
 };
 
@@ -26,6 +29,33 @@ where
         Some(namespace) => Api::namespaced_with(client.clone(), namespace, &resource),
         None => Api::all_with(client.clone(), &resource),
     }
+}
+
+/// Whether the controller may patch objects of `kind` in `namespace` (or in every one), by a
+/// SelfSubjectAccessReview, which every authenticated user may make.
+pub async fn may_patch(
+    client: &Client,
+    kind: TargetKind,
+    namespace: Option<&str>,
+) -> Result<bool, kube::Error> {
+    let spec = kind.spec();
+    let review = SelfSubjectAccessReview {
+        spec: SelfSubjectAccessReviewSpec {
+            resource_attributes: Some(ResourceAttributes {
+                group: Some(spec.group.to_string()),
+                resource: Some(spec.plural.to_string()),
+                verb: Some("patch".into()),
+                namespace: namespace.map(String::from),
+                ..ResourceAttributes::default()
+            }),
+            ..SelfSubjectAccessReviewSpec::default()
+        },
+        ..SelfSubjectAccessReview::default()
+    };
+    let answer = Api::<SelfSubjectAccessReview>::all(client.clone())
+        .create(&PostParams::default(), &review)
+        .await?;
+    Ok(answer.status.is_some_and(|status| status.allowed))
 }
 
 /// Every object of `kind` in `namespace` (or everywhere), page by page; none when the kind is

@@ -375,6 +375,8 @@ struct Counts {
     unexpected_patches: AtomicU64,
     events: AtomicU64,
     versions: AtomicU64,
+    /// SelfSubjectAccessReviews: may the controller patch a kind.
+    reviews: AtomicU64,
     unknown: AtomicU64,
 }
 
@@ -459,6 +461,8 @@ enum Route {
     UnpopulatedInNamespace(TargetKind),
     Object(Kind, usize),
     Events,
+    /// Whether the controller may patch a kind: it may.
+    AccessReview,
 }
 
 impl Fake {
@@ -536,6 +540,12 @@ impl Fake {
             ["apis", "cronscaler.dev", "v1alpha1", "sleepschedules"] => Some(Route::SleepSchedules),
             ["apis", "autoscaling", "v2", "horizontalpodautoscalers"] => Some(Route::Hpas),
             ["apis", "events.k8s.io", "v1", "namespaces", _, "events"] => Some(Route::Events),
+            [
+                "apis",
+                "authorization.k8s.io",
+                "v1",
+                "selfsubjectaccessreviews",
+            ] => Some(Route::AccessReview),
             ["apis", group, version, resource] => Kind::find(group, version, resource)
                 .map(Route::All)
                 .or_else(|| Kind::unpopulated_of(group, version, resource).map(Route::Unpopulated)),
@@ -1006,6 +1016,18 @@ async fn handle(fake: Arc<Fake>, request: Request<Incoming>) -> Result<Response<
             Ok(body) => fake.patch(kind, i, &body.to_bytes()),
             Err(_) => bytes_response(StatusCode::BAD_REQUEST, Bytes::new()),
         },
+        (&Method::POST, Some(Route::AccessReview)) => {
+            counts.reviews.fetch_add(1, Relaxed);
+            match body.collect().await {
+                Ok(body) => {
+                    let mut review: Value =
+                        serde_json::from_slice(&body.to_bytes()).unwrap_or_default();
+                    review["status"] = json!({ "allowed": true });
+                    json_response(StatusCode::CREATED, &review)
+                }
+                Err(_) => bytes_response(StatusCode::BAD_REQUEST, Bytes::new()),
+            }
+        }
         // Events are echoed back: the recorder reads the created Event from the answer.
         (&Method::POST, Some(Route::Events)) => {
             counts.events.fetch_add(1, Relaxed);
@@ -1379,12 +1401,14 @@ async fn memory(
     println!(
         "  start-up: {:.1} s at --kube-qps {qps} --kube-burst {burst}; {} LISTs ({}); {} WATCHes ({}); \
          {gets} GETs of one object, {patches} PATCHes, {events} Events, {versions} GET /version; \
-         {status_writes} SleepPolicy status PATCHes (a first start writes each once)",
+         {status_writes} SleepPolicy status PATCHes (a first start writes each once); {} access \
+         reviews (may it patch each kind)",
         startup.as_secs_f64(),
         total(&c.lists),
         describe(&c.lists),
         total(&c.watches),
         describe(&c.watches),
+        c.reviews.load(Relaxed),
     );
     check_clean(&fake)?;
     if gets + patches + events != 0 {
