@@ -50,13 +50,11 @@ pub struct Hpa {
     pub max_replicas: i32,
     pub originals: Originals,
     pub resource_version: Option<String>,
-    /// The KEDA ScaledObject that made and drives it: its workload sleeps through the
-    /// ScaledObject, and neither is ever written for it.
-    pub lever: Option<String>,
+    /// The lever (a KEDA ScaledObject) that made and drives it, kind and name: its workload
+    /// sleeps through the lever, and neither the workload's replicas nor the HPA is ever
+    /// written for it.
+    pub lever: Option<(TargetKind, String)>,
 }
-
-/// The kind whose objects own the HPAs KEDA makes, and sleep in place of their workloads.
-const KEDA_LEVER: TargetKind = TargetKind::ScaledObject;
 
 /// The bounds recorded on an HPA for the night.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,15 +81,16 @@ impl Hpa {
         let kind = TargetKind::of_api(reference.api_version.as_deref()?, &reference.kind)
             .filter(|kind| kind.spec().hpa_target)?;
         let annotations = hpa.annotations();
+        // A lever (a KEDA ScaledObject, by its row) makes the HPA and controls it.
         let lever = hpa
             .owner_references()
             .iter()
-            .find(|owner| {
-                owner.controller == Some(true)
-                    && owner.kind == KEDA_LEVER.as_str()
-                    && KEDA_LEVER.spec().is_of_api_version(&owner.api_version)
-            })
-            .map(|owner| owner.name.clone());
+            .filter(|owner| owner.controller == Some(true))
+            .find_map(|owner| {
+                let kind = TargetKind::of_api(&owner.api_version, &owner.kind)
+                    .filter(|kind| kind.spec().levers.is_some())?;
+                Some((kind, owner.name.clone()))
+            });
         Some(Self {
             target: ScaleTarget {
                 kind,
@@ -402,7 +401,7 @@ impl HpaIndex {
     }
 
     /// The ScaledObject a target sleeps through, when KEDA drives it.
-    pub fn lever_of(&self, target: &ScaleTarget) -> Option<String> {
+    pub fn lever_of(&self, target: &ScaleTarget) -> Option<(TargetKind, String)> {
         self.of(target).into_iter().find_map(|hpa| hpa.lever)
     }
 

@@ -84,8 +84,8 @@ fn an_hpa_keda_made_names_the_scaled_object_its_workload_sleeps_through() {
     };
     object.metadata.owner_references = Some(vec![owner("ScaledObject", "keda.sh/v1alpha1", true)]);
     assert_eq!(
-        Hpa::of(&object).unwrap().lever.as_deref(),
-        Some("web-scaler")
+        Hpa::of(&object).unwrap().lever,
+        Some((TargetKind::ScaledObject, "web-scaler".to_string()))
     );
     for (kind, api_version, controller) in [
         ("ScaledObject", "keda.sh/v1alpha1", false),

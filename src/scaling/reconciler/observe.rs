@@ -100,11 +100,7 @@ pub async fn observe(
         .controlling_foo
         .clone()
         .map(|foo| (TargetKind::Foo, foo))
-        .or_else(|| {
-            ctx.hpas
-                .lever_of(target)
-                .map(|scaled_object| (TargetKind::ScaledObject, scaled_object))
-        });
+        .or_else(|| ctx.hpas.lever_of(target));
     let inherited;
     (object.annotations, inherited) = ctx.namespaces.effective(
         target.kind,
