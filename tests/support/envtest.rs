@@ -500,16 +500,7 @@ impl ControlPlane {
         namespace: &str,
         code: i64,
     ) -> usize {
-        self.audit_events()
-            .iter()
-            .filter(|event| {
-                event.user == user
-                    && event.verb == verb
-                    && event.resource == resource
-                    && event.namespace == namespace
-                    && event.code == code
-            })
-            .count()
+        self.count(user, verb, resource, Some(namespace), Some(code))
     }
 
     /// How many requests `user` made with `verb` on `resource` (subresources included), in
@@ -521,6 +512,17 @@ impl ControlPlane {
         resource: &str,
         namespace: Option<&str>,
     ) -> usize {
+        self.count(user, verb, resource, namespace, None)
+    }
+
+    fn count(
+        &self,
+        user: &str,
+        verb: &str,
+        resource: &str,
+        namespace: Option<&str>,
+        code: Option<i64>,
+    ) -> usize {
         self.audit_events()
             .iter()
             .filter(|event| {
@@ -528,6 +530,7 @@ impl ControlPlane {
                     && event.verb == verb
                     && event.resource == resource
                     && namespace.is_none_or(|namespace| event.namespace == namespace)
+                    && code.is_none_or(|code| event.code == code)
             })
             .count()
     }

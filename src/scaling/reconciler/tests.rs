@@ -1132,20 +1132,23 @@ fn scale_down_from_2(resource_version: &str) -> Value {
     })
 }
 
-const SCALED_DOWN_FROM_2: &str = "scaled down from 2 to 0 replicas by cronscaler.dev/scale-down \"0 20 * * *\" (UTC) at 2026-11-23T20:00:00Z";
+/// The `ScaledDown` Event of that scale-down.
+fn scaled_down_from_2() -> Exchange {
+    event(
+        "load-0",
+        "Normal",
+        "ScaledDown",
+        "scaled down from 2 to 0 replicas by cronscaler.dev/scale-down \"0 20 * * *\" (UTC) at 2026-11-23T20:00:00Z",
+        "app-0",
+    )
+}
 
 #[tokio::test]
 async fn a_transition_planned_on_what_the_watch_delivered_is_one_patch_and_one_event() {
     let before = app_0(2, &NIGHTLY);
     let script = vec![
         scale_patch(APP_0, scale_down_from_2("10464"), before.clone()),
-        event(
-            "load-0",
-            "Normal",
-            "ScaledDown",
-            SCALED_DOWN_FROM_2,
-            "app-0",
-        ),
+        scaled_down_from_2(),
     ];
     reconcile_watched(&before, script).await;
 }
@@ -1163,13 +1166,7 @@ async fn a_conflict_on_what_the_watch_delivered_reads_the_object_once_and_plans_
             .reply_captured(CONFLICT),
         get(APP_0, now.clone()),
         scale_patch(APP_0, scale_down_from_2("10470"), now),
-        event(
-            "load-0",
-            "Normal",
-            "ScaledDown",
-            SCALED_DOWN_FROM_2,
-            "app-0",
-        ),
+        scaled_down_from_2(),
     ];
     reconcile_watched(&before, script).await;
 }
