@@ -9,6 +9,7 @@
 
 mod support;
 
+use k8s_openapi::api::apps::v1::Deployment;
 use std::{
     collections::BTreeMap,
     path::{Path, PathBuf},
@@ -86,6 +87,76 @@ fn read_only_grant(resource: &str, group: &str) -> [Value; 2] {
             "subjects": [{ "kind": "ServiceAccount", "name": "cronscaler", "namespace": "cronscaler" }],
         }),
     ]
+}
+
+/// The test plays KEDA for `scaler`: every 2 s its target `workload` is held at
+/// paused-replicas while the ScaledObject is paused, and at minReplicaCount (2) or more
+/// otherwise.
+fn play_keda(
+    deployments: &Api<Deployment>,
+    scaled_objects: &Api<DynamicObject>,
+    workload: &'static str,
+    scaler: &'static str,
+) -> tokio::task::JoinHandle<()> {
+    let (deployments, scaled_objects) = (deployments.clone(), scaled_objects.clone());
+    tokio::spawn(async move {
+        loop {
+            if let Ok(scaler) = scaled_objects.get(scaler).await {
+                let paused = annotations(&scaler)
+                    .get(PAUSED_REPLICAS)
+                    .and_then(|value| value.parse::<i32>().ok());
+                let current = replicas_and_annotations(&deployments, workload)
+                    .await
+                    .map(|(replicas, _)| replicas);
+                let wanted = match (paused, current) {
+                    (Some(paused), _) => Some(paused),
+                    (None, Some(current)) if current < 2 => Some(2),
+                    _ => None,
+                };
+                if let Some(wanted) = wanted.filter(|wanted| Some(*wanted) != current) {
+                    let scale = json!({ "spec": { "replicas": wanted } });
+                    let as_keda = PatchParams {
+                        field_manager: Some("keda-operator".into()),
+                        ..PatchParams::default()
+                    };
+                    let _ = deployments
+                        .patch_scale(workload, &as_keda, &Patch::Merge(&scale))
+                        .await;
+                }
+            }
+            tokio::time::sleep(Duration::from_secs(2)).await;
+        }
+    })
+}
+
+/// The HPA KEDA makes for `scaler`, controlled by it, scaling `workload`.
+async fn keda_hpa(
+    scenario: &Scenario,
+    scaler: &DynamicObject,
+    workload: &str,
+) -> k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler {
+    let name = scaler.metadata.name.clone().unwrap_or_default();
+    let hpas: Api<k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler> =
+        Api::namespaced(scenario.client.clone(), &scenario.namespace);
+    let hpa = serde_json::from_value(json!({
+        "metadata": {
+            "name": format!("keda-hpa-{name}"),
+            "ownerReferences": [{
+                "apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject", "name": name,
+                "uid": scaler.metadata.uid, "controller": true, "blockOwnerDeletion": true,
+            }],
+        },
+        "spec": {
+            "scaleTargetRef": { "apiVersion": "apps/v1", "kind": "Deployment", "name": workload },
+            "minReplicas": 2, "maxReplicas": 5,
+            "metrics": [{ "type": "Resource", "resource": { "name": "cpu",
+                "target": { "type": "Utilization", "averageUtilization": 60 } } }],
+        },
+    }))
+    .expect("an HPA");
+    hpas.create(&PostParams::default(), &hpa)
+        .await
+        .expect("KEDA's HPA")
 }
 
 fn gvk(group: &str, version: &str, kind: &str) -> GroupVersionKind {
@@ -327,63 +398,10 @@ async fn a_keda_scaled_deployment_sleeps_through_its_scaled_object_with_no_fight
         },
     }))
     .await;
-    // The HPA KEDA makes for its ScaledObject, controlled by it.
+    let hpa = keda_hpa(&scenario, &scaler, "web").await;
     let hpas: Api<k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler> =
         Api::namespaced(scenario.client.clone(), &scenario.namespace);
-    let hpa = serde_json::from_value(json!({
-        "metadata": {
-            "name": "keda-hpa-web-scaler",
-            "ownerReferences": [{
-                "apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject", "name": "web-scaler",
-                "uid": scaler.metadata.uid, "controller": true, "blockOwnerDeletion": true,
-            }],
-        },
-        "spec": {
-            "scaleTargetRef": { "apiVersion": "apps/v1", "kind": "Deployment", "name": "web" },
-            "minReplicas": 2, "maxReplicas": 5,
-            "metrics": [{ "type": "Resource", "resource": { "name": "cpu",
-                "target": { "type": "Utilization", "averageUtilization": 60 } } }],
-        },
-    }))
-    .expect("an HPA");
-    let hpa = hpas
-        .create(&PostParams::default(), &hpa)
-        .await
-        .expect("KEDA's HPA");
-
-    // The test plays KEDA: every 2 s its target is held at paused-replicas while the
-    // ScaledObject is paused, and at minReplicaCount or more otherwise.
-    let keda = tokio::spawn({
-        let (deployments, scaled_objects) = (deployments.clone(), scaled_objects.clone());
-        async move {
-            loop {
-                if let Ok(scaler) = scaled_objects.get("web-scaler").await {
-                    let paused = annotations(&scaler)
-                        .get(PAUSED_REPLICAS)
-                        .and_then(|value| value.parse::<i32>().ok());
-                    let current = replicas_and_annotations(&deployments, "web")
-                        .await
-                        .map(|(replicas, _)| replicas);
-                    let wanted = match (paused, current) {
-                        (Some(paused), _) => Some(paused),
-                        (None, Some(current)) if current < 2 => Some(2),
-                        _ => None,
-                    };
-                    if let Some(wanted) = wanted.filter(|wanted| Some(*wanted) != current) {
-                        let scale = json!({ "spec": { "replicas": wanted } });
-                        let as_keda = PatchParams {
-                            field_manager: Some("keda-operator".into()),
-                            ..PatchParams::default()
-                        };
-                        let _ = deployments
-                            .patch_scale("web", &as_keda, &Patch::Merge(&scale))
-                            .await;
-                    }
-                }
-                tokio::time::sleep(Duration::from_secs(2)).await;
-            }
-        }
-    });
+    let keda = play_keda(&deployments, &scaled_objects, "web", "web-scaler");
 
     let asleep = eventually("web-scaler paused at 0", LATENESS * 2, || async {
         let scaler = scaled_objects.get("web-scaler").await.ok()?;
@@ -464,6 +482,115 @@ async fn a_keda_scaled_deployment_sleeps_through_its_scaled_object_with_no_fight
             .all(|entry| entry.manager.as_deref() != Some("cronscaler")),
         "KEDA's HPA is never written by cronscaler"
     );
+    keda.abort();
+    controller
+        .assert_stops_cleanly(Duration::from_secs(10))
+        .await;
+    scenario.finish().await;
+}
+
+/// The schedule on the workload itself, its ScaledObject carrying none: the workload's own
+/// schedule decides, and the ScaledObject is the lever.
+#[tokio::test]
+async fn a_keda_workload_s_own_schedule_sleeps_it_through_its_scaled_object() {
+    let test = "keda-own";
+    let Some(crd) = shared_crd(test, "keda.sh_scaledobjects.yaml") else {
+        return;
+    };
+    let Some(scenario) = Scenario::shared(test).await else {
+        return;
+    };
+    let so_kind = gvk("keda.sh", "v1alpha1", "ScaledObject");
+    install_crd(&scenario.client, &crd, &so_kind).await;
+    let mut controller = scenario.start_controller("cronscaler", &[]);
+    controller.wait_ready().await;
+    let deployments = scenario.deployments();
+    let scaled_objects = api(&scenario, &so_kind, "scaledobjects");
+    let scaler = create(&scaled_objects, json!({
+        "apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
+        "metadata": { "name": "api-scaler" },
+        "spec": {
+            "scaleTargetRef": { "name": "api" },
+            "minReplicaCount": 2, "maxReplicaCount": 5,
+            "triggers": [{ "type": "cpu", "metricType": "Utilization", "metadata": { "value": "60" } }],
+        },
+    }))
+    .await;
+    let hpa = keda_hpa(&scenario, &scaler, "api").await;
+    let (down, up) = night(10, 12);
+    deployments
+        .create(
+            &PostParams::default(),
+            &support::deployment("api", 2, nightly(down, up)),
+        )
+        .await
+        .expect("the Deployment KEDA scales, with a schedule of its own");
+    let keda = play_keda(&deployments, &scaled_objects, "api", "api-scaler");
+
+    eventually("api-scaler paused at 0", LATENESS * 2, || async {
+        let scaler = scaled_objects.get("api-scaler").await.ok()?;
+        (annotations(&scaler)
+            .get(PAUSED_REPLICAS)
+            .map(String::as_str)
+            == Some("0"))
+        .then_some(())
+    })
+    .await;
+    let (_, records) = eventually("KEDA holding api at 0", LATENESS, || async {
+        let (replicas, annotations) = replicas_and_annotations(&deployments, "api").await?;
+        (replicas == 0).then_some((replicas, annotations))
+    })
+    .await;
+    assert_eq!(
+        records.get(ORIGINAL_VALUE).map(String::as_str),
+        Some(""),
+        "the workload records what its ScaledObject held: {records:?}"
+    );
+    let slept = scenario.event("api", "ScaledDown", LATENESS).await;
+    assert!(
+        slept
+            .note
+            .as_deref()
+            .is_some_and(|note| note.ends_with("through ScaledObject api-scaler")),
+        "{slept:?}"
+    );
+
+    sleep_until(up - chrono::Duration::seconds(1)).await;
+    let (replicas, _) = replicas_and_annotations(&deployments, "api")
+        .await
+        .expect("api");
+    assert_eq!(replicas, 0, "asleep all night, no fight with KEDA");
+    eventually("api-scaler unpaused", LATENESS, || async {
+        let scaler = scaled_objects.get("api-scaler").await.ok()?;
+        (!annotations(&scaler).contains_key(PAUSED_REPLICAS)).then_some(())
+    })
+    .await;
+    eventually(
+        "KEDA scaling api again, its records gone",
+        LATENESS,
+        || async {
+            let (replicas, annotations) = replicas_and_annotations(&deployments, "api").await?;
+            (replicas >= 2 && !annotations.contains_key(ORIGINAL_VALUE)).then_some(())
+        },
+    )
+    .await;
+    let events = scenario.events("api").await;
+    assert_eq!(
+        occurrences(&events, "ScaleReverted"),
+        0,
+        "{}",
+        describe(&events)
+    );
+    assert_eq!(
+        occurrences(&events, "InvalidSchedule"),
+        0,
+        "{}",
+        describe(&events)
+    );
+    let hpas: Api<k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler> =
+        Api::namespaced(scenario.client.clone(), &scenario.namespace);
+    let after = hpas.get("keda-hpa-api-scaler").await.expect("KEDA's HPA");
+    assert_eq!(after.spec, hpa.spec, "KEDA's HPA keeps its bounds");
     keda.abort();
     controller
         .assert_stops_cleanly(Duration::from_secs(10))
@@ -669,11 +796,12 @@ async fn a_kind_not_installed_is_taken_in_when_its_crd_appears_and_a_forbidden_o
     })
     .await;
     assert_eq!(ready("Deployment.apps").await, Some(1.0));
-    let log = controller.log();
-    assert!(
-        log.contains("watch of clusters failed") && log.contains("forbidden"),
-        "the forbidden kind is named in the log:\n{log}"
-    );
+    // The gauge is 0 from the start: the log says when the kind was tried.
+    eventually("the forbidden kind named in the log", LATENESS, || async {
+        let log = controller.log();
+        (log.contains("watch of clusters failed") && log.contains("forbidden")).then_some(())
+    })
+    .await;
     // Granted reading but not patching: listed, still not ready, and named once.
     for object in read_only_grant("clusters", "postgresql.cnpg.io") {
         envtest::apply(&scenario.client, object)

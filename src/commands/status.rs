@@ -119,6 +119,13 @@ pub fn status(
     };
     let targets: Vec<ScaleTarget> = objects.iter().map(StatusObject::target).collect();
     let drivers = Drivers::of(targets.iter().zip(objects).map(|(t, o)| (t, &o.observed)));
+    let mut objects = objects.to_vec();
+    drivers.forward_schedules(
+        targets
+            .iter()
+            .zip(&mut objects)
+            .map(|(target, object)| (target, &mut object.observed)),
+    );
     let mut rows: Vec<(TargetKind, Row)> = objects
         .iter()
         .zip(&targets)

@@ -42,6 +42,7 @@ use crate::{
 };
 
 pub use describe::describe_change;
+use observe::Source;
 pub use patch::{patch_for, patch_target, patch_target_as, read_target};
 
 /// What the scaler reads and writes.
@@ -226,17 +227,15 @@ pub async fn reconcile(
     target: &ScaleTarget,
     now: DateTime<Utc>,
 ) -> Result<(), Error> {
-    let seen = ctx.last_seen.get(target);
-    let from_watch = seen.is_some();
-    let Some(observed) = observe::observe(ctx, target, seen, now).await? else {
+    let Some(observed) = observe::observe(ctx, target, Source::Watched, now).await? else {
         return Ok(());
     };
     match plan_and_act(ctx, &observed, now).await {
         // Planned on what the watch last delivered, which the object has since left behind:
         // read it, and plan once more on what it is now.
-        Err(error) if from_watch && error.is_conflict() => {
+        Err(error) if observed.from_watch && error.is_conflict() => {
             tracing::debug!(object = %target, "changed since watched: read and planned again");
-            match observe::observe(ctx, target, None, now).await? {
+            match observe::observe(ctx, target, Source::Read, now).await? {
                 Some(observed) => plan_and_act(ctx, &observed, now).await,
                 None => Ok(()),
             }

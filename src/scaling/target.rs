@@ -380,6 +380,45 @@ impl Drivers {
         )
     }
 
+    /// Moves the schedule each workload carries (its `cronscaler.dev/` annotations: schedule
+    /// and records) to the lever it sleeps through, as the controller acts on it: the lever
+    /// sleeps by it, the workload stays quiet. A lever with a schedule of its own keeps it, and
+    /// the workload's is refused as any driven object's is.
+    pub fn forward_schedules<'a>(
+        &self,
+        objects: impl IntoIterator<Item = (&'a ScaleTarget, &'a mut TargetState)>,
+    ) {
+        let mut objects: Vec<_> = objects.into_iter().collect();
+        let scheduled_levers: Vec<ScaleTarget> = objects
+            .iter()
+            .filter(|(_, state)| schedule::has_schedule(&state.annotations))
+            .map(|(target, _)| (*target).clone())
+            .collect();
+        let mut forwarded: HashMap<ScaleTarget, BTreeMap<String, String>> = HashMap::new();
+        for (target, state) in &mut objects {
+            let Some(driver) = self.0.get(*target) else {
+                continue;
+            };
+            let lever = ScaleTarget {
+                kind: driver.kind,
+                key: ObjectKey::new(&target.key.namespace, &driver.name),
+            };
+            if !schedule::has_schedule(&state.annotations) || scheduled_levers.contains(&lever) {
+                continue;
+            }
+            let (ours, theirs) = std::mem::take(&mut state.annotations)
+                .into_iter()
+                .partition(|(key, _)| key.starts_with(schedule::PREFIX));
+            state.annotations = theirs;
+            forwarded.insert(lever, ours);
+        }
+        for (target, state) in &mut objects {
+            if let Some(ours) = forwarded.remove(*target) {
+                state.annotations.extend(ours);
+            }
+        }
+    }
+
     /// What drives `target`, observed as `observed`, in its place.
     pub fn of_target(&self, target: &ScaleTarget, observed: &TargetState) -> Option<Driver> {
         observed

@@ -304,7 +304,8 @@ impl Tracker {
         else {
             return false;
         };
-        if !self.hpas.synced() {
+        // KEDA's HPA is KEDA's: a levered workload's are never written.
+        if !self.hpas.synced() || self.hpas.lever_of(target).is_some() {
             return false;
         }
         let bounds =
@@ -360,25 +361,20 @@ impl Tracker {
             self.forget(&key);
             return;
         }
-        // A Deployment controlled by a Foo is scaled through its Foo, one KEDA drives through
-        // its ScaledObject: its own schedule is refused (by the worker, with an Event) and
-        // never armed, and its namespace's does not apply.
+        // A Deployment controlled by a Foo is scaled through its Foo: its own schedule is
+        // refused (by the worker, with an Event) and never armed. One KEDA drives sleeps
+        // through its lever, the ScaledObject, by its own schedule. Neither follows its
+        // Namespace's: the Foo and the ScaledObject do.
         let controlled_by_foo =
-            controlling_foo(meta.owner_references.as_deref().unwrap_or_default()).is_some()
-                || self
-                    .hpas
-                    .lever_of(&ScaleTarget {
-                        kind: self.kind,
-                        key: key.clone(),
-                    })
-                    .is_some();
+            controlling_foo(meta.owner_references.as_deref().unwrap_or_default()).is_some();
+        let lever = self.hpas.lever_of(&self.target(key.clone()));
         let none = BTreeMap::new();
         let (ours, follows_namespace) = self.namespaces.effective(
             self.kind,
             &key.namespace,
             meta.annotations.as_ref().unwrap_or(&none),
             meta.labels.as_ref().unwrap_or(&none),
-            controlled_by_foo,
+            controlled_by_foo || lever.is_some(),
         );
         if ours.is_empty() {
             self.forget(&key);
@@ -412,12 +408,12 @@ impl Tracker {
         if previous.is_some_and(|tracked| tracked.fingerprint == fingerprint) {
             return;
         }
-        // A Foo's Deployment sleeps through its Foo, a KEDA workload through its ScaledObject,
-        // which are counted.
-        let share = if controlled_by_foo {
-            asleep::Share::default()
-        } else {
-            asleep::share(self.kind, &ours)
+        // A Foo's Deployment sleeps through its Foo, which is counted; a KEDA workload as its
+        // lever does, on or off.
+        let share = match (&lever, controlled_by_foo) {
+            (_, true) => asleep::Share::default(),
+            (Some((lever, _)), false) => asleep::share(*lever, &ours),
+            (None, false) => asleep::share(self.kind, &ours),
         };
         self.asleep.set(self.kind, &key, share);
         // Writes through /scale (`kubectl scale`, an HPA) leave no time in managedFields: a
@@ -426,7 +422,9 @@ impl Tracker {
             && other_writers.iter().any(|(.., second)| second.is_none());
 
         let target = self.target(key.clone());
-        let reading = self.read(&ours);
+        // A levered workload's records are its lever's, on or off.
+        let sleeps_as = lever.as_ref().map_or(self.kind, |(lever, _)| *lever);
+        let reading = self.read(sleeps_as, &ours);
         // An override out of reach is refused, and the schedule followed without it, until it
         // comes within reach: the timer looks then.
         let out_of_reach = match &reading {
@@ -462,7 +460,9 @@ impl Tracker {
                     .max();
                 // The refusal holds the object's one `warned` while the override is out of
                 // reach, as the worker says nothing else meanwhile.
+                // KEDA sets a levered workload's replicas: nobody reverts anything there.
                 let maybe_reverted = out_of_reach.is_none()
+                    && lever.is_none()
                     && schedule
                         .as_deref()
                         .and_then(|schedule| replicas_set(schedule, &leftovers.recorded))
@@ -535,11 +535,11 @@ impl Tracker {
     /// Reads the annotations as the reconciler would. Objects with the same schedule
     /// annotations share one parsed schedule (a parsed cron is kilobytes; a cluster holds few
     /// distinct schedules and many objects); the rest is cheap to parse every time.
-    fn read(&mut self, ours: &BTreeMap<String, String>) -> Reading {
-        if !self.kind.problems(ours).is_empty() {
+    fn read(&mut self, kind: TargetKind, ours: &BTreeMap<String, String>) -> Reading {
+        if !kind.problems(ours).is_empty() {
             return Reading::Invalid;
         }
-        let ours = &self.kind.rules_view(ours);
+        let ours = &kind.rules_view(ours);
         // Everything but the crons: what the controller recorded, as `decide` sees it (paused
         // without crons records nothing), and every other key checked.
         let without_crons: BTreeMap<String, String> = ours

@@ -257,6 +257,11 @@ fn resolve(objects: &mut [PlanObject], namespaces: &NamespaceSchedules, hpas: &[
             .iter()
             .map(|object| (&object.target, &object.observed)),
     );
+    drivers.forward_schedules(
+        objects
+            .iter_mut()
+            .map(|object| (&object.target, &mut object.observed)),
+    );
     let requests: HashMap<ScaleTarget, PodRequests> = objects
         .iter()
         .map(|object| (object.target.clone(), object.workload.requests))

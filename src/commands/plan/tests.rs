@@ -648,7 +648,7 @@ fn a_workload_a_scaled_object_scales_sleeps_only_through_it() {
 }
 
 #[test]
-fn a_schedule_on_the_workload_of_a_scaled_object_is_listed_as_invalid() {
+fn a_schedule_on_the_workload_of_a_scaled_object_pauses_the_scaled_object() {
     let text = deployment("orders", 1, "    cronscaler.dev/scale-down: \"0 20 * * *\"")
         + "---\n"
         + &scaled_object("apiVersion: apps/v1, kind: Deployment, name: orders", "");
@@ -658,8 +658,33 @@ fn a_schedule_on_the_workload_of_a_scaled_object_is_listed_as_invalid() {
         utc(8, 0),
         Tz::UTC,
     );
-    assert!(plan.transitions.is_empty(), "{:?}", plan.transitions);
-    assert_eq!(plan.invalid.len(), 1);
+    assert!(plan.invalid.is_empty(), "{:?}", plan.invalid);
+    let planned: Vec<_> = plan
+        .transitions
+        .iter()
+        .map(|t| (t.kind.as_str(), t.name.as_str(), t.to))
+        .collect();
+    assert!(
+        !planned.is_empty() && planned.iter().all(|t| *t == ("ScaledObject", "orders", 0)),
+        "only the ScaledObject, paused: {planned:?}"
+    );
+}
+
+#[test]
+fn a_schedule_on_the_workload_of_a_scaled_object_with_one_of_its_own_is_listed_as_invalid() {
+    let schedule = "cronscaler.dev/scale-down: \"0 21 * * *\"";
+    let text = deployment("orders", 1, "    cronscaler.dev/scale-down: \"0 20 * * *\"")
+        + "---\n"
+        + &scaled_object("apiVersion: apps/v1, kind: Deployment, name: orders", "").replace(
+            "namespace: staging}",
+            &format!("namespace: staging, annotations: {{{schedule}}}}}"),
+        );
+    let plan = simulate(
+        &parse_manifests(&text, "orders.yaml").unwrap().objects,
+        utc(7, 0),
+        utc(8, 0),
+        Tz::UTC,
+    );
     assert_eq!(
         (
             plan.invalid[0].kind.as_str(),
@@ -669,6 +694,12 @@ fn a_schedule_on_the_workload_of_a_scaled_object_is_listed_as_invalid() {
             "Deployment",
             vec!["controlled by ScaledObject \"orders\": annotate the ScaledObject instead".into()]
         )
+    );
+    assert!(
+        plan.transitions.iter().all(|t| t.kind == "ScaledObject"
+            && t.by.as_deref() == Some("cronscaler.dev/scale-down \"0 21 * * *\"")),
+        "the ScaledObject's own schedule alone: {:?}",
+        plan.transitions
     );
 }
 
@@ -694,7 +725,7 @@ fn a_scaled_object_levers_only_the_kind_and_name_it_names() {
         .iter()
         .map(|object| (object.namespace.as_str(), object.kind.as_str()))
         .collect();
-    assert_eq!(invalid, [("staging", "StatefulSet")]);
+    assert!(invalid.is_empty(), "{invalid:?}");
     let planned: std::collections::BTreeSet<_> = plan
         .transitions
         .iter()
@@ -702,7 +733,12 @@ fn a_scaled_object_levers_only_the_kind_and_name_it_names() {
         .collect();
     assert_eq!(
         planned.into_iter().collect::<Vec<_>>(),
-        [("prod", "Deployment"), ("staging", "Deployment")],
-        "another kind of the same name, and the same name in another namespace, sleep on their own"
+        [
+            ("prod", "Deployment"),
+            ("staging", "Deployment"),
+            ("staging", "ScaledObject")
+        ],
+        "the StatefulSet sleeps through it; another kind of the same name, and the same name in \
+         another namespace, sleep on their own"
     );
 }

@@ -535,6 +535,28 @@ fn a_schedule_on_the_workload_of_a_scaled_object_is_refused_naming_it() {
 }
 
 #[test]
+fn a_schedule_on_the_workload_of_a_scaled_object_without_one_shows_on_the_scaled_object() {
+    // Paused by the controller for the workload's own schedule, whose records the workload
+    // carries.
+    let mut lever = object(TargetKind::ScaledObject, "staging", "orders", 0, &[]);
+    lever.observed.levers = Some((TargetKind::Deployment, "orders".into()));
+    let objects = [
+        lever,
+        deployment(
+            "orders",
+            0,
+            &with(&[(LAST_TRANSITION, LAST_NIGHT), (ORIGINAL_VALUE, "")]),
+        ),
+    ];
+    let rows = rows(&objects, &[]);
+    let states: Vec<_> = rows
+        .iter()
+        .map(|row| (row.kind.as_str(), row.name.as_str(), row.state))
+        .collect();
+    assert_eq!(states, [("ScaledObject", "orders", State::Asleep)]);
+}
+
+#[test]
 fn unknown_namespaces_leave_out_what_only_they_schedule() {
     let objects = [
         deployment("follows", 2, &[]),

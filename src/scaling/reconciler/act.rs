@@ -21,7 +21,7 @@ use crate::{
 use super::{
     ScalingContext,
     patch::patch_target,
-    plan::{Plan, Step, Tally, TargetPatch, Warning},
+    plan::{LeverWrite, Plan, Step, Tally, TargetPatch, Warning},
 };
 
 /// Makes the writes of `plan`, decided on `object`, the object of `target` as observed.
@@ -100,6 +100,9 @@ async fn write(
         return dry_run(ctx, target, object, plan, release_direction).await;
     }
     make_hpa_changes(ctx, &plan.releases, release_direction).await?;
+    if let Some(lever) = plan.lever.as_ref().filter(|lever| lever.before_patch) {
+        write_lever(ctx, lever).await?;
+    }
     if let Some(patch) = &plan.patch {
         match patch_target(&ctx.client, target, &patch.body).await {
             Ok(()) => counted(ctx, target, patch, Outcome::Success),
@@ -115,6 +118,9 @@ async fn write(
             }
         }
     }
+    if let Some(lever) = plan.lever.as_ref().filter(|lever| !lever.before_patch) {
+        write_lever(ctx, lever).await?;
+    }
     // The workload is scaled whatever becomes of the holds: the Event says so, and a hold that
     // failed is retried (the next look brings the HPA in line).
     let held = make_hpa_changes(ctx, &plan.holds, release_direction).await;
@@ -128,6 +134,23 @@ async fn write(
         ctx.events.normal(&object.reference, reason, note).await;
     }
     held
+}
+
+/// Writes the lever's sleep annotation; one deleted since the read needs nothing.
+async fn write_lever(ctx: &ScalingContext, lever: &LeverWrite) -> Result<(), Error> {
+    let target = &lever.target;
+    match patch_target(&ctx.client, target, &lever.body).await {
+        Ok(()) => {
+            tracing::info!(object = %target, body = %lever.body, "lever written");
+            Ok(())
+        }
+        Err(error) if is_status(&error, 404) => Ok(()),
+        Err(error) => Err(Error::api(
+            "write the sleep annotation of",
+            target.kind.as_str(),
+            &target.key,
+        )(error)),
+    }
 }
 
 /// What the writes of `plan` would have been, logged, counted and told.
@@ -148,6 +171,9 @@ async fn dry_run(
     }
     if let Some(patch) = &plan.patch {
         counted(ctx, target, patch, Outcome::DryRun);
+    }
+    if let Some(lever) = &plan.lever {
+        tracing::info!(object = %lever.target, body = %lever.body, "dry run, not done: lever");
     }
     if let Some((reason, note)) = &plan.event {
         tracing::info!(object = %target, reason, %note, "dry run: not applied");

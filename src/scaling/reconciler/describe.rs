@@ -100,10 +100,15 @@ fn describe_scheduled(
                     SCHEDULE_FOLLOWED,
                     format!("scale-down by {cron} at {at}: already {found}, nothing to change"),
                 ),
-                (Direction::Up, None) if has_up_target(annotations) => (
-                    SCHEDULE_FOLLOWED,
-                    format!("scale-up by {cron} at {at}: already {found}, nothing to change"),
-                ),
+                // An on/off object found awake has nothing to wake, whatever it remembers.
+                (Direction::Up, None)
+                    if has_up_target(annotations) || (kind.is_on_off() && from != 0) =>
+                {
+                    (
+                        SCHEDULE_FOLLOWED,
+                        format!("scale-up by {cron} at {at}: already {found}, nothing to change"),
+                    )
+                }
                 (Direction::Up, None) if kind.is_on_off() => (
                     SCHEDULE_FOLLOWED,
                     format!(

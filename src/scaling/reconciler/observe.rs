@@ -37,6 +37,13 @@ pub struct Observed {
     /// Another object that drives its replicas: its Foo, or the KEDA ScaledObject that would
     /// undo any count written here.
     pub lever: Option<(TargetKind, String)>,
+    /// The lever it sleeps through (a ScaledObject, by its row), as read: its sleep value is
+    /// the object's (`object.replicas`, `object.held`), and the lever is what is written.
+    pub lever_object: Option<(ScaleTarget, TargetState)>,
+    /// The kind whose row says how it sleeps: its own, or its lever's.
+    pub sleeps_as: TargetKind,
+    /// Some of it came from what the watches delivered, which may be behind.
+    pub from_watch: bool,
     /// The schedule, without an override reaching further than `--max-override`.
     pub annotations: Annotations,
     /// That override, refused until it comes within reach.
@@ -70,25 +77,44 @@ pub enum NamespaceWake {
     },
 }
 
-/// Gathers what a look at `target` needs at `now`, with the object as its watch last delivered
-/// it (`seen`), or else as read now; `None` when it is gone or its Namespace is left out.
+/// Where a look takes objects from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// As their watches last delivered them, where they are kept; else read.
+    Watched,
+    /// Read now.
+    Read,
+}
+
+/// An object as `source` has it, and whether it came from the watch; `None` when it is gone.
+async fn take(
+    ctx: &ScalingContext,
+    target: &ScaleTarget,
+    source: Source,
+) -> Result<(Option<TargetState>, bool), Error> {
+    if let (Source::Watched, Some(seen)) = (source, ctx.last_seen.get(target)) {
+        return Ok((Some(seen), true));
+    }
+    let read = read_target(&ctx.client, target).await.map_err(Error::api(
+        "get",
+        target.kind.as_str(),
+        &target.key,
+    ))?;
+    Ok((read, false))
+}
+
+/// Gathers what a look at `target` needs at `now`, from `source`; `None` when it is gone or
+/// its Namespace is left out.
 pub async fn observe(
     ctx: &ScalingContext,
     target: &ScaleTarget,
-    seen: Option<TargetState>,
+    source: Source,
     now: DateTime<Utc>,
 ) -> Result<Option<Observed>, Error> {
     if ctx.namespaces.is_excluded(&target.key.namespace) {
         return Ok(None);
     }
-    let read = match seen {
-        Some(seen) => Some(seen),
-        None => read_target(&ctx.client, target).await.map_err(Error::api(
-            "get",
-            target.kind.as_str(),
-            &target.key,
-        ))?,
-    };
+    let (read, mut from_watch) = take(ctx, target, source).await?;
     let Some(mut object) = read else {
         return Ok(None);
     };
@@ -101,6 +127,26 @@ pub async fn observe(
         .clone()
         .map(|foo| (TargetKind::Foo, foo))
         .or_else(|| ctx.hpas.lever_of(target));
+    let lever_object = match &lever {
+        Some((kind, name)) if kind.spec().levers.is_some() => {
+            let lever = ScaleTarget {
+                kind: *kind,
+                key: ObjectKey::new(&target.key.namespace, name),
+            };
+            let (read, watched) = take(ctx, &lever, source).await?;
+            from_watch |= watched;
+            read.map(|state| (lever, state))
+        }
+        _ => None,
+    };
+    let sleeps_as = match &lever_object {
+        Some((lever, state)) => {
+            object.replicas = state.replicas;
+            object.held.clone_from(&state.held);
+            lever.kind
+        }
+        None => target.kind,
+    };
     let inherited;
     (object.annotations, inherited) = ctx.namespaces.effective(
         target.kind,
@@ -109,21 +155,28 @@ pub async fn observe(
         &object.labels,
         lever.is_some(),
     );
-    let parsed = target
-        .kind
+    let parsed = sleeps_as
         .parse(&object.annotations, ctx.default_timezone)
         .assuming_warm_up(ctx.warm_up);
     let (annotations, out_of_reach) = schedule::in_reach(parsed, now, ctx.max_override);
     let namespace = &target.key.namespace;
+    // A lever's HPA is its controller's, never written here.
+    let hpas = match &lever {
+        Some(_) => Vec::new(),
+        None => ctx.hpas.of(target),
+    };
     let mut observed = Observed {
         target: target.clone(),
         object,
         stale_overrides,
         inherited,
         lever,
+        lever_object,
+        sleeps_as,
+        from_watch,
         annotations,
         out_of_reach,
-        hpas: ctx.hpas.of(target),
+        hpas,
         namespace_setter: ctx.namespaces.setter_of(namespace),
         governed_by: ctx.namespaces.governed_by(namespace),
         supersedes_kube_downscaler: ctx.namespaces.supersedes_kube_downscaler(target.kind),

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::{
     ops::metrics::ScaleDirection,
@@ -14,6 +14,10 @@ use crate::{
         hpa::{self, HpaChange},
         on_demand,
         wake_order::{self, Gate},
+    },
+    scaling::{
+        kinds::Sleep,
+        target::{ScaleTarget, TargetState},
     },
     schedule::{
         self, Annotations, Direction, ScaleChange, Transition, already_warned, held_back_until,
@@ -48,6 +52,8 @@ pub struct Plan {
     pub holds: Vec<(HpaChange, Option<String>)>,
     /// How a release is counted in `cronscaler_scale_actions_total` (a hold is a scale-down).
     pub release_direction: Option<ScaleDirection>,
+    /// The lever a workload sleeps through (a KEDA ScaledObject): its sleep annotation.
+    pub lever: Option<LeverWrite>,
     /// Said on the object once its patch is made: reason and note.
     pub event: Option<(&'static str, String)>,
     /// Said on the object unless said before for the same cause, which is then written on it.
@@ -73,6 +79,19 @@ pub struct TargetPatch {
     pub doing: &'static str,
     /// Counted as a scale action of this direction, this late after its transition.
     pub counted: Option<(ScaleDirection, Duration)>,
+}
+
+/// A write of the lever a workload sleeps through: its sleep annotation, guarded by the
+/// lever's own resourceVersion. The workload's records go with the workload's patch.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LeverWrite {
+    pub target: ScaleTarget,
+    pub body: Value,
+    /// Made before the workload's patch, as a wake is: should the records fail, the wake is
+    /// still due and retried. A sleep comes after its records (with the value the lever held):
+    /// should the lever's write fail, the next look finds the sleep in force and the lever
+    /// awake, and brings it in line.
+    pub before_patch: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -113,17 +132,42 @@ const INVALID_SCHEDULE: &str = "InvalidSchedule";
 pub fn plan(observed: &Observed, settings: &Settings, now: DateTime<Utc>) -> Plan {
     let object = &observed.object;
     let target = &observed.target;
-    if let Some((lever, name)) = &observed.lever {
-        if !schedule::has_schedule(&object.annotations) {
-            return Plan::default();
+    match (&observed.lever, &observed.lever_object) {
+        // A lever with a schedule of its own follows that one.
+        (_, Some((lever, lever_object))) if !schedule::has_schedule(&lever_object.annotations) => {
+            return through_lever(
+                observed,
+                schedule_plan(observed, settings, now),
+                lever,
+                lever_object,
+            );
         }
-        let note = format!(
-            "schedule annotations on a {} controlled by {lever} {name:?} are ignored: annotate {lever} {name:?} instead, \
-             so the two controllers never fight over replicas",
-            target.kind
-        );
+        // A lever that is gone, or may not be read: nothing to write.
+        (Some((lever, _)), None) if lever.spec().levers.is_some() => return Plan::default(),
+        (Some(_), _) if !schedule::has_schedule(&object.annotations) => return Plan::default(),
+        _ => {}
+    }
+    if let Some((lever, name)) = &observed.lever {
+        let note = match observed.lever_object {
+            Some(_) => format!(
+                "schedule annotations on a {} that sleeps through {lever} {name:?} are ignored: \
+                 {lever} {name:?} has a schedule of its own, which it follows",
+                target.kind
+            ),
+            None => format!(
+                "schedule annotations on a {} controlled by {lever} {name:?} are ignored: annotate {lever} {name:?} instead, \
+                 so the two controllers never fight over replicas",
+                target.kind
+            ),
+        };
         return refused(observed, note.into());
     }
+    schedule_plan(observed, settings, now)
+}
+
+/// What its schedule says, whatever it sleeps through.
+fn schedule_plan(observed: &Observed, settings: &Settings, now: DateTime<Utc>) -> Plan {
+    let object = &observed.object;
     if let Annotations::Invalid(problems) = &observed.annotations {
         let reasons: Vec<String> = problems.iter().map(ToString::to_string).collect();
         let note =
@@ -149,6 +193,66 @@ pub fn plan(observed: &Observed, settings: &Settings, now: DateTime<Utc>) -> Pla
         );
     }
     plan
+}
+
+/// A workload's plan, made on its lever's sleep value, with the write of that value moved to
+/// the lever; between transitions, a lever awake under a sleep in force is put back to sleep.
+fn through_lever(
+    observed: &Observed,
+    mut plan: Plan,
+    lever: &ScaleTarget,
+    lever_object: &TargetState,
+) -> Plan {
+    let Sleep::Annotation { key, asleep, .. } = lever.kind.spec().sleep else {
+        return plan;
+    };
+    let guarded = |value: Value| {
+        let mut body = json!({ "metadata": { "annotations": { key: value } } });
+        if let Some(version) = &lever_object.resource_version {
+            body["metadata"]["resourceVersion"] = json!(version);
+        }
+        body
+    };
+    let moved = plan.patch.as_mut().and_then(|patch| {
+        let value = patch.body["metadata"]["annotations"]
+            .as_object_mut()?
+            .remove(key)?;
+        let sleeps = matches!(patch.counted, Some((ScaleDirection::Down, _)));
+        Some((value, sleeps))
+    });
+    match moved {
+        Some((value, sleeps)) => {
+            plan.lever = Some(LeverWrite {
+                target: lever.clone(),
+                body: guarded(value),
+                before_patch: !sleeps,
+            });
+            if let Some((_, note)) = &mut plan.event {
+                note.push_str(&format!(", through {} {}", lever.kind, lever.key.name));
+            }
+        }
+        None if plan.event.is_none()
+            && sleep_in_force(&observed.annotations)
+            && observed.object.replicas != 0 =>
+        {
+            plan.lever = Some(LeverWrite {
+                target: lever.clone(),
+                body: guarded(json!(asleep)),
+                before_patch: false,
+            });
+        }
+        None => {}
+    }
+    plan
+}
+
+/// Whether the transition in force puts it to sleep, and the schedule is not paused.
+fn sleep_in_force(annotations: &Annotations) -> bool {
+    matches!(annotations, Annotations::Scheduled(schedule, recorded)
+        if !schedule.paused
+            && recorded
+                .last_transition
+                .is_some_and(|transition| transition.direction == Direction::Down))
 }
 
 /// A warning of `cause`, unless it was said for that very cause already.
@@ -256,7 +360,7 @@ fn held_by_namespace(
 /// follows its Namespace, its part of the Namespace's report.
 fn apply(observed: &Observed, change: &ScaleChange, mut plan: Plan, now: DateTime<Utc>) -> Plan {
     let object = &observed.object;
-    let kind = observed.target.kind;
+    let kind = observed.sleeps_as;
     let set_by = override_setter(observed, change);
     let (reason, note) = describe_change(
         kind,
@@ -344,7 +448,7 @@ fn between_transitions(observed: &Observed) -> Plan {
         releases,
         holds,
         patch: (!stale.is_empty()).then(|| TargetPatch {
-            body: patch_for(observed.target.kind, None, &stale, object),
+            body: patch_for(observed.sleeps_as, None, &stale, object),
             doing: "remove an ended override from",
             counted: None,
         }),

@@ -75,6 +75,9 @@ fn observed(kind: TargetKind, object: &DynamicObject, now: DateTime<Utc>) -> Obs
         object: state,
         inherited: false,
         lever: None,
+        lever_object: None,
+        sleeps_as: kind,
+        from_watch: false,
         annotations,
         out_of_reach,
         hpas: Vec::new(),
@@ -227,19 +230,19 @@ fn an_annotation_kind_sleeps_by_its_annotation_and_records_the_value_it_held() {
 }
 
 #[test]
-fn a_schedule_on_a_workload_another_object_drives_is_refused_once_naming_the_lever() {
+fn a_schedule_on_a_foo_s_deployment_is_refused_once_naming_the_foo() {
     let now = at(23, 20, 0, 0);
     let mut levered = observed(TargetKind::Deployment, &deployment(3, &NIGHTLY), now);
-    levered.lever = Some((TargetKind::ScaledObject, "web".into()));
+    levered.lever = Some((TargetKind::Foo, "web".into()));
     let first = plan(&levered, &SETTINGS, now);
-    assert_eq!(first.patch, None, "never scaled: KEDA would undo it");
+    assert_eq!(first.patch, None, "never scaled: the Foo would undo it");
     let warning = first.warning.expect("warned");
     assert_eq!(warning.reason, "InvalidSchedule");
     assert!(
         warning
             .note
             .to_string()
-            .contains("annotate ScaledObject \"web\" instead"),
+            .contains("annotate Foo \"web\" instead"),
         "{}",
         warning.note
     );
@@ -495,4 +498,126 @@ fn a_namespace_s_transition_from_a_policy_is_reported_by_its_rule_and_source() {
         "cronscaler.dev/scale-down \"0 20 * * *\" (UTC) from SleepPolicy nights"
     );
     assert!(!plan.wakes_namespace, "a sleep measures nothing");
+}
+
+/// `shop/web`'s ScaledObject, holding these annotations, at resourceVersion 90.
+fn scaled_object(annotations: &[(&str, &str)]) -> TargetState {
+    let mut object = object(
+        json!({ "apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject", "spec": {} }),
+        annotations,
+    );
+    object.metadata.resource_version = Some("90".into());
+    TargetState::of_object(TargetKind::ScaledObject, &object)
+}
+
+/// A KEDA workload with these annotations of its own, sleeping through its ScaledObject.
+fn levered(annotations: &[(&str, &str)], lever: TargetState, now: DateTime<Utc>) -> Observed {
+    let mut web = observed(TargetKind::ScaledObject, &deployment(3, annotations), now);
+    web.target.kind = TargetKind::Deployment;
+    web.object.replicas = lever.replicas;
+    web.object.held.clone_from(&lever.held);
+    web.lever = Some((TargetKind::ScaledObject, "web".into()));
+    web.lever_object = Some((
+        ScaleTarget {
+            kind: TargetKind::ScaledObject,
+            key: ObjectKey::new("shop", "web"),
+        },
+        lever,
+    ));
+    web
+}
+
+#[test]
+fn a_keda_workload_sleeps_by_its_own_schedule_through_its_scaled_object_after_its_records() {
+    let now = at(23, 20, 0, 0);
+    let plan = plan(&levered(&NIGHTLY, scaled_object(&[]), now), &SETTINGS, now);
+    assert_eq!(
+        *patch_body(&plan),
+        json!({
+            "metadata": {
+                "resourceVersion": "7",
+                "annotations": {
+                    "cronscaler.dev/original-value": "",
+                    "cronscaler.dev/last-transition": "2026-11-23T20:00:00Z down",
+                },
+            },
+        }),
+        "the workload's records, never its replicas"
+    );
+    let lever = plan.lever.expect("the ScaledObject paused");
+    assert_eq!(
+        lever.body,
+        json!({ "metadata": {
+            "resourceVersion": "90",
+            "annotations": { "autoscaling.keda.sh/paused-replicas": "0" },
+        } })
+    );
+    assert!(!lever.before_patch, "a sleep comes after its records");
+    let (_, note) = plan.event.expect("told on the workload");
+    assert!(note.ends_with(", through ScaledObject web"), "{note}");
+}
+
+#[test]
+fn a_keda_workload_wakes_its_scaled_object_first_giving_back_what_it_held() {
+    let asleep = [
+        NIGHTLY[0],
+        NIGHTLY[1],
+        ("cronscaler.dev/original-value", "2"),
+        (LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
+    ];
+    let lever = scaled_object(&[("autoscaling.keda.sh/paused-replicas", "0")]);
+    let now = at(24, 7, 0, 0);
+    let plan = plan(&levered(&asleep, lever, now), &SETTINGS, now);
+    let lever = plan.lever.expect("the ScaledObject resumed");
+    assert_eq!(
+        lever.body["metadata"]["annotations"]["autoscaling.keda.sh/paused-replicas"],
+        json!("2"),
+        "the count a person had paused it at"
+    );
+    assert!(lever.before_patch, "a wake comes before its records");
+}
+
+#[test]
+fn a_keda_workload_s_scaled_object_awake_under_a_sleep_in_force_is_put_back_to_sleep() {
+    let asleep = [
+        NIGHTLY[0],
+        NIGHTLY[1],
+        ("cronscaler.dev/original-value", ""),
+        (LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
+    ];
+    let now = at(23, 21, 0, 0);
+    let put_back = plan(&levered(&asleep, scaled_object(&[]), now), &SETTINGS, now);
+    assert_eq!((put_back.patch, put_back.event), (None, None));
+    assert_eq!(
+        put_back
+            .lever
+            .map(|lever| lever.body["metadata"]["annotations"].clone()),
+        Some(json!({ "autoscaling.keda.sh/paused-replicas": "0" }))
+    );
+    // Asleep as it should be: nothing.
+    let paused = scaled_object(&[("autoscaling.keda.sh/paused-replicas", "0")]);
+    assert_eq!(
+        plan(&levered(&asleep, paused, now), &SETTINGS, now),
+        Plan::default()
+    );
+}
+
+#[test]
+fn an_on_off_object_found_awake_at_a_scale_up_is_told_already_awake() {
+    let now = at(24, 7, 0, 0);
+    let awake = object(
+        json!({ "apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject", "spec": {} }),
+        &NIGHTLY,
+    );
+    let plan = plan(
+        &observed(TargetKind::ScaledObject, &awake, now),
+        &SETTINGS,
+        now,
+    );
+    let (reason, note) = plan.event.expect("told");
+    assert_eq!(reason, "ScheduleFollowed");
+    assert!(
+        note.ends_with("already scaling, nothing to change"),
+        "{note}"
+    );
 }
