@@ -89,6 +89,19 @@ fn read_only_grant(resource: &str, group: &str) -> [Value; 2] {
     ]
 }
 
+/// A scenario with KEDA's ScaledObjects installed and the controller started with the default
+/// kinds; `None` where it cannot run.
+async fn keda(test: &str) -> Option<(Scenario, support::Controller, Api<DynamicObject>)> {
+    let crd = shared_crd(test, "keda.sh_scaledobjects.yaml")?;
+    let scenario = Scenario::shared(test).await?;
+    let so_kind = gvk("keda.sh", "v1alpha1", "ScaledObject");
+    install_crd(&scenario.client, &crd, &so_kind).await;
+    let mut controller = scenario.start_controller("cronscaler", &[]);
+    controller.wait_ready().await;
+    let scaled_objects = api(&scenario, &so_kind, "scaledobjects");
+    Some((scenario, controller, scaled_objects))
+}
+
 /// The test plays KEDA for `scaler`: every 2 s its target `workload` is held at
 /// paused-replicas while the ScaledObject is paused, and at minReplicaCount (2) or more
 /// otherwise.
@@ -353,16 +366,9 @@ async fn a_rollout_and_a_crd_of_our_own_sleep_and_wake_to_their_counts_through_r
 #[tokio::test]
 async fn a_keda_scaled_deployment_sleeps_through_its_scaled_object_with_no_fight() {
     let test = "keda";
-    let Some(crd) = shared_crd(test, "keda.sh_scaledobjects.yaml") else {
+    let Some((scenario, mut controller, scaled_objects)) = keda(test).await else {
         return;
     };
-    let Some(scenario) = Scenario::shared(test).await else {
-        return;
-    };
-    let so_kind = gvk("keda.sh", "v1alpha1", "ScaledObject");
-    install_crd(&scenario.client, &crd, &so_kind).await;
-    let mut controller = scenario.start_controller("cronscaler", &[]);
-    controller.wait_ready().await;
 
     let deployments = scenario.deployments();
     deployments
@@ -372,7 +378,6 @@ async fn a_keda_scaled_deployment_sleeps_through_its_scaled_object_with_no_fight
         )
         .await
         .expect("the Deployment KEDA scales");
-    let scaled_objects = api(&scenario, &so_kind, "scaledobjects");
     let (down, up) = night(10, 12);
     // One ScaledObject had paused-replicas of its own before the night: it gets it back.
     let scaler = create(&scaled_objects, json!({
@@ -494,18 +499,10 @@ async fn a_keda_scaled_deployment_sleeps_through_its_scaled_object_with_no_fight
 #[tokio::test]
 async fn a_keda_workload_s_own_schedule_sleeps_it_through_its_scaled_object() {
     let test = "keda-own";
-    let Some(crd) = shared_crd(test, "keda.sh_scaledobjects.yaml") else {
+    let Some((scenario, mut controller, scaled_objects)) = keda(test).await else {
         return;
     };
-    let Some(scenario) = Scenario::shared(test).await else {
-        return;
-    };
-    let so_kind = gvk("keda.sh", "v1alpha1", "ScaledObject");
-    install_crd(&scenario.client, &crd, &so_kind).await;
-    let mut controller = scenario.start_controller("cronscaler", &[]);
-    controller.wait_ready().await;
     let deployments = scenario.deployments();
-    let scaled_objects = api(&scenario, &so_kind, "scaledobjects");
     let scaler = create(&scaled_objects, json!({
         "apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
         "metadata": { "name": "api-scaler" },

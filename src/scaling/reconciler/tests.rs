@@ -112,27 +112,8 @@ async fn scale_down_records_the_original_and_sets_replicas_in_one_request() {
     let before = app_0(2, &NIGHTLY);
     let script = vec![
         get(APP_0, before.clone()),
-        scale_patch(
-            APP_0,
-            json!({
-                "metadata": {
-                    "resourceVersion": "10464",
-                    "annotations": {
-                        "cronscaler.dev/original-replicas": "2",
-                        "cronscaler.dev/last-transition": "2026-11-23T20:00:00Z down",
-                    },
-                },
-                "spec": { "replicas": 0 },
-            }),
-            before,
-        ),
-        event(
-            "load-0",
-            "Normal",
-            "ScaledDown",
-            "scaled down from 2 to 0 replicas by cronscaler.dev/scale-down \"0 20 * * *\" (UTC) at 2026-11-23T20:00:00Z",
-            "app-0",
-        ),
+        scale_patch(APP_0, scale_down_from_2("10464"), before),
+        scaled_down_from_2(),
     ];
     reconcile_ok(deployment_target(), &[at(20, 0, 0)], false, script).await;
 }
