@@ -392,3 +392,74 @@ async fn a_hold_that_fails_is_said_in_the_event_and_retried() {
         "{results:?}"
     );
 }
+
+const WEB_SCALER: &str = "/apis/keda.sh/v1alpha1/namespaces/shop/scaledobjects/web-scaler";
+
+/// The ScaledObject `shop/web-scaler`, with these annotations.
+fn web_scaler(annotations: &[(&str, &str)]) -> Value {
+    json!({
+        "apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
+        "metadata": {
+            "name": "web-scaler", "namespace": "shop", "resourceVersion": "300",
+            "annotations": crate::scaling::test_support::annotations_of(annotations),
+        },
+        "spec": { "scaleTargetRef": { "name": "web" } },
+    })
+}
+
+/// The pause of a KEDA workload's ScaledObject fails after its records were written: the Event
+/// says so, and the next look pauses it, with nothing else to write.
+#[tokio::test]
+async fn a_scaled_object_whose_pause_failed_is_paused_at_the_next_look() {
+    let nightly = [
+        (schedule::SCALE_DOWN, "0 20 * * *"),
+        (schedule::SCALE_UP, "0 7 * * *"),
+    ];
+    let recorded: Vec<_> = nightly
+        .into_iter()
+        .chain([
+            (schedule::LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
+            ("cronscaler.dev/original-value", ""),
+        ])
+        .collect();
+    let pause = json!({ "metadata": {
+        "resourceVersion": "300",
+        "annotations": { "autoscaling.keda.sh/paused-replicas": "0" },
+    } });
+    let unavailable = json!({
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": "etcdserver: request timed out", "reason": "InternalError", "code": 500,
+    });
+    let script = vec![
+        Exchange::new("GET", WEB).reply(200, web(2, &nightly, "keda-operator")),
+        Exchange::new("GET", WEB_SCALER).reply(200, web_scaler(&[])),
+        merge_patch(
+            WEB,
+            json!({ "metadata": { "resourceVersion": "100", "annotations": {
+                "cronscaler.dev/last-transition": "2026-11-23T20:00:00Z down",
+                "cronscaler.dev/original-value": "",
+            } } }),
+        ),
+        Exchange::new("PATCH", format!("{WEB_SCALER}?&fieldManager=cronscaler"))
+            .body(pause.clone())
+            .reply(500, unavailable),
+        event(
+            "shop",
+            "Normal",
+            "ScaledDown",
+            "scaled down from scaling to paused at 0 by cronscaler.dev/scale-down \"0 20 * * *\" \
+             (UTC) at 2026-11-23T20:00:00Z, through ScaledObject web-scaler: failed for now, retried",
+            "web",
+        ),
+        Exchange::new("GET", WEB).reply(200, web(2, &recorded, "keda-operator")),
+        Exchange::new("GET", WEB_SCALER).reply(200, web_scaler(&[])),
+        merge_patch(WEB_SCALER, pause),
+    ];
+    let keda_hpa = Hpa {
+        lever: Some((TargetKind::ScaledObject, "web-scaler".into())),
+        ..web_hpa(2, 5, Originals::None)
+    };
+    let results = reconcile_with(vec![keda_hpa], &[at(20, 0), at(20, 1)], false, script).await;
+    assert!(results[0].is_err(), "retried: {results:?}");
+    assert!(results[1].is_ok(), "{results:?}");
+}

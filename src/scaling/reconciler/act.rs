@@ -118,12 +118,17 @@ async fn write(
             }
         }
     }
-    if let Some(lever) = plan.lever.as_ref().filter(|lever| !lever.before_patch) {
-        write_lever(ctx, lever).await?;
-    }
-    // The workload is scaled whatever becomes of the holds: the Event says so, and a hold that
-    // failed is retried (the next look brings the HPA in line).
-    let held = make_hpa_changes(ctx, &plan.holds, release_direction).await;
+    // The transition is recorded whatever becomes of what follows it (the lever paused, the
+    // HPAs held): the Event says so, and what failed is retried, as the next look brings the
+    // lever and the HPAs in line with the transition in force.
+    let paused = match plan.lever.as_ref().filter(|lever| !lever.before_patch) {
+        Some(lever) => write_lever(ctx, lever).await,
+        None => Ok(()),
+    };
+    let held = match paused {
+        Ok(()) => make_hpa_changes(ctx, &plan.holds, release_direction).await,
+        failed => failed,
+    };
     if let Some((reason, note)) = &plan.event {
         tracing::info!(object = %target, reason, %note, "applied schedule");
         let note = match &held {

@@ -430,10 +430,9 @@ fn between_transitions(observed: &Observed) -> Plan {
         .iter()
         .map(String::as_str)
         .collect();
-    // The object has one `warned`: while an out-of-reach override holds it, a revert waits.
-    let revert = observed
-        .out_of_reach
-        .is_none()
+    // The object has one `warned`: while an out-of-reach override holds it, a revert waits. A
+    // lever found awake under a sleep is brought in line instead (`through_lever`).
+    let revert = (observed.out_of_reach.is_none() && observed.lever_object.is_none())
         .then(|| reverted_warning(observed))
         .flatten();
     let taken_over = revert.is_some()

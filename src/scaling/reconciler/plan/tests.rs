@@ -588,6 +588,7 @@ fn a_keda_workload_s_scaled_object_awake_under_a_sleep_in_force_is_put_back_to_s
     let now = at(23, 21, 0, 0);
     let put_back = plan(&levered(&asleep, scaled_object(&[]), now), &SETTINGS, now);
     assert_eq!((put_back.patch, put_back.event), (None, None));
+    assert_eq!(put_back.warning, None, "KEDA's count is no revert");
     assert_eq!(
         put_back
             .lever
