@@ -220,17 +220,28 @@ pub fn change_for(hpa: &Hpa, bounds: Bounds, at_transition: bool) -> Option<HpaC
 
 /// The changes that bring every HPA of a target to `bounds`, each with the resourceVersion of
 /// the HPA it was decided on.
-pub fn changes_for(
-    hpas: &[Hpa],
-    bounds: Bounds,
-    at_transition: bool,
-) -> Vec<(HpaChange, Option<String>)> {
+pub fn changes_for(hpas: &[Hpa], bounds: Bounds, at_transition: bool) -> Vec<GuardedChange> {
     hpas.iter()
         .filter_map(|hpa| {
             let change = change_for(hpa, bounds, at_transition)?;
             Some((change, hpa.resource_version.clone()))
         })
         .collect()
+}
+
+/// A change of an HPA's bounds, with the resourceVersion of the HPA it was decided on.
+pub type GuardedChange = (HpaChange, Option<String>);
+
+/// [`changes_for`], the holds apart from the releases: a look holds HPAs after the workload's
+/// patch and gives them back before it.
+pub fn holds_and_releases(
+    hpas: &[Hpa],
+    bounds: Bounds,
+    at_transition: bool,
+) -> (Vec<GuardedChange>, Vec<GuardedChange>) {
+    changes_for(hpas, bounds, at_transition)
+        .into_iter()
+        .partition(|(change, _)| matches!(change, HpaChange::Hold { .. }))
 }
 
 /// Whether a target that has an HPA last had its replicas changed by the HPA controller: the

@@ -13,7 +13,6 @@ use std::{
 };
 
 use chrono::{DateTime, Utc};
-use k8s_openapi::api::core::v1::ObjectReference;
 
 use crate::scaling::{
     target::{ScaleTarget, TargetKind, TargetState},
@@ -73,19 +72,14 @@ impl Packed {
     }
 
     fn unpack(&self, target: &ScaleTarget) -> TargetState {
-        let resource = target.kind.api_resource();
         let resource_version = self.resource_version.as_deref().map(String::from);
         TargetState {
-            // As kube's `object_ref` makes it.
-            reference: ObjectReference {
-                api_version: Some(resource.api_version),
-                kind: Some(resource.kind),
-                name: Some(target.key.name.clone()),
-                namespace: Some(target.key.namespace.clone()),
-                uid: self.uid.as_deref().map(String::from),
-                resource_version: resource_version.clone(),
-                field_path: None,
-            },
+            reference: target.kind.reference(
+                Some(target.key.name.clone()),
+                Some(target.key.namespace.clone()),
+                self.uid.as_deref().map(String::from),
+                resource_version.clone(),
+            ),
             replicas: self.replicas,
             held: self.held.as_deref().map(String::from),
             annotations: unpack_map(&self.annotations),

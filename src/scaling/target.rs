@@ -69,6 +69,26 @@ impl TargetKind {
             .find(|kind| kind.as_str() == name && kind.spec().is_of_api_version(api_version))
     }
 
+    /// The reference an Event of one of its objects names, as kube's `object_ref` makes it.
+    pub fn reference(
+        self,
+        name: Option<String>,
+        namespace: Option<String>,
+        uid: Option<String>,
+        resource_version: Option<String>,
+    ) -> ObjectReference {
+        let resource = self.api_resource();
+        ObjectReference {
+            api_version: Some(resource.api_version),
+            kind: Some(resource.kind),
+            name,
+            namespace,
+            uid,
+            resource_version,
+            field_path: None,
+        }
+    }
+
     /// How this kind sleeps, and what else sets it apart: its row.
     pub fn spec(self) -> &'static KindSpec {
         self.0
@@ -304,18 +324,13 @@ impl TargetState {
     pub fn of_parts(kind: TargetKind, metadata: &ObjectMeta, data: &serde_json::Value) -> Self {
         let none = BTreeMap::new();
         let annotations = metadata.annotations.as_ref().unwrap_or(&none);
-        let resource = kind.api_resource();
         Self {
-            // As kube's `object_ref` makes it.
-            reference: ObjectReference {
-                api_version: Some(resource.api_version),
-                kind: Some(resource.kind),
-                name: metadata.name.clone(),
-                namespace: metadata.namespace.clone(),
-                uid: metadata.uid.clone(),
-                resource_version: metadata.resource_version.clone(),
-                field_path: None,
-            },
+            reference: kind.reference(
+                metadata.name.clone(),
+                metadata.namespace.clone(),
+                metadata.uid.clone(),
+                metadata.resource_version.clone(),
+            ),
             replicas: kind.spec().sleep.replicas_of(data, annotations),
             held: kind.spec().sleep.held(annotations),
             annotations: annotations.clone(),

@@ -10,7 +10,7 @@ use crate::{
     ops::metrics::{Outcome, ScaleDirection},
     runtime::{api_errors::is_status, events::Note},
     scaling::{
-        hpa::{self, HpaChange},
+        hpa::{self, GuardedChange, HpaChange},
         key::ScalingKey,
         reports::{QUIET, WorkloadOutcome},
         target::{ScaleTarget, TargetState},
@@ -219,7 +219,7 @@ fn direction_of(change: &HpaChange, release_direction: ScaleDirection) -> ScaleD
 /// Makes `changes`, in order; a failure stops there and is returned, to be retried.
 async fn make_hpa_changes(
     ctx: &ScalingContext,
-    changes: &[(HpaChange, Option<String>)],
+    changes: &[GuardedChange],
     release_direction: ScaleDirection,
 ) -> Result<(), Error> {
     for (change, resource_version) in changes {

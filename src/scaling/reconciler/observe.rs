@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 
 use crate::{
     error::Error,
@@ -201,13 +201,24 @@ fn due_change(
     observed: &Observed,
     now: DateTime<Utc>,
 ) -> Option<ScaleChange> {
-    if let (Annotations::Scheduled(schedule, recorded), Some((period, _))) =
-        (&observed.annotations, &ctx.grace)
-        && held_back_until(schedule, recorded, observed.object.created, *period, now).is_some()
-    {
+    let grace = ctx.grace.as_ref().map(|(period, _)| *period);
+    if held_back(observed, grace, now).is_some() {
         return None;
     }
     schedule::decide(&observed.annotations, observed.object.replicas, now)
+}
+
+/// Until when a new object's grace period (`grace`, if any) holds back the catch-up that would
+/// put it to sleep.
+pub fn held_back(
+    observed: &Observed,
+    grace: Option<TimeDelta>,
+    now: DateTime<Utc>,
+) -> Option<DateTime<Utc>> {
+    let Annotations::Scheduled(schedule, recorded) = &observed.annotations else {
+        return None;
+    };
+    held_back_until(schedule, recorded, observed.object.created, grace?, now)
 }
 
 /// Where the Namespace's wake or sleep that `observed` follows stands: its turn asked for (a

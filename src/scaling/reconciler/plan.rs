@@ -11,7 +11,7 @@ use crate::{
     ops::metrics::ScaleDirection,
     runtime::events::Note,
     scaling::{
-        hpa::{self, HpaChange},
+        hpa::{self, GuardedChange},
         on_demand,
         wake_order::{self, Gate},
     },
@@ -20,14 +20,14 @@ use crate::{
         target::{ScaleTarget, TargetState},
     },
     schedule::{
-        self, Annotations, Direction, ScaleChange, Transition, already_warned, held_back_until,
-        refused_cause, reverted, reverted_cause,
+        self, Annotations, Direction, ScaleChange, Transition, already_warned, refused_cause,
+        reverted, reverted_cause,
     },
 };
 
 use super::{
     describe::{describe_change, describe_cron},
-    observe::{NamespaceWake, Observed, scheduled_wake},
+    observe::{NamespaceWake, Observed, held_back, scheduled_wake},
     patch::patch_for,
 };
 
@@ -45,11 +45,11 @@ pub struct Settings {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Plan {
     /// Given back before the patch: should the patch fail, a scale-up is still due and retried.
-    pub releases: Vec<(HpaChange, Option<String>)>,
+    pub releases: Vec<GuardedChange>,
     pub patch: Option<TargetPatch>,
     /// Held after the patch: held first, an HPA could scale the workload down before the patch
     /// recorded its count.
-    pub holds: Vec<(HpaChange, Option<String>)>,
+    pub holds: Vec<GuardedChange>,
     /// How a release is counted in `cronscaler_scale_actions_total` (a hold is a scale-down).
     pub release_direction: Option<ScaleDirection>,
     /// The lever a workload sleeps through (a KEDA ScaledObject): its sleep annotation.
@@ -282,10 +282,7 @@ fn refused(observed: &Observed, note: Note) -> Plan {
 /// to clean up, a warning owed and HPAs to bring in line.
 fn follow(observed: &Observed, settings: &Settings, now: DateTime<Utc>) -> Plan {
     let object = &observed.object;
-    if let (Annotations::Scheduled(schedule, recorded), Some(period)) =
-        (&observed.annotations, settings.grace)
-        && let Some(until) = held_back_until(schedule, recorded, object.created, period, now)
-    {
+    if let Some(until) = held_back(observed, settings.grace, now) {
         // New: the catch-up that would put it to sleep waits for the end of its grace period.
         return Plan {
             recheck: Some(until),
@@ -376,10 +373,8 @@ fn apply(observed: &Observed, change: &ScaleChange, mut plan: Plan, now: DateTim
         None => ScaleDirection::Restore,
     };
     let bounds = hpa::wanted(&observed.annotations, Some(change), false);
-    let (holds, releases): (Vec<_>, Vec<_>) =
-        hpa::changes_for(&observed.hpas, bounds, change.applied.is_some())
-            .into_iter()
-            .partition(|(change, _)| matches!(change, HpaChange::Hold { .. }));
+    let (holds, releases) =
+        hpa::holds_and_releases(&observed.hpas, bounds, change.applied.is_some());
     let note = [&releases, &holds]
         .into_iter()
         .flatten()
@@ -439,9 +434,7 @@ fn between_transitions(observed: &Observed) -> Plan {
         || matches!(&observed.annotations, Annotations::Scheduled(_, recorded)
             if schedule::taken_over(&object.annotations, recorded));
     let bounds = hpa::wanted(&observed.annotations, None, taken_over);
-    let (holds, releases): (Vec<_>, Vec<_>) = hpa::changes_for(&observed.hpas, bounds, false)
-        .into_iter()
-        .partition(|(change, _)| matches!(change, HpaChange::Hold { .. }));
+    let (holds, releases) = hpa::holds_and_releases(&observed.hpas, bounds, false);
     Plan {
         release_direction: (!releases.is_empty()).then_some(ScaleDirection::Up),
         releases,

@@ -70,6 +70,13 @@ fn warned_patch(cause: &str, reply: Value) -> Exchange {
     )
 }
 
+/// A patch of `app_0` with `body`, refused: the object changed since it was read.
+fn refused_patch(body: Value) -> Exchange {
+    Exchange::new("PATCH", format!("{APP_0}?&fieldManager=cronscaler"))
+        .body(body)
+        .reply_captured(CONFLICT)
+}
+
 fn scale_patch(path: &str, body: Value, reply: Value) -> Exchange {
     Exchange::new("PATCH", format!("{path}?&fieldManager=cronscaler"))
         .content_type("application/merge-patch+json")
@@ -935,9 +942,7 @@ async fn an_ended_override_whose_removal_conflicts_is_removed_on_a_retry() {
     });
     let script = vec![
         get(APP_0, before.clone()),
-        Exchange::new("PATCH", format!("{APP_0}?&fieldManager=cronscaler"))
-            .body(removal.clone())
-            .reply_captured(CONFLICT),
+        refused_patch(removal.clone()),
         get(APP_0, before.clone()),
         scale_patch(APP_0, removal, before),
     ];
@@ -1142,9 +1147,7 @@ async fn a_conflict_on_what_the_watch_delivered_reads_the_object_once_and_plans_
     let mut now = before.clone();
     now["metadata"]["resourceVersion"] = json!("10470");
     let script = vec![
-        Exchange::new("PATCH", format!("{APP_0}?&fieldManager=cronscaler"))
-            .body(scale_down_from_2("10464"))
-            .reply_captured(CONFLICT),
+        refused_patch(scale_down_from_2("10464")),
         get(APP_0, now.clone()),
         scale_patch(APP_0, scale_down_from_2("10470"), now),
         scaled_down_from_2(),

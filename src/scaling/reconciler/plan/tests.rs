@@ -11,7 +11,7 @@ use super::*;
 use crate::{
     runtime::key::ObjectKey,
     scaling::{
-        hpa::{Hpa, Originals},
+        hpa::{Hpa, HpaChange, Originals},
         target::{ScaleTarget, TargetKind, TargetState},
         test_support::annotations_of,
         wake_order::Peer,
