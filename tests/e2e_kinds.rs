@@ -17,6 +17,7 @@ use std::{
 };
 
 use chrono::{DateTime, Utc};
+use cronscaler::scaling::objects::DISCOVERY_INTERVAL;
 use kube::{
     Api, Client,
     api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams},
@@ -70,15 +71,15 @@ async fn grant_optional(client: &Client, file: &str) {
         .unwrap_or_else(|error| panic!("applying {}: {error}", path.display()));
 }
 
-/// A ClusterRole and its binding that let the controller's ServiceAccount read `resource` of
-/// `group`, and nothing more.
-fn read_only_grant(resource: &str, group: &str) -> [Value; 2] {
-    let name = format!("cronscaler-read-{resource}");
+/// A ClusterRole and its binding that let the controller's ServiceAccount do `verbs` to
+/// `resource` of `group`, and nothing more.
+fn grant(resource: &str, group: &str, verbs: &[&str]) -> [Value; 2] {
+    let name = format!("cronscaler-{}-{resource}", verbs.join("-"));
     [
         json!({
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
             "metadata": { "name": name },
-            "rules": [{ "apiGroups": [group], "resources": [resource], "verbs": ["get", "list", "watch"] }],
+            "rules": [{ "apiGroups": [group], "resources": [resource], "verbs": verbs }],
         }),
         json!({
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
@@ -87,6 +88,52 @@ fn read_only_grant(resource: &str, group: &str) -> [Value; 2] {
             "subjects": [{ "kind": "ServiceAccount", "name": "cronscaler", "namespace": "cronscaler" }],
         }),
     ]
+}
+
+const READ: &[&str] = &["get", "list", "watch"];
+const READ_AND_PATCH: &[&str] = &["get", "list", "watch", "patch"];
+
+/// Applies `objects`, as a user does with `kubectl apply`.
+async fn apply_all(client: &Client, objects: impl IntoIterator<Item = Value>) {
+    for object in objects {
+        envtest::apply(client, object.clone())
+            .await
+            .unwrap_or_else(|error| panic!("applying {object}: {error}"));
+    }
+}
+
+/// A namespaced kind of the test's own with a scale subresource, as any operator's.
+fn scalable_crd(group: &str, kind: &str, plural: &str) -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": { "name": format!("{plural}.{group}") },
+        "spec": {
+            "group": group, "scope": "Namespaced",
+            "names": {
+                "kind": kind, "plural": plural, "singular": kind.to_lowercase(),
+                "listKind": format!("{kind}List"),
+            },
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "subresources": { "scale": {
+                    "specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas",
+                } },
+                "schema": { "openAPIV3Schema": { "type": "object", "properties": {
+                    "spec": { "type": "object", "properties": { "replicas": { "type": "integer" } } },
+                    "status": { "type": "object", "properties": { "replicas": { "type": "integer" } } },
+                } } },
+            }],
+        },
+    })
+}
+
+/// An object of a kind [`scalable_crd`] made, with `replicas` and a schedule.
+fn scalable(gvk: &GroupVersionKind, name: &str, replicas: i32, annotations: Value) -> Value {
+    json!({
+        "apiVersion": format!("{}/{}", gvk.group, gvk.version), "kind": gvk.kind,
+        "metadata": { "name": name, "annotations": annotations },
+        "spec": { "replicas": replicas },
+    })
 }
 
 /// A scenario with KEDA's ScaledObjects installed and the controller started with the default
@@ -243,45 +290,16 @@ async fn a_rollout_and_a_crd_of_our_own_sleep_and_wake_to_their_counts_through_r
     grant_optional(&scenario.client, "argo-rollouts.yaml").await;
     // A kind of our own with a scale subresource, as any operator's, and the grant a user adds.
     let widget_kind = gvk("test.cronscaler.dev", "v1", "Widget");
-    let widget_crd = json!({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": { "name": "widgets.test.cronscaler.dev" },
-        "spec": {
-            "group": "test.cronscaler.dev", "scope": "Namespaced",
-            "names": { "kind": "Widget", "plural": "widgets", "singular": "widget", "listKind": "WidgetList" },
-            "versions": [{
-                "name": "v1", "served": true, "storage": true,
-                "subresources": { "scale": {
-                    "specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas",
-                } },
-                "schema": { "openAPIV3Schema": { "type": "object", "properties": {
-                    "spec": { "type": "object", "properties": { "replicas": { "type": "integer" } } },
-                    "status": { "type": "object", "properties": { "replicas": { "type": "integer" } } },
-                } } },
-            }],
-        },
-    });
-    envtest::apply(&scenario.client, widget_crd)
-        .await
-        .expect("the Widget CRD");
-    for object in [
-        json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-            "metadata": { "name": "cronscaler-widgets" },
-            "rules": [{ "apiGroups": ["test.cronscaler.dev"], "resources": ["widgets"],
-                        "verbs": ["get", "list", "watch", "patch"] }],
-        }),
-        json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-            "metadata": { "name": "cronscaler-widgets" },
-            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cronscaler-widgets" },
-            "subjects": [{ "kind": "ServiceAccount", "name": "cronscaler", "namespace": "cronscaler" }],
-        }),
-    ] {
-        envtest::apply(&scenario.client, object)
-            .await
-            .expect("the Widget grant");
-    }
+    apply_all(
+        &scenario.client,
+        [scalable_crd("test.cronscaler.dev", "Widget", "widgets")],
+    )
+    .await;
+    apply_all(
+        &scenario.client,
+        grant("widgets", "test.cronscaler.dev", READ_AND_PATCH),
+    )
+    .await;
     eventually("Widget served", LATENESS, || async {
         kube::discovery::pinned_kind(&scenario.client, &widget_kind)
             .await
@@ -315,11 +333,7 @@ async fn a_rollout_and_a_crd_of_our_own_sleep_and_wake_to_their_counts_through_r
     create(&rollouts, rollout("shop", 3, nightly(down, up))).await;
     create(
         &widgets,
-        json!({
-            "apiVersion": "test.cronscaler.dev/v1", "kind": "Widget",
-            "metadata": { "name": "gadget", "annotations": nightly(down, up) },
-            "spec": { "replicas": 4 },
-        }),
+        scalable(&widget_kind, "gadget", 4, nightly(down, up)),
     )
     .await;
 
@@ -770,7 +784,8 @@ async fn a_kind_not_installed_is_taken_in_when_its_crd_appears_and_a_forbidden_o
         "cronscaler",
         &[
             "--kinds",
-            "Deployment.apps,Rollout.argoproj.io,Cluster.postgresql.cnpg.io",
+            "Deployment.apps,Rollout.argoproj.io,Cluster.postgresql.cnpg.io,\
+             Gizmo.later.cronscaler.dev",
         ],
     );
     controller.wait_ready().await;
@@ -793,6 +808,15 @@ async fn a_kind_not_installed_is_taken_in_when_its_crd_appears_and_a_forbidden_o
     })
     .await;
     assert_eq!(ready("Deployment.apps").await, Some(1.0));
+    // A kind outside the catalogue, not served: its row cannot be made yet.
+    assert_eq!(ready("Gizmo.later.cronscaler.dev").await, Some(0.0));
+    assert!(
+        controller.log().contains(
+            "not served yet (the API server does not serve the group later.cronscaler.dev"
+        ),
+        "the kind not served is named:\n{}",
+        controller.log()
+    );
     // The gauge is 0 from the start: the log says when the kind was tried.
     eventually("the forbidden kind named in the log", LATENESS, || async {
         let log = controller.log();
@@ -800,11 +824,11 @@ async fn a_kind_not_installed_is_taken_in_when_its_crd_appears_and_a_forbidden_o
     })
     .await;
     // Granted reading but not patching: listed, still not ready, and named once.
-    for object in read_only_grant("clusters", "postgresql.cnpg.io") {
-        envtest::apply(&scenario.client, object)
-            .await
-            .expect("a read-only grant");
-    }
+    apply_all(
+        &scenario.client,
+        grant("clusters", "postgresql.cnpg.io", READ),
+    )
+    .await;
     let may_not_patch = "may not patch clusters in postgresql.cnpg.io";
     eventually("Clusters named as not patchable", LATENESS * 2, || async {
         controller.log().contains(may_not_patch).then_some(())
@@ -847,6 +871,58 @@ async fn a_kind_not_installed_is_taken_in_when_its_crd_appears_and_a_forbidden_o
         (replicas(&rollouts.get("shop").await.ok()?) == Some(0)).then_some(())
     })
     .await;
+
+    // A kind of its own with a scale subresource, installed later: its row is made then, from
+    // discovery, without a restart.
+    let gizmo_kind = gvk("later.cronscaler.dev", "v1", "Gizmo");
+    apply_all(
+        &scenario.client,
+        grant("gizmos", "later.cronscaler.dev", READ_AND_PATCH),
+    )
+    .await;
+    apply_all(
+        &scenario.client,
+        [scalable_crd("later.cronscaler.dev", "Gizmo", "gizmos")],
+    )
+    .await;
+    eventually("Gizmo served", LATENESS, || async {
+        kube::discovery::pinned_kind(&scenario.client, &gizmo_kind)
+            .await
+            .ok()
+    })
+    .await;
+    let gizmos = api(&scenario, &gizmo_kind, "gizmos");
+    // The night starts after the controller's next look for the kind.
+    let looks_every = i64::try_from(DISCOVERY_INTERVAL.as_secs()).unwrap_or(i64::MAX);
+    let (down, up) = night(looks_every + 12, 60);
+    create(
+        &gizmos,
+        scalable(&gizmo_kind, "sprocket", 3, nightly(down, up)),
+    )
+    .await;
+    eventually("Gizmos watched", LATENESS * 3, || async {
+        (ready("Gizmo.later.cronscaler.dev").await == Some(1.0)).then_some(())
+    })
+    .await;
+    let asleep = eventually("the Gizmo asleep", LATENESS * 2, || async {
+        let object = gizmos.get("sprocket").await.ok()?;
+        (replicas(&object) == Some(0)).then_some(object)
+    })
+    .await;
+    assert_eq!(
+        annotations(&asleep)
+            .get("cronscaler.dev/original-replicas")
+            .map(String::as_str),
+        Some("3"),
+        "the Gizmo remembers its count"
+    );
+    assert!(
+        controller
+            .log()
+            .contains("now served: put to sleep from now on"),
+        "{}",
+        controller.log()
+    );
     controller
         .assert_stops_cleanly(Duration::from_secs(10))
         .await;

@@ -32,8 +32,10 @@ use tokio::{
 };
 
 mod policy_feeds;
+mod trackers;
 
 use policy_feeds::{FirstListings, Relist};
+use trackers::{Tracked, Trackers};
 
 use crate::{
     commands::cli::RunArgs,
@@ -120,9 +122,6 @@ fn raise_open_files_limit() -> u64 {
     }
 }
 
-/// A kind scheduled scaling sleeps, and the tracker of its objects' schedules.
-type Tracked = (TargetKind, Arc<Mutex<Tracker>>);
-
 /// How long the workload watches wait for the Namespaces' first listing, and scaling for the
 /// HPAs'.
 const FIRST_LISTING_WAIT: Duration = Duration::from_secs(30);
@@ -191,34 +190,45 @@ pub async fn run(
     .reading_kube_downscaler(args.kube_downscaler.read);
     let hpas = HpaIndex::default();
     let last_seen = LastSeen::default();
-    let tracker = |kind| {
-        let tracker = Tracker::new(
-            timer.clone(),
-            scaling_queue.clone(),
+    let tracker = {
+        let (timer, scaling_queue, namespaces) =
+            (timer.clone(), scaling_queue.clone(), namespaces.clone());
+        let (zone, metrics, hpas, last_seen) = (
             args.default_timezone.zone,
-            kind,
-            namespaces.clone(),
-            grace,
-            metrics.invalid_schedules.clone(),
+            metrics.clone(),
+            hpas.clone(),
+            last_seen.clone(),
         );
-        let asleep = AsleepGauges {
-            objects: metrics.objects_asleep.clone(),
-            replicas: metrics.replicas_asleep.clone(),
-        };
-        Arc::new(Mutex::new(
-            tracker
-                .with_hpas(hpas.clone())
-                .with_last_seen(last_seen.clone())
-                .with_max_override(max_override)
-                .with_warm_up(warm_up)
-                .with_asleep(asleep),
-        ))
+        move |kind| {
+            let tracker = Tracker::new(
+                timer.clone(),
+                scaling_queue.clone(),
+                zone,
+                kind,
+                namespaces.clone(),
+                grace,
+                metrics.invalid_schedules.clone(),
+            );
+            let asleep = AsleepGauges {
+                objects: metrics.objects_asleep.clone(),
+                replicas: metrics.replicas_asleep.clone(),
+            };
+            Arc::new(Mutex::new(
+                tracker
+                    .with_hpas(hpas.clone())
+                    .with_last_seen(last_seen.clone())
+                    .with_max_override(max_override)
+                    .with_warm_up(warm_up)
+                    .with_asleep(asleep),
+            ))
+        }
     };
-    let kinds = objects::resolve(&client, &args.kinds).await;
-    let tracked: Vec<Tracked> = kinds.iter().map(|kind| (*kind, tracker(*kind))).collect();
+    let (kinds, later) = objects::resolve(&client, &args.kinds).await;
+    let tracked = Trackers::new(kinds.iter().map(|kind| (*kind, tracker(*kind))).collect());
     // A Foo's schedule is read from the Foo controller's own watch of Foos.
     let foo_schedules = tracked
-        .iter()
+        .all()
+        .into_iter()
         .find(|(kind, _)| *kind == TargetKind::Foo)
         .map(|(_, tracker)| tracker.clone());
 
@@ -273,11 +283,7 @@ pub async fn run(
     let first_listings = FirstListings::new(namespaces_gate.clone());
     let relist = Relist {
         client: client.clone(),
-        workloads: tracked
-            .iter()
-            .filter(|(kind, _)| kind.spec().follows_namespace)
-            .cloned()
-            .collect(),
+        workloads: tracked.clone(),
         clock: clock.clone(),
         queue: queue.clone(),
     };
@@ -316,19 +322,23 @@ pub async fn run(
     // the start-up peak holds one page being decoded, not one per kind.
     let mut after = namespaces_listed.clone();
     let mut kind_feeds = Vec::new();
-    for (kind, tracker) in tracked.iter().filter(|(kind, _)| *kind != TargetKind::Foo) {
+    for (kind, tracker) in tracked
+        .all()
+        .into_iter()
+        .filter(|(kind, _)| *kind != TargetKind::Foo)
+    {
         let listed = watch::Sender::new(false);
         let feed = workload_feed(
             &client,
             namespace,
-            (*kind, tracker),
+            (kind, &tracker),
             &clock,
             &outage,
             (after, listed.clone()),
             &metrics,
         );
         after = listed.subscribe();
-        kind_feeds.push((*kind, feed));
+        kind_feeds.push((kind, feed));
     }
     let workloads_listed = after;
     tokio::spawn({
@@ -340,18 +350,7 @@ pub async fn run(
         }
     });
 
-    let hpa_feed = hpa_feed(
-        &client,
-        namespace,
-        &hpas,
-        tracked
-            .iter()
-            .filter(|(kind, _)| kind.spec().hpa_target)
-            .cloned()
-            .collect(),
-        &clock,
-        &outage,
-    );
+    let hpa_feed = hpa_feed(&client, namespace, &hpas, tracked.clone(), &clock, &outage);
     // Namespaces or HPAs that cannot be listed (RBAC without them, an old ClusterRole) must not
     // stop scheduled scaling: after a while it goes on without them, and takes them in when
     // they are listed.
@@ -392,6 +391,39 @@ pub async fn run(
             owned_feed,
         )),
     ]);
+    // Kinds `--kinds` named whose CRD is not served yet, each taken in once it is: its tracker
+    // joins the others, and its watch starts, after the kinds listed at start.
+    feeds.extend(later.into_iter().map(|(name, group)| {
+        let ready = metrics.kind_ready.get_or_create(&KindLabels {
+            kind: format!("{name}.{group}"),
+        });
+        ready.set(0);
+        let (client, namespace) = (client.clone(), namespace.map(String::from));
+        let (tracker, tracked) = (tracker.clone(), tracked.clone());
+        let (clock, outage, metrics) = (clock.clone(), outage.clone(), metrics.clone());
+        let (health, after) = (health.clone(), workloads_listed.clone());
+        tokio::spawn(async move {
+            let Some(kind) = objects::watch_for(&client, &name, &group).await else {
+                return;
+            };
+            let schedules = tracker(kind);
+            tracked.add(kind, schedules.clone());
+            let feed = workload_feed(
+                &client,
+                namespace.as_deref(),
+                (kind, &schedules),
+                &clock,
+                &outage,
+                (after, watch::Sender::new(false)),
+                &metrics,
+            );
+            while_alive(
+                health.alive(format!("watch of {}", kind.spec().plural)),
+                feed,
+            )
+            .await;
+        })
+    }));
     if let Some((namespace_feed, policy_feed, sleep_schedule_feed)) = namespace_feeds {
         feeds.push(tokio::spawn(while_alive(
             health.alive("watch of Namespaces"),
@@ -418,8 +450,8 @@ pub async fn run(
         let trackers = tracked.clone();
         move || {
             let now = clock();
-            for (_, tracker) in &trackers {
-                lock(tracker).resync(now);
+            for (_, tracker) in trackers.all() {
+                lock(&tracker).resync(now);
             }
             for namespace in namespaces.scheduled() {
                 if let Some(annotations) = namespaces.annotations_of(&namespace) {
@@ -539,7 +571,7 @@ pub async fn run(
             schedules: sleep_schedule_store,
         })
         .with_workloads_listed(workloads_listed)
-        .with_kinds(kinds),
+        .with_kinds(tracked.kinds()),
         clock,
         metrics: metrics.clone(),
     });
@@ -804,7 +836,7 @@ fn hpa_feed(
     client: &Client,
     namespace: Option<&str>,
     hpas: &HpaIndex,
-    workloads: Vec<Tracked>,
+    workloads: Trackers,
     clock: &Clock,
     outage: &Outage,
 ) -> impl Future<Output = ()> + use<> {
@@ -821,9 +853,9 @@ fn hpa_feed(
         move |event| {
             let now = clock();
             for target in hpas.handle(event) {
-                for (kind, tracker) in &workloads {
-                    if *kind == target.kind {
-                        lock(tracker).recheck(&target, now);
+                for (kind, tracker) in workloads.of(|kind| kind.hpa_target) {
+                    if kind == target.kind {
+                        lock(&tracker).recheck(&target, now);
                     }
                 }
             }

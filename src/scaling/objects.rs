@@ -1,6 +1,8 @@
 //! Objects of any kind, read and listed through the API its row names: one path for every kind,
 //! the catalogue's and those `--kinds` adds.
 
+use std::time::Duration;
+
 use k8s_openapi::api::authorization::v1::{
     ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
 };
@@ -11,6 +13,7 @@ use kube::{
 };
 
 use crate::{
+    duration::spoken,
     runtime::{api_errors::is_status, paging::all_pages},
     scaling::{
         kinds::KindSpec,
@@ -90,18 +93,30 @@ pub async fn observe_all(
         .collect())
 }
 
-/// The kinds `--kinds` names, each with its row: a kind outside the catalogue is looked up on the
-/// API server, and sleeps by its scale subresource; one that is not served or has no scale
-/// subresource is named in the log and left out.
-pub async fn resolve(client: &Client, names: &[KindName]) -> Vec<TargetKind> {
-    let mut kinds = Vec::new();
+/// The kinds `--kinds` names, each with its row, and those not served yet. A kind outside the
+/// catalogue is looked up on the API server, and sleeps by its scale subresource; one that has
+/// none is named in the log and left out, one not served yet is left to [`watch_for`].
+pub async fn resolve(
+    client: &Client,
+    names: &[KindName],
+) -> (Vec<TargetKind>, Vec<(String, String)>) {
+    let (mut kinds, mut later) = (Vec::new(), Vec::new());
     for name in names {
         let kind = match name {
             KindName::Known(kind) => *kind,
-            KindName::Other { name, group } => match discover(client, name, group).await {
+            KindName::Other { name: other, group } => match discover(client, other, group).await {
                 Ok(kind) => kind,
-                Err(reason) => {
-                    tracing::warn!(kind = %format!("{name}.{group}"), "not put to sleep: {reason}");
+                Err(Undiscovered::NotServed(reason)) => {
+                    tracing::warn!(
+                        kind = %name,
+                        "not served yet ({reason}): looked for every {}, and put to sleep once it is",
+                        spoken(DISCOVERY_INTERVAL),
+                    );
+                    later.push((other.clone(), group.clone()));
+                    continue;
+                }
+                Err(refused @ Undiscovered::NoScale { .. }) => {
+                    tracing::warn!(kind = %name, "not put to sleep: {refused}");
                     continue;
                 }
             },
@@ -111,31 +126,72 @@ pub async fn resolve(client: &Client, names: &[KindName]) -> Vec<TargetKind> {
             kinds.push(kind);
         }
     }
-    kinds
+    (kinds, later)
+}
+
+/// How often a kind `--kinds` names that is not served yet is looked for: discovery is two
+/// small requests any authenticated user may make, so the kind needs no grant on CRDs.
+pub const DISCOVERY_INTERVAL: Duration = Duration::from_secs(10);
+
+/// A kind outside the catalogue once its CRD is served, looked for every
+/// [`DISCOVERY_INTERVAL`]; `None` if it turns out to have no scale subresource (named in the
+/// log).
+pub async fn watch_for(client: &Client, name: &str, group: &str) -> Option<TargetKind> {
+    loop {
+        tokio::time::sleep(DISCOVERY_INTERVAL).await;
+        match discover(client, name, group).await {
+            Ok(kind) => {
+                tracing::info!(kind = %format!("{name}.{group}"), "now served: put to sleep from now on");
+                return Some(kind);
+            }
+            Err(Undiscovered::NotServed(_)) => {}
+            Err(refused @ Undiscovered::NoScale { .. }) => {
+                tracing::warn!(kind = %format!("{name}.{group}"), "not put to sleep: {refused}");
+                return None;
+            }
+        }
+    }
+}
+
+/// Why a kind outside the catalogue is not put to sleep.
+#[derive(Debug, thiserror::Error)]
+enum Undiscovered {
+    /// Its group or kind is not served, or discovery failed: it may be later.
+    #[error("{0}")]
+    NotServed(String),
+    #[error(
+        "{name}.{group} has no scale subresource; only kinds with one, or those the catalogue \
+         knows, can sleep"
+    )]
+    NoScale { name: String, group: String },
 }
 
 /// A kind outside the catalogue, from the API server's discovery: its preferred version, its
 /// plural, and whether it has a scale subresource.
-async fn discover(client: &Client, name: &str, group: &str) -> Result<TargetKind, String> {
+async fn discover(client: &Client, name: &str, group: &str) -> Result<TargetKind, Undiscovered> {
     let served = kube::discovery::group(client, group)
         .await
-        .map_err(|error| format!("the API server does not serve the group {group}: {error}"))?;
+        .map_err(|error| {
+            Undiscovered::NotServed(format!(
+                "the API server does not serve the group {group}: {error}"
+            ))
+        })?;
     let (resource, capabilities) = served
         .recommended_resources()
         .into_iter()
         .find(|(resource, _)| resource.kind == name)
-        .ok_or_else(|| format!("the group {group} has no kind {name}"))?;
+        .ok_or_else(|| Undiscovered::NotServed(format!("the group {group} has no kind {name}")))?;
     if !capabilities
         .subresources
         .iter()
         .any(|(sub, _)| sub.plural == "scale")
     {
-        return Err(format!(
-            "{name}.{group} has no scale subresource; only kinds with one, or those the \
-             catalogue knows, can sleep"
-        ));
+        return Err(Undiscovered::NoScale {
+            name: name.into(),
+            group: group.into(),
+        });
     }
-    // Made once at start-up, for each kind named: the rows live as long as the program.
+    // Made once for each kind named, when it is found: the rows live as long as the program.
     let leak = |text: String| -> &'static str { Box::leak(text.into_boxed_str()) };
     let spec = KindSpec::scalable(
         leak(resource.kind),

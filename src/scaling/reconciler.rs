@@ -32,7 +32,7 @@ use crate::{
         namespaces::NamespaceSchedules,
         policies::declarations::Declarations,
         reports::{NamespaceReports, Settled, describe},
-        target::{ScaleTarget, TargetKind},
+        target::{KindsInUse, ScaleTarget, TargetKind},
         timer::Timer,
         wake_hosts,
         wake_order::{self, WakeSteps},
@@ -86,9 +86,9 @@ pub struct ScalingContext {
     pub declarations: Option<Declarations>,
     /// The hosts each Namespace was told it contests with others.
     pub wake_hosts_told: wake_hosts::Told,
-    /// The kinds it sleeps (`--kinds`): an ordered wake waits for those of them that follow
-    /// the Namespace.
-    pub kinds: Vec<TargetKind>,
+    /// The kinds it sleeps (`--kinds`), as they are now: an ordered wake waits for those of
+    /// them that follow the Namespace.
+    pub kinds: KindsInUse,
 }
 
 /// `--max-override`'s default.
@@ -122,11 +122,11 @@ impl ScalingContext {
             wakes: None,
             declarations: None,
             wake_hosts_told: wake_hosts::Told::default(),
-            kinds: TargetKind::defaults().collect(),
+            kinds: KindsInUse::new(TargetKind::defaults()),
         }
     }
 
-    pub fn with_kinds(self, kinds: Vec<TargetKind>) -> Self {
+    pub fn with_kinds(self, kinds: KindsInUse) -> Self {
         Self { kinds, ..self }
     }
 

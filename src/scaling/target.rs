@@ -5,6 +5,7 @@
 use std::{
     collections::{BTreeMap, HashMap},
     fmt,
+    sync::{Arc, PoisonError, RwLock},
 };
 
 use k8s_openapi::{api::core::v1::ObjectReference, apimachinery::pkg::apis::meta::v1::ObjectMeta};
@@ -213,6 +214,33 @@ impl fmt::Debug for TargetKind {
 impl fmt::Display for TargetKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// The kinds the controller sleeps, as they are now: those `--kinds` named that were served at
+/// start, and those whose CRD appeared since. Shared, so that whoever goes through every kind
+/// (an ordered wake counting a Namespace's workloads) sees one taken in late.
+#[derive(Clone)]
+pub struct KindsInUse(Arc<RwLock<Vec<TargetKind>>>);
+
+impl KindsInUse {
+    pub fn new(kinds: impl IntoIterator<Item = TargetKind>) -> Self {
+        Self(Arc::new(RwLock::new(kinds.into_iter().collect())))
+    }
+
+    pub fn now(&self) -> Vec<TargetKind> {
+        self.0
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Adds `kind` unless it is in use already.
+    pub fn take_in(&self, kind: TargetKind) {
+        let mut kinds = self.0.write().unwrap_or_else(PoisonError::into_inner);
+        if !kinds.contains(&kind) {
+            kinds.push(kind);
+        }
     }
 }
 

@@ -17,7 +17,7 @@ use kube::{
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
-use super::relist_namespace;
+use super::{relist_namespace, trackers::Trackers};
 use crate::{
     runtime::{
         api_errors::is_status,
@@ -33,9 +33,7 @@ use crate::{
             crd::{SleepPolicy, SleepSchedule},
             resolve::Candidate,
         },
-        target::TargetKind,
         timer::Clock,
-        tracker::Tracker,
     },
     work::WorkKey,
 };
@@ -79,7 +77,7 @@ impl FirstListings {
 #[derive(Clone)]
 pub struct Relist {
     pub client: Client,
-    pub workloads: Vec<(TargetKind, Arc<std::sync::Mutex<Tracker>>)>,
+    pub workloads: Trackers,
     pub clock: Clock,
     pub queue: WorkQueue<WorkKey>,
 }
@@ -103,7 +101,7 @@ impl Relist {
             tokio::spawn(relist_namespace(
                 self.client.clone(),
                 namespace,
-                self.workloads.clone(),
+                self.workloads.of(|kind| kind.follows_namespace),
                 self.clock.clone(),
             ));
         }

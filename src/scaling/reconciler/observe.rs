@@ -279,7 +279,7 @@ pub async fn namespace_peers(
     if let Some(peers) = ctx.wake_steps.fresh_peers(namespace, now) {
         return Ok(peers);
     }
-    let read = wake_order::peers::read(&ctx.client, &ctx.namespaces, &ctx.kinds, namespace)
+    let read = wake_order::peers::read(&ctx.client, &ctx.namespaces, &ctx.kinds.now(), namespace)
         .await
         .map_err(Error::api(
             "reading the workloads of",
