@@ -8,6 +8,7 @@ use chrono_tz::Tz;
 
 use super::{
     CronSpec, Direction, Holidays, OnDemand, Rule, Schedule, Transition,
+    gitops::{GITOPS, parse_gitops},
     invalid::{InvalidAnnotation, invalid},
     ready_by::{DEFAULT_WARM_UP, READY_BY, ReadyBy, parse_ready_by, parse_warm_up},
     transition::Triggers,
@@ -192,6 +193,8 @@ pub fn parse(annotations: &BTreeMap<String, String>, default_timezone: Tz) -> An
             // Read by the reconciler for the order of a Namespace's wake.
             WAKE_ORDER => parse_count(key, value, 0).map(drop),
             READY_BY => parse_ready_by(key, value).map(|ready| ready_by = ready),
+            // Read by the reconciler for a workload a GitOps tool deploys.
+            GITOPS => parse_gitops(key, value).map(drop),
             // The controller's measurement: one it cannot read is none.
             LAST_WARM_UP => {
                 warm_up = parse_warm_up(value);
@@ -204,7 +207,7 @@ pub fn parse(annotations: &BTreeMap<String, String>, default_timezone: Tz) -> An
                 "is not a known annotation; the keys under cronscaler.dev/ are scale-down, \
                  scale-up, uptime, downtime, holidays, awake-until, asleep-until, down-replicas, \
                  up-replicas, timezone, paused, exclude, ready-by, wake-order, \
-                 wake-on-request, wake-hosts, original-replicas, original-suspend, original-value, last-transition, warned and last-warm-up",
+                 wake-on-request, wake-hosts, gitops, original-replicas, original-suspend, original-value, last-transition, warned and last-warm-up",
             )),
         };
         if let Err(error) = outcome {

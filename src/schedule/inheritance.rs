@@ -9,12 +9,13 @@
 use std::collections::BTreeMap;
 
 use super::{
-    ASLEEP_UNTIL, AWAKE_UNTIL, EXCLUDE, HOLIDAYS, LAST_WARM_UP, OVERRIDE_KEYS, PREFIX, READY_BY,
+    ASLEEP_UNTIL, AWAKE_UNTIL, EXCLUDE, GITOPS, HOLIDAYS, LAST_WARM_UP, OVERRIDE_KEYS, PREFIX, READY_BY,
     has_schedule, is_written_by_controller,
 };
 
-/// What a namespace says to objects with a schedule of their own too.
-const NAMESPACE_WIDE: [&str; 3] = [HOLIDAYS, AWAKE_UNTIL, ASLEEP_UNTIL];
+/// What a namespace says to objects with a schedule of their own too: its holidays, its
+/// override, and how its workloads sleep beside the GitOps tool that deploys them.
+const NAMESPACE_WIDE: [&str; 4] = [HOLIDAYS, AWAKE_UNTIL, ASLEEP_UNTIL, GITOPS];
 
 /// The annotations an object's schedule comes from, and whether they are its namespace's.
 pub fn inherit(
@@ -50,7 +51,7 @@ fn choose(
         // An override of its own replaces the namespace's, whichever way either goes.
         let own_override = OVERRIDE_KEYS.iter().any(|key| own.contains_key(*key));
         for key in NAMESPACE_WIDE {
-            let overridden = key != HOLIDAYS && own_override;
+            let overridden = OVERRIDE_KEYS.contains(&key) && own_override;
             if let Some(value) = namespace.get(key).filter(|_| !overridden) {
                 own.entry(key.to_string()).or_insert_with(|| value.clone());
             }

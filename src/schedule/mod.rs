@@ -14,6 +14,7 @@ mod annotations;
 mod cron;
 mod decide;
 mod firings;
+mod gitops;
 mod grace;
 mod holidays;
 mod inheritance;
@@ -39,6 +40,7 @@ pub use annotations::{
 pub use cron::CronSpec;
 pub use decide::{AnnotationChange, Cleanup, ScaleChange, decide, is_due};
 pub use firings::{Firings, Tally, tally};
+pub use gitops::{GITOPS, GitOpsMode, gitops_mode};
 pub use grace::held_back_until;
 pub use holidays::Holidays;
 pub use inheritance::inherit;
