@@ -3,6 +3,7 @@
 //! schedule's rules at the current time.
 
 pub mod asleep;
+pub mod gitops;
 pub mod hpa;
 pub mod key;
 pub mod kinds;

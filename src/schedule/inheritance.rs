@@ -9,8 +9,8 @@
 use std::collections::BTreeMap;
 
 use super::{
-    ASLEEP_UNTIL, AWAKE_UNTIL, EXCLUDE, GITOPS, HOLIDAYS, LAST_WARM_UP, OVERRIDE_KEYS, PREFIX, READY_BY,
-    has_schedule, is_written_by_controller,
+    ASLEEP_UNTIL, AWAKE_UNTIL, EXCLUDE, GITOPS, HOLIDAYS, LAST_WARM_UP, OVERRIDE_KEYS, PREFIX,
+    READY_BY, has_schedule, is_written_by_controller,
 };
 
 /// What a namespace says to objects with a schedule of their own too: its holidays, its

@@ -1,0 +1,190 @@
+//! Workloads a GitOps tool deploys. Who owns each (an Argo CD `Application`, a Flux
+//! `Kustomization` or `HelmRelease`), read from the marks the tool leaves on what it deploys;
+//! what the owner will do to a night; and, where a Namespace chose `gitops: pause`, the owner's
+//! writes that stop its repair for the night and give it back at the wake. The tools differ only
+//! by their row in [`TOOLS`].
+
+use std::{collections::BTreeMap, fmt};
+
+use kube::api::ApiResource;
+
+pub mod owner;
+pub mod owners;
+pub mod pause;
+
+#[cfg(test)]
+mod tests;
+
+/// A GitOps tool's owning kind, and how it repairs what differs from Git.
+#[derive(Debug)]
+pub struct ToolSpec {
+    /// The tool, as people name it.
+    pub tool: &'static str,
+    pub kind: &'static str,
+    pub group: &'static str,
+    pub version: &'static str,
+    pub plural: &'static str,
+    /// Where its repair is switched, from the object's root.
+    pub repair: &'static [&'static str],
+    /// How that switch is spoken of: `self-heal`, `suspend`.
+    pub repair_word: &'static str,
+    /// The switch's value that stops the repair.
+    pub paused: bool,
+    /// The field managers its writes are recorded under in `managedFields`.
+    pub managers: &'static [&'static str],
+    /// Whether it can be told to leave the controller's fields alone.
+    pub ignores_fields: bool,
+}
+
+/// Argo CD's self-heal puts back what differs within seconds; Flux's server-side apply resets
+/// every field its manifests set at each interval, and can only be suspended.
+pub static TOOLS: [ToolSpec; 3] = [
+    ToolSpec {
+        tool: "Argo CD",
+        kind: "Application",
+        group: "argoproj.io",
+        version: "v1alpha1",
+        plural: "applications",
+        repair: &["spec", "syncPolicy", "automated", "selfHeal"],
+        repair_word: "self-heal",
+        paused: false,
+        managers: &["argocd-controller", "argocd-application-controller"],
+        ignores_fields: true,
+    },
+    ToolSpec {
+        tool: "Flux",
+        kind: "Kustomization",
+        group: "kustomize.toolkit.fluxcd.io",
+        version: "v1",
+        plural: "kustomizations",
+        repair: &["spec", "suspend"],
+        repair_word: "suspend",
+        paused: true,
+        managers: &["kustomize-controller"],
+        ignores_fields: false,
+    },
+    ToolSpec {
+        tool: "Flux",
+        kind: "HelmRelease",
+        group: "helm.toolkit.fluxcd.io",
+        version: "v2",
+        plural: "helmreleases",
+        repair: &["spec", "suspend"],
+        repair_word: "suspend",
+        paused: true,
+        managers: &["helm-controller"],
+        ignores_fields: false,
+    },
+];
+
+/// A tool's owning kind: its row.
+#[derive(Clone, Copy)]
+pub struct Tool(&'static ToolSpec);
+
+#[allow(non_upper_case_globals)]
+impl Tool {
+    pub const ArgoCd: Tool = Tool(&TOOLS[0]);
+    pub const Kustomization: Tool = Tool(&TOOLS[1]);
+    pub const HelmRelease: Tool = Tool(&TOOLS[2]);
+}
+
+impl Tool {
+    pub fn all() -> impl Iterator<Item = Tool> {
+        TOOLS.iter().map(Tool)
+    }
+
+    pub fn spec(self) -> &'static ToolSpec {
+        self.0
+    }
+
+    pub fn api_resource(self) -> ApiResource {
+        let spec = self.0;
+        ApiResource {
+            group: spec.group.into(),
+            version: spec.version.into(),
+            api_version: format!("{}/{}", spec.group, spec.version),
+            kind: spec.kind.into(),
+            plural: spec.plural.into(),
+        }
+    }
+
+    /// The tool whose writes `manager` records, if any.
+    pub fn writing_as(manager: &str) -> Option<Tool> {
+        // `kustomize-controller (through /scale)`: the manager is the first word.
+        let manager = manager.split_whitespace().next().unwrap_or_default();
+        Self::all().find(|tool| tool.0.managers.contains(&manager))
+    }
+
+    /// Whether it is the same tool as `other`, whichever owning kind: Flux is one tool.
+    pub fn same_tool(self, other: Tool) -> bool {
+        self.0.tool == other.0.tool
+    }
+}
+
+impl PartialEq for Tool {
+    fn eq(&self, other: &Self) -> bool {
+        (self.0.group, self.0.kind) == (other.0.group, other.0.kind)
+    }
+}
+
+impl Eq for Tool {}
+
+impl std::hash::Hash for Tool {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        (self.0.group, self.0.kind).hash(state);
+    }
+}
+
+impl PartialOrd for Tool {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Tool {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.0.group, self.0.kind).cmp(&(other.0.group, other.0.kind))
+    }
+}
+
+impl fmt::Debug for Tool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0.kind)
+    }
+}
+
+/// The object that owns a workload: `Argo CD Application argocd/shop`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Owner {
+    pub tool: Tool,
+    pub namespace: String,
+    pub name: String,
+}
+
+impl fmt::Display for Owner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let spec = self.tool.spec();
+        write!(
+            f,
+            "{} {} {}/{}",
+            spec.tool, spec.kind, self.namespace, self.name
+        )
+    }
+}
+
+/// The annotation on an owner whose repair the controller paused: what it had, and the
+/// Namespaces asleep that paused it.
+pub const GITOPS_PAUSED: &str = "cronscaler.dev/gitops-paused";
+
+/// The value at `path` under `root`, if the path leads to one.
+fn at<'a>(root: &'a serde_json::Value, path: &[&str]) -> Option<&'a serde_json::Value> {
+    path.iter().try_fold(root, |value, step| value.get(step))
+}
+
+/// `annotations` or none.
+fn annotations_of(
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) -> &BTreeMap<String, String> {
+    static NONE: BTreeMap<String, String> = BTreeMap::new();
+    meta.annotations.as_ref().unwrap_or(&NONE)
+}

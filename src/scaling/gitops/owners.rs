@@ -1,0 +1,107 @@
+//! The owners watched (Argo CD Applications, Flux Kustomizations and HelmReleases), each kept as
+//! an [`OwnerState`], so that a look at a workload finds its owner without a request.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, PoisonError, RwLock},
+};
+
+use kube::{
+    ResourceExt,
+    core::{NotUsed, Object},
+};
+use serde_json::Value;
+
+use super::{
+    Owner, Tool,
+    owner::{ARGOCD_NAMESPACE, Claim, OwnerState},
+};
+
+/// An owner as its watch delivers it: its metadata and spec; its status, which can be large
+/// (an Application's lists every resource), is never kept.
+pub type OwnerObject = Object<Value, NotUsed>;
+
+/// Cheap to clone; every clone shares the same owners.
+#[derive(Clone, Default)]
+pub struct Owners {
+    states: Arc<RwLock<HashMap<Owner, OwnerState>>>,
+}
+
+impl Owners {
+    /// Keeps `object`, an owner of `tool`; returns it.
+    pub fn apply(&self, tool: Tool, object: &OwnerObject) -> Owner {
+        let owner = Owner {
+            tool,
+            namespace: object.namespace().unwrap_or_default(),
+            name: object.name_any(),
+        };
+        let state = OwnerState::of(tool, &object.metadata, &object.spec);
+        self.write().insert(owner.clone(), state);
+        owner
+    }
+
+    pub fn forget(&self, owner: &Owner) {
+        self.write().remove(owner);
+    }
+
+    /// Keeps only `listed` of `tool`'s owners, after a (re)list.
+    pub fn retain_listed(&self, tool: Tool, listed: &[Owner]) {
+        self.write()
+            .retain(|owner, _| owner.tool != tool || listed.contains(owner));
+    }
+
+    pub fn get(&self, owner: &Owner) -> Option<OwnerState> {
+        self.read().get(owner).cloned()
+    }
+
+    /// The owner `claim` names, with its state where it is watched. Argo CD's own Namespace
+    /// is where an unqualified Application is looked for first, then the only one of its name
+    /// elsewhere. A weak claim (Helm's instance label) names an owner only where one is watched.
+    pub fn resolve(&self, claim: &Claim) -> Option<(Owner, Option<OwnerState>)> {
+        let states = self.read();
+        let named = |namespace: &str| Owner {
+            tool: claim.tool,
+            namespace: namespace.to_string(),
+            name: claim.name.clone(),
+        };
+        let owner = match &claim.namespace {
+            Some(namespace) => named(namespace),
+            None => {
+                let default = named(ARGOCD_NAMESPACE);
+                if states.contains_key(&default) {
+                    default
+                } else {
+                    let mut elsewhere = states
+                        .keys()
+                        .filter(|owner| owner.tool == claim.tool && owner.name == claim.name);
+                    match (elsewhere.next(), elsewhere.next()) {
+                        (Some(only), None) => only.clone(),
+                        _ => default,
+                    }
+                }
+            }
+        };
+        let state = states.get(&owner).cloned();
+        if claim.weak && state.is_none() {
+            return None;
+        }
+        Some((owner, state))
+    }
+
+    /// The owners with a record of a pause on them.
+    pub fn paused(&self) -> Vec<Owner> {
+        self.read()
+            .iter()
+            .filter(|(_, state)| state.record.is_some())
+            .map(|(owner, _)| owner.clone())
+            .collect()
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<Owner, OwnerState>> {
+        self.states.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<Owner, OwnerState>> {
+        self.states.write().unwrap_or_else(PoisonError::into_inner)
+    }
+}

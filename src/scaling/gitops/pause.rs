@@ -1,0 +1,197 @@
+//! `gitops: pause`: the owner's repair stops while any Namespace it deploys to sleeps, and is
+//! given back when the last wakes. What it had, and which Namespaces paused it, is recorded on
+//! the owner itself (`cronscaler.dev/gitops-paused`), so a restart loses nothing. A person who
+//! changes the switch meanwhile wins: it is not written back.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use super::{GITOPS_PAUSED, Owner, owner::OwnerState};
+
+/// The record of a pause.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Paused {
+    /// The switch before the pause; `None` where it was not set.
+    pub previous: Option<bool>,
+    /// The Namespaces asleep that keep it paused.
+    pub namespaces: BTreeSet<String>,
+}
+
+/// A merge patch of an owner, guarded by the resourceVersion it was decided on, and the Event
+/// it is told with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OwnerWrite {
+    pub owner: Owner,
+    pub body: Value,
+    /// Reason and note, said on the owner once the write is made.
+    pub event: Option<(&'static str, String)>,
+}
+
+/// The body that sets the record to `record` (removes it with `None`), and the switch to
+/// `switch` where given (`Some(None)` unsets it).
+fn body(
+    owner: &Owner,
+    state: &OwnerState,
+    record: Option<&Paused>,
+    switch: Option<Option<bool>>,
+) -> Value {
+    let record = record
+        .and_then(|record| serde_json::to_string(record).ok())
+        .map_or(Value::Null, Value::String);
+    let mut body = json!({ "metadata": { "annotations": { GITOPS_PAUSED: record } } });
+    if let Some(version) = &state.resource_version {
+        body["metadata"]["resourceVersion"] = json!(version);
+    }
+    if let Some(switch) = switch {
+        // The switch's path, built from the leaf up: `{spec: {suspend: true}}`.
+        let path = owner.tool.spec().repair;
+        let mut value = switch.map_or(Value::Null, Value::Bool);
+        for step in path.iter().rev() {
+            let mut level = Map::new();
+            level.insert((*step).to_string(), value);
+            value = Value::Object(level);
+        }
+        merge(&mut body, value);
+    }
+    body
+}
+
+fn merge(into: &mut Value, from: Value) {
+    match (into, from) {
+        (Value::Object(into), Value::Object(from)) => {
+            for (key, value) in from {
+                merge(into.entry(key).or_insert(Value::Null), value);
+            }
+        }
+        (into, from) => *into = from,
+    }
+}
+
+/// What `namespace` going to sleep writes on its owner: the pause, recorded with what the switch
+/// had; or, paused already, the Namespace added to the record. Nothing when the owner does not
+/// repair (nothing to pause) or the Namespace is recorded.
+pub fn pause(owner: &Owner, state: &OwnerState, namespace: &str) -> Option<OwnerWrite> {
+    let spec = owner.tool.spec();
+    match &state.record {
+        Some(Ok(record)) if record.namespaces.contains(namespace) => None,
+        // Paused for another Namespace: this one keeps it paused too. Should a person have
+        // turned the repair back on since, it stays on: they win.
+        Some(Ok(record)) => {
+            let mut record = record.clone();
+            record.namespaces.insert(namespace.to_string());
+            Some(OwnerWrite {
+                owner: owner.clone(),
+                body: body(owner, state, Some(&record), None),
+                event: None,
+            })
+        }
+        // A record no one can read is replaced, with the switch as it is now.
+        Some(Err(_)) | None if !state.repairs(owner.tool) => None,
+        Some(Err(_)) | None => {
+            let record = Paused {
+                previous: state.repair,
+                namespaces: BTreeSet::from([namespace.to_string()]),
+            };
+            let note = format!(
+                "{} set to {} while Namespace {namespace} sleeps (it was {}); given back at its wake",
+                spec.repair_word,
+                spec.paused,
+                describe_switch(state.repair),
+            );
+            Some(OwnerWrite {
+                owner: owner.clone(),
+                body: body(owner, state, Some(&record), Some(Some(spec.paused))),
+                event: Some(("GitOpsPaused", note)),
+            })
+        }
+    }
+}
+
+/// What the wake of the recorded Namespaces that are no longer `asleep` writes on their owner:
+/// the record without them, or, the last one awake, the switch given back and the record gone.
+/// A switch someone changed since the pause is left as they set it, and said.
+pub fn release(
+    owner: &Owner,
+    state: &OwnerState,
+    asleep: impl Fn(&str) -> bool,
+) -> Option<OwnerWrite> {
+    let spec = owner.tool.spec();
+    let record = match &state.record {
+        None => return None,
+        Some(Ok(record)) => record,
+        // Unreadable: nothing says what to give back; the record goes, the switch stays.
+        Some(Err(text)) => {
+            return Some(OwnerWrite {
+                owner: owner.clone(),
+                body: body(owner, state, None, None),
+                event: Some((
+                    "GitOpsPauseUnreadable",
+                    format!(
+                        "{GITOPS_PAUSED} {text:?} cannot be read: removed, and {} left as it is ({})",
+                        spec.repair_word,
+                        describe_switch(state.repair)
+                    ),
+                )),
+            });
+        }
+    };
+    let remaining: BTreeSet<String> = record
+        .namespaces
+        .iter()
+        .filter(|namespace| asleep(namespace))
+        .cloned()
+        .collect();
+    if remaining == record.namespaces {
+        return None;
+    }
+    if !remaining.is_empty() {
+        let record = Paused {
+            namespaces: remaining,
+            ..record.clone()
+        };
+        return Some(OwnerWrite {
+            owner: owner.clone(),
+            body: body(owner, state, Some(&record), None),
+            event: None,
+        });
+    }
+    let woken = record
+        .namespaces
+        .iter()
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if state.repair == Some(spec.paused) {
+        Some(OwnerWrite {
+            owner: owner.clone(),
+            body: body(owner, state, None, Some(record.previous)),
+            event: Some((
+                "GitOpsResumed",
+                format!(
+                    "{} given back ({}): Namespace {woken} awake",
+                    spec.repair_word,
+                    describe_switch(record.previous)
+                ),
+            )),
+        })
+    } else {
+        Some(OwnerWrite {
+            owner: owner.clone(),
+            body: body(owner, state, None, None),
+            event: Some((
+                "GitOpsPauseOverridden",
+                format!(
+                    "{} was changed to {} while Namespace {woken} slept: left as it is",
+                    spec.repair_word,
+                    describe_switch(state.repair)
+                ),
+            )),
+        })
+    }
+}
+
+fn describe_switch(switch: Option<bool>) -> String {
+    switch.map_or_else(|| "unset".to_string(), |value| format!("{value}"))
+}
