@@ -133,7 +133,7 @@ impl IgnoreRule {
                 .iter()
                 .any(|manager| manager == CONTROLLER_NAME)
                 || self.json_pointers.iter().any(|ignored| ignored == pointer)
-                || self.jq_paths.iter().any(|ignored| *ignored == jq))
+                || self.jq_paths.contains(&jq))
     }
 }
 

@@ -351,7 +351,7 @@ fn an_owner_of_two_namespaces_is_given_back_when_the_last_wakes() {
         json!({ "syncPolicy": { "automated": { "selfHeal": true } } })
     );
     assert_eq!(
-        both_awake.event.map(|(reason, note)| (reason, note)),
+        both_awake.event,
         Some((
             "GitOpsResumed",
             "self-heal given back (true): Namespace preview, staging awake".into()
