@@ -49,6 +49,14 @@ impl Error {
 }
 
 impl Error {
+    /// RBAC does not allow the request (403).
+    pub fn is_forbidden(&self) -> bool {
+        match self {
+            Error::Api { source, .. } | Error::Status { source, .. } => is_status(source, 403),
+            Error::DeploymentNotOwned { .. } | Error::FooWithoutUid { .. } => false,
+        }
+    }
+
     /// The object changed since it was read (409): a write guarded by its resourceVersion was
     /// refused.
     pub fn is_conflict(&self) -> bool {

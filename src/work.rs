@@ -111,6 +111,9 @@ impl Reconcile for Reconcilers {
                 scaling::wake_hosts::tell(&self.scale, namespace).await;
                 return Handled::Done;
             }
+            WorkKey::Scaling(ScalingKey::GitOpsOwner(owner)) => {
+                scaling::release_owner(&self.scale, owner).await
+            }
             WorkKey::Scaling(ScalingKey::SleepScheduleStatus(schedule)) => {
                 let written = declarations::sleep_schedule_status(&self.scale, schedule, now).await;
                 return look_again(written, now);

@@ -17,6 +17,7 @@ use ipnet::IpNet;
 use crate::{
     ops::logs::LogFormat,
     scaling::target::{DEFAULT_KINDS, KindName},
+    schedule::GitOpsMode,
     wake::route::parse_trusted_proxy,
 };
 
@@ -269,6 +270,12 @@ pub struct RunArgs {
     /// Log and emit Events for what the scheduled scaler would do; change nothing.
     #[arg(long, env = "CRONSCALER_DRY_RUN")]
     pub dry_run: bool,
+
+    /// How a workload that Argo CD or Flux deploys sleeps where neither it nor its Namespace
+    /// says (`cronscaler.dev/gitops`): `ignore` (the tool is told to leave cronscaler's fields
+    /// alone) or `pause` (the tool's repair stops for the night).
+    #[arg(long, env = "CRONSCALER_GITOPS", default_value = "ignore")]
+    pub gitops: GitOpsMode,
 
     /// Elect a leader among replicas on a Lease; only the leader acts, standbys stay warm.
     #[arg(long, env = "CRONSCALER_LEADER_ELECT")]

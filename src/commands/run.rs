@@ -31,6 +31,7 @@ use tokio::{
     task::JoinHandle,
 };
 
+mod gitops_feeds;
 mod policy_feeds;
 mod trackers;
 
@@ -62,6 +63,7 @@ use crate::{
     scaling::{
         ScalingContext,
         asleep::AsleepGauges,
+        gitops::{Tool, owners::Owners},
         hpa::HpaIndex,
         key::ScalingKey,
         last_seen::LastSeen,
@@ -391,6 +393,24 @@ pub async fn run(
             owned_feed,
         )),
     ]);
+    // The GitOps owners, cluster-wide: a namespaced install cannot read them.
+    let owners = Owners::default();
+    if namespace.is_none() {
+        feeds.extend(Tool::all().map(|tool| {
+            let feed = gitops_feeds::owner_feed(
+                &client,
+                tool,
+                &owners,
+                &last_seen,
+                &scaling_queue,
+                &outage,
+            );
+            tokio::spawn(while_alive(
+                health.alive(format!("watch of {}", tool.spec().plural)),
+                feed,
+            ))
+        }));
+    }
     // Kinds `--kinds` named whose CRD is not served yet, each taken in once it is: its tracker
     // joins the others, and its watch starts, after the kinds listed at start.
     feeds.extend(later.into_iter().map(|(name, group)| {
@@ -542,6 +562,7 @@ pub async fn run(
     };
 
     let events = Events::new(client.clone(), std::env::var("POD_NAME").ok());
+    let gitops_queue = scaling_queue.clone();
     let reconcilers = Arc::new(Reconcilers {
         foo: FooContext {
             client: client.clone(),
@@ -565,6 +586,7 @@ pub async fn run(
         .with_reports(scaling_queue)
         .with_hpas(hpas)
         .with_last_seen(last_seen)
+        .with_gitops(owners, args.gitops, gitops_queue)
         .with_wakes(wakes)
         .with_declarations(Declarations {
             policies: policy_store,

@@ -6,6 +6,7 @@
 
 use std::{collections::BTreeMap, fmt};
 
+use k8s_openapi::api::core::v1::ObjectReference;
 use kube::api::ApiResource;
 
 pub mod owner;
@@ -28,6 +29,8 @@ pub struct ToolSpec {
     pub repair: &'static [&'static str],
     /// How that switch is spoken of: `self-heal`, `suspend`.
     pub repair_word: &'static str,
+    /// How the repair is spoken of: `self-heal`, `reconciliation`.
+    pub repair_named: &'static str,
     /// The switch's value that stops the repair.
     pub paused: bool,
     /// The field managers its writes are recorded under in `managedFields`.
@@ -47,6 +50,7 @@ pub static TOOLS: [ToolSpec; 3] = [
         plural: "applications",
         repair: &["spec", "syncPolicy", "automated", "selfHeal"],
         repair_word: "self-heal",
+        repair_named: "self-heal",
         paused: false,
         managers: &["argocd-controller", "argocd-application-controller"],
         ignores_fields: true,
@@ -59,6 +63,7 @@ pub static TOOLS: [ToolSpec; 3] = [
         plural: "kustomizations",
         repair: &["spec", "suspend"],
         repair_word: "suspend",
+        repair_named: "reconciliation",
         paused: true,
         managers: &["kustomize-controller"],
         ignores_fields: false,
@@ -71,6 +76,7 @@ pub static TOOLS: [ToolSpec; 3] = [
         plural: "helmreleases",
         repair: &["spec", "suspend"],
         repair_word: "suspend",
+        repair_named: "reconciliation",
         paused: true,
         managers: &["helm-controller"],
         ignores_fields: false,
@@ -159,6 +165,33 @@ pub struct Owner {
     pub tool: Tool,
     pub namespace: String,
     pub name: String,
+}
+
+impl Owner {
+    /// What a revert by it is said with: who, and what would have prevented it.
+    pub fn revert_advice(&self) -> (String, &'static str) {
+        let spec = self.tool.spec();
+        let advice = if spec.ignores_fields {
+            "cronscaler.dev/gitops: pause, or ignoreDifferences for cronscaler's fields, would \
+             prevent it (docs/gitops.md)"
+        } else {
+            "cronscaler.dev/gitops: pause would prevent it (docs/gitops.md)"
+        };
+        (format!("{self} ({})", spec.repair_named), advice)
+    }
+
+    /// The reference an Event on it names.
+    pub fn reference(&self, uid: Option<String>) -> ObjectReference {
+        let resource = self.tool.api_resource();
+        ObjectReference {
+            api_version: Some(resource.api_version),
+            kind: Some(resource.kind),
+            name: Some(self.name.clone()),
+            namespace: Some(self.namespace.clone()),
+            uid,
+            ..ObjectReference::default()
+        }
+    }
 }
 
 impl fmt::Display for Owner {

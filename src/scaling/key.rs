@@ -2,7 +2,11 @@
 
 use std::fmt;
 
-use crate::{runtime::key::ObjectKey, scaling::target::ScaleTarget, schedule::Transition};
+use crate::{
+    runtime::key::ObjectKey,
+    scaling::{gitops::Owner, target::ScaleTarget},
+    schedule::Transition,
+};
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum ScalingKey {
@@ -20,6 +24,8 @@ pub enum ScalingKey {
     WakeTurn(String),
     /// Tell a Namespace of the hosts of its `wake-hosts` that others claim too.
     WakeHosts(String),
+    /// Give a paused GitOps owner back its repair once every Namespace that paused it is awake.
+    GitOpsOwner(Owner),
 }
 
 impl fmt::Display for ScalingKey {
@@ -36,6 +42,7 @@ impl fmt::Display for ScalingKey {
             ScalingKey::SleepScheduleStatus(key) => write!(f, "status of SleepSchedule {key}"),
             ScalingKey::WakeTurn(namespace) => write!(f, "turn of Namespace {namespace} to wake"),
             ScalingKey::WakeHosts(namespace) => write!(f, "wake-hosts of Namespace {namespace}"),
+            ScalingKey::GitOpsOwner(owner) => write!(f, "pause of {owner}"),
         }
     }
 }

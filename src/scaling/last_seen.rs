@@ -121,6 +121,30 @@ impl LastSeen {
             .map(|packed| packed.unpack(target))
     }
 
+    /// The states of the objects tracked in `namespace`: a walk over all of them, for the rare
+    /// question that spans a Namespace (is any of its workloads still asleep).
+    pub fn in_namespace(&self, namespace: &str) -> Vec<TargetState> {
+        self.states
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter(|(target, _)| target.key.namespace == namespace)
+            .map(|(target, packed)| packed.unpack(target))
+            .collect()
+    }
+
+    /// The objects tracked whose state is `wanted`: a walk over all of them, for the rare
+    /// event that concerns many (a GitOps owner changed).
+    pub fn find(&self, wanted: impl Fn(&TargetState) -> bool) -> Vec<ScaleTarget> {
+        self.states
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter(|(target, packed)| wanted(&packed.unpack(target)))
+            .map(|(target, _)| target.clone())
+            .collect()
+    }
+
     pub fn len(&self) -> usize {
         self.states
             .read()

@@ -28,5 +28,5 @@ mod test_support;
 
 pub use reconciler::{
     DEFAULT_MAX_OVERRIDE, ScalingContext, describe_change, patch_for, patch_target,
-    patch_target_as, read_target, reconcile, report_namespace, wake_turn,
+    patch_target_as, read_target, reconcile, release_owner, report_namespace, wake_turn,
 };

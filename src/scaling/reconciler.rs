@@ -26,6 +26,7 @@ use crate::{
     ops::metrics::Metrics,
     runtime::{events::Events, workqueue::Enqueue},
     scaling::{
+        gitops::{self, Owner, owners::Owners},
         hpa::HpaIndex,
         key::ScalingKey,
         last_seen::LastSeen,
@@ -38,7 +39,7 @@ use crate::{
         wake_order::{self, WakeSteps},
         wake_turns::{self, Turn, WakeTurns},
     },
-    schedule::{self, Transition},
+    schedule::{self, Direction, GitOpsMode, Transition},
 };
 
 pub use describe::describe_change;
@@ -89,6 +90,9 @@ pub struct ScalingContext {
     /// The kinds it sleeps (`--kinds`), as they are now: an ordered wake waits for those of
     /// them that follow the Namespace.
     pub kinds: KindsInUse,
+    /// The GitOps owners watched, the mode where nothing chooses one (`--gitops`), and the
+    /// queue a paused owner's release goes into.
+    pub gitops: (Owners, GitOpsMode, Option<Enqueue<ScalingKey>>),
 }
 
 /// `--max-override`'s default.
@@ -123,6 +127,21 @@ impl ScalingContext {
             declarations: None,
             wake_hosts_told: wake_hosts::Told::default(),
             kinds: KindsInUse::new(TargetKind::defaults()),
+            gitops: (Owners::default(), GitOpsMode::default(), None),
+        }
+    }
+
+    /// Finds workloads' GitOps owners in `owners`, sleeps them beside their tool as `default`
+    /// says where nothing else does, and has `queue` look at a paused owner after each wake.
+    pub fn with_gitops(
+        self,
+        owners: Owners,
+        default: GitOpsMode,
+        queue: Enqueue<ScalingKey>,
+    ) -> Self {
+        Self {
+            gitops: (owners, default, Some(queue)),
+            ..self
         }
     }
 
@@ -255,6 +274,33 @@ async fn plan_and_act(
     };
     let plan = plan::plan(observed, &settings, now);
     act::act(ctx, &observed.target, &observed.object, plan).await
+}
+
+/// Gives a paused GitOps owner back what it had once every Namespace that paused it is awake,
+/// as the owners' and workloads' watches tell: a Namespace is asleep while a workload of it that
+/// the owner deploys has a scale-down recorded.
+pub async fn release_owner(ctx: &ScalingContext, owner: &Owner) -> Result<(), Error> {
+    let owners = &ctx.gitops.0;
+    let Some(state) = owners.get(owner) else {
+        return Ok(());
+    };
+    let asleep = |namespace: &str| {
+        ctx.last_seen.in_namespace(namespace).iter().any(|seen| {
+            let deployed = gitops::owner::claim(&seen.annotations, &seen.labels)
+                .and_then(|claim| owners.resolve(&claim))
+                .is_some_and(|(found, _)| found == *owner);
+            let slept = seen
+                .annotations
+                .get(schedule::LAST_TRANSITION)
+                .and_then(|text| text.parse::<Transition>().ok())
+                .is_some_and(|transition| transition.direction == Direction::Down);
+            deployed && slept
+        })
+    };
+    match gitops::pause::release(owner, &state, asleep) {
+        Some(write) => act::write_owner(ctx, &write).await,
+        None => Ok(()),
+    }
 }
 
 /// Looks for `namespace`'s turn to wake: lets go of the Namespaces whose wake is over, and when

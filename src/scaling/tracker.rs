@@ -19,6 +19,7 @@ use crate::{
     runtime::{key::ObjectKey, workqueue::Enqueue},
     scaling::{
         asleep::{self, AsleepCounts, AsleepGauges},
+        gitops,
         hpa::{self, HpaIndex},
         key::ScalingKey,
         last_seen::LastSeen,
@@ -420,6 +421,14 @@ impl Tracker {
         // writer that appears while we watch may have changed the replicas just now.
         let new_timeless_writer = previous.is_some_and(|tracked| tracked.writers != writers)
             && other_writers.iter().any(|(.., second)| second.is_none());
+        // A workload a GitOps tool deploys is looked at when first taken in, so that what its
+        // owner will do to the night is said before the night.
+        let deployed_by_gitops = previous.is_none()
+            && gitops::owner::claim(
+                meta.annotations.as_ref().unwrap_or(&none),
+                meta.labels.as_ref().unwrap_or(&none),
+            )
+            .is_some();
 
         let target = self.target(key.clone());
         // A levered workload's records are its lever's, on or off.
@@ -499,6 +508,17 @@ impl Tracker {
                 Standing::Refused { owes_warning }
             }
         };
+        if deployed_by_gitops
+            && matches!(
+                standing,
+                Standing::Governed {
+                    schedule: Some(_),
+                    ..
+                }
+            )
+        {
+            self.queue.add(ScalingKey::Scale(target.clone()));
+        }
         self.follow(target, &standing, now);
         let was_following = self
             .tracked

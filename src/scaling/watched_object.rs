@@ -22,6 +22,7 @@ use serde_json::{Map, Value, json};
 use crate::{
     foo::Foo,
     scaling::{
+        gitops::owner::ARGOCD_TRACKING_ID,
         kinds,
         target::{TargetKind, TargetState},
     },
@@ -29,7 +30,7 @@ use crate::{
 
 /// The annotation prefixes a schedule is read from (kube-downscaler's for
 /// `--kube-downscaler-annotations`); every other annotation is dropped but the ones kinds sleep
-/// by.
+/// by, and Argo CD's tracking annotation, which names the owner.
 pub const READ_PREFIXES: [&str; 2] = [
     crate::schedule::PREFIX,
     crate::schedule::kube_downscaler::PREFIX,
@@ -107,6 +108,7 @@ impl<K: Resource> Delivered for PartialObjectMeta<K> {
 fn is_read(key: &str) -> bool {
     READ_PREFIXES.iter().any(|prefix| key.starts_with(prefix))
         || kinds::sleep_annotations().any(|sleeps_by| sleeps_by == key)
+        || key == ARGOCD_TRACKING_ID
 }
 
 impl<'de> Deserialize<'de> for WatchedObject {

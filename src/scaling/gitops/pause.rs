@@ -24,6 +24,8 @@ pub struct Paused {
 #[derive(Debug, Clone, PartialEq)]
 pub struct OwnerWrite {
     pub owner: Owner,
+    /// Its uid, for the Event's reference.
+    pub uid: Option<String>,
     pub body: Value,
     /// Reason and note, said on the owner once the write is made.
     pub event: Option<(&'static str, String)>,
@@ -83,6 +85,7 @@ pub fn pause(owner: &Owner, state: &OwnerState, namespace: &str) -> Option<Owner
             record.namespaces.insert(namespace.to_string());
             Some(OwnerWrite {
                 owner: owner.clone(),
+                uid: state.uid.clone(),
                 body: body(owner, state, Some(&record), None),
                 event: None,
             })
@@ -102,6 +105,7 @@ pub fn pause(owner: &Owner, state: &OwnerState, namespace: &str) -> Option<Owner
             );
             Some(OwnerWrite {
                 owner: owner.clone(),
+                uid: state.uid.clone(),
                 body: body(owner, state, Some(&record), Some(Some(spec.paused))),
                 event: Some(("GitOpsPaused", note)),
             })
@@ -125,6 +129,7 @@ pub fn release(
         Some(Err(text)) => {
             return Some(OwnerWrite {
                 owner: owner.clone(),
+                uid: state.uid.clone(),
                 body: body(owner, state, None, None),
                 event: Some((
                     "GitOpsPauseUnreadable",
@@ -153,6 +158,7 @@ pub fn release(
         };
         return Some(OwnerWrite {
             owner: owner.clone(),
+            uid: state.uid.clone(),
             body: body(owner, state, Some(&record), None),
             event: None,
         });
@@ -166,6 +172,7 @@ pub fn release(
     if state.repair == Some(spec.paused) {
         Some(OwnerWrite {
             owner: owner.clone(),
+            uid: state.uid.clone(),
             body: body(owner, state, None, Some(record.previous)),
             event: Some((
                 "GitOpsResumed",
@@ -179,6 +186,7 @@ pub fn release(
     } else {
         Some(OwnerWrite {
             owner: owner.clone(),
+            uid: state.uid.clone(),
             body: body(owner, state, None, None),
             event: Some((
                 "GitOpsPauseOverridden",

@@ -2,14 +2,17 @@
 //! say. What a failure stops is returned, for the key to be retried; a dry run makes none of
 //! the writes and tells what they would have been.
 
+use std::time::Duration;
+
 use serde_json::json;
 use tokio::time::Instant;
 
 use crate::{
     error::Error,
     ops::metrics::{Outcome, ScaleDirection},
-    runtime::{api_errors::is_status, events::Note},
+    runtime::{api_errors::is_status, events::Note, key::ObjectKey},
     scaling::{
+        gitops::pause::OwnerWrite,
         hpa::{self, GuardedChange, HpaChange},
         key::ScalingKey,
         reports::{QUIET, WorkloadOutcome},
@@ -20,9 +23,13 @@ use crate::{
 
 use super::{
     ScalingContext,
-    patch::patch_target,
+    patch::{patch_owner, patch_target},
     plan::{LeverWrite, Plan, Step, Tally, TargetPatch, Warning},
 };
+
+/// How long after a wake its paused owner is looked at: the watch delivers the workload's new
+/// state well within it.
+const OWNER_LOOK_DELAY: Duration = Duration::from_secs(3);
 
 /// Makes the writes of `plan`, decided on `object`, the object of `target` as observed.
 pub async fn act(
@@ -44,6 +51,12 @@ pub async fn act(
         tell_step(ctx, &target.key.namespace, step).await;
     }
     let written = write(ctx, target, object, &plan).await;
+    if let (Some(owner), true, (_, _, Some(queue))) =
+        (&plan.owner_look, written.is_ok(), &ctx.gitops)
+    {
+        // Once the watch has delivered this wake, which the look counts on.
+        queue.add_after(ScalingKey::GitOpsOwner(owner.clone()), OWNER_LOOK_DELAY);
+    }
     if written.as_ref().is_err_and(Error::is_conflict) {
         // Not done, nor failed: planned again on the object as it is now.
         return written;
@@ -100,6 +113,10 @@ async fn write(
         return dry_run(ctx, target, object, plan, release_direction).await;
     }
     make_hpa_changes(ctx, &plan.releases, release_direction).await?;
+    // Paused before the sleep: after it, the tool could put the workload back first.
+    if let Some(pause) = &plan.owner_pause {
+        pause_owner(ctx, object, pause).await?;
+    }
     if let Some(lever) = plan.lever.as_ref().filter(|lever| lever.before_patch) {
         write_lever(ctx, lever).await?;
     }
@@ -155,6 +172,60 @@ async fn write_lever(ctx: &ScalingContext, lever: &LeverWrite) -> Result<(), Err
             target.kind.as_str(),
             &target.key,
         )(error)),
+    }
+}
+
+/// Writes a GitOps owner's pause or its release, and tells it on the owner; one deleted since
+/// needs nothing.
+pub async fn write_owner(ctx: &ScalingContext, write: &OwnerWrite) -> Result<(), Error> {
+    let owner = &write.owner;
+    if ctx.dry_run {
+        tracing::info!(%owner, body = %write.body, "dry run, not done: owner");
+        return Ok(());
+    }
+    match patch_owner(&ctx.client, owner, &write.body).await {
+        Ok(()) => {}
+        Err(error) if is_status(&error, 404) => return Ok(()),
+        Err(error) => {
+            let key = ObjectKey::new(&owner.namespace, &owner.name);
+            return Err(Error::api(
+                "write the pause of",
+                owner.tool.spec().kind,
+                &key,
+            )(error));
+        }
+    }
+    tracing::info!(%owner, body = %write.body, "owner written");
+    if let Some((reason, note)) = &write.event {
+        ctx.events
+            .normal(&owner.reference(write.uid.clone()), reason, note.clone())
+            .await;
+    }
+    Ok(())
+}
+
+/// The pause of a workload's GitOps owner before its sleep. One RBAC refuses is said on the
+/// workload, and the sleep goes on: the tool may undo it, which the next look tells.
+async fn pause_owner(
+    ctx: &ScalingContext,
+    object: &TargetState,
+    write: &OwnerWrite,
+) -> Result<(), Error> {
+    match write_owner(ctx, write).await {
+        Err(error) if error.is_forbidden() => {
+            let spec = write.owner.tool.spec();
+            let note = format!(
+                "may not pause {}: its {} stays on and may undo this sleep; grant the ClusterRole \
+                 cronscaler-gitops (rbac/optional/gitops.yaml): {error}",
+                write.owner, spec.repair_word
+            );
+            tracing::warn!(owner = %write.owner, %note, "pause refused");
+            ctx.events
+                .warning(&object.reference, "GitOpsPauseRefused", note)
+                .await;
+            Ok(())
+        }
+        written => written,
     }
 }
 

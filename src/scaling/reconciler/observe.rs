@@ -11,13 +11,15 @@ use crate::{
     error::Error,
     runtime::key::ObjectKey,
     scaling::{
+        gitops::{self, Owner, owner::OwnerState},
         hpa::Hpa,
         target::{ScaleTarget, TargetKind, TargetState},
         wake_order::{self, Peer},
         wake_turns::Ask,
     },
     schedule::{
-        self, Annotations, Direction, OutOfReach, ScaleChange, Transition, held_back_until,
+        self, Annotations, Direction, GitOpsMode, OutOfReach, ScaleChange, Transition,
+        held_back_until,
     },
 };
 
@@ -56,6 +58,18 @@ pub struct Observed {
     pub supersedes_kube_downscaler: bool,
     /// Where its Namespace's turns and steps stand for the transition due.
     pub namespace: NamespaceWake,
+    /// The GitOps tool that deploys it, if one does.
+    pub gitops: Option<GitOps>,
+}
+
+/// A workload a GitOps tool deploys: its owner, as watched (`None` where it is not), the mode
+/// chosen for it, and the field of it a manifest sets, which the tool would put back.
+#[derive(Debug, Clone)]
+pub struct GitOps {
+    pub owner: Owner,
+    pub state: Option<OwnerState>,
+    pub mode: GitOpsMode,
+    pub field: Option<&'static str>,
 }
 
 /// Where a Namespace's scheduled wake or sleep stands, as far as one of its workloads goes.
@@ -147,6 +161,8 @@ pub async fn observe(
         }
         None => target.kind,
     };
+    // Read before the effective annotations replace its own: they keep only the schedule's.
+    let claim = gitops::owner::claim(&object.annotations, &object.labels);
     let inherited;
     (object.annotations, inherited) = ctx.namespaces.effective(
         target.kind,
@@ -165,6 +181,15 @@ pub async fn observe(
         Some(_) => Vec::new(),
         None => ctx.hpas.of(target),
     };
+    let (owners, default_mode, _) = &ctx.gitops;
+    let gitops = claim
+        .and_then(|claim| owners.resolve(&claim))
+        .map(|(owner, state)| GitOps {
+            owner,
+            state,
+            mode: schedule::gitops_mode(&object.annotations, *default_mode),
+            field: sleeps_as.spec().sleep.manifest_field(),
+        });
     let mut observed = Observed {
         target: target.clone(),
         object,
@@ -181,6 +206,7 @@ pub async fn observe(
         governed_by: ctx.namespaces.governed_by(namespace),
         supersedes_kube_downscaler: ctx.namespaces.supersedes_kube_downscaler(target.kind),
         namespace: NamespaceWake::Free,
+        gitops,
     };
     observed.namespace = namespace_wake(ctx, &observed, now).await?;
     Ok(Some(observed))

@@ -11,6 +11,10 @@ use crate::{
     ops::metrics::ScaleDirection,
     runtime::events::Note,
     scaling::{
+        gitops::{
+            Owner, Tool,
+            pause::{OwnerWrite, pause},
+        },
         hpa::{self, GuardedChange},
         on_demand,
         wake_order::{self, Gate},
@@ -20,8 +24,8 @@ use crate::{
         target::{ScaleTarget, TargetState},
     },
     schedule::{
-        self, Annotations, Direction, ScaleChange, Transition, already_warned, refused_cause,
-        reverted, reverted_cause,
+        self, Annotations, Direction, GitOpsMode, ScaleChange, Transition, already_warned,
+        refused_cause, reverted, reverted_cause,
     },
 };
 
@@ -68,6 +72,10 @@ pub struct Plan {
     pub tally: Option<Tally>,
     /// It wakes by its Namespace's schedule: the Namespace's readiness is measured.
     pub wakes_namespace: bool,
+    /// Its GitOps owner's repair paused for its Namespace, before the patch.
+    pub owner_pause: Option<OwnerWrite>,
+    /// Its GitOps owner, paused, looked at after its wake, to be given back what it had.
+    pub owner_look: Option<Owner>,
 }
 
 /// The object's merge patch: replicas (or its kind's sleep value) and the controller's
@@ -125,6 +133,11 @@ pub struct Tally {
     pub changes: bool,
 }
 
+/// `GitOpsWillRevert`: said before a night its GitOps tool would undo.
+const GITOPS_WILL_REVERT: &str = "GitOpsWillRevert";
+/// `ScaleReverted`: said when someone changed what a transition set.
+const REVERTED: &str = "ScaleReverted";
+
 /// `InvalidSchedule`: what a warning for refused annotations is called.
 const INVALID_SCHEDULE: &str = "InvalidSchedule";
 
@@ -174,7 +187,7 @@ fn schedule_plan(observed: &Observed, settings: &Settings, now: DateTime<Utc>) -
             Note::new("no scheduled scaling until the annotations are fixed: ").list(reasons, "; ");
         return refused(observed, note);
     }
-    let mut plan = follow(observed, settings, now);
+    let mut plan = beside_gitops(observed, follow(observed, settings, now));
     // An override further ahead than --max-override is refused until it comes within reach
     // (the tracker has the timer look then); meanwhile the schedule is followed without it.
     if let Some(refusal) = &observed.out_of_reach {
@@ -242,6 +255,70 @@ fn through_lever(
             });
         }
         None => {}
+    }
+    plan
+}
+
+/// What its GitOps owner takes: with `pause`, its repair paused before a sleep (or found
+/// unpaused under one), and a look at it after a wake; with `ignore`, a warning, once, where it
+/// will undo the night.
+fn beside_gitops(observed: &Observed, mut plan: Plan) -> Plan {
+    let Some(gitops) = &observed.gitops else {
+        return plan;
+    };
+    let namespace = &observed.target.key.namespace;
+    let direction = plan
+        .patch
+        .as_ref()
+        .and_then(|patch| patch.counted)
+        .map(|(direction, _)| direction);
+    let sleeping = match direction {
+        Some(direction) => direction == ScaleDirection::Down,
+        None => sleep_in_force(&observed.annotations),
+    };
+    let recorded = gitops.state.as_ref().is_some_and(
+        |state| matches!(&state.record, Some(Ok(record)) if record.namespaces.contains(namespace)),
+    );
+    match gitops.mode {
+        GitOpsMode::Pause if sleeping => {
+            plan.owner_pause = gitops
+                .state
+                .as_ref()
+                .and_then(|state| pause(&gitops.owner, state, namespace));
+        }
+        GitOpsMode::Pause => {}
+        GitOpsMode::Ignore => {
+            let revert_said = observed
+                .object
+                .annotations
+                .get(schedule::WARNED)
+                .is_some_and(|cause| cause.starts_with(REVERTED));
+            let will_revert = gitops
+                .state
+                .as_ref()
+                .zip(gitops.field)
+                .and_then(|(state, field)| {
+                    let kind = observed.target.kind.spec();
+                    let key = &observed.target.key;
+                    state.will_revert(
+                        &gitops.owner,
+                        (kind.group, kind.name),
+                        (&key.namespace, &key.name),
+                        field,
+                    )
+                });
+            if let (None, false, Some(note)) = (&plan.warning, revert_said, will_revert) {
+                let cause = format!("{GITOPS_WILL_REVERT} {}", gitops.owner);
+                plan.warning = warning(observed, GITOPS_WILL_REVERT, note.into(), cause);
+            }
+        }
+    }
+    if matches!(
+        direction,
+        Some(ScaleDirection::Up | ScaleDirection::Restore)
+    ) && (gitops.mode == GitOpsMode::Pause || recorded)
+    {
+        plan.owner_look = Some(gitops.owner.clone());
     }
     plan
 }
@@ -444,8 +521,7 @@ fn between_transitions(observed: &Observed) -> Plan {
             doing: "remove an ended override from",
             counted: None,
         }),
-        warning: revert
-            .and_then(|(note, cause)| warning(observed, "ScaleReverted", note.into(), cause)),
+        warning: revert.and_then(|(note, cause)| warning(observed, REVERTED, note.into(), cause)),
         ..Plan::default()
     }
 }
@@ -459,9 +535,19 @@ fn reverted_warning(observed: &Observed) -> Option<(String, String)> {
     if hpa::changed_by_its_hpa(&observed.hpas, &object.writers) {
         return None;
     }
-    let who = object.writers.sleep_field.as_deref().unwrap_or("someone");
+    let writer = object.writers.sleep_field.as_deref().unwrap_or("someone");
+    // A GitOps tool is named with the owner that deploys the object, and what would have
+    // prevented it.
+    let (who, advice) = match (Tool::writing_as(writer), &observed.gitops) {
+        (Some(tool), Some(gitops)) if tool.same_tool(gitops.owner.tool) => {
+            let (who, advice) = gitops.owner.revert_advice();
+            (who, format!("; {advice}"))
+        }
+        (Some(tool), _) => (format!("{} ({writer})", tool.spec().tool), String::new()),
+        (None, _) => (writer.to_string(), String::new()),
+    };
     let note = format!(
-        "replicas changed from {set} to {} by {who} after the scheduled scale-{} at {}; left alone until the next transition",
+        "replicas changed from {set} to {} by {who} after the scheduled scale-{} at {}; left alone until the next transition{advice}",
         object.replicas,
         transition.direction,
         transition

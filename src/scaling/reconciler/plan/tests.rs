@@ -85,6 +85,7 @@ fn observed(kind: TargetKind, object: &DynamicObject, now: DateTime<Utc>) -> Obs
         governed_by: None,
         supersedes_kube_downscaler: false,
         namespace: NamespaceWake::Free,
+        gitops: None,
     }
 }
 
@@ -620,5 +621,141 @@ fn an_on_off_object_found_awake_at_a_scale_up_is_told_already_awake() {
     assert!(
         note.ends_with("already scaling, nothing to change"),
         "{note}"
+    );
+}
+
+/// Argo CD Application argocd/shop, deploying `shop/web`, with this spec (and pause record).
+fn deployed_by_argo_cd(
+    mut web: Observed,
+    mode: GitOpsMode,
+    spec: Value,
+    record: Option<&str>,
+) -> Observed {
+    use crate::scaling::gitops::{GITOPS_PAUSED, owner::OwnerState};
+    let metadata = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+        resource_version: Some("12".into()),
+        uid: Some("app-1".into()),
+        annotations: record.map(|record| annotations_of(&[(GITOPS_PAUSED, record)])),
+        ..Default::default()
+    };
+    web.gitops = Some(super::super::observe::GitOps {
+        owner: Owner {
+            tool: Tool::ArgoCd,
+            namespace: "argocd".into(),
+            name: "shop".into(),
+        },
+        state: Some(OwnerState::of(Tool::ArgoCd, &metadata, &spec)),
+        mode,
+        field: Some("/spec/replicas"),
+    });
+    web
+}
+
+fn self_heal(on: bool) -> Value {
+    json!({ "syncPolicy": { "automated": { "selfHeal": on } } })
+}
+
+#[test]
+fn with_pause_a_sleep_pauses_its_application_first_and_a_wake_has_it_looked_at() {
+    let now = at(23, 20, 0, 0);
+    let web = observed(TargetKind::Deployment, &deployment(3, &NIGHTLY), now);
+    let web = deployed_by_argo_cd(web, GitOpsMode::Pause, self_heal(true), None);
+    let night = plan(&web, &SETTINGS, now);
+    let pause = night.owner_pause.expect("the Application paused");
+    assert_eq!(
+        pause.body["spec"],
+        json!({ "syncPolicy": { "automated": { "selfHeal": false } } })
+    );
+    assert_eq!(pause.body["metadata"]["resourceVersion"], json!("12"));
+    assert!(night.patch.is_some(), "and the sleep itself");
+    assert_eq!(night.owner_look, None);
+
+    let asleep = [
+        NIGHTLY[0],
+        NIGHTLY[1],
+        (ORIGINAL_REPLICAS, "3"),
+        (LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
+    ];
+    let now = at(24, 7, 0, 0);
+    let web = observed(TargetKind::Deployment, &deployment(0, &asleep), now);
+    let paused = r#"{"previous":true,"namespaces":["shop"]}"#;
+    let web = deployed_by_argo_cd(web, GitOpsMode::Pause, self_heal(false), Some(paused));
+    let morning = plan(&web, &SETTINGS, now);
+    assert_eq!(morning.owner_pause, None);
+    assert_eq!(
+        morning.owner_look.map(|owner| owner.to_string()),
+        Some("Argo CD Application argocd/shop".into()),
+        "given back once the Namespace is awake"
+    );
+}
+
+#[test]
+fn with_pause_an_application_found_healing_under_a_sleep_is_paused_and_a_recorded_one_is_not() {
+    let asleep = [
+        NIGHTLY[0],
+        NIGHTLY[1],
+        (ORIGINAL_REPLICAS, "3"),
+        (LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
+    ];
+    let now = at(23, 23, 0, 0);
+    let web = observed(TargetKind::Deployment, &deployment(0, &asleep), now);
+    let healing = deployed_by_argo_cd(web.clone(), GitOpsMode::Pause, self_heal(true), None);
+    assert!(plan(&healing, &SETTINGS, now).owner_pause.is_some());
+    // Turned back on by a person at night: the record says this Namespace paused it, and it
+    // is not paused again.
+    let recorded = r#"{"previous":true,"namespaces":["shop"]}"#;
+    let overridden =
+        deployed_by_argo_cd(web, GitOpsMode::Pause, self_heal(true), Some(recorded));
+    assert_eq!(plan(&overridden, &SETTINGS, now).owner_pause, None);
+}
+
+#[test]
+fn with_ignore_an_application_that_will_revert_is_warned_of_once_before_the_night() {
+    let now = at(23, 12, 0, 0);
+    let web = observed(TargetKind::Deployment, &deployment(3, &NIGHTLY), now);
+    let web = deployed_by_argo_cd(web, GitOpsMode::Ignore, self_heal(true), None);
+    let day = plan(&web, &SETTINGS, now);
+    assert_eq!(day.owner_pause, None, "ignore writes nothing of the tool");
+    let warning = day.warning.expect("warned");
+    assert_eq!(warning.reason, "GitOpsWillRevert");
+    assert_eq!(warning.cause, "GitOpsWillRevert Argo CD Application argocd/shop");
+    assert!(
+        warning.note.to_string().contains("managedFieldsManagers:\n        - cronscaler"),
+        "{}",
+        warning.note
+    );
+    let said = [NIGHTLY[0], NIGHTLY[1], (WARNED, warning.cause.as_str())];
+    let web = observed(TargetKind::Deployment, &deployment(3, &said), now);
+    let web = deployed_by_argo_cd(web, GitOpsMode::Ignore, self_heal(true), None);
+    assert_eq!(plan(&web, &SETTINGS, now).warning, None, "said once");
+}
+
+#[test]
+fn a_revert_by_argo_cd_names_the_application_and_what_would_prevent_it() {
+    let night = [
+        NIGHTLY[0],
+        NIGHTLY[1],
+        (ORIGINAL_REPLICAS, "3"),
+        (LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
+    ];
+    let now = at(23, 20, 0, 5);
+    let mut reverted = deployment(3, &night);
+    if let Some(fields) = reverted.metadata.managed_fields.as_mut() {
+        fields[0].manager = Some("argocd-controller".into());
+        fields[0].operation = Some("Apply".into());
+        fields[0].subresource = None;
+    }
+    let web = observed(TargetKind::Deployment, &reverted, now);
+    let web = deployed_by_argo_cd(web, GitOpsMode::Ignore, self_heal(true), None);
+    let plan = plan(&web, &SETTINGS, now);
+    assert_eq!(plan.patch, None, "no fight");
+    let warning = plan.warning.expect("warned");
+    assert_eq!(warning.reason, "ScaleReverted");
+    assert_eq!(
+        warning.note.to_string(),
+        "replicas changed from 0 to 3 by Argo CD Application argocd/shop (self-heal) after the \
+         scheduled scale-down at 2026-11-23T20:00:00Z; left alone until the next transition; \
+         cronscaler.dev/gitops: pause, or ignoreDifferences for cronscaler's fields, would \
+         prevent it (docs/gitops.md)"
     );
 }

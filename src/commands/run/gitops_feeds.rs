@@ -1,0 +1,91 @@
+//! The watches of GitOps owners (Argo CD Applications, Flux Kustomizations and HelmReleases):
+//! they feed the owners the reconciler finds workloads' owners in. An owner that changed has
+//! the workloads it deploys looked at again (what it will do to a night may have changed), and
+//! one with a pause recorded on it is looked at, to be given back what it had once every
+//! Namespace that paused it is awake: after a restart, that is where a night left off.
+
+use std::future::Future;
+
+use kube::{
+    Api, Client,
+    runtime::{WatchStreamExt, watcher},
+};
+
+use crate::{
+    runtime::{
+        outage::Outage,
+        watch::{WatchBackoff, drive},
+        workqueue::Enqueue,
+    },
+    scaling::{
+        gitops::{
+            Owner, Tool,
+            owner::claim,
+            owners::{OwnerObject, Owners},
+        },
+        key::ScalingKey,
+        last_seen::LastSeen,
+    },
+};
+
+/// The watch of one tool's owners. One whose CRD is not installed, or that RBAC does not let
+/// the controller read, is retried with backoff meanwhile, and nothing else waits for it.
+pub fn owner_feed(
+    client: &Client,
+    tool: Tool,
+    owners: &Owners,
+    last_seen: &LastSeen,
+    queue: &Enqueue<ScalingKey>,
+    outage: &Outage,
+) -> impl Future<Output = ()> + use<> {
+    let api: Api<OwnerObject> = Api::all_with(client.clone(), &tool.api_resource());
+    let watch = watcher(api, watcher::Config::default()).backoff(WatchBackoff::default());
+    let (owners, last_seen, queue) = (owners.clone(), last_seen.clone(), queue.clone());
+    let mut listed: Vec<Owner> = Vec::new();
+    drive(watch, tool.spec().plural, outage.clone(), move |event| {
+        match event {
+            watcher::Event::Init => listed.clear(),
+            watcher::Event::InitApply(object) => {
+                let owner = owners.apply(tool, object);
+                listed.push(owner);
+            }
+            watcher::Event::InitDone => {
+                owners.retain_listed(tool, &listed);
+                // Looks made before the owners were known go again, with them.
+                let all: Vec<Owner> = std::mem::take(&mut listed);
+                look_at_deployed(&owners, &last_seen, &queue, |owner| all.contains(owner));
+                for owner in owners.paused() {
+                    queue.add(ScalingKey::GitOpsOwner(owner));
+                }
+            }
+            watcher::Event::Apply(object) => {
+                let owner = owners.apply(tool, object);
+                look_at_deployed(&owners, &last_seen, &queue, |deployer| *deployer == owner);
+                if owners.paused().contains(&owner) {
+                    queue.add(ScalingKey::GitOpsOwner(owner));
+                }
+            }
+            watcher::Event::Delete(object) => {
+                let owner = owners.apply(tool, object);
+                owners.forget(&owner);
+            }
+        }
+    })
+}
+
+/// Has every tracked workload whose owner is `wanted` looked at.
+fn look_at_deployed(
+    owners: &Owners,
+    last_seen: &LastSeen,
+    queue: &Enqueue<ScalingKey>,
+    wanted: impl Fn(&Owner) -> bool,
+) {
+    let deployed = last_seen.find(|state| {
+        claim(&state.annotations, &state.labels)
+            .and_then(|claim| owners.resolve(&claim))
+            .is_some_and(|(owner, _)| wanted(&owner))
+    });
+    for target in deployed {
+        queue.add(ScalingKey::Scale(target));
+    }
+}
