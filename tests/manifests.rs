@@ -134,6 +134,14 @@ fn the_cluster_role_grants_exactly_what_the_controller_uses() {
     for status in ["sleeppolicies/status", "sleepschedules/status"] {
         cluster_wide.insert(grant("cronscaler.dev", status, &["patch"]));
     }
+    // GitOps owners, cluster-wide and read only: pausing them is an optional role.
+    for (group, resource) in [
+        ("argoproj.io", "applications"),
+        ("kustomize.toolkit.fluxcd.io", "kustomizations"),
+        ("helm.toolkit.fluxcd.io", "helmreleases"),
+    ] {
+        cluster_wide.insert(grant(group, resource, &["list", "watch"]));
+    }
     assert_eq!(
         grants(find(&objects, "ClusterRole", "cronscaler")),
         cluster_wide
