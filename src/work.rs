@@ -112,7 +112,7 @@ impl Reconcile for Reconcilers {
                 return Handled::Done;
             }
             WorkKey::Scaling(ScalingKey::GitOpsOwner(owner)) => {
-                scaling::release_owner(&self.scale, owner).await
+                scaling::release_owner(&self.scale, owner, now).await
             }
             WorkKey::Scaling(ScalingKey::SleepScheduleStatus(schedule)) => {
                 let written = declarations::sleep_schedule_status(&self.scale, schedule, now).await;

@@ -10,11 +10,7 @@
 mod support;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use std::{
-    collections::BTreeMap,
-    path::{Path, PathBuf},
-    time::Duration,
-};
+use std::{collections::BTreeMap, time::Duration};
 
 use chrono::{DateTime, Utc};
 use cronscaler::scaling::objects::DISCOVERY_INTERVAL;
@@ -24,8 +20,10 @@ use kube::{
 };
 use serde_json::{Value, json};
 use support::{
-    Scenario, describe, envtest, eventually, metric, nightly, occurrences,
-    replicas_and_annotations, sleep_until, whole_second_in,
+    Scenario,
+    crds::{grant_optional, install_crd, shared_crd},
+    describe, envtest, eventually, metric, nightly, occurrences, replicas_and_annotations,
+    sleep_until, whole_second_in,
 };
 
 /// Lateness we accept from a transition: the timer, one reconcile, a busy 2-core machine.
@@ -33,43 +31,6 @@ const LATENESS: Duration = Duration::from_secs(15);
 const ORIGINAL_VALUE: &str = "cronscaler.dev/original-value";
 const PAUSED_REPLICAS: &str = "autoscaling.keda.sh/paused-replicas";
 const HIBERNATION: &str = "cnpg.io/hibernation";
-
-/// `../shared/crds/<file>`, or `None` (said) where this machine has no shared CRDs.
-fn shared_crd(test: &str, file: &str) -> Option<PathBuf> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/crds")
-        .join(file);
-    if path.is_file() {
-        Some(path)
-    } else {
-        support::say(&format!(
-            "{test}: skipped: needs {} (the real CRDs of other projects)",
-            path.display()
-        ));
-        None
-    }
-}
-
-/// Installs a CRD from `path` and waits until its kind is served.
-async fn install_crd(client: &Client, path: &Path, gvk: &GroupVersionKind) {
-    envtest::apply_file(client, path)
-        .await
-        .unwrap_or_else(|error| panic!("installing {}: {error}", path.display()));
-    eventually(&format!("{} served", gvk.kind), LATENESS, || async {
-        kube::discovery::pinned_kind(client, gvk).await.ok()
-    })
-    .await;
-}
-
-/// Grants the ServiceAccount an optional role of `rbac/optional/`, as a user installing it does.
-async fn grant_optional(client: &Client, file: &str) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("rbac/optional")
-        .join(file);
-    envtest::apply_file(client, &path)
-        .await
-        .unwrap_or_else(|error| panic!("applying {}: {error}", path.display()));
-}
 
 /// A ClusterRole and its binding that let the controller's ServiceAccount do `verbs` to
 /// `resource` of `group`, and nothing more.

@@ -33,7 +33,7 @@ use crate::{
         namespaces::NamespaceSchedules,
         policies::declarations::Declarations,
         reports::{NamespaceReports, Settled, describe},
-        target::{KindsInUse, ScaleTarget, TargetKind},
+        target::{KindsInUse, ScaleTarget, TargetKind, TargetState},
         timer::Timer,
         wake_hosts,
         wake_order::{self, WakeSteps},
@@ -277,30 +277,63 @@ async fn plan_and_act(
 }
 
 /// Gives a paused GitOps owner back what it had once every Namespace that paused it is awake,
-/// as the owners' and workloads' watches tell: a Namespace is asleep while a workload of it that
-/// the owner deploys has a scale-down recorded.
-pub async fn release_owner(ctx: &ScalingContext, owner: &Owner) -> Result<(), Error> {
+/// as the owners' and workloads' watches tell. A Namespace is asleep while a workload of it that
+/// the owner deploys has a sleep in force by its schedule, or a scale-down still recorded: the
+/// owner is paused before the workloads' patches, and given back only after them.
+pub async fn release_owner(
+    ctx: &ScalingContext,
+    owner: &Owner,
+    now: DateTime<Utc>,
+) -> Result<(), Error> {
     let owners = &ctx.gitops.0;
     let Some(state) = owners.get(owner) else {
         return Ok(());
     };
     let asleep = |namespace: &str| {
+        let kinds = ctx.kinds.now();
         ctx.last_seen.in_namespace(namespace).iter().any(|seen| {
             let deployed = gitops::owner::claim(&seen.annotations, &seen.labels)
                 .and_then(|claim| owners.resolve(&claim))
                 .is_some_and(|(found, _)| found == *owner);
-            let slept = seen
-                .annotations
-                .get(schedule::LAST_TRANSITION)
-                .and_then(|text| text.parse::<Transition>().ok())
-                .is_some_and(|transition| transition.direction == Direction::Down);
-            deployed && slept
+            let Some(kind) = kinds
+                .iter()
+                .find(|kind| seen.reference.kind.as_deref() == Some(kind.as_str()))
+            else {
+                return false;
+            };
+            deployed && sleeps(ctx, *kind, namespace, seen, now)
         })
     };
     match gitops::pause::release(owner, &state, asleep) {
         Some(write) => act::write_owner(ctx, &write).await,
         None => Ok(()),
     }
+}
+
+/// Whether a workload is asleep, or is to be: a scale-down recorded on it, or one in force by
+/// the schedule it follows.
+fn sleeps(
+    ctx: &ScalingContext,
+    kind: TargetKind,
+    namespace: &str,
+    seen: &TargetState,
+    now: DateTime<Utc>,
+) -> bool {
+    let recorded = seen
+        .annotations
+        .get(schedule::LAST_TRANSITION)
+        .and_then(|text| text.parse::<Transition>().ok())
+        .is_some_and(|transition| transition.direction == Direction::Down);
+    let (effective, _) =
+        ctx.namespaces
+            .effective(kind, namespace, &seen.annotations, &seen.labels, false);
+    let in_force = match kind.parse(&effective, ctx.default_timezone) {
+        schedule::Annotations::Scheduled(schedule, _) if !schedule.paused => schedule
+            .in_force(now)
+            .is_some_and(|transition| transition.direction == Direction::Down),
+        _ => false,
+    };
+    recorded || in_force
 }
 
 /// Looks for `namespace`'s turn to wake: lets go of the Namespaces whose wake is over, and when

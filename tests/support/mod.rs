@@ -11,6 +11,7 @@
 // Each test binary uses its own subset of these helpers.
 #![allow(dead_code)]
 
+pub mod crds;
 pub mod envtest;
 pub mod wake;
 
@@ -349,17 +350,7 @@ impl Scenario {
 
     /// The Events about the object `name` in this namespace, as `kubectl describe` shows them.
     pub async fn events(&self, name: &str) -> Vec<Event> {
-        let events: Api<Event> = Api::namespaced(self.client.clone(), &self.namespace);
-        let mut found: Vec<Event> = events
-            .list(&ListParams::default())
-            .await
-            .map(|list| list.items)
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|event| event.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
-            .collect();
-        found.sort_by_key(|event| event.metadata.creation_timestamp.clone());
-        found
+        events_in(&self.client, &self.namespace, name).await
     }
 
     /// Waits for an Event with `reason` about `name`.
@@ -698,6 +689,21 @@ pub fn nightly(down: DateTime<Utc>, up: DateTime<Utc>) -> Value {
         "cronscaler.dev/scale-down": cron_at(down),
         "cronscaler.dev/scale-up": cron_at(up),
     })
+}
+
+/// The Events about the object `name` in `namespace`, as `kubectl describe` shows them.
+pub async fn events_in(client: &Client, namespace: &str, name: &str) -> Vec<Event> {
+    let events: Api<Event> = Api::namespaced(client.clone(), namespace);
+    let mut found: Vec<Event> = events
+        .list(&ListParams::default())
+        .await
+        .map(|list| list.items)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|event| event.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
+        .collect();
+    found.sort_by_key(|event| event.metadata.creation_timestamp.clone());
+    found
 }
 
 /// A 6-field cron (seconds first) firing once a day at `at`'s time of day, in UTC.

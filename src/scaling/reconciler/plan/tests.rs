@@ -704,8 +704,7 @@ fn with_pause_an_application_found_healing_under_a_sleep_is_paused_and_a_recorde
     // Turned back on by a person at night: the record says this Namespace paused it, and it
     // is not paused again.
     let recorded = r#"{"previous":true,"namespaces":["shop"]}"#;
-    let overridden =
-        deployed_by_argo_cd(web, GitOpsMode::Pause, self_heal(true), Some(recorded));
+    let overridden = deployed_by_argo_cd(web, GitOpsMode::Pause, self_heal(true), Some(recorded));
     assert_eq!(plan(&overridden, &SETTINGS, now).owner_pause, None);
 }
 
@@ -718,9 +717,15 @@ fn with_ignore_an_application_that_will_revert_is_warned_of_once_before_the_nigh
     assert_eq!(day.owner_pause, None, "ignore writes nothing of the tool");
     let warning = day.warning.expect("warned");
     assert_eq!(warning.reason, "GitOpsWillRevert");
-    assert_eq!(warning.cause, "GitOpsWillRevert Argo CD Application argocd/shop");
+    assert_eq!(
+        warning.cause,
+        "GitOpsWillRevert Argo CD Application argocd/shop"
+    );
     assert!(
-        warning.note.to_string().contains("managedFieldsManagers:\n        - cronscaler"),
+        warning
+            .note
+            .to_string()
+            .contains("managedFieldsManagers:\n        - cronscaler"),
         "{}",
         warning.note
     );
