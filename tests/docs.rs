@@ -68,6 +68,7 @@ const PAGES: &[&str] = &[
     "docs/scheduling.md",
     "docs/migrating-from-kube-downscaler.md",
     "docs/wake-on-request.md",
+    "docs/gitops.md",
     "docs/policies.md",
     "docs/reference.md",
     "docs/foo.md",
