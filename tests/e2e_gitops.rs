@@ -116,6 +116,23 @@ fn play_argo_cd(client: Client, namespace: String, manifest: Value) -> tokio::ta
     })
 }
 
+/// `web` deployed by Argo CD with `schedule`, Argo CD played, and the controller started.
+async fn deploy_and_start(
+    scenario: &Scenario,
+    schedule: Value,
+) -> (tokio::task::JoinHandle<()>, support::Controller) {
+    let manifest = manifest(&scenario.namespace, schedule);
+    sync(&scenario.client, &scenario.namespace, &manifest).await;
+    let argo_cd = play_argo_cd(
+        scenario.client.clone(),
+        scenario.namespace.clone(),
+        manifest,
+    );
+    let mut controller = scenario.start_cluster_wide_controller("cronscaler", &[]);
+    controller.wait_ready().await;
+    (argo_cd, controller)
+}
+
 fn night(after: i64, seconds: i64) -> (DateTime<Utc>, DateTime<Utc>) {
     let down = whole_second_in(after);
     (down, down + chrono::Duration::seconds(seconds))
@@ -130,15 +147,7 @@ async fn with_pause_argo_cd_leaves_the_night_alone_and_gets_self_heal_back_in_th
     let (down, up) = night(25, 30);
     let mut schedule = nightly(down, up);
     schedule["cronscaler.dev/gitops"] = json!("pause");
-    let manifest = manifest(&scenario.namespace, schedule);
-    sync(&scenario.client, &scenario.namespace, &manifest).await;
-    let argo_cd = play_argo_cd(
-        scenario.client.clone(),
-        scenario.namespace.clone(),
-        manifest,
-    );
-    let mut controller = scenario.start_cluster_wide_controller("cronscaler", &[]);
-    controller.wait_ready().await;
+    let (argo_cd, mut controller) = deploy_and_start(&scenario, schedule).await;
 
     let deployments = scenario.deployments();
     eventually("web asleep", LATENESS + chrono_seconds(down), || async {
@@ -213,15 +222,7 @@ async fn with_ignore_self_heal_is_warned_of_before_the_night_and_its_revert_name
         return;
     };
     let (down, up) = night(25, 600);
-    let manifest = manifest(&scenario.namespace, nightly(down, up));
-    sync(&scenario.client, &scenario.namespace, &manifest).await;
-    let argo_cd = play_argo_cd(
-        scenario.client.clone(),
-        scenario.namespace.clone(),
-        manifest,
-    );
-    let mut controller = scenario.start_cluster_wide_controller("cronscaler", &[]);
-    controller.wait_ready().await;
+    let (argo_cd, mut controller) = deploy_and_start(&scenario, nightly(down, up)).await;
 
     let warned = scenario.event("web", "GitOpsWillRevert", LATENESS).await;
     assert!(Utc::now() < down, "said before the night");

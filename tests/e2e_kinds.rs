@@ -88,6 +88,24 @@ fn scalable_crd(group: &str, kind: &str, plural: &str) -> Value {
     })
 }
 
+/// A kind of the test's own with a scale subresource installed, and granted to the controller
+/// as a user would (the grant first, so that it is in force when the kind is served).
+async fn install_own_crd(
+    client: &Client,
+    group: &str,
+    kind: &str,
+    plural: &str,
+) -> GroupVersionKind {
+    apply_all(client, grant(plural, group, READ_AND_PATCH)).await;
+    apply_all(client, [scalable_crd(group, kind, plural)]).await;
+    let served = gvk(group, "v1", kind);
+    eventually(&format!("{kind} served"), LATENESS, || async {
+        kube::discovery::pinned_kind(client, &served).await.ok()
+    })
+    .await;
+    served
+}
+
 /// An object of a kind [`scalable_crd`] made, with `replicas` and a schedule.
 fn scalable(gvk: &GroupVersionKind, name: &str, replicas: i32, annotations: Value) -> Value {
     json!({
@@ -250,23 +268,8 @@ async fn a_rollout_and_a_crd_of_our_own_sleep_and_wake_to_their_counts_through_r
     install_crd(&scenario.client, &rollouts_crd, &rollout_kind).await;
     grant_optional(&scenario.client, "argo-rollouts.yaml").await;
     // A kind of our own with a scale subresource, as any operator's, and the grant a user adds.
-    let widget_kind = gvk("test.cronscaler.dev", "v1", "Widget");
-    apply_all(
-        &scenario.client,
-        [scalable_crd("test.cronscaler.dev", "Widget", "widgets")],
-    )
-    .await;
-    apply_all(
-        &scenario.client,
-        grant("widgets", "test.cronscaler.dev", READ_AND_PATCH),
-    )
-    .await;
-    eventually("Widget served", LATENESS, || async {
-        kube::discovery::pinned_kind(&scenario.client, &widget_kind)
-            .await
-            .ok()
-    })
-    .await;
+    let widget_kind =
+        install_own_crd(&scenario.client, "test.cronscaler.dev", "Widget", "widgets").await;
     envtest::wait_allowed(
         &scenario.client,
         "test.cronscaler.dev",
@@ -835,23 +838,8 @@ async fn a_kind_not_installed_is_taken_in_when_its_crd_appears_and_a_forbidden_o
 
     // A kind of its own with a scale subresource, installed later: its row is made then, from
     // discovery, without a restart.
-    let gizmo_kind = gvk("later.cronscaler.dev", "v1", "Gizmo");
-    apply_all(
-        &scenario.client,
-        grant("gizmos", "later.cronscaler.dev", READ_AND_PATCH),
-    )
-    .await;
-    apply_all(
-        &scenario.client,
-        [scalable_crd("later.cronscaler.dev", "Gizmo", "gizmos")],
-    )
-    .await;
-    eventually("Gizmo served", LATENESS, || async {
-        kube::discovery::pinned_kind(&scenario.client, &gizmo_kind)
-            .await
-            .ok()
-    })
-    .await;
+    let gizmo_kind =
+        install_own_crd(&scenario.client, "later.cronscaler.dev", "Gizmo", "gizmos").await;
     let gizmos = api(&scenario, &gizmo_kind, "gizmos");
     // The night starts after the controller's next look for the kind.
     let looks_every = i64::try_from(DISCOVERY_INTERVAL.as_secs()).unwrap_or(i64::MAX);
