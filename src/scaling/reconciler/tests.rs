@@ -903,13 +903,7 @@ async fn an_override_reaching_too_far_is_refused_with_the_reason_and_the_schedul
             before.clone(),
         )
         .without("/metadata/annotations/cronscaler.dev~1awake-until"),
-        event(
-            "load-0",
-            "Normal",
-            "ScaledDown",
-            "scaled down from 2 to 0 replicas by cronscaler.dev/scale-down \"0 20 * * *\" (UTC) at 2026-11-23T20:00:00Z",
-            "app-0",
-        ),
+        scaled_down_from_2(),
         event(
             "load-0",
             "Warning",

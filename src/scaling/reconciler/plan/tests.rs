@@ -23,6 +23,13 @@ use crate::{
 };
 
 const NIGHTLY: [(&str, &str); 2] = [(SCALE_DOWN, "0 20 * * *"), (SCALE_UP, "0 7 * * *")];
+/// Asleep since the scale-down at 20:00 on the 23rd, which took 3 replicas.
+const ASLEEP: [(&str, &str); 4] = [
+    NIGHTLY[0],
+    NIGHTLY[1],
+    (ORIGINAL_REPLICAS, "3"),
+    (LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
+];
 
 fn at(day: u32, hour: u32, minute: u32, second: u32) -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 11, day, hour, minute, second)
@@ -147,15 +154,9 @@ fn a_scale_down_is_one_guarded_patch_that_records_the_count_and_one_event() {
 
 #[test]
 fn a_scale_up_gives_back_the_count_it_took_and_forgets_it() {
-    let asleep = [
-        NIGHTLY[0],
-        NIGHTLY[1],
-        (ORIGINAL_REPLICAS, "3"),
-        (LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
-    ];
     let now = at(24, 7, 0, 0);
     let plan = plan(
-        &observed(TargetKind::Deployment, &deployment(0, &asleep), now),
+        &observed(TargetKind::Deployment, &deployment(0, &ASLEEP), now),
         &SETTINGS,
         now,
     );
@@ -173,15 +174,9 @@ fn a_scale_up_gives_back_the_count_it_took_and_forgets_it() {
 
 #[test]
 fn nothing_due_plans_nothing() {
-    let done = [
-        NIGHTLY[0],
-        NIGHTLY[1],
-        (ORIGINAL_REPLICAS, "3"),
-        (LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
-    ];
     let now = at(23, 23, 0, 0);
     let plan = plan(
-        &observed(TargetKind::Deployment, &deployment(0, &done), now),
+        &observed(TargetKind::Deployment, &deployment(0, &ASLEEP), now),
         &SETTINGS,
         now,
     );
@@ -303,13 +298,7 @@ fn a_new_object_s_catch_up_waits_for_the_end_of_its_grace_period() {
 #[test]
 fn a_wake_of_a_namespace_waiting_for_its_turn_writes_nothing_and_has_the_turn_looked_for() {
     let now = at(24, 7, 0, 0);
-    let asleep = [
-        NIGHTLY[0],
-        NIGHTLY[1],
-        (ORIGINAL_REPLICAS, "3"),
-        (LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
-    ];
-    let mut parked = observed(TargetKind::Deployment, &deployment(0, &asleep), now);
+    let mut parked = observed(TargetKind::Deployment, &deployment(0, &ASLEEP), now);
     parked.inherited = true;
     parked.namespace = NamespaceWake::Parked { first: true };
     assert_eq!(
@@ -337,12 +326,6 @@ fn a_step_of_an_ordered_wake_waits_for_the_one_before_then_goes_on_anyway_saying
         direction: Direction::Up,
         until: None,
     };
-    let asleep = [
-        NIGHTLY[0],
-        NIGHTLY[1],
-        (ORIGINAL_REPLICAS, "3"),
-        (LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
-    ];
     let database = Peer {
         name: "StatefulSet db".into(),
         order: 0,
@@ -357,7 +340,7 @@ fn a_step_of_an_ordered_wake_waits_for_the_one_before_then_goes_on_anyway_saying
         held_since,
     };
     let now = at(24, 7, 1, 0);
-    let mut web = observed(TargetKind::Deployment, &deployment(0, &asleep), now);
+    let mut web = observed(TargetKind::Deployment, &deployment(0, &ASLEEP), now);
     web.inherited = true;
     web.namespace = step(due.at);
     let held = plan(&web, &SETTINGS, now);
@@ -670,14 +653,8 @@ fn with_pause_a_sleep_pauses_its_application_first_and_a_wake_has_it_looked_at()
     assert!(night.patch.is_some(), "and the sleep itself");
     assert_eq!(night.owner_look, None);
 
-    let asleep = [
-        NIGHTLY[0],
-        NIGHTLY[1],
-        (ORIGINAL_REPLICAS, "3"),
-        (LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
-    ];
     let now = at(24, 7, 0, 0);
-    let web = observed(TargetKind::Deployment, &deployment(0, &asleep), now);
+    let web = observed(TargetKind::Deployment, &deployment(0, &ASLEEP), now);
     let paused = r#"{"previous":true,"namespaces":["shop"]}"#;
     let web = deployed_by_argo_cd(web, GitOpsMode::Pause, self_heal(false), Some(paused));
     let morning = plan(&web, &SETTINGS, now);
@@ -691,14 +668,8 @@ fn with_pause_a_sleep_pauses_its_application_first_and_a_wake_has_it_looked_at()
 
 #[test]
 fn with_pause_an_application_found_healing_under_a_sleep_is_paused_and_a_recorded_one_is_not() {
-    let asleep = [
-        NIGHTLY[0],
-        NIGHTLY[1],
-        (ORIGINAL_REPLICAS, "3"),
-        (LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
-    ];
     let now = at(23, 23, 0, 0);
-    let web = observed(TargetKind::Deployment, &deployment(0, &asleep), now);
+    let web = observed(TargetKind::Deployment, &deployment(0, &ASLEEP), now);
     let healing = deployed_by_argo_cd(web.clone(), GitOpsMode::Pause, self_heal(true), None);
     assert!(plan(&healing, &SETTINGS, now).owner_pause.is_some());
     // Turned back on by a person at night: the record says this Namespace paused it, and it
@@ -737,14 +708,8 @@ fn with_ignore_an_application_that_will_revert_is_warned_of_once_before_the_nigh
 
 #[test]
 fn a_revert_by_argo_cd_names_the_application_and_what_would_prevent_it() {
-    let night = [
-        NIGHTLY[0],
-        NIGHTLY[1],
-        (ORIGINAL_REPLICAS, "3"),
-        (LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
-    ];
     let now = at(23, 20, 0, 5);
-    let mut reverted = deployment(3, &night);
+    let mut reverted = deployment(3, &ASLEEP);
     if let Some(fields) = reverted.metadata.managed_fields.as_mut() {
         fields[0].manager = Some("argocd-controller".into());
         fields[0].operation = Some("Apply".into());
