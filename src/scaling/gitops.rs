@@ -4,7 +4,7 @@
 //! writes that stop its repair for the night and give it back at the wake. The tools differ only
 //! by their row in [`TOOLS`].
 
-use std::{collections::BTreeMap, fmt};
+use std::fmt;
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::api::ApiResource;
@@ -25,7 +25,7 @@ pub struct ToolSpec {
     pub group: &'static str,
     pub version: &'static str,
     pub plural: &'static str,
-    /// Where its repair is switched, from the object's root.
+    /// Where its repair is switched, under the object's `spec`.
     pub repair: &'static [&'static str],
     /// How that switch is spoken of: `self-heal`, `suspend`.
     pub repair_word: &'static str,
@@ -48,7 +48,7 @@ pub static TOOLS: [ToolSpec; 3] = [
         group: "argoproj.io",
         version: "v1alpha1",
         plural: "applications",
-        repair: &["spec", "syncPolicy", "automated", "selfHeal"],
+        repair: &["syncPolicy", "automated", "selfHeal"],
         repair_word: "self-heal",
         repair_named: "self-heal",
         paused: false,
@@ -61,7 +61,7 @@ pub static TOOLS: [ToolSpec; 3] = [
         group: "kustomize.toolkit.fluxcd.io",
         version: "v1",
         plural: "kustomizations",
-        repair: &["spec", "suspend"],
+        repair: &["suspend"],
         repair_word: "suspend",
         repair_named: "reconciliation",
         paused: true,
@@ -74,7 +74,7 @@ pub static TOOLS: [ToolSpec; 3] = [
         group: "helm.toolkit.fluxcd.io",
         version: "v2",
         plural: "helmreleases",
-        repair: &["spec", "suspend"],
+        repair: &["suspend"],
         repair_word: "suspend",
         repair_named: "reconciliation",
         paused: true,
@@ -208,16 +208,3 @@ impl fmt::Display for Owner {
 /// The annotation on an owner whose repair the controller paused: what it had, and the
 /// Namespaces asleep that paused it.
 pub const GITOPS_PAUSED: &str = "cronscaler.dev/gitops-paused";
-
-/// The value at `path` under `root`, if the path leads to one.
-fn at<'a>(root: &'a serde_json::Value, path: &[&str]) -> Option<&'a serde_json::Value> {
-    path.iter().try_fold(root, |value, step| value.get(step))
-}
-
-/// `annotations` or none.
-fn annotations_of(
-    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
-) -> &BTreeMap<String, String> {
-    static NONE: BTreeMap<String, String> = BTreeMap::new();
-    meta.annotations.as_ref().unwrap_or(&NONE)
-}

@@ -123,13 +123,13 @@ impl LastSeen {
 
     /// The states of the objects tracked in `namespace`: a walk over all of them, for the rare
     /// question that spans a Namespace (is any of its workloads still asleep).
-    pub fn in_namespace(&self, namespace: &str) -> Vec<TargetState> {
+    pub fn in_namespace(&self, namespace: &str) -> Vec<(ScaleTarget, TargetState)> {
         self.states
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .iter()
             .filter(|(target, _)| target.key.namespace == namespace)
-            .map(|(target, packed)| packed.unpack(target))
+            .map(|(target, packed)| (target.clone(), packed.unpack(target)))
             .collect()
     }
 

@@ -290,19 +290,15 @@ pub async fn release_owner(
         return Ok(());
     };
     let asleep = |namespace: &str| {
-        let kinds = ctx.kinds.now();
-        ctx.last_seen.in_namespace(namespace).iter().any(|seen| {
-            let deployed = gitops::owner::claim(&seen.annotations, &seen.labels)
-                .and_then(|claim| owners.resolve(&claim))
-                .is_some_and(|(found, _)| found == *owner);
-            let Some(kind) = kinds
-                .iter()
-                .find(|kind| seen.reference.kind.as_deref() == Some(kind.as_str()))
-            else {
-                return false;
-            };
-            deployed && sleeps(ctx, *kind, namespace, seen, now)
-        })
+        ctx.last_seen
+            .in_namespace(namespace)
+            .iter()
+            .any(|(target, seen)| {
+                let deployed = gitops::owner::claim(&seen.annotations, &seen.labels)
+                    .and_then(|claim| owners.resolve(&claim))
+                    .is_some_and(|(found, _)| found == *owner);
+                deployed && sleeps(ctx, target.kind, namespace, seen, now)
+            })
     };
     match gitops::pause::release(owner, &state, asleep) {
         Some(write) => act::write_owner(ctx, &write).await,

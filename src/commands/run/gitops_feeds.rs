@@ -2,7 +2,8 @@
 //! they feed the owners the reconciler finds workloads' owners in. An owner that changed has
 //! the workloads it deploys looked at again (what it will do to a night may have changed), and
 //! one with a pause recorded on it is looked at, to be given back what it had once every
-//! Namespace that paused it is awake: after a restart, that is where a night left off.
+//! Namespace that paused it is awake: after a restart, that is where a night left off. An
+//! owner whose status alone changed (Argo CD writes it often) costs nothing more.
 
 use std::future::Future;
 
@@ -21,7 +22,7 @@ use crate::{
         gitops::{
             Owner, Tool,
             owner::claim,
-            owners::{OwnerObject, Owners},
+            owners::{OwnerObject, Owners, owner_of},
         },
         key::ScalingKey,
         last_seen::LastSeen,
@@ -45,10 +46,7 @@ pub fn owner_feed(
     drive(watch, tool.spec().plural, outage.clone(), move |event| {
         match event {
             watcher::Event::Init => listed.clear(),
-            watcher::Event::InitApply(object) => {
-                let owner = owners.apply(tool, object);
-                listed.push(owner);
-            }
+            watcher::Event::InitApply(object) => listed.push(owners.apply(tool, object).0),
             watcher::Event::InitDone => {
                 owners.retain_listed(tool, &listed);
                 // Looks made before the owners were known go again, with them.
@@ -59,16 +57,19 @@ pub fn owner_feed(
                 }
             }
             watcher::Event::Apply(object) => {
-                let owner = owners.apply(tool, object);
+                let (owner, changed) = owners.apply(tool, object);
+                if !changed {
+                    return;
+                }
                 look_at_deployed(&owners, &last_seen, &queue, |deployer| *deployer == owner);
-                if owners.paused().contains(&owner) {
+                if owners
+                    .get(&owner)
+                    .is_some_and(|state| state.record.is_some())
+                {
                     queue.add(ScalingKey::GitOpsOwner(owner));
                 }
             }
-            watcher::Event::Delete(object) => {
-                let owner = owners.apply(tool, object);
-                owners.forget(&owner);
-            }
+            watcher::Event::Delete(object) => owners.forget(&owner_of(tool, object)),
         }
     })
 }

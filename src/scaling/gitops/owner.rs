@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
 
-use super::{GITOPS_PAUSED, Owner, Tool, annotations_of, at, pause::Paused};
+use super::{GITOPS_PAUSED, Owner, Tool, pause::Paused};
 use crate::runtime::CONTROLLER_NAME;
 
 /// Argo CD's annotation tracking: `<app>:<group>/<Kind>:<namespace>/<name>`, the app written
@@ -156,12 +156,13 @@ pub struct OwnerState {
 impl OwnerState {
     /// Of an owner of `tool` with this metadata and `spec`.
     pub fn of(tool: Tool, metadata: &ObjectMeta, spec: &Value) -> Self {
-        let root = serde_json::json!({ "spec": spec });
         let sync_policy = spec.get("syncPolicy");
         Self {
             uid: metadata.uid.clone(),
             resource_version: metadata.resource_version.clone(),
-            repair: at(&root, tool.spec().repair).and_then(Value::as_bool),
+            repair: (tool.spec().repair.iter())
+                .try_fold(spec, |value, step| value.get(step))
+                .and_then(Value::as_bool),
             automated: sync_policy
                 .and_then(|policy| policy.get("automated"))
                 .is_some_and(|automated| !automated.is_null()),
@@ -178,10 +179,39 @@ impl OwnerState {
                 .into_iter()
                 .flatten()
                 .any(|option| option.as_str() == Some(RESPECT_IGNORE_DIFFERENCES)),
-            record: annotations_of(metadata)
-                .get(GITOPS_PAUSED)
+            record: (metadata.annotations.as_ref())
+                .and_then(|annotations| annotations.get(GITOPS_PAUSED))
                 .map(|text| serde_json::from_str(text).map_err(|_| text.clone())),
         }
+    }
+
+    /// Whether it differs from `other` in anything but its resourceVersion, which moves with
+    /// every write of its status.
+    pub fn differs_from(&self, other: &Self) -> bool {
+        let Self {
+            uid,
+            resource_version: _,
+            repair,
+            automated,
+            ignore_rules,
+            respects_ignored,
+            record,
+        } = self;
+        (
+            uid,
+            repair,
+            automated,
+            ignore_rules,
+            respects_ignored,
+            record,
+        ) != (
+            &other.uid,
+            &other.repair,
+            &other.automated,
+            &other.ignore_rules,
+            &other.respects_ignored,
+            &other.record,
+        )
     }
 
     /// Whether its repair runs now: Argo CD's self-heal with automated sync, Flux unless

@@ -21,6 +21,15 @@ use super::{
 /// (an Application's lists every resource), is never kept.
 pub type OwnerObject = Object<Value, NotUsed>;
 
+/// The owner `object` of `tool` is.
+pub fn owner_of(tool: Tool, object: &OwnerObject) -> Owner {
+    Owner {
+        tool,
+        namespace: object.namespace().unwrap_or_default(),
+        name: object.name_any(),
+    }
+}
+
 /// Cheap to clone; every clone shares the same owners.
 #[derive(Clone, Default)]
 pub struct Owners {
@@ -28,16 +37,14 @@ pub struct Owners {
 }
 
 impl Owners {
-    /// Keeps `object`, an owner of `tool`; returns it.
-    pub fn apply(&self, tool: Tool, object: &OwnerObject) -> Owner {
-        let owner = Owner {
-            tool,
-            namespace: object.namespace().unwrap_or_default(),
-            name: object.name_any(),
-        };
+    /// Keeps `object`, an owner of `tool`. Returns it, and whether anything the controller
+    /// reads of it changed (an Application's status, written often, changes nothing here).
+    pub fn apply(&self, tool: Tool, object: &OwnerObject) -> (Owner, bool) {
+        let owner = owner_of(tool, object);
         let state = OwnerState::of(tool, &object.metadata, &object.spec);
-        self.write().insert(owner.clone(), state);
-        owner
+        let previous = self.write().insert(owner.clone(), state.clone());
+        let changed = previous.is_none_or(|previous| previous.differs_from(&state));
+        (owner, changed)
     }
 
     pub fn forget(&self, owner: &Owner) {

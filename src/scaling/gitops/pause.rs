@@ -50,7 +50,7 @@ fn body(
         // The switch's path, built from the leaf up: `{spec: {suspend: true}}`.
         let path = owner.tool.spec().repair;
         let mut value = switch.map_or(Value::Null, Value::Bool);
-        for step in path.iter().rev() {
+        for step in path.iter().rev().chain(&["spec"]) {
             let mut level = Map::new();
             level.insert((*step).to_string(), value);
             value = Value::Object(level);

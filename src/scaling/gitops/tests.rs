@@ -398,3 +398,35 @@ fn a_tool_is_known_by_the_field_manager_of_its_writes() {
     assert_eq!(Tool::writing_as("kubectl"), None);
     assert!(Tool::Kustomization.same_tool(Tool::HelmRelease));
 }
+
+#[test]
+fn an_owner_whose_status_alone_changed_is_not_news() {
+    let owners = Owners::default();
+    let application = |version: &str, self_heal: bool, health: &str| -> OwnerObject {
+        serde_json::from_value(json!({
+            "apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+            "metadata": { "name": "shop", "namespace": "argocd", "resourceVersion": version },
+            "spec": { "syncPolicy": { "automated": { "selfHeal": self_heal } } },
+            "status": { "health": { "status": health } },
+        }))
+        .expect("an Application")
+    };
+    assert_eq!(
+        owners.apply(Tool::ArgoCd, &application("1", true, "Progressing")),
+        (shop(), true)
+    );
+    assert_eq!(
+        owners.apply(Tool::ArgoCd, &application("2", true, "Healthy")),
+        (shop(), false),
+        "its status and resourceVersion moved"
+    );
+    assert_eq!(
+        owners.apply(Tool::ArgoCd, &application("3", false, "Healthy")),
+        (shop(), true)
+    );
+    assert_eq!(
+        owners.get(&shop()).and_then(|state| state.resource_version),
+        Some("3".into()),
+        "kept as last seen, for the guard of its patch"
+    );
+}

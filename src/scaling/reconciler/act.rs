@@ -251,6 +251,9 @@ async fn dry_run(
     if let Some(lever) = &plan.lever {
         tracing::info!(object = %lever.target, body = %lever.body, "dry run, not done: lever");
     }
+    if let Some(pause) = &plan.owner_pause {
+        write_owner(ctx, pause).await?;
+    }
     if let Some((reason, note)) = &plan.event {
         tracing::info!(object = %target, reason, %note, "dry run: not applied");
         ctx.events
