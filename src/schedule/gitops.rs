@@ -5,12 +5,18 @@
 
 use std::{fmt, str::FromStr};
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
 use super::invalid::{InvalidAnnotation, invalid};
 
 /// `ignore` or `pause`.
 pub const GITOPS: &str = "cronscaler.dev/gitops";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+// Serialized as a `SleepPolicy` or `SleepSchedule` writes it (`gitops: pause`); no doc comment
+// here, so that the CRD describes the field rather than the type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
 pub enum GitOpsMode {
     /// The tool is told to ignore the controller's fields; nothing of the tool is written.
     #[default]

@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 use super::resolve::Coverage;
 use crate::scaling::target::KindName;
 use crate::schedule::{
-    DOWN_REPLICAS, DOWNTIME, HOLIDAYS, InvalidAnnotation, READY_BY, SCALE_DOWN, SCALE_UP, TIMEZONE,
-    UPTIME, WAKE_ON_REQUEST,
+    DOWN_REPLICAS, DOWNTIME, GITOPS, GitOpsMode, HOLIDAYS, InvalidAnnotation, READY_BY, SCALE_DOWN,
+    SCALE_UP, TIMEZONE, UPTIME, WAKE_ON_REQUEST,
 };
 
 /// The schedule a `SleepPolicy` or `SleepSchedule` gives the Namespaces it covers.
@@ -68,6 +68,12 @@ pub struct ScheduleFields {
     /// The workloads it leaves alone, by their labels, e.g. `matchLabels: {tier: database}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exclude: Option<LabelSelector>,
+    /// How workloads an Argo CD Application or a Flux Kustomization or HelmRelease deploys
+    /// sleep beside it (as cronscaler.dev/gitops): `ignore` (the tool is told to ignore the
+    /// replicas cronscaler writes) or `pause` (its self-heal or reconciliation stops for the
+    /// night and is given back at the wake); the controller's --gitops when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gitops: Option<GitOpsMode>,
 }
 
 /// What a `kinds` entry looks like: a kind as the API names it, optionally followed by its
@@ -78,7 +84,7 @@ pub const KIND_PATTERN: &str = r"^[A-Z][A-Za-z0-9]*(\.[a-z0-9]([-a-z0-9]*[a-z0-9
 
 /// Each field by the annotation it stands for, so that what is said of an annotation names the
 /// field a user wrote.
-const FIELDS: [(&str, &str); 9] = [
+const FIELDS: [(&str, &str); 10] = [
     (UPTIME, "uptime"),
     (DOWNTIME, "downtime"),
     (SCALE_DOWN, "scaleDown"),
@@ -88,6 +94,7 @@ const FIELDS: [(&str, &str); 9] = [
     (DOWN_REPLICAS, "downReplicas"),
     (WAKE_ON_REQUEST, "wakeOnRequest"),
     (READY_BY, "readyBy"),
+    (GITOPS, "gitops"),
 ];
 
 /// A problem with an annotation, told of the field that stands for it: `spec.uptime: "Mon-Fry
@@ -183,6 +190,10 @@ impl ScheduleFields {
             .chain(
                 self.ready_by
                     .map(|ready_by| (READY_BY.to_string(), ready_by.to_string())),
+            )
+            .chain(
+                self.gitops
+                    .map(|mode| (GITOPS.to_string(), mode.to_string())),
             )
             .collect()
     }
@@ -370,6 +381,7 @@ mod tests {
             "readyBy",
             "kinds",
             "exclude",
+            "gitops",
         ] {
             assert!(
                 spec["properties"][field]["description"].is_string(),
@@ -526,5 +538,27 @@ mod tests {
             reason: "is odd".into(),
         };
         assert_eq!(describe_problem(&problem), r#"spec.readyBy: "x" is odd"#);
+    }
+
+    #[test]
+    fn gitops_stands_for_its_annotation_and_takes_only_its_two_modes() {
+        let fields: ScheduleFields = serde_json::from_value(
+            serde_json::json!({ "uptime": "Mon-Fri 07:00-20:00", "gitops": "pause" }),
+        )
+        .unwrap();
+        assert_eq!(
+            fields.annotations().get(GITOPS).map(String::as_str),
+            Some("pause")
+        );
+        let wrong = serde_json::json!({ "uptime": "Mon-Fri 07:00-20:00", "gitops": "Pause" });
+        assert!(serde_json::from_value::<ScheduleFields>(wrong).is_err());
+        let crd = serde_json::to_value(SleepSchedule::crd()).unwrap();
+        let gitops = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]
+            ["spec"]["properties"]["gitops"];
+        assert_eq!(
+            gitops["enum"],
+            serde_json::json!(["ignore", "pause"]),
+            "refused at admission"
+        );
     }
 }
