@@ -112,11 +112,11 @@ async fn restore(kube: &KubeArgs, args: RestoreArgs) -> anyhow::Result<ExitCode>
             eprintln!("{line}");
         }
     }
-    let objects = plan::read_cluster(
-        &client,
-        args.namespace.as_deref(),
-        args.kube_downscaler.read,
-    )
+    let reading = plan::Reading {
+        kube_downscaler: args.kube_downscaler.read,
+        ..plan::Reading::default()
+    };
+    let objects = plan::read_cluster(&client, args.namespace.as_deref(), reading)
     .await
     .context("listing Deployments, StatefulSets, CronJobs, Jobs, Foos, ScaledObjects, ScaledJobs, Rollouts and Clusters")?;
     let chosen: Vec<_> = match &args.name {
@@ -192,11 +192,20 @@ async fn show_status(kube: &KubeArgs, args: StatusArgs) -> anyhow::Result<()> {
             kind.spec().qualified()
         );
     }
+    for tool in &listed.unreadable_owners {
+        eprintln!(
+            "{}.{} may not be listed (403): the owners of what {} deploys are not shown",
+            tool.spec().kind,
+            tool.spec().group,
+            tool.spec().tool
+        );
+    }
     let now = Utc::now();
     let status = status::status(
         &listed.objects,
         listed.namespaces.as_ref(),
         &args.excluded.exclude_namespaces,
+        (&listed.owners, args.gitops.mode),
         args.default_timezone.zone,
         now,
     );
@@ -210,19 +219,19 @@ async fn show_status(kube: &KubeArgs, args: StatusArgs) -> anyhow::Result<()> {
 /// Prints the plan, and on standard error what of the manifests it skipped; exit code 1 when
 /// some object's annotations are invalid (skipped objects are not an error).
 async fn plan(kube: &KubeArgs, args: PlanArgs) -> anyhow::Result<ExitCode> {
+    let reading = plan::Reading {
+        kube_downscaler: args.kube_downscaler.read,
+        gitops: args.gitops.mode,
+    };
     let objects = if args.files.is_empty() {
         let client = kubeconfig::client(kube)
             .await
             .context("connecting to the Kubernetes API server (or pass -f)")?;
-        plan::read_cluster(
-            &client,
-            args.namespace.as_deref(),
-            args.kube_downscaler.read,
-        )
+        plan::read_cluster(&client, args.namespace.as_deref(), reading)
         .await
         .context("listing Deployments, StatefulSets, CronJobs, Jobs, Foos, ScaledObjects, ScaledJobs, Rollouts and Clusters")?
     } else {
-        let manifests = plan::read_manifests(&args.files, args.kube_downscaler.read)?;
+        let manifests = plan::read_manifests(&args.files, reading)?;
         // Standard error, so that standard output stays the plan alone (`-o json` included).
         for skipped in &manifests.skipped {
             eprintln!("skipped {skipped}");

@@ -271,11 +271,8 @@ pub struct RunArgs {
     #[arg(long, env = "CRONSCALER_DRY_RUN")]
     pub dry_run: bool,
 
-    /// How a workload that Argo CD or Flux deploys sleeps where neither it nor its Namespace
-    /// says (`cronscaler.dev/gitops`): `ignore` (the tool is told to leave cronscaler's fields
-    /// alone) or `pause` (the tool's repair stops for the night).
-    #[arg(long, env = "CRONSCALER_GITOPS", default_value = "ignore")]
-    pub gitops: GitOpsMode,
+    #[command(flatten)]
+    pub gitops: GitOpsDefault,
 
     /// Elect a leader among replicas on a Lease; only the leader acts, standbys stay warm.
     #[arg(long, env = "CRONSCALER_LEADER_ELECT")]
@@ -350,6 +347,9 @@ pub struct PlanArgs {
     #[command(flatten)]
     pub default_timezone: DefaultTimezone,
 
+    #[command(flatten)]
+    pub gitops: GitOpsDefault,
+
     /// Only this namespace of the live cluster (default: all).
     #[arg(short = 'n', long, env = "CRONSCALER_NAMESPACE")]
     pub namespace: Option<String>,
@@ -382,6 +382,20 @@ pub struct StatusArgs {
 
     #[command(flatten)]
     pub excluded: Excluded,
+
+    #[command(flatten)]
+    pub gitops: GitOpsDefault,
+}
+
+/// How a workload a GitOps tool deploys sleeps where nothing says: `run` acts on it, `plan`
+/// and `status` show it, from the one flag and default.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct GitOpsDefault {
+    /// How a workload that Argo CD or Flux deploys sleeps where neither it nor its Namespace
+    /// says (`cronscaler.dev/gitops`): `ignore` (the tool is told to leave cronscaler's fields
+    /// alone) or `pause` (the tool's repair stops for the night).
+    #[arg(long = "gitops", env = "CRONSCALER_GITOPS", default_value = "ignore")]
+    pub mode: GitOpsMode,
 }
 
 /// The zone of schedules without one of their own: `run`, `plan`, `status`, `wake` and `sleep`

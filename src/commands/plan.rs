@@ -11,6 +11,10 @@ use serde::Serialize;
 use crate::{
     scaling::{
         DEFAULT_MAX_OVERRIDE,
+        gitops::{
+            owner::Claim,
+            standing::{GitOps, Shown},
+        },
         hpa::{self, Hpa},
         target::{Driver, ScaleTarget, TargetKind, TargetState},
     },
@@ -39,6 +43,10 @@ pub struct PlanObject {
     pub workload: Workload,
     /// What drives its replicas in its place (its Foo, a ScaledObject): it never sleeps itself.
     pub driven_by: Option<Driver>,
+    /// The GitOps owner its marks name, read before its schedule's annotations replace its own.
+    pub claim: Option<Claim>,
+    /// That owner, as read beside it, and the mode its schedule chooses.
+    pub gitops: Option<GitOps>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -99,6 +107,16 @@ pub struct InvalidObject {
     pub problems: Vec<String>,
 }
 
+/// The GitOps tool that deploys an object, and what it does to its nights.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PlannedGitOps {
+    pub namespace: String,
+    pub kind: String,
+    pub name: String,
+    #[serde(flatten)]
+    pub shown: Shown,
+}
+
 /// The transitions of one object in one direction, too many to list one by one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -133,6 +151,9 @@ pub struct Plan {
     pub holidays: Vec<PlannedHoliday>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<PlannedNote>,
+    /// The scheduled objects a GitOps tool deploys.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gitops: Vec<PlannedGitOps>,
     pub invalid: Vec<InvalidObject>,
     /// The replicas of every scheduled object through the window, by namespace, kind and name:
     /// what savings and the chart are made of.
@@ -194,6 +215,13 @@ pub fn simulate(
                 plan.holidays
                     .extend(holidays_in(target, schedule, from, until));
                 plan.notes.extend(notes_on(target, schedule));
+                plan.gitops
+                    .extend(object.gitops.as_ref().map(|gitops| PlannedGitOps {
+                        namespace: target.key.namespace.clone(),
+                        kind: target.kind.to_string(),
+                        name: target.key.name.clone(),
+                        shown: gitops.shown(target),
+                    }));
                 schedule.timezone
             }
             Annotations::Unscheduled(_) => default_timezone,
@@ -532,9 +560,10 @@ mod timeline;
 
 pub use chart::{Mark, MarkKind, render_svg};
 pub use manifests::{
-    Location, Manifests, SkipReason, Skipped, parse_manifests, read_cluster, read_manifests,
+    Location, Manifests, Reading, SkipReason, Skipped, parse_manifests, read_cluster,
+    read_manifests,
 };
-pub(crate) use manifests::{list_namespaces, namespace_schedules};
+pub(crate) use manifests::{list_namespaces, namespace_schedules, read_owners};
 pub use quantity::{QuantityError, parse_quantity};
 pub use render::render_table;
 pub use savings::{Prices, Savings, Workload, savings};

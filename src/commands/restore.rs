@@ -482,6 +482,8 @@ mod tests {
             hpas: Vec::new(),
             workload: Default::default(),
             driven_by: None,
+            claim: None,
+            gitops: None,
         };
         (object, serde_json::to_value(&deployment).unwrap())
     }

@@ -586,7 +586,7 @@ pub async fn run(
         .with_reports(scaling_queue)
         .with_hpas(hpas)
         .with_last_seen(last_seen)
-        .with_gitops(owners, args.gitops, gitops_queue)
+        .with_gitops(owners, args.gitops.mode, gitops_queue)
         .with_wakes(wakes)
         .with_declarations(Declarations {
             policies: policy_store,

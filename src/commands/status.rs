@@ -13,10 +13,15 @@ use crate::{
     duration::spoken,
     runtime::key::ObjectKey,
     scaling::{
+        gitops::{
+            owner::claim,
+            owners::Owners,
+            standing::{GitOps, Shown},
+        },
         namespaces::NamespaceSchedules,
         target::{Driver, Drivers, ScaleTarget, TargetKind, TargetState},
     },
-    schedule::{Annotations, SCALE_DOWN, SCALE_UP, TIMEZONE},
+    schedule::{Annotations, GitOpsMode, SCALE_DOWN, SCALE_UP, TIMEZONE},
 };
 
 mod cluster;
@@ -65,6 +70,9 @@ pub struct Row {
     pub schedule_from: String,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub reasons: Vec<String>,
+    /// The GitOps tool that deploys it: the owner, the mode, and what it does to the nights.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gitops: Option<Shown>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -104,11 +112,13 @@ pub struct Status {
 }
 
 /// The status at `now` of `objects`, whose Namespaces' schedules are `namespaces` (`None`: not
-/// known), for a controller that never touches the namespaces `excluded`.
+/// known), for a controller that never touches the namespaces `excluded`, beside the GitOps
+/// owners read, with the mode where none is chosen.
 pub fn status(
     objects: &[StatusObject],
     namespaces: Option<&NamespaceSchedules>,
     excluded: &[String],
+    gitops: (&Owners, GitOpsMode),
     default_timezone: Tz,
     now: DateTime<Utc>,
 ) -> Status {
@@ -131,7 +141,7 @@ pub fn status(
         .zip(&targets)
         .filter_map(|(object, target)| {
             let driver = drivers.of_target(target, &object.observed);
-            let row = row(object, driver, &schedules, default_timezone, now)?;
+            let row = row(object, driver, &schedules, gitops, default_timezone, now)?;
             Some((object.kind, row))
         })
         .collect();
@@ -172,11 +182,14 @@ fn row(
     object: &StatusObject,
     driver: Option<Driver>,
     schedules: &NamespaceSchedules,
+    (owners, default_mode): (&Owners, GitOpsMode),
     default_timezone: Tz,
     now: DateTime<Utc>,
 ) -> Option<Row> {
     let kind = object.kind;
     let observed = &object.observed;
+    // What its Foo or ScaledObject drives is never written here, so no owner concerns it.
+    let driven = driver.is_some();
     let namespace = observed.reference.namespace.clone().unwrap_or_default();
     let own = kind.rules_view(&observed.annotations);
     let (effective, inherited) = schedules.effective(
@@ -228,6 +241,16 @@ fn row(
         .then(|| schedules.governed_by(&namespace))
         .flatten()
         .unwrap_or_else(|| "annotations".into());
+    let target = object.target();
+    let gitops = GitOps::of(
+        owners,
+        claim(&observed.annotations, &observed.labels),
+        &effective,
+        default_mode,
+        kind.spec().sleep.manifest_field(),
+    )
+    .filter(|_| !driven)
+    .map(|gitops| gitops.shown(&target));
     Some(Row {
         namespace,
         kind: kind.to_string(),
@@ -244,6 +267,7 @@ fn row(
         awake_replicas: standing.awake_replicas,
         schedule_from,
         reasons: standing.reasons,
+        gitops,
     })
 }
 
@@ -293,7 +317,12 @@ pub fn render_table(status: &Status, now: DateTime<Utc>) -> String {
             at,
             // Now, then awake: `0/3` sleeps 3 replicas.
             format!("{}/{}", amount(row.replicas), amount(row.awake_replicas)),
-            row.reasons.join("; "),
+            row.reasons
+                .iter()
+                .cloned()
+                .chain(row.gitops.iter().map(ToString::to_string))
+                .collect::<Vec<_>>()
+                .join("; "),
         ]
     });
     let rows: Vec<Vec<String>> = std::iter::once(header).chain(rows).collect();

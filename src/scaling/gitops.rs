@@ -12,6 +12,7 @@ use kube::api::ApiResource;
 pub mod owner;
 pub mod owners;
 pub mod pause;
+pub mod standing;
 
 #[cfg(test)]
 mod tests;
@@ -112,6 +113,17 @@ impl Tool {
             kind: spec.kind.into(),
             plural: spec.plural.into(),
         }
+    }
+
+    /// The owning kind of this `apiVersion` and `kind`, if it is one.
+    pub fn of_api(api_version: &str, kind: &str) -> Option<Tool> {
+        Self::all().find(|tool| {
+            let spec = tool.0;
+            spec.kind == kind
+                && api_version
+                    .split_once('/')
+                    .is_some_and(|(group, _)| group == spec.group)
+        })
     }
 
     /// The tool whose writes `manager` records, if any.

@@ -16,6 +16,12 @@ use crate::{
     runtime::api_errors::is_status,
     runtime::key::ObjectKey,
     runtime::paging::all_pages,
+    scaling::gitops::{
+        Tool,
+        owner::claim,
+        owners::{OwnerObject, Owners},
+        standing::GitOps,
+    },
     scaling::{
         hpa::{Hpa, list_hpas},
         namespaces::NamespaceSchedules,
@@ -26,7 +32,17 @@ use crate::{
         },
         target::{Drivers, ScaleTarget, TargetKind, TargetState, levered},
     },
+    schedule::GitOpsMode,
 };
+
+/// How manifests and the live cluster are read, as `run` reads them with the same flags.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Reading {
+    /// kube-downscaler's annotations read as ours (`--kube-downscaler-annotations`).
+    pub kube_downscaler: bool,
+    /// The mode of a workload a GitOps tool deploys where nothing says (`--gitops`).
+    pub gitops: GitOpsMode,
+}
 
 /// Workloads of the catalogue's kinds from YAML or JSON manifests: files, or the `.yaml`/`.yml`/`.json` files
 /// of a directory (one level deep, as `kubectl apply -f` reads one). `List` documents, and the
@@ -35,9 +51,9 @@ use crate::{
 /// land in `default`, as `kubectl apply` would put them.
 pub fn read_manifests(
     paths: &[impl AsRef<Path>],
-    kube_downscaler: bool,
+    reading: Reading,
 ) -> Result<Manifests, PlanError> {
-    let mut manifests = Manifests::reading_kube_downscaler(kube_downscaler);
+    let mut manifests = Manifests::reading(reading);
     for path in paths {
         let path = path.as_ref();
         let files = if path.is_dir() {
@@ -78,11 +94,7 @@ pub fn read_manifests(
                 path: file.display().to_string(),
                 source,
             })?;
-            manifests.append(read_text(
-                &text,
-                &file.display().to_string(),
-                kube_downscaler,
-            )?);
+            manifests.append(read_text(&text, &file.display().to_string(), reading)?);
         }
     }
     // A Namespace's schedule applies to its workloads in whichever file they are.
@@ -99,24 +111,21 @@ pub struct Manifests {
     namespaces: NamespaceSchedules,
     /// The HPAs read, held and given back with their workloads' transitions.
     hpas: Vec<Hpa>,
-}
-
-impl Default for Manifests {
-    fn default() -> Self {
-        Self {
-            objects: Vec::new(),
-            skipped: Vec::new(),
-            namespaces: NamespaceSchedules::watched([]),
-            hpas: Vec::new(),
-        }
-    }
+    /// The GitOps owners read (Argo CD Applications, Flux Kustomizations and HelmReleases).
+    owners: Owners,
+    reading: Reading,
 }
 
 impl Manifests {
-    fn reading_kube_downscaler(read: bool) -> Self {
+    fn reading(reading: Reading) -> Self {
         Self {
-            namespaces: NamespaceSchedules::watched([]).reading_kube_downscaler(read),
-            ..Self::default()
+            objects: Vec::new(),
+            skipped: Vec::new(),
+            namespaces: NamespaceSchedules::watched([])
+                .reading_kube_downscaler(reading.kube_downscaler),
+            hpas: Vec::new(),
+            owners: Owners::default(),
+            reading,
         }
     }
 
@@ -125,11 +134,14 @@ impl Manifests {
         self.skipped.extend(other.skipped);
         self.namespaces.absorb(&other.namespaces);
         self.hpas.extend(other.hpas);
+        self.owners.absorb(&other.owners);
     }
 
-    /// Each workload's schedule as the controller would read it: its own, or its Namespace's.
+    /// Each workload's schedule as the controller would read it (its own, or its
+    /// Namespace's), and its GitOps owner among those read.
     fn resolved(mut self) -> Self {
-        resolve(&mut self.objects, &self.namespaces, &self.hpas);
+        let gitops = (&self.owners, self.reading.gitops);
+        resolve(&mut self.objects, &self.namespaces, &self.hpas, gitops);
         self
     }
 
@@ -229,11 +241,11 @@ impl fmt::Display for SkipReason {
 /// The Deployments, StatefulSets, CronJobs and Foos of one multi-document YAML (or JSON) text, `path` naming it in
 /// what is skipped and in errors.
 pub fn parse_manifests(text: &str, path: &str) -> Result<Manifests, PlanError> {
-    read_text(text, path, false)
+    read_text(text, path, Reading::default())
 }
 
-fn read_text(text: &str, path: &str, kube_downscaler: bool) -> Result<Manifests, PlanError> {
-    let mut manifests = Manifests::reading_kube_downscaler(kube_downscaler);
+fn read_text(text: &str, path: &str, reading: Reading) -> Result<Manifests, PlanError> {
+    let mut manifests = Manifests::reading(reading);
     for (index, document) in serde_norway::Deserializer::from_str(text).enumerate() {
         let at = Location {
             path: path.into(),
@@ -249,9 +261,15 @@ fn read_text(text: &str, path: &str, kube_downscaler: bool) -> Result<Manifests,
     Ok(manifests.resolved())
 }
 
-/// Gives every object the annotations its schedule comes from, its HPAs, and what drives it in
-/// its place; a lever, the pods of the object it scales.
-fn resolve(objects: &mut [PlanObject], namespaces: &NamespaceSchedules, hpas: &[Hpa]) {
+/// Gives every object the annotations its schedule comes from, its HPAs, what drives it in its
+/// place, and its GitOps owner among `owners` with the mode its schedule chooses, else
+/// `default`; a lever, the pods of the object it scales.
+fn resolve(
+    objects: &mut [PlanObject],
+    namespaces: &NamespaceSchedules,
+    hpas: &[Hpa],
+    (owners, default): (&Owners, GitOpsMode),
+) {
     let drivers = Drivers::of(
         objects
             .iter()
@@ -284,6 +302,13 @@ fn resolve(objects: &mut [PlanObject], namespaces: &NamespaceSchedules, hpas: &[
             &observed.annotations,
             &observed.labels,
             object.driven_by.is_some(),
+        );
+        object.gitops = GitOps::of(
+            owners,
+            object.claim.clone(),
+            &observed.annotations,
+            default,
+            object.target.kind.spec().sleep.manifest_field(),
         );
     }
 }
@@ -342,6 +367,22 @@ fn read_object(
                 &namespace,
                 Candidate::of(&schedule.metadata, &schedule.spec.schedule),
             );
+            return Ok(());
+        }
+        // Read for the workloads it deploys, which it may put back after a sleep.
+        _ if let Some(tool) = value
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .and_then(|api_version| Tool::of_api(api_version, kind)) =>
+        {
+            let mut owner: OwnerObject =
+                serde_json::from_value(value.clone()).map_err(manifest_error)?;
+            // As `kubectl apply` puts an object without a namespace.
+            owner
+                .metadata
+                .namespace
+                .get_or_insert_with(|| "default".into());
+            manifests.owners.apply(tool, &owner);
             return Ok(());
         }
         // Simulated with its workload's transitions (rule 11 of docs/scheduling.md).
@@ -436,7 +477,7 @@ fn scheduled_kind(value: &Value, kind: &str) -> Option<TargetKind> {
 pub async fn read_cluster(
     client: &Client,
     namespace: Option<&str>,
-    kube_downscaler: bool,
+    reading: Reading,
 ) -> Result<Vec<PlanObject>, kube::Error> {
     let mut objects = Vec::new();
     for kind in TargetKind::catalogue() {
@@ -456,14 +497,38 @@ pub async fn read_cluster(
         Err(error) if is_status(&error, 403) || is_status(&error, 404) => Vec::new(),
         listed => listed?,
     };
+    let (owners, _) = read_owners(client).await?;
     resolve(
         &mut objects,
-        &namespace_schedules(client, namespace, kube_downscaler)
+        &namespace_schedules(client, namespace, reading.kube_downscaler)
             .await?
             .0,
         &hpas,
+        (&owners, reading.gitops),
     );
     Ok(objects)
+}
+
+/// The GitOps owners of the whole cluster (an Application lives in Argo CD's Namespace, not
+/// its workloads'), and the owning kinds that may not be read (403). A kind not installed
+/// has none.
+pub(crate) async fn read_owners(client: &Client) -> Result<(Owners, Vec<Tool>), kube::Error> {
+    let owners = Owners::default();
+    let mut unreadable = Vec::new();
+    for tool in Tool::all() {
+        let api: Api<OwnerObject> = Api::all_with(client.clone(), &tool.api_resource());
+        let api = &api;
+        match all_pages(500, |params| async move { api.list(&params).await }).await {
+            Err(error) if is_status(&error, 404) => {}
+            Err(error) if is_status(&error, 403) => unreadable.push(tool),
+            listed => {
+                for object in listed? {
+                    owners.apply(tool, &object);
+                }
+            }
+        }
+    }
+    Ok((owners, unreadable))
 }
 
 /// The schedules of the cluster's Namespaces (or the one given): their annotations and labels,
@@ -563,13 +628,15 @@ fn plan_object(kind: TargetKind, observed: TargetState, workload: Workload) -> P
         .clone()
         .unwrap_or_else(|| "default".into());
     PlanObject {
+        claim: claim(&observed.annotations, &observed.labels),
         target: ScaleTarget {
             kind,
             key: ObjectKey::new(namespace, name),
         },
-        observed,
         hpas: Vec::new(),
         workload,
         driven_by: None,
+        gitops: None,
+        observed,
     }
 }

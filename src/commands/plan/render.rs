@@ -116,6 +116,16 @@ pub fn render_table(plan: &Plan, savings: &Savings) -> String {
             note.namespace, note.kind, note.name, note.note
         );
     }
+    for owned in &plan.gitops {
+        let _ = writeln!(
+            out,
+            "GITOPS {}/{}/{}: {}",
+            owned.namespace, owned.kind, owned.name, owned.shown
+        );
+        for line in owned.shown.fix.iter().flat_map(|fix| fix.lines()) {
+            let _ = writeln!(out, "  {line}");
+        }
+    }
     for object in &plan.invalid {
         let _ = writeln!(
             out,

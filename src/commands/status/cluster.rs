@@ -7,9 +7,10 @@ use kube::{Client, ResourceExt as _};
 
 use super::StatusObject;
 use crate::{
-    commands::plan::{list_namespaces, namespace_schedules},
+    commands::plan::{list_namespaces, namespace_schedules, read_owners},
     runtime::api_errors::is_status,
     scaling::{
+        gitops::{Tool, owners::Owners},
         namespaces::NamespaceSchedules,
         objects,
         target::{TargetKind, TargetState},
@@ -35,6 +36,11 @@ pub struct Listed {
     pub namespaces: Option<NamespaceSchedules>,
     /// Kinds the user may not list (403): left out, and said.
     pub unreadable: Vec<TargetKind>,
+    /// The GitOps owners of the cluster: Argo CD Applications, Flux Kustomizations and
+    /// HelmReleases.
+    pub owners: Owners,
+    /// Owning kinds the user may not list (403): their workloads' owners are not shown.
+    pub unreadable_owners: Vec<Tool>,
 }
 
 impl Listed {
@@ -87,10 +93,15 @@ pub async fn read_cluster(
         .await
         .map_err(failed("Namespaces, SleepPolicies and SleepSchedules"))?;
     let namespaces = listed.then_some(schedules);
+    let (owners, unreadable_owners) = read_owners(client)
+        .await
+        .map_err(failed("Applications, Kustomizations and HelmReleases"))?;
     Ok(Listed {
         objects,
         namespaces,
         unreadable,
+        owners,
+        unreadable_owners,
     })
 }
 

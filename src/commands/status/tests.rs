@@ -1,7 +1,8 @@
 use k8s_openapi::api::core::v1::ObjectReference;
 
 use super::*;
-use crate::schedule::{ASLEEP_UNTIL, AWAKE_UNTIL};
+use crate::scaling::gitops::Tool;
+use crate::schedule::{ASLEEP_UNTIL, AWAKE_UNTIL, GITOPS};
 use crate::schedule::{
     DOWN_REPLICAS, DOWNTIME, EXCLUDE, LAST_TRANSITION, ORIGINAL_REPLICAS, ORIGINAL_SUSPEND,
     ORIGINAL_VALUE, PAUSED, UP_REPLICAS,
@@ -68,13 +69,28 @@ fn only_row(
     namespaces: &[(&str, &[(&str, &str)])],
     now: DateTime<Utc>,
 ) -> Row {
-    let mut status = status(objects, Some(&schedules(namespaces)), &[], Tz::UTC, now);
+    let mut status = status(
+        objects,
+        Some(&schedules(namespaces)),
+        &[],
+        (&Owners::default(), GitOpsMode::Ignore),
+        Tz::UTC,
+        now,
+    );
     assert_eq!(status.objects.len(), 1, "{status:?}");
     status.objects.remove(0)
 }
 
 fn rows(objects: &[StatusObject], namespaces: &[(&str, &[(&str, &str)])]) -> Vec<Row> {
-    status(objects, Some(&schedules(namespaces)), &[], Tz::UTC, night()).objects
+    status(
+        objects,
+        Some(&schedules(namespaces)),
+        &[],
+        (&Owners::default(), GitOpsMode::Ignore),
+        Tz::UTC,
+        night(),
+    )
+    .objects
 }
 
 #[test]
@@ -237,6 +253,7 @@ fn a_namespaces_override_holds_every_scheduled_object_in_it_but_the_excluded() {
         &objects,
         Some(&schedules(&[("staging", namespace)])),
         &[],
+        (&Owners::default(), GitOpsMode::Ignore),
         Tz::UTC,
         night(),
     )
@@ -305,7 +322,14 @@ fn a_cron_job_sleeps_suspended_and_counts_as_an_object_not_replicas() {
             ]),
         ),
     ];
-    let status = status(&objects, Some(&schedules(&[])), &[], Tz::UTC, night());
+    let status = status(
+        &objects,
+        Some(&schedules(&[])),
+        &[],
+        (&Owners::default(), GitOpsMode::Ignore),
+        Tz::UTC,
+        night(),
+    );
     let report = &status.objects[0];
     assert_eq!(
         (
@@ -359,7 +383,14 @@ fn every_kind_that_sleeps_on_or_off_counts_as_itself_and_withholds_no_replicas()
             &with(&[(ORIGINAL_REPLICAS, "3"), (LAST_TRANSITION, LAST_NIGHT)]),
         ),
     ];
-    let status = status(&objects, Some(&schedules(&[])), &[], Tz::UTC, night());
+    let status = status(
+        &objects,
+        Some(&schedules(&[])),
+        &[],
+        (&Owners::default(), GitOpsMode::Ignore),
+        Tz::UTC,
+        night(),
+    );
     assert_eq!(
         status.summary,
         Summary {
@@ -406,7 +437,14 @@ fn the_table_lines_up_one_row_an_object_and_the_summary() {
         ),
         deployment("typo", 2, &[(SCALE_DOWN, "never")]),
     ];
-    let status = status(&objects, Some(&schedules(&[])), &[], Tz::UTC, night());
+    let status = status(
+        &objects,
+        Some(&schedules(&[])),
+        &[],
+        (&Owners::default(), GitOpsMode::Ignore),
+        Tz::UTC,
+        night(),
+    );
     let table = render_table(&status, night());
     let lines: Vec<&str> = table.lines().collect();
     assert_eq!(
@@ -487,6 +525,7 @@ fn a_workload_a_scaled_object_scales_sleeps_only_through_it() {
         &objects,
         Some(&schedules(&[("staging", &NIGHTLY)])),
         &[],
+        (&Owners::default(), GitOpsMode::Ignore),
         Tz::UTC,
         night(),
     );
@@ -562,7 +601,14 @@ fn unknown_namespaces_leave_out_what_only_they_schedule() {
         deployment("follows", 2, &[]),
         deployment("own", 2, &NIGHTLY),
     ];
-    let status = status(&objects, None, &[], Tz::UTC, night());
+    let status = status(
+        &objects,
+        None,
+        &[],
+        (&Owners::default(), GitOpsMode::Ignore),
+        Tz::UTC,
+        night(),
+    );
     assert!(!status.namespace_schedules_known);
     let names: Vec<&str> = status.objects.iter().map(|row| row.name.as_str()).collect();
     assert_eq!(names, vec!["own"]);
@@ -576,7 +622,14 @@ fn since_and_next_read_in_whole_units_as_people_write_them() {
         0,
         &with(&[(ORIGINAL_REPLICAS, "3"), (LAST_TRANSITION, LAST_NIGHT)]),
     )];
-    let status = status(&objects, Some(&schedules(&[])), &[], Tz::UTC, now);
+    let status = status(
+        &objects,
+        Some(&schedules(&[])),
+        &[],
+        (&Owners::default(), GitOpsMode::Ignore),
+        Tz::UTC,
+        now,
+    );
     let table = render_table(&status, now);
     assert!(table.contains("  10h47m ago  up in 12m54s  "), "{table}");
 }
@@ -591,6 +644,7 @@ fn a_schedule_in_a_namespace_the_controller_never_touches_is_excluded() {
         &objects,
         Some(&schedules(&[])),
         &["kube-system".to_string()],
+        (&Owners::default(), GitOpsMode::Ignore),
         Tz::UTC,
         night(),
     );
@@ -641,12 +695,15 @@ fn what_kube_downscaler_put_to_sleep_is_asleep_with_its_count_to_wake_to() {
         objects: vec![deployment("web", 0, &left)],
         namespaces: Some(schedules(&[])),
         unreadable: Vec::new(),
+        owners: Owners::default(),
+        unreadable_owners: Vec::new(),
     };
     assert!(
         status(
             &listed.objects,
             listed.namespaces.as_ref(),
             &[],
+            (&Owners::default(), GitOpsMode::Ignore),
             Tz::UTC,
             night()
         )
@@ -681,7 +738,14 @@ fn a_row_says_which_policy_schedules_it_and_what_a_policy_does_not_cover_has_non
         deployment("web", 2, &[]),
         object(TargetKind::StatefulSet, "staging", "db", 1, &[]),
     ];
-    let status = status(&objects, Some(&schedules), &[], Tz::UTC, night());
+    let status = status(
+        &objects,
+        Some(&schedules),
+        &[],
+        (&Owners::default(), GitOpsMode::Ignore),
+        Tz::UTC,
+        night(),
+    );
     assert_eq!(status.objects.len(), 1, "the StatefulSet is not covered");
     assert_eq!(status.objects[0].name, "web");
     assert_eq!(status.objects[0].schedule_from, "SleepPolicy/nights");
@@ -719,5 +783,69 @@ fn a_ready_by_schedule_wakes_its_warm_up_early_and_says_when_it_is_ready() {
     assert_eq!(
         row.next.map(|next| (next.action, next.at)),
         Some((NextAction::Down, at("2026-11-23T20:00:00Z")))
+    );
+}
+
+#[test]
+fn a_workload_a_gitops_tool_deploys_shows_its_owner_the_mode_and_what_was_paused() {
+    let owners = Owners::default();
+    let application = |record: Option<&str>| {
+        let mut application = serde_json::json!({
+            "apiVersion": "argoproj.io/v1alpha1",
+            "kind": "Application",
+            "metadata": { "name": "shop", "namespace": "argocd" },
+            "spec": { "syncPolicy": { "automated": { "selfHeal": false } } },
+        });
+        if let Some(record) = record {
+            application["metadata"]["annotations"] =
+                serde_json::json!({ "cronscaler.dev/gitops-paused": record });
+        }
+        serde_json::from_value(application).unwrap()
+    };
+    owners.apply(
+        Tool::ArgoCd,
+        &application(Some(r#"{"previous":true,"namespaces":["staging"]}"#)),
+    );
+    let tracked = [
+        ("argocd.argoproj.io/tracking-id", "shop:apps/Deployment:staging/web"),
+        (LAST_TRANSITION, LAST_NIGHT),
+        (ORIGINAL_REPLICAS, "3"),
+    ];
+    let objects = [deployment("web", 0, &with(&tracked))];
+    let namespaces = schedules(&[("staging", &[(GITOPS, "pause")])]);
+    let status = status(
+        &objects,
+        Some(&namespaces),
+        &[],
+        (&owners, GitOpsMode::Ignore),
+        Tz::UTC,
+        night(),
+    );
+    let row = &status.objects[0];
+    assert_eq!(
+        row.gitops.as_ref().map(ToString::to_string).as_deref(),
+        Some("Argo CD Application argocd/shop (pause): self-heal paused for the night")
+    );
+    assert!(
+        render_table(&status, night())
+            .contains("Argo CD Application argocd/shop (pause): self-heal paused for the night"),
+        "in the table's REASON"
+    );
+    let json = serde_json::to_value(&status).unwrap();
+    assert_eq!(json["objects"][0]["gitops"]["mode"], "pause");
+
+    // Given back in the morning: `pause` pauses it again at the next sleep.
+    owners.apply(Tool::ArgoCd, &application(None));
+    let status = self::status(
+        &objects,
+        Some(&namespaces),
+        &[],
+        (&owners, GitOpsMode::Ignore),
+        Tz::UTC,
+        night(),
+    );
+    assert_eq!(
+        status.objects[0].gitops.as_ref().map(|shown| shown.standing.as_str()),
+        Some("self-heal paused at each sleep")
     );
 }

@@ -224,6 +224,32 @@ impl OwnerState {
         }
     }
 
+    /// Why `owner` will undo a night of a workload whose sleep field is at `pointer`; `None`
+    /// when it leaves it alone.
+    pub fn revert(
+        &self,
+        owner: &Owner,
+        (group, kind): (&str, &str),
+        (namespace, name): (&str, &str),
+        pointer: &str,
+    ) -> Option<Revert> {
+        if !self.repairs(owner.tool) {
+            return None;
+        }
+        if !owner.tool.spec().ignores_fields {
+            return Some(Revert::EveryInterval);
+        }
+        let ignored = self
+            .ignore_rules
+            .iter()
+            .any(|rule| rule.covers(group, kind, namespace, name, pointer));
+        match (ignored, self.respects_ignored) {
+            (true, true) => None,
+            (true, false) => Some(Revert::IgnoredNotRespected),
+            (false, _) => Some(Revert::NotIgnored),
+        }
+    }
+
     /// What `owner` will do to a night of a workload whose sleep field is at `pointer`, as a
     /// note that says what to change; `None` when it leaves it alone.
     pub fn will_revert(
@@ -234,31 +260,22 @@ impl OwnerState {
         pointer: &str,
     ) -> Option<String> {
         let tool = owner.tool.spec();
-        if !self.repairs(owner.tool) {
-            return None;
-        }
-        if !tool.ignores_fields {
-            return Some(format!(
-                "{owner} applies its manifests at every interval and resets {pointer} of {kind} \
-                 {name} each time; {} has no setting to leave a field its manifest sets alone: \
-                 set cronscaler.dev/gitops: pause",
-                tool.tool
-            ));
-        }
-        let ignored = self
-            .ignore_rules
-            .iter()
-            .any(|rule| rule.covers(group, kind, namespace, name, pointer));
-        if ignored && self.respects_ignored {
-            return None;
-        }
-        let missing = if ignored {
-            format!(
+        let missing = match self.revert(owner, (group, kind), (namespace, name), pointer)? {
+            Revert::EveryInterval => {
+                return Some(format!(
+                    "{owner} applies its manifests at every interval and resets {pointer} of \
+                     {kind} {name} each time; {} has no setting to leave a field its manifest \
+                     sets alone: set cronscaler.dev/gitops: pause",
+                    tool.tool
+                ));
+            }
+            Revert::IgnoredNotRespected => format!(
                 "its ignoreDifferences leave {pointer} alone, but without the sync option \
                  {RESPECT_IGNORE_DIFFERENCES} its next sync applies it anyway"
-            )
-        } else {
-            format!("nothing in its ignoreDifferences leaves cronscaler's {pointer} alone")
+            ),
+            Revert::NotIgnored => {
+                format!("nothing in its ignoreDifferences leaves cronscaler's {pointer} alone")
+            }
         };
         Some(format!(
             "{owner} has {} on and {missing}: it will put {kind} {name} back within seconds of \
@@ -266,6 +283,31 @@ impl OwnerState {
             tool.repair_word,
             ignore_yaml(group, kind),
         ))
+    }
+}
+
+/// Why an owner will undo a night.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Revert {
+    /// Flux applies its manifests at every interval, and cannot be told to ignore a field.
+    EveryInterval,
+    /// Argo CD's self-heal, with nothing in its `ignoreDifferences` for the field.
+    NotIgnored,
+    /// Argo CD ignores the field, but applies it at the next sync anyway.
+    IgnoredNotRespected,
+}
+
+impl Revert {
+    /// In a few words, for `status` and `plan`.
+    pub fn short(self, owner: &Owner) -> String {
+        let repair = owner.tool.spec().repair_named;
+        match self {
+            Revert::EveryInterval => format!("{repair} resets it at every interval"),
+            Revert::NotIgnored => format!("{repair} on, cronscaler's fields not ignored"),
+            Revert::IgnoredNotRespected => {
+                format!("{repair} on, ignored without {RESPECT_IGNORE_DIFFERENCES}")
+            }
+        }
     }
 }
 

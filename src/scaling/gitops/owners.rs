@@ -31,7 +31,7 @@ pub fn owner_of(tool: Tool, object: &OwnerObject) -> Owner {
 }
 
 /// Cheap to clone; every clone shares the same owners.
-#[derive(Clone, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Owners {
     states: Arc<RwLock<HashMap<Owner, OwnerState>>>,
 }
@@ -45,6 +45,12 @@ impl Owners {
         let previous = self.write().insert(owner.clone(), state.clone());
         let changed = previous.is_none_or(|previous| previous.differs_from(&state));
         (owner, changed)
+    }
+
+    /// Takes in every owner `other` holds.
+    pub fn absorb(&self, other: &Owners) {
+        let other = other.read().clone();
+        self.write().extend(other);
     }
 
     pub fn forget(&self, owner: &Owner) {

@@ -553,8 +553,8 @@ mod tests {
         let wrong = serde_json::json!({ "uptime": "Mon-Fri 07:00-20:00", "gitops": "Pause" });
         assert!(serde_json::from_value::<ScheduleFields>(wrong).is_err());
         let crd = serde_json::to_value(SleepSchedule::crd()).unwrap();
-        let gitops = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]
-            ["spec"]["properties"]["gitops"];
+        let gitops = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+            ["properties"]["gitops"];
         assert_eq!(
             gitops["enum"],
             serde_json::json!(["ignore", "pause"]),

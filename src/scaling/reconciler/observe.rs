@@ -11,15 +11,14 @@ use crate::{
     error::Error,
     runtime::key::ObjectKey,
     scaling::{
-        gitops::{self, Owner, owner::OwnerState},
+        gitops::{self, standing::GitOps},
         hpa::Hpa,
         target::{ScaleTarget, TargetKind, TargetState},
         wake_order::{self, Peer},
         wake_turns::Ask,
     },
     schedule::{
-        self, Annotations, Direction, GitOpsMode, OutOfReach, ScaleChange, Transition,
-        held_back_until,
+        self, Annotations, Direction, OutOfReach, ScaleChange, Transition, held_back_until,
     },
 };
 
@@ -60,16 +59,6 @@ pub struct Observed {
     pub namespace: NamespaceWake,
     /// The GitOps tool that deploys it, if one does.
     pub gitops: Option<GitOps>,
-}
-
-/// A workload a GitOps tool deploys: its owner, as watched (`None` where it is not), the mode
-/// chosen for it, and the field of it a manifest sets, which the tool would put back.
-#[derive(Debug, Clone)]
-pub struct GitOps {
-    pub owner: Owner,
-    pub state: Option<OwnerState>,
-    pub mode: GitOpsMode,
-    pub field: Option<&'static str>,
 }
 
 /// Where a Namespace's scheduled wake or sleep stands, as far as one of its workloads goes.
@@ -182,14 +171,13 @@ pub async fn observe(
         None => ctx.hpas.of(target),
     };
     let (owners, default_mode, _) = &ctx.gitops;
-    let gitops = claim
-        .and_then(|claim| owners.resolve(&claim))
-        .map(|(owner, state)| GitOps {
-            owner,
-            state,
-            mode: schedule::gitops_mode(&object.annotations, *default_mode),
-            field: sleeps_as.spec().sleep.manifest_field(),
-        });
+    let gitops = GitOps::of(
+        owners,
+        claim,
+        &object.annotations,
+        *default_mode,
+        sleeps_as.spec().sleep.manifest_field(),
+    );
     let mut observed = Observed {
         target: target.clone(),
         object,

@@ -276,9 +276,7 @@ fn beside_gitops(observed: &Observed, mut plan: Plan) -> Plan {
         Some(direction) => direction == ScaleDirection::Down,
         None => sleep_in_force(&observed.annotations),
     };
-    let recorded = gitops.state.as_ref().is_some_and(
-        |state| matches!(&state.record, Some(Ok(record)) if record.namespaces.contains(namespace)),
-    );
+    let recorded = gitops.paused_for(namespace);
     match gitops.mode {
         GitOpsMode::Pause if sleeping => {
             plan.owner_pause = gitops

@@ -621,7 +621,7 @@ fn deployed_by_argo_cd(
         annotations: record.map(|record| annotations_of(&[(GITOPS_PAUSED, record)])),
         ..Default::default()
     };
-    web.gitops = Some(super::super::observe::GitOps {
+    web.gitops = Some(crate::scaling::gitops::standing::GitOps {
         owner: Owner {
             tool: Tool::ArgoCd,
             namespace: "argocd".into(),
