@@ -152,6 +152,12 @@ async fn restore(kube: &KubeArgs, args: RestoreArgs) -> anyhow::Result<ExitCode>
             .await;
         lines.extend(namespace_lines);
         all_ok &= namespaces_ok;
+        // After the workloads: an owner given back its repair finds them as Git has them.
+        let (owner_lines, owners_ok) =
+            cronscaler::commands::restore::give_back_owners(&client, args.namespace.as_deref())
+                .await;
+        lines.extend(owner_lines);
+        all_ok &= owners_ok;
     }
     for line in &lines {
         say(format!("{line}\n"))?;

@@ -183,10 +183,14 @@ impl ApiServer {
     }
 }
 
-/// The RBAC rules the controller is installed with (`rbac/`).
-const RBAC: [&str; 2] = [
+/// The RBAC rules the controller is installed with (`rbac/`), with the optional grants of
+/// `rbac/optional/`, for the requests only they allow.
+const RBAC: [&str; 5] = [
     include_str!("../rbac/cluster-role.yaml"),
     include_str!("../rbac/lease-role.yaml"),
+    include_str!("../rbac/optional/argo-rollouts.yaml"),
+    include_str!("../rbac/optional/cloudnative-pg.yaml"),
+    include_str!("../rbac/optional/gitops.yaml"),
 ];
 
 /// Whether the installed RBAC rules let the controller make this request, as the API server's

@@ -159,7 +159,8 @@ pub struct OverrideArgs {
 pub struct RestoreArgs {
     /// Every scaled-down object of the cluster (or of `-n`), of the kinds cronscaler knows:
     /// Deployments, StatefulSets, CronJobs, Jobs, Foos, KEDA ScaledObjects and ScaledJobs, Argo
-    /// Rollouts, CloudNativePG Clusters.
+    /// Rollouts, CloudNativePG Clusters; the Namespaces' overrides; and the Argo CD
+    /// Applications and Flux Kustomizations and HelmReleases paused for those Namespaces.
     #[arg(long)]
     pub all: bool,
 

@@ -14,12 +14,16 @@ use k8s_openapi::{
 };
 use kube::{
     Api, Client,
-    api::{Patch, PatchParams},
+    api::{ListParams, Patch, PatchParams},
 };
 use serde_json::{Value, json};
 
 use crate::{
-    commands::{cli::LeaseArgs, plan::PlanObject, status::namespace_annotations},
+    commands::{
+        cli::LeaseArgs,
+        plan::{PlanObject, read_owners},
+        status::namespace_annotations,
+    },
     duration::spoken,
     runtime::{
         CONTROLLER_NAME,
@@ -27,8 +31,9 @@ use crate::{
         leader::{LiveHolder, live_holder},
     },
     scaling::{
+        gitops::{GITOPS_PAUSED, Owner, owner::OwnerState, owners::OwnerObject, pause::release},
         hpa::{self, Bounds, HpaChange, HpaIndex},
-        patch_for, patch_target, read_target,
+        patch_for, patch_owner, patch_target, read_target,
         target::{ScaleTarget, TargetKind, TargetState},
     },
     schedule::{self, InvalidAnnotation, ScaleChange},
@@ -284,6 +289,95 @@ async fn restore_object(
         }
         Err(error) => Err(Failed::Other(format!("failed {target}: {error}"))),
     }
+}
+
+/// Gives every GitOps owner paused for a Namespace (every one, or `namespace`) back what it
+/// had: the Namespace leaves its `cronscaler.dev/gitops-paused` record, and once none is left
+/// the owner's repair switch is set back, unless a person changed it meanwhile. One line per
+/// owner touched or failed, and whether all succeeded; owning kinds that may not be listed are
+/// said and passed over.
+pub async fn give_back_owners(client: &Client, namespace: Option<&str>) -> (Vec<String>, bool) {
+    let (owners, unreadable) = match read_owners(client).await {
+        Ok(read) => read,
+        Err(error) => {
+            return (
+                vec![format!(
+                    "failed Applications, Kustomizations and HelmReleases: {error}; a pause \
+                     recorded on one stays"
+                )],
+                false,
+            );
+        }
+    };
+    let mut lines: Vec<String> = unreadable
+        .iter()
+        .map(|tool| {
+            format!(
+                "skipped {}.{}: may not be listed (403); a pause recorded on one stays",
+                tool.spec().plural,
+                tool.spec().group
+            )
+        })
+        .collect();
+    let mut all_ok = true;
+    // Given back from each Namespace restored; with none named, from all.
+    let stays_asleep = |paused_for: &str| namespace.is_some_and(|only| paused_for != only);
+    let mut paused = owners.paused();
+    paused.sort();
+    for owner in paused {
+        let mut state = owners.get(&owner);
+        for attempt in 1..=CONFLICT_TRIES {
+            let Some(write) = state
+                .as_ref()
+                .and_then(|state| release(&owner, state, stays_asleep))
+            else {
+                break;
+            };
+            match patch_owner(client, &owner, &write.body).await {
+                Ok(()) => lines.push(match write.event {
+                    Some((_, note)) => format!("restored {owner}: {note}"),
+                    None => format!(
+                        "cleaned up {owner}: Namespace {} left its {GITOPS_PAUSED}; still \
+                         paused for the others",
+                        namespace.unwrap_or_default()
+                    ),
+                }),
+                // Argo CD writes an Application's status often: read it again, decide again.
+                Err(error) if is_status(&error, 409) && attempt < CONFLICT_TRIES => {
+                    match read_owner(client, &owner).await {
+                        Ok(fresh) => {
+                            state = fresh;
+                            continue;
+                        }
+                        Err(error) => {
+                            all_ok = false;
+                            lines.push(format!("failed {owner}: {error}"));
+                        }
+                    }
+                }
+                Err(error) => {
+                    all_ok = false;
+                    lines.push(format!("failed {owner}: {error}"));
+                }
+            }
+            break;
+        }
+    }
+    (lines, all_ok)
+}
+
+/// An owner as it is now; `None` once it is gone. Listed by name rather than read, since the
+/// controller's grants list owners but do not get them.
+async fn read_owner(client: &Client, owner: &Owner) -> Result<Option<OwnerState>, kube::Error> {
+    let api: Api<OwnerObject> =
+        Api::namespaced_with(client.clone(), &owner.namespace, &owner.tool.api_resource());
+    let by_name = ListParams::default().fields(&format!("metadata.name={}", owner.name));
+    Ok(api
+        .list(&by_name)
+        .await?
+        .items
+        .first()
+        .map(|object| OwnerState::of(owner.tool, &object.metadata, &object.spec)))
 }
 
 /// Takes the overrides on demand off the Namespaces (every one, or `namespace`): restored,
@@ -726,6 +820,79 @@ mod tests {
             vec![
                 "restored HorizontalPodAutoscaler staging/web-hpa: minReplicas 1 -> 2, maxReplicas 1 -> 5",
                 "restored Deployment staging/web: replicas 0 -> 3",
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn restore_gives_a_paused_application_back_its_self_heal_reading_it_again_after_a_write()
+    {
+        let application = |version: &str| {
+            json!({
+                "apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+                "metadata": {
+                    "name": "shop", "namespace": "argocd", "resourceVersion": version,
+                    "annotations": {
+                        "cronscaler.dev/gitops-paused": "{\"previous\":true,\"namespaces\":[\"staging\"]}",
+                    },
+                },
+                "spec": { "syncPolicy": { "automated": { "selfHeal": false } } },
+            })
+        };
+        let list = |items: Vec<Value>| json!({ "apiVersion": "v1", "kind": "List", "metadata": {}, "items": items });
+        let given_back = |version: &str| {
+            json!({
+                "metadata": {
+                    "resourceVersion": version,
+                    "annotations": { "cronscaler.dev/gitops-paused": null },
+                },
+                "spec": { "syncPolicy": { "automated": { "selfHeal": true } } },
+            })
+        };
+        let patch = |version: &str| {
+            Exchange::new(
+                "PATCH",
+                "/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/shop?&fieldManager=cronscaler",
+            )
+            .content_type("application/merge-patch+json")
+            .body(given_back(version))
+        };
+        let (client, server) = mock_client();
+        let server = tokio::spawn(server.serve(vec![
+                Exchange::new("GET", "/apis/argoproj.io/v1alpha1/applications?&limit=500")
+                    .reply(200, list(vec![application("5")])),
+                Exchange::new(
+                    "GET",
+                    "/apis/kustomize.toolkit.fluxcd.io/v1/kustomizations?&limit=500",
+                )
+                .reply_captured(crate::mock_api::NOT_FOUND),
+                Exchange::new(
+                    "GET",
+                    "/apis/helm.toolkit.fluxcd.io/v2/helmreleases?&limit=500",
+                )
+                .reply_captured(include_str!(
+                    "../../tests/fixtures/apiserver/list-deployments-403.json"
+                )),
+                // Argo CD wrote its status meanwhile.
+                patch("5").reply_captured(include_str!(
+                    "../../tests/fixtures/apiserver/patch-deployment-409.json"
+                )),
+                Exchange::new(
+                    "GET",
+                    "/apis/argoproj.io/v1alpha1/namespaces/argocd/applications?&fieldSelector=metadata.name%3Dshop",
+                )
+                .reply(200, list(vec![application("6")])),
+                patch("6").reply(200, application("7")),
+            ]));
+        let (lines, ok) = give_back_owners(&client, None).await;
+        drop(client);
+        server.await.unwrap();
+        assert!(ok, "{lines:?}");
+        assert_eq!(
+            lines,
+            vec![
+                "skipped helmreleases.helm.toolkit.fluxcd.io: may not be listed (403); a pause recorded on one stays",
+                "restored Argo CD Application argocd/shop: self-heal given back (true): Namespace staging awake",
             ]
         );
     }

@@ -27,6 +27,6 @@ pub mod writers;
 mod test_support;
 
 pub use reconciler::{
-    DEFAULT_MAX_OVERRIDE, ScalingContext, describe_change, patch_for, patch_target,
+    DEFAULT_MAX_OVERRIDE, ScalingContext, describe_change, patch_for, patch_owner, patch_target,
     patch_target_as, read_target, reconcile, release_owner, report_namespace, wake_turn,
 };

@@ -44,7 +44,7 @@ use crate::{
 
 pub use describe::describe_change;
 use observe::Source;
-pub use patch::{patch_for, patch_target, patch_target_as, read_target};
+pub use patch::{patch_for, patch_owner, patch_target, patch_target_as, read_target};
 
 /// What the scaler reads and writes.
 pub struct ScalingContext {

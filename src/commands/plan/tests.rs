@@ -827,5 +827,9 @@ fn a_flux_deployed_workload_is_told_to_pause_and_its_namespace_chooses_the_mode(
     // A workload without a schedule has nothing an owner could undo.
     let unscheduled = [flux.to_string(), labelled("web")].join("---\n");
     let objects = parse_manifests(&unscheduled, "all.yaml").unwrap().objects;
-    assert!(simulate(&objects, utc(7, 13), utc(8, 12), Tz::UTC).gitops.is_empty());
+    assert!(
+        simulate(&objects, utc(7, 13), utc(8, 12), Tz::UTC)
+            .gitops
+            .is_empty()
+    );
 }

@@ -807,7 +807,10 @@ fn a_workload_a_gitops_tool_deploys_shows_its_owner_the_mode_and_what_was_paused
         &application(Some(r#"{"previous":true,"namespaces":["staging"]}"#)),
     );
     let tracked = [
-        ("argocd.argoproj.io/tracking-id", "shop:apps/Deployment:staging/web"),
+        (
+            "argocd.argoproj.io/tracking-id",
+            "shop:apps/Deployment:staging/web",
+        ),
         (LAST_TRANSITION, LAST_NIGHT),
         (ORIGINAL_REPLICAS, "3"),
     ];
@@ -845,7 +848,10 @@ fn a_workload_a_gitops_tool_deploys_shows_its_owner_the_mode_and_what_was_paused
         night(),
     );
     assert_eq!(
-        status.objects[0].gitops.as_ref().map(|shown| shown.standing.as_str()),
+        status.objects[0]
+            .gitops
+            .as_ref()
+            .map(|shown| shown.standing.as_str()),
         Some("self-heal paused at each sleep")
     );
 }
