@@ -65,6 +65,9 @@ pub const FOO_CACHE_WAIT: Duration = Duration::from_secs(1);
 /// leave a held HPA held all day. The list takes milliseconds, and transitions are to the second.
 pub const HPA_INDEX_WAIT: Duration = Duration::from_millis(100);
 
+/// How long a GitOps owner's look waits while the workloads are being listed at start.
+pub const WORKLOADS_WAIT: Duration = Duration::from_secs(1);
+
 impl Reconcile for Reconcilers {
     type Key = WorkKey;
     type Error = Error;
@@ -112,6 +115,11 @@ impl Reconcile for Reconcilers {
                 return Handled::Done;
             }
             WorkKey::Scaling(ScalingKey::GitOpsOwner(owner)) => {
+                // Until every workload is listed, no Namespace that paused it seems asleep: it
+                // would be given back in the middle of the night, after a restart.
+                if !self.scale.all_workloads_listed() {
+                    return Handled::Later(WORKLOADS_WAIT);
+                }
                 scaling::release_owner(&self.scale, owner, now).await
             }
             WorkKey::Scaling(ScalingKey::SleepScheduleStatus(schedule)) => {

@@ -1,14 +1,17 @@
-//! Sleeping beside GitOps on a real API server with Argo CD's real Application CRD
-//! (`../shared/crds/`). Argo CD does not run here: the test plays its self-heal, re-applying
-//! the workload's manifest from "Git" server-side, as `argocd-controller` with `force`, every
-//! 2 s while the Application's self-heal is on. The controller runs over every namespace, as
-//! installed, so each scenario has a control plane of its own.
+//! Sleeping beside GitOps on a real API server with Argo CD's and Flux's real CRDs
+//! (`../shared/crds/`). Neither runs here: the test plays the tool, re-applying each workload's
+//! manifest from "Git" server-side, with the tool's field manager and `force`, every 2 s while
+//! the owner repairs (an Application's self-heal is on; a Kustomization is not suspended). As
+//! Argo CD does with `RespectIgnoreDifferences=true`, it leaves out a field its
+//! `ignoreDifferences` gives to the manager that holds it. The controller runs over every
+//! namespace, as installed, so each scenario has a control plane of its own.
 
 mod support;
 
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use k8s_openapi::api::apps::v1::Deployment;
 use kube::{
     Api, Client,
     api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams},
@@ -17,7 +20,7 @@ use serde_json::{Value, json};
 use support::{
     Scenario,
     crds::{grant_optional, install_crd, shared_crd},
-    create_namespace, describe, envtest, eventually, nightly, occurrences,
+    create_namespace, describe, envtest, events_in, eventually, nightly, occurrences,
     replicas_and_annotations, sleep_until, whole_second_in,
 };
 
@@ -25,112 +28,274 @@ use support::{
 const LATENESS: Duration = Duration::from_secs(15);
 const GITOPS_PAUSED: &str = "cronscaler.dev/gitops-paused";
 
-fn applications(client: &Client) -> Api<DynamicObject> {
-    let gvk = GroupVersionKind::gvk("argoproj.io", "v1alpha1", "Application");
-    Api::namespaced_with(
-        client.clone(),
-        "argocd",
-        &ApiResource::from_gvk_with_plural(&gvk, "applications"),
-    )
+/// The GitOps tool a test plays: its owner object, and how it marks and applies what it deploys.
+#[derive(Clone)]
+struct Tool {
+    owners: Api<DynamicObject>,
+    /// The owner's namespace and name.
+    namespace: &'static str,
+    name: &'static str,
+    /// Its field manager, as the real tool applies.
+    manager: &'static str,
+    /// Where its repair is switched, under `spec`, and the value that stops it.
+    switch: &'static [&'static str],
+    paused: bool,
 }
 
-/// A scenario with Argo CD's Applications installed, the Application `argocd/shop` with
-/// automated sync and self-heal, and the controller's optional GitOps grant.
-async fn argo_cd(test: &str) -> Option<(Scenario, Api<DynamicObject>)> {
+impl Tool {
+    fn argo_cd(client: &Client) -> Self {
+        let gvk = GroupVersionKind::gvk("argoproj.io", "v1alpha1", "Application");
+        Self {
+            owners: Api::namespaced_with(
+                client.clone(),
+                "argocd",
+                &ApiResource::from_gvk_with_plural(&gvk, "applications"),
+            ),
+            namespace: "argocd",
+            name: "shop",
+            manager: "argocd-controller",
+            switch: &["syncPolicy", "automated", "selfHeal"],
+            paused: false,
+        }
+    }
+
+    fn flux(client: &Client) -> Self {
+        let gvk = GroupVersionKind::gvk("kustomize.toolkit.fluxcd.io", "v1", "Kustomization");
+        Self {
+            owners: Api::namespaced_with(
+                client.clone(),
+                "flux-system",
+                &ApiResource::from_gvk_with_plural(&gvk, "kustomizations"),
+            ),
+            namespace: "flux-system",
+            name: "apps",
+            manager: "kustomize-controller",
+            switch: &["suspend"],
+            paused: true,
+        }
+    }
+
+    async fn owner(&self) -> DynamicObject {
+        self.owners.get(self.name).await.expect("the owner")
+    }
+
+    /// Its repair switch as set; `None` where it is not.
+    fn switch(&self, owner: &DynamicObject) -> Option<bool> {
+        self.switch
+            .iter()
+            .try_fold(&owner.data["spec"], |value, step| value.get(step))
+            .and_then(Value::as_bool)
+    }
+
+    fn repairs(&self, owner: &DynamicObject) -> bool {
+        match self.paused {
+            true => self.switch(owner) != Some(true),
+            false => self.switch(owner) == Some(true),
+        }
+    }
+
+    /// A person setting the switch, as `kubectl patch --type merge` does.
+    async fn set_switch(&self, value: bool) {
+        let mut patch = json!(value);
+        for step in self.switch.iter().rev().chain(&["spec"]) {
+            patch = json!({ *step: patch });
+        }
+        self.owners
+            .patch(self.name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .expect("a person's change");
+    }
+
+    /// The Deployment `web` of `namespace` as Git holds it: 3 replicas, `annotations` (its
+    /// schedule), and the tool's mark.
+    fn manifest(&self, namespace: &str, annotations: Value) -> Value {
+        let mut annotations = annotations;
+        let mut labels = json!({ "app": "web" });
+        if self.paused {
+            labels["kustomize.toolkit.fluxcd.io/name"] = json!(self.name);
+            labels["kustomize.toolkit.fluxcd.io/namespace"] = json!(self.namespace);
+        } else {
+            annotations["argocd.argoproj.io/tracking-id"] =
+                json!(format!("{}:apps/Deployment:{namespace}/web", self.name));
+        }
+        let mut deployment = serde_json::to_value(support::deployment("web", 3, annotations))
+            .expect("a Deployment as JSON");
+        deployment["apiVersion"] = json!("apps/v1");
+        deployment["kind"] = json!("Deployment");
+        deployment["metadata"]["namespace"] = json!(namespace);
+        deployment["metadata"]["labels"] = labels;
+        deployment
+    }
+
+    /// The tool's sync: the manifest applied server-side, taking back every field it sets but
+    /// those the owner's `ignoreDifferences` (respected) gives to the manager holding them.
+    async fn sync(&self, client: &Client, owner: Option<&DynamicObject>, manifest: &Value) {
+        let namespace = manifest["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or_default();
+        let deployments: Api<Deployment> = Api::namespaced(client.clone(), namespace);
+        let mut manifest = manifest.clone();
+        if let Some(owner) = owner
+            && let Ok(Some(live)) = deployments.get_opt("web").await
+            && ignores_replicas(owner, &live)
+            && let Some(spec) = manifest["spec"].as_object_mut()
+        {
+            spec.remove("replicas");
+        }
+        deployments
+            .patch(
+                "web",
+                &PatchParams::apply(self.manager).force(),
+                &Patch::Apply(&manifest),
+            )
+            .await
+            .expect("the tool's sync");
+    }
+
+    /// Plays the tool until dropped: every 2 s, while its owner repairs, a sync of each manifest.
+    fn play(&self, client: &Client, manifests: Vec<Value>) -> tokio::task::JoinHandle<()> {
+        let (tool, client) = (self.clone(), client.clone());
+        tokio::spawn(async move {
+            loop {
+                if let Ok(owner) = tool.owners.get(tool.name).await
+                    && tool.repairs(&owner)
+                {
+                    for manifest in &manifests {
+                        tool.sync(&client, Some(&owner), manifest).await;
+                    }
+                }
+                tokio::time::sleep(Duration::from_secs(2)).await;
+            }
+        })
+    }
+}
+
+/// Whether Argo CD would leave `live`'s replicas alone: an `ignoreDifferences` entry for
+/// Deployments names the manager that holds them, and the sync option respects it.
+fn ignores_replicas(owner: &DynamicObject, live: &Deployment) -> bool {
+    let spec = &owner.data["spec"];
+    let respected = spec["syncPolicy"]["syncOptions"]
+        .as_array()
+        .is_some_and(|options| options.contains(&json!("RespectIgnoreDifferences=true")));
+    let holder = live
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .find(|entry| {
+            entry
+                .fields_v1
+                .as_ref()
+                .is_some_and(|fields| fields.0["f:spec"].get("f:replicas").is_some())
+        })
+        .and_then(|entry| entry.manager.clone());
+    let ignored = spec["ignoreDifferences"].as_array().is_some_and(|rules| {
+        rules.iter().any(|rule| {
+            rule["kind"] == "Deployment"
+                && rule["managedFieldsManagers"]
+                    .as_array()
+                    .is_some_and(|managers| {
+                        holder
+                            .as_ref()
+                            .is_some_and(|holder| managers.contains(&json!(holder)))
+                    })
+        })
+    });
+    respected && ignored
+}
+
+/// A scenario with Argo CD's Applications installed and the Application `argocd/shop`
+/// deploying to its namespace with automated sync, self-heal and `extra` in its spec; with the
+/// controller's optional GitOps grant where `granted`.
+async fn argo_cd(test: &str, extra: Value, granted: bool) -> Option<(Scenario, Tool)> {
     let crd = shared_crd(test, "argoproj.io_applications.yaml")?;
     let scenario = Scenario::own(test, envtest::Options::api_server_only()).await?;
     let gvk = GroupVersionKind::gvk("argoproj.io", "v1alpha1", "Application");
     install_crd(&scenario.client, &crd, &gvk).await;
-    grant_optional(&scenario.client, "gitops.yaml").await;
+    if granted {
+        grant_optional(&scenario.client, "gitops.yaml").await;
+    }
     create_namespace(&scenario.client, "argocd").await;
-    let applications = applications(&scenario.client);
-    let shop: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
-        "metadata": { "name": "shop", "namespace": "argocd" },
-        "spec": {
-            "project": "default",
-            "source": { "repoURL": "https://git.example.com/shop.git", "path": "staging" },
-            "destination": { "server": "https://kubernetes.default.svc", "namespace": scenario.namespace },
-            "syncPolicy": { "automated": { "prune": true, "selfHeal": true } },
-        },
+    let mut spec = json!({
+        "project": "default",
+        "source": { "repoURL": "https://git.example.com/shop.git", "path": "staging" },
+        "destination": { "server": "https://kubernetes.default.svc", "namespace": scenario.namespace },
+        "syncPolicy": { "automated": { "prune": true, "selfHeal": true } },
+    });
+    merge(&mut spec, extra);
+    let tool = Tool::argo_cd(&scenario.client);
+    create_owner(&tool, "argoproj.io/v1alpha1", "Application", spec).await;
+    Some((scenario, tool))
+}
+
+/// A scenario with Flux's Kustomizations installed and the Kustomization `flux-system/apps`,
+/// not suspended, with the controller's optional GitOps grant.
+async fn flux(test: &str) -> Option<(Scenario, Tool)> {
+    let crd = shared_crd(test, "kustomize.toolkit.fluxcd.io_kustomizations.yaml")?;
+    let scenario = Scenario::own(test, envtest::Options::api_server_only()).await?;
+    let gvk = GroupVersionKind::gvk("kustomize.toolkit.fluxcd.io", "v1", "Kustomization");
+    install_crd(&scenario.client, &crd, &gvk).await;
+    grant_optional(&scenario.client, "gitops.yaml").await;
+    create_namespace(&scenario.client, "flux-system").await;
+    let spec = json!({
+        "interval": "5m",
+        "prune": true,
+        "path": "./staging",
+        "sourceRef": { "kind": "GitRepository", "name": "shop" },
+    });
+    let tool = Tool::flux(&scenario.client);
+    create_owner(
+        &tool,
+        "kustomize.toolkit.fluxcd.io/v1",
+        "Kustomization",
+        spec,
+    )
+    .await;
+    Some((scenario, tool))
+}
+
+async fn create_owner(tool: &Tool, api_version: &str, kind: &str, spec: Value) {
+    let owner: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": api_version, "kind": kind,
+        "metadata": { "name": tool.name },
+        "spec": spec,
     }))
-    .expect("an Application");
-    applications
-        .create(&PostParams::default(), &shop)
+    .expect("an owner");
+    tool.owners
+        .create(&PostParams::default(), &owner)
         .await
-        .expect("the Application shop");
-    Some((scenario, applications))
+        .unwrap_or_else(|error| panic!("the {kind} {}: {error}", tool.name));
 }
 
-/// The Deployment `web` as Git holds it: 3 replicas, its schedule, and Argo CD's tracking mark.
-fn manifest(namespace: &str, schedule: Value) -> Value {
-    let mut annotations = schedule;
-    annotations["argocd.argoproj.io/tracking-id"] =
-        json!(format!("shop:apps/Deployment:{namespace}/web"));
-    let mut deployment = serde_json::to_value(support::deployment("web", 3, annotations))
-        .expect("a Deployment as JSON");
-    deployment["apiVersion"] = json!("apps/v1");
-    deployment["kind"] = json!("Deployment");
-    deployment
-}
-
-/// Argo CD's sync: the manifest applied server-side, taking back every field it sets.
-async fn sync(client: &Client, namespace: &str, manifest: &Value) {
-    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
-        Api::namespaced(client.clone(), namespace);
-    deployments
-        .patch(
-            "web",
-            &PatchParams::apply("argocd-controller").force(),
-            &Patch::Apply(manifest),
-        )
-        .await
-        .expect("Argo CD's sync");
-}
-
-fn self_heal(application: &DynamicObject) -> Option<bool> {
-    application.data["spec"]["syncPolicy"]["automated"]["selfHeal"].as_bool()
-}
-
-fn paused_record(application: &DynamicObject) -> Option<String> {
-    application
-        .metadata
-        .annotations
-        .as_ref()?
-        .get(GITOPS_PAUSED)
-        .cloned()
-}
-
-/// Plays Argo CD's self-heal until dropped: every 2 s, while self-heal is on, a sync.
-fn play_argo_cd(client: Client, namespace: String, manifest: Value) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let applications = applications(&client);
-        loop {
-            if let Ok(shop) = applications.get("shop").await
-                && self_heal(&shop) == Some(true)
-            {
-                sync(&client, &namespace, &manifest).await;
+fn merge(into: &mut Value, from: Value) {
+    match (into, from) {
+        (Value::Object(into), Value::Object(from)) => {
+            for (key, value) in from {
+                merge(into.entry(key).or_insert(Value::Null), value);
             }
-            tokio::time::sleep(Duration::from_secs(2)).await;
         }
-    })
+        (into, from) => *into = from,
+    }
 }
 
-/// `web` deployed by Argo CD with `schedule`, Argo CD played, and the controller started.
+/// `web` deployed by the tool in each of `namespaces` with its schedule, the tool played, and
+/// the controller started.
 async fn deploy_and_start(
     scenario: &Scenario,
-    schedule: Value,
+    tool: &Tool,
+    namespaces: &[(&str, Value)],
 ) -> (tokio::task::JoinHandle<()>, support::Controller) {
-    let manifest = manifest(&scenario.namespace, schedule);
-    sync(&scenario.client, &scenario.namespace, &manifest).await;
-    let argo_cd = play_argo_cd(
-        scenario.client.clone(),
-        scenario.namespace.clone(),
-        manifest,
-    );
+    let mut manifests = Vec::new();
+    for (namespace, schedule) in namespaces {
+        create_namespace(&scenario.client, namespace).await;
+        let manifest = tool.manifest(namespace, schedule.clone());
+        tool.sync(&scenario.client, None, &manifest).await;
+        manifests.push(manifest);
+    }
+    let played = tool.play(&scenario.client, manifests);
     let mut controller = scenario.start_cluster_wide_controller("cronscaler", &[]);
     controller.wait_ready().await;
-    (argo_cd, controller)
+    (played, controller)
 }
 
 fn night(after: i64, seconds: i64) -> (DateTime<Utc>, DateTime<Utc>) {
@@ -138,59 +303,118 @@ fn night(after: i64, seconds: i64) -> (DateTime<Utc>, DateTime<Utc>) {
     (down, down + chrono::Duration::seconds(seconds))
 }
 
+/// A nightly schedule in `mode`.
+fn nightly_in(mode: &str, (down, up): (DateTime<Utc>, DateTime<Utc>)) -> Value {
+    let mut schedule = nightly(down, up);
+    schedule["cronscaler.dev/gitops"] = json!(mode);
+    schedule
+}
+
+fn web(client: &Client, namespace: &str) -> Api<Deployment> {
+    Api::namespaced(client.clone(), namespace)
+}
+
+async fn wait_replicas(deployments: &Api<Deployment>, replicas: i32, what: &str, within: Duration) {
+    eventually(what, within, || async {
+        let (now, _) = replicas_and_annotations(deployments, "web").await?;
+        (now == replicas).then_some(())
+    })
+    .await;
+}
+
+/// Asserts `web` stays at `replicas` until `until`.
+async fn stays(deployments: &Api<Deployment>, replicas: i32, until: DateTime<Utc>, what: &str) {
+    while Utc::now() < until {
+        let (now, _) = replicas_and_annotations(deployments, "web")
+            .await
+            .expect("web");
+        assert_eq!(now, replicas, "{what}");
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+fn paused_record(owner: &DynamicObject) -> Option<String> {
+    owner
+        .metadata
+        .annotations
+        .as_ref()?
+        .get(GITOPS_PAUSED)
+        .cloned()
+}
+
+fn record(previous: &str, namespaces: &[&str]) -> String {
+    let namespaces: Vec<String> = namespaces.iter().map(|ns| format!("{ns:?}")).collect();
+    format!(
+        r#"{{"previous":{previous},"namespaces":[{}]}}"#,
+        namespaces.join(",")
+    )
+}
+
+/// Waits until the owner has its switch at `switch` and no record.
+async fn given_back(tool: &Tool, switch: Option<bool>) {
+    eventually("the owner given back", LATENESS, || async {
+        let owner = tool.owners.get(tool.name).await.ok()?;
+        (tool.switch(&owner) == switch && paused_record(&owner).is_none()).then_some(())
+    })
+    .await;
+}
+
+async fn owner_events(
+    scenario: &Scenario,
+    tool: &Tool,
+) -> Vec<k8s_openapi::api::events::v1::Event> {
+    events_in(&scenario.client, tool.namespace, tool.name).await
+}
+
 #[tokio::test]
 async fn with_pause_argo_cd_leaves_the_night_alone_and_gets_self_heal_back_in_the_morning() {
     let test = "gitops-pause";
-    let Some((scenario, applications)) = argo_cd(test).await else {
+    let Some((scenario, argo_cd)) = argo_cd(test, json!({}), true).await else {
         return;
     };
     let (down, up) = night(25, 30);
-    let mut schedule = nightly(down, up);
-    schedule["cronscaler.dev/gitops"] = json!("pause");
-    let (argo_cd, mut controller) = deploy_and_start(&scenario, schedule).await;
+    let namespace = scenario.namespace.clone();
+    let (played, mut controller) = deploy_and_start(
+        &scenario,
+        &argo_cd,
+        &[(&namespace, nightly_in("pause", (down, up)))],
+    )
+    .await;
 
     let deployments = scenario.deployments();
-    eventually("web asleep", LATENESS + chrono_seconds(down), || async {
-        let (replicas, _) = replicas_and_annotations(&deployments, "web").await?;
-        (replicas == 0).then_some(())
-    })
-    .await;
-    let shop = applications.get("shop").await.expect("the Application");
+    wait_replicas(&deployments, 0, "web asleep", LATENESS + until(down)).await;
+    let shop = argo_cd.owner().await;
     assert_eq!(
-        self_heal(&shop),
+        argo_cd.switch(&shop),
         Some(false),
         "self-heal paused for the night"
     );
     assert_eq!(
-        paused_record(&shop).as_deref(),
-        Some(
-            format!(
-                r#"{{"previous":true,"namespaces":["{}"]}}"#,
-                scenario.namespace
-            )
-            .as_str()
-        ),
+        paused_record(&shop),
+        Some(record("true", &[&namespace])),
         "what it had, and who paused it"
     );
+    let status = scenario.run(&["status", "-n", &namespace]);
+    let said = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        status.status.success()
+            && said.contains(
+                "Argo CD Application argocd/shop (pause): self-heal paused for the night"
+            ),
+        "status names the owner and what was paused: {said}{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
     // The whole night, Argo CD plays on and puts nothing back.
-    while Utc::now() < up - chrono::Duration::seconds(2) {
-        let (replicas, _) = replicas_and_annotations(&deployments, "web")
-            .await
-            .expect("web");
-        assert_eq!(replicas, 0, "asleep all night");
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    }
+    stays(
+        &deployments,
+        0,
+        up - chrono::Duration::seconds(2),
+        "asleep all night",
+    )
+    .await;
     sleep_until(up).await;
-    eventually("web awake", LATENESS, || async {
-        let (replicas, _) = replicas_and_annotations(&deployments, "web").await?;
-        (replicas == 3).then_some(())
-    })
-    .await;
-    eventually("self-heal given back", LATENESS, || async {
-        let shop = applications.get("shop").await.ok()?;
-        (self_heal(&shop) == Some(true) && paused_record(&shop).is_none()).then_some(())
-    })
-    .await;
+    wait_replicas(&deployments, 3, "web awake", LATENESS).await;
+    given_back(&argo_cd, Some(true)).await;
     let events = scenario.events("web").await;
     assert_eq!(
         occurrences(&events, "ScaleReverted"),
@@ -198,7 +422,7 @@ async fn with_pause_argo_cd_leaves_the_night_alone_and_gets_self_heal_back_in_th
         "{}",
         describe(&events)
     );
-    let owner_events = support::events_in(&scenario.client, "argocd", "shop").await;
+    let owner_events = owner_events(&scenario, &argo_cd).await;
     for reason in ["GitOpsPaused", "GitOpsResumed"] {
         assert_eq!(
             occurrences(&owner_events, reason),
@@ -207,7 +431,7 @@ async fn with_pause_argo_cd_leaves_the_night_alone_and_gets_self_heal_back_in_th
             describe(&owner_events)
         );
     }
-    argo_cd.abort();
+    played.abort();
     controller
         .assert_stops_cleanly(Duration::from_secs(10))
         .await;
@@ -218,11 +442,13 @@ async fn with_pause_argo_cd_leaves_the_night_alone_and_gets_self_heal_back_in_th
 async fn with_ignore_self_heal_is_warned_of_before_the_night_and_its_revert_named_without_a_fight()
 {
     let test = "gitops-ignore";
-    let Some((scenario, _)) = argo_cd(test).await else {
+    let Some((scenario, argo_cd)) = argo_cd(test, json!({}), true).await else {
         return;
     };
     let (down, up) = night(25, 600);
-    let (argo_cd, mut controller) = deploy_and_start(&scenario, nightly(down, up)).await;
+    let namespace = scenario.namespace.clone();
+    let (played, mut controller) =
+        deploy_and_start(&scenario, &argo_cd, &[(&namespace, nightly(down, up))]).await;
 
     let warned = scenario.event("web", "GitOpsWillRevert", LATENESS).await;
     assert!(Utc::now() < down, "said before the night");
@@ -233,7 +459,7 @@ async fn with_ignore_self_heal_is_warned_of_before_the_night_and_its_revert_name
         "{note}"
     );
     let reverted = scenario
-        .event("web", "ScaleReverted", LATENESS + chrono_seconds(down))
+        .event("web", "ScaleReverted", LATENESS + until(down))
         .await;
     let note = reverted.note.unwrap_or_default();
     assert!(
@@ -244,36 +470,392 @@ async fn with_ignore_self_heal_is_warned_of_before_the_night_and_its_revert_name
     // No fight: the controller wrote once, and leaves it.
     tokio::time::sleep(Duration::from_secs(6)).await;
     let events = scenario.events("web").await;
-    assert_eq!(
-        occurrences(&events, "ScaledDown"),
-        1,
-        "{}",
-        describe(&events)
-    );
-    assert_eq!(
-        occurrences(&events, "ScaleReverted"),
-        1,
-        "{}",
-        describe(&events)
-    );
-    assert_eq!(
-        occurrences(&events, "GitOpsWillRevert"),
-        1,
-        "{}",
-        describe(&events)
-    );
+    for reason in ["ScaledDown", "ScaleReverted", "GitOpsWillRevert"] {
+        assert_eq!(
+            occurrences(&events, reason),
+            1,
+            "{reason}: {}",
+            describe(&events)
+        );
+    }
     let (replicas, _) = replicas_and_annotations(&scenario.deployments(), "web")
         .await
         .expect("web");
     assert_eq!(replicas, 3, "Argo CD's");
-    argo_cd.abort();
+    played.abort();
     controller
         .assert_stops_cleanly(Duration::from_secs(10))
         .await;
     scenario.finish().await;
 }
 
+#[tokio::test]
+async fn with_ignore_and_argo_cd_told_to_leave_cronscaler_s_fields_alone_the_night_holds() {
+    let test = "gitops-ignored";
+    let told = json!({
+        "ignoreDifferences": [
+            { "group": "apps", "kind": "Deployment", "managedFieldsManagers": ["cronscaler"] },
+        ],
+        "syncPolicy": { "syncOptions": ["RespectIgnoreDifferences=true"] },
+    });
+    let Some((scenario, argo_cd)) = argo_cd(test, told, true).await else {
+        return;
+    };
+    let (down, up) = night(25, 25);
+    let namespace = scenario.namespace.clone();
+    let (played, mut controller) =
+        deploy_and_start(&scenario, &argo_cd, &[(&namespace, nightly(down, up))]).await;
+
+    let deployments = scenario.deployments();
+    wait_replicas(&deployments, 0, "web asleep", LATENESS + until(down)).await;
+    stays(
+        &deployments,
+        0,
+        up - chrono::Duration::seconds(2),
+        "asleep all night",
+    )
+    .await;
+    sleep_until(up).await;
+    wait_replicas(&deployments, 3, "web awake", LATENESS).await;
+    let events = scenario.events("web").await;
+    for reason in ["ScaleReverted", "GitOpsWillRevert"] {
+        assert_eq!(
+            occurrences(&events, reason),
+            0,
+            "{reason}: {}",
+            describe(&events)
+        );
+    }
+    let shop = argo_cd.owner().await;
+    assert_eq!(
+        argo_cd.switch(&shop),
+        Some(true),
+        "nothing of Argo CD written"
+    );
+    assert_eq!(paused_record(&shop), None);
+    played.abort();
+    controller
+        .assert_stops_cleanly(Duration::from_secs(10))
+        .await;
+    scenario.finish().await;
+}
+
+#[tokio::test]
+async fn with_pause_flux_is_suspended_for_the_night_a_restart_changes_nothing_and_it_is_given_back()
+{
+    let test = "gitops-flux";
+    let Some((scenario, flux)) = flux(test).await else {
+        return;
+    };
+    let (down, up) = night(25, 40);
+    let namespace = scenario.namespace.clone();
+    let (played, mut controller) = deploy_and_start(
+        &scenario,
+        &flux,
+        &[(&namespace, nightly_in("pause", (down, up)))],
+    )
+    .await;
+
+    let deployments = scenario.deployments();
+    wait_replicas(&deployments, 0, "web asleep", LATENESS + until(down)).await;
+    let apps = flux.owner().await;
+    assert_eq!(flux.switch(&apps), Some(true), "suspended for the night");
+    assert_eq!(
+        paused_record(&apps),
+        Some(record("null", &[&namespace])),
+        "suspend was unset"
+    );
+    // A restart in the middle of the night: the record is on the Kustomization.
+    controller
+        .assert_stops_cleanly(Duration::from_secs(10))
+        .await;
+    let mut controller = scenario.start_cluster_wide_controller("cronscaler", &[]);
+    controller.wait_ready().await;
+    stays(
+        &deployments,
+        0,
+        up - chrono::Duration::seconds(2),
+        "asleep all night",
+    )
+    .await;
+    let apps = flux.owner().await;
+    assert_eq!(
+        flux.switch(&apps),
+        Some(true),
+        "still suspended after the restart"
+    );
+    sleep_until(up).await;
+    wait_replicas(&deployments, 3, "web awake", LATENESS).await;
+    given_back(&flux, None).await;
+    let events = scenario.events("web").await;
+    assert_eq!(
+        occurrences(&events, "ScaleReverted"),
+        0,
+        "{}",
+        describe(&events)
+    );
+    let owner_events = owner_events(&scenario, &flux).await;
+    for reason in ["GitOpsPaused", "GitOpsResumed"] {
+        assert_eq!(
+            occurrences(&owner_events, reason),
+            1,
+            "{reason}, restart or not:\n{}",
+            describe(&owner_events)
+        );
+    }
+    played.abort();
+    controller
+        .assert_stops_cleanly(Duration::from_secs(10))
+        .await;
+    scenario.finish().await;
+}
+
+#[tokio::test]
+async fn an_owner_of_two_namespaces_is_given_back_only_after_both_wake() {
+    let test = "gitops-two";
+    let Some((scenario, argo_cd)) = argo_cd(test, json!({}), true).await else {
+        return;
+    };
+    let (down, early) = night(25, 25);
+    let late = early + chrono::Duration::seconds(20);
+    let first = scenario.namespace.clone();
+    let second = format!("{first}-b");
+    let (played, mut controller) = deploy_and_start(
+        &scenario,
+        &argo_cd,
+        &[
+            (&first, nightly_in("pause", (down, early))),
+            (&second, nightly_in("pause", (down, late))),
+        ],
+    )
+    .await;
+
+    let (one, two) = (
+        web(&scenario.client, &first),
+        web(&scenario.client, &second),
+    );
+    wait_replicas(&one, 0, "the first asleep", LATENESS + until(down)).await;
+    wait_replicas(&two, 0, "the second asleep", LATENESS).await;
+    eventually("both recorded", LATENESS, || async {
+        let shop = argo_cd.owners.get(argo_cd.name).await.ok()?;
+        (paused_record(&shop) == Some(record("true", &[&first, &second]))).then_some(())
+    })
+    .await;
+    sleep_until(early).await;
+    wait_replicas(&one, 3, "the first awake", LATENESS).await;
+    eventually("the first left the record", LATENESS, || async {
+        let shop = argo_cd.owners.get(argo_cd.name).await.ok()?;
+        (paused_record(&shop) == Some(record("true", &[&second]))).then_some(())
+    })
+    .await;
+    let shop = argo_cd.owner().await;
+    assert_eq!(
+        argo_cd.switch(&shop),
+        Some(false),
+        "paused while the second sleeps"
+    );
+    stays(
+        &two,
+        0,
+        late - chrono::Duration::seconds(2),
+        "the second asleep on",
+    )
+    .await;
+    sleep_until(late).await;
+    wait_replicas(&two, 3, "the second awake", LATENESS).await;
+    given_back(&argo_cd, Some(true)).await;
+    let owner_events = owner_events(&scenario, &argo_cd).await;
+    for reason in ["GitOpsPaused", "GitOpsResumed"] {
+        assert_eq!(
+            occurrences(&owner_events, reason),
+            1,
+            "{reason}:\n{}",
+            describe(&owner_events)
+        );
+    }
+    played.abort();
+    controller
+        .assert_stops_cleanly(Duration::from_secs(10))
+        .await;
+    scenario.finish().await;
+}
+
+#[tokio::test]
+async fn a_person_who_turns_self_heal_back_on_at_night_wins() {
+    let test = "gitops-person";
+    let Some((scenario, argo_cd)) = argo_cd(test, json!({}), true).await else {
+        return;
+    };
+    let (down, up) = night(25, 30);
+    let namespace = scenario.namespace.clone();
+    let (played, mut controller) = deploy_and_start(
+        &scenario,
+        &argo_cd,
+        &[(&namespace, nightly_in("pause", (down, up)))],
+    )
+    .await;
+
+    let deployments = scenario.deployments();
+    wait_replicas(&deployments, 0, "web asleep", LATENESS + until(down)).await;
+    argo_cd.set_switch(true).await;
+    // Argo CD deploys Git's count; the controller neither pauses again nor fights.
+    wait_replicas(&deployments, 3, "Argo CD's sync", LATENESS).await;
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let shop = argo_cd.owner().await;
+    assert_eq!(
+        argo_cd.switch(&shop),
+        Some(true),
+        "their change stands at night"
+    );
+    sleep_until(up).await;
+    let overridden = support::poll_until(LATENESS, || async {
+        owner_events(&scenario, &argo_cd)
+            .await
+            .into_iter()
+            .find(|event| event.reason.as_deref() == Some("GitOpsPauseOverridden"))
+    })
+    .await
+    .expect("GitOpsPauseOverridden in the morning");
+    assert!(
+        overridden
+            .note
+            .unwrap_or_default()
+            .contains("left as it is"),
+        "said"
+    );
+    given_back(&argo_cd, Some(true)).await;
+    let owner_events = owner_events(&scenario, &argo_cd).await;
+    assert_eq!(
+        occurrences(&owner_events, "GitOpsPaused"),
+        1,
+        "{}",
+        describe(&owner_events)
+    );
+    assert_eq!(
+        occurrences(&owner_events, "GitOpsResumed"),
+        0,
+        "{}",
+        describe(&owner_events)
+    );
+    let events = scenario.events("web").await;
+    assert_eq!(
+        occurrences(&events, "ScaledDown"),
+        1,
+        "{}",
+        describe(&events)
+    );
+    played.abort();
+    controller
+        .assert_stops_cleanly(Duration::from_secs(10))
+        .await;
+    scenario.finish().await;
+}
+
+#[tokio::test]
+async fn without_the_optional_grant_pause_is_refused_with_a_warning_and_the_rest_sleeps() {
+    let test = "gitops-refused";
+    let Some((scenario, argo_cd)) = argo_cd(test, json!({}), false).await else {
+        return;
+    };
+    let (down, up) = night(25, 600);
+    let namespace = scenario.namespace.clone();
+    let schedule = nightly_in("pause", (down, up));
+    let plain = support::deployment("plain", 2, schedule.clone());
+    scenario
+        .deployments()
+        .create(&PostParams::default(), &plain)
+        .await
+        .expect("plain");
+    let (played, mut controller) =
+        deploy_and_start(&scenario, &argo_cd, &[(&namespace, schedule)]).await;
+
+    let refused = scenario
+        .event("web", "GitOpsPauseRefused", LATENESS + until(down))
+        .await;
+    let note = refused.note.unwrap_or_default();
+    assert!(
+        note.contains("Argo CD Application argocd/shop")
+            && note.contains("rbac/optional/gitops.yaml"),
+        "{note}"
+    );
+    let deployments = scenario.deployments();
+    eventually("plain asleep", LATENESS, || async {
+        let (replicas, _) = replicas_and_annotations(&deployments, "plain").await?;
+        (replicas == 0).then_some(())
+    })
+    .await;
+    let shop = argo_cd.owner().await;
+    assert_eq!(argo_cd.switch(&shop), Some(true), "not written");
+    assert_eq!(paused_record(&shop), None);
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let events = scenario.events("web").await;
+    assert_eq!(
+        occurrences(&events, "ScaledDown"),
+        1,
+        "slept once, no fight: {}",
+        describe(&events)
+    );
+    assert_eq!(
+        occurrences(&events, "GitOpsPauseRefused"),
+        1,
+        "{}",
+        describe(&events)
+    );
+    let (replicas, _) = replicas_and_annotations(&deployments, "plain")
+        .await
+        .expect("plain");
+    assert_eq!(replicas, 0, "what no tool deploys sleeps on");
+    assert!(controller.is_running());
+    played.abort();
+    controller
+        .assert_stops_cleanly(Duration::from_secs(10))
+        .await;
+    scenario.finish().await;
+}
+
+#[tokio::test]
+async fn restore_gives_a_paused_application_back_what_it_had() {
+    let test = "gitops-restore";
+    let Some((scenario, argo_cd)) = argo_cd(test, json!({}), true).await else {
+        return;
+    };
+    let (down, up) = night(25, 600);
+    let namespace = scenario.namespace.clone();
+    let (played, mut controller) = deploy_and_start(
+        &scenario,
+        &argo_cd,
+        &[(&namespace, nightly_in("pause", (down, up)))],
+    )
+    .await;
+    let deployments = scenario.deployments();
+    wait_replicas(&deployments, 0, "web asleep", LATENESS + until(down)).await;
+    assert_eq!(argo_cd.switch(&argo_cd.owner().await), Some(false));
+    played.abort();
+    controller
+        .assert_stops_cleanly(Duration::from_secs(10))
+        .await;
+
+    let restored = scenario.run(&["restore", "--all"]);
+    let said = String::from_utf8_lossy(&restored.stdout);
+    assert!(
+        restored.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&restored.stderr)
+    );
+    assert!(
+        said.contains(&format!(
+            "restored Deployment {namespace}/web: replicas 0 -> 3"
+        )) && said
+            .contains("restored Argo CD Application argocd/shop: self-heal given back (true)"),
+        "{said}"
+    );
+    let shop = argo_cd.owner().await;
+    assert_eq!(argo_cd.switch(&shop), Some(true));
+    assert_eq!(paused_record(&shop), None);
+    scenario.finish().await;
+}
+
 /// How long until `at`, as a test's wait.
-fn chrono_seconds(at: DateTime<Utc>) -> Duration {
+fn until(at: DateTime<Utc>) -> Duration {
     (at - Utc::now()).to_std().unwrap_or_default()
 }

@@ -277,8 +277,20 @@ fn beside_gitops(observed: &Observed, mut plan: Plan) -> Plan {
         None => sleep_in_force(&observed.annotations),
     };
     let recorded = gitops.paused_for(namespace);
+    let revert_said = observed
+        .object
+        .annotations
+        .get(schedule::WARNED)
+        .is_some_and(|cause| cause.starts_with(REVERTED));
+    let reverted = revert_said
+        || plan
+            .warning
+            .as_ref()
+            .is_some_and(|warning| warning.reason == REVERTED);
     match gitops.mode {
-        GitOpsMode::Pause if sleeping => {
+        // A night its owner undid anyway is left alone until the next transition: no pause
+        // then, nor a refusal said at every look.
+        GitOpsMode::Pause if sleeping && (direction.is_some() || !reverted) => {
             plan.owner_pause = gitops
                 .state
                 .as_ref()
@@ -286,11 +298,6 @@ fn beside_gitops(observed: &Observed, mut plan: Plan) -> Plan {
         }
         GitOpsMode::Pause => {}
         GitOpsMode::Ignore => {
-            let revert_said = observed
-                .object
-                .annotations
-                .get(schedule::WARNED)
-                .is_some_and(|cause| cause.starts_with(REVERTED));
             let will_revert = gitops
                 .state
                 .as_ref()

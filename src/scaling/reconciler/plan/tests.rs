@@ -677,6 +677,16 @@ fn with_pause_an_application_found_healing_under_a_sleep_is_paused_and_a_recorde
     let recorded = r#"{"previous":true,"namespaces":["shop"]}"#;
     let overridden = deployed_by_argo_cd(web, GitOpsMode::Pause, self_heal(true), Some(recorded));
     assert_eq!(plan(&overridden, &SETTINGS, now).owner_pause, None);
+    // Undone anyway (its pause refused): left alone until the next transition, the refusal
+    // not said again at every look.
+    let reverted: Vec<(&str, &str)> = ASLEEP
+        .iter()
+        .copied()
+        .chain([(schedule::WARNED, "ScaleReverted 2026-11-23T20:00:00Z")])
+        .collect();
+    let web = observed(TargetKind::Deployment, &deployment(3, &reverted), now);
+    let reverted = deployed_by_argo_cd(web, GitOpsMode::Pause, self_heal(true), None);
+    assert_eq!(plan(&reverted, &SETTINGS, now).owner_pause, None);
 }
 
 #[test]
