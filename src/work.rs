@@ -120,7 +120,11 @@ impl Reconcile for Reconcilers {
                 if !self.scale.all_workloads_listed() {
                     return Handled::Later(WORKLOADS_WAIT);
                 }
-                scaling::release_owner(&self.scale, owner, now).await
+                return match scaling::release_owner(&self.scale, owner, now).await {
+                    Ok(Some(again)) => Handled::Later(again),
+                    Ok(None) => Handled::Done,
+                    Err(error) => Handled::Failed(error),
+                };
             }
             WorkKey::Scaling(ScalingKey::SleepScheduleStatus(schedule)) => {
                 let written = declarations::sleep_schedule_status(&self.scale, schedule, now).await;

@@ -279,42 +279,59 @@ async fn plan_and_act(
 /// Gives a paused GitOps owner back what it had once every Namespace that paused it is awake,
 /// as the owners' and workloads' watches tell. A Namespace is asleep while a workload of it that
 /// the owner deploys has a sleep in force by its schedule, or a scale-down still recorded: the
-/// owner is paused before the workloads' patches, and given back only after them.
+/// owner is paused before the workloads' patches, and given back only after them. When to look
+/// again, if a workload's wake is due but its watch has not shown it yet.
 pub async fn release_owner(
     ctx: &ScalingContext,
     owner: &Owner,
     now: DateTime<Utc>,
-) -> Result<(), Error> {
+) -> Result<Option<std::time::Duration>, Error> {
     let owners = &ctx.gitops.0;
     let Some(state) = owners.get(owner) else {
-        return Ok(());
+        return Ok(None);
     };
+    let deploys = |seen: &TargetState| {
+        gitops::owner::claim(&seen.annotations, &seen.labels)
+            .and_then(|claim| owners.resolve(&claim))
+            .is_some_and(|(found, _)| found == *owner)
+    };
+    // Waking counts as asleep: the owner is given back once its watch shows it awake.
+    let waking = std::cell::Cell::new(false);
     let asleep = |namespace: &str| {
-        ctx.last_seen
-            .in_namespace(namespace)
-            .iter()
-            .any(|(target, seen)| {
-                let deployed = gitops::owner::claim(&seen.annotations, &seen.labels)
-                    .and_then(|claim| owners.resolve(&claim))
-                    .is_some_and(|(found, _)| found == *owner);
-                deployed && sleeps(ctx, target.kind, namespace, seen, now)
-            })
+        let nights: Vec<Night> = (ctx.last_seen.in_namespace(namespace).iter())
+            .filter(|(_, seen)| deploys(seen))
+            .map(|(target, seen)| night(ctx, target.kind, namespace, seen, now))
+            .collect();
+        waking.set(waking.get() || nights.contains(&Night::Waking));
+        nights.iter().any(|night| *night != Night::Awake)
     };
-    match gitops::pause::release(owner, &state, asleep) {
-        Some(write) => act::write_owner(ctx, &write).await,
-        None => Ok(()),
+    if let Some(write) = gitops::pause::release(owner, &state, asleep) {
+        act::write_owner(ctx, &write).await?;
     }
+    Ok(waking.get().then_some(WAKE_SEEN_WITHIN))
 }
 
-/// Whether a workload is asleep, or is to be: a scale-down recorded on it, or one in force by
-/// the schedule it follows.
-fn sleeps(
+/// How soon a paused owner is looked at again while a wake is due but not yet seen.
+const WAKE_SEEN_WITHIN: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Where a workload stands in its night, as a paused owner's release reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Night {
+    /// A sleep in force by its schedule, or a scale-down recorded that no wake is due to end.
+    Asleep,
+    /// A scale-down recorded, and its schedule's wake due: its wake has not been seen yet.
+    Waking,
+    Awake,
+}
+
+/// Where a workload `seen` of `kind` in `namespace` stands in its night at `now`.
+fn night(
     ctx: &ScalingContext,
     kind: TargetKind,
     namespace: &str,
     seen: &TargetState,
     now: DateTime<Utc>,
-) -> bool {
+) -> Night {
     let recorded = seen
         .annotations
         .get(schedule::LAST_TRANSITION)
@@ -326,10 +343,15 @@ fn sleeps(
     let in_force = match kind.parse(&effective, ctx.default_timezone) {
         schedule::Annotations::Scheduled(schedule, _) if !schedule.paused => schedule
             .in_force(now)
-            .is_some_and(|transition| transition.direction == Direction::Down),
-        _ => false,
+            .map(|transition| transition.direction),
+        _ => None,
     };
-    recorded || in_force
+    match (in_force, recorded) {
+        (Some(Direction::Down), _) => Night::Asleep,
+        (Some(Direction::Up), true) => Night::Waking,
+        (_, true) => Night::Asleep,
+        _ => Night::Awake,
+    }
 }
 
 /// Looks for `namespace`'s turn to wake: lets go of the Namespaces whose wake is over, and when

@@ -1148,3 +1148,75 @@ async fn a_conflict_on_what_the_watch_delivered_reads_the_object_once_and_plans_
     ];
     reconcile_watched(&before, script).await;
 }
+
+#[tokio::test]
+async fn a_paused_owner_is_given_back_only_once_the_wake_of_what_it_deploys_is_seen() {
+    use crate::scaling::gitops::{GITOPS_PAUSED, Tool};
+    let (client, server) = mock_client();
+    let owners = crate::scaling::gitops::owners::Owners::default();
+    let application: crate::scaling::gitops::owners::OwnerObject = serde_json::from_value(json!({
+        "apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+        "metadata": {
+            "name": "shop", "namespace": "argocd", "resourceVersion": "8",
+            "annotations": { (GITOPS_PAUSED): r#"{"previous":true,"namespaces":["load-0"]}"# },
+        },
+        "spec": { "syncPolicy": { "automated": { "selfHeal": false } } },
+    }))
+    .unwrap();
+    let (shop, _) = owners.apply(Tool::ArgoCd, &application);
+    let last_seen = LastSeen::default();
+    let queue = crate::runtime::workqueue::WorkQueue::<ScalingKey>::new(Default::default());
+    let ctx = ScalingContext::new(
+        client.clone(),
+        Events::new(client, None),
+        Tz::UTC,
+        false,
+        Metrics::new().0,
+    )
+    .with_gitops(owners, GitOpsMode::Pause, Enqueue::new(queue))
+    .with_last_seen(last_seen.clone());
+    let seen = |last: &str| {
+        let object: kube::api::DynamicObject = serde_json::from_value(app_0(
+            0,
+            &[
+                (schedule::SCALE_DOWN, "0 20 * * *"),
+                (schedule::SCALE_UP, "0 7 * * *"),
+                (schedule::LAST_TRANSITION, last),
+                (
+                    "argocd.argoproj.io/tracking-id",
+                    "shop:apps/Deployment:load-0/app-0",
+                ),
+            ],
+        ))
+        .unwrap();
+        last_seen.keep(
+            deployment_target(),
+            &TargetState::of_object(TargetKind::Deployment, &object),
+        );
+    };
+    // The wake is due at 07:00, and not seen yet: looked at again soon, nothing written.
+    seen("2026-11-22T20:00:00Z down");
+    let again = release_owner(&ctx, &shop, at(7, 0, 1)).await.unwrap();
+    assert_eq!(again, Some(std::time::Duration::from_secs(3)));
+    // At night: asleep, nothing to look for.
+    assert_eq!(release_owner(&ctx, &shop, at(3, 0, 0)).await.unwrap(), None);
+    // Seen awake: given back.
+    let served = tokio::spawn(server.serve(vec![
+        Exchange::new(
+            "PATCH",
+            "/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/shop?&fieldManager=cronscaler",
+        )
+        .body(json!({
+            "metadata": { "resourceVersion": "8", "annotations": { (GITOPS_PAUSED): null } },
+            "spec": { "syncPolicy": { "automated": { "selfHeal": true } } },
+        }))
+        .reply(200, json!({})),
+        Exchange::new("POST", crate::mock_api::events_path("argocd"))
+            .body(json!({ "type": "Normal", "reason": "GitOpsResumed" }))
+            .reply(201, json!({})),
+    ]));
+    seen("2026-11-23T07:00:00Z up");
+    assert_eq!(release_owner(&ctx, &shop, at(7, 0, 4)).await.unwrap(), None);
+    drop(ctx);
+    served.await.unwrap();
+}
