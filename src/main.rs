@@ -198,12 +198,12 @@ async fn show_status(kube: &KubeArgs, args: StatusArgs) -> anyhow::Result<()> {
             kind.spec().qualified()
         );
     }
-    for tool in &listed.unreadable_owners {
+    for (tool, deployed) in listed.unread_owners() {
+        let spec = tool.spec();
         eprintln!(
-            "{}.{} may not be listed (403): the owners of what {} deploys are not shown",
-            tool.spec().kind,
-            tool.spec().group,
-            tool.spec().tool
+            "{}.{} may not be listed (403): who deploys {deployed} of these workloads, and what \
+             it does to their nights, is not shown",
+            spec.kind, spec.group
         );
     }
     let now = Utc::now();

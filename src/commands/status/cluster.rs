@@ -10,7 +10,7 @@ use crate::{
     commands::plan::{list_namespaces, namespace_schedules, read_owners},
     runtime::api_errors::is_status,
     scaling::{
-        gitops::{Tool, owners::Owners},
+        gitops::{Tool, owner::claim, owners::Owners},
         namespaces::NamespaceSchedules,
         objects,
         target::{TargetKind, TargetState},
@@ -44,6 +44,24 @@ pub struct Listed {
 }
 
 impl Listed {
+    /// The owning kinds that may not be listed, each with how many of the workloads listed it
+    /// deploys by their marks: where none does, that it may not be listed tells nothing.
+    pub fn unread_owners(&self) -> Vec<(Tool, usize)> {
+        self.unreadable_owners
+            .iter()
+            .map(|tool| {
+                let deployed = (self.objects.iter())
+                    .filter_map(|object| {
+                        claim(&object.observed.annotations, &object.observed.labels)
+                    })
+                    .filter(|claim| !claim.weak && claim.tool == *tool)
+                    .count();
+                (*tool, deployed)
+            })
+            .filter(|(_, deployed)| *deployed > 0)
+            .collect()
+    }
+
     /// Reads the workloads' kube-downscaler annotations as ours, as `run
     /// --kube-downscaler-annotations` does (the Namespaces' are read so by [`read_cluster`]).
     pub fn read_kube_downscaler_as_ours(&mut self) {

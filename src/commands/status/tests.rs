@@ -855,3 +855,23 @@ fn a_workload_a_gitops_tool_deploys_shows_its_owner_the_mode_and_what_was_paused
         Some("self-heal paused at each sleep")
     );
 }
+
+#[test]
+fn an_owning_kind_that_may_not_be_listed_is_said_only_where_a_workload_names_one() {
+    let tracked = [(
+        "argocd.argoproj.io/tracking-id",
+        "shop:apps/Deployment:staging/web",
+    )];
+    // A Helm chart's instance label names an Application only where one exists.
+    let helm = [("app.kubernetes.io/instance", "shop")];
+    let mut helm_installed = deployment("api", 2, &with(&[]));
+    helm_installed.observed.labels = annotations_of(&helm);
+    let listed = Listed {
+        objects: vec![deployment("web", 0, &with(&tracked)), helm_installed],
+        namespaces: Some(schedules(&[])),
+        unreadable: Vec::new(),
+        owners: Owners::default(),
+        unreadable_owners: vec![Tool::ArgoCd, Tool::Kustomization],
+    };
+    assert_eq!(listed.unread_owners(), vec![(Tool::ArgoCd, 1)]);
+}
