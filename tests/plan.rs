@@ -256,7 +256,7 @@ fn savings_end_the_table_and_prices_add_money_only_when_given() {
     let total = table.lines().last().unwrap();
     assert_eq!(
         total.split_whitespace().collect::<Vec<_>>(),
-        ["TOTAL", "1,234.50", "2,052.00", "521.75", "747.75", "226"]
+        ["TOTAL", "1,337.50", "2,258.00", "573.25", "799.25", "226"]
     );
     assert!(!table.contains("COST"));
     let priced = [
@@ -266,7 +266,7 @@ fn savings_end_the_table_and_prices_add_money_only_when_given() {
     .concat();
     let (table, _, _) = plan(&priced);
     assert!(
-        table.lines().last().unwrap().ends_with("  24.61"),
+        table.lines().last().unwrap().ends_with("  26.93"),
         "{table}"
     );
 
@@ -275,10 +275,10 @@ fn savings_end_the_table_and_prices_add_money_only_when_given() {
     let (json, _, _) = plan(&[&priced[..], &["-o", "json"]].concat());
     let parsed: serde_json::Value = serde_json::from_str(&json).unwrap();
     let total = &parsed["savings"]["total"];
-    assert_eq!(total["hoursAsleep"], 1234.5);
+    assert_eq!(total["hoursAsleep"], 1337.5);
     assert_eq!(total["skippedRuns"], 226);
     let cost = total["cost"].as_f64().unwrap();
-    assert!((cost - 24.61).abs() < 0.005, "{cost}");
+    assert!((cost - 26.93).abs() < 0.005, "{cost}");
     let web = &parsed["savings"]["objects"][0];
     assert_eq!(
         (

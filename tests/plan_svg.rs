@@ -73,6 +73,7 @@ fn the_chart_is_an_svg_document_with_a_row_per_object() {
             "preview/StatefulSet/db",
             "preview/CronJob/cache-warmer",
             "review-1234/Deployment/app",
+            "shop-staging/Deployment/checkout",
             "staging/ScaledObject/orders",
             "staging/Rollout/checkout",
             "staging/Cluster/db",
@@ -85,12 +86,19 @@ fn the_chart_is_an_svg_document_with_a_row_per_object() {
         .collect();
     assert_eq!(
         headings,
-        ["default", "office", "preview", "review-1234", "staging"]
+        [
+            "default",
+            "office",
+            "preview",
+            "review-1234",
+            "shop-staging",
+            "staging"
+        ]
     );
     let title = texts(root)[0].clone();
     assert_eq!(
         title,
-        "cronscaler plan: 1,234.50 h asleep, 2,052.00 replica-hours withheld, 226 runs skipped"
+        "cronscaler plan: 1,337.50 h asleep, 2,258.00 replica-hours withheld, 226 runs skipped"
     );
     assert!(
         texts(root)[1].contains("times in Europe/Berlin"),
@@ -101,7 +109,7 @@ fn the_chart_is_an_svg_document_with_a_row_per_object() {
     assert!(elements(&document, "rect", "awake").count() > 5);
     assert_eq!(
         elements(&document, "path", "catch-up").count(),
-        10 + 1,
+        11 + 1,
         "one per object but the one put to sleep on demand, and the legend's"
     );
     assert_eq!(
@@ -148,8 +156,8 @@ fn money_is_in_the_title_only_when_priced() {
     let document = roxmltree::Document::parse(&svg).unwrap();
     assert_eq!(
         texts(document.root_element())[0],
-        "cronscaler plan: 1,234.50 h asleep, 2,052.00 replica-hours withheld, 226 runs skipped, \
-         24.61 saved"
+        "cronscaler plan: 1,337.50 h asleep, 2,258.00 replica-hours withheld, 226 runs skipped, \
+         26.93 saved"
     );
     assert!(!examples().contains("saved"));
 }
