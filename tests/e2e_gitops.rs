@@ -366,23 +366,92 @@ async fn owner_events(
     events_in(&scenario.client, tool.namespace, tool.name).await
 }
 
-#[tokio::test]
-async fn with_pause_argo_cd_leaves_the_night_alone_and_gets_self_heal_back_in_the_morning() {
-    let test = "gitops-pause";
-    let Some((scenario, argo_cd)) = argo_cd(test, json!({}), true).await else {
-        return;
-    };
-    let (down, up) = night(25, 30);
+/// A night of `seconds` in `pause` beside the Application `shop`, started 25 s from now, with
+/// `web` asleep: what the scenario, Argo CD played and the controller have become, and when
+/// the morning comes.
+struct PausedNight {
+    scenario: Scenario,
+    argo_cd: Tool,
+    played: tokio::task::JoinHandle<()>,
+    controller: support::Controller,
+    up: DateTime<Utc>,
+}
+
+async fn paused_night(test: &str, seconds: i64) -> Option<PausedNight> {
+    let (scenario, argo_cd) = argo_cd(test, json!({}), true).await?;
+    let (down, up) = night(25, seconds);
     let namespace = scenario.namespace.clone();
-    let (played, mut controller) = deploy_and_start(
+    let (played, controller) = deploy_and_start(
         &scenario,
         &argo_cd,
         &[(&namespace, nightly_in("pause", (down, up)))],
     )
     .await;
-
     let deployments = scenario.deployments();
     wait_replicas(&deployments, 0, "web asleep", LATENESS + until(down)).await;
+    Some(PausedNight {
+        scenario,
+        argo_cd,
+        played,
+        controller,
+        up,
+    })
+}
+
+/// Asserts how many times each reason was said in `events`.
+fn assert_said(events: &[k8s_openapi::api::events::v1::Event], counts: &[(&str, i32)], what: &str) {
+    for (reason, count) in counts {
+        assert_eq!(
+            occurrences(events, reason),
+            *count,
+            "{reason} {what}:\n{}",
+            describe(events)
+        );
+    }
+}
+
+/// The morning after a paused night: `web` back at 3 after `up`, the owner given back its
+/// `switch`, no revert, and one pause and one resume said on the owner.
+async fn morning(scenario: &Scenario, tool: &Tool, up: DateTime<Utc>, switch: Option<bool>) {
+    sleep_until(up).await;
+    wait_replicas(&scenario.deployments(), 3, "web awake", LATENESS).await;
+    given_back(tool, switch).await;
+    let events = scenario.events("web").await;
+    assert_said(&events, &[("ScaleReverted", 0)], "on web");
+    let owner_events = owner_events(scenario, tool).await;
+    assert_said(
+        &owner_events,
+        &[("GitOpsPaused", 1), ("GitOpsResumed", 1)],
+        "on the owner",
+    );
+}
+
+/// Stops the tool played and the controller, and ends the scenario.
+async fn end(
+    played: tokio::task::JoinHandle<()>,
+    mut controller: support::Controller,
+    scenario: Scenario,
+) {
+    played.abort();
+    controller
+        .assert_stops_cleanly(Duration::from_secs(10))
+        .await;
+    scenario.finish().await;
+}
+
+#[tokio::test]
+async fn with_pause_argo_cd_leaves_the_night_alone_and_gets_self_heal_back_in_the_morning() {
+    let Some(PausedNight {
+        scenario,
+        argo_cd,
+        played,
+        controller,
+        up,
+    }) = paused_night("gitops-pause", 30).await
+    else {
+        return;
+    };
+    let (namespace, deployments) = (scenario.namespace.clone(), scenario.deployments());
     let shop = argo_cd.owner().await;
     assert_eq!(
         argo_cd.switch(&shop),
@@ -412,30 +481,8 @@ async fn with_pause_argo_cd_leaves_the_night_alone_and_gets_self_heal_back_in_th
         "asleep all night",
     )
     .await;
-    sleep_until(up).await;
-    wait_replicas(&deployments, 3, "web awake", LATENESS).await;
-    given_back(&argo_cd, Some(true)).await;
-    let events = scenario.events("web").await;
-    assert_eq!(
-        occurrences(&events, "ScaleReverted"),
-        0,
-        "{}",
-        describe(&events)
-    );
-    let owner_events = owner_events(&scenario, &argo_cd).await;
-    for reason in ["GitOpsPaused", "GitOpsResumed"] {
-        assert_eq!(
-            occurrences(&owner_events, reason),
-            1,
-            "{reason}:\n{}",
-            describe(&owner_events)
-        );
-    }
-    played.abort();
-    controller
-        .assert_stops_cleanly(Duration::from_secs(10))
-        .await;
-    scenario.finish().await;
+    morning(&scenario, &argo_cd, up, Some(true)).await;
+    end(played, controller, scenario).await;
 }
 
 #[tokio::test]
@@ -447,7 +494,7 @@ async fn with_ignore_self_heal_is_warned_of_before_the_night_and_its_revert_name
     };
     let (down, up) = night(25, 600);
     let namespace = scenario.namespace.clone();
-    let (played, mut controller) =
+    let (played, controller) =
         deploy_and_start(&scenario, &argo_cd, &[(&namespace, nightly(down, up))]).await;
 
     let warned = scenario.event("web", "GitOpsWillRevert", LATENESS).await;
@@ -470,23 +517,17 @@ async fn with_ignore_self_heal_is_warned_of_before_the_night_and_its_revert_name
     // No fight: the controller wrote once, and leaves it.
     tokio::time::sleep(Duration::from_secs(6)).await;
     let events = scenario.events("web").await;
-    for reason in ["ScaledDown", "ScaleReverted", "GitOpsWillRevert"] {
-        assert_eq!(
-            occurrences(&events, reason),
-            1,
-            "{reason}: {}",
-            describe(&events)
-        );
-    }
+    let once = [
+        ("ScaledDown", 1),
+        ("ScaleReverted", 1),
+        ("GitOpsWillRevert", 1),
+    ];
+    assert_said(&events, &once, "on web");
     let (replicas, _) = replicas_and_annotations(&scenario.deployments(), "web")
         .await
         .expect("web");
     assert_eq!(replicas, 3, "Argo CD's");
-    played.abort();
-    controller
-        .assert_stops_cleanly(Duration::from_secs(10))
-        .await;
-    scenario.finish().await;
+    end(played, controller, scenario).await;
 }
 
 #[tokio::test]
@@ -503,7 +544,7 @@ async fn with_ignore_and_argo_cd_told_to_leave_cronscaler_s_fields_alone_the_nig
     };
     let (down, up) = night(25, 25);
     let namespace = scenario.namespace.clone();
-    let (played, mut controller) =
+    let (played, controller) =
         deploy_and_start(&scenario, &argo_cd, &[(&namespace, nightly(down, up))]).await;
 
     let deployments = scenario.deployments();
@@ -518,14 +559,8 @@ async fn with_ignore_and_argo_cd_told_to_leave_cronscaler_s_fields_alone_the_nig
     sleep_until(up).await;
     wait_replicas(&deployments, 3, "web awake", LATENESS).await;
     let events = scenario.events("web").await;
-    for reason in ["ScaleReverted", "GitOpsWillRevert"] {
-        assert_eq!(
-            occurrences(&events, reason),
-            0,
-            "{reason}: {}",
-            describe(&events)
-        );
-    }
+    let never = [("ScaleReverted", 0), ("GitOpsWillRevert", 0)];
+    assert_said(&events, &never, "on web");
     let shop = argo_cd.owner().await;
     assert_eq!(
         argo_cd.switch(&shop),
@@ -533,11 +568,7 @@ async fn with_ignore_and_argo_cd_told_to_leave_cronscaler_s_fields_alone_the_nig
         "nothing of Argo CD written"
     );
     assert_eq!(paused_record(&shop), None);
-    played.abort();
-    controller
-        .assert_stops_cleanly(Duration::from_secs(10))
-        .await;
-    scenario.finish().await;
+    end(played, controller, scenario).await;
 }
 
 #[tokio::test]
@@ -584,30 +615,9 @@ async fn with_pause_flux_is_suspended_for_the_night_a_restart_changes_nothing_an
         Some(true),
         "still suspended after the restart"
     );
-    sleep_until(up).await;
-    wait_replicas(&deployments, 3, "web awake", LATENESS).await;
-    given_back(&flux, None).await;
-    let events = scenario.events("web").await;
-    assert_eq!(
-        occurrences(&events, "ScaleReverted"),
-        0,
-        "{}",
-        describe(&events)
-    );
-    let owner_events = owner_events(&scenario, &flux).await;
-    for reason in ["GitOpsPaused", "GitOpsResumed"] {
-        assert_eq!(
-            occurrences(&owner_events, reason),
-            1,
-            "{reason}, restart or not:\n{}",
-            describe(&owner_events)
-        );
-    }
-    played.abort();
-    controller
-        .assert_stops_cleanly(Duration::from_secs(10))
-        .await;
-    scenario.finish().await;
+    // Restart or not, one pause and one resume.
+    morning(&scenario, &flux, up, None).await;
+    end(played, controller, scenario).await;
 }
 
 #[tokio::test]
@@ -620,7 +630,7 @@ async fn an_owner_of_two_namespaces_is_given_back_only_after_both_wake() {
     let late = early + chrono::Duration::seconds(20);
     let first = scenario.namespace.clone();
     let second = format!("{first}-b");
-    let (played, mut controller) = deploy_and_start(
+    let (played, controller) = deploy_and_start(
         &scenario,
         &argo_cd,
         &[
@@ -665,38 +675,24 @@ async fn an_owner_of_two_namespaces_is_given_back_only_after_both_wake() {
     wait_replicas(&two, 3, "the second awake", LATENESS).await;
     given_back(&argo_cd, Some(true)).await;
     let owner_events = owner_events(&scenario, &argo_cd).await;
-    for reason in ["GitOpsPaused", "GitOpsResumed"] {
-        assert_eq!(
-            occurrences(&owner_events, reason),
-            1,
-            "{reason}:\n{}",
-            describe(&owner_events)
-        );
-    }
-    played.abort();
-    controller
-        .assert_stops_cleanly(Duration::from_secs(10))
-        .await;
-    scenario.finish().await;
+    let once = [("GitOpsPaused", 1), ("GitOpsResumed", 1)];
+    assert_said(&owner_events, &once, "on the owner");
+    end(played, controller, scenario).await;
 }
 
 #[tokio::test]
 async fn a_person_who_turns_self_heal_back_on_at_night_wins() {
-    let test = "gitops-person";
-    let Some((scenario, argo_cd)) = argo_cd(test, json!({}), true).await else {
+    let Some(PausedNight {
+        scenario,
+        argo_cd,
+        played,
+        controller,
+        up,
+    }) = paused_night("gitops-person", 30).await
+    else {
         return;
     };
-    let (down, up) = night(25, 30);
-    let namespace = scenario.namespace.clone();
-    let (played, mut controller) = deploy_and_start(
-        &scenario,
-        &argo_cd,
-        &[(&namespace, nightly_in("pause", (down, up)))],
-    )
-    .await;
-
     let deployments = scenario.deployments();
-    wait_replicas(&deployments, 0, "web asleep", LATENESS + until(down)).await;
     argo_cd.set_switch(true).await;
     // Argo CD deploys Git's count; the controller neither pauses again nor fights.
     wait_replicas(&deployments, 3, "Argo CD's sync", LATENESS).await;
@@ -725,30 +721,11 @@ async fn a_person_who_turns_self_heal_back_on_at_night_wins() {
     );
     given_back(&argo_cd, Some(true)).await;
     let owner_events = owner_events(&scenario, &argo_cd).await;
-    assert_eq!(
-        occurrences(&owner_events, "GitOpsPaused"),
-        1,
-        "{}",
-        describe(&owner_events)
-    );
-    assert_eq!(
-        occurrences(&owner_events, "GitOpsResumed"),
-        0,
-        "{}",
-        describe(&owner_events)
-    );
+    let not_resumed = [("GitOpsPaused", 1), ("GitOpsResumed", 0)];
+    assert_said(&owner_events, &not_resumed, "on the owner");
     let events = scenario.events("web").await;
-    assert_eq!(
-        occurrences(&events, "ScaledDown"),
-        1,
-        "{}",
-        describe(&events)
-    );
-    played.abort();
-    controller
-        .assert_stops_cleanly(Duration::from_secs(10))
-        .await;
-    scenario.finish().await;
+    assert_said(&events, &[("ScaledDown", 1)], "on web: no fight");
+    end(played, controller, scenario).await;
 }
 
 #[tokio::test]
@@ -789,46 +766,29 @@ async fn without_the_optional_grant_pause_is_refused_with_a_warning_and_the_rest
     assert_eq!(paused_record(&shop), None);
     tokio::time::sleep(Duration::from_secs(6)).await;
     let events = scenario.events("web").await;
-    assert_eq!(
-        occurrences(&events, "ScaledDown"),
-        1,
-        "slept once, no fight: {}",
-        describe(&events)
-    );
-    assert_eq!(
-        occurrences(&events, "GitOpsPauseRefused"),
-        1,
-        "{}",
-        describe(&events)
-    );
+    let once = [("ScaledDown", 1), ("GitOpsPauseRefused", 1)];
+    assert_said(&events, &once, "on web: slept once, no fight");
     let (replicas, _) = replicas_and_annotations(&deployments, "plain")
         .await
         .expect("plain");
     assert_eq!(replicas, 0, "what no tool deploys sleeps on");
     assert!(controller.is_running());
-    played.abort();
-    controller
-        .assert_stops_cleanly(Duration::from_secs(10))
-        .await;
-    scenario.finish().await;
+    end(played, controller, scenario).await;
 }
 
 #[tokio::test]
 async fn restore_gives_a_paused_application_back_what_it_had() {
-    let test = "gitops-restore";
-    let Some((scenario, argo_cd)) = argo_cd(test, json!({}), true).await else {
+    let Some(PausedNight {
+        scenario,
+        argo_cd,
+        played,
+        mut controller,
+        ..
+    }) = paused_night("gitops-restore", 600).await
+    else {
         return;
     };
-    let (down, up) = night(25, 600);
     let namespace = scenario.namespace.clone();
-    let (played, mut controller) = deploy_and_start(
-        &scenario,
-        &argo_cd,
-        &[(&namespace, nightly_in("pause", (down, up)))],
-    )
-    .await;
-    let deployments = scenario.deployments();
-    wait_replicas(&deployments, 0, "web asleep", LATENESS + until(down)).await;
     assert_eq!(argo_cd.switch(&argo_cd.owner().await), Some(false));
     played.abort();
     controller

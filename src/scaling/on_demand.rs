@@ -138,14 +138,7 @@ mod tests {
                 (ASLEEP_UNTIL.to_string(), "2026-11-30T00:00:00Z".to_string()),
             ]),
         );
-        let ctx = ScalingContext::new(
-            client.clone(),
-            crate::runtime::events::Events::new(client, None),
-            chrono_tz::Tz::UTC,
-            false,
-            crate::ops::metrics::Metrics::new().0,
-        )
-        .with_namespaces(namespaces);
+        let ctx = crate::scaling::test_support::context(client, false).with_namespaces(namespaces);
         let midnight = Utc.with_ymd_and_hms(2026, 11, 24, 0, 0, 0).unwrap();
         let result = end_namespace_override(&ctx, "staging", midnight).await;
         drop(ctx);

@@ -101,6 +101,17 @@ pub async fn drain(queue: &WorkQueue<ScalingKey>) -> Vec<ScalingKey> {
     keys
 }
 
+/// A context on `client`, in UTC, with Events and metrics of its own.
+pub fn context(client: kube::Client, dry_run: bool) -> ScalingContext {
+    ScalingContext::new(
+        client.clone(),
+        crate::runtime::events::Events::new(client, None),
+        Tz::UTC,
+        dry_run,
+        crate::ops::metrics::Metrics::new().0,
+    )
+}
+
 /// Reconciles `target` at each instant against `script`, with a context of `dry_run` that
 /// `shape` may add to; the results in order.
 pub async fn reconcile_scripted(
@@ -112,13 +123,7 @@ pub async fn reconcile_scripted(
 ) -> Vec<Result<(), crate::error::Error>> {
     let (client, server) = crate::mock_api::mock_client();
     let server = tokio::spawn(server.serve(script));
-    let ctx = shape(ScalingContext::new(
-        client.clone(),
-        crate::runtime::events::Events::new(client, None),
-        Tz::UTC,
-        dry_run,
-        crate::ops::metrics::Metrics::new().0,
-    ));
+    let ctx = shape(context(client, dry_run));
     let mut results = Vec::new();
     for now in instants {
         results.push(crate::scaling::reconcile(&ctx, target, *now).await);

@@ -18,6 +18,26 @@ fn schedules(namespaces: &[(&str, &[(&str, &str)])]) -> NamespaceSchedules {
     schedules
 }
 
+/// The status of `objects` at `now`, with `namespaces` known and no GitOps owner read.
+fn status_at(
+    objects: &[StatusObject],
+    namespaces: &[(&str, &[(&str, &str)])],
+    now: DateTime<Utc>,
+) -> Status {
+    status(
+        objects,
+        Some(&schedules(namespaces)),
+        &[],
+        (&Owners::default(), GitOpsMode::Ignore),
+        Tz::UTC,
+        now,
+    )
+}
+
+fn at_night(objects: &[StatusObject], namespaces: &[(&str, &[(&str, &str)])]) -> Status {
+    status_at(objects, namespaces, night())
+}
+
 /// Monday 2026-11-23, 02:00 UTC: the night of a "20:00 down, 07:00 up" schedule.
 fn night() -> DateTime<Utc> {
     at("2026-11-23T02:00:00Z")
@@ -69,28 +89,13 @@ fn only_row(
     namespaces: &[(&str, &[(&str, &str)])],
     now: DateTime<Utc>,
 ) -> Row {
-    let mut status = status(
-        objects,
-        Some(&schedules(namespaces)),
-        &[],
-        (&Owners::default(), GitOpsMode::Ignore),
-        Tz::UTC,
-        now,
-    );
+    let mut status = status_at(objects, namespaces, now);
     assert_eq!(status.objects.len(), 1, "{status:?}");
     status.objects.remove(0)
 }
 
 fn rows(objects: &[StatusObject], namespaces: &[(&str, &[(&str, &str)])]) -> Vec<Row> {
-    status(
-        objects,
-        Some(&schedules(namespaces)),
-        &[],
-        (&Owners::default(), GitOpsMode::Ignore),
-        Tz::UTC,
-        night(),
-    )
-    .objects
+    at_night(objects, namespaces).objects
 }
 
 #[test]
@@ -249,15 +254,7 @@ fn a_namespaces_override_holds_every_scheduled_object_in_it_but_the_excluded() {
         ]
     );
     assert_eq!(rows[0].reasons, vec!["asleep until 2026-11-24T00:00:00Z"]);
-    let summary = status(
-        &objects,
-        Some(&schedules(&[("staging", namespace)])),
-        &[],
-        (&Owners::default(), GitOpsMode::Ignore),
-        Tz::UTC,
-        night(),
-    )
-    .summary;
+    let summary = at_night(&objects, &[("staging", namespace)]).summary;
     assert_eq!(
         (summary.objects_asleep, summary.replicas_asleep),
         (1, 2),
@@ -322,14 +319,7 @@ fn a_cron_job_sleeps_suspended_and_counts_as_an_object_not_replicas() {
             ]),
         ),
     ];
-    let status = status(
-        &objects,
-        Some(&schedules(&[])),
-        &[],
-        (&Owners::default(), GitOpsMode::Ignore),
-        Tz::UTC,
-        night(),
-    );
+    let status = at_night(&objects, &[]);
     let report = &status.objects[0];
     assert_eq!(
         (
@@ -383,14 +373,7 @@ fn every_kind_that_sleeps_on_or_off_counts_as_itself_and_withholds_no_replicas()
             &with(&[(ORIGINAL_REPLICAS, "3"), (LAST_TRANSITION, LAST_NIGHT)]),
         ),
     ];
-    let status = status(
-        &objects,
-        Some(&schedules(&[])),
-        &[],
-        (&Owners::default(), GitOpsMode::Ignore),
-        Tz::UTC,
-        night(),
-    );
+    let status = at_night(&objects, &[]);
     assert_eq!(
         status.summary,
         Summary {
@@ -437,14 +420,7 @@ fn the_table_lines_up_one_row_an_object_and_the_summary() {
         ),
         deployment("typo", 2, &[(SCALE_DOWN, "never")]),
     ];
-    let status = status(
-        &objects,
-        Some(&schedules(&[])),
-        &[],
-        (&Owners::default(), GitOpsMode::Ignore),
-        Tz::UTC,
-        night(),
-    );
+    let status = at_night(&objects, &[]);
     let table = render_table(&status, night());
     let lines: Vec<&str> = table.lines().collect();
     assert_eq!(
@@ -521,14 +497,7 @@ fn a_workload_a_scaled_object_scales_sleeps_only_through_it() {
             &[(ORIGINAL_REPLICAS, "2"), (LAST_TRANSITION, LAST_NIGHT)],
         ),
     ];
-    let status = status(
-        &objects,
-        Some(&schedules(&[("staging", &NIGHTLY)])),
-        &[],
-        (&Owners::default(), GitOpsMode::Ignore),
-        Tz::UTC,
-        night(),
-    );
+    let status = at_night(&objects, &[("staging", &NIGHTLY)]);
     let rows: Vec<_> = status
         .objects
         .iter()
@@ -816,14 +785,11 @@ fn a_workload_a_gitops_tool_deploys_shows_its_owner_the_mode_and_what_was_paused
     ];
     let objects = [deployment("web", 0, &with(&tracked))];
     let namespaces = schedules(&[("staging", &[(GITOPS, "pause")])]);
-    let status = status(
-        &objects,
-        Some(&namespaces),
-        &[],
-        (&owners, GitOpsMode::Ignore),
-        Tz::UTC,
-        night(),
-    );
+    let beside = |owners: &Owners| {
+        let gitops = (owners, GitOpsMode::Ignore);
+        status(&objects, Some(&namespaces), &[], gitops, Tz::UTC, night())
+    };
+    let status = beside(&owners);
     let row = &status.objects[0];
     assert_eq!(
         row.gitops.as_ref().map(ToString::to_string).as_deref(),
@@ -839,16 +805,8 @@ fn a_workload_a_gitops_tool_deploys_shows_its_owner_the_mode_and_what_was_paused
 
     // Given back in the morning: `pause` pauses it again at the next sleep.
     owners.apply(Tool::ArgoCd, &application(None));
-    let status = self::status(
-        &objects,
-        Some(&namespaces),
-        &[],
-        (&owners, GitOpsMode::Ignore),
-        Tz::UTC,
-        night(),
-    );
     assert_eq!(
-        status.objects[0]
+        beside(&owners).objects[0]
             .gitops
             .as_ref()
             .map(|shown| shown.standing.as_str()),

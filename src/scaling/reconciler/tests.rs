@@ -632,14 +632,8 @@ async fn a_catch_up_waits_for_the_end_of_a_new_objects_grace_period() {
         crate::runtime::workqueue::Enqueue::new(queue),
         crate::scaling::timer::system_clock(),
     );
-    let ctx = ScalingContext::new(
-        client.clone(),
-        Events::new(client, None),
-        Tz::UTC,
-        false,
-        crate::ops::metrics::Metrics::new().0,
-    )
-    .with_grace(chrono::TimeDelta::minutes(15), timer);
+    let ctx = crate::scaling::test_support::context(client, false)
+        .with_grace(chrono::TimeDelta::minutes(15), timer);
     // Five minutes old: the scheduled 20:00 scale-down is one it never lived through.
     reconcile(&ctx, &deployment_target(), at(20, 35, 0))
         .await
@@ -1040,14 +1034,8 @@ async fn a_namespace_report_of_forty_workloads_fits_in_an_event() {
             .reply(201, json!({})),
     ]));
     let queue = crate::runtime::workqueue::WorkQueue::<ScalingKey>::new(Default::default());
-    let ctx = ScalingContext::new(
-        client.clone(),
-        Events::new(client, None),
-        Tz::UTC,
-        false,
-        Metrics::new().0,
-    )
-    .with_reports(Enqueue::new(queue));
+    let ctx =
+        crate::scaling::test_support::context(client, false).with_reports(Enqueue::new(queue));
     let night = Transition {
         at: at(20, 0, 0),
         direction: Direction::Down,
@@ -1166,15 +1154,9 @@ async fn a_paused_owner_is_given_back_only_once_the_wake_of_what_it_deploys_is_s
     let (shop, _) = owners.apply(Tool::ArgoCd, &application);
     let last_seen = LastSeen::default();
     let queue = crate::runtime::workqueue::WorkQueue::<ScalingKey>::new(Default::default());
-    let ctx = ScalingContext::new(
-        client.clone(),
-        Events::new(client, None),
-        Tz::UTC,
-        false,
-        Metrics::new().0,
-    )
-    .with_gitops(owners, GitOpsMode::Pause, Enqueue::new(queue))
-    .with_last_seen(last_seen.clone());
+    let ctx = crate::scaling::test_support::context(client, false)
+        .with_gitops(owners, GitOpsMode::Pause, Enqueue::new(queue))
+        .with_last_seen(last_seen.clone());
     let seen = |last: &str| {
         let object: kube::api::DynamicObject = serde_json::from_value(app_0(
             0,
