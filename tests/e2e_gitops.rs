@@ -366,7 +366,7 @@ async fn owner_events(
     events_in(&scenario.client, tool.namespace, tool.name).await
 }
 
-/// A night of `seconds` in `pause` beside the Application `shop`, started 25 s from now, with
+/// A night of `seconds` in `pause` beside the Application `shop`, started 15 s from now, with
 /// `web` asleep: what the scenario, Argo CD played and the controller have become, and when
 /// the morning comes.
 struct PausedNight {
@@ -379,7 +379,7 @@ struct PausedNight {
 
 async fn paused_night(test: &str, seconds: i64) -> Option<PausedNight> {
     let (scenario, argo_cd) = argo_cd(test, json!({}), true).await?;
-    let (down, up) = night(25, seconds);
+    let (down, up) = night(15, seconds);
     let namespace = scenario.namespace.clone();
     let (played, controller) = deploy_and_start(
         &scenario,
@@ -447,7 +447,7 @@ async fn with_pause_argo_cd_leaves_the_night_alone_and_gets_self_heal_back_in_th
         played,
         controller,
         up,
-    }) = paused_night("gitops-pause", 30).await
+    }) = paused_night("gitops-pause", 20).await
     else {
         return;
     };
@@ -492,7 +492,8 @@ async fn with_ignore_self_heal_is_warned_of_before_the_night_and_its_revert_name
     let Some((scenario, argo_cd)) = argo_cd(test, json!({}), true).await else {
         return;
     };
-    let (down, up) = night(25, 600);
+    // Time enough for the warning to come before the night.
+    let (down, up) = night(20, 600);
     let namespace = scenario.namespace.clone();
     let (played, controller) =
         deploy_and_start(&scenario, &argo_cd, &[(&namespace, nightly(down, up))]).await;
@@ -542,7 +543,7 @@ async fn with_ignore_and_argo_cd_told_to_leave_cronscaler_s_fields_alone_the_nig
     let Some((scenario, argo_cd)) = argo_cd(test, told, true).await else {
         return;
     };
-    let (down, up) = night(25, 25);
+    let (down, up) = night(15, 20);
     let namespace = scenario.namespace.clone();
     let (played, controller) =
         deploy_and_start(&scenario, &argo_cd, &[(&namespace, nightly(down, up))]).await;
@@ -578,7 +579,7 @@ async fn with_pause_flux_is_suspended_for_the_night_a_restart_changes_nothing_an
     let Some((scenario, flux)) = flux(test).await else {
         return;
     };
-    let (down, up) = night(25, 40);
+    let (down, up) = night(15, 30);
     let namespace = scenario.namespace.clone();
     let (played, mut controller) = deploy_and_start(
         &scenario,
@@ -626,8 +627,8 @@ async fn an_owner_of_two_namespaces_is_given_back_only_after_both_wake() {
     let Some((scenario, argo_cd)) = argo_cd(test, json!({}), true).await else {
         return;
     };
-    let (down, early) = night(25, 25);
-    let late = early + chrono::Duration::seconds(20);
+    let (down, early) = night(15, 20);
+    let late = early + chrono::Duration::seconds(15);
     let first = scenario.namespace.clone();
     let second = format!("{first}-b");
     let (played, controller) = deploy_and_start(
@@ -688,7 +689,7 @@ async fn a_person_who_turns_self_heal_back_on_at_night_wins() {
         played,
         controller,
         up,
-    }) = paused_night("gitops-person", 30).await
+    }) = paused_night("gitops-person", 20).await
     else {
         return;
     };
@@ -734,7 +735,7 @@ async fn without_the_optional_grant_pause_is_refused_with_a_warning_and_the_rest
     let Some((scenario, argo_cd)) = argo_cd(test, json!({}), false).await else {
         return;
     };
-    let (down, up) = night(25, 600);
+    let (down, up) = night(15, 600);
     let namespace = scenario.namespace.clone();
     let schedule = nightly_in("pause", (down, up));
     let plain = support::deployment("plain", 2, schedule.clone());

@@ -236,7 +236,8 @@ async fn two_hundred_requests_at_once_make_one_wake_each_answered_within_a_secon
 }
 
 #[tokio::test]
-async fn a_host_routes_by_wake_hosts_and_a_standby_wakes_as_the_leader_does() {
+async fn a_host_routes_by_wake_hosts_or_a_service_s_in_cluster_name_and_a_standby_wakes_as_the_leader_does()
+ {
     let Some(scenario) = Scenario::own("wake-hosts", envtest::Options::api_server_only()).await
     else {
         return;
@@ -269,6 +270,20 @@ async fn a_host_routes_by_wake_hosts_and_a_standby_wakes_as_the_leader_does() {
     )
     .await;
 
+    // A Service's in-cluster name is its Namespace's, with no `wake-hosts`: asked for the
+    // progress, which wakes nothing.
+    let in_cluster = format!("web.{namespace}.svc.cluster.local");
+    let status = request(standby, "/.cronscaler/status", &[("Host", &in_cluster)]).await;
+    assert_eq!(status.status, 200, "{}", status.body);
+    let progress: Value = serde_json::from_str(&status.body).expect("JSON");
+    assert_eq!(progress["namespace"], namespace.as_str());
+    let elsewhere = request(
+        standby,
+        "/.cronscaler/status",
+        &[("Host", "web.kube-system.svc")],
+    )
+    .await;
+    assert_eq!(elsewhere.status, 503, "not opted in");
     let deeper = request(standby, "/", &[("Host", "a.b.preview.example.com")]).await;
     assert_eq!(
         (deeper.status, deeper.body.as_str()),

@@ -1,16 +1,24 @@
-//! Which opted-in Namespace a host belongs to, from every Namespace's `wake-hosts` at once: an
-//! exact name before a wildcard, and a name two Namespaces claim alike belongs to neither, so a
-//! request never wakes a Namespace by the accident of its name's order.
+//! Which opted-in Namespace a host belongs to, from every Namespace's `wake-hosts` at once, and
+//! from the names its Services have inside the cluster (`web.shop`, `web.shop.svc`,
+//! `web.shop.svc.cluster.local`): a name before a wildcard, and a name two Namespaces claim
+//! alike belongs to neither, so a request never wakes a Namespace by the accident of its name's
+//! order.
 
 use std::collections::{BTreeSet, HashMap};
 
 use super::{HostPattern, WakeOnRequest};
 
+/// The DNS domain of the cluster's Services.
+const CLUSTER_DOMAIN: &str = "cluster.local";
+
 /// Every opted-in Namespace's hosts, looked up in one step per request.
 #[derive(Debug, Default)]
 pub struct HostClaims {
-    /// By exact name.
+    /// By exact name; an in-cluster name of an opted-in Namespace's that another claims too
+    /// has them both.
     exact: HashMap<String, BTreeSet<String>>,
+    /// The opted-in Namespaces, whose Services' in-cluster names are theirs.
+    opted_in: BTreeSet<String>,
     /// By the domain a wildcard covers one label of, with its leading dot (`.preview.example.com`).
     wildcard: HashMap<String, BTreeSet<String>>,
 }
@@ -29,6 +37,7 @@ impl HostClaims {
     pub fn new<'a>(opted_in: impl IntoIterator<Item = (&'a str, &'a WakeOnRequest)>) -> Self {
         let mut claims = Self::default();
         for (namespace, opt_in) in opted_in {
+            claims.opted_in.insert(namespace.to_string());
             for pattern in &opt_in.hosts {
                 let (table, key) = match pattern {
                     HostPattern::Exact(name) => (&mut claims.exact, name),
@@ -40,13 +49,28 @@ impl HostClaims {
                     .insert(namespace.to_string());
             }
         }
+        // A name claimed that is an opted-in Namespace's in-cluster name is contested by it.
+        for (host, claimants) in &mut claims.exact {
+            if let Some(owner) =
+                in_cluster_namespace(host).filter(|owner| claims.opted_in.contains(*owner))
+            {
+                claimants.insert(owner.to_string());
+            }
+        }
         claims
     }
 
     /// The Namespace a request for `host` (lower case, no port, no trailing dot) is for: the one
-    /// claiming it by name, else the one claiming it by wildcard; none where the first of those
-    /// claimed is claimed by more than one.
+    /// claiming it by name (its `wake-hosts`, or the in-cluster name of one of its Services),
+    /// else the one claiming it by wildcard; none where the first of those claimed is claimed
+    /// by more than one.
     pub fn route(&self, host: &str) -> Option<&str> {
+        if let Some(owner) = in_cluster_namespace(host)
+            .and_then(|owner| self.opted_in.get(owner))
+            .filter(|_| !self.exact.contains_key(host))
+        {
+            return Some(owner);
+        }
         let by_wildcard = || {
             let (label, domain) = host.split_once('.')?;
             (!label.is_empty())
@@ -81,6 +105,23 @@ impl HostClaims {
         contests.sort_by(|a, b| a.host.cmp(&b.host));
         contests
     }
+}
+
+/// The Namespace `host` names as a Service's in-cluster name: `web.shop`, `web.shop.svc` or
+/// `web.shop.svc.cluster.local` name `shop`.
+fn in_cluster_namespace(host: &str) -> Option<&str> {
+    let rest = host
+        .strip_suffix(&format!(".svc.{CLUSTER_DOMAIN}"))
+        .or_else(|| host.strip_suffix(".svc"))
+        .unwrap_or(host);
+    let (service, namespace) = rest.split_once('.')?;
+    let label = |text: &str| {
+        (1..=63).contains(&text.len())
+            && text
+                .bytes()
+                .all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-')
+    };
+    (label(service) && label(namespace)).then_some(namespace)
 }
 
 impl Contest {
@@ -150,6 +191,39 @@ mod tests {
             ]
         );
         assert_eq!(claims.contests_of("one").len(), 1);
+    }
+
+    #[test]
+    fn a_service_s_in_cluster_names_belong_to_its_opted_in_namespace() {
+        let shop = opted_in("shop.example.com");
+        let claims = claims(&[("shop", &shop)]);
+        for host in ["web.shop", "web.shop.svc", "web.shop.svc.cluster.local"] {
+            assert_eq!(claims.route(host), Some("shop"), "{host}");
+        }
+        for host in [
+            "web.other.svc.cluster.local",
+            "a.web.shop.svc",
+            "web.shop.svc.cluster",
+        ] {
+            assert_eq!(claims.route(host), None, "{host}");
+        }
+    }
+
+    #[test]
+    fn an_in_cluster_name_another_namespace_claims_wakes_neither_and_is_a_contest() {
+        let shop = opted_in("shop.example.com");
+        let squatter = opted_in("web.shop.svc, *.shop");
+        let claims = claims(&[("shop", &shop), ("squatter", &squatter)]);
+        assert_eq!(claims.route("web.shop.svc"), None);
+        assert_eq!(
+            claims.route("web.shop"),
+            Some("shop"),
+            "a name before a wildcard"
+        );
+        let contests = claims.contests_of("shop");
+        assert_eq!(contests.len(), 1, "{contests:?}");
+        assert_eq!(contests[0].host, "web.shop.svc");
+        assert_eq!(contests[0].others("shop"), vec!["squatter"]);
     }
 
     #[test]
