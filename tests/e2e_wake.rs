@@ -320,3 +320,72 @@ async fn a_host_routes_by_wake_hosts_or_a_service_s_in_cluster_name_and_a_standb
     );
     scenario.finish().await;
 }
+
+#[tokio::test]
+async fn the_hosts_of_a_namespace_s_ingresses_and_http_routes_are_its_own() {
+    let test = "wake-routes";
+    let Some(crd) = support::crds::shared_crd(test, "gateway.networking.k8s.io_httproutes.yaml")
+    else {
+        return;
+    };
+    let Some(scenario) = Scenario::own(test, envtest::Options::api_server_only()).await else {
+        return;
+    };
+    let namespace = scenario.namespace.clone();
+    let gvk = kube::api::GroupVersionKind::gvk("gateway.networking.k8s.io", "v1", "HTTPRoute");
+    support::crds::install_crd(&scenario.client, &crd, &gvk).await;
+    let (_controller, addr) = start_backend(&scenario, "cronscaler", PROXY, &[]).await;
+    // Opted in without wake-hosts: its routes name its hosts.
+    let deployments = web_asleep(&scenario, json!({})).await;
+    for route in [
+        json!({
+            "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+            "metadata": { "name": "web", "namespace": namespace },
+            "spec": { "rules": [{ "host": "ingress.example.com" }] },
+        }),
+        json!({
+            "apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+            "metadata": { "name": "shop", "namespace": namespace },
+            "spec": {
+                "parentRefs": [{ "name": "gateway" }],
+                "hostnames": ["gw.example.com"],
+                "rules": [{ "backendRefs": [{ "name": "web", "port": 80 }] }],
+            },
+        }),
+    ] {
+        envtest::apply(&scenario.client, route)
+            .await
+            .expect("a route");
+    }
+    let ours = namespace.as_str();
+    let routed = |host: &'static str| async move {
+        let status = request(addr, "/.cronscaler/status", &[("Host", host)]).await;
+        let progress: Value = serde_json::from_str(&status.body).ok()?;
+        (progress["namespace"] == ours).then_some(())
+    };
+    eventually("the Ingress's host routed", PROMPTLY, || {
+        routed("ingress.example.com")
+    })
+    .await;
+    eventually("the HTTPRoute's host routed", PROMPTLY, || {
+        routed("gw.example.com")
+    })
+    .await;
+    let refused = request(
+        addr,
+        "/.cronscaler/status",
+        &[("Host", "other.example.com")],
+    )
+    .await;
+    assert_eq!(refused.status, 503, "a host no route names");
+
+    // A request through the Gateway wakes it.
+    let answer = request(addr, "/", &[("Host", "gw.example.com")]).await;
+    assert_eq!(answer.status, 503, "{}", answer.body);
+    eventually("web woken", PROMPTLY, || async {
+        let (web, _) = replicas_and_annotations(&deployments, "web").await?;
+        (web == 2).then_some(())
+    })
+    .await;
+    scenario.finish().await;
+}

@@ -142,6 +142,13 @@ fn the_cluster_role_grants_exactly_what_the_controller_uses() {
     ] {
         cluster_wide.insert(grant(group, resource, &["list", "watch"]));
     }
+    // The hosts routed to each Namespace, for the wake-up backend: read only.
+    for (group, resource) in [
+        ("networking.k8s.io", "ingresses"),
+        ("gateway.networking.k8s.io", "httproutes"),
+    ] {
+        cluster_wide.insert(grant(group, resource, &["list", "watch"]));
+    }
     assert_eq!(
         grants(find(&objects, "ClusterRole", "cronscaler")),
         cluster_wide

@@ -33,6 +33,7 @@ use tokio::{
 
 mod gitops_feeds;
 mod policy_feeds;
+mod route_feeds;
 mod trackers;
 
 use policy_feeds::{FirstListings, Relist};
@@ -70,6 +71,7 @@ use crate::{
         namespaces::NamespaceSchedules,
         objects,
         policies::declarations::Declarations,
+        routes::ROUTES,
         target::TargetKind,
         timer::{Clock, Timer, system_clock},
         tracker::Tracker,
@@ -407,6 +409,17 @@ pub async fn run(
             );
             tokio::spawn(while_alive(
                 health.alive(format!("watch of {}", tool.spec().plural)),
+                feed,
+            ))
+        }));
+    }
+    // What routes requests by host, for the wake-up backend: cluster-wide, as it reads
+    // Namespaces.
+    if namespace.is_none() && args.wake_addr.is_some() {
+        feeds.extend(ROUTES.iter().map(|kind| {
+            let feed = route_feeds::route_feed(&client, kind, &namespaces, &outage);
+            tokio::spawn(while_alive(
+                health.alive(format!("watch of {}", kind.plural)),
                 feed,
             ))
         }));

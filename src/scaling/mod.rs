@@ -14,6 +14,7 @@ pub mod on_demand;
 pub mod policies;
 mod reconciler;
 pub mod reports;
+pub mod routes;
 pub mod target;
 pub mod timer;
 pub mod tracker;

@@ -20,8 +20,8 @@ use crate::{
         target::TargetKind,
     },
     schedule::{
-        DOWN_REPLICAS, HostClaims, PREFIX, UP_REPLICAS, WAKE_HOSTS, WAKE_ON_REQUEST, WakeOnRequest,
-        inherit, kube_downscaler,
+        DOWN_REPLICAS, HostClaims, HostPattern, PREFIX, UP_REPLICAS, WAKE_HOSTS, WAKE_ON_REQUEST,
+        WakeOnRequest, inherit, kube_downscaler,
     },
 };
 
@@ -47,7 +47,13 @@ pub struct NamespaceSchedules {
     followers: Arc<Mutex<HashMap<String, BTreeMap<i32, u32>>>>,
     /// The opted-in Namespaces' hosts, built when a request first needs them after a change.
     host_claims: Arc<RwLock<Option<Arc<HostClaims>>>>,
+    /// The hosts each Namespace's Ingresses and HTTPRoutes route, by the route that names them
+    /// (`Ingress/web`): an opted-in Namespace claims them as its own.
+    routed_hosts: Arc<RwLock<HashMap<String, RoutedHosts>>>,
 }
+
+/// A Namespace's routes (`Ingress/web`), each with the hosts it names.
+type RoutedHosts = BTreeMap<String, Vec<HostPattern>>;
 
 /// Everything a Namespace's schedule may come from (see [`resolve`]).
 #[derive(Debug, Default)]
@@ -479,7 +485,33 @@ impl NamespaceSchedules {
         }
     }
 
-    /// Which opted-in Namespace each host of `wake-hosts` belongs to.
+    /// Keeps the hosts `route` (`Ingress/web`, `HTTPRoute/shop`) of `namespace` routes; none
+    /// forgets it.
+    pub fn set_routed_hosts(&self, namespace: &str, route: &str, hosts: Vec<HostPattern>) {
+        let mut routed = self
+            .routed_hosts
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        let of_namespace = routed.entry(namespace.to_string()).or_default();
+        let changed = if hosts.is_empty() {
+            of_namespace.remove(route).is_some()
+        } else {
+            of_namespace.insert(route.to_string(), hosts.clone()) != Some(hosts)
+        };
+        if of_namespace.is_empty() {
+            routed.remove(namespace);
+        }
+        drop(routed);
+        if changed {
+            *self
+                .host_claims
+                .write()
+                .unwrap_or_else(PoisonError::into_inner) = None;
+        }
+    }
+
+    /// Which opted-in Namespace each host belongs to: those of its `wake-hosts`, of its
+    /// Ingresses and HTTPRoutes, and its Services' in-cluster names.
     pub fn host_claims(&self) -> Arc<HostClaims> {
         if let Some(claims) = self
             .host_claims
@@ -493,10 +525,17 @@ impl NamespaceSchedules {
             .schedules
             .read()
             .unwrap_or_else(PoisonError::into_inner);
+        let routed = self
+            .routed_hosts
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
         let opted_in: Vec<(&str, WakeOnRequest)> = schedules
             .iter()
             .filter_map(|(name, annotations)| {
-                Some((name.as_str(), WakeOnRequest::of(annotations)?))
+                let mut opt_in = WakeOnRequest::of(annotations)?;
+                let routes = routed.get(name).into_iter().flat_map(BTreeMap::values);
+                opt_in.hosts.extend(routes.flatten().cloned());
+                Some((name.as_str(), opt_in))
             })
             .collect();
         let claims = Arc::new(HostClaims::new(
@@ -678,6 +717,27 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn the_hosts_a_namespace_s_routes_name_are_its_own_while_it_opts_in() {
+        let namespaces = NamespaceSchedules::watched([]);
+        let claimed = |host: &str| namespaces.host_claims().route(host).map(str::to_string);
+        let shop = HostPattern::Exact("shop.example.com".into());
+        namespaces.set_routed_hosts("shop", "HTTPRoute/shop", vec![shop.clone()]);
+        assert_eq!(claimed("shop.example.com"), None, "not opted in");
+        namespaces.update("shop", None, &pairs(&[(WAKE_ON_REQUEST, "2h")]));
+        assert_eq!(claimed("shop.example.com"), Some("shop".into()));
+        // The same host routed in another opted-in Namespace: contested.
+        namespaces.update("copy", None, &pairs(&[(WAKE_ON_REQUEST, "2h")]));
+        namespaces.set_routed_hosts("copy", "Ingress/web", vec![shop]);
+        assert_eq!(claimed("shop.example.com"), None, "two claim it");
+        namespaces.set_routed_hosts("copy", "Ingress/web", Vec::new());
+        assert_eq!(
+            claimed("shop.example.com"),
+            Some("shop".into()),
+            "its route gone"
+        );
     }
 
     #[test]

@@ -31,7 +31,8 @@ pub enum HostPattern {
 }
 
 impl HostPattern {
-    fn parse(text: &str) -> Option<Self> {
+    /// A host as `wake-hosts`, an Ingress rule or an HTTPRoute's `hostnames` write it.
+    pub fn parse(text: &str) -> Option<Self> {
         let text = text.trim().to_ascii_lowercase();
         // `staging.example.com.` is the same name, fully qualified.
         let text = text.strip_suffix('.').map(str::to_string).unwrap_or(text);
