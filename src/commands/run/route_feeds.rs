@@ -34,10 +34,7 @@ pub fn route_feed(
     let mut listed: BTreeSet<(String, String)> = BTreeSet::new();
     drive(watch, kind.plural, outage.clone(), move |event| {
         let keep = |object: &DynamicObject| {
-            let at = (
-                object.namespace().unwrap_or_default(),
-                kind.route(&object.name_any()),
-            );
+            let at = place(kind, object);
             let hosts = kind.hosts_of(&object.data["spec"]);
             namespaces.set_routed_hosts(&at.0, &at.1, hosts);
             at
@@ -57,13 +54,18 @@ pub fn route_feed(
                 known.insert(keep(object));
             }
             watcher::Event::Delete(object) => {
-                let at = (
-                    object.namespace().unwrap_or_default(),
-                    kind.route(&object.name_any()),
-                );
+                let at = place(kind, object);
                 namespaces.set_routed_hosts(&at.0, &at.1, Vec::new());
                 known.remove(&at);
             }
         }
     })
+}
+
+/// A route's Namespace, and its name there (`Ingress/web`).
+fn place(kind: &RouteKind, object: &DynamicObject) -> (String, String) {
+    (
+        object.namespace().unwrap_or_default(),
+        kind.route(&object.name_any()),
+    )
 }
