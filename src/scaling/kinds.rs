@@ -489,7 +489,6 @@ impl Sleep {
         self != Sleep::Replicas
     }
 
-    /// The path in `managedFields` whose writers say who woke or slept the object.
     /// The field a manifest sets, which a GitOps tool puts back, as a JSON pointer; `None` for
     /// an annotation, which manifests leave to whoever sets it.
     pub fn manifest_field(self) -> Option<&'static str> {
@@ -500,6 +499,7 @@ impl Sleep {
         }
     }
 
+    /// The path in `managedFields` whose writers say who woke or slept the object.
     pub fn managed_field(self) -> Vec<String> {
         match self {
             Sleep::Replicas => vec!["f:spec".into(), "f:replicas".into()],

@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::{GITOPS_PAUSED, Owner, owner::OwnerState};
 
@@ -47,28 +47,14 @@ fn body(
         body["metadata"]["resourceVersion"] = json!(version);
     }
     if let Some(switch) = switch {
-        // The switch's path, built from the leaf up: `{spec: {suspend: true}}`.
+        // The switch under `spec`, built from the leaf up: `{suspend: true}`.
         let path = owner.tool.spec().repair;
-        let mut value = switch.map_or(Value::Null, Value::Bool);
-        for step in path.iter().rev().chain(&["spec"]) {
-            let mut level = Map::new();
-            level.insert((*step).to_string(), value);
-            value = Value::Object(level);
-        }
-        merge(&mut body, value);
+        body["spec"] = path.iter().rev().fold(
+            switch.map_or(Value::Null, Value::Bool),
+            |value, step| json!({ *step: value }),
+        );
     }
     body
-}
-
-fn merge(into: &mut Value, from: Value) {
-    match (into, from) {
-        (Value::Object(into), Value::Object(from)) => {
-            for (key, value) in from {
-                merge(into.entry(key).or_insert(Value::Null), value);
-            }
-        }
-        (into, from) => *into = from,
-    }
 }
 
 /// What `namespace` going to sleep writes on its owner: the pause, recorded with what the switch
