@@ -291,9 +291,7 @@ pub async fn release_owner(
         return Ok(None);
     };
     let deploys = |seen: &TargetState| {
-        gitops::owner::claim(&seen.annotations, &seen.labels)
-            .and_then(|claim| owners.resolve(&claim))
-            .is_some_and(|(found, _)| found == *owner)
+        owners.deployer_of(&seen.annotations, &seen.labels).as_ref() == Some(owner)
     };
     // Waking counts as asleep: the owner is given back once its watch shows it awake.
     let waking = std::cell::Cell::new(false);

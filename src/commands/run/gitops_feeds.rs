@@ -21,7 +21,6 @@ use crate::{
     scaling::{
         gitops::{
             Owner, Tool,
-            owner::claim,
             owners::{OwnerObject, Owners, owner_of},
         },
         key::ScalingKey,
@@ -82,9 +81,9 @@ fn look_at_deployed(
     wanted: impl Fn(&Owner) -> bool,
 ) {
     let deployed = last_seen.find(|state| {
-        claim(&state.annotations, &state.labels)
-            .and_then(|claim| owners.resolve(&claim))
-            .is_some_and(|(owner, _)| wanted(&owner))
+        owners
+            .deployer_of(&state.annotations, &state.labels)
+            .is_some_and(|owner| wanted(&owner))
     });
     for target in deployed {
         queue.add(ScalingKey::Scale(target));

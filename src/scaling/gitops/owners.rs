@@ -2,7 +2,7 @@
 //! an [`OwnerState`], so that a look at a workload finds its owner without a request.
 
 use std::{
-    collections::HashMap,
+    collections::{BTreeMap, HashMap},
     sync::{Arc, PoisonError, RwLock},
 };
 
@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::{
     Owner, Tool,
-    owner::{ARGOCD_NAMESPACE, Claim, OwnerState},
+    owner::{ARGOCD_NAMESPACE, Claim, OwnerState, claim},
 };
 
 /// An owner as its watch delivers it: its metadata and spec; its status, which can be large
@@ -99,6 +99,16 @@ impl Owners {
             return None;
         }
         Some((owner, state))
+    }
+
+    /// The owner that deploys a workload with these annotations and labels, by its marks.
+    pub fn deployer_of(
+        &self,
+        annotations: &BTreeMap<String, String>,
+        labels: &BTreeMap<String, String>,
+    ) -> Option<Owner> {
+        let (owner, _) = self.resolve(&claim(annotations, labels)?)?;
+        Some(owner)
     }
 
     /// The owners with a record of a pause on them.
