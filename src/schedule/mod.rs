@@ -54,5 +54,6 @@ pub use wake::{
     Contest, HostClaims, HostPattern, LAST_WARM_UP, WAKE_HOSTS, WAKE_ON_REQUEST, WakeOnRequest,
 };
 pub use warnings::{
-    already_warned, refused_cause, replicas_set, reverted, reverted_cause, taken_over,
+    SCALE_REVERTED, already_warned, refused_cause, replicas_set, reverted, reverted_cause,
+    taken_over,
 };

@@ -10,9 +10,12 @@ use super::{
     is_written_by_controller,
 };
 
+/// The reason of the Warning said when someone changed what a transition set.
+pub const SCALE_REVERTED: &str = "ScaleReverted";
+
 /// The cause of `ScaleReverted` for replicas changed after `transition`.
 pub fn reverted_cause(transition: Transition) -> String {
-    format!("ScaleReverted {transition}")
+    format!("{SCALE_REVERTED} {transition}")
 }
 
 /// The cause of `InvalidSchedule` for these annotations: a digest of the `cronscaler.dev/`

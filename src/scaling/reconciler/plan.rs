@@ -24,8 +24,8 @@ use crate::{
         target::{ScaleTarget, TargetState},
     },
     schedule::{
-        self, Annotations, Direction, GitOpsMode, ScaleChange, Transition, already_warned,
-        refused_cause, reverted, reverted_cause,
+        self, Annotations, Direction, GitOpsMode, SCALE_REVERTED, ScaleChange, Transition,
+        already_warned, refused_cause, reverted, reverted_cause,
     },
 };
 
@@ -135,8 +135,6 @@ pub struct Tally {
 
 /// `GitOpsWillRevert`: said before a night its GitOps tool would undo.
 const GITOPS_WILL_REVERT: &str = "GitOpsWillRevert";
-/// `ScaleReverted`: said when someone changed what a transition set.
-const REVERTED: &str = "ScaleReverted";
 
 /// `InvalidSchedule`: what a warning for refused annotations is called.
 const INVALID_SCHEDULE: &str = "InvalidSchedule";
@@ -281,12 +279,12 @@ fn beside_gitops(observed: &Observed, mut plan: Plan) -> Plan {
         .object
         .annotations
         .get(schedule::WARNED)
-        .is_some_and(|cause| cause.starts_with(REVERTED));
+        .is_some_and(|cause| cause.starts_with(SCALE_REVERTED));
     let reverted = revert_said
         || plan
             .warning
             .as_ref()
-            .is_some_and(|warning| warning.reason == REVERTED);
+            .is_some_and(|warning| warning.reason == SCALE_REVERTED);
     match gitops.mode {
         // A night its owner undid anyway is left alone until the next transition: no pause
         // then, nor a refusal said at every look.
@@ -526,7 +524,8 @@ fn between_transitions(observed: &Observed) -> Plan {
             doing: "remove an ended override from",
             counted: None,
         }),
-        warning: revert.and_then(|(note, cause)| warning(observed, REVERTED, note.into(), cause)),
+        warning: revert
+            .and_then(|(note, cause)| warning(observed, SCALE_REVERTED, note.into(), cause)),
         ..Plan::default()
     }
 }
