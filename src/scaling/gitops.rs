@@ -7,7 +7,7 @@
 use std::fmt;
 
 use k8s_openapi::api::core::v1::ObjectReference;
-use kube::api::ApiResource;
+use kube::api::{ApiResource, GroupVersionKind};
 
 pub mod owner;
 pub mod owners;
@@ -106,13 +106,8 @@ impl Tool {
 
     pub fn api_resource(self) -> ApiResource {
         let spec = self.0;
-        ApiResource {
-            group: spec.group.into(),
-            version: spec.version.into(),
-            api_version: format!("{}/{}", spec.group, spec.version),
-            kind: spec.kind.into(),
-            plural: spec.plural.into(),
-        }
+        let gvk = GroupVersionKind::gvk(spec.group, spec.version, spec.kind);
+        ApiResource::from_gvk_with_plural(&gvk, spec.plural)
     }
 
     /// The owning kind of this `apiVersion` and `kind`, if it is one.

@@ -2,7 +2,7 @@
 //! HTTPRoutes): the hosts they name are the Namespace's own for the wake-up backend, with no
 //! `wake-hosts`. The kinds differ only by their row in [`ROUTES`].
 
-use kube::api::ApiResource;
+use kube::api::{ApiResource, GroupVersionKind};
 use serde_json::Value;
 
 use crate::schedule::HostPattern;
@@ -46,13 +46,8 @@ pub static ROUTES: [RouteKind; 2] = [
 
 impl RouteKind {
     pub fn api_resource(&self) -> ApiResource {
-        ApiResource {
-            group: self.group.into(),
-            version: self.version.into(),
-            api_version: format!("{}/{}", self.group, self.version),
-            kind: self.kind.into(),
-            plural: self.plural.into(),
-        }
+        let gvk = GroupVersionKind::gvk(self.group, self.version, self.kind);
+        ApiResource::from_gvk_with_plural(&gvk, self.plural)
     }
 
     /// The hosts an object of this kind with `spec` routes; one that is no host name is left
