@@ -116,7 +116,7 @@ async fn restore(kube: &KubeArgs, args: RestoreArgs) -> anyhow::Result<ExitCode>
         kube_downscaler: args.kube_downscaler.read,
         ..plan::Reading::default()
     };
-    let objects = plan::read_cluster(&client, args.namespace.as_deref(), reading)
+    let (objects, owners) = plan::read_cluster(&client, args.namespace.as_deref(), reading)
     .await
     .context("listing Deployments, StatefulSets, CronJobs, Jobs, Foos, ScaledObjects, ScaledJobs, Rollouts and Clusters")?;
     let chosen: Vec<_> = match &args.name {
@@ -153,9 +153,12 @@ async fn restore(kube: &KubeArgs, args: RestoreArgs) -> anyhow::Result<ExitCode>
         lines.extend(namespace_lines);
         all_ok &= namespaces_ok;
         // After the workloads: an owner given back its repair finds them as Git has them.
-        let (owner_lines, owners_ok) =
-            cronscaler::commands::restore::give_back_owners(&client, args.namespace.as_deref())
-                .await;
+        let (owner_lines, owners_ok) = cronscaler::commands::restore::give_back_owners(
+            &client,
+            args.namespace.as_deref(),
+            owners,
+        )
+        .await;
         lines.extend(owner_lines);
         all_ok &= owners_ok;
     }
@@ -236,6 +239,7 @@ async fn plan(kube: &KubeArgs, args: PlanArgs) -> anyhow::Result<ExitCode> {
         plan::read_cluster(&client, args.namespace.as_deref(), reading)
         .await
         .context("listing Deployments, StatefulSets, CronJobs, Jobs, Foos, ScaledObjects, ScaledJobs, Rollouts and Clusters")?
+        .0
     } else {
         let manifests = plan::read_manifests(&args.files, reading)?;
         // Standard error, so that standard output stays the plan alone (`-o json` included).

@@ -560,7 +560,7 @@ mod timeline;
 
 pub use chart::{Mark, MarkKind, render_svg};
 pub use manifests::{
-    Location, Manifests, Reading, SkipReason, Skipped, parse_manifests, read_cluster,
+    Location, Manifests, ReadOwners, Reading, SkipReason, Skipped, parse_manifests, read_cluster,
     read_manifests,
 };
 pub(crate) use manifests::{list_namespaces, namespace_schedules, read_owners};

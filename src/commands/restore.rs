@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use crate::{
     commands::{
         cli::LeaseArgs,
-        plan::{PlanObject, read_owners},
+        plan::{PlanObject, ReadOwners},
         status::namespace_annotations,
     },
     duration::spoken,
@@ -291,24 +291,16 @@ async fn restore_object(
     }
 }
 
-/// Gives every GitOps owner paused for a Namespace (every one, or `namespace`) back what it
-/// had: the Namespace leaves its `cronscaler.dev/gitops-paused` record, and once none is left
-/// the owner's repair switch is set back, unless a person changed it meanwhile. One line per
-/// owner touched or failed, and whether all succeeded; owning kinds that may not be listed are
-/// said and passed over.
-pub async fn give_back_owners(client: &Client, namespace: Option<&str>) -> (Vec<String>, bool) {
-    let (owners, unreadable) = match read_owners(client).await {
-        Ok(read) => read,
-        Err(error) => {
-            return (
-                vec![format!(
-                    "failed Applications, Kustomizations and HelmReleases: {error}; a pause \
-                     recorded on one stays"
-                )],
-                false,
-            );
-        }
-    };
+/// Gives every GitOps owner of `owners` (as read, with the owning kinds that may not be listed)
+/// paused for a Namespace (every one, or `namespace`) back what it had: the Namespace leaves its
+/// `cronscaler.dev/gitops-paused` record, and once none is left the owner's repair switch is set
+/// back, unless a person changed it meanwhile. One line per owner touched or failed, and whether
+/// all succeeded; owning kinds that may not be listed are said and passed over.
+pub async fn give_back_owners(
+    client: &Client,
+    namespace: Option<&str>,
+    (owners, unreadable): ReadOwners,
+) -> (Vec<String>, bool) {
     let mut lines: Vec<String> = unreadable
         .iter()
         .map(|tool| {
@@ -884,7 +876,8 @@ mod tests {
                 .reply(200, list(vec![application("6")])),
                 patch("6").reply(200, application("7")),
             ]));
-        let (lines, ok) = give_back_owners(&client, None).await;
+        let read = crate::commands::plan::read_owners(&client).await.unwrap();
+        let (lines, ok) = give_back_owners(&client, None, read).await;
         drop(client);
         server.await.unwrap();
         assert!(ok, "{lines:?}");

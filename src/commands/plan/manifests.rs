@@ -471,14 +471,15 @@ fn scheduled_kind(value: &Value, kind: &str) -> Option<TargetKind> {
     }
 }
 
-/// The workloads of every kind of the catalogue in the live cluster (or one namespace of it). A
+/// The workloads of every kind of the catalogue in the live cluster (or one namespace of it),
+/// and the GitOps owners read to find theirs. A
 /// cluster without a kind's CRD simply has none of it; one the user may not list is planned
 /// without it, unless it is a built-in kind.
 pub async fn read_cluster(
     client: &Client,
     namespace: Option<&str>,
     reading: Reading,
-) -> Result<Vec<PlanObject>, kube::Error> {
+) -> Result<(Vec<PlanObject>, ReadOwners), kube::Error> {
     let mut objects = Vec::new();
     for kind in TargetKind::catalogue() {
         let listed = match objects::list(client, kind, namespace, 500).await {
@@ -497,22 +498,25 @@ pub async fn read_cluster(
         Err(error) if is_status(&error, 403) || is_status(&error, 404) => Vec::new(),
         listed => listed?,
     };
-    let (owners, _) = read_owners(client).await?;
+    let owners = read_owners(client).await?;
     resolve(
         &mut objects,
         &namespace_schedules(client, namespace, reading.kube_downscaler)
             .await?
             .0,
         &hpas,
-        (&owners, reading.gitops),
+        (&owners.0, reading.gitops),
     );
-    Ok(objects)
+    Ok((objects, owners))
 }
+
+/// The GitOps owners of the whole cluster, and the owning kinds that may not be read (403).
+pub type ReadOwners = (Owners, Vec<Tool>);
 
 /// The GitOps owners of the whole cluster (an Application lives in Argo CD's Namespace, not
 /// its workloads'), and the owning kinds that may not be read (403). A kind not installed
 /// has none.
-pub(crate) async fn read_owners(client: &Client) -> Result<(Owners, Vec<Tool>), kube::Error> {
+pub(crate) async fn read_owners(client: &Client) -> Result<ReadOwners, kube::Error> {
     let owners = Owners::default();
     let mut unreadable = Vec::new();
     for tool in Tool::all() {
