@@ -113,7 +113,8 @@ pub struct Manifests {
     hpas: Vec<Hpa>,
     /// The GitOps owners read (Argo CD Applications, Flux Kustomizations and HelmReleases).
     owners: Owners,
-    reading: Reading,
+    /// The mode of a workload a GitOps tool deploys where nothing says.
+    gitops: GitOpsMode,
 }
 
 impl Manifests {
@@ -125,7 +126,7 @@ impl Manifests {
                 .reading_kube_downscaler(reading.kube_downscaler),
             hpas: Vec::new(),
             owners: Owners::default(),
-            reading,
+            gitops: reading.gitops,
         }
     }
 
@@ -140,7 +141,7 @@ impl Manifests {
     /// Each workload's schedule as the controller would read it (its own, or its
     /// Namespace's), and its GitOps owner among those read.
     fn resolved(mut self) -> Self {
-        let gitops = (&self.owners, self.reading.gitops);
+        let gitops = (&self.owners, self.gitops);
         resolve(&mut self.objects, &self.namespaces, &self.hpas, gitops);
         self
     }
