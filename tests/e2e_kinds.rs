@@ -229,6 +229,22 @@ fn replicas(object: &DynamicObject) -> Option<i64> {
 }
 
 /// A night of `seconds` starting `after` seconds from now.
+/// Waits until `name` is asleep, and asserts it remembers the `count` it had.
+async fn asleep_remembering(api: &Api<DynamicObject>, name: &str, count: i32) {
+    let asleep = eventually(&format!("{name} asleep"), LATENESS * 2, || async {
+        let object = api.get(name).await.ok()?;
+        (replicas(&object) == Some(0)).then_some(object)
+    })
+    .await;
+    assert_eq!(
+        annotations(&asleep)
+            .get("cronscaler.dev/original-replicas")
+            .map(String::as_str),
+        Some(count.to_string().as_str()),
+        "{name} remembers its count"
+    );
+}
+
 fn night(after: i64, seconds: i64) -> (DateTime<Utc>, DateTime<Utc>) {
     let down = whole_second_in(after);
     (down, down + chrono::Duration::seconds(seconds))
@@ -302,18 +318,7 @@ async fn a_rollout_and_a_crd_of_our_own_sleep_and_wake_to_their_counts_through_r
     .await;
 
     for (api, name, count) in [(&rollouts, "shop", 3), (&widgets, "gadget", 4)] {
-        let asleep = eventually(&format!("{name} asleep"), LATENESS * 2, || async {
-            let object = api.get(name).await.ok()?;
-            (replicas(&object) == Some(0)).then_some(object)
-        })
-        .await;
-        assert_eq!(
-            annotations(&asleep)
-                .get("cronscaler.dev/original-replicas")
-                .map(String::as_str),
-            Some(count.to_string().as_str()),
-            "{name} remembers its count"
-        );
+        asleep_remembering(api, name, count).await;
     }
     sleep_until(up).await;
     for (api, name, count) in [(&rollouts, "shop", 3), (&widgets, "gadget", 4)] {
@@ -853,18 +858,7 @@ async fn a_kind_not_installed_is_taken_in_when_its_crd_appears_and_a_forbidden_o
         (ready("Gizmo.later.cronscaler.dev").await == Some(1.0)).then_some(())
     })
     .await;
-    let asleep = eventually("the Gizmo asleep", LATENESS * 2, || async {
-        let object = gizmos.get("sprocket").await.ok()?;
-        (replicas(&object) == Some(0)).then_some(object)
-    })
-    .await;
-    assert_eq!(
-        annotations(&asleep)
-            .get("cronscaler.dev/original-replicas")
-            .map(String::as_str),
-        Some("3"),
-        "the Gizmo remembers its count"
-    );
+    asleep_remembering(&gizmos, "sprocket", 3).await;
     assert!(
         controller
             .log()
