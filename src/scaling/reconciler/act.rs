@@ -214,12 +214,13 @@ async fn pause_owner(
     match write_owner(ctx, write).await {
         Err(error) if error.is_forbidden() => {
             let spec = write.owner.tool.spec();
+            // The API server's answer goes to the log; the Event says what to do about it.
             let note = format!(
                 "may not pause {}: its {} stays on and may undo this sleep; grant the ClusterRole \
-                 cronscaler-gitops (rbac/optional/gitops.yaml): {error}",
+                 cronscaler-gitops (rbac/optional/gitops.yaml)",
                 write.owner, spec.repair_word
             );
-            tracing::warn!(owner = %write.owner, %note, "pause refused");
+            tracing::warn!(owner = %write.owner, %note, %error, "pause refused");
             ctx.events
                 .warning(&object.reference, "GitOpsPauseRefused", note)
                 .await;
