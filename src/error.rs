@@ -30,6 +30,14 @@ pub enum Error {
 
     #[error("Foo {foo} has no uid yet; it cannot own a Deployment")]
     FooWithoutUid { foo: ObjectKey },
+
+    #[error("{action} of Namespace {namespace}: {source}")]
+    Namespaced {
+        action: &'static str,
+        namespace: String,
+        #[source]
+        source: kube::Error,
+    },
 }
 
 impl Error {
@@ -49,10 +57,22 @@ impl Error {
 }
 
 impl Error {
+    /// A request about `namespace` as a whole: `action` says what, `listing the Services`.
+    pub fn namespaced(action: &'static str, namespace: &str) -> impl FnOnce(kube::Error) -> Self {
+        let namespace = namespace.to_string();
+        move |source| Error::Namespaced {
+            action,
+            namespace,
+            source,
+        }
+    }
+
     /// RBAC does not allow the request (403).
     pub fn is_forbidden(&self) -> bool {
         match self {
-            Error::Api { source, .. } | Error::Status { source, .. } => is_status(source, 403),
+            Error::Api { source, .. }
+            | Error::Status { source, .. }
+            | Error::Namespaced { source, .. } => is_status(source, 403),
             Error::DeploymentNotOwned { .. } | Error::FooWithoutUid { .. } => false,
         }
     }
@@ -61,7 +81,9 @@ impl Error {
     /// refused.
     pub fn is_conflict(&self) -> bool {
         match self {
-            Error::Api { source, .. } | Error::Status { source, .. } => is_status(source, 409),
+            Error::Api { source, .. }
+            | Error::Status { source, .. }
+            | Error::Namespaced { source, .. } => is_status(source, 409),
             Error::DeploymentNotOwned { .. } | Error::FooWithoutUid { .. } => false,
         }
     }
@@ -70,7 +92,9 @@ impl Error {
     /// object's, so the work waits for the server instead of backing off.
     pub fn is_server_unavailable(&self) -> bool {
         match self {
-            Error::Api { source, .. } | Error::Status { source, .. } => server_unavailable(source),
+            Error::Api { source, .. }
+            | Error::Status { source, .. }
+            | Error::Namespaced { source, .. } => server_unavailable(source),
             Error::DeploymentNotOwned { .. } | Error::FooWithoutUid { .. } => false,
         }
     }

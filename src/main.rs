@@ -143,6 +143,14 @@ async fn restore(kube: &KubeArgs, args: RestoreArgs) -> anyhow::Result<ExitCode>
         Utc::now(),
     )
     .await;
+    // A whole Namespace restored serves its own traffic again, not the wake-up backend.
+    if args.name.is_none() {
+        let (slice_lines, slices_ok) =
+            cronscaler::commands::restore::remove_wake_slices(&client, args.namespace.as_deref())
+                .await;
+        lines.extend(slice_lines);
+        all_ok &= slices_ok;
+    }
     if args.all {
         let (namespace_lines, namespaces_ok) =
             cronscaler::commands::restore::remove_namespace_overrides(

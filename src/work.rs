@@ -23,6 +23,7 @@ use crate::{
         reports::{QUIET, Settled},
         timer::Clock,
     },
+    wake::{self, slices::WakeSlices},
 };
 
 /// One unit of work in the shared queue.
@@ -32,6 +33,8 @@ pub enum WorkKey {
     Foo(ObjectKey),
     /// Scheduled scaling's work.
     Scaling(ScalingKey),
+    /// Bring a Namespace's wake-up EndpointSlices to what it should have now.
+    WakeSlices(String),
 }
 
 impl From<ScalingKey> for WorkKey {
@@ -45,6 +48,9 @@ impl fmt::Display for WorkKey {
         match self {
             WorkKey::Foo(key) => write!(f, "Foo {key}"),
             WorkKey::Scaling(key) => key.fmt(f),
+            WorkKey::WakeSlices(namespace) => {
+                write!(f, "wake-up EndpointSlices of Namespace {namespace}")
+            }
         }
     }
 }
@@ -53,6 +59,8 @@ impl fmt::Display for WorkKey {
 pub struct Reconcilers {
     pub foo: FooContext,
     pub scale: ScalingContext,
+    /// The EndpointSlice wake, with `--wake-addr` over the whole cluster.
+    pub slices: Option<WakeSlices>,
     pub clock: Clock,
     pub metrics: Metrics,
 }
@@ -80,6 +88,16 @@ impl Reconcile for Reconcilers {
                     return Handled::Later(FOO_CACHE_WAIT);
                 }
                 self.reconcile_foo(foo, now).await
+            }
+            WorkKey::WakeSlices(namespace) => {
+                let Some(slices) = &self.slices else {
+                    return Handled::Done;
+                };
+                return match wake::slices::reconcile(slices, namespace, now).await {
+                    Ok(Some(again)) => Handled::Later(again),
+                    Ok(None) => Handled::Done,
+                    Err(error) => Handled::Failed(error),
+                };
             }
             WorkKey::Scaling(ScalingKey::NamespaceReport(namespace, transition)) => {
                 // A report is put back until its workloads settle, never retried as a failure.
@@ -228,6 +246,7 @@ mod tests {
                 events: events.clone(),
             },
             scale: ScalingContext::new(client, events, Tz::UTC, false, Metrics::new().0),
+            slices: None,
             clock: system_clock(),
             metrics: Metrics::new().0,
         };

@@ -6,16 +6,25 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
+use std::{
+    collections::BTreeMap,
+    net::SocketAddr,
+    time::{Duration, Instant},
+};
 
-use k8s_openapi::api::apps::v1::StatefulSet;
-use kube::{Api, api::PostParams};
+use k8s_openapi::api::{apps::v1::StatefulSet, core::v1::Service, discovery::v1::EndpointSlice};
+use kube::{
+    Api, ResourceExt as _,
+    api::{ListParams, PostParams},
+};
 use serde_json::{Value, json};
 use support::{
-    Scenario, envtest, eventually, replicas_and_annotations,
+    Scenario,
+    envtest::{self, SA_NAMESPACE},
+    eventually, replicas_and_annotations,
     wake::{
-        AWAKE_UNTIL, LAST_WARM_UP, PROMPTLY, namespace_annotations, request, start_backend,
-        web_asleep,
+        AWAKE_UNTIL, LAST_WARM_UP, PROMPTLY, namespace_annotations, opt_in, request, request_from,
+        start_backend, start_backend_at, web_asleep,
     },
 };
 
@@ -387,5 +396,206 @@ async fn the_hosts_of_a_namespace_s_ingresses_and_http_routes_are_its_own() {
         (web == 2).then_some(())
     })
     .await;
+    scenario.finish().await;
+}
+
+/// Plays kube-controller-manager for the backend's own Service (no Pod runs here): its slice
+/// names the backend's address and port.
+async fn backend_service(scenario: &Scenario, addr: SocketAddr) {
+    for object in [
+        json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": { "name": "cronscaler-wake", "namespace": SA_NAMESPACE },
+            "spec": { "ports": [{ "name": "http", "port": 80, "targetPort": addr.port() }] },
+        }),
+        json!({
+            "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {
+                "name": "cronscaler-wake-x7k2p", "namespace": SA_NAMESPACE,
+                "labels": { "kubernetes.io/service-name": "cronscaler-wake" },
+            },
+            "addressType": "IPv4",
+            "endpoints": [{ "addresses": [addr.ip().to_string()], "conditions": { "ready": true } }],
+            "ports": [{ "name": "http", "port": addr.port(), "protocol": "TCP" }],
+        }),
+    ] {
+        envtest::apply(&scenario.client, object)
+            .await
+            .expect("the backend's Service and its slice");
+    }
+}
+
+async fn create_service(scenario: &Scenario, namespace: &str, name: &str, ports: Value) {
+    envtest::apply(
+        &scenario.client,
+        json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": { "name": name, "namespace": namespace },
+            "spec": { "selector": { "app": name }, "ports": ports },
+        }),
+    )
+    .await
+    .expect("a Service");
+}
+
+/// The slices of ours in `namespace`, by name.
+async fn wake_slices(scenario: &Scenario, namespace: &str) -> BTreeMap<String, EndpointSlice> {
+    let slices: Api<EndpointSlice> = Api::namespaced(scenario.client.clone(), namespace);
+    let ours =
+        ListParams::default().labels("endpointslice.kubernetes.io/managed-by=cronscaler.dev");
+    slices
+        .list(&ours)
+        .await
+        .map(|list| list.items)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|slice| (slice.name_any(), slice))
+        .collect()
+}
+
+#[tokio::test]
+async fn asleep_each_service_reaches_the_backend_through_an_endpoint_slice_until_ready_again() {
+    let Some(ip) = support::wake::machine_address() else {
+        support::say(
+            "skipped: this machine has no address but loopback, which no EndpointSlice may name",
+        );
+        return;
+    };
+    let Some(scenario) = Scenario::own("wake-slices", envtest::Options::default()).await else {
+        return;
+    };
+    let namespace = scenario.namespace.clone();
+    let backend = SocketAddr::new(ip, envtest::free_port());
+    backend_service(&scenario, backend).await;
+    let listen = SocketAddr::new([0, 0, 0, 0].into(), backend.port());
+    let wake_service = format!("{SA_NAMESPACE}/cronscaler-wake");
+    let mut controller = start_backend_at(
+        &scenario,
+        "cronscaler",
+        listen,
+        PROXY,
+        &["--wake-service", &wake_service],
+    )
+    .await;
+    let ports = json!([
+        { "name": "http", "port": 80, "targetPort": 8080 },
+        { "name": "metrics", "port": 9090, "protocol": "TCP" },
+    ]);
+    create_service(&scenario, &namespace, "web", ports).await;
+    let deployments = web_asleep(&scenario, json!({})).await;
+
+    let slice = eventually("web's wake-up slice", PROMPTLY, || async {
+        wake_slices(&scenario, &namespace)
+            .await
+            .remove("web-cronscaler-wake")
+    })
+    .await;
+    let addresses: Vec<&str> = (slice.endpoints.iter())
+        .flat_map(|endpoint| endpoint.addresses.iter().map(String::as_str))
+        .collect();
+    assert_eq!(addresses, [ip.to_string()], "the backend's ready address");
+    let ports: Vec<(Option<&str>, Option<i32>)> = (slice.ports.iter().flatten())
+        .map(|port| (port.name.as_deref(), port.port))
+        .collect();
+    let port = Some(i32::from(backend.port()));
+    assert_eq!(
+        ports,
+        [(Some("http"), port), (Some("metrics"), port)],
+        "the Service's port names, the backend's port"
+    );
+    let labels = slice.labels();
+    assert_eq!(
+        labels.get("kubernetes.io/service-name").map(String::as_str),
+        Some("web")
+    );
+    let services: Api<Service> = Api::namespaced(scenario.client.clone(), &namespace);
+    let web = services.get("web").await.expect("the Service");
+    assert_eq!(
+        slice.owner_references().first().map(|owner| &owner.uid),
+        web.metadata.uid.as_ref(),
+        "owned by its Service"
+    );
+
+    create_service(&scenario, &namespace, "api", json!([{ "port": 8000 }])).await;
+    eventually(
+        "a slice for the Service added while asleep",
+        PROMPTLY,
+        || async {
+            wake_slices(&scenario, &namespace)
+                .await
+                .contains_key("api-cronscaler-wake")
+                .then_some(())
+        },
+    )
+    .await;
+
+    // A call inside the cluster, sent where the slice says, wakes the Namespace.
+    let routed = SocketAddr::new(addresses[0].parse().expect("an address"), backend.port());
+    let host = format!("web.{namespace}.svc.cluster.local");
+    let answer = request_from(ip, routed, "/", &[("Host", host.as_str())]).await;
+    assert_eq!(answer.status, 503, "{}", answer.body);
+    assert!(
+        answer.body.contains(&format!("Waking up {namespace}")),
+        "{}",
+        answer.body
+    );
+    eventually("web woken", PROMPTLY, || async {
+        let (web, _) = replicas_and_annotations(&deployments, "web").await?;
+        (web == 2).then_some(())
+    })
+    .await;
+    assert_eq!(
+        wake_slices(&scenario, &namespace).await.len(),
+        2,
+        "woken, not ready: requests still get the page"
+    );
+    eventually(
+        "the slices gone once ready",
+        Duration::from_secs(90),
+        || async {
+            support::mark_pods_ready(&scenario.client, &namespace).await;
+            wake_slices(&scenario, &namespace)
+                .await
+                .is_empty()
+                .then_some(())
+        },
+    )
+    .await;
+
+    // Opting out takes them away; `restore` too.
+    let other = format!("{namespace}-b");
+    support::create_namespace(&scenario.client, &other).await;
+    create_service(&scenario, &other, "web", json!([{ "port": 80 }])).await;
+    opt_in(&scenario, &other, json!({})).await;
+    let placed = || async { (!wake_slices(&scenario, &other).await.is_empty()).then_some(()) };
+    eventually("a slice in the other Namespace", PROMPTLY, placed).await;
+    support::annotate_namespace(
+        &scenario.client,
+        &other,
+        json!({ "cronscaler.dev/wake-on-request": null }),
+    )
+    .await;
+    eventually("no slice once opted out", PROMPTLY, || async {
+        wake_slices(&scenario, &other)
+            .await
+            .is_empty()
+            .then_some(())
+    })
+    .await;
+    opt_in(&scenario, &other, json!({})).await;
+    eventually("a slice again", PROMPTLY, placed).await;
+    controller
+        .assert_stops_cleanly(Duration::from_secs(10))
+        .await;
+    let restored = scenario.run(&["restore", "-n", &other]);
+    let said = String::from_utf8_lossy(&restored.stdout);
+    assert!(restored.status.success(), "{said}");
+    assert!(
+        said.contains(&format!(
+            "cleaned up EndpointSlice {other}/web-cronscaler-wake"
+        )),
+        "{said}"
+    );
+    assert!(wake_slices(&scenario, &other).await.is_empty());
     scenario.finish().await;
 }

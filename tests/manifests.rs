@@ -149,6 +149,13 @@ fn the_cluster_role_grants_exactly_what_the_controller_uses() {
     ] {
         cluster_wide.insert(grant(group, resource, &["list", "watch"]));
     }
+    // The EndpointSlice wake: slices of ours written, Services read.
+    cluster_wide.insert(grant(
+        "discovery.k8s.io",
+        "endpointslices",
+        &["list", "watch", "create", "patch", "delete"],
+    ));
+    cluster_wide.insert(grant("", "services", &["list", "watch"]));
     assert_eq!(
         grants(find(&objects, "ClusterRole", "cronscaler")),
         cluster_wide

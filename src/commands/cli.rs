@@ -309,6 +309,44 @@ pub struct RunArgs {
     /// --kube-qps (default: a fifth of it), so requests reaching it never delay the controller.
     #[arg(long, env = "CRONSCALER_WAKE_KUBE_QPS", value_parser = positive_f64)]
     pub wake_kube_qps: Option<f64>,
+
+    /// The wake-up backend's own Service, `[NAMESPACE/]NAME` (the namespace: the controller's):
+    /// while an opted-in Namespace sleeps, each of its Services gets an EndpointSlice of this
+    /// Service's ready addresses, so any proxy, and calls inside the cluster, reach the backend.
+    #[arg(long, env = "CRONSCALER_WAKE_SERVICE", default_value = "cronscaler-wake", value_parser = parse_wake_service)]
+    pub wake_service: WakeService,
+}
+
+/// `--wake-service`: the backend's Service, in the controller's namespace unless it says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WakeService {
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+fn parse_wake_service(text: &str) -> Result<WakeService, String> {
+    let (namespace, name) = match text.split_once('/') {
+        Some((namespace, name)) => (Some(namespace.to_string()), name),
+        None => (None, text),
+    };
+    let label = |part: &str| {
+        !part.is_empty()
+            && part.len() <= 63
+            && part
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+            && !part.starts_with('-')
+            && !part.ends_with('-')
+    };
+    if !label(name) || !namespace.as_deref().is_none_or(label) {
+        return Err(format!(
+            "{text:?} is no Service: give NAME or NAMESPACE/NAME, each a DNS label (`cronscaler/cronscaler-wake`)"
+        ));
+    }
+    Ok(WakeService {
+        namespace,
+        name: name.to_string(),
+    })
 }
 
 impl RunArgs {
@@ -572,7 +610,8 @@ mod tests {
     }
 
     #[test]
-    fn the_wake_up_backend_trusts_the_proxies_it_is_told_and_has_a_budget_of_its_own() {
+    fn the_wake_up_backend_trusts_the_proxies_it_is_told_and_has_a_budget_and_a_service_of_its_own()
+    {
         let run = run_args(&[]).unwrap();
         assert!(run.wake_trusted_proxies.is_empty());
         assert_eq!(run.wake_kube_qps(), 10.0, "a fifth of --kube-qps");
@@ -585,6 +624,24 @@ mod tests {
         .unwrap();
         assert_eq!(run.wake_trusted_proxies.len(), 3);
         assert_eq!(run.wake_kube_qps(), 3.0);
+        assert_eq!(
+            run.wake_service,
+            WakeService {
+                namespace: None,
+                name: "cronscaler-wake".into()
+            }
+        );
+        let elsewhere = run_args(&["--wake-service", "edge/wake"]).unwrap();
+        assert_eq!(elsewhere.wake_service.namespace.as_deref(), Some("edge"));
+        for wrong in ["Edge/wake", "a/b/c", "wake/", "wake-"] {
+            let error = run_args(&["--wake-service", wrong])
+                .unwrap_err()
+                .to_string();
+            assert!(
+                error.contains("--wake-service") && error.contains(wrong),
+                "{error}"
+            );
+        }
         let error = run_args(&["--wake-trusted-proxies", "10.0.0.0/33"])
             .unwrap_err()
             .to_string();

@@ -9,12 +9,12 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use k8s_openapi::{
-    api::{coordination::v1::Lease, core::v1::Namespace},
+    api::{coordination::v1::Lease, core::v1::Namespace, discovery::v1::EndpointSlice},
     jiff::Timestamp,
 };
 use kube::{
-    Api, Client,
-    api::{ListParams, Patch, PatchParams},
+    Api, Client, ResourceExt as _,
+    api::{DeleteParams, ListParams, Patch, PatchParams},
 };
 use serde_json::{Value, json};
 
@@ -37,6 +37,7 @@ use crate::{
         target::{ScaleTarget, TargetKind, TargetState},
     },
     schedule::{self, InvalidAnnotation, ScaleChange},
+    wake::slices::{MANAGED_BY, MANAGER},
 };
 
 /// The namespace manifests/ install the controller in: where `restore` looks for its Lease when
@@ -370,6 +371,47 @@ async fn read_owner(client: &Client, owner: &Owner) -> Result<Option<OwnerState>
         .items
         .first()
         .map(|object| OwnerState::of(owner.tool, &object.metadata, &object.spec)))
+}
+
+/// Deletes the wake-up EndpointSlices of ours (every Namespace's, or `namespace`'s): restored,
+/// a Namespace's Services send their traffic to its own Pods alone. One line per slice deleted
+/// or failed, and whether all succeeded; slices that may not be listed are said and passed over.
+pub async fn remove_wake_slices(client: &Client, namespace: Option<&str>) -> (Vec<String>, bool) {
+    let api: Api<EndpointSlice> = match namespace {
+        Some(namespace) => Api::namespaced(client.clone(), namespace),
+        None => Api::all(client.clone()),
+    };
+    let ours = ListParams::default().labels(&format!("{MANAGED_BY}={MANAGER}"));
+    let listed = match api.list(&ours).await {
+        Ok(listed) => listed.items,
+        Err(error) => {
+            return (
+                vec![format!(
+                    "skipped wake-up EndpointSlices: {error}; those of ours, if any, stay"
+                )],
+                true,
+            );
+        }
+    };
+    let mut lines = Vec::new();
+    let mut all_ok = true;
+    for slice in listed {
+        let (Some(namespace), name) = (slice.namespace(), slice.name_any()) else {
+            continue;
+        };
+        let api: Api<EndpointSlice> = Api::namespaced(client.clone(), &namespace);
+        match api.delete(&name, &DeleteParams::default()).await {
+            Ok(_) => lines.push(format!(
+                "cleaned up EndpointSlice {namespace}/{name}: its Service no longer reaches the wake-up backend"
+            )),
+            Err(error) if is_status(&error, 404) => {}
+            Err(error) => {
+                all_ok = false;
+                lines.push(format!("failed EndpointSlice {namespace}/{name}: {error}"));
+            }
+        }
+    }
+    (lines, all_ok)
 }
 
 /// Takes the overrides on demand off the Namespaces (every one, or `namespace`): restored,

@@ -34,6 +34,7 @@ use tokio::{
 mod gitops_feeds;
 mod policy_feeds;
 mod route_feeds;
+mod slice_feeds;
 mod trackers;
 
 use policy_feeds::{FirstListings, Relist};
@@ -80,7 +81,7 @@ use crate::{
         writers,
     },
     schedule::{OVERRIDE_KEYS, overrides},
-    wake::{self, backend::Backend, route::TrustedProxies},
+    wake::{self, backend::Backend, route::TrustedProxies, slices::WakeSlices},
     work::{Reconcilers, WorkKey},
 };
 
@@ -291,6 +292,24 @@ pub async fn run(
         clock: clock.clone(),
         queue: queue.clone(),
     };
+    // The EndpointSlice wake: with the backend, over the whole cluster.
+    let ((ours, ours_writer), (backend, backend_writer)) = (reflector::store(), reflector::store());
+    let wake_slices = match (namespace, args.wake_addr) {
+        (None, Some(addr)) => Some(WakeSlices {
+            client: client.clone(),
+            namespaces: namespaces.clone(),
+            ours,
+            backend,
+            backend_service: ObjectKey::new(
+                (args.wake_service.namespace.as_deref()).unwrap_or(client.default_namespace()),
+                args.wake_service.name.clone(),
+            ),
+            port: addr.port(),
+            default_timezone: args.default_timezone.zone,
+            dry_run: args.dry_run,
+        }),
+        _ => None,
+    };
     let (policy_store, policy_cache) = reflector::store();
     let (sleep_schedule_store, sleep_schedule_cache) = reflector::store();
     let namespace_feeds = namespace.is_none().then(|| {
@@ -300,7 +319,7 @@ pub async fn run(
                 relist.clone(),
                 &outage,
                 first_listings.clone(),
-                queue.clone(),
+                (queue.clone(), wake_slices.is_some()),
             ),
             policy_feeds::sleep_policy_feed(
                 &client,
@@ -424,6 +443,22 @@ pub async fn run(
             ))
         }));
     }
+    if let Some(slices) = &wake_slices {
+        feeds.extend([
+            tokio::spawn(while_alive(
+                health.alive("watch of wake-up EndpointSlices"),
+                slice_feeds::ours_feed(&client, ours_writer, &queue, &outage),
+            )),
+            tokio::spawn(while_alive(
+                health.alive("watch of the wake-up backend's EndpointSlices"),
+                slice_feeds::backend_feed(slices, backend_writer, &queue, &outage),
+            )),
+            tokio::spawn(while_alive(
+                health.alive("watch of Services"),
+                slice_feeds::service_feed(slices, &queue, &outage),
+            )),
+        ]);
+    }
     // Kinds `--kinds` named whose CRD is not served yet, each taken in once it is: its tracker
     // joins the others, and its watch starts, after the kinds listed at start.
     feeds.extend(later.into_iter().map(|(name, group)| {
@@ -481,6 +516,7 @@ pub async fn run(
         let namespaces = namespaces.clone();
         let first_listings = first_listings.clone();
         let trackers = tracked.clone();
+        let wake_slices = wake_slices.clone();
         move || {
             let now = clock();
             for (_, tracker) in trackers.all() {
@@ -498,6 +534,9 @@ pub async fn run(
             }
             if first_listings.open() {
                 policy_feeds::queue_statuses(&queue, &namespaces);
+            }
+            if let Some(slices) = &wake_slices {
+                slice_feeds::look_at_all(slices, &queue);
             }
         }
     };
@@ -583,6 +622,7 @@ pub async fn run(
             owned_deployments: owned_store.clone(),
             events: events.clone(),
         },
+        slices: wake_slices,
         scale: ScalingContext::new(
             client,
             events,
@@ -750,7 +790,7 @@ fn namespace_feed(
     relist: Relist,
     outage: &Outage,
     first: Arc<FirstListings>,
-    queue: WorkQueue<WorkKey>,
+    (queue, wake_slices): (WorkQueue<WorkKey>, bool),
 ) -> impl Future<Output = ()> + use<> {
     let watch = watcher(
         Api::<PartialObjectMeta<Namespace>>::all(relist.client.clone()),
@@ -775,6 +815,9 @@ fn namespace_feed(
                 if changed {
                     for contesting in wake_hosts::to_look_at(&namespaces, &name) {
                         queue.add(ScalingKey::WakeHosts(contesting).into());
+                    }
+                    if wake_slices {
+                        queue.add(WorkKey::WakeSlices(name.clone()));
                     }
                 }
                 changed.then_some(name).into_iter().collect()

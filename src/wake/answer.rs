@@ -40,7 +40,7 @@ impl Decision {
 
 /// Whether the Namespace is asleep now, by its schedule or by `asleep-until`. An `awake-until`
 /// in force means it is woken already, whatever its readiness.
-fn asleep(
+pub fn asleep(
     annotations: &BTreeMap<String, String>,
     default_timezone: Tz,
     now: DateTime<Utc>,
@@ -57,6 +57,19 @@ fn asleep(
     schedule
         .governing_transition(now)
         .is_some_and(|transition| transition.direction == Direction::Down)
+}
+
+/// When [`asleep`] may next change its answer: the Namespace's next transition, or the end of
+/// its override in force.
+pub fn next_change(
+    annotations: &BTreeMap<String, String>,
+    default_timezone: Tz,
+    now: DateTime<Utc>,
+) -> Option<DateTime<Utc>> {
+    match schedule::parse(annotations, default_timezone) {
+        Annotations::Scheduled(schedule, _) => schedule.next_look(now),
+        _ => None,
+    }
 }
 
 /// What the backend is told by `run`'s flags.

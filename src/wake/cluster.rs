@@ -16,17 +16,17 @@ use json_patch::Patch as JsonPatch;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::{
     Api, Client,
-    api::{DynamicObject, ListParams, Patch, PatchParams},
+    api::{Patch, PatchParams},
 };
 use serde_json::json;
 use tokio::time::Instant;
 
-use super::readiness::{NotKnown, Read, readiness};
+use super::readiness::{NotKnown, READ_KINDS, Read, readiness, workloads};
 use crate::{
     duration::spoken,
     ops::metrics::{Metrics, ReadResult},
     runtime::{CONTROLLER_NAME, api_errors::is_status, budget::TokenBucket},
-    scaling::{namespaces::NamespaceSchedules, objects, target::TargetKind},
+    scaling::namespaces::NamespaceSchedules,
     schedule::LAST_WARM_UP,
 };
 
@@ -36,8 +36,6 @@ pub const READ_EVERY: Duration = Duration::from_secs(1);
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
 /// The longest a read waits for room in the budget; beyond it, it is not made.
 const BUDGET_WAIT: Duration = Duration::from_millis(500);
-/// What a visitor waits for: what serves requests.
-const READ_KINDS: [TargetKind; 2] = [TargetKind::Deployment, TargetKind::StatefulSet];
 /// A read lists each of [`READ_KINDS`].
 const LISTS_PER_READ: u32 = READ_KINDS.len() as u32;
 /// A Namespace whose readiness nobody asked for in this long is forgotten.
@@ -114,7 +112,8 @@ impl Cluster {
             return Err(NotKnown::BudgetSpent);
         };
         tokio::time::sleep(wait).await;
-        let listed = tokio::time::timeout(REQUEST_TIMEOUT, self.workloads(namespace)).await;
+        let listed =
+            tokio::time::timeout(REQUEST_TIMEOUT, workloads(&self.client, namespace)).await;
         let read = match listed {
             Ok(Ok(objects)) => Ok(readiness(namespace, &objects, &self.schedules)),
             Ok(Err(error)) => {
@@ -128,23 +127,6 @@ impl Cluster {
             Err(_) => ReadResult::Failed,
         });
         read
-    }
-
-    /// The Namespace's workloads of [`READ_KINDS`], whole (readiness is in their status), as
-    /// the API server's watch cache has them.
-    async fn workloads(
-        &self,
-        namespace: &str,
-    ) -> Result<Vec<(TargetKind, DynamicObject)>, kube::Error> {
-        let from_cache = ListParams::default().match_any();
-        let mut objects = Vec::new();
-        for kind in READ_KINDS {
-            let listed = objects::api::<DynamicObject>(&self.client, kind, Some(namespace))
-                .list(&from_cache)
-                .await?;
-            objects.extend(listed.items.into_iter().map(|object| (kind, object)));
-        }
-        Ok(objects)
     }
 
     /// The Namespace's place in the cache, forgetting, at most once a minute, the Namespaces

@@ -9,4 +9,5 @@ pub mod page;
 pub mod readiness;
 pub mod route;
 pub mod server;
+pub mod slices;
 pub mod warm_up;

@@ -2,12 +2,16 @@
 //! row says how) has as many available replicas as it has awake. CronJobs do not count: nobody
 //! waits for them.
 
-use kube::api::DynamicObject;
+use kube::{
+    Client,
+    api::{DynamicObject, ListParams},
+};
 use serde::Serialize;
 
 use crate::{
     scaling::{
         namespaces::NamespaceSchedules,
+        objects,
         target::{TargetKind, TargetState},
     },
     schedule::{self, ORIGINAL_REPLICAS, UP_REPLICAS},
@@ -39,6 +43,26 @@ pub enum NotKnown {
     TimedOut,
     #[error("readiness not known yet: the API server refused the read")]
     Refused,
+}
+
+/// What a visitor waits for: what serves requests.
+pub const READ_KINDS: [TargetKind; 2] = [TargetKind::Deployment, TargetKind::StatefulSet];
+
+/// The Namespace's workloads of [`READ_KINDS`], whole (readiness is in their status), as the
+/// API server's watch cache has them.
+pub async fn workloads(
+    client: &Client,
+    namespace: &str,
+) -> Result<Vec<(TargetKind, DynamicObject)>, kube::Error> {
+    let from_cache = ListParams::default().match_any();
+    let mut listed = Vec::new();
+    for kind in READ_KINDS {
+        let objects = objects::api::<DynamicObject>(client, kind, Some(namespace))
+            .list(&from_cache)
+            .await?;
+        listed.extend(objects.items.into_iter().map(|object| (kind, object)));
+    }
+    Ok(listed)
 }
 
 /// Whether `read` says every workload is ready.

@@ -119,6 +119,18 @@ pub async fn start_backend(
     more: &[&str],
 ) -> (Controller, SocketAddr) {
     let addr: SocketAddr = ([127, 0, 0, 1], envtest::free_port()).into();
+    let controller = start_backend_at(scenario, name, addr, trusted, more).await;
+    (controller, addr)
+}
+
+/// As [`start_backend`], the backend listening on `addr`.
+pub async fn start_backend_at(
+    scenario: &Scenario,
+    name: &str,
+    addr: SocketAddr,
+    trusted: &str,
+    more: &[&str],
+) -> Controller {
     let wake_addr = addr.to_string();
     let mut flags = vec![
         "--grace-period",
@@ -131,7 +143,24 @@ pub async fn start_backend(
     flags.extend_from_slice(more);
     let mut controller = scenario.start_cluster_wide_controller(name, &flags);
     controller.wait_ready().await;
-    (controller, addr)
+    controller
+}
+
+/// This machine's address on its network, which an EndpointSlice may name (the API server
+/// refuses loopback addresses): the source a datagram socket would use, no packet sent.
+pub fn machine_address() -> Option<IpAddr> {
+    ["192.0.2.1:9", "10.255.255.255:9", "8.8.8.8:9"]
+        .into_iter()
+        .find_map(|outside| {
+            let socket = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+            socket.connect(outside).ok()?;
+            let ip = socket.local_addr().ok()?.ip();
+            let usable = match ip {
+                IpAddr::V4(v4) => !v4.is_loopback() && !v4.is_unspecified() && !v4.is_link_local(),
+                IpAddr::V6(_) => false,
+            };
+            usable.then_some(ip)
+        })
 }
 
 /// A Deployment `web` of 2 in the scenario's Namespace, opted in with `more` annotations, and

@@ -1,0 +1,119 @@
+//! The watches the EndpointSlice wake follows: the slices of ours (a person or a tool that
+//! deletes one has it back while the Namespace sleeps), the slices of the backend's own Service
+//! (its Pods come and go: every slice of ours follows), and Services' metadata (a Service added
+//! to a sleeping Namespace gets a slice). Each only queues the Namespaces concerned; the
+//! reconcile reads what it needs.
+
+use std::future::Future;
+
+use k8s_openapi::api::{core::v1::Service, discovery::v1::EndpointSlice};
+use kube::{
+    Api, Client, ResourceExt as _,
+    core::PartialObjectMeta,
+    runtime::{WatchStreamExt, reflector::store::Writer, watcher},
+};
+
+use crate::{
+    runtime::{
+        outage::Outage,
+        watch::{WatchBackoff, drive, touched},
+        workqueue::WorkQueue,
+    },
+    wake::slices::{MANAGED_BY, MANAGER, SERVICE_NAME, WakeSlices},
+    work::WorkKey,
+};
+
+/// Every slice of ours, into `ctx.ours`: a change looks at its Namespace again.
+pub fn ours_feed(
+    client: &Client,
+    writer: Writer<EndpointSlice>,
+    queue: &WorkQueue<WorkKey>,
+    outage: &Outage,
+) -> impl Future<Output = ()> + use<> {
+    let watch = watcher(
+        Api::<EndpointSlice>::all(client.clone()),
+        watcher::Config::default().labels(&format!("{MANAGED_BY}={MANAGER}")),
+    )
+    .backoff(WatchBackoff::default())
+    .reflect(writer);
+    let queue = queue.clone();
+    drive(
+        watch,
+        "wake-up EndpointSlices",
+        outage.clone(),
+        move |event| {
+            if let Some(namespace) = touched(event).and_then(|slice| slice.namespace()) {
+                queue.add(WorkKey::WakeSlices(namespace));
+            }
+        },
+    )
+}
+
+/// The slices of the backend's own Service, into `ctx.backend`: when they change, every
+/// Namespace with slices of ours, or that may want them, is looked at again.
+pub fn backend_feed(
+    ctx: &WakeSlices,
+    writer: Writer<EndpointSlice>,
+    queue: &WorkQueue<WorkKey>,
+    outage: &Outage,
+) -> impl Future<Output = ()> + use<> {
+    let service = &ctx.backend_service;
+    let watch = watcher(
+        Api::<EndpointSlice>::namespaced(ctx.client.clone(), &service.namespace),
+        watcher::Config::default().labels(&format!("{SERVICE_NAME}={}", service.name)),
+    )
+    .backoff(WatchBackoff::default())
+    .reflect(writer);
+    let (ctx, queue) = (ctx.clone(), queue.clone());
+    drive(
+        watch,
+        "the wake-up backend's EndpointSlices",
+        outage.clone(),
+        move |event| {
+            if matches!(
+                event,
+                watcher::Event::Apply(_) | watcher::Event::Delete(_) | watcher::Event::InitDone
+            ) {
+                look_at_all(&ctx, &queue);
+            }
+        },
+    )
+}
+
+/// Every Service's metadata, kept nowhere: a Service added, changed or deleted in a Namespace
+/// that opted in, or has slices of ours, has it looked at again.
+pub fn service_feed(
+    ctx: &WakeSlices,
+    queue: &WorkQueue<WorkKey>,
+    outage: &Outage,
+) -> impl Future<Output = ()> + use<> {
+    let watch = watcher(
+        Api::<PartialObjectMeta<Service>>::all(ctx.client.clone()),
+        watcher::Config::default(),
+    )
+    .backoff(WatchBackoff::default());
+    let (ctx, queue) = (ctx.clone(), queue.clone());
+    drive(watch, "Services", outage.clone(), move |event| {
+        // A list at start (or after a long outage) is covered by looking at every Namespace.
+        let (watcher::Event::Apply(service) | watcher::Event::Delete(service)) = event else {
+            return;
+        };
+        let Some(namespace) = service.namespace() else {
+            return;
+        };
+        if ctx.opted_in(&namespace) || ctx.placed_in().contains(&namespace) {
+            queue.add(WorkKey::WakeSlices(namespace));
+        }
+    })
+}
+
+/// Queues every Namespace that opted in, or has slices of ours.
+pub fn look_at_all(ctx: &WakeSlices, queue: &WorkQueue<WorkKey>) {
+    let mut namespaces = ctx.placed_in();
+    namespaces.extend(
+        (ctx.namespaces.scheduled().into_iter()).filter(|namespace| ctx.opted_in(namespace)),
+    );
+    for namespace in namespaces {
+        queue.add(WorkKey::WakeSlices(namespace));
+    }
+}
