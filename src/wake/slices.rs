@@ -22,7 +22,7 @@ use k8s_openapi::{
     apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference},
 };
 
-pub use reconcile::{WakeSlices, reconcile};
+pub use reconcile::{READ_EVERY, WakeSlices, reconcile};
 
 /// The label that says who manages an EndpointSlice; kube-controller-manager leaves alone every
 /// slice it does not manage.
@@ -149,15 +149,26 @@ impl Stage {
         }
     }
 
-    /// Whether slices are wanted, given whether the workloads are ready (read only while
+    /// What to do with the slices, given whether the workloads are ready (read only while
     /// waking; not known counts as not ready, so the page keeps answering).
-    pub fn wants_slices(self, ready: bool) -> bool {
+    pub fn slices(self, ready: bool) -> Slices {
         match self {
-            Stage::Asleep => true,
-            Stage::Waking => !ready,
-            Stage::Awake => false,
+            Stage::Asleep => Slices::Place,
+            Stage::Waking if !ready => Slices::Keep,
+            Stage::Waking | Stage::Awake => Slices::Remove,
         }
     }
+}
+
+/// What a Namespace's slices come to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Slices {
+    /// One per Service, as it is now.
+    Place,
+    /// Those placed, as they are: nothing is read or written until the next look.
+    Keep,
+    /// None.
+    Remove,
 }
 
 /// The writes that bring a Namespace's slices to what it should have.

@@ -14,7 +14,7 @@ use kube::{
     runtime::reflector::Store,
 };
 
-use super::{Backend, ServicePorts, SlicesPlan, Stage, plan};
+use super::{Backend, ServicePorts, Slices, SlicesPlan, Stage, plan};
 use crate::{
     error::Error,
     runtime::{CONTROLLER_NAME, api_errors::is_status, key::ObjectKey},
@@ -84,14 +84,23 @@ pub async fn reconcile(
         !placed.is_empty(),
     );
     let ready = stage == Stage::Waking && ready(ctx, namespace).await;
-    let wanted = stage.wants_slices(ready);
-    let services = if wanted {
-        services(ctx, namespace).await?
-    } else {
-        Vec::new()
+    let slices = stage.slices(ready);
+    let services = match slices {
+        Slices::Place => services(ctx, namespace).await?,
+        Slices::Keep | Slices::Remove => Vec::new(),
     };
     let backend = Backend::of(ctx.backend.state().iter().map(AsRef::as_ref));
-    let plan = plan(namespace, wanted, &services, &backend, ctx.port, &placed);
+    let plan = match slices {
+        Slices::Keep => SlicesPlan::default(),
+        Slices::Place | Slices::Remove => plan(
+            namespace,
+            slices == Slices::Place,
+            &services,
+            &backend,
+            ctx.port,
+            &placed,
+        ),
+    };
     act(ctx, namespace, &plan).await?;
     Ok(match stage {
         Stage::Waking if !ready => Some(READ_EVERY),
