@@ -2,6 +2,7 @@
 //! sharing one rate-limited workqueue.
 //!
 //! - [`schedule`]: the pure schedule rules (annotations, cron with DST, `decide`).
+//! - [`activity`]: a Namespace's requests as Prometheus counts them, for sleep when idle.
 //! - [`scaling`]: the scheduled-scaling controller (tracker, timer, reconciler).
 //! - [`wake`]: the wake-up backend, which wakes a sleeping Namespace on the first request a
 //!   proxy sends it.
@@ -14,6 +15,7 @@
 //! - [`commands`]: the command line (`run`, `plan`, `status`, `restore`).
 //! - [`duration`]: durations as people write them (`30s`, `1h5m`), for every text that shows one.
 
+pub mod activity;
 pub mod commands;
 pub mod duration;
 pub mod error;

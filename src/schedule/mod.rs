@@ -17,6 +17,7 @@ mod firings;
 mod gitops;
 mod grace;
 mod holidays;
+mod idle;
 mod inheritance;
 mod invalid;
 pub mod kube_downscaler;
@@ -43,6 +44,7 @@ pub use firings::{Firings, Tally, tally};
 pub use gitops::{GITOPS, GitOpsMode, gitops_mode};
 pub use grace::held_back_until;
 pub use holidays::Holidays;
+pub use idle::{COUNT_EVERY, IDLE_AFTER, IDLE_SINCE, Idle, IdleLook, parse_idle_after};
 pub use inheritance::inherit;
 pub use invalid::InvalidAnnotation;
 pub use on_demand::{
