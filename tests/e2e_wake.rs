@@ -532,7 +532,8 @@ async fn asleep_each_service_reaches_the_backend_through_an_endpoint_slice_until
     // A call inside the cluster, sent where the slice says, wakes the Namespace.
     let routed = SocketAddr::new(addresses[0].parse().expect("an address"), backend.port());
     let host = format!("web.{namespace}.svc.cluster.local");
-    let answer = request_from(ip, routed, "/", &[("Host", host.as_str())]).await;
+    let browser = [("Host", host.as_str()), ("Accept", "text/html")];
+    let answer = request_from(ip, routed, "/", &browser).await;
     assert_eq!(answer.status, 503, "{}", answer.body);
     assert!(
         answer.body.contains(&format!("Waking up {namespace}")),
@@ -587,9 +588,13 @@ async fn asleep_each_service_reaches_the_backend_through_an_endpoint_slice_until
     controller
         .assert_stops_cleanly(Duration::from_secs(10))
         .await;
-    let restored = scenario.run(&["restore", "-n", &other]);
+    let restored = scenario.run(&["restore", "-n", &other, "--all"]);
     let said = String::from_utf8_lossy(&restored.stdout);
-    assert!(restored.status.success(), "{said}");
+    assert!(
+        restored.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&restored.stderr)
+    );
     assert!(
         said.contains(&format!(
             "cleaned up EndpointSlice {other}/web-cronscaler-wake"
