@@ -796,13 +796,7 @@ async fn restore_gives_a_paused_application_back_what_it_had() {
         .assert_stops_cleanly(Duration::from_secs(10))
         .await;
 
-    let restored = scenario.run(&["restore", "--all"]);
-    let said = String::from_utf8_lossy(&restored.stdout);
-    assert!(
-        restored.status.success(),
-        "{said}{}",
-        String::from_utf8_lossy(&restored.stderr)
-    );
+    let said = scenario.said(&["restore", "--all"]);
     assert!(
         said.contains(&format!(
             "restored Deployment {namespace}/web: replicas 0 -> 3"

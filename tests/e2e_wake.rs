@@ -588,13 +588,7 @@ async fn asleep_each_service_reaches_the_backend_through_an_endpoint_slice_until
     controller
         .assert_stops_cleanly(Duration::from_secs(10))
         .await;
-    let restored = scenario.run(&["restore", "-n", &other, "--all"]);
-    let said = String::from_utf8_lossy(&restored.stdout);
-    assert!(
-        restored.status.success(),
-        "{said}{}",
-        String::from_utf8_lossy(&restored.stderr)
-    );
+    let said = scenario.said(&["restore", "-n", &other, "--all"]);
     assert!(
         said.contains(&format!(
             "cleaned up EndpointSlice {other}/web-cronscaler-wake"

@@ -332,6 +332,20 @@ impl Scenario {
             .expect("the cronscaler binary runs")
     }
 
+    /// Runs a `cronscaler` command to completion as the ServiceAccount, failing the test with
+    /// what it said unless it succeeds; what it printed.
+    pub fn said(&self, args: &[&str]) -> String {
+        let output = self.run(args);
+        let said = String::from_utf8_lossy(&output.stdout).into_owned();
+        assert!(
+            output.status.success(),
+            "cronscaler {}: {said}{}",
+            args.join(" "),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        said
+    }
+
     pub fn deployments(&self) -> Api<Deployment> {
         Api::namespaced(self.client.clone(), &self.namespace)
     }
