@@ -93,11 +93,7 @@ impl Reconcile for Reconcilers {
                 let Some(slices) = &self.slices else {
                     return Handled::Done;
                 };
-                return match wake::slices::reconcile(slices, namespace, now).await {
-                    Ok(Some(again)) => Handled::Later(again),
-                    Ok(None) => Handled::Done,
-                    Err(error) => Handled::Failed(error),
-                };
+                return again_in(wake::slices::reconcile(slices, namespace, now).await);
             }
             WorkKey::Scaling(ScalingKey::NamespaceReport(namespace, transition)) => {
                 // A report is put back until its workloads settle, never retried as a failure.
@@ -122,11 +118,7 @@ impl Reconcile for Reconcilers {
                 return look_again(written, now);
             }
             WorkKey::Scaling(ScalingKey::WakeTurn(namespace)) => {
-                return match scaling::wake_turn(&self.scale, namespace, now).await {
-                    Ok(Some(again)) => Handled::Later(again),
-                    Ok(None) => Handled::Done,
-                    Err(error) => Handled::Failed(error),
-                };
+                return again_in(scaling::wake_turn(&self.scale, namespace, now).await);
             }
             WorkKey::Scaling(ScalingKey::WakeHosts(namespace)) => {
                 scaling::wake_hosts::tell(&self.scale, namespace).await;
@@ -138,11 +130,7 @@ impl Reconcile for Reconcilers {
                 if !self.scale.all_workloads_listed() {
                     return Handled::Later(WORKLOADS_WAIT);
                 }
-                return match scaling::release_owner(&self.scale, owner, now).await {
-                    Ok(Some(again)) => Handled::Later(again),
-                    Ok(None) => Handled::Done,
-                    Err(error) => Handled::Failed(error),
-                };
+                return again_in(scaling::release_owner(&self.scale, owner, now).await);
             }
             WorkKey::Scaling(ScalingKey::SleepScheduleStatus(schedule)) => {
                 let written = declarations::sleep_schedule_status(&self.scale, schedule, now).await;
@@ -182,6 +170,15 @@ impl Reconcilers {
             .get_or_create(&ResultLabels { result: outcome })
             .inc();
         result
+    }
+}
+
+/// Work that says when it is to be looked at again, if ever.
+fn again_in(result: Result<Option<Duration>, Error>) -> Handled<Error> {
+    match result {
+        Ok(Some(again)) => Handled::Later(again),
+        Ok(None) => Handled::Done,
+        Err(error) => Handled::Failed(error),
     }
 }
 

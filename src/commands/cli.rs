@@ -18,7 +18,7 @@ use crate::{
     ops::logs::LogFormat,
     scaling::target::{DEFAULT_KINDS, KindName},
     schedule::GitOpsMode,
-    wake::route::parse_trusted_proxy,
+    wake::route::{is_dns_label, parse_trusted_proxy},
 };
 
 #[derive(Debug, Parser)]
@@ -329,16 +329,7 @@ fn parse_wake_service(text: &str) -> Result<WakeService, String> {
         Some((namespace, name)) => (Some(namespace.to_string()), name),
         None => (None, text),
     };
-    let label = |part: &str| {
-        !part.is_empty()
-            && part.len() <= 63
-            && part
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-            && !part.starts_with('-')
-            && !part.ends_with('-')
-    };
-    if !label(name) || !namespace.as_deref().is_none_or(label) {
+    if !is_dns_label(name) || !namespace.as_deref().is_none_or(is_dns_label) {
         return Err(format!(
             "{text:?} is no Service: give NAME or NAMESPACE/NAME, each a DNS label (`cronscaler/cronscaler-wake`)"
         ));

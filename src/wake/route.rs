@@ -126,7 +126,7 @@ pub fn namespace_of_query(uri: &str) -> Option<String> {
         .filter_map(|pair| pair.split_once('='))
         .find(|(key, _)| *key == "namespace")
         .map(|(_, value)| value)
-        .filter(|name| name.len() <= MAX_NAMESPACE && is_dns_label(name))
+        .filter(|name| is_dns_label(name))
         .map(str::to_string)
 }
 
@@ -162,8 +162,10 @@ fn host_name(value: &str) -> Option<String> {
     valid.then(|| host.to_string())
 }
 
-fn is_dns_label(name: &str) -> bool {
+/// A DNS label (RFC 1123), as the names of Namespaces and Services are.
+pub fn is_dns_label(name: &str) -> bool {
     !name.is_empty()
+        && name.len() <= MAX_NAMESPACE
         && !name.starts_with('-')
         && !name.ends_with('-')
         && name
