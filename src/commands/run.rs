@@ -319,7 +319,8 @@ pub async fn run(
                 relist.clone(),
                 &outage,
                 first_listings.clone(),
-                (queue.clone(), wake_slices.is_some()),
+                queue.clone(),
+                wake_slices.is_some(),
             ),
             policy_feeds::sleep_policy_feed(
                 &client,
@@ -790,7 +791,8 @@ fn namespace_feed(
     relist: Relist,
     outage: &Outage,
     first: Arc<FirstListings>,
-    (queue, wake_slices): (WorkQueue<WorkKey>, bool),
+    queue: WorkQueue<WorkKey>,
+    wake_slices: bool,
 ) -> impl Future<Output = ()> + use<> {
     let watch = watcher(
         Api::<PartialObjectMeta<Namespace>>::all(relist.client.clone()),

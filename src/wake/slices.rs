@@ -186,12 +186,11 @@ impl SlicesPlan {
     }
 }
 
-/// The slices `namespace` should have (one per Service in `services` when `wanted`, none
-/// otherwise), against those of ours it has (`placed`): what to apply and what to delete. A
-/// slice that already is what it should be is not written. `port` is the backend's.
+/// The slices `namespace` should have (one per Service in `services`; none removes them all),
+/// against those of ours it has (`placed`): what to apply and what to delete. A slice that
+/// already is what it should be is not written. `port` is the backend's.
 pub fn plan(
     namespace: &str,
-    wanted: bool,
     services: &[ServicePorts],
     backend: &Backend,
     port: u16,
@@ -199,7 +198,6 @@ pub fn plan(
 ) -> SlicesPlan {
     let desired: BTreeMap<String, EndpointSlice> = services
         .iter()
-        .filter(|_| wanted)
         .map(|service| {
             let slice = slice_for(namespace, service, backend, port);
             (slice.metadata.name.clone().unwrap_or_default(), slice)

@@ -101,7 +101,7 @@ pub fn service_feed(
         let Some(namespace) = service.namespace() else {
             return;
         };
-        if ctx.opted_in(&namespace) || ctx.placed_in().contains(&namespace) {
+        if ctx.opted_in(&namespace) || ctx.has_placed(&namespace) {
             queue.add(WorkKey::WakeSlices(namespace));
         }
     })

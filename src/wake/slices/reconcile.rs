@@ -57,6 +57,12 @@ impl WakeSlices {
         namespaces
     }
 
+    /// Whether `namespace` has a slice of ours: asked at every Service event of the cluster,
+    /// so nothing is collected.
+    pub fn has_placed(&self, namespace: &str) -> bool {
+        (self.ours.state().iter()).any(|slice| slice.namespace().as_deref() == Some(namespace))
+    }
+
     /// Whether `namespace` opted in to be woken by requests.
     pub fn opted_in(&self, namespace: &str) -> bool {
         !self.namespaces.is_excluded(namespace)
@@ -83,25 +89,17 @@ pub async fn reconcile(
         asleep(&annotations, ctx.default_timezone, now),
         !placed.is_empty(),
     );
-    let ready = stage == Stage::Waking && ready(ctx, namespace).await;
-    let slices = stage.slices(ready);
-    let services = match slices {
-        Slices::Place => services(ctx, namespace).await?,
-        Slices::Keep | Slices::Remove => Vec::new(),
+    let ready = stage == Stage::Waking && workloads_ready(ctx, namespace).await;
+    let wanted = match stage.slices(ready) {
+        Slices::Place => Some(services(ctx, namespace).await?),
+        Slices::Remove => Some(Vec::new()),
+        Slices::Keep => None,
     };
-    let backend = Backend::of(ctx.backend.state().iter().map(AsRef::as_ref));
-    let plan = match slices {
-        Slices::Keep => SlicesPlan::default(),
-        Slices::Place | Slices::Remove => plan(
-            namespace,
-            slices == Slices::Place,
-            &services,
-            &backend,
-            ctx.port,
-            &placed,
-        ),
-    };
-    act(ctx, namespace, &plan).await?;
+    if let Some(services) = wanted {
+        let backend = Backend::of(ctx.backend.state().iter().map(AsRef::as_ref));
+        let plan = plan(namespace, &services, &backend, ctx.port, &placed);
+        act(ctx, namespace, &plan).await?;
+    }
     Ok(match stage {
         Stage::Waking if !ready => Some(READ_EVERY),
         _ if opted_in => next_change(&annotations, ctx.default_timezone, now)
@@ -112,7 +110,7 @@ pub async fn reconcile(
 
 /// Whether every workload the Namespace's wake reaches is ready; a read that fails is "not
 /// yet", and the slices stay until the next read.
-async fn ready(ctx: &WakeSlices, namespace: &str) -> bool {
+async fn workloads_ready(ctx: &WakeSlices, namespace: &str) -> bool {
     match workloads(&ctx.client, namespace).await {
         Ok(objects) => readiness(namespace, &objects, &ctx.namespaces).all_ready(),
         Err(error) => {

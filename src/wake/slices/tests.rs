@@ -56,7 +56,7 @@ fn the_backend_is_its_ready_addresses_an_endpoint_without_conditions_counting_as
 
 #[test]
 fn an_asleep_namespace_gets_a_slice_per_service_with_its_port_names_and_the_backend_s_port() {
-    let plan = plan("shop", true, &[web()], &two_pods(), 8081, &[]);
+    let plan = plan("shop", &[web()], &two_pods(), 8081, &[]);
     assert!(plan.delete.is_empty());
     assert_eq!(
         serde_json::to_value(&plan.apply).unwrap(),
@@ -85,31 +85,24 @@ fn an_asleep_namespace_gets_a_slice_per_service_with_its_port_names_and_the_back
 
 #[test]
 fn a_slice_already_as_it_should_be_is_not_written_and_one_that_differs_is() {
-    let first = plan("shop", true, &[web()], &two_pods(), 8081, &[]);
-    let again = plan("shop", true, &[web()], &two_pods(), 8081, &first.apply);
+    let first = plan("shop", &[web()], &two_pods(), 8081, &[]);
+    let again = plan("shop", &[web()], &two_pods(), 8081, &first.apply);
     assert!(again.is_empty(), "{again:?}");
-    let moved = plan(
-        "shop",
-        true,
-        &[web()],
-        &Backend::default(),
-        8081,
-        &first.apply,
-    );
+    let moved = plan("shop", &[web()], &Backend::default(), 8081, &first.apply);
     assert_eq!(moved.apply.len(), 1, "the backend's pods went away");
     assert!(moved.apply[0].endpoints.is_empty());
-    let other_port = plan("shop", true, &[web()], &two_pods(), 9090, &first.apply);
+    let other_port = plan("shop", &[web()], &two_pods(), 9090, &first.apply);
     assert_eq!(other_port.apply.len(), 1);
 }
 
 #[test]
 fn slices_no_longer_wanted_and_those_of_services_gone_are_deleted() {
     let api = ServicePorts::of(&service("api", json!({ "ports": [{ "port": 80 }] }))).unwrap();
-    let both = plan("shop", true, &[web(), api], &two_pods(), 8081, &[]).apply;
-    let web_only = plan("shop", true, &[web()], &two_pods(), 8081, &both);
+    let both = plan("shop", &[web(), api], &two_pods(), 8081, &[]).apply;
+    let web_only = plan("shop", &[web()], &two_pods(), 8081, &both);
     assert_eq!(web_only.delete, ["api-cronscaler-wake"]);
     assert!(web_only.apply.is_empty());
-    let awake = plan("shop", false, &[web()], &two_pods(), 8081, &both);
+    let awake = plan("shop", &[], &two_pods(), 8081, &both);
     assert_eq!(awake.delete, ["api-cronscaler-wake", "web-cronscaler-wake"]);
     assert!(awake.apply.is_empty());
 }
@@ -125,7 +118,7 @@ fn a_service_s_family_picks_the_backend_s_addresses_and_an_external_name_gets_no
         backend_slice("IPv4", json!([{ "addresses": ["10.0.0.7"] }])),
         backend_slice("IPv6", json!([{ "addresses": ["fd00::7"] }])),
     ]);
-    let slice = &plan("shop", true, &[v6], &backend, 8081, &[]).apply[0];
+    let slice = &plan("shop", &[v6], &backend, 8081, &[]).apply[0];
     assert_eq!(slice.address_type, "IPv6");
     assert_eq!(slice.endpoints[0].addresses, ["fd00::7"]);
     let external = service(
@@ -258,7 +251,7 @@ mod against_the_api_server {
 
     #[tokio::test]
     async fn woken_the_slices_stay_until_the_workloads_are_ready_then_go() {
-        let placed = plan("shop", true, &[web()], &two_pods(), 8082, &[]).apply;
+        let placed = plan("shop", &[web()], &two_pods(), 8082, &[]).apply;
         let deployments = |available: i32| {
             json!({ "apiVersion": "apps/v1", "kind": "DeploymentList", "metadata": {}, "items": [{
                 "apiVersion": "apps/v1", "kind": "Deployment",
