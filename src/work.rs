@@ -120,6 +120,9 @@ impl Reconcile for Reconcilers {
             WorkKey::Scaling(ScalingKey::WakeTurn(namespace)) => {
                 return again_in(scaling::wake_turn(&self.scale, namespace, now).await);
             }
+            WorkKey::Scaling(ScalingKey::Idle(namespace)) => {
+                return again_in(scaling::idle::look(&self.scale, namespace, now).await);
+            }
             WorkKey::Scaling(ScalingKey::WakeHosts(namespace)) => {
                 scaling::wake_hosts::tell(&self.scale, namespace).await;
                 return Handled::Done;

@@ -15,6 +15,7 @@ use clap::{Args, CommandFactory as _, FromArgMatches as _, Parser, Subcommand, V
 use ipnet::IpNet;
 
 use crate::{
+    activity::query::ActivityQuery,
     ops::logs::LogFormat,
     scaling::target::{DEFAULT_KINDS, KindName},
     schedule::GitOpsMode,
@@ -315,6 +316,35 @@ pub struct RunArgs {
     /// Service's ready addresses, so any proxy, and calls inside the cluster, reach the backend.
     #[arg(long, env = "CRONSCALER_WAKE_SERVICE", default_value = "cronscaler-wake", value_parser = parse_wake_service)]
     pub wake_service: WakeService,
+
+    /// Prometheus's address (`http://prometheus.monitoring:9090`), which counts Namespaces'
+    /// requests for `idle-after`; without it nothing sleeps for idleness.
+    #[arg(long, env = "CRONSCALER_PROMETHEUS_URL", value_parser = parse_prometheus_url)]
+    pub prometheus_url: Option<String>,
+
+    /// What counts a Namespace's requests: a ready-made query by proxy (ingress-nginx,
+    /// envoy-gateway, istio, traefik, nginx-gateway-fabric) or PromQL with `$namespace` and
+    /// `$window` in it.
+    #[arg(
+        long,
+        env = "CRONSCALER_ACTIVITY_QUERY",
+        default_value = "ingress-nginx"
+    )]
+    pub activity_query: ActivityQuery,
+}
+
+/// `--prometheus-url`: an `http://` address (the count speaks plain HTTP, as Prometheus does
+/// inside a cluster).
+fn parse_prometheus_url(text: &str) -> Result<String, String> {
+    let uri: http::Uri = text
+        .parse()
+        .map_err(|error| format!("{text:?} is not an address: {error}"))?;
+    match (uri.scheme_str(), uri.host()) {
+        (Some("http"), Some(_)) => Ok(text.trim_end_matches('/').to_string()),
+        _ => Err(format!(
+            "{text:?} is not an http:// address such as http://prometheus.monitoring:9090"
+        )),
+    }
 }
 
 /// `--wake-service`: the backend's Service, in the controller's namespace unless it says.

@@ -22,7 +22,7 @@ use crate::{
         patch_target_as, read_target,
         target::{ScaleTarget, TargetKind, TargetState},
     },
-    schedule::{self, Annotations, Direction, has_schedule, key_of},
+    schedule::{self, Annotations, Direction, IDLE_SINCE, has_schedule, key_of},
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -184,12 +184,14 @@ fn unscheduled(what: &str, direction: Direction) -> OverrideError {
     }
 }
 
-/// The merge patch that sets the override, and takes away one the other way.
+/// The merge patch that sets the override, and takes away one the other way and an idle
+/// sleep's `idle-since`: a person's override is no idle sleep.
 pub fn override_patch(direction: Direction, until: DateTime<Utc>) -> serde_json::Value {
     let other = key_of(direction.opposite());
     json!({ "metadata": { "annotations": {
         key_of(direction): until.to_rfc3339_opts(SecondsFormat::Secs, true),
         other: null,
+        IDLE_SINCE: null,
     } } })
 }
 
@@ -516,6 +518,7 @@ mod tests {
             json!({ "metadata": { "annotations": {
                 "cronscaler.dev/asleep-until": "2026-11-24T07:00:00Z",
                 "cronscaler.dev/awake-until": null,
+                "cronscaler.dev/idle-since": null,
             } } })
         );
     }

@@ -41,6 +41,7 @@ use policy_feeds::{FirstListings, Relist};
 use trackers::{Tracked, Trackers};
 
 use crate::{
+    activity::prometheus::Prometheus,
     commands::cli::RunArgs,
     foo::{FOO_LABEL, Foo, FooContext, controlling_foo},
     ops::{
@@ -67,6 +68,7 @@ use crate::{
         asleep::AsleepGauges,
         gitops::{Tool, owners::Owners},
         hpa::HpaIndex,
+        idle::{Activity, Counter},
         key::ScalingKey,
         last_seen::LastSeen,
         namespaces::NamespaceSchedules,
@@ -80,7 +82,7 @@ use crate::{
         watched_object::WatchedObject,
         writers,
     },
-    schedule::{OVERRIDE_KEYS, overrides},
+    schedule::{AWAKE_UNTIL, OVERRIDE_KEYS, overrides},
     wake::{self, backend::Backend, route::TrustedProxies, slices::WakeSlices},
     work::{Reconcilers, WorkKey},
 };
@@ -176,6 +178,11 @@ pub async fn run(
     let namespace = args.namespace.as_deref();
     let grace = TimeDelta::from_std(args.grace_period).unwrap_or(TimeDelta::MAX);
     let max_override = TimeDelta::from_std(args.max_override).unwrap_or(TimeDelta::MAX);
+    let counter = (args.prometheus_url.as_deref()).map(|url| Counter {
+        prometheus: Prometheus::new(url),
+        query: args.activity_query.clone(),
+    });
+    let activity = Activity::new(counter, clock());
     let warm_up = TimeDelta::from_std(args.warm_up).unwrap_or(TimeDelta::MAX);
     let excluded = args
         .excluded
@@ -198,11 +205,12 @@ pub async fn run(
     let tracker = {
         let (timer, scaling_queue, namespaces) =
             (timer.clone(), scaling_queue.clone(), namespaces.clone());
-        let (zone, metrics, hpas, last_seen) = (
+        let (zone, metrics, hpas, last_seen, activity) = (
             args.default_timezone.zone,
             metrics.clone(),
             hpas.clone(),
             last_seen.clone(),
+            activity.clone(),
         );
         move |kind| {
             let tracker = Tracker::new(
@@ -224,7 +232,8 @@ pub async fn run(
                     .with_last_seen(last_seen.clone())
                     .with_max_override(max_override)
                     .with_warm_up(warm_up)
-                    .with_asleep(asleep),
+                    .with_asleep(asleep)
+                    .with_activity(activity.clone()),
             ))
         }
     };
@@ -291,6 +300,7 @@ pub async fn run(
         workloads: tracked.clone(),
         clock: clock.clone(),
         queue: queue.clone(),
+        namespaces: namespaces.clone(),
     };
     // The EndpointSlice wake: with the backend, over the whole cluster.
     let ((ours, ours_writer), (backend, backend_writer)) = (reflector::store(), reflector::store());
@@ -321,6 +331,7 @@ pub async fn run(
                 first_listings.clone(),
                 queue.clone(),
                 wake_slices.is_some(),
+                activity.clone(),
             ),
             policy_feeds::sleep_policy_feed(
                 &client,
@@ -528,6 +539,7 @@ pub async fn run(
                     end_override_in_time(&queue, &namespace, &annotations, now);
                 }
             }
+            policy_feeds::queue_idle_looks(&queue, &namespaces, namespaces.scheduled());
             for foo in foos.state() {
                 if let Some(key) = ObjectKey::of(foo.as_ref()) {
                     queue.add(WorkKey::Foo(key));
@@ -647,7 +659,8 @@ pub async fn run(
             schedules: sleep_schedule_store,
         })
         .with_workloads_listed(workloads_listed)
-        .with_kinds(tracked.kinds()),
+        .with_kinds(tracked.kinds())
+        .with_activity(activity),
         clock,
         metrics: metrics.clone(),
     });
@@ -793,6 +806,7 @@ fn namespace_feed(
     first: Arc<FirstListings>,
     queue: WorkQueue<WorkKey>,
     wake_slices: bool,
+    activity: Activity,
 ) -> impl Future<Output = ()> + use<> {
     let watch = watcher(
         Api::<PartialObjectMeta<Namespace>>::all(relist.client.clone()),
@@ -804,7 +818,15 @@ fn namespace_feed(
         let changed: Vec<String> = match event {
             watcher::Event::Apply(namespace) | watcher::Event::InitApply(namespace) => {
                 let name = namespace.name_any();
+                let woken_before = namespaces
+                    .annotations_of(&name)
+                    .and_then(|annotations| annotations.get(AWAKE_UNTIL).cloned());
                 let annotated = namespaces.update(&name, namespace.uid(), namespace.annotations());
+                // A wake (by a request or a person) is a use, for sleep when idle.
+                let woken = namespace.annotations().get(AWAKE_UNTIL);
+                if woken.is_some() && woken != woken_before.as_ref() {
+                    activity.used(&name, (relist.clock)());
+                }
                 let labelled = namespaces.set_labels(&name, namespace.labels());
                 end_override_in_time(&queue, &name, namespace.annotations(), (relist.clock)());
                 namespaces.note_setter(

@@ -26,6 +26,8 @@ pub enum ScalingKey {
     WakeHosts(String),
     /// Give a paused GitOps owner back its repair once every Namespace that paused it is awake.
     GitOpsOwner(Owner),
+    /// Put a Namespace with `idle-after` to sleep once nothing has used it for that long.
+    Idle(String),
 }
 
 impl fmt::Display for ScalingKey {
@@ -43,6 +45,7 @@ impl fmt::Display for ScalingKey {
             ScalingKey::WakeTurn(namespace) => write!(f, "turn of Namespace {namespace} to wake"),
             ScalingKey::WakeHosts(namespace) => write!(f, "wake-hosts of Namespace {namespace}"),
             ScalingKey::GitOpsOwner(owner) => write!(f, "pause of {owner}"),
+            ScalingKey::Idle(namespace) => write!(f, "idleness of Namespace {namespace}"),
         }
     }
 }

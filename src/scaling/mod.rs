@@ -5,6 +5,7 @@
 pub mod asleep;
 pub mod gitops;
 pub mod hpa;
+pub mod idle;
 pub mod key;
 pub mod kinds;
 pub mod last_seen;

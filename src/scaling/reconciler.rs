@@ -28,6 +28,7 @@ use crate::{
     scaling::{
         gitops::{self, Owner, owners::Owners},
         hpa::HpaIndex,
+        idle::Activity,
         key::ScalingKey,
         last_seen::LastSeen,
         namespaces::NamespaceSchedules,
@@ -93,6 +94,8 @@ pub struct ScalingContext {
     /// The GitOps owners watched, the mode where nothing chooses one (`--gitops`), and the
     /// queue a paused owner's release goes into.
     pub gitops: (Owners, GitOpsMode, Option<Enqueue<ScalingKey>>),
+    /// What was seen of Namespaces' use, and who counts their requests, for sleep when idle.
+    pub activity: Activity,
 }
 
 /// `--max-override`'s default.
@@ -128,7 +131,13 @@ impl ScalingContext {
             wake_hosts_told: wake_hosts::Told::default(),
             kinds: KindsInUse::new(TargetKind::defaults()),
             gitops: (Owners::default(), GitOpsMode::default(), None),
+            activity: Activity::default(),
         }
+    }
+
+    /// Sleeps Namespaces with `idle-after` by what `activity` saw of their use.
+    pub fn with_activity(self, activity: Activity) -> Self {
+        Self { activity, ..self }
     }
 
     /// Finds workloads' GitOps owners in `owners`, sleeps them beside their tool as `default`

@@ -21,6 +21,7 @@ use crate::{
         asleep::{self, AsleepCounts, AsleepGauges},
         gitops,
         hpa::{self, HpaIndex},
+        idle::Activity,
         key::ScalingKey,
         last_seen::LastSeen,
         namespaces::NamespaceSchedules,
@@ -69,6 +70,8 @@ pub struct Tracker {
     /// Parsed schedules by the user-set annotations they come from, shared between objects.
     schedules: HashMap<BTreeMap<String, String>, Arc<Schedule>>,
     prune_at: usize,
+    /// Told of each deploy seen (a tracked workload's spec changed), for sleep when idle.
+    activity: Option<Activity>,
 }
 
 const MIN_PRUNE_AT: usize = 64;
@@ -81,6 +84,8 @@ struct Tracked {
     following: Option<i32>,
     /// Digest of who else set the replicas, to notice a new writer that left no time.
     writers: u64,
+    /// `metadata.generation`: it moves with every change of the spec.
+    generation: Option<i64>,
     standing: Standing,
 }
 
@@ -190,6 +195,7 @@ impl Tracker {
             last_seen: None,
             schedules: HashMap::new(),
             prune_at: MIN_PRUNE_AT,
+            activity: None,
         }
     }
 
@@ -261,6 +267,14 @@ impl Tracker {
     pub fn with_max_override(self, max_override: TimeDelta) -> Self {
         Self {
             max_override,
+            ..self
+        }
+    }
+
+    /// Tells `activity` of each deploy: a tracked workload whose spec changed.
+    pub fn with_activity(self, activity: Activity) -> Self {
+        Self {
+            activity: Some(activity),
             ..self
         }
     }
@@ -405,6 +419,18 @@ impl Tracker {
         let following = follows_namespace.then(|| wake_order::order_of(self.kind, &ours));
         let fingerprint = digest(&|hasher| (&ours, following, &other_writers).hash(hasher));
         let writers = digest(&|hasher| other_writers.hash(hasher));
+        let generation = meta.generation;
+        if let Some(tracked) = self.tracked.get_mut(&key) {
+            // A scale counts as well (ours among them): the spec changed either way, and a
+            // wake or a sleep is no reason to sleep sooner.
+            if let (Some(activity), Some(before), Some(after)) =
+                (&self.activity, tracked.generation, generation)
+                && after > before
+            {
+                activity.used(&key.namespace, now);
+            }
+            tracked.generation = generation;
+        }
         let previous = self.tracked.get(&key);
         if previous.is_some_and(|tracked| tracked.fingerprint == fingerprint) {
             return;
@@ -528,6 +554,7 @@ impl Tracker {
                     fingerprint,
                     following,
                     writers,
+                    generation,
                     standing,
                 },
             )

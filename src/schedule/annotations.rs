@@ -9,6 +9,7 @@ use chrono_tz::Tz;
 use super::{
     CronSpec, Direction, Holidays, OnDemand, Rule, Schedule, Transition,
     gitops::{GITOPS, parse_gitops},
+    idle::{IDLE_AFTER, IDLE_SINCE, parse_idle_after, parse_idle_since},
     invalid::{InvalidAnnotation, invalid},
     ready_by::{DEFAULT_WARM_UP, READY_BY, ReadyBy, parse_ready_by, parse_warm_up},
     transition::Triggers,
@@ -62,7 +63,7 @@ pub fn has_schedule(annotations: &BTreeMap<String, String>) -> bool {
 
 /// The annotations the controller writes, as opposed to those users set.
 pub fn is_written_by_controller(key: &str) -> bool {
-    is_record(key) || key == LAST_WARM_UP
+    is_record(key) || key == LAST_WARM_UP || key == IDLE_SINCE
 }
 
 /// What the controller records on each object it scales, as opposed to what shapes a schedule
@@ -134,6 +135,7 @@ pub fn parse(annotations: &BTreeMap<String, String>, default_timezone: Tz) -> An
     let mut paused = None;
     let mut ready_by = false;
     let mut warm_up = None;
+    let mut idle_after = None;
     let mut recorded = Recorded::default();
 
     for (key, value) in annotations
@@ -195,6 +197,9 @@ pub fn parse(annotations: &BTreeMap<String, String>, default_timezone: Tz) -> An
             READY_BY => parse_ready_by(key, value).map(|ready| ready_by = ready),
             // Read by the reconciler for a workload a GitOps tool deploys.
             GITOPS => parse_gitops(key, value).map(drop),
+            // Read by the idle look on Namespaces.
+            IDLE_AFTER => parse_idle_after(key, value).map(|_| idle_after = Some(value)),
+            IDLE_SINCE => parse_idle_since(key, value).map(drop),
             // The controller's measurement: one it cannot read is none.
             LAST_WARM_UP => {
                 warm_up = parse_warm_up(value);
@@ -207,7 +212,9 @@ pub fn parse(annotations: &BTreeMap<String, String>, default_timezone: Tz) -> An
                 "is not a known annotation; the keys under cronscaler.dev/ are scale-down, \
                  scale-up, uptime, downtime, holidays, awake-until, asleep-until, down-replicas, \
                  up-replicas, timezone, paused, exclude, ready-by, wake-order, \
-                 wake-on-request, wake-hosts, gitops, original-replicas, original-suspend, original-value, last-transition, warned and last-warm-up",
+                 wake-on-request, wake-hosts, idle-after, gitops, original-replicas, \
+                 original-suspend, original-value, last-transition, warned, last-warm-up and \
+                 idle-since",
             )),
         };
         if let Err(error) = outcome {
@@ -262,6 +269,21 @@ pub fn parse(annotations: &BTreeMap<String, String>, default_timezone: Tz) -> An
         ));
     }
 
+    // An idle sleep ends at the next request or wake, and then the schedule takes over again:
+    // without one, nothing would ever say what to go back to.
+    if let Some(value) = idle_after
+        && crons.is_empty()
+        && windows.is_empty()
+    {
+        errors.push(invalid(
+            IDLE_AFTER,
+            value,
+            &format!(
+                "needs a schedule to wake back to: add {UPTIME}, {DOWNTIME}, {SCALE_DOWN} or \
+                 {SCALE_UP} (`{UPTIME}: Mon-Sun 00:00-24:00` keeps it up but when idle)"
+            ),
+        ));
+    }
     let paused = paused.unwrap_or(false);
     if !errors.is_empty() {
         errors.sort_by(|a, b| a.key.cmp(&b.key));
@@ -539,7 +561,7 @@ mod tests {
             (
                 "cronscaler.dev/scale-dwon",
                 "0 20 * * *",
-                r#"cronscaler.dev/scale-dwon: "0 20 * * *" is not a known annotation; the keys under cronscaler.dev/ are scale-down, scale-up, uptime, downtime, holidays, awake-until, asleep-until, down-replicas, up-replicas, timezone, paused, exclude, ready-by, wake-order, wake-on-request, wake-hosts, gitops, original-replicas, original-suspend, original-value, last-transition, warned and last-warm-up"#,
+                r#"cronscaler.dev/scale-dwon: "0 20 * * *" is not a known annotation; the keys under cronscaler.dev/ are scale-down, scale-up, uptime, downtime, holidays, awake-until, asleep-until, down-replicas, up-replicas, timezone, paused, exclude, ready-by, wake-order, wake-on-request, wake-hosts, idle-after, gitops, original-replicas, original-suspend, original-value, last-transition, warned, last-warm-up and idle-since"#,
             ),
         ];
         for (key, value, expected) in cases {
@@ -584,5 +606,26 @@ mod tests {
             found[1]
         );
         assert!(found[2].starts_with(r#"cronscaler.dev/timezone: "Europe/Berlln""#));
+    }
+
+    #[test]
+    fn idle_after_needs_a_schedule_to_wake_back_to_and_idle_since_an_instant() {
+        assert_eq!(
+            problems(&[(IDLE_AFTER, "30m")]),
+            vec![
+                "cronscaler.dev/idle-after: \"30m\" needs a schedule to wake back to: add \
+                 cronscaler.dev/uptime, cronscaler.dev/downtime, cronscaler.dev/scale-down or \
+                 cronscaler.dev/scale-up (`cronscaler.dev/uptime: Mon-Sun 00:00-24:00` keeps it \
+                 up but when idle)"
+            ]
+        );
+        assert_eq!(
+            problems(&[(UPTIME, "Mon-Sun 00:00-24:00"), (IDLE_SINCE, "lunch")]),
+            vec![
+                "cronscaler.dev/idle-since: \"lunch\" is written by the controller as an RFC \
+                 3339 instant; remove it"
+            ]
+        );
+        scheduled(&[(UPTIME, "Mon-Sun 00:00-24:00"), (IDLE_AFTER, "30m")]);
     }
 }

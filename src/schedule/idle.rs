@@ -1,14 +1,29 @@
 //! Sleep when idle: `idle-after` on a Namespace says how long nothing may use it before it
 //! sleeps until the next request (with `wake-on-request`) or `cronscaler wake`. What counts as
 //! use is requests (counted by Prometheus), a deploy, and a wake; each starts the quiet time
-//! over. This file decides, from what was counted, whether a Namespace sleeps now; it never
-//! wakes one, so it never wakes what a schedule keeps asleep.
+//! over. This file decides, from what was counted, whether a Namespace sleeps now, and plans
+//! what that writes; it never wakes one, so it never wakes what a schedule keeps asleep.
+//!
+//! An idle sleep is an `asleep-until` of `--max-override` with `idle-since` beside it, so that
+//! everything that ends an override (a request, `cronscaler wake`, its end) ends it, and
+//! `status` can tell it from a sleep a person asked for.
 
-use std::time::Duration;
+use std::{collections::BTreeMap, time::Duration};
 
-use chrono::{DateTime, TimeDelta, Utc};
+use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
+use chrono_tz::Tz;
+use json_patch::{
+    AddOperation, Patch, PatchOperation, RemoveOperation, TestOperation, jsonptr::PointerBuf,
+};
+use serde_json::Value;
 
-use super::invalid::{InvalidAnnotation, invalid};
+use super::{
+    ASLEEP_UNTIL, AWAKE_UNTIL, Annotations, Direction, WAKE_ON_REQUEST,
+    invalid::{InvalidAnnotation, invalid},
+    now::asleep,
+    parse,
+};
+use crate::duration::spoken;
 
 /// How long nothing may use the Namespace before it sleeps (`30m`).
 pub const IDLE_AFTER: &str = "cronscaler.dev/idle-after";
@@ -17,6 +32,10 @@ pub const IDLE_SINCE: &str = "cronscaler.dev/idle-since";
 /// The shortest `idle-after`. Requests are counted at most once a minute, so a Namespace
 /// quiet for less than that still sleeps only at the next count.
 pub const MIN_IDLE_AFTER: Duration = Duration::from_secs(1);
+/// The Event of an idle sleep.
+pub const IDLE_SLEEP: &str = "IdleSleep";
+/// The Warning of requests that could not be counted.
+pub const IDLE_UNKNOWN: &str = "IdleUnknown";
 
 /// Reads `idle-after`: a duration of at least [`MIN_IDLE_AFTER`].
 pub fn parse_idle_after(key: &str, value: &str) -> Result<Duration, InvalidAnnotation> {
@@ -28,6 +47,30 @@ pub fn parse_idle_after(key: &str, value: &str) -> Result<Duration, InvalidAnnot
             "must be how long nothing may use the Namespace before it sleeps, such as `30m` or `2h`",
         )),
     }
+}
+
+/// Reads `idle-since`: an RFC 3339 instant.
+pub fn parse_idle_since(key: &str, value: &str) -> Result<DateTime<Utc>, InvalidAnnotation> {
+    DateTime::parse_from_rfc3339(value.trim())
+        .map(|since| since.with_timezone(&Utc))
+        .map_err(|_| {
+            invalid(
+                key,
+                value,
+                "is written by the controller as an RFC 3339 instant; remove it",
+            )
+        })
+}
+
+/// Since when an idle sleep in force has found the Namespace idle: `idle-since` beside an
+/// `asleep-until` that has not ended.
+pub fn idle_since(
+    annotations: &BTreeMap<String, String>,
+    now: DateTime<Utc>,
+) -> Option<DateTime<Utc>> {
+    let until = DateTime::parse_from_rfc3339(annotations.get(ASLEEP_UNTIL)?.trim()).ok()?;
+    let since = parse_idle_since(IDLE_SINCE, annotations.get(IDLE_SINCE)?).ok()?;
+    (until > now).then_some(since)
 }
 
 /// What is known of a Namespace with `idle-after` at one look.
@@ -98,10 +141,359 @@ impl IdleLook {
     }
 }
 
+/// What one look at a Namespace with `idle-after` writes, as plain data.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IdlePlan {
+    /// The JSON patch of the Namespace: the idle sleep, or an `idle-since` that outlived its
+    /// sleep taken away.
+    pub patch: Option<Patch>,
+    /// An Event on the Namespace: reason, note, and whether it is a Warning.
+    pub event: Option<(&'static str, String, bool)>,
+    /// Whether the Namespace stands told that its requests cannot be counted: a Warning is
+    /// said once until a count succeeds again.
+    pub warned: bool,
+    /// When to look again, if nothing about the Namespace changes before.
+    pub look_again: Option<DateTime<Utc>>,
+}
+
+impl IdleLook {
+    /// What is written for a Namespace without a valid `idle-after`: an `idle-since` that
+    /// outlived its sleep taken away.
+    pub fn leftover(annotations: &BTreeMap<String, String>, now: DateTime<Utc>) -> IdlePlan {
+        IdlePlan {
+            patch: tidy(annotations, now),
+            event: None,
+            warned: false,
+            look_again: None,
+        }
+    }
+
+    /// The look at a Namespace with `annotations`, last used (but for requests) at `used_at`;
+    /// `None` where it has no valid `idle-after`, or is paused.
+    pub fn of(
+        annotations: &BTreeMap<String, String>,
+        default_timezone: Tz,
+        used_at: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Option<Self> {
+        let idle_after = parse_idle_after(IDLE_AFTER, annotations.get(IDLE_AFTER)?).ok()?;
+        let Annotations::Scheduled(schedule, _) = parse(annotations, default_timezone) else {
+            return None;
+        };
+        if schedule.paused {
+            return None;
+        }
+        // Its schedule's last wake is a wake like any other.
+        let woken = schedule
+            .governing_transition(now)
+            .filter(|transition| transition.direction == Direction::Up)
+            .map(|transition| transition.at);
+        Some(IdleLook {
+            idle_after: TimeDelta::from_std(idle_after).ok()?,
+            asleep: asleep(annotations, default_timezone, now),
+            used_at: woken.map_or(used_at, |woken| woken.max(used_at)),
+        })
+    }
+
+    /// What the look writes at `now`: `count` is the requests counted over the last
+    /// `idle_after` (`None` where none was needed, `Err` saying why it could not be made);
+    /// `warned`, whether the Namespace was told already that counting fails; an idle sleep
+    /// lasts `max_override` at most.
+    pub fn plan(
+        &self,
+        annotations: &BTreeMap<String, String>,
+        now: DateTime<Utc>,
+        count: Option<Result<f64, String>>,
+        warned: bool,
+        max_override: TimeDelta,
+        next_change: Option<DateTime<Utc>>,
+    ) -> IdlePlan {
+        let counted = count
+            .as_ref()
+            .map(|count| count.as_ref().copied().map_err(drop));
+        let nothing = IdlePlan {
+            patch: tidy(annotations, now),
+            event: None,
+            warned: warned && !matches!(counted, Some(Ok(_))),
+            look_again: None,
+        };
+        match self.decide(now, counted) {
+            Idle::Asleep => IdlePlan {
+                look_again: next_change,
+                ..nothing
+            },
+            Idle::InUse { look_again } => IdlePlan {
+                look_again: Some(look_again),
+                ..nothing
+            },
+            Idle::Unknown => {
+                let why = count.and_then(Result::err).unwrap_or_default();
+                IdlePlan {
+                    event: (!warned).then(|| {
+                        let note = format!(
+                            "requests could not be counted, so nothing sleeps for idleness until they can: {why}"
+                        );
+                        (IDLE_UNKNOWN, note, true)
+                    }),
+                    warned: true,
+                    look_again: Some(now + COUNT_EVERY),
+                    ..nothing
+                }
+            }
+            Idle::Sleep { since } => {
+                let until = now + max_override;
+                let woken_by = if annotations.contains_key(WAKE_ON_REQUEST) {
+                    "the next request or `cronscaler wake`"
+                } else {
+                    "`cronscaler wake`"
+                };
+                let note = format!(
+                    "no requests for {}: asleep until {woken_by}, at most until {}",
+                    spoken(self.idle_after),
+                    instant(until)
+                );
+                IdlePlan {
+                    patch: Some(sleep_patch(annotations, since, until)),
+                    event: Some((IDLE_SLEEP, note, false)),
+                    warned: false,
+                    look_again: None,
+                }
+            }
+        }
+    }
+}
+
+/// An `idle-since` whose sleep has ended (woken by hand, its `asleep-until` run out) taken away.
+fn tidy(annotations: &BTreeMap<String, String>, now: DateTime<Utc>) -> Option<Patch> {
+    (annotations.contains_key(IDLE_SINCE) && idle_since(annotations, now).is_none())
+        .then(|| remove_if_still(annotations, IDLE_SINCE))
+}
+
+fn instant(at: DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+fn path(key: &str) -> PointerBuf {
+    PointerBuf::from_tokens(["metadata", "annotations", key])
+}
+
+/// A test that `key` still holds what was read (absent reads as null, as the API server
+/// reads a JSON patch's `test`).
+fn still(annotations: &BTreeMap<String, String>, key: &str) -> PatchOperation {
+    PatchOperation::Test(TestOperation {
+        path: path(key),
+        value: annotations
+            .get(key)
+            .map_or(Value::Null, |read| read.clone().into()),
+    })
+}
+
+/// Takes `key` away while it holds what was read.
+fn remove_if_still(annotations: &BTreeMap<String, String>, key: &str) -> Patch {
+    Patch(vec![
+        still(annotations, key),
+        PatchOperation::Remove(RemoveOperation { path: path(key) }),
+    ])
+}
+
+/// The idle sleep: `asleep-until` and `idle-since` written, and a wake that has not ended taken
+/// away, each only while the Namespace's overrides are what was read, so that a request that
+/// woke it meanwhile wins.
+fn sleep_patch(
+    annotations: &BTreeMap<String, String>,
+    since: DateTime<Utc>,
+    until: DateTime<Utc>,
+) -> Patch {
+    let mut operations = vec![
+        still(annotations, AWAKE_UNTIL),
+        still(annotations, ASLEEP_UNTIL),
+    ];
+    if annotations.contains_key(AWAKE_UNTIL) {
+        operations.push(PatchOperation::Remove(RemoveOperation {
+            path: path(AWAKE_UNTIL),
+        }));
+    }
+    for (key, at) in [(ASLEEP_UNTIL, until), (IDLE_SINCE, since)] {
+        operations.push(PatchOperation::Add(AddOperation {
+            path: path(key),
+            value: instant(at).into(),
+        }));
+    }
+    Patch(operations)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::schedule::test_support::at;
+
+    use serde_json::json;
+
+    use crate::schedule::{UPTIME, test_support::annotations};
+
+    const WORKING_HOURS: (&str, &str) = (UPTIME, "Mon-Fri 07:00-20:00");
+    const IDLE: (&str, &str) = (IDLE_AFTER, "30m");
+    const OPT_IN: (&str, &str) = (WAKE_ON_REQUEST, "2h");
+
+    fn plan_at(
+        pairs: &[(&str, &str)],
+        used_at: &str,
+        now: &str,
+        count: Option<Result<f64, String>>,
+        warned: bool,
+    ) -> IdlePlan {
+        let annotations = annotations(pairs);
+        let look = IdleLook::of(&annotations, Tz::UTC, at(used_at), at(now)).expect("a look");
+        let next = crate::schedule::next_change(&annotations, Tz::UTC, at(now));
+        look.plan(
+            &annotations,
+            at(now),
+            count,
+            warned,
+            TimeDelta::hours(24),
+            next,
+        )
+    }
+
+    #[test]
+    fn only_a_namespace_with_idle_after_and_awake_by_its_schedule_is_looked_at_as_in_use_since_its_wake()
+     {
+        let now = at("2026-11-25T09:00:00Z");
+        let used = at("2026-11-24T08:00:00Z");
+        assert_eq!(
+            IdleLook::of(&annotations(&[WORKING_HOURS]), Tz::UTC, used, now),
+            None
+        );
+        assert_eq!(
+            IdleLook::of(
+                &annotations(&[WORKING_HOURS, IDLE, ("cronscaler.dev/paused", "true")]),
+                Tz::UTC,
+                used,
+                now
+            ),
+            None
+        );
+        assert_eq!(
+            IdleLook::of(&annotations(&[WORKING_HOURS, IDLE]), Tz::UTC, used, now),
+            Some(IdleLook {
+                idle_after: TimeDelta::minutes(30),
+                asleep: false,
+                used_at: at("2026-11-25T07:00:00Z"),
+            }),
+            "the schedule's wake at 07:00 is the last use"
+        );
+        let night = at("2026-11-25T22:00:00Z");
+        assert!(
+            IdleLook::of(&annotations(&[WORKING_HOURS, IDLE]), Tz::UTC, used, night)
+                .expect("a look")
+                .asleep
+        );
+    }
+
+    #[test]
+    fn idle_for_idle_after_it_sleeps_for_max_override_ending_a_wake_and_says_why() {
+        let plan = plan_at(
+            &[
+                WORKING_HOURS,
+                IDLE,
+                OPT_IN,
+                (AWAKE_UNTIL, "2026-11-25T15:00:00Z"),
+            ],
+            "2026-11-25T13:00:00Z",
+            "2026-11-25T14:32:00Z",
+            Some(Ok(0.0)),
+            false,
+        );
+        assert_eq!(
+            serde_json::to_value(plan.patch.expect("the idle sleep")).unwrap(),
+            json!([
+                { "op": "test", "path": "/metadata/annotations/cronscaler.dev~1awake-until", "value": "2026-11-25T15:00:00Z" },
+                { "op": "test", "path": "/metadata/annotations/cronscaler.dev~1asleep-until", "value": null },
+                { "op": "remove", "path": "/metadata/annotations/cronscaler.dev~1awake-until" },
+                { "op": "add", "path": "/metadata/annotations/cronscaler.dev~1asleep-until", "value": "2026-11-26T14:32:00Z" },
+                { "op": "add", "path": "/metadata/annotations/cronscaler.dev~1idle-since", "value": "2026-11-25T14:02:00Z" },
+            ])
+        );
+        assert_eq!(
+            plan.event,
+            Some((
+                IDLE_SLEEP,
+                "no requests for 30m: asleep until the next request or `cronscaler wake`, at most until 2026-11-26T14:32:00Z".to_string(),
+                false
+            ))
+        );
+        assert_eq!(plan.look_again, None, "its own write brings it back");
+    }
+
+    #[test]
+    fn requests_that_cannot_be_counted_sleep_nothing_and_are_told_once() {
+        let pairs = [WORKING_HOURS, IDLE];
+        let (used, now) = ("2026-11-25T07:00:00Z", "2026-11-25T14:32:00Z");
+        let why = || {
+            Some(Err(
+                "Prometheus at http://p:9090 did not answer within 5s".into()
+            ))
+        };
+        let first = plan_at(&pairs, used, now, why(), false);
+        assert_eq!(first.patch, None);
+        let (reason, note, warning) = first.event.expect("a Warning");
+        assert_eq!((reason, warning), (IDLE_UNKNOWN, true));
+        assert!(note.ends_with("did not answer within 5s"), "{note}");
+        assert!(first.warned);
+        assert_eq!(first.look_again, Some(at("2026-11-25T14:33:00Z")));
+        let again = plan_at(&pairs, used, now, why(), true);
+        assert_eq!((again.event, again.warned), (None, true));
+        let answered = plan_at(&pairs, used, now, Some(Ok(3.0)), true);
+        assert_eq!((answered.event, answered.warned), (None, false));
+    }
+
+    #[test]
+    fn asleep_it_is_looked_at_again_when_it_may_wake_and_an_ended_idle_since_goes() {
+        let night = plan_at(
+            &[WORKING_HOURS, IDLE],
+            "2026-11-25T07:00:00Z",
+            "2026-11-25T22:00:00Z",
+            None,
+            false,
+        );
+        assert_eq!(night.look_again, Some(at("2026-11-26T07:00:00Z")));
+        assert_eq!(night.patch, None);
+        let woken_by_hand = plan_at(
+            &[WORKING_HOURS, IDLE, (IDLE_SINCE, "2026-11-25T14:02:00Z")],
+            "2026-11-25T15:00:00Z",
+            "2026-11-25T15:10:00Z",
+            None,
+            false,
+        );
+        assert_eq!(
+            serde_json::to_value(woken_by_hand.patch.expect("the tidy-up")).unwrap(),
+            json!([
+                { "op": "test", "path": "/metadata/annotations/cronscaler.dev~1idle-since", "value": "2026-11-25T14:02:00Z" },
+                { "op": "remove", "path": "/metadata/annotations/cronscaler.dev~1idle-since" },
+            ])
+        );
+        let sleeping = [
+            WORKING_HOURS,
+            IDLE,
+            (ASLEEP_UNTIL, "2026-11-26T14:32:00Z"),
+            (IDLE_SINCE, "2026-11-25T14:02:00Z"),
+        ];
+        assert_eq!(
+            idle_since(&annotations(&sleeping), at("2026-11-25T15:00:00Z")),
+            Some(at("2026-11-25T14:02:00Z"))
+        );
+        assert_eq!(
+            plan_at(
+                &sleeping,
+                "2026-11-25T07:00:00Z",
+                "2026-11-25T15:00:00Z",
+                None,
+                false
+            )
+            .patch,
+            None
+        );
+    }
 
     const WOKEN: &str = "2026-11-25T13:00:00Z";
 

@@ -21,6 +21,7 @@ mod idle;
 mod inheritance;
 mod invalid;
 pub mod kube_downscaler;
+mod now;
 mod on_demand;
 mod ready_by;
 mod transition;
@@ -44,9 +45,13 @@ pub use firings::{Firings, Tally, tally};
 pub use gitops::{GITOPS, GitOpsMode, gitops_mode};
 pub use grace::held_back_until;
 pub use holidays::Holidays;
-pub use idle::{COUNT_EVERY, IDLE_AFTER, IDLE_SINCE, Idle, IdleLook, parse_idle_after};
+pub use idle::{
+    COUNT_EVERY, IDLE_AFTER, IDLE_SINCE, IDLE_SLEEP, IDLE_UNKNOWN, Idle, IdleLook, IdlePlan,
+    idle_since, parse_idle_after,
+};
 pub use inheritance::inherit;
 pub use invalid::InvalidAnnotation;
+pub use now::{asleep, next_change};
 pub use on_demand::{
     OnDemand, OutOfReach, expired_keys, in_reach, key_of, out_of_reach, overrides,
 };

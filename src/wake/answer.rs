@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::readiness::{Read, all_ready};
 use crate::{
     ops::metrics::WakeResult,
-    schedule::{self, ASLEEP_UNTIL, AWAKE_UNTIL, Annotations, Direction, WakeOnRequest},
+    schedule::{self, ASLEEP_UNTIL, AWAKE_UNTIL, IDLE_SINCE, WakeOnRequest},
 };
 
 /// What the backend does for a request.
@@ -35,40 +35,6 @@ impl Decision {
             Decision::Waking => WakeResult::Waking,
             Decision::Awake => WakeResult::Awake,
         }
-    }
-}
-
-/// Whether the Namespace is asleep now, by its schedule or by `asleep-until`. An `awake-until`
-/// in force means it is woken already, whatever its readiness.
-pub fn asleep(
-    annotations: &BTreeMap<String, String>,
-    default_timezone: Tz,
-    now: DateTime<Utc>,
-) -> bool {
-    let Annotations::Scheduled(schedule, _) = schedule::parse(annotations, default_timezone) else {
-        return false;
-    };
-    if schedule.paused {
-        return false;
-    }
-    if let Some(on_demand) = schedule.on_demand.filter(|on_demand| on_demand.until > now) {
-        return on_demand.direction == Direction::Down;
-    }
-    schedule
-        .governing_transition(now)
-        .is_some_and(|transition| transition.direction == Direction::Down)
-}
-
-/// When [`asleep`] may next change its answer: the Namespace's next transition, or the end of
-/// its override in force.
-pub fn next_change(
-    annotations: &BTreeMap<String, String>,
-    default_timezone: Tz,
-    now: DateTime<Utc>,
-) -> Option<DateTime<Utc>> {
-    match schedule::parse(annotations, default_timezone) {
-        Annotations::Scheduled(schedule, _) => schedule.next_look(now),
-        _ => None,
     }
 }
 
@@ -94,7 +60,7 @@ pub fn decide(
     readiness: Read,
 ) -> Decision {
     let cooling = woken_here.is_some_and(|at| now < at + settings.cooldown);
-    if asleep(annotations, settings.default_timezone, now) && !cooling {
+    if schedule::asleep(annotations, settings.default_timezone, now) && !cooling {
         let max_override = settings.max_override;
         let span = TimeDelta::from_std(opt_in.duration)
             .unwrap_or(max_override)
@@ -113,7 +79,8 @@ pub fn decide(
 /// The wake: `awake-until` written only while it still is what was read (absent, or an
 /// override that has ended and is not yet taken away), so that of many requests, replicas and
 /// people one alone wakes it; the `test` of an absent key passes as the API server reads JSON
-/// patches. An `asleep-until` is removed only while it still holds the value read.
+/// patches. An `asleep-until` is removed only while it still holds the value read, and the
+/// `idle-since` of an idle sleep with it.
 pub fn wake_patch(annotations: &BTreeMap<String, String>, until: DateTime<Utc>) -> Patch {
     let path = |key: &str| PointerBuf::from_tokens(["metadata", "annotations", key]);
     let read = annotations
@@ -136,6 +103,12 @@ pub fn wake_patch(annotations: &BTreeMap<String, String>, until: DateTime<Utc>) 
         }));
         operations.push(PatchOperation::Remove(RemoveOperation {
             path: path(ASLEEP_UNTIL),
+        }));
+    }
+    // It is written only with `asleep-until`, whose test above guards it as well.
+    if annotations.contains_key(IDLE_SINCE) {
+        operations.push(PatchOperation::Remove(RemoveOperation {
+            path: path(IDLE_SINCE),
         }));
     }
     Patch(operations)

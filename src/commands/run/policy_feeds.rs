@@ -35,6 +35,7 @@ use crate::{
         },
         timer::Clock,
     },
+    schedule::{IDLE_AFTER, IDLE_SINCE},
     work::WorkKey,
 };
 
@@ -80,6 +81,7 @@ pub struct Relist {
     pub workloads: Trackers,
     pub clock: Clock,
     pub queue: WorkQueue<WorkKey>,
+    pub namespaces: NamespaceSchedules,
 }
 
 impl Relist {
@@ -92,7 +94,11 @@ impl Relist {
         }
     }
 
+    /// Has the Namespaces whose schedule `changed` looked at again: their workloads relisted,
+    /// and their idleness.
     pub fn namespaces(&self, first: &FirstListings, changed: impl IntoIterator<Item = String>) {
+        let changed: Vec<String> = changed.into_iter().collect();
+        queue_idle_looks(&self.queue, &self.namespaces, changed.iter().cloned());
         // Before the gate opens no workload is watched: their first listing sees it all.
         if !first.open() {
             return;
@@ -104,6 +110,24 @@ impl Relist {
                 self.workloads.of(|kind| kind.follows_namespace),
                 self.clock.clone(),
             ));
+        }
+    }
+}
+
+/// Has each of `names` with `idle-after`, or an `idle-since` left, looked at for idleness.
+pub fn queue_idle_looks(
+    queue: &WorkQueue<WorkKey>,
+    namespaces: &NamespaceSchedules,
+    names: impl IntoIterator<Item = String>,
+) {
+    for namespace in names {
+        let idle = namespaces
+            .annotations_of(&namespace)
+            .is_some_and(|annotations| {
+                annotations.contains_key(IDLE_AFTER) || annotations.contains_key(IDLE_SINCE)
+            });
+        if idle {
+            queue.add(ScalingKey::Idle(namespace).into());
         }
     }
 }

@@ -8,8 +8,8 @@ use serde::Serialize;
 use crate::{
     scaling::asleep::recorded_transition,
     schedule::{
-        Annotations, CONSTANT_SINCE, Direction, EXCLUDE, ORIGINAL_REPLICAS, UP_REPLICAS,
-        has_schedule, inherit,
+        ASLEEP_UNTIL, Annotations, CONSTANT_SINCE, Direction, EXCLUDE, ORIGINAL_REPLICAS,
+        UP_REPLICAS, has_schedule, idle_since, inherit,
     },
 };
 
@@ -112,6 +112,26 @@ pub fn state(
         Annotations::Unscheduled(_) => None,
         Annotations::Scheduled(schedule, _) if schedule.paused => {
             Some(standing(State::Paused, None, Vec::new()))
+        }
+        // Its Namespace's idle sleep: asleep, as at night.
+        Annotations::Scheduled(schedule, _)
+            if let Some(since) = schedule
+                .on_demand
+                .filter(|o| o.direction == Direction::Down && !own.contains_key(ASLEEP_UNTIL))
+                .and_then(|_| idle_since(namespace?, now)) =>
+        {
+            let local = since.with_timezone(&schedule.timezone);
+            let at = if local.date_naive() == now.with_timezone(&schedule.timezone).date_naive() {
+                local.format("%H:%M")
+            } else {
+                local.format("%a %H:%M")
+            };
+            let next = schedule
+                .on_demand
+                .map(|o| (NextAction::OverrideEnds, o.until));
+            let mut asleep = standing(State::Asleep, next, vec![format!("idle since {at}")]);
+            asleep.since = Some(since);
+            Some(asleep)
         }
         // An override in force, its own or its Namespace's (the controller's precedence).
         Annotations::Scheduled(schedule, _)

@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 use super::resolve::Coverage;
 use crate::scaling::target::KindName;
 use crate::schedule::{
-    DOWN_REPLICAS, DOWNTIME, GITOPS, GitOpsMode, HOLIDAYS, InvalidAnnotation, READY_BY, SCALE_DOWN,
-    SCALE_UP, TIMEZONE, UPTIME, WAKE_ON_REQUEST,
+    DOWN_REPLICAS, DOWNTIME, GITOPS, GitOpsMode, HOLIDAYS, IDLE_AFTER, InvalidAnnotation, READY_BY,
+    SCALE_DOWN, SCALE_UP, TIMEZONE, UPTIME, WAKE_ON_REQUEST,
 };
 
 /// The schedule a `SleepPolicy` or `SleepSchedule` gives the Namespaces it covers.
@@ -50,6 +50,11 @@ pub struct ScheduleFields {
     /// (as cronscaler.dev/wake-on-request).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wake_on_request: Option<String>,
+    /// How long nothing may use the Namespace (no requests counted by Prometheus, no deploy,
+    /// no wake) before it sleeps until the next request or `cronscaler wake`, e.g. `30m` (as
+    /// cronscaler.dev/idle-after).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_after: Option<String>,
     /// Wake early by the Namespace's measured warm-up (or the controller's --warm-up before one
     /// was measured, at most 1h), so that its workloads are ready at each wake's hour (as
     /// cronscaler.dev/ready-by).
@@ -84,7 +89,7 @@ pub const KIND_PATTERN: &str = r"^[A-Z][A-Za-z0-9]*(\.[a-z0-9]([-a-z0-9]*[a-z0-9
 
 /// Each field by the annotation it stands for, so that what is said of an annotation names the
 /// field a user wrote.
-const FIELDS: [(&str, &str); 10] = [
+const FIELDS: [(&str, &str); 11] = [
     (UPTIME, "uptime"),
     (DOWNTIME, "downtime"),
     (SCALE_DOWN, "scaleDown"),
@@ -93,6 +98,7 @@ const FIELDS: [(&str, &str); 10] = [
     (HOLIDAYS, "holidays"),
     (DOWN_REPLICAS, "downReplicas"),
     (WAKE_ON_REQUEST, "wakeOnRequest"),
+    (IDLE_AFTER, "idleAfter"),
     (READY_BY, "readyBy"),
     (GITOPS, "gitops"),
 ];
@@ -180,6 +186,7 @@ impl ScheduleFields {
             (TIMEZONE, &self.timezone),
             (HOLIDAYS, &self.holidays),
             (WAKE_ON_REQUEST, &self.wake_on_request),
+            (IDLE_AFTER, &self.idle_after),
         ];
         text.into_iter()
             .filter_map(|(key, value)| Some((key.to_string(), value.clone()?)))

@@ -19,11 +19,8 @@ use crate::{
     error::Error,
     runtime::{CONTROLLER_NAME, api_errors::is_status, key::ObjectKey},
     scaling::namespaces::NamespaceSchedules,
-    schedule::WakeOnRequest,
-    wake::{
-        answer::{asleep, next_change},
-        readiness::{readiness, workloads},
-    },
+    schedule::{WakeOnRequest, asleep, next_change},
+    wake::readiness::{readiness, workloads},
 };
 
 /// How often a waking Namespace's readiness is read while its slices stay.
