@@ -13,6 +13,7 @@
 
 pub mod crds;
 pub mod envtest;
+pub mod prometheus;
 pub mod wake;
 
 use std::{

@@ -1,0 +1,173 @@
+//! A real Prometheus (Debian's `prometheus`) on loopback, scraping every second an exporter the
+//! test serves, whose request counters per Namespace the test controls: what a proxy's metrics
+//! would say, without the proxy.
+
+use std::{
+    collections::BTreeMap,
+    net::SocketAddr,
+    path::PathBuf,
+    process::{Child, Command, Stdio},
+    sync::{Arc, Mutex, PoisonError},
+    time::Duration,
+};
+
+use tokio::{
+    io::{AsyncReadExt as _, AsyncWriteExt as _},
+    net::TcpListener,
+};
+
+use super::{envtest, poll_until, say};
+
+/// The query the controller is given: the exporter's counter, per Namespace.
+pub const QUERY: &str = r#"sum(increase(test_requests_total{namespace="$namespace"}[$window]))"#;
+
+/// The request counters the exporter shows. A Namespace marked busy has a request counted at
+/// every scrape, as steady traffic would.
+#[derive(Clone, Default)]
+pub struct Requests {
+    counts: Arc<Mutex<BTreeMap<String, (u64, bool)>>>,
+}
+
+impl Requests {
+    /// `namespace` has a request counted at every scrape from now on.
+    pub fn busy(&self, namespace: &str) {
+        self.lock().entry(namespace.to_string()).or_default().1 = true;
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, (u64, bool)>> {
+        self.counts.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The exposition text of one scrape.
+    fn scrape(&self) -> String {
+        let mut counts = self.lock();
+        let mut text = String::from("# TYPE test_requests_total counter\n");
+        for (namespace, (count, busy)) in counts.iter_mut() {
+            if *busy {
+                *count += 1;
+            }
+            text.push_str(&format!(
+                "test_requests_total{{namespace=\"{namespace}\"}} {count}\n"
+            ));
+        }
+        text
+    }
+}
+
+/// Prometheus and its exporter, both stopped when dropped.
+pub struct Running {
+    pub url: String,
+    pub requests: Requests,
+    prometheus: Option<Child>,
+    _data: tempfile::TempDir,
+}
+
+impl Running {
+    /// Stops Prometheus, as an outage would; the exporter goes on.
+    pub fn stop(&mut self) {
+        if let Some(mut prometheus) = self.prometheus.take() {
+            let _ = prometheus.kill();
+            let _ = prometheus.wait();
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Starts the exporter and Prometheus scraping it; `None`, after saying so, where Debian's
+/// `prometheus` is not installed.
+pub async fn start(test: &str) -> Option<Running> {
+    let Some(binary) = find() else {
+        say(&format!(
+            "{test}: skipped: needs Prometheus (Debian's `prometheus` package, which .ci/run installs)"
+        ));
+        return None;
+    };
+    let requests = Requests::default();
+    let exporter = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a port for the exporter");
+    let exporter_addr = exporter.local_addr().expect("the exporter's address");
+    tokio::spawn(serve(exporter, requests.clone()));
+
+    let data = envtest::temp_dir("cronscaler-prometheus-").expect("a directory for Prometheus");
+    let config = data.path().join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: proxy\n    static_configs:\n      - targets: ['{exporter_addr}']\n"
+        ),
+    )
+    .expect("Prometheus's configuration");
+    let addr: SocketAddr = ([127, 0, 0, 1], envtest::free_port()).into();
+    let log = std::fs::File::create(data.path().join("prometheus.log")).expect("a log file");
+    let prometheus = Command::new(binary)
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            data.path().join("tsdb").display()
+        ))
+        .arg(format!("--web.listen-address={addr}"))
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("starting prometheus");
+    let url = format!("http://{addr}");
+    let ready = poll_until(Duration::from_secs(30), || async {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
+        stream
+            .write_all(b"GET /-/ready HTTP/1.1\r\nHost: p\r\nConnection: close\r\n\r\n")
+            .await
+            .ok()?;
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).await.ok()?;
+        answer.starts_with("HTTP/1.1 200").then_some(())
+    })
+    .await;
+    assert!(
+        ready.is_some(),
+        "Prometheus at {url} not ready within 30 s: {}",
+        std::fs::read_to_string(data.path().join("prometheus.log")).unwrap_or_default()
+    );
+    Some(Running {
+        url,
+        requests,
+        prometheus: Some(prometheus),
+        _data: data,
+    })
+}
+
+fn find() -> Option<PathBuf> {
+    std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|path| std::env::split_paths(&path).collect::<Vec<_>>())
+        .map(|dir| dir.join("prometheus"))
+        .find(|candidate| candidate.is_file())
+}
+
+/// Answers every request with one scrape's text.
+async fn serve(listener: TcpListener, requests: Requests) {
+    while let Ok((mut stream, _)) = listener.accept().await {
+        let requests = requests.clone();
+        tokio::spawn(async move {
+            let mut head = Vec::new();
+            let mut buffer = [0u8; 1024];
+            while !head.windows(4).any(|window| window == b"\r\n\r\n") {
+                match stream.read(&mut buffer).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => head.extend_from_slice(&buffer[..n]),
+                }
+            }
+            let body = requests.scrape();
+            let answer = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(answer.as_bytes()).await;
+        });
+    }
+}
