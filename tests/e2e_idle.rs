@@ -75,6 +75,7 @@ async fn idle_namespaces_sleep_until_a_request_used_ones_stay_up_and_without_pro
     }
     prometheus.requests.busy(&busy);
     let query = prometheus::QUERY;
+    let started = Utc::now();
     let (_controller, addr) = start_backend(
         &scenario,
         "cronscaler",
@@ -87,7 +88,6 @@ async fn idle_namespaces_sleep_until_a_request_used_ones_stay_up_and_without_pro
         ],
     )
     .await;
-    let started = Utc::now();
 
     // A rollout a few seconds in: the quiet time of `deployed` starts again from it.
     tokio::time::sleep(Duration::from_secs(4)).await;

@@ -24,7 +24,7 @@ use crate::{
     error::Error,
     runtime::{CONTROLLER_NAME, api_errors::is_status, key::ObjectKey},
     scaling::ScalingContext,
-    schedule::{COUNT_EVERY, IDLE_AFTER, IDLE_SINCE, IdleLook, IdlePlan, next_change},
+    schedule::{COUNT_EVERY, IDLE_AFTER, IdleLook, IdlePlan, next_change},
 };
 
 /// Who counts a Namespace's requests: `--prometheus-url` and `--activity-query`.
@@ -87,8 +87,8 @@ impl Activity {
         *used = (*used).max(at);
     }
 
-    /// The last use seen other than requests.
-    fn used_at(&self, namespace: &str) -> DateTime<Utc> {
+    /// The last use seen other than requests: a wake or deploy, or the controller's start.
+    pub fn used_at(&self, namespace: &str) -> DateTime<Utc> {
         let seen = self.seen();
         seen.used
             .get(namespace)
@@ -182,11 +182,14 @@ pub async fn look(
         if !annotations.contains_key(IDLE_AFTER) {
             activity.forget(namespace);
         }
-        // A leftover `idle-since` is still taken away.
-        if annotations.contains_key(IDLE_SINCE) {
-            let plan = IdleLook::leftover(&annotations, now);
-            act(ctx, namespace, plan).await?;
-        }
+        let plan = IdleLook::leftover(
+            &annotations,
+            ctx.default_timezone,
+            now,
+            activity.warned(namespace),
+        );
+        activity.set_warned(namespace, plan.warned);
+        act(ctx, namespace, plan).await?;
         return Ok(None);
     };
     let count = match look.needs_count(now) {
@@ -248,4 +251,175 @@ async fn act(ctx: &ScalingContext, namespace: &str, plan: IdlePlan) -> Result<()
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone as _;
+    use serde_json::json;
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+    use super::*;
+    use crate::{
+        mock_api::{Exchange, events_path, mock_client},
+        scaling::{namespaces::NamespaceSchedules, test_support::context},
+        schedule::{ASLEEP_UNTIL, IDLE_SINCE, UPTIME, WAKE_ON_REQUEST, test_support::annotations},
+    };
+
+    fn now() -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 11, 25, 14, 32, 0).unwrap()
+    }
+
+    fn shop() -> NamespaceSchedules {
+        let namespaces = NamespaceSchedules::default();
+        namespaces.update(
+            "shop",
+            None,
+            &annotations(&[
+                (UPTIME, "Mon-Sun 00:00-24:00"),
+                (IDLE_AFTER, "30m"),
+                (WAKE_ON_REQUEST, "2h"),
+            ]),
+        );
+        namespaces
+    }
+
+    /// A Prometheus that answers every query with `result`, and counts the queries.
+    async fn prometheus(result: &'static str) -> (String, Arc<Mutex<u32>>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let asked = Arc::new(Mutex::new(0));
+        let counted = asked.clone();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                *counted.lock().unwrap() += 1;
+                let mut request = [0u8; 4096];
+                let _ = stream.read(&mut request).await;
+                let body = format!(
+                    r#"{{"status":"success","data":{{"resultType":"vector","result":{result}}}}}"#
+                );
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = stream.write_all(answer.as_bytes()).await;
+            }
+        });
+        (url, asked)
+    }
+
+    fn counter(url: &str) -> Option<Counter> {
+        Some(Counter {
+            prometheus: Prometheus::new(url),
+            query: "ingress-nginx".parse().unwrap(),
+        })
+    }
+
+    #[tokio::test]
+    async fn idle_past_its_grace_it_is_put_to_sleep_and_then_left_alone() {
+        let (url, asked) = prometheus("[]").await;
+        let (client, server) = mock_client();
+        let server = tokio::spawn(server.serve(vec![
+            Exchange::new(
+                "PATCH",
+                "/api/v1/namespaces/shop?&fieldManager=cronscaler",
+            )
+            .content_type("application/json-patch+json")
+            .body(json!([
+                { "op": "test", "path": "/metadata/annotations/cronscaler.dev~1awake-until", "value": null },
+                { "op": "test", "path": "/metadata/annotations/cronscaler.dev~1asleep-until", "value": null },
+                { "op": "add", "path": "/metadata/annotations/cronscaler.dev~1asleep-until", "value": "2026-11-26T14:32:00Z" },
+                { "op": "add", "path": "/metadata/annotations/cronscaler.dev~1idle-since", "value": "2026-11-25T14:02:00Z" },
+            ]))
+            .reply(200, json!({ "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": "shop" } })),
+            Exchange::new("POST", events_path("default"))
+                .body(json!({
+                    "type": "Normal",
+                    "reason": "IdleSleep",
+                    "note": "no requests for 30m: asleep until the next request or `cronscaler wake`, at most until 2026-11-26T14:32:00Z",
+                    "regarding": { "kind": "Namespace", "name": "shop" },
+                }))
+                .reply(201, json!({})),
+        ]));
+        let started = now() - TimeDelta::hours(2);
+        let mut ctx = context(client, false)
+            .with_namespaces(shop())
+            .with_activity(Activity::new(counter(&url), started));
+        ctx.max_override = TimeDelta::hours(24);
+        // A deploy an hour ago is long past the grace: nothing used it for 30 minutes.
+        ctx.activity.used("shop", now() - TimeDelta::hours(1));
+        let again = look(&ctx, "shop", now()).await.expect("slept");
+        assert_eq!(again, None, "its own write brings it back");
+        // The write's echo: asleep, nothing is counted or written.
+        let mut slept = ctx.namespaces.annotations_of("shop").unwrap();
+        slept.insert(ASLEEP_UNTIL.into(), "2026-11-26T14:32:00Z".into());
+        slept.insert(IDLE_SINCE.into(), "2026-11-25T14:02:00Z".into());
+        ctx.namespaces.update("shop", None, &slept);
+        let again = look(&ctx, "shop", now() + TimeDelta::seconds(5)).await;
+        assert_eq!(
+            again.expect("looked"),
+            Some(Duration::from_secs(24 * 3600 - 5)),
+            "looked at again when the idle sleep ends"
+        );
+        assert_eq!(*asked.lock().unwrap(), 1);
+        drop(ctx);
+        server.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn requests_keep_it_up_and_are_counted_at_most_once_a_minute() {
+        let (url, asked) = prometheus(r#"[{"metric":{},"value":[1764081120,"4"]}]"#).await;
+        let (client, server) = mock_client();
+        let server = tokio::spawn(server.serve(vec![]));
+        let ctx = context(client, false)
+            .with_namespaces(shop())
+            .with_activity(Activity::new(counter(&url), now() - TimeDelta::hours(2)));
+        for (seconds, again, queries) in [(0, 60, 1), (5, 60, 1), (61, 60, 2)] {
+            let looked = look(&ctx, "shop", now() + TimeDelta::seconds(seconds)).await;
+            assert_eq!(looked.expect("looked"), Some(Duration::from_secs(again)));
+            assert_eq!(*asked.lock().unwrap(), queries, "{seconds}s in");
+        }
+        drop(ctx);
+        server.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_deploy_within_the_grace_asks_nothing_and_looks_again_when_it_ends() {
+        let (client, server) = mock_client();
+        let server = tokio::spawn(server.serve(vec![]));
+        let ctx = context(client, false)
+            .with_namespaces(shop())
+            .with_activity(Activity::new(None, now() - TimeDelta::hours(2)));
+        ctx.activity.used("shop", now() - TimeDelta::minutes(10));
+        let again = look(&ctx, "shop", now()).await.expect("looked");
+        assert_eq!(again, Some(Duration::from_secs(20 * 60)));
+        drop(ctx);
+        server.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn without_prometheus_the_namespace_is_told_once_and_nothing_sleeps() {
+        let (client, server) = mock_client();
+        let server = tokio::spawn(server.serve(vec![
+            Exchange::new("POST", events_path("default"))
+                .body(json!({
+                    "type": "Warning",
+                    "reason": "IdleUnknown",
+                    "note": "requests could not be counted, so nothing sleeps for idleness until they can: no Prometheus to count them is set (--prometheus-url)",
+                    "regarding": { "kind": "Namespace", "name": "shop" },
+                }))
+                .reply(201, json!({})),
+        ]));
+        let ctx = context(client, false)
+            .with_namespaces(shop())
+            .with_activity(Activity::new(None, now() - TimeDelta::hours(2)));
+        for minutes in [0, 1, 2] {
+            let again = look(&ctx, "shop", now() + TimeDelta::minutes(minutes))
+                .await
+                .expect("looked");
+            assert_eq!(again, Some(Duration::from_secs(60)));
+        }
+        drop(ctx);
+        server.await.unwrap();
+    }
 }

@@ -135,7 +135,6 @@ pub fn parse(annotations: &BTreeMap<String, String>, default_timezone: Tz) -> An
     let mut paused = None;
     let mut ready_by = false;
     let mut warm_up = None;
-    let mut idle_after = None;
     let mut recorded = Recorded::default();
 
     for (key, value) in annotations
@@ -198,7 +197,7 @@ pub fn parse(annotations: &BTreeMap<String, String>, default_timezone: Tz) -> An
             // Read by the reconciler for a workload a GitOps tool deploys.
             GITOPS => parse_gitops(key, value).map(drop),
             // Read by the idle look on Namespaces.
-            IDLE_AFTER => parse_idle_after(key, value).map(|_| idle_after = Some(value)),
+            IDLE_AFTER => parse_idle_after(key, value).map(drop),
             IDLE_SINCE => parse_idle_since(key, value).map(drop),
             // The controller's measurement: one it cannot read is none.
             LAST_WARM_UP => {
@@ -269,21 +268,6 @@ pub fn parse(annotations: &BTreeMap<String, String>, default_timezone: Tz) -> An
         ));
     }
 
-    // An idle sleep ends at the next request or wake, and then the schedule takes over again:
-    // without one, nothing would ever say what to go back to.
-    if let Some(value) = idle_after
-        && crons.is_empty()
-        && windows.is_empty()
-    {
-        errors.push(invalid(
-            IDLE_AFTER,
-            value,
-            &format!(
-                "needs a schedule to wake back to: add {UPTIME}, {DOWNTIME}, {SCALE_DOWN} or \
-                 {SCALE_UP} (`{UPTIME}: Mon-Sun 00:00-24:00` keeps it up but when idle)"
-            ),
-        ));
-    }
     let paused = paused.unwrap_or(false);
     if !errors.is_empty() {
         errors.sort_by(|a, b| a.key.cmp(&b.key));
@@ -609,16 +593,7 @@ mod tests {
     }
 
     #[test]
-    fn idle_after_needs_a_schedule_to_wake_back_to_and_idle_since_an_instant() {
-        assert_eq!(
-            problems(&[(IDLE_AFTER, "30m")]),
-            vec![
-                "cronscaler.dev/idle-after: \"30m\" needs a schedule to wake back to: add \
-                 cronscaler.dev/uptime, cronscaler.dev/downtime, cronscaler.dev/scale-down or \
-                 cronscaler.dev/scale-up (`cronscaler.dev/uptime: Mon-Sun 00:00-24:00` keeps it \
-                 up but when idle)"
-            ]
-        );
+    fn idle_since_is_an_instant() {
         assert_eq!(
             problems(&[(UPTIME, "Mon-Sun 00:00-24:00"), (IDLE_SINCE, "lunch")]),
             vec![
@@ -627,5 +602,6 @@ mod tests {
             ]
         );
         scheduled(&[(UPTIME, "Mon-Sun 00:00-24:00"), (IDLE_AFTER, "30m")]);
+        assert_eq!(problems(&[(IDLE_AFTER, "a while")]).len(), 1);
     }
 }

@@ -18,7 +18,8 @@ use json_patch::{
 use serde_json::Value;
 
 use super::{
-    ASLEEP_UNTIL, AWAKE_UNTIL, Annotations, Direction, WAKE_ON_REQUEST,
+    ASLEEP_UNTIL, AWAKE_UNTIL, Annotations, DOWNTIME, Direction, SCALE_DOWN, SCALE_UP, UPTIME,
+    WAKE_ON_REQUEST,
     invalid::{InvalidAnnotation, invalid},
     now::asleep,
     parse,
@@ -36,6 +37,8 @@ pub const MIN_IDLE_AFTER: Duration = Duration::from_secs(1);
 pub const IDLE_SLEEP: &str = "IdleSleep";
 /// The Warning of requests that could not be counted.
 pub const IDLE_UNKNOWN: &str = "IdleUnknown";
+/// The Warning of an `idle-after` that cannot act, as of any schedule that cannot.
+const INVALID_SCHEDULE: &str = "InvalidSchedule";
 
 /// Reads `idle-after`: a duration of at least [`MIN_IDLE_AFTER`].
 pub fn parse_idle_after(key: &str, value: &str) -> Result<Duration, InvalidAnnotation> {
@@ -157,13 +160,36 @@ pub struct IdlePlan {
 }
 
 impl IdleLook {
-    /// What is written for a Namespace without a valid `idle-after`: an `idle-since` that
-    /// outlived its sleep taken away.
-    pub fn leftover(annotations: &BTreeMap<String, String>, now: DateTime<Utc>) -> IdlePlan {
+    /// What is written for a Namespace [`IdleLook::of`] does not look at: an `idle-since` that
+    /// outlived its sleep taken away, and, once (`warned`), a Warning for an `idle-after`
+    /// without a schedule, which an idle sleep could never end back into.
+    pub fn leftover(
+        annotations: &BTreeMap<String, String>,
+        default_timezone: Tz,
+        now: DateTime<Utc>,
+        warned: bool,
+    ) -> IdlePlan {
+        let unscheduled = annotations.get(IDLE_AFTER).filter(|_| {
+            matches!(
+                parse(annotations, default_timezone),
+                Annotations::Unscheduled(_)
+            )
+        });
+        let event = unscheduled.filter(|_| !warned).map(|value| {
+            let problem = invalid(
+                IDLE_AFTER,
+                value,
+                &format!(
+                    "needs a schedule to wake back to: add {UPTIME}, {DOWNTIME}, {SCALE_DOWN} or \
+                     {SCALE_UP} (`{UPTIME}: Mon-Sun 00:00-24:00` keeps it up but when idle)"
+                ),
+            );
+            (INVALID_SCHEDULE, problem.to_string(), true)
+        });
         IdlePlan {
             patch: tidy(annotations, now),
-            event: None,
-            warned: false,
+            event,
+            warned: unscheduled.is_some(),
             look_again: None,
         }
     }
@@ -423,6 +449,34 @@ mod tests {
             ))
         );
         assert_eq!(plan.look_again, None, "its own write brings it back");
+    }
+
+    #[test]
+    fn idle_after_without_a_schedule_is_told_once_and_looked_at_no_more() {
+        let alone = annotations(&[IDLE]);
+        let now = at("2026-11-25T14:32:00Z");
+        assert_eq!(IdleLook::of(&alone, Tz::UTC, at(WOKEN), now), None);
+        let first = IdleLook::leftover(&alone, Tz::UTC, now, false);
+        assert_eq!(
+            first.event,
+            Some((
+                "InvalidSchedule",
+                "cronscaler.dev/idle-after: \"30m\" needs a schedule to wake back to: add \
+                 cronscaler.dev/uptime, cronscaler.dev/downtime, cronscaler.dev/scale-down or \
+                 cronscaler.dev/scale-up (`cronscaler.dev/uptime: Mon-Sun 00:00-24:00` keeps it \
+                 up but when idle)"
+                    .to_string(),
+                true
+            ))
+        );
+        assert!(first.warned);
+        let again = IdleLook::leftover(&alone, Tz::UTC, now, true);
+        assert_eq!(
+            (again.event, again.warned, again.look_again),
+            (None, true, None)
+        );
+        let scheduled = IdleLook::leftover(&annotations(&[WORKING_HOURS]), Tz::UTC, now, true);
+        assert_eq!((scheduled.event, scheduled.warned), (None, false));
     }
 
     #[test]

@@ -833,3 +833,46 @@ fn an_owning_kind_that_may_not_be_listed_is_said_only_where_a_workload_names_one
     };
     assert_eq!(listed.unread_owners(), vec![(Tool::ArgoCd, 1)]);
 }
+
+#[test]
+fn a_namespace_asleep_for_idleness_is_asleep_idle_since_and_counted() {
+    let namespace: &[(&str, &str)] = &[
+        (crate::schedule::UPTIME, "Mon-Sun 00:00-24:00"),
+        (crate::schedule::IDLE_AFTER, "30m"),
+        (ASLEEP_UNTIL, "2026-11-24T14:32:00Z"),
+        (crate::schedule::IDLE_SINCE, "2026-11-23T14:02:00Z"),
+    ];
+    let objects = [deployment(
+        "web",
+        0,
+        &[
+            (
+                LAST_TRANSITION,
+                "2026-11-23T14:32:00Z down until 2026-11-24T14:32:00Z",
+            ),
+            (ORIGINAL_REPLICAS, "3"),
+        ],
+    )];
+    let now = at("2026-11-23T15:00:00Z");
+    let status = status_at(&objects, &[("staging", namespace)], now);
+    let row = &status.objects[0];
+    assert_eq!(row.state, State::Asleep);
+    assert_eq!(row.reasons, vec!["idle since 14:02"]);
+    assert_eq!(
+        row.next.as_ref().map(|next| (next.action, next.at)),
+        Some((NextAction::OverrideEnds, at("2026-11-24T14:32:00Z")))
+    );
+    assert_eq!(
+        (
+            status.summary.objects_asleep,
+            status.summary.replicas_asleep
+        ),
+        (1, 3)
+    );
+    let tomorrow = status_at(
+        &objects,
+        &[("staging", namespace)],
+        at("2026-11-24T09:00:00Z"),
+    );
+    assert_eq!(tomorrow.objects[0].reasons, vec!["idle since Mon 14:02"]);
+}

@@ -828,3 +828,32 @@ async fn the_state_of_every_scheduled_object_and_only_theirs_is_kept_for_the_wor
     );
     assert!(last_seen.is_empty(), "deleted");
 }
+
+#[tokio::test]
+async fn a_change_of_a_scheduled_workload_s_spec_is_a_use_of_its_namespace() {
+    let (_queue, _timer, tracker, _) = tracked_deployments();
+    let activity = crate::scaling::idle::Activity::default();
+    let mut tracker = tracker.with_activity(activity.clone());
+    let nightly = [
+        (schedule::SCALE_DOWN, "0 20 * * *"),
+        (schedule::SCALE_UP, "0 7 * * *"),
+    ];
+    let at_generation = |generation: i64, annotations: &[(&str, &str)]| {
+        let mut object = meta("web", annotations, None);
+        object.metadata.generation = Some(generation);
+        watcher::Event::Apply(object)
+    };
+    let first_seen = DateTime::<Utc>::MIN_UTC;
+    tracker.handle(&at_generation(1, &nightly), base());
+    assert_eq!(activity.used_at("staging"), first_seen, "seen, not changed");
+    tracker.handle(&at_generation(1, &nightly), base() + TimeDelta::minutes(1));
+    assert_eq!(activity.used_at("staging"), first_seen, "a status update");
+    let deployed = base() + TimeDelta::minutes(2);
+    tracker.handle(&at_generation(2, &nightly), deployed);
+    assert_eq!(activity.used_at("staging"), deployed, "a rollout");
+    tracker.handle(
+        &at_generation(2, &nightly),
+        deployed + TimeDelta::minutes(1),
+    );
+    assert_eq!(activity.used_at("staging"), deployed, "the same spec again");
+}
