@@ -592,8 +592,8 @@ pub async fn run(
     ));
     let wake_backend = match args.wake_addr {
         Some(addr) => {
-            let listener = wake::server::bind(addr)
-                .await
+            let connections = descriptors::connection_cap(open_files);
+            let listener = wake::server::bind(addr, connections)
                 .map_err(|source| RunError::ListenWake { addr, source })?;
             if namespace.is_some() {
                 tracing::warn!(
@@ -607,7 +607,7 @@ pub async fn run(
             };
             let backend = Backend::new(wake_cluster, namespaces.clone(), metrics.clone(), settings);
             let limits = wake::server::Limits {
-                connections: descriptors::connection_cap(open_files),
+                connections,
                 trusted: TrustedProxies::new(args.wake_trusted_proxies.clone()),
             };
             tracing::info!(

@@ -9,7 +9,10 @@ use chrono::Utc;
 use http_body_util::Full;
 use hyper::{body::Bytes, server::conn::http1, service::service_fn};
 use hyper_util::rt::TokioIo;
-use tokio::{net::TcpListener, sync::Semaphore};
+use tokio::{
+    net::{TcpListener, TcpSocket},
+    sync::Semaphore,
+};
 
 use super::{
     backend::{Answer, Backend},
@@ -33,9 +36,18 @@ pub struct Limits {
     pub trusted: TrustedProxies,
 }
 
-/// Binds `addr`; serving starts with [`serve`].
-pub async fn bind(addr: std::net::SocketAddr) -> std::io::Result<TcpListener> {
-    TcpListener::bind(addr).await
+/// Binds `addr`, with room for `pending` connections not yet accepted (the kernel caps it at
+/// `net.core.somaxconn`); serving starts with [`serve`]. The default backlog of 128 would drop
+/// the connections of a burst beyond it whenever accepting lags a moment, and each dropped one
+/// waits a second for its retry: a flood of first requests is what this listener is for.
+pub fn bind(addr: std::net::SocketAddr, pending: usize) -> std::io::Result<TcpListener> {
+    let socket = match addr {
+        std::net::SocketAddr::V4(_) => TcpSocket::new_v4()?,
+        std::net::SocketAddr::V6(_) => TcpSocket::new_v6()?,
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(u32::try_from(pending).unwrap_or(u32::MAX))
 }
 
 /// Serves until the process ends.
