@@ -113,6 +113,9 @@ enum Load {
         /// them by label, instead of annotations of their own (0: annotations).
         #[arg(long, default_value_t = 0)]
         policies: usize,
+        /// The scheduled Namespaces sleep when idle too, with this `idle-after` (`30m`).
+        #[arg(long)]
+        idle_after: Option<String>,
         /// The controller's defaults: a start with nothing due sends only list pages and watches.
         #[arg(long, default_value_t = 50.0)]
         qps: f64,
@@ -268,6 +271,8 @@ struct World {
     /// `last-transition` the expected PATCHes record; `None` when no PATCH is expected.
     due: Option<String>,
     last_applied: bool,
+    /// The `idle-after` of the scheduled Namespaces, if any.
+    idle_after: Option<String>,
     /// When the objects were created and kubectl last wrote them: before every transition in
     /// force, so no write of replicas looks like someone reverting a transition.
     created: String,
@@ -654,6 +659,9 @@ impl Fake {
             (None, Some(cron)) => {
                 annotations.insert(schedule::SCALE_DOWN, cron.down.clone());
                 annotations.extend(cron.up.clone().map(|up| (schedule::SCALE_UP, up)));
+                annotations.extend(
+                    (self.world.idle_after.clone()).map(|idle| (schedule::IDLE_AFTER, idle)),
+                );
             }
             (None, None) => {}
         }
@@ -1266,6 +1274,7 @@ struct Population {
     own_every: usize,
     scheduled_namespace_every: usize,
     policies: usize,
+    idle_after: Option<String>,
 }
 
 async fn memory(
@@ -1284,6 +1293,7 @@ async fn memory(
         crons: nightly_crons(now)?,
         due: None,
         last_applied: true,
+        idle_after: population.idle_after.clone(),
         created: long_ago(now),
     };
     let (own, inherited) = world.scheduled();
@@ -1340,10 +1350,14 @@ async fn memory(
         setting("MALLOC_TRIM_THRESHOLD_")
     );
     println!(
-        "  scheduled: {own} workloads by their own schedule, {inherited} by their namespace's ({scheduled_namespaces} Namespaces scheduled{}); nothing due",
+        "  scheduled: {own} workloads by their own schedule, {inherited} by their namespace's ({scheduled_namespaces} Namespaces scheduled{}{}); nothing due",
         match population.policies {
             0 => " by their annotations".to_string(),
             n => format!(" by {n} SleepPolicies selecting them by label"),
+        },
+        match &population.idle_after {
+            Some(idle) => format!(", each with idle-after {idle}"),
+            None => String::new(),
         }
     );
     println!(
@@ -1474,6 +1488,7 @@ async fn qps(
         }],
         due: Some(due.to_string()),
         last_applied: false,
+        idle_after: None,
         created: long_ago(now),
     });
     let port = start_server(fake.clone())?;
@@ -1632,6 +1647,7 @@ async fn main() -> ExitCode {
             own_every,
             scheduled_namespace_every,
             policies,
+            idle_after,
             qps,
             burst,
             common,
@@ -1642,6 +1658,7 @@ async fn main() -> ExitCode {
                 own_every: own_every as usize,
                 scheduled_namespace_every: scheduled_namespace_every as usize,
                 policies,
+                idle_after,
             };
             memory(population, qps, burst, common).await
         }

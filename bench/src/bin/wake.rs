@@ -817,7 +817,7 @@ async fn main() -> anyhow::Result<ExitCode> {
         metrics.clone(),
     );
     let backend = Backend::new(Arc::new(cluster), schedules, metrics.clone(), settings);
-    let listener = server::bind(([127, 0, 0, 1], 0).into()).await?;
+    let listener = server::bind(([127, 0, 0, 1], 0).into(), connections)?;
     let port = listener.local_addr()?.port();
     let limits = server::Limits {
         connections,
