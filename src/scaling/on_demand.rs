@@ -3,7 +3,6 @@
 //! order of the two does not matter).
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use json_patch::{PatchOperation, RemoveOperation, TestOperation, jsonptr::PointerBuf};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::{
     Api,
@@ -14,7 +13,7 @@ use crate::{
     error::Error,
     runtime::{CONTROLLER_NAME, api_errors::is_status, key::ObjectKey},
     scaling::ScalingContext,
-    schedule::{Direction, Transition, expired_keys, key_of},
+    schedule::{Direction, Transition, expired_keys, key_of, patches::remove_if_still},
 };
 
 /// The override a transition applied, in words: `cronscaler.dev/awake-until
@@ -95,18 +94,6 @@ pub async fn end_namespace_override(
         }
     }
     Ok(())
-}
-
-/// A JSON patch that removes annotation `key` only while it holds `value`.
-pub fn remove_if_still(key: &str, value: &str) -> json_patch::Patch {
-    let path = PointerBuf::from_tokens(["metadata", "annotations", key]);
-    json_patch::Patch(vec![
-        PatchOperation::Test(TestOperation {
-            path: path.clone(),
-            value: value.into(),
-        }),
-        PatchOperation::Remove(RemoveOperation { path }),
-    ])
 }
 
 #[cfg(test)]

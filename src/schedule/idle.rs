@@ -12,10 +12,7 @@ use std::{collections::BTreeMap, time::Duration};
 
 use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
 use chrono_tz::Tz;
-use json_patch::{
-    AddOperation, Patch, PatchOperation, RemoveOperation, TestOperation, jsonptr::PointerBuf,
-};
-use serde_json::Value;
+use json_patch::Patch;
 
 use super::{
     ASLEEP_UNTIL, AWAKE_UNTIL, Annotations, DOWNTIME, Direction, SCALE_DOWN, SCALE_UP, UPTIME,
@@ -23,6 +20,7 @@ use super::{
     invalid::{InvalidAnnotation, invalid},
     now::asleep,
     parse,
+    patches::{add, remove, remove_if_still, still},
 };
 use crate::duration::spoken;
 
@@ -291,35 +289,14 @@ impl IdleLook {
 
 /// An `idle-since` whose sleep has ended (woken by hand, its `asleep-until` run out) taken away.
 fn tidy(annotations: &BTreeMap<String, String>, now: DateTime<Utc>) -> Option<Patch> {
-    (annotations.contains_key(IDLE_SINCE) && idle_since(annotations, now).is_none())
-        .then(|| remove_if_still(annotations, IDLE_SINCE))
+    let since = annotations.get(IDLE_SINCE)?;
+    idle_since(annotations, now)
+        .is_none()
+        .then(|| remove_if_still(IDLE_SINCE, since))
 }
 
 fn instant(at: DateTime<Utc>) -> String {
     at.to_rfc3339_opts(SecondsFormat::Secs, true)
-}
-
-fn path(key: &str) -> PointerBuf {
-    PointerBuf::from_tokens(["metadata", "annotations", key])
-}
-
-/// A test that `key` still holds what was read (absent reads as null, as the API server
-/// reads a JSON patch's `test`).
-fn still(annotations: &BTreeMap<String, String>, key: &str) -> PatchOperation {
-    PatchOperation::Test(TestOperation {
-        path: path(key),
-        value: annotations
-            .get(key)
-            .map_or(Value::Null, |read| read.clone().into()),
-    })
-}
-
-/// Takes `key` away while it holds what was read.
-fn remove_if_still(annotations: &BTreeMap<String, String>, key: &str) -> Patch {
-    Patch(vec![
-        still(annotations, key),
-        PatchOperation::Remove(RemoveOperation { path: path(key) }),
-    ])
 }
 
 /// The idle sleep: `asleep-until` and `idle-since` written, and a wake that has not ended taken
@@ -335,15 +312,10 @@ fn sleep_patch(
         still(annotations, ASLEEP_UNTIL),
     ];
     if annotations.contains_key(AWAKE_UNTIL) {
-        operations.push(PatchOperation::Remove(RemoveOperation {
-            path: path(AWAKE_UNTIL),
-        }));
+        operations.push(remove(AWAKE_UNTIL));
     }
     for (key, at) in [(ASLEEP_UNTIL, until), (IDLE_SINCE, since)] {
-        operations.push(PatchOperation::Add(AddOperation {
-            path: path(key),
-            value: instant(at).into(),
-        }));
+        operations.push(add(key, instant(at)));
     }
     Patch(operations)
 }

@@ -23,6 +23,7 @@ mod invalid;
 pub mod kube_downscaler;
 mod now;
 mod on_demand;
+pub mod patches;
 mod ready_by;
 mod transition;
 mod unreadable;

@@ -5,15 +5,15 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
 use chrono_tz::Tz;
-use json_patch::{
-    AddOperation, Patch, PatchOperation, RemoveOperation, TestOperation, jsonptr::PointerBuf,
-};
-use serde_json::Value;
+use json_patch::Patch;
 
 use super::readiness::{Read, all_ready};
 use crate::{
     ops::metrics::WakeResult,
-    schedule::{self, ASLEEP_UNTIL, AWAKE_UNTIL, IDLE_SINCE, WakeOnRequest},
+    schedule::{
+        self, ASLEEP_UNTIL, AWAKE_UNTIL, IDLE_SINCE, WakeOnRequest,
+        patches::{add, remove, still},
+    },
 };
 
 /// What the backend does for a request.
@@ -82,34 +82,20 @@ pub fn decide(
 /// patches. An `asleep-until` is removed only while it still holds the value read, and the
 /// `idle-since` of an idle sleep with it.
 pub fn wake_patch(annotations: &BTreeMap<String, String>, until: DateTime<Utc>) -> Patch {
-    let path = |key: &str| PointerBuf::from_tokens(["metadata", "annotations", key]);
-    let read = annotations
-        .get(AWAKE_UNTIL)
-        .map_or(Value::Null, |ended| ended.clone().into());
     let mut operations = vec![
-        PatchOperation::Test(TestOperation {
-            path: path(AWAKE_UNTIL),
-            value: read,
-        }),
-        PatchOperation::Add(AddOperation {
-            path: path(AWAKE_UNTIL),
-            value: until.to_rfc3339_opts(SecondsFormat::Secs, true).into(),
-        }),
+        still(annotations, AWAKE_UNTIL),
+        add(
+            AWAKE_UNTIL,
+            until.to_rfc3339_opts(SecondsFormat::Secs, true),
+        ),
     ];
-    if let Some(asleep_until) = annotations.get(ASLEEP_UNTIL) {
-        operations.push(PatchOperation::Test(TestOperation {
-            path: path(ASLEEP_UNTIL),
-            value: asleep_until.clone().into(),
-        }));
-        operations.push(PatchOperation::Remove(RemoveOperation {
-            path: path(ASLEEP_UNTIL),
-        }));
+    if annotations.contains_key(ASLEEP_UNTIL) {
+        operations.push(still(annotations, ASLEEP_UNTIL));
+        operations.push(remove(ASLEEP_UNTIL));
     }
     // It is written only with `asleep-until`, whose test above guards it as well.
     if annotations.contains_key(IDLE_SINCE) {
-        operations.push(PatchOperation::Remove(RemoveOperation {
-            path: path(IDLE_SINCE),
-        }));
+        operations.push(remove(IDLE_SINCE));
     }
     Patch(operations)
 }
