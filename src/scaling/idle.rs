@@ -24,7 +24,7 @@ use crate::{
     error::Error,
     runtime::{CONTROLLER_NAME, api_errors::is_status, key::ObjectKey},
     scaling::ScalingContext,
-    schedule::{COUNT_EVERY, IDLE_AFTER, IdleLook, IdlePlan, next_change},
+    schedule::{COUNT_EVERY, IDLE_AFTER, IdleLook, IdlePlan},
 };
 
 /// Who counts a Namespace's requests: `--prometheus-url` and `--activity-query`.
@@ -202,7 +202,6 @@ pub async fn look(
         count,
         activity.warned(namespace),
         ctx.max_override,
-        next_change(&annotations, ctx.default_timezone, now),
     );
     activity.set_warned(namespace, plan.warned);
     let again = plan

@@ -18,7 +18,6 @@ use super::{
     ASLEEP_UNTIL, AWAKE_UNTIL, Annotations, DOWNTIME, Direction, SCALE_DOWN, SCALE_UP, UPTIME,
     WAKE_ON_REQUEST,
     invalid::{InvalidAnnotation, invalid},
-    now::asleep,
     parse,
     patches::{add, remove, remove_if_still, still},
 };
@@ -84,6 +83,8 @@ pub struct IdleLook {
     /// person), the last deploy in it, or the controller's start, whichever is latest. Nothing
     /// sleeps for idleness within `idle_after` of it: the grace after a wake.
     pub used_at: DateTime<Utc>,
+    /// When being asleep may change: its schedule's next transition, or its override's end.
+    pub next_change: Option<DateTime<Utc>>,
 }
 
 /// What a look at an idle Namespace comes to.
@@ -214,8 +215,9 @@ impl IdleLook {
             .map(|transition| transition.at);
         Some(IdleLook {
             idle_after: TimeDelta::from_std(idle_after).ok()?,
-            asleep: asleep(annotations, default_timezone, now),
+            asleep: schedule.asleep_at(now),
             used_at: woken.map_or(used_at, |woken| woken.max(used_at)),
+            next_change: schedule.next_look(now),
         })
     }
 
@@ -230,7 +232,6 @@ impl IdleLook {
         count: Option<Result<f64, String>>,
         warned: bool,
         max_override: TimeDelta,
-        next_change: Option<DateTime<Utc>>,
     ) -> IdlePlan {
         let counted = count
             .as_ref()
@@ -243,7 +244,7 @@ impl IdleLook {
         };
         match self.decide(now, counted) {
             Idle::Asleep => IdlePlan {
-                look_again: next_change,
+                look_again: self.next_change,
                 ..nothing
             },
             Idle::InUse { look_again } => IdlePlan {
@@ -342,15 +343,7 @@ mod tests {
     ) -> IdlePlan {
         let annotations = annotations(pairs);
         let look = IdleLook::of(&annotations, Tz::UTC, at(used_at), at(now)).expect("a look");
-        let next = crate::schedule::next_change(&annotations, Tz::UTC, at(now));
-        look.plan(
-            &annotations,
-            at(now),
-            count,
-            warned,
-            TimeDelta::hours(24),
-            next,
-        )
+        look.plan(&annotations, at(now), count, warned, TimeDelta::hours(24))
     }
 
     #[test]
@@ -377,6 +370,7 @@ mod tests {
                 idle_after: TimeDelta::minutes(30),
                 asleep: false,
                 used_at: at("2026-11-25T07:00:00Z"),
+                next_change: Some(at("2026-11-25T20:00:00Z")),
             }),
             "the schedule's wake at 07:00 is the last use"
         );
@@ -528,6 +522,7 @@ mod tests {
             idle_after: TimeDelta::minutes(30),
             asleep,
             used_at: at(WOKEN),
+            next_change: None,
         }
     }
 

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 
-use super::{Annotations, Direction, parse};
+use super::{Annotations, Direction, Schedule, parse};
 
 /// Whether the Namespace is asleep now, by its schedule or by `asleep-until`. An `awake-until`
 /// in force means it is woken already, whatever its readiness.
@@ -15,18 +15,24 @@ pub fn asleep(
     default_timezone: Tz,
     now: DateTime<Utc>,
 ) -> bool {
-    let Annotations::Scheduled(schedule, _) = parse(annotations, default_timezone) else {
-        return false;
-    };
-    if schedule.paused {
-        return false;
+    match parse(annotations, default_timezone) {
+        Annotations::Scheduled(schedule, _) => schedule.asleep_at(now),
+        _ => false,
     }
-    if let Some(on_demand) = schedule.on_demand.filter(|on_demand| on_demand.until > now) {
-        return on_demand.direction == Direction::Down;
+}
+
+impl Schedule {
+    /// [`asleep`], of a schedule parsed already.
+    pub fn asleep_at(&self, now: DateTime<Utc>) -> bool {
+        if self.paused {
+            return false;
+        }
+        if let Some(on_demand) = self.on_demand.filter(|on_demand| on_demand.until > now) {
+            return on_demand.direction == Direction::Down;
+        }
+        self.governing_transition(now)
+            .is_some_and(|transition| transition.direction == Direction::Down)
     }
-    schedule
-        .governing_transition(now)
-        .is_some_and(|transition| transition.direction == Direction::Down)
 }
 
 /// When [`asleep`] may next change its answer: the Namespace's next transition, or the end of
