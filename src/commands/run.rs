@@ -818,13 +818,15 @@ fn namespace_feed(
         let changed: Vec<String> = match event {
             watcher::Event::Apply(namespace) | watcher::Event::InitApply(namespace) => {
                 let name = namespace.name_any();
-                let woken_before = namespaces
-                    .annotations_of(&name)
-                    .and_then(|annotations| annotations.get(AWAKE_UNTIL).cloned());
+                let woken = || {
+                    (namespaces.annotations_of(&name))
+                        .and_then(|annotations| annotations.get(AWAKE_UNTIL).cloned())
+                };
+                let woken_before = woken();
                 let annotated = namespaces.update(&name, namespace.uid(), namespace.annotations());
                 // A wake (by a request or a person) is a use, for sleep when idle.
-                let woken = namespace.annotations().get(AWAKE_UNTIL);
-                if woken.is_some() && woken != woken_before.as_ref() {
+                let woken_now = woken();
+                if woken_now.is_some() && woken_now != woken_before {
                     activity.used(&name, (relist.clock)());
                 }
                 let labelled = namespaces.set_labels(&name, namespace.labels());
