@@ -207,6 +207,10 @@ pub struct Options {
     pub crd: bool,
     /// Extra API-server flags, e.g. `--enable-admission-plugins=...`.
     pub apiserver_flags: Vec<String>,
+    /// Install the namespace and `rbac/` and sign the ServiceAccount in. Off for a test that
+    /// installs them otherwise (the Helm chart), then calls
+    /// [`ControlPlane::sign_in_service_account`].
+    pub install: bool,
 }
 
 impl Options {
@@ -226,6 +230,7 @@ impl Default for Options {
             controller_manager: true,
             crd: true,
             apiserver_flags: Vec::new(),
+            install: true,
         }
     }
 }
@@ -335,18 +340,30 @@ impl ControlPlane {
         plane.start_apiserver().await?;
 
         let admin = plane.admin_client().await;
-        let token = install(&admin, options.crd).await?;
-        fs::write(
-            plane.sa_kubeconfig(),
-            kubeconfig(&plane.server(), SA_NAME, &token),
-        )
-        .map_err(|error| format!("writing sa.kubeconfig: {error}"))?;
+        if options.crd {
+            install_crd(&admin).await?;
+        }
+        if options.install {
+            install(&admin).await?;
+            plane.sign_in_service_account("default").await?;
+        }
 
         // After the CRD is established, so that garbage collection watches Foos from the start.
         if options.controller_manager && assets.join("kube-controller-manager").is_file() {
             plane.start_controller_manager()?;
         }
         Ok(plane)
+    }
+
+    /// [`sign_in`], written to [`ControlPlane::sa_kubeconfig`], working in `namespace` (that of
+    /// the Pod the controller would run in).
+    pub async fn sign_in_service_account(&self, namespace: &str) -> Result<(), String> {
+        let token = sign_in(&self.admin_client().await).await?;
+        fs::write(
+            self.sa_kubeconfig(),
+            kubeconfig_in(&self.server(), SA_NAME, &token, namespace),
+        )
+        .map_err(|error| format!("writing sa.kubeconfig: {error}"))
     }
 
     /// The temporary directory: logs, certificates, kubeconfigs, the audit log.
@@ -600,14 +617,19 @@ fn service_account_keys(dir: &Path) -> Result<(), String> {
     run(&["rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub"])
 }
 
-/// A kubeconfig with one cluster, one user authenticated by `token`, and a context of both.
-/// The API server's certificate is self-signed, so it is not verified.
+/// A kubeconfig with one cluster, one user authenticated by `token`, and a context of both in
+/// namespace `default`. The API server's certificate is self-signed, so it is not verified.
 pub fn kubeconfig(server: &str, user: &str, token: &str) -> String {
+    kubeconfig_in(server, user, token, "default")
+}
+
+/// [`kubeconfig`] working in `namespace`, as a Pod's ServiceAccount works in the Pod's own.
+pub fn kubeconfig_in(server: &str, user: &str, token: &str, namespace: &str) -> String {
     format!(
         "apiVersion: v1\nkind: Config\nclusters:\n- name: envtest\n  cluster:\n    server: {server}\n    \
          insecure-skip-tls-verify: true\nusers:\n- name: {user}\n  user:\n    token: {token}\n\
          contexts:\n- name: envtest\n  context:\n    cluster: envtest\n    user: {user}\n    \
-         namespace: default\ncurrent-context: envtest\n"
+         namespace: {namespace}\ncurrent-context: envtest\n"
     )
 }
 
@@ -626,14 +648,9 @@ fn repo_file(path: &str) -> PathBuf {
 }
 
 /// Installs what `kubectl apply -f manifests/ -f rbac/` would, except the controller's own
-/// Deployment: the namespace, the Foo CRD (if `crd`), and every manifest in `rbac/` unchanged.
-/// Waits until the CRD is served and the ServiceAccount's bindings are in force, and returns a
-/// token of the ServiceAccount from the TokenRequest API.
-pub async fn install(admin: &Client, crd: bool) -> Result<String, String> {
+/// Deployment and the CRDs: the namespace and every manifest in `rbac/` unchanged.
+pub async fn install(admin: &Client) -> Result<(), String> {
     apply_file(admin, &repo_file("manifests/00-namespace.yaml")).await?;
-    if crd {
-        install_crd(admin).await?;
-    }
     let mut rbac: Vec<PathBuf> = fs::read_dir(repo_file("rbac"))
         .map_err(|error| format!("reading rbac/: {error}"))?
         .filter_map(|entry| entry.ok().map(|entry| entry.path()))
@@ -643,9 +660,15 @@ pub async fn install(admin: &Client, crd: bool) -> Result<String, String> {
     for file in &rbac {
         apply_file(admin, file).await?;
     }
+    Ok(())
+}
+
+/// Waits until the ServiceAccount's bindings are in force, so a controller started next is not
+/// refused, and returns a token of the ServiceAccount from the TokenRequest API.
+pub async fn sign_in(admin: &Client) -> Result<String, String> {
     // The authorizer learns of new bindings from a watch: wait until both bindings (the
-    // ClusterRoleBinding and the lease RoleBinding) are in force, so a controller started next
-    // is not refused. Both are grants rbac/ must make; if one is missing, this says so.
+    // cluster-wide one and the lease RoleBinding) are in force. Both are grants an install must
+    // make; if one is missing, this says so.
     for (group, resource, verb, namespace) in [
         ("apps", "deployments", "list", None),
         ("coordination.k8s.io", "leases", "get", Some(SA_NAMESPACE)),

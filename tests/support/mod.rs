@@ -13,6 +13,7 @@
 
 pub mod crds;
 pub mod envtest;
+pub mod helm;
 pub mod prometheus;
 pub mod wake;
 
@@ -118,7 +119,9 @@ async fn current_cluster() -> Result<Backend, String> {
     let admin = Client::try_default()
         .await
         .map_err(|error| format!("CRONSCALER_E2E=1 needs a kubeconfig: {error}"))?;
-    let token = envtest::install(&admin, true).await?;
+    envtest::install_crd(&admin).await?;
+    envtest::install(&admin).await?;
+    let token = envtest::sign_in(&admin).await?;
     let kubeconfig = Kubeconfig::read().map_err(|error| format!("reading kubeconfig: {error}"))?;
     let context_name = kubeconfig
         .current_context
@@ -295,6 +298,19 @@ impl Scenario {
             self.name
         );
         self.spawn_controller(name, &["run"], args)
+    }
+
+    /// Starts the controller with the arguments an installed Deployment gives it (`run` and
+    /// its flags, as the chart or the manifests render them): only on a control plane of the
+    /// scenario's own.
+    pub fn start_as_installed(&self, name: &str, args: &[&str]) -> Controller {
+        assert!(
+            self.own_plane,
+            "{}: an installed controller needs a control plane of its own",
+            self.name
+        );
+        let (run, flags) = args.split_at(args.len().min(1));
+        self.spawn_controller(name, run, flags)
     }
 
     fn spawn_controller(&self, name: &str, run: &[&str], args: &[&str]) -> Controller {
