@@ -247,7 +247,7 @@ fn default_values_install_what_kustomize_installs() {
     let Some(kustomized) = kustomize(test, ".", &[]) else {
         return;
     };
-    let chart = helm
+    let rendered = helm
         .render("cronscaler", "cronscaler", Value::Null)
         .unwrap_or_else(|error| panic!("helm template: {error}"));
 
@@ -262,7 +262,7 @@ fn default_values_install_what_kustomize_installs() {
             .map(|object| (identity(object), essence(object)))
             .collect()
     };
-    let (kustomized, charted) = (by_identity(&objects), by_identity(&chart));
+    let (kustomized, charted) = (by_identity(&objects), by_identity(&rendered));
     assert_eq!(
         kustomized.keys().collect::<Vec<_>>(),
         charted.keys().collect::<Vec<_>>(),
@@ -284,11 +284,37 @@ fn default_values_install_what_kustomize_installs() {
             .collect()
     };
     assert_eq!(
-        names(&helm.crds()),
+        names(&helm.crds(&chart())),
         names(&crds),
         "the chart's crds/ are kustomize's CRDs"
     );
     assert_eq!(names(&crds).len(), 3, "Foo, SleepPolicy and SleepSchedule");
+}
+
+#[test]
+fn the_packaged_chart_holds_the_linked_files_and_renders_the_same() {
+    let Some(helm) = Helm::get("the_packaged_chart_holds_the_linked_files") else {
+        return;
+    };
+    let destination = tempfile::tempdir().expect("a temporary directory");
+    let archive = helm.package(destination.path());
+    assert_eq!(
+        archive.file_name().and_then(|name| name.to_str()),
+        Some(format!("cronscaler-{}.tgz", env!("CARGO_PKG_VERSION")).as_str())
+    );
+    for values in [Value::Null, every_value()] {
+        let packaged = helm.render_chart(&archive, "cronscaler", "cronscaler", values.clone());
+        let unpacked = helm.render("cronscaler", "cronscaler", values);
+        assert_eq!(
+            packaged, unpacked,
+            "the archive renders as the directory does"
+        );
+    }
+    assert_eq!(
+        helm.crds(&archive),
+        helm.crds(&chart()),
+        "the CRDs themselves, not links"
+    );
 }
 
 #[test]

@@ -23,6 +23,8 @@ def main() -> None:
         )
     elif op == "crds":
         answer = helm.Chart.load(chart).crds
+    elif op == "package":
+        answer = helm.package(chart, destination=request["destination"])
     elif op == "validate":
         helm.Chart.load(chart).validate_schema(values)
         answer = None

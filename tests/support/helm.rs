@@ -141,8 +141,19 @@ impl Helm {
         namespace: &str,
         values: Value,
     ) -> Result<Vec<Value>, String> {
+        self.render_chart(&chart(), release, namespace, values)
+    }
+
+    /// [`Helm::render`] of the chart at `chart`, a directory or a packaged `.tgz`.
+    pub fn render_chart(
+        &self,
+        chart: &Path,
+        release: &str,
+        namespace: &str,
+        values: Value,
+    ) -> Result<Vec<Value>, String> {
         let rendered = self.call(json!({
-            "op": "render", "chart": chart(), "values": values,
+            "op": "render", "chart": chart, "values": values,
             "release": release, "namespace": namespace,
         }))?;
         let mut templates: Vec<(&String, &Value)> = rendered
@@ -158,10 +169,18 @@ impl Helm {
             .collect())
     }
 
-    /// The CRDs the chart installs (its `crds/`), as objects.
-    pub fn crds(&self) -> Vec<Value> {
+    /// `helm package charts/cronscaler -d <destination>`: the archive's path.
+    pub fn package(&self, destination: &Path) -> PathBuf {
+        let archive = self
+            .call(json!({ "op": "package", "chart": chart(), "destination": destination }))
+            .unwrap_or_else(|error| panic!("helm package: {error}"));
+        PathBuf::from(archive.as_str().unwrap_or_default())
+    }
+
+    /// The CRDs the chart at `chart` installs (its `crds/`), as objects.
+    pub fn crds(&self, chart: &Path) -> Vec<Value> {
         let files = self
-            .call(json!({ "op": "crds", "chart": chart() }))
+            .call(json!({ "op": "crds", "chart": chart }))
             .unwrap_or_else(|error| panic!("loading the chart: {error}"));
         files
             .as_array()
