@@ -604,13 +604,39 @@ async fn installed_with_helm_it_sleeps_a_deployment_and_upgrade_and_uninstall_ke
     };
     serve_monitoring_kinds(&scenario).await;
     let kubeconfig = scenario.plane().admin_kubeconfig();
-    let release = |op: &str, values: Value| {
+    let try_release = |op: &str, values: Value| {
         helm.call(json!({
             "op": op, "chart": chart(), "values": values, "release": "cronscaler",
             "namespace": envtest::SA_NAMESPACE, "kubeconfig": kubeconfig,
         }))
-        .unwrap_or_else(|error| panic!("helm {op}: {error}"))
     };
+    let release = |op: &str, values: Value| {
+        try_release(op, values).unwrap_or_else(|error| panic!("helm {op}: {error}"))
+    };
+
+    // A wrong value is refused at install, by its path: no release, no controller. (Helm
+    // installs a chart's crds/ before it reads the values, so those may be there.)
+    let refused = try_release(
+        "install",
+        json!({ "controller": { "gracePeriod": "a while" } }),
+    )
+    .expect_err("a wrong value is refused");
+    assert!(
+        refused.contains("at '/controller/gracePeriod'"),
+        "{refused}"
+    );
+    let controllers: Api<Deployment> =
+        Api::namespaced(scenario.client.clone(), envtest::SA_NAMESPACE);
+    let roles: Api<ClusterRole> = Api::all(scenario.client.clone());
+    assert!(
+        controllers
+            .get_opt("cronscaler")
+            .await
+            .ok()
+            .flatten()
+            .is_none()
+    );
+    assert!(roles.get_opt("cronscaler").await.ok().flatten().is_none());
 
     // helm install cronscaler ./charts/cronscaler -n cronscaler --create-namespace
     let monitoring = json!({ "metrics": {
@@ -644,8 +670,6 @@ async fn installed_with_helm_it_sleeps_a_deployment_and_upgrade_and_uninstall_ke
         .sign_in_service_account(envtest::SA_NAMESPACE)
         .await
         .unwrap_or_else(|error| panic!("the chart's RBAC: {error}"));
-    let controllers: Api<Deployment> =
-        Api::namespaced(scenario.client.clone(), envtest::SA_NAMESPACE);
     let installed_args = |deployment: &Deployment| -> Vec<String> {
         deployment
             .spec
@@ -717,7 +741,6 @@ async fn installed_with_helm_it_sleeps_a_deployment_and_upgrade_and_uninstall_ke
         .unwrap_or_else(|error| panic!("stopping the controller: {error}"));
     release("uninstall", Value::Null);
     let started = Instant::now();
-    let roles: Api<ClusterRole> = Api::all(scenario.client.clone());
     while controllers
         .get_opt("cronscaler")
         .await
