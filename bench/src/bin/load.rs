@@ -468,7 +468,17 @@ enum Route {
     Events,
     /// Whether the controller may patch a kind: it may.
     AccessReview,
+    /// The GitOps owners (Argo CD Applications, Flux Kustomizations and HelmReleases), whose
+    /// CRDs this cluster has not: answered as an API server without them answers, 404.
+    NotInstalled,
 }
+
+/// The API groups of the GitOps owners the controller watches where their CRDs are installed.
+const NOT_INSTALLED: [&str; 3] = [
+    "argoproj.io",
+    "kustomize.toolkit.fluxcd.io",
+    "helm.toolkit.fluxcd.io",
+];
 
 impl Fake {
     fn new(world: World) -> Arc<Self> {
@@ -526,6 +536,7 @@ impl Fake {
         };
         match segments.as_slice() {
             ["version"] => Some(Route::Version),
+            ["apis", group, ..] if NOT_INSTALLED.contains(group) => Some(Route::NotInstalled),
             ["api", "v1", "namespaces"] => Some(Route::Namespaces),
             ["apis", "samplecontroller.k8s.io", "v1alpha1", "foos"] => Some(Route::Foos),
             ["apis", "cronscaler.dev", "v1alpha1", "sleeppolicies"] => Some(Route::SleepPolicies),
@@ -892,6 +903,10 @@ async fn handle(fake: Arc<Fake>, request: Request<Incoming>) -> Result<Response<
     let world = &fake.world;
 
     let response = match (method, fake.route(path)) {
+        (&Method::GET, Some(Route::NotInstalled)) => bytes_response(
+            StatusCode::NOT_FOUND,
+            Bytes::from_static(b"404 page not found\n"),
+        ),
         (&Method::GET, Some(Route::Version)) => {
             counts.versions.fetch_add(1, Relaxed);
             let version = json!({
