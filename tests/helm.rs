@@ -323,7 +323,10 @@ fn a_namespace_list_runs_one_controller_per_namespace_granted_there_only() {
     let Some(helm) = Helm::get(test) else {
         return;
     };
-    let values = json!({ "scope": { "namespaces": ["team-a", "team-b"] } });
+    let values = json!({
+        "scope": { "namespaces": ["team-a", "team-b"] },
+        "rbac": { "optional": { "argoRollouts": true } },
+    });
     let objects = helm
         .render("cronscaler", "platform", values)
         .unwrap_or_else(|error| panic!("helm template: {error}"));
@@ -371,7 +374,16 @@ fn a_namespace_list_runs_one_controller_per_namespace_granted_there_only() {
         .iter()
         .find(|o| o["kind"] == "Role" && o["metadata"]["namespace"] == "team-b")
         .expect("a Role in team-b");
-    assert_eq!(charted["rules"], role["rules"]);
+    let (rules, optional) = charted["rules"]
+        .as_array()
+        .expect("rules")
+        .split_at(role["rules"].as_array().expect("rules").len());
+    assert_eq!(rules, role["rules"].as_array().expect("rules").as_slice());
+    assert_eq!(
+        optional[0]["resources"],
+        json!(["rollouts"]),
+        "rbac.optional's grants in the namespace"
+    );
 
     let own = json!({ "scope": { "namespaces": ["platform"] } });
     let refused = helm
@@ -380,6 +392,42 @@ fn a_namespace_list_runs_one_controller_per_namespace_granted_there_only() {
     assert!(
         refused.contains("scope.namespaces: \"platform\" is the release's own namespace"),
         "{refused}"
+    );
+}
+
+#[test]
+fn one_replica_has_no_disruption_budget_and_no_backend_has_no_wake_service() {
+    let Some(helm) = Helm::get("one_replica_has_no_disruption_budget") else {
+        return;
+    };
+    let values = json!({ "replicas": 1, "wake": { "enabled": false }, "networkPolicy": { "enabled": true } });
+    let objects = helm
+        .render("cronscaler", "cronscaler", values)
+        .unwrap_or_else(|error| panic!("helm template: {error}"));
+    let kinds: Vec<String> = objects.iter().map(identity).collect();
+    for absent in [
+        "PodDisruptionBudget cronscaler/cronscaler",
+        "Service cronscaler/cronscaler-wake",
+    ] {
+        assert!(
+            !kinds.iter().any(|kind| kind == absent),
+            "{absent} in {kinds:?}"
+        );
+    }
+    let deployment = find(&objects, "Deployment", "cronscaler");
+    assert_eq!(
+        args(deployment),
+        ["run", "--leader-elect", "--log-format", "json"]
+    );
+    assert_eq!(
+        container(deployment)["ports"].as_array().map(Vec::len),
+        Some(1),
+        "no wake port"
+    );
+    let policy = find(&objects, "NetworkPolicy", "cronscaler");
+    assert_eq!(
+        policy["spec"]["ingress"],
+        json!([{ "ports": [{ "port": "http" }] }])
     );
 }
 
