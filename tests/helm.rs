@@ -819,8 +819,27 @@ async fn installed_with_helm_it_sleeps_a_deployment_and_upgrade_and_uninstall_ke
         Some("2"),
         "the record that wakes web is kept: {annotations:?}"
     );
+
+    // Every value set is accepted by the API server too: another release, in another namespace.
+    let everything = helm
+        .call(json!({
+            "op": "install", "chart": chart(), "values": every_value(), "release": "platform",
+            "namespace": "ops", "kubeconfig": kubeconfig,
+        }))
+        .unwrap_or_else(|error| panic!("helm install with every value set: {error}"));
+    assert_eq!(everything["status"], "deployed", "{everything}");
+    let manifest = everything["manifest"].as_str().unwrap_or_default();
+    for kind in [
+        "kind: NetworkPolicy",
+        "kind: ServiceMonitor",
+        "type: NodePort",
+    ] {
+        assert!(manifest.contains(kind), "every value set: {kind}");
+    }
+    let ops: Api<Deployment> = Api::namespaced(scenario.client.clone(), "ops");
+    ops.get("sleeper").await.expect("the release's Deployment");
     say(&format!(
-        "{test}: installed, slept web, upgraded and uninstalled"
+        "{test}: installed, slept web, upgraded and uninstalled; installed with every value set"
     ));
     scenario.finish().await;
 }
