@@ -126,6 +126,40 @@ fn args(deployment: &Value) -> Vec<String> {
         .collect()
 }
 
+/// Every selector of the render (Services, budgets, NetworkPolicies, ServiceMonitors) selects the
+/// Pods of one of its Deployments: a selector that selects nothing fails silently in a cluster.
+fn assert_selectors_select_the_controller(objects: &[Value]) {
+    let pods: Vec<&serde_json::Map<String, Value>> = objects
+        .iter()
+        .filter(|object| object["kind"] == "Deployment")
+        .filter_map(|deployment| deployment["spec"]["template"]["metadata"]["labels"].as_object())
+        .collect();
+    assert!(
+        !pods.is_empty(),
+        "no Deployment among {:?}",
+        identities(objects)
+    );
+    for object in objects {
+        let selector = match object["kind"].as_str().unwrap_or_default() {
+            "Service" => &object["spec"]["selector"],
+            "PodDisruptionBudget" => &object["spec"]["selector"]["matchLabels"],
+            "NetworkPolicy" => &object["spec"]["podSelector"]["matchLabels"],
+            _ => continue,
+        };
+        let selector = selector.as_object().expect("a selector of labels");
+        let selects = |labels: &&serde_json::Map<String, Value>| {
+            selector
+                .iter()
+                .all(|(key, value)| labels.get(key) == Some(value))
+        };
+        assert!(
+            pods.iter().any(selects),
+            "{} selects no controller Pod",
+            identity(object)
+        );
+    }
+}
+
 /// What an install means to the cluster, apart from names of its own making (labels, the
 /// Helm-only metadata): a Deployment's Pod spec, a role's rules and aggregation, a binding's
 /// role and subjects, a Service's ports, a budget's bound.
@@ -262,6 +296,8 @@ fn default_values_install_what_kustomize_installs() {
             .map(|object| (identity(object), essence(object)))
             .collect()
     };
+    assert_selectors_select_the_controller(&rendered);
+    assert_selectors_select_the_controller(&objects);
     let (kustomized, charted) = (by_identity(&objects), by_identity(&rendered));
     assert_eq!(
         kustomized.keys().collect::<Vec<_>>(),
@@ -330,6 +366,7 @@ fn a_namespace_list_runs_one_controller_per_namespace_granted_there_only() {
     let objects = helm
         .render("cronscaler", "platform", values)
         .unwrap_or_else(|error| panic!("helm template: {error}"));
+    assert_selectors_select_the_controller(&objects);
     for namespace in ["team-a", "team-b"] {
         let deployment = find(&objects, "Deployment", &format!("cronscaler-{namespace}"));
         assert_eq!(deployment["metadata"]["namespace"], "platform");
@@ -439,6 +476,7 @@ fn every_value_set_reaches_the_objects_and_the_controller_takes_its_flags() {
     let objects = helm
         .render("platform", "ops", every_value())
         .unwrap_or_else(|error| panic!("helm template: {error}"));
+    assert_selectors_select_the_controller(&objects);
     let deployment = find(&objects, "Deployment", "sleeper");
     let pod = &deployment["spec"]["template"]["spec"];
     let container = container(deployment);
