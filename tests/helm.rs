@@ -673,40 +673,118 @@ async fn serve_monitoring_kinds(scenario: &Scenario) {
     }
 }
 
-#[tokio::test]
-async fn installed_with_helm_it_sleeps_a_deployment_and_upgrade_and_uninstall_keep_the_records() {
-    let test = "installed_with_helm";
-    let Some(helm) = Helm::get(test) else {
-        return;
-    };
+/// A control plane with nothing installed: the chart installs the CRDs, the namespace and the
+/// RBAC.
+async fn bare_cluster(name: &str) -> Option<Scenario> {
     let options = envtest::Options {
         controller_manager: false,
         crd: false,
         install: false,
         ..envtest::Options::default()
     };
-    let Some(scenario) = Scenario::own("helm", options).await else {
+    Scenario::own(name, options).await
+}
+
+/// `helm <op> cronscaler ./charts/cronscaler -n cronscaler` with `values`, as a cluster admin.
+fn release(helm: &Helm, scenario: &Scenario, op: &str, values: Value) -> Result<Value, String> {
+    helm.call(json!({
+        "op": op, "chart": chart(), "values": values, "release": "cronscaler",
+        "namespace": envtest::SA_NAMESPACE, "kubeconfig": scenario.plane().admin_kubeconfig(),
+    }))
+}
+
+/// The arguments the installed Deployment `name` gives the controller.
+async fn installed_args(scenario: &Scenario, name: &str) -> Vec<String> {
+    let controllers: Api<Deployment> =
+        Api::namespaced(scenario.client.clone(), envtest::SA_NAMESPACE);
+    let deployment = controllers
+        .get(name)
+        .await
+        .unwrap_or_else(|error| panic!("the chart's Deployment {name}: {error}"));
+    deployment
+        .spec
+        .and_then(|spec| spec.template.spec)
+        .and_then(|pod| pod.containers.into_iter().next())
+        .and_then(|container| container.args)
+        .unwrap_or_default()
+}
+
+/// Starts the controller as the chart's ServiceAccount, in the release's namespace (a Pod's
+/// own), with the arguments of the installed Deployment `name`; its wake-up backend, if any, on
+/// a free loopback port. `watches`: the namespace the chart's grants are for (`None`: all).
+async fn start_as_installed(
+    scenario: &Scenario,
+    name: &str,
+    watches: Option<&str>,
+) -> support::Controller {
+    scenario
+        .plane()
+        .sign_in_service_account(envtest::SA_NAMESPACE, watches)
+        .await
+        .unwrap_or_else(|error| panic!("the chart's RBAC: {error}"));
+    let wake = format!("127.0.0.1:{}", envtest::free_port());
+    let args: Vec<String> = installed_args(scenario, name)
+        .await
+        .into_iter()
+        .map(|arg| {
+            if arg == "0.0.0.0:8082" {
+                wake.clone()
+            } else {
+                arg
+            }
+        })
+        .collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut controller = scenario.start_as_installed(name, &args);
+    controller.wait_ready().await;
+    controller
+}
+
+/// Creates the Deployment `web` (2 replicas) of the scenario's namespace, due to sleep in 3 s,
+/// and waits until it sleeps: its annotations then.
+async fn web_falls_asleep(scenario: &Scenario) -> BTreeMap<String, String> {
+    let deployments = scenario.deployments();
+    let web = support::deployment("web", 2, down_at(whole_second_in(3)));
+    deployments
+        .create(&PostParams::default(), &web)
+        .await
+        .expect("creating web");
+    let records = eventually("web asleep", Duration::from_secs(30), || async {
+        replicas_and_annotations(&deployments, "web")
+            .await
+            .filter(|(replicas, _)| *replicas == 0)
+            .map(|(_, annotations)| annotations)
+    })
+    .await;
+    assert_eq!(
+        records
+            .get("cronscaler.dev/original-replicas")
+            .map(String::as_str),
+        Some("2"),
+        "{records:?}"
+    );
+    records
+}
+
+#[tokio::test]
+async fn installed_with_helm_it_sleeps_a_deployment_and_upgrade_and_uninstall_keep_the_records() {
+    let test = "installed_with_helm";
+    let Some(helm) = Helm::get(test) else {
+        return;
+    };
+    let Some(scenario) = bare_cluster("helm").await else {
         return;
     };
     serve_monitoring_kinds(&scenario).await;
-    let kubeconfig = scenario.plane().admin_kubeconfig();
-    let try_release = |op: &str, values: Value| {
-        helm.call(json!({
-            "op": op, "chart": chart(), "values": values, "release": "cronscaler",
-            "namespace": envtest::SA_NAMESPACE, "kubeconfig": kubeconfig,
-        }))
-    };
     let release = |op: &str, values: Value| {
-        try_release(op, values).unwrap_or_else(|error| panic!("helm {op}: {error}"))
+        release(helm, &scenario, op, values).unwrap_or_else(|error| panic!("helm {op}: {error}"))
     };
 
     // A wrong value is refused at install, by its path: no release, no controller. (Helm
     // installs a chart's crds/ before it reads the values, so those may be there.)
-    let refused = try_release(
-        "install",
-        json!({ "controller": { "gracePeriod": "a while" } }),
-    )
-    .expect_err("a wrong value is refused");
+    let wrong = json!({ "controller": { "gracePeriod": "a while" } });
+    let refused =
+        self::release(helm, &scenario, "install", wrong).expect_err("a wrong value is refused");
     assert!(
         refused.contains("at '/controller/gracePeriod'"),
         "{refused}"
@@ -749,70 +827,15 @@ async fn installed_with_helm_it_sleeps_a_deployment_and_upgrade_and_uninstall_ke
         );
     }
 
-    // The controller, as the chart's ServiceAccount in the release's namespace (a Pod's own),
-    // with the flags of the chart's Deployment.
-    scenario
-        .plane()
-        .sign_in_service_account(envtest::SA_NAMESPACE)
-        .await
-        .unwrap_or_else(|error| panic!("the chart's RBAC: {error}"));
-    let installed_args = |deployment: &Deployment| -> Vec<String> {
-        deployment
-            .spec
-            .as_ref()
-            .and_then(|spec| spec.template.spec.as_ref())
-            .and_then(|pod| pod.containers.first())
-            .and_then(|container| container.args.clone())
-            .unwrap_or_default()
-    };
-    let deployed = controllers
-        .get("cronscaler")
-        .await
-        .expect("the chart's Deployment");
-    let wake = format!("127.0.0.1:{}", envtest::free_port());
-    let args: Vec<String> = installed_args(&deployed)
-        .into_iter()
-        .map(|arg| {
-            if arg == "0.0.0.0:8082" {
-                wake.clone()
-            } else {
-                arg
-            }
-        })
-        .collect();
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let mut controller = scenario.start_as_installed("cronscaler-helm", &args);
-    controller.wait_ready().await;
-
-    let down = whole_second_in(3);
-    let deployments = scenario.deployments();
-    deployments
-        .create(
-            &PostParams::default(),
-            &support::deployment("web", 2, down_at(down)),
-        )
-        .await
-        .expect("creating web");
-    let records = eventually("web asleep", Duration::from_secs(30), || async {
-        replicas_and_annotations(&deployments, "web")
-            .await
-            .filter(|(replicas, _)| *replicas == 0)
-            .map(|(_, annotations)| annotations)
-    })
-    .await;
-    assert_eq!(
-        records
-            .get("cronscaler.dev/original-replicas")
-            .map(String::as_str),
-        Some("2")
-    );
+    let mut controller = start_as_installed(&scenario, "cronscaler", None).await;
+    web_falls_asleep(&scenario).await;
 
     // helm upgrade with a changed value: the Deployment's flags follow.
     let mut upgraded_values = monitoring;
     upgraded_values["controller"] = json!({ "defaultTimezone": "Europe/Berlin", "dryRun": true });
     let upgraded = release("upgrade", upgraded_values);
     assert_eq!(upgraded["revision"], 2, "{upgraded}");
-    let upgraded = installed_args(&controllers.get("cronscaler").await.expect("the Deployment"));
+    let upgraded = installed_args(&scenario, "cronscaler").await;
     for flag in ["--default-timezone=Europe/Berlin", "--dry-run"] {
         assert!(
             upgraded.iter().any(|arg| arg == flag),
@@ -846,7 +869,7 @@ async fn installed_with_helm_it_sleeps_a_deployment_and_upgrade_and_uninstall_ke
             .await
             .unwrap_or_else(|error| panic!("uninstall keeps {name}: {error}"));
     }
-    let (replicas, annotations) = replicas_and_annotations(&deployments, "web")
+    let (replicas, annotations) = replicas_and_annotations(&scenario.deployments(), "web")
         .await
         .expect("web is still there");
     assert_eq!(replicas, 0, "web sleeps on until restored");
@@ -862,7 +885,7 @@ async fn installed_with_helm_it_sleeps_a_deployment_and_upgrade_and_uninstall_ke
     let everything = helm
         .call(json!({
             "op": "install", "chart": chart(), "values": every_value(), "release": "platform",
-            "namespace": "ops", "kubeconfig": kubeconfig,
+            "namespace": "ops", "kubeconfig": scenario.plane().admin_kubeconfig(),
         }))
         .unwrap_or_else(|error| panic!("helm install with every value set: {error}"));
     assert_eq!(everything["status"], "deployed", "{everything}");
@@ -878,6 +901,41 @@ async fn installed_with_helm_it_sleeps_a_deployment_and_upgrade_and_uninstall_ke
     ops.get("sleeper").await.expect("the release's Deployment");
     say(&format!(
         "{test}: installed, slept web, upgraded and uninstalled; installed with every value set"
+    ));
+    scenario.finish().await;
+}
+
+#[tokio::test]
+async fn installed_for_one_namespace_it_sleeps_a_deployment_there_with_a_role_alone() {
+    let test = "installed_for_one_namespace";
+    let Some(helm) = Helm::get(test) else {
+        return;
+    };
+    let Some(scenario) = bare_cluster("helm-scoped").await else {
+        return;
+    };
+    let values = json!({ "scope": { "namespaces": [scenario.namespace] } });
+    let installed = release(helm, &scenario, "install", values)
+        .unwrap_or_else(|error| panic!("helm install: {error}"));
+    assert_eq!(installed["status"], "deployed", "{installed}");
+    let roles: Api<ClusterRole> = Api::all(scenario.client.clone());
+    assert!(
+        roles.get_opt("cronscaler").await.ok().flatten().is_none(),
+        "no ClusterRole: the grants are a Role in the namespace"
+    );
+
+    // Only the Role in the scenario's namespace and the lease Role let it work: a grant missing
+    // from manifests/namespaced/role.yaml is a 403 here, and web never sleeps.
+    let name = format!("cronscaler-{}", scenario.namespace);
+    let _controller = start_as_installed(&scenario, &name, Some(&scenario.namespace)).await;
+    web_falls_asleep(&scenario).await;
+    // The Role lets it tell, too: an Event on web.
+    scenario
+        .event("web", "ScaledDown", Duration::from_secs(10))
+        .await;
+    say(&format!(
+        "{test}: slept web with the Role of {} alone",
+        scenario.namespace
     ));
     scenario.finish().await;
 }

@@ -345,7 +345,7 @@ impl ControlPlane {
         }
         if options.install {
             install(&admin).await?;
-            plane.sign_in_service_account("default").await?;
+            plane.sign_in_service_account("default", None).await?;
         }
 
         // After the CRD is established, so that garbage collection watches Foos from the start.
@@ -357,8 +357,12 @@ impl ControlPlane {
 
     /// [`sign_in`], written to [`ControlPlane::sa_kubeconfig`], working in `namespace` (that of
     /// the Pod the controller would run in).
-    pub async fn sign_in_service_account(&self, namespace: &str) -> Result<(), String> {
-        let token = sign_in(&self.admin_client().await).await?;
+    pub async fn sign_in_service_account(
+        &self,
+        namespace: &str,
+        watches: Option<&str>,
+    ) -> Result<(), String> {
+        let token = sign_in(&self.admin_client().await, watches).await?;
         fs::write(
             self.sa_kubeconfig(),
             kubeconfig_in(&self.server(), SA_NAME, &token, namespace),
@@ -665,12 +669,13 @@ pub async fn install(admin: &Client) -> Result<(), String> {
 
 /// Waits until the ServiceAccount's bindings are in force, so a controller started next is not
 /// refused, and returns a token of the ServiceAccount from the TokenRequest API.
-pub async fn sign_in(admin: &Client) -> Result<String, String> {
-    // The authorizer learns of new bindings from a watch: wait until both bindings (the
-    // cluster-wide one and the lease RoleBinding) are in force. Both are grants an install must
+/// `watches` is the namespace the install lets the controller watch (`None`: every one).
+pub async fn sign_in(admin: &Client, watches: Option<&str>) -> Result<String, String> {
+    // The authorizer learns of new bindings from a watch: wait until both bindings (the one of
+    // the workloads and the lease RoleBinding) are in force. Both are grants an install must
     // make; if one is missing, this says so.
     for (group, resource, verb, namespace) in [
-        ("apps", "deployments", "list", None),
+        ("apps", "deployments", "list", watches),
         ("coordination.k8s.io", "leases", "get", Some(SA_NAMESPACE)),
     ] {
         wait_allowed(admin, group, resource, verb, namespace).await?;

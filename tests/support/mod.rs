@@ -121,7 +121,7 @@ async fn current_cluster() -> Result<Backend, String> {
         .map_err(|error| format!("CRONSCALER_E2E=1 needs a kubeconfig: {error}"))?;
     envtest::install_crd(&admin).await?;
     envtest::install(&admin).await?;
-    let token = envtest::sign_in(&admin).await?;
+    let token = envtest::sign_in(&admin, None).await?;
     let kubeconfig = Kubeconfig::read().map_err(|error| format!("reading kubeconfig: {error}"))?;
     let context_name = kubeconfig
         .current_context
