@@ -1,15 +1,11 @@
 //! The Helm chart's files, without Helm: its version is Cargo's, every value is explained and
-//! listed in docs/operations.md (regenerated with `CRONSCALER_BLESS=1`), it reads the kustomize
-//! install's CRDs and rules through links rather than copies, and its alerts are valid rules,
-//! each explained in the docs.
+//! listed in docs/operations.md, the kustomize install's CRDs and rules it carries are current
+//! copies (both regenerated with `CRONSCALER_BLESS=1`), and its alerts are valid rules, each
+//! explained in the docs.
 
 mod support;
 
-use std::{
-    fs,
-    path::{Path, PathBuf},
-    process::Command,
-};
+use std::{fs, path::Path, process::Command};
 
 use support::say;
 
@@ -126,36 +122,100 @@ fn every_value_is_explained_and_listed_in_the_operations_guide() {
     );
 }
 
-/// Where a link of the chart leads, relative to the repository.
-fn link_target(path: &str) -> PathBuf {
-    let link = Path::new(REPO).join(CHART).join(path);
-    let target = fs::read_link(&link)
-        .unwrap_or_else(|error| panic!("{CHART}/{path} is not a link: {error}"));
-    let resolved = link
-        .parent()
-        .expect("a link has a directory")
-        .join(target)
-        .canonicalize()
-        .unwrap_or_else(|error| panic!("{CHART}/{path} leads nowhere: {error}"));
-    resolved
-        .strip_prefix(Path::new(REPO).canonicalize().expect("the repository"))
-        .expect("the link stays in the repository")
-        .to_path_buf()
-}
-
-#[test]
-fn the_chart_reads_the_kustomize_files_through_links_not_copies() {
-    for (path, target) in [
+/// The files the chart carries from the kustomize install, and their sources: the CRDs, and
+/// the manifests whose rules its templates read. Copies, not links: Flux and Rancher skip links
+/// in a Git source, so a chart installed straight from this repository would lack them.
+fn carried() -> Vec<(String, String)> {
+    let mut carried: Vec<(String, String)> = [
         ("crds/foos.yaml", "manifests/01-crd.yaml"),
         ("crds/policies.yaml", "manifests/04-policy-crds.yaml"),
-        ("files/rbac", "rbac"),
+        ("files/rbac/cluster-role.yaml", "rbac/cluster-role.yaml"),
+        ("files/rbac/lease-role.yaml", "rbac/lease-role.yaml"),
+        (
+            "files/rbac/aggregated-roles.yaml",
+            "rbac/aggregated-roles.yaml",
+        ),
         (
             "files/namespaced-role.yaml",
             "manifests/namespaced/role.yaml",
         ),
-    ] {
-        assert_eq!(link_target(path), Path::new(target), "{CHART}/{path}");
+    ]
+    .iter()
+    .map(|(copy, source)| (copy.to_string(), source.to_string()))
+    .collect();
+    let optional = Path::new(REPO).join("rbac/optional");
+    let mut names: Vec<String> = fs::read_dir(&optional)
+        .expect("rbac/optional/")
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter(|name| name.ends_with(".yaml"))
+        .collect();
+    names.sort();
+    carried.extend(names.into_iter().map(|name| {
+        (
+            format!("files/rbac/optional/{name}"),
+            format!("rbac/optional/{name}"),
+        )
+    }));
+    carried
+}
+
+/// Every file below `dir` of the chart, relative to the chart.
+fn chart_files(dir: &str) -> Vec<String> {
+    let root = Path::new(REPO).join(CHART);
+    let mut files = Vec::new();
+    let mut pending = vec![root.join(dir)];
+    while let Some(dir) = pending.pop() {
+        for entry in fs::read_dir(&dir).unwrap_or_else(|error| panic!("{}: {error}", dir.display()))
+        {
+            let path = entry.expect("a directory entry").path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if let Ok(relative) = path.strip_prefix(&root) {
+                files.push(relative.to_string_lossy().into_owned());
+            }
+        }
     }
+    files.sort();
+    files
+}
+
+#[test]
+fn the_chart_carries_current_copies_of_the_kustomize_crds_and_rules() {
+    let carried = carried();
+    let bless = std::env::var_os("CRONSCALER_BLESS").is_some();
+    let mut stale = Vec::new();
+    for (copy, source) in &carried {
+        let path = Path::new(REPO).join(CHART).join(copy);
+        let is_link = fs::symlink_metadata(&path).is_ok_and(|meta| meta.file_type().is_symlink());
+        if !is_link && fs::read(&path).ok() == fs::read(Path::new(REPO).join(source)).ok() {
+            continue;
+        }
+        if bless {
+            let _ = fs::remove_file(&path);
+            fs::create_dir_all(path.parent().expect("a directory")).expect("the chart's directory");
+            fs::copy(Path::new(REPO).join(source), &path).expect("copying into the chart");
+        } else {
+            stale.push(format!("{CHART}/{copy} (of {source})"));
+        }
+    }
+    assert_eq!(
+        stale,
+        Vec::<String>::new(),
+        "edit the sources, then refresh the chart's copies with \
+         `CRONSCALER_BLESS=1 cargo test --test chart`"
+    );
+    let expected: Vec<&str> = carried.iter().map(|(copy, _)| copy.as_str()).collect();
+    let present: Vec<String> = chart_files("crds")
+        .into_iter()
+        .chain(chart_files("files"))
+        .filter(|file| file != "files/alerts.yaml")
+        .collect();
+    let mut expected_sorted = expected.clone();
+    expected_sorted.sort();
+    assert_eq!(
+        present, expected_sorted,
+        "a copy in the chart without its source"
+    );
 }
 
 #[test]

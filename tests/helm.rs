@@ -328,8 +328,8 @@ fn default_values_install_what_kustomize_installs() {
 }
 
 #[test]
-fn the_packaged_chart_holds_the_linked_files_and_renders_the_same() {
-    let Some(helm) = Helm::get("the_packaged_chart_holds_the_linked_files") else {
+fn the_packaged_chart_holds_the_crds_and_rules_and_renders_the_same() {
+    let Some(helm) = Helm::get("the_packaged_chart_holds_the_crds_and_rules") else {
         return;
     };
     let destination = tempfile::tempdir().expect("a temporary directory");
@@ -349,7 +349,7 @@ fn the_packaged_chart_holds_the_linked_files_and_renders_the_same() {
     assert_eq!(
         helm.crds(&archive),
         helm.crds(&chart()),
-        "the CRDs themselves, not links"
+        "the CRDs travel with the chart"
     );
 }
 

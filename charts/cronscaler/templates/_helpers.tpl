@@ -27,7 +27,7 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 
 {{/*
 The rules of one Role or ClusterRole of a file the kustomize install applies (rbac/ and
-manifests/namespaced/, linked under files/): the chart grants what `kubectl apply -k .` grants,
+manifests/namespaced/, copied under files/): the chart grants what `kubectl apply -k .` grants,
 from the same lines. Takes (list $ "path under files/" "Kind" "name").
 */}}
 {{- define "cronscaler.rules" -}}
