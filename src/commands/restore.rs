@@ -192,7 +192,15 @@ pub async fn restore(
                 Ok(None) => {}
                 Err(Failed::Conflict(_)) if attempt < CONFLICT_TRIES => {
                     match read_target(client, target).await {
-                        Ok(Some(fresh)) => {
+                        Ok(Some(mut fresh)) => {
+                            // Read as the listing was, or kube-downscaler's record of what to
+                            // wake to would be lost at the second try.
+                            if kube_downscaler {
+                                fresh.annotations = schedule::kube_downscaler::read_as_ours(
+                                    &fresh.annotations,
+                                    target.kind.reads_kube_downscaler_records(),
+                                );
+                            }
                             observed = fresh;
                             continue;
                         }
@@ -810,6 +818,71 @@ mod tests {
         assert_eq!(
             lines,
             vec!["restored Deployment staging/web: replicas 0 -> 3"]
+        );
+    }
+
+    /// What kube-downscaler put to sleep, listed with `--kube-downscaler-annotations`: its
+    /// record read as ours, as `plan::read_cluster` reads it.
+    fn left_by_kube_downscaler() -> (PlanObject, Value) {
+        let deployment: kube::api::DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {
+                "name": "left", "namespace": "staging", "resourceVersion": "77",
+                "annotations": { "downscaler/original-replicas": "4" },
+            },
+            "spec": { "replicas": 0, "selector": {}, "template": {} },
+        }))
+        .unwrap();
+        let mut observed = TargetState::of_object(TargetKind::Deployment, &deployment);
+        observed.annotations = schedule::kube_downscaler::read_as_ours(&observed.annotations, true);
+        let object = PlanObject {
+            target: ScaleTarget {
+                kind: TargetKind::Deployment,
+                key: ObjectKey::new("staging", "left"),
+            },
+            observed,
+            hpas: Vec::new(),
+            workload: Default::default(),
+            driven_by: None,
+            claim: None,
+            gitops: None,
+        };
+        (object, serde_json::to_value(&deployment).unwrap())
+    }
+
+    #[tokio::test]
+    async fn a_restore_of_kube_downscalers_sleep_that_meets_a_write_still_wakes_to_its_count() {
+        let (left, raw) = left_by_kube_downscaler();
+        let mut fresh = raw;
+        fresh["metadata"]["resourceVersion"] = json!("78");
+        let patch = |version: &str| {
+            json!({
+                "metadata": {
+                    "resourceVersion": version,
+                    "annotations": { "downscaler/original-replicas": null },
+                },
+                "spec": { "replicas": 4 },
+            })
+        };
+        let conflict = json!({
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": "Operation cannot be fulfilled on deployments.apps \"left\": the object has been modified; please apply your changes to the latest version and try again",
+            "reason": "Conflict", "details": { "name": "left", "group": "apps", "kind": "deployments" }, "code": 409,
+        });
+        let (client, server) = mock_client();
+        let server = tokio::spawn(server.serve(vec![
+            merge_patch("left", patch("77"), json!({})).reply(409, conflict),
+            Exchange::new("GET", "/apis/apps/v1/namespaces/staging/deployments/left")
+                .reply(200, fresh.clone()),
+            merge_patch("left", patch("78"), fresh),
+        ]));
+        let (lines, ok) = restore(&client, &[left], &HpaIndex::listed([]), true, now()).await;
+        drop(client);
+        server.await.unwrap();
+        assert!(ok, "{lines:?}");
+        assert_eq!(
+            lines,
+            vec!["restored Deployment staging/left: replicas 0 -> 4"]
         );
     }
 
