@@ -116,7 +116,11 @@ async fn restore(kube: &KubeArgs, args: RestoreArgs) -> anyhow::Result<ExitCode>
         kube_downscaler: args.kube_downscaler.read,
         ..plan::Reading::default()
     };
-    let (objects, owners) = plan::read_cluster(&client, args.namespace.as_deref(), reading)
+    let plan::ClusterRead {
+        objects,
+        owners,
+        namespaces,
+    } = plan::read_cluster(&client, args.namespace.as_deref(), reading)
     .await
     .context("listing Deployments, StatefulSets, CronJobs, Jobs, Foos, ScaledObjects, ScaledJobs, Rollouts and Clusters")?;
     let chosen: Vec<_> = match &args.name {
@@ -139,7 +143,7 @@ async fn restore(kube: &KubeArgs, args: RestoreArgs) -> anyhow::Result<ExitCode>
         &client,
         &chosen,
         &hpa::HpaIndex::listed(hpas),
-        args.kube_downscaler.read,
+        &namespaces,
         Utc::now(),
     )
     .await;
@@ -247,7 +251,7 @@ async fn plan(kube: &KubeArgs, args: PlanArgs) -> anyhow::Result<ExitCode> {
         plan::read_cluster(&client, args.namespace.as_deref(), reading)
         .await
         .context("listing Deployments, StatefulSets, CronJobs, Jobs, Foos, ScaledObjects, ScaledJobs, Rollouts and Clusters")?
-        .0
+        .objects
     } else {
         let manifests = plan::read_manifests(&args.files, reading)?;
         // Standard error, so that standard output stays the plan alone (`-o json` included).

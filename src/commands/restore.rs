@@ -33,6 +33,7 @@ use crate::{
     scaling::{
         gitops::{GITOPS_PAUSED, Owner, owner::OwnerState, owners::OwnerObject, pause::release},
         hpa::{self, Bounds, HpaChange, HpaIndex},
+        namespaces::NamespaceSchedules,
         patch_for, patch_owner, patch_target, read_target,
         target::{ScaleTarget, TargetKind, TargetState},
     },
@@ -153,12 +154,13 @@ pub fn restore_change(
 }
 
 /// Restores every object given, and the HPAs of each (from `hpas`); one line of output per
-/// object touched or failed. Returns the lines and whether all succeeded.
+/// object touched or failed. Returns the lines and whether all succeeded. `namespaces` are the
+/// schedules the objects were read with (`plan::read_cluster`'s).
 pub async fn restore(
     client: &Client,
     objects: &[PlanObject],
     hpas: &HpaIndex,
-    kube_downscaler: bool,
+    namespaces: &NamespaceSchedules,
     now: DateTime<Utc>,
 ) -> (Vec<String>, bool) {
     let mut lines = Vec::new();
@@ -187,20 +189,22 @@ pub async fn restore(
         // controller updating its status) is a conflict: read it again and decide again.
         let mut observed = object.observed.clone();
         for attempt in 1..=CONFLICT_TRIES {
-            match restore_object(client, target, &observed, kube_downscaler, now).await {
+            match restore_object(client, target, &observed, namespaces, now).await {
                 Ok(Some(line)) => lines.push(line),
                 Ok(None) => {}
                 Err(Failed::Conflict(_)) if attempt < CONFLICT_TRIES => {
                     match read_target(client, target).await {
                         Ok(Some(mut fresh)) => {
-                            // Read as the listing was, or kube-downscaler's record of what to
-                            // wake to would be lost at the second try.
-                            if kube_downscaler {
-                                fresh.annotations = schedule::kube_downscaler::read_as_ours(
-                                    &fresh.annotations,
-                                    target.kind.reads_kube_downscaler_records(),
-                                );
-                            }
+                            // Read as the listing read it (kube-downscaler's records, the
+                            // Namespace's replica counts), so the second try decides on what
+                            // the first did.
+                            (fresh.annotations, _) = namespaces.effective(
+                                target.kind,
+                                &target.key.namespace,
+                                &fresh.annotations,
+                                &fresh.labels,
+                                object.driven_by.is_some(),
+                            );
                             observed = fresh;
                             continue;
                         }
@@ -238,7 +242,7 @@ async fn restore_object(
     client: &Client,
     target: &ScaleTarget,
     observed: &TargetState,
-    kube_downscaler: bool,
+    namespaces: &NamespaceSchedules,
     now: DateTime<Utc>,
 ) -> Result<Option<String>, Failed> {
     // Overrides on demand go too: restored, nothing is to be woken or put to sleep again.
@@ -263,7 +267,7 @@ async fn restore_object(
     let superseded = change
         .iter()
         .flat_map(ScaleChange::annotation_updates)
-        .filter(|_| kube_downscaler && target.kind.reads_kube_downscaler_records())
+        .filter(|_| namespaces.supersedes_kube_downscaler(target.kind))
         .filter_map(|(key, _)| schedule::kube_downscaler::superseded_by(key));
     let removed: Vec<&str> = overrides.iter().copied().chain(superseded).collect();
     let patch = patch_for(target.kind, change.as_ref(), &removed, observed);
@@ -596,25 +600,50 @@ mod tests {
 
     /// A Deployment scaled down from 3 at 20:00 by a scale-down cron alone, found with `replicas`.
     fn scaled_down(name: &str, replicas: i32) -> (PlanObject, Value) {
+        let annotations = json!({
+            "cronscaler.dev/scale-down": "0 20 * * *",
+            "cronscaler.dev/original-replicas": "3",
+            "cronscaler.dev/last-transition": "2026-11-23T20:00:00Z down",
+        });
+        listed(
+            name,
+            replicas,
+            annotations,
+            &NamespaceSchedules::watched([]),
+        )
+    }
+
+    /// The Deployment `name` of staging at resourceVersion 77, as `plan::read_cluster` lists it
+    /// with `namespaces`, and as the API server has it.
+    fn listed(
+        name: &str,
+        replicas: i32,
+        annotations: Value,
+        namespaces: &NamespaceSchedules,
+    ) -> (PlanObject, Value) {
         let deployment: kube::api::DynamicObject = serde_json::from_value(json!({
             "apiVersion": "apps/v1", "kind": "Deployment",
             "metadata": {
                 "name": name, "namespace": "staging", "resourceVersion": "77",
-                "annotations": {
-                    "cronscaler.dev/scale-down": "0 20 * * *",
-                    "cronscaler.dev/original-replicas": "3",
-                    "cronscaler.dev/last-transition": "2026-11-23T20:00:00Z down",
-                },
+                "annotations": annotations,
             },
             "spec": { "replicas": replicas, "selector": {}, "template": {} },
         }))
         .unwrap();
+        let mut observed = TargetState::of_object(TargetKind::Deployment, &deployment);
+        (observed.annotations, _) = namespaces.effective(
+            TargetKind::Deployment,
+            "staging",
+            &observed.annotations,
+            &observed.labels,
+            false,
+        );
         let object = PlanObject {
             target: ScaleTarget {
                 kind: TargetKind::Deployment,
                 key: ObjectKey::new("staging", name),
             },
-            observed: TargetState::of_object(TargetKind::Deployment, &deployment),
+            observed,
             hpas: Vec::new(),
             workload: Default::default(),
             driven_by: None,
@@ -622,6 +651,28 @@ mod tests {
             gitops: None,
         };
         (object, serde_json::to_value(&deployment).unwrap())
+    }
+
+    /// The API server's side of a restore of `name` whose first patch meets a write: 409, the
+    /// object read again (at resourceVersion 78), and the second patch. `patch` gives the
+    /// patch's body guarded by a resourceVersion.
+    fn meets_a_write(name: &str, raw: Value, patch: impl Fn(&str) -> Value) -> Vec<Exchange> {
+        let mut fresh = raw;
+        fresh["metadata"]["resourceVersion"] = json!("78");
+        let conflict = json!({
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": format!("Operation cannot be fulfilled on deployments.apps \"{name}\": the object has been modified; please apply your changes to the latest version and try again"),
+            "reason": "Conflict", "details": { "name": name, "group": "apps", "kind": "deployments" }, "code": 409,
+        });
+        vec![
+            merge_patch(name, patch("77"), json!({})).reply(409, conflict),
+            Exchange::new(
+                "GET",
+                format!("/apis/apps/v1/namespaces/staging/deployments/{name}"),
+            )
+            .reply(200, fresh.clone()),
+            merge_patch(name, patch("78"), fresh),
+        ]
     }
 
     fn merge_patch(name: &str, body: Value, reply: Value) -> Exchange {
@@ -773,7 +824,14 @@ mod tests {
                 api_json,
             ),
         ]));
-        let (lines, ok) = restore(&client, &[web, api], &HpaIndex::listed([]), false, now()).await;
+        let (lines, ok) = restore(
+            &client,
+            &[web, api],
+            &HpaIndex::listed([]),
+            &NamespaceSchedules::watched([]),
+            now(),
+        )
+        .await;
         drop(client);
         server.await.unwrap();
         assert!(ok);
@@ -789,9 +847,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_restore_that_meets_a_write_reads_again_and_goes_on() {
-        let (web, _) = scaled_down("web", 0);
-        let mut fresh = scaled_down("web", 0).1;
-        fresh["metadata"]["resourceVersion"] = json!("78");
+        let (web, raw) = scaled_down("web", 0);
         let removed = json!({ "cronscaler.dev/original-replicas": null, "cronscaler.dev/last-transition": null });
         let patch = |version: &str| {
             json!({
@@ -799,19 +855,10 @@ mod tests {
                 "spec": { "replicas": 3 },
             })
         };
-        let conflict = json!({
-            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-            "message": "Operation cannot be fulfilled on deployments.apps \"web\": the object has been modified; please apply your changes to the latest version and try again",
-            "reason": "Conflict", "details": { "name": "web", "group": "apps", "kind": "deployments" }, "code": 409,
-        });
         let (client, server) = mock_client();
-        let server = tokio::spawn(server.serve(vec![
-            merge_patch("web", patch("77"), json!({})).reply(409, conflict),
-            Exchange::new("GET", "/apis/apps/v1/namespaces/staging/deployments/web")
-                .reply(200, fresh.clone()),
-            merge_patch("web", patch("78"), fresh),
-        ]));
-        let (lines, ok) = restore(&client, &[web], &HpaIndex::listed([]), false, now()).await;
+        let server = tokio::spawn(server.serve(meets_a_write("web", raw, patch)));
+        let namespaces = NamespaceSchedules::watched([]);
+        let (lines, ok) = restore(&client, &[web], &HpaIndex::listed([]), &namespaces, now()).await;
         drop(client);
         server.await.unwrap();
         assert!(ok, "{lines:?}");
@@ -821,40 +868,12 @@ mod tests {
         );
     }
 
-    /// What kube-downscaler put to sleep, listed with `--kube-downscaler-annotations`: its
-    /// record read as ours, as `plan::read_cluster` reads it.
-    fn left_by_kube_downscaler() -> (PlanObject, Value) {
-        let deployment: kube::api::DynamicObject = serde_json::from_value(json!({
-            "apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {
-                "name": "left", "namespace": "staging", "resourceVersion": "77",
-                "annotations": { "downscaler/original-replicas": "4" },
-            },
-            "spec": { "replicas": 0, "selector": {}, "template": {} },
-        }))
-        .unwrap();
-        let mut observed = TargetState::of_object(TargetKind::Deployment, &deployment);
-        observed.annotations = schedule::kube_downscaler::read_as_ours(&observed.annotations, true);
-        let object = PlanObject {
-            target: ScaleTarget {
-                kind: TargetKind::Deployment,
-                key: ObjectKey::new("staging", "left"),
-            },
-            observed,
-            hpas: Vec::new(),
-            workload: Default::default(),
-            driven_by: None,
-            claim: None,
-            gitops: None,
-        };
-        (object, serde_json::to_value(&deployment).unwrap())
-    }
-
     #[tokio::test]
     async fn a_restore_of_kube_downscalers_sleep_that_meets_a_write_still_wakes_to_its_count() {
-        let (left, raw) = left_by_kube_downscaler();
-        let mut fresh = raw;
-        fresh["metadata"]["resourceVersion"] = json!("78");
+        // Listed with `--kube-downscaler-annotations`: its record read as ours.
+        let namespaces = NamespaceSchedules::watched([]).reading_kube_downscaler(true);
+        let their_record = json!({ "downscaler/original-replicas": "4" });
+        let (left, raw) = listed("left", 0, their_record, &namespaces);
         let patch = |version: &str| {
             json!({
                 "metadata": {
@@ -864,25 +883,52 @@ mod tests {
                 "spec": { "replicas": 4 },
             })
         };
-        let conflict = json!({
-            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-            "message": "Operation cannot be fulfilled on deployments.apps \"left\": the object has been modified; please apply your changes to the latest version and try again",
-            "reason": "Conflict", "details": { "name": "left", "group": "apps", "kind": "deployments" }, "code": 409,
-        });
         let (client, server) = mock_client();
-        let server = tokio::spawn(server.serve(vec![
-            merge_patch("left", patch("77"), json!({})).reply(409, conflict),
-            Exchange::new("GET", "/apis/apps/v1/namespaces/staging/deployments/left")
-                .reply(200, fresh.clone()),
-            merge_patch("left", patch("78"), fresh),
-        ]));
-        let (lines, ok) = restore(&client, &[left], &HpaIndex::listed([]), true, now()).await;
+        let server = tokio::spawn(server.serve(meets_a_write("left", raw, patch)));
+        let (lines, ok) =
+            restore(&client, &[left], &HpaIndex::listed([]), &namespaces, now()).await;
         drop(client);
         server.await.unwrap();
         assert!(ok, "{lines:?}");
         assert_eq!(
             lines,
             vec!["restored Deployment staging/left: replicas 0 -> 4"]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_restore_of_a_workload_on_its_namespaces_counts_that_meets_a_write_still_restores() {
+        // Put to sleep at 1 by its Namespace's schedule: at 1, it was not changed since.
+        let namespaces = NamespaceSchedules::watched([]);
+        namespaces.update(
+            "staging",
+            None,
+            &BTreeMap::from([
+                (schedule::SCALE_DOWN.to_string(), "0 20 * * *".to_string()),
+                (schedule::DOWN_REPLICAS.to_string(), "1".to_string()),
+            ]),
+        );
+        let record = json!({
+            "cronscaler.dev/original-replicas": "3",
+            "cronscaler.dev/last-transition": "2026-11-23T20:00:00Z down",
+        });
+        let (web, raw) = listed("web", 1, record, &namespaces);
+        let removed = json!({ "cronscaler.dev/original-replicas": null, "cronscaler.dev/last-transition": null });
+        let patch = |version: &str| {
+            json!({
+                "metadata": { "resourceVersion": version, "annotations": removed },
+                "spec": { "replicas": 3 },
+            })
+        };
+        let (client, server) = mock_client();
+        let server = tokio::spawn(server.serve(meets_a_write("web", raw, patch)));
+        let (lines, ok) = restore(&client, &[web], &HpaIndex::listed([]), &namespaces, now()).await;
+        drop(client);
+        server.await.unwrap();
+        assert!(ok, "{lines:?}");
+        assert_eq!(
+            lines,
+            vec!["restored Deployment staging/web: replicas 1 -> 3"]
         );
     }
 
@@ -918,7 +964,14 @@ mod tests {
             .reply(200, json!({})),
             merge_patch("web", json!({ "spec": { "replicas": 3 } }), web_json),
         ]));
-        let (lines, ok) = restore(&client, &[web], &HpaIndex::listed([held]), false, now()).await;
+        let (lines, ok) = restore(
+            &client,
+            &[web],
+            &HpaIndex::listed([held]),
+            &NamespaceSchedules::watched([]),
+            now(),
+        )
+        .await;
         drop(client);
         server.await.unwrap();
         assert!(ok);

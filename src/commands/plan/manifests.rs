@@ -472,6 +472,16 @@ fn scheduled_kind(value: &Value, kind: &str) -> Option<TargetKind> {
     }
 }
 
+/// What [`read_cluster`] read.
+pub struct ClusterRead {
+    /// The workloads, their annotations as the rules read them.
+    pub objects: Vec<PlanObject>,
+    /// The GitOps owners read to find theirs.
+    pub owners: ReadOwners,
+    /// The schedules that read them so: an object read again is read as it was listed.
+    pub namespaces: NamespaceSchedules,
+}
+
 /// The workloads of every kind of the catalogue in the live cluster (or one namespace of it),
 /// and the GitOps owners read to find theirs. A
 /// cluster without a kind's CRD simply has none of it; one the user may not list is planned
@@ -480,7 +490,7 @@ pub async fn read_cluster(
     client: &Client,
     namespace: Option<&str>,
     reading: Reading,
-) -> Result<(Vec<PlanObject>, ReadOwners), kube::Error> {
+) -> Result<ClusterRead, kube::Error> {
     let mut objects = Vec::new();
     for kind in TargetKind::catalogue() {
         let listed = match objects::list(client, kind, namespace, 500).await {
@@ -500,15 +510,18 @@ pub async fn read_cluster(
         listed => listed?,
     };
     let owners = read_owners(client).await?;
+    let (namespaces, _) = namespace_schedules(client, namespace, reading.kube_downscaler).await?;
     resolve(
         &mut objects,
-        &namespace_schedules(client, namespace, reading.kube_downscaler)
-            .await?
-            .0,
+        &namespaces,
         &hpas,
         (&owners.0, reading.gitops),
     );
-    Ok((objects, owners))
+    Ok(ClusterRead {
+        objects,
+        owners,
+        namespaces,
+    })
 }
 
 /// The GitOps owners of the whole cluster, and the owning kinds that may not be read (403).
