@@ -377,12 +377,10 @@ async fn read_owner(client: &Client, owner: &Owner) -> Result<Option<OwnerState>
     let api: Api<OwnerObject> =
         Api::namespaced_with(client.clone(), &owner.namespace, &owner.tool.api_resource());
     let by_name = ListParams::default().fields(&format!("metadata.name={}", owner.name));
-    Ok(api
-        .list(&by_name)
-        .await?
-        .items
-        .first()
-        .map(|object| OwnerState::of(owner.tool, &object.metadata, &object.spec)))
+    Ok(api.list(&by_name).await?.items.first().map(|object| {
+        let status = object.status.as_ref().unwrap_or(&serde_json::Value::Null);
+        OwnerState::of(owner.tool, &object.metadata, &object.spec, status)
+    }))
 }
 
 /// Deletes the wake-up EndpointSlices of ours (every Namespace's, or `namespace`'s): restored,

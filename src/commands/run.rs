@@ -435,7 +435,7 @@ pub async fn run(
                 tool,
                 &owners,
                 &last_seen,
-                &scaling_queue,
+                (&scaling_queue, &metrics.gitops_paused_owners),
                 &outage,
             );
             tokio::spawn(while_alive(
@@ -521,10 +521,12 @@ pub async fn run(
 
     let (is_leader, election) = elect(&client, args);
     // A replica that comes to lead finds no backlog (standby workers let go of every key), so
-    // it queues what is due now: every Foo, the scheduled objects that need a look, and the
-    // Namespaces' overrides to take away when they run out.
+    // it queues what is due now: every Foo, the scheduled objects that need a look, the
+    // Namespaces' overrides to take away when they run out, and every GitOps owner paused (the
+    // night that paused it may have ended while no one led).
     let resync = {
         let (foos, queue, clock) = (foo_store.clone(), queue.clone(), clock.clone());
+        let owners = owners.clone();
         let namespaces = namespaces.clone();
         let first_listings = first_listings.clone();
         let trackers = tracked.clone();
@@ -540,6 +542,9 @@ pub async fn run(
                 }
             }
             policy_feeds::queue_idle_looks(&queue, &namespaces, namespaces.scheduled());
+            for owner in owners.paused() {
+                queue.add(WorkKey::Scaling(ScalingKey::GitOpsOwner(owner)));
+            }
             for foo in foos.state() {
                 if let Some(key) = ObjectKey::of(foo.as_ref()) {
                     queue.add(WorkKey::Foo(key));

@@ -244,6 +244,7 @@ fn row(
     let target = object.target();
     let gitops = GitOps::of(
         owners,
+        &target,
         claim(&observed.annotations, &observed.labels),
         &effective,
         default_mode,

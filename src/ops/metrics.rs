@@ -136,6 +136,13 @@ pub struct KindLabels {
     pub kind: String,
 }
 
+/// A GitOps tool's owning kind: `Flux`, `Kustomization`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ToolLabels {
+    pub tool: &'static str,
+    pub kind: &'static str,
+}
+
 /// Where what sleeps is.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct AsleepLabels {
@@ -162,6 +169,7 @@ pub struct Metrics {
     pub wake_seconds: Histogram,
     pub wake_reads: Family<ReadLabels, Counter>,
     pub accept_errors: Family<ListenerLabels, Counter>,
+    pub gitops_paused_owners: Family<ToolLabels, Gauge>,
 }
 
 impl Metrics {
@@ -187,6 +195,7 @@ impl Metrics {
             wake_seconds: Histogram::new(exponential_buckets(1.0, 2.0, 13)),
             wake_reads: Family::default(),
             accept_errors: Family::default(),
+            gitops_paused_owners: Family::default(),
         };
         let mut registry = Registry::with_prefix("cronscaler");
         registry.register(
@@ -269,6 +278,11 @@ impl Metrics {
             "Connections a listener failed to accept (e.g. out of file descriptors), by listener",
             metrics.accept_errors.clone(),
         );
+        registry.register(
+            "gitops_paused_owners",
+            "GitOps owners whose repair cronscaler paused (a record of ours on them), by tool and kind",
+            metrics.gitops_paused_owners.clone(),
+        );
         (metrics, registry)
     }
 
@@ -347,6 +361,13 @@ mod tests {
             .accept_errors
             .get_or_create(&ListenerLabels { listener: "wake" })
             .inc();
+        metrics
+            .gitops_paused_owners
+            .get_or_create(&ToolLabels {
+                tool: "Flux",
+                kind: "Kustomization",
+            })
+            .set(1);
         let text = render(&registry);
         for line in [
             "cronscaler_scale_actions_total{kind=\"Deployment\",direction=\"down\",result=\"success\"} 1",
@@ -364,6 +385,7 @@ mod tests {
             "cronscaler_wake_requests_total{namespace=\"staging\",result=\"status\"} 1",
             "cronscaler_wake_readiness_reads_total{result=\"not_read\"} 1",
             "cronscaler_accept_errors_total{listener=\"wake\"} 1",
+            "cronscaler_gitops_paused_owners{tool=\"Flux\",kind=\"Kustomization\"} 1",
         ] {
             assert!(
                 text.lines().any(|exposed| exposed == line),

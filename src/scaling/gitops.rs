@@ -1,6 +1,7 @@
 //! Workloads a GitOps tool deploys. Who owns each (an Argo CD `Application`, a Flux
-//! `Kustomization` or `HelmRelease`), read from the marks the tool leaves on what it deploys;
-//! what the owner will do to a night; and, where a Namespace chose `gitops: pause`, the owner's
+//! `Kustomization` or `HelmRelease`), claimed by the marks the tool leaves on what it deploys and
+//! confirmed by what the owner's own controller writes ([`Proof`]); what the owner will do to a
+//! night; and, where a Namespace chose `gitops: pause`, the owner's
 //! writes that stop its repair for the night and give it back at the wake. The tools differ only
 //! by their row in [`TOOLS`].
 
@@ -38,6 +39,34 @@ pub struct ToolSpec {
     pub managers: &'static [&'static str],
     /// Whether it can be told to leave the controller's fields alone.
     pub ignores_fields: bool,
+    /// Where its own controller says what it deploys, which confirms a workload's marks.
+    pub proof: Proof,
+}
+
+/// Where an owning kind's controller writes what it deploys: a record a tenant who may edit a
+/// workload cannot write, unlike the marks on the workload itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Proof {
+    /// Argo CD's `status.resources`: the group, kind, namespace and name of each.
+    Resources,
+    /// Flux's `status.inventory.entries`: `<namespace>_<name>_<group>_<Kind>` ids.
+    Inventory,
+    /// A HelmRelease's own Helm release (`status.history`, else its spec with Flux's
+    /// defaults), which Helm marks on everything it installs.
+    Release,
+}
+
+impl Proof {
+    /// The field of the owner that says it, as a Warning names it.
+    pub fn field(self) -> &'static str {
+        match self {
+            Proof::Resources => "status.resources",
+            Proof::Inventory => "status.inventory.entries",
+            Proof::Release => {
+                "Helm release (status.history, spec.releaseName, spec.targetNamespace)"
+            }
+        }
+    }
 }
 
 /// Argo CD's self-heal puts back what differs within seconds; Flux's server-side apply resets
@@ -55,6 +84,7 @@ pub static TOOLS: [ToolSpec; 3] = [
         paused: false,
         managers: &["argocd-controller", "argocd-application-controller"],
         ignores_fields: true,
+        proof: Proof::Resources,
     },
     ToolSpec {
         tool: "Flux",
@@ -68,6 +98,7 @@ pub static TOOLS: [ToolSpec; 3] = [
         paused: true,
         managers: &["kustomize-controller"],
         ignores_fields: false,
+        proof: Proof::Inventory,
     },
     ToolSpec {
         tool: "Flux",
@@ -81,6 +112,7 @@ pub static TOOLS: [ToolSpec; 3] = [
         paused: true,
         managers: &["helm-controller"],
         ignores_fields: false,
+        proof: Proof::Release,
     },
 ];
 

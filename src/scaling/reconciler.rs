@@ -287,9 +287,13 @@ async fn plan_and_act(
 
 /// Gives a paused GitOps owner back what it had once every Namespace that paused it is awake,
 /// as the owners' and workloads' watches tell. A Namespace is asleep while a workload of it that
-/// the owner deploys has a sleep in force by its schedule, or a scale-down still recorded: the
-/// owner is paused before the workloads' patches, and given back only after them. When to look
-/// again, if a workload's wake is due but its watch has not shown it yet.
+/// the owner deploys (as its controller confirms) sleeps under `pause` and has a sleep in force
+/// by its schedule, or a scale-down still recorded: the owner is paused before the workloads'
+/// patches, and given back only after them. Whatever else ended the night (the Namespace or its
+/// workloads deleted, `pause` or the schedule taken away, the workloads no longer the owner's,
+/// or the owner found deploying where nothing sleeps so) leaves no Namespace asleep. While a
+/// record stays, it is looked at again within [`PAUSE_LOOKED_AT_EVERY`], so that no end of a
+/// night goes unseen, whoever led when it ended.
 pub async fn release_owner(
     ctx: &ScalingContext,
     owner: &Owner,
@@ -299,27 +303,43 @@ pub async fn release_owner(
     let Some(state) = owners.get(owner) else {
         return Ok(None);
     };
-    let deploys = |seen: &TargetState| {
-        owners.deployer_of(&seen.annotations, &seen.labels).as_ref() == Some(owner)
+    let keeps_paused = |target: &ScaleTarget, seen: &TargetState| {
+        owners
+            .deployer_of(target, &seen.annotations, &seen.labels)
+            .as_ref()
+            == Some(owner)
+            && observe::sleeps_under_pause(ctx, target, seen)
     };
+    let shared = observe::shared_with(ctx, owner, &state, "").is_some();
     // Waking counts as asleep: the owner is given back once its watch shows it awake.
     let waking = std::cell::Cell::new(false);
     let asleep = |namespace: &str| {
         let nights: Vec<Night> = (ctx.last_seen.in_namespace(namespace).iter())
-            .filter(|(_, seen)| deploys(seen))
+            .filter(|(target, seen)| !shared && keeps_paused(target, seen))
             .map(|(target, seen)| night(ctx, target.kind, namespace, seen, now))
             .collect();
         waking.set(waking.get() || nights.contains(&Night::Waking));
         nights.iter().any(|night| *night != Night::Awake)
     };
-    if let Some(write) = gitops::pause::release(owner, &state, asleep) {
-        act::write_owner(ctx, &write).await?;
+    let write = gitops::pause::release(owner, &state, asleep);
+    if let Some(write) = &write {
+        act::write_owner(ctx, write).await?;
     }
-    Ok(waking.get().then_some(WAKE_SEEN_WITHIN))
+    let released = write.is_some_and(|write| {
+        write.body["metadata"]["annotations"][gitops::GITOPS_PAUSED].is_null()
+    });
+    Ok(match (waking.get(), state.record.is_some() && !released) {
+        (true, _) => Some(WAKE_SEEN_WITHIN),
+        (false, true) => Some(PAUSE_LOOKED_AT_EVERY),
+        (false, false) => None,
+    })
 }
 
 /// How soon a paused owner is looked at again while a wake is due but not yet seen.
 const WAKE_SEEN_WITHIN: std::time::Duration = std::time::Duration::from_secs(3);
+/// How often a paused owner is looked at while its record stays: a look costs no request
+/// unless the night is over.
+pub const PAUSE_LOOKED_AT_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Where a workload stands in its night, as a paused owner's release reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -306,6 +306,7 @@ fn resolve(
         );
         object.gitops = GitOps::of(
             owners,
+            &object.target,
             object.claim.clone(),
             &observed.annotations,
             default,
@@ -383,7 +384,7 @@ fn read_object(
                 .metadata
                 .namespace
                 .get_or_insert_with(|| "default".into());
-            manifests.owners.apply(tool, &owner);
+            manifests.owners.apply_manifest(tool, &owner);
             return Ok(());
         }
         // Simulated with its workload's transitions (rule 11 of docs/scheduling.md).

@@ -12,7 +12,10 @@ use kube::{
     runtime::{WatchStreamExt, watcher},
 };
 
+use prometheus_client::metrics::{family::Family, gauge::Gauge};
+
 use crate::{
+    ops::metrics::ToolLabels,
     runtime::{
         outage::Outage,
         watch::{WatchBackoff, drive},
@@ -35,45 +38,71 @@ pub fn owner_feed(
     tool: Tool,
     owners: &Owners,
     last_seen: &LastSeen,
-    queue: &Enqueue<ScalingKey>,
+    (queue, paused_owners): (&Enqueue<ScalingKey>, &Family<ToolLabels, Gauge>),
     outage: &Outage,
 ) -> impl Future<Output = ()> + use<> {
     let api: Api<OwnerObject> = Api::all_with(client.clone(), &tool.api_resource());
     let watch = watcher(api, watcher::Config::default()).backoff(WatchBackoff::default());
     let (owners, last_seen, queue) = (owners.clone(), last_seen.clone(), queue.clone());
+    let spec = tool.spec();
+    let paused = paused_owners
+        .get_or_create(&ToolLabels {
+            tool: spec.tool,
+            kind: spec.kind,
+        })
+        .clone();
     let mut listed: Vec<Owner> = Vec::new();
-    drive(watch, tool.spec().plural, outage.clone(), move |event| {
-        match event {
-            watcher::Event::Init => listed.clear(),
-            watcher::Event::InitApply(object) => listed.push(owners.apply(tool, object).0),
-            watcher::Event::InitDone => {
-                owners.retain_listed(tool, &listed);
-                // Looks made before the owners were known go again, with them.
-                let all: Vec<Owner> = std::mem::take(&mut listed);
-                look_at_deployed(&owners, &last_seen, &queue, |owner| all.contains(owner));
-                for owner in owners.paused() {
-                    queue.add(ScalingKey::GitOpsOwner(owner));
-                }
-            }
-            watcher::Event::Apply(object) => {
-                let (owner, changed) = owners.apply(tool, object);
-                if !changed {
-                    return;
-                }
-                look_at_deployed(&owners, &last_seen, &queue, |deployer| *deployer == owner);
-                if owners
-                    .get(&owner)
-                    .is_some_and(|state| state.record.is_some())
-                {
-                    queue.add(ScalingKey::GitOpsOwner(owner));
-                }
-            }
-            watcher::Event::Delete(object) => owners.forget(&owner_of(tool, object)),
-        }
+    drive(watch, spec.plural, outage.clone(), move |event| {
+        on_event(event, tool, &owners, &last_seen, &queue, &mut listed);
+        let count = owners
+            .paused()
+            .iter()
+            .filter(|owner| owner.tool == tool)
+            .count();
+        paused.set(i64::try_from(count).unwrap_or(i64::MAX));
     })
 }
 
-/// Has every tracked workload whose owner is `wanted` looked at.
+/// What one event of the watch of `tool`'s owners does.
+fn on_event(
+    event: &watcher::Event<OwnerObject>,
+    tool: Tool,
+    owners: &Owners,
+    last_seen: &LastSeen,
+    queue: &Enqueue<ScalingKey>,
+    listed: &mut Vec<Owner>,
+) {
+    match event {
+        watcher::Event::Init => listed.clear(),
+        watcher::Event::InitApply(object) => listed.push(owners.apply(tool, object).0),
+        watcher::Event::InitDone => {
+            owners.retain_listed(tool, listed);
+            // Looks made before the owners were known go again, with them.
+            let all: Vec<Owner> = std::mem::take(listed);
+            look_at_deployed(owners, last_seen, queue, |owner| all.contains(owner));
+            for owner in owners.paused() {
+                queue.add(ScalingKey::GitOpsOwner(owner));
+            }
+        }
+        watcher::Event::Apply(object) => {
+            let (owner, changed) = owners.apply(tool, object);
+            if !changed {
+                return;
+            }
+            look_at_deployed(owners, last_seen, queue, |deployer| *deployer == owner);
+            if owners
+                .get(&owner)
+                .is_some_and(|state| state.record.is_some())
+            {
+                queue.add(ScalingKey::GitOpsOwner(owner));
+            }
+        }
+        watcher::Event::Delete(object) => owners.forget(&owner_of(tool, object)),
+    }
+}
+
+/// Has every tracked workload whose marks claim an owner `wanted` looked at: confirmed or not,
+/// what the owner now says of it may change what its nights do.
 fn look_at_deployed(
     owners: &Owners,
     last_seen: &LastSeen,
@@ -82,7 +111,7 @@ fn look_at_deployed(
 ) {
     let deployed = last_seen.find(|state| {
         owners
-            .deployer_of(&state.annotations, &state.labels)
+            .claimed_by(&state.annotations, &state.labels)
             .is_some_and(|owner| wanted(&owner))
     });
     for target in deployed {

@@ -764,6 +764,9 @@ fn a_workload_a_gitops_tool_deploys_shows_its_owner_the_mode_and_what_was_paused
             "kind": "Application",
             "metadata": { "name": "shop", "namespace": "argocd" },
             "spec": { "syncPolicy": { "automated": { "selfHeal": false } } },
+            "status": { "resources": [
+                { "group": "apps", "kind": "Deployment", "namespace": "staging", "name": "web" }
+            ] },
         });
         if let Some(record) = record {
             application["metadata"]["annotations"] =
@@ -811,6 +814,18 @@ fn a_workload_a_gitops_tool_deploys_shows_its_owner_the_mode_and_what_was_paused
             .as_ref()
             .map(|shown| shown.standing.as_str()),
         Some("self-heal paused at each sleep")
+    );
+
+    // An Application whose status does not list it: its marks are only a claim.
+    let mut unlisting = application(None);
+    unlisting.status = Some(serde_json::json!({ "resources": [] }));
+    owners.apply(Tool::ArgoCd, &unlisting);
+    assert_eq!(
+        beside(&owners).objects[0]
+            .gitops
+            .as_ref()
+            .map(|shown| shown.standing.as_str()),
+        Some("not confirmed: its status.resources does not list it, so nothing is paused for it")
     );
 }
 

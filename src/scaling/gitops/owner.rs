@@ -2,13 +2,13 @@
 //! controller keeps of an owner: its repair switch, what it is told to ignore, and the record of
 //! a pause.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
 
-use super::{GITOPS_PAUSED, Owner, Tool, pause::Paused};
-use crate::runtime::CONTROLLER_NAME;
+use super::{GITOPS_PAUSED, Owner, Proof, Tool, pause::Paused};
+use crate::{runtime::CONTROLLER_NAME, scaling::target::ScaleTarget};
 
 /// Argo CD's annotation tracking: `<app>:<group>/<Kind>:<namespace>/<name>`, the app written
 /// `<namespace>_<name>` when it lives outside Argo CD's own Namespace.
@@ -28,6 +28,9 @@ const FLUX_LABELS: [(Tool, &str, &str); 2] = [
         "helm.toolkit.fluxcd.io/namespace",
     ),
 ];
+/// Helm's marks on everything it installs: the release, and the Namespace it is installed in.
+pub const HELM_RELEASE_NAME: &str = "meta.helm.sh/release-name";
+pub const HELM_RELEASE_NAMESPACE: &str = "meta.helm.sh/release-namespace";
 /// Where Argo CD keeps its Applications unless told otherwise.
 pub const ARGOCD_NAMESPACE: &str = "argocd";
 /// The sync option without which Argo CD applies an ignored field anyway at its next sync.
@@ -42,6 +45,9 @@ pub struct Claim {
     pub name: String,
     /// Made by a label Helm charts set too: an owner only where such an Application exists.
     pub weak: bool,
+    /// The Helm release its Helm marks name, and that release's Namespace, which a HelmRelease
+    /// confirms as its own.
+    pub release: Option<(String, String)>,
 }
 
 /// The owner a workload's annotations and labels name: Argo CD's tracking annotation, then
@@ -50,6 +56,10 @@ pub fn claim(
     annotations: &BTreeMap<String, String>,
     labels: &BTreeMap<String, String>,
 ) -> Option<Claim> {
+    let release = annotations
+        .get(HELM_RELEASE_NAME)
+        .zip(annotations.get(HELM_RELEASE_NAMESPACE))
+        .map(|(name, namespace)| (name.clone(), namespace.clone()));
     if let Some(app) = annotations
         .get(ARGOCD_TRACKING_ID)
         .and_then(|id| id.split(':').next())
@@ -64,6 +74,7 @@ pub fn claim(
             namespace,
             name,
             weak: false,
+            release,
         });
     }
     for (tool, name_label, namespace_label) in FLUX_LABELS {
@@ -74,6 +85,7 @@ pub fn claim(
                 namespace: Some(namespace.clone()),
                 name: name.clone(),
                 weak: false,
+                release,
             });
         }
     }
@@ -82,7 +94,152 @@ pub fn claim(
         namespace: None,
         name: name.clone(),
         weak: true,
+        release,
     })
+}
+
+/// A workload as an owner's own record would list it.
+#[derive(Debug, Clone, Copy)]
+pub struct Deployed<'a> {
+    pub group: &'a str,
+    pub kind: &'a str,
+    pub namespace: &'a str,
+    pub name: &'a str,
+    /// The Helm release its marks name ([`Claim::release`]).
+    pub release: Option<&'a (String, String)>,
+}
+
+impl<'a> Deployed<'a> {
+    /// `target`, whose marks make `claim`.
+    pub fn of(target: &'a ScaleTarget, claim: &'a Claim) -> Self {
+        let kind = target.kind.spec();
+        Self {
+            group: kind.group,
+            kind: kind.name,
+            namespace: &target.key.namespace,
+            name: &target.key.name,
+            release: claim.release.as_ref(),
+        }
+    }
+
+    fn id(&self) -> String {
+        object_id(self.group, self.kind, self.namespace, self.name)
+    }
+}
+
+fn object_id(group: &str, kind: &str, namespace: &str, name: &str) -> String {
+    format!("{group}/{kind}/{namespace}/{name}")
+}
+
+/// What an owner's own controller says it deploys ([`Proof`]): the only proof that a workload
+/// whose marks name the owner is its own. A tenant may write any mark on their workload, but
+/// not the status of another team's owner.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Inventory {
+    /// The namespaced objects it lists (cluster-wide ones play no part), each as
+    /// `group/Kind/namespace/name`.
+    Objects(BTreeSet<String>),
+    /// A HelmRelease's Helm release: its name, and the Namespace it is installed in.
+    Release { name: String, namespace: String },
+    /// Read from a file, where no controller has said anything: `plan -f` takes its workloads'
+    /// marks at their word, since it writes nothing.
+    AsMarked,
+}
+
+impl Inventory {
+    /// What the controller of an owner of `tool` says it deploys, from its `status` (and, for a
+    /// HelmRelease without history, its spec with Flux's defaults).
+    pub fn of(tool: Tool, metadata: &ObjectMeta, spec: &Value, status: &Value) -> Self {
+        let text = |value: &Value, key: &str| {
+            value
+                .get(key)
+                .and_then(Value::as_str)
+                .filter(|text| !text.is_empty())
+                .map(String::from)
+        };
+        let listed = |key: &str| {
+            status
+                .get(key)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+        };
+        match tool.spec().proof {
+            Proof::Resources => Inventory::Objects(
+                listed("resources")
+                    .filter_map(|entry| {
+                        let namespace = text(entry, "namespace")?;
+                        Some(object_id(
+                            &text(entry, "group").unwrap_or_default(),
+                            &text(entry, "kind")?,
+                            &namespace,
+                            &text(entry, "name")?,
+                        ))
+                    })
+                    .collect(),
+            ),
+            Proof::Inventory => Inventory::Objects(
+                (status.get("inventory"))
+                    .and_then(|inventory| inventory.get("entries"))
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|entry| entry.get("id").and_then(Value::as_str))
+                    .filter_map(|id| {
+                        // Neither a name, a Namespace nor a group holds `_`.
+                        let mut parts = id.split('_');
+                        let (namespace, name, group, kind) =
+                            (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+                        (!namespace.is_empty() && parts.next().is_none())
+                            .then(|| object_id(group, kind, namespace, name))
+                    })
+                    .collect(),
+            ),
+            Proof::Release => {
+                let own_namespace = metadata.namespace.clone().unwrap_or_default();
+                let name = metadata.name.clone().unwrap_or_default();
+                let latest = listed("history").next();
+                let target = text(spec, "targetNamespace");
+                Inventory::Release {
+                    name: (latest.and_then(|latest| text(latest, "name")))
+                        .or_else(|| text(spec, "releaseName"))
+                        .unwrap_or_else(|| match &target {
+                            Some(target) => format!("{target}-{name}"),
+                            None => name,
+                        }),
+                    namespace: (latest.and_then(|latest| text(latest, "namespace")))
+                        .or(target)
+                        .unwrap_or(own_namespace),
+                }
+            }
+        }
+    }
+
+    /// Whether it lists `workload`.
+    pub fn lists(&self, workload: &Deployed) -> bool {
+        match self {
+            Inventory::Objects(ids) => ids.contains(&workload.id()),
+            // Helm installs a release's objects in its Namespace: a workload elsewhere that
+            // carries its marks is not one of them.
+            Inventory::Release { name, namespace } => {
+                workload.namespace == namespace
+                    && workload.release == Some(&(name.clone(), namespace.clone()))
+            }
+            Inventory::AsMarked => true,
+        }
+    }
+
+    /// The Namespaces it deploys to, as far as its controller says.
+    pub fn namespaces(&self) -> BTreeSet<&str> {
+        match self {
+            Inventory::Objects(ids) => ids
+                .iter()
+                .filter_map(|id| id.splitn(4, '/').nth(2))
+                .collect(),
+            Inventory::Release { namespace, .. } => BTreeSet::from([namespace.as_str()]),
+            Inventory::AsMarked => BTreeSet::new(),
+        }
+    }
 }
 
 /// An entry of an Application's `ignoreDifferences`.
@@ -138,7 +295,7 @@ impl IgnoreRule {
 }
 
 /// What the controller keeps of an owner, from its watch.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct OwnerState {
     pub uid: Option<String>,
     pub resource_version: Option<String>,
@@ -151,13 +308,16 @@ pub struct OwnerState {
     pub respects_ignored: bool,
     /// The record of a pause, as written on it; `Err` with the text when it cannot be read.
     pub record: Option<Result<Paused, String>>,
+    /// What its controller says it deploys.
+    pub inventory: Inventory,
 }
 
 impl OwnerState {
-    /// Of an owner of `tool` with this metadata and `spec`.
-    pub fn of(tool: Tool, metadata: &ObjectMeta, spec: &Value) -> Self {
+    /// Of an owner of `tool` with this metadata, `spec` and `status`.
+    pub fn of(tool: Tool, metadata: &ObjectMeta, spec: &Value, status: &Value) -> Self {
         let sync_policy = spec.get("syncPolicy");
         Self {
+            inventory: Inventory::of(tool, metadata, spec, status),
             uid: metadata.uid.clone(),
             resource_version: metadata.resource_version.clone(),
             repair: (tool.spec().repair.iter())
@@ -196,6 +356,7 @@ impl OwnerState {
             ignore_rules,
             respects_ignored,
             record,
+            inventory,
         } = self;
         (
             uid,
@@ -204,6 +365,7 @@ impl OwnerState {
             ignore_rules,
             respects_ignored,
             record,
+            inventory,
         ) != (
             &other.uid,
             &other.repair,
@@ -211,6 +373,7 @@ impl OwnerState {
             &other.ignore_rules,
             &other.respects_ignored,
             &other.record,
+            &other.inventory,
         )
     }
 

@@ -1,25 +1,24 @@
 //! The owners watched (Argo CD Applications, Flux Kustomizations and HelmReleases), each kept as
-//! an [`OwnerState`], so that a look at a workload finds its owner without a request.
+//! an [`OwnerState`], so that a look at a workload finds its owner, and whether the owner
+//! confirms deploying it, without a request.
 
 use std::{
     collections::{BTreeMap, HashMap},
     sync::{Arc, PoisonError, RwLock},
 };
 
-use kube::{
-    ResourceExt,
-    core::{NotUsed, Object},
-};
+use kube::{ResourceExt, core::Object};
 use serde_json::Value;
 
 use super::{
     Owner, Tool,
-    owner::{ARGOCD_NAMESPACE, Claim, OwnerState, claim},
+    owner::{ARGOCD_NAMESPACE, Claim, Deployed, Inventory, OwnerState, claim},
 };
+use crate::scaling::target::ScaleTarget;
 
-/// An owner as its watch delivers it: its metadata and spec; its status, which can be large
-/// (an Application's lists every resource), is never kept.
-pub type OwnerObject = Object<Value, NotUsed>;
+/// An owner as its watch delivers it. Of its status, which can be large (an Application's has
+/// every resource's health), only what it deploys is kept ([`Inventory`]).
+pub type OwnerObject = Object<Value, Value>;
 
 /// The owner `object` of `tool` is.
 pub fn owner_of(tool: Tool, object: &OwnerObject) -> Owner {
@@ -40,8 +39,22 @@ impl Owners {
     /// Keeps `object`, an owner of `tool`. Returns it, and whether anything the controller
     /// reads of it changed (an Application's status, written often, changes nothing here).
     pub fn apply(&self, tool: Tool, object: &OwnerObject) -> (Owner, bool) {
-        let owner = owner_of(tool, object);
-        let state = OwnerState::of(tool, &object.metadata, &object.spec);
+        let status = object.status.as_ref().unwrap_or(&Value::Null);
+        self.keep(
+            owner_of(tool, object),
+            OwnerState::of(tool, &object.metadata, &object.spec, status),
+        )
+    }
+
+    /// Keeps `object`, an owner of `tool` read from a file for `plan -f`: no controller has
+    /// said what it deploys, so its workloads' marks are taken at their word.
+    pub fn apply_manifest(&self, tool: Tool, object: &OwnerObject) {
+        let mut state = OwnerState::of(tool, &object.metadata, &object.spec, &Value::Null);
+        state.inventory = Inventory::AsMarked;
+        self.keep(owner_of(tool, object), state);
+    }
+
+    fn keep(&self, owner: Owner, state: OwnerState) -> (Owner, bool) {
         let previous = self.write().insert(owner.clone(), state.clone());
         let changed = previous.is_none_or(|previous| previous.differs_from(&state));
         (owner, changed)
@@ -101,14 +114,28 @@ impl Owners {
         Some((owner, state))
     }
 
-    /// The owner that deploys a workload with these annotations and labels, by its marks.
-    pub fn deployer_of(
+    /// The owner a workload with these annotations and labels claims by its marks, confirmed
+    /// or not.
+    pub fn claimed_by(
         &self,
         annotations: &BTreeMap<String, String>,
         labels: &BTreeMap<String, String>,
     ) -> Option<Owner> {
         let (owner, _) = self.resolve(&claim(annotations, labels)?)?;
         Some(owner)
+    }
+
+    /// The owner that deploys `target`, seen with these annotations and labels: the one its
+    /// marks claim, where that owner's controller lists it.
+    pub fn deployer_of(
+        &self,
+        target: &ScaleTarget,
+        annotations: &BTreeMap<String, String>,
+        labels: &BTreeMap<String, String>,
+    ) -> Option<Owner> {
+        let claim = claim(annotations, labels)?;
+        let (owner, state) = self.resolve(&claim)?;
+        (state?.inventory.lists(&Deployed::of(target, &claim))).then_some(owner)
     }
 
     /// The owners with a record of a pause on them.

@@ -29,6 +29,8 @@ pub struct OwnerWrite {
     pub body: Value,
     /// Reason and note, said on the owner once the write is made.
     pub event: Option<(&'static str, String)>,
+    /// The event is a Warning: something a person should look at.
+    pub warns: bool,
 }
 
 /// The body that sets the record to `record` (removes it with `None`), and the switch to
@@ -74,6 +76,7 @@ pub fn pause(owner: &Owner, state: &OwnerState, namespace: &str) -> Option<Owner
                 uid: state.uid.clone(),
                 body: body(owner, state, Some(&record), None),
                 event: None,
+                warns: false,
             })
         }
         // A record no one can read is replaced, with the switch as it is now.
@@ -94,6 +97,7 @@ pub fn pause(owner: &Owner, state: &OwnerState, namespace: &str) -> Option<Owner
                 uid: state.uid.clone(),
                 body: body(owner, state, Some(&record), Some(Some(spec.paused))),
                 event: Some(("GitOpsPaused", note)),
+                warns: false,
             })
         }
     }
@@ -120,11 +124,13 @@ pub fn release(
                 event: Some((
                     "GitOpsPauseUnreadable",
                     format!(
-                        "{GITOPS_PAUSED} {text:?} cannot be read: removed, and {} left as it is ({})",
+                        "{GITOPS_PAUSED} {text:?} cannot be read: removed, and {} left as it \
+                         is, now {}; set it as it should be",
                         spec.repair_word,
                         describe_switch(state.repair)
                     ),
                 )),
+                warns: true,
             });
         }
     };
@@ -147,6 +153,7 @@ pub fn release(
             uid: state.uid.clone(),
             body: body(owner, state, Some(&record), None),
             event: None,
+            warns: false,
         });
     }
     let woken = record
@@ -168,6 +175,7 @@ pub fn release(
                     describe_switch(record.previous)
                 ),
             )),
+            warns: false,
         })
     } else {
         Some(OwnerWrite {
@@ -182,6 +190,7 @@ pub fn release(
                     describe_switch(state.repair)
                 ),
             )),
+            warns: false,
         })
     }
 }

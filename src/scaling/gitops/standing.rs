@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::{
     Owner,
-    owner::{Claim, OwnerState, Revert, ignore_yaml},
+    owner::{Claim, Deployed, OwnerState, Revert, ignore_yaml},
     owners::Owners,
 };
 use crate::{
@@ -23,26 +23,46 @@ pub struct GitOps {
     pub state: Option<OwnerState>,
     pub mode: GitOpsMode,
     pub field: Option<&'static str>,
+    /// Whether the owner's own controller lists the workload ([`super::Proof`]). Until it
+    /// does, the marks are only a claim: nothing is written to the owner for the workload, and
+    /// a revert is not put down to it.
+    pub confirmed: bool,
+    /// A Namespace the owner also deploys to that does not sleep under `pause`: its pause
+    /// would stop the deploys there too, so it is never paused, and the workload follows
+    /// `ignore`. Known to the controller alone, which sees every Namespace.
+    pub shared_with: Option<String>,
 }
 
 impl GitOps {
-    /// Of a workload whose marks make `claim` ([`owner::claim`] of its own annotations and
+    /// Of `target`, whose marks make `claim` ([`owner::claim`] of its own annotations and
     /// labels), among `owners`, whose schedule's annotations (its own over its Namespace's)
     /// choose the mode, else `default`.
     pub fn of(
         owners: &Owners,
+        target: &ScaleTarget,
         claim: Option<Claim>,
         schedule: &BTreeMap<String, String>,
         default: GitOpsMode,
         field: Option<&'static str>,
     ) -> Option<Self> {
-        let (owner, state) = owners.resolve(&claim?)?;
+        let claim = claim?;
+        let (owner, state) = owners.resolve(&claim)?;
+        let confirmed = (state.as_ref())
+            .is_some_and(|state| state.inventory.lists(&Deployed::of(target, &claim)));
         Some(Self {
             owner,
             state,
             mode: gitops_mode(schedule, default),
             field,
+            confirmed,
+            shared_with: None,
         })
+    }
+
+    /// Whether its owner's repair is paused for its nights: `pause` chosen, the owner
+    /// confirmed, and deploying only where Namespaces sleep so.
+    pub fn pauses(&self) -> bool {
+        self.mode == GitOpsMode::Pause && self.confirmed && self.shared_with.is_none()
     }
 
     /// Whether its owner's record says `namespace` paused it.
@@ -57,10 +77,16 @@ impl GitOps {
         let Some(state) = &self.state else {
             return Standing::NotFound;
         };
+        if !self.confirmed {
+            return Standing::Unconfirmed;
+        }
         let namespace = &target.key.namespace;
         match (self.mode, &state.record) {
             (_, Some(Err(_))) => Standing::RecordUnreadable,
             (_, Some(Ok(_))) if self.paused_for(namespace) => Standing::Paused,
+            (GitOpsMode::Pause, _) if let Some(shared) = &self.shared_with => {
+                Standing::SharedWith(shared.clone())
+            }
             (GitOpsMode::Pause, _) => Standing::PausedAtSleep,
             (GitOpsMode::Ignore, _) => {
                 let kind = target.kind.spec();
@@ -106,6 +132,10 @@ impl GitOps {
 pub enum Standing {
     /// Not among the owners read: its kind is not installed, or it may not be read.
     NotFound,
+    /// Its controller does not list the workload: the marks are only a claim.
+    Unconfirmed,
+    /// `pause`, but it also deploys to this Namespace, which does not sleep so: never paused.
+    SharedWith(String),
     /// Its record of a pause cannot be read.
     RecordUnreadable,
     /// Its repair is paused for this workload's Namespace now.
@@ -123,6 +153,14 @@ impl Standing {
         let repair = owner.tool.spec().repair_named;
         match self {
             Standing::NotFound => "owner not found".into(),
+            Standing::Unconfirmed => format!(
+                "not confirmed: its {} does not list it, so nothing is paused for it",
+                owner.tool.spec().proof.field()
+            ),
+            Standing::SharedWith(namespace) => format!(
+                "never paused: it also deploys to Namespace {namespace}, which does not sleep \
+                 under pause; follows ignore"
+            ),
             Standing::RecordUnreadable => "its cronscaler.dev/gitops-paused cannot be read".into(),
             Standing::Paused => format!("{repair} paused for the night"),
             Standing::PausedAtSleep => format!("{repair} paused at each sleep"),

@@ -9,6 +9,10 @@ use super::{
     owners::{OwnerObject, Owners},
     pause::{pause, release},
 };
+use crate::{
+    runtime::key::ObjectKey,
+    scaling::target::{ScaleTarget, TargetKind},
+};
 
 fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs
@@ -31,7 +35,7 @@ fn state(tool: Tool, spec: Value, record: Option<&str>) -> OwnerState {
         annotations: record.map(|record| map(&[(GITOPS_PAUSED, record)])),
         ..ObjectMeta::default()
     };
-    OwnerState::of(tool, &metadata, &spec)
+    OwnerState::of(tool, &metadata, &spec, &Value::Null)
 }
 
 fn self_healing(extra: Value) -> Value {
@@ -68,7 +72,8 @@ fn a_workload_s_owner_is_read_from_the_marks_its_tool_leaves() {
             tool: Tool::ArgoCd,
             namespace: None,
             name: "shop".into(),
-            weak: false
+            weak: false,
+            release: None,
         }),
         "the tracking annotation wins over a label Helm sets too"
     );
@@ -92,7 +97,8 @@ fn a_workload_s_owner_is_read_from_the_marks_its_tool_leaves() {
             tool: Tool::Kustomization,
             namespace: Some("flux-system".into()),
             name: "apps".into(),
-            weak: false
+            weak: false,
+            release: None,
         })
     );
     let helm_release = map(&[
@@ -128,6 +134,7 @@ fn a_claim_names_its_application_where_argo_cd_keeps_it_and_a_helm_label_only_a_
         namespace: None,
         name: "shop".into(),
         weak: false,
+        release: None,
     };
     let found = owners.resolve(&unqualified).expect("an owner");
     assert_eq!(
@@ -381,9 +388,205 @@ fn a_person_who_turned_self_heal_back_on_at_night_wins() {
     );
     let unreadable = state(Tool::ArgoCd, self_healing(json!({})), Some("yes"));
     let write = release(&shop(), &unreadable, |_| false).expect("the record goes");
+    assert!(write.warns, "a Warning: a person should set the switch");
     assert_eq!(
-        write.event.map(|(reason, _)| reason),
-        Some("GitOpsPauseUnreadable")
+        write.event,
+        Some((
+            "GitOpsPauseUnreadable",
+            "cronscaler.dev/gitops-paused \"yes\" cannot be read: removed, and self-heal left as \
+             it is, now true; set it as it should be"
+                .into()
+        ))
+    );
+}
+
+fn web_in(namespace: &'static str) -> ScaleTarget {
+    ScaleTarget {
+        kind: TargetKind::Deployment,
+        key: ObjectKey::new(namespace, "web"),
+    }
+}
+
+/// Whether `owner`, read with `status` (and `spec`), confirms `target` marked with
+/// `annotations` and `labels`.
+fn confirms(
+    tool: Tool,
+    (spec, status): (Value, Value),
+    target: &ScaleTarget,
+    annotations: &[(&str, &str)],
+    labels: &[(&str, &str)],
+) -> bool {
+    let owners = Owners::default();
+    let object: OwnerObject = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": tool.spec().kind,
+        "metadata": { "name": "infra", "namespace": "flux-system" },
+        "spec": spec,
+        "status": status,
+    }))
+    .expect("an owner");
+    owners.apply(tool, &object);
+    owners
+        .deployer_of(target, &map(annotations), &map(labels))
+        .is_some()
+}
+
+const KUSTOMIZATION_MARKS: [(&str, &str); 2] = [
+    ("kustomize.toolkit.fluxcd.io/name", "infra"),
+    ("kustomize.toolkit.fluxcd.io/namespace", "flux-system"),
+];
+
+#[test]
+fn a_kustomization_confirms_only_what_its_inventory_lists() {
+    let inventory = json!({ "inventory": { "entries": [
+        { "id": "staging_web_apps_Deployment", "v": "v1" },
+        { "id": "_staging__Namespace", "v": "v1" },
+    ] } });
+    let infra = || (json!({ "interval": "5m" }), inventory.clone());
+    assert!(confirms(
+        Tool::Kustomization,
+        infra(),
+        &web_in("staging"),
+        &[],
+        &KUSTOMIZATION_MARKS
+    ));
+    // A tenant's Deployment in their own Namespace, with Flux's two labels written by hand.
+    assert!(!confirms(
+        Tool::Kustomization,
+        infra(),
+        &web_in("team-a"),
+        &[],
+        &KUSTOMIZATION_MARKS
+    ));
+    let never_applied = (json!({ "interval": "5m" }), Value::Null);
+    assert!(!confirms(
+        Tool::Kustomization,
+        never_applied,
+        &web_in("staging"),
+        &[],
+        &KUSTOMIZATION_MARKS
+    ));
+}
+
+#[test]
+fn an_application_confirms_only_what_its_status_lists() {
+    let resources = json!({ "resources": [
+        { "group": "apps", "version": "v1", "kind": "Deployment", "namespace": "staging", "name": "web" },
+        { "version": "v1", "kind": "Service", "namespace": "staging", "name": "web" },
+    ] });
+    let tracked = [(
+        "argocd.argoproj.io/tracking-id",
+        "flux-system_infra:apps/Deployment:x/web",
+    )];
+    let app = || (self_healing(json!({})), resources.clone());
+    assert!(confirms(
+        Tool::ArgoCd,
+        app(),
+        &web_in("staging"),
+        &tracked,
+        &[]
+    ));
+    assert!(!confirms(
+        Tool::ArgoCd,
+        app(),
+        &web_in("team-a"),
+        &tracked,
+        &[]
+    ));
+    // `helm install web` sets the instance label, which names an unrelated Application.
+    let helm_chart = [("app.kubernetes.io/instance", "infra")];
+    assert!(!confirms(
+        Tool::ArgoCd,
+        app(),
+        &web_in("team-a"),
+        &[],
+        &helm_chart
+    ));
+}
+
+#[test]
+fn a_helm_release_confirms_what_helm_marked_as_its_own_release_in_its_namespace() {
+    let marks = [
+        ("helm.toolkit.fluxcd.io/name", "infra"),
+        ("helm.toolkit.fluxcd.io/namespace", "flux-system"),
+    ];
+    let released = |name: &'static str, namespace: &'static str| {
+        [
+            ("meta.helm.sh/release-name", name),
+            ("meta.helm.sh/release-namespace", namespace),
+        ]
+    };
+    // Flux's defaults: the release is named after the HelmRelease, installed in its Namespace,
+    // or in its targetNamespace and then named `<targetNamespace>-<name>`.
+    let own = || (json!({ "interval": "5m" }), Value::Null);
+    let home = web_in("flux-system");
+    assert!(confirms(
+        Tool::HelmRelease,
+        own(),
+        &home,
+        &released("infra", "flux-system"),
+        &marks
+    ));
+    let targeted = || (json!({ "targetNamespace": "staging" }), Value::Null);
+    let staging = web_in("staging");
+    assert!(confirms(
+        Tool::HelmRelease,
+        targeted(),
+        &staging,
+        &released("staging-infra", "staging"),
+        &marks
+    ));
+    assert!(!confirms(
+        Tool::HelmRelease,
+        targeted(),
+        &staging,
+        &released("infra", "staging"),
+        &marks
+    ));
+    // The release its controller recorded wins over the spec.
+    let history = json!({ "history": [{ "name": "edge", "namespace": "staging" }] });
+    let recorded = (json!({ "releaseName": "other" }), history);
+    assert!(confirms(
+        Tool::HelmRelease,
+        recorded,
+        &staging,
+        &released("edge", "staging"),
+        &marks
+    ));
+    // A tenant copying Helm's marks of a release elsewhere, onto their own workload.
+    let tenant = web_in("team-a");
+    assert!(!confirms(
+        Tool::HelmRelease,
+        targeted(),
+        &tenant,
+        &released("staging-infra", "staging"),
+        &marks
+    ));
+    assert!(!confirms(
+        Tool::HelmRelease,
+        targeted(),
+        &staging,
+        &[],
+        &marks
+    ));
+}
+
+#[test]
+fn an_owner_deploys_to_the_namespaces_of_what_it_lists() {
+    let metadata = ObjectMeta {
+        name: Some("infra".into()),
+        namespace: Some("flux-system".into()),
+        ..ObjectMeta::default()
+    };
+    let status = json!({ "inventory": { "entries": [
+        { "id": "staging_web_apps_Deployment" },
+        { "id": "prod_api_apps_Deployment" },
+        { "id": "prod_api__Service" },
+        { "id": "_prod__Namespace" },
+    ] } });
+    let state = OwnerState::of(Tool::Kustomization, &metadata, &json!({}), &status);
+    assert_eq!(
+        state.inventory.namespaces().into_iter().collect::<Vec<_>>(),
+        ["prod", "staging"]
     );
 }
 

@@ -197,9 +197,13 @@ pub async fn write_owner(ctx: &ScalingContext, write: &OwnerWrite) -> Result<(),
     }
     tracing::info!(%owner, body = %write.body, "owner written");
     if let Some((reason, note)) = &write.event {
-        ctx.events
-            .normal(&owner.reference(write.uid.clone()), reason, note.clone())
-            .await;
+        let reference = owner.reference(write.uid.clone());
+        match write.warns {
+            true => {
+                ctx.events.warning(&reference, reason, note.clone()).await;
+            }
+            false => ctx.events.normal(&reference, reason, note.clone()).await,
+        }
     }
     Ok(())
 }

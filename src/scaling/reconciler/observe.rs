@@ -11,14 +11,15 @@ use crate::{
     error::Error,
     runtime::key::ObjectKey,
     scaling::{
-        gitops::{self, standing::GitOps},
+        gitops::{self, Owner, owner::OwnerState, standing::GitOps},
         hpa::Hpa,
         target::{ScaleTarget, TargetKind, TargetState},
         wake_order::{self, Peer},
         wake_turns::Ask,
     },
     schedule::{
-        self, Annotations, Direction, OutOfReach, ScaleChange, Transition, held_back_until,
+        self, Annotations, Direction, GitOpsMode, OutOfReach, ScaleChange, Transition, gitops_mode,
+        held_back_until,
     },
 };
 
@@ -173,11 +174,19 @@ pub async fn observe(
     let (owners, default_mode, _) = &ctx.gitops;
     let gitops = GitOps::of(
         owners,
+        target,
         claim,
         &object.annotations,
         *default_mode,
         sleeps_as.spec().sleep.manifest_field(),
-    );
+    )
+    .map(|mut gitops| {
+        if gitops.mode == GitOpsMode::Pause && gitops.confirmed {
+            gitops.shared_with = (gitops.state.as_ref())
+                .and_then(|state| shared_with(ctx, &gitops.owner, state, namespace));
+        }
+        gitops
+    });
     let mut observed = Observed {
         target: target.clone(),
         object,
@@ -301,4 +310,44 @@ pub async fn namespace_peers(
             &ObjectKey::new(namespace, namespace),
         ))?;
     Ok(ctx.wake_steps.keep_peers(namespace, read, now))
+}
+
+/// The first Namespace but `own` that `owner` deploys to, as its controller says, where no
+/// workload it deploys sleeps under `pause`: a pause of the owner would stop its deploys there
+/// too. `own` sleeps so by the workload looked at.
+pub fn shared_with(
+    ctx: &ScalingContext,
+    owner: &Owner,
+    state: &OwnerState,
+    own: &str,
+) -> Option<String> {
+    let owners = &ctx.gitops.0;
+    (state.inventory.namespaces().into_iter())
+        .filter(|namespace| *namespace != own)
+        .find(|namespace| {
+            !(ctx.last_seen.in_namespace(namespace).iter()).any(|(target, seen)| {
+                owners
+                    .deployer_of(target, &seen.annotations, &seen.labels)
+                    .as_ref()
+                    == Some(owner)
+                    && sleeps_under_pause(ctx, target, seen)
+            })
+        })
+        .map(String::from)
+}
+
+/// Whether a workload `seen` of `target` sleeps under `pause`: it has a schedule (its own, or
+/// its Namespace's), and `pause` is its mode.
+pub fn sleeps_under_pause(ctx: &ScalingContext, target: &ScaleTarget, seen: &TargetState) -> bool {
+    let (effective, _) = ctx.namespaces.effective(
+        target.kind,
+        &target.key.namespace,
+        &seen.annotations,
+        &seen.labels,
+        false,
+    );
+    matches!(
+        target.kind.parse(&effective, ctx.default_timezone),
+        Annotations::Scheduled(..)
+    ) && gitops_mode(&effective, ctx.gitops.1) == GitOpsMode::Pause
 }

@@ -14,6 +14,7 @@ use crate::{
         gitops::{
             Owner, Tool,
             pause::{OwnerWrite, pause},
+            standing::GitOps,
         },
         hpa::{self, GuardedChange},
         on_demand,
@@ -24,7 +25,7 @@ use crate::{
         target::{ScaleTarget, TargetState},
     },
     schedule::{
-        self, Annotations, Direction, GitOpsMode, SCALE_REVERTED, ScaleChange, Transition,
+        self, Annotations, Direction, GITOPS, GitOpsMode, SCALE_REVERTED, ScaleChange, Transition,
         already_warned, refused_cause, reverted, reverted_cause,
     },
 };
@@ -135,6 +136,10 @@ pub struct Tally {
 
 /// `GitOpsWillRevert`: said before a night its GitOps tool would undo.
 const GITOPS_WILL_REVERT: &str = "GitOpsWillRevert";
+/// `GitOpsOwnerUnconfirmed`: its marks name an owner whose controller does not list it.
+const GITOPS_OWNER_UNCONFIRMED: &str = "GitOpsOwnerUnconfirmed";
+/// `GitOpsOwnerShared`: its owner also deploys where no Namespace sleeps under `pause`.
+const GITOPS_OWNER_SHARED: &str = "GitOpsOwnerShared";
 
 /// `InvalidSchedule`: what a warning for refused annotations is called.
 const INVALID_SCHEDULE: &str = "InvalidSchedule";
@@ -259,7 +264,8 @@ fn through_lever(
 
 /// What its GitOps owner takes: with `pause`, its repair paused before a sleep (or found
 /// unpaused under one), and a look at it after a wake; with `ignore`, a warning, once, where it
-/// will undo the night.
+/// will undo the night. An owner that does not confirm the workload, or that also deploys where
+/// no Namespace sleeps under `pause`, is written nothing, and said so once.
 fn beside_gitops(observed: &Observed, mut plan: Plan) -> Plan {
     let Some(gitops) = &observed.gitops else {
         return plan;
@@ -285,6 +291,20 @@ fn beside_gitops(observed: &Observed, mut plan: Plan) -> Plan {
             .warning
             .as_ref()
             .is_some_and(|warning| warning.reason == SCALE_REVERTED);
+    // A pause recorded for this Namespace is given back whatever the owner is now.
+    if matches!(
+        direction,
+        Some(ScaleDirection::Up | ScaleDirection::Restore)
+    ) && (gitops.pauses() || recorded)
+    {
+        plan.owner_look = Some(gitops.owner.clone());
+    }
+    if let Some(doubt) = doubt(observed, gitops) {
+        if plan.warning.is_none() && !revert_said {
+            plan.warning = doubt;
+        }
+        return plan;
+    }
     match gitops.mode {
         // A night its owner undid anyway is left alone until the next transition: no pause
         // then, nor a refusal said at every look.
@@ -316,14 +336,41 @@ fn beside_gitops(observed: &Observed, mut plan: Plan) -> Plan {
             }
         }
     }
-    if matches!(
-        direction,
-        Some(ScaleDirection::Up | ScaleDirection::Restore)
-    ) && (gitops.mode == GitOpsMode::Pause || recorded)
-    {
-        plan.owner_look = Some(gitops.owner.clone());
-    }
     plan
+}
+
+/// Why its owner is written nothing for it, as a warning said once: the owner watched does not
+/// list it, or (under `pause`) also deploys to a Namespace that does not sleep so.
+fn doubt(observed: &Observed, gitops: &GitOps) -> Option<Option<Warning>> {
+    let owner = &gitops.owner;
+    let target = &observed.target;
+    let (reason, note) = match (&gitops.state, gitops.confirmed, &gitops.shared_with) {
+        (None, _, _) => return None,
+        (Some(_), false, _) => (
+            GITOPS_OWNER_UNCONFIRMED,
+            format!(
+                "its marks name {owner}, but the owner's {} does not list {} {}: nothing is \
+                 paused or written to the owner for it, and a revert is not put down to it",
+                owner.tool.spec().proof.field(),
+                target.kind,
+                target.key.name
+            ),
+        ),
+        (Some(_), true, Some(shared)) if gitops.mode == GitOpsMode::Pause => (
+            GITOPS_OWNER_SHARED,
+            format!(
+                "{owner} also deploys to Namespace {shared}, which does not sleep under \
+                 {GITOPS}: pause; its {} would stop its deploys there too, so it is never \
+                 paused, and {} {} follows ignore",
+                owner.tool.spec().repair_word,
+                target.kind,
+                target.key.name
+            ),
+        ),
+        _ => return None,
+    };
+    let cause = format!("{reason} {owner}");
+    Some(warning(observed, reason, note.into(), cause))
 }
 
 /// Whether the transition in force puts it to sleep, and the schedule is not paused.
@@ -543,7 +590,7 @@ fn reverted_warning(observed: &Observed) -> Option<(String, String)> {
     // A GitOps tool is named with the owner that deploys the object, and what would have
     // prevented it.
     let (who, advice) = match (Tool::writing_as(writer), &observed.gitops) {
-        (Some(tool), Some(gitops)) if tool.same_tool(gitops.owner.tool) => {
+        (Some(tool), Some(gitops)) if gitops.confirmed && tool.same_tool(gitops.owner.tool) => {
             let (who, advice) = gitops.owner.revert_advice();
             (who, format!("; {advice}"))
         }

@@ -1149,6 +1149,9 @@ async fn a_paused_owner_is_given_back_only_once_the_wake_of_what_it_deploys_is_s
             "annotations": { (GITOPS_PAUSED): r#"{"previous":true,"namespaces":["load-0"]}"# },
         },
         "spec": { "syncPolicy": { "automated": { "selfHeal": false } } },
+        "status": { "resources": [
+            { "group": "apps", "kind": "Deployment", "namespace": "load-0", "name": "app-0" },
+        ] },
     }))
     .unwrap();
     let (shop, _) = owners.apply(Tool::ArgoCd, &application);
@@ -1180,8 +1183,12 @@ async fn a_paused_owner_is_given_back_only_once_the_wake_of_what_it_deploys_is_s
     seen("2026-11-22T20:00:00Z down");
     let again = release_owner(&ctx, &shop, at(7, 0, 1)).await.unwrap();
     assert_eq!(again, Some(std::time::Duration::from_secs(3)));
-    // At night: asleep, nothing to look for.
-    assert_eq!(release_owner(&ctx, &shop, at(3, 0, 0)).await.unwrap(), None);
+    // At night: asleep, nothing written; looked at again within 30 s all the same, so that
+    // whatever ends the night is seen, whoever leads then.
+    assert_eq!(
+        release_owner(&ctx, &shop, at(3, 0, 0)).await.unwrap(),
+        Some(std::time::Duration::from_secs(30))
+    );
     // Seen awake: given back.
     let served = tokio::spawn(server.serve(vec![
         Exchange::new(
@@ -1199,6 +1206,77 @@ async fn a_paused_owner_is_given_back_only_once_the_wake_of_what_it_deploys_is_s
     ]));
     seen("2026-11-23T07:00:00Z up");
     assert_eq!(release_owner(&ctx, &shop, at(7, 0, 4)).await.unwrap(), None);
+    drop(ctx);
+    served.await.unwrap();
+}
+
+#[tokio::test]
+async fn a_paused_owner_is_given_back_at_night_once_nothing_it_deploys_sleeps_under_pause() {
+    use crate::scaling::gitops::{GITOPS_PAUSED, Tool};
+    let (client, server) = mock_client();
+    let owners = crate::scaling::gitops::owners::Owners::default();
+    let application: crate::scaling::gitops::owners::OwnerObject = serde_json::from_value(json!({
+        "apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+        "metadata": {
+            "name": "shop", "namespace": "argocd", "resourceVersion": "8",
+            "annotations": { (GITOPS_PAUSED): r#"{"previous":true,"namespaces":["load-0"]}"# },
+        },
+        "spec": { "syncPolicy": { "automated": { "selfHeal": false } } },
+        "status": { "resources": [
+            { "group": "apps", "kind": "Deployment", "namespace": "load-0", "name": "app-0" },
+        ] },
+    }))
+    .unwrap();
+    let (shop, _) = owners.apply(Tool::ArgoCd, &application);
+    let last_seen = LastSeen::default();
+    let queue = crate::runtime::workqueue::WorkQueue::<ScalingKey>::new(Default::default());
+    let ctx = crate::scaling::test_support::context(client, false)
+        .with_gitops(owners, GitOpsMode::Ignore, Enqueue::new(queue))
+        .with_last_seen(last_seen.clone());
+    let seen = |mode: &str| {
+        let object: kube::api::DynamicObject = serde_json::from_value(app_0(
+            0,
+            &[
+                (schedule::SCALE_DOWN, "0 20 * * *"),
+                (schedule::SCALE_UP, "0 7 * * *"),
+                (schedule::LAST_TRANSITION, "2026-11-22T20:00:00Z down"),
+                (schedule::GITOPS, mode),
+                (
+                    "argocd.argoproj.io/tracking-id",
+                    "shop:apps/Deployment:load-0/app-0",
+                ),
+            ],
+        ))
+        .unwrap();
+        last_seen.keep(
+            deployment_target(),
+            &TargetState::of_object(TargetKind::Deployment, &object),
+        );
+    };
+    seen("pause");
+    assert_eq!(
+        release_owner(&ctx, &shop, at(3, 0, 0)).await.unwrap(),
+        Some(std::time::Duration::from_secs(30)),
+        "asleep under pause: kept paused"
+    );
+    // Opted out of pause at night (its workload deleted, or no longer the owner's, reads the
+    // same): given back at the next look, not in the morning.
+    let served = tokio::spawn(server.serve(vec![
+        Exchange::new(
+            "PATCH",
+            "/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/shop?&fieldManager=cronscaler",
+        )
+        .body(json!({
+            "metadata": { "resourceVersion": "8", "annotations": { (GITOPS_PAUSED): null } },
+            "spec": { "syncPolicy": { "automated": { "selfHeal": true } } },
+        }))
+        .reply(200, json!({})),
+        Exchange::new("POST", crate::mock_api::events_path("argocd"))
+            .body(json!({ "type": "Normal", "reason": "GitOpsResumed" }))
+            .reply(201, json!({})),
+    ]));
+    seen("ignore");
+    assert_eq!(release_owner(&ctx, &shop, at(3, 0, 30)).await.unwrap(), None);
     drop(ctx);
     served.await.unwrap();
 }

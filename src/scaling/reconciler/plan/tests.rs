@@ -627,9 +627,18 @@ fn deployed_by_argo_cd(
             namespace: "argocd".into(),
             name: "shop".into(),
         },
-        state: Some(OwnerState::of(Tool::ArgoCd, &metadata, &spec)),
+        state: Some(OwnerState::of(
+            Tool::ArgoCd,
+            &metadata,
+            &spec,
+            &json!({ "resources": [
+            { "group": "apps", "kind": "Deployment", "namespace": "shop", "name": "web" }
+        ] }),
+        )),
         mode,
         field: Some("/spec/replicas"),
+        confirmed: true,
+        shared_with: None,
     });
     web
 }
@@ -738,4 +747,90 @@ fn a_revert_by_argo_cd_names_the_application_and_what_would_prevent_it() {
          cronscaler.dev/gitops: pause, or ignoreDifferences for cronscaler's fields, would \
          prevent it (docs/gitops.md)"
     );
+}
+
+#[test]
+fn a_claim_its_owner_does_not_confirm_pauses_nothing_and_is_said_once() {
+    let now = at(23, 20, 0, 0);
+    let web = observed(TargetKind::Deployment, &deployment(3, &NIGHTLY), now);
+    let mut web = deployed_by_argo_cd(web, GitOpsMode::Pause, self_heal(true), None);
+    if let Some(gitops) = web.gitops.as_mut() {
+        gitops.confirmed = false;
+    }
+    let night = plan(&web, &SETTINGS, now);
+    assert_eq!(night.owner_pause, None, "nothing written to the owner");
+    assert!(night.patch.is_some(), "the workload still sleeps");
+    let warning = night.warning.expect("warned");
+    assert_eq!(warning.reason, "GitOpsOwnerUnconfirmed");
+    assert_eq!(
+        warning.note.to_string(),
+        "its marks name Argo CD Application argocd/shop, but the owner's status.resources does \
+         not list Deployment web: nothing is paused or written to the owner for it, and a revert \
+         is not put down to it"
+    );
+    let said = [NIGHTLY[0], NIGHTLY[1], (WARNED, warning.cause.as_str())];
+    let web = observed(TargetKind::Deployment, &deployment(3, &said), now);
+    let mut web = deployed_by_argo_cd(web, GitOpsMode::Pause, self_heal(true), None);
+    if let Some(gitops) = web.gitops.as_mut() {
+        gitops.confirmed = false;
+    }
+    assert_eq!(plan(&web, &SETTINGS, now).warning, None, "said once");
+}
+
+#[test]
+fn a_revert_by_argo_cd_of_a_workload_its_application_does_not_list_names_no_application() {
+    let now = at(23, 20, 0, 5);
+    let mut reverted = deployment(3, &ASLEEP);
+    if let Some(fields) = reverted.metadata.managed_fields.as_mut() {
+        fields[0].manager = Some("argocd-controller".into());
+        fields[0].operation = Some("Apply".into());
+        fields[0].subresource = None;
+    }
+    let web = observed(TargetKind::Deployment, &reverted, now);
+    let mut web = deployed_by_argo_cd(web, GitOpsMode::Ignore, self_heal(true), None);
+    if let Some(gitops) = web.gitops.as_mut() {
+        gitops.confirmed = false;
+    }
+    let warning = plan(&web, &SETTINGS, now).warning.expect("warned");
+    assert_eq!(warning.reason, "ScaleReverted");
+    let note = warning.note.to_string();
+    assert!(note.contains("by Argo CD (argocd-controller)"), "{note}");
+    assert!(!note.contains("argocd/shop"), "{note}");
+}
+
+#[test]
+fn an_owner_that_also_deploys_where_nothing_sleeps_under_pause_is_never_paused() {
+    let now = at(23, 20, 0, 0);
+    let web = observed(TargetKind::Deployment, &deployment(3, &NIGHTLY), now);
+    let mut web = deployed_by_argo_cd(web, GitOpsMode::Pause, self_heal(true), None);
+    if let Some(gitops) = web.gitops.as_mut() {
+        gitops.shared_with = Some("prod".into());
+    }
+    let night = plan(&web, &SETTINGS, now);
+    assert_eq!(night.owner_pause, None, "never paused");
+    assert!(night.patch.is_some(), "the workload sleeps, under ignore");
+    let warning = night.warning.expect("warned");
+    assert_eq!(warning.reason, "GitOpsOwnerShared");
+    assert_eq!(
+        warning.cause,
+        "GitOpsOwnerShared Argo CD Application argocd/shop"
+    );
+    assert!(
+        warning
+            .note
+            .to_string()
+            .contains("also deploys to Namespace prod"),
+        "{}",
+        warning.note
+    );
+    // Paused for this Namespace before (a restart, a change since): looked at after the wake,
+    // to be given back.
+    let now = at(24, 7, 0, 0);
+    let web = observed(TargetKind::Deployment, &deployment(0, &ASLEEP), now);
+    let paused = r#"{"previous":true,"namespaces":["shop"]}"#;
+    let mut web = deployed_by_argo_cd(web, GitOpsMode::Pause, self_heal(false), Some(paused));
+    if let Some(gitops) = web.gitops.as_mut() {
+        gitops.shared_with = Some("prod".into());
+    }
+    assert!(plan(&web, &SETTINGS, now).owner_look.is_some());
 }
