@@ -164,16 +164,24 @@ async fn restore(kube: &KubeArgs, args: RestoreArgs) -> anyhow::Result<ExitCode>
             .await;
         lines.extend(namespace_lines);
         all_ok &= namespaces_ok;
-        // After the workloads: an owner given back its repair finds them as Git has them.
-        let (owner_lines, owners_ok) = cronscaler::commands::restore::give_back_owners(
-            &client,
-            args.namespace.as_deref(),
-            owners,
-        )
-        .await;
-        lines.extend(owner_lines);
-        all_ok &= owners_ok;
     }
+    // After the workloads: an owner given back its repair finds them as Git has them. One
+    // object restored gives back, from its Namespace, the owner that deploys it: nothing else
+    // would, should no controller run again.
+    let deployers: Vec<_> = (chosen.iter())
+        .filter_map(|object| object.gitops.as_ref())
+        .filter(|gitops| gitops.confirmed)
+        .map(|gitops| gitops.owner.clone())
+        .collect();
+    let (owner_lines, owners_ok) = cronscaler::commands::restore::give_back_owners(
+        &client,
+        args.namespace.as_deref(),
+        owners,
+        |owner| args.name.is_none() || deployers.contains(owner),
+    )
+    .await;
+    lines.extend(owner_lines);
+    all_ok &= owners_ok;
     for line in &lines {
         say(format!("{line}\n"))?;
     }

@@ -233,20 +233,6 @@ async fn a_policy_sleeps_the_namespaces_it_selects_and_wakes_them_when_it_stops(
     scenario.finish().await;
 }
 
-/// A client acting as `user`, as a cluster admin impersonating them.
-async fn client_as(scenario: &Scenario, user: &str) -> kube::Client {
-    let path = scenario.plane().admin_kubeconfig();
-    let kubeconfig = kube::config::Kubeconfig::read_from(&path).expect("the admin kubeconfig");
-    let mut config = kube::Config::from_custom_kubeconfig(
-        kubeconfig,
-        &kube::config::KubeConfigOptions::default(),
-    )
-    .await
-    .expect("a config");
-    config.auth_info.impersonate = Some(user.to_string());
-    kube::Client::try_from(config).expect("a client")
-}
-
 #[tokio::test]
 async fn a_namespace_s_editor_may_write_its_sleep_schedules_and_no_policy() {
     let Some(scenario) = policy_scenario("policies-rbac", envtest::Options::default()).await else {
@@ -268,7 +254,7 @@ async fn a_namespace_s_editor_may_write_its_sleep_schedules_and_no_policy() {
         .await
         .expect("binding dev to edit in the namespace");
 
-    let dev = client_as(&scenario, "dev").await;
+    let dev = scenario.client_as("dev").await;
     let sleep_schedules: Api<DynamicObject> = Api::namespaced_with(
         dev.clone(),
         &namespace,

@@ -305,14 +305,16 @@ async fn restore_object(
 }
 
 /// Gives every GitOps owner of `owners` (as read, with the owning kinds that may not be listed)
-/// paused for a Namespace (every one, or `namespace`) back what it had: the Namespace leaves its
-/// `cronscaler.dev/gitops-paused` record, and once none is left the owner's repair switch is set
-/// back, unless a person changed it meanwhile. One line per owner touched or failed, and whether
-/// all succeeded; owning kinds that may not be listed are said and passed over.
+/// that is `chosen` and paused for a Namespace (every one, or `namespace`) back what it had: the
+/// Namespace leaves its `cronscaler.dev/gitops-paused` record, and once none is left the owner's
+/// repair switch is set back, unless a person changed it meanwhile. One line per owner touched
+/// or failed, and whether all succeeded; owning kinds that may not be listed are said and passed
+/// over.
 pub async fn give_back_owners(
     client: &Client,
     namespace: Option<&str>,
     (owners, unreadable): ReadOwners,
+    chosen: impl Fn(&Owner) -> bool,
 ) -> (Vec<String>, bool) {
     let mut lines: Vec<String> = unreadable
         .iter()
@@ -328,6 +330,7 @@ pub async fn give_back_owners(
     // Given back from each Namespace restored; with none named, from all.
     let stays_asleep = |paused_for: &str| namespace.is_some_and(|only| paused_for != only);
     let mut paused = owners.paused();
+    paused.retain(chosen);
     paused.sort();
     for owner in paused {
         let mut state = owners.get(&owner);
@@ -1043,7 +1046,7 @@ mod tests {
                 patch("6").reply(200, application("7")),
             ]));
         let read = crate::commands::plan::read_owners(&client).await.unwrap();
-        let (lines, ok) = give_back_owners(&client, None, read).await;
+        let (lines, ok) = give_back_owners(&client, None, read, |_| true).await;
         drop(client);
         server.await.unwrap();
         assert!(ok, "{lines:?}");

@@ -13,6 +13,7 @@
 
 pub mod crds;
 pub mod envtest;
+pub mod gitops;
 pub mod helm;
 pub mod prometheus;
 pub mod wake;
@@ -247,6 +248,21 @@ impl Scenario {
             Backend::Envtest(plane) => plane,
             Backend::Kubeconfig { .. } => panic!("{}: not on a control plane of ours", self.name),
         }
+    }
+
+    /// A client acting as `user`, a cluster admin impersonating them: a person or a tenant,
+    /// with what RBAC grants `user` alone.
+    pub async fn client_as(&self, user: &str) -> Client {
+        let path = self.plane().admin_kubeconfig();
+        let kubeconfig = Kubeconfig::read_from(&path).expect("the admin kubeconfig");
+        let mut config = kube::Config::from_custom_kubeconfig(
+            kubeconfig,
+            &kube::config::KubeConfigOptions::default(),
+        )
+        .await
+        .expect("a config");
+        config.auth_info.impersonate = Some(user.to_string());
+        Client::try_from(config).expect("a client")
     }
 
     /// The kubeconfig of the project's ServiceAccount.
@@ -559,6 +575,13 @@ impl Controller {
             (200, body) => Some(body),
             _ => None,
         }
+    }
+
+    /// SIGKILL, as a node that dies or an OOM kill ends it: no Lease released, nothing
+    /// finished. Waits for it to be gone.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 
     /// SIGTERM, as the kubelet sends it.

@@ -1276,7 +1276,10 @@ async fn a_paused_owner_is_given_back_at_night_once_nothing_it_deploys_sleeps_un
             .reply(201, json!({})),
     ]));
     seen("ignore");
-    assert_eq!(release_owner(&ctx, &shop, at(3, 0, 30)).await.unwrap(), None);
+    assert_eq!(
+        release_owner(&ctx, &shop, at(3, 0, 30)).await.unwrap(),
+        None
+    );
     drop(ctx);
     served.await.unwrap();
 }
