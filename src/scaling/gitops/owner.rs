@@ -232,10 +232,7 @@ impl Inventory {
     /// The Namespaces it deploys to, as far as its controller says.
     pub fn namespaces(&self) -> BTreeSet<&str> {
         match self {
-            Inventory::Objects(ids) => ids
-                .iter()
-                .filter_map(|id| id.splitn(4, '/').nth(2))
-                .collect(),
+            Inventory::Objects(ids) => ids.iter().filter_map(|id| id.split('/').nth(2)).collect(),
             Inventory::Release { namespace, .. } => BTreeSet::from([namespace.as_str()]),
             Inventory::AsMarked => BTreeSet::new(),
         }
