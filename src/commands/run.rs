@@ -302,6 +302,7 @@ pub async fn run(
         queue: queue.clone(),
         namespaces: namespaces.clone(),
     };
+    let events = Events::new(client.clone(), std::env::var("POD_NAME").ok());
     // The EndpointSlice wake: with the backend, over the whole cluster.
     let ((ours, ours_writer), (backend, backend_writer)) = (reflector::store(), reflector::store());
     let wake_slices = match (namespace, args.wake_addr) {
@@ -317,6 +318,8 @@ pub async fn run(
             port: addr.port(),
             default_timezone: args.default_timezone.zone,
             dry_run: args.dry_run,
+            step_timeout: TimeDelta::from_std(args.wake_step_timeout).unwrap_or(TimeDelta::MAX),
+            events: events.clone(),
         }),
         _ => None,
     };
@@ -631,7 +634,6 @@ pub async fn run(
         None => None,
     };
 
-    let events = Events::new(client.clone(), std::env::var("POD_NAME").ok());
     let gitops_queue = scaling_queue.clone();
     let reconcilers = Arc::new(Reconcilers {
         foo: FooContext {

@@ -78,13 +78,37 @@ pub fn readiness(
     schedules: &NamespaceSchedules,
 ) -> Readiness {
     let mut readiness = Readiness::default();
-    for (kind, object) in objects {
-        let Some(settling) = kind.spec().settling else {
-            continue;
-        };
+    for (_, ready) in settled(namespace, objects, schedules) {
+        readiness.total += 1;
+        readiness.ready += usize::from(ready);
+    }
+    readiness
+}
+
+/// Those of [`readiness`]'s workloads that are not ready, as `Deployment web`.
+pub fn unready(
+    namespace: &str,
+    objects: &[(TargetKind, DynamicObject)],
+    schedules: &NamespaceSchedules,
+) -> Vec<String> {
+    settled(namespace, objects, schedules)
+        .filter(|(_, ready)| !ready)
+        .map(|(name, _)| name)
+        .collect()
+}
+
+/// Each workload of `objects` that `namespace`'s wake reaches and whose kind settles, as
+/// `Deployment web`, and whether it is ready.
+fn settled<'a>(
+    namespace: &'a str,
+    objects: &'a [(TargetKind, DynamicObject)],
+    schedules: &'a NamespaceSchedules,
+) -> impl Iterator<Item = (String, bool)> + 'a {
+    objects.iter().filter_map(move |(kind, object)| {
+        let settling = kind.spec().settling?;
         let observed = TargetState::of_object(*kind, object);
         if observed.controlling_foo.is_some() {
-            continue;
+            return None;
         }
         let (effective, _) = schedules.effective(
             *kind,
@@ -94,15 +118,15 @@ pub fn readiness(
             false,
         );
         if !schedule::has_schedule(&effective) {
-            continue;
+            return None;
         }
-        readiness.total += 1;
         let awake = awake_replicas(&effective, observed.replicas);
-        if settling.settled(&object.data, None, awake).0 {
-            readiness.ready += 1;
-        }
-    }
-    readiness
+        let name = format!(
+            "{kind} {}",
+            object.metadata.name.as_deref().unwrap_or_default()
+        );
+        Some((name, settling.settled(&object.data, None, awake).0))
+    })
 }
 
 /// What a workload has awake: while it is still asleep its spec asks for less than it will.

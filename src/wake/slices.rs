@@ -1,9 +1,13 @@
-//! The EndpointSlice wake: while an opted-in Namespace sleeps, each of its Services has one more
-//! EndpointSlice, ours, whose endpoints are the wake-up backend's ready Pods. Whatever routes by
-//! EndpointSlices (kube-proxy, Gateway API implementations, ingress controllers, meshes'
-//! gateways) then sends the Namespace's traffic to the backend, with no proxy setting at all.
-//! The slices stay after a wake until the Namespace's workloads are ready, so that requests
-//! meanwhile get the page instead of a refused connection.
+//! The EndpointSlice wake: while an opted-in Namespace sleeps, each of its Services whose Pods
+//! sleep has one more EndpointSlice, ours, whose endpoints are the wake-up backend's ready Pods.
+//! Whatever routes by EndpointSlices (kube-proxy, Gateway API implementations, ingress
+//! controllers, meshes' gateways) then sends that Service's traffic to the backend, with no proxy
+//! setting at all. A Service gets one only where the backend can stand in for every Pod it
+//! selects: it has a selector, it is not headless (its DNS would hand out the backend's address),
+//! and every workload whose Pods it selects is asleep by cronscaler. After a wake each slice stays
+//! until its Service has a ready endpoint of its own, so that requests meanwhile get the page
+//! instead of a refused connection, and never beside one: kube-proxy would send a share of the
+//! requests to a running app to the page.
 //!
 //! This file is the pure part: which slices a Namespace should have, made from what was
 //! observed; `reconcile` reads and writes.
@@ -12,7 +16,7 @@ mod reconcile;
 #[cfg(test)]
 mod tests;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::{
     api::{
@@ -88,28 +92,38 @@ fn ready(conditions: Option<&EndpointConditions>) -> bool {
     })
 }
 
-/// A Service, as far as its slice of ours copies it.
+/// A Service, as far as its slices of ours copy it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServicePorts {
     pub name: String,
     pub uid: String,
-    /// Its first IP family: the address type of its slice.
-    pub family: String,
+    /// Its IP families, in order: a slice of ours for each (a slice holds addresses of one).
+    pub families: Vec<String>,
     /// Each port's name, protocol and application protocol.
     pub ports: Vec<(Option<String>, String, Option<String>)>,
+    /// The labels of the Pods it sends to.
+    pub selector: BTreeMap<String, String>,
 }
 
 impl ServicePorts {
-    /// What a slice of ours copies of `service`; `None` for a Service no slice can serve (an
-    /// `ExternalName`, which routes by DNS alone) or one not yet stored (no uid).
+    /// What a slice of ours copies of `service`; `None` for a Service the backend cannot stand
+    /// in for: an `ExternalName` (routed by DNS alone), one with no selector (its endpoints are
+    /// someone's own, an external database's), a headless one (its DNS would hand out the
+    /// backend's address as the Pods'), or one not yet stored (no uid).
     pub fn of(service: &Service) -> Option<Self> {
         let spec = service.spec.as_ref()?;
-        if spec.type_.as_deref() == Some("ExternalName") {
+        let selector = spec
+            .selector
+            .clone()
+            .filter(|selector| !selector.is_empty())?;
+        if spec.type_.as_deref() == Some("ExternalName")
+            || spec.cluster_ip.as_deref() == Some("None")
+        {
             return None;
         }
-        let family = (spec.ip_families.as_ref())
-            .and_then(|families| families.first().cloned())
-            .unwrap_or_else(|| IPV4.to_string());
+        let families = (spec.ip_families.clone())
+            .filter(|families| !families.is_empty())
+            .unwrap_or_else(|| vec![IPV4.to_string()]);
         let ports = (spec.ports.iter().flatten())
             .map(|port| {
                 (
@@ -122,18 +136,33 @@ impl ServicePorts {
         Some(Self {
             name: service.metadata.name.clone()?,
             uid: service.metadata.uid.clone()?,
-            family,
+            families,
             ports,
+            selector,
         })
     }
+
+    /// Whether it sends to Pods with these labels.
+    fn selects(&self, pod_labels: &BTreeMap<String, String>) -> bool {
+        (self.selector.iter()).all(|(key, value)| pod_labels.get(key) == Some(value))
+    }
+}
+
+/// A workload of the Namespace, as far as the slices go: the labels of its Pods, and whether it
+/// is asleep by cronscaler (scaled down under a record of ours).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Workload {
+    pub pod_labels: BTreeMap<String, String>,
+    pub asleep: bool,
 }
 
 /// Where a Namespace stands, for its slices.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stage {
-    /// Opted in and asleep: each Service has a slice.
+    /// Opted in and asleep: each Service whose Pods all sleep has a slice.
     Asleep,
-    /// Opted in and awake, with slices still placed: they stay until the workloads are ready.
+    /// Opted in and awake, with slices still placed: each stays until its Service has a ready
+    /// endpoint of its own, or the wake has taken longer than `--wake-step-timeout`.
     Waking,
     /// Not opted in, or awake with no slice placed: it has none.
     Awake,
@@ -148,27 +177,44 @@ impl Stage {
             (true, false, false) => Stage::Awake,
         }
     }
-
-    /// What to do with the slices, given whether the workloads are ready (read only while
-    /// waking; not known counts as not ready, so the page keeps answering).
-    pub fn slices(self, ready: bool) -> Slices {
-        match self {
-            Stage::Asleep => Slices::Place,
-            Stage::Waking if !ready => Slices::Keep,
-            Stage::Waking | Stage::Awake => Slices::Remove,
-        }
-    }
 }
 
-/// What a Namespace's slices come to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Slices {
-    /// One per Service, as it is now.
-    Place,
-    /// Those placed, as they are: nothing is read or written until the next look.
-    Keep,
-    /// None.
-    Remove,
+/// What is known of a Namespace's Services, for their slices: each as it is now, and, while it
+/// wakes, those with a ready endpoint of their own (in the EndpointSlices the cluster writes).
+#[derive(Debug, Clone, Default)]
+pub struct Seen {
+    pub services: Vec<ServicePorts>,
+    pub workloads: Vec<Workload>,
+    /// Services with a ready endpoint of their own.
+    pub served: BTreeSet<String>,
+    /// Services with a slice of ours.
+    pub placed: BTreeSet<String>,
+    /// The wake has taken longer than `--wake-step-timeout`.
+    pub timed_out: bool,
+}
+
+/// The Services that have slices of ours at `stage`, of what was `seen`.
+pub fn wanted(stage: Stage, seen: Seen) -> Vec<ServicePorts> {
+    let Seen {
+        services,
+        workloads,
+        served,
+        placed,
+        timed_out,
+    } = seen;
+    let keeps = |service: &ServicePorts| match stage {
+        Stage::Asleep => {
+            let mut selected = (workloads.iter())
+                .filter(|workload| service.selects(&workload.pod_labels))
+                .peekable();
+            selected.peek().is_some() && selected.all(|workload| workload.asleep)
+        }
+        Stage::Waking => !timed_out && placed.contains(&service.name),
+        Stage::Awake => false,
+    };
+    (services.into_iter())
+        .filter(|service| keeps(service) && !served.contains(&service.name))
+        .collect()
 }
 
 /// The writes that bring a Namespace's slices to what it should have.
@@ -186,7 +232,8 @@ impl SlicesPlan {
     }
 }
 
-/// The slices `namespace` should have (one per Service in `services`; none removes them all),
+/// The slices `namespace` should have (one per Service in `services` and IP family of it; none
+/// removes them all),
 /// against those of ours it has (`placed`): what to apply and what to delete. A slice that
 /// already is what it should be is not written. `port` is the backend's.
 pub fn plan(
@@ -198,9 +245,11 @@ pub fn plan(
 ) -> SlicesPlan {
     let desired: BTreeMap<String, EndpointSlice> = services
         .iter()
-        .map(|service| {
-            let slice = slice_for(namespace, service, backend, port);
-            (slice.metadata.name.clone().unwrap_or_default(), slice)
+        .flat_map(|service| {
+            (service.families.iter()).map(move |family| {
+                let slice = slice_for(namespace, service, family, backend, port);
+                (slice.metadata.name.clone().unwrap_or_default(), slice)
+            })
         })
         .collect();
     let placed: BTreeMap<&str, &EndpointSlice> = placed
@@ -224,22 +273,27 @@ pub fn plan(
     SlicesPlan { apply, delete }
 }
 
-/// The name of the slice of ours for the Service `service`.
-pub fn slice_name(service: &str) -> String {
-    format!("{service}{NAME_SUFFIX}")
+/// The name of the slice of ours for the Service `service` and IP `family`: a dual-stack
+/// Service's IPv6 slice is `-ipv6`.
+pub fn slice_name(service: &str, family: &str) -> String {
+    match family {
+        IPV4 => format!("{service}{NAME_SUFFIX}"),
+        other => format!("{service}{NAME_SUFFIX}-{}", other.to_ascii_lowercase()),
+    }
 }
 
-/// The slice of ours for `service`: the backend's addresses of the Service's family, one port
-/// per Service port (same name and protocol, the backend's port number), owned by the Service
-/// so that it goes with it.
+/// The slice of ours for `service` and `family`: the backend's addresses of that family, one
+/// port per Service port (same name and protocol, the backend's port number), owned by the
+/// Service so that it goes with it.
 fn slice_for(
     namespace: &str,
     service: &ServicePorts,
+    family: &str,
     backend: &Backend,
     port: u16,
 ) -> EndpointSlice {
     let endpoints = (backend.endpoints.iter())
-        .filter(|endpoint| endpoint.family == service.family)
+        .filter(|endpoint| endpoint.family == family)
         .map(|endpoint| Endpoint {
             addresses: vec![endpoint.address.clone()],
             conditions: Some(EndpointConditions {
@@ -262,7 +316,7 @@ fn slice_for(
         .collect();
     EndpointSlice {
         metadata: ObjectMeta {
-            name: Some(slice_name(&service.name)),
+            name: Some(slice_name(&service.name, family)),
             namespace: Some(namespace.to_string()),
             labels: Some(BTreeMap::from([
                 (MANAGED_BY.to_string(), MANAGER.to_string()),
@@ -277,7 +331,7 @@ fn slice_for(
             }]),
             ..ObjectMeta::default()
         },
-        address_type: service.family.clone(),
+        address_type: family.to_string(),
         endpoints,
         ports: Some(ports),
     }

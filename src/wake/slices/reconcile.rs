@@ -1,29 +1,38 @@
 //! A Namespace's slices brought to what it should have: observed once (its schedule and opt-in
-//! from the Namespace watch, the slices of ours and the backend's from theirs, its Services
-//! listed only when it wants slices, its readiness read only while it wakes), planned by
-//! [`plan`], then written.
+//! from the Namespace watch, the slices of ours and the backend's from theirs; its Services and
+//! workloads listed only while it sleeps or wakes, and its Services' own EndpointSlices only
+//! while it wakes), planned by [`wanted`] and [`plan`], then written.
 
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
+use std::collections::BTreeSet;
+
+use chrono::{DateTime, TimeDelta, Utc};
 use chrono_tz::Tz;
 use k8s_openapi::api::{core::v1::Service, discovery::v1::EndpointSlice};
 use kube::{
     Api, Client, ResourceExt as _,
-    api::{DeleteParams, ListParams, Patch, PatchParams},
+    api::{DeleteParams, DynamicObject, ListParams, Patch, PatchParams},
     runtime::reflector::Store,
 };
 
-use super::{Backend, ServicePorts, Slices, SlicesPlan, Stage, plan};
+use super::{
+    Backend, MANAGED_BY, MANAGER, SERVICE_NAME, Seen, ServicePorts, SlicesPlan, Stage, Workload,
+    plan, ready, wanted,
+};
 use crate::{
     error::Error,
-    runtime::{CONTROLLER_NAME, api_errors::is_status, key::ObjectKey},
-    scaling::namespaces::NamespaceSchedules,
-    schedule::{WakeOnRequest, asleep, next_change},
-    wake::readiness::{readiness, workloads},
+    runtime::{CONTROLLER_NAME, api_errors::is_status, events::Events, key::ObjectKey},
+    scaling::{
+        namespaces::NamespaceSchedules,
+        target::{TargetKind, TargetState},
+    },
+    schedule::{self, Direction, Transition, WakeOnRequest, asleep, next_change},
+    wake::readiness::{unready, workloads},
 };
 
-/// How often a waking Namespace's readiness is read while its slices stay.
+/// How often a waking Namespace's Services' own endpoints are read while its slices stay: a
+/// slice goes within this of its Service having a ready endpoint of its own.
 pub const READ_EVERY: Duration = Duration::from_secs(2);
 
 /// What the reconcile of a Namespace's slices reads and writes with.
@@ -41,6 +50,9 @@ pub struct WakeSlices {
     pub port: u16,
     pub default_timezone: Tz,
     pub dry_run: bool,
+    /// `--wake-step-timeout`: a wake that takes longer leaves no slice of ours.
+    pub step_timeout: TimeDelta,
+    pub events: Events,
 }
 
 impl WakeSlices {
@@ -86,35 +98,111 @@ pub async fn reconcile(
         asleep(&annotations, ctx.default_timezone, now),
         !placed.is_empty(),
     );
-    let ready = stage == Stage::Waking && workloads_ready(ctx, namespace).await;
-    let wanted = match stage.slices(ready) {
-        Slices::Place => Some(services(ctx, namespace).await?),
-        Slices::Remove => Some(Vec::new()),
-        Slices::Keep => None,
+    let (seen, unready) = match stage {
+        Stage::Awake if placed.is_empty() => return Ok(None),
+        Stage::Awake => (Seen::default(), Vec::new()),
+        Stage::Asleep | Stage::Waking => observe(ctx, namespace, stage, &placed, now).await?,
     };
-    if let Some(services) = wanted {
-        let backend = Backend::of(ctx.backend.state().iter().map(AsRef::as_ref));
-        let plan = plan(namespace, &services, &backend, ctx.port, &placed);
-        act(ctx, namespace, &plan).await?;
+    let timed_out = seen.timed_out;
+    let backend = Backend::of(ctx.backend.state().iter().map(AsRef::as_ref));
+    let plan = plan(namespace, &wanted(stage, seen), &backend, ctx.port, &placed);
+    act(ctx, namespace, &plan).await?;
+    if timed_out && !plan.delete.is_empty() && !ctx.dry_run {
+        let note = format!(
+            "not ready within --wake-step-timeout ({}s) of the wake: {}; its Services' wake-up \
+             EndpointSlices were removed, so requests reach their Pods directly",
+            ctx.step_timeout.num_seconds(),
+            unready.join(", ")
+        );
+        ctx.events
+            .warning(&ctx.namespaces.reference(namespace), "WakeNotReady", note)
+            .await;
     }
     Ok(match stage {
-        Stage::Waking if !ready => Some(READ_EVERY),
+        Stage::Waking => Some(READ_EVERY),
         _ if opted_in => next_change(&annotations, ctx.default_timezone, now)
             .map(|at| (at - now).to_std().unwrap_or_default()),
         _ => None,
     })
 }
 
-/// Whether every workload the Namespace's wake reaches is ready; a read that fails is "not
-/// yet", and the slices stay until the next read.
-async fn workloads_ready(ctx: &WakeSlices, namespace: &str) -> bool {
-    match workloads(&ctx.client, namespace).await {
-        Ok(objects) => readiness(namespace, &objects, &ctx.namespaces).all_ready(),
-        Err(error) => {
-            tracing::warn!(namespace, %error, "could not read whether a woken Namespace is ready; its wake-up EndpointSlices stay meanwhile");
-            false
-        }
+/// What the slices of a Namespace asleep or waking are decided on: its Services and workloads,
+/// and, while it wakes, which Services have a ready endpoint of their own and whether the wake
+/// has run out of time; with the workloads not ready then.
+async fn observe(
+    ctx: &WakeSlices,
+    namespace: &str,
+    stage: Stage,
+    placed: &[EndpointSlice],
+    now: DateTime<Utc>,
+) -> Result<(Seen, Vec<String>), Error> {
+    let services = services(ctx, namespace).await?;
+    let objects = workloads(&ctx.client, namespace)
+        .await
+        .map_err(Error::namespaced("listing the workloads", namespace))?;
+    let placed = (placed.iter())
+        .filter_map(|slice| slice.labels().get(SERVICE_NAME).cloned())
+        .collect();
+    let mut seen = Seen {
+        services,
+        workloads: (objects.iter())
+            .map(|(kind, object)| workload(*kind, object))
+            .collect(),
+        placed,
+        ..Seen::default()
+    };
+    if stage != Stage::Waking {
+        return Ok((seen, Vec::new()));
     }
+    seen.served = served(ctx, namespace).await?;
+    let woken = (objects.iter())
+        .filter_map(|(kind, object)| last_transition(&TargetState::of_object(*kind, object)))
+        .filter(|transition| transition.direction == Direction::Up)
+        .map(|transition| transition.at)
+        .max();
+    seen.timed_out = woken.is_some_and(|at| now - at >= ctx.step_timeout);
+    let unready = match seen.timed_out {
+        true => unready(namespace, &objects, &ctx.namespaces),
+        false => Vec::new(),
+    };
+    Ok((seen, unready))
+}
+
+fn last_transition(state: &TargetState) -> Option<Transition> {
+    (state.annotations.get(schedule::LAST_TRANSITION)).and_then(|text| text.parse().ok())
+}
+
+/// A workload as the slices see it: the labels of its Pods, and whether cronscaler put it to
+/// sleep (a scale-down recorded, and no replica).
+fn workload(kind: TargetKind, object: &DynamicObject) -> Workload {
+    let state = TargetState::of_object(kind, object);
+    let pod_labels = object.data["spec"]["template"]["metadata"]["labels"].clone();
+    Workload {
+        pod_labels: serde_json::from_value(pod_labels).unwrap_or_default(),
+        asleep: state.replicas == 0
+            && last_transition(&state).is_some_and(|last| last.direction == Direction::Down),
+    }
+}
+
+/// The Services of `namespace` with a ready endpoint of their own, in the EndpointSlices the
+/// cluster writes for them (ours left out), as the API server's watch cache has them.
+async fn served(ctx: &WakeSlices, namespace: &str) -> Result<BTreeSet<String>, Error> {
+    let api: Api<EndpointSlice> = Api::namespaced(ctx.client.clone(), namespace);
+    let not_ours = ListParams::default()
+        .labels(&format!("{MANAGED_BY}!={MANAGER}"))
+        .match_any();
+    let listed = api
+        .list(&not_ours)
+        .await
+        .map_err(Error::namespaced("listing the EndpointSlices", namespace))?;
+    Ok((listed.items.iter())
+        .filter(|slice| {
+            (slice.endpoints.iter()).any(|endpoint| {
+                !endpoint.addresses.is_empty() && ready(endpoint.conditions.as_ref())
+            })
+        })
+        .filter_map(|slice| slice.labels().get(SERVICE_NAME).cloned())
+        .collect())
 }
 
 /// The Namespace's Services a slice of ours can serve, but the backend's own.

@@ -25,7 +25,7 @@ fn service(name: &str, spec: serde_json::Value) -> Service {
 fn web() -> ServicePorts {
     ServicePorts::of(&service(
         "web",
-        json!({ "ports": [
+        json!({ "selector": { "app": "web" }, "ports": [
             { "name": "http", "port": 80, "targetPort": 8080 },
             { "name": "grpc", "port": 9000, "protocol": "TCP", "appProtocol": "kubernetes.io/h2c" },
         ]}),
@@ -97,7 +97,11 @@ fn a_slice_already_as_it_should_be_is_not_written_and_one_that_differs_is() {
 
 #[test]
 fn slices_no_longer_wanted_and_those_of_services_gone_are_deleted() {
-    let api = ServicePorts::of(&service("api", json!({ "ports": [{ "port": 80 }] }))).unwrap();
+    let api = ServicePorts::of(&service(
+        "api",
+        json!({ "selector": { "app": "api" }, "ports": [{ "port": 80 }] }),
+    ))
+    .unwrap();
     let both = plan("shop", &[web(), api], &two_pods(), 8081, &[]).apply;
     let web_only = plan("shop", &[web()], &two_pods(), 8081, &both);
     assert_eq!(web_only.delete, ["api-cronscaler-wake"]);
@@ -111,7 +115,7 @@ fn slices_no_longer_wanted_and_those_of_services_gone_are_deleted() {
 fn a_service_s_family_picks_the_backend_s_addresses_and_an_external_name_gets_no_slice() {
     let v6 = ServicePorts::of(&service(
         "web6",
-        json!({ "ipFamilies": ["IPv6"], "ports": [{ "port": 80 }] }),
+        json!({ "selector": { "app": "web" }, "ipFamilies": ["IPv6"], "ports": [{ "port": 80 }] }),
     ))
     .unwrap();
     let backend = Backend::of(&[
@@ -129,27 +133,129 @@ fn a_service_s_family_picks_the_backend_s_addresses_and_an_external_name_gets_no
 }
 
 #[test]
-fn slices_stay_from_the_sleep_until_the_woken_namespace_is_ready() {
-    assert_eq!(Stage::of(true, true, false).slices(false), Slices::Place);
+fn a_dual_stack_service_gets_a_slice_for_each_of_its_families() {
+    let both = ServicePorts::of(&service(
+        "web",
+        json!({ "selector": { "app": "web" }, "ipFamilies": ["IPv4", "IPv6"], "ports": [{ "port": 80 }] }),
+    ))
+    .unwrap();
+    let backend = Backend::of(&[
+        backend_slice("IPv4", json!([{ "addresses": ["10.0.0.7"] }])),
+        backend_slice("IPv6", json!([{ "addresses": ["fd00::7"] }])),
+    ]);
+    let slices: Vec<(String, String, Vec<String>)> = plan("shop", &[both], &backend, 8081, &[])
+        .apply
+        .into_iter()
+        .map(|slice| {
+            let addresses = slice
+                .endpoints
+                .iter()
+                .flat_map(|e| e.addresses.clone())
+                .collect();
+            (
+                slice.metadata.name.unwrap_or_default(),
+                slice.address_type,
+                addresses,
+            )
+        })
+        .collect();
     assert_eq!(
-        Stage::of(true, true, true).slices(true),
-        Slices::Place,
-        "asleep"
+        slices,
+        [
+            (
+                "web-cronscaler-wake".into(),
+                "IPv4".into(),
+                vec!["10.0.0.7".into()]
+            ),
+            (
+                "web-cronscaler-wake-ipv6".into(),
+                "IPv6".into(),
+                vec!["fd00::7".into()]
+            ),
+        ]
     );
-    let waking = Stage::of(true, false, true);
-    assert_eq!(waking, Stage::Waking);
-    assert_eq!(waking.slices(false), Slices::Keep, "woken, not ready yet");
-    assert_eq!(waking.slices(true), Slices::Remove, "woken and ready");
+}
+
+fn selecting(name: &str, spec: serde_json::Value) -> Option<ServicePorts> {
+    ServicePorts::of(&service(name, spec))
+}
+
+fn pods(app: &str, asleep: bool) -> Workload {
+    Workload {
+        pod_labels: BTreeMap::from([("app".to_string(), app.to_string())]),
+        asleep,
+    }
+}
+
+fn names(services: &[ServicePorts]) -> Vec<&str> {
+    services
+        .iter()
+        .map(|service| service.name.as_str())
+        .collect()
+}
+
+#[test]
+fn a_service_gets_a_slice_only_where_the_backend_can_stand_in_for_every_pod_it_selects() {
+    let ports = json!([{ "port": 80 }]);
     assert_eq!(
-        Stage::of(true, false, false).slices(false),
-        Slices::Remove,
-        "awake by day: none made"
+        selecting("db", json!({ "ports": ports })),
+        None,
+        "no selector: an external database"
     );
     assert_eq!(
-        Stage::of(false, true, true).slices(false),
-        Slices::Remove,
-        "opted out: removed"
+        selecting(
+            "web-headless",
+            json!({ "selector": { "app": "web" }, "clusterIP": "None", "ports": ports })
+        ),
+        None,
+        "headless: its DNS would hand out the backend's address"
     );
+    let services = ["web", "api", "tools", "nobody"]
+        .map(|app| selecting(app, json!({ "selector": { "app": app }, "ports": ports })).unwrap())
+        .to_vec();
+    // api: one Deployment asleep, one awake (excluded, unscheduled or woken by hand); tools: an
+    // always-on StatefulSet; nobody: selects nothing.
+    let workloads = vec![
+        pods("web", true),
+        pods("api", true),
+        pods("api", false),
+        pods("tools", false),
+    ];
+    let seen = Seen {
+        services,
+        workloads,
+        ..Seen::default()
+    };
+    assert_eq!(names(&wanted(Stage::Asleep, seen.clone())), ["web"]);
+    assert!(
+        wanted(Stage::Awake, seen).is_empty(),
+        "awake or opted out: none"
+    );
+}
+
+#[test]
+fn woken_each_slice_stays_until_its_own_service_is_served_and_none_past_the_step_timeout() {
+    let ports = json!([{ "port": 80 }]);
+    let services: Vec<ServicePorts> = ["web", "api", "admin"]
+        .map(|app| selecting(app, json!({ "selector": { "app": app }, "ports": ports })).unwrap())
+        .to_vec();
+    let woken = Seen {
+        services,
+        workloads: vec![pods("web", false), pods("api", false), pods("admin", false)],
+        placed: BTreeSet::from(["web".to_string(), "api".to_string()]),
+        served: BTreeSet::from(["web".to_string()]),
+        timed_out: false,
+    };
+    assert_eq!(
+        names(&wanted(Stage::Waking, woken.clone())),
+        ["api"],
+        "web is served by its own Pods; admin had none: none made while waking"
+    );
+    let late = Seen {
+        timed_out: true,
+        ..woken
+    };
+    assert!(wanted(Stage::Waking, late).is_empty());
 }
 
 mod against_the_api_server {
@@ -200,12 +306,9 @@ mod against_the_api_server {
             ours_writer.apply_watcher_event(&watcher::Event::Apply(slice.clone()));
         }
         let (backend, mut backend_writer) = reflector::store();
-        backend_writer.apply_watcher_event(&watcher::Event::Apply(backend_slice(
-            "IPv4",
-            json!([{ "addresses": ["10.0.0.7"] }]),
-        )));
+        backend_writer.apply_watcher_event(&watcher::Event::Apply(one_pod_slice()));
         let ctx = WakeSlices {
-            client,
+            client: client.clone(),
             namespaces,
             ours,
             backend,
@@ -213,22 +316,92 @@ mod against_the_api_server {
             port: 8082,
             default_timezone: Tz::UTC,
             dry_run: false,
+            step_timeout: chrono::TimeDelta::minutes(5),
+            events: crate::runtime::events::Events::new(client, None),
         };
         (ctx, Box::new((ours_writer, backend_writer)))
     }
 
+    fn one_pod_slice() -> EndpointSlice {
+        backend_slice("IPv4", json!([{ "addresses": ["10.0.0.7"] }]))
+    }
+
+    /// The backend of [`context`].
+    fn one_pod() -> Backend {
+        Backend::of(&[one_pod_slice()])
+    }
+
+    fn list(path: &str) -> String {
+        format!("{path}?&resourceVersion=0&resourceVersionMatch=NotOlderThan")
+    }
+
+    fn workloads_list(plural: &str) -> String {
+        list(&format!("/apis/apps/v1/namespaces/shop/{plural}"))
+    }
+
+    /// The Deployment `web`, whose Pods are `app: web`, with `replicas` and its last transition.
+    fn deployments(replicas: i32, last: &str) -> serde_json::Value {
+        json!({ "apiVersion": "apps/v1", "kind": "DeploymentList", "metadata": {}, "items": [{
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {
+                "name": "web", "namespace": "shop",
+                "annotations": { "cronscaler.dev/last-transition": last },
+            },
+            "spec": { "replicas": replicas, "template": { "metadata": { "labels": { "app": "web" } } } },
+        }]})
+    }
+
+    fn no_stateful_sets() -> serde_json::Value {
+        json!({ "apiVersion": "apps/v1", "kind": "StatefulSetList", "metadata": {}, "items": [] })
+    }
+
+    fn listed_web() -> Service {
+        service(
+            "web",
+            json!({ "selector": { "app": "web" }, "ports": [{ "name": "http", "port": 80 }] }),
+        )
+    }
+
+    fn services() -> serde_json::Value {
+        json!({ "apiVersion": "v1", "kind": "ServiceList", "metadata": {}, "items": [listed_web()] })
+    }
+
+    /// The slice of ours that `shop` has once asleep.
+    fn placed() -> Vec<EndpointSlice> {
+        let web = ServicePorts::of(&listed_web()).unwrap();
+        plan("shop", &[web], &one_pod(), 8082, &[]).apply
+    }
+
+    /// The reads of a look at `shop` asleep or waking: its Services, then its workloads.
+    fn reads(replicas: i32, last: &str) -> Vec<Exchange> {
+        vec![
+            Exchange::new("GET", list("/api/v1/namespaces/shop/services")).reply(200, services()),
+            Exchange::new("GET", workloads_list("deployments"))
+                .reply(200, deployments(replicas, last)),
+            Exchange::new("GET", workloads_list("statefulsets")).reply(200, no_stateful_sets()),
+        ]
+    }
+
+    /// The EndpointSlices the cluster wrote for `web` (ours left out), ready or not.
+    fn own_slices(ready: bool) -> Exchange {
+        Exchange::new(
+            "GET",
+            "/apis/discovery.k8s.io/v1/namespaces/shop/endpointslices?&labelSelector=endpointslice.kubernetes.io%2Fmanaged-by%21%3Dcronscaler.dev&resourceVersion=0&resourceVersionMatch=NotOlderThan",
+        )
+        .reply(200, json!({ "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSliceList", "metadata": {}, "items": [{
+            "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": { "name": "web-x7k2p", "namespace": "shop", "labels": { "kubernetes.io/service-name": "web" } },
+            "addressType": "IPv4",
+            "endpoints": [{ "addresses": ["10.1.0.5"], "conditions": { "ready": ready } }],
+        }]}))
+    }
+
     #[tokio::test]
-    async fn falling_asleep_lists_the_services_once_and_applies_a_slice_each_until_the_morning() {
+    async fn falling_asleep_reads_the_services_and_workloads_once_and_applies_a_slice_until_the_morning()
+     {
         let (client, server) = mock_client();
-        let services = json!({ "apiVersion": "v1", "kind": "ServiceList", "metadata": {}, "items": [
-            service("web", json!({ "ports": [{ "name": "http", "port": 80 }] })),
-        ]});
-        let server = tokio::spawn(server.serve(vec![
-            Exchange::new(
-                "GET",
-                "/api/v1/namespaces/shop/services?&resourceVersion=0&resourceVersionMatch=NotOlderThan",
-            )
-            .reply(200, services),
+        let mut script = reads(0, "2026-11-25T20:00:00Z down");
+        script.push(
             Exchange::new("PATCH", format!("{SLICE}?&force=true&fieldManager=cronscaler"))
                 .content_type("application/apply-patch+yaml")
                 .body(json!({
@@ -237,7 +410,8 @@ mod against_the_api_server {
                     "ports": [{ "name": "http", "port": 8082 }],
                 }))
                 .reply(200, json!({})),
-        ]));
+        );
+        let server = tokio::spawn(server.serve(script));
         let (ctx, _writers) = context(client, shop(true), &[]);
         let again = reconcile(&ctx, "shop", now()).await.expect("written");
         assert_eq!(
@@ -250,39 +424,52 @@ mod against_the_api_server {
     }
 
     #[tokio::test]
-    async fn woken_the_slices_stay_until_the_workloads_are_ready_then_go() {
-        let placed = plan("shop", &[web()], &two_pods(), 8082, &[]).apply;
-        let deployments = |available: i32| {
-            json!({ "apiVersion": "apps/v1", "kind": "DeploymentList", "metadata": {}, "items": [{
-                "apiVersion": "apps/v1", "kind": "Deployment",
-                "metadata": { "name": "web", "namespace": "shop" },
-                "spec": { "replicas": 2 },
-                "status": { "availableReplicas": available },
-            }]})
-        };
-        let none = json!({ "apiVersion": "apps/v1", "kind": "StatefulSetList", "metadata": {}, "items": [] });
-        let list = |plural: &str| {
-            format!(
-                "/apis/apps/v1/namespaces/shop/{plural}?&resourceVersion=0&resourceVersionMatch=NotOlderThan"
-            )
-        };
+    async fn asleep_a_service_whose_workload_is_awake_gets_no_slice() {
         let (client, server) = mock_client();
-        let server = tokio::spawn(server.serve(vec![
-            Exchange::new("GET", list("deployments")).reply(200, deployments(1)),
-            Exchange::new("GET", list("statefulsets")).reply(200, none.clone()),
-            Exchange::new("GET", list("deployments")).reply(200, deployments(2)),
-            Exchange::new("GET", list("statefulsets")).reply(200, none),
-            Exchange::new("DELETE", format!("{SLICE}?")).reply(200, json!({})),
-        ]));
+        // Scaled up by hand in the night: no record of ours says it sleeps.
+        let server = tokio::spawn(server.serve(reads(2, "2026-11-25T20:00:00Z down")));
+        let (ctx, _writers) = context(client, shop(true), &[]);
+        reconcile(&ctx, "shop", now()).await.expect("read");
+        drop(ctx);
+        server.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn woken_a_slice_stays_until_its_service_has_a_ready_endpoint_of_its_own_then_goes() {
+        let placed = placed();
+        let woken = "2026-11-25T21:58:00Z up";
+        let (client, server) = mock_client();
+        let mut script = reads(2, woken);
+        script.push(own_slices(false));
+        script.extend(reads(2, woken));
+        script.push(own_slices(true));
+        script.push(Exchange::new("DELETE", format!("{SLICE}?")).reply(200, json!({})));
+        let server = tokio::spawn(server.serve(script));
         // Awake by its schedule on a weekday: woken.
         let (ctx, _writers) = context(client, shop(false), &placed);
         let again = reconcile(&ctx, "shop", now()).await.expect("read");
-        assert_eq!(again, Some(READ_EVERY), "not ready: the slice stays");
-        let again = reconcile(&ctx, "shop", now()).await.expect("deleted");
-        assert!(
-            again.is_some_and(|again| again > READ_EVERY),
-            "ready: looked at again at the weekend's sleep, {again:?}"
+        assert_eq!(again, Some(READ_EVERY), "not served yet: the slice stays");
+        reconcile(&ctx, "shop", now()).await.expect("deleted");
+        drop(ctx);
+        server.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn woken_past_the_step_timeout_no_slice_is_left_and_the_workload_not_ready_is_named() {
+        let placed = placed();
+        let (client, server) = mock_client();
+        let mut script = reads(2, "2026-11-25T21:50:00Z up");
+        script.push(own_slices(false));
+        script.push(Exchange::new("DELETE", format!("{SLICE}?")).reply(200, json!({})));
+        script.push(
+            // A Namespace's Events live in `default`.
+            Exchange::new("POST", crate::mock_api::events_path("default"))
+                .body(json!({ "type": "Warning", "reason": "WakeNotReady" }))
+                .reply(201, json!({})),
         );
+        let server = tokio::spawn(server.serve(script));
+        let (ctx, _writers) = context(client, shop(false), &placed);
+        reconcile(&ctx, "shop", now()).await.expect("removed");
         drop(ctx);
         server.await.unwrap();
     }
