@@ -7,24 +7,21 @@
 mod support;
 
 use std::{
-    collections::BTreeMap,
     net::SocketAddr,
     time::{Duration, Instant},
 };
 
-use k8s_openapi::api::{apps::v1::StatefulSet, core::v1::Service, discovery::v1::EndpointSlice};
-use kube::{
-    Api, ResourceExt as _,
-    api::{ListParams, PostParams},
-};
+use k8s_openapi::api::{apps::v1::StatefulSet, core::v1::Service};
+use kube::{Api, ResourceExt as _, api::PostParams};
 use serde_json::{Value, json};
 use support::{
     Scenario,
     envtest::{self, SA_NAMESPACE},
     eventually, replicas_and_annotations,
     wake::{
-        AWAKE_UNTIL, LAST_WARM_UP, PROMPTLY, namespace_annotations, opt_in, request, request_from,
-        start_backend, start_backend_at, web_asleep,
+        AWAKE_UNTIL, LAST_WARM_UP, PROMPTLY, backend_service, create_service, create_service_with,
+        namespace_annotations, opt_in, request, request_from, serve_pods, start_backend,
+        start_backend_at, wake_slices, web_asleep,
     },
 };
 
@@ -399,60 +396,6 @@ async fn the_hosts_of_a_namespace_s_ingresses_and_http_routes_are_its_own() {
     scenario.finish().await;
 }
 
-/// Plays kube-controller-manager for the backend's own Service (no Pod runs here): its slice
-/// names the backend's address and port.
-async fn backend_service(scenario: &Scenario, addr: SocketAddr) {
-    for object in [
-        json!({
-            "apiVersion": "v1", "kind": "Service",
-            "metadata": { "name": "cronscaler-wake", "namespace": SA_NAMESPACE },
-            "spec": { "ports": [{ "name": "http", "port": 80, "targetPort": addr.port() }] },
-        }),
-        json!({
-            "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-            "metadata": {
-                "name": "cronscaler-wake-x7k2p", "namespace": SA_NAMESPACE,
-                "labels": { "kubernetes.io/service-name": "cronscaler-wake" },
-            },
-            "addressType": "IPv4",
-            "endpoints": [{ "addresses": [addr.ip().to_string()], "conditions": { "ready": true } }],
-            "ports": [{ "name": "http", "port": addr.port(), "protocol": "TCP" }],
-        }),
-    ] {
-        envtest::apply(&scenario.client, object)
-            .await
-            .expect("the backend's Service and its slice");
-    }
-}
-
-async fn create_service(scenario: &Scenario, namespace: &str, name: &str, ports: Value) {
-    envtest::apply(
-        &scenario.client,
-        json!({
-            "apiVersion": "v1", "kind": "Service",
-            "metadata": { "name": name, "namespace": namespace },
-            "spec": { "selector": { "app": name }, "ports": ports },
-        }),
-    )
-    .await
-    .expect("a Service");
-}
-
-/// The slices of ours in `namespace`, by name.
-async fn wake_slices(scenario: &Scenario, namespace: &str) -> BTreeMap<String, EndpointSlice> {
-    let slices: Api<EndpointSlice> = Api::namespaced(scenario.client.clone(), namespace);
-    let ours =
-        ListParams::default().labels("endpointslice.kubernetes.io/managed-by=cronscaler.dev");
-    slices
-        .list(&ours)
-        .await
-        .map(|list| list.items)
-        .unwrap_or_default()
-        .into_iter()
-        .map(|slice| (slice.name_any(), slice))
-        .collect()
-}
-
 #[tokio::test]
 async fn asleep_each_service_reaches_the_backend_through_an_endpoint_slice_until_ready_again() {
     let Some(ip) = support::wake::machine_address() else {
@@ -516,14 +459,15 @@ async fn asleep_each_service_reaches_the_backend_through_an_endpoint_slice_until
         "owned by its Service"
     );
 
-    create_service(&scenario, &namespace, "api", json!([{ "port": 8000 }])).await;
+    let admin = json!({ "selector": { "app": "web" }, "ports": [{ "port": 8000 }] });
+    create_service_with(&scenario, &namespace, "web-admin", admin).await;
     eventually(
         "a slice for the Service added while asleep",
         PROMPTLY,
         || async {
             wake_slices(&scenario, &namespace)
                 .await
-                .contains_key("api-cronscaler-wake")
+                .contains_key("web-admin-cronscaler-wake")
                 .then_some(())
         },
     )
@@ -554,7 +498,7 @@ async fn asleep_each_service_reaches_the_backend_through_an_endpoint_slice_until
         "the slices gone once ready",
         Duration::from_secs(90),
         || async {
-            support::mark_pods_ready(&scenario.client, &namespace).await;
+            serve_pods(&scenario.client, &namespace, "web").await;
             wake_slices(&scenario, &namespace)
                 .await
                 .is_empty()
@@ -566,6 +510,7 @@ async fn asleep_each_service_reaches_the_backend_through_an_endpoint_slice_until
     // Opting out takes them away; `restore` too.
     let other = format!("{namespace}-b");
     support::create_namespace(&scenario.client, &other).await;
+    support::create_deployment(&scenario.client, &other, "web", 1).await;
     create_service(&scenario, &other, "web", json!([{ "port": 80 }])).await;
     opt_in(&scenario, &other, json!({})).await;
     let placed = || async { (!wake_slices(&scenario, &other).await.is_empty()).then_some(()) };

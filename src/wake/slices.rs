@@ -148,12 +148,14 @@ impl ServicePorts {
     }
 }
 
-/// A workload of the Namespace, as far as the slices go: the labels of its Pods, and whether it
-/// is asleep by cronscaler (scaled down under a record of ours).
+/// A workload of the Namespace, as far as the slices go: the labels of its Pods, whether it is
+/// asleep by cronscaler (scaled down under a record of ours), and whether its schedule puts it to
+/// sleep now (its scale-down may not be done yet).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Workload {
     pub pod_labels: BTreeMap<String, String>,
     pub asleep: bool,
+    pub sleep_due: bool,
 }
 
 /// Where a Namespace stands, for its slices.
@@ -204,9 +206,7 @@ pub fn wanted(stage: Stage, seen: Seen) -> Vec<ServicePorts> {
     } = seen;
     let keeps = |service: &ServicePorts| match stage {
         Stage::Asleep => {
-            let mut selected = (workloads.iter())
-                .filter(|workload| service.selects(&workload.pod_labels))
-                .peekable();
+            let mut selected = selected(service, &workloads).peekable();
             selected.peek().is_some() && selected.all(|workload| workload.asleep)
         }
         Stage::Waking => !timed_out && placed.contains(&service.name),
@@ -215,6 +215,28 @@ pub fn wanted(stage: Stage, seen: Seen) -> Vec<ServicePorts> {
     (services.into_iter())
         .filter(|service| keeps(service) && !served.contains(&service.name))
         .collect()
+}
+
+/// Whether a Service of `seen` waits for a slice at `stage` only for the scale-downs its
+/// workloads' schedules have due: the Namespace is to be looked at again soon.
+pub fn pending(stage: Stage, seen: &Seen) -> bool {
+    stage == Stage::Asleep
+        && seen.services.iter().any(|service| {
+            let mut selected = selected(service, &seen.workloads).peekable();
+            selected.peek().is_some()
+                && selected
+                    .clone()
+                    .all(|workload| workload.asleep || workload.sleep_due)
+                && selected.any(|workload| !workload.asleep)
+        })
+}
+
+/// The workloads of `workloads` whose Pods `service` sends to.
+fn selected<'a>(
+    service: &'a ServicePorts,
+    workloads: &'a [Workload],
+) -> impl Iterator<Item = &'a Workload> + Clone {
+    (workloads.iter()).filter(|workload| service.selects(&workload.pod_labels))
 }
 
 /// The writes that bring a Namespace's slices to what it should have.

@@ -7,12 +7,23 @@ use std::{
     time::Duration,
 };
 
-use k8s_openapi::api::{apps::v1::Deployment, core::v1::Namespace};
-use kube::{Api, ResourceExt as _};
+use k8s_openapi::api::{
+    apps::v1::Deployment,
+    core::v1::{Namespace, Node, Pod},
+    discovery::v1::EndpointSlice,
+};
+use kube::{
+    Api, Client, ResourceExt as _,
+    api::{ListParams, Patch, PatchParams, PostParams},
+};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
-use super::{Controller, Scenario, envtest, eventually, replicas_and_annotations};
+use super::{
+    Controller, Scenario,
+    envtest::{self, SA_NAMESPACE},
+    eventually, replicas_and_annotations,
+};
 
 pub const AWAKE_UNTIL: &str = "cronscaler.dev/awake-until";
 pub const LAST_WARM_UP: &str = "cronscaler.dev/last-warm-up";
@@ -175,4 +186,162 @@ pub async fn web_asleep(scenario: &Scenario, more: Value) -> Api<Deployment> {
     })
     .await;
     deployments
+}
+
+/// Plays kube-controller-manager for the backend's own Service (no Pod runs here): its slice
+/// names the backend's address and port.
+pub async fn backend_service(scenario: &Scenario, addr: SocketAddr) {
+    for object in [
+        json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": { "name": "cronscaler-wake", "namespace": SA_NAMESPACE },
+            "spec": { "ports": [{ "name": "http", "port": 80, "targetPort": addr.port() }] },
+        }),
+        json!({
+            "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {
+                "name": "cronscaler-wake-x7k2p", "namespace": SA_NAMESPACE,
+                "labels": { "kubernetes.io/service-name": "cronscaler-wake" },
+            },
+            "addressType": "IPv4",
+            "endpoints": [{ "addresses": [addr.ip().to_string()], "conditions": { "ready": true } }],
+            "ports": [{ "name": "http", "port": addr.port(), "protocol": "TCP" }],
+        }),
+    ] {
+        envtest::apply(&scenario.client, object)
+            .await
+            .expect("the backend's Service and its slice");
+    }
+}
+
+/// The Service `name` of `namespace`, sending to the Pods `app: name` on `ports`.
+pub async fn create_service(scenario: &Scenario, namespace: &str, name: &str, ports: Value) {
+    create_service_with(
+        scenario,
+        namespace,
+        name,
+        json!({ "selector": { "app": name }, "ports": ports }),
+    )
+    .await;
+}
+
+/// The Service `name` of `namespace` with `spec`.
+pub async fn create_service_with(scenario: &Scenario, namespace: &str, name: &str, spec: Value) {
+    envtest::apply(
+        &scenario.client,
+        json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": { "name": name, "namespace": namespace },
+            "spec": spec,
+        }),
+    )
+    .await
+    .expect("a Service");
+}
+
+/// The Node the tests' Pods are bound to: no kubelet runs it.
+const NODE: &str = "envtest-node";
+
+/// Plays the scheduler and the kubelet for the Pods of `namespace` whose name starts with
+/// `prefix`: each is bound to a Node and reported running and ready with an address of its own
+/// (in 192.0.2.0/24, which routes nowhere), so that the real ReplicaSet and Deployment
+/// controllers count it available, and the real EndpointSlice controller lists it, ready, in
+/// the EndpointSlices of the Services that select it.
+pub async fn serve_pods(client: &Client, namespace: &str, prefix: &str) {
+    let nodes: Api<Node> = Api::all(client.clone());
+    if nodes.get_opt(NODE).await.ok().flatten().is_none() {
+        let node: Node =
+            serde_json::from_value(json!({ "metadata": { "name": NODE } })).expect("a Node");
+        let _ = nodes.create(&PostParams::default(), &node).await;
+    }
+    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let listed = pods
+        .list(&ListParams::default())
+        .await
+        .map(|list| list.items)
+        .unwrap_or_default();
+    let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    for pod in listed
+        .iter()
+        .filter(|pod| pod.name_any().starts_with(prefix))
+    {
+        let name = pod.name_any();
+        if pod
+            .spec
+            .as_ref()
+            .and_then(|spec| spec.node_name.as_ref())
+            .is_none()
+        {
+            let binding = json!({
+                "apiVersion": "v1", "kind": "Binding",
+                "metadata": { "name": name },
+                "target": { "apiVersion": "v1", "kind": "Node", "name": NODE },
+            });
+            let _ = pods
+                .create_subresource::<Value, Value>(
+                    "binding",
+                    &name,
+                    &PostParams::default(),
+                    &binding,
+                )
+                .await;
+        }
+        let octet = 1 + name.bytes().map(usize::from).sum::<usize>() % 250;
+        let address = format!("192.0.2.{octet}");
+        let running = json!({ "status": {
+            "phase": "Running",
+            "hostIP": "192.0.2.254",
+            "podIP": address,
+            "podIPs": [{ "ip": address }],
+            "conditions": [
+                { "type": "Ready", "status": "True", "lastTransitionTime": now },
+                { "type": "ContainersReady", "status": "True", "lastTransitionTime": now },
+            ],
+        }});
+        let _ = pods
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&running))
+            .await;
+    }
+}
+
+/// Whether the cluster's own EndpointSlices of the Service `service` list a ready endpoint.
+pub async fn served(client: &Client, namespace: &str, service: &str) -> bool {
+    let slices: Api<EndpointSlice> = Api::namespaced(client.clone(), namespace);
+    let own = ListParams::default().labels(&format!("kubernetes.io/service-name={service}"));
+    (slices
+        .list(&own)
+        .await
+        .map(|list| list.items)
+        .unwrap_or_default())
+    .iter()
+    .filter(|slice| {
+        slice
+            .labels()
+            .get("endpointslice.kubernetes.io/managed-by")
+            .map(String::as_str)
+            != Some("cronscaler.dev")
+    })
+    .flat_map(|slice| slice.endpoints.iter())
+    .any(|endpoint| {
+        endpoint
+            .conditions
+            .as_ref()
+            .and_then(|conditions| conditions.ready)
+            == Some(true)
+    })
+}
+
+/// The slices of ours in `namespace`, by name.
+pub async fn wake_slices(scenario: &Scenario, namespace: &str) -> BTreeMap<String, EndpointSlice> {
+    let slices: Api<EndpointSlice> = Api::namespaced(scenario.client.clone(), namespace);
+    let ours =
+        ListParams::default().labels("endpointslice.kubernetes.io/managed-by=cronscaler.dev");
+    slices
+        .list(&ours)
+        .await
+        .map(|list| list.items)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|slice| (slice.name_any(), slice))
+        .collect()
 }

@@ -18,7 +18,7 @@ use kube::{
 
 use super::{
     Backend, MANAGED_BY, MANAGER, SERVICE_NAME, Seen, ServicePorts, SlicesPlan, Stage, Workload,
-    plan, ready, wanted,
+    pending, plan, ready, wanted,
 };
 use crate::{
     error::Error,
@@ -104,6 +104,7 @@ pub async fn reconcile(
         Stage::Asleep | Stage::Waking => observe(ctx, namespace, stage, &placed, now).await?,
     };
     let timed_out = seen.timed_out;
+    let pending = pending(stage, &seen);
     let backend = Backend::of(ctx.backend.state().iter().map(AsRef::as_ref));
     let plan = plan(namespace, &wanted(stage, seen), &backend, ctx.port, &placed);
     act(ctx, namespace, &plan).await?;
@@ -120,6 +121,7 @@ pub async fn reconcile(
     }
     Ok(match stage {
         Stage::Waking => Some(READ_EVERY),
+        Stage::Asleep if pending => Some(READ_EVERY),
         _ if opted_in => next_change(&annotations, ctx.default_timezone, now)
             .map(|at| (at - now).to_std().unwrap_or_default()),
         _ => None,
@@ -146,7 +148,7 @@ async fn observe(
     let mut seen = Seen {
         services,
         workloads: (objects.iter())
-            .map(|(kind, object)| workload(*kind, object))
+            .map(|(kind, object)| workload(ctx, namespace, (*kind, object), now))
             .collect(),
         placed,
         ..Seen::default()
@@ -172,15 +174,25 @@ fn last_transition(state: &TargetState) -> Option<Transition> {
     (state.annotations.get(schedule::LAST_TRANSITION)).and_then(|text| text.parse().ok())
 }
 
-/// A workload as the slices see it: the labels of its Pods, and whether cronscaler put it to
-/// sleep (a scale-down recorded, and no replica).
-fn workload(kind: TargetKind, object: &DynamicObject) -> Workload {
+/// A workload as the slices see it: the labels of its Pods, whether cronscaler put it to sleep
+/// (a scale-down recorded, and no replica), and whether its schedule (its own over its
+/// Namespace's) has it asleep at `now`.
+fn workload(
+    ctx: &WakeSlices,
+    namespace: &str,
+    (kind, object): (TargetKind, &DynamicObject),
+    now: DateTime<Utc>,
+) -> Workload {
     let state = TargetState::of_object(kind, object);
     let pod_labels = object.data["spec"]["template"]["metadata"]["labels"].clone();
+    let (effective, _) =
+        ctx.namespaces
+            .effective(kind, namespace, &state.annotations, &state.labels, false);
     Workload {
         pod_labels: serde_json::from_value(pod_labels).unwrap_or_default(),
         asleep: state.replicas == 0
             && last_transition(&state).is_some_and(|last| last.direction == Direction::Down),
+        sleep_due: asleep(&effective, ctx.default_timezone, now),
     }
 }
 

@@ -184,6 +184,7 @@ fn pods(app: &str, asleep: bool) -> Workload {
     Workload {
         pod_labels: BTreeMap::from([("app".to_string(), app.to_string())]),
         asleep,
+        sleep_due: asleep,
     }
 }
 
