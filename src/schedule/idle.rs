@@ -27,9 +27,10 @@ use crate::duration::spoken;
 pub const IDLE_AFTER: &str = "cronscaler.dev/idle-after";
 /// Written by the controller with an idle sleep's `asleep-until`: since when nothing used it.
 pub const IDLE_SINCE: &str = "cronscaler.dev/idle-since";
-/// The shortest `idle-after`. Requests are counted at most once a minute, so a Namespace
-/// quiet for less than that still sleeps only at the next count.
-pub const MIN_IDLE_AFTER: Duration = Duration::from_secs(1);
+/// The shortest `idle-after`. A proxy's metrics are scraped every 30 s to a minute, and
+/// Prometheus needs two samples in the window to count anything: over a shorter window an
+/// answer of no requests would say nothing of the Namespace.
+pub const MIN_IDLE_AFTER: Duration = Duration::from_secs(120);
 /// The Event of an idle sleep.
 pub const IDLE_SLEEP: &str = "IdleSleep";
 /// The Warning of requests that could not be counted.
@@ -41,7 +42,16 @@ const INVALID_SCHEDULE: &str = "InvalidSchedule";
 pub fn parse_idle_after(key: &str, value: &str) -> Result<Duration, InvalidAnnotation> {
     match humantime::parse_duration(value) {
         Ok(duration) if duration >= MIN_IDLE_AFTER => Ok(duration),
-        _ => Err(invalid(
+        Ok(_) => Err(invalid(
+            key,
+            value,
+            &format!(
+                "is shorter than the minimum, {}: Prometheus needs two scrapes of a proxy's \
+                 metrics in the window to count its requests",
+                spoken(MIN_IDLE_AFTER)
+            ),
+        )),
+        Err(_) => Err(invalid(
             key,
             value,
             "must be how long nothing may use the Namespace before it sleeps, such as `30m` or `2h`",
@@ -577,12 +587,16 @@ mod tests {
     }
 
     #[test]
-    fn idle_after_is_a_positive_duration() {
+    fn idle_after_is_a_duration_of_two_minutes_or_more() {
         assert_eq!(
             parse_idle_after(IDLE_AFTER, "30m"),
             Ok(Duration::from_secs(1800))
         );
-        for wrong in ["0s", "soon", "-5m", ""] {
+        assert_eq!(
+            parse_idle_after(IDLE_AFTER, "2m"),
+            Ok(Duration::from_secs(120))
+        );
+        for wrong in ["soon", "-5m", ""] {
             let error = parse_idle_after(IDLE_AFTER, wrong).unwrap_err();
             assert!(
                 error.to_string().contains("such as `30m`"),
@@ -591,3 +605,13 @@ mod tests {
         }
     }
 }
+        for short in ["0s", "10s", "119s"] {
+            assert_eq!(
+                parse_idle_after(IDLE_AFTER, short).unwrap_err().to_string(),
+                format!(
+                    "cronscaler.dev/idle-after: {short:?} is shorter than the minimum, 2m: \
+                     Prometheus needs two scrapes of a proxy's metrics in the window to count \
+                     its requests"
+                )
+            );
+        }
