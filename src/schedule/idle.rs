@@ -97,6 +97,24 @@ pub struct IdleLook {
     pub next_change: Option<DateTime<Utc>>,
 }
 
+/// What Prometheus said of a Namespace's requests over the last `idle-after`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Counted {
+    /// The requests it counted.
+    pub requests: f64,
+    /// Whether it shows the requests' source counting over the window, or why not. A request
+    /// counted is proof enough; where none was, the proof is asked of Prometheus.
+    pub counting: Result<(), String>,
+}
+
+impl Counted {
+    /// Whether it says anything of the Namespace: a request counted, or none by a source that
+    /// was counting.
+    fn proves(&self) -> bool {
+        self.requests > 0.0 || self.counting.is_ok()
+    }
+}
+
 /// What a look at an idle Namespace comes to.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Idle {
@@ -104,8 +122,8 @@ pub enum Idle {
     Asleep,
     /// Used within `idle_after`: look again at this instant.
     InUse { look_again: DateTime<Utc> },
-    /// The requests could not be counted (Prometheus did not answer): nothing sleeps for
-    /// idleness.
+    /// The requests could not be counted (Prometheus did not answer), or none were by a
+    /// source that Prometheus does not show counting: nothing sleeps for idleness.
     Unknown,
     /// Nothing used it since `since`, `idle_after` ago or more: it sleeps now.
     Sleep { since: DateTime<Utc> },
@@ -129,7 +147,7 @@ impl IdleLook {
     /// What the look comes to at `now`, with the requests counted over the last `idle_after`
     /// (`None` where [`IdleLook::needs_count`] said no count was needed, `Some(Err)` where
     /// Prometheus did not answer).
-    pub fn decide(&self, now: DateTime<Utc>, requests: Option<Result<f64, ()>>) -> Idle {
+    pub fn decide(&self, now: DateTime<Utc>, count: Option<&Result<Counted, String>>) -> Idle {
         if self.asleep {
             return Idle::Asleep;
         }
@@ -138,11 +156,13 @@ impl IdleLook {
                 look_again: self.grace_ends(),
             };
         }
-        match requests {
-            None | Some(Err(())) => Idle::Unknown,
-            Some(Ok(count)) if count > 0.0 => Idle::InUse {
+        match count {
+            Some(Ok(counted)) if counted.requests > 0.0 => Idle::InUse {
                 look_again: now + COUNT_EVERY,
             },
+            // No request counted is idleness only where the source was counting.
+            Some(Ok(counted)) if !counted.proves() => Idle::Unknown,
+            None | Some(Err(_)) => Idle::Unknown,
             Some(Ok(_)) => Idle::Sleep {
                 since: now
                     .checked_sub_signed(self.idle_after)
@@ -239,20 +259,19 @@ impl IdleLook {
         &self,
         annotations: &BTreeMap<String, String>,
         now: DateTime<Utc>,
-        count: Option<Result<f64, String>>,
+        count: Option<Result<Counted, String>>,
         warned: bool,
         max_override: TimeDelta,
     ) -> IdlePlan {
-        let counted = count
-            .as_ref()
-            .map(|count| count.as_ref().copied().map_err(drop));
+        // Told once, until a count proves something again.
+        let proven = matches!(&count, Some(Ok(counted)) if counted.proves());
         let nothing = IdlePlan {
             patch: tidy(annotations, now),
             event: None,
-            warned: warned && !matches!(counted, Some(Ok(_))),
+            warned: warned && !proven,
             look_again: None,
         };
-        match self.decide(now, counted) {
+        match self.decide(now, count.as_ref()) {
             Idle::Asleep => IdlePlan {
                 look_again: self.next_change,
                 ..nothing
@@ -262,7 +281,11 @@ impl IdleLook {
                 ..nothing
             },
             Idle::Unknown => {
-                let why = count.and_then(Result::err).unwrap_or_default();
+                let why = match count {
+                    Some(Err(why)) => why,
+                    Some(Ok(counted)) => counted.counting.err().unwrap_or_default(),
+                    None => String::new(),
+                };
                 IdlePlan {
                     event: (!warned).then(|| {
                         let note = format!(
@@ -344,11 +367,30 @@ mod tests {
     const IDLE: (&str, &str) = (IDLE_AFTER, "30m");
     const OPT_IN: (&str, &str) = (WAKE_ON_REQUEST, "2h");
 
+    /// `requests` counted by a source Prometheus shows counting.
+    fn counted(requests: f64) -> Option<Result<Counted, String>> {
+        Some(Ok(Counted {
+            requests,
+            counting: Ok(()),
+        }))
+    }
+
+    const NOT_SCRAPED: &str = "Prometheus at http://p:9090 does not show test_requests_total \
+        scraped now, 2m ago and twice in between, so no request counted proves nothing";
+
+    /// No request counted, by a source Prometheus does not show counting.
+    fn unproven() -> Option<Result<Counted, String>> {
+        Some(Ok(Counted {
+            requests: 0.0,
+            counting: Err(NOT_SCRAPED.into()),
+        }))
+    }
+
     fn plan_at(
         pairs: &[(&str, &str)],
         used_at: &str,
         now: &str,
-        count: Option<Result<f64, String>>,
+        count: Option<Result<Counted, String>>,
         warned: bool,
     ) -> IdlePlan {
         let annotations = annotations(pairs);
@@ -403,7 +445,7 @@ mod tests {
             ],
             "2026-11-25T13:00:00Z",
             "2026-11-25T14:32:00Z",
-            Some(Ok(0.0)),
+            counted(0.0),
             false,
         );
         assert_eq!(
@@ -473,8 +515,49 @@ mod tests {
         assert_eq!(first.look_again, Some(at("2026-11-25T14:33:00Z")));
         let again = plan_at(&pairs, used, now, why(), true);
         assert_eq!((again.event, again.warned), (None, true));
-        let answered = plan_at(&pairs, used, now, Some(Ok(3.0)), true);
+        let answered = plan_at(&pairs, used, now, counted(3.0), true);
         assert_eq!((answered.event, answered.warned), (None, false));
+        let proven_idle = plan_at(&pairs, used, now, counted(0.0), true);
+        assert_eq!(
+            (
+                proven_idle.event.map(|(reason, ..)| reason),
+                proven_idle.warned
+            ),
+            (Some(IDLE_SLEEP), false)
+        );
+    }
+
+    #[test]
+    fn no_request_counted_by_a_source_not_shown_counting_sleeps_nothing_and_is_told_once() {
+        let pairs = [WORKING_HOURS, IDLE];
+        let (used, now) = ("2026-11-25T07:00:00Z", "2026-11-25T14:32:00Z");
+        let first = plan_at(&pairs, used, now, unproven(), false);
+        assert_eq!(first.patch, None);
+        assert_eq!(
+            first.event,
+            Some((
+                IDLE_UNKNOWN,
+                format!(
+                    "requests could not be counted, so nothing sleeps for idleness until they \
+                     can: {NOT_SCRAPED}"
+                ),
+                true
+            ))
+        );
+        assert_eq!(first.look_again, Some(at("2026-11-25T14:33:00Z")));
+        let again = plan_at(&pairs, used, now, unproven(), true);
+        assert_eq!((again.patch, again.event, again.warned), (None, None, true));
+        let busy = Some(Ok(Counted {
+            requests: 2.0,
+            counting: Ok(()),
+        }));
+        assert_eq!(
+            look(false).decide(at(now), busy.as_ref()),
+            Idle::InUse {
+                look_again: at("2026-11-25T14:33:00Z")
+            },
+            "a request counted is proof that the source counts"
+        );
     }
 
     #[test]
@@ -553,14 +636,14 @@ mod tests {
         let now = at("2026-11-25T14:32:00Z");
         assert!(look(false).needs_count(now));
         assert_eq!(
-            look(false).decide(now, Some(Ok(0.0))),
+            look(false).decide(now, counted(0.0).as_ref()),
             Idle::Sleep {
                 since: at("2026-11-25T14:02:00Z")
             }
         );
         let just_after_grace = at("2026-11-25T13:30:00Z");
         assert_eq!(
-            look(false).decide(just_after_grace, Some(Ok(0.0))),
+            look(false).decide(just_after_grace, counted(0.0).as_ref()),
             Idle::Sleep { since: at(WOKEN) },
             "never idle since before its last use"
         );
@@ -570,13 +653,14 @@ mod tests {
     fn a_request_counted_keeps_it_up_and_an_unanswered_count_sleeps_nothing() {
         let now = at("2026-11-25T14:32:00Z");
         assert_eq!(
-            look(false).decide(now, Some(Ok(0.5))),
+            look(false).decide(now, counted(0.5).as_ref()),
             Idle::InUse {
                 look_again: at("2026-11-25T14:33:00Z")
             },
             "increase() counts a request as a fraction at the window's edge"
         );
-        assert_eq!(look(false).decide(now, Some(Err(()))), Idle::Unknown);
+        let unanswered = Some(Err("Prometheus did not answer".to_string()));
+        assert_eq!(look(false).decide(now, unanswered.as_ref()), Idle::Unknown);
     }
 
     #[test]
@@ -603,8 +687,6 @@ mod tests {
                 "{wrong}: {error}"
             );
         }
-    }
-}
         for short in ["0s", "10s", "119s"] {
             assert_eq!(
                 parse_idle_after(IDLE_AFTER, short).unwrap_err().to_string(),
@@ -615,3 +697,5 @@ mod tests {
                 )
             );
         }
+    }
+}
