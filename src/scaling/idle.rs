@@ -241,6 +241,7 @@ pub async fn look(
     };
     let plan = look.plan(
         &annotations,
+        ctx.namespaces.is_bare(namespace),
         now,
         count,
         activity.warned(namespace),
@@ -400,7 +401,11 @@ mod tests {
         // A deploy an hour ago is long past the grace: nothing used it for 30 minutes.
         ctx.activity.used("shop", now() - TimeDelta::hours(1));
         let again = look(&ctx, "shop", now()).await.expect("slept");
-        assert_eq!(again, None, "its own write brings it back");
+        assert_eq!(
+            again,
+            Some(Duration::from_secs(60)),
+            "once more, to be sure"
+        );
         // The write's echo: asleep, nothing is counted or written.
         let mut slept = ctx.namespaces.annotations_of("shop").unwrap();
         slept.insert(ASLEEP_UNTIL.into(), "2026-11-26T14:32:00Z".into());

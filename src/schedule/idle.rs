@@ -19,7 +19,7 @@ use super::{
     WAKE_ON_REQUEST,
     invalid::{InvalidAnnotation, invalid},
     parse,
-    patches::{add, remove, remove_if_still, still},
+    patches::{add, add_annotations, annotations_absent, remove, remove_if_still, still},
 };
 use crate::duration::spoken;
 
@@ -254,10 +254,11 @@ impl IdleLook {
     /// What the look writes at `now`: `count` is the requests counted over the last
     /// `idle_after` (`None` where none was needed, `Err` saying why it could not be made);
     /// `warned`, whether the Namespace was told already that counting fails; an idle sleep
-    /// lasts `max_override` at most.
+    /// lasts `max_override` at most. `bare`: the Namespace has no annotations at all.
     pub fn plan(
         &self,
         annotations: &BTreeMap<String, String>,
+        bare: bool,
         now: DateTime<Utc>,
         count: Option<Result<Counted, String>>,
         warned: bool,
@@ -311,10 +312,11 @@ impl IdleLook {
                     instant(until)
                 );
                 IdlePlan {
-                    patch: Some(sleep_patch(annotations, since, until)),
+                    patch: Some(sleep_patch(annotations, bare, since, until)),
                     event: Some((IDLE_SLEEP, note, false)),
                     warned: false,
-                    look_again: None,
+                    // A write that lost a race is tried again; one that won is seen asleep.
+                    look_again: Some(now + COUNT_EVERY),
                 }
             }
         }
@@ -335,12 +337,19 @@ fn instant(at: DateTime<Utc>) -> String {
 
 /// The idle sleep: `asleep-until` and `idle-since` written, and a wake that has not ended taken
 /// away, each only while the Namespace's overrides are what was read, so that a request that
-/// woke it meanwhile wins.
+/// woke it meanwhile wins. A `bare` Namespace (scheduled by a policy, with no annotations at
+/// all) gets the whole map, while it still has none: a JSON patch adds a key only to a map
+/// that is there.
 fn sleep_patch(
     annotations: &BTreeMap<String, String>,
+    bare: bool,
     since: DateTime<Utc>,
     until: DateTime<Utc>,
 ) -> Patch {
+    if bare {
+        let map = serde_json::json!({ ASLEEP_UNTIL: instant(until), IDLE_SINCE: instant(since) });
+        return Patch(vec![annotations_absent(), add_annotations(map)]);
+    }
     let mut operations = vec![
         still(annotations, AWAKE_UNTIL),
         still(annotations, ASLEEP_UNTIL),
@@ -395,7 +404,14 @@ mod tests {
     ) -> IdlePlan {
         let annotations = annotations(pairs);
         let look = IdleLook::of(&annotations, Tz::UTC, at(used_at), at(now)).expect("a look");
-        look.plan(&annotations, at(now), count, warned, TimeDelta::hours(24))
+        look.plan(
+            &annotations,
+            false,
+            at(now),
+            count,
+            warned,
+            TimeDelta::hours(24),
+        )
     }
 
     #[test]
@@ -466,7 +482,36 @@ mod tests {
                 false
             ))
         );
-        assert_eq!(plan.look_again, None, "its own write brings it back");
+        assert_eq!(
+            plan.look_again,
+            Some(at("2026-11-25T14:33:00Z")),
+            "once more, should a request have won the race"
+        );
+    }
+
+    #[test]
+    fn a_namespace_with_no_annotations_at_all_gets_them_whole() {
+        let schedule = annotations(&[WORKING_HOURS, IDLE]);
+        let now = at("2026-11-25T14:32:00Z");
+        let look = IdleLook::of(&schedule, Tz::UTC, at(WOKEN), now).expect("a look");
+        let plan = look.plan(
+            &schedule,
+            true,
+            now,
+            counted(0.0),
+            false,
+            TimeDelta::hours(24),
+        );
+        assert_eq!(
+            serde_json::to_value(plan.patch.expect("the idle sleep")).unwrap(),
+            json!([
+                { "op": "test", "path": "/metadata/annotations", "value": null },
+                { "op": "add", "path": "/metadata/annotations", "value": {
+                    "cronscaler.dev/asleep-until": "2026-11-26T14:32:00Z",
+                    "cronscaler.dev/idle-since": "2026-11-25T14:02:00Z",
+                } },
+            ])
+        );
     }
 
     #[test]
