@@ -855,6 +855,7 @@ fn namespace_feed(
             }
             watcher::Event::Delete(namespace) => {
                 namespaces.forget(&namespace.name_any());
+                activity.forget(&namespace.name_any());
                 Vec::new()
             }
             watcher::Event::InitDone => {

@@ -86,9 +86,13 @@ impl Activity {
         self.seen.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// A wake or a deploy in `namespace` was seen at `at`.
+    /// A use of `namespace` (a wake, a deploy, its creation, a workload's) was seen at `at`.
+    /// One from before the controller's start is kept by none: the start is a use of all.
     pub fn used(&self, namespace: &str, at: DateTime<Utc>) {
         let mut seen = self.seen();
+        if at <= seen.started {
+            return;
+        }
         let used = seen.used.entry(namespace.to_string()).or_insert(at);
         *used = (*used).max(at);
     }
@@ -477,6 +481,23 @@ mod tests {
         );
         drop(ctx);
         server.await.unwrap();
+    }
+
+    #[test]
+    fn only_uses_since_the_start_are_kept_and_a_namespace_s_go_with_it() {
+        let started = now() - TimeDelta::hours(2);
+        let activity = Activity::new(None, started);
+        activity.used("shop", started - TimeDelta::days(30));
+        assert_eq!(activity.used_at("shop"), started);
+        assert!(
+            activity.seen().used.is_empty(),
+            "nothing kept of a Namespace made before the start"
+        );
+        let created = started + TimeDelta::minutes(5);
+        activity.used("shop", created);
+        assert_eq!(activity.used_at("shop"), created, "made since");
+        activity.forget("shop");
+        assert!(activity.seen().used.is_empty(), "deleted");
     }
 
     #[tokio::test]
