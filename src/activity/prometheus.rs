@@ -1,6 +1,7 @@
 //! Counting with Prometheus: one instant query over its HTTP API, with a timeout, whose answer
-//! is summed to one number. A query that matches no series counts 0: a Namespace nobody ever
-//! sent a request to is idle.
+//! is summed to one number. A query that matches no series counts 0, which says that nobody
+//! used a Namespace only where a second query shows that the source was counting (see
+//! [`super::query`]).
 
 use std::time::Duration;
 
@@ -55,6 +56,15 @@ impl Prometheus {
 
     /// The sum of what `query` gives now.
     pub async fn count(&self, query: &str) -> Result<f64, CountError> {
+        Ok(self.samples(query).await?.iter().sum())
+    }
+
+    /// Whether `query` gives any sample now.
+    pub async fn shows(&self, query: &str) -> Result<bool, CountError> {
+        Ok(!self.samples(query).await?.is_empty())
+    }
+
+    async fn samples(&self, query: &str) -> Result<Vec<f64>, CountError> {
         match tokio::time::timeout(QUERY_TIMEOUT, self.ask(query)).await {
             Ok(answer) => answer,
             Err(_) => Err(CountError::TimedOut {
@@ -63,7 +73,12 @@ impl Prometheus {
         }
     }
 
-    async fn ask(&self, query: &str) -> Result<f64, CountError> {
+    /// The URL a count is asked of, for what is said of its answers.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    async fn ask(&self, query: &str) -> Result<Vec<f64>, CountError> {
         let unreachable = |reason: String| CountError::Unreachable {
             url: self.url.clone(),
             reason,
@@ -124,8 +139,8 @@ struct Data {
     result: Value,
 }
 
-/// The sum of an answer's samples: a vector's (none is 0) or a scalar's.
-fn read_answer(body: &[u8]) -> Result<f64, String> {
+/// An answer's samples: a vector's (maybe none) or a scalar's.
+fn read_answer(body: &[u8]) -> Result<Vec<f64>, String> {
     let answer: Answer = serde_json::from_slice(body).map_err(|error| error.to_string())?;
     if answer.status != "success" {
         return Err(answer.error.unwrap_or(answer.status));
@@ -142,8 +157,8 @@ fn read_answer(body: &[u8]) -> Result<f64, String> {
         "vector" => (data.result.as_array().ok_or("a vector that is no list")?)
             .iter()
             .map(|series| sample(&series["value"]))
-            .sum(),
-        "scalar" => sample(&data.result),
+            .collect(),
+        "scalar" => Ok(vec![sample(&data.result)?]),
         other => Err(format!(
             "a {other}, where the query should give an instant vector (sum(increase(...[$window])))"
         )),
@@ -155,16 +170,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_answer_is_the_sum_of_its_samples_and_no_series_counts_nothing() {
+    fn an_answer_is_its_samples_and_no_series_gives_none() {
         let vector = br#"{"status":"success","data":{"resultType":"vector","result":[
             {"metric":{"service":"web"},"value":[1764100000.1,"3"]},
             {"metric":{"service":"api"},"value":[1764100000.1,"0.5"]}]}}"#;
-        assert_eq!(read_answer(vector), Ok(3.5));
+        assert_eq!(read_answer(vector), Ok(vec![3.0, 0.5]));
         let none = br#"{"status":"success","data":{"resultType":"vector","result":[]}}"#;
-        assert_eq!(read_answer(none), Ok(0.0));
+        assert_eq!(read_answer(none), Ok(vec![]));
         let scalar =
             br#"{"status":"success","data":{"resultType":"scalar","result":[1764100000.1,"2"]}}"#;
-        assert_eq!(read_answer(scalar), Ok(2.0));
+        assert_eq!(read_answer(scalar), Ok(vec![2.0]));
     }
 
     #[test]

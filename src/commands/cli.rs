@@ -324,7 +324,8 @@ pub struct RunArgs {
 
     /// What counts a Namespace's requests: a ready-made query by proxy (ingress-nginx,
     /// envoy-gateway, istio, traefik, nginx-gateway-fabric) or PromQL with `$namespace` and
-    /// `$window` in it.
+    /// `$window` in it, which reads some series by more than `$namespace` (the proof that its
+    /// source was counting is made from them).
     #[arg(
         long,
         env = "CRONSCALER_ACTIVITY_QUERY",

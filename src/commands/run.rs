@@ -75,7 +75,7 @@ use crate::{
         objects,
         policies::declarations::Declarations,
         routes::ROUTES,
-        target::TargetKind,
+        target::{TargetKind, creation_time},
         timer::{Clock, Timer, system_clock},
         tracker::Tracker,
         wake_hosts,
@@ -836,6 +836,11 @@ fn namespace_feed(
                 if woken_now.is_some() && woken_now != woken_before {
                     activity.used(&name, (relist.clock)());
                 }
+                // So is its making: a Namespace made under a policy with `idle-after` is not
+                // put to sleep the first time it is looked at.
+                if let Some(created) = creation_time(&namespace.metadata) {
+                    activity.used(&name, created);
+                }
                 let labelled = namespaces.set_labels(&name, namespace.labels());
                 end_override_in_time(&queue, &name, namespace.annotations(), (relist.clock)());
                 namespaces.note_setter(
@@ -857,6 +862,7 @@ fn namespace_feed(
             }
             watcher::Event::Delete(namespace) => {
                 namespaces.forget(&namespace.name_any());
+                activity.forget(&namespace.name_any());
                 Vec::new()
             }
             watcher::Event::InitDone => {

@@ -4,7 +4,9 @@
 //!
 //! Requests are counted at most once per [`COUNT_EVERY`] per Namespace, and after a count that
 //! failed nothing is asked of Prometheus for as long: a Prometheus that is down costs one
-//! timeout a minute, not one per Namespace.
+//! timeout a minute, not one per Namespace. Where no request was counted, whether the source
+//! was counting is asked too, at most once per [`COUNT_EVERY`] per `idle-after`: it is the
+//! same for every Namespace.
 
 use std::{
     collections::{HashMap, HashSet},
@@ -21,10 +23,11 @@ use kube::{
 
 use crate::{
     activity::{prometheus::Prometheus, query::ActivityQuery},
+    duration::spoken,
     error::Error,
     runtime::{CONTROLLER_NAME, api_errors::is_status, key::ObjectKey},
     scaling::ScalingContext,
-    schedule::{COUNT_EVERY, IDLE_AFTER, IdleLook, IdlePlan},
+    schedule::{COUNT_EVERY, Counted, IDLE_AFTER, IdleLook, IdlePlan},
 };
 
 /// Who counts a Namespace's requests: `--prometheus-url` and `--activity-query`.
@@ -49,7 +52,9 @@ struct Seen {
     /// The last wake or deploy seen in each Namespace.
     used: HashMap<String, DateTime<Utc>>,
     /// The last count of each Namespace's requests.
-    counted: HashMap<String, (DateTime<Utc>, f64)>,
+    counted: HashMap<String, (DateTime<Utc>, Counted)>,
+    /// The last proof that the source was counting, by window.
+    proven: HashMap<TimeDelta, (DateTime<Utc>, Result<(), String>)>,
     /// The last count that failed, and why: nothing is asked again before [`COUNT_EVERY`].
     failed: Option<(DateTime<Utc>, String)>,
     /// The Namespaces told that their requests cannot be counted.
@@ -70,6 +75,7 @@ impl Activity {
                 started,
                 used: HashMap::new(),
                 counted: HashMap::new(),
+                proven: HashMap::new(),
                 failed: None,
                 warned: HashSet::new(),
             })),
@@ -80,9 +86,13 @@ impl Activity {
         self.seen.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// A wake or a deploy in `namespace` was seen at `at`.
+    /// A use of `namespace` (a wake, a deploy, its creation, a workload's) was seen at `at`.
+    /// One from before the controller's start is kept by none: the start is a use of all.
     pub fn used(&self, namespace: &str, at: DateTime<Utc>) {
         let mut seen = self.seen();
+        if at <= seen.started {
+            return;
+        }
         let used = seen.used.entry(namespace.to_string()).or_insert(at);
         *used = (*used).max(at);
     }
@@ -104,13 +114,14 @@ impl Activity {
     }
 
     /// The requests `namespace` had over the last `window`, counted at most once per
-    /// [`COUNT_EVERY`]; why not, where they could not be counted.
+    /// [`COUNT_EVERY`], and where none were, whether the source was counting; why not, where
+    /// Prometheus could not be asked.
     async fn count(
         &self,
         namespace: &str,
         window: TimeDelta,
         now: DateTime<Utc>,
-    ) -> Result<f64, String> {
+    ) -> Result<Counted, String> {
         let Some(counter) = &self.counter else {
             return Err("no Prometheus to count them is set (--prometheus-url)".into());
         };
@@ -121,29 +132,65 @@ impl Activity {
             {
                 return Err(why.clone());
             }
-            if let Some((at, count)) = seen.counted.get(namespace)
+            if let Some((at, counted)) = seen.counted.get(namespace)
                 && now < *at + COUNT_EVERY
             {
-                return Ok(*count);
+                return Ok(counted.clone());
             }
         }
-        let query = counter
-            .query
-            .for_namespace(namespace, window.to_std().unwrap_or_default());
-        let counted = counter.prometheus.count(&query).await;
+        let span = window.to_std().unwrap_or_default();
+        let query = counter.query.for_namespace(namespace, span);
+        let counted = match counter.prometheus.count(&query).await {
+            Ok(requests) if requests > 0.0 => Ok(Counted {
+                requests,
+                counting: Ok(()),
+            }),
+            Ok(requests) => self
+                .prove(counter, window, now)
+                .await
+                .map(|counting| Counted { requests, counting }),
+            Err(error) => Err(error.to_string()),
+        };
         let mut seen = self.seen();
-        match counted {
-            Ok(count) => {
+        match &counted {
+            Ok(counted) => {
                 seen.failed = None;
-                seen.counted.insert(namespace.to_string(), (now, count));
-                Ok(count)
+                seen.counted
+                    .insert(namespace.to_string(), (now, counted.clone()));
             }
-            Err(error) => {
-                let why = error.to_string();
-                seen.failed = Some((now, why.clone()));
-                Err(why)
-            }
+            Err(why) => seen.failed = Some((now, why.clone())),
         }
+        counted
+    }
+
+    /// Whether Prometheus shows the query's source counting over the last `window`, asked at
+    /// most once per [`COUNT_EVERY`] per window; why not, as the Namespace is told it.
+    async fn prove(
+        &self,
+        counter: &Counter,
+        window: TimeDelta,
+        now: DateTime<Utc>,
+    ) -> Result<Result<(), String>, String> {
+        if let Some((at, proof)) = self.seen().proven.get(&window)
+            && now < *at + COUNT_EVERY
+        {
+            return Ok(proof.clone());
+        }
+        let span = window.to_std().unwrap_or_default();
+        let shown = (counter.prometheus.shows(&counter.query.proof(span)).await)
+            .map_err(|error| error.to_string())?;
+        let proof = match shown {
+            true => Ok(()),
+            false => Err(format!(
+                "Prometheus at {} does not show {} scraped now, {} ago and twice in between, \
+                 so no request counted proves nothing",
+                counter.prometheus.url(),
+                counter.query.sources(),
+                spoken(window)
+            )),
+        };
+        self.seen().proven.insert(window, (now, proof.clone()));
+        Ok(proof)
     }
 
     fn warned(&self, namespace: &str) -> bool {
@@ -198,6 +245,7 @@ pub async fn look(
     };
     let plan = look.plan(
         &annotations,
+        ctx.namespaces.is_bare(namespace),
         now,
         count,
         activity.warned(namespace),
@@ -283,8 +331,12 @@ mod tests {
         namespaces
     }
 
-    /// A Prometheus that answers every query with `result`, and counts the queries.
-    async fn prometheus(result: &'static str) -> (String, Arc<Mutex<u32>>) {
+    const NONE: &str = "[]";
+    const SOME: &str = r#"[{"metric":{},"value":[1764081120,"1"]}]"#;
+
+    /// A Prometheus that answers a count with `count` and a proof that the source counts with
+    /// `proof`, and counts the queries.
+    async fn prometheus(count: &'static str, proof: &'static str) -> (String, Arc<Mutex<u32>>) {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let asked = Arc::new(Mutex::new(0));
@@ -293,7 +345,12 @@ mod tests {
             while let Ok((mut stream, _)) = listener.accept().await {
                 *counted.lock().unwrap() += 1;
                 let mut request = [0u8; 4096];
-                let _ = stream.read(&mut request).await;
+                let read = stream.read(&mut request).await.unwrap_or_default();
+                let line = String::from_utf8_lossy(&request[..read]);
+                let result = match line.contains("count_over_time") {
+                    true => proof,
+                    false => count,
+                };
                 let body = format!(
                     r#"{{"status":"success","data":{{"resultType":"vector","result":{result}}}}}"#
                 );
@@ -316,7 +373,7 @@ mod tests {
 
     #[tokio::test]
     async fn idle_past_its_grace_it_is_put_to_sleep_and_then_left_alone() {
-        let (url, asked) = prometheus("[]").await;
+        let (url, asked) = prometheus(NONE, SOME).await;
         let (client, server) = mock_client();
         let server = tokio::spawn(server.serve(vec![
             Exchange::new(
@@ -348,7 +405,11 @@ mod tests {
         // A deploy an hour ago is long past the grace: nothing used it for 30 minutes.
         ctx.activity.used("shop", now() - TimeDelta::hours(1));
         let again = look(&ctx, "shop", now()).await.expect("slept");
-        assert_eq!(again, None, "its own write brings it back");
+        assert_eq!(
+            again,
+            Some(Duration::from_secs(60)),
+            "once more, to be sure"
+        );
         // The write's echo: asleep, nothing is counted or written.
         let mut slept = ctx.namespaces.annotations_of("shop").unwrap();
         slept.insert(ASLEEP_UNTIL.into(), "2026-11-26T14:32:00Z".into());
@@ -360,14 +421,14 @@ mod tests {
             Some(Duration::from_secs(24 * 3600 - 5)),
             "looked at again when the idle sleep ends"
         );
-        assert_eq!(*asked.lock().unwrap(), 1);
+        assert_eq!(*asked.lock().unwrap(), 2, "the count and its proof");
         drop(ctx);
         server.await.unwrap();
     }
 
     #[tokio::test]
     async fn requests_keep_it_up_and_are_counted_at_most_once_a_minute() {
-        let (url, asked) = prometheus(r#"[{"metric":{},"value":[1764081120,"4"]}]"#).await;
+        let (url, asked) = prometheus(r#"[{"metric":{},"value":[1764081120,"4"]}]"#, NONE).await;
         let (client, server) = mock_client();
         let server = tokio::spawn(server.serve(vec![]));
         let ctx = context(client, false)
@@ -380,6 +441,63 @@ mod tests {
         }
         drop(ctx);
         server.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn no_request_from_a_source_not_counting_sleeps_nothing_and_its_proof_is_asked_once_for_all()
+     {
+        let (url, asked) = prometheus(NONE, NONE).await;
+        let (client, server) = mock_client();
+        let warning = |namespace: &str| {
+            Exchange::new("POST", events_path("default"))
+                .body(json!({
+                    "type": "Warning",
+                    "reason": "IdleUnknown",
+                    "note": format!(
+                        "requests could not be counted, so nothing sleeps for idleness until \
+                         they can: Prometheus at {url} does not show \
+                         nginx_ingress_controller_requests scraped now, 30m ago and twice in \
+                         between, so no request counted proves nothing"
+                    ),
+                    "regarding": { "kind": "Namespace", "name": namespace },
+                }))
+                .reply(201, json!({}))
+        };
+        let server = tokio::spawn(server.serve(vec![warning("shop"), warning("shoe")]));
+        let namespaces = shop();
+        let idle = namespaces.annotations_of("shop").unwrap();
+        namespaces.update("shoe", None, &idle);
+        let ctx = context(client, false)
+            .with_namespaces(namespaces)
+            .with_activity(Activity::new(counter(&url), now() - TimeDelta::hours(2)));
+        for namespace in ["shop", "shoe"] {
+            let again = look(&ctx, namespace, now()).await.expect("looked");
+            assert_eq!(again, Some(Duration::from_secs(60)), "{namespace}");
+        }
+        assert_eq!(
+            *asked.lock().unwrap(),
+            3,
+            "a count each, one proof for both"
+        );
+        drop(ctx);
+        server.await.unwrap();
+    }
+
+    #[test]
+    fn only_uses_since_the_start_are_kept_and_a_namespace_s_go_with_it() {
+        let started = now() - TimeDelta::hours(2);
+        let activity = Activity::new(None, started);
+        activity.used("shop", started - TimeDelta::days(30));
+        assert_eq!(activity.used_at("shop"), started);
+        assert!(
+            activity.seen().used.is_empty(),
+            "nothing kept of a Namespace made before the start"
+        );
+        let created = started + TimeDelta::minutes(5);
+        activity.used("shop", created);
+        assert_eq!(activity.used_at("shop"), created, "made since");
+        activity.forget("shop");
+        assert!(activity.seen().used.is_empty(), "deleted");
     }
 
     #[tokio::test]

@@ -33,6 +33,9 @@ pub struct NamespaceSchedules {
     uids: Arc<RwLock<HashMap<String, String>>>,
     /// Who set each Namespace's override on demand, for the Events that name them.
     setters: Arc<RwLock<HashMap<String, String>>>,
+    /// The Namespaces with no annotations at all, whose schedule is a policy's: a JSON patch
+    /// cannot add a key to their annotations, which are not there.
+    bare: Arc<RwLock<HashSet<String>>>,
     excluded: Arc<HashSet<String>>,
     /// False in a namespaced install, which cannot read Namespaces.
     enabled: bool,
@@ -227,6 +230,12 @@ impl NamespaceSchedules {
                 .unwrap_or_else(PoisonError::into_inner)
                 .insert(namespace.to_string(), uid);
         }
+        let mut bare = self.bare.write().unwrap_or_else(PoisonError::into_inner);
+        match annotations.is_empty() {
+            true => bare.insert(namespace.to_string()),
+            false => bare.remove(namespace),
+        };
+        drop(bare);
         let ours: BTreeMap<String, String> = self
             .read(None, annotations)
             .iter()
@@ -591,6 +600,14 @@ impl NamespaceSchedules {
             .cloned()
     }
 
+    /// Whether the Namespace was seen with no annotations at all.
+    pub fn is_bare(&self, namespace: &str) -> bool {
+        self.bare
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(namespace)
+    }
+
     /// Who set the Namespace's override on demand, as its managedFields tell.
     pub fn note_setter(&self, namespace: &str, setter: Option<String>) {
         let mut setters = self.setters.write().unwrap_or_else(PoisonError::into_inner);
@@ -638,6 +655,10 @@ impl NamespaceSchedules {
     /// A Namespace is gone; true when it had a schedule.
     pub fn forget(&self, namespace: &str) -> bool {
         self.uids
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(namespace);
+        self.bare
             .write()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(namespace);

@@ -430,6 +430,10 @@ impl Tracker {
                 activity.used(&key.namespace, now);
             }
             tracked.generation = generation;
+        } else if let (Some(activity), Some(created)) = (&self.activity, creation_time(meta)) {
+            // A workload made is a deploy too, however late it is first seen; one made before
+            // the controller started changes nothing, as its start is a use already.
+            activity.used(&key.namespace, created);
         }
         let previous = self.tracked.get(&key);
         if previous.is_some_and(|tracked| tracked.fingerprint == fingerprint) {

@@ -19,7 +19,7 @@ use super::{
     WAKE_ON_REQUEST,
     invalid::{InvalidAnnotation, invalid},
     parse,
-    patches::{add, remove, remove_if_still, still},
+    patches::{add, add_annotations, annotations_absent, remove, remove_if_still, still},
 };
 use crate::duration::spoken;
 
@@ -27,9 +27,10 @@ use crate::duration::spoken;
 pub const IDLE_AFTER: &str = "cronscaler.dev/idle-after";
 /// Written by the controller with an idle sleep's `asleep-until`: since when nothing used it.
 pub const IDLE_SINCE: &str = "cronscaler.dev/idle-since";
-/// The shortest `idle-after`. Requests are counted at most once a minute, so a Namespace
-/// quiet for less than that still sleeps only at the next count.
-pub const MIN_IDLE_AFTER: Duration = Duration::from_secs(1);
+/// The shortest `idle-after`. A proxy's metrics are scraped every 30 s to a minute, and
+/// Prometheus needs two samples in the window to count anything: over a shorter window an
+/// answer of no requests would say nothing of the Namespace.
+pub const MIN_IDLE_AFTER: Duration = Duration::from_secs(120);
 /// The Event of an idle sleep.
 pub const IDLE_SLEEP: &str = "IdleSleep";
 /// The Warning of requests that could not be counted.
@@ -41,7 +42,16 @@ const INVALID_SCHEDULE: &str = "InvalidSchedule";
 pub fn parse_idle_after(key: &str, value: &str) -> Result<Duration, InvalidAnnotation> {
     match humantime::parse_duration(value) {
         Ok(duration) if duration >= MIN_IDLE_AFTER => Ok(duration),
-        _ => Err(invalid(
+        Ok(_) => Err(invalid(
+            key,
+            value,
+            &format!(
+                "is shorter than the minimum, {}: Prometheus needs two scrapes of a proxy's \
+                 metrics in the window to count its requests",
+                spoken(MIN_IDLE_AFTER)
+            ),
+        )),
+        Err(_) => Err(invalid(
             key,
             value,
             "must be how long nothing may use the Namespace before it sleeps, such as `30m` or `2h`",
@@ -87,6 +97,24 @@ pub struct IdleLook {
     pub next_change: Option<DateTime<Utc>>,
 }
 
+/// What Prometheus said of a Namespace's requests over the last `idle-after`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Counted {
+    /// The requests it counted.
+    pub requests: f64,
+    /// Whether it shows the requests' source counting over the window, or why not. A request
+    /// counted is proof enough; where none was, the proof is asked of Prometheus.
+    pub counting: Result<(), String>,
+}
+
+impl Counted {
+    /// Whether it says anything of the Namespace: a request counted, or none by a source that
+    /// was counting.
+    fn proves(&self) -> bool {
+        self.requests > 0.0 || self.counting.is_ok()
+    }
+}
+
 /// What a look at an idle Namespace comes to.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Idle {
@@ -94,8 +122,8 @@ pub enum Idle {
     Asleep,
     /// Used within `idle_after`: look again at this instant.
     InUse { look_again: DateTime<Utc> },
-    /// The requests could not be counted (Prometheus did not answer): nothing sleeps for
-    /// idleness.
+    /// The requests could not be counted (Prometheus did not answer), or none were by a
+    /// source that Prometheus does not show counting: nothing sleeps for idleness.
     Unknown,
     /// Nothing used it since `since`, `idle_after` ago or more: it sleeps now.
     Sleep { since: DateTime<Utc> },
@@ -119,7 +147,7 @@ impl IdleLook {
     /// What the look comes to at `now`, with the requests counted over the last `idle_after`
     /// (`None` where [`IdleLook::needs_count`] said no count was needed, `Some(Err)` where
     /// Prometheus did not answer).
-    pub fn decide(&self, now: DateTime<Utc>, requests: Option<Result<f64, ()>>) -> Idle {
+    pub fn decide(&self, now: DateTime<Utc>, count: Option<&Result<Counted, String>>) -> Idle {
         if self.asleep {
             return Idle::Asleep;
         }
@@ -128,11 +156,13 @@ impl IdleLook {
                 look_again: self.grace_ends(),
             };
         }
-        match requests {
-            None | Some(Err(())) => Idle::Unknown,
-            Some(Ok(count)) if count > 0.0 => Idle::InUse {
+        match count {
+            Some(Ok(counted)) if counted.requests > 0.0 => Idle::InUse {
                 look_again: now + COUNT_EVERY,
             },
+            // No request counted is idleness only where the source was counting.
+            Some(Ok(counted)) if !counted.proves() => Idle::Unknown,
+            None | Some(Err(_)) => Idle::Unknown,
             Some(Ok(_)) => Idle::Sleep {
                 since: now
                     .checked_sub_signed(self.idle_after)
@@ -224,25 +254,25 @@ impl IdleLook {
     /// What the look writes at `now`: `count` is the requests counted over the last
     /// `idle_after` (`None` where none was needed, `Err` saying why it could not be made);
     /// `warned`, whether the Namespace was told already that counting fails; an idle sleep
-    /// lasts `max_override` at most.
+    /// lasts `max_override` at most. `bare`: the Namespace has no annotations at all.
     pub fn plan(
         &self,
         annotations: &BTreeMap<String, String>,
+        bare: bool,
         now: DateTime<Utc>,
-        count: Option<Result<f64, String>>,
+        count: Option<Result<Counted, String>>,
         warned: bool,
         max_override: TimeDelta,
     ) -> IdlePlan {
-        let counted = count
-            .as_ref()
-            .map(|count| count.as_ref().copied().map_err(drop));
+        // Told once, until a count proves something again.
+        let proven = matches!(&count, Some(Ok(counted)) if counted.proves());
         let nothing = IdlePlan {
             patch: tidy(annotations, now),
             event: None,
-            warned: warned && !matches!(counted, Some(Ok(_))),
+            warned: warned && !proven,
             look_again: None,
         };
-        match self.decide(now, counted) {
+        match self.decide(now, count.as_ref()) {
             Idle::Asleep => IdlePlan {
                 look_again: self.next_change,
                 ..nothing
@@ -252,7 +282,11 @@ impl IdleLook {
                 ..nothing
             },
             Idle::Unknown => {
-                let why = count.and_then(Result::err).unwrap_or_default();
+                let why = match count {
+                    Some(Err(why)) => why,
+                    Some(Ok(counted)) => counted.counting.err().unwrap_or_default(),
+                    None => String::new(),
+                };
                 IdlePlan {
                     event: (!warned).then(|| {
                         let note = format!(
@@ -278,10 +312,11 @@ impl IdleLook {
                     instant(until)
                 );
                 IdlePlan {
-                    patch: Some(sleep_patch(annotations, since, until)),
+                    patch: Some(sleep_patch(annotations, bare, since, until)),
                     event: Some((IDLE_SLEEP, note, false)),
                     warned: false,
-                    look_again: None,
+                    // A write that lost a race is tried again; one that won is seen asleep.
+                    look_again: Some(now + COUNT_EVERY),
                 }
             }
         }
@@ -302,12 +337,19 @@ fn instant(at: DateTime<Utc>) -> String {
 
 /// The idle sleep: `asleep-until` and `idle-since` written, and a wake that has not ended taken
 /// away, each only while the Namespace's overrides are what was read, so that a request that
-/// woke it meanwhile wins.
+/// woke it meanwhile wins. A `bare` Namespace (scheduled by a policy, with no annotations at
+/// all) gets the whole map, while it still has none: a JSON patch adds a key only to a map
+/// that is there.
 fn sleep_patch(
     annotations: &BTreeMap<String, String>,
+    bare: bool,
     since: DateTime<Utc>,
     until: DateTime<Utc>,
 ) -> Patch {
+    if bare {
+        let map = serde_json::json!({ ASLEEP_UNTIL: instant(until), IDLE_SINCE: instant(since) });
+        return Patch(vec![annotations_absent(), add_annotations(map)]);
+    }
     let mut operations = vec![
         still(annotations, AWAKE_UNTIL),
         still(annotations, ASLEEP_UNTIL),
@@ -322,272 +364,4 @@ fn sleep_patch(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::schedule::test_support::at;
-
-    use serde_json::json;
-
-    use crate::schedule::{UPTIME, test_support::annotations};
-
-    const WORKING_HOURS: (&str, &str) = (UPTIME, "Mon-Fri 07:00-20:00");
-    const IDLE: (&str, &str) = (IDLE_AFTER, "30m");
-    const OPT_IN: (&str, &str) = (WAKE_ON_REQUEST, "2h");
-
-    fn plan_at(
-        pairs: &[(&str, &str)],
-        used_at: &str,
-        now: &str,
-        count: Option<Result<f64, String>>,
-        warned: bool,
-    ) -> IdlePlan {
-        let annotations = annotations(pairs);
-        let look = IdleLook::of(&annotations, Tz::UTC, at(used_at), at(now)).expect("a look");
-        look.plan(&annotations, at(now), count, warned, TimeDelta::hours(24))
-    }
-
-    #[test]
-    fn only_a_namespace_with_idle_after_and_awake_by_its_schedule_is_looked_at_as_in_use_since_its_wake()
-     {
-        let now = at("2026-11-25T09:00:00Z");
-        let used = at("2026-11-24T08:00:00Z");
-        assert_eq!(
-            IdleLook::of(&annotations(&[WORKING_HOURS]), Tz::UTC, used, now),
-            None
-        );
-        assert_eq!(
-            IdleLook::of(
-                &annotations(&[WORKING_HOURS, IDLE, ("cronscaler.dev/paused", "true")]),
-                Tz::UTC,
-                used,
-                now
-            ),
-            None
-        );
-        assert_eq!(
-            IdleLook::of(&annotations(&[WORKING_HOURS, IDLE]), Tz::UTC, used, now),
-            Some(IdleLook {
-                idle_after: TimeDelta::minutes(30),
-                asleep: false,
-                used_at: at("2026-11-25T07:00:00Z"),
-                next_change: Some(at("2026-11-25T20:00:00Z")),
-            }),
-            "the schedule's wake at 07:00 is the last use"
-        );
-        let night = at("2026-11-25T22:00:00Z");
-        assert!(
-            IdleLook::of(&annotations(&[WORKING_HOURS, IDLE]), Tz::UTC, used, night)
-                .expect("a look")
-                .asleep
-        );
-    }
-
-    #[test]
-    fn idle_for_idle_after_it_sleeps_for_max_override_ending_a_wake_and_says_why() {
-        let plan = plan_at(
-            &[
-                WORKING_HOURS,
-                IDLE,
-                OPT_IN,
-                (AWAKE_UNTIL, "2026-11-25T15:00:00Z"),
-            ],
-            "2026-11-25T13:00:00Z",
-            "2026-11-25T14:32:00Z",
-            Some(Ok(0.0)),
-            false,
-        );
-        assert_eq!(
-            serde_json::to_value(plan.patch.expect("the idle sleep")).unwrap(),
-            json!([
-                { "op": "test", "path": "/metadata/annotations/cronscaler.dev~1awake-until", "value": "2026-11-25T15:00:00Z" },
-                { "op": "test", "path": "/metadata/annotations/cronscaler.dev~1asleep-until", "value": null },
-                { "op": "remove", "path": "/metadata/annotations/cronscaler.dev~1awake-until" },
-                { "op": "add", "path": "/metadata/annotations/cronscaler.dev~1asleep-until", "value": "2026-11-26T14:32:00Z" },
-                { "op": "add", "path": "/metadata/annotations/cronscaler.dev~1idle-since", "value": "2026-11-25T14:02:00Z" },
-            ])
-        );
-        assert_eq!(
-            plan.event,
-            Some((
-                IDLE_SLEEP,
-                "no requests for 30m: asleep until the next request or `cronscaler wake`, at most until 2026-11-26T14:32:00Z".to_string(),
-                false
-            ))
-        );
-        assert_eq!(plan.look_again, None, "its own write brings it back");
-    }
-
-    #[test]
-    fn idle_after_without_a_schedule_is_told_once_and_looked_at_no_more() {
-        let alone = annotations(&[IDLE]);
-        let now = at("2026-11-25T14:32:00Z");
-        assert_eq!(IdleLook::of(&alone, Tz::UTC, at(WOKEN), now), None);
-        let first = IdleLook::leftover(&alone, Tz::UTC, now, false);
-        assert_eq!(
-            first.event,
-            Some((
-                "InvalidSchedule",
-                "cronscaler.dev/idle-after: \"30m\" needs a schedule to wake back to: add \
-                 cronscaler.dev/uptime, cronscaler.dev/downtime, cronscaler.dev/scale-down or \
-                 cronscaler.dev/scale-up (`cronscaler.dev/uptime: Mon-Sun 00:00-24:00` keeps it \
-                 up but when idle)"
-                    .to_string(),
-                true
-            ))
-        );
-        assert!(first.warned);
-        let again = IdleLook::leftover(&alone, Tz::UTC, now, true);
-        assert_eq!(
-            (again.event, again.warned, again.look_again),
-            (None, true, None)
-        );
-        let scheduled = IdleLook::leftover(&annotations(&[WORKING_HOURS]), Tz::UTC, now, true);
-        assert_eq!((scheduled.event, scheduled.warned), (None, false));
-    }
-
-    #[test]
-    fn requests_that_cannot_be_counted_sleep_nothing_and_are_told_once() {
-        let pairs = [WORKING_HOURS, IDLE];
-        let (used, now) = ("2026-11-25T07:00:00Z", "2026-11-25T14:32:00Z");
-        let why = || {
-            Some(Err(
-                "Prometheus at http://p:9090 did not answer within 5s".into()
-            ))
-        };
-        let first = plan_at(&pairs, used, now, why(), false);
-        assert_eq!(first.patch, None);
-        let (reason, note, warning) = first.event.expect("a Warning");
-        assert_eq!((reason, warning), (IDLE_UNKNOWN, true));
-        assert!(note.ends_with("did not answer within 5s"), "{note}");
-        assert!(first.warned);
-        assert_eq!(first.look_again, Some(at("2026-11-25T14:33:00Z")));
-        let again = plan_at(&pairs, used, now, why(), true);
-        assert_eq!((again.event, again.warned), (None, true));
-        let answered = plan_at(&pairs, used, now, Some(Ok(3.0)), true);
-        assert_eq!((answered.event, answered.warned), (None, false));
-    }
-
-    #[test]
-    fn asleep_it_is_looked_at_again_when_it_may_wake_and_an_ended_idle_since_goes() {
-        let night = plan_at(
-            &[WORKING_HOURS, IDLE],
-            "2026-11-25T07:00:00Z",
-            "2026-11-25T22:00:00Z",
-            None,
-            false,
-        );
-        assert_eq!(night.look_again, Some(at("2026-11-26T07:00:00Z")));
-        assert_eq!(night.patch, None);
-        let woken_by_hand = plan_at(
-            &[WORKING_HOURS, IDLE, (IDLE_SINCE, "2026-11-25T14:02:00Z")],
-            "2026-11-25T15:00:00Z",
-            "2026-11-25T15:10:00Z",
-            None,
-            false,
-        );
-        assert_eq!(
-            serde_json::to_value(woken_by_hand.patch.expect("the tidy-up")).unwrap(),
-            json!([
-                { "op": "test", "path": "/metadata/annotations/cronscaler.dev~1idle-since", "value": "2026-11-25T14:02:00Z" },
-                { "op": "remove", "path": "/metadata/annotations/cronscaler.dev~1idle-since" },
-            ])
-        );
-        let sleeping = [
-            WORKING_HOURS,
-            IDLE,
-            (ASLEEP_UNTIL, "2026-11-26T14:32:00Z"),
-            (IDLE_SINCE, "2026-11-25T14:02:00Z"),
-        ];
-        assert_eq!(
-            idle_since(&annotations(&sleeping), at("2026-11-25T15:00:00Z")),
-            Some(at("2026-11-25T14:02:00Z"))
-        );
-        assert_eq!(
-            plan_at(
-                &sleeping,
-                "2026-11-25T07:00:00Z",
-                "2026-11-25T15:00:00Z",
-                None,
-                false
-            )
-            .patch,
-            None
-        );
-    }
-
-    const WOKEN: &str = "2026-11-25T13:00:00Z";
-
-    fn look(asleep: bool) -> IdleLook {
-        IdleLook {
-            idle_after: TimeDelta::minutes(30),
-            asleep,
-            used_at: at(WOKEN),
-            next_change: None,
-        }
-    }
-
-    #[test]
-    fn within_the_grace_after_a_wake_nothing_is_counted_and_it_stays_up() {
-        let now = at("2026-11-25T13:20:00Z");
-        assert!(!look(false).needs_count(now));
-        assert_eq!(
-            look(false).decide(now, None),
-            Idle::InUse {
-                look_again: at("2026-11-25T13:30:00Z")
-            }
-        );
-    }
-
-    #[test]
-    fn no_requests_for_idle_after_sleeps_since_the_quiet_began() {
-        let now = at("2026-11-25T14:32:00Z");
-        assert!(look(false).needs_count(now));
-        assert_eq!(
-            look(false).decide(now, Some(Ok(0.0))),
-            Idle::Sleep {
-                since: at("2026-11-25T14:02:00Z")
-            }
-        );
-        let just_after_grace = at("2026-11-25T13:30:00Z");
-        assert_eq!(
-            look(false).decide(just_after_grace, Some(Ok(0.0))),
-            Idle::Sleep { since: at(WOKEN) },
-            "never idle since before its last use"
-        );
-    }
-
-    #[test]
-    fn a_request_counted_keeps_it_up_and_an_unanswered_count_sleeps_nothing() {
-        let now = at("2026-11-25T14:32:00Z");
-        assert_eq!(
-            look(false).decide(now, Some(Ok(0.5))),
-            Idle::InUse {
-                look_again: at("2026-11-25T14:33:00Z")
-            },
-            "increase() counts a request as a fraction at the window's edge"
-        );
-        assert_eq!(look(false).decide(now, Some(Err(()))), Idle::Unknown);
-    }
-
-    #[test]
-    fn asleep_it_is_left_alone() {
-        let now = at("2026-11-25T23:00:00Z");
-        assert!(!look(true).needs_count(now));
-        assert_eq!(look(true).decide(now, None), Idle::Asleep);
-    }
-
-    #[test]
-    fn idle_after_is_a_positive_duration() {
-        assert_eq!(
-            parse_idle_after(IDLE_AFTER, "30m"),
-            Ok(Duration::from_secs(1800))
-        );
-        for wrong in ["0s", "soon", "-5m", ""] {
-            let error = parse_idle_after(IDLE_AFTER, wrong).unwrap_err();
-            assert!(
-                error.to_string().contains("such as `30m`"),
-                "{wrong}: {error}"
-            );
-        }
-    }
-}
+mod tests;

@@ -47,8 +47,8 @@ pub use gitops::{GITOPS, GitOpsMode, gitops_mode};
 pub use grace::held_back_until;
 pub use holidays::Holidays;
 pub use idle::{
-    COUNT_EVERY, IDLE_AFTER, IDLE_SINCE, IDLE_SLEEP, IDLE_UNKNOWN, Idle, IdleLook, IdlePlan,
-    idle_since, parse_idle_after,
+    COUNT_EVERY, Counted, IDLE_AFTER, IDLE_SINCE, IDLE_SLEEP, IDLE_UNKNOWN, Idle, IdleLook,
+    IdlePlan, idle_since, parse_idle_after,
 };
 pub use inheritance::inherit;
 pub use invalid::InvalidAnnotation;

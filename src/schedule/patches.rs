@@ -24,6 +24,22 @@ pub fn still(annotations: &BTreeMap<String, String>, key: &str) -> PatchOperatio
     })
 }
 
+/// A test that the object has no annotations at all.
+pub fn annotations_absent() -> PatchOperation {
+    PatchOperation::Test(TestOperation {
+        path: PointerBuf::from_tokens(["metadata", "annotations"]),
+        value: Value::Null,
+    })
+}
+
+/// Sets the annotations of an object that has none to `map`.
+pub fn add_annotations(map: Value) -> PatchOperation {
+    PatchOperation::Add(AddOperation {
+        path: PointerBuf::from_tokens(["metadata", "annotations"]),
+        value: map,
+    })
+}
+
 /// Sets `key` to `value`.
 pub fn add(key: &str, value: String) -> PatchOperation {
     PatchOperation::Add(AddOperation {

@@ -59,6 +59,7 @@ pub struct Running {
     pub url: String,
     pub requests: Requests,
     prometheus: Option<Child>,
+    exporter: tokio::task::JoinHandle<()>,
     _data: tempfile::TempDir,
 }
 
@@ -70,11 +71,18 @@ impl Running {
             let _ = prometheus.wait();
         }
     }
+
+    /// Stops the exporter, as a proxy whose metrics are no longer scraped: Prometheus goes on,
+    /// its scrapes fail, and the exporter's series go stale.
+    pub fn stop_exporter(&self) {
+        self.exporter.abort();
+    }
 }
 
 impl Drop for Running {
     fn drop(&mut self) {
         self.stop();
+        self.exporter.abort();
     }
 }
 
@@ -92,7 +100,7 @@ pub async fn start(test: &str) -> Option<Running> {
         .await
         .expect("a port for the exporter");
     let exporter_addr = exporter.local_addr().expect("the exporter's address");
-    tokio::spawn(serve(exporter, requests.clone()));
+    let exporter = tokio::spawn(serve(exporter, requests.clone()));
 
     let data = envtest::temp_dir("cronscaler-prometheus-").expect("a directory for Prometheus");
     let config = data.path().join("prometheus.yml");
@@ -137,6 +145,7 @@ pub async fn start(test: &str) -> Option<Running> {
         url,
         requests,
         prometheus: Some(prometheus),
+        exporter,
         _data: data,
     })
 }

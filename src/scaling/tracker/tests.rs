@@ -830,7 +830,7 @@ async fn the_state_of_every_scheduled_object_and_only_theirs_is_kept_for_the_wor
 }
 
 #[tokio::test]
-async fn a_change_of_a_scheduled_workload_s_spec_is_a_use_of_its_namespace() {
+async fn the_making_of_a_scheduled_workload_and_a_change_of_its_spec_are_uses_of_its_namespace() {
     let (_queue, _timer, tracker, _) = tracked_deployments();
     let activity = crate::scaling::idle::Activity::default();
     let mut tracker = tracker.with_activity(activity.clone());
@@ -838,19 +838,30 @@ async fn a_change_of_a_scheduled_workload_s_spec_is_a_use_of_its_namespace() {
         (schedule::SCALE_DOWN, "0 20 * * *"),
         (schedule::SCALE_UP, "0 7 * * *"),
     ];
+    let created = base() - TimeDelta::hours(1);
     let at_generation = |generation: i64, annotations: &[(&str, &str)]| {
         let mut object = meta("web", annotations, None);
         object.metadata.generation = Some(generation);
+        object.metadata.creation_timestamp = Some(Time(
+            k8s_openapi::jiff::Timestamp::from_second(created.timestamp()).unwrap(),
+        ));
         watcher::Event::Apply(object)
     };
-    let first_seen = DateTime::<Utc>::MIN_UTC;
     tracker.handle(&at_generation(1, &nightly), base());
-    assert_eq!(activity.used_at("staging"), first_seen, "seen, not changed");
+    assert_eq!(
+        activity.used_at("staging"),
+        created,
+        "made an hour ago: a use then, not when first seen"
+    );
     tracker.handle(&at_generation(1, &nightly), base() + TimeDelta::minutes(1));
-    assert_eq!(activity.used_at("staging"), first_seen, "a status update");
+    assert_eq!(activity.used_at("staging"), created, "a status update");
     let deployed = base() + TimeDelta::minutes(2);
     tracker.handle(&at_generation(2, &nightly), deployed);
-    assert_eq!(activity.used_at("staging"), deployed, "a rollout");
+    assert_eq!(
+        activity.used_at("staging"),
+        deployed,
+        "a rollout, or a scale-up by anyone: its spec changed"
+    );
     tracker.handle(
         &at_generation(2, &nightly),
         deployed + TimeDelta::minutes(1),
