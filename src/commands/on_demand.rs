@@ -287,7 +287,7 @@ fn object_schedule(
         &object.key.namespace,
         &observed.annotations,
         &observed.labels,
-        observed.controlling_foo.is_some(),
+        observed.controlling_foo.is_some() || observed.follows_owner,
     );
     let parsed = object.kind.parse(&effective, default_timezone);
     (effective, parsed)
@@ -448,6 +448,7 @@ mod tests {
             resource_version: None,
             writers: Default::default(),
             controlling_foo: None,
+            follows_owner: false,
             levers: None,
             created: None,
         };
@@ -492,6 +493,7 @@ mod tests {
             resource_version: None,
             writers: Default::default(),
             controlling_foo: None,
+            follows_owner: false,
             levers: None,
             created: None,
         };

@@ -203,7 +203,7 @@ pub async fn restore(
                                 &target.key.namespace,
                                 &fresh.annotations,
                                 &fresh.labels,
-                                object.driven_by.is_some(),
+                                object.driven_by.is_some() || fresh.follows_owner,
                             );
                             observed = fresh;
                             continue;

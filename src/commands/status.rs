@@ -197,7 +197,7 @@ fn row(
         &namespace,
         &observed.annotations,
         &observed.labels,
-        driver.is_some(),
+        driver.is_some() || observed.follows_owner,
     );
     let parsed = kind.parse(&effective, default_timezone);
     let mut standing = match driver {

@@ -5,9 +5,10 @@
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use serde_json::{Value, json};
 
-use crate::schedule::{self, InvalidAnnotation};
+use crate::schedule;
 
 /// What "asleep" is for a kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -161,6 +162,10 @@ pub struct KindSpec {
     pub runs: Option<(&'static str, &'static str)>,
     /// For a kind whose sleep scales another object: how it names that object.
     pub levers: Option<Lever>,
+    /// The owner (API group, kind) that, as an object's controller, schedules it instead of
+    /// its Namespace: a Job a CronJob made runs when its CronJob says, so the CronJob's
+    /// exclusion or schedule is the one it keeps, never its Namespace's.
+    pub made_by: Option<(&'static str, &'static str)>,
 }
 
 const COUNTED: [&str; 2] = ["", ""];
@@ -191,6 +196,7 @@ pub static CATALOGUE: [KindSpec; 9] = [
         pod_spec: Some("/spec/template/spec"),
         runs: None,
         levers: None,
+        made_by: None,
         by_default: true,
     },
     KindSpec {
@@ -209,6 +215,7 @@ pub static CATALOGUE: [KindSpec; 9] = [
         pod_spec: Some("/spec/template/spec"),
         runs: None,
         levers: None,
+        made_by: None,
         by_default: true,
     },
     KindSpec {
@@ -227,6 +234,7 @@ pub static CATALOGUE: [KindSpec; 9] = [
         pod_spec: Some("/spec/jobTemplate/spec/template/spec"),
         runs: Some(("/spec/schedule", "/spec/timeZone")),
         levers: None,
+        made_by: None,
         by_default: true,
     },
     KindSpec {
@@ -245,6 +253,7 @@ pub static CATALOGUE: [KindSpec; 9] = [
         pod_spec: None,
         runs: None,
         levers: None,
+        made_by: None,
         by_default: true,
     },
     KindSpec {
@@ -263,6 +272,7 @@ pub static CATALOGUE: [KindSpec; 9] = [
         pod_spec: Some("/spec/template/spec"),
         runs: None,
         levers: None,
+        made_by: Some(("batch", "CronJob")),
         by_default: true,
     },
     KindSpec {
@@ -293,6 +303,7 @@ pub static CATALOGUE: [KindSpec; 9] = [
             kind: "Deployment",
             floor: &["/spec/idleReplicaCount", "/spec/minReplicaCount"],
         }),
+        made_by: None,
         by_default: true,
     },
     KindSpec {
@@ -315,6 +326,7 @@ pub static CATALOGUE: [KindSpec; 9] = [
         pod_spec: Some("/spec/jobTargetRef/template/spec"),
         runs: None,
         levers: None,
+        made_by: None,
         by_default: true,
     },
     KindSpec {
@@ -333,6 +345,7 @@ pub static CATALOGUE: [KindSpec; 9] = [
         pod_spec: Some("/spec/template/spec"),
         runs: None,
         levers: None,
+        made_by: None,
         by_default: false,
     },
     KindSpec {
@@ -360,6 +373,7 @@ pub static CATALOGUE: [KindSpec; 9] = [
         pod_spec: None,
         runs: None,
         levers: None,
+        made_by: None,
         by_default: false,
     },
 ];
@@ -374,6 +388,18 @@ pub fn sleep_annotations() -> impl Iterator<Item = &'static str> {
 }
 
 impl KindSpec {
+    /// Whether an object of this kind with these owners is scheduled by its controller (see
+    /// `made_by`), not by its Namespace.
+    pub fn follows_owner(&self, owners: &[OwnerReference]) -> bool {
+        self.made_by.is_some_and(|(group, kind)| {
+            owners.iter().any(|owner| {
+                owner.controller == Some(true)
+                    && owner.kind == kind
+                    && owner.api_version.split_once('/').map(|(g, _)| g) == Some(group)
+            })
+        })
+    }
+
     /// A kind not in the catalogue that has a scale subresource: it sleeps as a Deployment does,
     /// by its `spec.replicas`.
     pub fn scalable(
@@ -399,6 +425,7 @@ impl KindSpec {
             pod_spec: Some("/spec/template/spec"),
             runs: None,
             levers: None,
+            made_by: None,
         }
     }
 
@@ -636,63 +663,9 @@ impl Sleep {
             })
             .collect()
     }
-
-    /// What makes annotations the rules accept wrong for a kind that sleeps so; `spec` is the
-    /// kind's, for the reason.
-    pub fn problems(
-        self,
-        spec: &KindSpec,
-        annotations: &BTreeMap<String, String>,
-    ) -> Vec<InvalidAnnotation> {
-        if self == Sleep::Replicas {
-            return Vec::new();
-        }
-        let reason = format!(
-            "does not apply to a {}: asleep it is {}, awake it is as it was before the \
-             scale-down",
-            spec.name, spec.words[0]
-        );
-        let counts = [
-            schedule::DOWN_REPLICAS,
-            schedule::UP_REPLICAS,
-            schedule::ORIGINAL_REPLICAS,
-        ];
-        let mut problems: Vec<InvalidAnnotation> = counts
-            .iter()
-            .filter_map(|key| {
-                Some(InvalidAnnotation {
-                    key: (*key).into(),
-                    value: annotations.get(*key)?.clone(),
-                    reason: reason.clone(),
-                })
-            })
-            .collect();
-        let suspend = annotations.get(schedule::ORIGINAL_SUSPEND);
-        match (self, suspend) {
-            (Sleep::Suspend, Some(value)) if value != "true" && value != "false" => {
-                problems.push(InvalidAnnotation {
-                    key: schedule::ORIGINAL_SUSPEND.into(),
-                    value: value.clone(),
-                    reason: "must be `true` or `false`".into(),
-                });
-            }
-            (Sleep::Annotation { .. }, Some(value)) => problems.push(InvalidAnnotation {
-                key: schedule::ORIGINAL_SUSPEND.into(),
-                value: value.clone(),
-                reason: format!("does not apply to a {}: it is not suspended", spec.name),
-            }),
-            _ => {}
-        }
-        if let (Sleep::Suspend, Some(value)) = (self, annotations.get(schedule::ORIGINAL_VALUE)) {
-            problems.push(InvalidAnnotation {
-                key: schedule::ORIGINAL_VALUE.into(),
-                value: value.clone(),
-                reason: format!("does not apply to a {}: it is suspended", spec.name),
-            });
-        }
-        problems
-    }
 }
+
+mod problems;
 
 #[cfg(test)]
 mod tests;

@@ -36,6 +36,7 @@ struct Packed {
     labels: Box<str>,
     writers: Writers,
     controlling_foo: Option<Box<str>>,
+    follows_owner: bool,
     levers: Option<(TargetKind, Box<str>)>,
     created: Option<DateTime<Utc>>,
 }
@@ -63,6 +64,7 @@ impl Packed {
             labels: pack_map(&state.labels),
             writers: state.writers.clone(),
             controlling_foo: boxed(&state.controlling_foo),
+            follows_owner: state.follows_owner,
             levers: state
                 .levers
                 .as_ref()
@@ -87,6 +89,7 @@ impl Packed {
             resource_version,
             writers: self.writers.clone(),
             controlling_foo: self.controlling_foo.as_deref().map(String::from),
+            follows_owner: self.follows_owner,
             levers: self
                 .levers
                 .as_ref()

@@ -364,9 +364,13 @@ fn night(
         .get(schedule::LAST_TRANSITION)
         .and_then(|text| text.parse::<Transition>().ok())
         .is_some_and(|transition| transition.direction == Direction::Down);
-    let (effective, _) =
-        ctx.namespaces
-            .effective(kind, namespace, &seen.annotations, &seen.labels, false);
+    let (effective, _) = ctx.namespaces.effective(
+        kind,
+        namespace,
+        &seen.annotations,
+        &seen.labels,
+        seen.follows_owner,
+    );
     let in_force = match kind.parse(&effective, ctx.default_timezone) {
         schedule::Annotations::Scheduled(schedule, _) if !schedule.paused => schedule
             .in_force(now)

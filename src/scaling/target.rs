@@ -328,6 +328,9 @@ pub struct TargetState {
     pub writers: Writers,
     /// The Foo controlling a Deployment: its schedule belongs on the Foo.
     pub controlling_foo: Option<String>,
+    /// Made by the owner its kind follows (a Job its CronJob made): that owner's schedule
+    /// governs it, its Namespace's does not reach it.
+    pub follows_owner: bool,
     /// For a lever (a ScaledObject), the object of the catalogue its sleep scales, in its own
     /// namespace: kind and name.
     pub levers: Option<(TargetKind, String)>,
@@ -372,6 +375,9 @@ impl TargetState {
                 metadata.owner_references.as_deref().unwrap_or_default(),
             )
             .map(|owner| owner.name.clone()),
+            follows_owner: kind
+                .spec()
+                .follows_owner(metadata.owner_references.as_deref().unwrap_or_default()),
             levers: kind.spec().levers.and_then(|lever| {
                 let (api_version, kind, name) = lever.target(data)?;
                 Some((TargetKind::of_api(&api_version, &kind)?, name))

@@ -379,9 +379,10 @@ impl Tracker {
         // A Deployment controlled by a Foo is scaled through its Foo: its own schedule is
         // refused (by the worker, with an Event) and never armed. One KEDA drives sleeps
         // through its lever, the ScaledObject, by its own schedule. Neither follows its
-        // Namespace's: the Foo and the ScaledObject do.
-        let controlled_by_foo =
-            controlling_foo(meta.owner_references.as_deref().unwrap_or_default()).is_some();
+        // Namespace's: the Foo and the ScaledObject do. Nor does a Job its CronJob made,
+        // which runs when the CronJob says.
+        let owners = meta.owner_references.as_deref().unwrap_or_default();
+        let controlled_by_foo = controlling_foo(owners).is_some();
         let lever = self.hpas.lever_of(&self.target(key.clone()));
         let none = BTreeMap::new();
         let (ours, follows_namespace) = self.namespaces.effective(
@@ -389,7 +390,7 @@ impl Tracker {
             &key.namespace,
             meta.annotations.as_ref().unwrap_or(&none),
             meta.labels.as_ref().unwrap_or(&none),
-            controlled_by_foo || lever.is_some(),
+            controlled_by_foo || lever.is_some() || self.kind.spec().follows_owner(owners),
         );
         if ours.is_empty() {
             self.forget(&key);

@@ -115,7 +115,7 @@ fn settled<'a>(
             namespace,
             &observed.annotations,
             &observed.labels,
-            false,
+            observed.follows_owner,
         );
         if !schedule::has_schedule(&effective) {
             return None;

@@ -302,7 +302,7 @@ fn resolve(
             &object.target.key.namespace,
             &observed.annotations,
             &observed.labels,
-            object.driven_by.is_some(),
+            object.driven_by.is_some() || observed.follows_owner,
         );
         object.gitops = GitOps::of(
             owners,

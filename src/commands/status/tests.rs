@@ -69,6 +69,7 @@ fn object(
             resource_version: None,
             writers: Default::default(),
             controlling_foo: None,
+            follows_owner: false,
             levers: None,
             created: None,
         },

@@ -274,3 +274,60 @@ fn a_manifest_whose_sleep_field_cannot_be_read_is_refused() {
         Ok(())
     );
 }
+
+#[test]
+fn a_job_its_cronjob_made_keeps_its_cronjob_s_schedule_not_its_namespace_s() {
+    use crate::scaling::{namespaces::NamespaceSchedules, target::TargetState};
+    use crate::schedule::SCALE_DOWN;
+    use kube::api::DynamicObject;
+
+    let namespaces = NamespaceSchedules::watched([]);
+    let night: BTreeMap<String, String> = [(SCALE_DOWN.to_string(), "0 20 * * *".to_string())]
+        .into_iter()
+        .collect();
+    namespaces.update("backups", None, &night);
+    let job = |owner: serde_json::Value| {
+        let object: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "batch/v1", "kind": "Job",
+            "metadata": { "name": "nightly-29000000", "namespace": "backups",
+                          "ownerReferences": [owner] },
+            "spec": { "template": { "spec": { "containers": [] } } },
+        }))
+        .unwrap();
+        TargetState::of_object(TargetKind::Job, &object)
+    };
+    let schedule_of = |observed: &TargetState| {
+        namespaces.effective(
+            TargetKind::Job,
+            "backups",
+            &observed.annotations,
+            &observed.labels,
+            observed.follows_owner,
+        )
+    };
+    let made = job(json!({
+        "apiVersion": "batch/v1", "kind": "CronJob", "name": "nightly", "uid": "1",
+        "controller": true,
+    }));
+    assert!(made.follows_owner);
+    assert_eq!(
+        schedule_of(&made),
+        (BTreeMap::new(), false),
+        "its CronJob's exclusion or schedule is what it keeps: the Namespace's never suspends it"
+    );
+    for (what, owner) in [
+        (
+            "only owned, not controlled",
+            json!({ "apiVersion": "batch/v1", "kind": "CronJob", "name": "nightly", "uid": "1" }),
+        ),
+        (
+            "controlled by something else",
+            json!({ "apiVersion": "example.com/v1", "kind": "CronJob", "name": "x", "uid": "2",
+                    "controller": true }),
+        ),
+    ] {
+        let observed = job(owner);
+        assert!(!observed.follows_owner, "{what}");
+        assert_eq!(schedule_of(&observed), (night.clone(), true), "{what}");
+    }
+}

@@ -159,7 +159,7 @@ pub async fn observe(
         &target.key.namespace,
         &object.annotations,
         &object.labels,
-        lever.is_some(),
+        lever.is_some() || object.follows_owner,
     );
     let parsed = sleeps_as
         .parse(&object.annotations, ctx.default_timezone)
@@ -344,7 +344,7 @@ pub fn sleeps_under_pause(ctx: &ScalingContext, target: &ScaleTarget, seen: &Tar
         &target.key.namespace,
         &seen.annotations,
         &seen.labels,
-        false,
+        seen.follows_owner,
     );
     matches!(
         target.kind.parse(&effective, ctx.default_timezone),

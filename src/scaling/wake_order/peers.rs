@@ -65,7 +65,7 @@ fn peer(namespaces: &NamespaceSchedules, namespace: &str, listed: Listed) -> Opt
         namespace,
         &observed.annotations,
         &observed.labels,
-        false,
+        observed.follows_owner,
     );
     let Annotations::Scheduled(schedule, recorded) = listed.kind.parse(&effective, Tz::UTC) else {
         return None;

@@ -185,9 +185,13 @@ fn workload(
 ) -> Workload {
     let state = TargetState::of_object(kind, object);
     let pod_labels = object.data["spec"]["template"]["metadata"]["labels"].clone();
-    let (effective, _) =
-        ctx.namespaces
-            .effective(kind, namespace, &state.annotations, &state.labels, false);
+    let (effective, _) = ctx.namespaces.effective(
+        kind,
+        namespace,
+        &state.annotations,
+        &state.labels,
+        state.follows_owner,
+    );
     Workload {
         pod_labels: serde_json::from_value(pod_labels).unwrap_or_default(),
         asleep: state.replicas == 0
