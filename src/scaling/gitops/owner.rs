@@ -164,9 +164,19 @@ impl Inventory {
                 .into_iter()
                 .flatten()
         };
+        // An owner that deploys to another cluster deploys nothing here, whatever it lists.
+        if elsewhere(spec) {
+            return Inventory::Objects(BTreeSet::new());
+        }
         match tool.spec().proof {
+            // Argo CD lists too what it would prune (a live object carrying its marks, which a
+            // tenant can make) and its hooks: neither is deployed from Git.
             Proof::Resources => Inventory::Objects(
                 listed("resources")
+                    .filter(|entry| {
+                        !(entry.get("requiresPruning").and_then(Value::as_bool) == Some(true)
+                            || entry.get("hook").and_then(Value::as_bool) == Some(true))
+                    })
                     .filter_map(|entry| {
                         let namespace = text(entry, "namespace")?;
                         Some(object_id(
@@ -238,6 +248,30 @@ impl Inventory {
         }
     }
 }
+
+/// Whether an owner's spec sends what it deploys to another cluster: an Application's
+/// destination other than the cluster it runs in, a Kustomization's or HelmRelease's
+/// `kubeConfig`.
+fn elsewhere(spec: &Value) -> bool {
+    let destination = spec.get("destination");
+    let text = |key: &str| {
+        destination
+            .and_then(|destination| destination.get(key))
+            .and_then(Value::as_str)
+            .filter(|text| !text.is_empty())
+    };
+    let other_server = text("server").is_some_and(|server| server != IN_CLUSTER_SERVER);
+    let other_name = text("name").is_some_and(|name| name != IN_CLUSTER_NAME);
+    other_server
+        || other_name
+        || spec
+            .get("kubeConfig")
+            .is_some_and(|config| !config.is_null())
+}
+
+/// How Argo CD names the cluster it runs in.
+const IN_CLUSTER_SERVER: &str = "https://kubernetes.default.svc";
+const IN_CLUSTER_NAME: &str = "in-cluster";
 
 /// An entry of an Application's `ignoreDifferences`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

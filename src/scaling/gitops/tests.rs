@@ -633,3 +633,75 @@ fn an_owner_whose_status_alone_changed_is_not_news() {
         "kept as last seen, for the guard of its patch"
     );
 }
+
+#[test]
+fn what_argo_cd_would_prune_and_what_an_owner_deploys_to_another_cluster_confirm_nothing() {
+    let tracked = [(
+        "argocd.argoproj.io/tracking-id",
+        "flux-system_infra:apps/Deployment:x/web",
+    )];
+    let listed = |extra: Value| {
+        let mut entry =
+            json!({ "group": "apps", "kind": "Deployment", "namespace": "team-a", "name": "web" });
+        merge_into(&mut entry, extra);
+        json!({ "resources": [entry] })
+    };
+    let app = |spec: Value, status: Value| (self_healing(spec), status);
+    let web = web_in("team-a");
+    assert!(confirms(
+        Tool::ArgoCd,
+        app(json!({}), listed(json!({}))),
+        &web,
+        &tracked,
+        &[]
+    ));
+    // A live object carrying Argo CD's marks, which a tenant can make, is listed to be pruned.
+    let pruned = listed(json!({ "requiresPruning": true }));
+    assert!(!confirms(
+        Tool::ArgoCd,
+        app(json!({}), pruned),
+        &web,
+        &tracked,
+        &[]
+    ));
+    let hook = listed(json!({ "hook": true }));
+    assert!(!confirms(
+        Tool::ArgoCd,
+        app(json!({}), hook),
+        &web,
+        &tracked,
+        &[]
+    ));
+    let remote = json!({ "destination": { "server": "https://prod.example.com" } });
+    assert!(!confirms(
+        Tool::ArgoCd,
+        app(remote, listed(json!({}))),
+        &web,
+        &tracked,
+        &[]
+    ));
+    let here = json!({ "destination": { "server": "https://kubernetes.default.svc" } });
+    assert!(confirms(
+        Tool::ArgoCd,
+        app(here, listed(json!({}))),
+        &web,
+        &tracked,
+        &[]
+    ));
+    let inventory = json!({ "inventory": { "entries": [{ "id": "team-a_web_apps_Deployment" }] } });
+    let flux_remote =
+        json!({ "interval": "5m", "kubeConfig": { "secretRef": { "name": "prod" } } });
+    assert!(!confirms(
+        Tool::Kustomization,
+        (flux_remote, inventory),
+        &web,
+        &[],
+        &KUSTOMIZATION_MARKS
+    ));
+}
+
+fn merge_into(into: &mut Value, from: Value) {
+    if let (Some(into), Value::Object(from)) = (into.as_object_mut(), from) {
+        into.extend(from);
+    }
+}
