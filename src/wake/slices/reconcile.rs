@@ -139,6 +139,11 @@ async fn observe(
     now: DateTime<Utc>,
 ) -> Result<(Seen, Vec<String>), Error> {
     let services = services(ctx, namespace).await?;
+    // No Service a slice could serve, none placed: its workloads need not be read (a cluster of
+    // Namespaces without Services pays one list each, as before any rule read workloads).
+    if services.is_empty() && placed.is_empty() {
+        return Ok((Seen::default(), Vec::new()));
+    }
     let objects = workloads(&ctx.client, namespace)
         .await
         .map_err(Error::namespaced("listing the workloads", namespace))?;
