@@ -1137,10 +1137,12 @@ async fn a_conflict_on_what_the_watch_delivered_reads_the_object_once_and_plans_
     reconcile_watched(&before, script).await;
 }
 
-#[tokio::test]
-async fn a_paused_owner_is_given_back_only_once_the_wake_of_what_it_deploys_is_seen() {
+/// The Application argocd/shop, deploying Deployment load-0/app-0 and paused for load-0.
+fn paused_shop() -> (
+    crate::scaling::gitops::owners::Owners,
+    crate::scaling::gitops::Owner,
+) {
     use crate::scaling::gitops::{GITOPS_PAUSED, Tool};
-    let (client, server) = mock_client();
     let owners = crate::scaling::gitops::owners::Owners::default();
     let application: crate::scaling::gitops::owners::OwnerObject = serde_json::from_value(json!({
         "apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
@@ -1155,6 +1157,14 @@ async fn a_paused_owner_is_given_back_only_once_the_wake_of_what_it_deploys_is_s
     }))
     .unwrap();
     let (shop, _) = owners.apply(Tool::ArgoCd, &application);
+    (owners, shop)
+}
+
+#[tokio::test]
+async fn a_paused_owner_is_given_back_only_once_the_wake_of_what_it_deploys_is_seen() {
+    use crate::scaling::gitops::GITOPS_PAUSED;
+    let (client, server) = mock_client();
+    let (owners, shop) = paused_shop();
     let last_seen = LastSeen::default();
     let queue = crate::runtime::workqueue::WorkQueue::<ScalingKey>::new(Default::default());
     let ctx = crate::scaling::test_support::context(client, false)
@@ -1212,22 +1222,9 @@ async fn a_paused_owner_is_given_back_only_once_the_wake_of_what_it_deploys_is_s
 
 #[tokio::test]
 async fn a_paused_owner_is_given_back_at_night_once_nothing_it_deploys_sleeps_under_pause() {
-    use crate::scaling::gitops::{GITOPS_PAUSED, Tool};
+    use crate::scaling::gitops::GITOPS_PAUSED;
     let (client, server) = mock_client();
-    let owners = crate::scaling::gitops::owners::Owners::default();
-    let application: crate::scaling::gitops::owners::OwnerObject = serde_json::from_value(json!({
-        "apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
-        "metadata": {
-            "name": "shop", "namespace": "argocd", "resourceVersion": "8",
-            "annotations": { (GITOPS_PAUSED): r#"{"previous":true,"namespaces":["load-0"]}"# },
-        },
-        "spec": { "syncPolicy": { "automated": { "selfHeal": false } } },
-        "status": { "resources": [
-            { "group": "apps", "kind": "Deployment", "namespace": "load-0", "name": "app-0" },
-        ] },
-    }))
-    .unwrap();
-    let (shop, _) = owners.apply(Tool::ArgoCd, &application);
+    let (owners, shop) = paused_shop();
     let last_seen = LastSeen::default();
     let queue = crate::runtime::workqueue::WorkQueue::<ScalingKey>::new(Default::default());
     let ctx = crate::scaling::test_support::context(client, false)
