@@ -303,19 +303,12 @@ pub async fn release_owner(
     let Some(state) = owners.get(owner) else {
         return Ok(None);
     };
-    let keeps_paused = |target: &ScaleTarget, seen: &TargetState| {
-        owners
-            .deployer_of(target, &seen.annotations, &seen.labels)
-            .as_ref()
-            == Some(owner)
-            && observe::sleeps_under_pause(ctx, target, seen)
-    };
     let shared = observe::shared_with(ctx, owner, &state, "").is_some();
     // Waking counts as asleep: the owner is given back once its watch shows it awake.
     let waking = std::cell::Cell::new(false);
     let asleep = |namespace: &str| {
         let nights: Vec<Night> = (ctx.last_seen.in_namespace(namespace).iter())
-            .filter(|(target, seen)| !shared && keeps_paused(target, seen))
+            .filter(|(target, seen)| !shared && observe::keeps_paused(ctx, owner, target, seen))
             .map(|(target, seen)| night(ctx, target.kind, namespace, seen, now))
             .collect();
         waking.set(waking.get() || nights.contains(&Night::Waking));

@@ -321,24 +321,30 @@ pub fn shared_with(
     state: &OwnerState,
     own: &str,
 ) -> Option<String> {
-    let owners = &ctx.gitops.0;
     (state.inventory.namespaces().into_iter())
         .filter(|namespace| *namespace != own)
         .find(|namespace| {
-            !(ctx.last_seen.in_namespace(namespace).iter()).any(|(target, seen)| {
-                owners
-                    .deployer_of(target, &seen.annotations, &seen.labels)
-                    .as_ref()
-                    == Some(owner)
-                    && sleeps_under_pause(ctx, target, seen)
-            })
+            !(ctx.last_seen.in_namespace(namespace).iter())
+                .any(|(target, seen)| keeps_paused(ctx, owner, target, seen))
         })
         .map(String::from)
 }
 
+/// Whether a workload `seen` of `target` keeps `owner` paused through its nights: the owner's
+/// controller lists it, and it sleeps under `pause`.
+pub fn keeps_paused(
+    ctx: &ScalingContext,
+    owner: &Owner,
+    target: &ScaleTarget,
+    seen: &TargetState,
+) -> bool {
+    let deployer = (ctx.gitops.0).deployer_of(target, &seen.annotations, &seen.labels);
+    deployer.as_ref() == Some(owner) && sleeps_under_pause(ctx, target, seen)
+}
+
 /// Whether a workload `seen` of `target` sleeps under `pause`: it has a schedule (its own, or
 /// its Namespace's), and `pause` is its mode.
-pub fn sleeps_under_pause(ctx: &ScalingContext, target: &ScaleTarget, seen: &TargetState) -> bool {
+fn sleeps_under_pause(ctx: &ScalingContext, target: &ScaleTarget, seen: &TargetState) -> bool {
     let (effective, _) = ctx.namespaces.effective(
         target.kind,
         &target.key.namespace,

@@ -643,6 +643,22 @@ fn deployed_by_argo_cd(
     web
 }
 
+/// `web`, whose Application's status does not list it: its marks are only a claim.
+fn unconfirmed(mut web: Observed) -> Observed {
+    if let Some(gitops) = web.gitops.as_mut() {
+        gitops.confirmed = false;
+    }
+    web
+}
+
+/// `web`, whose Application also deploys to `prod`, where nothing sleeps under `pause`.
+fn shared_with_prod(mut web: Observed) -> Observed {
+    if let Some(gitops) = web.gitops.as_mut() {
+        gitops.shared_with = Some("prod".into());
+    }
+    web
+}
+
 fn self_heal(on: bool) -> Value {
     json!({ "syncPolicy": { "automated": { "selfHeal": on } } })
 }
@@ -753,10 +769,12 @@ fn a_revert_by_argo_cd_names_the_application_and_what_would_prevent_it() {
 fn a_claim_its_owner_does_not_confirm_pauses_nothing_and_is_said_once() {
     let now = at(23, 20, 0, 0);
     let web = observed(TargetKind::Deployment, &deployment(3, &NIGHTLY), now);
-    let mut web = deployed_by_argo_cd(web, GitOpsMode::Pause, self_heal(true), None);
-    if let Some(gitops) = web.gitops.as_mut() {
-        gitops.confirmed = false;
-    }
+    let web = unconfirmed(deployed_by_argo_cd(
+        web,
+        GitOpsMode::Pause,
+        self_heal(true),
+        None,
+    ));
     let night = plan(&web, &SETTINGS, now);
     assert_eq!(night.owner_pause, None, "nothing written to the owner");
     assert!(night.patch.is_some(), "the workload still sleeps");
@@ -770,10 +788,12 @@ fn a_claim_its_owner_does_not_confirm_pauses_nothing_and_is_said_once() {
     );
     let said = [NIGHTLY[0], NIGHTLY[1], (WARNED, warning.cause.as_str())];
     let web = observed(TargetKind::Deployment, &deployment(3, &said), now);
-    let mut web = deployed_by_argo_cd(web, GitOpsMode::Pause, self_heal(true), None);
-    if let Some(gitops) = web.gitops.as_mut() {
-        gitops.confirmed = false;
-    }
+    let web = unconfirmed(deployed_by_argo_cd(
+        web,
+        GitOpsMode::Pause,
+        self_heal(true),
+        None,
+    ));
     assert_eq!(plan(&web, &SETTINGS, now).warning, None, "said once");
 }
 
@@ -787,10 +807,12 @@ fn a_revert_by_argo_cd_of_a_workload_its_application_does_not_list_names_no_appl
         fields[0].subresource = None;
     }
     let web = observed(TargetKind::Deployment, &reverted, now);
-    let mut web = deployed_by_argo_cd(web, GitOpsMode::Ignore, self_heal(true), None);
-    if let Some(gitops) = web.gitops.as_mut() {
-        gitops.confirmed = false;
-    }
+    let web = unconfirmed(deployed_by_argo_cd(
+        web,
+        GitOpsMode::Ignore,
+        self_heal(true),
+        None,
+    ));
     let warning = plan(&web, &SETTINGS, now).warning.expect("warned");
     assert_eq!(warning.reason, "ScaleReverted");
     let note = warning.note.to_string();
@@ -802,10 +824,12 @@ fn a_revert_by_argo_cd_of_a_workload_its_application_does_not_list_names_no_appl
 fn an_owner_that_also_deploys_where_nothing_sleeps_under_pause_is_never_paused() {
     let now = at(23, 20, 0, 0);
     let web = observed(TargetKind::Deployment, &deployment(3, &NIGHTLY), now);
-    let mut web = deployed_by_argo_cd(web, GitOpsMode::Pause, self_heal(true), None);
-    if let Some(gitops) = web.gitops.as_mut() {
-        gitops.shared_with = Some("prod".into());
-    }
+    let web = shared_with_prod(deployed_by_argo_cd(
+        web,
+        GitOpsMode::Pause,
+        self_heal(true),
+        None,
+    ));
     let night = plan(&web, &SETTINGS, now);
     assert_eq!(night.owner_pause, None, "never paused");
     assert!(night.patch.is_some(), "the workload sleeps, under ignore");
@@ -828,9 +852,11 @@ fn an_owner_that_also_deploys_where_nothing_sleeps_under_pause_is_never_paused()
     let now = at(24, 7, 0, 0);
     let web = observed(TargetKind::Deployment, &deployment(0, &ASLEEP), now);
     let paused = r#"{"previous":true,"namespaces":["shop"]}"#;
-    let mut web = deployed_by_argo_cd(web, GitOpsMode::Pause, self_heal(false), Some(paused));
-    if let Some(gitops) = web.gitops.as_mut() {
-        gitops.shared_with = Some("prod".into());
-    }
+    let web = shared_with_prod(deployed_by_argo_cd(
+        web,
+        GitOpsMode::Pause,
+        self_heal(false),
+        Some(paused),
+    ));
     assert!(plan(&web, &SETTINGS, now).owner_look.is_some());
 }
