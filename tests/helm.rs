@@ -3,7 +3,7 @@
 //! its default render installs what `kubectl apply -k .` installs, object by object. On a real
 //! API server it installs, the controller runs as the chart's ServiceAccount and puts a
 //! Deployment to sleep, an upgrade changes the controller's flags, and an uninstall leaves the
-//! CRDs and the workloads' records.
+//! CRDs and the workloads' records, and no wake-up EndpointSlice.
 //!
 //! Skipped, saying so, where PyPI cannot be reached (Helm's SDK), without kubectl (the kustomize
 //! comparison), or without `KUBEBUILDER_ASSETS` (the real-cluster test).
@@ -26,7 +26,7 @@ use serde_json::{Value, json};
 use support::{
     Scenario, down_at, envtest, eventually,
     helm::{Helm, chart, documents},
-    replicas_and_annotations, say, whole_second_in,
+    replicas_and_annotations, say, wake, whole_second_in,
 };
 
 const REPO: &str = env!("CARGO_MANIFEST_DIR");
@@ -528,6 +528,7 @@ fn every_value_set_reaches_the_objects_and_the_controller_takes_its_flags() {
             "0.0.0.0:9082",
             "--leader-elect-lease-name=sleeper",
             "--wake-service=sleeper-wake",
+            "--wake-slices-owner=sleeper",
             "--http-addr=0.0.0.0:9090",
             "--default-timezone=Europe/Berlin",
             "--kinds=Deployment.apps,StatefulSet.apps,Rollout.argoproj.io",
@@ -674,10 +675,9 @@ async fn serve_monitoring_kinds(scenario: &Scenario) {
 }
 
 /// A control plane with nothing installed: the chart installs the CRDs, the namespace and the
-/// RBAC.
+/// RBAC. kube-controller-manager runs: its garbage collector deletes what an uninstall takes.
 async fn bare_cluster(name: &str) -> Option<Scenario> {
     let options = envtest::Options {
-        controller_manager: false,
         crd: false,
         install: false,
         ..envtest::Options::default()
@@ -827,8 +827,32 @@ async fn installed_with_helm_it_sleeps_a_deployment_and_upgrade_and_uninstall_ke
         );
     }
 
+    // web's Namespace is woken by requests, so its Service gets a wake-up slice while it sleeps.
+    let namespace = scenario.namespace.clone();
+    wake::opt_in(&scenario, &namespace, json!({})).await;
+    let ports = json!([{ "name": "http", "port": 80 }]);
+    wake::create_service(&scenario, &namespace, "web", ports).await;
     let mut controller = start_as_installed(&scenario, "cronscaler", None).await;
     web_falls_asleep(&scenario).await;
+    let slices = eventually("web's wake-up slice", Duration::from_secs(30), || async {
+        let slices = wake::wake_slices(&scenario, &namespace).await;
+        (!slices.is_empty()).then_some(slices)
+    })
+    .await;
+    let role_uid = roles
+        .get("cronscaler")
+        .await
+        .ok()
+        .and_then(|role| role.metadata.uid);
+    let owners: Vec<_> = (slices.values())
+        .flat_map(|slice| slice.metadata.owner_references.iter().flatten())
+        .map(|owner| (owner.kind.as_str(), owner.name.as_str(), Some(&owner.uid)))
+        .collect();
+    assert_eq!(
+        owners,
+        [("ClusterRole", "cronscaler", role_uid.as_ref())],
+        "the release's ClusterRole alone owns web's slice"
+    );
 
     // helm upgrade with a changed value: the Deployment's flags follow.
     let mut upgraded_values = monitoring;
@@ -869,6 +893,18 @@ async fn installed_with_helm_it_sleeps_a_deployment_and_upgrade_and_uninstall_ke
             .await
             .unwrap_or_else(|error| panic!("uninstall keeps {name}: {error}"));
     }
+    // No restore came first, and still no slice of ours is left: the garbage collector
+    // deleted web's with the ClusterRole.
+    eventually(
+        "the wake-up slices gone",
+        Duration::from_secs(30),
+        || async {
+            (wake::wake_slices(&scenario, &namespace).await)
+                .is_empty()
+                .then_some(())
+        },
+    )
+    .await;
     let (replicas, annotations) = replicas_and_annotations(&scenario.deployments(), "web")
         .await
         .expect("web is still there");

@@ -317,6 +317,16 @@ pub struct RunArgs {
     #[arg(long, env = "CRONSCALER_WAKE_SERVICE", default_value = "cronscaler-wake", value_parser = parse_wake_service)]
     pub wake_service: WakeService,
 
+    /// The install's ClusterRole, which owns every wake-up EndpointSlice of ours so that
+    /// uninstalling (`helm uninstall`, `kubectl delete -k`) deletes them; `""`: each is owned
+    /// by its Service, and outlives the install.
+    #[arg(
+        long,
+        env = "CRONSCALER_WAKE_SLICES_OWNER",
+        default_value = "cronscaler"
+    )]
+    pub wake_slices_owner: String,
+
     /// Prometheus's address (`http://prometheus.monitoring:9090`), which counts Namespaces'
     /// requests for `idle-after`; without it nothing sleeps for idleness.
     #[arg(long, env = "CRONSCALER_PROMETHEUS_URL", value_parser = parse_prometheus_url)]

@@ -320,6 +320,7 @@ pub async fn run(
             dry_run: args.dry_run,
             step_timeout: TimeDelta::from_std(args.wake_step_timeout).unwrap_or(TimeDelta::MAX),
             events: events.clone(),
+            owner: Some(args.wake_slices_owner.clone()).filter(|name| !name.is_empty()),
         }),
         _ => None,
     };

@@ -257,19 +257,21 @@ impl SlicesPlan {
 /// The slices `namespace` should have (one per Service in `services` and IP family of it; none
 /// removes them all),
 /// against those of ours it has (`placed`): what to apply and what to delete. A slice that
-/// already is what it should be is not written. `port` is the backend's.
+/// already is what it should be is not written. `port` is the backend's; `owner` the install's
+/// object that owns every slice (none: each is owned by its Service).
 pub fn plan(
     namespace: &str,
     services: &[ServicePorts],
     backend: &Backend,
     port: u16,
     placed: &[EndpointSlice],
+    owner: Option<&OwnerReference>,
 ) -> SlicesPlan {
     let desired: BTreeMap<String, EndpointSlice> = services
         .iter()
         .flat_map(|service| {
             (service.families.iter()).map(move |family| {
-                let slice = slice_for(namespace, service, family, backend, port);
+                let slice = slice_for(namespace, service, family, backend, port, owner);
                 (slice.metadata.name.clone().unwrap_or_default(), slice)
             })
         })
@@ -305,14 +307,18 @@ pub fn slice_name(service: &str, family: &str) -> String {
 }
 
 /// The slice of ours for `service` and `family`: the backend's addresses of that family, one
-/// port per Service port (same name and protocol, the backend's port number), owned by the
-/// Service so that it goes with it.
+/// port per Service port (same name and protocol, the backend's port number). Owned by the
+/// install's `owner`, so that uninstalling deletes it (a Service's own ownership would keep it:
+/// the garbage collector deletes an object once all of its owners are gone); else by the
+/// Service. Either way a deleted Service's slice goes: the reconcile deletes what no Service
+/// wants.
 fn slice_for(
     namespace: &str,
     service: &ServicePorts,
     family: &str,
     backend: &Backend,
     port: u16,
+    owner: Option<&OwnerReference>,
 ) -> EndpointSlice {
     let endpoints = (backend.endpoints.iter())
         .filter(|endpoint| endpoint.family == family)
@@ -344,13 +350,13 @@ fn slice_for(
                 (MANAGED_BY.to_string(), MANAGER.to_string()),
                 (SERVICE_NAME.to_string(), service.name.clone()),
             ])),
-            owner_references: Some(vec![OwnerReference {
+            owner_references: Some(vec![owner.cloned().unwrap_or_else(|| OwnerReference {
                 api_version: "v1".into(),
                 kind: "Service".into(),
                 name: service.name.clone(),
                 uid: service.uid.clone(),
                 ..OwnerReference::default()
-            }]),
+            })]),
             ..ObjectMeta::default()
         },
         address_type: family.to_string(),

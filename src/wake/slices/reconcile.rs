@@ -9,7 +9,10 @@ use std::collections::BTreeSet;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use chrono_tz::Tz;
-use k8s_openapi::api::{core::v1::Service, discovery::v1::EndpointSlice};
+use k8s_openapi::{
+    api::{core::v1::Service, discovery::v1::EndpointSlice, rbac::v1::ClusterRole},
+    apimachinery::pkg::apis::meta::v1::OwnerReference,
+};
 use kube::{
     Api, Client, ResourceExt as _,
     api::{DeleteParams, DynamicObject, ListParams, Patch, PatchParams},
@@ -53,6 +56,9 @@ pub struct WakeSlices {
     /// `--wake-step-timeout`: a wake that takes longer leaves no slice of ours.
     pub step_timeout: TimeDelta,
     pub events: Events,
+    /// `--wake-slices-owner`: the install's ClusterRole, which owns every slice of ours so
+    /// that uninstalling deletes them.
+    pub owner: Option<String>,
 }
 
 impl WakeSlices {
@@ -98,15 +104,27 @@ pub async fn reconcile(
         asleep(&annotations, ctx.default_timezone, now),
         !placed.is_empty(),
     );
-    let (seen, unready) = match stage {
+    let Observed {
+        seen,
+        unready,
+        owner,
+    } = match stage {
         Stage::Awake if placed.is_empty() => return Ok(None),
-        Stage::Awake => (Seen::default(), Vec::new()),
+        Stage::Awake => Observed::default(),
         Stage::Asleep | Stage::Waking => observe(ctx, namespace, stage, &placed, now).await?,
     };
     let timed_out = seen.timed_out;
     let pending = pending(stage, &seen);
     let backend = Backend::of(ctx.backend.state().iter().map(AsRef::as_ref));
-    let plan = plan(namespace, &wanted(stage, seen), &backend, ctx.port, &placed);
+    let wanted = wanted(stage, seen);
+    let plan = plan(
+        namespace,
+        &wanted,
+        &backend,
+        ctx.port,
+        &placed,
+        owner.as_ref(),
+    );
     act(ctx, namespace, &plan).await?;
     if timed_out && !plan.delete.is_empty() && !ctx.dry_run {
         let note = format!(
@@ -128,38 +146,51 @@ pub async fn reconcile(
     })
 }
 
-/// What the slices of a Namespace asleep or waking are decided on: its Services and workloads,
-/// and, while it wakes, which Services have a ready endpoint of their own and whether the wake
-/// has run out of time; with the workloads not ready then.
+/// What the slices of a Namespace asleep or waking are decided on.
+#[derive(Debug, Default)]
+struct Observed {
+    /// Its Services and workloads, and, while it wakes, which Services have a ready endpoint of
+    /// their own and whether the wake has run out of time.
+    seen: Seen,
+    /// The workloads not ready when the wake ran out of time.
+    unready: Vec<String>,
+    /// What owns the slices made now (read only while it sleeps: a waking Namespace's slices
+    /// are only deleted).
+    owner: Option<OwnerReference>,
+}
+
 async fn observe(
     ctx: &WakeSlices,
     namespace: &str,
     stage: Stage,
     placed: &[EndpointSlice],
     now: DateTime<Utc>,
-) -> Result<(Seen, Vec<String>), Error> {
+) -> Result<Observed, Error> {
     let services = services(ctx, namespace).await?;
     // No Service a slice could serve, none placed: its workloads need not be read (a cluster of
     // Namespaces without Services pays one list each, as before any rule read workloads).
     if services.is_empty() && placed.is_empty() {
-        return Ok((Seen::default(), Vec::new()));
+        return Ok(Observed::default());
     }
     let objects = workloads(&ctx.client, namespace)
         .await
         .map_err(Error::namespaced("listing the workloads", namespace))?;
-    let placed = (placed.iter())
-        .filter_map(|slice| slice.labels().get(SERVICE_NAME).cloned())
-        .collect();
     let mut seen = Seen {
         services,
         workloads: (objects.iter())
             .map(|(kind, object)| workload(ctx, namespace, (*kind, object), now))
             .collect(),
-        placed,
+        placed: (placed.iter())
+            .filter_map(|slice| slice.labels().get(SERVICE_NAME).cloned())
+            .collect(),
         ..Seen::default()
     };
     if stage != Stage::Waking {
-        return Ok((seen, Vec::new()));
+        return Ok(Observed {
+            seen,
+            owner: owner(ctx, placed).await,
+            ..Observed::default()
+        });
     }
     seen.served = served(ctx, namespace).await?;
     let woken = (objects.iter())
@@ -172,7 +203,43 @@ async fn observe(
         true => unready(namespace, &objects, &ctx.namespaces),
         false => Vec::new(),
     };
-    Ok((seen, unready))
+    Ok(Observed {
+        seen,
+        unready,
+        owner: None,
+    })
+}
+
+/// The install's ClusterRole that owns the slices, as a reference: as a placed slice names it
+/// (with a UID the garbage collector would have deleted that slice for, were it stale), else
+/// read. One that cannot be read leaves each slice to its Service (said in the log:
+/// uninstalling then leaves them).
+async fn owner(ctx: &WakeSlices, placed: &[EndpointSlice]) -> Option<OwnerReference> {
+    let name = ctx.owner.as_deref()?;
+    let named = (placed.iter())
+        .flat_map(|slice| slice.owner_references())
+        .find(|owner| owner.kind == "ClusterRole" && owner.name == name);
+    if let Some(named) = named {
+        return Some(named.clone());
+    }
+    match Api::<ClusterRole>::all(ctx.client.clone()).get(name).await {
+        Ok(role) => Some(OwnerReference {
+            api_version: "rbac.authorization.k8s.io/v1".into(),
+            kind: "ClusterRole".into(),
+            name: name.to_string(),
+            uid: role.uid()?,
+            ..OwnerReference::default()
+        }),
+        Err(error) => {
+            tracing::warn!(
+                cluster_role = name,
+                %error,
+                "--wake-slices-owner: ClusterRole {name} could not be read; the wake-up \
+                 EndpointSlices made now are owned by their Services, and uninstalling leaves them"
+            );
+            None
+        }
+    }
 }
 
 fn last_transition(state: &TargetState) -> Option<Transition> {

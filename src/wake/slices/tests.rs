@@ -56,7 +56,7 @@ fn the_backend_is_its_ready_addresses_an_endpoint_without_conditions_counting_as
 
 #[test]
 fn an_asleep_namespace_gets_a_slice_per_service_with_its_port_names_and_the_backend_s_port() {
-    let plan = plan("shop", &[web()], &two_pods(), 8081, &[]);
+    let plan = plan("shop", &[web()], &two_pods(), 8081, &[], None);
     assert!(plan.delete.is_empty());
     assert_eq!(
         serde_json::to_value(&plan.apply).unwrap(),
@@ -84,14 +84,47 @@ fn an_asleep_namespace_gets_a_slice_per_service_with_its_port_names_and_the_back
 }
 
 #[test]
+fn the_install_s_cluster_role_owns_the_slices_so_that_uninstalling_deletes_them() {
+    let install: OwnerReference = serde_json::from_value(json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "name": "cronscaler", "uid": "uid-install",
+    }))
+    .unwrap();
+    let owned = plan("shop", &[web()], &two_pods(), 8081, &[], Some(&install));
+    assert_eq!(
+        owned.apply[0].metadata.owner_references,
+        Some(vec![install.clone()]),
+        "the install alone: the Service as a second owner would keep the slice past uninstall"
+    );
+    // Slices the Service owned (made before the owner was given) are given to the install.
+    let by_service = plan("shop", &[web()], &two_pods(), 8081, &[], None);
+    let moved = plan(
+        "shop",
+        &[web()],
+        &two_pods(),
+        8081,
+        &by_service.apply,
+        Some(&install),
+    );
+    assert_eq!(moved.apply, owned.apply);
+}
+
+#[test]
 fn a_slice_already_as_it_should_be_is_not_written_and_one_that_differs_is() {
-    let first = plan("shop", &[web()], &two_pods(), 8081, &[]);
-    let again = plan("shop", &[web()], &two_pods(), 8081, &first.apply);
+    let first = plan("shop", &[web()], &two_pods(), 8081, &[], None);
+    let again = plan("shop", &[web()], &two_pods(), 8081, &first.apply, None);
     assert!(again.is_empty(), "{again:?}");
-    let moved = plan("shop", &[web()], &Backend::default(), 8081, &first.apply);
+    let moved = plan(
+        "shop",
+        &[web()],
+        &Backend::default(),
+        8081,
+        &first.apply,
+        None,
+    );
     assert_eq!(moved.apply.len(), 1, "the backend's pods went away");
     assert!(moved.apply[0].endpoints.is_empty());
-    let other_port = plan("shop", &[web()], &two_pods(), 9090, &first.apply);
+    let other_port = plan("shop", &[web()], &two_pods(), 9090, &first.apply, None);
     assert_eq!(other_port.apply.len(), 1);
 }
 
@@ -102,11 +135,11 @@ fn slices_no_longer_wanted_and_those_of_services_gone_are_deleted() {
         json!({ "selector": { "app": "api" }, "ports": [{ "port": 80 }] }),
     ))
     .unwrap();
-    let both = plan("shop", &[web(), api], &two_pods(), 8081, &[]).apply;
-    let web_only = plan("shop", &[web()], &two_pods(), 8081, &both);
+    let both = plan("shop", &[web(), api], &two_pods(), 8081, &[], None).apply;
+    let web_only = plan("shop", &[web()], &two_pods(), 8081, &both, None);
     assert_eq!(web_only.delete, ["api-cronscaler-wake"]);
     assert!(web_only.apply.is_empty());
-    let awake = plan("shop", &[], &two_pods(), 8081, &both);
+    let awake = plan("shop", &[], &two_pods(), 8081, &both, None);
     assert_eq!(awake.delete, ["api-cronscaler-wake", "web-cronscaler-wake"]);
     assert!(awake.apply.is_empty());
 }
@@ -122,7 +155,7 @@ fn a_service_s_family_picks_the_backend_s_addresses_and_an_external_name_gets_no
         backend_slice("IPv4", json!([{ "addresses": ["10.0.0.7"] }])),
         backend_slice("IPv6", json!([{ "addresses": ["fd00::7"] }])),
     ]);
-    let slice = &plan("shop", &[v6], &backend, 8081, &[]).apply[0];
+    let slice = &plan("shop", &[v6], &backend, 8081, &[], None).apply[0];
     assert_eq!(slice.address_type, "IPv6");
     assert_eq!(slice.endpoints[0].addresses, ["fd00::7"]);
     let external = service(
@@ -143,22 +176,23 @@ fn a_dual_stack_service_gets_a_slice_for_each_of_its_families() {
         backend_slice("IPv4", json!([{ "addresses": ["10.0.0.7"] }])),
         backend_slice("IPv6", json!([{ "addresses": ["fd00::7"] }])),
     ]);
-    let slices: Vec<(String, String, Vec<String>)> = plan("shop", &[both], &backend, 8081, &[])
-        .apply
-        .into_iter()
-        .map(|slice| {
-            let addresses = slice
-                .endpoints
-                .iter()
-                .flat_map(|e| e.addresses.clone())
-                .collect();
-            (
-                slice.metadata.name.unwrap_or_default(),
-                slice.address_type,
-                addresses,
-            )
-        })
-        .collect();
+    let slices: Vec<(String, String, Vec<String>)> =
+        plan("shop", &[both], &backend, 8081, &[], None)
+            .apply
+            .into_iter()
+            .map(|slice| {
+                let addresses = slice
+                    .endpoints
+                    .iter()
+                    .flat_map(|e| e.addresses.clone())
+                    .collect();
+                (
+                    slice.metadata.name.unwrap_or_default(),
+                    slice.address_type,
+                    addresses,
+                )
+            })
+            .collect();
     assert_eq!(
         slices,
         [
@@ -319,6 +353,7 @@ mod against_the_api_server {
             dry_run: false,
             step_timeout: chrono::TimeDelta::minutes(5),
             events: crate::runtime::events::Events::new(client, None),
+            owner: None,
         };
         (ctx, Box::new((ours_writer, backend_writer)))
     }
@@ -370,7 +405,7 @@ mod against_the_api_server {
     /// The slice of ours that `shop` has once asleep.
     fn placed() -> Vec<EndpointSlice> {
         let web = ServicePorts::of(&listed_web()).unwrap();
-        plan("shop", &[web], &one_pod(), 8082, &[]).apply
+        plan("shop", &[web], &one_pod(), 8082, &[], None).apply
     }
 
     /// The reads of a look at `shop` asleep or waking: its Services, then its workloads.
