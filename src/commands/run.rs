@@ -238,6 +238,8 @@ pub async fn run(
         }
     };
     let (kinds, later) = objects::resolve(&client, &args.kinds).await;
+    // A workload's lever is known from the lever's own spec: no look before levers are listed.
+    hpas.await_levers((kinds.iter().copied()).filter(|kind| kind.spec().levers.is_some()));
     let tracked = Trackers::new(kinds.iter().map(|kind| (*kind, tracker(*kind))).collect());
     // A Foo's schedule is read from the Foo controller's own watch of Foos.
     let foo_schedules = tracked
@@ -405,8 +407,8 @@ pub async fn run(
             }
             if hpas.stop_waiting() {
                 tracing::warn!(
-                    "HorizontalPodAutoscalers not listed after {FIRST_LISTING_WAIT:?}: scaling \
-                     without them until they are"
+                    "HorizontalPodAutoscalers or ScaledObjects not listed after \
+                     {FIRST_LISTING_WAIT:?}: scaling without them until they are"
                 );
             }
         }

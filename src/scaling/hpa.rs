@@ -377,10 +377,18 @@ pub struct HpaIndex {
 struct Index {
     by_target: HashMap<ScaleTarget, BTreeMap<String, Hpa>>,
     targets: HashMap<ObjectKey, ScaleTarget>,
+    /// The workload each lever (a KEDA ScaledObject) scales, from the lever's own spec
+    /// (`scaleTargetRef`): KEDA deletes its HPA while a ScaledObject is paused, by
+    /// `paused-replicas` (our own sleep) or `paused`, so the HPA cannot be what tells.
+    levers: HashMap<ScaleTarget, ScaleTarget>,
+    /// The same, by the workload.
+    levered: HashMap<ScaleTarget, ScaleTarget>,
     /// HPAs seen again during a relist; the others were deleted while the watch was down.
     relisted: Option<HashSet<ObjectKey>>,
     /// Whether HPAs have been listed once: before that, a target's HPAs are unknown.
     synced: bool,
+    /// The lever kinds in use not listed once yet: before that, a workload's lever is unknown.
+    levers_unlisted: HashSet<TargetKind>,
 }
 
 impl HpaIndex {
@@ -411,20 +419,78 @@ impl HpaIndex {
             .unwrap_or_default()
     }
 
-    /// The ScaledObject a target sleeps through, when KEDA drives it.
+    /// The ScaledObject a target sleeps through, when KEDA drives it: as the ScaledObject's own
+    /// spec names it, else as the HPA KEDA made for it says.
     pub fn lever_of(&self, target: &ScaleTarget) -> Option<(TargetKind, String)> {
-        self.of(target).into_iter().find_map(|hpa| hpa.lever)
+        let index = self.lock();
+        (index.levered.get(target))
+            .map(|lever| (lever.kind, lever.key.name.clone()))
+            .or_else(|| (index.by_target.get(target)?.values()).find_map(|hpa| hpa.lever.clone()))
     }
 
-    /// Whether HPAs have been listed once.
+    /// Takes in what `lever` scales now (`None`: it is gone, or names nothing); returns the
+    /// workloads whose lever this changes, to be looked at again.
+    pub fn lever_scales(
+        &self,
+        lever: &ScaleTarget,
+        workload: Option<ScaleTarget>,
+    ) -> Vec<ScaleTarget> {
+        let mut index = self.lock();
+        let before = match &workload {
+            Some(workload) => index.levers.insert(lever.clone(), workload.clone()),
+            None => index.levers.remove(lever),
+        };
+        if before == workload {
+            return Vec::new();
+        }
+        if let Some(before) = &before
+            && index.levered.get(before) == Some(lever)
+        {
+            index.levered.remove(before);
+        }
+        if let Some(workload) = &workload {
+            index.levered.insert(workload.clone(), lever.clone());
+        }
+        before.into_iter().chain(workload).collect()
+    }
+
+    /// Forgets the levers of `kind` a (re)list did not list (deleted while the watch was down);
+    /// returns their workloads.
+    pub fn levers_relisted(
+        &self,
+        kind: TargetKind,
+        relisted: &HashSet<ObjectKey>,
+    ) -> Vec<ScaleTarget> {
+        let gone: Vec<ScaleTarget> = {
+            let mut index = self.lock();
+            index.levers_unlisted.remove(&kind);
+            (index.levers.keys())
+                .filter(|lever| lever.kind == kind && !relisted.contains(&lever.key))
+                .cloned()
+                .collect()
+        };
+        (gone.iter())
+            .flat_map(|lever| self.lever_scales(lever, None))
+            .collect()
+    }
+
+    /// Whether HPAs, and the levers of the kinds awaited, have been listed once.
     pub fn synced(&self) -> bool {
-        self.lock().synced
+        let index = self.lock();
+        index.synced && index.levers_unlisted.is_empty()
     }
 
-    /// Lets scaling go on without HPAs that cannot be listed (RBAC without them, an old
-    /// ClusterRole); true when they had not been listed.
+    /// Has [`synced`](Self::synced) wait for the first listing of these lever kinds too.
+    pub fn await_levers(&self, kinds: impl IntoIterator<Item = TargetKind>) {
+        self.lock().levers_unlisted.extend(kinds);
+    }
+
+    /// Lets scaling go on without HPAs or levers that cannot be listed (RBAC without them, an
+    /// old ClusterRole); true when they had not been listed.
     pub fn stop_waiting(&self) -> bool {
-        !std::mem::replace(&mut self.lock().synced, true)
+        let mut index = self.lock();
+        let levers_unlisted = !std::mem::take(&mut index.levers_unlisted).is_empty();
+        !std::mem::replace(&mut index.synced, true) || levers_unlisted
     }
 
     /// Takes in one watch event; returns the targets whose HPAs a worker should bring in line:

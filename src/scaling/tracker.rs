@@ -26,7 +26,7 @@ use crate::{
         last_seen::LastSeen,
         namespaces::NamespaceSchedules,
         reconciler::DEFAULT_MAX_OVERRIDE,
-        target::{ScaleTarget, TargetKind, creation_time},
+        target::{ScaleTarget, TargetKind, creation_time, levered},
         timer::Timer,
         wake_order,
         watched_object::Delivered,
@@ -208,11 +208,19 @@ impl Tracker {
                     if let Some(relisted) = self.relisted.as_mut() {
                         relisted.insert(key.clone());
                     }
+                    // Listed at start, a workload is looked at by its own tracker, after this
+                    // listing (the looks wait for it).
+                    self.index_lever(&key, Some(object), false);
                     self.observe(key, object, now);
                 }
             }
             watcher::Event::InitDone => {
                 if let Some(relisted) = self.relisted.take() {
+                    if self.kind.spec().levers.is_some() {
+                        for workload in self.hpas.levers_relisted(self.kind, &relisted) {
+                            self.queue.add(ScalingKey::Scale(workload));
+                        }
+                    }
                     let gone: Vec<ObjectKey> = self
                         .tracked
                         .keys()
@@ -226,13 +234,33 @@ impl Tracker {
             }
             watcher::Event::Apply(object) => {
                 if let Some(key) = ObjectKey::of(object) {
+                    self.index_lever(&key, Some(object), true);
                     self.observe(key, object, now);
                 }
             }
             watcher::Event::Delete(object) => {
                 if let Some(key) = ObjectKey::of(object) {
+                    self.index_lever::<K>(&key, None, true);
                     self.forget(&key);
                 }
+            }
+        }
+    }
+
+    /// A lever's (a KEDA ScaledObject's) workload, as its own spec names it, into the index
+    /// every look reads, whether or not the lever is scheduled; a workload whose lever this
+    /// changes is looked at again when `look` says.
+    fn index_lever<K: Delivered>(&self, key: &ObjectKey, object: Option<&K>, look: bool) {
+        if self.kind.spec().levers.is_none() {
+            return;
+        }
+        let lever = self.target(key.clone());
+        let workload = (object.and_then(|object| object.state_of(self.kind)))
+            .and_then(|state| levered(&lever, &state));
+        let changed = self.hpas.lever_scales(&lever, workload);
+        if look {
+            for workload in changed {
+                self.queue.add(ScalingKey::Scale(workload));
             }
         }
     }

@@ -15,6 +15,7 @@ pub mod crds;
 pub mod envtest;
 pub mod gitops;
 pub mod helm;
+pub mod keda;
 pub mod prometheus;
 pub mod wake;
 

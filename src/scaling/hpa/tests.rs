@@ -112,6 +112,63 @@ fn an_hpa_keda_made_names_the_scaled_object_its_workload_sleeps_through() {
 }
 
 #[test]
+fn a_scaled_object_s_own_spec_names_its_workload_with_no_hpa_as_keda_deletes_it_while_paused() {
+    let index = HpaIndex::default();
+    index.await_levers([TargetKind::ScaledObject]);
+    index.handle(&watcher::Event::Init);
+    index.handle(&watcher::Event::InitDone);
+    assert!(
+        !index.synced(),
+        "no look before the ScaledObjects are listed"
+    );
+    let scaler = |name: &str| ScaleTarget {
+        kind: TargetKind::ScaledObject,
+        key: ObjectKey::new("shop", name),
+    };
+    let api = ScaleTarget {
+        kind: TargetKind::Deployment,
+        key: ObjectKey::new("shop", "api"),
+    };
+    assert_eq!(
+        index.lever_scales(&scaler("web-scaler"), Some(web())),
+        [web()]
+    );
+    assert_eq!(
+        index.lever_scales(&scaler("web-scaler"), Some(web())),
+        [],
+        "nothing changed: no look"
+    );
+    let relisted = HashSet::from([ObjectKey::new("shop", "web-scaler")]);
+    assert_eq!(
+        index.levers_relisted(TargetKind::ScaledObject, &relisted),
+        []
+    );
+    assert!(index.synced());
+    assert_eq!(
+        index.lever_of(&web()),
+        Some((TargetKind::ScaledObject, "web-scaler".into())),
+        "no HPA at all: KEDA deleted it while the ScaledObject is paused"
+    );
+    // Pointed elsewhere: both workloads are looked at again.
+    assert_eq!(
+        index.lever_scales(&scaler("web-scaler"), Some(api.clone())),
+        [web(), api.clone()]
+    );
+    assert_eq!(index.lever_of(&web()), None);
+    // Deleted while the watch was down.
+    assert_eq!(
+        index.levers_relisted(TargetKind::ScaledObject, &HashSet::new()),
+        [api.clone()]
+    );
+    assert_eq!(index.lever_of(&api), None);
+    // Listings that never come do not hold scaling forever.
+    let unlisted = HpaIndex::default();
+    unlisted.await_levers([TargetKind::ScaledObject]);
+    assert!(unlisted.stop_waiting());
+    assert!(unlisted.synced());
+}
+
+#[test]
 fn an_hpa_is_kept_by_its_deployment_or_stateful_set_target_with_its_record() {
     let kept = Hpa::of(&hpa_object(("apps/v1", "Deployment"), Some(2), 5, &[])).unwrap();
     assert_eq!(kept, hpa(2, 5, Originals::None));
