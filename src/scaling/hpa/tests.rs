@@ -158,7 +158,7 @@ fn a_scaled_object_s_own_spec_names_its_workload_with_no_hpa_as_keda_deletes_it_
     // Deleted while the watch was down.
     assert_eq!(
         index.levers_relisted(TargetKind::ScaledObject, &HashSet::new()),
-        [api.clone()]
+        std::slice::from_ref(&api)
     );
     assert_eq!(index.lever_of(&api), None);
     // Listings that never come do not hold scaling forever.
