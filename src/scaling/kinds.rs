@@ -26,6 +26,10 @@ pub enum Sleep {
         key: &'static str,
         asleep: &'static str,
         awake: Option<&'static str>,
+        /// An annotation (set to `"true"`) under which the controller holds the workload at
+        /// whatever count it has (KEDA's `paused`): `key` given back alone would leave it at 0
+        /// in the morning, so the count it had is remembered in `cronscaler.dev/paused-at`.
+        holds: Option<&'static str>,
     },
 }
 
@@ -285,6 +289,7 @@ pub static CATALOGUE: [KindSpec; 9] = [
             key: "autoscaling.keda.sh/paused-replicas",
             asleep: "0",
             awake: None,
+            holds: Some("autoscaling.keda.sh/paused"),
         },
         words: ["paused at 0", "scaling"],
         settling: None,
@@ -316,6 +321,7 @@ pub static CATALOGUE: [KindSpec; 9] = [
             key: "autoscaling.keda.sh/paused",
             asleep: "true",
             awake: None,
+            holds: None,
         },
         words: ["paused", "scaling"],
         settling: None,
@@ -358,6 +364,7 @@ pub static CATALOGUE: [KindSpec; 9] = [
             key: "cnpg.io/hibernation",
             asleep: "on",
             awake: Some("off"),
+            holds: None,
         },
         words: ["hibernated", "running"],
         settling: Some(Settling {
@@ -379,12 +386,15 @@ pub static CATALOGUE: [KindSpec; 9] = [
 ];
 
 /// The annotations the catalogue's kinds sleep by (KEDA's `paused-replicas`, CNPG's
-/// `hibernation`): the watches keep them, as they keep ours.
+/// `hibernation`) or are held by (KEDA's `paused`): the watches keep them, as they keep ours.
 pub fn sleep_annotations() -> impl Iterator<Item = &'static str> {
-    CATALOGUE.iter().filter_map(|row| match row.sleep {
-        Sleep::Annotation { key, .. } => Some(key),
-        Sleep::Replicas | Sleep::Suspend => None,
-    })
+    CATALOGUE
+        .iter()
+        .flat_map(|row| match row.sleep {
+            Sleep::Annotation { key, holds, .. } => [Some(key), holds],
+            Sleep::Replicas | Sleep::Suspend => [None, None],
+        })
+        .flatten()
 }
 
 impl KindSpec {
@@ -606,7 +616,9 @@ impl Sleep {
         match self {
             Sleep::Replicas => SleepWrite::Spec(json!({ "replicas": replicas })),
             Sleep::Suspend => SleepWrite::Spec(json!({ "suspend": replicas == 0 })),
-            Sleep::Annotation { key, asleep, awake } => {
+            Sleep::Annotation {
+                key, asleep, awake, ..
+            } => {
                 let value = if replicas == 0 {
                     Some(asleep.to_string())
                 } else {

@@ -70,8 +70,8 @@ impl Timer {
     }
 
     /// Puts `target` into the queue at `at` too (the end of a grace period, an override coming
-    /// within reach), whatever transitions come before: a held target keeps its schedule, until
-    /// it is armed anew.
+    /// within reach), whatever transitions come before, and whatever schedule it is armed with
+    /// meanwhile.
     pub fn recheck_at(&self, target: ScaleTarget, at: DateTime<Utc>) {
         let _ = self.commands.send(Command::Recheck(target, at));
     }
@@ -121,12 +121,18 @@ async fn run(
         tokio::select! {
             command = commands.recv() => match command {
                 Some(Command::Arm(target, schedule)) => {
-                    if let Some(old) = entries.remove(&target).and_then(|entry| entry.timer) {
-                        timers.remove(&old);
+                    // A recheck asked for stays: the write that asked for it is what re-arms.
+                    let mut rechecks = BTreeSet::new();
+                    if let Some(old) = entries.remove(&target) {
+                        rechecks = old.rechecks;
+                        if let Some(timer) = old.timer {
+                            timers.remove(&timer);
+                        }
                     }
-                    let due = schedule.next_look(clock());
-                    let timer = due.map(|due| timers.insert(target.clone(), sleep_until(due, clock())));
-                    entries.insert(target, Entry { schedule, rechecks: BTreeSet::new(), due, timer });
+                    let mut entry = Entry { schedule, rechecks, due: None, timer: None };
+                    entry.due = entry.next_after(clock());
+                    entry.timer = entry.due.map(|due| timers.insert(target.clone(), sleep_until(due, clock())));
+                    entries.insert(target, entry);
                 }
                 Some(Command::Recheck(target, at)) => {
                     if let Some(entry) = entries.get_mut(&target) {

@@ -51,6 +51,10 @@ pub const ORIGINAL_SUSPEND: &str = "cronscaler.dev/original-suspend";
 /// What the annotation a kind sleeps by (KEDA's `paused-replicas`, CloudNativePG's
 /// `hibernation`) held before the night, empty when it had none.
 pub const ORIGINAL_VALUE: &str = "cronscaler.dev/original-value";
+/// The count a workload had when it fell asleep while its lever's controller held it at
+/// whatever count it has (KEDA's `paused`): the wake sets the lever to it, and once the workload
+/// is back at it the lever's own hold takes over again and this goes.
+pub const PAUSED_AT: &str = "cronscaler.dev/paused-at";
 /// The cause of the last warning said about the object (see `warnings`).
 pub const WARNED: &str = "cronscaler.dev/warned";
 
@@ -73,6 +77,7 @@ pub fn is_record(key: &str) -> bool {
         ORIGINAL_REPLICAS,
         ORIGINAL_SUSPEND,
         ORIGINAL_VALUE,
+        PAUSED_AT,
         LAST_TRANSITION,
         WARNED,
     ]
@@ -186,6 +191,8 @@ pub fn parse(annotations: &BTreeMap<String, String>, default_timezone: Tz) -> An
                 value,
                 "is written only on kinds that sleep by an annotation",
             )),
+            // Read by the plan of a lever that holds its workload's count (KEDA's `paused`).
+            PAUSED_AT => parse_count(key, value, 0).map(drop),
             // Only ever compared whole with a cause, so no value can be wrong.
             WARNED => Ok(()),
             // Read by the wake-up backend on Namespaces; checked wherever they are written.
@@ -212,8 +219,8 @@ pub fn parse(annotations: &BTreeMap<String, String>, default_timezone: Tz) -> An
                  scale-up, uptime, downtime, holidays, awake-until, asleep-until, down-replicas, \
                  up-replicas, timezone, paused, exclude, ready-by, wake-order, \
                  wake-on-request, wake-hosts, idle-after, gitops, original-replicas, \
-                 original-suspend, original-value, last-transition, warned, last-warm-up and \
-                 idle-since",
+                 original-suspend, original-value, paused-at, last-transition, warned, \
+                 last-warm-up and idle-since",
             )),
         };
         if let Err(error) = outcome {
@@ -545,7 +552,7 @@ mod tests {
             (
                 "cronscaler.dev/scale-dwon",
                 "0 20 * * *",
-                r#"cronscaler.dev/scale-dwon: "0 20 * * *" is not a known annotation; the keys under cronscaler.dev/ are scale-down, scale-up, uptime, downtime, holidays, awake-until, asleep-until, down-replicas, up-replicas, timezone, paused, exclude, ready-by, wake-order, wake-on-request, wake-hosts, idle-after, gitops, original-replicas, original-suspend, original-value, last-transition, warned, last-warm-up and idle-since"#,
+                r#"cronscaler.dev/scale-dwon: "0 20 * * *" is not a known annotation; the keys under cronscaler.dev/ are scale-down, scale-up, uptime, downtime, holidays, awake-until, asleep-until, down-replicas, up-replicas, timezone, paused, exclude, ready-by, wake-order, wake-on-request, wake-hosts, idle-after, gitops, original-replicas, original-suspend, original-value, paused-at, last-transition, warned, last-warm-up and idle-since"#,
             ),
         ];
         for (key, value, expected) in cases {

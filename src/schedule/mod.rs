@@ -37,8 +37,9 @@ pub(crate) mod test_support;
 pub use annotations::{
     ASLEEP_UNTIL, AWAKE_UNTIL, Annotations, DOWN_REPLICAS, DOWNTIME, EXCLUDE, HOLIDAYS,
     LAST_TRANSITION, Leftovers, ORIGINAL_REPLICAS, ORIGINAL_SUSPEND, ORIGINAL_VALUE, OVERRIDE_KEYS,
-    PAUSED, PREFIX, Recorded, SCALE_DOWN, SCALE_UP, SCHEDULE_KEYS, TIMEZONE, UP_REPLICAS, UPTIME,
-    WAKE_ORDER, WARNED, has_schedule, is_record, is_written_by_controller, parse,
+    PAUSED, PAUSED_AT, PREFIX, Recorded, SCALE_DOWN, SCALE_UP, SCHEDULE_KEYS, TIMEZONE,
+    UP_REPLICAS, UPTIME, WAKE_ORDER, WARNED, has_schedule, is_record, is_written_by_controller,
+    parse,
 };
 pub use cron::CronSpec;
 pub use decide::{AnnotationChange, Cleanup, ScaleChange, decide, is_due};

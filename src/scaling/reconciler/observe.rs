@@ -13,7 +13,8 @@ use crate::{
     scaling::{
         gitops::{self, Owner, owner::OwnerState, standing::GitOps},
         hpa::Hpa,
-        target::{ScaleTarget, TargetKind, TargetState},
+        kinds::Sleep,
+        target::{ScaleTarget, TargetKind, TargetState, levered},
         wake_order::{self, Peer},
         wake_turns::Ask,
     },
@@ -44,6 +45,9 @@ pub struct Observed {
     pub lever_object: Option<(ScaleTarget, TargetState)>,
     /// The kind whose row says how it sleeps: its own, or its lever's.
     pub sleeps_as: TargetKind,
+    /// The count of the workload its lever (itself, or the one it sleeps through) scales, read
+    /// while the lever's controller holds it at whatever count it has (KEDA's `paused`).
+    pub held_at: Option<i32>,
     /// Some of it came from what the watches delivered, which may be behind.
     pub from_watch: bool,
     /// The schedule, without an override reaching further than `--max-override`.
@@ -143,6 +147,10 @@ pub async fn observe(
         }
         _ => None,
     };
+    let held_at = match &lever_object {
+        Some((lever, state)) => held_at(ctx, lever, state).await?,
+        None => held_at(ctx, target, &object).await?,
+    };
     let sleeps_as = match &lever_object {
         Some((lever, state)) => {
             object.replicas = state.replicas;
@@ -195,6 +203,7 @@ pub async fn observe(
         lever,
         lever_object,
         sleeps_as,
+        held_at,
         from_watch,
         annotations,
         out_of_reach,
@@ -207,6 +216,33 @@ pub async fn observe(
     };
     observed.namespace = namespace_wake(ctx, &observed, now).await?;
     Ok(Some(observed))
+}
+
+/// The count of the workload `lever` scales, while `lever`'s controller holds it at whatever
+/// count it has (its row's `holds` annotation `"true"`): one read of it, only then.
+async fn held_at(
+    ctx: &ScalingContext,
+    lever: &ScaleTarget,
+    state: &TargetState,
+) -> Result<Option<i32>, Error> {
+    let Sleep::Annotation {
+        holds: Some(holds), ..
+    } = lever.kind.spec().sleep
+    else {
+        return Ok(None);
+    };
+    let held = state.annotations.get(holds).map(String::as_str) == Some("true");
+    let Some(workload) = levered(lever, state).filter(|_| held) else {
+        return Ok(None);
+    };
+    let read = read_target(&ctx.client, &workload)
+        .await
+        .map_err(Error::api(
+            "reading",
+            workload.kind.spec().name,
+            &workload.key,
+        ))?;
+    Ok(read.map(|state| state.replicas))
 }
 
 /// The scheduled wake or sleep `change` applies, where one of a Namespace's is: not an

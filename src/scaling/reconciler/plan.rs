@@ -146,6 +146,11 @@ const INVALID_SCHEDULE: &str = "InvalidSchedule";
 
 /// Every write a look at `observed` makes at `now`.
 pub fn plan(observed: &Observed, settings: &Settings, now: DateTime<Utc>) -> Plan {
+    held::held_by_lever(observed, by_schedule(observed, settings, now), now)
+}
+
+/// Every write its schedule, or its lever's, asks of a look.
+fn by_schedule(observed: &Observed, settings: &Settings, now: DateTime<Utc>) -> Plan {
     let object = &observed.object;
     let target = &observed.target;
     match (&observed.lever, &observed.lever_object) {
@@ -655,5 +660,6 @@ fn tally(observed: &Observed, change: &ScaleChange) -> Option<Tally> {
     })
 }
 
+mod held;
 #[cfg(test)]
 mod tests;

@@ -22,7 +22,7 @@ use crate::{
     },
 };
 
-const NIGHTLY: [(&str, &str); 2] = [(SCALE_DOWN, "0 20 * * *"), (SCALE_UP, "0 7 * * *")];
+pub(super) const NIGHTLY: [(&str, &str); 2] = [(SCALE_DOWN, "0 20 * * *"), (SCALE_UP, "0 7 * * *")];
 /// Asleep since the scale-down at 20:00 on the 23rd, which took 3 replicas.
 const ASLEEP: [(&str, &str); 4] = [
     NIGHTLY[0],
@@ -31,12 +31,12 @@ const ASLEEP: [(&str, &str); 4] = [
     (LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
 ];
 
-fn at(day: u32, hour: u32, minute: u32, second: u32) -> DateTime<Utc> {
+pub(super) fn at(day: u32, hour: u32, minute: u32, second: u32) -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 11, day, hour, minute, second)
         .unwrap()
 }
 
-const SETTINGS: Settings = Settings {
+pub(super) const SETTINGS: Settings = Settings {
     grace: None,
     step_timeout: TimeDelta::minutes(5),
 };
@@ -52,7 +52,7 @@ fn deployment(replicas: i32, annotations: &[(&str, &str)]) -> DynamicObject {
     )
 }
 
-fn object(mut body: Value, annotations: &[(&str, &str)]) -> DynamicObject {
+pub(super) fn object(mut body: Value, annotations: &[(&str, &str)]) -> DynamicObject {
     body["metadata"] = json!({
         "name": "web", "namespace": "shop", "resourceVersion": "7", "uid": "u-1",
         "creationTimestamp": "2026-01-01T00:00:00Z",
@@ -66,7 +66,7 @@ fn object(mut body: Value, annotations: &[(&str, &str)]) -> DynamicObject {
 }
 
 /// What a look at `object` of `kind` observes, following its own annotations.
-fn observed(kind: TargetKind, object: &DynamicObject, now: DateTime<Utc>) -> Observed {
+pub(super) fn observed(kind: TargetKind, object: &DynamicObject, now: DateTime<Utc>) -> Observed {
     let state = TargetState::of_object(kind, object);
     let parsed = kind.parse(&state.annotations, Tz::UTC);
     let (annotations, out_of_reach) = schedule::in_reach(parsed, now, TimeDelta::hours(24));
@@ -84,6 +84,7 @@ fn observed(kind: TargetKind, object: &DynamicObject, now: DateTime<Utc>) -> Obs
         lever: None,
         lever_object: None,
         sleeps_as: kind,
+        held_at: None,
         from_watch: false,
         annotations,
         out_of_reach,

@@ -1,0 +1,157 @@
+//! KEDA-scaled workloads on a real API server, with KEDA played as its operator behaves
+//! (`tests/support/keda.rs`): it deletes its HPA while a ScaledObject is paused, so the workload
+//! a ScaledObject scales is known from the ScaledObject's own `scaleTargetRef`; and a
+//! ScaledObject a person paused (`autoscaling.keda.sh/paused`) before the night has its workload
+//! back at its count in the morning, still paused.
+//!
+//! Without `../shared/crds/` (KEDA's real CRD) these tests say they are skipped.
+
+mod support;
+
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::{
+    Api,
+    api::{DynamicObject, PostParams},
+};
+use serde_json::json;
+use support::{
+    Scenario, annotate_namespace, describe, envtest, eventually,
+    keda::{self, PAUSED, PAUSED_REPLICAS},
+    nightly, occurrences, replicas_and_annotations, sleep_until, whole_second_in,
+};
+
+/// Lateness we accept from a transition: the timer, one reconcile, KEDA's poll, a busy 2-core
+/// machine.
+const LATENESS: Duration = Duration::from_secs(15);
+
+async fn create(api: &Api<DynamicObject>, object: serde_json::Value) {
+    let object: DynamicObject = serde_json::from_value(object).expect("an object");
+    api.create(&PostParams::default(), &object)
+        .await
+        .unwrap_or_else(|error| panic!("creating {:?}: {error}", object.metadata.name));
+}
+
+/// What of `name`'s own is cronscaler's: its `cronscaler.dev/` annotations, and the fields
+/// cronscaler manages.
+async fn cronscaler_on(deployments: &Api<Deployment>, name: &str) -> Vec<String> {
+    let object = deployments.get(name).await.expect("the workload");
+    let annotations = (object.metadata.annotations.iter().flatten())
+        .filter(|(key, _)| key.starts_with("cronscaler.dev/"))
+        .map(|(key, value)| format!("{key}={value}"));
+    let managed = (object.metadata.managed_fields.iter().flatten())
+        .filter(|entry| entry.manager.as_deref() == Some("cronscaler"))
+        .map(|entry| format!("managedFields: {:?}", entry.fields_v1));
+    annotations.chain(managed).collect()
+}
+
+#[tokio::test]
+async fn a_scaled_object_paused_before_the_night_wakes_its_workload_to_its_count_with_no_hpa() {
+    let test = "keda-paused";
+    // A plane of its own: the controller reads Namespaces' schedules, cluster-wide.
+    let Some(scenario) = Scenario::own(test, envtest::Options::api_server_only()).await else {
+        return;
+    };
+    let Some(scaled_objects) = keda::scaled_objects(test, &scenario).await else {
+        return;
+    };
+    let mut controller = scenario.start_cluster_wide_controller("cronscaler", &[]);
+    controller.wait_ready().await;
+    let deployments = scenario.deployments();
+    deployments
+        .create(
+            &PostParams::default(),
+            &support::deployment("web", 3, json!({})),
+        )
+        .await
+        .expect("the Deployment KEDA scales");
+    // A person paused KEDA at web's 3 replicas: KEDA deleted its HPA, and holds whatever
+    // count web has. Nothing but the ScaledObject's own spec says it scales web.
+    create(
+        &scaled_objects,
+        json!({
+            "apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
+            "metadata": { "name": "web-scaler", "annotations": { PAUSED: "true" } },
+            "spec": {
+                "scaleTargetRef": { "name": "web" },
+                "minReplicaCount": keda::MIN_REPLICAS, "maxReplicaCount": 5,
+                "triggers": [{ "type": "cpu", "metricType": "Utilization", "metadata": { "value": "60" } }],
+            },
+        }),
+    )
+    .await;
+    let keda = keda::play(
+        &scenario.client,
+        &scenario.namespace,
+        &scaled_objects,
+        "web",
+        "web-scaler",
+    );
+    // The whole Namespace sleeps at night.
+    let down = whole_second_in(10);
+    let up = down + chrono::Duration::seconds(15);
+    annotate_namespace(&scenario.client, &scenario.namespace, nightly(down, up)).await;
+
+    eventually(
+        "web asleep through web-scaler",
+        LATENESS + LATENESS,
+        || async {
+            let scaler = scaled_objects.get("web-scaler").await.ok()?;
+            let pinned = scaler.metadata.annotations?.get(PAUSED_REPLICAS).cloned();
+            let (replicas, _) = replicas_and_annotations(&deployments, "web").await?;
+            (pinned.as_deref() == Some("0") && replicas == 0).then_some(())
+        },
+    )
+    .await;
+    sleep_until(up - chrono::Duration::seconds(1)).await;
+    let (replicas, _) = replicas_and_annotations(&deployments, "web")
+        .await
+        .expect("web");
+    assert_eq!(replicas, 0, "asleep all night");
+    assert_eq!(
+        cronscaler_on(&deployments, "web").await,
+        Vec::<String>::new(),
+        "web's replicas are KEDA's, whose HPA is gone: nothing of ours is on web"
+    );
+
+    // Morning: web is back at the 3 it was paused at, and KEDA still holds it there.
+    eventually("web back at 3", LATENESS, || async {
+        let (replicas, _) = replicas_and_annotations(&deployments, "web").await?;
+        (replicas == 3).then_some(())
+    })
+    .await;
+    let scaler = eventually("web-scaler as it was", LATENESS, || async {
+        let scaler = scaled_objects.get("web-scaler").await.ok()?;
+        let annotations = scaler.metadata.annotations.clone().unwrap_or_default();
+        let ours = annotations
+            .keys()
+            .any(|key| key.starts_with("cronscaler.dev/original"));
+        (!annotations.contains_key(PAUSED_REPLICAS) && !ours).then_some(annotations)
+    })
+    .await;
+    assert_eq!(scaler.get(PAUSED).map(String::as_str), Some("true"));
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let (replicas, _) = replicas_and_annotations(&deployments, "web")
+        .await
+        .expect("web");
+    assert_eq!(replicas, 3, "paused at its count, as before the night");
+    assert_eq!(
+        cronscaler_on(&deployments, "web").await,
+        Vec::<String>::new()
+    );
+    for name in ["web", "web-scaler"] {
+        let events = scenario.events(name).await;
+        assert_eq!(
+            occurrences(&events, "ScaleReverted"),
+            0,
+            "{name}:\n{}",
+            describe(&events)
+        );
+    }
+    keda.abort();
+    controller
+        .assert_stops_cleanly(Duration::from_secs(10))
+        .await;
+    scenario.finish().await;
+}
