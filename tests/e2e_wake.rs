@@ -11,7 +11,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use k8s_openapi::api::{apps::v1::StatefulSet, core::v1::Service};
+use k8s_openapi::api::{apps::v1::StatefulSet, core::v1::Service, rbac::v1::ClusterRole};
 use kube::{Api, ResourceExt as _, api::PostParams};
 use serde_json::{Value, json};
 use support::{
@@ -452,15 +452,19 @@ async fn asleep_each_service_reaches_the_backend_through_an_endpoint_slice_until
         Some("web")
     );
     let services: Api<Service> = Api::namespaced(scenario.client.clone(), &namespace);
-    let web = services.get("web").await.expect("the Service");
+    let roles: Api<ClusterRole> = Api::all(scenario.client.clone());
+    let install = roles.get("cronscaler").await.expect("rbac/'s ClusterRole");
+    let owners: Vec<(&str, &str, Option<&String>)> = (slice.owner_references().iter())
+        .map(|owner| (owner.kind.as_str(), owner.name.as_str(), Some(&owner.uid)))
+        .collect();
     assert_eq!(
-        slice.owner_references().first().map(|owner| &owner.uid),
-        web.metadata.uid.as_ref(),
-        "owned by its Service"
+        owners,
+        [("ClusterRole", "cronscaler", install.metadata.uid.as_ref())],
+        "owned by the install, so that uninstalling deletes it"
     );
 
     let admin = json!({ "selector": { "app": "web" }, "ports": [{ "port": 8000 }] });
-    create_service_with(&scenario, &namespace, "web-admin", admin).await;
+    create_service_with(&scenario, &namespace, "web-admin", admin.clone()).await;
     eventually(
         "a slice for the Service added while asleep",
         PROMPTLY,
@@ -471,6 +475,26 @@ async fn asleep_each_service_reaches_the_backend_through_an_endpoint_slice_until
                 .then_some(())
         },
     )
+    .await;
+    // A Service deleted: its slice goes with it, though the Service does not own it.
+    services
+        .delete("web-admin", &Default::default())
+        .await
+        .expect("deleting web-admin");
+    eventually("web-admin's slice gone with it", PROMPTLY, || async {
+        (!wake_slices(&scenario, &namespace)
+            .await
+            .contains_key("web-admin-cronscaler-wake"))
+        .then_some(())
+    })
+    .await;
+    create_service_with(&scenario, &namespace, "web-admin", admin).await;
+    eventually("web-admin's slice back", PROMPTLY, || async {
+        wake_slices(&scenario, &namespace)
+            .await
+            .contains_key("web-admin-cronscaler-wake")
+            .then_some(())
+    })
     .await;
 
     // A call inside the cluster, sent where the slice says, wakes the Namespace.

@@ -238,8 +238,15 @@ pub async fn run(
         }
     };
     let (kinds, later) = objects::resolve(&client, &args.kinds).await;
-    // A workload's lever is known from the lever's own spec: no look before levers are listed.
-    hpas.await_levers((kinds.iter().copied()).filter(|kind| kind.spec().levers.is_some()));
+    // A workload's lever is known from the lever's own spec: no look before the levers served
+    // now are listed (one not served has nothing to list, and is taken in when it is).
+    for kind in (kinds.iter().copied()).filter(|kind| kind.spec().levers.is_some()) {
+        let spec = kind.spec();
+        let gvk = kube::api::GroupVersionKind::gvk(spec.group, spec.version, spec.name);
+        if kube::discovery::pinned_kind(&client, &gvk).await.is_ok() {
+            hpas.await_levers([kind]);
+        }
+    }
     let tracked = Trackers::new(kinds.iter().map(|kind| (*kind, tracker(*kind))).collect());
     // A Foo's schedule is read from the Foo controller's own watch of Foos.
     let foo_schedules = tracked
