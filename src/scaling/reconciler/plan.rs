@@ -228,11 +228,10 @@ fn through_lever(
         return plan;
     };
     let guarded = |value: Value| {
-        let mut body = json!({ "metadata": { "annotations": { key: value } } });
-        if let Some(version) = &lever_object.resource_version {
-            body["metadata"]["resourceVersion"] = json!(version);
-        }
-        body
+        annotations_patch(
+            json!({ key: value }),
+            lever_object.resource_version.as_ref(),
+        )
     };
     let moved = plan.patch.as_mut().and_then(|patch| {
         let value = patch.body["metadata"]["annotations"]
@@ -265,6 +264,15 @@ fn through_lever(
         None => {}
     }
     plan
+}
+
+/// A merge patch of `annotations`, guarded by the resourceVersion `version` it was decided on.
+fn annotations_patch(annotations: Value, version: Option<&String>) -> Value {
+    let mut body = json!({ "metadata": { "annotations": annotations } });
+    if let Some(version) = version {
+        body["metadata"]["resourceVersion"] = json!(version);
+    }
+    body
 }
 
 /// What its GitOps owner takes: with `pause`, its repair paused before a sleep (or found

@@ -8,7 +8,7 @@
 use chrono::{DateTime, TimeDelta, Utc};
 use serde_json::{Value, json};
 
-use super::{LeverWrite, Plan, TargetPatch, sleep_in_force};
+use super::{LeverWrite, Plan, TargetPatch, annotations_patch, sleep_in_force};
 use crate::{
     ops::metrics::ScaleDirection,
     scaling::{kinds::Sleep, reconciler::observe::Observed},
@@ -82,19 +82,12 @@ pub(super) fn held_by_lever(observed: &Observed, mut plan: Plan, now: DateTime<U
 /// Removes `paused-at`, and the lever's `key` when `ours`, in one patch where the lever is the
 /// target itself.
 fn give_back(observed: &Observed, plan: &mut Plan, key: &str, ours: bool) {
-    let guarded = |annotations: Value, version: Option<&String>| {
-        let mut body = json!({ "metadata": { "annotations": annotations } });
-        if let Some(version) = version {
-            body["metadata"]["resourceVersion"] = json!(version);
-        }
-        body
-    };
     let mut annotations = json!({ PAUSED_AT: null });
     match &observed.lever_object {
         Some((lever, state)) if ours => {
             plan.lever = Some(LeverWrite {
                 target: lever.clone(),
-                body: guarded(json!({ key: null }), state.resource_version.as_ref()),
+                body: annotations_patch(json!({ key: null }), state.resource_version.as_ref()),
                 before_patch: true,
             });
         }
@@ -113,7 +106,7 @@ fn give_back(observed: &Observed, plan: &mut Plan, key: &str, ours: bool) {
         }
         None => {
             plan.patch = Some(TargetPatch {
-                body: guarded(annotations, observed.object.resource_version.as_ref()),
+                body: annotations_patch(annotations, observed.object.resource_version.as_ref()),
                 doing: "give back the count its lever holds",
                 counted: None,
             });
