@@ -198,31 +198,26 @@ fn past(bytes: &[u8], open: usize, close: u8) -> usize {
 
 /// Past a metric's or a function's name.
 fn past_name(bytes: &[u8], start: usize) -> usize {
-    let mut at = start;
-    while bytes
-        .get(at)
-        .is_some_and(|byte| byte.is_ascii_alphanumeric() || *byte == b'_' || *byte == b':')
-    {
-        at += 1;
-    }
-    at
+    past_while(bytes, start, |byte| {
+        byte.is_ascii_alphanumeric() || byte == b'_' || byte == b':'
+    })
 }
 
 /// Past a number (`1.5e3`, `0x1f`), a duration (`5m30s`) or a placeholder's name.
 fn past_word(bytes: &[u8], start: usize) -> usize {
-    let mut at = start;
-    while bytes
-        .get(at)
-        .is_some_and(|byte| byte.is_ascii_alphanumeric() || *byte == b'_' || *byte == b'.')
-    {
-        at += 1;
-    }
-    at
+    past_while(bytes, start, |byte| {
+        byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'.'
+    })
 }
 
 fn past_spaces(bytes: &[u8], start: usize) -> usize {
+    past_while(bytes, start, |byte| byte.is_ascii_whitespace())
+}
+
+/// Past the bytes from `start` that `keep` holds for.
+fn past_while(bytes: &[u8], start: usize, keep: impl Fn(u8) -> bool) -> usize {
     let mut at = start;
-    while bytes.get(at).is_some_and(u8::is_ascii_whitespace) {
+    while bytes.get(at).is_some_and(|byte| keep(*byte)) {
         at += 1;
     }
     at
