@@ -1160,35 +1160,63 @@ fn paused_shop() -> (
     (owners, shop)
 }
 
-#[tokio::test]
-async fn a_paused_owner_is_given_back_only_once_the_wake_of_what_it_deploys_is_seen() {
-    use crate::scaling::gitops::GITOPS_PAUSED;
-    let (client, server) = mock_client();
+/// A context with `shop` paused and whatever Deployment last_seen holds, in `mode`.
+fn release_context(
+    client: kube::Client,
+    mode: GitOpsMode,
+) -> (crate::scaling::ScalingContext, Owner, LastSeen) {
     let (owners, shop) = paused_shop();
     let last_seen = LastSeen::default();
     let queue = crate::runtime::workqueue::WorkQueue::<ScalingKey>::new(Default::default());
     let ctx = crate::scaling::test_support::context(client, false)
-        .with_gitops(owners, GitOpsMode::Pause, Enqueue::new(queue))
+        .with_gitops(owners, mode, Enqueue::new(queue))
         .with_last_seen(last_seen.clone());
-    let seen = |last: &str| {
-        let object: kube::api::DynamicObject = serde_json::from_value(app_0(
-            0,
-            &[
-                (schedule::SCALE_DOWN, "0 20 * * *"),
-                (schedule::SCALE_UP, "0 7 * * *"),
-                (schedule::LAST_TRANSITION, last),
-                (
-                    "argocd.argoproj.io/tracking-id",
-                    "shop:apps/Deployment:load-0/app-0",
-                ),
-            ],
-        ))
-        .unwrap();
-        last_seen.keep(
-            deployment_target(),
-            &TargetState::of_object(TargetKind::Deployment, &object),
-        );
-    };
+    (ctx, shop, last_seen)
+}
+
+/// `load-0/app-0` as its watch delivers it: asleep at 0 on a nightly schedule, deployed by
+/// `shop`, with `more` annotations.
+fn keep_app_0(last_seen: &LastSeen, more: &[(&str, &str)]) {
+    let mut annotations = vec![
+        (schedule::SCALE_DOWN, "0 20 * * *"),
+        (schedule::SCALE_UP, "0 7 * * *"),
+        (
+            "argocd.argoproj.io/tracking-id",
+            "shop:apps/Deployment:load-0/app-0",
+        ),
+    ];
+    annotations.extend_from_slice(more);
+    let object: kube::api::DynamicObject = serde_json::from_value(app_0(0, &annotations)).unwrap();
+    last_seen.keep(
+        deployment_target(),
+        &TargetState::of_object(TargetKind::Deployment, &object),
+    );
+}
+
+/// `shop` given back its self-heal, and told so.
+fn shop_given_back() -> Vec<Exchange> {
+    use crate::scaling::gitops::GITOPS_PAUSED;
+    vec![
+        Exchange::new(
+            "PATCH",
+            "/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/shop?&fieldManager=cronscaler",
+        )
+        .body(json!({
+            "metadata": { "resourceVersion": "8", "annotations": { (GITOPS_PAUSED): null } },
+            "spec": { "syncPolicy": { "automated": { "selfHeal": true } } },
+        }))
+        .reply(200, json!({})),
+        Exchange::new("POST", crate::mock_api::events_path("argocd"))
+            .body(json!({ "type": "Normal", "reason": "GitOpsResumed" }))
+            .reply(201, json!({})),
+    ]
+}
+
+#[tokio::test]
+async fn a_paused_owner_is_given_back_only_once_the_wake_of_what_it_deploys_is_seen() {
+    let (client, server) = mock_client();
+    let (ctx, shop, last_seen) = release_context(client, GitOpsMode::Pause);
+    let seen = |last: &str| keep_app_0(&last_seen, &[(schedule::LAST_TRANSITION, last)]);
     // The wake is due at 07:00, and not seen yet: looked at again soon, nothing written.
     seen("2026-11-22T20:00:00Z down");
     let again = release_owner(&ctx, &shop, at(7, 0, 1)).await.unwrap();
@@ -1200,20 +1228,7 @@ async fn a_paused_owner_is_given_back_only_once_the_wake_of_what_it_deploys_is_s
         Some(std::time::Duration::from_secs(30))
     );
     // Seen awake: given back.
-    let served = tokio::spawn(server.serve(vec![
-        Exchange::new(
-            "PATCH",
-            "/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/shop?&fieldManager=cronscaler",
-        )
-        .body(json!({
-            "metadata": { "resourceVersion": "8", "annotations": { (GITOPS_PAUSED): null } },
-            "spec": { "syncPolicy": { "automated": { "selfHeal": true } } },
-        }))
-        .reply(200, json!({})),
-        Exchange::new("POST", crate::mock_api::events_path("argocd"))
-            .body(json!({ "type": "Normal", "reason": "GitOpsResumed" }))
-            .reply(201, json!({})),
-    ]));
+    let served = tokio::spawn(server.serve(shop_given_back()));
     seen("2026-11-23T07:00:00Z up");
     assert_eq!(release_owner(&ctx, &shop, at(7, 0, 4)).await.unwrap(), None);
     drop(ctx);
@@ -1222,33 +1237,16 @@ async fn a_paused_owner_is_given_back_only_once_the_wake_of_what_it_deploys_is_s
 
 #[tokio::test]
 async fn a_paused_owner_is_given_back_at_night_once_nothing_it_deploys_sleeps_under_pause() {
-    use crate::scaling::gitops::GITOPS_PAUSED;
     let (client, server) = mock_client();
-    let (owners, shop) = paused_shop();
-    let last_seen = LastSeen::default();
-    let queue = crate::runtime::workqueue::WorkQueue::<ScalingKey>::new(Default::default());
-    let ctx = crate::scaling::test_support::context(client, false)
-        .with_gitops(owners, GitOpsMode::Ignore, Enqueue::new(queue))
-        .with_last_seen(last_seen.clone());
+    let (ctx, shop, last_seen) = release_context(client, GitOpsMode::Ignore);
     let seen = |mode: &str| {
-        let object: kube::api::DynamicObject = serde_json::from_value(app_0(
-            0,
+        keep_app_0(
+            &last_seen,
             &[
-                (schedule::SCALE_DOWN, "0 20 * * *"),
-                (schedule::SCALE_UP, "0 7 * * *"),
                 (schedule::LAST_TRANSITION, "2026-11-22T20:00:00Z down"),
                 (schedule::GITOPS, mode),
-                (
-                    "argocd.argoproj.io/tracking-id",
-                    "shop:apps/Deployment:load-0/app-0",
-                ),
             ],
-        ))
-        .unwrap();
-        last_seen.keep(
-            deployment_target(),
-            &TargetState::of_object(TargetKind::Deployment, &object),
-        );
+        )
     };
     seen("pause");
     assert_eq!(
@@ -1258,20 +1256,7 @@ async fn a_paused_owner_is_given_back_at_night_once_nothing_it_deploys_sleeps_un
     );
     // Opted out of pause at night (its workload deleted, or no longer the owner's, reads the
     // same): given back at the next look, not in the morning.
-    let served = tokio::spawn(server.serve(vec![
-        Exchange::new(
-            "PATCH",
-            "/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/shop?&fieldManager=cronscaler",
-        )
-        .body(json!({
-            "metadata": { "resourceVersion": "8", "annotations": { (GITOPS_PAUSED): null } },
-            "spec": { "syncPolicy": { "automated": { "selfHeal": true } } },
-        }))
-        .reply(200, json!({})),
-        Exchange::new("POST", crate::mock_api::events_path("argocd"))
-            .body(json!({ "type": "Normal", "reason": "GitOpsResumed" }))
-            .reply(201, json!({})),
-    ]));
+    let served = tokio::spawn(server.serve(shop_given_back()));
     seen("ignore");
     assert_eq!(
         release_owner(&ctx, &shop, at(3, 0, 30)).await.unwrap(),
