@@ -646,48 +646,35 @@ fn what_argo_cd_would_prune_and_what_an_owner_deploys_to_another_cluster_confirm
         merge_into(&mut entry, extra);
         json!({ "resources": [entry] })
     };
-    let app = |spec: Value, status: Value| (self_healing(spec), status);
     let web = web_in("team-a");
-    assert!(confirms(
-        Tool::ArgoCd,
-        app(json!({}), listed(json!({}))),
-        &web,
-        &tracked,
-        &[]
-    ));
-    // A live object carrying Argo CD's marks, which a tenant can make, is listed to be pruned.
-    let pruned = listed(json!({ "requiresPruning": true }));
-    assert!(!confirms(
-        Tool::ArgoCd,
-        app(json!({}), pruned),
-        &web,
-        &tracked,
-        &[]
-    ));
-    let hook = listed(json!({ "hook": true }));
-    assert!(!confirms(
-        Tool::ArgoCd,
-        app(json!({}), hook),
-        &web,
-        &tracked,
-        &[]
-    ));
     let remote = json!({ "destination": { "server": "https://prod.example.com" } });
-    assert!(!confirms(
-        Tool::ArgoCd,
-        app(remote, listed(json!({}))),
-        &web,
-        &tracked,
-        &[]
-    ));
     let here = json!({ "destination": { "server": "https://kubernetes.default.svc" } });
-    assert!(confirms(
-        Tool::ArgoCd,
-        app(here, listed(json!({}))),
-        &web,
-        &tracked,
-        &[]
-    ));
+    for (spec, status, confirmed, case) in [
+        (json!({}), listed(json!({})), true, "listed"),
+        // A live object carrying Argo CD's marks, which a tenant can make, is listed to be
+        // pruned.
+        (
+            json!({}),
+            listed(json!({ "requiresPruning": true })),
+            false,
+            "to be pruned",
+        ),
+        (json!({}), listed(json!({ "hook": true })), false, "a hook"),
+        (
+            remote,
+            listed(json!({})),
+            false,
+            "deployed to another cluster",
+        ),
+        (here, listed(json!({})), true, "deployed in-cluster"),
+    ] {
+        let owner = (self_healing(spec), status);
+        assert_eq!(
+            confirms(Tool::ArgoCd, owner, &web, &tracked, &[]),
+            confirmed,
+            "{case}"
+        );
+    }
     let inventory = json!({ "inventory": { "entries": [{ "id": "team-a_web_apps_Deployment" }] } });
     let flux_remote =
         json!({ "interval": "5m", "kubeConfig": { "secretRef": { "name": "prod" } } });
