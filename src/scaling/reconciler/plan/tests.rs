@@ -608,6 +608,11 @@ fn an_on_off_object_found_awake_at_a_scale_up_is_told_already_awake() {
     );
 }
 
+/// `web` deployed by Argo CD's `shop`, self-healing and not paused, under `mode`.
+fn argo_cd_self_healing(web: Observed, mode: GitOpsMode) -> Observed {
+    deployed_by_argo_cd(web, mode, self_heal(true), None)
+}
+
 /// Argo CD Application argocd/shop, deploying `shop/web`, with this spec (and pause record).
 fn deployed_by_argo_cd(
     mut web: Observed,
@@ -770,12 +775,7 @@ fn a_revert_by_argo_cd_names_the_application_and_what_would_prevent_it() {
 fn a_claim_its_owner_does_not_confirm_pauses_nothing_and_is_said_once() {
     let now = at(23, 20, 0, 0);
     let web = observed(TargetKind::Deployment, &deployment(3, &NIGHTLY), now);
-    let web = unconfirmed(deployed_by_argo_cd(
-        web,
-        GitOpsMode::Pause,
-        self_heal(true),
-        None,
-    ));
+    let web = unconfirmed(argo_cd_self_healing(web, GitOpsMode::Pause));
     let night = plan(&web, &SETTINGS, now);
     assert_eq!(night.owner_pause, None, "nothing written to the owner");
     assert!(night.patch.is_some(), "the workload still sleeps");
@@ -789,12 +789,7 @@ fn a_claim_its_owner_does_not_confirm_pauses_nothing_and_is_said_once() {
     );
     let said = [NIGHTLY[0], NIGHTLY[1], (WARNED, warning.cause.as_str())];
     let web = observed(TargetKind::Deployment, &deployment(3, &said), now);
-    let web = unconfirmed(deployed_by_argo_cd(
-        web,
-        GitOpsMode::Pause,
-        self_heal(true),
-        None,
-    ));
+    let web = unconfirmed(argo_cd_self_healing(web, GitOpsMode::Pause));
     assert_eq!(plan(&web, &SETTINGS, now).warning, None, "said once");
 }
 
@@ -808,12 +803,7 @@ fn a_revert_by_argo_cd_of_a_workload_its_application_does_not_list_names_no_appl
         fields[0].subresource = None;
     }
     let web = observed(TargetKind::Deployment, &reverted, now);
-    let web = unconfirmed(deployed_by_argo_cd(
-        web,
-        GitOpsMode::Ignore,
-        self_heal(true),
-        None,
-    ));
+    let web = unconfirmed(argo_cd_self_healing(web, GitOpsMode::Ignore));
     let warning = plan(&web, &SETTINGS, now).warning.expect("warned");
     assert_eq!(warning.reason, "ScaleReverted");
     let note = warning.note.to_string();
@@ -825,12 +815,7 @@ fn a_revert_by_argo_cd_of_a_workload_its_application_does_not_list_names_no_appl
 fn an_owner_that_also_deploys_where_nothing_sleeps_under_pause_is_never_paused() {
     let now = at(23, 20, 0, 0);
     let web = observed(TargetKind::Deployment, &deployment(3, &NIGHTLY), now);
-    let web = shared_with_prod(deployed_by_argo_cd(
-        web,
-        GitOpsMode::Pause,
-        self_heal(true),
-        None,
-    ));
+    let web = shared_with_prod(argo_cd_self_healing(web, GitOpsMode::Pause));
     let night = plan(&web, &SETTINGS, now);
     assert_eq!(night.owner_pause, None, "never paused");
     assert!(night.patch.is_some(), "the workload sleeps, under ignore");
