@@ -161,20 +161,6 @@ async fn idle_policy(scenario: &Scenario, name: &str, env: &str, idle_after: &st
         .expect("creating the SleepPolicy");
 }
 
-/// A Namespace labelled `env`, with a Deployment `web` of 2.
-async fn namespace_with_web(scenario: &Scenario, name: &str, env: &str) {
-    let namespaces: Api<Namespace> = Api::all(scenario.client.clone());
-    let namespace: Namespace = serde_json::from_value(json!({
-        "metadata": { "name": name, "labels": { "env": env } },
-    }))
-    .expect("a Namespace");
-    namespaces
-        .create(&PostParams::default(), &namespace)
-        .await
-        .expect("creating the Namespace");
-    create_deployment(&scenario.client, name, "web", 2).await;
-}
-
 /// Waits for the Namespace's `IdleSleep` and its `web` asleep; when it slept.
 async fn slept_for_idleness(
     scenario: &Scenario,
@@ -326,7 +312,7 @@ async fn a_namespace_made_under_an_idle_after_policy_is_not_put_to_sleep_at_birt
     // The controller has run for longer than idle-after when the preview is made.
     tokio::time::sleep(IDLE_AFTER + Duration::from_secs(5)).await;
     let created = Utc::now();
-    namespace_with_web(&scenario, "pr-new", "review").await;
+    support::namespace_with_web(&scenario, "pr-new", "review").await;
     stays_up(
         &scenario,
         "pr-new",
@@ -365,8 +351,8 @@ async fn namespaces_an_idle_after_policy_starts_covering_sleep_once_idle() {
     let Some((prometheus, scenario)) = with_policies("idle-later").await else {
         return;
     };
-    namespace_with_web(&scenario, "pr-old", "review").await;
-    namespace_with_web(&scenario, "pr-relabelled", "draft").await;
+    support::namespace_with_web(&scenario, "pr-old", "review").await;
+    support::namespace_with_web(&scenario, "pr-relabelled", "draft").await;
     let started = Utc::now();
     let _controller = start_counting(&scenario, &prometheus).await;
     tokio::time::sleep(Duration::from_secs(5)).await;

@@ -92,27 +92,6 @@ async fn install_policy_crds(scenario: &Scenario) {
     .await;
 }
 
-/// A Namespace labelled `env`, with a Deployment `web` of 2.
-async fn namespace_with_web(scenario: &Scenario, name: &str, env: &str) -> Api<Deployment> {
-    let namespaces: Api<Namespace> = Api::all(scenario.client.clone());
-    let namespace: Namespace = serde_json::from_value(json!({
-        "metadata": { "name": name, "labels": { "env": env } },
-    }))
-    .expect("a Namespace");
-    namespaces
-        .create(&PostParams::default(), &namespace)
-        .await
-        .expect("creating the Namespace");
-    let deployments: Api<Deployment> = Api::namespaced(scenario.client.clone(), name);
-    let mut web = support::deployment("web", 2, json!({}));
-    web.metadata.namespace = Some(name.to_string());
-    deployments
-        .create(&PostParams::default(), &web)
-        .await
-        .expect("a Deployment");
-    deployments
-}
-
 async fn label(scenario: &Scenario, name: &str, env: &str) {
     let namespaces: Api<Namespace> = Api::all(scenario.client.clone());
     namespaces
@@ -139,9 +118,9 @@ async fn a_policy_sleeps_the_namespaces_it_selects_and_wakes_them_when_it_stops(
     else {
         return;
     };
-    let first = namespace_with_web(&scenario, "pr-1", "preview").await;
-    let second = namespace_with_web(&scenario, "pr-2", "preview").await;
-    let staging = namespace_with_web(&scenario, "staging", "staging").await;
+    let first = support::namespace_with_web(&scenario, "pr-1", "preview").await;
+    let second = support::namespace_with_web(&scenario, "pr-2", "preview").await;
+    let staging = support::namespace_with_web(&scenario, "staging", "staging").await;
     let mut controller = start_controller(&scenario).await;
 
     let policies = sleep_policies(&scenario.client);
@@ -369,8 +348,8 @@ async fn policies_show_what_they_do_in_kubectl_get_and_tell_of_conflicts_and_inv
     else {
         return;
     };
-    let preview = namespace_with_web(&scenario, "pr-a", "preview").await;
-    let broken_env = namespace_with_web(&scenario, "pr-b", "broken").await;
+    let preview = support::namespace_with_web(&scenario, "pr-a", "preview").await;
+    let broken_env = support::namespace_with_web(&scenario, "pr-b", "broken").await;
     let mut controller = start_controller(&scenario).await;
     let policies = sleep_policies(&scenario.client);
     let create_policy = |name: &'static str, env: &'static str, spec: serde_json::Value| {
@@ -545,7 +524,7 @@ async fn a_policy_covers_only_the_kinds_it_names_and_leaves_alone_what_it_exclud
     else {
         return;
     };
-    let deployments = namespace_with_web(&scenario, "pr-c", "preview").await;
+    let deployments = support::namespace_with_web(&scenario, "pr-c", "preview").await;
     let mut database = support::deployment("database", 1, json!({}));
     database.metadata.namespace = Some("pr-c".into());
     database.metadata.labels = Some([("tier".to_string(), "database".to_string())].into());

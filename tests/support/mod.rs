@@ -991,6 +991,20 @@ pub async fn annotate_namespace(client: &Client, name: &str, annotations: Value)
         .unwrap_or_else(|error| panic!("annotating Namespace {name}: {error}"));
 }
 
+/// A Namespace labelled `env`, with a Deployment `web` of 2: the Deployments of it.
+pub async fn namespace_with_web(scenario: &Scenario, name: &str, env: &str) -> Api<Deployment> {
+    let namespaces: Api<Namespace> = Api::all(scenario.client.clone());
+    let namespace: Namespace = serde_json::from_value(json!({
+        "metadata": { "name": name, "labels": { "env": env } },
+    }))
+    .expect("a Namespace");
+    namespaces
+        .create(&PostParams::default(), &namespace)
+        .await
+        .expect("creating the Namespace");
+    create_deployment(&scenario.client, name, "web", 2).await
+}
+
 /// Creates an nginx Deployment `name` of `replicas` in `namespace`, with no annotations.
 pub async fn create_deployment(
     client: &Client,
