@@ -11,13 +11,10 @@ mod support;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use kube::{
-    Api,
-    api::{DynamicObject, PostParams},
-};
+use kube::Api;
 use serde_json::json;
 use support::{
-    Scenario, annotate_namespace, describe, envtest, eventually,
+    Scenario, annotate_namespace, create, create_deployment, describe, envtest, eventually,
     keda::{self, PAUSED, PAUSED_REPLICAS},
     nightly, occurrences, replicas_and_annotations, sleep_until, whole_second_in,
 };
@@ -25,13 +22,6 @@ use support::{
 /// Lateness we accept from a transition: the timer, one reconcile, KEDA's poll, a busy 2-core
 /// machine.
 const LATENESS: Duration = Duration::from_secs(15);
-
-async fn create(api: &Api<DynamicObject>, object: serde_json::Value) {
-    let object: DynamicObject = serde_json::from_value(object).expect("an object");
-    api.create(&PostParams::default(), &object)
-        .await
-        .unwrap_or_else(|error| panic!("creating {:?}: {error}", object.metadata.name));
-}
 
 /// What of `name`'s own is cronscaler's: its `cronscaler.dev/` annotations, and the fields
 /// cronscaler manages.
@@ -58,14 +48,7 @@ async fn a_scaled_object_paused_before_the_night_wakes_its_workload_to_its_count
     };
     let mut controller = scenario.start_cluster_wide_controller("cronscaler", &[]);
     controller.wait_ready().await;
-    let deployments = scenario.deployments();
-    deployments
-        .create(
-            &PostParams::default(),
-            &support::deployment("web", 3, json!({})),
-        )
-        .await
-        .expect("the Deployment KEDA scales");
+    let deployments = create_deployment(&scenario.client, &scenario.namespace, "web", 3).await;
     // A person paused KEDA at web's 3 replicas: KEDA deleted its HPA, and holds whatever
     // count web has. Nothing but the ScaledObject's own spec says it scales web.
     create(

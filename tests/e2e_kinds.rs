@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 use support::{
     Scenario,
     crds::{grant_optional, install_crd, shared_crd},
-    describe, envtest, eventually, metric, nightly, occurrences, replicas_and_annotations,
+    create, describe, envtest, eventually, metric, nightly, occurrences, replicas_and_annotations,
     sleep_until, whole_second_in,
 };
 
@@ -118,13 +118,10 @@ fn scalable(gvk: &GroupVersionKind, name: &str, replicas: i32, annotations: Valu
 /// A scenario with KEDA's ScaledObjects installed and the controller started with the default
 /// kinds; `None` where it cannot run.
 async fn keda(test: &str) -> Option<(Scenario, support::Controller, Api<DynamicObject>)> {
-    let crd = shared_crd(test, "keda.sh_scaledobjects.yaml")?;
     let scenario = Scenario::shared(test).await?;
-    let so_kind = gvk("keda.sh", "v1alpha1", "ScaledObject");
-    install_crd(&scenario.client, &crd, &so_kind).await;
+    let scaled_objects = support::keda::scaled_objects(test, &scenario).await?;
     let mut controller = scenario.start_controller("cronscaler", &[]);
     controller.wait_ready().await;
-    let scaled_objects = api(&scenario, &so_kind, "scaledobjects");
     Some((scenario, controller, scaled_objects))
 }
 
@@ -208,13 +205,6 @@ fn api(scenario: &Scenario, gvk: &GroupVersionKind, plural: &str) -> Api<Dynamic
         &scenario.namespace,
         &ApiResource::from_gvk_with_plural(gvk, plural),
     )
-}
-
-async fn create(api: &Api<DynamicObject>, object: Value) -> DynamicObject {
-    let object: DynamicObject = serde_json::from_value(object).expect("an object");
-    api.create(&PostParams::default(), &object)
-        .await
-        .unwrap_or_else(|error| panic!("creating {:?}: {error}", object.metadata.name))
 }
 
 fn annotations(object: &DynamicObject) -> BTreeMap<String, String> {

@@ -991,6 +991,14 @@ pub async fn annotate_namespace(client: &Client, name: &str, annotations: Value)
         .unwrap_or_else(|error| panic!("annotating Namespace {name}: {error}"));
 }
 
+/// Creates `object` through `api`, as the object the API server made.
+pub async fn create(api: &Api<DynamicObject>, object: Value) -> DynamicObject {
+    let object: DynamicObject = serde_json::from_value(object).expect("an object");
+    api.create(&PostParams::default(), &object)
+        .await
+        .unwrap_or_else(|error| panic!("creating {:?}: {error}", object.metadata.name))
+}
+
 /// A Namespace labelled `env`, with a Deployment `web` of 2: the Deployments of it.
 pub async fn namespace_with_web(scenario: &Scenario, name: &str, env: &str) -> Api<Deployment> {
     let namespaces: Api<Namespace> = Api::all(scenario.client.clone());
