@@ -209,8 +209,9 @@ impl Tracker {
                         relisted.insert(key.clone());
                     }
                     // Listed at start, a workload is looked at by its own tracker, after this
-                    // listing (the looks wait for it).
-                    self.index_lever(&key, Some(object), false);
+                    // listing (the looks wait for it); relisted, one whose lever changed
+                    // while the watch was down is looked at again.
+                    self.index_lever(&key, Some(object), self.hpas.synced());
                     self.observe(key, object, now);
                 }
             }

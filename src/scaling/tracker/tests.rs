@@ -868,3 +868,60 @@ async fn the_making_of_a_scheduled_workload_and_a_change_of_its_spec_are_uses_of
     );
     assert_eq!(activity.used_at("staging"), deployed, "the same spec again");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_scaled_object_pointed_elsewhere_while_the_watch_was_down_has_both_workloads_looked_at() {
+    let queue = WorkQueue::<ScalingKey>::new(RateLimit::default());
+    let timer = Timer::spawn(
+        Enqueue::new(queue.clone()),
+        wall_clock(1000, Arc::default()),
+    );
+    let hpas = HpaIndex::default();
+    hpas.await_levers([TargetKind::ScaledObject]);
+    let mut tracker = Tracker::new(
+        timer,
+        Enqueue::new(queue.clone()),
+        Tz::UTC,
+        TargetKind::ScaledObject,
+        NamespaceSchedules::watched([]),
+        TimeDelta::minutes(15),
+        Gauge::default(),
+    )
+    .with_hpas(hpas.clone());
+    let scaler = |workload: &str| -> WatchedObject {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
+            "metadata": { "name": "web-scaler", "namespace": "staging" },
+            "spec": { "scaleTargetRef": { "name": workload } },
+        }))
+        .unwrap()
+    };
+    let deployment = |name: &str| ScaleTarget {
+        kind: TargetKind::Deployment,
+        key: ObjectKey::new("staging", name),
+    };
+    let lever = Some((TargetKind::ScaledObject, "web-scaler".to_string()));
+    let relist = |tracker: &mut Tracker, workload: &str| {
+        tracker.handle(&watcher::Event::<WatchedObject>::Init, base());
+        tracker.handle(&watcher::Event::InitApply(scaler(workload)), base());
+        tracker.handle(&watcher::Event::<WatchedObject>::InitDone, base());
+    };
+    relist(&mut tracker, "web");
+    assert_eq!(hpas.lever_of(&deployment("web")), lever);
+    assert!(
+        drain(&queue).await.is_empty(),
+        "listed at start: its workload's own tracker looks"
+    );
+    hpas.stop_waiting();
+    relist(&mut tracker, "api");
+    assert_eq!(hpas.lever_of(&deployment("api")), lever);
+    let mut looked = drain(&queue).await;
+    looked.sort_by_key(|key| format!("{key:?}"));
+    assert_eq!(
+        looked,
+        [
+            ScalingKey::Scale(deployment("api")),
+            ScalingKey::Scale(deployment("web")),
+        ]
+    );
+}
