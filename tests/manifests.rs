@@ -156,6 +156,9 @@ fn the_cluster_role_grants_exactly_what_the_controller_uses() {
         &["list", "watch", "create", "patch", "delete"],
     ));
     cluster_wide.insert(grant("", "services", &["list", "watch"]));
+    // The slices' owner, the install's own ClusterRole: its UID read, so that uninstalling
+    // deletes them.
+    cluster_wide.insert(grant("rbac.authorization.k8s.io", "clusterroles", &["get"]));
     assert_eq!(
         grants(find(&objects, "ClusterRole", "cronscaler")),
         cluster_wide
