@@ -127,6 +127,7 @@ async fn with_ignore_self_heal_is_warned_of_before_the_night_and_its_revert_name
 
     let warned = scenario.event("web", "GitOpsWillRevert", LATENESS).await;
     assert!(Utc::now() < down, "said before the night");
+    let deployments = scenario.deployments();
     let note = warned.note.unwrap_or_default();
     assert!(
         note.contains("Argo CD Application argocd/shop has self-heal on")
@@ -142,8 +143,15 @@ async fn with_ignore_self_heal_is_warned_of_before_the_night_and_its_revert_name
             && note.contains("cronscaler.dev/gitops: pause"),
         "{note}"
     );
-    // No fight: the controller wrote once, and leaves it.
+    // No fight: the controller wrote once, and leaves it. Its record of the warning is written
+    // before the warning is said, so nothing is written after it.
+    let said = written(&deployments).await;
     tokio::time::sleep(Duration::from_secs(6)).await;
+    assert_eq!(
+        written(&deployments).await,
+        said,
+        "nothing written after its ScaleReverted"
+    );
     let events = scenario.events("web").await;
     let once = [
         ("ScaledDown", 1),
@@ -151,11 +159,24 @@ async fn with_ignore_self_heal_is_warned_of_before_the_night_and_its_revert_name
         ("GitOpsWillRevert", 1),
     ];
     assert_said(&events, &once, "on web");
-    let (replicas, _) = replicas_and_annotations(&scenario.deployments(), "web")
+    let (replicas, _) = replicas_and_annotations(&deployments, "web")
         .await
         .expect("web");
     assert_eq!(replicas, 3, "Argo CD's");
     end(played, controller, scenario).await;
+}
+
+/// `web`'s generation (annotations count too: a Deployment copies them to its ReplicaSets),
+/// and when cronscaler last wrote to it, by its managed fields' times.
+async fn written(
+    deployments: &kube::Api<k8s_openapi::api::apps::v1::Deployment>,
+) -> (i64, Vec<String>) {
+    let web = deployments.get("web").await.expect("web");
+    let times = (web.metadata.managed_fields.unwrap_or_default().into_iter())
+        .filter(|entry| entry.manager.as_deref() == Some("cronscaler"))
+        .map(|entry| format!("{:?} {:?}", entry.subresource, entry.time))
+        .collect();
+    (web.metadata.generation.unwrap_or_default(), times)
 }
 
 #[tokio::test]

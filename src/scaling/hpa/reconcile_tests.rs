@@ -244,6 +244,10 @@ async fn a_person_s_change_on_a_target_with_an_hpa_is_a_revert_and_gives_the_hpa
             Exchange::new("GET", WEB).reply(200, web(3, &night(&[]), "kubectl")),
             // The HPA is given back first: the warning comes last in every look.
             release_of_web_hpa(),
+            merge_patch(
+                WEB,
+                json!({ "metadata": { "annotations": { "cronscaler.dev/warned": cause } } }),
+            ),
             event(
                 "shop",
                 "Warning",
@@ -251,10 +255,6 @@ async fn a_person_s_change_on_a_target_with_an_hpa_is_a_revert_and_gives_the_hpa
                 "replicas changed from 1 to 3 by kubectl (through /scale) after the scheduled \
                  scale-down at 2026-11-22T20:00:00Z; left alone until the next transition",
                 "web",
-            ),
-            merge_patch(
-                WEB,
-                json!({ "metadata": { "annotations": { "cronscaler.dev/warned": cause } } }),
             ),
         ];
         let held = web_hpa(1, 1, Originals::Recorded { min: 2, max: 5 });

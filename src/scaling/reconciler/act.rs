@@ -322,11 +322,9 @@ async fn make_hpa_changes(
     Ok(())
 }
 
-/// Says a warning, then writes its cause on the object, so each is said once per cause across
-/// restarts and failovers. A warning whose Event the server refused is not written, so the next
-/// look says it again; should the write fail after the Event, the retry says it twice, which is
-/// better than never. A dry run writes nothing, so there a warning may be said again after a
-/// restart.
+/// Says a warning whose cause the object's patch has written, or a dry run would have. Should
+/// the server refuse the Event, the cause is taken back off the object, so the next look says
+/// it again: a warning said twice is better than one never said.
 async fn warn_once(
     ctx: &ScalingContext,
     target: &ScaleTarget,
@@ -335,7 +333,7 @@ async fn warn_once(
 ) -> Result<(), Error> {
     tracing::warn!(object = %target, reason = warning.reason, note = %warning.note, "warned");
     let note: Note = warning.note.clone();
-    if !ctx
+    if ctx
         .events
         .warning(&object.reference, warning.reason, note)
         .await
@@ -343,13 +341,14 @@ async fn warn_once(
     {
         return Ok(());
     }
-    let patch = json!({ "metadata": { "annotations": { schedule::WARNED: warning.cause } } });
+    let before = object.annotations.get(schedule::WARNED);
+    let patch = json!({ "metadata": { "annotations": { schedule::WARNED: before } } });
     match patch_target(&ctx.client, target, &patch).await {
-        // Deleted since the read: nobody left to tell.
+        // Deleted since: nobody left to tell.
         Ok(()) => Ok(()),
         Err(error) if is_status(&error, 404) => Ok(()),
         Err(error) => Err(Error::api(
-            "record a warning on",
+            "take back the warning recorded on",
             target.kind.as_str(),
             &target.key,
         )(error)),

@@ -146,7 +146,39 @@ const INVALID_SCHEDULE: &str = "InvalidSchedule";
 
 /// Every write a look at `observed` makes at `now`.
 pub fn plan(observed: &Observed, settings: &Settings, now: DateTime<Utc>) -> Plan {
-    held::held_by_lever(observed, by_schedule(observed, settings, now), now)
+    warned_in_patch(
+        observed,
+        held::held_by_lever(observed, by_schedule(observed, settings, now), now),
+    )
+}
+
+/// A warning's cause goes in the object's one patch, guarded like it, and the warning is said
+/// once that is written: a look on a state the watch has not yet brought up to date cannot say
+/// it twice, as its write fails and the look is made again on the object as it is.
+fn warned_in_patch(observed: &Observed, mut plan: Plan) -> Plan {
+    let Some(warning) = &plan.warning else {
+        return plan;
+    };
+    let cause = json!(warning.cause);
+    match &mut plan.patch {
+        Some(patch) => match patch.body["metadata"]["annotations"].as_object_mut() {
+            Some(annotations) => {
+                annotations.insert(schedule::WARNED.into(), cause);
+            }
+            None => patch.body["metadata"]["annotations"] = json!({ schedule::WARNED: cause }),
+        },
+        None => {
+            plan.patch = Some(TargetPatch {
+                body: annotations_patch(
+                    json!({ schedule::WARNED: cause }),
+                    observed.object.resource_version.as_ref(),
+                ),
+                doing: "record a warning on",
+                counted: None,
+            });
+        }
+    }
+    plan
 }
 
 /// Every write its schedule, or its lever's, asks of a look.

@@ -61,11 +61,12 @@ fn get(path: &str, object: Value) -> Exchange {
     Exchange::new("GET", path).reply(200, object)
 }
 
-/// The patch that writes a warning's cause on the object, before the warning is said.
+/// The patch that writes a warning's cause on the object, guarded by the resourceVersion it
+/// was decided on, before the warning is said.
 fn warned_patch(cause: &str, reply: Value) -> Exchange {
     scale_patch(
         APP_0,
-        json!({ "metadata": { "annotations": { (schedule::WARNED): cause } } }),
+        json!({ "metadata": { "resourceVersion": "10464", "annotations": { (schedule::WARNED): cause } } }),
         reply,
     )
 }
@@ -232,6 +233,7 @@ async fn a_person_scaling_up_at_night_is_left_alone_and_named_once_even_across_r
     let woken = app_0(2, &night);
     let script = vec![
         get(APP_0, woken),
+        warned_patch(cause, app_0(2, &told)),
         event(
             "load-0",
             "Warning",
@@ -240,7 +242,6 @@ async fn a_person_scaling_up_at_night_is_left_alone_and_named_once_even_across_r
              2026-11-23T20:00:00Z; left alone until the next transition",
             "app-0",
         ),
-        warned_patch(cause, app_0(2, &told)),
         get(APP_0, app_0(2, &told)),
     ];
     reconcile_ok(
@@ -395,6 +396,7 @@ async fn invalid_annotations_are_reported_by_key_value_and_reason_without_scalin
     let told = [broken[0], broken[1], (schedule::WARNED, cause.as_str())];
     let script = vec![
         get(APP_0, app_0(2, &broken)),
+        warned_patch(&cause, app_0(2, &told)),
         event(
             "load-0",
             "Warning",
@@ -403,7 +405,6 @@ async fn invalid_annotations_are_reported_by_key_value_and_reason_without_scalin
              an IANA time zone name",
             "app-0",
         ),
-        warned_patch(&cause, app_0(2, &told)),
         // An HPA or `kubectl scale` changed the replicas since: the same annotations are not
         // reported again.
         get(APP_0, app_0(4, &told)),
@@ -652,6 +653,7 @@ async fn a_schedule_on_a_deployment_of_a_foo_is_refused_naming_the_foo() {
     let cause = schedule::refused_cause(&crate::scaling::test_support::annotations_of(&NIGHTLY));
     let script = vec![
         get(APP_0, deployment.clone()),
+        warned_patch(&cause, deployment),
         event(
             "load-0",
             "Warning",
@@ -660,7 +662,6 @@ async fn a_schedule_on_a_deployment_of_a_foo_is_refused_naming_the_foo() {
              \"example-foo\" instead, so the two controllers never fight over replicas",
             "app-0",
         ),
-        warned_patch(&cause, deployment),
     ];
     reconcile_ok(deployment_target(), &[at(20, 0, 0)], false, script).await;
 }
@@ -890,6 +891,7 @@ async fn an_override_reaching_too_far_is_refused_with_the_reason_and_the_schedul
                     "annotations": {
                         "cronscaler.dev/original-replicas": "2",
                         "cronscaler.dev/last-transition": "2026-11-23T20:00:00Z down",
+                        (schedule::WARNED): cause,
                     },
                 },
                 "spec": { "replicas": 0 },
@@ -905,7 +907,6 @@ async fn an_override_reaching_too_far_is_refused_with_the_reason_and_the_schedul
             "the override is not applied before it comes within reach at 2026-11-24T06:00:00Z: cronscaler.dev/awake-until: \"2026-11-25T06:00:00Z\" reaches 32h ahead, more than the 24h an override may (--max-override)",
             "app-0",
         ),
-        warned_patch(&cause, before),
     ];
     reconcile_ok(deployment_target(), &[at(22, 0, 0)], false, script).await;
 }
@@ -953,8 +954,8 @@ async fn an_ended_override_whose_removal_conflicts_is_removed_on_a_retry() {
     assert!(results[1].is_ok(), "{:?}", results[1]);
 }
 
-/// The warning's Event is refused (here: a note the server finds invalid): it is not marked
-/// as said, so the next look says it again, and marks it then.
+/// The warning's Event is refused (here: a note the server finds invalid): its cause, written
+/// first, is taken back, so the next look says it again, and keeps it then.
 #[tokio::test]
 async fn a_warning_whose_event_failed_is_said_again_at_the_next_look() {
     let broken = [
@@ -967,11 +968,17 @@ async fn a_warning_whose_event_failed_is_said_again_at_the_next_look() {
                 \"Mars/Olympus\" is not an IANA time zone name";
     let script = vec![
         get(APP_0, app_0(2, &broken)),
+        warned_patch(&cause, app_0(2, &told)),
         event("load-0", "Warning", "InvalidSchedule", note, "app-0")
             .reply_captured(crate::mock_api::EVENT_INVALID),
+        scale_patch(
+            APP_0,
+            json!({ "metadata": { "annotations": { (schedule::WARNED): null } } }),
+            app_0(2, &broken),
+        ),
         get(APP_0, app_0(2, &broken)),
-        event("load-0", "Warning", "InvalidSchedule", note, "app-0"),
         warned_patch(&cause, app_0(2, &told)),
+        event("load-0", "Warning", "InvalidSchedule", note, "app-0"),
     ];
     reconcile_ok(
         deployment_target(),
@@ -1002,10 +1009,10 @@ async fn an_invalid_schedule_with_many_problems_is_told_in_an_event_that_fits() 
         .collect();
     let script = vec![
         get(APP_0, app_0(2, &broken)),
+        warned_patch(&cause, app_0(2, &told)),
         Exchange::new("POST", crate::mock_api::events_path("load-0"))
             .body(json!({ "type": "Warning", "reason": "InvalidSchedule" }))
             .reply(201, json!({})),
-        warned_patch(&cause, app_0(2, &told)),
     ];
     reconcile_ok(deployment_target(), &[at(21, 0, 0)], false, script).await;
 }
@@ -1135,6 +1142,28 @@ async fn a_conflict_on_what_the_watch_delivered_reads_the_object_once_and_plans_
         scaled_down_from_2(),
     ];
     reconcile_watched(&before, script).await;
+}
+
+/// A warning planned on what the watch delivered before its cause was written by the last look
+/// (a worker's look right after it): the guarded record is refused, the object read, and the
+/// warning is not said a second time.
+#[tokio::test]
+async fn a_warning_planned_on_a_state_the_watch_had_not_yet_updated_is_not_said_twice() {
+    let broken = [
+        (schedule::SCALE_DOWN, "0 20 * * *"),
+        (schedule::TIMEZONE, "Mars/Olympus"),
+    ];
+    let cause = schedule::refused_cause(&crate::scaling::test_support::annotations_of(&broken));
+    let told = [broken[0], broken[1], (schedule::WARNED, cause.as_str())];
+    let mut now = app_0(2, &told);
+    now["metadata"]["resourceVersion"] = json!("10470");
+    let script = vec![
+        refused_patch(json!({
+            "metadata": { "resourceVersion": "10464", "annotations": { (schedule::WARNED): cause } },
+        })),
+        get(APP_0, now),
+    ];
+    reconcile_watched(&app_0(2, &broken), script).await;
 }
 
 /// The Application argocd/shop, deploying Deployment load-0/app-0 and paused for load-0.

@@ -232,7 +232,7 @@ fn a_schedule_on_a_foo_s_deployment_is_refused_once_naming_the_foo() {
     let mut levered = observed(TargetKind::Deployment, &deployment(3, &NIGHTLY), now);
     levered.lever = Some((TargetKind::Foo, "web".into()));
     let first = plan(&levered, &SETTINGS, now);
-    assert_eq!(first.patch, None, "never scaled: the Foo would undo it");
+    assert_records_only_its_warning(&first, "never scaled: the Foo would undo it");
     let warning = first.warning.expect("warned");
     assert_eq!(warning.reason, "InvalidSchedule");
     assert!(
@@ -266,7 +266,7 @@ fn invalid_annotations_are_warned_of_by_key_and_value_and_nothing_is_scaled() {
         &SETTINGS,
         now,
     );
-    assert_eq!(plan.patch, None);
+    assert_records_only_its_warning(&plan, "nothing scaled");
     let warning = plan.warning.expect("warned");
     assert_eq!(
         warning.note.to_string(),
@@ -383,7 +383,7 @@ fn a_person_s_change_after_a_scale_down_is_warned_of_once_and_gives_the_hpa_back
     let mut web = observed(TargetKind::Deployment, &deployment(3, &night), now);
     web.hpas = vec![web_hpa(1, 1, Originals::Recorded { min: 2, max: 5 })];
     let plan = plan(&web, &SETTINGS, now);
-    assert_eq!(plan.patch, None, "left alone");
+    assert_records_only_its_warning(&plan, "left alone");
     let warning = plan.warning.expect("warned");
     assert_eq!(warning.reason, "ScaleReverted");
     assert_eq!(
@@ -759,7 +759,7 @@ fn a_revert_by_argo_cd_names_the_application_and_what_would_prevent_it() {
     let web = observed(TargetKind::Deployment, &reverted, now);
     let web = deployed_by_argo_cd(web, GitOpsMode::Ignore, self_heal(true), None);
     let plan = plan(&web, &SETTINGS, now);
-    assert_eq!(plan.patch, None, "no fight");
+    assert_records_only_its_warning(&plan, "no fight");
     let warning = plan.warning.expect("warned");
     assert_eq!(warning.reason, "ScaleReverted");
     assert_eq!(
@@ -845,4 +845,17 @@ fn an_owner_that_also_deploys_where_nothing_sleeps_under_pause_is_never_paused()
         Some(paused),
     ));
     assert!(plan(&web, &SETTINGS, now).owner_look.is_some());
+}
+
+/// Asserts that `plan` writes nothing but its warning's cause, guarded by the resourceVersion it
+/// was decided on, which the warning is said after.
+fn assert_records_only_its_warning(plan: &Plan, what: &str) {
+    let cause = plan.warning.as_ref().map(|warning| warning.cause.as_str());
+    let recorded =
+        json!({ "metadata": { "resourceVersion": "7", "annotations": { (WARNED): cause } } });
+    assert_eq!(
+        plan.patch.as_ref().map(|patch| &patch.body),
+        Some(&recorded),
+        "{what}"
+    );
 }
