@@ -14,7 +14,7 @@ use cronscaler::{
     },
     foo::Foo,
     ops::logs,
-    scaling::hpa,
+    scaling::{hpa, objects},
 };
 use kube::CustomResourceExt as _;
 use tokio::signal::unix::{SignalKind, signal};
@@ -200,9 +200,12 @@ async fn show_status(kube: &KubeArgs, args: StatusArgs) -> anyhow::Result<()> {
     let client = kubeconfig::client(kube)
         .await
         .context("connecting to the Kubernetes API server")?;
+    // A kind named that is not served yet has no objects to show.
+    let (kinds, _) = objects::resolve(&client, &args.kinds).await;
     let mut listed = status::read_cluster(
         &client,
         args.namespace.as_deref(),
+        &kinds,
         args.kube_downscaler.read,
     )
     .await?;

@@ -2,7 +2,7 @@
 //! projects whose objects live there (`../shared/crds/`): an Argo Rollout and a CRD of our own
 //! through their replicas, a KEDA-scaled Deployment through its ScaledObject while the test plays
 //! KEDA, CloudNativePG Clusters through their hibernation annotation, a running Job suspended.
-//! And `--kinds` naming a kind not installed yet, or one the ServiceAccount may not read.
+//! Kinds named by `--kinds` outside the catalogue are `e2e_own_kinds`'.
 //!
 //! No operator runs: the test plays the one that matters. Without `../shared/crds/` these tests
 //! say they are skipped.
@@ -10,110 +10,27 @@
 mod support;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use std::{collections::BTreeMap, time::Duration};
+use std::time::Duration;
 
-use chrono::{DateTime, Utc};
-use cronscaler::scaling::objects::DISCOVERY_INTERVAL;
 use kube::{
-    Api, Client,
-    api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams},
+    Api,
+    api::{DynamicObject, Patch, PatchParams, PostParams},
 };
-use serde_json::{Value, json};
+use serde_json::json;
 use support::{
     Scenario,
     crds::{grant_optional, install_crd, shared_crd},
-    create, describe, envtest, eventually, metric, nightly, occurrences, replicas_and_annotations,
-    sleep_until, whole_second_in,
+    create, describe, envtest, eventually,
+    kinds::{
+        LATENESS, annotations, api, asleep_remembering, gvk, install_own_crd, night, replicas,
+        rollout, scalable,
+    },
+    nightly, occurrences, replicas_and_annotations, sleep_until,
 };
 
-/// Lateness we accept from a transition: the timer, one reconcile, a busy 2-core machine.
-const LATENESS: Duration = Duration::from_secs(15);
 const ORIGINAL_VALUE: &str = "cronscaler.dev/original-value";
 const PAUSED_REPLICAS: &str = "autoscaling.keda.sh/paused-replicas";
 const HIBERNATION: &str = "cnpg.io/hibernation";
-
-/// A ClusterRole and its binding that let the controller's ServiceAccount do `verbs` to
-/// `resource` of `group`, and nothing more.
-fn grant(resource: &str, group: &str, verbs: &[&str]) -> [Value; 2] {
-    let name = format!("cronscaler-{}-{resource}", verbs.join("-"));
-    [
-        json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-            "metadata": { "name": name },
-            "rules": [{ "apiGroups": [group], "resources": [resource], "verbs": verbs }],
-        }),
-        json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-            "metadata": { "name": name },
-            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name },
-            "subjects": [{ "kind": "ServiceAccount", "name": "cronscaler", "namespace": "cronscaler" }],
-        }),
-    ]
-}
-
-const READ: &[&str] = &["get", "list", "watch"];
-const READ_AND_PATCH: &[&str] = &["get", "list", "watch", "patch"];
-
-/// Applies `objects`, as a user does with `kubectl apply`.
-async fn apply_all(client: &Client, objects: impl IntoIterator<Item = Value>) {
-    for object in objects {
-        envtest::apply(client, object.clone())
-            .await
-            .unwrap_or_else(|error| panic!("applying {object}: {error}"));
-    }
-}
-
-/// A namespaced kind of the test's own with a scale subresource, as any operator's.
-fn scalable_crd(group: &str, kind: &str, plural: &str) -> Value {
-    json!({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": { "name": format!("{plural}.{group}") },
-        "spec": {
-            "group": group, "scope": "Namespaced",
-            "names": {
-                "kind": kind, "plural": plural, "singular": kind.to_lowercase(),
-                "listKind": format!("{kind}List"),
-            },
-            "versions": [{
-                "name": "v1", "served": true, "storage": true,
-                "subresources": { "scale": {
-                    "specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas",
-                } },
-                "schema": { "openAPIV3Schema": { "type": "object", "properties": {
-                    "spec": { "type": "object", "properties": { "replicas": { "type": "integer" } } },
-                    "status": { "type": "object", "properties": { "replicas": { "type": "integer" } } },
-                } } },
-            }],
-        },
-    })
-}
-
-/// A kind of the test's own with a scale subresource installed, and granted to the controller
-/// as a user would (the grant first, so that it is in force when the kind is served).
-async fn install_own_crd(
-    client: &Client,
-    group: &str,
-    kind: &str,
-    plural: &str,
-) -> GroupVersionKind {
-    apply_all(client, grant(plural, group, READ_AND_PATCH)).await;
-    apply_all(client, [scalable_crd(group, kind, plural)]).await;
-    let served = gvk(group, "v1", kind);
-    eventually(&format!("{kind} served"), LATENESS, || async {
-        kube::discovery::pinned_kind(client, &served).await.ok()
-    })
-    .await;
-    served
-}
-
-/// An object of a kind [`scalable_crd`] made, with `replicas` and a schedule.
-fn scalable(gvk: &GroupVersionKind, name: &str, replicas: i32, annotations: Value) -> Value {
-    json!({
-        "apiVersion": format!("{}/{}", gvk.group, gvk.version), "kind": gvk.kind,
-        "metadata": { "name": name, "annotations": annotations },
-        "spec": { "replicas": replicas },
-    })
-}
 
 /// A scenario with KEDA's ScaledObjects installed and the controller started with the default
 /// kinds; `None` where it cannot run.
@@ -195,72 +112,6 @@ async fn keda_hpa(
         .expect("KEDA's HPA")
 }
 
-fn gvk(group: &str, version: &str, kind: &str) -> GroupVersionKind {
-    GroupVersionKind::gvk(group, version, kind)
-}
-
-fn api(scenario: &Scenario, gvk: &GroupVersionKind, plural: &str) -> Api<DynamicObject> {
-    Api::namespaced_with(
-        scenario.client.clone(),
-        &scenario.namespace,
-        &ApiResource::from_gvk_with_plural(gvk, plural),
-    )
-}
-
-fn annotations(object: &DynamicObject) -> BTreeMap<String, String> {
-    object.metadata.annotations.clone().unwrap_or_default()
-}
-
-fn replicas(object: &DynamicObject) -> Option<i64> {
-    object
-        .data
-        .pointer("/spec/replicas")
-        .and_then(Value::as_i64)
-}
-
-/// A night of `seconds` starting `after` seconds from now.
-/// Waits until `name` is asleep, and asserts it remembers the `count` it had.
-async fn asleep_remembering(api: &Api<DynamicObject>, name: &str, count: i32) {
-    let asleep = eventually(&format!("{name} asleep"), LATENESS * 2, || async {
-        let object = api.get(name).await.ok()?;
-        (replicas(&object) == Some(0)).then_some(object)
-    })
-    .await;
-    assert_eq!(
-        annotations(&asleep)
-            .get("cronscaler.dev/original-replicas")
-            .map(String::as_str),
-        Some(count.to_string().as_str()),
-        "{name} remembers its count"
-    );
-}
-
-fn night(after: i64, seconds: i64) -> (DateTime<Utc>, DateTime<Utc>) {
-    let down = whole_second_in(after);
-    (down, down + chrono::Duration::seconds(seconds))
-}
-
-/// An Argo Rollout as a user writes it, canary without steps.
-fn rollout(name: &str, replicas: i32, annotations: Value) -> Value {
-    json!({
-        "apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
-        "metadata": { "name": name, "annotations": annotations },
-        "spec": {
-            "replicas": replicas,
-            "selector": { "matchLabels": { "app": name } },
-            "template": pod_template(name),
-            "strategy": { "canary": { "steps": [] } },
-        },
-    })
-}
-
-fn pod_template(app: &str) -> Value {
-    json!({
-        "metadata": { "labels": { "app": app } },
-        "spec": { "containers": [{ "name": "app", "image": "nginx:1.27" }] },
-    })
-}
-
 #[tokio::test]
 async fn a_rollout_and_a_crd_of_our_own_sleep_and_wake_to_their_counts_through_replicas() {
     let test = "rollout";
@@ -274,8 +125,12 @@ async fn a_rollout_and_a_crd_of_our_own_sleep_and_wake_to_their_counts_through_r
     install_crd(&scenario.client, &rollouts_crd, &rollout_kind).await;
     grant_optional(&scenario.client, "argo-rollouts.yaml").await;
     // A kind of our own with a scale subresource, as any operator's, and the grant a user adds.
-    let widget_kind =
-        install_own_crd(&scenario.client, "test.cronscaler.dev", "Widget", "widgets").await;
+    let widget_kind = install_own_crd(
+        &scenario.client,
+        ("test.cronscaler.dev", "Widget", "widgets"),
+        "replicas",
+    )
+    .await;
     envtest::wait_allowed(
         &scenario.client,
         "test.cronscaler.dev",
@@ -717,144 +572,6 @@ async fn a_running_job_is_suspended_for_the_night_and_resumed() {
         1,
         "{}",
         describe(&events)
-    );
-    controller
-        .assert_stops_cleanly(Duration::from_secs(10))
-        .await;
-    scenario.finish().await;
-}
-
-#[tokio::test]
-async fn a_kind_not_installed_is_taken_in_when_its_crd_appears_and_a_forbidden_one_is_named() {
-    let test = "kinds-later";
-    let (Some(rollouts_crd), Some(clusters_crd)) = (
-        shared_crd(test, "argoproj.io_rollouts.yaml"),
-        shared_crd(test, "postgresql.cnpg.io_clusters.yaml"),
-    ) else {
-        return;
-    };
-    let Some(scenario) = Scenario::own(test, envtest::Options::api_server_only()).await else {
-        return;
-    };
-    // CloudNativePG is installed, but the ServiceAccount was never granted its Clusters.
-    let cluster_kind = gvk("postgresql.cnpg.io", "v1", "Cluster");
-    install_crd(&scenario.client, &clusters_crd, &cluster_kind).await;
-    let mut controller = scenario.start_controller(
-        "cronscaler",
-        &[
-            "--kinds",
-            "Deployment.apps,Rollout.argoproj.io,Cluster.postgresql.cnpg.io,\
-             Gizmo.later.cronscaler.dev",
-        ],
-    );
-    controller.wait_ready().await;
-    let ready = |kind: &'static str| {
-        let controller = &controller;
-        async move {
-            let metrics = controller.metrics().await?;
-            metric(
-                &metrics,
-                &format!("cronscaler_kind_ready{{kind=\"{kind}\"}}"),
-            )
-        }
-    };
-    eventually("Rollouts said not ready", LATENESS, || async {
-        (ready("Rollout.argoproj.io").await == Some(0.0)).then_some(())
-    })
-    .await;
-    eventually("Clusters said not ready", LATENESS, || async {
-        (ready("Cluster.postgresql.cnpg.io").await == Some(0.0)).then_some(())
-    })
-    .await;
-    assert_eq!(ready("Deployment.apps").await, Some(1.0));
-    // A kind outside the catalogue, not served: its row cannot be made yet.
-    assert_eq!(ready("Gizmo.later.cronscaler.dev").await, Some(0.0));
-    assert!(
-        controller.log().contains(
-            "not served yet (the API server does not serve the group later.cronscaler.dev"
-        ),
-        "the kind not served is named:\n{}",
-        controller.log()
-    );
-    // The gauge is 0 from the start: the log says when the kind was tried.
-    eventually("the forbidden kind named in the log", LATENESS, || async {
-        let log = controller.log();
-        (log.contains("watch of clusters failed") && log.contains("forbidden")).then_some(())
-    })
-    .await;
-    // Granted reading but not patching: listed, still not ready, and named once.
-    apply_all(
-        &scenario.client,
-        grant("clusters", "postgresql.cnpg.io", READ),
-    )
-    .await;
-    let may_not_patch = "may not patch clusters in postgresql.cnpg.io";
-    eventually("Clusters named as not patchable", LATENESS * 2, || async {
-        controller.log().contains(may_not_patch).then_some(())
-    })
-    .await;
-    assert_eq!(ready("Cluster.postgresql.cnpg.io").await, Some(0.0));
-
-    // The others still sleep.
-    let (down, up) = night(8, 60);
-    scenario
-        .deployments()
-        .create(
-            &PostParams::default(),
-            &support::deployment("web", 2, nightly(down, up)),
-        )
-        .await
-        .expect("a Deployment");
-    eventually("web asleep", LATENESS * 2, || async {
-        let (replicas, _) = replicas_and_annotations(&scenario.deployments(), "web").await?;
-        (replicas == 0).then_some(())
-    })
-    .await;
-
-    // Argo Rollouts installed later, and granted: taken in without a restart.
-    let rollout_kind = gvk("argoproj.io", "v1alpha1", "Rollout");
-    install_crd(&scenario.client, &rollouts_crd, &rollout_kind).await;
-    grant_optional(&scenario.client, "argo-rollouts.yaml").await;
-    let (down, up) = night(12, 60);
-    create(
-        &api(&scenario, &rollout_kind, "rollouts"),
-        rollout("shop", 2, nightly(down, up)),
-    )
-    .await;
-    eventually("Rollouts watched", LATENESS * 2, || async {
-        (ready("Rollout.argoproj.io").await == Some(1.0)).then_some(())
-    })
-    .await;
-    let rollouts = api(&scenario, &rollout_kind, "rollouts");
-    eventually("the Rollout asleep", LATENESS * 2, || async {
-        (replicas(&rollouts.get("shop").await.ok()?) == Some(0)).then_some(())
-    })
-    .await;
-
-    // A kind of its own with a scale subresource, installed later: its row is made then, from
-    // discovery, without a restart.
-    let gizmo_kind =
-        install_own_crd(&scenario.client, "later.cronscaler.dev", "Gizmo", "gizmos").await;
-    let gizmos = api(&scenario, &gizmo_kind, "gizmos");
-    // The night starts after the controller's next look for the kind.
-    let looks_every = i64::try_from(DISCOVERY_INTERVAL.as_secs()).unwrap_or(i64::MAX);
-    let (down, up) = night(looks_every + 12, 60);
-    create(
-        &gizmos,
-        scalable(&gizmo_kind, "sprocket", 3, nightly(down, up)),
-    )
-    .await;
-    eventually("Gizmos watched", LATENESS * 3, || async {
-        (ready("Gizmo.later.cronscaler.dev").await == Some(1.0)).then_some(())
-    })
-    .await;
-    asleep_remembering(&gizmos, "sprocket", 3).await;
-    assert!(
-        controller
-            .log()
-            .contains("now served: put to sleep from now on"),
-        "{}",
-        controller.log()
     );
     controller
         .assert_stops_cleanly(Duration::from_secs(10))

@@ -159,6 +159,12 @@ fn the_cluster_role_grants_exactly_what_the_controller_uses() {
     // The slices' owner, the install's own ClusterRole: its UID read, so that uninstalling
     // deletes them.
     cluster_wide.insert(grant("rbac.authorization.k8s.io", "clusterroles", &["get"]));
+    // A kind of --kinds outside the catalogue: its CRD read for where it keeps its count.
+    cluster_wide.insert(grant(
+        "apiextensions.k8s.io",
+        "customresourcedefinitions",
+        &["get"],
+    ));
     assert_eq!(
         grants(find(&objects, "ClusterRole", "cronscaler")),
         cluster_wide

@@ -445,6 +445,11 @@ pub struct StatusArgs {
     #[arg(short = 'o', long, env = "CRONSCALER_STATUS_OUTPUT", value_enum, default_value_t = StatusFormat::Table)]
     pub output: StatusFormat,
 
+    /// Kinds outside the catalogue to show as well, as `run --kinds` names them
+    /// (`CloneSet.apps.kruise.io`), comma-separated; the catalogue's are always shown.
+    #[arg(long, env = "CRONSCALER_KINDS", value_delimiter = ',')]
+    pub kinds: Vec<KindName>,
+
     #[command(flatten)]
     pub default_timezone: DefaultTimezone,
 

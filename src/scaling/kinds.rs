@@ -3,18 +3,15 @@
 //! on or off (a CronJob's `spec.suspend`, a CloudNativePG Cluster's hibernation annotation) is
 //! seen as 1 replica awake and 0 asleep, and its row says how that reads and is written back.
 
-use std::collections::BTreeMap;
-
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use serde_json::{Value, json};
-
-use crate::schedule;
+use serde_json::Value;
 
 /// What "asleep" is for a kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Sleep {
-    /// A replica count, `spec.replicas` (the one its scale subresource names), 1 when unset.
-    Replicas,
+    /// A replica count at `at`, the field its scale subresource names (`/spec/replicas` but
+    /// where a CRD's `specReplicasPath` says otherwise, as `/spec/size`), 1 when unset.
+    Replicas { at: &'static str },
     /// On or off: `spec.suspend: true` while asleep. The value it had awake is remembered in
     /// `cronscaler.dev/original-suspend`, so one suspended before the night stays suspended.
     Suspend,
@@ -174,6 +171,11 @@ pub struct KindSpec {
 
 const COUNTED: [&str; 2] = ["", ""];
 
+/// How most kinds are counted: by `spec.replicas`.
+pub const SPEC_REPLICAS: Sleep = Sleep::Replicas {
+    at: "/spec/replicas",
+};
+
 const REPLICAS_SETTLE: Option<Settling> = Some(Settling {
     available: "/status/availableReplicas",
     running: "/status/replicas",
@@ -190,7 +192,7 @@ pub static CATALOGUE: [KindSpec; 9] = [
         version: "v1",
         plural: "deployments",
         aliases: &["deployments", "deploy"],
-        sleep: Sleep::Replicas,
+        sleep: SPEC_REPLICAS,
         words: COUNTED,
         settling: REPLICAS_SETTLE,
         wake_order: 10,
@@ -209,7 +211,7 @@ pub static CATALOGUE: [KindSpec; 9] = [
         version: "v1",
         plural: "statefulsets",
         aliases: &["statefulsets", "sts"],
-        sleep: Sleep::Replicas,
+        sleep: SPEC_REPLICAS,
         words: COUNTED,
         settling: REPLICAS_SETTLE,
         wake_order: 0,
@@ -247,7 +249,7 @@ pub static CATALOGUE: [KindSpec; 9] = [
         version: "v1alpha1",
         plural: "foos",
         aliases: &["foos"],
-        sleep: Sleep::Replicas,
+        sleep: SPEC_REPLICAS,
         words: COUNTED,
         settling: None,
         wake_order: 10,
@@ -341,7 +343,7 @@ pub static CATALOGUE: [KindSpec; 9] = [
         version: "v1alpha1",
         plural: "rollouts",
         aliases: &["rollouts", "ro"],
-        sleep: Sleep::Replicas,
+        sleep: SPEC_REPLICAS,
         words: COUNTED,
         settling: REPLICAS_SETTLE,
         wake_order: 10,
@@ -392,7 +394,7 @@ pub fn sleep_annotations() -> impl Iterator<Item = &'static str> {
         .iter()
         .flat_map(|row| match row.sleep {
             Sleep::Annotation { key, holds, .. } => [Some(key), holds],
-            Sleep::Replicas | Sleep::Suspend => [None, None],
+            Sleep::Replicas { .. } | Sleep::Suspend => [None, None],
         })
         .flatten()
 }
@@ -411,7 +413,7 @@ impl KindSpec {
     }
 
     /// A kind not in the catalogue that has a scale subresource: it sleeps as a Deployment does,
-    /// by its `spec.replicas`.
+    /// by its `spec.replicas` unless its CRD names another field.
     pub fn scalable(
         name: &'static str,
         group: &'static str,
@@ -424,7 +426,7 @@ impl KindSpec {
             version,
             plural,
             aliases: &[],
-            sleep: Sleep::Replicas,
+            sleep: SPEC_REPLICAS,
             words: COUNTED,
             settling: REPLICAS_SETTLE,
             wake_order: 10,
@@ -505,179 +507,17 @@ impl KindSpec {
     /// How a replica count reads for this kind: `3 replicas`, or the on/off kind's word.
     pub fn amount(&self, replicas: i32) -> String {
         match (self.sleep, replicas) {
-            (Sleep::Replicas, replicas) => format!("{replicas} replicas"),
+            (Sleep::Replicas { .. }, replicas) => format!("{replicas} replicas"),
             (_, 0) => self.words[0].into(),
             (_, _) => self.words[1].into(),
         }
     }
 }
 
-/// What a transition writes of the sleep value: a change of `spec` or of one annotation (`null`
-/// to remove it), each merged into the one patch that also writes the records.
-#[derive(Debug, Clone, PartialEq)]
-pub enum SleepWrite {
-    Spec(Value),
-    Annotation(&'static str, Value),
-}
-
-impl Sleep {
-    /// Whether it is on or off rather than counted.
-    pub fn is_on_off(self) -> bool {
-        self != Sleep::Replicas
-    }
-
-    /// The field a manifest sets, which a GitOps tool puts back, as a JSON pointer; `None` for
-    /// an annotation, which manifests leave to whoever sets it.
-    pub fn manifest_field(self) -> Option<&'static str> {
-        match self {
-            Sleep::Replicas => Some("/spec/replicas"),
-            Sleep::Suspend => Some("/spec/suspend"),
-            Sleep::Annotation { .. } => None,
-        }
-    }
-
-    /// The path in `managedFields` whose writers say who woke or slept the object.
-    pub fn managed_field(self) -> Vec<String> {
-        match self {
-            Sleep::Replicas => vec!["f:spec".into(), "f:replicas".into()],
-            Sleep::Suspend => vec!["f:spec".into(), "f:suspend".into()],
-            Sleep::Annotation { key, .. } => {
-                vec![
-                    "f:metadata".into(),
-                    "f:annotations".into(),
-                    format!("f:{key}"),
-                ]
-            }
-        }
-    }
-
-    /// What the annotation an annotation kind sleeps by holds on an object (`None` for other
-    /// kinds, or without it): kept beside the schedule's annotations, which are all the rules see.
-    pub fn held(self, annotations: &BTreeMap<String, String>) -> Option<String> {
-        match self {
-            Sleep::Annotation { key, .. } => annotations.get(key).cloned(),
-            Sleep::Replicas | Sleep::Suspend => None,
-        }
-    }
-
-    /// The object's sleep value as the rules read it: its replicas, or 1 awake and 0 asleep;
-    /// `object` is all of it but its metadata.
-    pub fn replicas_of(self, object: &Value, annotations: &BTreeMap<String, String>) -> i32 {
-        match self {
-            Sleep::Replicas => object
-                .pointer("/spec/replicas")
-                .and_then(Value::as_i64)
-                .and_then(|replicas| i32::try_from(replicas).ok())
-                // The API server's default for an unset `spec.replicas`.
-                .unwrap_or(1),
-            Sleep::Suspend => {
-                let suspended = object.pointer("/spec/suspend").and_then(Value::as_bool);
-                i32::from(suspended != Some(true))
-            }
-            Sleep::Annotation { key, asleep, .. } => {
-                i32::from(annotations.get(key).map(String::as_str) != Some(asleep))
-            }
-        }
-    }
-
-    /// Why a manifest of a kind that sleeps so could not be an object the API server keeps:
-    /// its `spec` is not a mapping, or the field it sleeps by has the wrong type.
-    pub fn check(self, object: &Value) -> Result<(), String> {
-        let field = match self {
-            Sleep::Replicas => Some((
-                "replicas",
-                Value::is_i64 as fn(&Value) -> bool,
-                "an integer",
-            )),
-            Sleep::Suspend => Some((
-                "suspend",
-                Value::is_boolean as fn(&Value) -> bool,
-                "true or false",
-            )),
-            Sleep::Annotation { .. } => None,
-        };
-        match object.get("spec") {
-            None | Some(Value::Null) => Ok(()),
-            Some(Value::Object(spec)) => {
-                match field.and_then(|(name, is, what)| Some((name, spec.get(name)?, is, what))) {
-                    Some((name, value, is, what)) if !value.is_null() && !is(value) => {
-                        Err(format!("spec.{name}: {value} is not {what}"))
-                    }
-                    _ => Ok(()),
-                }
-            }
-            Some(other) => Err(format!("spec: {other} is not a mapping")),
-        }
-    }
-
-    /// What sets `replicas`; `observed` are the object's annotations before the write (where
-    /// an annotation kind's remembered value is).
-    pub fn write(self, replicas: i32, observed: &BTreeMap<String, String>) -> SleepWrite {
-        match self {
-            Sleep::Replicas => SleepWrite::Spec(json!({ "replicas": replicas })),
-            Sleep::Suspend => SleepWrite::Spec(json!({ "suspend": replicas == 0 })),
-            Sleep::Annotation {
-                key, asleep, awake, ..
-            } => {
-                let value = if replicas == 0 {
-                    Some(asleep.to_string())
-                } else {
-                    observed
-                        .get(schedule::ORIGINAL_VALUE)
-                        .filter(|had| !had.is_empty() && *had != asleep)
-                        .cloned()
-                        .or(awake.map(String::from))
-                };
-                SleepWrite::Annotation(key, value.map_or(Value::Null, Value::String))
-            }
-        }
-    }
-
-    /// The annotation the controller writes for a rule's key, and its value; `held` is what the
-    /// annotation an annotation kind sleeps by holds before the write.
-    pub fn written(
-        self,
-        key: &'static str,
-        value: Option<String>,
-        held: Option<&str>,
-    ) -> (&'static str, Option<String>) {
-        match (self, key) {
-            (Sleep::Suspend, schedule::ORIGINAL_REPLICAS) => (
-                schedule::ORIGINAL_SUSPEND,
-                value.map(|replicas| (replicas == "0").to_string()),
-            ),
-            (Sleep::Annotation { .. }, schedule::ORIGINAL_REPLICAS) => (
-                schedule::ORIGINAL_VALUE,
-                value.map(|_| held.unwrap_or_default().to_string()),
-            ),
-            _ => (key, value),
-        }
-    }
-
-    /// The object's `cronscaler.dev/` annotations as the schedule rules read them.
-    pub fn rules_view(self, annotations: &BTreeMap<String, String>) -> BTreeMap<String, String> {
-        let original = |ran: bool| {
-            (
-                schedule::ORIGINAL_REPLICAS.to_string(),
-                i32::from(ran).to_string(),
-            )
-        };
-        annotations
-            .iter()
-            .filter(|(key, _)| key.starts_with(schedule::PREFIX))
-            .map(|(key, value)| match (self, key.as_str(), value.as_str()) {
-                (Sleep::Suspend, schedule::ORIGINAL_SUSPEND, "false") => original(true),
-                (Sleep::Suspend, schedule::ORIGINAL_SUSPEND, "true") => original(false),
-                (Sleep::Annotation { asleep, .. }, schedule::ORIGINAL_VALUE, had) => {
-                    original(had != asleep)
-                }
-                _ => (key.clone(), value.clone()),
-            })
-            .collect()
-    }
-}
-
 mod problems;
+mod sleep;
+
+pub use sleep::SleepWrite;
 
 #[cfg(test)]
 mod tests;

@@ -3,8 +3,11 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::authorization::v1::{
-    ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
+use k8s_openapi::{
+    api::authorization::v1::{
+        ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
+    },
+    apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
 };
 use kube::{
     Api, Client, Resource,
@@ -16,7 +19,7 @@ use crate::{
     duration::spoken,
     runtime::{api_errors::is_status, paging::all_pages},
     scaling::{
-        kinds::KindSpec,
+        kinds::{KindSpec, Sleep},
         target::{KindName, TargetKind, TargetState},
     },
 };
@@ -115,7 +118,9 @@ pub async fn resolve(
                     later.push((other.clone(), group.clone()));
                     continue;
                 }
-                Err(refused @ Undiscovered::NoScale { .. }) => {
+                Err(
+                    refused @ (Undiscovered::NoScale { .. } | Undiscovered::CountUnknown { .. }),
+                ) => {
                     tracing::warn!(kind = %name, "not put to sleep: {refused}");
                     continue;
                 }
@@ -145,7 +150,7 @@ pub async fn watch_for(client: &Client, name: &str, group: &str) -> Option<Targe
                 return Some(kind);
             }
             Err(Undiscovered::NotServed(_)) => {}
-            Err(refused @ Undiscovered::NoScale { .. }) => {
+            Err(refused @ (Undiscovered::NoScale { .. } | Undiscovered::CountUnknown { .. })) => {
                 tracing::warn!(kind = %format!("{name}.{group}"), "not put to sleep: {refused}");
                 return None;
             }
@@ -164,10 +169,17 @@ enum Undiscovered {
          knows, can sleep"
     )]
     NoScale { name: String, group: String },
+    /// Where it keeps its count is not known, or is deeper than `spec` itself.
+    #[error("{name}.{group}: {why}")]
+    CountUnknown {
+        name: String,
+        group: String,
+        why: String,
+    },
 }
 
-/// A kind outside the catalogue, from the API server's discovery: its preferred version, its
-/// plural, and whether it has a scale subresource.
+/// A kind outside the catalogue, from the API server's discovery and its CRD: its preferred
+/// version, its plural, whether it has a scale subresource, and which field holds its count.
 async fn discover(client: &Client, name: &str, group: &str) -> Result<TargetKind, Undiscovered> {
     let served = kube::discovery::group(client, group)
         .await
@@ -191,13 +203,92 @@ async fn discover(client: &Client, name: &str, group: &str) -> Result<TargetKind
             group: group.into(),
         });
     }
+    let crd = format!("{}.{group}", resource.plural);
+    let (spec_path, status_path) =
+        scale_paths(client, &crd, &resource.version)
+            .await
+            .map_err(|why| Undiscovered::CountUnknown {
+                name: name.into(),
+                group: group.into(),
+                why,
+            })?;
     // Made once for each kind named, when it is found: the rows live as long as the program.
     let leak = |text: String| -> &'static str { Box::leak(text.into_boxed_str()) };
-    let spec = KindSpec::scalable(
+    let mut spec = KindSpec::scalable(
         leak(resource.kind),
         leak(resource.group),
         leak(resource.version),
         leak(resource.plural),
     );
+    if let Some(at) = spec_path {
+        spec.sleep = Sleep::Replicas { at: leak(at) };
+    }
+    if let (Some(running), Some(settling)) = (status_path, spec.settling.as_mut()) {
+        settling.running = leak(running);
+    }
     Ok(TargetKind::of(Box::leak(Box::new(spec))))
+}
+
+/// Where the CRD `crd` says the objects of `version` keep their count and the count running, as
+/// JSON pointers (`/spec/size`, `/status/size`); `None` for `spec.replicas` and
+/// `status.replicas`, for a kind served by an API server of its own, which has no CRD, and where
+/// the CRD may not be read. The
+/// count must be directly in `spec`, as every operator's is: a write of a count elsewhere would
+/// be pruned by the API server, and the object's Events would tell of a sleep that changed
+/// nothing.
+async fn scale_paths(
+    client: &Client,
+    crd: &str,
+    version: &str,
+) -> Result<(Option<String>, Option<String>), String> {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let found = match crds.get_opt(crd).await {
+        Ok(found) => found,
+        // A namespaced install may not read CRDs: the kind is counted as most are.
+        Err(error) if is_status(&error, 403) => {
+            tracing::warn!(
+                crd,
+                "the controller may not read this CustomResourceDefinition, which says where its \
+                 scale subresource keeps the count: spec.replicas is assumed; grant \
+                 customresourcedefinitions get (rbac/cluster-role.yaml) if it is another field"
+            );
+            return Ok((None, None));
+        }
+        Err(error) => return Err(format!("its CustomResourceDefinition {crd}: {error}")),
+    };
+    let scale = found.and_then(|crd| {
+        crd.spec
+            .versions
+            .into_iter()
+            .find(|served| served.name == version)?
+            .subresources?
+            .scale
+    });
+    let Some(scale) = scale else {
+        return Ok((None, None));
+    };
+    let pointer = |path: &str| -> Option<String> {
+        let field = path.strip_prefix(".spec.")?;
+        let simple = !field.is_empty()
+            && field
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        simple.then(|| format!("/spec/{field}"))
+    };
+    let spec_path = match scale.spec_replicas_path.as_str() {
+        ".spec.replicas" => None,
+        path => Some(pointer(path).ok_or_else(|| {
+            format!(
+                "its scale subresource keeps the count at {path}; only a count directly in \
+                 spec (.spec.<field>) can be put to sleep"
+            )
+        })?),
+    };
+    let status_path = match scale.status_replicas_path.as_str() {
+        ".status.replicas" => None,
+        path => path
+            .strip_prefix('.')
+            .map(|rest| format!("/{}", rest.replace('.', "/"))),
+    };
+    Ok((spec_path, status_path))
 }

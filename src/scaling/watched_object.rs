@@ -1,6 +1,6 @@
 //! Workloads as scheduled scaling watches them: their metadata, of their annotations only those
-//! it reads, and the one value their kind sleeps by (`spec.replicas`, `spec.suspend`, or an
-//! annotation such as KEDA's `paused-replicas`). Everything else (the pod template, the status,
+//! it reads, and the one value their kind sleeps by (`spec.replicas`, another count a CRD names,
+//! `spec.suspend`, or an annotation such as KEDA's `paused-replicas`). Everything else (the pod template, the status,
 //! a 4 KiB `kubectl.kubernetes.io/last-applied-configuration` on most objects) is skipped while a
 //! list page is decoded, so it never takes memory, not even for the moment a page of 100 objects
 //! is held. With the sleep value in hand, a worker plans a transition without reading the object.
@@ -45,35 +45,105 @@ pub struct WatchedObject {
     sleep_fields: SleepFields,
 }
 
-/// `spec.replicas` and `spec.suspend`, as the object has them (of whatever type, for the row
-/// to read as it reads a whole object), and a lever's reference to the object it drives (a
-/// ScaledObject's `spec.scaleTargetRef`).
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct SleepFields {
-    replicas: Option<Value>,
-    suspend: Option<Value>,
-    scale_target_ref: Option<Value>,
+/// The fields of `spec` a kind may sleep by, as the object has them: `replicas`, `suspend`
+/// and a lever's reference to the object it drives (a ScaledObject's `spec.scaleTargetRef`), of
+/// whatever type, for the row to read as it reads a whole object; and every other number
+/// directly in `spec`, where a CRD's scale subresource may keep its count (`spec.size`).
+#[derive(Clone, Debug, Default)]
+struct SleepFields(Map<String, Value>);
+
+/// The fields of `spec` kept whatever their type.
+const KEPT: [&str; 3] = ["replicas", "suspend", "scaleTargetRef"];
+
+impl<'de> Deserialize<'de> for SleepFields {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Fields;
+        impl<'de> Visitor<'de> for Fields {
+            type Value = SleepFields;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object's spec")
+            }
+
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(SleepFields::default())
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut kept = Map::new();
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    let value = if KEPT.contains(&key.as_ref()) {
+                        Some(map.next_value::<Value>()?)
+                    } else {
+                        map.next_value::<Number>()?.0
+                    };
+                    if let Some(value) = value {
+                        kept.insert(key.into_owned(), value);
+                    }
+                }
+                Ok(SleepFields(kept))
+            }
+        }
+        deserializer.deserialize_any(Fields)
+    }
+}
+
+/// A value kept only if it is a number: anything else (the pod template) is skipped unread.
+struct Number(Option<Value>);
+
+impl<'de> Deserialize<'de> for Number {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct OnlyNumbers;
+        impl<'de> Visitor<'de> for OnlyNumbers {
+            type Value = Number;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any value")
+            }
+
+            fn visit_i64<E>(self, value: i64) -> Result<Self::Value, E> {
+                Ok(Number(Some(value.into())))
+            }
+
+            fn visit_u64<E>(self, value: u64) -> Result<Self::Value, E> {
+                Ok(Number(Some(value.into())))
+            }
+
+            fn visit_f64<E>(self, value: f64) -> Result<Self::Value, E> {
+                Ok(Number(Some(value.into())))
+            }
+
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(Number(None))
+            }
+
+            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(Number(None))
+            }
+
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(Number(None))
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                IgnoredAny.visit_map(map).map(|_| Number(None))
+            }
+
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                IgnoredAny.visit_seq(seq).map(|_| Number(None))
+            }
+        }
+        deserializer.deserialize_any(OnlyNumbers)
+    }
 }
 
 impl WatchedObject {
     /// What the reconciler reads of it, as of this event.
     pub fn state(&self, kind: TargetKind) -> TargetState {
-        let mut spec = Map::new();
-        let SleepFields {
-            replicas,
-            suspend,
-            scale_target_ref,
-        } = &self.sleep_fields;
-        for (field, value) in [
-            ("replicas", replicas),
-            ("suspend", suspend),
-            ("scaleTargetRef", scale_target_ref),
-        ] {
-            if let Some(value) = value {
-                spec.insert(field.into(), value.clone());
-            }
-        }
+        let spec = Value::Object(self.sleep_fields.0.clone());
         TargetState::of_parts(kind, &self.metadata, &json!({ "spec": spec }))
     }
 }
@@ -370,6 +440,34 @@ mod tests {
         let watched: WatchedObject = serde_json::from_value(paused).unwrap();
         let state = watched.state(TargetKind::ScaledObject);
         assert_eq!((state.replicas, state.held.as_deref()), (0, Some("0")));
+    }
+
+    /// A kind whose CRD keeps the count in `spec.size`, as `--kinds` makes it.
+    fn sized_kind() -> TargetKind {
+        let mut spec =
+            kinds::KindSpec::scalable("Memcached", "cache.example.com", "v1", "memcacheds");
+        spec.sleep = kinds::Sleep::Replicas { at: "/spec/size" };
+        TargetKind::of(Box::leak(Box::new(spec)))
+    }
+
+    #[test]
+    fn a_count_a_crd_keeps_in_another_field_is_kept_and_the_rest_of_the_spec_skipped() {
+        let object = item(
+            "Memcached",
+            "cache.example.com/v1",
+            json!({}),
+            json!({ "size": 4, "image": "memcached:1.6", "template": { "spec": {} } }),
+        );
+        let watched: WatchedObject = serde_json::from_value(object.clone()).unwrap();
+        assert_eq!(
+            watched.sleep_fields.0,
+            json!({ "size": 4 }).as_object().cloned().unwrap(),
+            "only numbers besides the fields every kind reads"
+        );
+        let read: DynamicObject = serde_json::from_value(object).unwrap();
+        let kind = sized_kind();
+        assert_eq!(watched.state(kind).replicas, 4);
+        assert_eq!(TargetState::of_object(kind, &read).replicas, 4);
     }
 
     #[test]

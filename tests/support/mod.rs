@@ -16,6 +16,7 @@ pub mod envtest;
 pub mod gitops;
 pub mod helm;
 pub mod keda;
+pub mod kinds;
 pub mod prometheus;
 pub mod wake;
 

@@ -73,17 +73,24 @@ impl Listed {
     }
 }
 
-/// Lists the workloads of every kind of the catalogue (none without its CRD) and Namespaces, of
-/// the cluster or of `namespace`.
+/// Lists the workloads of every kind of the catalogue (none without its CRD) and of `kinds`,
+/// and Namespaces, of the cluster or of `namespace`.
 pub async fn read_cluster(
     client: &Client,
     namespace: Option<&str>,
+    kinds: &[TargetKind],
     kube_downscaler: bool,
 ) -> Result<Listed, StatusError> {
     let failed = |what| move |source| StatusError::List { what, source };
     let mut objects = Vec::new();
     let mut unreadable = Vec::new();
-    for kind in TargetKind::catalogue() {
+    let mut listed_kinds: Vec<TargetKind> = TargetKind::catalogue().collect();
+    for kind in kinds {
+        if !listed_kinds.contains(kind) {
+            listed_kinds.push(*kind);
+        }
+    }
+    for kind in listed_kinds {
         let listed = match objects::list(client, kind, namespace, 500).await {
             // A kind the user may not read is left out: the rest is still worth seeing. Only
             // a default kind's absence is said; an optional one is unread wherever its role

@@ -13,7 +13,7 @@ impl Sleep {
         spec: &KindSpec,
         annotations: &BTreeMap<String, String>,
     ) -> Vec<InvalidAnnotation> {
-        if self == Sleep::Replicas {
+        if matches!(self, Sleep::Replicas { .. }) {
             return Vec::new();
         }
         let reason = format!(

@@ -1,9 +1,11 @@
 use chrono_tz::Tz;
+use serde_json::json;
+use std::collections::BTreeMap;
 
 use super::*;
 use crate::{
     scaling::{target::TargetKind, test_support::annotations_of},
-    schedule::Annotations,
+    schedule::{self, Annotations},
 };
 
 #[test]
@@ -330,4 +332,26 @@ fn a_job_its_cronjob_made_keeps_its_cronjob_s_schedule_not_its_namespace_s() {
         assert!(!observed.follows_owner, "{what}");
         assert_eq!(schedule_of(&observed), (night.clone(), true), "{what}");
     }
+}
+
+#[test]
+fn a_count_kept_in_another_field_is_read_and_written_there() {
+    let sized = Sleep::Replicas { at: "/spec/size" };
+    let none = BTreeMap::new();
+    assert_eq!(
+        sized.write(0, &none),
+        SleepWrite::Spec(json!({ "size": 0 }))
+    );
+    assert_eq!(
+        sized.replicas_of(&json!({ "spec": { "size": 4, "replicas": 9 } }), &none),
+        4
+    );
+    assert_eq!(sized.replicas_of(&json!({ "spec": {} }), &none), 1, "unset");
+    assert_eq!(sized.manifest_field(), Some("/spec/size"));
+    assert_eq!(sized.managed_field(), ["f:spec", "f:size"]);
+    assert_eq!(
+        sized.check(&json!({ "spec": { "size": "big" } })),
+        Err("spec.size: \"big\" is not an integer".into())
+    );
+    assert!(!sized.is_on_off());
 }

@@ -1,0 +1,246 @@
+//! Kinds outside the catalogue, named by `--kinds`: one counted in a field of its own
+//! (`specReplicasPath: .spec.size`) sleeps and wakes by that field, and `status --kinds` shows
+//! it; one not installed yet is taken in when its CRD appears, and one the ServiceAccount may not
+//! read is named.
+
+mod support;
+
+use std::time::Duration;
+
+use cronscaler::scaling::objects::DISCOVERY_INTERVAL;
+use kube::api::PostParams;
+use support::{
+    Scenario,
+    crds::{grant_optional, install_crd, shared_crd},
+    create, describe, envtest, eventually,
+    kinds::{
+        LATENESS, READ, annotations, api, apply_all, asleep_remembering, count, grant, gvk,
+        install_own_crd, night, replicas, rollout, scalable, scalable_at,
+    },
+    metric, nightly, occurrences, replicas_and_annotations, sleep_until,
+};
+
+/// A kind whose CRD keeps its count in `spec.size`, as the Memcached operator of the Operator
+/// SDK's tutorial does: the controller writes `spec.size`, never a `spec.replicas` the API
+/// server would prune (a sleep that changed nothing, told as `4 -> 0`).
+#[tokio::test]
+async fn a_kind_counted_in_a_field_of_its_own_sleeps_and_wakes_by_it_and_status_shows_it() {
+    let test = "sized";
+    let Some(scenario) = Scenario::shared(test).await else {
+        return;
+    };
+    let memcached = install_own_crd(
+        &scenario.client,
+        ("size.cronscaler.dev", "Memcached", "memcacheds"),
+        "size",
+    )
+    .await;
+    envtest::wait_allowed(
+        &scenario.client,
+        "size.cronscaler.dev",
+        "memcacheds",
+        "patch",
+        None,
+    )
+    .await
+    .expect("the Memcached grant in force");
+    let kinds = "Deployment.apps,Memcached.size.cronscaler.dev";
+    let mut controller = scenario.start_controller("cronscaler", &["--kinds", kinds]);
+    controller.wait_ready().await;
+    let (down, up) = night(8, 12);
+    let caches = api(&scenario, &memcached, "memcacheds");
+    create(
+        &caches,
+        scalable_at(&memcached, "cache", ("size", 4), nightly(down, up)),
+    )
+    .await;
+
+    let asleep = eventually("cache asleep at size 0", LATENESS * 2, || async {
+        let object = caches.get("cache").await.ok()?;
+        (count(&object, "size") == Some(0)).then_some(object)
+    })
+    .await;
+    assert_eq!(
+        annotations(&asleep)
+            .get("cronscaler.dev/original-replicas")
+            .map(String::as_str),
+        Some("4"),
+        "it remembers its size"
+    );
+    assert_eq!(replicas(&asleep), None, "no spec.replicas written");
+    let events = scenario.events("cache").await;
+    let told = describe(&events);
+    assert!(told.contains("scaled down from 4 to 0"), "{told}");
+
+    let namespace = scenario.namespace.clone();
+    let shown = scenario.said(&["status", "-n", &namespace, "--kinds", kinds]);
+    let line = shown
+        .lines()
+        .find(|line| line.contains("cache"))
+        .unwrap_or_else(|| panic!("status shows the Memcached:\n{shown}"));
+    assert!(
+        line.contains("Memcached") && line.contains("asleep"),
+        "{shown}"
+    );
+    let without = scenario.said(&["status", "-n", &namespace]);
+    assert!(
+        !without.contains("cache"),
+        "only --kinds adds it:\n{without}"
+    );
+
+    sleep_until(up).await;
+    eventually("cache awake at size 4", LATENESS, || async {
+        (count(&caches.get("cache").await.ok()?, "size") == Some(4)).then_some(())
+    })
+    .await;
+    let events = scenario.events("cache").await;
+    for reason in ["ScaledDown", "ScaledUp"] {
+        assert_eq!(occurrences(&events, reason), 1, "{}", describe(&events));
+    }
+    controller
+        .assert_stops_cleanly(Duration::from_secs(10))
+        .await;
+    scenario.finish().await;
+}
+
+#[tokio::test]
+async fn a_kind_not_installed_is_taken_in_when_its_crd_appears_and_a_forbidden_one_is_named() {
+    let test = "kinds-later";
+    let (Some(rollouts_crd), Some(clusters_crd)) = (
+        shared_crd(test, "argoproj.io_rollouts.yaml"),
+        shared_crd(test, "postgresql.cnpg.io_clusters.yaml"),
+    ) else {
+        return;
+    };
+    let Some(scenario) = Scenario::own(test, envtest::Options::api_server_only()).await else {
+        return;
+    };
+    // CloudNativePG is installed, but the ServiceAccount was never granted its Clusters.
+    let cluster_kind = gvk("postgresql.cnpg.io", "v1", "Cluster");
+    install_crd(&scenario.client, &clusters_crd, &cluster_kind).await;
+    let mut controller = scenario.start_controller(
+        "cronscaler",
+        &[
+            "--kinds",
+            "Deployment.apps,Rollout.argoproj.io,Cluster.postgresql.cnpg.io,\
+             Gizmo.later.cronscaler.dev",
+        ],
+    );
+    controller.wait_ready().await;
+    let ready = |kind: &'static str| {
+        let controller = &controller;
+        async move {
+            let metrics = controller.metrics().await?;
+            metric(
+                &metrics,
+                &format!("cronscaler_kind_ready{{kind=\"{kind}\"}}"),
+            )
+        }
+    };
+    eventually("Rollouts said not ready", LATENESS, || async {
+        (ready("Rollout.argoproj.io").await == Some(0.0)).then_some(())
+    })
+    .await;
+    eventually("Clusters said not ready", LATENESS, || async {
+        (ready("Cluster.postgresql.cnpg.io").await == Some(0.0)).then_some(())
+    })
+    .await;
+    assert_eq!(ready("Deployment.apps").await, Some(1.0));
+    // A kind outside the catalogue, not served: its row cannot be made yet.
+    assert_eq!(ready("Gizmo.later.cronscaler.dev").await, Some(0.0));
+    assert!(
+        controller.log().contains(
+            "not served yet (the API server does not serve the group later.cronscaler.dev"
+        ),
+        "the kind not served is named:\n{}",
+        controller.log()
+    );
+    // The gauge is 0 from the start: the log says when the kind was tried.
+    eventually("the forbidden kind named in the log", LATENESS, || async {
+        let log = controller.log();
+        (log.contains("watch of clusters failed") && log.contains("forbidden")).then_some(())
+    })
+    .await;
+    // Granted reading but not patching: listed, still not ready, and named once.
+    apply_all(
+        &scenario.client,
+        grant("clusters", "postgresql.cnpg.io", READ),
+    )
+    .await;
+    let may_not_patch = "may not patch clusters in postgresql.cnpg.io";
+    eventually("Clusters named as not patchable", LATENESS * 2, || async {
+        controller.log().contains(may_not_patch).then_some(())
+    })
+    .await;
+    assert_eq!(ready("Cluster.postgresql.cnpg.io").await, Some(0.0));
+
+    // The others still sleep.
+    let (down, up) = night(8, 60);
+    scenario
+        .deployments()
+        .create(
+            &PostParams::default(),
+            &support::deployment("web", 2, nightly(down, up)),
+        )
+        .await
+        .expect("a Deployment");
+    eventually("web asleep", LATENESS * 2, || async {
+        let (replicas, _) = replicas_and_annotations(&scenario.deployments(), "web").await?;
+        (replicas == 0).then_some(())
+    })
+    .await;
+
+    // Argo Rollouts installed later, and granted: taken in without a restart.
+    let rollout_kind = gvk("argoproj.io", "v1alpha1", "Rollout");
+    install_crd(&scenario.client, &rollouts_crd, &rollout_kind).await;
+    grant_optional(&scenario.client, "argo-rollouts.yaml").await;
+    let (down, up) = night(12, 60);
+    create(
+        &api(&scenario, &rollout_kind, "rollouts"),
+        rollout("shop", 2, nightly(down, up)),
+    )
+    .await;
+    eventually("Rollouts watched", LATENESS * 2, || async {
+        (ready("Rollout.argoproj.io").await == Some(1.0)).then_some(())
+    })
+    .await;
+    let rollouts = api(&scenario, &rollout_kind, "rollouts");
+    eventually("the Rollout asleep", LATENESS * 2, || async {
+        (replicas(&rollouts.get("shop").await.ok()?) == Some(0)).then_some(())
+    })
+    .await;
+
+    // A kind of its own with a scale subresource, installed later: its row is made then, from
+    // discovery, without a restart.
+    let gizmo_kind = install_own_crd(
+        &scenario.client,
+        ("later.cronscaler.dev", "Gizmo", "gizmos"),
+        "replicas",
+    )
+    .await;
+    let gizmos = api(&scenario, &gizmo_kind, "gizmos");
+    // The night starts after the controller's next look for the kind.
+    let looks_every = i64::try_from(DISCOVERY_INTERVAL.as_secs()).unwrap_or(i64::MAX);
+    let (down, up) = night(looks_every + 12, 60);
+    create(
+        &gizmos,
+        scalable(&gizmo_kind, "sprocket", 3, nightly(down, up)),
+    )
+    .await;
+    eventually("Gizmos watched", LATENESS * 3, || async {
+        (ready("Gizmo.later.cronscaler.dev").await == Some(1.0)).then_some(())
+    })
+    .await;
+    asleep_remembering(&gizmos, "sprocket", 3).await;
+    assert!(
+        controller
+            .log()
+            .contains("now served: put to sleep from now on"),
+        "{}",
+        controller.log()
+    );
+    controller
+        .assert_stops_cleanly(Duration::from_secs(10))
+        .await;
+    scenario.finish().await;
+}
