@@ -2,7 +2,8 @@
 //! (`tests/support/keda.rs`): it deletes its HPA while a ScaledObject is paused, so the workload
 //! a ScaledObject scales is known from the ScaledObject's own `scaleTargetRef`; and a
 //! ScaledObject a person paused (`autoscaling.keda.sh/paused`) before the night has its workload
-//! back at its count in the morning, still paused.
+//! back at its count in the morning, still paused, even when the controller restarted between
+//! the wake and the give-back, and after a `restore` at night.
 //!
 //! Without `../shared/crds/` (KEDA's real CRD) these tests say they are skipped.
 
@@ -34,6 +35,137 @@ async fn cronscaler_on(deployments: &Api<Deployment>, name: &str) -> Vec<String>
         .filter(|entry| entry.manager.as_deref() == Some("cronscaler"))
         .map(|entry| format!("managedFields: {:?}", entry.fields_v1));
     annotations.chain(managed).collect()
+}
+
+/// A ScaledObject `name` scaling `workload`, paused by a person before the night, with
+/// `annotations` of a schedule and our records.
+fn held_scaler(name: &str, workload: &str, annotations: serde_json::Value) -> serde_json::Value {
+    let mut annotations = annotations;
+    annotations[PAUSED] = json!("true");
+    json!({
+        "apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
+        "metadata": { "name": name, "annotations": annotations },
+        "spec": {
+            "scaleTargetRef": { "name": workload },
+            "minReplicaCount": keda::MIN_REPLICAS, "maxReplicaCount": 5,
+            "triggers": [{ "type": "cpu", "metricType": "Utilization", "metadata": { "value": "60" } }],
+        },
+    })
+}
+
+/// `name`'s annotations once they have neither `paused-replicas` nor `paused-at`.
+async fn given_back(scaled_objects: &Api<kube::api::DynamicObject>, name: &str) {
+    let what = format!("{name} given back to KEDA's paused");
+    eventually(&what, LATENESS, || async {
+        let annotations = scaled_objects.get(name).await.ok()?.metadata.annotations?;
+        let ours = [PAUSED_REPLICAS, "cronscaler.dev/paused-at"];
+        (ours.iter().all(|key| !annotations.contains_key(*key))
+            && annotations.get(PAUSED).map(String::as_str) == Some("true"))
+        .then_some(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_restart_before_the_give_back_and_a_restore_at_night_leave_keda_holding_each_count() {
+    let test = "keda-held";
+    let Some(scenario) = Scenario::own(test, envtest::Options::api_server_only()).await else {
+        return;
+    };
+    let Some(scaled_objects) = keda::scaled_objects(test, &scenario).await else {
+        return;
+    };
+    let namespace = scenario.namespace.clone();
+    // Woken this morning at 3, the count it was paused at, by a controller that was killed
+    // before it gave the ScaledObject back: paused-replicas and paused-at still stand.
+    let woke = whole_second_in(-60);
+    let deployments = create_deployment(&scenario.client, &namespace, "web", 3).await;
+    let mut woken = nightly(woke + chrono::Duration::hours(12), woke);
+    for (key, value) in [
+        (PAUSED_REPLICAS, "3".to_string()),
+        ("cronscaler.dev/paused-at", "3".to_string()),
+        (
+            "cronscaler.dev/last-transition",
+            format!("{} up", woke.format("%Y-%m-%dT%H:%M:%SZ")),
+        ),
+    ] {
+        woken[key] = json!(value);
+    }
+    create(&scaled_objects, held_scaler("web-scaler", "web", woken)).await;
+    let web = keda::play(
+        &scenario.client,
+        &namespace,
+        &scaled_objects,
+        "web",
+        "web-scaler",
+    );
+
+    let mut controller = scenario.start_cluster_wide_controller("cronscaler", &[]);
+    controller.wait_ready().await;
+    given_back(&scaled_objects, "web-scaler").await;
+    let (replicas, _) = replicas_and_annotations(&deployments, "web")
+        .await
+        .expect("web");
+    assert_eq!(replicas, 3, "KEDA's paused holds it at its count");
+
+    // Asleep at night, paused at 2 before it, when the controller is uninstalled: `restore`.
+    create_deployment(&scenario.client, &namespace, "api", 0).await;
+    let mut asleep = nightly(
+        woke - chrono::Duration::hours(1),
+        woke + chrono::Duration::hours(8),
+    );
+    for (key, value) in [
+        (PAUSED_REPLICAS, "0".to_string()),
+        ("cronscaler.dev/original-value", String::new()),
+        ("cronscaler.dev/paused-at", "2".to_string()),
+        (
+            "cronscaler.dev/last-transition",
+            format!(
+                "{} down",
+                (woke - chrono::Duration::hours(1)).format("%Y-%m-%dT%H:%M:%SZ")
+            ),
+        ),
+    ] {
+        asleep[key] = json!(value);
+    }
+    create(&scaled_objects, held_scaler("api-scaler", "api", asleep)).await;
+    let api = keda::play(
+        &scenario.client,
+        &namespace,
+        &scaled_objects,
+        "api",
+        "api-scaler",
+    );
+    controller
+        .assert_stops_cleanly(Duration::from_secs(10))
+        .await;
+    let said = scenario.said(&["restore", "-n", &namespace, "api-scaler"]);
+    assert!(
+        said.contains(&format!(
+            "restored ScaledObject {namespace}/api-scaler: paused at 0 -> paused at 2"
+        )),
+        "{said}"
+    );
+    let scaler = scaled_objects.get("api-scaler").await.expect("api-scaler");
+    let annotations = scaler.metadata.annotations.unwrap_or_default();
+    assert_eq!(
+        annotations.get(PAUSED_REPLICAS).map(String::as_str),
+        Some("2")
+    );
+    assert!(
+        !annotations
+            .keys()
+            .any(|key| key.starts_with("cronscaler.dev/paused-at")),
+        "{annotations:?}"
+    );
+    eventually("api back at 2", LATENESS, || async {
+        let (replicas, _) = replicas_and_annotations(&scenario.deployments(), "api").await?;
+        (replicas == 2).then_some(())
+    })
+    .await;
+    web.abort();
+    api.abort();
+    scenario.finish().await;
 }
 
 #[tokio::test]

@@ -33,10 +33,14 @@ use crate::{
         writers::other_sleep_field_writers,
     },
     schedule::{
-        self, Annotations, Leftovers, SCHEDULE_KEYS, Schedule, already_warned, has_schedule,
-        held_back_until, is_due, refused_cause, replicas_set, reverted_cause,
+        self, Annotations, Direction, Leftovers, SCHEDULE_KEYS, Schedule, already_warned,
+        has_schedule, refused_cause, replicas_set, reverted_cause,
     },
 };
+
+mod standing;
+
+use standing::{Look, Standing};
 
 /// Turns what a watch reports into timer entries and looks. An object is considered again only
 /// when its `cronscaler.dev/` annotations (or its Namespace's schedule) change or someone other
@@ -87,73 +91,6 @@ struct Tracked {
     /// `metadata.generation`: it moves with every change of the spec.
     generation: Option<i64>,
     standing: Standing,
-}
-
-/// What the metadata says about an object, as far as deciding whether to look at it goes.
-enum Standing {
-    /// Invalid annotations, or a schedule on a Deployment its Foo scales: never scaled, and
-    /// a warning is owed unless it was said for these very annotations.
-    Refused { owes_warning: bool },
-    Governed {
-        schedule: Option<Arc<Schedule>>,
-        leftovers: Leftovers,
-        created: Option<DateTime<Utc>>,
-        /// Someone else set the replicas after the transition in force, and no `ScaleReverted`
-        /// was said for that transition.
-        maybe_reverted: bool,
-        /// Its override is out of reach, and that was not said yet.
-        owes_warning: bool,
-        /// Someone else changed the replicas after the transition in force, and its
-        /// `ScaleReverted` was said: its HPAs keep their own bounds until the next transition.
-        taken_over: bool,
-        /// An override of its own has run out and is still written on it.
-        stale_override: bool,
-    },
-}
-
-/// When a worker should look at an object.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Look {
-    Now,
-    /// At the end of its grace period: a catch-up would put it to sleep before then.
-    At(DateTime<Utc>),
-    Not,
-}
-
-impl Standing {
-    fn look(&self, now: DateTime<Utc>, grace: TimeDelta) -> Look {
-        match self {
-            Standing::Refused { owes_warning: true } => Look::Now,
-            Standing::Refused {
-                owes_warning: false,
-            } => Look::Not,
-            Standing::Governed {
-                maybe_reverted: true,
-                ..
-            }
-            | Standing::Governed {
-                stale_override: true,
-                ..
-            }
-            | Standing::Governed {
-                owes_warning: true, ..
-            } => Look::Now,
-            Standing::Governed {
-                schedule,
-                leftovers,
-                created,
-                ..
-            } => {
-                if !is_due(schedule.as_deref(), leftovers, now) {
-                    return Look::Not;
-                }
-                let held_back = schedule.as_deref().and_then(|schedule| {
-                    held_back_until(schedule, &leftovers.recorded, *created, grace, now)
-                });
-                held_back.map_or(Look::Now, Look::At)
-            }
-        }
-    }
 }
 
 /// What one object's annotations say, parsed with shared schedules.
@@ -541,6 +478,9 @@ impl Tracker {
                                     .is_some_and(|second| second >= transition.at.timestamp()))
                                 && !already_warned(&ours, &reverted_cause(transition))
                         });
+                let giving_back = ours.contains_key(schedule::PAUSED_AT)
+                    && (leftovers.recorded.last_transition)
+                        .is_some_and(|transition| transition.direction == Direction::Up);
                 Standing::Governed {
                     taken_over: schedule::taken_over(&ours, &leftovers.recorded),
                     schedule,
@@ -549,6 +489,7 @@ impl Tracker {
                     maybe_reverted,
                     owes_warning: out_of_reach.is_some()
                         && !already_warned(&ours, &refused_cause(&ours)),
+                    giving_back,
                     stale_override: !schedule::expired_keys(
                         meta.annotations.as_ref().unwrap_or(&none),
                         now,

@@ -116,8 +116,17 @@ impl Sleep {
             Sleep::Replicas { at } => SleepWrite::Spec(json!({ spec_field(at): replicas })),
             Sleep::Suspend => SleepWrite::Spec(json!({ "suspend": replicas == 0 })),
             Sleep::Annotation {
-                key, asleep, awake, ..
+                key,
+                asleep,
+                awake,
+                holds,
             } => {
+                // Held before the night at a count with no value of its own (KEDA's `paused`):
+                // that count, which the controller honours over the hold.
+                let held_at = || {
+                    holds?;
+                    observed.get(schedule::PAUSED_AT).cloned()
+                };
                 let value = if replicas == 0 {
                     Some(asleep.to_string())
                 } else {
@@ -125,6 +134,7 @@ impl Sleep {
                         .get(schedule::ORIGINAL_VALUE)
                         .filter(|had| !had.is_empty() && *had != asleep)
                         .cloned()
+                        .or_else(held_at)
                         .or(awake.map(String::from))
                 };
                 SleepWrite::Annotation(key, value.map_or(Value::Null, Value::String))

@@ -374,6 +374,35 @@ async fn a_deployment_controlled_by_a_foo_is_told_once_and_never_armed() {
     assert!(drain(&queue).await.is_empty());
 }
 
+/// A crash between a wake and the lever's give-back (`plan/held.rs`) left `paused-at` on a
+/// woken workload: the start looks at it, where nothing else is due, so the lever is given back
+/// that morning rather than the next.
+#[tokio::test]
+async fn a_woken_workload_still_giving_its_lever_back_is_looked_at_from_the_start() {
+    let (queue, _timer, mut tracker, _) = tracked_deployments();
+    let woken = [
+        (schedule::SCALE_DOWN, "0 20 * * *"),
+        (schedule::SCALE_UP, "0 7 * * *"),
+        (schedule::LAST_TRANSITION, "2026-11-23T07:00:00Z up"),
+    ];
+    let giving_back = [woken[0], woken[1], woken[2], (schedule::PAUSED_AT, "3")];
+    see(&mut tracker, watcher::Event::Init);
+    for (name, annotations) in [
+        ("given-back", &woken[..]),
+        ("giving-back", &giving_back[..]),
+    ] {
+        see(
+            &mut tracker,
+            watcher::Event::InitApply(meta(name, annotations, None)),
+        );
+    }
+    see(&mut tracker, watcher::Event::InitDone);
+    assert_eq!(
+        drain(&queue).await,
+        vec![ScalingKey::Scale(target("giving-back"))]
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_new_leader_queues_only_what_needs_a_look_now() {
     let (queue, _timer, mut tracker, _) = tracked_deployments();

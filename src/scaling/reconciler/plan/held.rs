@@ -48,15 +48,15 @@ pub(super) fn held_by_lever(observed: &Observed, mut plan: Plan, now: DateTime<U
                 patch.body["metadata"]["annotations"][PAUSED_AT] = json!(count.to_string());
             }
         }
-        // Woken, with no value of its own to give back: the count it was held at.
+        // Woken, with no value of its own to give back: set to the count it was held at (by
+        // `Sleep::write`), and read again until it is back at it.
         (Some(ScaleDirection::Up), Some(count))
             if records.get(ORIGINAL_VALUE).is_none_or(String::is_empty) =>
         {
-            let value = json!(count.to_string());
-            match (plan.lever.as_mut(), plan.patch.as_mut()) {
-                (Some(write), _) => write.body["metadata"]["annotations"][key] = value,
-                (None, Some(patch)) => patch.body["metadata"]["annotations"][key] = value,
-                (None, None) => {}
+            if let Some((_, note)) = plan.event.as_mut() {
+                note.push_str(&format!(
+                    "; held at {count}, as it was paused before the night, until it runs {count}"
+                ));
             }
             plan.recheck = soonest(plan.recheck, now + READ_AGAIN);
         }

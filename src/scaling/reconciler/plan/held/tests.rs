@@ -46,6 +46,12 @@ fn the_night_remembers_the_count_keda_held_and_the_morning_sets_the_scaled_objec
     let mut night = records.to_vec();
     night.push((PAUSED_REPLICAS, "0"));
     let morning = plan(&scaler(&night, Some(0), 24, 7), &SETTINGS, at(24, 7, 0, 0));
+    let (reason, note) = morning.event.clone().expect("told");
+    assert_eq!(reason, "ScaledUp");
+    assert!(
+        note.ends_with("; held at 3, as it was paused before the night, until it runs 3"),
+        "{note}"
+    );
     let annotations = &morning.patch.expect("the wake").body["metadata"]["annotations"];
     assert_eq!(
         annotations[PAUSED_REPLICAS], "3",
