@@ -641,3 +641,46 @@ async fn a_policy_covers_only_the_kinds_it_names_and_leaves_alone_what_it_exclud
         .await;
     scenario.finish().await;
 }
+
+/// A Namespace a SleepPolicy opts in to waking on request, created with no annotation at all
+/// (as `kubectl create namespace` makes it): the first request writes its `awake-until`, though
+/// there is no annotation map to add it to.
+#[tokio::test]
+async fn a_request_wakes_a_namespace_a_policy_opts_in_that_has_no_annotations() {
+    let Some(scenario) = policy_scenario("policy-wake", envtest::Options::api_server_only()).await
+    else {
+        return;
+    };
+    let web = support::namespace_with_web(&scenario, "pr-7", "preview").await;
+    let policy = declaration(
+        "SleepPolicy",
+        json!({ "name": "previews-wake-on-request" }),
+        json!({
+            "namespaceSelector": { "matchLabels": { "env": "preview" } },
+            "downtime": ASLEEP,
+            "wakeOnRequest": "2h",
+        }),
+    );
+    sleep_policies(&scenario.client)
+        .create(&PostParams::default(), &policy)
+        .await
+        .expect("creating the SleepPolicy");
+    let (_controller, addr) =
+        support::wake::start_backend(&scenario, "cronscaler", "127.0.0.1", &[]).await;
+    web_replicas_become(&web, 0, "pr-7 asleep by the policy").await;
+    let namespaces: Api<Namespace> = Api::all(scenario.client.clone());
+    let before = namespaces.get("pr-7").await.expect("pr-7");
+    assert_eq!(before.metadata.annotations, None, "no annotation map");
+
+    let answer = support::wake::request(addr, "/", &[("X-Namespace", "pr-7")]).await;
+    assert_eq!(answer.status, 503, "the page");
+    eventually("pr-7's awake-until", PROMPTLY, || async {
+        let annotations = namespaces.get("pr-7").await.ok()?.metadata.annotations?;
+        annotations
+            .contains_key("cronscaler.dev/awake-until")
+            .then_some(())
+    })
+    .await;
+    web_replicas_become(&web, 2, "pr-7 woken by the request").await;
+    scenario.finish().await;
+}

@@ -12,7 +12,7 @@ use crate::{
     ops::metrics::WakeResult,
     schedule::{
         self, ASLEEP_UNTIL, AWAKE_UNTIL, IDLE_SINCE, WakeOnRequest,
-        patches::{add, remove, still},
+        patches::{add, add_annotations, annotations_absent, remove, still},
     },
 };
 
@@ -49,12 +49,13 @@ pub struct Settings {
     pub cooldown: TimeDelta,
 }
 
-/// What a request for the opted-in Namespace with `annotations` does at `now`, this replica
-/// having last woken it at `woken_here`.
+/// What a request for the opted-in Namespace with `annotations` (`bare`: it has no annotation
+/// map of its own, a policy opting it in) does at `now`, this replica having last woken it at
+/// `woken_here`.
 pub fn decide(
     settings: Settings,
     opt_in: &WakeOnRequest,
-    annotations: &BTreeMap<String, String>,
+    (annotations, bare): (&BTreeMap<String, String>, bool),
     now: DateTime<Utc>,
     woken_here: Option<DateTime<Utc>>,
     readiness: Read,
@@ -66,7 +67,7 @@ pub fn decide(
             .unwrap_or(max_override)
             .min(max_override);
         return Decision::Wake {
-            patch: wake_patch(annotations, now + span),
+            patch: wake_patch(annotations, bare, now + span),
         };
     }
     if all_ready(readiness) && !cooling {
@@ -80,15 +81,19 @@ pub fn decide(
 /// override that has ended and is not yet taken away), so that of many requests, replicas and
 /// people one alone wakes it; the `test` of an absent key passes as the API server reads JSON
 /// patches. An `asleep-until` is removed only while it still holds the value read, and the
-/// `idle-since` of an idle sleep with it.
-pub fn wake_patch(annotations: &BTreeMap<String, String>, until: DateTime<Utc>) -> Patch {
-    let mut operations = vec![
-        still(annotations, AWAKE_UNTIL),
-        add(
-            AWAKE_UNTIL,
-            until.to_rfc3339_opts(SecondsFormat::Secs, true),
-        ),
-    ];
+/// `idle-since` of an idle sleep with it. A `bare` Namespace gets the whole map, while it still
+/// has none: a JSON patch adds a key only to a map that is there.
+pub fn wake_patch(
+    annotations: &BTreeMap<String, String>,
+    bare: bool,
+    until: DateTime<Utc>,
+) -> Patch {
+    let until = until.to_rfc3339_opts(SecondsFormat::Secs, true);
+    if bare {
+        let map = serde_json::json!({ AWAKE_UNTIL: until });
+        return Patch(vec![annotations_absent(), add_annotations(map)]);
+    }
+    let mut operations = vec![still(annotations, AWAKE_UNTIL), add(AWAKE_UNTIL, until)];
     if annotations.contains_key(ASLEEP_UNTIL) {
         operations.push(still(annotations, ASLEEP_UNTIL));
         operations.push(remove(ASLEEP_UNTIL));
@@ -131,7 +136,7 @@ mod tests {
         decide(
             settings,
             &opt_in,
-            &annotations,
+            (&annotations, false),
             at(now),
             woken_here.map(at),
             readiness,
@@ -152,6 +157,21 @@ mod tests {
             json!([
                 { "op": "test", "path": "/metadata/annotations/cronscaler.dev~1awake-until", "value": null },
                 { "op": "add", "path": "/metadata/annotations/cronscaler.dev~1awake-until", "value": "2026-11-25T00:00:00Z" },
+            ])
+        );
+    }
+
+    /// A policy opts in a Namespace with no annotation map: a key added to a map that is not
+    /// there would fail the whole patch, so the map is written, only while there is none.
+    #[test]
+    fn a_namespace_with_no_annotations_gets_the_whole_map_while_it_has_none() {
+        let until = chrono::DateTime::parse_from_rfc3339("2026-11-25T00:00:00Z").unwrap();
+        let patch = wake_patch(&BTreeMap::new(), true, until.with_timezone(&Utc));
+        assert_eq!(
+            serde_json::to_value(patch).unwrap(),
+            json!([
+                { "op": "test", "path": "/metadata/annotations", "value": null },
+                { "op": "add", "path": "/metadata/annotations", "value": { "cronscaler.dev/awake-until": "2026-11-25T00:00:00Z" } },
             ])
         );
     }

@@ -109,10 +109,11 @@ impl Backend {
         };
         let readiness = self.cluster.readiness(&namespace).await;
         let woken_here = self.woken_at(&namespace);
+        let bare = self.schedules.is_bare(&namespace);
         let decision = decide(
             self.settings,
             &opt_in,
-            &annotations,
+            (&annotations, bare),
             now,
             woken_here,
             readiness,
