@@ -183,22 +183,11 @@ async fn a_request_wakes_an_asleep_namespace_once_and_its_status_follows_it_to_r
 
 #[tokio::test]
 async fn two_hundred_requests_at_once_make_one_wake_each_answered_within_a_second() {
-    let audit = tempfile::tempdir().expect("a directory for the audit log");
-    let policy = audit.path().join("policy.yaml");
-    std::fs::write(
-        &policy,
-        "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n  - level: Metadata\n    resources:\n      - group: \"\"\n        resources: [\"namespaces\"]\n  - level: None\n",
-    )
-    .expect("the audit policy");
-    let log = audit.path().join("audit.log");
-    let options = envtest::Options {
+    let audit = support::audit::Audit::new();
+    let options = audit.options(envtest::Options {
         controller_manager: false,
-        apiserver_flags: vec![
-            format!("--audit-policy-file={}", policy.display()),
-            format!("--audit-log-path={}", log.display()),
-        ],
         ..envtest::Options::default()
-    };
+    });
     let Some(scenario) = Scenario::own("wake-flood", options).await else {
         return;
     };
@@ -225,16 +214,12 @@ async fn two_hundred_requests_at_once_make_one_wake_each_answered_within_a_secon
         (web == 2).then_some(())
     })
     .await;
-    let audited = std::fs::read_to_string(&log).expect("the audit log");
-    let patches = audited
-        .lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(|event| {
-            event["stage"] == "ResponseComplete"
-                && event["verb"] == "patch"
-                && event["objectRef"]["resource"] == "namespaces"
-                && event["objectRef"]["name"] == namespace.as_str()
-                && event["user"]["username"] == "system:serviceaccount:cronscaler:cronscaler"
+    let patches = (audit.requests().into_iter())
+        .filter(|request| {
+            request.verb == "patch"
+                && request.resource == "namespaces"
+                && request.name == namespace
+                && request.user == support::audit::CONTROLLER
         })
         .count();
     assert_eq!(patches, 1, "one patch of the Namespace for 200 requests");

@@ -1,0 +1,151 @@
+//! What the controller asks of a real API server, read from its audit log: for a night of a
+//! workload whose Argo CD Application is paused and confirmed (the owner read from the watch,
+//! its pause and its give-back), and for a wake by request of a Namespace whose Services get
+//! wake slices (placed while asleep, each removed once its Service is served again). A
+//! benchmark, run by hand, as the figures in the closing notes were:
+//!
+//! ```sh
+//! KUBEBUILDER_ASSETS=... cargo test --test e2e_request_costs -- --ignored --nocapture
+//! ```
+
+mod support;
+
+use std::{net::SocketAddr, time::Duration};
+
+use chrono::Utc;
+use serde_json::json;
+use support::{
+    Scenario,
+    audit::{Audit, spoken},
+    crds::shared_crd,
+    envtest::{self, SA_NAMESPACE},
+    eventually,
+    gitops::{
+        LATENESS, argo_cd_in, deploy_and_start, end, given_back, night, nightly_in, until,
+        wait_replicas,
+    },
+    replicas_and_annotations, say, sleep_until,
+    wake::{
+        backend_service, create_service_with, machine_address, request_from, serve_pods,
+        start_backend_at, wake_slices, web_asleep,
+    },
+};
+
+#[tokio::test]
+#[ignore = "a benchmark: run by hand with --ignored --nocapture"]
+async fn requests_of_a_night_whose_argo_cd_owner_is_paused_and_given_back() {
+    let test = "costs-owner";
+    let audit = Audit::new();
+    let Some(crd) = shared_crd(test, "argoproj.io_applications.yaml") else {
+        return;
+    };
+    let options = audit.options(envtest::Options::api_server_only());
+    let Some(scenario) = Scenario::own(test, options).await else {
+        return;
+    };
+    let argo_cd = argo_cd_in(&scenario, &crd, json!({}), true).await;
+    let (down, up) = night(15, 40);
+    let namespace = scenario.namespace.clone();
+    let (played, controller) = deploy_and_start(
+        &scenario,
+        &argo_cd,
+        &[(&namespace, nightly_in("pause", (down, up)))],
+    )
+    .await;
+    let ready = Utc::now();
+    let deployments = scenario.deployments();
+    wait_replicas(&deployments, 0, "web asleep", LATENESS + until(down)).await;
+    let second = chrono::Duration::seconds(1);
+    sleep_until(up - second).await;
+    given_back(&argo_cd, Some(true)).await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let done = Utc::now();
+    let night_settled = down + chrono::Duration::seconds(10);
+    for (what, from, to) in [
+        ("ready until the night, nothing due", ready, down - second),
+        ("the night's transition", down - second, night_settled),
+        ("the rest of the night", night_settled, up - second),
+        ("the wake and the owner's give-back", up - second, done),
+    ] {
+        say(&format!(
+            "{what} ({}s): {}",
+            (to - from).num_seconds(),
+            spoken(&audit.controller_between(from, to))
+        ));
+    }
+    end(played, controller, scenario).await;
+}
+
+#[tokio::test]
+#[ignore = "a benchmark: run by hand with --ignored --nocapture"]
+async fn requests_of_a_wake_by_request_of_a_namespace_of_three_services() {
+    let Some(ip) = machine_address() else {
+        say("skipped: this machine has no address but loopback, which no EndpointSlice may name");
+        return;
+    };
+    let audit = Audit::new();
+    let options = audit.options(envtest::Options::default());
+    let Some(scenario) = Scenario::own("costs-slices", options).await else {
+        return;
+    };
+    let namespace = scenario.namespace.clone();
+    let backend = SocketAddr::new(ip, envtest::free_port());
+    backend_service(&scenario, backend).await;
+    let listen = SocketAddr::new([0, 0, 0, 0].into(), backend.port());
+    let wake_service = format!("{SA_NAMESPACE}/cronscaler-wake");
+    let start = Utc::now();
+    let mut controller = start_backend_at(
+        &scenario,
+        "cronscaler",
+        listen,
+        "127.0.0.1",
+        &["--wake-service", &wake_service],
+    )
+    .await;
+    let services = ["web", "web-admin", "web-metrics"];
+    for (port, name) in (8000..).zip(services) {
+        let spec = json!({ "selector": { "app": "web" }, "ports": [{ "port": port }] });
+        create_service_with(&scenario, &namespace, name, spec).await;
+    }
+    let deployments = web_asleep(&scenario, json!({})).await;
+    eventually("three wake slices", Duration::from_secs(30), || async {
+        (wake_slices(&scenario, &namespace).await.len() == 3).then_some(())
+    })
+    .await;
+    let placed = Utc::now();
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    let asked = Utc::now();
+    let routed = SocketAddr::new(ip, backend.port());
+    let host = format!("web.{namespace}.svc.cluster.local");
+    request_from(ip, routed, "/", &[("Host", host.as_str())]).await;
+    eventually("web woken", Duration::from_secs(30), || async {
+        let (web, _) = replicas_and_annotations(&deployments, "web").await?;
+        (web == 2).then_some(())
+    })
+    .await;
+    eventually("the slices gone", Duration::from_secs(90), || async {
+        serve_pods(&scenario.client, &namespace, "web").await;
+        wake_slices(&scenario, &namespace)
+            .await
+            .is_empty()
+            .then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let done = Utc::now();
+    for (what, from, to) in [
+        ("start, the sleep and three slices placed", start, placed),
+        ("asleep, nothing asked", placed, asked),
+        ("the request, the wake and the slices removed", asked, done),
+    ] {
+        say(&format!(
+            "{what} ({}s): {}",
+            (to - from).num_seconds(),
+            spoken(&audit.controller_between(from, to))
+        ));
+    }
+    controller
+        .assert_stops_cleanly(Duration::from_secs(10))
+        .await;
+    scenario.finish().await;
+}
