@@ -10,7 +10,7 @@
 
 mod support;
 
-use std::{net::SocketAddr, time::Duration};
+use std::time::Duration;
 
 use chrono::Utc;
 use serde_json::json;
@@ -18,16 +18,15 @@ use support::{
     Scenario,
     audit::{Audit, spoken},
     crds::shared_crd,
-    envtest::{self, SA_NAMESPACE},
-    eventually,
+    envtest, eventually,
     gitops::{
         LATENESS, argo_cd_in, deploy_and_start, end, given_back, night, nightly_in, until,
         wait_replicas,
     },
     replicas_and_annotations, say, sleep_until,
     wake::{
-        backend_service, create_service_with, machine_address, request_from, serve_pods,
-        start_backend_at, wake_slices, web_asleep,
+        create_service_with, machine_address, request_from, serve_pods, start_backend_with_slices,
+        wake_slices, web_asleep,
     },
 };
 
@@ -89,19 +88,8 @@ async fn requests_of_a_wake_by_request_of_a_namespace_of_three_services() {
         return;
     };
     let namespace = scenario.namespace.clone();
-    let backend = SocketAddr::new(ip, envtest::free_port());
-    backend_service(&scenario, backend).await;
-    let listen = SocketAddr::new([0, 0, 0, 0].into(), backend.port());
-    let wake_service = format!("{SA_NAMESPACE}/cronscaler-wake");
     let start = Utc::now();
-    let mut controller = start_backend_at(
-        &scenario,
-        "cronscaler",
-        listen,
-        "127.0.0.1",
-        &["--wake-service", &wake_service],
-    )
-    .await;
+    let (mut controller, backend) = start_backend_with_slices(&scenario, ip, "127.0.0.1").await;
     let services = ["web", "web-admin", "web-metrics"];
     for (port, name) in (8000..).zip(services) {
         let spec = json!({ "selector": { "app": "web" }, "ports": [{ "port": port }] });
@@ -115,9 +103,8 @@ async fn requests_of_a_wake_by_request_of_a_namespace_of_three_services() {
     let placed = Utc::now();
     tokio::time::sleep(Duration::from_secs(20)).await;
     let asked = Utc::now();
-    let routed = SocketAddr::new(ip, backend.port());
     let host = format!("web.{namespace}.svc.cluster.local");
-    request_from(ip, routed, "/", &[("Host", host.as_str())]).await;
+    request_from(ip, backend, "/", &[("Host", host.as_str())]).await;
     eventually("web woken", Duration::from_secs(30), || async {
         let (web, _) = replicas_and_annotations(&deployments, "web").await?;
         (web == 2).then_some(())

@@ -15,13 +15,11 @@ use k8s_openapi::api::{apps::v1::StatefulSet, core::v1::Service, rbac::v1::Clust
 use kube::{Api, ResourceExt as _, api::PostParams};
 use serde_json::{Value, json};
 use support::{
-    Scenario,
-    envtest::{self, SA_NAMESPACE},
-    eventually, replicas_and_annotations,
+    Scenario, envtest, eventually, replicas_and_annotations,
     wake::{
-        AWAKE_UNTIL, LAST_WARM_UP, PROMPTLY, backend_service, create_service, create_service_with,
+        AWAKE_UNTIL, LAST_WARM_UP, PROMPTLY, create_service, create_service_with,
         namespace_annotations, opt_in, request, request_from, serve_pods, start_backend,
-        start_backend_at, wake_slices, web_asleep,
+        start_backend_with_slices, wake_slices, web_asleep,
     },
 };
 
@@ -393,18 +391,7 @@ async fn asleep_each_service_reaches_the_backend_through_an_endpoint_slice_until
         return;
     };
     let namespace = scenario.namespace.clone();
-    let backend = SocketAddr::new(ip, envtest::free_port());
-    backend_service(&scenario, backend).await;
-    let listen = SocketAddr::new([0, 0, 0, 0].into(), backend.port());
-    let wake_service = format!("{SA_NAMESPACE}/cronscaler-wake");
-    let mut controller = start_backend_at(
-        &scenario,
-        "cronscaler",
-        listen,
-        PROXY,
-        &["--wake-service", &wake_service],
-    )
-    .await;
+    let (mut controller, backend) = start_backend_with_slices(&scenario, ip, PROXY).await;
     let ports = json!([
         { "name": "http", "port": 80, "targetPort": 8080 },
         { "name": "metrics", "port": 9090, "protocol": "TCP" },

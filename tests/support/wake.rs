@@ -188,6 +188,23 @@ pub async fn web_asleep(scenario: &Scenario, more: Value) -> Api<Deployment> {
     deployments
 }
 
+/// Starts a controller over the whole cluster serving the backend at this machine's `ip`, on
+/// all addresses, with its own Service and slice (which the wake slices copy) in place; the
+/// controller, and the backend's address.
+pub async fn start_backend_with_slices(
+    scenario: &Scenario,
+    ip: IpAddr,
+    trusted: &str,
+) -> (Controller, SocketAddr) {
+    let backend = SocketAddr::new(ip, envtest::free_port());
+    backend_service(scenario, backend).await;
+    let listen = SocketAddr::new([0, 0, 0, 0].into(), backend.port());
+    let wake_service = format!("{SA_NAMESPACE}/cronscaler-wake");
+    let flags = ["--wake-service", wake_service.as_str()];
+    let controller = start_backend_at(scenario, "cronscaler", listen, trusted, &flags).await;
+    (controller, backend)
+}
+
 /// Plays kube-controller-manager for the backend's own Service (no Pod runs here): its slice
 /// names the backend's address and port.
 pub async fn backend_service(scenario: &Scenario, addr: SocketAddr) {
