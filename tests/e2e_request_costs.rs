@@ -25,8 +25,8 @@ use support::{
     },
     replicas_and_annotations, say, sleep_until,
     wake::{
-        create_service_with, machine_address, request_from, serve_pods, start_backend_with_slices,
-        wake_slices, web_asleep,
+        create_service_with, machine_address, request_from, slices_gone_once_served,
+        start_backend_with_slices, wake_slices, web_asleep,
     },
 };
 
@@ -110,14 +110,7 @@ async fn requests_of_a_wake_by_request_of_a_namespace_of_three_services() {
         (web == 2).then_some(())
     })
     .await;
-    eventually("the slices gone", Duration::from_secs(90), || async {
-        serve_pods(&scenario.client, &namespace, "web").await;
-        wake_slices(&scenario, &namespace)
-            .await
-            .is_empty()
-            .then_some(())
-    })
-    .await;
+    slices_gone_once_served(&scenario, &namespace, "web").await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let done = Utc::now();
     for (what, from, to) in [

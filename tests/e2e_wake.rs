@@ -18,8 +18,8 @@ use support::{
     Scenario, envtest, eventually, replicas_and_annotations,
     wake::{
         AWAKE_UNTIL, LAST_WARM_UP, PROMPTLY, create_service, create_service_with,
-        namespace_annotations, opt_in, request, request_from, serve_pods, start_backend,
-        start_backend_with_slices, wake_slices, web_asleep,
+        namespace_annotations, opt_in, request, request_from, slices_gone_once_served,
+        start_backend, start_backend_with_slices, wake_slices, web_asleep,
     },
 };
 
@@ -490,18 +490,7 @@ async fn asleep_each_service_reaches_the_backend_through_an_endpoint_slice_until
         2,
         "woken, not ready: requests still get the page"
     );
-    eventually(
-        "the slices gone once ready",
-        Duration::from_secs(90),
-        || async {
-            serve_pods(&scenario.client, &namespace, "web").await;
-            wake_slices(&scenario, &namespace)
-                .await
-                .is_empty()
-                .then_some(())
-        },
-    )
-    .await;
+    slices_gone_once_served(&scenario, &namespace, "web").await;
 
     // Opting out takes them away; `restore` too.
     let other = format!("{namespace}-b");

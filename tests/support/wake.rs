@@ -256,6 +256,23 @@ pub async fn create_service_with(scenario: &Scenario, namespace: &str, name: &st
     .expect("a Service");
 }
 
+/// Serves the Pods of `namespace` starting with `prefix` (see [`serve_pods`]) until no wake
+/// slice of ours is left there.
+pub async fn slices_gone_once_served(scenario: &Scenario, namespace: &str, prefix: &str) {
+    eventually(
+        "the slices gone once served",
+        Duration::from_secs(90),
+        || async {
+            serve_pods(&scenario.client, namespace, prefix).await;
+            wake_slices(scenario, namespace)
+                .await
+                .is_empty()
+                .then_some(())
+        },
+    )
+    .await;
+}
+
 /// The Node the tests' Pods are bound to: no kubelet runs it.
 const NODE: &str = "envtest-node";
 
