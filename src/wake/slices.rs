@@ -150,12 +150,31 @@ impl ServicePorts {
 
 /// A workload of the Namespace, as far as the slices go: the labels of its Pods, whether it is
 /// asleep by cronscaler (scaled down under a record of ours), and whether its schedule puts it to
-/// sleep now (its scale-down may not be done yet).
+/// sleep now with its scale-down not recorded yet (one recorded and reverted since is not
+/// waited for: the Namespace would be read every 2 s all night).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Workload {
     pub pod_labels: BTreeMap<String, String>,
     pub asleep: bool,
     pub sleep_due: bool,
+}
+
+impl Workload {
+    /// `replicas`, with the direction of its last transition recorded (`slept`: a scale-down)
+    /// and whether its schedule has it asleep now.
+    pub fn of(
+        pod_labels: BTreeMap<String, String>,
+        replicas: i32,
+        slept: bool,
+        scheduled_asleep: bool,
+    ) -> Self {
+        Self {
+            pod_labels,
+            asleep: replicas == 0 && slept,
+            // A scale-down recorded is done: one someone has since reverted waits for nothing.
+            sleep_due: !slept && scheduled_asleep,
+        }
+    }
 }
 
 /// Where a Namespace stands, for its slices.

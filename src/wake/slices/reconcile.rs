@@ -248,7 +248,7 @@ fn last_transition(state: &TargetState) -> Option<Transition> {
 
 /// A workload as the slices see it: the labels of its Pods, whether cronscaler put it to sleep
 /// (a scale-down recorded, and no replica), and whether its schedule (its own over its
-/// Namespace's) has it asleep at `now`.
+/// Namespace's) has it asleep at `now` with the scale-down not recorded yet.
 fn workload(
     ctx: &WakeSlices,
     namespace: &str,
@@ -264,12 +264,12 @@ fn workload(
         &state.labels,
         state.follows_owner,
     );
-    Workload {
-        pod_labels: serde_json::from_value(pod_labels).unwrap_or_default(),
-        asleep: state.replicas == 0
-            && last_transition(&state).is_some_and(|last| last.direction == Direction::Down),
-        sleep_due: asleep(&effective, ctx.default_timezone, now),
-    }
+    Workload::of(
+        serde_json::from_value(pod_labels).unwrap_or_default(),
+        state.replicas,
+        last_transition(&state).is_some_and(|last| last.direction == Direction::Down),
+        asleep(&effective, ctx.default_timezone, now),
+    )
 }
 
 /// The Services of `namespace` with a ready endpoint of their own, in the EndpointSlices the

@@ -510,3 +510,29 @@ mod against_the_api_server {
         server.await.unwrap();
     }
 }
+
+/// A workload whose scale-down someone reverted is not waited for: waited for, its Namespace
+/// would be read every 2 s all night. One whose scale-down is due and not yet made is.
+#[test]
+fn a_namespace_waits_only_for_a_scale_down_not_made_yet() {
+    let web = selecting(
+        "web",
+        json!({ "selector": { "app": "web" }, "ports": [{ "port": 80 }] }),
+    )
+    .expect("a Service");
+    let labels = BTreeMap::from([("app".to_string(), "web".to_string())]);
+    let seen = |workload: Workload| Seen {
+        services: vec![web.clone()],
+        workloads: vec![workload],
+        ..Seen::default()
+    };
+    let due = Workload::of(labels.clone(), 2, false, true);
+    assert!(pending(Stage::Asleep, &seen(due)), "its scale-down comes");
+    let reverted = Workload::of(labels.clone(), 2, true, true);
+    assert!(
+        !pending(Stage::Asleep, &seen(reverted)),
+        "reverted: nothing comes"
+    );
+    let asleep = Workload::of(labels, 0, true, true);
+    assert!(!pending(Stage::Asleep, &seen(asleep)), "asleep");
+}
