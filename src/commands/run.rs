@@ -83,7 +83,12 @@ use crate::{
         writers,
     },
     schedule::{AWAKE_UNTIL, OVERRIDE_KEYS, overrides},
-    wake::{self, backend::Backend, route::TrustedProxies, slices::WakeSlices},
+    wake::{
+        self,
+        backend::Backend,
+        route::TrustedProxies,
+        slices::{WakeSlices, Written},
+    },
     work::{Reconcilers, WorkKey},
 };
 
@@ -330,6 +335,7 @@ pub async fn run(
             step_timeout: TimeDelta::from_std(args.wake_step_timeout).unwrap_or(TimeDelta::MAX),
             events: events.clone(),
             owner: Some(args.wake_slices_owner.clone()).filter(|name| !name.is_empty()),
+            written: Written::default(),
         }),
         _ => None,
     };

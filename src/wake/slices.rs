@@ -15,6 +15,7 @@
 mod reconcile;
 #[cfg(test)]
 mod tests;
+mod written;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -27,6 +28,7 @@ use k8s_openapi::{
 };
 
 pub use reconcile::{READ_EVERY, WakeSlices, reconcile};
+pub use written::Written;
 
 /// The label that says who manages an EndpointSlice; kube-controller-manager leaves alone every
 /// slice it does not manage.
@@ -391,8 +393,14 @@ struct Shape<'a> {
     owners: Vec<(&'a str, &'a str)>,
     address_type: &'a str,
     endpoints: Vec<(&'a [String], Option<&'a str>, Option<&'a str>)>,
-    ports: Option<&'a Vec<EndpointPort>>,
+    /// Name, protocol, port and app protocol of each: an unnamed port is named `""` by the API
+    /// server, and the same as one written with no name (else every slice of a Service with an
+    /// unnamed port would be written again at every look).
+    ports: Vec<PortShape<'a>>,
 }
+
+/// A port's name, protocol, number and app protocol.
+type PortShape<'a> = (&'a str, Option<&'a str>, Option<i32>, Option<&'a str>);
 
 impl<'a> Shape<'a> {
     fn of(slice: &'a EndpointSlice) -> Self {
@@ -411,7 +419,16 @@ impl<'a> Shape<'a> {
                     )
                 })
                 .collect(),
-            ports: slice.ports.as_ref(),
+            ports: (slice.ports.iter().flatten())
+                .map(|port| {
+                    (
+                        port.name.as_deref().unwrap_or_default(),
+                        port.protocol.as_deref(),
+                        port.port,
+                        port.app_protocol.as_deref(),
+                    )
+                })
+                .collect(),
         }
     }
 }

@@ -21,7 +21,7 @@ use kube::{
 
 use super::{
     Backend, MANAGED_BY, MANAGER, SERVICE_NAME, Seen, ServicePorts, SlicesPlan, Stage, Workload,
-    pending, plan, ready, wanted,
+    Written, pending, plan, ready, wanted,
 };
 use crate::{
     error::Error,
@@ -59,6 +59,8 @@ pub struct WakeSlices {
     /// `--wake-slices-owner`: the install's ClusterRole, which owns every slice of ours so
     /// that uninstalling deletes them.
     pub owner: Option<String>,
+    /// The slices written in the last few seconds, which the watch may not have delivered.
+    pub written: Written,
 }
 
 impl WakeSlices {
@@ -99,6 +101,7 @@ pub async fn reconcile(
         .filter(|slice| slice.namespace().as_deref() == Some(namespace))
         .map(|slice| slice.as_ref().clone())
         .collect();
+    let placed = ctx.written.over(namespace, placed);
     let stage = Stage::of(
         opted_in,
         asleep(&annotations, ctx.default_timezone, now),
@@ -154,8 +157,8 @@ struct Observed {
     seen: Seen,
     /// The workloads not ready when the wake ran out of time.
     unready: Vec<String>,
-    /// What owns the slices made now (read only while it sleeps: a waking Namespace's slices
-    /// are only deleted).
+    /// What owns the slices made now (read only while it sleeps; while it wakes, as its
+    /// placed slices name it, which a slice written then keeps).
     owner: Option<OwnerReference>,
 }
 
@@ -206,8 +209,18 @@ async fn observe(
     Ok(Observed {
         seen,
         unready,
-        owner: None,
+        owner: named_owner(ctx, placed),
     })
+}
+
+/// The install's ClusterRole as a placed slice names it, with a UID the garbage collector
+/// would have deleted that slice for, were it stale.
+fn named_owner(ctx: &WakeSlices, placed: &[EndpointSlice]) -> Option<OwnerReference> {
+    let name = ctx.owner.as_deref()?;
+    (placed.iter())
+        .flat_map(|slice| slice.owner_references())
+        .find(|owner| owner.kind == "ClusterRole" && owner.name == name)
+        .cloned()
 }
 
 /// The install's ClusterRole that owns the slices, as a reference: as a placed slice names it
@@ -216,11 +229,8 @@ async fn observe(
 /// uninstalling then leaves them).
 async fn owner(ctx: &WakeSlices, placed: &[EndpointSlice]) -> Option<OwnerReference> {
     let name = ctx.owner.as_deref()?;
-    let named = (placed.iter())
-        .flat_map(|slice| slice.owner_references())
-        .find(|owner| owner.kind == "ClusterRole" && owner.name == name);
-    if let Some(named) = named {
-        return Some(named.clone());
+    if let Some(named) = named_owner(ctx, placed) {
+        return Some(named);
     }
     match Api::<ClusterRole>::all(ctx.client.clone()).get(name).await {
         Ok(role) => Some(OwnerReference {
@@ -329,6 +339,7 @@ async fn act(ctx: &WakeSlices, namespace: &str, plan: &SlicesPlan) -> Result<(),
             "EndpointSlice",
             &ObjectKey::new(namespace, &name),
         ))?;
+        ctx.written.applied(namespace, slice);
     }
     for name in &plan.delete {
         match api.delete(name, &DeleteParams::default()).await {
@@ -339,7 +350,7 @@ async fn act(ctx: &WakeSlices, namespace: &str, plan: &SlicesPlan) -> Result<(),
                     &ObjectKey::new(namespace, name.as_str()),
                 )(error));
             }
-            _ => {}
+            _ => ctx.written.deleted(namespace, name),
         }
     }
     tracing::info!(

@@ -128,6 +128,31 @@ fn a_slice_already_as_it_should_be_is_not_written_and_one_that_differs_is() {
     assert_eq!(other_port.apply.len(), 1);
 }
 
+/// The API server names an unnamed port `""`: read back so, the slice is as written.
+#[test]
+fn a_slice_of_an_unnamed_port_read_back_as_the_api_server_names_it_is_not_written_again() {
+    let spec = json!({ "selector": { "app": "web" }, "ports": [{ "port": 80 }] });
+    let unnamed = ServicePorts::of(&service("web", spec)).expect("a Service");
+    let first = plan(
+        "shop",
+        std::slice::from_ref(&unnamed),
+        &two_pods(),
+        8081,
+        &[],
+        None,
+    );
+    let mut stored = first.apply.clone();
+    for port in stored
+        .iter_mut()
+        .flat_map(|slice| slice.ports.iter_mut().flatten())
+    {
+        assert_eq!(port.name, None, "written with no name");
+        port.name = Some(String::new());
+    }
+    let again = plan("shop", &[unnamed], &two_pods(), 8081, &stored, None);
+    assert!(again.is_empty(), "{again:?}");
+}
+
 #[test]
 fn slices_no_longer_wanted_and_those_of_services_gone_are_deleted() {
     let api = ServicePorts::of(&service(
@@ -354,6 +379,7 @@ mod against_the_api_server {
             step_timeout: chrono::TimeDelta::minutes(5),
             events: crate::runtime::events::Events::new(client, None),
             owner: None,
+            written: Written::default(),
         };
         (ctx, Box::new((ours_writer, backend_writer)))
     }
