@@ -37,12 +37,8 @@ pub enum OverrideError {
     Unscheduled { what: String, verb: &'static str },
     #[error("{what} has an invalid schedule: {problems}")]
     Invalid { what: String, problems: String },
-    #[error("{what}: no scheduled {direction} within {max}; say until when with --for or --until")]
-    NoNextTransition {
-        what: String,
-        direction: Direction,
-        max: String,
-    },
+    #[error("{what}: no scheduled transition within {max}; say until when with --for or --until")]
+    NoNextTransition { what: String, max: String },
     #[error("--until {until} is not in the future (now is {now})")]
     Past { until: String, now: String },
     #[error(
@@ -112,7 +108,8 @@ impl OverrideTarget {
 
 /// Until when an override holds: `--until`, `--for` from `now`, or else the schedule's next
 /// transition the other way (a wake lasts until the next scale-down, a sleep until the next
-/// scale-up). Refused beyond `max`, as the controller would refuse it.
+/// scale-up), or where that is beyond `max`, the next one its own way, from which the schedule
+/// holds its state until then. Refused beyond `max`, as the controller would refuse it.
 pub fn until_when(
     direction: Direction,
     what: &str,
@@ -141,19 +138,26 @@ pub fn until_when(
                     return Err(unscheduled(what, direction));
                 }
             };
+            // The next transition the other way; or, where that is out of reach, the next one
+            // the same way, from which the schedule holds the override's state itself until
+            // then (a sleep on Friday morning ends at Friday's scale-down, and the weekend
+            // stays asleep until Monday's scale-up).
             let ends = direction.opposite();
+            let mut holds_from = None;
             let mut cursor = now;
             loop {
                 match schedule.next_transition(cursor) {
-                    Some(next) if next.at - now > max => break None,
+                    Some(next) if next.at - now > max => break holds_from,
                     Some(next) if next.direction == ends => break Some(next.at),
-                    Some(next) => cursor = next.at,
-                    None => break None,
+                    Some(next) => {
+                        holds_from = holds_from.or(Some(next.at));
+                        cursor = next.at;
+                    }
+                    None => break holds_from,
                 }
             }
             .ok_or_else(|| OverrideError::NoNextTransition {
                 what: what.to_string(),
-                direction: ends,
                 max: spoken(max).to_string(),
             })?
         }
@@ -396,12 +400,18 @@ mod tests {
             staging_until(Direction::Down, None, now),
             Ok(at("2026-11-24T07:00:00Z"))
         );
+        // On Friday morning the wake-up is Monday's: asleep until Friday's scale-down, from
+        // which the schedule keeps it asleep.
+        assert_eq!(
+            staging_until(Direction::Down, None, at("2026-11-27T09:00:00Z")),
+            Ok(at("2026-11-27T20:00:00Z"))
+        );
         // On Friday night the next wake-up is more than a day away.
         assert_eq!(
             staging_until(Direction::Down, None, at("2026-11-27T21:00:00Z")),
             Err(
-                "Namespace staging: no scheduled up within 24h; say until when with --for or \
-                 --until"
+                "Namespace staging: no scheduled transition within 24h; say until when with --for \
+                 or --until"
                     .to_string()
             )
         );
