@@ -485,11 +485,20 @@ async fn asleep_each_service_reaches_the_backend_through_an_endpoint_slice_until
         (web == 2).then_some(())
     })
     .await;
+    // Looked at every 2 s while it wakes: still the install's, as uninstalling then needs.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let waking = wake_slices(&scenario, &namespace).await;
     assert_eq!(
-        wake_slices(&scenario, &namespace).await.len(),
+        waking.len(),
         2,
         "woken, not ready: requests still get the page"
     );
+    for slice in waking.values() {
+        let owners: Vec<&str> = (slice.owner_references().iter())
+            .map(|owner| owner.kind.as_str())
+            .collect();
+        assert_eq!(owners, ["ClusterRole"], "{:?}", slice.metadata.name);
+    }
     slices_gone_once_served(&scenario, &namespace, "web").await;
 
     // Opting out takes them away; `restore` too.
