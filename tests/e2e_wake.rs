@@ -181,11 +181,7 @@ async fn a_request_wakes_an_asleep_namespace_once_and_its_status_follows_it_to_r
 
 #[tokio::test]
 async fn two_hundred_requests_at_once_make_one_wake_each_answered_within_a_second() {
-    let audit = support::audit::Audit::new();
-    let options = audit.options(envtest::Options {
-        controller_manager: false,
-        ..envtest::Options::default()
-    });
+    let options = envtest::Options::api_server_only();
     let Some(scenario) = Scenario::own("wake-flood", options).await else {
         return;
     };
@@ -212,12 +208,12 @@ async fn two_hundred_requests_at_once_make_one_wake_each_answered_within_a_secon
         (web == 2).then_some(())
     })
     .await;
-    let patches = (audit.requests().into_iter())
-        .filter(|request| {
-            request.verb == "patch"
-                && request.resource == "namespaces"
-                && request.name == namespace
-                && request.user == support::audit::CONTROLLER
+    let patches = (scenario.plane().audit_events().into_iter())
+        .filter(|event| {
+            event.user == envtest::SA_USER
+                && event.verb == "patch"
+                && event.resource == "namespaces"
+                && event.name == namespace
         })
         .count();
     assert_eq!(patches, 1, "one patch of the Namespace for 200 requests");

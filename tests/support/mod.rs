@@ -11,7 +11,6 @@
 // Each test binary uses its own subset of these helpers.
 #![allow(dead_code)]
 
-pub mod audit;
 pub mod crds;
 pub mod envtest;
 pub mod gitops;
