@@ -194,6 +194,24 @@ fn meets_a_write(name: &str, raw: Value, patch: impl Fn(&str) -> Value) -> Vec<E
     ]
 }
 
+/// Restores `object` (`name`, as the API server has it, `raw`) whose first patch meets a write
+/// (see [`meets_a_write`]); the line said of it, once all went well.
+async fn restored_meeting_a_write(
+    object: PlanObject,
+    (name, raw): (&str, Value),
+    patch: impl Fn(&str) -> Value,
+    namespaces: &NamespaceSchedules,
+) -> String {
+    let (client, server) = mock_client();
+    let server = tokio::spawn(server.serve(meets_a_write(name, raw, patch)));
+    let (mut lines, ok) =
+        restore(&client, &[object], &HpaIndex::listed([]), namespaces, now()).await;
+    drop(client);
+    server.await.unwrap();
+    assert!(ok && lines.len() == 1, "{lines:?}");
+    lines.remove(0)
+}
+
 fn merge_patch(name: &str, body: Value, reply: Value) -> Exchange {
     Exchange::new(
         "PATCH",
@@ -371,17 +389,9 @@ async fn a_restore_that_meets_a_write_reads_again_and_goes_on() {
             "spec": { "replicas": 3 },
         })
     };
-    let (client, server) = mock_client();
-    let server = tokio::spawn(server.serve(meets_a_write("web", raw, patch)));
-    let namespaces = NamespaceSchedules::watched([]);
-    let (lines, ok) = restore(&client, &[web], &HpaIndex::listed([]), &namespaces, now()).await;
-    drop(client);
-    server.await.unwrap();
-    assert!(ok, "{lines:?}");
-    assert_eq!(
-        lines,
-        vec!["restored Deployment staging/web: replicas 0 -> 3"]
-    );
+    let line =
+        restored_meeting_a_write(web, ("web", raw), patch, &NamespaceSchedules::watched([])).await;
+    assert_eq!(line, "restored Deployment staging/web: replicas 0 -> 3");
 }
 
 #[tokio::test]
@@ -399,16 +409,8 @@ async fn a_restore_of_kube_downscalers_sleep_that_meets_a_write_still_wakes_to_i
             "spec": { "replicas": 4 },
         })
     };
-    let (client, server) = mock_client();
-    let server = tokio::spawn(server.serve(meets_a_write("left", raw, patch)));
-    let (lines, ok) = restore(&client, &[left], &HpaIndex::listed([]), &namespaces, now()).await;
-    drop(client);
-    server.await.unwrap();
-    assert!(ok, "{lines:?}");
-    assert_eq!(
-        lines,
-        vec!["restored Deployment staging/left: replicas 0 -> 4"]
-    );
+    let line = restored_meeting_a_write(left, ("left", raw), patch, &namespaces).await;
+    assert_eq!(line, "restored Deployment staging/left: replicas 0 -> 4");
 }
 
 #[tokio::test]
@@ -436,16 +438,8 @@ async fn a_restore_of_a_workload_on_its_namespaces_counts_that_meets_a_write_sti
             "spec": { "replicas": 3 },
         })
     };
-    let (client, server) = mock_client();
-    let server = tokio::spawn(server.serve(meets_a_write("web", raw, patch)));
-    let (lines, ok) = restore(&client, &[web], &HpaIndex::listed([]), &namespaces, now()).await;
-    drop(client);
-    server.await.unwrap();
-    assert!(ok, "{lines:?}");
-    assert_eq!(
-        lines,
-        vec!["restored Deployment staging/web: replicas 1 -> 3"]
-    );
+    let line = restored_meeting_a_write(web, ("web", raw), patch, &namespaces).await;
+    assert_eq!(line, "restored Deployment staging/web: replicas 1 -> 3");
 }
 
 #[tokio::test]
