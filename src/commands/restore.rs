@@ -161,21 +161,16 @@ fn held_at(
     observed: &TargetState,
     change: Option<&ScaleChange>,
 ) -> Option<(&'static str, String)> {
-    let Sleep::Annotation {
-        key,
-        holds: Some(_),
-        ..
-    } = kind.spec().sleep
+    let sleep = kind.spec().sleep;
+    let (Sleep::Annotation { key, .. }, Some(count)) =
+        (sleep, sleep.woken_to_held(&observed.annotations))
     else {
         return None;
     };
     let wakes = change
         .and_then(|change| change.replicas)
         .is_some_and(|to| to > 0);
-    let count = observed.annotations.get(schedule::PAUSED_AT)?;
-    let own_value =
-        (observed.annotations.get(schedule::ORIGINAL_VALUE)).is_some_and(|had| !had.is_empty());
-    (wakes && !own_value).then(|| (key, count.clone()))
+    wakes.then(|| (key, count.to_string()))
 }
 
 /// Restores every object given, and the HPAs of each (from `hpas`); one line of output per

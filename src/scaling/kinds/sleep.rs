@@ -116,29 +116,36 @@ impl Sleep {
             Sleep::Replicas { at } => SleepWrite::Spec(json!({ spec_field(at): replicas })),
             Sleep::Suspend => SleepWrite::Spec(json!({ "suspend": replicas == 0 })),
             Sleep::Annotation {
-                key,
-                asleep,
-                awake,
-                holds,
+                key, asleep, awake, ..
             } => {
-                // Held before the night at a count with no value of its own (KEDA's `paused`):
-                // that count, which the controller honours over the hold.
-                let held_at = || {
-                    holds?;
-                    observed.get(schedule::PAUSED_AT).cloned()
-                };
                 let value = if replicas == 0 {
                     Some(asleep.to_string())
                 } else {
-                    observed
-                        .get(schedule::ORIGINAL_VALUE)
-                        .filter(|had| !had.is_empty() && *had != asleep)
-                        .cloned()
-                        .or_else(held_at)
+                    own_value(observed, asleep)
+                        .or_else(|| self.woken_to_held(observed))
+                        .map(String::from)
                         .or(awake.map(String::from))
                 };
                 SleepWrite::Annotation(key, value.map_or(Value::Null, Value::String))
             }
+        }
+    }
+
+    /// The count a wake sets the sleep annotation to where the object was held at it before the
+    /// night with no value of its own (KEDA's `paused`): its `paused-at`, which the controller
+    /// honours over the hold. `observed` are the object's annotations before the write.
+    pub fn woken_to_held(self, observed: &BTreeMap<String, String>) -> Option<&str> {
+        let Sleep::Annotation {
+            asleep,
+            holds: Some(_),
+            ..
+        } = self
+        else {
+            return None;
+        };
+        match own_value(observed, asleep) {
+            Some(_) => None,
+            None => observed.get(schedule::PAUSED_AT).map(String::as_str),
         }
     }
 
@@ -184,6 +191,14 @@ impl Sleep {
             })
             .collect()
     }
+}
+
+/// The value an annotation kind had of its own before its sleep, as recorded in
+/// `original-value` (none, or its asleep value, is none of its own).
+fn own_value<'a>(observed: &'a BTreeMap<String, String>, asleep: &str) -> Option<&'a str> {
+    (observed.get(schedule::ORIGINAL_VALUE))
+        .map(String::as_str)
+        .filter(|had| !had.is_empty() && *had != asleep)
 }
 
 /// The field of `spec` a pointer `/spec/<field>` names: the kinds' counts are all directly in

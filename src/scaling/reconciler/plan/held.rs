@@ -12,7 +12,7 @@ use super::{LeverWrite, Plan, TargetPatch, annotations_patch, sleep_in_force};
 use crate::{
     ops::metrics::ScaleDirection,
     scaling::{kinds::Sleep, reconciler::observe::Observed},
-    schedule::{ORIGINAL_VALUE, PAUSED_AT},
+    schedule::PAUSED_AT,
 };
 
 /// How soon a woken workload's count is read again while the lever is being given back.
@@ -48,10 +48,9 @@ pub(super) fn held_by_lever(observed: &Observed, mut plan: Plan, now: DateTime<U
                 patch.body["metadata"]["annotations"][PAUSED_AT] = json!(count.to_string());
             }
         }
-        // Woken, with no value of its own to give back: set to the count it was held at (by
-        // `Sleep::write`), and read again until it is back at it.
+        // Woken to the count it was held at (`Sleep::write`): read again until it is back at it.
         (Some(ScaleDirection::Up), Some(count))
-            if records.get(ORIGINAL_VALUE).is_none_or(String::is_empty) =>
+            if lever.kind.spec().sleep.woken_to_held(records).is_some() =>
         {
             if let Some((_, note)) = plan.event.as_mut() {
                 note.push_str(&format!(
