@@ -128,6 +128,7 @@ async fn with_ignore_self_heal_is_warned_of_before_the_night_and_its_revert_name
     let warned = scenario.event("web", "GitOpsWillRevert", LATENESS).await;
     assert!(Utc::now() < down, "said before the night");
     let deployments = scenario.deployments();
+    let (day, _) = written(&deployments).await;
     let note = warned.note.unwrap_or_default();
     assert!(
         note.contains("Argo CD Application argocd/shop has self-heal on")
@@ -144,7 +145,8 @@ async fn with_ignore_self_heal_is_warned_of_before_the_night_and_its_revert_name
         "{note}"
     );
     // No fight: the controller wrote once, and leaves it. Its record of the warning is written
-    // before the warning is said, so nothing is written after it.
+    // before the warning is said, so nothing is written after it, and is a label, so the
+    // Deployment's generation counts the scale-down and the revert, and nothing more.
     let said = written(&deployments).await;
     tokio::time::sleep(Duration::from_secs(6)).await;
     assert_eq!(
@@ -152,6 +154,7 @@ async fn with_ignore_self_heal_is_warned_of_before_the_night_and_its_revert_name
         said,
         "nothing written after its ScaleReverted"
     );
+    assert_eq!(said.0, day + 2, "the scale-down and the revert");
     let events = scenario.events("web").await;
     let once = [
         ("ScaledDown", 1),

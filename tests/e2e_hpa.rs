@@ -400,13 +400,13 @@ async fn the_hpa_s_own_change_of_replicas_is_no_scale_reverted() {
         "the HPA's change is no ScaleReverted:\n{}",
         describe(&events)
     );
-    let (_, annotations) = replicas_and_annotations(&deployments, "shop")
+    let labels = deployments
+        .get("shop")
         .await
-        .expect("the Deployment");
-    assert!(
-        !annotations.contains_key("cronscaler.dev/warned"),
-        "{annotations:?}"
-    );
+        .expect("the Deployment")
+        .labels()
+        .clone();
+    assert!(!labels.contains_key("cronscaler.dev/warned"), "{labels:?}");
     controller
         .assert_stops_cleanly(Duration::from_secs(5))
         .await;

@@ -384,7 +384,9 @@ impl Tracker {
             hasher.finish()
         };
         let following = follows_namespace.then(|| wake_order::order_of(self.kind, &ours));
-        let fingerprint = digest(&|hasher| (&ours, following, &other_writers).hash(hasher));
+        let labels = meta.labels.as_ref().unwrap_or(&none);
+        let warned = labels.get(schedule::WARNED);
+        let fingerprint = digest(&|hasher| (&ours, warned, following, &other_writers).hash(hasher));
         let writers = digest(&|hasher| other_writers.hash(hasher));
         let generation = meta.generation;
         if let Some(tracked) = self.tracked.get_mut(&key) {
@@ -476,19 +478,19 @@ impl Tracker {
                             (new_timeless_writer
                                 || last_other_write
                                     .is_some_and(|second| second >= transition.at.timestamp()))
-                                && !already_warned(&ours, &reverted_cause(transition))
+                                && !already_warned(labels, &reverted_cause(transition))
                         });
                 let giving_back = ours.contains_key(schedule::PAUSED_AT)
                     && (leftovers.recorded.last_transition)
                         .is_some_and(|transition| transition.direction == Direction::Up);
                 Standing::Governed {
-                    taken_over: schedule::taken_over(&ours, &leftovers.recorded),
+                    taken_over: schedule::taken_over(labels, &leftovers.recorded),
                     schedule,
                     leftovers,
                     created: creation_time(meta),
                     maybe_reverted,
                     owes_warning: out_of_reach.is_some()
-                        && !already_warned(&ours, &refused_cause(&ours)),
+                        && !already_warned(labels, &refused_cause(&ours)),
                     giving_back,
                     stale_override: !schedule::expired_keys(
                         meta.annotations.as_ref().unwrap_or(&none),
@@ -505,7 +507,8 @@ impl Tracker {
                 } else {
                     matches!(refused, Reading::Invalid)
                 };
-                let owes_warning = worth_a_warning && !already_warned(&ours, &refused_cause(&ours));
+                let owes_warning =
+                    worth_a_warning && !already_warned(labels, &refused_cause(&ours));
                 Standing::Refused { owes_warning }
             }
         };

@@ -55,8 +55,6 @@ pub const ORIGINAL_VALUE: &str = "cronscaler.dev/original-value";
 /// whatever count it has (KEDA's `paused`): the wake sets the lever to it, and once the workload
 /// is back at it the lever's own hold takes over again and this goes.
 pub const PAUSED_AT: &str = "cronscaler.dev/paused-at";
-/// The cause of the last warning said about the object (see `warnings`).
-pub const WARNED: &str = "cronscaler.dev/warned";
 
 /// Whether the annotations hold a schedule: crons or windows.
 pub fn has_schedule(annotations: &BTreeMap<String, String>) -> bool {
@@ -79,7 +77,6 @@ pub fn is_record(key: &str) -> bool {
         ORIGINAL_VALUE,
         PAUSED_AT,
         LAST_TRANSITION,
-        WARNED,
     ]
     .contains(&key)
 }
@@ -193,8 +190,6 @@ pub fn parse(annotations: &BTreeMap<String, String>, default_timezone: Tz) -> An
             )),
             // Read by the plan of a lever that holds its workload's count (KEDA's `paused`).
             PAUSED_AT => parse_count(key, value, 0).map(drop),
-            // Only ever compared whole with a cause, so no value can be wrong.
-            WARNED => Ok(()),
             // Read by the wake-up backend on Namespaces; checked wherever they are written.
             WAKE_ON_REQUEST => parse_wake_on_request(key, value).map(drop),
             WAKE_HOSTS => parse_wake_hosts(key, value).map(drop),
@@ -219,8 +214,8 @@ pub fn parse(annotations: &BTreeMap<String, String>, default_timezone: Tz) -> An
                  scale-up, uptime, downtime, holidays, awake-until, asleep-until, down-replicas, \
                  up-replicas, timezone, paused, exclude, ready-by, wake-order, \
                  wake-on-request, wake-hosts, idle-after, gitops, original-replicas, \
-                 original-suspend, original-value, paused-at, last-transition, warned, \
-                 last-warm-up and idle-since",
+                 original-suspend, original-value, paused-at, last-transition, last-warm-up and \
+                 idle-since",
             )),
         };
         if let Err(error) = outcome {
@@ -552,7 +547,7 @@ mod tests {
             (
                 "cronscaler.dev/scale-dwon",
                 "0 20 * * *",
-                r#"cronscaler.dev/scale-dwon: "0 20 * * *" is not a known annotation; the keys under cronscaler.dev/ are scale-down, scale-up, uptime, downtime, holidays, awake-until, asleep-until, down-replicas, up-replicas, timezone, paused, exclude, ready-by, wake-order, wake-on-request, wake-hosts, idle-after, gitops, original-replicas, original-suspend, original-value, paused-at, last-transition, warned, last-warm-up and idle-since"#,
+                r#"cronscaler.dev/scale-dwon: "0 20 * * *" is not a known annotation; the keys under cronscaler.dev/ are scale-down, scale-up, uptime, downtime, holidays, awake-until, asleep-until, down-replicas, up-replicas, timezone, paused, exclude, ready-by, wake-order, wake-on-request, wake-hosts, idle-after, gitops, original-replicas, original-suspend, original-value, paused-at, last-transition, last-warm-up and idle-since"#,
             ),
         ];
         for (key, value, expected) in cases {

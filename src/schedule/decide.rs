@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 
 use super::{
     Annotations, Direction, Leftovers, Recorded, Schedule, Transition,
-    annotations::{LAST_TRANSITION, ORIGINAL_REPLICAS, WARNED},
+    annotations::{LAST_TRANSITION, ORIGINAL_REPLICAS},
 };
 
 /// The change one reconcile should make, computed purely.
@@ -98,14 +98,18 @@ impl<T: ToString> AnnotationChange<T> {
 }
 
 impl ScaleChange {
+    /// Whether it forgets the last warning's cause (`WARNED`): a cleanup does, so the same
+    /// schedule put back later is warned about afresh.
+    pub fn forgets_warning(&self) -> bool {
+        self.cleanup.is_some()
+    }
+
     /// The controller's annotations this change writes: the key and its new value, or `None`
-    /// where the key is removed. Keys it keeps are not listed. A cleanup also forgets the last
-    /// warning's cause, so the same schedule put back later is warned about afresh.
+    /// where the key is removed. Keys it keeps are not listed.
     pub fn annotation_updates(&self) -> Vec<(&'static str, Option<String>)> {
         [
             (ORIGINAL_REPLICAS, self.original_replicas.update()),
             (LAST_TRANSITION, self.last_transition.update()),
-            (WARNED, self.cleanup.map(|_| None)),
         ]
         .into_iter()
         .filter_map(|(key, update)| Some((key, update?)))

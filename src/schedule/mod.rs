@@ -38,8 +38,7 @@ pub use annotations::{
     ASLEEP_UNTIL, AWAKE_UNTIL, Annotations, DOWN_REPLICAS, DOWNTIME, EXCLUDE, HOLIDAYS,
     LAST_TRANSITION, Leftovers, ORIGINAL_REPLICAS, ORIGINAL_SUSPEND, ORIGINAL_VALUE, OVERRIDE_KEYS,
     PAUSED, PAUSED_AT, PREFIX, Recorded, SCALE_DOWN, SCALE_UP, SCHEDULE_KEYS, TIMEZONE,
-    UP_REPLICAS, UPTIME, WAKE_ORDER, WARNED, has_schedule, is_record, is_written_by_controller,
-    parse,
+    UP_REPLICAS, UPTIME, WAKE_ORDER, has_schedule, is_record, is_written_by_controller, parse,
 };
 pub use cron::CronSpec;
 pub use decide::{AnnotationChange, Cleanup, ScaleChange, decide, is_due};
@@ -63,6 +62,6 @@ pub use wake::{
     Contest, HostClaims, HostPattern, LAST_WARM_UP, WAKE_HOSTS, WAKE_ON_REQUEST, WakeOnRequest,
 };
 pub use warnings::{
-    SCALE_REVERTED, already_warned, refused_cause, replicas_set, reverted, reverted_cause,
-    taken_over,
+    SCALE_REVERTED, WARNED, already_warned, cause, refused_cause, replicas_set, reverted,
+    reverted_cause, taken_over,
 };

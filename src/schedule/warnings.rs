@@ -1,54 +1,67 @@
 //! Warnings said once per cause, across restarts and failovers. The cause of the last warning
-//! is written on the object itself, in `cronscaler.dev/warned`; a warning whose cause is already
-//! written there is not said again. A cause names what the user would have to change to be told
-//! again: the transition a person reverted, or the exact annotations that were refused.
+//! is written on the object itself, in the label `cronscaler.dev/warned`; a warning whose cause
+//! is already written there is not said again. A cause names what the user would have to change
+//! to be told again: the transition a person reverted, the exact annotations that were refused,
+//! the owner whose pause was doubted.
+//!
+//! A label, not an annotation: a Deployment counts every change of its annotations in its
+//! `generation` (they are copied to its ReplicaSets), so a warning recorded in one would look
+//! like one more change of the workload, made by the controller after someone else's (in
+//! `ignore` mode under a GitOps tool's self-heal, after its revert). A label changes neither.
 
 use std::collections::BTreeMap;
 
 use super::{
-    Annotations, Direction, PREFIX, Recorded, Schedule, Transition, WARNED,
-    is_written_by_controller,
+    Annotations, Direction, PREFIX, Recorded, Schedule, Transition, is_written_by_controller,
 };
+
+/// The label holding the cause of the last warning said about the object.
+pub const WARNED: &str = "cronscaler.dev/warned";
 
 /// The reason of the Warning said when someone changed what a transition set.
 pub const SCALE_REVERTED: &str = "ScaleReverted";
 
+/// The cause of a warning of `reason` about `what`: the reason and a digest of what, which fits
+/// a label's value (63 characters of letters, digits, `-`, `_` and `.`) whatever `what` is.
+pub fn cause(reason: &str, what: &str) -> String {
+    format!("{reason}.{:016x}", digest(what.bytes()))
+}
+
+/// FNV-1a: stable across builds and versions, unlike std's hasher, because the digest is
+/// stored on objects and compared after upgrades.
+fn digest(bytes: impl Iterator<Item = u8>) -> u64 {
+    bytes.fold(0xcbf2_9ce4_8422_2325, |digest, byte| {
+        (digest ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
 /// The cause of `ScaleReverted` for replicas changed after `transition`.
 pub fn reverted_cause(transition: Transition) -> String {
-    format!("{SCALE_REVERTED} {transition}")
+    cause(SCALE_REVERTED, &transition.to_string())
 }
 
 /// The cause of `InvalidSchedule` for these annotations: a digest of the `cronscaler.dev/`
 /// values users set, so any change to them is a new cause and the controller's own writes are
 /// not.
 pub fn refused_cause(annotations: &BTreeMap<String, String>) -> String {
-    // FNV-1a: stable across builds and versions, unlike std's hasher, because the digest is
-    // stored on objects and compared after upgrades.
-    let mut digest: u64 = 0xcbf2_9ce4_8422_2325;
     let user_set = annotations
         .iter()
-        .filter(|(key, _)| key.starts_with(PREFIX) && !is_written_by_controller(key));
-    for (key, value) in user_set {
-        for byte in key.bytes().chain([b'=']).chain(value.bytes()).chain([0]) {
-            digest = (digest ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    format!("InvalidSchedule {digest:016x}")
+        .filter(|(key, _)| key.starts_with(PREFIX) && !is_written_by_controller(key))
+        .flat_map(|(key, value)| key.bytes().chain([b'=']).chain(value.bytes()).chain([0]));
+    format!("InvalidSchedule.{:016x}", digest(user_set))
 }
 
-/// Whether the warning of this cause was already said for this object.
-pub fn already_warned(annotations: &BTreeMap<String, String>, cause: &str) -> bool {
-    annotations
-        .get(WARNED)
-        .is_some_and(|warned| warned == cause)
+/// Whether the warning of this cause was already said for the object of these labels.
+pub fn already_warned(labels: &BTreeMap<String, String>, cause: &str) -> bool {
+    labels.get(WARNED).is_some_and(|warned| warned == cause)
 }
 
 /// Whether someone else changed the replicas after the transition in force, as its
 /// `ScaleReverted`, said and recorded, tells: they have taken over until the next transition.
-pub fn taken_over(annotations: &BTreeMap<String, String>, recorded: &Recorded) -> bool {
+pub fn taken_over(labels: &BTreeMap<String, String>, recorded: &Recorded) -> bool {
     recorded
         .last_transition
-        .is_some_and(|transition| already_warned(annotations, &reverted_cause(transition)))
+        .is_some_and(|transition| already_warned(labels, &reverted_cause(transition)))
 }
 
 /// The transition in force and the replicas the controller set at it, when a later change of
@@ -84,9 +97,8 @@ mod tests {
         let bad = annotations(&[(SCALE_DOWN, "0 20 * * *"), (TIMEZONE, "Mars/Olympus")]);
         let cause = refused_cause(&bad);
         assert_eq!(cause, refused_cause(&bad.clone()), "stable");
-        assert!(cause.starts_with("InvalidSchedule "), "{cause}");
+        assert!(cause.starts_with("InvalidSchedule."), "{cause}");
         let mut with_ours = bad.clone();
-        with_ours.insert(WARNED.into(), cause.clone());
         with_ours.insert(LAST_TRANSITION.into(), "2026-11-23T20:00:00Z down".into());
         with_ours.insert(
             "kubectl.kubernetes.io/last-applied-configuration".into(),
@@ -108,15 +120,37 @@ mod tests {
     fn a_cause_written_on_the_object_is_not_said_again() {
         let transition = down("2026-11-23T20:00:00Z");
         let cause = reverted_cause(transition);
-        assert_eq!(cause, "ScaleReverted 2026-11-23T20:00:00Z down");
-        let mut object = annotations(&[(SCALE_DOWN, "0 20 * * *")]);
-        assert!(!already_warned(&object, &cause));
-        object.insert(WARNED.into(), cause.clone());
-        assert!(already_warned(&object, &cause));
+        let mut labels = BTreeMap::from([("app".to_string(), "web".to_string())]);
+        assert!(!already_warned(&labels, &cause));
+        labels.insert(WARNED.into(), cause.clone());
+        assert!(already_warned(&labels, &cause));
         assert!(!already_warned(
-            &object,
+            &labels,
             &reverted_cause(down("2026-11-24T20:00:00Z"))
         ));
+    }
+
+    #[test]
+    fn every_cause_is_a_label_value() {
+        let label_value = |value: &str| {
+            value.len() <= 63
+                && value.starts_with(|c: char| c.is_ascii_alphanumeric())
+                && value.ends_with(|c: char| c.is_ascii_alphanumeric())
+                && value
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        };
+        let causes = [
+            reverted_cause(down("2026-11-23T20:00:00Z")),
+            refused_cause(&annotations(&[(TIMEZONE, "Mars/Olympus")])),
+            cause(
+                "GitOpsOwnerUnconfirmed",
+                "Kustomization flux-system/a-name-of-two-hundred-and-fifty-three-characters",
+            ),
+        ];
+        for cause in causes {
+            assert!(label_value(&cause), "{cause}");
+        }
     }
 
     #[test]

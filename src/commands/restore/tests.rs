@@ -36,9 +36,9 @@ fn a_sleeping_object_gets_its_replicas_back_whatever_its_schedule_says() {
         vec![
             (schedule::ORIGINAL_REPLICAS, None),
             (schedule::LAST_TRANSITION, None),
-            (schedule::WARNED, None)
         ]
     );
+    assert!(change.forgets_warning());
 }
 
 #[test]
@@ -53,8 +53,9 @@ fn an_awake_object_only_loses_the_controllers_annotations_and_a_clean_one_nothin
     assert_eq!(change.replicas, None);
     assert_eq!(
         change.annotation_updates(),
-        vec![(schedule::LAST_TRANSITION, None), (schedule::WARNED, None)]
+        vec![(schedule::LAST_TRANSITION, None)]
     );
+    assert!(change.forgets_warning());
     assert_eq!(
         restore_change(
             TargetKind::Deployment,
@@ -83,9 +84,9 @@ fn replicas_changed_after_the_scale_down_stay_and_only_the_annotations_go() {
         vec![
             (schedule::ORIGINAL_REPLICAS, None),
             (schedule::LAST_TRANSITION, None),
-            (schedule::WARNED, None)
         ]
     );
+    assert!(woken.forgets_warning());
 
     // The schedule's own down-replicas say what the scale-down set.
     let mut one_left = night.to_vec();

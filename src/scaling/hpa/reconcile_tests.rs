@@ -22,13 +22,18 @@ fn at(hour: u32, minute: u32) -> DateTime<Utc> {
 }
 
 /// Deployment `shop/web` with these replicas and annotations, its replicas last written by
-/// `manager` through /scale at 04:00.
+/// `manager` through /scale at 04:00; `cronscaler.dev/warned` among them is the label the
+/// controller records a warning in.
 fn web(replicas: i32, annotations: &[(&str, &str)], manager: &str) -> Value {
+    let (labels, annotations): (Vec<_>, Vec<_>) = annotations
+        .iter()
+        .partition(|(key, _)| *key == schedule::WARNED);
     json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {
             "name": "web", "namespace": "shop", "resourceVersion": "100", "uid": "u-web",
-            "annotations": crate::scaling::test_support::annotations_of(annotations),
+            "annotations": crate::scaling::test_support::annotations_of(&annotations),
+            "labels": crate::scaling::test_support::annotations_of(&labels),
             "managedFields": [{
                 "manager": manager, "operation": "Update", "apiVersion": "apps/v1",
                 "time": "2026-11-23T04:00:00Z", "fieldsType": "FieldsV1",
@@ -229,24 +234,27 @@ fn release_of_web_hpa() -> Exchange {
 /// scale-up would never release it.
 #[tokio::test]
 async fn a_person_s_change_on_a_target_with_an_hpa_is_a_revert_and_gives_the_hpa_back() {
-    let cause = "ScaleReverted 2026-11-22T20:00:00Z down";
+    let cause = schedule::reverted_cause("2026-11-22T20:00:00Z down".parse().unwrap());
+    let cause = cause.as_str();
     for schedule in [&ONE_LEFT[..], &[ONE_LEFT[0], ONE_LEFT[2]][..]] {
-        let night = |extra: &[(&'static str, &'static str)]| {
-            let mut night = schedule.to_vec();
+        let night = |said: bool| {
+            let mut night: Vec<(&str, &str)> = schedule.to_vec();
             night.extend_from_slice(&[
                 (schedule::ORIGINAL_REPLICAS, "4"),
                 (schedule::LAST_TRANSITION, "2026-11-22T20:00:00Z down"),
             ]);
-            night.extend_from_slice(extra);
+            if said {
+                night.push((schedule::WARNED, cause));
+            }
             night
         };
         let script = vec![
-            Exchange::new("GET", WEB).reply(200, web(3, &night(&[]), "kubectl")),
+            Exchange::new("GET", WEB).reply(200, web(3, &night(false), "kubectl")),
             // The HPA is given back first: the warning comes last in every look.
             release_of_web_hpa(),
             merge_patch(
                 WEB,
-                json!({ "metadata": { "annotations": { "cronscaler.dev/warned": cause } } }),
+                json!({ "metadata": { "labels": { "cronscaler.dev/warned": cause } } }),
             ),
             event(
                 "shop",
@@ -267,8 +275,7 @@ async fn a_person_s_change_on_a_target_with_an_hpa_is_a_revert_and_gives_the_hpa
         // The warning said at an earlier look (a release that failed, or a restart): the
         // release alone, no second warning.
         let script = vec![
-            Exchange::new("GET", WEB)
-                .reply(200, web(3, &night(&[(schedule::WARNED, cause)]), "kubectl")),
+            Exchange::new("GET", WEB).reply(200, web(3, &night(true), "kubectl")),
             release_of_web_hpa(),
         ];
         let held = web_hpa(1, 1, Originals::Recorded { min: 2, max: 5 });

@@ -318,7 +318,7 @@ fn whoever_scales_a_held_workload_gets_the_hpa_bounds_back_until_the_next_night(
     let Annotations::Scheduled(_, recorded) = &parsed_asleep else {
         panic!("scheduled")
     };
-    let mut said = schedule::test_support::annotations(&asleep);
+    let mut said = std::collections::BTreeMap::new();
     assert!(!schedule::taken_over(&said, recorded));
     said.insert(schedule::WARNED.into(), schedule::reverted_cause(night));
     assert!(schedule::taken_over(&said, recorded));

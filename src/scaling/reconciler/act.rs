@@ -341,8 +341,8 @@ async fn warn_once(
     {
         return Ok(());
     }
-    let before = object.annotations.get(schedule::WARNED);
-    let patch = json!({ "metadata": { "annotations": { schedule::WARNED: before } } });
+    let before = object.labels.get(schedule::WARNED);
+    let patch = json!({ "metadata": { "labels": { schedule::WARNED: before } } });
     match patch_target(&ctx.client, target, &patch).await {
         // Deleted since: nobody left to tell.
         Ok(()) => Ok(()),

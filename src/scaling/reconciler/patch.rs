@@ -15,7 +15,7 @@ use crate::{
         objects,
         target::{ScaleTarget, TargetKind, TargetState},
     },
-    schedule::ScaleChange,
+    schedule::{ScaleChange, WARNED},
 };
 
 /// A target as the scaler sees it, whatever its kind; `None` when it is gone.
@@ -32,9 +32,10 @@ fn objects_of(client: &Client, target: &ScaleTarget) -> Api<DynamicObject> {
     objects::api(client, target.kind, Some(&target.key.namespace))
 }
 
-/// The merge patch that makes `change`, if any (replicas and the controller's annotations), and
-/// removes the annotations `removed` (overrides that have ended), in one request guarded by the
-/// resourceVersion of `observed`, the object the decision was made on.
+/// The merge patch that makes `change`, if any (replicas, the controller's annotations and the
+/// label of the last warning), and removes the annotations `removed` (overrides that have
+/// ended), in one request guarded by the resourceVersion of `observed`, the object the decision
+/// was made on.
 pub fn patch_for(
     kind: TargetKind,
     change: Option<&ScaleChange>,
@@ -59,6 +60,9 @@ pub fn patch_for(
         }
     }
     let mut patch = json!({ "metadata": { "annotations": annotations } });
+    if change.is_some_and(ScaleChange::forgets_warning) && observed.labels.contains_key(WARNED) {
+        patch["metadata"]["labels"] = json!({ WARNED: null });
+    }
     if let Some(resource_version) = &observed.resource_version {
         patch["metadata"]["resourceVersion"] = json!(resource_version);
     }

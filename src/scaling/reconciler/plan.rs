@@ -107,7 +107,7 @@ pub struct LeverWrite {
 pub struct Warning {
     pub reason: &'static str,
     pub note: Note,
-    /// Written in `cronscaler.dev/warned` once said.
+    /// Written in the label `cronscaler.dev/warned` once said.
     pub cause: String,
 }
 
@@ -159,25 +159,18 @@ fn warned_in_patch(observed: &Observed, mut plan: Plan) -> Plan {
     let Some(warning) = &plan.warning else {
         return plan;
     };
-    let cause = json!(warning.cause);
-    match &mut plan.patch {
-        Some(patch) => match patch.body["metadata"]["annotations"].as_object_mut() {
-            Some(annotations) => {
-                annotations.insert(schedule::WARNED.into(), cause);
-            }
-            None => patch.body["metadata"]["annotations"] = json!({ schedule::WARNED: cause }),
-        },
-        None => {
-            plan.patch = Some(TargetPatch {
-                body: annotations_patch(
-                    json!({ schedule::WARNED: cause }),
-                    observed.object.resource_version.as_ref(),
-                ),
-                doing: "record a warning on",
-                counted: None,
-            });
+    let patch = plan.patch.get_or_insert_with(|| {
+        let mut body = json!({ "metadata": {} });
+        if let Some(version) = &observed.object.resource_version {
+            body["metadata"]["resourceVersion"] = json!(version);
         }
-    }
+        TargetPatch {
+            body,
+            doing: "record a warning on",
+            counted: None,
+        }
+    });
+    patch.body["metadata"]["labels"] = json!({ schedule::WARNED: warning.cause });
     plan
 }
 
@@ -328,7 +321,7 @@ fn beside_gitops(observed: &Observed, mut plan: Plan) -> Plan {
     let recorded = gitops.paused_for(namespace);
     let revert_said = observed
         .object
-        .annotations
+        .labels
         .get(schedule::WARNED)
         .is_some_and(|cause| cause.starts_with(SCALE_REVERTED));
     let reverted = revert_said
@@ -376,7 +369,7 @@ fn beside_gitops(observed: &Observed, mut plan: Plan) -> Plan {
                     )
                 });
             if let (None, false, Some(note)) = (&plan.warning, revert_said, will_revert) {
-                let cause = format!("{GITOPS_WILL_REVERT} {}", gitops.owner);
+                let cause = schedule::cause(GITOPS_WILL_REVERT, &gitops.owner.to_string());
                 plan.warning = warning(observed, GITOPS_WILL_REVERT, note.into(), cause);
             }
         }
@@ -414,7 +407,7 @@ fn doubt(observed: &Observed, gitops: &GitOps) -> Option<Option<Warning>> {
         ),
         _ => return None,
     };
-    let cause = format!("{reason} {owner}");
+    let cause = schedule::cause(reason, &owner.to_string());
     Some(warning(observed, reason, note.into(), cause))
 }
 
@@ -434,7 +427,7 @@ fn warning(
     note: Note,
     cause: String,
 ) -> Option<Warning> {
-    (!already_warned(&observed.object.annotations, &cause)).then_some(Warning {
+    (!already_warned(&observed.object.labels, &cause)).then_some(Warning {
         reason,
         note,
         cause,
@@ -604,7 +597,7 @@ fn between_transitions(observed: &Observed) -> Plan {
         .flatten();
     let taken_over = revert.is_some()
         || matches!(&observed.annotations, Annotations::Scheduled(_, recorded)
-            if schedule::taken_over(&object.annotations, recorded));
+            if schedule::taken_over(&object.labels, recorded));
     let bounds = hpa::wanted(&observed.annotations, None, taken_over);
     let (holds, releases) = hpa::holds_and_releases(&observed.hpas, bounds, false);
     Plan {

@@ -30,16 +30,24 @@ fn at(hour: u32, minute: u32, second: u32) -> DateTime<Utc> {
 }
 
 /// `load-0/app-0` as the real server listed it (2 replicas, last scaled by `curl` through
-/// `/scale`), with these annotations and replicas.
+/// `/scale`), with these annotations and replicas; `cronscaler.dev/warned` among them is the
+/// label the controller records a warning in.
 fn app_0(replicas: i32, annotations: &[(&str, &str)]) -> Value {
     let page: Value = serde_json::from_str(DEPLOYMENT_PAGE).unwrap();
     let mut deployment = page["items"][0].clone();
     deployment["spec"]["replicas"] = json!(replicas);
-    deployment["metadata"]["annotations"] = annotations
+    let (labels, annotations): (Vec<_>, Vec<_>) = annotations
         .iter()
         .map(|(k, v)| (k.to_string(), json!(v)))
+        .partition(|(key, _)| key == schedule::WARNED);
+    deployment["metadata"]["annotations"] = annotations
+        .into_iter()
         .collect::<serde_json::Map<_, _>>()
         .into();
+    if !labels.is_empty() {
+        deployment["metadata"]["labels"] =
+            labels.into_iter().collect::<serde_json::Map<_, _>>().into();
+    }
     deployment
 }
 
@@ -66,7 +74,7 @@ fn get(path: &str, object: Value) -> Exchange {
 fn warned_patch(cause: &str, reply: Value) -> Exchange {
     scale_patch(
         APP_0,
-        json!({ "metadata": { "resourceVersion": "10464", "annotations": { (schedule::WARNED): cause } } }),
+        json!({ "metadata": { "resourceVersion": "10464", "labels": { (schedule::WARNED): cause } } }),
         reply,
     )
 }
@@ -221,7 +229,7 @@ async fn a_person_scaling_up_at_night_is_left_alone_and_named_once_even_across_r
         (schedule::ORIGINAL_REPLICAS, "5"),
         (schedule::LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
     ];
-    let cause = "ScaleReverted 2026-11-23T20:00:00Z down";
+    let cause = &schedule::reverted_cause("2026-11-23T20:00:00Z down".parse().unwrap());
     let told = [
         night[0],
         night[1],
@@ -891,8 +899,8 @@ async fn an_override_reaching_too_far_is_refused_with_the_reason_and_the_schedul
                     "annotations": {
                         "cronscaler.dev/original-replicas": "2",
                         "cronscaler.dev/last-transition": "2026-11-23T20:00:00Z down",
-                        (schedule::WARNED): cause,
                     },
+                    "labels": { (schedule::WARNED): cause },
                 },
                 "spec": { "replicas": 0 },
             }),
@@ -973,7 +981,7 @@ async fn a_warning_whose_event_failed_is_said_again_at_the_next_look() {
             .reply_captured(crate::mock_api::EVENT_INVALID),
         scale_patch(
             APP_0,
-            json!({ "metadata": { "annotations": { (schedule::WARNED): null } } }),
+            json!({ "metadata": { "labels": { (schedule::WARNED): null } } }),
             app_0(2, &broken),
         ),
         get(APP_0, app_0(2, &broken)),
@@ -1159,7 +1167,7 @@ async fn a_warning_planned_on_a_state_the_watch_had_not_yet_updated_is_not_said_
     now["metadata"]["resourceVersion"] = json!("10470");
     let script = vec![
         refused_patch(json!({
-            "metadata": { "resourceVersion": "10464", "annotations": { (schedule::WARNED): cause } },
+            "metadata": { "resourceVersion": "10464", "labels": { (schedule::WARNED): cause } },
         })),
         get(APP_0, now),
     ];

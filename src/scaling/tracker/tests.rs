@@ -75,6 +75,12 @@ fn meta(
     object
 }
 
+/// `object` once the warning of `cause` was said about it.
+fn said(mut object: PartialObjectMeta<Deployment>, cause: &str) -> PartialObjectMeta<Deployment> {
+    object.metadata.labels = Some([(schedule::WARNED.to_string(), cause.to_string())].into());
+    object
+}
+
 /// Shows the tracker one watch event at `base()`.
 fn see(tracker: &mut Tracker, event: watcher::Event<PartialObjectMeta<Deployment>>) {
     tracker.handle(&event, base());
@@ -202,21 +208,15 @@ async fn a_replicas_change_after_a_transition_is_looked_at_until_it_was_warned_a
     );
 
     let cause = schedule::reverted_cause("2026-11-22T20:00:00Z down".parse().unwrap());
-    let warned = [
-        slept[0],
-        slept[1],
-        slept[2],
-        (schedule::WARNED, cause.as_str()),
-    ];
     let (queue_after_restart, _timer_after_restart, mut tracker_after_restart, _) =
         tracked_deployments();
+    let warned = said(
+        meta("web", &slept, Some(("kubectl", transition_second + 600))),
+        &cause,
+    );
     see(
         &mut tracker_after_restart,
-        watcher::Event::InitApply(meta(
-            "web",
-            &warned,
-            Some(("kubectl", transition_second + 600)),
-        )),
+        watcher::Event::InitApply(warned),
     );
     assert!(
         drain(&queue_after_restart).await.is_empty(),
@@ -276,23 +276,22 @@ async fn invalid_annotations_are_looked_at_until_warned_about_and_never_armed() 
     assert_eq!(invalid.get(), 1, "counted as invalid");
 
     let cause = schedule::refused_cause(&annotations_of(&broken));
-    let warned = [broken[0], (schedule::WARNED, cause.as_str())];
     see(
         &mut tracker,
-        watcher::Event::Apply(meta("web", &warned, None)),
+        watcher::Event::Apply(said(meta("web", &broken, None), &cause)),
     );
     see(
         &mut tracker,
-        watcher::Event::Apply(meta("web", &warned, Some(("hpa", 5_000)))),
+        watcher::Event::Apply(said(meta("web", &broken, Some(("hpa", 5_000))), &cause)),
     );
     assert!(
         drain(&queue).await.is_empty(),
         "said once for these annotations, whoever writes the replicas"
     );
-    let still_broken = [(schedule::SCALE_DOWN, "still not"), warned[1]];
+    let still_broken = [(schedule::SCALE_DOWN, "still not")];
     see(
         &mut tracker,
-        watcher::Event::Apply(meta("web", &still_broken, None)),
+        watcher::Event::Apply(said(meta("web", &still_broken, None), &cause)),
     );
     assert_eq!(drain(&queue).await.len(), 1, "new values, new warning");
 
@@ -366,10 +365,12 @@ async fn a_deployment_controlled_by_a_foo_is_told_once_and_never_armed() {
     assert_eq!(timer.held(), 0);
 
     let cause = schedule::refused_cause(&annotations_of(&scheduled));
-    let told = [scheduled[0], (schedule::WARNED, cause.as_str())];
     see(
         &mut tracker,
-        watcher::Event::Apply(owned_by_foo(meta("example-foo", &told, None))),
+        watcher::Event::Apply(owned_by_foo(said(
+            meta("example-foo", &scheduled, None),
+            &cause,
+        ))),
     );
     assert!(drain(&queue).await.is_empty());
 }
@@ -657,12 +658,10 @@ async fn an_override_too_far_ahead_leaves_the_schedule_armed_and_is_looked_at_wi
         (schedule::LAST_TRANSITION, LAST_NIGHT),
         (schedule::AWAKE_UNTIL, far.as_str()),
     ];
-    let mut told = annotations_of(&too_far);
-    told.insert(schedule::WARNED.into(), schedule::refused_cause(&told));
-    let told: Vec<(&str, &str)> = told.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let cause = schedule::refused_cause(&annotations_of(&too_far));
     see(
         &mut tracker,
-        watcher::Event::Apply(meta("web", &told, None)),
+        watcher::Event::Apply(said(meta("web", &too_far, None), &cause)),
     );
     settle().await;
     assert!(drain(&queue).await.is_empty(), "said, and nothing else due");

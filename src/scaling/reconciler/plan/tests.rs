@@ -65,6 +65,12 @@ pub(super) fn object(mut body: Value, annotations: &[(&str, &str)]) -> DynamicOb
     serde_json::from_value(body).unwrap()
 }
 
+/// `object` once the warning of `cause` was said about it.
+fn said(mut object: DynamicObject, cause: &str) -> DynamicObject {
+    object.metadata.labels = Some([(WARNED.to_string(), cause.to_string())].into());
+    object
+}
+
 /// What a look at `object` of `kind` observes, following its own annotations.
 pub(super) fn observed(kind: TargetKind, object: &DynamicObject, now: DateTime<Utc>) -> Observed {
     let state = TargetState::of_object(kind, object);
@@ -244,11 +250,8 @@ fn a_schedule_on_a_foo_s_deployment_is_refused_once_naming_the_foo() {
         warning.note
     );
     // Said: the cause written on the object keeps it from being said again.
-    let told: Vec<(&str, &str)> = NIGHTLY
-        .into_iter()
-        .chain([(WARNED, warning.cause.as_str())])
-        .collect();
-    let mut again = observed(TargetKind::Deployment, &deployment(3, &told), now);
+    let told = said(deployment(3, &NIGHTLY), &warning.cause);
+    let mut again = observed(TargetKind::Deployment, &told, now);
     again.lever = levered.lever.clone();
     assert_eq!(plan(&again, &SETTINGS, now), Plan::default());
     // Without a schedule of its own, nothing to say.
@@ -443,6 +446,41 @@ fn an_ended_override_is_removed_under_the_guard_it_was_read_with() {
         json!({ "metadata": { "resourceVersion": "7", "annotations": { (AWAKE_UNTIL): null } } })
     );
     assert_eq!(patch.counted, None, "not a scale");
+}
+
+/// A schedule taken off after a revert was warned of: the records go, the label of the warning
+/// with them, so the same schedule put back later is warned about afresh.
+#[test]
+fn a_schedule_taken_off_forgets_its_warning_with_its_records() {
+    let records = [
+        (ORIGINAL_REPLICAS, "3"),
+        (LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
+    ];
+    let now = at(23, 22, 0, 0);
+    let cause = schedule::reverted_cause(schedule::test_support::down("2026-11-23T20:00:00Z"));
+    let taken_off = said(deployment(5, &records), &cause);
+    let patch = plan(
+        &observed(TargetKind::Deployment, &taken_off, now),
+        &SETTINGS,
+        now,
+    )
+    .patch
+    .expect("a cleanup");
+    assert_eq!(patch.body["metadata"]["labels"], json!({ (WARNED): null }));
+    assert_eq!(
+        patch.body["metadata"]["annotations"],
+        json!({ (ORIGINAL_REPLICAS): null, (LAST_TRANSITION): null })
+    );
+    // Never warned of: no label to take off, and none in the patch.
+    let quiet = deployment(5, &records);
+    let patch = plan(
+        &observed(TargetKind::Deployment, &quiet, now),
+        &SETTINGS,
+        now,
+    )
+    .patch
+    .expect("a cleanup");
+    assert_eq!(patch.body["metadata"].get("labels"), None);
 }
 
 #[test]
@@ -710,12 +748,12 @@ fn with_pause_an_application_found_healing_under_a_sleep_is_paused_and_a_recorde
     assert_eq!(plan(&overridden, &SETTINGS, now).owner_pause, None);
     // Undone anyway (its pause refused): left alone until the next transition, the refusal
     // not said again at every look.
-    let reverted: Vec<(&str, &str)> = ASLEEP
-        .iter()
-        .copied()
-        .chain([(schedule::WARNED, "ScaleReverted 2026-11-23T20:00:00Z")])
-        .collect();
-    let web = observed(TargetKind::Deployment, &deployment(3, &reverted), now);
+    let night = schedule::reverted_cause(schedule::test_support::down("2026-11-23T20:00:00Z"));
+    let web = observed(
+        TargetKind::Deployment,
+        &said(deployment(3, &ASLEEP), &night),
+        now,
+    );
     let reverted = deployed_by_argo_cd(web, GitOpsMode::Pause, self_heal(true), None);
     assert_eq!(plan(&reverted, &SETTINGS, now).owner_pause, None);
 }
@@ -731,7 +769,7 @@ fn with_ignore_an_application_that_will_revert_is_warned_of_once_before_the_nigh
     assert_eq!(warning.reason, "GitOpsWillRevert");
     assert_eq!(
         warning.cause,
-        "GitOpsWillRevert Argo CD Application argocd/shop"
+        schedule::cause("GitOpsWillRevert", "Argo CD Application argocd/shop")
     );
     assert!(
         warning
@@ -741,8 +779,8 @@ fn with_ignore_an_application_that_will_revert_is_warned_of_once_before_the_nigh
         "{}",
         warning.note
     );
-    let said = [NIGHTLY[0], NIGHTLY[1], (WARNED, warning.cause.as_str())];
-    let web = observed(TargetKind::Deployment, &deployment(3, &said), now);
+    let told = said(deployment(3, &NIGHTLY), &warning.cause);
+    let web = observed(TargetKind::Deployment, &told, now);
     let web = deployed_by_argo_cd(web, GitOpsMode::Ignore, self_heal(true), None);
     assert_eq!(plan(&web, &SETTINGS, now).warning, None, "said once");
 }
@@ -787,8 +825,8 @@ fn a_claim_its_owner_does_not_confirm_pauses_nothing_and_is_said_once() {
          not list Deployment web: nothing is paused or written to the owner for it, and a revert \
          is not put down to it"
     );
-    let said = [NIGHTLY[0], NIGHTLY[1], (WARNED, warning.cause.as_str())];
-    let web = observed(TargetKind::Deployment, &deployment(3, &said), now);
+    let told = said(deployment(3, &NIGHTLY), &warning.cause);
+    let web = observed(TargetKind::Deployment, &told, now);
     let web = unconfirmed(argo_cd_self_healing(web, GitOpsMode::Pause));
     assert_eq!(plan(&web, &SETTINGS, now).warning, None, "said once");
 }
@@ -823,7 +861,7 @@ fn an_owner_that_also_deploys_where_nothing_sleeps_under_pause_is_never_paused()
     assert_eq!(warning.reason, "GitOpsOwnerShared");
     assert_eq!(
         warning.cause,
-        "GitOpsOwnerShared Argo CD Application argocd/shop"
+        schedule::cause("GitOpsOwnerShared", "Argo CD Application argocd/shop")
     );
     assert!(
         warning
@@ -851,8 +889,7 @@ fn an_owner_that_also_deploys_where_nothing_sleeps_under_pause_is_never_paused()
 /// was decided on, which the warning is said after.
 fn assert_records_only_its_warning(plan: &Plan, what: &str) {
     let cause = plan.warning.as_ref().map(|warning| warning.cause.as_str());
-    let recorded =
-        json!({ "metadata": { "resourceVersion": "7", "annotations": { (WARNED): cause } } });
+    let recorded = json!({ "metadata": { "resourceVersion": "7", "labels": { (WARNED): cause } } });
     assert_eq!(
         plan.patch.as_ref().map(|patch| &patch.body),
         Some(&recorded),
