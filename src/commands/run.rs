@@ -13,7 +13,7 @@ use std::{
 };
 
 use chrono::{DateTime, TimeDelta, Utc};
-use futures::StreamExt;
+use futures::{FutureExt as _, StreamExt};
 use k8s_openapi::api::{
     apps::v1::Deployment, autoscaling::v2::HorizontalPodAutoscaler, core::v1::Namespace,
 };
@@ -137,6 +137,8 @@ fn raise_open_files_limit() -> u64 {
 /// How long the workload watches wait for the Namespaces' first listing, and scaling for the
 /// HPAs'.
 const FIRST_LISTING_WAIT: Duration = Duration::from_secs(30);
+/// How often readiness looks whether Deployments have been listed.
+const READY_LOOK_EVERY: Duration = Duration::from_millis(100);
 
 /// Objects per list page of the watches of every workload and of Namespaces.
 const LIST_PAGE_SIZE: u32 = 100;
@@ -706,12 +708,25 @@ pub async fn run(
         })
         .collect();
     // Ready once Deployments could be listed: the API server answers and RBAC lets us watch.
+    // Looked at every moment, not awaited: kube's readiness future wakes only the last task
+    // that polled it, and a worker's look at the Foo caches (`now_or_never`) polls it too, so
+    // an await that began before a Foo was reconciled slept forever, and the Pod never became
+    // Ready.
     let readiness = {
         let health = health.clone();
         tokio::spawn(async move {
-            if owned_store.wait_until_ready().await.is_ok() {
-                health.set_ready(true);
-                tracing::info!("Deployments listed: ready");
+            let mut every = tokio::time::interval(READY_LOOK_EVERY);
+            loop {
+                every.tick().await;
+                match owned_store.wait_until_ready().now_or_never() {
+                    None => continue,
+                    Some(Ok(())) => {
+                        health.set_ready(true);
+                        tracing::info!("Deployments listed: ready");
+                    }
+                    Some(Err(_)) => {}
+                }
+                break;
             }
         })
     };
