@@ -8,14 +8,15 @@ mod support;
 
 use std::{net::SocketAddr, time::Duration};
 
+use kube::api::PostParams;
 use serde_json::json;
 use support::{
     Scenario,
-    envtest::{self, SA_NAMESPACE},
-    eventually,
+    envtest::{self, SA_NAMESPACE, SA_USER},
+    eventually, keda,
     wake::{
         PROMPTLY, backend_service, create_service, create_service_with, serve_pods, served,
-        start_backend_at, wake_slices, web_asleep,
+        start_backend_at, start_backend_with_slices, wake_slices, web_asleep,
     },
 };
 
@@ -135,6 +136,104 @@ async fn only_services_whose_pods_all_sleep_get_a_slice_and_each_goes_once_serve
             && !note.contains("Deployment web"),
         "{note}"
     );
+    controller
+        .assert_stops_cleanly(Duration::from_secs(10))
+        .await;
+    scenario.finish().await;
+}
+
+/// A workload that sleeps through another object (a Foo's Deployment through its Foo, a KEDA
+/// workload through its ScaledObject) is asleep by cronscaler once that object's controller has
+/// followed the record: its Service gets a slice like any other, and the Namespace is not read
+/// again and again meanwhile (seen failing: no slice for either, and the Namespace's Services
+/// listed every 2 s all night).
+#[tokio::test]
+async fn the_services_of_workloads_sleeping_through_a_foo_or_keda_get_a_slice() {
+    let test = "wake-slices-through";
+    let Some(ip) = support::wake::machine_address() else {
+        support::say(
+            "skipped: this machine has no address but loopback, which no EndpointSlice may name",
+        );
+        return;
+    };
+    let Some(scenario) = Scenario::own(test, envtest::Options::default()).await else {
+        return;
+    };
+    let Some(scaled_objects) = keda::scaled_objects(test, &scenario).await else {
+        scenario.finish().await;
+        return;
+    };
+    let namespace = scenario.namespace.clone();
+    let ports = json!([{ "name": "http", "port": 80 }]);
+    // `api` is KEDA's, played as its operator behaves; `shop` is a Foo's, whose own schedule
+    // (a Foo follows only its own) has it asleep all day.
+    support::create_deployment(&scenario.client, &namespace, "api", keda::MIN_REPLICAS).await;
+    let scaler = json!({
+        "apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
+        "metadata": { "name": "api-scaler" },
+        "spec": {
+            "scaleTargetRef": { "name": "api" },
+            "minReplicaCount": keda::MIN_REPLICAS, "maxReplicaCount": 5,
+            "triggers": [{ "type": "cpu", "metricType": "Utilization", "metadata": { "value": "60" } }],
+        },
+    });
+    scaled_objects
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(scaler).expect("a ScaledObject"),
+        )
+        .await
+        .expect("api-scaler");
+    let played = keda::play(
+        &scenario.client,
+        &namespace,
+        &scaled_objects,
+        "api",
+        "api-scaler",
+    );
+    let asleep_all_day = json!({ "cronscaler.dev/downtime": "Mon-Sun 00:00-24:00" });
+    scenario
+        .foos()
+        .create(
+            &PostParams::default(),
+            &support::foo("shop", "shop", 1, asleep_all_day),
+        )
+        .await
+        .expect("the Foo shop");
+    create_service(&scenario, &namespace, "api", ports.clone()).await;
+    let shop = json!({ "selector": { "controller": "shop" }, "ports": ports });
+    create_service_with(&scenario, &namespace, "shop", shop).await;
+    let (mut controller, _) = start_backend_with_slices(&scenario, ip, PROXY).await;
+    web_asleep(&scenario, json!({})).await;
+
+    let wanted = ["api-cronscaler-wake", "shop-cronscaler-wake"];
+    eventually("the slices of api and shop", PROMPTLY, || async {
+        let slices = wake_slices(&scenario, &namespace).await;
+        wanted
+            .iter()
+            .all(|name| slices.contains_key(*name))
+            .then_some(())
+    })
+    .await;
+    // Settled: nothing due, so the Namespace's Services are not listed again.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let listed = || {
+        scenario
+            .plane()
+            .count_requests(SA_USER, "list", "services", Some(&namespace))
+    };
+    let before = listed();
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    assert_eq!(listed() - before, 0, "Services listed while nothing is due");
+    assert_eq!(
+        wake_slices(&scenario, &namespace)
+            .await
+            .into_keys()
+            .collect::<Vec<_>>(),
+        wanted,
+        "web has no Service"
+    );
+    played.abort();
     controller
         .assert_stops_cleanly(Duration::from_secs(10))
         .await;

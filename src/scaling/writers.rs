@@ -1,8 +1,10 @@
 //! Who wrote what a look asks about, from an object's `managedFields`: who last set the field
-//! its kind sleeps by, whether that was the HPA controller, and who set each override. An
+//! its kind sleeps by, whether that was the HPA controller, who set each override, and when
+//! this controller last wrote it. An
 //! object keeps this summary instead of its entries, a kilobyte or more each, so the watches can
 //! keep every scheduled object's state without a read before its patch.
 
+use chrono::{DateTime, Utc};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
 
 use crate::{runtime::CONTROLLER_NAME, schedule::OVERRIDE_KEYS};
@@ -21,6 +23,9 @@ pub struct Writers {
     pub hpa_set_it: bool,
     /// Who last set each override annotation that is set.
     pub overrides: Vec<(&'static str, String)>,
+    /// When this controller last wrote it (to the second): a record written just now may not
+    /// have been followed yet by the controller that scales a workload through the object.
+    pub ours_at: Option<DateTime<Utc>>,
 }
 
 impl Writers {
@@ -34,6 +39,10 @@ impl Writers {
                 .into_iter()
                 .filter_map(|key| Some((key, annotation_setter(managed_fields, key)?)))
                 .collect(),
+            ours_at: (managed_fields.iter())
+                .filter(|entry| entry.manager.as_deref() == Some(CONTROLLER_NAME))
+                .filter_map(|entry| DateTime::from_timestamp(entry.time.as_ref()?.0.as_second(), 0))
+                .max(),
         }
     }
 
@@ -109,4 +118,39 @@ pub fn annotation_setter(managed_fields: &[ManagedFieldsEntry], key: &str) -> Op
         })
         .max_by_key(|entry| entry.time.as_ref().map(|time| time.0))
         .and_then(|entry| entry.manager.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+    use super::*;
+
+    fn entry(manager: &str, second: Option<i64>) -> ManagedFieldsEntry {
+        ManagedFieldsEntry {
+            manager: Some(manager.into()),
+            operation: Some("Update".into()),
+            time: second.map(|second| {
+                Time(k8s_openapi::jiff::Timestamp::from_second(second).expect("a time"))
+            }),
+            ..ManagedFieldsEntry::default()
+        }
+    }
+
+    /// The latest of this controller's writes, whoever wrote since; none when it never wrote.
+    #[test]
+    fn when_this_controller_last_wrote_is_its_latest_entry() {
+        let field = ["f:spec".to_string(), "f:replicas".to_string()];
+        let entries = [
+            entry(CONTROLLER_NAME, Some(100)),
+            entry("keda-operator", Some(300)),
+            entry(CONTROLLER_NAME, Some(200)),
+            entry(CONTROLLER_NAME, None),
+        ];
+        assert_eq!(
+            Writers::of(&field, &entries).ours_at,
+            DateTime::from_timestamp(200, 0)
+        );
+        assert_eq!(Writers::of(&field, &entries[1..2]).ours_at, None);
+    }
 }

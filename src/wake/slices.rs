@@ -151,9 +151,9 @@ impl ServicePorts {
 }
 
 /// A workload of the Namespace, as far as the slices go: the labels of its Pods, whether it is
-/// asleep by cronscaler (scaled down under a record of ours), and whether its schedule puts it to
-/// sleep now with its scale-down not recorded yet (one recorded and reverted since is not
-/// waited for: the Namespace would be read every 2 s all night).
+/// asleep by cronscaler (scaled down under a record of ours), and whether its scale-down is due
+/// and not made yet, so that the Namespace is looked at again soon. One recorded and reverted
+/// since is not waited for: the Namespace would be read every 2 s all night.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Workload {
     pub pod_labels: BTreeMap<String, String>,
@@ -161,20 +161,34 @@ pub struct Workload {
     pub sleep_due: bool,
 }
 
+/// What the record of a workload's sleep says, on the workload or on the object it sleeps
+/// through (its Foo, its KEDA ScaledObject), whose own controller then scales it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SleepRecord {
+    /// The last transition recorded is a scale-down.
+    pub slept: bool,
+    /// Its schedule has it asleep now.
+    pub scheduled_asleep: bool,
+    /// The record is on the object it sleeps through, made recently enough
+    /// (`--wake-step-timeout`) that that object's controller may not have followed yet.
+    pub following: bool,
+}
+
 impl Workload {
-    /// `replicas`, with the direction of its last transition recorded (`slept`: a scale-down)
-    /// and whether its schedule has it asleep now.
-    pub fn of(
-        pod_labels: BTreeMap<String, String>,
-        replicas: i32,
-        slept: bool,
-        scheduled_asleep: bool,
-    ) -> Self {
+    /// A workload of `replicas` whose Pods have `pod_labels`, by the record of its sleep.
+    pub fn of(pod_labels: BTreeMap<String, String>, replicas: i32, record: SleepRecord) -> Self {
+        let SleepRecord {
+            slept,
+            scheduled_asleep,
+            following,
+        } = record;
         Self {
             pod_labels,
             asleep: replicas == 0 && slept,
-            // A scale-down recorded is done: one someone has since reverted waits for nothing.
-            sleep_due: !slept && scheduled_asleep,
+            // A scale-down recorded on the workload is done with it: one someone has since
+            // reverted waits for nothing. One recorded on what it sleeps through is waited for
+            // while that object's controller follows.
+            sleep_due: (!slept && scheduled_asleep) || (slept && following && replicas > 0),
         }
     }
 }

@@ -20,15 +20,17 @@ use kube::{
 };
 
 use super::{
-    Backend, MANAGED_BY, MANAGER, SERVICE_NAME, Seen, ServicePorts, SlicesPlan, Stage, Workload,
-    Written, pending, plan, ready, wanted,
+    Backend, MANAGED_BY, MANAGER, SERVICE_NAME, Seen, ServicePorts, SleepRecord, SlicesPlan, Stage,
+    Workload, Written, pending, plan, ready, wanted,
 };
 use crate::{
     error::Error,
     runtime::{CONTROLLER_NAME, api_errors::is_status, events::Events, key::ObjectKey},
     scaling::{
+        hpa::HpaIndex,
+        last_seen::LastSeen,
         namespaces::NamespaceSchedules,
-        target::{TargetKind, TargetState},
+        target::{ScaleTarget, TargetKind, TargetState},
     },
     schedule::{self, Direction, Transition, WakeOnRequest, asleep, next_change},
     wake::readiness::{unready, workloads},
@@ -61,6 +63,11 @@ pub struct WakeSlices {
     pub owner: Option<String>,
     /// The slices written in the last few seconds, which the watch may not have delivered.
     pub written: Written,
+    /// The objects with a schedule as their trackers last saw them, of which a Foo or a KEDA
+    /// ScaledObject holds the record of what its workload sleeps through.
+    pub last_seen: LastSeen,
+    /// Which KEDA ScaledObject a workload sleeps through.
+    pub levers: HpaIndex,
 }
 
 impl WakeSlices {
@@ -256,9 +263,10 @@ fn last_transition(state: &TargetState) -> Option<Transition> {
     (state.annotations.get(schedule::LAST_TRANSITION)).and_then(|text| text.parse().ok())
 }
 
-/// A workload as the slices see it: the labels of its Pods, whether cronscaler put it to sleep
-/// (a scale-down recorded, and no replica), and whether its schedule (its own over its
-/// Namespace's) has it asleep at `now` with the scale-down not recorded yet.
+/// A workload as the slices see it: the labels of its Pods and the record of its sleep, kept
+/// on it or on what it sleeps through (its Foo, its ScaledObject: the object the scheduled
+/// scaling looks at for it), under that object's schedule (its own over its Namespace's). One
+/// sleeping through an object with no schedule never sleeps.
 fn workload(
     ctx: &WakeSlices,
     namespace: &str,
@@ -267,18 +275,44 @@ fn workload(
 ) -> Workload {
     let state = TargetState::of_object(kind, object);
     let pod_labels = object.data["spec"]["template"]["metadata"]["labels"].clone();
-    let (effective, _) = ctx.namespaces.effective(
-        kind,
-        namespace,
-        &state.annotations,
-        &state.labels,
-        state.follows_owner,
-    );
+    let through = match &state.controlling_foo {
+        Some(foo) => Some((TargetKind::Foo, foo.clone())),
+        None => ctx.levers.lever_of(&ScaleTarget {
+            kind,
+            key: ObjectKey::new(namespace, object.name_any()),
+        }),
+    };
+    let sleeper = match &through {
+        None => Some((kind, state.clone())),
+        Some((kind, name)) => {
+            let target = ScaleTarget {
+                kind: *kind,
+                key: ObjectKey::new(namespace, name.as_str()),
+            };
+            (ctx.last_seen.get(&target)).map(|sleeper| (*kind, sleeper))
+        }
+    };
+    let record = sleeper.map_or_else(SleepRecord::default, |(kind, sleeper)| {
+        let (effective, _) = ctx.namespaces.effective(
+            kind,
+            namespace,
+            &sleeper.annotations,
+            &sleeper.labels,
+            sleeper.follows_owner,
+        );
+        let slept = last_transition(&sleeper).filter(|last| last.direction == Direction::Down);
+        SleepRecord {
+            slept: slept.is_some(),
+            scheduled_asleep: asleep(&effective, ctx.default_timezone, now),
+            following: through.is_some()
+                && slept.is_some()
+                && (sleeper.writers.ours_at).is_some_and(|at| now - at < ctx.step_timeout),
+        }
+    });
     Workload::of(
         serde_json::from_value(pod_labels).unwrap_or_default(),
         state.replicas,
-        last_transition(&state).is_some_and(|last| last.direction == Direction::Down),
-        asleep(&effective, ctx.default_timezone, now),
+        record,
     )
 }
 

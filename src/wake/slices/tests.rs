@@ -380,6 +380,8 @@ mod against_the_api_server {
             events: crate::runtime::events::Events::new(client, None),
             owner: None,
             written: Written::default(),
+            last_seen: Default::default(),
+            levers: Default::default(),
         };
         (ctx, Box::new((ours_writer, backend_writer)))
     }
@@ -538,7 +540,9 @@ mod against_the_api_server {
 }
 
 /// A workload whose scale-down someone reverted is not waited for: waited for, its Namespace
-/// would be read every 2 s all night. One whose scale-down is due and not yet made is.
+/// would be read every 2 s all night. One whose scale-down is due and not yet made is, and so is
+/// one that sleeps through another object (its Foo, its ScaledObject) whose record is made and
+/// whose controller has not followed yet, for `--wake-step-timeout`.
 #[test]
 fn a_namespace_waits_only_for_a_scale_down_not_made_yet() {
     let web = selecting(
@@ -547,18 +551,34 @@ fn a_namespace_waits_only_for_a_scale_down_not_made_yet() {
     )
     .expect("a Service");
     let labels = BTreeMap::from([("app".to_string(), "web".to_string())]);
-    let seen = |workload: Workload| Seen {
+    let seen = |replicas, record| Seen {
         services: vec![web.clone()],
-        workloads: vec![workload],
+        workloads: vec![Workload::of(labels.clone(), replicas, record)],
         ..Seen::default()
     };
-    let due = Workload::of(labels.clone(), 2, false, true);
-    assert!(pending(Stage::Asleep, &seen(due)), "its scale-down comes");
-    let reverted = Workload::of(labels.clone(), 2, true, true);
+    let due = SleepRecord {
+        scheduled_asleep: true,
+        ..SleepRecord::default()
+    };
     assert!(
-        !pending(Stage::Asleep, &seen(reverted)),
+        pending(Stage::Asleep, &seen(2, due)),
+        "its scale-down comes"
+    );
+    let recorded = SleepRecord { slept: true, ..due };
+    assert!(
+        !pending(Stage::Asleep, &seen(2, recorded)),
         "reverted: nothing comes"
     );
-    let asleep = Workload::of(labels, 0, true, true);
-    assert!(!pending(Stage::Asleep, &seen(asleep)), "asleep");
+    assert!(!pending(Stage::Asleep, &seen(0, recorded)), "asleep");
+    let following = SleepRecord {
+        following: true,
+        ..recorded
+    };
+    assert!(
+        pending(Stage::Asleep, &seen(2, following)),
+        "its Foo or its ScaledObject is asleep, and their controller follows"
+    );
+    assert!(!pending(Stage::Asleep, &seen(0, following)), "followed");
+    let asleep = Workload::of(labels.clone(), 0, following);
+    assert!(asleep.asleep, "asleep through what it sleeps through");
 }
