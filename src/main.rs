@@ -116,11 +116,13 @@ async fn restore(kube: &KubeArgs, args: RestoreArgs) -> anyhow::Result<ExitCode>
         kube_downscaler: args.kube_downscaler.read,
         ..plan::Reading::default()
     };
+    // A kind named that is not served yet has no objects to restore.
+    let (kinds, _) = objects::resolve(&client, &args.kinds.kinds).await;
     let plan::ClusterRead {
         objects,
         owners,
         namespaces,
-    } = plan::read_cluster(&client, args.namespace.as_deref(), reading)
+    } = plan::read_cluster(&client, args.namespace.as_deref(), &kinds, reading)
     .await
     .context("listing Deployments, StatefulSets, CronJobs, Jobs, Foos, ScaledObjects, ScaledJobs, Rollouts and Clusters")?;
     let chosen: Vec<_> = match &args.name {
@@ -201,7 +203,7 @@ async fn show_status(kube: &KubeArgs, args: StatusArgs) -> anyhow::Result<()> {
         .await
         .context("connecting to the Kubernetes API server")?;
     // A kind named that is not served yet has no objects to show.
-    let (kinds, _) = objects::resolve(&client, &args.kinds).await;
+    let (kinds, _) = objects::resolve(&client, &args.kinds.kinds).await;
     let mut listed = status::read_cluster(
         &client,
         args.namespace.as_deref(),
@@ -259,7 +261,8 @@ async fn plan(kube: &KubeArgs, args: PlanArgs) -> anyhow::Result<ExitCode> {
         let client = kubeconfig::client(kube)
             .await
             .context("connecting to the Kubernetes API server (or pass -f)")?;
-        plan::read_cluster(&client, args.namespace.as_deref(), reading)
+        let (kinds, _) = objects::resolve(&client, &args.kinds.kinds).await;
+        plan::read_cluster(&client, args.namespace.as_deref(), &kinds, reading)
         .await
         .context("listing Deployments, StatefulSets, CronJobs, Jobs, Foos, ScaledObjects, ScaledJobs, Rollouts and Clusters")?
         .objects

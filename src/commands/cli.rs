@@ -180,10 +180,23 @@ pub struct RestoreArgs {
     pub force: bool,
 
     #[command(flatten)]
+    pub kinds: MoreKinds,
+
+    #[command(flatten)]
     pub lease: LeaseArgs,
 
     #[command(flatten)]
     pub kube_downscaler: KubeDownscaler,
+}
+
+/// Kinds outside the catalogue that `run --kinds` puts to sleep, for the commands that read
+/// what it did: the catalogue's are always read.
+#[derive(Debug, Clone, Default, Args)]
+pub struct MoreKinds {
+    /// Kinds outside the catalogue to read as well, as `run --kinds` names them
+    /// (`CloneSet.apps.kruise.io`), comma-separated; the catalogue's are always read.
+    #[arg(long, env = "CRONSCALER_KINDS", value_delimiter = ',')]
+    pub kinds: Vec<KindName>,
 }
 
 /// The leader-election Lease: `run --leader-elect` holds it; `restore` reads it to tell whether
@@ -425,6 +438,10 @@ pub struct PlanArgs {
     #[arg(short = 'n', long, env = "CRONSCALER_NAMESPACE")]
     pub namespace: Option<String>,
 
+    /// Of the live cluster, kinds outside the catalogue to read as well.
+    #[command(flatten)]
+    pub kinds: MoreKinds,
+
     /// Price of one CPU core requested for an hour, in your currency: the CPU sleeping
     /// withholds is shown as money. Without it (and `--price-gib-hour`), no money is shown.
     #[arg(long, env = "CRONSCALER_PLAN_PRICE_CPU_HOUR", value_parser = positive_f64)]
@@ -445,10 +462,8 @@ pub struct StatusArgs {
     #[arg(short = 'o', long, env = "CRONSCALER_STATUS_OUTPUT", value_enum, default_value_t = StatusFormat::Table)]
     pub output: StatusFormat,
 
-    /// Kinds outside the catalogue to show as well, as `run --kinds` names them
-    /// (`CloneSet.apps.kruise.io`), comma-separated; the catalogue's are always shown.
-    #[arg(long, env = "CRONSCALER_KINDS", value_delimiter = ',')]
-    pub kinds: Vec<KindName>,
+    #[command(flatten)]
+    pub kinds: MoreKinds,
 
     #[command(flatten)]
     pub default_timezone: DefaultTimezone,

@@ -54,6 +54,18 @@ impl TargetKind {
         CATALOGUE.iter().map(TargetKind)
     }
 
+    /// Every kind of the catalogue, then those of `more` outside it: what a command that reads
+    /// the cluster (`status`, `plan`, `restore`) lists, with the kinds `run --kinds` added.
+    pub fn catalogue_and(more: &[TargetKind]) -> Vec<TargetKind> {
+        let mut kinds: Vec<TargetKind> = Self::catalogue().collect();
+        for kind in more {
+            if !kinds.contains(kind) {
+                kinds.push(*kind);
+            }
+        }
+        kinds
+    }
+
     /// The kinds `--kinds` lists unless told otherwise.
     pub fn defaults() -> impl Iterator<Item = TargetKind> {
         Self::catalogue().filter(|kind| kind.spec().by_default)

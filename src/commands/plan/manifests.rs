@@ -483,17 +483,18 @@ pub struct ClusterRead {
     pub namespaces: NamespaceSchedules,
 }
 
-/// The workloads of every kind of the catalogue in the live cluster (or one namespace of it),
-/// and the GitOps owners read to find theirs. A
-/// cluster without a kind's CRD simply has none of it; one the user may not list is planned
-/// without it, unless it is a built-in kind.
+/// The workloads of every kind of the catalogue and of `kinds` in the live cluster (or one
+/// namespace of it), and the GitOps owners read to find theirs. A cluster without a kind's CRD
+/// simply has none of it; one the user may not list is planned without it, unless it is a
+/// built-in kind.
 pub async fn read_cluster(
     client: &Client,
     namespace: Option<&str>,
+    kinds: &[TargetKind],
     reading: Reading,
 ) -> Result<ClusterRead, kube::Error> {
     let mut objects = Vec::new();
-    for kind in TargetKind::catalogue() {
+    for kind in TargetKind::catalogue_and(kinds) {
         let listed = match objects::list(client, kind, namespace, 500).await {
             Err(error) if is_status(&error, 403) && !kind.spec().is_built_in() => Vec::new(),
             listed => listed?,

@@ -84,13 +84,7 @@ pub async fn read_cluster(
     let failed = |what| move |source| StatusError::List { what, source };
     let mut objects = Vec::new();
     let mut unreadable = Vec::new();
-    let mut listed_kinds: Vec<TargetKind> = TargetKind::catalogue().collect();
-    for kind in kinds {
-        if !listed_kinds.contains(kind) {
-            listed_kinds.push(*kind);
-        }
-    }
-    for kind in listed_kinds {
+    for kind in TargetKind::catalogue_and(kinds) {
         let listed = match objects::list(client, kind, namespace, 500).await {
             // A kind the user may not read is left out: the rest is still worth seeing. Only
             // a default kind's absence is said; an optional one is unread wherever its role
