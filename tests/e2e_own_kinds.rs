@@ -20,6 +20,16 @@ use support::{
     metric, nightly, occurrences, replicas_and_annotations, sleep_until,
 };
 
+/// The Memcached kind of `group`, counted in `spec.size`, installed, and the controller's
+/// grant to patch it in force.
+async fn memcached(scenario: &Scenario, group: &str) -> kube::api::GroupVersionKind {
+    let kind = install_own_crd(&scenario.client, (group, "Memcached", "memcacheds"), "size").await;
+    envtest::wait_allowed(&scenario.client, group, "memcacheds", "patch", None)
+        .await
+        .expect("the Memcached grant in force");
+    kind
+}
+
 /// A kind whose CRD keeps its count in `spec.size`, as the Memcached operator of the Operator
 /// SDK's tutorial does: the controller writes `spec.size`, never a `spec.replicas` the API
 /// server would prune (a sleep that changed nothing, told as `4 -> 0`).
@@ -29,21 +39,7 @@ async fn a_kind_counted_in_a_field_of_its_own_sleeps_and_wakes_by_it_and_status_
     let Some(scenario) = Scenario::shared(test).await else {
         return;
     };
-    let memcached = install_own_crd(
-        &scenario.client,
-        ("size.cronscaler.dev", "Memcached", "memcacheds"),
-        "size",
-    )
-    .await;
-    envtest::wait_allowed(
-        &scenario.client,
-        "size.cronscaler.dev",
-        "memcacheds",
-        "patch",
-        None,
-    )
-    .await
-    .expect("the Memcached grant in force");
+    let memcached = memcached(&scenario, "size.cronscaler.dev").await;
     let kinds = "Deployment.apps,Memcached.size.cronscaler.dev";
     let mut controller = scenario.start_controller("cronscaler", &["--kinds", kinds]);
     controller.wait_ready().await;
@@ -111,21 +107,7 @@ async fn restore_and_plan_read_the_kinds_run_was_told_of() {
     let Some(scenario) = Scenario::shared(test).await else {
         return;
     };
-    let memcached = install_own_crd(
-        &scenario.client,
-        ("restored.cronscaler.dev", "Memcached", "memcacheds"),
-        "size",
-    )
-    .await;
-    envtest::wait_allowed(
-        &scenario.client,
-        "restored.cronscaler.dev",
-        "memcacheds",
-        "patch",
-        None,
-    )
-    .await
-    .expect("the Memcached grant in force");
+    let memcached = memcached(&scenario, "restored.cronscaler.dev").await;
     let kinds = "Deployment.apps,Memcached.restored.cronscaler.dev";
     let mut controller = scenario.start_controller("cronscaler", &["--kinds", kinds]);
     controller.wait_ready().await;
