@@ -18,7 +18,9 @@ pub const LATENESS: Duration = Duration::from_secs(15);
 /// A ClusterRole and its binding that let the controller's ServiceAccount do `verbs` to
 /// `resource` of `group`, and nothing more.
 pub fn grant(resource: &str, group: &str, verbs: &[&str]) -> [Value; 2] {
-    let name = format!("cronscaler-{}-{resource}", verbs.join("-"));
+    // Named by group as well: two tests granting a resource of one name in two groups would
+    // otherwise overwrite each other's grant.
+    let name = format!("cronscaler-{}-{resource}.{group}", verbs.join("-"));
     [
         json!({
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
