@@ -1,0 +1,210 @@
+
+use super::*;
+use crate::schedule::{UPTIME, test_support::at};
+
+fn staging() -> BTreeMap<String, String> {
+    BTreeMap::from([(UPTIME.to_string(), "Mon-Fri 07:00-20:00".to_string())])
+}
+
+#[test]
+fn targets_are_a_namespace_or_kind_and_name() {
+    assert_eq!(
+        OverrideTarget::parse("staging", None).unwrap(),
+        OverrideTarget::Namespace("staging".into())
+    );
+    assert_eq!(
+        OverrideTarget::parse("staging", Some("deploy/web")).unwrap(),
+        OverrideTarget::Object(ScaleTarget {
+            kind: TargetKind::Deployment,
+            key: ObjectKey::new("staging", "web"),
+        })
+    );
+    assert_eq!(
+        OverrideTarget::parse("staging", Some("sts/db")).unwrap(),
+        OverrideTarget::Object(ScaleTarget {
+            kind: TargetKind::StatefulSet,
+            key: ObjectKey::new("staging", "db"),
+        })
+    );
+    assert_eq!(
+        OverrideTarget::parse("staging", Some("CronJob.batch/report")).unwrap(),
+        OverrideTarget::Object(ScaleTarget {
+            kind: TargetKind::CronJob,
+            key: ObjectKey::new("staging", "report"),
+        })
+    );
+    assert_eq!(
+        OverrideTarget::parse("staging", Some("pod/web"))
+            .unwrap_err()
+            .to_string(),
+        r#""pod/web" is not KIND/NAME; KIND is a kind cronscaler sleeps, as kubectl names it (deployment, sts, cronjob, job, foo, scaledobject, rollout, cluster.postgresql.cnpg.io; e.g. deployment/web)"#
+    );
+}
+
+/// Until when an override on the staging Namespace lasts, or why it may not be.
+fn staging_until(
+    direction: Direction,
+    requested: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+) -> Result<DateTime<Utc>, String> {
+    let max = TimeDelta::hours(24);
+    until_when(
+        direction,
+        "Namespace staging",
+        &schedule::parse(&staging(), chrono_tz::Tz::UTC),
+        requested,
+        now,
+        max,
+    )
+    .map_err(|error| error.to_string())
+}
+
+#[test]
+fn an_override_lasts_as_asked_or_until_the_schedule_turns() {
+    let now = at("2026-11-23T21:00:00Z");
+    let two_hours = Some(now + TimeDelta::hours(2));
+    assert_eq!(
+        staging_until(Direction::Up, two_hours, now),
+        Ok(at("2026-11-23T23:00:00Z"))
+    );
+    // Woken on Monday night: until Tuesday's scale-down at 20:00.
+    assert_eq!(
+        staging_until(Direction::Up, None, now),
+        Ok(at("2026-11-24T20:00:00Z"))
+    );
+    // Put to sleep: until Tuesday's wake-up at 07:00.
+    assert_eq!(
+        staging_until(Direction::Down, None, now),
+        Ok(at("2026-11-24T07:00:00Z"))
+    );
+    // On Friday morning the wake-up is Monday's: asleep until Friday's scale-down, from
+    // which the schedule keeps it asleep.
+    assert_eq!(
+        staging_until(Direction::Down, None, at("2026-11-27T09:00:00Z")),
+        Ok(at("2026-11-27T20:00:00Z"))
+    );
+    // On Friday night the next wake-up is more than a day away.
+    assert_eq!(
+        staging_until(Direction::Down, None, at("2026-11-27T21:00:00Z")),
+        Err(
+            "Namespace staging: no scheduled transition within 24h; say until when with --for \
+                 or --until"
+                .to_string()
+        )
+    );
+}
+
+#[test]
+fn overrides_in_the_past_or_too_far_ahead_are_refused() {
+    let now = at("2026-11-23T21:00:00Z");
+    assert_eq!(
+        staging_until(Direction::Up, Some(now - TimeDelta::hours(1)), now),
+        Err(
+            "--until 2026-11-23T20:00:00Z is not in the future (now is 2026-11-23T21:00:00Z)"
+                .to_string()
+        )
+    );
+    assert_eq!(
+        staging_until(Direction::Up, Some(now + TimeDelta::hours(30)), now),
+        Err(
+            "2026-11-25T03:00:00Z is 30h ahead, more than the 24h an override may reach; the \
+                 controller would refuse it (its --max-override)"
+                .to_string()
+        )
+    );
+}
+
+#[test]
+fn a_cron_job_asleep_is_read_as_its_kind_with_its_namespaces_schedule() {
+    let report = ScaleTarget {
+        kind: TargetKind::CronJob,
+        key: ObjectKey::new("staging", "report"),
+    };
+    let observed = TargetState {
+        reference: Default::default(),
+        replicas: 0,
+        held: None,
+        labels: BTreeMap::new(),
+        annotations: BTreeMap::from([
+            (schedule::ORIGINAL_SUSPEND.to_string(), "false".to_string()),
+            (
+                schedule::LAST_TRANSITION.to_string(),
+                "2026-11-23T20:00:00Z down".to_string(),
+            ),
+        ]),
+        resource_version: None,
+        writers: Default::default(),
+        controlling_foo: None,
+        follows_owner: false,
+        levers: None,
+        created: None,
+    };
+    // The Namespace's replica count is for its Deployments; a CronJob only sleeps or runs.
+    let mut namespace = staging();
+    namespace.insert(schedule::DOWN_REPLICAS.to_string(), "1".to_string());
+    let namespaces = NamespaceSchedules::watched([]);
+    namespaces.update("staging", None, &namespace);
+    let (effective, parsed) =
+        object_schedule(&report, &observed, Some(&namespaces), chrono_tz::Tz::UTC);
+    assert!(has_schedule(&effective));
+    let now = at("2026-11-23T21:00:00Z");
+    assert_eq!(
+        until_when(
+            Direction::Up,
+            "CronJob staging/report",
+            &parsed,
+            None,
+            now,
+            TimeDelta::hours(24)
+        )
+        .map_err(|error| error.to_string()),
+        Ok(at("2026-11-24T20:00:00Z"))
+    );
+}
+
+#[test]
+fn a_schedule_without_a_zone_of_its_own_is_read_in_the_default_one() {
+    let web = ScaleTarget {
+        kind: TargetKind::Deployment,
+        key: ObjectKey::new("staging", "web"),
+    };
+    let observed = TargetState {
+        reference: Default::default(),
+        replicas: 0,
+        held: None,
+        labels: BTreeMap::new(),
+        annotations: BTreeMap::from([(schedule::SCALE_DOWN.to_string(), "0 20 * * *".to_string())]),
+        resource_version: None,
+        writers: Default::default(),
+        controlling_foo: None,
+        follows_owner: false,
+        levers: None,
+        created: None,
+    };
+    let (_, parsed) = object_schedule(&web, &observed, None, chrono_tz::Europe::Berlin);
+    // 20:00 in Berlin in November is 19:00 UTC.
+    assert_eq!(
+        until_when(
+            Direction::Up,
+            "Deployment staging/web",
+            &parsed,
+            None,
+            at("2026-11-23T21:00:00Z"),
+            TimeDelta::hours(24)
+        )
+        .map_err(|error| error.to_string()),
+        Ok(at("2026-11-24T19:00:00Z"))
+    );
+}
+
+#[test]
+fn the_patch_sets_one_override_and_takes_the_other_away() {
+    assert_eq!(
+        override_patch(Direction::Down, at("2026-11-24T07:00:00Z")),
+        json!({ "metadata": { "annotations": {
+                "cronscaler.dev/asleep-until": "2026-11-24T07:00:00Z",
+                "cronscaler.dev/awake-until": null,
+                "cronscaler.dev/idle-since": null,
+            } } })
+    );
+}
