@@ -1,4 +1,3 @@
-
 use super::*;
 
 fn run_args(args: &[&str]) -> Result<RunArgs, clap::Error> {

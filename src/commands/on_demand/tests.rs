@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::schedule::{UPTIME, test_support::at};
 

@@ -1,11 +1,11 @@
 use http::{Request, Response};
-use k8s_openapi::api::coordination::v1::LeaseSpec;
+use k8s_openapi::{api::coordination::v1::LeaseSpec, apimachinery::pkg::apis::meta::v1::MicroTime};
 use kube::client::Body;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 use tower_test::mock::{Handle, SendResponse};
 
-use super::*;
+use super::{lease::*, *};
 use crate::mock_api::{ALREADY_EXISTS, Exchange, NOT_FOUND, mock_client};
 
 const NS: &str = "cronscaler";

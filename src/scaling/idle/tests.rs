@@ -1,4 +1,3 @@
-
 use chrono::TimeZone as _;
 use serde_json::json;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};

@@ -1,4 +1,3 @@
-
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::{api::DynamicObject, core::ObjectList};
 use serde_json::json;

@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::schedule::{test_support::*, *};
 

@@ -1,4 +1,3 @@
-
 use std::time::{Duration, Instant};
 
 use crate::schedule::{test_support::*, *};

@@ -1,4 +1,3 @@
-
 use chrono::TimeDelta;
 use chrono_tz::Tz;
 use proptest::prelude::*;

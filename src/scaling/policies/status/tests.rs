@@ -1,4 +1,3 @@
-
 use chrono::TimeZone;
 
 use super::*;
