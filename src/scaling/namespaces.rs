@@ -4,7 +4,7 @@
 
 use std::{
     borrow::Cow,
-    collections::{BTreeMap, BTreeSet, HashMap, HashSet},
+    collections::{BTreeMap, HashMap, HashSet},
     sync::{Arc, Mutex, PoisonError, RwLock},
 };
 
@@ -12,17 +12,19 @@ use k8s_openapi::{
     api::core::v1::ObjectReference, apimachinery::pkg::apis::meta::v1::LabelSelector,
 };
 
+mod followers;
+mod hosts;
+mod layers;
+
+use hosts::RoutedHosts;
+use layers::Layers;
+
 use crate::{
     scaling::{
-        policies::resolve::{
-            Candidate, Coverage, Reach, Rival, Source, is_older, resolve, selects, source,
-        },
+        policies::resolve::{Candidate, Coverage, Reach, Rival, Source, is_older, selects},
         target::TargetKind,
     },
-    schedule::{
-        DOWN_REPLICAS, HostClaims, HostPattern, PREFIX, UP_REPLICAS, WAKE_HOSTS, WAKE_ON_REQUEST,
-        WakeOnRequest, inherit, kube_downscaler,
-    },
+    schedule::{DOWN_REPLICAS, HostClaims, PREFIX, UP_REPLICAS, inherit, kube_downscaler},
 };
 
 /// Cheap to clone; every clone sees the same schedules.
@@ -53,111 +55,6 @@ pub struct NamespaceSchedules {
     /// The hosts each Namespace's Ingresses and HTTPRoutes route, by the route that names them
     /// (`Ingress/web`): an opted-in Namespace claims them as its own.
     routed_hosts: Arc<RwLock<HashMap<String, RoutedHosts>>>,
-}
-
-/// A Namespace's routes (`Ingress/web`), each with the hosts it names.
-type RoutedHosts = BTreeMap<String, Vec<HostPattern>>;
-
-/// Everything a Namespace's schedule may come from (see [`resolve`]).
-#[derive(Debug, Default)]
-struct Layers {
-    /// Each Namespace's own `cronscaler.dev/` annotations.
-    own: HashMap<String, BTreeMap<String, String>>,
-    /// Each Namespace's labels, which policies select by; every Namespace seen has an entry.
-    labels: HashMap<String, BTreeMap<String, String>>,
-    /// The `SleepSchedule`s of each Namespace, by name.
-    sleep_schedules: HashMap<String, BTreeMap<String, Candidate>>,
-    /// The `SleepPolicy`s, by name, with what they select.
-    policies: BTreeMap<String, (LabelSelector, Candidate)>,
-}
-
-impl Layers {
-    fn sleep_schedules_of(&self, namespace: &str) -> Vec<&Candidate> {
-        self.sleep_schedules
-            .get(namespace)
-            .into_iter()
-            .flat_map(BTreeMap::values)
-            .collect()
-    }
-
-    /// The policies selecting `namespace`, with their names.
-    fn policies_of(&self, namespace: &str) -> Vec<&Candidate> {
-        let Some(labels) = self.labels.get(namespace) else {
-            return Vec::new();
-        };
-        self.policies
-            .values()
-            .filter(|(selector, _)| selects(selector, labels))
-            .map(|(_, candidate)| candidate)
-            .collect()
-    }
-
-    fn own_of(&self, namespace: &str) -> &BTreeMap<String, String> {
-        static NONE: BTreeMap<String, String> = BTreeMap::new();
-        self.own.get(namespace).unwrap_or(&NONE)
-    }
-
-    fn source_of(&self, namespace: &str) -> Source<'_> {
-        source(
-            self.own_of(namespace),
-            &self.sleep_schedules_of(namespace),
-            &self.policies_of(namespace),
-        )
-    }
-
-    fn resolved(&self, namespace: &str) -> BTreeMap<String, String> {
-        resolve(
-            self.own_of(namespace),
-            &self.sleep_schedules_of(namespace),
-            &self.policies_of(namespace),
-        )
-    }
-
-    fn coverage_of(&self, namespace: &str) -> Coverage {
-        match self.source_of(namespace) {
-            Source::SleepSchedule(chosen) | Source::SleepPolicy(chosen) => chosen.coverage.clone(),
-            Source::Own | Source::Nothing => Coverage::default(),
-        }
-    }
-
-    /// Every Namespace anything is known of.
-    fn namespaces(&self) -> BTreeSet<String> {
-        self.own
-            .keys()
-            .chain(self.labels.keys())
-            .chain(self.sleep_schedules.keys())
-            .cloned()
-            .collect()
-    }
-
-    /// What a `SleepPolicy` or `SleepSchedule` reaches of the Namespaces it `selected`, `is_it`
-    /// telling whether a Namespace's source is that very one.
-    fn reach(
-        &self,
-        selected: Vec<String>,
-        rivals: Vec<Rival>,
-        is_it: impl Fn(&Source) -> bool,
-    ) -> Reach {
-        let mut reach = Reach {
-            rivals,
-            ..Reach::default()
-        };
-        for namespace in &selected {
-            let source = self.source_of(namespace);
-            if is_it(&source) {
-                if reach.followed.is_none() {
-                    reach.followed = Some(self.resolved(namespace));
-                }
-                reach.governs.push(namespace.clone());
-            } else {
-                reach
-                    .preceded
-                    .push((namespace.clone(), source.describe(namespace)));
-            }
-        }
-        reach.selected = selected;
-        reach
-    }
 }
 
 impl NamespaceSchedules {
@@ -382,48 +279,6 @@ impl NamespaceSchedules {
         Some(reach)
     }
 
-    /// A workload of wake `order` starts (`follows`) or stops following its Namespace's
-    /// schedule.
-    pub fn count_follower(&self, namespace: &str, order: i32, follows: bool) {
-        let mut followers = self
-            .followers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let orders = followers.entry(namespace.to_string()).or_default();
-        let count = orders.entry(order).or_default();
-        *count = if follows {
-            count.saturating_add(1)
-        } else {
-            count.saturating_sub(1)
-        };
-        if *count == 0 {
-            orders.remove(&order);
-        }
-        if orders.is_empty() {
-            followers.remove(namespace);
-        }
-    }
-
-    /// How many workloads follow the Namespace's schedule, by their place in its wake.
-    fn followers_by_order(&self, namespace: &str) -> BTreeMap<i32, u32> {
-        self.followers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(namespace)
-            .cloned()
-            .unwrap_or_default()
-    }
-
-    /// How many workloads follow the Namespace's schedule.
-    pub fn followers(&self, namespace: &str) -> u32 {
-        self.followers_by_order(namespace).values().sum()
-    }
-
-    /// The places in its wake that the followers of the Namespace's schedule have.
-    pub fn wake_orders(&self, namespace: &str) -> Vec<i32> {
-        self.followers_by_order(namespace).into_keys().collect()
-    }
-
     /// The names of the `SleepSchedule`s of `namespace`.
     pub fn sleep_schedules_in(&self, namespace: &str) -> Vec<String> {
         let layers = self.layers.lock().unwrap_or_else(PoisonError::into_inner);
@@ -473,89 +328,6 @@ impl NamespaceSchedules {
             None => !resolved.is_empty(),
             Some(before) => before != resolved,
         }
-    }
-
-    /// Has the host claims built again when a Namespace's annotations changed from `before`
-    /// to `after` in what they claim: its opt-in or its hosts.
-    fn forget_host_claims_if_changed(
-        &self,
-        before: Option<&BTreeMap<String, String>>,
-        after: Option<&BTreeMap<String, String>>,
-    ) {
-        let claim = |annotations: Option<&BTreeMap<String, String>>| {
-            [WAKE_ON_REQUEST, WAKE_HOSTS]
-                .map(|key| annotations.and_then(|read| read.get(key)).cloned())
-        };
-        if claim(before) != claim(after) {
-            *self
-                .host_claims
-                .write()
-                .unwrap_or_else(PoisonError::into_inner) = None;
-        }
-    }
-
-    /// Keeps the hosts `route` (`Ingress/web`, `HTTPRoute/shop`) of `namespace` routes; none
-    /// forgets it.
-    pub fn set_routed_hosts(&self, namespace: &str, route: &str, hosts: Vec<HostPattern>) {
-        let mut routed = self
-            .routed_hosts
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
-        let of_namespace = routed.entry(namespace.to_string()).or_default();
-        let changed = if hosts.is_empty() {
-            of_namespace.remove(route).is_some()
-        } else {
-            of_namespace.insert(route.to_string(), hosts.clone()) != Some(hosts)
-        };
-        if of_namespace.is_empty() {
-            routed.remove(namespace);
-        }
-        drop(routed);
-        if changed {
-            *self
-                .host_claims
-                .write()
-                .unwrap_or_else(PoisonError::into_inner) = None;
-        }
-    }
-
-    /// Which opted-in Namespace each host belongs to: those of its `wake-hosts`, of its
-    /// Ingresses and HTTPRoutes, and its Services' in-cluster names.
-    pub fn host_claims(&self) -> Arc<HostClaims> {
-        if let Some(claims) = self
-            .host_claims
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_ref()
-        {
-            return claims.clone();
-        }
-        let schedules = self
-            .schedules
-            .read()
-            .unwrap_or_else(PoisonError::into_inner);
-        let routed = self
-            .routed_hosts
-            .read()
-            .unwrap_or_else(PoisonError::into_inner);
-        let opted_in: Vec<(&str, WakeOnRequest)> = schedules
-            .iter()
-            .filter_map(|(name, annotations)| {
-                let mut opt_in = WakeOnRequest::of(annotations)?;
-                let routes = routed.get(name).into_iter().flat_map(BTreeMap::values);
-                opt_in.hosts.extend(routes.flatten().cloned());
-                Some((name.as_str(), opt_in))
-            })
-            .collect();
-        let claims = Arc::new(HostClaims::new(
-            opted_in.iter().map(|(name, opt_in)| (*name, opt_in)),
-        ));
-        // Built under the read lock of the schedules: no change can be missed in between.
-        *self
-            .host_claims
-            .write()
-            .unwrap_or_else(PoisonError::into_inner) = Some(claims.clone());
-        claims
     }
 
     fn settle_all(&self, layers: &Layers) -> Vec<String> {

@@ -1,5 +1,5 @@
 use super::*;
-use crate::schedule::{EXCLUDE, SCALE_DOWN, TIMEZONE};
+use crate::schedule::{EXCLUDE, HostPattern, SCALE_DOWN, TIMEZONE, WAKE_HOSTS, WAKE_ON_REQUEST};
 
 fn pairs(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs
