@@ -2,48 +2,42 @@
 //! workers take keys from the queue while this replica leads.
 
 use std::{
-    collections::BTreeMap,
     future::Future,
     net::SocketAddr,
-    sync::{
-        Arc, Mutex, MutexGuard, PoisonError,
-        atomic::{AtomicBool, Ordering},
-    },
+    sync::{Arc, Mutex},
     time::Duration,
 };
 
-use chrono::{DateTime, TimeDelta, Utc};
-use futures::{FutureExt as _, StreamExt};
-use k8s_openapi::api::{
-    apps::v1::Deployment, autoscaling::v2::HorizontalPodAutoscaler, core::v1::Namespace,
-};
-use kube::{
-    Api, Client, Resource, ResourceExt,
-    client::ClientBuilder,
-    core::PartialObjectMeta,
-    runtime::{WatchStreamExt, reflector, watcher},
-};
+use chrono::TimeDelta;
+use futures::FutureExt as _;
+use kube::{Api, Client, Resource, runtime::reflector};
 
-use prometheus_client::metrics::gauge::Gauge;
-use tokio::{
-    net::TcpListener,
-    sync::{oneshot, watch},
-    task::JoinHandle,
-};
+use tokio::{net::TcpListener, sync::watch, task::JoinHandle};
 
+mod clients;
+mod election;
+mod foo_feeds;
 mod gitops_feeds;
+mod namespace_feeds;
 mod policy_feeds;
 mod route_feeds;
 mod slice_feeds;
 mod trackers;
+mod workload_feeds;
+
+pub use clients::{Clients, clients_for};
+use election::{elect, follow_leadership};
+use foo_feeds::foo_feeds;
+use namespace_feeds::{end_override_in_time, namespace_feed};
+use workload_feeds::{hpa_feed, lock, relist_namespace, workload_feed};
 
 use policy_feeds::{FirstListings, Relist};
-use trackers::{Tracked, Trackers};
+use trackers::Trackers;
 
 use crate::{
     activity::prometheus::Prometheus,
     commands::cli::RunArgs,
-    foo::{FOO_LABEL, Foo, FooContext, controlling_foo},
+    foo::FooContext,
     ops::{
         descriptors,
         http::{self, AliveGuard, Health},
@@ -52,14 +46,9 @@ use crate::{
         metrics::{KindLabels, Metrics},
     },
     runtime::{
-        api_errors::is_status,
-        budget::RequestBudget,
         events::Events,
         key::ObjectKey,
-        leader::{self, LeaderConfig},
         outage::Outage,
-        paging::all_pages,
-        watch::{WatchBackoff, drive, touched},
         worker::{Workers, worker},
         workqueue::{Enqueue, RateLimit, WorkQueue},
     },
@@ -75,14 +64,10 @@ use crate::{
         objects,
         policies::declarations::Declarations,
         routes::ROUTES,
-        target::{TargetKind, creation_time},
-        timer::{Clock, Timer, system_clock},
+        target::TargetKind,
+        timer::{Timer, system_clock},
         tracker::Tracker,
-        wake_hosts,
-        watched_object::WatchedObject,
-        writers,
     },
-    schedule::{AWAKE_UNTIL, OVERRIDE_KEYS, overrides},
     wake::{
         self,
         backend::Backend,
@@ -91,48 +76,6 @@ use crate::{
     },
     work::{Reconcilers, WorkKey},
 };
-
-/// The process's API clients, for the cluster of the current kubeconfig or in-cluster.
-#[derive(Clone)]
-pub struct Clients {
-    /// The controller's: every request goes through one `--kube-qps` / `--kube-burst` budget.
-    pub controller: Client,
-    /// The wake-up backend's own, whose requests never queue behind the controller's (lease
-    /// renewals, scaling), nor the controller's behind its; its budget, `--wake-kube-qps`, is
-    /// kept by the backend (`wake::cluster`), which would rather not read than wait.
-    pub wake: Client,
-}
-
-pub fn clients_for(config: kube::Config, args: &RunArgs) -> Result<Clients, kube::Error> {
-    Ok(Clients {
-        controller: ClientBuilder::try_from(config.clone())?
-            .with_layer(&RequestBudget::new(args.kube_qps, args.kube_burst))
-            .build(),
-        wake: Client::try_from(config)?,
-    })
-}
-
-/// Raises the open-files limit to what the kernel allows, says so, and returns the limit in
-/// force: the wake-up backend's connection cap comes from it.
-fn raise_open_files_limit() -> u64 {
-    match descriptors::raise_limit() {
-        Ok(open_files) => {
-            tracing::info!(
-                was = open_files.was,
-                is = open_files.is,
-                wake_connections = descriptors::connection_cap(open_files.is),
-                kept_for_the_controller = descriptors::KEPT_FOR_THE_CONTROLLER,
-                "open-files limit raised to the hard limit; the wake-up backend holds at most wake_connections connections"
-            );
-            open_files.is
-        }
-        Err(error) => {
-            let fallback = 1024;
-            tracing::warn!(%error, fallback, "could not read or raise the open-files limit; assuming the usual soft limit");
-            fallback
-        }
-    }
-}
 
 /// How long the workload watches wait for the Namespaces' first listing, and scaling for the
 /// HPAs'.
@@ -167,7 +110,7 @@ pub async fn run(
     let client = clients.controller;
     let (metrics, registry) = Metrics::new();
     let health = Arc::new(Health::default());
-    let open_files = raise_open_files_limit();
+    let open_files = descriptors::raise_limit_and_say();
     let listener = TcpListener::bind(args.http_addr)
         .await
         .map_err(|source| RunError::Listen {
@@ -262,50 +205,14 @@ pub async fn run(
         .find(|(kind, _)| *kind == TargetKind::Foo)
         .map(|(_, tracker)| tracker.clone());
 
-    // Foos are watched whether or not the CRD is installed: without it the watch retries every
-    // few seconds and the Foo controller starts the moment it appears. Scheduled scaling of
-    // Deployments never waits for this cache.
-    let (foo_store, foo_writer) = reflector::store();
-    let foo_watch = watcher(
-        scoped_api::<Foo>(&client, namespace),
-        watcher::Config::default(),
-    )
-    .backoff(WatchBackoff::default())
-    .reflect(foo_writer);
-    let foo_feed = {
-        let (schedules, queue, clock) = (foo_schedules.clone(), queue.clone(), clock.clone());
-        drive(foo_watch, "Foos", outage.clone(), move |event| {
-            if let Some(schedules) = &schedules {
-                lock(schedules).handle(event, clock());
-            }
-            if let Some(key) = touched(event).and_then(ObjectKey::of) {
-                queue.add(WorkKey::Foo(key));
-            }
-        })
-    };
-
-    let (owned_store, owned_writer) = reflector::store();
-    let owned_watch = watcher(
-        scoped_api::<Deployment>(&client, namespace),
-        watcher::Config::default().labels(FOO_LABEL),
-    )
-    .backoff(WatchBackoff::default())
-    // Field ownership is large and never read from this cache.
-    .modify(|deployment| deployment.managed_fields_mut().clear())
-    .reflect(owned_writer);
-    let owned_feed = {
-        let queue = queue.clone();
-        drive(
-            owned_watch,
-            "Deployments owned by Foos",
-            outage.clone(),
-            move |event| {
-                if let Some(key) = touched(event).and_then(owner_foo) {
-                    queue.add(key);
-                }
-            },
-        )
-    };
+    let ((foo_store, foo_feed), (owned_store, owned_feed)) = foo_feeds(
+        &client,
+        namespace,
+        foo_schedules.clone(),
+        &queue,
+        &clock,
+        &outage,
+    );
 
     // In a namespaced install there are no Namespaces to wait for.
     let namespaces_gate = Arc::new(watch::Sender::new(namespace.is_some()));
@@ -752,338 +659,6 @@ pub async fn run(
     Ok(())
 }
 
-/// Every object of a kind, its metadata and sleep value only, fed to its tracker. Small pages keep the start-up
-/// peak low: a page is decoded whole, and objects can carry large annotations
-/// (last-applied-configuration). The first list waits for `after` (the kinds listed before
-/// this one, at most [`FIRST_LISTING_WAIT`], so one that cannot be listed holds back no other),
-/// and says on `listed` when it is done, or cannot be (a kind not installed, or forbidden: it is
-/// taken in when it can be, and `cronscaler_kind_ready` says which it is).
-fn workload_feed(
-    client: &Client,
-    namespace: Option<&str>,
-    (kind, schedules): (TargetKind, &Arc<Mutex<Tracker>>),
-    clock: &Clock,
-    outage: &Outage,
-    (after, listed): (watch::Receiver<bool>, watch::Sender<bool>),
-    metrics: &Metrics,
-) -> impl Future<Output = ()> + use<> {
-    let api: Api<WatchedObject> = objects::api(client, kind, namespace);
-    let ready = metrics
-        .kind_ready
-        .get_or_create(&KindLabels {
-            kind: kind.spec().qualified(),
-        })
-        .clone();
-    let told = Arc::new(AtomicBool::new(false));
-    let watch = watcher(api, watcher::Config::default().page_size(LIST_PAGE_SIZE))
-        .backoff(WatchBackoff::default())
-        .inspect({
-            let listed = listed.clone();
-            let (client, namespace) = (client.clone(), namespace.map(String::from));
-            move |item| match item {
-                // Listed: ready once it may be patched too, which a grant may change at any
-                // time, so it is asked at every (re)list.
-                Ok(watcher::Event::InitDone) => {
-                    let (client, namespace) = (client.clone(), namespace.clone());
-                    let (ready, told) = (ready.clone(), told.clone());
-                    tokio::spawn(async move {
-                        let patchable = objects::may_patch(&client, kind, namespace.as_deref())
-                            .await
-                            // Not known: the patch itself will say.
-                            .unwrap_or(true);
-                        ready.set(i64::from(patchable));
-                        if patchable {
-                            told.store(false, Ordering::Relaxed);
-                        } else if !told.swap(true, Ordering::Relaxed) {
-                            let spec = kind.spec();
-                            tracing::warn!(
-                                kind = %spec.qualified(),
-                                "the controller may not patch {} in {}: they are watched but \
-                                 none is put to sleep until it is granted (docs/reference.md, Kinds)",
-                                spec.plural,
-                                spec.group,
-                            );
-                        }
-                    });
-                }
-                Ok(_) => {}
-                Err(_) => {
-                    ready.set(0);
-                    listed.send_replace(true);
-                }
-            }
-        });
-    let (schedules, clock, outage) = (schedules.clone(), clock.clone(), outage.clone());
-    let what = kind.spec().plural;
-    let mut after = after;
-    async move {
-        // Listed before the Namespaces' schedules are known, a workload would be looked at
-        // twice, or read for nothing: that wait has a deadline of its own.
-        let gone = matches!(
-            tokio::time::timeout(FIRST_LISTING_WAIT, after.wait_for(|done| *done)).await,
-            Ok(Err(_))
-        );
-        if gone {
-            return;
-        }
-        drive(watch, what, outage, move |event| {
-            if matches!(event, watcher::Event::InitDone) {
-                listed.send_replace(true);
-            }
-            lock(&schedules).handle(event, clock())
-        })
-        .await
-    }
-}
-
-/// Feeds Namespaces' schedules to `namespaces`, says when they have been listed once, and when a
-/// Namespace's schedule changes lists its workloads again, so the trackers take in those that
-/// now follow it (they keep nothing of workloads without a schedule) and let go of the others.
-fn namespace_feed(
-    namespaces: NamespaceSchedules,
-    relist: Relist,
-    outage: &Outage,
-    first: Arc<FirstListings>,
-    queue: WorkQueue<WorkKey>,
-    wake_slices: bool,
-    activity: Activity,
-) -> impl Future<Output = ()> + use<> {
-    let watch = watcher(
-        Api::<PartialObjectMeta<Namespace>>::all(relist.client.clone()),
-        watcher::Config::default().page_size(LIST_PAGE_SIZE),
-    )
-    .backoff(WatchBackoff::default());
-    let mut listed_once = false;
-    drive(watch, "Namespaces", outage.clone(), move |event| {
-        let changed: Vec<String> = match event {
-            watcher::Event::Apply(namespace) | watcher::Event::InitApply(namespace) => {
-                let name = namespace.name_any();
-                let woken = || {
-                    (namespaces.annotations_of(&name))
-                        .and_then(|annotations| annotations.get(AWAKE_UNTIL).cloned())
-                };
-                let woken_before = woken();
-                let annotated = namespaces.update(&name, namespace.uid(), namespace.annotations());
-                // A wake (by a request or a person) is a use, for sleep when idle.
-                let woken_now = woken();
-                if woken_now.is_some() && woken_now != woken_before {
-                    activity.used(&name, (relist.clock)());
-                }
-                // So is its making: a Namespace made under a policy with `idle-after` is not
-                // put to sleep the first time it is looked at.
-                if let Some(created) = creation_time(&namespace.metadata) {
-                    activity.used(&name, created);
-                }
-                let labelled = namespaces.set_labels(&name, namespace.labels());
-                end_override_in_time(&queue, &name, namespace.annotations(), (relist.clock)());
-                namespaces.note_setter(
-                    &name,
-                    OVERRIDE_KEYS.into_iter().find_map(|key| {
-                        writers::annotation_setter(namespace.managed_fields(), key)
-                    }),
-                );
-                let changed = annotated || labelled;
-                if changed {
-                    for contesting in wake_hosts::to_look_at(&namespaces, &name) {
-                        queue.add(ScalingKey::WakeHosts(contesting).into());
-                    }
-                    if wake_slices {
-                        queue.add(WorkKey::WakeSlices(name.clone()));
-                    }
-                }
-                changed.then_some(name).into_iter().collect()
-            }
-            watcher::Event::Delete(namespace) => {
-                namespaces.forget(&namespace.name_any());
-                activity.forget(&namespace.name_any());
-                Vec::new()
-            }
-            watcher::Event::InitDone => {
-                let opened_already = first.open();
-                first.arrived(policy_feeds::NAMESPACES);
-                // Workloads the watches took in before the Namespaces' schedules were known
-                // (the gate opened on its own) are looked at again in the scheduled ones.
-                let late = !std::mem::replace(&mut listed_once, true) && opened_already;
-                if late {
-                    namespaces.scheduled()
-                } else {
-                    Vec::new()
-                }
-            }
-            watcher::Event::Init => Vec::new(),
-        };
-        relist.namespaces(&first, changed);
-        relist.statuses(&first, &namespaces);
-    })
-}
-
-/// Has the Namespace's override on demand taken away when it runs out (at once if it has).
-fn end_override_in_time(
-    queue: &WorkQueue<WorkKey>,
-    namespace: &str,
-    annotations: &BTreeMap<String, String>,
-    now: DateTime<Utc>,
-) {
-    let until = overrides(annotations)
-        .map(|(_, _, on_demand)| on_demand.until)
-        .min();
-    if let Some(until) = until {
-        let key = WorkKey::from(ScalingKey::NamespaceOverride(namespace.to_string()));
-        queue.add_after(key, (until - now).to_std().unwrap_or_default());
-    }
-}
-
-/// Lists the workloads of a namespace whose schedule changed, for their trackers, retrying a
-/// few times; a list that keeps failing leaves the workloads to their next watch event.
-async fn relist_namespace(
-    client: Client,
-    namespace: String,
-    workloads: Vec<Tracked>,
-    clock: Clock,
-) {
-    for (kind, tracker) in workloads {
-        let mut delays = WatchBackoff::default().take(5);
-        loop {
-            let listed = relist(&client, kind, &namespace, &tracker, &clock).await;
-            match (listed, delays.next()) {
-                (Ok(()), _) => break,
-                // Not installed: nothing of it to follow the schedule.
-                (Err(error), _) if is_status(&error, 404) => break,
-                (Err(error), Some(delay)) => {
-                    tracing::debug!(%error, namespace, %kind, "listing a namespace's workloads failed; retrying");
-                    tokio::time::sleep(delay).await;
-                }
-                (Err(error), None) => {
-                    tracing::warn!(%error, namespace, %kind, "could not list a namespace's workloads after its schedule changed; they follow it from their next change");
-                    break;
-                }
-            }
-        }
-    }
-}
-
-async fn relist(
-    client: &Client,
-    kind: TargetKind,
-    namespace: &str,
-    tracker: &Mutex<Tracker>,
-    clock: &Clock,
-) -> Result<(), kube::Error> {
-    let api: &Api<WatchedObject> = &objects::api(client, kind, Some(namespace));
-    let objects = all_pages(
-        LIST_PAGE_SIZE,
-        |params| async move { api.list(&params).await },
-    )
-    .await?;
-    lock(tracker).relist_namespace(namespace, &objects, clock());
-    Ok(())
-}
-
-/// Every HPA, whole (they are few and small), into the index the scaling workers and trackers
-/// read; the index keeps of each only its target, bounds and record. Targets whose HPAs are new,
-/// retargeted or (re)listed are checked by their tracker, from what it already knows.
-fn hpa_feed(
-    client: &Client,
-    namespace: Option<&str>,
-    hpas: &HpaIndex,
-    workloads: Trackers,
-    clock: &Clock,
-    outage: &Outage,
-) -> impl Future<Output = ()> + use<> {
-    let watch = watcher(
-        scoped_api::<HorizontalPodAutoscaler>(client, namespace),
-        watcher::Config::default(),
-    )
-    .backoff(WatchBackoff::default());
-    let (hpas, clock) = (hpas.clone(), clock.clone());
-    drive(
-        watch,
-        "HorizontalPodAutoscalers",
-        outage.clone(),
-        move |event| {
-            let now = clock();
-            for target in hpas.handle(event) {
-                for (kind, tracker) in workloads.of(|kind| kind.hpa_target) {
-                    if kind == target.kind {
-                        lock(&tracker).recheck(&target, now);
-                    }
-                }
-            }
-        },
-    )
-}
-
-fn lock(tracker: &Mutex<Tracker>) -> MutexGuard<'_, Tracker> {
-    tracker.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// Leadership: the elected one, or always this replica without `--leader-elect`.
-enum Election {
-    /// Holds the sender so the receivers keep seeing `true`.
-    Off { _always: watch::Sender<bool> },
-    On {
-        release: oneshot::Sender<()>,
-        elector: JoinHandle<()>,
-    },
-}
-
-impl Election {
-    async fn release(self) {
-        match self {
-            Election::Off { .. } => {}
-            Election::On { release, elector } => {
-                let _ = release.send(());
-                if tokio::time::timeout(Duration::from_secs(10), elector)
-                    .await
-                    .is_err()
-                {
-                    tracing::warn!(
-                        "the lease was not released in time; a standby takes over when it expires"
-                    );
-                }
-            }
-        }
-    }
-}
-
-fn elect(client: &Client, args: &RunArgs) -> (watch::Receiver<bool>, Election) {
-    if !args.leader_elect {
-        let (always, is_leader) = watch::channel(true);
-        return (is_leader, Election::Off { _always: always });
-    }
-    let namespace = args
-        .lease
-        .namespace
-        .clone()
-        .unwrap_or_else(|| client.default_namespace().to_string());
-    let identity = std::env::var("POD_NAME").unwrap_or_else(|_| {
-        let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
-        format!("{}-{}", host.trim(), std::process::id())
-    });
-    let config = LeaderConfig::new(namespace, args.lease.name.clone(), identity);
-    let (release, released) = oneshot::channel::<()>();
-    let (is_leader, elector) = leader::spawn(client.clone(), config, async {
-        let _ = released.await;
-    });
-    (is_leader, Election::On { release, elector })
-}
-
-async fn follow_leadership(mut is_leader: watch::Receiver<bool>, gauge: Gauge, resync: impl Fn()) {
-    loop {
-        let leading = *is_leader.borrow_and_update();
-        gauge.set(i64::from(leading));
-        if leading {
-            tracing::info!(leader = true, "leading: resyncing, workers act");
-            resync();
-        } else {
-            tracing::info!(leader = false, "standing by: workers let go of every key");
-        }
-        if is_leader.changed().await.is_err() {
-            return;
-        }
-    }
-}
-
 async fn while_alive(_alive: AliveGuard, task: impl Future<Output = ()>) {
     task.await;
 }
@@ -1095,60 +670,5 @@ where
     match namespace {
         Some(namespace) => Api::namespaced(client.clone(), namespace),
         None => Api::all(client.clone()),
-    }
-}
-
-/// The Foo that controls a Deployment, if one does.
-fn owner_foo(deployment: &Deployment) -> Option<WorkKey> {
-    let owner = controlling_foo(deployment.owner_references())?;
-    Some(WorkKey::Foo(ObjectKey::new(
-        deployment.namespace()?,
-        &owner.name,
-    )))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
-
-    fn deployment_with_owner(owner: Option<OwnerReference>) -> Deployment {
-        Deployment {
-            metadata: ObjectMeta {
-                name: Some("web".into()),
-                namespace: Some("shop".into()),
-                owner_references: owner.map(|owner| vec![owner]),
-                ..ObjectMeta::default()
-            },
-            ..Deployment::default()
-        }
-    }
-
-    fn reference(kind: &str, api_version: &str, controller: bool) -> OwnerReference {
-        OwnerReference {
-            api_version: api_version.into(),
-            kind: kind.into(),
-            name: "my-foo".into(),
-            uid: "uid".into(),
-            controller: Some(controller),
-            block_owner_deletion: Some(true),
-        }
-    }
-
-    #[test]
-    fn a_deployment_change_wakes_its_controlling_foo_only() {
-        let foo = reference("Foo", "samplecontroller.k8s.io/v1alpha1", true);
-        assert_eq!(
-            owner_foo(&deployment_with_owner(Some(foo))),
-            Some(WorkKey::Foo(ObjectKey::new("shop", "my-foo")))
-        );
-        assert_eq!(owner_foo(&deployment_with_owner(None)), None);
-        let not_controller = reference("Foo", "samplecontroller.k8s.io/v1alpha1", false);
-        assert_eq!(
-            owner_foo(&deployment_with_owner(Some(not_controller))),
-            None
-        );
-        let other_kind = reference("Foo", "example.com/v1", true);
-        assert_eq!(owner_foo(&deployment_with_owner(Some(other_kind))), None);
     }
 }

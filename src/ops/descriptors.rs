@@ -25,6 +25,28 @@ pub fn raise_limit() -> std::io::Result<OpenFiles> {
     Ok(OpenFiles { was, is })
 }
 
+/// Raises the open-files limit to what the kernel allows, says so, and returns the limit in
+/// force: the wake-up backend's connection cap comes from it.
+pub fn raise_limit_and_say() -> u64 {
+    match raise_limit() {
+        Ok(open_files) => {
+            tracing::info!(
+                was = open_files.was,
+                is = open_files.is,
+                wake_connections = connection_cap(open_files.is),
+                kept_for_the_controller = KEPT_FOR_THE_CONTROLLER,
+                "open-files limit raised to the hard limit; the wake-up backend holds at most wake_connections connections"
+            );
+            open_files.is
+        }
+        Err(error) => {
+            let fallback = 1024;
+            tracing::warn!(%error, fallback, "could not read or raise the open-files limit; assuming the usual soft limit");
+            fallback
+        }
+    }
+}
+
 /// How many connections the wake-up backend may hold with `limit` open files.
 pub fn connection_cap(limit: u64) -> usize {
     let cap = limit

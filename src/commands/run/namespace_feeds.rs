@@ -1,0 +1,127 @@
+//! The watch of Namespaces: their schedules, labels and overrides into the shared schedules,
+//! what changed queued, and their workloads listed again when their schedule changed.
+
+use std::{collections::BTreeMap, future::Future, sync::Arc};
+
+use chrono::{DateTime, Utc};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::{
+    Api, ResourceExt,
+    core::PartialObjectMeta,
+    runtime::{WatchStreamExt, watcher},
+};
+
+use super::{
+    LIST_PAGE_SIZE,
+    policy_feeds::{self, FirstListings, Relist},
+};
+use crate::{
+    runtime::{
+        outage::Outage,
+        watch::{WatchBackoff, drive},
+        workqueue::WorkQueue,
+    },
+    scaling::{
+        idle::Activity, key::ScalingKey, namespaces::NamespaceSchedules, target::creation_time,
+        wake_hosts, writers,
+    },
+    schedule::{AWAKE_UNTIL, OVERRIDE_KEYS, overrides},
+    work::WorkKey,
+};
+
+/// Feeds Namespaces' schedules to `namespaces`, says when they have been listed once, and when a
+/// Namespace's schedule changes lists its workloads again, so the trackers take in those that
+/// now follow it (they keep nothing of workloads without a schedule) and let go of the others.
+pub(super) fn namespace_feed(
+    namespaces: NamespaceSchedules,
+    relist: Relist,
+    outage: &Outage,
+    first: Arc<FirstListings>,
+    queue: WorkQueue<WorkKey>,
+    wake_slices: bool,
+    activity: Activity,
+) -> impl Future<Output = ()> + use<> {
+    let watch = watcher(
+        Api::<PartialObjectMeta<Namespace>>::all(relist.client.clone()),
+        watcher::Config::default().page_size(LIST_PAGE_SIZE),
+    )
+    .backoff(WatchBackoff::default());
+    let mut listed_once = false;
+    drive(watch, "Namespaces", outage.clone(), move |event| {
+        let changed: Vec<String> = match event {
+            watcher::Event::Apply(namespace) | watcher::Event::InitApply(namespace) => {
+                let name = namespace.name_any();
+                let woken = || {
+                    (namespaces.annotations_of(&name))
+                        .and_then(|annotations| annotations.get(AWAKE_UNTIL).cloned())
+                };
+                let woken_before = woken();
+                let annotated = namespaces.update(&name, namespace.uid(), namespace.annotations());
+                // A wake (by a request or a person) is a use, for sleep when idle.
+                let woken_now = woken();
+                if woken_now.is_some() && woken_now != woken_before {
+                    activity.used(&name, (relist.clock)());
+                }
+                // So is its making: a Namespace made under a policy with `idle-after` is not
+                // put to sleep the first time it is looked at.
+                if let Some(created) = creation_time(&namespace.metadata) {
+                    activity.used(&name, created);
+                }
+                let labelled = namespaces.set_labels(&name, namespace.labels());
+                end_override_in_time(&queue, &name, namespace.annotations(), (relist.clock)());
+                namespaces.note_setter(
+                    &name,
+                    OVERRIDE_KEYS.into_iter().find_map(|key| {
+                        writers::annotation_setter(namespace.managed_fields(), key)
+                    }),
+                );
+                let changed = annotated || labelled;
+                if changed {
+                    for contesting in wake_hosts::to_look_at(&namespaces, &name) {
+                        queue.add(ScalingKey::WakeHosts(contesting).into());
+                    }
+                    if wake_slices {
+                        queue.add(WorkKey::WakeSlices(name.clone()));
+                    }
+                }
+                changed.then_some(name).into_iter().collect()
+            }
+            watcher::Event::Delete(namespace) => {
+                namespaces.forget(&namespace.name_any());
+                activity.forget(&namespace.name_any());
+                Vec::new()
+            }
+            watcher::Event::InitDone => {
+                let opened_already = first.open();
+                first.arrived(policy_feeds::NAMESPACES);
+                // Workloads the watches took in before the Namespaces' schedules were known
+                // (the gate opened on its own) are looked at again in the scheduled ones.
+                let late = !std::mem::replace(&mut listed_once, true) && opened_already;
+                if late {
+                    namespaces.scheduled()
+                } else {
+                    Vec::new()
+                }
+            }
+            watcher::Event::Init => Vec::new(),
+        };
+        relist.namespaces(&first, changed);
+        relist.statuses(&first, &namespaces);
+    })
+}
+
+/// Has the Namespace's override on demand taken away when it runs out (at once if it has).
+pub(super) fn end_override_in_time(
+    queue: &WorkQueue<WorkKey>,
+    namespace: &str,
+    annotations: &BTreeMap<String, String>,
+    now: DateTime<Utc>,
+) {
+    let until = overrides(annotations)
+        .map(|(_, _, on_demand)| on_demand.until)
+        .min();
+    if let Some(until) = until {
+        let key = WorkKey::from(ScalingKey::NamespaceOverride(namespace.to_string()));
+        queue.add_after(key, (until - now).to_std().unwrap_or_default());
+    }
+}
