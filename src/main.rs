@@ -123,8 +123,8 @@ async fn restore(kube: &KubeArgs, args: RestoreArgs) -> anyhow::Result<ExitCode>
         owners,
         namespaces,
     } = plan::read_cluster(&client, args.namespace.as_deref(), &kinds, reading)
-    .await
-    .context("listing Deployments, StatefulSets, CronJobs, Jobs, Foos, ScaledObjects, ScaledJobs, Rollouts and Clusters")?;
+        .await
+        .context("reading the cluster")?;
     let chosen: Vec<_> = match &args.name {
         Some(name) => objects
             .into_iter()
@@ -263,9 +263,9 @@ async fn plan(kube: &KubeArgs, args: PlanArgs) -> anyhow::Result<ExitCode> {
             .context("connecting to the Kubernetes API server (or pass -f)")?;
         let (kinds, _) = objects::resolve(&client, &args.kinds.kinds).await;
         plan::read_cluster(&client, args.namespace.as_deref(), &kinds, reading)
-        .await
-        .context("listing Deployments, StatefulSets, CronJobs, Jobs, Foos, ScaledObjects, ScaledJobs, Rollouts and Clusters")?
-        .objects
+            .await
+            .context("reading the cluster")?
+            .objects
     } else {
         let manifests = plan::read_manifests(&args.files, reading)?;
         // Standard error, so that standard output stays the plan alone (`-o json` included).

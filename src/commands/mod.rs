@@ -3,6 +3,7 @@
 //! did), and their arguments.
 
 pub mod cli;
+pub mod cluster;
 pub mod kubeconfig;
 pub mod on_demand;
 pub mod plan;

@@ -14,7 +14,7 @@ use kube::{
 use serde_json::json;
 
 use crate::{
-    commands::plan::namespace_schedules,
+    commands::cluster::namespace_schedules,
     duration::spoken,
     runtime::key::ObjectKey,
     scaling::{

@@ -560,10 +560,9 @@ mod timeline;
 
 pub use chart::{Mark, MarkKind, render_svg};
 pub use manifests::{
-    ClusterRead, Location, Manifests, ReadOwners, Reading, SkipReason, Skipped, parse_manifests,
-    read_cluster, read_manifests,
+    ClusterRead, Location, Manifests, Reading, SkipReason, Skipped, parse_manifests, read_cluster,
+    read_manifests,
 };
-pub(crate) use manifests::{list_namespaces, namespace_schedules, read_owners};
 pub use quantity::{QuantityError, parse_quantity};
 pub use render::render_table;
 pub use savings::{Prices, Savings, Workload, savings};

@@ -20,9 +20,7 @@ use serde_json::{Value, json};
 
 use crate::{
     commands::{
-        cli::LeaseArgs,
-        plan::{PlanObject, ReadOwners},
-        status::namespace_annotations,
+        cli::LeaseArgs, cluster::ReadOwners, plan::PlanObject, status::namespace_annotations,
     },
     duration::spoken,
     runtime::{

@@ -3,19 +3,16 @@
 
 use std::{collections::HashMap, fmt, path::Path};
 
-use k8s_openapi::{
-    NamespaceResourceScope,
-    api::{autoscaling::v2::HorizontalPodAutoscaler, core::v1::Namespace},
-};
-use kube::{Api, Client, Resource, ResourceExt, api::DynamicObject, core::PartialObjectMeta};
-use serde::{Deserialize, de::DeserializeOwned};
+use k8s_openapi::api::{autoscaling::v2::HorizontalPodAutoscaler, core::v1::Namespace};
+use kube::{Client, ResourceExt, api::DynamicObject};
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::{PlanError, PlanObject, Workload, savings::PodRequests};
 use crate::{
+    commands::cluster::{self, Cluster, ListError, ReadOwners},
     runtime::api_errors::is_status,
     runtime::key::ObjectKey,
-    runtime::paging::all_pages,
     scaling::gitops::{
         Tool,
         owner::claim,
@@ -25,7 +22,6 @@ use crate::{
     scaling::{
         hpa::{Hpa, list_hpas},
         namespaces::NamespaceSchedules,
-        objects,
         policies::{
             crd::{SleepPolicy, SleepSchedule},
             resolve::Candidate,
@@ -492,27 +488,38 @@ pub async fn read_cluster(
     namespace: Option<&str>,
     kinds: &[TargetKind],
     reading: Reading,
-) -> Result<ClusterRead, kube::Error> {
-    let mut objects = Vec::new();
-    for kind in TargetKind::catalogue_and(kinds) {
-        let listed = match objects::list(client, kind, namespace, 500).await {
-            Err(error) if is_status(&error, 403) && !kind.spec().is_built_in() => Vec::new(),
-            listed => listed?,
-        };
-        // The API server has validated every object it stores, so one whose pods are not read
-        // can only be of a form this parser does not know: it is planned without requests.
-        objects.extend(listed.into_iter().map(|object| {
-            let workload = Workload::of(kind, &object.data).unwrap_or_default();
-            plan_object(kind, TargetState::of_object(kind, &object), workload)
-        }));
+) -> Result<ClusterRead, ListError> {
+    let Cluster {
+        workloads,
+        forbidden,
+        schedules: namespaces,
+        owners,
+        ..
+    } = cluster::read(client, namespace, kinds, reading.kube_downscaler).await?;
+    if let Some((kind, source)) =
+        (forbidden.into_iter()).find(|(kind, _)| kind.spec().is_built_in())
+    {
+        return Err(ListError {
+            what: kind.spec().plural,
+            source,
+        });
     }
+    // The API server has validated every object it stores, so one whose pods are not read can
+    // only be of a form this parser does not know: it is planned without requests.
+    let mut objects: Vec<PlanObject> = (workloads.iter())
+        .map(|(kind, object)| {
+            let workload = Workload::of(*kind, &object.data).unwrap_or_default();
+            plan_object(*kind, TargetState::of_object(*kind, object), workload)
+        })
+        .collect();
     let hpas = match list_hpas(client, namespace).await {
         // Whoever may not read HPAs plans without them.
         Err(error) if is_status(&error, 403) || is_status(&error, 404) => Vec::new(),
-        listed => listed?,
+        listed => listed.map_err(|source| ListError {
+            what: "HorizontalPodAutoscalers",
+            source,
+        })?,
     };
-    let owners = read_owners(client).await?;
-    let (namespaces, _) = namespace_schedules(client, namespace, reading.kube_downscaler).await?;
     resolve(
         &mut objects,
         &namespaces,
@@ -524,120 +531,6 @@ pub async fn read_cluster(
         owners,
         namespaces,
     })
-}
-
-/// The GitOps owners of the whole cluster, and the owning kinds that may not be read (403).
-pub type ReadOwners = (Owners, Vec<Tool>);
-
-/// The GitOps owners of the whole cluster (an Application lives in Argo CD's Namespace, not
-/// its workloads'), and the owning kinds that may not be read (403). A kind not installed
-/// has none.
-pub(crate) async fn read_owners(client: &Client) -> Result<ReadOwners, kube::Error> {
-    let owners = Owners::default();
-    let mut unreadable = Vec::new();
-    for tool in Tool::all() {
-        let api: Api<OwnerObject> = Api::all_with(client.clone(), &tool.api_resource());
-        let api = &api;
-        match all_pages(500, |params| async move { api.list(&params).await }).await {
-            Err(error) if is_status(&error, 404) => {}
-            Err(error) if is_status(&error, 403) => unreadable.push(tool),
-            listed => {
-                for object in listed? {
-                    owners.apply(tool, &object);
-                }
-            }
-        }
-    }
-    Ok((owners, unreadable))
-}
-
-/// The schedules of the cluster's Namespaces (or the one given): their annotations and labels,
-/// and the SleepPolicies and SleepSchedules that reach them. Whoever may not list Namespaces,
-/// as the namespaced install, gets none (`false`); objects it may not read, or a CRD not
-/// installed, count as none.
-pub(crate) async fn namespace_schedules(
-    client: &Client,
-    namespace: Option<&str>,
-    kube_downscaler: bool,
-) -> Result<(NamespaceSchedules, bool), kube::Error> {
-    let schedules = NamespaceSchedules::watched([]).reading_kube_downscaler(kube_downscaler);
-    let listed = list_namespaces(client, namespace).await;
-    let namespaces = match listed {
-        Err(error) if is_status(&error, 403) => return Ok((schedules, false)),
-        listed => listed?,
-    };
-    for namespace in &namespaces {
-        schedules.update(&namespace.name_any(), None, namespace.annotations());
-        schedules.set_labels(&namespace.name_any(), namespace.labels());
-    }
-    let unreadable = |error: &kube::Error| is_status(error, 403) || is_status(error, 404);
-    let policies = Api::<SleepPolicy>::all(client.clone());
-    let policies = all_pages(500, |params| {
-        let policies = policies.clone();
-        async move { policies.list(&params).await }
-    })
-    .await;
-    for policy in policies.or_else(|error| {
-        if unreadable(&error) {
-            Ok(Vec::new())
-        } else {
-            Err(error)
-        }
-    })? {
-        schedules.set_policy(
-            policy.spec.namespace_selector.clone(),
-            Candidate::of(&policy.metadata, &policy.spec.schedule),
-        );
-    }
-    let sleep_schedules: Result<Vec<SleepSchedule>, _> = list(client, namespace).await;
-    for schedule in sleep_schedules.or_else(|error| {
-        if unreadable(&error) {
-            Ok(Vec::new())
-        } else {
-            Err(error)
-        }
-    })? {
-        schedules.set_sleep_schedule(
-            &schedule.namespace().unwrap_or_default(),
-            Candidate::of(&schedule.metadata, &schedule.spec.schedule),
-        );
-    }
-    Ok((schedules, true))
-}
-
-/// Every Namespace's metadata, or that of `namespace` alone: listed with a field selector
-/// rather than read, since the controller's grants list Namespaces but do not get them.
-pub(crate) async fn list_namespaces(
-    client: &Client,
-    namespace: Option<&str>,
-) -> Result<Vec<PartialObjectMeta<Namespace>>, kube::Error> {
-    let api: Api<Namespace> = Api::all(client.clone());
-    let api = &api;
-    let selector = namespace.map(|name| format!("metadata.name={name}"));
-    let selector = selector.as_deref();
-    all_pages(500, |params| async move {
-        let params = match selector {
-            Some(selector) => params.fields(selector),
-            None => params,
-        };
-        api.list_metadata(&params).await
-    })
-    .await
-}
-
-pub(crate) async fn list<K>(client: &Client, namespace: Option<&str>) -> Result<Vec<K>, kube::Error>
-where
-    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
-        + Clone
-        + DeserializeOwned
-        + std::fmt::Debug,
-{
-    let api: Api<K> = match namespace {
-        Some(namespace) => Api::namespaced(client.clone(), namespace),
-        None => Api::all(client.clone()),
-    };
-    let api = &api;
-    all_pages(500, |params| async move { api.list(&params).await }).await
 }
 
 fn plan_object(kind: TargetKind, observed: TargetState, workload: Workload) -> PlanObject {

@@ -554,7 +554,9 @@ async fn restore_gives_a_paused_application_back_its_self_heal_reading_it_again_
             .reply(200, list(vec![application("6")])),
             patch("6").reply(200, application("7")),
         ]));
-    let read = crate::commands::plan::read_owners(&client).await.unwrap();
+    let read = crate::commands::cluster::read_owners(&client)
+        .await
+        .unwrap();
     let (lines, ok) = give_back_owners(&client, None, read, |_| true).await;
     drop(client);
     server.await.unwrap();

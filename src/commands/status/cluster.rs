@@ -7,26 +7,14 @@ use kube::{Client, ResourceExt as _};
 
 use super::StatusObject;
 use crate::{
-    commands::plan::{list_namespaces, namespace_schedules, read_owners},
-    runtime::api_errors::is_status,
+    commands::cluster::{self, Cluster, ListError, list_namespaces},
     scaling::{
         gitops::{Tool, owner::claim, owners::Owners},
         namespaces::NamespaceSchedules,
-        objects,
         target::{TargetKind, TargetState},
     },
     schedule::kube_downscaler,
 };
-
-#[derive(Debug, thiserror::Error)]
-pub enum StatusError {
-    #[error("listing {what}: {source}")]
-    List {
-        what: &'static str,
-        #[source]
-        source: kube::Error,
-    },
-}
 
 /// The scheduled kinds' objects, and the annotations of their Namespaces.
 #[derive(Debug)]
@@ -74,51 +62,35 @@ impl Listed {
 }
 
 /// Lists the workloads of every kind of the catalogue (none without its CRD) and of `kinds`,
-/// and Namespaces, of the cluster or of `namespace`.
+/// and Namespaces, of the cluster or of `namespace`. A kind the user may not read is left out:
+/// the rest is still worth seeing. Only a default kind's absence is said; an optional one is
+/// unread wherever its role (rbac/optional/) was not granted, as an API server refuses before
+/// it knows whether the kind is even installed.
 pub async fn read_cluster(
     client: &Client,
     namespace: Option<&str>,
     kinds: &[TargetKind],
     kube_downscaler: bool,
-) -> Result<Listed, StatusError> {
-    let failed = |what| move |source| StatusError::List { what, source };
-    let mut objects = Vec::new();
-    let mut unreadable = Vec::new();
-    for kind in TargetKind::catalogue_and(kinds) {
-        let listed = match objects::list(client, kind, namespace, 500).await {
-            // A kind the user may not read is left out: the rest is still worth seeing. Only
-            // a default kind's absence is said; an optional one is unread wherever its role
-            // (rbac/optional/) was not granted, as an API server refuses before it knows
-            // whether the kind is even installed.
-            Err(error) if is_status(&error, 403) => {
-                if kind.spec().by_default {
-                    unreadable.push(kind);
-                }
-                Vec::new()
-            }
-            listed => listed.map_err(|source| StatusError::List {
-                what: kind.spec().plural,
-                source,
-            })?,
-        };
-        objects.extend(listed.iter().map(|object| StatusObject {
-            kind,
-            observed: TargetState::of_object(kind, object),
-        }));
-    }
-    // What each Namespace's workloads follow: its annotations, or a SleepSchedule or
-    // SleepPolicy that reaches it.
-    let (schedules, listed) = namespace_schedules(client, namespace, kube_downscaler)
-        .await
-        .map_err(failed("Namespaces, SleepPolicies and SleepSchedules"))?;
-    let namespaces = listed.then_some(schedules);
-    let (owners, unreadable_owners) = read_owners(client)
-        .await
-        .map_err(failed("Applications, Kustomizations and HelmReleases"))?;
+) -> Result<Listed, ListError> {
+    let Cluster {
+        workloads,
+        forbidden,
+        schedules,
+        namespaces_listed,
+        owners: (owners, unreadable_owners),
+    } = cluster::read(client, namespace, kinds, kube_downscaler).await?;
     Ok(Listed {
-        objects,
-        namespaces,
-        unreadable,
+        objects: (workloads.iter())
+            .map(|(kind, object)| StatusObject {
+                kind: *kind,
+                observed: TargetState::of_object(*kind, object),
+            })
+            .collect(),
+        namespaces: namespaces_listed.then_some(schedules),
+        unreadable: (forbidden.into_iter())
+            .map(|(kind, _)| kind)
+            .filter(|kind| kind.spec().by_default)
+            .collect(),
         owners,
         unreadable_owners,
     })

@@ -1,0 +1,204 @@
+//! What `plan`, `status` and `restore` read of the live cluster, through one [`read`]: paged
+//! lists only, as `kubectl get` reads, so the controller's own read-only grants suffice.
+
+use k8s_openapi::{NamespaceResourceScope, api::core::v1::Namespace};
+use kube::{Api, Client, Resource, ResourceExt, api::DynamicObject, core::PartialObjectMeta};
+use serde::de::DeserializeOwned;
+
+use crate::{
+    runtime::{api_errors::is_status, paging::all_pages},
+    scaling::{
+        gitops::{
+            Tool,
+            owners::{OwnerObject, Owners},
+        },
+        namespaces::NamespaceSchedules,
+        objects,
+        policies::{
+            crd::{SleepPolicy, SleepSchedule},
+            resolve::Candidate,
+        },
+        target::TargetKind,
+    },
+};
+
+/// A list the API server refused or could not answer, and of what.
+#[derive(Debug, thiserror::Error)]
+#[error("listing {what}: {source}")]
+pub struct ListError {
+    pub what: &'static str,
+    #[source]
+    pub source: kube::Error,
+}
+
+/// The live cluster, or one Namespace of it, as the commands read it.
+pub struct Cluster {
+    /// The objects of every kind of the catalogue and of those asked for, whole.
+    pub workloads: Vec<(TargetKind, DynamicObject)>,
+    /// The kinds the user may not list (403), with the refusal: each command decides whether
+    /// it can do without them. A kind whose CRD is not installed simply has no objects.
+    pub forbidden: Vec<(TargetKind, kube::Error)>,
+    /// What each Namespace's workloads follow: its annotations, or a SleepSchedule or
+    /// SleepPolicy that reaches it.
+    pub schedules: NamespaceSchedules,
+    /// Whether Namespaces could be listed (a namespaced install's grants cannot).
+    pub namespaces_listed: bool,
+    /// The GitOps owners, and the owning kinds that may not be listed.
+    pub owners: ReadOwners,
+}
+
+/// Lists the workloads of every kind of the catalogue and of `kinds`, the Namespaces'
+/// schedules (kube-downscaler's annotations read as ours with `kube_downscaler`) and the GitOps
+/// owners, of the cluster or of `namespace`.
+pub async fn read(
+    client: &Client,
+    namespace: Option<&str>,
+    kinds: &[TargetKind],
+    kube_downscaler: bool,
+) -> Result<Cluster, ListError> {
+    let mut workloads = Vec::new();
+    let mut forbidden = Vec::new();
+    for kind in TargetKind::catalogue_and(kinds) {
+        match objects::list(client, kind, namespace, 500).await {
+            Ok(listed) => workloads.extend(listed.into_iter().map(|object| (kind, object))),
+            Err(error) if is_status(&error, 403) => forbidden.push((kind, error)),
+            Err(source) => {
+                return Err(ListError {
+                    what: kind.spec().plural,
+                    source,
+                });
+            }
+        }
+    }
+    let (schedules, namespaces_listed) = namespace_schedules(client, namespace, kube_downscaler)
+        .await
+        .map_err(|source| ListError {
+            what: "Namespaces, SleepPolicies and SleepSchedules",
+            source,
+        })?;
+    let owners = read_owners(client).await.map_err(|source| ListError {
+        what: "Applications, Kustomizations and HelmReleases",
+        source,
+    })?;
+    Ok(Cluster {
+        workloads,
+        forbidden,
+        schedules,
+        namespaces_listed,
+        owners,
+    })
+}
+
+/// The GitOps owners of the whole cluster, and the owning kinds that may not be read (403).
+pub type ReadOwners = (Owners, Vec<Tool>);
+
+/// The GitOps owners of the whole cluster (an Application lives in Argo CD's Namespace, not
+/// its workloads'), and the owning kinds that may not be read (403). A kind not installed
+/// has none.
+pub async fn read_owners(client: &Client) -> Result<ReadOwners, kube::Error> {
+    let owners = Owners::default();
+    let mut unreadable = Vec::new();
+    for tool in Tool::all() {
+        let api: Api<OwnerObject> = Api::all_with(client.clone(), &tool.api_resource());
+        let api = &api;
+        match all_pages(500, |params| async move { api.list(&params).await }).await {
+            Err(error) if is_status(&error, 404) => {}
+            Err(error) if is_status(&error, 403) => unreadable.push(tool),
+            listed => {
+                for object in listed? {
+                    owners.apply(tool, &object);
+                }
+            }
+        }
+    }
+    Ok((owners, unreadable))
+}
+
+/// The schedules of the cluster's Namespaces (or the one given): their annotations and labels,
+/// and the SleepPolicies and SleepSchedules that reach them. Whoever may not list Namespaces,
+/// as the namespaced install, gets none (`false`); objects it may not read, or a CRD not
+/// installed, count as none.
+pub async fn namespace_schedules(
+    client: &Client,
+    namespace: Option<&str>,
+    kube_downscaler: bool,
+) -> Result<(NamespaceSchedules, bool), kube::Error> {
+    let schedules = NamespaceSchedules::watched([]).reading_kube_downscaler(kube_downscaler);
+    let listed = list_namespaces(client, namespace).await;
+    let namespaces = match listed {
+        Err(error) if is_status(&error, 403) => return Ok((schedules, false)),
+        listed => listed?,
+    };
+    for namespace in &namespaces {
+        schedules.update(&namespace.name_any(), None, namespace.annotations());
+        schedules.set_labels(&namespace.name_any(), namespace.labels());
+    }
+    let unreadable = |error: &kube::Error| is_status(error, 403) || is_status(error, 404);
+    let policies = Api::<SleepPolicy>::all(client.clone());
+    let policies = all_pages(500, |params| {
+        let policies = policies.clone();
+        async move { policies.list(&params).await }
+    })
+    .await;
+    for policy in policies.or_else(|error| {
+        if unreadable(&error) {
+            Ok(Vec::new())
+        } else {
+            Err(error)
+        }
+    })? {
+        schedules.set_policy(
+            policy.spec.namespace_selector.clone(),
+            Candidate::of(&policy.metadata, &policy.spec.schedule),
+        );
+    }
+    let sleep_schedules: Result<Vec<SleepSchedule>, _> = list(client, namespace).await;
+    for schedule in sleep_schedules.or_else(|error| {
+        if unreadable(&error) {
+            Ok(Vec::new())
+        } else {
+            Err(error)
+        }
+    })? {
+        schedules.set_sleep_schedule(
+            &schedule.namespace().unwrap_or_default(),
+            Candidate::of(&schedule.metadata, &schedule.spec.schedule),
+        );
+    }
+    Ok((schedules, true))
+}
+
+/// Every Namespace's metadata, or that of `namespace` alone: listed with a field selector
+/// rather than read, since the controller's grants list Namespaces but do not get them.
+pub async fn list_namespaces(
+    client: &Client,
+    namespace: Option<&str>,
+) -> Result<Vec<PartialObjectMeta<Namespace>>, kube::Error> {
+    let api: Api<Namespace> = Api::all(client.clone());
+    let api = &api;
+    let selector = namespace.map(|name| format!("metadata.name={name}"));
+    let selector = selector.as_deref();
+    all_pages(500, |params| async move {
+        let params = match selector {
+            Some(selector) => params.fields(selector),
+            None => params,
+        };
+        api.list_metadata(&params).await
+    })
+    .await
+}
+
+pub async fn list<K>(client: &Client, namespace: Option<&str>) -> Result<Vec<K>, kube::Error>
+where
+    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug,
+{
+    let api: Api<K> = match namespace {
+        Some(namespace) => Api::namespaced(client.clone(), namespace),
+        None => Api::all(client.clone()),
+    };
+    let api = &api;
+    all_pages(500, |params| async move { api.list(&params).await }).await
+}
