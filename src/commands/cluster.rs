@@ -133,39 +133,34 @@ pub async fn namespace_schedules(
         schedules.update(&namespace.name_any(), None, namespace.annotations());
         schedules.set_labels(&namespace.name_any(), namespace.labels());
     }
-    let unreadable = |error: &kube::Error| is_status(error, 403) || is_status(error, 404);
     let policies = Api::<SleepPolicy>::all(client.clone());
     let policies = all_pages(500, |params| {
         let policies = policies.clone();
         async move { policies.list(&params).await }
     })
     .await;
-    for policy in policies.or_else(|error| {
-        if unreadable(&error) {
-            Ok(Vec::new())
-        } else {
-            Err(error)
-        }
-    })? {
+    for policy in none_unless_readable(policies)? {
         schedules.set_policy(
             policy.spec.namespace_selector.clone(),
             Candidate::of(&policy.metadata, &policy.spec.schedule),
         );
     }
     let sleep_schedules: Result<Vec<SleepSchedule>, _> = list(client, namespace).await;
-    for schedule in sleep_schedules.or_else(|error| {
-        if unreadable(&error) {
-            Ok(Vec::new())
-        } else {
-            Err(error)
-        }
-    })? {
+    for schedule in none_unless_readable(sleep_schedules)? {
         schedules.set_sleep_schedule(
             &schedule.namespace().unwrap_or_default(),
             Candidate::of(&schedule.metadata, &schedule.spec.schedule),
         );
     }
     Ok((schedules, true))
+}
+
+/// Objects the user may not read (403), or of a CRD not installed (404), as none.
+fn none_unless_readable<K>(listed: Result<Vec<K>, kube::Error>) -> Result<Vec<K>, kube::Error> {
+    match listed {
+        Err(error) if is_status(&error, 403) || is_status(&error, 404) => Ok(Vec::new()),
+        listed => listed,
+    }
 }
 
 /// Every Namespace's metadata, or that of `namespace` alone: listed with a field selector
