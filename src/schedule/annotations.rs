@@ -6,55 +6,23 @@ use std::collections::BTreeMap;
 use chrono::TimeDelta;
 use chrono_tz::Tz;
 
+use super::keys::{
+    ASLEEP_UNTIL, AWAKE_UNTIL, DOWN_REPLICAS, DOWNTIME, EXCLUDE, GITOPS, HOLIDAYS, IDLE_AFTER,
+    IDLE_SINCE, LAST_TRANSITION, LAST_WARM_UP, ORIGINAL_REPLICAS, ORIGINAL_SUSPEND, ORIGINAL_VALUE,
+    PAUSED, PAUSED_AT, PREFIX, READY_BY, SCALE_DOWN, SCALE_UP, SCHEDULE_KEYS, TIMEZONE,
+    UP_REPLICAS, UPTIME, WAKE_HOSTS, WAKE_ON_REQUEST, WAKE_ORDER,
+};
 use super::{
     CronSpec, Direction, Holidays, OnDemand, Rule, Schedule, Transition,
-    gitops::{GITOPS, parse_gitops},
-    idle::{IDLE_AFTER, IDLE_SINCE, parse_idle_after, parse_idle_since},
+    gitops::parse_gitops,
+    idle::{parse_idle_after, parse_idle_since},
     invalid::{InvalidAnnotation, invalid},
-    ready_by::{DEFAULT_WARM_UP, READY_BY, ReadyBy, parse_ready_by, parse_warm_up},
+    ready_by::{DEFAULT_WARM_UP, ReadyBy, parse_ready_by, parse_warm_up},
     transition::Triggers,
     unreadable::{is_held_aside, refusal},
-    wake::{LAST_WARM_UP, WAKE_HOSTS, WAKE_ON_REQUEST, parse_wake_hosts, parse_wake_on_request},
+    wake::{parse_wake_hosts, parse_wake_on_request},
     windows::compile,
 };
-
-pub const PREFIX: &str = "cronscaler.dev/";
-pub const SCALE_DOWN: &str = "cronscaler.dev/scale-down";
-pub const SCALE_UP: &str = "cronscaler.dev/scale-up";
-pub const DOWN_REPLICAS: &str = "cronscaler.dev/down-replicas";
-pub const UP_REPLICAS: &str = "cronscaler.dev/up-replicas";
-pub const TIMEZONE: &str = "cronscaler.dev/timezone";
-pub const PAUSED: &str = "cronscaler.dev/paused";
-/// Awake inside these windows, asleep outside: `Mon-Fri 07:00-20:00`.
-pub const UPTIME: &str = "cronscaler.dev/uptime";
-/// Asleep inside these windows, awake outside.
-pub const DOWNTIME: &str = "cronscaler.dev/downtime";
-/// Local dates on which nothing wakes.
-pub const HOLIDAYS: &str = "cronscaler.dev/holidays";
-/// Awake now, whatever the schedule says, until this instant.
-pub const AWAKE_UNTIL: &str = "cronscaler.dev/awake-until";
-/// Asleep now, whatever the schedule says, until this instant.
-pub const ASLEEP_UNTIL: &str = "cronscaler.dev/asleep-until";
-/// The overrides on demand, one each way.
-pub const OVERRIDE_KEYS: [&str; 2] = [AWAKE_UNTIL, ASLEEP_UNTIL];
-/// The keys that make an object scheduled.
-pub const SCHEDULE_KEYS: [&str; 4] = [SCALE_DOWN, SCALE_UP, UPTIME, DOWNTIME];
-/// A workload's place in its Namespace's wake: lower wakes first and sleeps last.
-pub const WAKE_ORDER: &str = "cronscaler.dev/wake-order";
-/// `"true"` on an object leaves it out of its namespace's schedule.
-pub const EXCLUDE: &str = "cronscaler.dev/exclude";
-pub const ORIGINAL_REPLICAS: &str = "cronscaler.dev/original-replicas";
-pub const LAST_TRANSITION: &str = "cronscaler.dev/last-transition";
-/// What a CronJob remembers instead of `original-replicas`: the `spec.suspend` it had (the
-/// scaling controller translates it for the rules).
-pub const ORIGINAL_SUSPEND: &str = "cronscaler.dev/original-suspend";
-/// What the annotation a kind sleeps by (KEDA's `paused-replicas`, CloudNativePG's
-/// `hibernation`) held before the night, empty when it had none.
-pub const ORIGINAL_VALUE: &str = "cronscaler.dev/original-value";
-/// The count a workload had when it fell asleep while its lever's controller held it at
-/// whatever count it has (KEDA's `paused`): the wake sets the lever to it, and once the workload
-/// is back at it the lever's own hold takes over again and this goes.
-pub const PAUSED_AT: &str = "cronscaler.dev/paused-at";
 
 /// Whether the annotations hold a schedule: crons or windows.
 pub fn has_schedule(annotations: &BTreeMap<String, String>) -> bool {

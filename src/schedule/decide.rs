@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 
 use super::{
     Annotations, Direction, Leftovers, Recorded, Schedule, Transition,
-    annotations::{LAST_TRANSITION, ORIGINAL_REPLICAS},
+    keys::{LAST_TRANSITION, ORIGINAL_REPLICAS},
 };
 
 /// The change one reconcile should make, computed purely.

@@ -9,9 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::invalid::{InvalidAnnotation, invalid};
-
-/// `ignore` or `pause`.
-pub const GITOPS: &str = "cronscaler.dev/gitops";
+use super::keys::GITOPS;
 
 // Serialized as a `SleepPolicy` or `SleepSchedule` writes it (`gitops: pause`); no doc comment
 // here, so that the CRD describes the field rather than the type.

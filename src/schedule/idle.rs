@@ -14,19 +14,18 @@ use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
 use chrono_tz::Tz;
 use json_patch::Patch;
 
-use super::{
-    ASLEEP_UNTIL, AWAKE_UNTIL, Annotations, DOWNTIME, Direction, SCALE_DOWN, SCALE_UP, UPTIME,
+use super::keys::{
+    ASLEEP_UNTIL, AWAKE_UNTIL, DOWNTIME, IDLE_AFTER, IDLE_SINCE, SCALE_DOWN, SCALE_UP, UPTIME,
     WAKE_ON_REQUEST,
+};
+use super::{
+    Annotations, Direction,
     invalid::{InvalidAnnotation, invalid},
     parse,
     patches::{add, add_annotations, annotations_absent, remove, remove_if_still, still},
 };
 use crate::duration::spoken;
 
-/// How long nothing may use the Namespace before it sleeps (`30m`).
-pub const IDLE_AFTER: &str = "cronscaler.dev/idle-after";
-/// Written by the controller with an idle sleep's `asleep-until`: since when nothing used it.
-pub const IDLE_SINCE: &str = "cronscaler.dev/idle-since";
 /// The shortest `idle-after`. A proxy's metrics are scraped every 30 s to a minute, and
 /// Prometheus needs two samples in the window to count anything: over a shorter window an
 /// answer of no requests would say nothing of the Namespace.

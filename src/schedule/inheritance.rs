@@ -8,10 +8,11 @@
 
 use std::collections::BTreeMap;
 
-use super::{
+use super::keys::{
     ASLEEP_UNTIL, AWAKE_UNTIL, EXCLUDE, GITOPS, HOLIDAYS, LAST_WARM_UP, OVERRIDE_KEYS, PREFIX,
-    READY_BY, has_schedule, is_written_by_controller,
+    READY_BY,
 };
+use super::{has_schedule, is_written_by_controller};
 
 /// What a namespace says to objects with a schedule of their own too: its holidays, its
 /// override, and how its workloads sleep beside the GitOps tool that deploys them.

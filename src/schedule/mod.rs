@@ -20,6 +20,7 @@ mod holidays;
 mod idle;
 mod inheritance;
 mod invalid;
+mod keys;
 pub mod kube_downscaler;
 mod now;
 mod on_demand;
@@ -35,33 +36,29 @@ mod windows;
 pub(crate) mod test_support;
 
 pub use annotations::{
-    ASLEEP_UNTIL, AWAKE_UNTIL, Annotations, DOWN_REPLICAS, DOWNTIME, EXCLUDE, HOLIDAYS,
-    LAST_TRANSITION, Leftovers, ORIGINAL_REPLICAS, ORIGINAL_SUSPEND, ORIGINAL_VALUE, OVERRIDE_KEYS,
-    PAUSED, PAUSED_AT, PREFIX, Recorded, SCALE_DOWN, SCALE_UP, SCHEDULE_KEYS, TIMEZONE,
-    UP_REPLICAS, UPTIME, WAKE_ORDER, has_schedule, is_record, is_written_by_controller, parse,
+    Annotations, Leftovers, Recorded, has_schedule, is_record, is_written_by_controller, parse,
 };
 pub use cron::CronSpec;
 pub use decide::{AnnotationChange, Cleanup, ScaleChange, decide, is_due};
 pub use firings::{Firings, Tally, tally};
-pub use gitops::{GITOPS, GitOpsMode, gitops_mode};
+pub use gitops::{GitOpsMode, gitops_mode};
 pub use grace::held_back_until;
 pub use holidays::Holidays;
 pub use idle::{
-    COUNT_EVERY, Counted, IDLE_AFTER, IDLE_SINCE, IDLE_SLEEP, IDLE_UNKNOWN, Idle, IdleLook,
-    IdlePlan, idle_since, parse_idle_after,
+    COUNT_EVERY, Counted, IDLE_SLEEP, IDLE_UNKNOWN, Idle, IdleLook, IdlePlan, idle_since,
+    parse_idle_after,
 };
 pub use inheritance::inherit;
 pub use invalid::InvalidAnnotation;
+pub use keys::*;
 pub use now::{asleep, next_change};
 pub use on_demand::{
     OnDemand, OutOfReach, expired_keys, in_reach, key_of, out_of_reach, overrides,
 };
-pub use ready_by::{DEFAULT_WARM_UP, MAX_HEAD_START, READY_BY, ReadyBy};
+pub use ready_by::{DEFAULT_WARM_UP, MAX_HEAD_START, ReadyBy};
 pub use transition::{CONSTANT_SINCE, Direction, Period, Rule, Schedule, Transition};
-pub use wake::{
-    Contest, HostClaims, HostPattern, LAST_WARM_UP, WAKE_HOSTS, WAKE_ON_REQUEST, WakeOnRequest,
-};
+pub use wake::{Contest, HostClaims, HostPattern, WakeOnRequest};
 pub use warnings::{
-    SCALE_REVERTED, WARNED, already_warned, cause, refused_cause, replicas_set, reverted,
-    reverted_cause, taken_over,
+    SCALE_REVERTED, already_warned, cause, refused_cause, replicas_set, reverted, reverted_cause,
+    taken_over,
 };

@@ -13,9 +13,9 @@ use chrono::{DateTime, SecondsFormat, SubsecRound, TimeDelta, Utc};
 
 use crate::duration::spoken;
 
+use super::keys::{ASLEEP_UNTIL, AWAKE_UNTIL, OVERRIDE_KEYS};
 use super::{
     Annotations, Direction, Recorded, Schedule,
-    annotations::{ASLEEP_UNTIL, AWAKE_UNTIL, OVERRIDE_KEYS},
     invalid::{InvalidAnnotation, invalid},
 };
 

@@ -6,9 +6,6 @@ use chrono::TimeDelta;
 
 use super::invalid::{InvalidAnnotation, invalid};
 
-/// `"true"`: wake early by the warm-up, so the workloads are ready at the scale-up's instant.
-pub const READY_BY: &str = "cronscaler.dev/ready-by";
-
 /// The warm-up assumed before one was measured (`cronscaler run --warm-up` sets another).
 pub const DEFAULT_WARM_UP: TimeDelta = TimeDelta::minutes(5);
 /// The most a scale-up is ever started early, whatever was measured.

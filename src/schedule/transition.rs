@@ -7,8 +7,8 @@ use std::str::FromStr;
 use chrono::{DateTime, NaiveDate, NaiveTime, SecondsFormat, TimeDelta, Utc};
 use chrono_tz::Tz;
 
-use super::annotations::{LAST_TRANSITION, SCALE_DOWN, SCALE_UP};
 use super::invalid::{InvalidAnnotation, invalid};
+use super::keys::{LAST_TRANSITION, SCALE_DOWN, SCALE_UP};
 use super::{CronSpec, Holidays, OnDemand, ReadyBy, cron::instant_of};
 
 /// Which way a scheduled transition scales.

@@ -6,18 +6,11 @@
 use std::{collections::BTreeMap, time::Duration};
 
 use super::invalid::{InvalidAnnotation, invalid};
+use super::keys::{LAST_WARM_UP, WAKE_HOSTS, WAKE_ON_REQUEST};
 
 mod claims;
 
 pub use claims::{Contest, HostClaims};
-
-/// How long a request wakes the Namespace for (`2h`); only a Namespace with it is ever woken.
-pub const WAKE_ON_REQUEST: &str = "cronscaler.dev/wake-on-request";
-/// Host names whose requests are for the Namespace, comma-separated; `*.example.com` matches
-/// one label.
-pub const WAKE_HOSTS: &str = "cronscaler.dev/wake-hosts";
-/// Written by the controller: the seconds from the last wake to all workloads ready (`42s`).
-pub const LAST_WARM_UP: &str = "cronscaler.dev/last-warm-up";
 
 /// Longest host name DNS allows.
 const MAX_HOST: usize = 253;

@@ -11,12 +11,8 @@
 
 use std::collections::BTreeMap;
 
-use super::{
-    Annotations, Direction, PREFIX, Recorded, Schedule, Transition, is_written_by_controller,
-};
-
-/// The label holding the cause of the last warning said about the object.
-pub const WARNED: &str = "cronscaler.dev/warned";
+use super::keys::{PREFIX, WARNED};
+use super::{Annotations, Direction, Recorded, Schedule, Transition, is_written_by_controller};
 
 /// The reason of the Warning said when someone changed what a transition set.
 pub const SCALE_REVERTED: &str = "ScaleReverted";
