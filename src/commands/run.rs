@@ -245,7 +245,6 @@ pub async fn run(
             events: events.clone(),
             owner: Some(args.wake_slices_owner.clone()).filter(|name| !name.is_empty()),
             written: Written::default(),
-            last_seen: last_seen.clone(),
             levers: hpas.clone(),
         }),
         _ => None,

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use chrono::{DateTime, TimeDelta, Utc};
 use chrono_tz::Tz;
@@ -28,8 +28,8 @@ use crate::{
     runtime::{CONTROLLER_NAME, api_errors::is_status, events::Events, key::ObjectKey},
     scaling::{
         hpa::HpaIndex,
-        last_seen::LastSeen,
         namespaces::NamespaceSchedules,
+        objects,
         target::{ScaleTarget, TargetKind, TargetState},
     },
     schedule::{self, Direction, Transition, WakeOnRequest, asleep, next_change},
@@ -63,9 +63,6 @@ pub struct WakeSlices {
     pub owner: Option<String>,
     /// The slices written in the last few seconds, which the watch may not have delivered.
     pub written: Written,
-    /// The objects with a schedule as their trackers last saw them, of which a Foo or a KEDA
-    /// ScaledObject holds the record of what its workload sleeps through.
-    pub last_seen: LastSeen,
     /// Which KEDA ScaledObject a workload sleeps through.
     pub levers: HpaIndex,
 }
@@ -185,10 +182,27 @@ async fn observe(
     let objects = workloads(&ctx.client, namespace)
         .await
         .map_err(Error::namespaced("listing the workloads", namespace))?;
+    let through: Vec<Option<(TargetKind, String)>> = (objects.iter())
+        .map(|(kind, object)| sleeps_through(ctx, namespace, *kind, object))
+        .collect();
+    let sleepers = sleepers(ctx, namespace, through.iter().flatten()).await;
     let mut seen = Seen {
         services,
-        workloads: (objects.iter())
-            .map(|(kind, object)| workload(ctx, namespace, (*kind, object), now))
+        workloads: (objects.iter().zip(&through))
+            .map(|((kind, object), through)| {
+                let state = TargetState::of_object(*kind, object);
+                let replicas = state.replicas;
+                let sleeper = match through {
+                    None => Some((*kind, state)),
+                    Some(through) => {
+                        (sleepers.get(through)).map(|state| (through.0, state.clone()))
+                    }
+                };
+                let pod_labels = &object.data["spec"]["template"]["metadata"]["labels"];
+                let pod_labels = serde_json::from_value(pod_labels.clone()).unwrap_or_default();
+                let record = record(ctx, namespace, sleeper, through.is_some(), now);
+                Workload::of(pod_labels, replicas, record)
+            })
             .collect(),
         placed: (placed.iter())
             .filter_map(|slice| slice.labels().get(SERVICE_NAME).cloned())
@@ -263,57 +277,81 @@ fn last_transition(state: &TargetState) -> Option<Transition> {
     (state.annotations.get(schedule::LAST_TRANSITION)).and_then(|text| text.parse().ok())
 }
 
-/// A workload as the slices see it: the labels of its Pods and the record of its sleep, kept
-/// on it or on what it sleeps through (its Foo, its ScaledObject: the object the scheduled
-/// scaling looks at for it), under that object's schedule (its own over its Namespace's). One
-/// sleeping through an object with no schedule never sleeps.
-fn workload(
+/// What a workload sleeps through, when not itself: a Foo's Deployment its Foo, a KEDA
+/// workload its ScaledObject (as KEDA's own `scaleTargetRef` names it), by kind and name.
+fn sleeps_through(
     ctx: &WakeSlices,
     namespace: &str,
-    (kind, object): (TargetKind, &DynamicObject),
-    now: DateTime<Utc>,
-) -> Workload {
-    let state = TargetState::of_object(kind, object);
-    let pod_labels = object.data["spec"]["template"]["metadata"]["labels"].clone();
-    let through = match &state.controlling_foo {
-        Some(foo) => Some((TargetKind::Foo, foo.clone())),
+    kind: TargetKind,
+    object: &DynamicObject,
+) -> Option<(TargetKind, String)> {
+    match TargetState::of_object(kind, object).controlling_foo {
+        Some(foo) => Some((TargetKind::Foo, foo)),
         None => ctx.levers.lever_of(&ScaleTarget {
             kind,
             key: ObjectKey::new(namespace, object.name_any()),
         }),
-    };
-    let sleeper = match &through {
-        None => Some((kind, state.clone())),
-        Some((kind, name)) => {
-            let target = ScaleTarget {
-                kind: *kind,
-                key: ObjectKey::new(namespace, name.as_str()),
-            };
-            (ctx.last_seen.get(&target)).map(|sleeper| (*kind, sleeper))
+    }
+}
+
+/// The objects of `namespace` the workloads sleep through, as the API server's watch cache has
+/// them: listed in the same look as the workloads, so a record just written is not missed. A
+/// kind that may not be listed leaves its workloads with no record known: never asleep.
+async fn sleepers<'a>(
+    ctx: &WakeSlices,
+    namespace: &str,
+    through: impl Iterator<Item = &'a (TargetKind, String)>,
+) -> HashMap<(TargetKind, String), TargetState> {
+    let mut kinds: Vec<TargetKind> = Vec::new();
+    for (kind, _) in through {
+        if !kinds.contains(kind) {
+            kinds.push(*kind);
         }
-    };
-    let record = sleeper.map_or_else(SleepRecord::default, |(kind, sleeper)| {
-        let (effective, _) = ctx.namespaces.effective(
-            kind,
-            namespace,
-            &sleeper.annotations,
-            &sleeper.labels,
-            sleeper.follows_owner,
-        );
-        let slept = last_transition(&sleeper).filter(|last| last.direction == Direction::Down);
-        SleepRecord {
-            slept: slept.is_some(),
-            scheduled_asleep: asleep(&effective, ctx.default_timezone, now),
-            following: through.is_some()
-                && slept.is_some()
-                && (sleeper.writers.ours_at).is_some_and(|at| now - at < ctx.step_timeout),
+    }
+    let mut sleepers = HashMap::new();
+    for kind in kinds {
+        match objects::list(&ctx.client, kind, Some(namespace), 500).await {
+            Ok(listed) => sleepers.extend(listed.iter().map(|object| {
+                let key = (kind, object.name_any());
+                (key, TargetState::of_object(kind, object))
+            })),
+            Err(error) => {
+                tracing::debug!(namespace, %kind, %error, "what workloads sleep through could not be listed")
+            }
         }
-    });
-    Workload::of(
-        serde_json::from_value(pod_labels).unwrap_or_default(),
-        state.replicas,
-        record,
-    )
+    }
+    sleepers
+}
+
+/// What the record of a workload's sleep says: kept on it or on what it sleeps through
+/// (`through`: its Foo, its ScaledObject, the object the scheduled scaling looks at for it),
+/// under that `sleeper`'s schedule (its own over its Namespace's). One whose sleeper is not
+/// there never sleeps.
+fn record(
+    ctx: &WakeSlices,
+    namespace: &str,
+    sleeper: Option<(TargetKind, TargetState)>,
+    through: bool,
+    now: DateTime<Utc>,
+) -> SleepRecord {
+    let Some((kind, sleeper)) = sleeper else {
+        return SleepRecord::default();
+    };
+    let (effective, _) = ctx.namespaces.effective(
+        kind,
+        namespace,
+        &sleeper.annotations,
+        &sleeper.labels,
+        sleeper.follows_owner,
+    );
+    let slept = last_transition(&sleeper).filter(|last| last.direction == Direction::Down);
+    SleepRecord {
+        slept: slept.is_some(),
+        scheduled_asleep: asleep(&effective, ctx.default_timezone, now),
+        following: through
+            && slept.is_some()
+            && (sleeper.writers.ours_at).is_some_and(|at| now - at < ctx.step_timeout),
+    }
 }
 
 /// The Services of `namespace` with a ready endpoint of their own, in the EndpointSlices the

@@ -380,7 +380,6 @@ mod against_the_api_server {
             events: crate::runtime::events::Events::new(client, None),
             owner: None,
             written: Written::default(),
-            last_seen: Default::default(),
             levers: Default::default(),
         };
         (ctx, Box::new((ours_writer, backend_writer)))
