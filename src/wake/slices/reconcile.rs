@@ -182,26 +182,25 @@ async fn observe(
     let objects = workloads(&ctx.client, namespace)
         .await
         .map_err(Error::namespaced("listing the workloads", namespace))?;
-    let through: Vec<Option<(TargetKind, String)>> = (objects.iter())
-        .map(|(kind, object)| sleeps_through(ctx, namespace, *kind, object))
+    let states: Vec<TargetState> = (objects.iter())
+        .map(|(kind, object)| TargetState::of_object(*kind, object))
+        .collect();
+    let through: Vec<Option<(TargetKind, String)>> = (objects.iter().zip(&states))
+        .map(|((kind, object), state)| sleeps_through(ctx, namespace, (*kind, object), state))
         .collect();
     let sleepers = sleepers(ctx, namespace, through.iter().flatten()).await;
     let mut seen = Seen {
         services,
-        workloads: (objects.iter().zip(&through))
-            .map(|((kind, object), through)| {
-                let state = TargetState::of_object(*kind, object);
-                let replicas = state.replicas;
+        workloads: (objects.iter().zip(&states).zip(&through))
+            .map(|(((kind, object), state), through)| {
                 let sleeper = match through {
                     None => Some((*kind, state)),
-                    Some(through) => {
-                        (sleepers.get(through)).map(|state| (through.0, state.clone()))
-                    }
+                    Some(through) => (sleepers.get(through)).map(|sleeper| (through.0, sleeper)),
                 };
                 let pod_labels = &object.data["spec"]["template"]["metadata"]["labels"];
                 let pod_labels = serde_json::from_value(pod_labels.clone()).unwrap_or_default();
                 let record = record(ctx, namespace, sleeper, through.is_some(), now);
-                Workload::of(pod_labels, replicas, record)
+                Workload::of(pod_labels, state.replicas, record)
             })
             .collect(),
         placed: (placed.iter())
@@ -282,11 +281,11 @@ fn last_transition(state: &TargetState) -> Option<Transition> {
 fn sleeps_through(
     ctx: &WakeSlices,
     namespace: &str,
-    kind: TargetKind,
-    object: &DynamicObject,
+    (kind, object): (TargetKind, &DynamicObject),
+    state: &TargetState,
 ) -> Option<(TargetKind, String)> {
-    match TargetState::of_object(kind, object).controlling_foo {
-        Some(foo) => Some((TargetKind::Foo, foo)),
+    match &state.controlling_foo {
+        Some(foo) => Some((TargetKind::Foo, foo.clone())),
         None => ctx.levers.lever_of(&ScaleTarget {
             kind,
             key: ObjectKey::new(namespace, object.name_any()),
@@ -330,7 +329,7 @@ async fn sleepers<'a>(
 fn record(
     ctx: &WakeSlices,
     namespace: &str,
-    sleeper: Option<(TargetKind, TargetState)>,
+    sleeper: Option<(TargetKind, &TargetState)>,
     through: bool,
     now: DateTime<Utc>,
 ) -> SleepRecord {
@@ -344,7 +343,7 @@ fn record(
         &sleeper.labels,
         sleeper.follows_owner,
     );
-    let slept = last_transition(&sleeper).filter(|last| last.direction == Direction::Down);
+    let slept = last_transition(sleeper).filter(|last| last.direction == Direction::Down);
     SleepRecord {
         slept: slept.is_some(),
         scheduled_asleep: asleep(&effective, ctx.default_timezone, now),
