@@ -25,11 +25,16 @@ impl NamespaceSchedules {
                 .map(|key| annotations.and_then(|read| read.get(key)).cloned())
         };
         if claim(before) != claim(after) {
-            *self
-                .host_claims
-                .write()
-                .unwrap_or_else(PoisonError::into_inner) = None;
+            self.forget_host_claims();
         }
+    }
+
+    /// Has the host claims built again at the next request that needs them.
+    fn forget_host_claims(&self) {
+        *self
+            .host_claims
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = None;
     }
 
     /// Keeps the hosts `route` (`Ingress/web`, `HTTPRoute/shop`) of `namespace` routes; none
@@ -50,10 +55,7 @@ impl NamespaceSchedules {
         }
         drop(routed);
         if changed {
-            *self
-                .host_claims
-                .write()
-                .unwrap_or_else(PoisonError::into_inner) = None;
+            self.forget_host_claims();
         }
     }
 
