@@ -12,8 +12,9 @@ use serde_json::json;
 use support::{
     Scenario, eventually,
     gitops::{
-        LATENESS, Tool, argo_cd, assert_said, deploy_and_start, end, flux, given_back, night,
-        nightly_in, owner_events, paused_record, record, stays, until, wait_replicas, web,
+        LATENESS, Tool, argo_cd, assert_owner_said, assert_said, deploy_and_start, end, flux,
+        given_back, night, nightly_in, owner_events, paused_record, record, stays, until,
+        wait_replicas, web,
     },
     nightly, replicas_and_annotations, sleep_until,
 };
@@ -58,12 +59,13 @@ async fn morning(scenario: &Scenario, tool: &Tool, up: DateTime<Utc>, switch: Op
     given_back(tool, switch).await;
     let events = scenario.events("web").await;
     assert_said(&events, &[("ScaleReverted", 0)], "on web");
-    let owner_events = owner_events(scenario, tool).await;
-    assert_said(
-        &owner_events,
+    assert_owner_said(
+        scenario,
+        tool,
         &[("GitOpsPaused", 1), ("GitOpsResumed", 1)],
         "on the owner",
-    );
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -326,9 +328,8 @@ async fn an_owner_of_two_namespaces_is_given_back_only_after_both_wake() {
     sleep_until(late).await;
     wait_replicas(&two, 3, "the second awake", LATENESS).await;
     given_back(&argo_cd, Some(true)).await;
-    let owner_events = owner_events(&scenario, &argo_cd).await;
     let once = [("GitOpsPaused", 1), ("GitOpsResumed", 1)];
-    assert_said(&owner_events, &once, "on the owner");
+    assert_owner_said(&scenario, &argo_cd, &once, "on the owner").await;
     end(played, controller, scenario).await;
 }
 

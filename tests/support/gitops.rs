@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use super::{
     Scenario,
     crds::{grant_optional, install_crd, shared_crd},
-    create_namespace, describe, envtest, events_in, eventually, nightly, occurrences,
+    create_namespace, describe, envtest, events_in, eventually, nightly, occurrences, poll_until,
     replicas_and_annotations,
 };
 
@@ -446,6 +446,30 @@ pub async fn owner_events(
     tool: &Tool,
 ) -> Vec<k8s_openapi::api::events::v1::Event> {
     events_in(&scenario.client, tool.namespace, tool.name).await
+}
+
+/// Asserts the owner's pause Events once each has been said at least as often as `counts`
+/// says (or after a few seconds): an Event is written just after the write it tells of, so the
+/// owner may be given back a moment before its `GitOpsResumed` can be listed.
+pub async fn assert_owner_said(
+    scenario: &Scenario,
+    tool: &Tool,
+    counts: &[(&str, i32)],
+    what: &str,
+) {
+    let events = poll_until(Duration::from_secs(5), || async {
+        let events = owner_events(scenario, tool).await;
+        let all_said = counts
+            .iter()
+            .all(|(reason, count)| occurrences(&events, reason) >= *count);
+        all_said.then_some(events)
+    })
+    .await;
+    let events = match events {
+        Some(events) => events,
+        None => owner_events(scenario, tool).await,
+    };
+    assert_said(&events, counts, what);
 }
 
 /// Asserts how many times each reason was said in `events`.
