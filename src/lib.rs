@@ -3,6 +3,8 @@
 //!
 //! - [`schedule`]: the pure schedule rules (annotations, cron with DST, `decide`).
 //! - [`activity`]: a Namespace's requests as Prometheus counts them, for sleep when idle.
+//! - [`workloads`]: what any scalable kind is to the controller: the kind table, a target and
+//!   its state, its API, what the watches keep of it, who wrote it, and every read and patch.
 //! - [`scaling`]: the scheduled-scaling controller (tracker, timer, reconciler).
 //! - [`wake`]: the wake-up backend, which wakes a sleeping Namespace on the first request a
 //!   proxy sends it.
@@ -26,6 +28,7 @@ pub mod scaling;
 pub mod schedule;
 pub mod wake;
 pub mod work;
+pub mod workloads;
 
 #[cfg(test)]
 mod mock_api;

@@ -14,7 +14,8 @@ use cronscaler::{
     },
     foo::Foo,
     ops::logs,
-    scaling::{hpa, objects},
+    scaling::hpa,
+    workloads::objects,
 };
 use kube::CustomResourceExt as _;
 use tokio::signal::unix::{SignalKind, signal};

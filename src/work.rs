@@ -224,10 +224,8 @@ mod tests {
             worker::{Workers, worker},
             workqueue::{RateLimit, WorkQueue},
         },
-        scaling::{
-            target::{ScaleTarget, TargetKind},
-            timer::system_clock,
-        },
+        scaling::timer::system_clock,
+        workloads::target::{ScaleTarget, TargetKind},
     };
 
     /// Workers over a scripted API server; the Foo caches never sync (their writers are kept).

@@ -7,7 +7,7 @@ mod support;
 
 use std::time::Duration;
 
-use cronscaler::scaling::objects::DISCOVERY_INTERVAL;
+use cronscaler::workloads::objects::DISCOVERY_INTERVAL;
 use kube::api::PostParams;
 use support::{
     Scenario,

@@ -270,7 +270,7 @@ fn every_kind_the_controller_knows_is_granted_by_default_or_in_an_optional_role(
         .filter(|object| object["kind"] == "ClusterRole")
         .collect();
     let needed = ["get", "list", "watch", "patch"];
-    for kind in cronscaler::scaling::target::TargetKind::catalogue() {
+    for kind in cronscaler::workloads::target::TargetKind::catalogue() {
         let spec = kind.spec();
         let granted = |role: &BTreeSet<(String, String, BTreeSet<String>)>| {
             role.iter().any(|(group, resource, verbs)| {

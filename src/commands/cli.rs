@@ -17,9 +17,9 @@ use ipnet::IpNet;
 use crate::{
     activity::query::ActivityQuery,
     ops::logs::LogFormat,
-    scaling::target::{DEFAULT_KINDS, KindName},
     schedule::GitOpsMode,
     wake::route::{is_dns_label, parse_trusted_proxy},
+    workloads::target::{DEFAULT_KINDS, KindName},
 };
 
 #[derive(Debug, Parser)]

@@ -13,13 +13,12 @@ use crate::{
             owners::{OwnerObject, Owners},
         },
         namespaces::NamespaceSchedules,
-        objects,
         policies::{
             crd::{SleepPolicy, SleepSchedule},
             resolve::Candidate,
         },
-        target::TargetKind,
     },
+    workloads::{objects, target::TargetKind},
 };
 
 /// A list the API server refused or could not answer, and of what.

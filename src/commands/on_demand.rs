@@ -17,12 +17,12 @@ use crate::{
     commands::cluster::namespace_schedules,
     duration::spoken,
     runtime::key::ObjectKey,
-    scaling::{
-        namespaces::NamespaceSchedules,
-        patch_target_as, read_target,
+    scaling::namespaces::NamespaceSchedules,
+    schedule::{self, Annotations, Direction, IDLE_SINCE, has_schedule, key_of},
+    workloads::{
+        patch::{patch_target_as, read_target},
         target::{ScaleTarget, TargetKind, TargetState},
     },
-    schedule::{self, Annotations, Direction, IDLE_SINCE, has_schedule, key_of},
 };
 
 #[derive(Debug, thiserror::Error)]

@@ -16,9 +16,9 @@ use crate::{
             standing::{GitOps, Shown},
         },
         hpa::{self, Hpa},
-        target::{Driver, ScaleTarget, TargetKind, TargetState},
     },
     schedule::{self, Annotations, Direction, Rule, ScaleChange, Schedule, Tally, tally},
+    workloads::target::{Driver, ScaleTarget, TargetKind, TargetState},
 };
 
 #[derive(Debug, thiserror::Error)]

@@ -31,13 +31,15 @@ use crate::{
     scaling::{
         gitops::{GITOPS_PAUSED, Owner, owner::OwnerState, owners::OwnerObject, pause::release},
         hpa::{self, Bounds, HpaChange, HpaIndex},
-        kinds::Sleep,
         namespaces::NamespaceSchedules,
-        patch_for, patch_owner, patch_target, read_target,
-        target::{ScaleTarget, TargetKind, TargetState},
     },
     schedule::{self, InvalidAnnotation, ScaleChange},
     wake::slices::{MANAGED_BY, MANAGER},
+    workloads::{
+        kinds::Sleep,
+        patch::{patch_for, patch_target, read_target},
+        target::{ScaleTarget, TargetKind, TargetState},
+    },
 };
 
 /// The namespace manifests/ install the controller in: where `restore` looks for its Lease when
@@ -375,7 +377,7 @@ pub async fn give_back_owners(
             else {
                 break;
             };
-            match patch_owner(client, &owner, &write.body).await {
+            match owner.patch(client, &write.body).await {
                 Ok(()) => lines.push(match write.event {
                     Some((_, note)) => format!("restored {owner}: {note}"),
                     None => format!(

@@ -59,12 +59,9 @@ use crate::{
         hpa::HpaIndex,
         idle::{Activity, Counter},
         key::ScalingKey,
-        last_seen::LastSeen,
         namespaces::NamespaceSchedules,
-        objects,
         policies::declarations::Declarations,
         routes::ROUTES,
-        target::TargetKind,
         timer::{Timer, system_clock},
         tracker::Tracker,
     },
@@ -75,6 +72,7 @@ use crate::{
         slices::{WakeSlices, Written},
     },
     work::{Reconcilers, WorkKey},
+    workloads::{last_seen::LastSeen, objects, target::TargetKind},
 };
 
 /// How long the workload watches wait for the Namespaces' first listing, and scaling for the

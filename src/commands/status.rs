@@ -19,9 +19,9 @@ use crate::{
             standing::{GitOps, Shown},
         },
         namespaces::NamespaceSchedules,
-        target::{Driver, Drivers, ScaleTarget, TargetKind, TargetState},
     },
     schedule::{Annotations, GitOpsMode, SCALE_DOWN, SCALE_UP, TIMEZONE},
+    workloads::target::{Driver, Drivers, ScaleTarget, TargetKind, TargetState},
 };
 
 mod cluster;
@@ -97,7 +97,7 @@ pub struct Summary {
     /// Over the objects asleep, what they withhold ([`KindSpec::withheld`]): what they have
     /// awake minus what they have now.
     ///
-    /// [`KindSpec::withheld`]: crate::scaling::kinds::KindSpec::withheld
+    /// [`KindSpec::withheld`]: crate::workloads::kinds::KindSpec::withheld
     pub replicas_asleep: i64,
 }
 

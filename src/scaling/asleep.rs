@@ -8,8 +8,8 @@ use prometheus_client::metrics::{family::Family, gauge::Gauge};
 use crate::{
     ops::metrics::AsleepLabels,
     runtime::key::ObjectKey,
-    scaling::target::TargetKind,
     schedule::{DOWN_REPLICAS, Direction, LAST_TRANSITION, ORIGINAL_REPLICAS, Transition},
+    workloads::target::TargetKind,
 };
 
 /// One object's part in the gauges.
@@ -31,7 +31,7 @@ pub fn recorded_transition(annotations: &BTreeMap<String, String>) -> Option<Tra
 /// recorded; then itself, and what its kind withholds of `original-replicas` at `down-replicas`
 /// ([`KindSpec::withheld`]: an on/off kind, none).
 ///
-/// [`KindSpec::withheld`]: crate::scaling::kinds::KindSpec::withheld
+/// [`KindSpec::withheld`]: crate::workloads::kinds::KindSpec::withheld
 pub fn share(kind: TargetKind, ours: &BTreeMap<String, String>) -> Share {
     let asleep =
         recorded_transition(ours).is_some_and(|transition| transition.direction == Direction::Down);

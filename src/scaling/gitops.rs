@@ -8,7 +8,13 @@
 use std::fmt;
 
 use k8s_openapi::api::core::v1::ObjectReference;
-use kube::api::{ApiResource, GroupVersionKind};
+use kube::{
+    Api, Client,
+    api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams},
+};
+use serde_json::Value;
+
+use crate::runtime::CONTROLLER_NAME;
 
 pub mod owner;
 pub mod owners;
@@ -217,6 +223,23 @@ impl Owner {
             "cronscaler.dev/gitops: pause would prevent it (docs/gitops.md)"
         };
         (format!("{self} ({})", spec.repair_named), advice)
+    }
+
+    /// Sends a merge patch to the owner, as field manager `cronscaler`: a pause, or its
+    /// return.
+    pub async fn patch(&self, client: &Client, patch: &Value) -> Result<(), kube::Error> {
+        let params = PatchParams {
+            field_manager: Some(CONTROLLER_NAME.into()),
+            ..PatchParams::default()
+        };
+        Api::<DynamicObject>::namespaced_with(
+            client.clone(),
+            &self.namespace,
+            &self.tool.api_resource(),
+        )
+        .patch(&self.name, &params, &Patch::Merge(patch))
+        .await
+        .map(drop)
     }
 
     /// The reference an Event on it names.

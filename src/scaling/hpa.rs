@@ -29,11 +29,11 @@ use serde_json::{Value, json};
 
 use crate::{
     runtime::{CONTROLLER_NAME, key::ObjectKey, paging::all_pages},
-    scaling::{
+    schedule::{Annotations, Direction, ScaleChange, Schedule, Transition},
+    workloads::{
         target::{ScaleTarget, TargetKind},
         writers::Writers,
     },
-    schedule::{Annotations, Direction, ScaleChange, Schedule, Transition},
 };
 
 /// The `minReplicas` an HPA had before the night, written by the controller on the HPA.
@@ -73,7 +73,7 @@ impl Hpa {
     /// `None` for any other target, which scheduled scaling does not put to sleep through its
     /// replicas.
     ///
-    /// [`KindSpec::hpa_target`]: crate::scaling::kinds::KindSpec::hpa_target
+    /// [`KindSpec::hpa_target`]: crate::workloads::kinds::KindSpec::hpa_target
     pub fn of(hpa: &HorizontalPodAutoscaler) -> Option<Self> {
         let key = ObjectKey::of(hpa)?;
         let spec = hpa.spec.as_ref()?;

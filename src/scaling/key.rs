@@ -3,9 +3,8 @@
 use std::fmt;
 
 use crate::{
-    runtime::key::ObjectKey,
-    scaling::{gitops::Owner, target::ScaleTarget},
-    schedule::Transition,
+    runtime::key::ObjectKey, scaling::gitops::Owner, schedule::Transition,
+    workloads::target::ScaleTarget,
 };
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

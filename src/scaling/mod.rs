@@ -7,28 +7,22 @@ pub mod gitops;
 pub mod hpa;
 pub mod idle;
 pub mod key;
-pub mod kinds;
-pub mod last_seen;
 pub mod namespaces;
-pub mod objects;
 pub mod on_demand;
 pub mod policies;
 mod reconciler;
 pub mod reports;
 pub mod routes;
-pub mod target;
 pub mod timer;
 pub mod tracker;
 pub mod wake_hosts;
 pub mod wake_order;
 pub mod wake_turns;
-pub mod watched_object;
-pub mod writers;
 
 #[cfg(test)]
 mod test_support;
 
 pub use reconciler::{
-    DEFAULT_MAX_OVERRIDE, ScalingContext, describe_change, patch_for, patch_owner, patch_target,
-    patch_target_as, read_target, reconcile, release_owner, report_namespace, wake_turn,
+    DEFAULT_MAX_OVERRIDE, ScalingContext, describe_change, reconcile, release_owner,
+    report_namespace, wake_turn,
 };

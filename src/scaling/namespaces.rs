@@ -20,11 +20,9 @@ use hosts::RoutedHosts;
 use layers::Layers;
 
 use crate::{
-    scaling::{
-        policies::resolve::{Candidate, Coverage, Reach, Rival, Source, is_older, selects},
-        target::TargetKind,
-    },
+    scaling::policies::resolve::{Candidate, Coverage, Reach, Rival, Source, is_older, selects},
     schedule::{DOWN_REPLICAS, HostClaims, PREFIX, UP_REPLICAS, inherit, kube_downscaler},
+    workloads::target::TargetKind,
 };
 
 /// Cheap to clone; every clone sees the same schedules.

@@ -10,7 +10,6 @@
 mod act;
 mod describe;
 mod observe;
-mod patch;
 mod plan;
 
 use chrono::{DateTime, TimeDelta, Utc};
@@ -30,22 +29,23 @@ use crate::{
         hpa::HpaIndex,
         idle::Activity,
         key::ScalingKey,
-        last_seen::LastSeen,
         namespaces::NamespaceSchedules,
         policies::declarations::Declarations,
         reports::{NamespaceReports, Settled, describe},
-        target::{KindsInUse, ScaleTarget, TargetKind, TargetState},
         timer::Timer,
         wake_hosts,
         wake_order::{self, WakeSteps},
         wake_turns::{self, Turn, WakeTurns},
     },
     schedule::{self, Direction, GitOpsMode, Transition},
+    workloads::{
+        last_seen::LastSeen,
+        target::{KindsInUse, ScaleTarget, TargetKind, TargetState},
+    },
 };
 
 pub use describe::describe_change;
 use observe::Source;
-pub use patch::{patch_for, patch_owner, patch_target, patch_target_as, read_target};
 
 /// What the scaler reads and writes.
 pub struct ScalingContext {

@@ -3,7 +3,6 @@
 //! server.
 
 use std::{
-    collections::BTreeMap,
     sync::{
         Arc,
         atomic::{AtomicI64, Ordering},
@@ -17,26 +16,10 @@ use chrono_tz::Tz;
 use crate::{
     runtime::{key::ObjectKey, workqueue::WorkQueue},
     scaling::key::ScalingKey,
-    scaling::{
-        ScalingContext,
-        target::{ScaleTarget, TargetKind},
-        timer::Clock,
-    },
+    scaling::{ScalingContext, timer::Clock},
     schedule::{self, Annotations, Schedule},
+    workloads::target::{ScaleTarget, TargetKind},
 };
-
-/// A kind outside the catalogue, OpenKruise's CloneSet, as `--kinds` makes it when the
-/// controller starts.
-pub fn clone_set_kind() -> TargetKind {
-    TargetKind::of(Box::leak(Box::new(
-        crate::scaling::kinds::KindSpec::scalable(
-            "CloneSet",
-            "apps.kruise.io",
-            "v1alpha1",
-            "clonesets",
-        ),
-    )))
-}
 
 pub fn base() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 11, 23, 11, 59, 0).unwrap()
@@ -52,15 +35,8 @@ pub fn wall_clock(permille: u32, shift_ms: Arc<AtomicI64>) -> Clock {
     })
 }
 
-pub fn annotations_of(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-    pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
-
 pub fn parsed_schedule(annotations: &[(&str, &str)]) -> Arc<Schedule> {
-    let map = annotations_of(annotations);
+    let map = schedule::test_support::annotations(annotations);
     match schedule::parse(&map, Tz::UTC) {
         Annotations::Scheduled(schedule, _) => Arc::new(schedule),
         other => panic!("not a schedule: {other:?}"),

@@ -28,8 +28,8 @@ use tokio::sync::mpsc;
 use tokio_util::time::{DelayQueue, delay_queue};
 
 use crate::{
-    runtime::workqueue::Enqueue, scaling::key::ScalingKey, scaling::target::ScaleTarget,
-    schedule::Schedule,
+    runtime::workqueue::Enqueue, scaling::key::ScalingKey, schedule::Schedule,
+    workloads::target::ScaleTarget,
 };
 
 pub const MAX_SLEEP: Duration = Duration::from_secs(3600);

@@ -23,18 +23,20 @@ use crate::{
         hpa::{self, HpaIndex},
         idle::Activity,
         key::ScalingKey,
-        last_seen::LastSeen,
         namespaces::NamespaceSchedules,
         reconciler::DEFAULT_MAX_OVERRIDE,
-        target::{ScaleTarget, TargetKind, creation_time, levered},
         timer::Timer,
         wake_order,
-        watched_object::Delivered,
-        writers::other_sleep_field_writers,
     },
     schedule::{
         self, Annotations, Direction, Leftovers, SCHEDULE_KEYS, Schedule, already_warned,
         has_schedule, refused_cause, replicas_set, reverted_cause,
+    },
+    workloads::{
+        last_seen::LastSeen,
+        target::{ScaleTarget, TargetKind, creation_time, levered},
+        watched_object::Delivered,
+        writers::other_sleep_field_writers,
     },
 };
 

@@ -22,8 +22,8 @@ use chrono::{DateTime, TimeDelta, Utc};
 
 use crate::{
     duration::spoken,
-    scaling::target::TargetKind,
     schedule::{Direction, Transition, WAKE_ORDER},
+    workloads::target::TargetKind,
 };
 
 /// `--wake-step-timeout`'s default.

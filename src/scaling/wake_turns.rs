@@ -18,7 +18,7 @@ use std::{
 
 use chrono::{DateTime, TimeDelta, Utc};
 
-use crate::{duration::spoken, scaling::target::ScaleTarget, schedule::Transition};
+use crate::{duration::spoken, schedule::Transition, workloads::target::ScaleTarget};
 
 /// What a workload's wake does about its Namespace's turn.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -209,8 +209,8 @@ mod tests {
     use super::*;
     use crate::{
         runtime::key::ObjectKey,
-        scaling::target::TargetKind,
         schedule::test_support::{at, up},
+        workloads::target::TargetKind,
     };
 
     #[test]

@@ -9,12 +9,12 @@ use kube::{
 use serde::Serialize;
 
 use crate::{
-    scaling::{
-        namespaces::NamespaceSchedules,
+    scaling::namespaces::NamespaceSchedules,
+    schedule::{self, ORIGINAL_REPLICAS, UP_REPLICAS},
+    workloads::{
         objects,
         target::{TargetKind, TargetState},
     },
-    schedule::{self, ORIGINAL_REPLICAS, UP_REPLICAS},
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]

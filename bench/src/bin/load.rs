@@ -68,8 +68,8 @@ use cronscaler::{
         run as controller,
     },
     foo::FOO_LABEL,
-    scaling::target::TargetKind,
     schedule::{self, Annotations, Direction, Transition},
+    workloads::target::TargetKind,
 };
 use http_body_util::{BodyExt as _, Full, StreamBody, combinators::UnsyncBoxBody};
 use hyper::{

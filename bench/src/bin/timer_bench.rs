@@ -21,11 +21,11 @@ use cronscaler::{
     },
     scaling::{
         key::ScalingKey,
-        target::{ScaleTarget, TargetKind},
         timer::{Timer, system_clock},
     },
     schedule::{self, Annotations, Schedule},
     work::WorkKey,
+    workloads::target::{ScaleTarget, TargetKind},
 };
 use tokio_cron_scheduler::{Job, JobScheduler};
 

@@ -10,7 +10,7 @@ use super::{
     render::{amount, thousands},
     savings::{Savings, Totals},
 };
-use crate::{scaling::target::TargetKind, schedule::Direction};
+use crate::{schedule::Direction, workloads::target::TargetKind};
 
 /// The plan of the window from `from` to `until` drawn as an SVG image.
 pub fn render_svg(

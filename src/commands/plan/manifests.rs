@@ -26,9 +26,9 @@ use crate::{
             crd::{SleepPolicy, SleepSchedule},
             resolve::Candidate,
         },
-        target::{Drivers, ScaleTarget, TargetKind, TargetState, levered},
     },
     schedule::GitOpsMode,
+    workloads::target::{Drivers, ScaleTarget, TargetKind, TargetState, levered},
 };
 
 /// How manifests and the live cluster are read, as `run` reads them with the same flags.

@@ -8,7 +8,7 @@ use super::{
     Plan, PlannedSummary,
     savings::{Savings, Totals},
 };
-use crate::{commands::table, scaling::target::TargetKind};
+use crate::{commands::table, workloads::target::TargetKind};
 
 /// The plan as a table a person reads: local time, UTC, object, action, replicas. A summary
 /// is a row at its first transition whose text spans the last two columns, so its length does

@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::PodSpec;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::scaling::target::TargetKind;
+use crate::workloads::target::TargetKind;
 
 use super::{
     Timeline,
@@ -164,7 +164,7 @@ pub struct Totals {
     /// Awake replicas minus the replicas run, over time. A kind that sleeps on or off has
     /// none ([`KindSpec::withheld`]); a lever's are those of the object it scales.
     ///
-    /// [`KindSpec::withheld`]: crate::scaling::kinds::KindSpec::withheld
+    /// [`KindSpec::withheld`]: crate::workloads::kinds::KindSpec::withheld
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replica_seconds_withheld: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -6,8 +6,8 @@ use chrono_tz::Tz;
 
 use super::Workload;
 use crate::{
-    scaling::target::TargetKind,
     schedule::{Annotations, Direction},
+    workloads::target::TargetKind,
 };
 
 /// One object's simulated replicas from `from` to `until`.

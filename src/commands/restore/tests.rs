@@ -4,19 +4,12 @@ use super::*;
 use crate::{
     mock_api::{Exchange, mock_client},
     runtime::key::ObjectKey,
-    scaling::target::{ScaleTarget, TargetKind, TargetState},
-    schedule::Cleanup,
+    schedule::{Cleanup, test_support::annotations},
+    workloads::target::{ScaleTarget, TargetKind, TargetState},
 };
 
 fn now() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 11, 23, 23, 0, 0).unwrap()
-}
-
-fn annotations(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-    pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
 }
 
 #[test]

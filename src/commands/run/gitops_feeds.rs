@@ -27,8 +27,8 @@ use crate::{
             owners::{OwnerObject, Owners, owner_of},
         },
         key::ScalingKey,
-        last_seen::LastSeen,
     },
+    workloads::last_seen::LastSeen,
 };
 
 /// The watch of one tool's owners. One whose CRD is not installed, or that RBAC does not let

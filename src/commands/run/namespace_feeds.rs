@@ -21,12 +21,10 @@ use crate::{
         watch::{WatchBackoff, drive},
         workqueue::WorkQueue,
     },
-    scaling::{
-        idle::Activity, key::ScalingKey, namespaces::NamespaceSchedules, target::creation_time,
-        wake_hosts, writers,
-    },
+    scaling::{idle::Activity, key::ScalingKey, namespaces::NamespaceSchedules, wake_hosts},
     schedule::{AWAKE_UNTIL, OVERRIDE_KEYS, overrides},
     work::WorkKey,
+    workloads::{target::creation_time, writers},
 };
 
 /// Feeds Namespaces' schedules to `namespaces`, says when they have been listed once, and when a

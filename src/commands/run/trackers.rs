@@ -5,10 +5,10 @@
 
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
-use crate::scaling::{
+use crate::scaling::tracker::Tracker;
+use crate::workloads::{
     kinds::KindSpec,
     target::{KindsInUse, TargetKind},
-    tracker::Tracker,
 };
 
 /// A kind scheduled scaling sleeps, and the tracker of its objects' schedules.

@@ -29,10 +29,8 @@ use crate::{
         paging::all_pages,
         watch::{WatchBackoff, drive},
     },
-    scaling::{
-        hpa::HpaIndex, objects, target::TargetKind, timer::Clock, tracker::Tracker,
-        watched_object::WatchedObject,
-    },
+    scaling::{hpa::HpaIndex, timer::Clock, tracker::Tracker},
+    workloads::{objects, target::TargetKind, watched_object::WatchedObject},
 };
 
 /// Every object of a kind, its metadata and sleep value only, fed to its tracker. Small pages keep the start-up

@@ -11,9 +11,9 @@ use crate::{
     scaling::{
         gitops::{Tool, owner::claim, owners::Owners},
         namespaces::NamespaceSchedules,
-        target::{TargetKind, TargetState},
     },
     schedule::kube_downscaler,
+    workloads::target::{TargetKind, TargetState},
 };
 
 /// The scheduled kinds' objects, and the annotations of their Namespaces.

@@ -8,11 +8,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
 
 use super::{GITOPS_PAUSED, Owner, Proof, Tool, pause::Paused};
-use crate::{runtime::CONTROLLER_NAME, scaling::target::ScaleTarget};
+use crate::{
+    runtime::CONTROLLER_NAME,
+    workloads::{target::ScaleTarget, watched_object::ARGOCD_TRACKING_ID},
+};
 
-/// Argo CD's annotation tracking: `<app>:<group>/<Kind>:<namespace>/<name>`, the app written
-/// `<namespace>_<name>` when it lives outside Argo CD's own Namespace.
-pub const ARGOCD_TRACKING_ID: &str = "argocd.argoproj.io/tracking-id";
 /// Argo CD's label tracking, a label Helm charts set too.
 pub const INSTANCE_LABEL: &str = "app.kubernetes.io/instance";
 /// Flux's labels on what a Kustomization or HelmRelease applies: its name and Namespace.

@@ -14,7 +14,7 @@ use super::{
     Owner, Tool,
     owner::{ARGOCD_NAMESPACE, Claim, Deployed, Inventory, OwnerState, claim},
 };
-use crate::scaling::target::ScaleTarget;
+use crate::workloads::target::ScaleTarget;
 
 /// An owner as its watch delivers it. Of its status, which can be large (an Application's has
 /// every resource's health), only what it deploys is kept ([`Inventory`]).

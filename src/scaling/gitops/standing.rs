@@ -11,8 +11,8 @@ use super::{
     owners::Owners,
 };
 use crate::{
-    scaling::target::ScaleTarget,
     schedule::{GITOPS, GitOpsMode, gitops_mode},
+    workloads::target::ScaleTarget,
 };
 
 /// A workload a GitOps tool deploys: its owner, as watched (`None` where it is not), the mode

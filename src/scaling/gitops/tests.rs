@@ -11,7 +11,7 @@ use super::{
 };
 use crate::{
     runtime::key::ObjectKey,
-    scaling::target::{ScaleTarget, TargetKind},
+    workloads::target::{ScaleTarget, TargetKind},
 };
 
 fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {

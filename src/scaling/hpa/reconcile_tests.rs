@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use super::tests::{hpa as web_hpa, web as web_target};
 use super::*;
 use crate::error::Error;
-use crate::scaling::writers::HPA_CONTROLLER_MANAGER;
+use crate::workloads::writers::HPA_CONTROLLER_MANAGER;
 use crate::{
     mock_api::{Exchange, event},
     scaling::test_support::reconcile_scripted,
@@ -32,8 +32,8 @@ fn web(replicas: i32, annotations: &[(&str, &str)], manager: &str) -> Value {
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {
             "name": "web", "namespace": "shop", "resourceVersion": "100", "uid": "u-web",
-            "annotations": crate::scaling::test_support::annotations_of(&annotations),
-            "labels": crate::scaling::test_support::annotations_of(&labels),
+            "annotations": crate::schedule::test_support::annotations(&annotations),
+            "labels": crate::schedule::test_support::annotations(&labels),
             "managedFields": [{
                 "manager": manager, "operation": "Update", "apiVersion": "apps/v1",
                 "time": "2026-11-23T04:00:00Z", "fieldsType": "FieldsV1",
@@ -408,7 +408,7 @@ fn web_scaler(annotations: &[(&str, &str)]) -> Value {
         "apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
         "metadata": {
             "name": "web-scaler", "namespace": "shop", "resourceVersion": "300",
-            "annotations": crate::scaling::test_support::annotations_of(annotations),
+            "annotations": crate::schedule::test_support::annotations(annotations),
         },
         "spec": { "scaleTargetRef": { "name": "web" } },
     })

@@ -2,9 +2,9 @@ use chrono_tz::Tz;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, Time};
 
 use super::*;
-use crate::scaling::writers::HPA_CONTROLLER_MANAGER;
+use crate::workloads::writers::HPA_CONTROLLER_MANAGER;
 use crate::{
-    scaling::test_support::annotations_of,
+    schedule::test_support::annotations,
     schedule::{self, AnnotationChange, Transition},
 };
 
@@ -13,12 +13,12 @@ fn hpa_object(
     target: (&str, &str),
     min: Option<i32>,
     max: i32,
-    annotations: &[(&str, &str)],
+    pairs: &[(&str, &str)],
 ) -> HorizontalPodAutoscaler {
     serde_json::from_value(json!({
         "metadata": {
             "name": "web", "namespace": "shop", "resourceVersion": "41",
-            "annotations": annotations_of(annotations),
+            "annotations": annotations(pairs),
         },
         "spec": {
             "scaleTargetRef": { "apiVersion": target.0, "kind": target.1, "name": "web" },
@@ -48,7 +48,7 @@ pub(super) fn hpa(min: i32, max: i32, originals: Originals) -> Hpa {
 }
 
 fn parsed(pairs: &[(&str, &str)]) -> Annotations {
-    schedule::parse(&annotations_of(pairs), Tz::UTC)
+    schedule::parse(&annotations(pairs), Tz::UTC)
 }
 
 fn transition(at: &str, direction: Direction) -> Transition {

@@ -306,7 +306,7 @@ fn a_policy_leaves_alone_the_kinds_it_does_not_name_and_the_workloads_it_exclude
     assert!(inherits(TargetKind::StatefulSet, &[]));
     assert!(!inherits(TargetKind::CronJob, &[]), "not a kind it names");
     // A kind outside the catalogue, as `--kinds` makes it when the controller starts.
-    let clone_set = crate::scaling::test_support::clone_set_kind();
+    let clone_set = crate::workloads::test_support::clone_set_kind();
     assert!(inherits(clone_set, &[]), "named by Kind.group");
     assert!(!inherits(TargetKind::Rollout, &[]), "not a kind it names");
     assert!(
@@ -325,4 +325,64 @@ fn a_policy_leaves_alone_the_kinds_it_does_not_name_and_the_workloads_it_exclude
         namespaces.update("pr-1", None, &pairs(&[])),
         "a coverage that changes is a change, for the workloads to be looked at again"
     );
+}
+
+#[test]
+fn a_job_its_cronjob_made_keeps_its_cronjob_s_schedule_not_its_namespace_s() {
+    use crate::{
+        schedule::SCALE_DOWN,
+        workloads::target::{TargetKind, TargetState},
+    };
+    use kube::api::DynamicObject;
+    use serde_json::json;
+
+    let namespaces = NamespaceSchedules::watched([]);
+    let night: BTreeMap<String, String> = [(SCALE_DOWN.to_string(), "0 20 * * *".to_string())]
+        .into_iter()
+        .collect();
+    namespaces.update("backups", None, &night);
+    let job = |owner: serde_json::Value| {
+        let object: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "batch/v1", "kind": "Job",
+            "metadata": { "name": "nightly-29000000", "namespace": "backups",
+                          "ownerReferences": [owner] },
+            "spec": { "template": { "spec": { "containers": [] } } },
+        }))
+        .unwrap();
+        TargetState::of_object(TargetKind::Job, &object)
+    };
+    let schedule_of = |observed: &TargetState| {
+        namespaces.effective(
+            TargetKind::Job,
+            "backups",
+            &observed.annotations,
+            &observed.labels,
+            observed.follows_owner,
+        )
+    };
+    let made = job(json!({
+        "apiVersion": "batch/v1", "kind": "CronJob", "name": "nightly", "uid": "1",
+        "controller": true,
+    }));
+    assert!(made.follows_owner);
+    assert_eq!(
+        schedule_of(&made),
+        (BTreeMap::new(), false),
+        "its CronJob's exclusion or schedule is what it keeps: the Namespace's never suspends it"
+    );
+    for (what, owner) in [
+        (
+            "only owned, not controlled",
+            json!({ "apiVersion": "batch/v1", "kind": "CronJob", "name": "nightly", "uid": "1" }),
+        ),
+        (
+            "controlled by something else",
+            json!({ "apiVersion": "example.com/v1", "kind": "CronJob", "name": "x", "uid": "2",
+                    "controller": true }),
+        ),
+    ] {
+        let observed = job(owner);
+        assert!(!observed.follows_owner, "{what}");
+        assert_eq!(schedule_of(&observed), (night.clone(), true), "{what}");
+    }
 }

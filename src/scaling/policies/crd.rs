@@ -11,11 +11,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::resolve::Coverage;
-use crate::scaling::target::KindName;
 use crate::schedule::{
     DOWN_REPLICAS, DOWNTIME, GITOPS, GitOpsMode, HOLIDAYS, IDLE_AFTER, InvalidAnnotation, READY_BY,
     SCALE_DOWN, SCALE_UP, TIMEZONE, UPTIME, WAKE_ON_REQUEST,
 };
+use crate::workloads::target::KindName;
 
 /// The schedule a `SleepPolicy` or `SleepSchedule` gives the Namespaces it covers.
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]

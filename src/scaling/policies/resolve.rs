@@ -10,8 +10,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 
 use super::crd::ScheduleFields;
 use crate::{
-    scaling::target::{TargetKind, creation_time},
     schedule::has_schedule,
+    workloads::target::{TargetKind, creation_time},
 };
 
 /// A `SleepSchedule` or `SleepPolicy`, as resolution needs it.

@@ -16,14 +16,16 @@ use crate::{
         hpa::{self, GuardedChange, HpaChange},
         key::ScalingKey,
         reports::{QUIET, WorkloadOutcome},
-        target::{ScaleTarget, TargetState},
     },
     schedule,
+    workloads::{
+        patch::patch_target,
+        target::{ScaleTarget, TargetState},
+    },
 };
 
 use super::{
     ScalingContext,
-    patch::{patch_owner, patch_target},
     plan::{LeverWrite, Plan, Step, Tally, TargetPatch, Warning},
 };
 
@@ -183,7 +185,7 @@ pub async fn write_owner(ctx: &ScalingContext, write: &OwnerWrite) -> Result<(),
         tracing::info!(%owner, body = %write.body, "dry run, not done: owner");
         return Ok(());
     }
-    match patch_owner(&ctx.client, owner, &write.body).await {
+    match owner.patch(&ctx.client, &write.body).await {
         Ok(()) => {}
         Err(error) if is_status(&error, 404) => return Ok(()),
         Err(error) => {

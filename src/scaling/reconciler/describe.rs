@@ -5,8 +5,9 @@ use chrono::{DateTime, Utc};
 
 use crate::{
     duration::spoken,
-    scaling::{on_demand, target::TargetKind},
+    scaling::on_demand,
     schedule::{self, Annotations, Direction, READY_BY, ScaleChange, Schedule, Transition},
+    workloads::target::TargetKind,
 };
 
 /// The Event that tells a user what a change did: reason and note.

@@ -13,8 +13,6 @@ use crate::{
     scaling::{
         gitops::{self, Owner, owner::OwnerState, standing::GitOps},
         hpa::Hpa,
-        kinds::Sleep,
-        target::{ScaleTarget, TargetKind, TargetState, levered},
         wake_order::{self, Peer},
         wake_turns::Ask,
     },
@@ -22,9 +20,14 @@ use crate::{
         self, Annotations, Direction, GitOpsMode, OutOfReach, ScaleChange, Transition, gitops_mode,
         held_back_until,
     },
+    workloads::{
+        kinds::Sleep,
+        target::{ScaleTarget, TargetKind, TargetState, levered},
+    },
 };
 
-use super::{ScalingContext, patch::read_target};
+use super::ScalingContext;
+use crate::workloads::patch::read_target;
 
 /// What one look found.
 #[derive(Debug, Clone)]

@@ -20,21 +20,21 @@ use crate::{
         on_demand,
         wake_order::{self, Gate},
     },
-    scaling::{
-        kinds::Sleep,
-        target::{ScaleTarget, TargetState},
-    },
     schedule::{
         self, Annotations, Direction, GITOPS, GitOpsMode, SCALE_REVERTED, ScaleChange, Transition,
         already_warned, refused_cause, reverted, reverted_cause,
+    },
+    workloads::{
+        kinds::Sleep,
+        target::{ScaleTarget, TargetState},
     },
 };
 
 use super::{
     describe::{describe_change, describe_cron},
     observe::{NamespaceWake, Observed, held_back, scheduled_wake},
-    patch::patch_for,
 };
+use crate::workloads::patch::patch_for;
 
 /// What the rules are given besides the observation: the controller's settings.
 #[derive(Debug, Clone, Copy)]

@@ -9,12 +9,9 @@ use crate::runtime::key::ObjectKey;
 use crate::{
     error::Error,
     runtime::CONTROLLER_NAME,
-    scaling::{
-        last_seen::LastSeen,
-        reports::{QUIET, WorkloadOutcome},
-        writers::sleep_field_changed_by,
-    },
+    scaling::reports::{QUIET, WorkloadOutcome},
     schedule::{Direction, refused_cause},
+    workloads::{last_seen::LastSeen, writers::sleep_field_changed_by},
 };
 use serde_json::Value;
 
@@ -400,7 +397,7 @@ async fn invalid_annotations_are_reported_by_key_value_and_reason_without_scalin
         (schedule::SCALE_DOWN, "0 20 * * *"),
         (schedule::TIMEZONE, "Mars/Olympus"),
     ];
-    let cause = schedule::refused_cause(&crate::scaling::test_support::annotations_of(&broken));
+    let cause = schedule::refused_cause(&crate::schedule::test_support::annotations(&broken));
     let told = [broken[0], broken[1], (schedule::WARNED, cause.as_str())];
     let script = vec![
         get(APP_0, app_0(2, &broken)),
@@ -658,7 +655,7 @@ async fn a_schedule_on_a_deployment_of_a_foo_is_refused_naming_the_foo() {
         "apiVersion": "samplecontroller.k8s.io/v1alpha1", "kind": "Foo", "name": "example-foo",
         "uid": "54d821c1-663f-4eee-9d8b-bc59df6ae462", "controller": true, "blockOwnerDeletion": true,
     }]);
-    let cause = schedule::refused_cause(&crate::scaling::test_support::annotations_of(&NIGHTLY));
+    let cause = schedule::refused_cause(&crate::schedule::test_support::annotations(&NIGHTLY));
     let script = vec![
         get(APP_0, deployment.clone()),
         warned_patch(&cause, deployment),
@@ -970,7 +967,7 @@ async fn a_warning_whose_event_failed_is_said_again_at_the_next_look() {
         (schedule::SCALE_DOWN, "0 20 * * *"),
         (schedule::TIMEZONE, "Mars/Olympus"),
     ];
-    let cause = schedule::refused_cause(&crate::scaling::test_support::annotations_of(&broken));
+    let cause = schedule::refused_cause(&crate::schedule::test_support::annotations(&broken));
     let told = [broken[0], broken[1], (schedule::WARNED, cause.as_str())];
     let note = "no scheduled scaling until the annotations are fixed: cronscaler.dev/timezone: \
                 \"Mars/Olympus\" is not an IANA time zone name";
@@ -1009,7 +1006,7 @@ async fn an_invalid_schedule_with_many_problems_is_told_in_an_event_that_fits() 
         (schedule::UPTIME, window.as_str()),
         (schedule::TIMEZONE, "Mars/Olympus"),
     ];
-    let cause = schedule::refused_cause(&crate::scaling::test_support::annotations_of(&broken));
+    let cause = schedule::refused_cause(&crate::schedule::test_support::annotations(&broken));
     let told: Vec<(&str, &str)> = broken
         .iter()
         .copied()
@@ -1095,7 +1092,7 @@ async fn reconcile_watched(before: &Value, script: Vec<Exchange>) {
 /// What the watch of `load-0/app-0` last delivered: the object as `object` has it.
 fn watched(object: &Value) -> LastSeen {
     let seen = LastSeen::default();
-    let watched: crate::scaling::watched_object::WatchedObject =
+    let watched: crate::workloads::watched_object::WatchedObject =
         serde_json::from_value(object.clone()).unwrap();
     seen.keep(deployment_target(), &watched.state(TargetKind::Deployment));
     seen
@@ -1161,7 +1158,7 @@ async fn a_warning_planned_on_a_state_the_watch_had_not_yet_updated_is_not_said_
         (schedule::SCALE_DOWN, "0 20 * * *"),
         (schedule::TIMEZONE, "Mars/Olympus"),
     ];
-    let cause = schedule::refused_cause(&crate::scaling::test_support::annotations_of(&broken));
+    let cause = schedule::refused_cause(&crate::schedule::test_support::annotations(&broken));
     let told = [broken[0], broken[1], (schedule::WARNED, cause.as_str())];
     let mut now = app_0(2, &told);
     now["metadata"]["resourceVersion"] = json!("10470");

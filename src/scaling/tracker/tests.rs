@@ -11,10 +11,9 @@ use chrono::TimeDelta;
 use super::*;
 use crate::{
     runtime::workqueue::{Enqueue, RateLimit, WorkQueue},
-    scaling::{
-        key::ScalingKey, last_seen::LastSeen, namespaces::NamespaceSchedules, test_support::*,
-        timer::Timer, watched_object::WatchedObject,
-    },
+    scaling::{key::ScalingKey, namespaces::NamespaceSchedules, test_support::*, timer::Timer},
+    schedule::test_support::annotations,
+    workloads::{last_seen::LastSeen, watched_object::WatchedObject},
 };
 
 /// A tracker of Deployments feeding a scheduler and a queue, on a clock that keeps pace.
@@ -275,7 +274,7 @@ async fn invalid_annotations_are_looked_at_until_warned_about_and_never_armed() 
     assert_eq!(timer.held(), 0, "never armed");
     assert_eq!(invalid.get(), 1, "counted as invalid");
 
-    let cause = schedule::refused_cause(&annotations_of(&broken));
+    let cause = schedule::refused_cause(&annotations(&broken));
     see(
         &mut tracker,
         watcher::Event::Apply(said(meta("web", &broken, None), &cause)),
@@ -364,7 +363,7 @@ async fn a_deployment_controlled_by_a_foo_is_told_once_and_never_armed() {
     );
     assert_eq!(timer.held(), 0);
 
-    let cause = schedule::refused_cause(&annotations_of(&scheduled));
+    let cause = schedule::refused_cause(&annotations(&scheduled));
     see(
         &mut tracker,
         watcher::Event::Apply(owned_by_foo(said(
@@ -469,7 +468,7 @@ async fn workloads_follow_their_namespaces_schedule_from_its_first_change() {
     );
 
     // The Namespace gets a schedule: its workloads are listed again.
-    let nightly = annotations_of(&[(schedule::SCALE_DOWN, "0 20 * * *")]);
+    let nightly = annotations(&[(schedule::SCALE_DOWN, "0 20 * * *")]);
     assert!(namespaces.update("staging", None, &nightly));
     let mut excluded = meta("batch", &[(schedule::EXCLUDE, "true")], None);
     excluded.metadata.name = Some("batch".into());
@@ -493,7 +492,7 @@ async fn workloads_follow_their_namespaces_schedule_from_its_first_change() {
         watcher::Event::Apply(meta("web", &slept, None)),
     );
     assert!(drain(&queue).await.is_empty(), "applied, nothing due");
-    assert!(namespaces.update("staging", None, &annotations_of(&[])));
+    assert!(namespaces.update("staging", None, &annotations(&[])));
     tracker.relist_namespace("staging", &[meta("web", &slept, None)], base());
     settle().await;
     assert_eq!(
@@ -658,7 +657,7 @@ async fn an_override_too_far_ahead_leaves_the_schedule_armed_and_is_looked_at_wi
         (schedule::LAST_TRANSITION, LAST_NIGHT),
         (schedule::AWAKE_UNTIL, far.as_str()),
     ];
-    let cause = schedule::refused_cause(&annotations_of(&too_far));
+    let cause = schedule::refused_cause(&annotations(&too_far));
     see(
         &mut tracker,
         watcher::Event::Apply(said(meta("web", &too_far, None), &cause)),
@@ -758,7 +757,7 @@ async fn the_asleep_gauges_follow_each_objects_recorded_transition() {
 async fn a_namespace_s_followers_are_counted_and_its_sleep_schedules_told() {
     use crate::scaling::policies::{crd::ScheduleFields, resolve::Candidate};
     let namespaces = NamespaceSchedules::watched([]);
-    namespaces.set_labels("staging", &annotations_of(&[]));
+    namespaces.set_labels("staging", &annotations(&[]));
     let fields = ScheduleFields {
         scale_down: Some("0 20 * * *".into()),
         ..ScheduleFields::default()
@@ -795,13 +794,13 @@ fn watched(
     name: &str,
     replicas: i32,
     resource_version: &str,
-    annotations: &[(&str, &str)],
+    pairs: &[(&str, &str)],
 ) -> WatchedObject {
     serde_json::from_value(serde_json::json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {
             "name": name, "namespace": "staging", "resourceVersion": resource_version,
-            "annotations": annotations_of(annotations),
+            "annotations": annotations(pairs),
         },
         "spec": { "replicas": replicas, "template": { "spec": { "containers": [] } } },
         "status": { "replicas": replicas },

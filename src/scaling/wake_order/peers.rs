@@ -6,12 +6,12 @@ use kube::Client;
 
 use super::{Peer, order_of};
 use crate::{
-    scaling::{
-        namespaces::NamespaceSchedules,
+    scaling::namespaces::NamespaceSchedules,
+    schedule::{Annotations, OVERRIDE_KEYS},
+    workloads::{
         objects,
         target::{TargetKind, TargetState},
     },
-    schedule::{Annotations, OVERRIDE_KEYS},
 };
 
 /// A listed workload and how far it is settled: awake as it asks, asleep as it asks.

@@ -26,14 +26,13 @@ use super::{
 use crate::{
     error::Error,
     runtime::{CONTROLLER_NAME, api_errors::is_status, events::Events, key::ObjectKey},
-    scaling::{
-        hpa::HpaIndex,
-        namespaces::NamespaceSchedules,
+    scaling::{hpa::HpaIndex, namespaces::NamespaceSchedules},
+    schedule::{self, Direction, Transition, WakeOnRequest, asleep, next_change},
+    wake::readiness::{unready, workloads},
+    workloads::{
         objects,
         target::{ScaleTarget, TargetKind, TargetState},
     },
-    schedule::{self, Direction, Transition, WakeOnRequest, asleep, next_change},
-    wake::readiness::{unready, workloads},
 };
 
 /// How often a waking Namespace's Services' own endpoints are read while its slices stay: a

@@ -1,7 +1,7 @@
 use kube::CustomResourceExt;
 
 use super::*;
-use crate::scaling::target::TargetKind;
+use crate::workloads::target::TargetKind;
 
 /// Both CRDs, as `manifests/04-policy-crds.yaml` holds them.
 fn generated() -> String {
@@ -111,7 +111,7 @@ fn a_kind_named_kind_dot_group_covers_that_kind_only() {
     ));
 
     // A kind only `--kinds` makes, when the controller starts.
-    let clone_set = crate::scaling::test_support::clone_set_kind();
+    let clone_set = crate::workloads::test_support::clone_set_kind();
     let clone_sets = with_kinds(&["CloneSet.apps.kruise.io"]);
     assert_eq!(clone_sets.kinds_problems(), Vec::<String>::new());
     assert!(covers(&clone_sets, clone_set));

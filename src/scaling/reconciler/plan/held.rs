@@ -10,9 +10,8 @@ use serde_json::{Value, json};
 
 use super::{LeverWrite, Plan, TargetPatch, annotations_patch, sleep_in_force};
 use crate::{
-    ops::metrics::ScaleDirection,
-    scaling::{kinds::Sleep, reconciler::observe::Observed},
-    schedule::PAUSED_AT,
+    ops::metrics::ScaleDirection, scaling::reconciler::observe::Observed, schedule::PAUSED_AT,
+    workloads::kinds::Sleep,
 };
 
 /// How soon a woken workload's count is read again while the lever is being given back.

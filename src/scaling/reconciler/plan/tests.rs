@@ -12,14 +12,14 @@ use crate::{
     runtime::key::ObjectKey,
     scaling::{
         hpa::{Hpa, HpaChange, Originals},
-        target::{ScaleTarget, TargetKind, TargetState},
-        test_support::annotations_of,
         wake_order::Peer,
     },
+    schedule::test_support::annotations,
     schedule::{
         AWAKE_UNTIL, DOWN_REPLICAS, LAST_TRANSITION, ORIGINAL_REPLICAS, SCALE_DOWN, SCALE_UP,
         TIMEZONE, WARNED,
     },
+    workloads::target::{ScaleTarget, TargetKind, TargetState},
 };
 
 pub(super) const NIGHTLY: [(&str, &str); 2] = [(SCALE_DOWN, "0 20 * * *"), (SCALE_UP, "0 7 * * *")];
@@ -52,11 +52,11 @@ fn deployment(replicas: i32, annotations: &[(&str, &str)]) -> DynamicObject {
     )
 }
 
-pub(super) fn object(mut body: Value, annotations: &[(&str, &str)]) -> DynamicObject {
+pub(super) fn object(mut body: Value, pairs: &[(&str, &str)]) -> DynamicObject {
     body["metadata"] = json!({
         "name": "web", "namespace": "shop", "resourceVersion": "7", "uid": "u-1",
         "creationTimestamp": "2026-01-01T00:00:00Z",
-        "annotations": annotations_of(annotations),
+        "annotations": annotations(pairs),
         "managedFields": [{
             "manager": "kubectl", "operation": "Update", "subresource": "scale",
             "fieldsType": "FieldsV1", "fieldsV1": { "f:spec": { "f:replicas": {} } }
@@ -276,7 +276,7 @@ fn invalid_annotations_are_warned_of_by_key_and_value_and_nothing_is_scaled() {
         "no scheduled scaling until the annotations are fixed: cronscaler.dev/timezone: \
          \"Mars/Olympus\" is not an IANA time zone name"
     );
-    assert_eq!(warning.cause, refused_cause(&annotations_of(&broken)));
+    assert_eq!(warning.cause, refused_cause(&annotations(&broken)));
 }
 
 #[test]
@@ -662,7 +662,7 @@ fn deployed_by_argo_cd(
     let metadata = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
         resource_version: Some("12".into()),
         uid: Some("app-1".into()),
-        annotations: record.map(|record| annotations_of(&[(GITOPS_PAUSED, record)])),
+        annotations: record.map(|record| annotations(&[(GITOPS_PAUSED, record)])),
         ..Default::default()
     };
     web.gitops = Some(crate::scaling::gitops::standing::GitOps {

@@ -7,8 +7,9 @@ use super::super::{
     tests::{NIGHTLY, SETTINGS, at, object, observed},
 };
 use crate::{
-    scaling::{reconciler::observe::Observed, target::TargetKind},
+    scaling::reconciler::observe::Observed,
     schedule::{LAST_TRANSITION, ORIGINAL_VALUE, PAUSED_AT},
+    workloads::target::TargetKind,
 };
 
 const PAUSED: (&str, &str) = ("autoscaling.keda.sh/paused", "true");

@@ -14,7 +14,7 @@ use std::{
 
 use chrono::{DateTime, Utc};
 
-use crate::scaling::{
+use crate::workloads::{
     target::{ScaleTarget, TargetKind, TargetState},
     writers::Writers,
 };

@@ -3,7 +3,7 @@ use kube::{api::DynamicObject, core::ObjectList};
 use serde_json::json;
 
 use super::*;
-use crate::scaling::target::TargetKind;
+use crate::workloads::target::TargetKind;
 
 /// An object as a v1.26 API server lists it, whole: pod template, status and all.
 fn item(kind: &str, api_version: &str, annotations: Value, spec: Value) -> Value {

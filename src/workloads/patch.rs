@@ -9,13 +9,12 @@ use serde_json::{Value, json};
 
 use crate::{
     runtime::CONTROLLER_NAME,
-    scaling::{
-        gitops::Owner,
+    schedule::{ScaleChange, WARNED},
+    workloads::{
         kinds::SleepWrite,
         objects,
         target::{ScaleTarget, TargetKind, TargetState},
     },
-    schedule::{ScaleChange, WARNED},
 };
 
 /// A target as the scaler sees it, whatever its kind; `None` when it is gone.
@@ -96,20 +95,4 @@ pub async fn patch_target_as(
         .patch(&target.key.name, &params, &Patch::Merge(patch))
         .await
         .map(drop)
-}
-
-/// Sends a merge patch to a GitOps owner, as field manager `cronscaler`.
-pub async fn patch_owner(client: &Client, owner: &Owner, patch: &Value) -> Result<(), kube::Error> {
-    let params = PatchParams {
-        field_manager: Some(CONTROLLER_NAME.into()),
-        ..PatchParams::default()
-    };
-    Api::<DynamicObject>::namespaced_with(
-        client.clone(),
-        &owner.namespace,
-        &owner.tool.api_resource(),
-    )
-    .patch(&owner.name, &params, &Patch::Merge(patch))
-    .await
-    .map(drop)
 }

@@ -1,6 +1,6 @@
 //! What scheduled scaling acts on: Deployments, StatefulSets, CronJobs and Foos, named by kind and
 //! key, and what it reads of one. How each kind sleeps, and how a CronJob's suspend reads as
-//! replicas to the schedule rules, is its row in [`crate::scaling::kinds`].
+//! replicas to the schedule rules, is its row in [`crate::workloads::kinds`].
 
 use std::{
     collections::{BTreeMap, HashMap},
@@ -14,11 +14,11 @@ use kube::api::{ApiResource, DynamicObject};
 use crate::{
     foo::controlling_foo,
     runtime::key::ObjectKey,
-    scaling::{
+    schedule::{self, Annotations, InvalidAnnotation},
+    workloads::{
         kinds::{CATALOGUE, KindSpec, SleepWrite},
         writers::Writers,
     },
-    schedule::{self, Annotations, InvalidAnnotation},
 };
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
@@ -656,9 +656,9 @@ mod tests {
             kinds,
             [TargetKind::Deployment, TargetKind::CronJob, TargetKind::Foo]
         );
-        let made = crate::scaling::test_support::clone_set_kind();
+        let made = crate::workloads::test_support::clone_set_kind();
         assert!(made > TargetKind::Cluster, "after the catalogue");
-        assert_eq!(made, crate::scaling::test_support::clone_set_kind());
+        assert_eq!(made, crate::workloads::test_support::clone_set_kind());
         assert_eq!(TargetKind::named("Job"), Some(TargetKind::Job));
         assert_eq!(TargetKind::named("cronjob"), None, "API names are exact");
         assert_eq!(

@@ -18,7 +18,7 @@ use kube::{
 use crate::{
     duration::spoken,
     runtime::{api_errors::is_status, paging::all_pages},
-    scaling::{
+    workloads::{
         kinds::{KindSpec, Sleep},
         target::{KindName, TargetKind, TargetState},
     },

@@ -21,8 +21,7 @@ use serde_json::{Map, Value, json};
 
 use crate::{
     foo::Foo,
-    scaling::{
-        gitops::owner::ARGOCD_TRACKING_ID,
+    workloads::{
         kinds,
         target::{TargetKind, TargetState},
     },
@@ -35,6 +34,11 @@ pub const READ_PREFIXES: [&str; 2] = [
     crate::schedule::PREFIX,
     crate::schedule::kube_downscaler::PREFIX,
 ];
+
+/// Argo CD's annotation tracking: `<app>:<group>/<Kind>:<namespace>/<name>`, the app written
+/// `<namespace>_<name>` when it lives outside Argo CD's own Namespace.
+/// Kept by the watch, since it names the owner a GitOps pause is proven on.
+pub const ARGOCD_TRACKING_ID: &str = "argocd.argoproj.io/tracking-id";
 
 /// A workload as the watch sends it, with only what [`WatchedObject::state`] needs; of any kind,
 /// as its [`ApiResource`] names it.

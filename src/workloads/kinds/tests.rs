@@ -4,8 +4,9 @@ use std::collections::BTreeMap;
 
 use super::*;
 use crate::{
-    scaling::{target::TargetKind, test_support::annotations_of},
+    schedule::test_support::annotations,
     schedule::{self, Annotations},
+    workloads::target::TargetKind,
 };
 
 #[test]
@@ -66,7 +67,7 @@ fn every_row_names_a_distinct_kind() {
 
 #[test]
 fn a_cron_job_remembers_its_suspend_and_the_rules_read_it_as_replicas() {
-    let asleep = annotations_of(&[
+    let asleep = annotations(&[
         (schedule::SCALE_DOWN, "0 20 * * *"),
         (schedule::ORIGINAL_SUSPEND, "false"),
         (schedule::LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
@@ -118,7 +119,7 @@ fn an_annotation_kind_gives_back_the_value_it_had() {
         so.write(0, &none),
         SleepWrite::Annotation(PAUSED, json!("0"))
     );
-    let asleep = annotations_of(&[(schedule::ORIGINAL_VALUE, ""), (PAUSED, "0")]);
+    let asleep = annotations(&[(schedule::ORIGINAL_VALUE, ""), (PAUSED, "0")]);
     assert_eq!(
         so.write(1, &asleep),
         SleepWrite::Annotation(PAUSED, Value::Null)
@@ -131,14 +132,14 @@ fn an_annotation_kind_gives_back_the_value_it_had() {
     );
 
     // Paused at 2 by someone: it is paused at 2 again in the morning.
-    let paused_at_two = annotations_of(&[(PAUSED, "2")]);
+    let paused_at_two = annotations(&[(PAUSED, "2")]);
     let (_, had) = so.written(
         schedule::ORIGINAL_REPLICAS,
         Some("1".into()),
         so.spec().sleep.held(&paused_at_two).as_deref(),
     );
     assert_eq!(had.as_deref(), Some("2"));
-    let asleep = annotations_of(&[(schedule::ORIGINAL_VALUE, "2"), (PAUSED, "0")]);
+    let asleep = annotations(&[(schedule::ORIGINAL_VALUE, "2"), (PAUSED, "0")]);
     assert_eq!(
         so.write(1, &asleep),
         SleepWrite::Annotation(PAUSED, json!("2"))
@@ -146,7 +147,7 @@ fn an_annotation_kind_gives_back_the_value_it_had() {
 
     // A Cluster hibernated before the night stays so; one that had nothing wakes "off".
     let cluster = TargetKind::Cluster;
-    let hibernated = annotations_of(&[(schedule::ORIGINAL_VALUE, "on")]);
+    let hibernated = annotations(&[(schedule::ORIGINAL_VALUE, "on")]);
     assert_eq!(
         cluster
             .rules_view(&hibernated)
@@ -154,7 +155,7 @@ fn an_annotation_kind_gives_back_the_value_it_had() {
             .map(String::as_str),
         Some("0")
     );
-    let had_none = annotations_of(&[(schedule::ORIGINAL_VALUE, "")]);
+    let had_none = annotations(&[(schedule::ORIGINAL_VALUE, "")]);
     assert_eq!(
         cluster.write(1, &had_none),
         SleepWrite::Annotation("cnpg.io/hibernation", json!("off"))
@@ -169,7 +170,7 @@ fn an_annotation_kind_gives_back_the_value_it_had() {
 
 #[test]
 fn replica_counts_on_an_on_off_kind_are_refused_naming_the_key() {
-    let counted = annotations_of(&[
+    let counted = annotations(&[
         (schedule::SCALE_DOWN, "0 20 * * *"),
         (schedule::DOWN_REPLICAS, "1"),
         (schedule::ORIGINAL_SUSPEND, "maybe"),
@@ -275,63 +276,6 @@ fn a_manifest_whose_sleep_field_cannot_be_read_is_refused() {
             .check(&json!({ "spec": { "instances": 3 } })),
         Ok(())
     );
-}
-
-#[test]
-fn a_job_its_cronjob_made_keeps_its_cronjob_s_schedule_not_its_namespace_s() {
-    use crate::scaling::{namespaces::NamespaceSchedules, target::TargetState};
-    use crate::schedule::SCALE_DOWN;
-    use kube::api::DynamicObject;
-
-    let namespaces = NamespaceSchedules::watched([]);
-    let night: BTreeMap<String, String> = [(SCALE_DOWN.to_string(), "0 20 * * *".to_string())]
-        .into_iter()
-        .collect();
-    namespaces.update("backups", None, &night);
-    let job = |owner: serde_json::Value| {
-        let object: DynamicObject = serde_json::from_value(json!({
-            "apiVersion": "batch/v1", "kind": "Job",
-            "metadata": { "name": "nightly-29000000", "namespace": "backups",
-                          "ownerReferences": [owner] },
-            "spec": { "template": { "spec": { "containers": [] } } },
-        }))
-        .unwrap();
-        TargetState::of_object(TargetKind::Job, &object)
-    };
-    let schedule_of = |observed: &TargetState| {
-        namespaces.effective(
-            TargetKind::Job,
-            "backups",
-            &observed.annotations,
-            &observed.labels,
-            observed.follows_owner,
-        )
-    };
-    let made = job(json!({
-        "apiVersion": "batch/v1", "kind": "CronJob", "name": "nightly", "uid": "1",
-        "controller": true,
-    }));
-    assert!(made.follows_owner);
-    assert_eq!(
-        schedule_of(&made),
-        (BTreeMap::new(), false),
-        "its CronJob's exclusion or schedule is what it keeps: the Namespace's never suspends it"
-    );
-    for (what, owner) in [
-        (
-            "only owned, not controlled",
-            json!({ "apiVersion": "batch/v1", "kind": "CronJob", "name": "nightly", "uid": "1" }),
-        ),
-        (
-            "controlled by something else",
-            json!({ "apiVersion": "example.com/v1", "kind": "CronJob", "name": "x", "uid": "2",
-                    "controller": true }),
-        ),
-    ] {
-        let observed = job(owner);
-        assert!(!observed.follows_owner, "{what}");
-        assert_eq!(schedule_of(&observed), (night.clone(), true), "{what}");
-    }
 }
 
 #[test]
