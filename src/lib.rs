@@ -5,6 +5,9 @@
 //! - [`activity`]: a Namespace's requests as Prometheus counts them, for sleep when idle.
 //! - [`workloads`]: what any scalable kind is to the controller: the kind table, a target and
 //!   its state, its API, what the watches keep of it, who wrote it, and every read and patch.
+//! - [`namespaces`]: the schedule each Namespace's workloads follow, what it is resolved from
+//!   (its annotations, `SleepPolicy`s and `SleepSchedule`s), the hosts it claims and who follows
+//!   it.
 //! - [`scaling`]: the scheduled-scaling controller (tracker, timer, reconciler).
 //! - [`wake`]: the wake-up backend, which wakes a sleeping Namespace on the first request a
 //!   proxy sends it.
@@ -22,6 +25,7 @@ pub mod commands;
 pub mod duration;
 pub mod error;
 pub mod foo;
+pub mod namespaces;
 pub mod ops;
 pub mod runtime;
 pub mod scaling;

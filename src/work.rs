@@ -19,7 +19,7 @@ use crate::{
     scaling::{
         self, ScalingContext,
         key::ScalingKey,
-        policies::declarations,
+        policy_status,
         reports::{QUIET, Settled},
         timer::Clock,
     },
@@ -114,7 +114,7 @@ impl Reconcile for Reconcilers {
                 scaling::on_demand::end_namespace_override(&self.scale, namespace, now).await
             }
             WorkKey::Scaling(ScalingKey::SleepPolicyStatus(name)) => {
-                let written = declarations::policy_status(&self.scale, name, now).await;
+                let written = policy_status::policy_status(&self.scale, name, now).await;
                 return look_again(written, now);
             }
             WorkKey::Scaling(ScalingKey::WakeTurn(namespace)) => {
@@ -136,7 +136,8 @@ impl Reconcile for Reconcilers {
                 return again_in(scaling::release_owner(&self.scale, owner, now).await);
             }
             WorkKey::Scaling(ScalingKey::SleepScheduleStatus(schedule)) => {
-                let written = declarations::sleep_schedule_status(&self.scale, schedule, now).await;
+                let written =
+                    policy_status::sleep_schedule_status(&self.scale, schedule, now).await;
                 return look_again(written, now);
             }
         };

@@ -6,17 +6,17 @@ use kube::{Api, Client, Resource, ResourceExt, api::DynamicObject, core::Partial
 use serde::de::DeserializeOwned;
 
 use crate::{
-    runtime::{api_errors::is_status, paging::all_pages},
-    scaling::{
-        gitops::{
-            Tool,
-            owners::{OwnerObject, Owners},
-        },
-        namespaces::NamespaceSchedules,
+    namespaces::{
+        NamespaceSchedules,
         policies::{
             crd::{SleepPolicy, SleepSchedule},
             resolve::Candidate,
         },
+    },
+    runtime::{api_errors::is_status, paging::all_pages},
+    scaling::gitops::{
+        Tool,
+        owners::{OwnerObject, Owners},
     },
     workloads::{objects, target::TargetKind},
 };

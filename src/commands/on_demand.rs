@@ -16,8 +16,8 @@ use serde_json::json;
 use crate::{
     commands::cluster::namespace_schedules,
     duration::spoken,
+    namespaces::NamespaceSchedules,
     runtime::key::ObjectKey,
-    scaling::namespaces::NamespaceSchedules,
     schedule::{self, Annotations, Direction, IDLE_SINCE, has_schedule, key_of},
     workloads::{
         patch::{patch_target_as, read_target},

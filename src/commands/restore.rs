@@ -23,6 +23,7 @@ use crate::{
         cli::LeaseArgs, cluster::ReadOwners, plan::PlanObject, status::namespace_annotations,
     },
     duration::spoken,
+    namespaces::NamespaceSchedules,
     runtime::{
         CONTROLLER_NAME,
         api_errors::is_status,
@@ -31,7 +32,6 @@ use crate::{
     scaling::{
         gitops::{GITOPS_PAUSED, Owner, owner::OwnerState, owners::OwnerObject, pause::release},
         hpa::{self, Bounds, HpaChange, HpaIndex},
-        namespaces::NamespaceSchedules,
     },
     schedule::{self, InvalidAnnotation, ScaleChange},
     wake::slices::{MANAGED_BY, MANAGER},

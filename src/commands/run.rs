@@ -38,6 +38,7 @@ use crate::{
     activity::prometheus::Prometheus,
     commands::cli::RunArgs,
     foo::FooContext,
+    namespaces::{NamespaceSchedules, policies::declarations::Declarations},
     ops::{
         descriptors,
         http::{self, AliveGuard, Health},
@@ -59,8 +60,6 @@ use crate::{
         hpa::HpaIndex,
         idle::{Activity, Counter},
         key::ScalingKey,
-        namespaces::NamespaceSchedules,
-        policies::declarations::Declarations,
         routes::ROUTES,
         timer::{Timer, system_clock},
         tracker::Tracker,

@@ -11,14 +11,12 @@ use serde::Serialize;
 use crate::{
     commands::table,
     duration::spoken,
+    namespaces::NamespaceSchedules,
     runtime::key::ObjectKey,
-    scaling::{
-        gitops::{
-            owner::claim,
-            owners::Owners,
-            standing::{GitOps, Shown},
-        },
-        namespaces::NamespaceSchedules,
+    scaling::gitops::{
+        owner::claim,
+        owners::Owners,
+        standing::{GitOps, Shown},
     },
     schedule::{Annotations, GitOpsMode, SCALE_DOWN, SCALE_UP, TIMEZONE},
     workloads::target::{Driver, Drivers, ScaleTarget, TargetKind, TargetState},

@@ -106,7 +106,7 @@ mod tests {
     use super::*;
     use crate::{
         mock_api::{Exchange, mock_client},
-        scaling::namespaces::NamespaceSchedules,
+        namespaces::NamespaceSchedules,
         schedule::{ASLEEP_UNTIL, AWAKE_UNTIL, UPTIME},
     };
 

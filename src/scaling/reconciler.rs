@@ -22,6 +22,7 @@ use tokio::{
 
 use crate::{
     error::Error,
+    namespaces::{NamespaceSchedules, policies::declarations::Declarations},
     ops::metrics::Metrics,
     runtime::{events::Events, workqueue::Enqueue},
     scaling::{
@@ -29,8 +30,6 @@ use crate::{
         hpa::HpaIndex,
         idle::Activity,
         key::ScalingKey,
-        namespaces::NamespaceSchedules,
-        policies::declarations::Declarations,
         reports::{NamespaceReports, Settled, describe},
         timer::Timer,
         wake_hosts,

@@ -16,6 +16,7 @@ use prometheus_client::metrics::gauge::Gauge;
 
 use crate::{
     foo::controlling_foo,
+    namespaces::NamespaceSchedules,
     runtime::{key::ObjectKey, workqueue::Enqueue},
     scaling::{
         asleep::{self, AsleepCounts, AsleepGauges},
@@ -23,7 +24,6 @@ use crate::{
         hpa::{self, HpaIndex},
         idle::Activity,
         key::ScalingKey,
-        namespaces::NamespaceSchedules,
         reconciler::DEFAULT_MAX_OVERRIDE,
         timer::Timer,
         wake_order,

@@ -7,7 +7,8 @@ use std::{
     sync::{Arc, Mutex, PoisonError},
 };
 
-use super::{ScalingContext, namespaces::NamespaceSchedules};
+use super::ScalingContext;
+use crate::namespaces::NamespaceSchedules;
 use crate::schedule::{Contest, WAKE_HOSTS};
 
 pub const REASON: &str = "WakeHostConflict";

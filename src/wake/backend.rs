@@ -17,8 +17,8 @@ use super::{
     route::{Request, namespace_of_query},
 };
 use crate::{
+    namespaces::NamespaceSchedules,
     ops::metrics::{Metrics, WakeResult},
-    scaling::namespaces::NamespaceSchedules,
     schedule::WakeOnRequest,
 };
 

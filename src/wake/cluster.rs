@@ -24,9 +24,9 @@ use tokio::time::Instant;
 use super::readiness::{NotKnown, READ_KINDS, Read, readiness, workloads};
 use crate::{
     duration::spoken,
+    namespaces::NamespaceSchedules,
     ops::metrics::{Metrics, ReadResult},
     runtime::{CONTROLLER_NAME, api_errors::is_status, budget::TokenBucket},
-    scaling::namespaces::NamespaceSchedules,
     schedule::LAST_WARM_UP,
 };
 

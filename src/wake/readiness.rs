@@ -9,7 +9,7 @@ use kube::{
 use serde::Serialize;
 
 use crate::{
-    scaling::namespaces::NamespaceSchedules,
+    namespaces::NamespaceSchedules,
     schedule::{self, ORIGINAL_REPLICAS, UP_REPLICAS},
     workloads::{
         objects,

@@ -15,8 +15,8 @@ use tokio::{sync::mpsc::UnboundedReceiver, time::Instant};
 use super::cluster::Cluster;
 use crate::{
     duration::spoken,
+    namespaces::NamespaceSchedules,
     ops::metrics::Metrics,
-    scaling::namespaces::NamespaceSchedules,
     schedule::{READY_BY, WakeOnRequest},
 };
 

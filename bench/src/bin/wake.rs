@@ -65,8 +65,8 @@ use cronscaler::{
         cli::{Cli, Command},
         run as controller,
     },
+    namespaces::NamespaceSchedules,
     ops::{descriptors, listener::Acceptor, metrics::Metrics},
-    scaling::namespaces::NamespaceSchedules,
     wake::{
         answer::Settings,
         backend::Backend,

@@ -11,6 +11,13 @@ use serde_json::Value;
 use super::{PlanError, PlanObject, Workload, savings::PodRequests};
 use crate::{
     commands::cluster::{self, Cluster, ListError, ReadOwners},
+    namespaces::{
+        NamespaceSchedules,
+        policies::{
+            crd::{SleepPolicy, SleepSchedule},
+            resolve::Candidate,
+        },
+    },
     runtime::api_errors::is_status,
     runtime::key::ObjectKey,
     scaling::gitops::{
@@ -19,14 +26,7 @@ use crate::{
         owners::{OwnerObject, Owners},
         standing::GitOps,
     },
-    scaling::{
-        hpa::{Hpa, list_hpas},
-        namespaces::NamespaceSchedules,
-        policies::{
-            crd::{SleepPolicy, SleepSchedule},
-            resolve::Candidate,
-        },
-    },
+    scaling::hpa::{Hpa, list_hpas},
     schedule::GitOpsMode,
     workloads::target::{Drivers, ScaleTarget, TargetKind, TargetState, levered},
 };

@@ -16,12 +16,13 @@ use super::{
     policy_feeds::{self, FirstListings, Relist},
 };
 use crate::{
+    namespaces::NamespaceSchedules,
     runtime::{
         outage::Outage,
         watch::{WatchBackoff, drive},
         workqueue::WorkQueue,
     },
-    scaling::{idle::Activity, key::ScalingKey, namespaces::NamespaceSchedules, wake_hosts},
+    scaling::{idle::Activity, key::ScalingKey, wake_hosts},
     schedule::{AWAKE_UNTIL, OVERRIDE_KEYS, overrides},
     work::WorkKey,
     workloads::{target::creation_time, writers},

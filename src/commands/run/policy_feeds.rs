@@ -19,6 +19,13 @@ use tokio::sync::watch;
 
 use super::{relist_namespace, trackers::Trackers};
 use crate::{
+    namespaces::{
+        NamespaceSchedules,
+        policies::{
+            crd::{SleepPolicy, SleepSchedule},
+            resolve::Candidate,
+        },
+    },
     runtime::{
         api_errors::is_status,
         key::ObjectKey,
@@ -26,15 +33,7 @@ use crate::{
         watch::{MAX_WATCH_BACKOFF, WatchBackoff, drive},
         workqueue::WorkQueue,
     },
-    scaling::{
-        key::ScalingKey,
-        namespaces::NamespaceSchedules,
-        policies::{
-            crd::{SleepPolicy, SleepSchedule},
-            resolve::Candidate,
-        },
-        timer::Clock,
-    },
+    scaling::{key::ScalingKey, timer::Clock},
     schedule::{IDLE_AFTER, IDLE_SINCE},
     work::WorkKey,
 };

@@ -11,11 +11,12 @@ use kube::{
 };
 
 use crate::{
+    namespaces::NamespaceSchedules,
     runtime::{
         outage::Outage,
         watch::{WatchBackoff, drive},
     },
-    scaling::{namespaces::NamespaceSchedules, routes::RouteKind},
+    scaling::routes::RouteKind,
 };
 
 /// The watch of one route kind, feeding `namespaces` the hosts each route names.

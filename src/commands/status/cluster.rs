@@ -8,10 +8,8 @@ use kube::{Client, ResourceExt as _};
 use super::StatusObject;
 use crate::{
     commands::cluster::{self, Cluster, ListError, list_namespaces},
-    scaling::{
-        gitops::{Tool, owner::claim, owners::Owners},
-        namespaces::NamespaceSchedules,
-    },
+    namespaces::NamespaceSchedules,
+    scaling::gitops::{Tool, owner::claim, owners::Owners},
     schedule::kube_downscaler,
     workloads::target::{TargetKind, TargetState},
 };

@@ -690,7 +690,7 @@ fn what_kube_downscaler_put_to_sleep_is_asleep_with_its_count_to_wake_to() {
 
 #[test]
 fn a_row_says_which_policy_schedules_it_and_what_a_policy_does_not_cover_has_none() {
-    use crate::scaling::policies::{crd::ScheduleFields, resolve::Candidate};
+    use crate::namespaces::policies::{crd::ScheduleFields, resolve::Candidate};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
     let schedules = schedules(&[]);
     schedules.set_labels("staging", &annotations_of(&[("env", "staging")]));

@@ -5,7 +5,8 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use super::*;
 use crate::{
     mock_api::{Exchange, events_path, mock_client},
-    scaling::{namespaces::NamespaceSchedules, test_support::context},
+    namespaces::NamespaceSchedules,
+    scaling::test_support::context,
     schedule::{ASLEEP_UNTIL, IDLE_SINCE, UPTIME, WAKE_ON_REQUEST, test_support::annotations},
 };
 

@@ -10,8 +10,9 @@ use chrono::TimeDelta;
 
 use super::*;
 use crate::{
+    namespaces::NamespaceSchedules,
     runtime::workqueue::{Enqueue, RateLimit, WorkQueue},
-    scaling::{key::ScalingKey, namespaces::NamespaceSchedules, test_support::*, timer::Timer},
+    scaling::{key::ScalingKey, test_support::*, timer::Timer},
     schedule::test_support::annotations,
     workloads::{last_seen::LastSeen, watched_object::WatchedObject},
 };
@@ -755,7 +756,7 @@ async fn the_asleep_gauges_follow_each_objects_recorded_transition() {
 
 #[tokio::test(start_paused = true)]
 async fn a_namespace_s_followers_are_counted_and_its_sleep_schedules_told() {
-    use crate::scaling::policies::{crd::ScheduleFields, resolve::Candidate};
+    use crate::namespaces::policies::{crd::ScheduleFields, resolve::Candidate};
     let namespaces = NamespaceSchedules::watched([]);
     namespaces.set_labels("staging", &annotations(&[]));
     let fields = ScheduleFields {

@@ -6,7 +6,7 @@ use kube::Client;
 
 use super::{Peer, order_of};
 use crate::{
-    scaling::namespaces::NamespaceSchedules,
+    namespaces::NamespaceSchedules,
     schedule::{Annotations, OVERRIDE_KEYS},
     workloads::{
         objects,

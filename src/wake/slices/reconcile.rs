@@ -25,8 +25,9 @@ use super::{
 };
 use crate::{
     error::Error,
+    namespaces::NamespaceSchedules,
     runtime::{CONTROLLER_NAME, api_errors::is_status, events::Events, key::ObjectKey},
-    scaling::{hpa::HpaIndex, namespaces::NamespaceSchedules},
+    scaling::hpa::HpaIndex,
     schedule::{self, Direction, Transition, WakeOnRequest, asleep, next_change},
     wake::readiness::{unready, workloads},
     workloads::{

@@ -326,8 +326,8 @@ mod against_the_api_server {
     use super::*;
     use crate::{
         mock_api::{Exchange, mock_client},
+        namespaces::NamespaceSchedules,
         runtime::key::ObjectKey,
-        scaling::namespaces::NamespaceSchedules,
         schedule::{DOWNTIME, WAKE_ON_REQUEST, test_support::annotations},
     };
 

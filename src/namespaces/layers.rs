@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
-use crate::scaling::policies::resolve::{
+use crate::namespaces::policies::resolve::{
     Candidate, Coverage, Reach, Rival, Source, resolve, selects, source,
 };
 

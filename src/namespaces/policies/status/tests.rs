@@ -1,7 +1,7 @@
 use chrono::TimeZone;
 
 use super::*;
-use crate::scaling::policies::resolve::Rival;
+use crate::namespaces::policies::resolve::Rival;
 
 fn at(day: u32, hour: u32) -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 11, day, hour, 0, 0).unwrap()

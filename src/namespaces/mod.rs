@@ -15,12 +15,13 @@ use k8s_openapi::{
 mod followers;
 mod hosts;
 mod layers;
+pub mod policies;
 
 use hosts::RoutedHosts;
 use layers::Layers;
 
 use crate::{
-    scaling::policies::resolve::{Candidate, Coverage, Reach, Rival, Source, is_older, selects},
+    namespaces::policies::resolve::{Candidate, Coverage, Reach, Rival, Source, is_older, selects},
     schedule::{DOWN_REPLICAS, HostClaims, PREFIX, UP_REPLICAS, inherit, kube_downscaler},
     workloads::target::TargetKind,
 };

@@ -206,7 +206,7 @@ fn a_policy_schedules_the_namespaces_it_selects_until_it_no_longer_does() {
 
 #[test]
 fn a_policy_reaches_what_it_selects_and_names_what_comes_first_elsewhere() {
-    use crate::{scaling::policies::resolve::Rival, schedule::UPTIME};
+    use crate::{namespaces::policies::resolve::Rival, schedule::UPTIME};
     let namespaces = NamespaceSchedules::watched([]);
     for name in ["pr-1", "pr-2", "pr-3"] {
         namespaces.set_labels(name, &pairs(&[("env", "preview")]));

@@ -1,30 +1,23 @@
-//! The `SleepPolicy`s and `SleepSchedule`s as their watches last saw them, and the writing of
-//! their status: read from those caches, computed by [`status_write`], then patched (only on
-//! change) with the Warning Events it owes.
+//! The status of `SleepPolicy`s and `SleepSchedule`s: read from the caches their watches keep,
+//! computed by [`status_write`], then patched (only on change) with the Warning Events it owes.
 
 use chrono::{DateTime, TimeDelta, Utc};
 use kube::{
     Api, Resource, ResourceExt,
     api::{Patch, PatchParams},
-    runtime::reflector::{ObjectRef, Store},
+    runtime::reflector::ObjectRef,
 };
 use serde::de::DeserializeOwned;
 
-use super::{
-    crd::{SleepPolicy, SleepSchedule},
-    status::{Declared, Kind, StatusWrite, status_write},
-};
 use crate::{
     error::Error,
+    namespaces::policies::{
+        crd::{SleepPolicy, SleepSchedule},
+        status::{Declared, Kind, StatusWrite, status_write},
+    },
     runtime::{CONTROLLER_NAME, key::ObjectKey},
     scaling::ScalingContext,
 };
-
-#[derive(Clone)]
-pub struct Declarations {
-    pub policies: Store<SleepPolicy>,
-    pub schedules: Store<SleepSchedule>,
-}
 
 /// How long a `SleepSchedule`'s status waits for the workloads to be listed: before that, a
 /// count of the workloads following it is still growing, and it would be written more than once.
