@@ -23,7 +23,7 @@ use crate::{
         reports::{QUIET, Settled},
         timer::Clock,
     },
-    wake::{self, slices::WakeSlices},
+    wake::{self, host_conflicts::HostConflicts, slices::WakeSlices},
 };
 
 /// One unit of work in the shared queue.
@@ -61,6 +61,8 @@ pub struct Reconcilers {
     pub scale: ScalingContext,
     /// The EndpointSlice wake, with `--wake-addr` over the whole cluster.
     pub slices: Option<WakeSlices>,
+    /// The Warnings of Namespaces that claim a host alike.
+    pub host_conflicts: HostConflicts,
     pub clock: Clock,
     pub metrics: Metrics,
 }
@@ -124,7 +126,7 @@ impl Reconcile for Reconcilers {
                 return again_in(scaling::idle::look(&self.scale, namespace, now).await);
             }
             WorkKey::Scaling(ScalingKey::WakeHosts(namespace)) => {
-                scaling::wake_hosts::tell(&self.scale, namespace).await;
+                self.host_conflicts.tell(namespace).await;
                 return Handled::Done;
             }
             WorkKey::Scaling(ScalingKey::GitOpsOwner(owner)) => {
@@ -218,6 +220,7 @@ mod tests {
     use super::*;
     use crate::{
         mock_api::{Exchange, NOT_FOUND, events_path, mock_client},
+        namespaces::NamespaceSchedules,
         ops::http::Health,
         runtime::{
             events::Events,
@@ -226,6 +229,7 @@ mod tests {
             workqueue::{RateLimit, WorkQueue},
         },
         scaling::timer::system_clock,
+        wake::host_conflicts::HostConflicts,
         workloads::target::{ScaleTarget, TargetKind},
     };
 
@@ -244,8 +248,9 @@ mod tests {
                 owned_deployments,
                 events: events.clone(),
             },
-            scale: ScalingContext::new(client, events, Tz::UTC, false, Metrics::new().0),
+            scale: ScalingContext::new(client, events.clone(), Tz::UTC, false, Metrics::new().0),
             slices: None,
+            host_conflicts: HostConflicts::new(NamespaceSchedules::watched([]), events),
             clock: system_clock(),
             metrics: Metrics::new().0,
         };

@@ -11,10 +11,8 @@ pub mod on_demand;
 pub mod policy_status;
 mod reconciler;
 pub mod reports;
-pub mod routes;
 pub mod timer;
 pub mod tracker;
-pub mod wake_hosts;
 pub mod wake_order;
 pub mod wake_turns;
 

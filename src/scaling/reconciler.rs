@@ -32,7 +32,6 @@ use crate::{
         key::ScalingKey,
         reports::{NamespaceReports, Settled, describe},
         timer::Timer,
-        wake_hosts,
         wake_order::{self, WakeSteps},
         wake_turns::{self, Turn, WakeTurns},
     },
@@ -85,8 +84,6 @@ pub struct ScalingContext {
     pub wakes: Option<UnboundedSender<String>>,
     /// The `SleepPolicy`s and `SleepSchedule`s as watched, whose status the controller writes.
     pub declarations: Option<Declarations>,
-    /// The hosts each Namespace was told it contests with others.
-    pub wake_hosts_told: wake_hosts::Told,
     /// The kinds it sleeps (`--kinds`), as they are now: an ordered wake waits for those of
     /// them that follow the Namespace.
     pub kinds: KindsInUse,
@@ -127,7 +124,6 @@ impl ScalingContext {
             workloads_listed: None,
             wakes: None,
             declarations: None,
-            wake_hosts_told: wake_hosts::Told::default(),
             kinds: KindsInUse::new(TargetKind::defaults()),
             gitops: (Owners::default(), GitOpsMode::default(), None),
             activity: Activity::default(),

@@ -5,9 +5,11 @@
 pub mod answer;
 pub mod backend;
 pub mod cluster;
+pub mod host_conflicts;
 pub mod page;
 pub mod readiness;
 pub mod route;
+pub mod route_kinds;
 pub mod server;
 pub mod slices;
 pub mod warm_up;

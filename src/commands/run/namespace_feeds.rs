@@ -22,8 +22,9 @@ use crate::{
         watch::{WatchBackoff, drive},
         workqueue::WorkQueue,
     },
-    scaling::{idle::Activity, key::ScalingKey, wake_hosts},
+    scaling::{idle::Activity, key::ScalingKey},
     schedule::{AWAKE_UNTIL, OVERRIDE_KEYS, overrides},
+    wake::host_conflicts,
     work::WorkKey,
     workloads::{target::creation_time, writers},
 };
@@ -76,7 +77,7 @@ pub(super) fn namespace_feed(
                 );
                 let changed = annotated || labelled;
                 if changed {
-                    for contesting in wake_hosts::to_look_at(&namespaces, &name) {
+                    for contesting in host_conflicts::to_look_at(&namespaces, &name) {
                         queue.add(ScalingKey::WakeHosts(contesting).into());
                     }
                     if wake_slices {

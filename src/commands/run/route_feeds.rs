@@ -16,7 +16,7 @@ use crate::{
         outage::Outage,
         watch::{WatchBackoff, drive},
     },
-    scaling::routes::RouteKind,
+    wake::route_kinds::RouteKind,
 };
 
 /// The watch of one route kind, feeding `namespaces` the hosts each route names.

@@ -7,14 +7,22 @@ use std::{
     sync::{Arc, Mutex, PoisonError},
 };
 
-use super::ScalingContext;
-use crate::namespaces::NamespaceSchedules;
-use crate::schedule::{Contest, WAKE_HOSTS};
+use crate::{
+    namespaces::NamespaceSchedules,
+    runtime::events::Events,
+    schedule::{Contest, WAKE_HOSTS},
+};
 
 pub const REASON: &str = "WakeHostConflict";
 
-/// The contests each Namespace was told of, so that each is told once.
-pub type Told = Arc<Mutex<HashSet<(String, Contest)>>>;
+/// What telling of contested hosts uses: the Namespaces' claims, the Events, and the contests
+/// each Namespace was told of, so that each is told once. Cheap to clone; clones share them.
+#[derive(Clone)]
+pub struct HostConflicts {
+    namespaces: NamespaceSchedules,
+    events: Events,
+    told: Arc<Mutex<HashSet<(String, Contest)>>>,
+}
 
 /// The Namespaces to tell when `namespace`'s annotations changed: it and those it contests a
 /// host with.
@@ -66,25 +74,32 @@ pub fn note(namespace: &str, contest: &Contest) -> String {
     )
 }
 
-/// Tells `namespace` of the hosts it contests that it was not told of yet.
-pub async fn tell(ctx: &ScalingContext, namespace: &str) {
-    let contests = ctx.namespaces.host_claims().contests_of(namespace);
-    let untold = untold(
-        &mut ctx
-            .wake_hosts_told
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner),
-        namespace,
-        contests,
-    );
-    let regarding = ctx.namespaces.reference(namespace);
-    for contest in untold {
-        let note = note(namespace, &contest);
-        if ctx.events.warning(&regarding, REASON, note).await {
-            ctx.wake_hosts_told
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .insert((namespace.to_string(), contest));
+impl HostConflicts {
+    pub fn new(namespaces: NamespaceSchedules, events: Events) -> Self {
+        HostConflicts {
+            namespaces,
+            events,
+            told: Arc::default(),
+        }
+    }
+
+    /// Tells `namespace` of the hosts it contests that it was not told of yet.
+    pub async fn tell(&self, namespace: &str) {
+        let contests = self.namespaces.host_claims().contests_of(namespace);
+        let untold = untold(
+            &mut self.told.lock().unwrap_or_else(PoisonError::into_inner),
+            namespace,
+            contests,
+        );
+        let regarding = self.namespaces.reference(namespace);
+        for contest in untold {
+            let note = note(namespace, &contest);
+            if self.events.warning(&regarding, REASON, note).await {
+                self.told
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert((namespace.to_string(), contest));
+            }
         }
     }
 }
