@@ -30,10 +30,10 @@ use crate::{
         leader::{LiveHolder, live_holder},
     },
     scaling::{
-        gitops::{GITOPS_PAUSED, Owner, owner::OwnerState, owners::OwnerObject, pause::release},
+        gitops::{Owner, owner::OwnerState, owners::OwnerObject, pause::release},
         hpa::{self, Bounds, HpaChange, HpaIndex},
     },
-    schedule::{self, InvalidAnnotation, ScaleChange},
+    schedule::{self, GITOPS_PAUSED, InvalidAnnotation, ScaleChange},
     wake::slices::{MANAGED_BY, MANAGER},
     workloads::{
         kinds::Sleep,

@@ -6,8 +6,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
-use crate::namespaces::policies::resolve::{
-    Candidate, Coverage, Reach, Rival, Source, resolve, selects, source,
+use crate::namespaces::policies::{
+    coverage::{Coverage, selects},
+    resolve::{Candidate, Reach, Rival, Source, resolve, source},
 };
 
 /// Everything a Namespace's schedule may come from (see [`resolve`]).

@@ -21,7 +21,10 @@ use hosts::RoutedHosts;
 use layers::Layers;
 
 use crate::{
-    namespaces::policies::resolve::{Candidate, Coverage, Reach, Rival, Source, is_older, selects},
+    namespaces::policies::{
+        coverage::{Coverage, selects},
+        resolve::{Candidate, Reach, Rival, Source, is_older},
+    },
     schedule::{DOWN_REPLICAS, HostClaims, PREFIX, UP_REPLICAS, inherit, kube_downscaler},
     workloads::target::TargetKind,
 };

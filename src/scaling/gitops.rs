@@ -5,13 +5,14 @@
 //! writes that stop its repair for the night and give it back at the wake. The tools differ only
 //! by their row in [`TOOLS`].
 
-use std::fmt;
+use std::{collections::BTreeSet, fmt};
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::{
     Api, Client,
     api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams},
 };
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::runtime::CONTROLLER_NAME;
@@ -267,6 +268,11 @@ impl fmt::Display for Owner {
     }
 }
 
-/// The annotation on an owner whose repair the controller paused: what it had, and the
-/// Namespaces asleep that paused it.
-pub const GITOPS_PAUSED: &str = "cronscaler.dev/gitops-paused";
+/// The record of a pause, kept in [`GITOPS_PAUSED`](crate::schedule::GITOPS_PAUSED) on the owner.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Paused {
+    /// The switch before the pause; `None` where it was not set.
+    pub previous: Option<bool>,
+    /// The Namespaces asleep that keep it paused.
+    pub namespaces: BTreeSet<String>,
+}

@@ -29,17 +29,15 @@ use serde_json::{Value, json};
 
 use crate::{
     runtime::{CONTROLLER_NAME, key::ObjectKey, paging::all_pages},
-    schedule::{Annotations, Direction, ScaleChange, Schedule, Transition},
+    schedule::{
+        Annotations, Direction, ORIGINAL_MAX_REPLICAS, ORIGINAL_MIN_REPLICAS, ScaleChange,
+        Schedule, Transition,
+    },
     workloads::{
         target::{ScaleTarget, TargetKind},
         writers::Writers,
     },
 };
-
-/// The `minReplicas` an HPA had before the night, written by the controller on the HPA.
-pub const ORIGINAL_MIN_REPLICAS: &str = "cronscaler.dev/original-min-replicas";
-/// The `maxReplicas` an HPA had before the night, written by the controller on the HPA.
-pub const ORIGINAL_MAX_REPLICAS: &str = "cronscaler.dev/original-max-replicas";
 
 /// What is kept of one HPA: whose replicas it owns, its bounds, and what the controller recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -314,7 +314,7 @@ pub async fn release_owner(
         act::write_owner(ctx, write).await?;
     }
     let released = write.is_some_and(|write| {
-        write.body["metadata"]["annotations"][gitops::GITOPS_PAUSED].is_null()
+        write.body["metadata"]["annotations"][schedule::GITOPS_PAUSED].is_null()
     });
     Ok(match (waking.get(), state.record.is_some() && !released) {
         (true, _) => Some(WAKE_SEEN_WITHIN),

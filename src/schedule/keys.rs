@@ -66,3 +66,12 @@ pub const GITOPS: &str = "cronscaler.dev/gitops";
 // A label, not an annotation: the cause of the last warning (see `warnings`).
 /// The label holding the cause of the last warning said about the object.
 pub const WARNED: &str = "cronscaler.dev/warned";
+
+// What the controller records on objects other than workloads.
+/// The `minReplicas` an HPA had before the night, written by the controller on the HPA.
+pub const ORIGINAL_MIN_REPLICAS: &str = "cronscaler.dev/original-min-replicas";
+/// The `maxReplicas` an HPA had before the night, written by the controller on the HPA.
+pub const ORIGINAL_MAX_REPLICAS: &str = "cronscaler.dev/original-max-replicas";
+/// The annotation on an owner whose repair the controller paused: what it had, and the
+/// Namespaces asleep that paused it.
+pub const GITOPS_PAUSED: &str = "cronscaler.dev/gitops-paused";

@@ -10,7 +10,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::resolve::Coverage;
+use super::coverage::Coverage;
 use crate::schedule::{
     DOWN_REPLICAS, DOWNTIME, GITOPS, GitOpsMode, HOLIDAYS, IDLE_AFTER, InvalidAnnotation, READY_BY,
     SCALE_DOWN, SCALE_UP, TIMEZONE, UPTIME, WAKE_ON_REQUEST,

@@ -7,7 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
 
-use super::{GITOPS_PAUSED, Owner, Proof, Tool, pause::Paused};
+use super::{Owner, Paused, Proof, Tool};
+use crate::schedule::GITOPS_PAUSED;
 use crate::{
     runtime::CONTROLLER_NAME,
     workloads::{target::ScaleTarget, watched_object::ARGOCD_TRACKING_ID},

@@ -5,19 +5,10 @@
 
 use std::collections::BTreeSet;
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::{GITOPS_PAUSED, Owner, owner::OwnerState};
-
-/// The record of a pause.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Paused {
-    /// The switch before the pause; `None` where it was not set.
-    pub previous: Option<bool>,
-    /// The Namespaces asleep that keep it paused.
-    pub namespaces: BTreeSet<String>,
-}
+use super::{Owner, Paused, owner::OwnerState};
+use crate::schedule::GITOPS_PAUSED;
 
 /// A merge patch of an owner, guarded by the resourceVersion it was decided on, and the Event
 /// it is told with.

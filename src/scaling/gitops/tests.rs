@@ -4,11 +4,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::{Value, json};
 
 use super::{
-    GITOPS_PAUSED, Owner, Tool,
+    Owner, Tool,
     owner::{Claim, OwnerState, claim},
     owners::{OwnerObject, Owners},
     pause::{pause, release},
 };
+use crate::schedule::GITOPS_PAUSED;
 use crate::{
     runtime::key::ObjectKey,
     workloads::target::{ScaleTarget, TargetKind},

@@ -1176,7 +1176,7 @@ fn paused_shop() -> (
     crate::scaling::gitops::owners::Owners,
     crate::scaling::gitops::Owner,
 ) {
-    use crate::scaling::gitops::{GITOPS_PAUSED, Tool};
+    use crate::{scaling::gitops::Tool, schedule::GITOPS_PAUSED};
     let owners = crate::scaling::gitops::owners::Owners::default();
     let application: crate::scaling::gitops::owners::OwnerObject = serde_json::from_value(json!({
         "apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
@@ -1229,7 +1229,7 @@ fn keep_app_0(last_seen: &LastSeen, more: &[(&str, &str)]) {
 
 /// `shop` given back its self-heal, and told so.
 fn shop_given_back() -> Vec<Exchange> {
-    use crate::scaling::gitops::GITOPS_PAUSED;
+    use crate::schedule::GITOPS_PAUSED;
     vec![
         Exchange::new(
             "PATCH",

@@ -658,7 +658,7 @@ fn deployed_by_argo_cd(
     spec: Value,
     record: Option<&str>,
 ) -> Observed {
-    use crate::scaling::gitops::{GITOPS_PAUSED, owner::OwnerState};
+    use crate::{scaling::gitops::owner::OwnerState, schedule::GITOPS_PAUSED};
     let metadata = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
         resource_version: Some("12".into()),
         uid: Some("app-1".into()),
