@@ -9,6 +9,7 @@ pub mod key;
 pub mod leader;
 pub mod outage;
 pub mod paging;
+pub mod relisting;
 pub mod watch;
 pub mod worker;
 pub mod workqueue;

@@ -15,7 +15,7 @@
 //! ones it had before the first night.
 
 use std::{
-    collections::{BTreeMap, HashMap, HashSet},
+    collections::{BTreeMap, BTreeSet, HashMap, HashSet},
     sync::{Arc, Mutex, MutexGuard, PoisonError},
 };
 
@@ -28,7 +28,7 @@ use kube::{
 use serde_json::{Value, json};
 
 use crate::{
-    runtime::{CONTROLLER_NAME, key::ObjectKey, paging::all_pages},
+    runtime::{CONTROLLER_NAME, key::ObjectKey, paging::all_pages, relisting::Relisting},
     schedule::{
         Annotations, Direction, ORIGINAL_MAX_REPLICAS, ORIGINAL_MIN_REPLICAS, ScaleChange,
         Schedule, Transition,
@@ -382,7 +382,7 @@ struct Index {
     /// The same, by the workload.
     levered: HashMap<ScaleTarget, ScaleTarget>,
     /// HPAs seen again during a relist; the others were deleted while the watch was down.
-    relisted: Option<HashSet<ObjectKey>>,
+    relisting: Relisting<ObjectKey>,
     /// Whether HPAs have been listed once: before that, a target's HPAs are unknown.
     synced: bool,
     /// The lever kinds in use not listed once yet: before that, a workload's lever is unknown.
@@ -457,7 +457,7 @@ impl HpaIndex {
     pub fn levers_relisted(
         &self,
         kind: TargetKind,
-        relisted: &HashSet<ObjectKey>,
+        relisted: &BTreeSet<ObjectKey>,
     ) -> Vec<ScaleTarget> {
         let gone: Vec<ScaleTarget> = {
             let mut index = self.lock();
@@ -498,31 +498,19 @@ impl HpaIndex {
     /// fought) is not looked at.
     pub fn handle(&self, event: &watcher::Event<HorizontalPodAutoscaler>) -> Vec<ScaleTarget> {
         let mut index = self.lock();
+        index.relisting.note(event, ObjectKey::of);
         match event {
-            watcher::Event::Init => {
-                index.relisted = Some(HashSet::new());
-                Vec::new()
-            }
+            watcher::Event::Init => Vec::new(),
             watcher::Event::InitApply(hpa) => {
                 if let Some(key) = ObjectKey::of(hpa) {
-                    if let Some(relisted) = index.relisted.as_mut() {
-                        relisted.insert(key.clone());
-                    }
                     index.apply(key, hpa);
                 }
                 Vec::new()
             }
             watcher::Event::InitDone => {
-                if let Some(relisted) = index.relisted.take() {
-                    let gone: Vec<ObjectKey> = index
-                        .targets
-                        .keys()
-                        .filter(|key| !relisted.contains(*key))
-                        .cloned()
-                        .collect();
-                    for key in gone {
-                        index.remove(&key);
-                    }
+                let known: Vec<ObjectKey> = index.targets.keys().cloned().collect();
+                for key in index.relisting.gone(known) {
+                    index.remove(&key);
                 }
                 index.synced = true;
                 index.by_target.keys().cloned().collect()

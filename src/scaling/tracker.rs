@@ -17,7 +17,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use crate::{
     foo::controlling_foo,
     namespaces::NamespaceSchedules,
-    runtime::{key::ObjectKey, workqueue::Enqueue},
+    runtime::{key::ObjectKey, relisting::Relisting, workqueue::Enqueue},
     scaling::{
         asleep::{self, AsleepCounts, AsleepGauges},
         gitops,
@@ -65,7 +65,7 @@ pub struct Tracker {
     /// What was last seen of each annotated object.
     tracked: HashMap<ObjectKey, Tracked>,
     /// Objects seen again during a relist; the others were deleted while the watch was down.
-    relisted: Option<HashSet<ObjectKey>>,
+    relisting: Relisting<ObjectKey>,
     /// Objects whose annotations are invalid, counted in `invalid_gauge`.
     invalid: HashSet<ObjectKey>,
     invalid_gauge: Gauge,
@@ -127,7 +127,7 @@ impl Tracker {
             default_timezone,
             kind,
             tracked: HashMap::new(),
-            relisted: None,
+            relisting: Relisting::default(),
             invalid: HashSet::new(),
             invalid_gauge,
             asleep: AsleepCounts::default(),
@@ -140,13 +140,11 @@ impl Tracker {
 
     /// Takes in one watch event, seen at `now`.
     pub fn handle<K: Delivered>(&mut self, event: &watcher::Event<K>, now: DateTime<Utc>) {
+        self.relisting.note(event, ObjectKey::of);
         match event {
-            watcher::Event::Init => self.relisted = Some(HashSet::new()),
+            watcher::Event::Init => {}
             watcher::Event::InitApply(object) => {
                 if let Some(key) = ObjectKey::of(object) {
-                    if let Some(relisted) = self.relisted.as_mut() {
-                        relisted.insert(key.clone());
-                    }
                     // Listed at start, a workload is looked at by its own tracker, after this
                     // listing (the looks wait for it); relisted, one whose lever changed
                     // while the watch was down is looked at again.
@@ -155,7 +153,7 @@ impl Tracker {
                 }
             }
             watcher::Event::InitDone => {
-                if let Some(relisted) = self.relisted.take() {
+                if let Some(relisted) = self.relisting.finish() {
                     if self.kind.spec().levers.is_some() {
                         for workload in self.hpas.levers_relisted(self.kind, &relisted) {
                             self.queue.add(ScalingKey::Scale(workload));

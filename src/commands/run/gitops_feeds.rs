@@ -18,6 +18,7 @@ use crate::{
     ops::metrics::ToolLabels,
     runtime::{
         outage::Outage,
+        relisting::Relisting,
         watch::{WatchBackoff, drive},
         workqueue::Enqueue,
     },
@@ -51,9 +52,10 @@ pub fn owner_feed(
             kind: spec.kind,
         })
         .clone();
-    let mut listed: Vec<Owner> = Vec::new();
+    let mut relisting = Relisting::default();
     drive(watch, spec.plural, outage.clone(), move |event| {
-        on_event(event, tool, &owners, &last_seen, &queue, &mut listed);
+        relisting.note(event, |object| Some(owner_of(tool, object)));
+        on_event(event, tool, &owners, &last_seen, &queue, &mut relisting);
         let count = owners
             .paused()
             .iter()
@@ -70,16 +72,18 @@ fn on_event(
     owners: &Owners,
     last_seen: &LastSeen,
     queue: &Enqueue<ScalingKey>,
-    listed: &mut Vec<Owner>,
+    relisting: &mut Relisting<Owner>,
 ) {
     match event {
-        watcher::Event::Init => listed.clear(),
-        watcher::Event::InitApply(object) => listed.push(owners.apply(tool, object).0),
+        watcher::Event::Init => {}
+        watcher::Event::InitApply(object) => {
+            owners.apply(tool, object);
+        }
         watcher::Event::InitDone => {
-            owners.retain_listed(tool, listed);
+            let listed = relisting.finish().unwrap_or_default();
+            owners.retain_listed(tool, &listed);
             // Looks made before the owners were known go again, with them.
-            let all: Vec<Owner> = std::mem::take(listed);
-            look_at_deployed(owners, last_seen, queue, |owner| all.contains(owner));
+            look_at_deployed(owners, last_seen, queue, |owner| listed.contains(owner));
             for owner in owners.paused() {
                 queue.add(ScalingKey::GitOpsOwner(owner));
             }

@@ -30,6 +30,7 @@ use crate::{
         api_errors::is_status,
         key::ObjectKey,
         outage::Outage,
+        relisting::Relisting,
         watch::{MAX_WATCH_BACKOFF, WatchBackoff, drive},
         workqueue::WorkQueue,
     },
@@ -187,31 +188,20 @@ pub fn sleep_policy_feed(
     .backoff(WatchBackoff::default())
     .modify(|policy| policy.managed_fields_mut().clear())
     .reflect(cache);
-    let mut listing: Option<BTreeSet<String>> = None;
+    let mut relisting = Relisting::default();
     drive(watch, SLEEP_POLICIES, outage.clone(), move |event| {
+        relisting.note(event, |policy: &SleepPolicy| Some(policy.name_any()));
         let changed = match event {
-            watcher::Event::Apply(policy) | watcher::Event::InitApply(policy) => {
-                if let Some(listing) = listing.as_mut() {
-                    listing.insert(policy.name_any());
-                }
-                namespaces.set_policy(
+            watcher::Event::Apply(policy) | watcher::Event::InitApply(policy) => namespaces
+                .set_policy(
                     policy.spec.namespace_selector.clone(),
                     Candidate::of(&policy.metadata, &policy.spec.schedule),
-                )
-            }
+                ),
             watcher::Event::Delete(policy) => namespaces.remove_policy(&policy.name_any()),
-            watcher::Event::Init => {
-                listing = Some(BTreeSet::new());
-                Vec::new()
-            }
+            watcher::Event::Init => Vec::new(),
             // Deleted while the watch was away: gone from the new listing.
             watcher::Event::InitDone => {
-                let listed = listing.take().unwrap_or_default();
-                let gone: Vec<String> = namespaces
-                    .policy_names()
-                    .into_iter()
-                    .filter(|name| !listed.contains(name))
-                    .collect();
+                let gone = relisting.gone(namespaces.policy_names());
                 first.arrived(SLEEP_POLICIES);
                 gone.iter()
                     .flat_map(|name| namespaces.remove_policy(name))
@@ -243,14 +233,17 @@ pub fn sleep_schedule_feed(
     .backoff(WatchBackoff::default())
     .modify(|schedule| schedule.managed_fields_mut().clear())
     .reflect(cache);
-    let mut listing: Option<BTreeSet<(String, String)>> = None;
+    let mut relisting = Relisting::default();
     drive(watch, SLEEP_SCHEDULES, outage.clone(), move |event| {
+        relisting.note(event, |schedule: &SleepSchedule| {
+            Some((
+                schedule.namespace().unwrap_or_default(),
+                schedule.name_any(),
+            ))
+        });
         let changed: Vec<String> = match event {
             watcher::Event::Apply(schedule) | watcher::Event::InitApply(schedule) => {
                 let namespace = schedule.namespace().unwrap_or_default();
-                if let Some(listing) = listing.as_mut() {
-                    listing.insert((namespace.clone(), schedule.name_any()));
-                }
                 namespaces
                     .set_sleep_schedule(
                         &namespace,
@@ -268,17 +261,9 @@ pub fn sleep_schedule_feed(
                     .into_iter()
                     .collect()
             }
-            watcher::Event::Init => {
-                listing = Some(BTreeSet::new());
-                Vec::new()
-            }
+            watcher::Event::Init => Vec::new(),
             watcher::Event::InitDone => {
-                let listed = listing.take().unwrap_or_default();
-                let gone: Vec<(String, String)> = namespaces
-                    .sleep_schedule_names()
-                    .into_iter()
-                    .filter(|key| !listed.contains(key))
-                    .collect();
+                let gone = relisting.gone(namespaces.sleep_schedule_names());
                 first.arrived(SLEEP_SCHEDULES);
                 gone.into_iter()
                     .filter(|(namespace, name)| namespaces.remove_sleep_schedule(namespace, name))

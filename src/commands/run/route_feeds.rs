@@ -14,6 +14,7 @@ use crate::{
     namespaces::NamespaceSchedules,
     runtime::{
         outage::Outage,
+        relisting::Relisting,
         watch::{WatchBackoff, drive},
     },
     wake::route_kinds::RouteKind,
@@ -32,27 +33,22 @@ pub fn route_feed(
     let namespaces = namespaces.clone();
     // The routes known, by Namespace and name: those a relist no longer has are forgotten.
     let mut known: BTreeSet<(String, String)> = BTreeSet::new();
-    let mut listed: BTreeSet<(String, String)> = BTreeSet::new();
+    let mut relisting = Relisting::default();
     drive(watch, kind.plural, outage.clone(), move |event| {
-        let keep = |object: &DynamicObject| {
-            let at = place(kind, object);
-            let hosts = kind.hosts_of(&object.data["spec"]);
-            namespaces.set_routed_hosts(&at.0, &at.1, hosts);
-            at
-        };
+        relisting.note(event, |object| Some(place(kind, object)));
         match event {
-            watcher::Event::Init => listed.clear(),
-            watcher::Event::InitApply(object) => {
-                listed.insert(keep(object));
+            watcher::Event::Init => {}
+            watcher::Event::InitApply(object) | watcher::Event::Apply(object) => {
+                let at = place(kind, object);
+                let hosts = kind.hosts_of(&object.data["spec"]);
+                namespaces.set_routed_hosts(&at.0, &at.1, hosts);
+                known.insert(at);
             }
             watcher::Event::InitDone => {
-                for (namespace, route) in known.difference(&listed) {
-                    namespaces.set_routed_hosts(namespace, route, Vec::new());
+                for (namespace, route) in relisting.gone(known.iter().cloned()) {
+                    namespaces.set_routed_hosts(&namespace, &route, Vec::new());
+                    known.remove(&(namespace, route));
                 }
-                known = std::mem::take(&mut listed);
-            }
-            watcher::Event::Apply(object) => {
-                known.insert(keep(object));
             }
             watcher::Event::Delete(object) => {
                 let at = place(kind, object);

@@ -169,7 +169,7 @@ fn a_claim_names_its_application_where_argo_cd_keeps_it_and_a_helm_label_only_a_
         Some((owner(Tool::ArgoCd, "argocd", "blog"), None)),
         "named though not watched, for a revert's warning"
     );
-    owners.retain_listed(Tool::ArgoCd, &[shop()]);
+    owners.retain_listed(Tool::ArgoCd, &[shop()].into());
     assert_eq!(owners.resolve(&helm), None, "a relist forgets the deleted");
     assert!(owners.get(&owner(Tool::ArgoCd, "team-a", "shop")).is_none());
 }
