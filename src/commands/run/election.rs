@@ -1,18 +1,34 @@
 //! Leadership: elected on the Lease with `--leader-elect`, else always this replica; and what
 //! follows each change of it (the gauge, a resync when it starts leading).
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
-use kube::Client;
+use kube::{Client, runtime::reflector::Store};
 use prometheus_client::metrics::gauge::Gauge;
 use tokio::{
     sync::{oneshot, watch},
     task::JoinHandle,
 };
 
+use super::{
+    namespace_feeds::end_override_in_time,
+    policy_feeds::{self, FirstListings},
+    slice_feeds,
+    trackers::Trackers,
+    workload_feeds::lock,
+};
 use crate::{
     commands::cli::RunArgs,
-    runtime::leader::{self, LeaderConfig},
+    foo::Foo,
+    namespaces::NamespaceSchedules,
+    runtime::{
+        key::ObjectKey,
+        leader::{self, LeaderConfig},
+        workqueue::WorkQueue,
+    },
+    scaling::{gitops::owners::Owners, key::ScalingKey, timer::Clock},
+    wake::slices::WakeSlices,
+    work::WorkKey,
 };
 
 /// Leadership: the elected one, or always this replica without `--leader-elect`.
@@ -66,17 +82,62 @@ pub(super) fn elect(client: &Client, args: &RunArgs) -> (watch::Receiver<bool>, 
     (is_leader, Election::On { release, elector })
 }
 
+/// What a replica that comes to lead queues. It finds no backlog (standby workers let go of
+/// every key), so it queues what is due now: every Foo, the scheduled objects that need a look,
+/// the Namespaces' overrides to take away when they run out, every GitOps owner paused (the
+/// night that paused it may have ended while no one led), and the wake slices.
+pub(super) struct Resync {
+    pub foos: Store<Foo>,
+    pub queue: WorkQueue<WorkKey>,
+    pub clock: Clock,
+    pub owners: Owners,
+    pub namespaces: NamespaceSchedules,
+    pub first_listings: Arc<FirstListings>,
+    pub trackers: Trackers,
+    pub wake_slices: Option<WakeSlices>,
+}
+
+impl Resync {
+    fn queue_what_is_due(&self) {
+        let (queue, namespaces) = (&self.queue, &self.namespaces);
+        let now = (self.clock)();
+        for (_, tracker) in self.trackers.all() {
+            lock(&tracker).resync(now);
+        }
+        for namespace in namespaces.scheduled() {
+            if let Some(annotations) = namespaces.annotations_of(&namespace) {
+                end_override_in_time(queue, &namespace, &annotations, now);
+            }
+        }
+        policy_feeds::queue_idle_looks(queue, namespaces, namespaces.scheduled());
+        for owner in self.owners.paused() {
+            queue.add(WorkKey::Scaling(ScalingKey::GitOpsOwner(owner)));
+        }
+        for foo in self.foos.state() {
+            if let Some(key) = ObjectKey::of(foo.as_ref()) {
+                queue.add(WorkKey::Foo(key));
+            }
+        }
+        if self.first_listings.open() {
+            policy_feeds::queue_statuses(queue, namespaces);
+        }
+        if let Some(slices) = &self.wake_slices {
+            slice_feeds::look_at_all(slices, queue);
+        }
+    }
+}
+
 pub(super) async fn follow_leadership(
     mut is_leader: watch::Receiver<bool>,
     gauge: Gauge,
-    resync: impl Fn(),
+    resync: Resync,
 ) {
     loop {
         let leading = *is_leader.borrow_and_update();
         gauge.set(i64::from(leading));
         if leading {
             tracing::info!(leader = true, "leading: resyncing, workers act");
-            resync();
+            resync.queue_what_is_due();
         } else {
             tracing::info!(leader = false, "standing by: workers let go of every key");
         }

@@ -2,9 +2,12 @@
 //! them and queue the Foo each change concerns.
 
 use std::{
-    future::Future,
     sync::{Arc, Mutex},
+    time::Duration,
 };
+
+use futures::FutureExt as _;
+use tokio::task::JoinHandle;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::{
@@ -16,9 +19,10 @@ use kube::{
     },
 };
 
-use super::{lock, scoped_api};
+use super::{feeds::Feeds, lock, scoped_api};
 use crate::{
     foo::{FOO_LABEL, Foo, controlling_foo},
+    ops::http::Health,
     runtime::{
         key::ObjectKey,
         outage::Outage,
@@ -29,8 +33,11 @@ use crate::{
     work::WorkKey,
 };
 
+/// How often readiness looks whether Deployments have been listed.
+const READY_LOOK_EVERY: Duration = Duration::from_millis(100);
+
 /// The Foos (whose schedules `schedules`, the Foos' tracker, takes in as well) and the
-/// Deployments they own, each with its feed.
+/// Deployments they own, their feeds started on `feeds`.
 ///
 /// Foos are watched whether or not the CRD is installed: without it the watch retries every
 /// few seconds and the Foo controller starts the moment it appears. Scheduled scaling of
@@ -42,10 +49,8 @@ pub(super) fn foo_feeds(
     queue: &WorkQueue<WorkKey>,
     clock: &Clock,
     outage: &Outage,
-) -> (
-    (Store<Foo>, impl Future<Output = ()> + use<>),
-    (Store<Deployment>, impl Future<Output = ()> + use<>),
-) {
+    feeds: &mut Feeds,
+) -> (Store<Foo>, Store<Deployment>) {
     let (foo_store, foo_writer) = reflector::store();
     let foo_watch = watcher(
         scoped_api::<Foo>(client, namespace),
@@ -87,7 +92,31 @@ pub(super) fn foo_feeds(
             },
         )
     };
-    ((foo_store, foo_feed), (owned_store, owned_feed))
+    feeds.start("Foos", foo_feed);
+    feeds.start("Deployments owned by Foos", owned_feed);
+    (foo_store, owned_store)
+}
+
+/// Ready once Deployments could be listed: the API server answers and RBAC lets us watch.
+/// Looked at every moment, not awaited: kube's readiness future wakes only the last task that
+/// polled it, and a worker's look at the Foo caches (`now_or_never`) polls it too, so an await
+/// that began before a Foo was reconciled slept forever, and the Pod never became Ready.
+pub(super) fn ready_once_listed(health: Arc<Health>, owned: Store<Deployment>) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(READY_LOOK_EVERY);
+        loop {
+            every.tick().await;
+            match owned.wait_until_ready().now_or_never() {
+                None => continue,
+                Some(Ok(())) => {
+                    health.set_ready(true);
+                    tracing::info!("Deployments listed: ready");
+                }
+                Some(Err(_)) => {}
+            }
+            break;
+        }
+    })
 }
 
 /// The Foo that controls a Deployment, if one does.

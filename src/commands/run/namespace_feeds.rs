@@ -8,15 +8,16 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::{
     Api, ResourceExt,
     core::PartialObjectMeta,
-    runtime::{WatchStreamExt, watcher},
+    runtime::{WatchStreamExt, reflector, watcher},
 };
 
 use super::{
     LIST_PAGE_SIZE,
+    feeds::Feeds,
     policy_feeds::{self, FirstListings, Relist},
 };
 use crate::{
-    namespaces::NamespaceSchedules,
+    namespaces::{NamespaceSchedules, policies::declarations::Declarations},
     runtime::{
         outage::Outage,
         watch::{WatchBackoff, drive},
@@ -29,10 +30,60 @@ use crate::{
     workloads::{target::creation_time, writers},
 };
 
+/// The watches of what Namespaces follow (Namespaces, SleepPolicies, SleepSchedules), started
+/// on `feeds` in a cluster-wide install; a namespaced one reads none, and the caches stay empty.
+/// Returns the caches of the SleepPolicies and SleepSchedules, whose status the workers write.
+pub(super) fn start(
+    relist: &Relist,
+    outage: &Outage,
+    first: &Arc<FirstListings>,
+    (wake_slices, activity): (bool, &Activity),
+    cluster_wide: bool,
+    feeds: &mut Feeds,
+) -> Declarations {
+    let (policies, policy_cache) = reflector::store();
+    let (schedules, schedule_cache) = reflector::store();
+    if cluster_wide {
+        let (client, namespaces) = (&relist.client, &relist.namespaces);
+        let namespace_feed = namespace_feed(
+            namespaces.clone(),
+            relist.clone(),
+            outage,
+            first.clone(),
+            relist.queue.clone(),
+            wake_slices,
+            activity.clone(),
+        );
+        feeds.start("Namespaces", namespace_feed);
+        let policy_feed = policy_feeds::sleep_policy_feed(
+            client,
+            namespaces.clone(),
+            outage,
+            first.clone(),
+            relist.clone(),
+            policy_cache,
+        );
+        feeds.start("SleepPolicies", policy_feed);
+        let schedule_feed = policy_feeds::sleep_schedule_feed(
+            client,
+            namespaces.clone(),
+            outage,
+            first.clone(),
+            relist.clone(),
+            schedule_cache,
+        );
+        feeds.start("SleepSchedules", schedule_feed);
+    }
+    Declarations {
+        policies,
+        schedules,
+    }
+}
+
 /// Feeds Namespaces' schedules to `namespaces`, says when they have been listed once, and when a
 /// Namespace's schedule changes lists its workloads again, so the trackers take in those that
 /// now follow it (they keep nothing of workloads without a schedule) and let go of the others.
-pub(super) fn namespace_feed(
+fn namespace_feed(
     namespaces: NamespaceSchedules,
     relist: Relist,
     outage: &Outage,

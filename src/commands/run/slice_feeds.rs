@@ -6,22 +6,84 @@
 
 use std::future::Future;
 
+use chrono::TimeDelta;
 use k8s_openapi::api::{core::v1::Service, discovery::v1::EndpointSlice};
 use kube::{
     Api, Client, ResourceExt as _,
     core::PartialObjectMeta,
-    runtime::{WatchStreamExt, reflector::store::Writer, watcher},
+    runtime::{
+        WatchStreamExt,
+        reflector::{self, store::Writer},
+        watcher,
+    },
 };
 
+use super::feeds::Feeds;
 use crate::{
+    commands::cli::RunArgs,
+    namespaces::NamespaceSchedules,
     runtime::{
+        events::Events,
+        key::ObjectKey,
         outage::Outage,
         watch::{WatchBackoff, drive, touched},
         workqueue::WorkQueue,
     },
-    wake::slices::{MANAGED_BY, MANAGER, SERVICE_NAME, WakeSlices},
+    scaling::hpa::HpaIndex,
+    wake::slices::{MANAGED_BY, MANAGER, SERVICE_NAME, WakeSlices, Written},
     work::WorkKey,
 };
+
+/// What the EndpointSlice wake reads besides its settings: the Namespaces' schedules, the
+/// Events, the levers, and the queue and outage its watches feed.
+pub struct SliceInputs<'a> {
+    pub namespaces: &'a NamespaceSchedules,
+    pub events: &'a Events,
+    pub levers: &'a HpaIndex,
+    pub queue: &'a WorkQueue<WorkKey>,
+    pub outage: &'a Outage,
+}
+
+/// The EndpointSlice wake, with the wake-up backend over the whole cluster (`--wake-addr`
+/// without `--namespace`), its watches started on `feeds`; `None` otherwise.
+pub fn start(
+    args: &RunArgs,
+    client: &Client,
+    inputs: SliceInputs<'_>,
+    feeds: &mut Feeds,
+) -> Option<WakeSlices> {
+    let addr = args.wake_addr.filter(|_| args.namespace.is_none())?;
+    let ((ours, ours_writer), (backend, backend_writer)) = (reflector::store(), reflector::store());
+    let slices = WakeSlices {
+        client: client.clone(),
+        namespaces: inputs.namespaces.clone(),
+        ours,
+        backend,
+        backend_service: ObjectKey::new(
+            (args.wake_service.namespace.as_deref()).unwrap_or(client.default_namespace()),
+            args.wake_service.name.clone(),
+        ),
+        port: addr.port(),
+        default_timezone: args.default_timezone.zone,
+        dry_run: args.dry_run,
+        step_timeout: TimeDelta::from_std(args.wake_step_timeout).unwrap_or(TimeDelta::MAX),
+        events: inputs.events.clone(),
+        owner: Some(args.wake_slices_owner.clone()).filter(|name| !name.is_empty()),
+        written: Written::default(),
+        levers: inputs.levers.clone(),
+    };
+    let (queue, outage) = (inputs.queue, inputs.outage);
+    feeds.start(
+        "wake-up EndpointSlices",
+        ours_feed(client, ours_writer, queue, outage),
+    );
+    feeds.start(
+        "the wake-up backend's EndpointSlices",
+        backend_feed(&slices, backend_writer, queue, outage),
+    );
+    feeds.start("Services", service_feed(&slices, queue, outage));
+    Some(slices)
+}
 
 /// Every slice of ours, into `ctx.ours`: a change looks at its Namespace again.
 pub fn ours_feed(

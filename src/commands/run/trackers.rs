@@ -5,11 +5,67 @@
 
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
-use crate::scaling::tracker::Tracker;
-use crate::workloads::{
-    kinds::KindSpec,
-    target::{KindsInUse, TargetKind},
+use chrono::TimeDelta;
+use chrono_tz::Tz;
+
+use crate::{
+    namespaces::NamespaceSchedules,
+    ops::metrics::Metrics,
+    runtime::workqueue::Enqueue,
+    scaling::{
+        asleep::AsleepGauges, hpa::HpaIndex, idle::Activity, key::ScalingKey, timer::Timer,
+        tracker::Tracker,
+    },
+    workloads::{
+        kinds::KindSpec,
+        last_seen::LastSeen,
+        target::{KindsInUse, TargetKind},
+    },
 };
+
+/// What every kind's tracker is made with, at start or when its CRD appears.
+#[derive(Clone)]
+pub struct TrackerSettings {
+    pub timer: Timer,
+    pub queue: Enqueue<ScalingKey>,
+    pub default_timezone: Tz,
+    pub namespaces: NamespaceSchedules,
+    pub grace: TimeDelta,
+    pub max_override: TimeDelta,
+    pub warm_up: TimeDelta,
+    pub metrics: Metrics,
+    pub hpas: HpaIndex,
+    pub last_seen: LastSeen,
+    pub activity: Activity,
+}
+
+impl TrackerSettings {
+    /// A tracker of `kind`'s objects.
+    pub fn tracker(&self, kind: TargetKind) -> Arc<Mutex<Tracker>> {
+        let tracker = Tracker::new(
+            self.timer.clone(),
+            self.queue.clone(),
+            self.default_timezone,
+            kind,
+            self.namespaces.clone(),
+            self.grace,
+            self.metrics.invalid_schedules.clone(),
+        );
+        let asleep = AsleepGauges {
+            objects: self.metrics.objects_asleep.clone(),
+            replicas: self.metrics.replicas_asleep.clone(),
+        };
+        Arc::new(Mutex::new(
+            tracker
+                .with_hpas(self.hpas.clone())
+                .with_last_seen(self.last_seen.clone())
+                .with_max_override(self.max_override)
+                .with_warm_up(self.warm_up)
+                .with_asleep(asleep)
+                .with_activity(self.activity.clone()),
+        ))
+    }
+}
 
 /// A kind scheduled scaling sleeps, and the tracker of its objects' schedules.
 pub type Tracked = (TargetKind, Arc<Mutex<Tracker>>);

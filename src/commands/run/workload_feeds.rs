@@ -18,8 +18,10 @@ use kube::{
 use tokio::sync::watch;
 
 use super::{
-    FIRST_LISTING_WAIT, LIST_PAGE_SIZE, scoped_api,
-    trackers::{Tracked, Trackers},
+    FIRST_LISTING_WAIT, LIST_PAGE_SIZE,
+    feeds::{Feeds, alive, while_alive},
+    scoped_api,
+    trackers::{Tracked, TrackerSettings, Trackers},
 };
 use crate::{
     ops::metrics::{KindLabels, Metrics},
@@ -33,13 +35,85 @@ use crate::{
     workloads::{objects, target::TargetKind, watched_object::WatchedObject},
 };
 
+/// The watches of the kinds the controller sleeps, and what they are started with.
+pub(super) struct WorkloadWatches {
+    pub client: Client,
+    pub namespace: Option<String>,
+    pub clock: Clock,
+    pub outage: Outage,
+    pub metrics: Metrics,
+    pub settings: TrackerSettings,
+    pub trackers: Trackers,
+}
+
+impl WorkloadWatches {
+    /// Starts the watch of every kind tracked but the Foo (whose schedule is read from the Foo
+    /// controller's own watch), each decoded only as far as its tracker reads it. Their first
+    /// lists go one after another, after `after`, so the start-up peak holds one page being
+    /// decoded, not one per kind; says when the last is listed.
+    pub fn start(&self, after: watch::Receiver<bool>, feeds: &mut Feeds) -> watch::Receiver<bool> {
+        let mut after = after;
+        let kinds = (self.trackers.all().into_iter()).filter(|(kind, _)| *kind != TargetKind::Foo);
+        for (kind, tracker) in kinds {
+            let listed = watch::Sender::new(false);
+            let feed = self.feed(kind, &tracker, (after, listed.clone()));
+            after = listed.subscribe();
+            feeds.start(kind.spec().plural, feed);
+        }
+        after
+    }
+
+    /// Takes in each kind `--kinds` named whose CRD is not served yet, once it is: its tracker
+    /// joins the others, and its watch starts, after the kinds listed at start.
+    pub fn start_later(
+        self: &Arc<Self>,
+        later: Vec<(String, String)>,
+        after: &watch::Receiver<bool>,
+        feeds: &mut Feeds,
+    ) {
+        for (name, group) in later {
+            let ready = self.metrics.kind_ready.get_or_create(&KindLabels {
+                kind: format!("{name}.{group}"),
+            });
+            ready.set(0);
+            let (watches, after, health) = (self.clone(), after.clone(), feeds.health());
+            feeds.start_later(async move {
+                let Some(kind) = objects::watch_for(&watches.client, &name, &group).await else {
+                    return;
+                };
+                let tracker = watches.settings.tracker(kind);
+                watches.trackers.add(kind, tracker.clone());
+                let feed = watches.feed(kind, &tracker, (after, watch::Sender::new(false)));
+                while_alive(alive(&health, kind.spec().plural), feed).await;
+            });
+        }
+    }
+
+    fn feed(
+        &self,
+        kind: TargetKind,
+        tracker: &Arc<Mutex<Tracker>>,
+        order: (watch::Receiver<bool>, watch::Sender<bool>),
+    ) -> impl Future<Output = ()> + use<> {
+        workload_feed(
+            &self.client,
+            self.namespace.as_deref(),
+            (kind, tracker),
+            &self.clock,
+            &self.outage,
+            order,
+            &self.metrics,
+        )
+    }
+}
+
 /// Every object of a kind, its metadata and sleep value only, fed to its tracker. Small pages keep the start-up
 /// peak low: a page is decoded whole, and objects can carry large annotations
 /// (last-applied-configuration). The first list waits for `after` (the kinds listed before
 /// this one, at most [`FIRST_LISTING_WAIT`], so one that cannot be listed holds back no other),
 /// and says on `listed` when it is done, or cannot be (a kind not installed, or forbidden: it is
 /// taken in when it can be, and `cronscaler_kind_ready` says which it is).
-pub(super) fn workload_feed(
+fn workload_feed(
     client: &Client,
     namespace: Option<&str>,
     (kind, schedules): (TargetKind, &Arc<Mutex<Tracker>>),
