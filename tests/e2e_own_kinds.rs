@@ -64,9 +64,10 @@ async fn a_kind_counted_in_a_field_of_its_own_sleeps_and_wakes_by_it_and_status_
         "it remembers its size"
     );
     assert_eq!(replicas(&asleep), None, "no spec.replicas written");
-    let events = scenario.events("cache").await;
-    let told = describe(&events);
-    assert!(told.contains("scaled down from 4 to 0"), "{told}");
+    // The Event is written just after the patch it tells of.
+    let told = scenario.event("cache", "ScaledDown", LATENESS).await;
+    let note = told.note.unwrap_or_default();
+    assert!(note.contains("scaled down from 4 to 0"), "{note}");
 
     let namespace = scenario.namespace.clone();
     let shown = scenario.said(&["status", "-n", &namespace, "--kinds", kinds]);
