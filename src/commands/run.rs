@@ -1,11 +1,14 @@
-//! `cronscaler run`, the wiring: watches feed caches, the tracker and the shared workqueue;
-//! workers take keys from the queue while this replica leads.
+//! `cronscaler run`, the wiring, in the order it is read: the settings; what the watches fill and
+//! the workers read; the feeds, each family started from the file beside this one
+//! (`foo_feeds.rs`, `namespace_feeds.rs` with `policy_feeds.rs`, `slice_feeds.rs`,
+//! `workload_feeds.rs`, `gitops_feeds.rs`, `route_feeds.rs`) through the one feed layer
+//! (`feeds.rs`); leadership (`election.rs`), what is served (`served.rs`, `wake_backend.rs`) and
+//! the workers, which take keys from the shared queue while this replica leads; and shutdown.
 
-use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};
+use std::{future::Future, sync::Arc};
 
 use chrono::TimeDelta;
-use kube::{Api, Client, Resource};
-use tokio::{net::TcpListener, sync::watch};
+use tokio::sync::watch;
 
 mod clients;
 mod election;
@@ -15,6 +18,7 @@ mod gitops_feeds;
 mod namespace_feeds;
 mod policy_feeds;
 mod route_feeds;
+mod served;
 mod slice_feeds;
 mod trackers;
 mod wake_backend;
@@ -27,22 +31,19 @@ use foo_feeds::{foo_feeds, ready_once_listed};
 use gitops_feeds::owner_feed;
 use policy_feeds::{FirstListings, Relist};
 use route_feeds::route_feed;
+pub use served::RunError;
 use slice_feeds::SliceInputs;
 use trackers::{TrackerSettings, Trackers};
-use workload_feeds::{WorkloadWatches, hpa_feed, lock, relist_namespace};
+use workload_feeds::{
+    WorkloadWatches, await_levers, give_back_memory_once, hpa_feed, lock, relist_namespace,
+    stop_waiting_in_time,
+};
 
 use crate::{
     activity::prometheus::Prometheus,
     commands::cli::RunArgs,
     foo::FooContext,
-    namespaces::NamespaceSchedules,
-    ops::{
-        descriptors,
-        http::{self, Health},
-        listener::Acceptor,
-        memory,
-        metrics::Metrics,
-    },
+    ops::{descriptors, http::Health, metrics::Metrics},
     runtime::{
         events::Events,
         outage::Outage,
@@ -62,27 +63,6 @@ use crate::{
     workloads::{last_seen::LastSeen, objects, target::TargetKind},
 };
 
-/// How long the workload watches wait for the Namespaces' first listing, and scaling for the
-/// HPAs'.
-const FIRST_LISTING_WAIT: Duration = Duration::from_secs(30);
-
-/// Objects per list page of the watches of every workload and of Namespaces.
-const LIST_PAGE_SIZE: u32 = 100;
-
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    #[error("listening on {addr} for /healthz, /readyz and /metrics: {source}")]
-    Listen {
-        addr: SocketAddr,
-        source: std::io::Error,
-    },
-    #[error("listening on {addr} for the wake-up backend (--wake-addr): {source}")]
-    ListenWake {
-        addr: SocketAddr,
-        source: std::io::Error,
-    },
-}
-
 /// Runs the controllers until `shutdown` resolves, then stops handing out work, lets in-flight
 /// reconciles finish, releases the lease if it holds it, and returns.
 pub async fn run(
@@ -95,13 +75,7 @@ pub async fn run(
     let (metrics, registry) = Metrics::new();
     let health = Arc::new(Health::default());
     let open_files = descriptors::raise_limit_and_say();
-    let listener = TcpListener::bind(args.http_addr)
-        .await
-        .map_err(|source| RunError::Listen {
-            addr: args.http_addr,
-            source,
-        })?;
-    let listener = Acceptor::new(listener, "HTTP", metrics.accept_errors("http"));
+    let listener = served::bind(args.http_addr, &metrics).await?;
     let namespace = args.namespace.as_deref();
     let [grace, max_override, warm_up, step_timeout] = [
         args.grace_period,
@@ -123,7 +97,7 @@ pub async fn run(
         query: args.activity_query.clone(),
     });
     let activity = Activity::new(counter, clock());
-    let namespaces = namespace_schedules(args, &client);
+    let namespaces = namespace_feeds::namespace_schedules(args, &client);
     let (hpas, last_seen, owners) = (HpaIndex::default(), LastSeen::default(), Owners::default());
     let events = Events::new(client.clone(), std::env::var("POD_NAME").ok());
     let settings = TrackerSettings {
@@ -234,21 +208,8 @@ pub async fn run(
         metrics.leader.clone(),
         resync,
     ));
-    let refresh: Arc<dyn Fn() + Send + Sync> = {
-        let (queue, timer, metrics) = (queue.clone(), timer.clone(), metrics.clone());
-        Arc::new(move || {
-            let depth = i64::try_from(queue.len()).unwrap_or(i64::MAX);
-            metrics.workqueue_depth.set(depth);
-            let held = i64::try_from(timer.held()).unwrap_or(i64::MAX);
-            metrics.schedules.set(held);
-        })
-    };
-    let listener = tokio::spawn(http::serve(
-        listener,
-        health.clone(),
-        Arc::new(registry),
-        refresh,
-    ));
+    let served = (health.clone(), registry, &metrics);
+    let listener = served::serve(listener, served, &queue, &timer);
     let (wakes, wake_backend) =
         wake_backend::start(args, clients.wake, &namespaces, &metrics, open_files)?;
     let scale = ScalingContext::new(
@@ -322,69 +283,4 @@ pub async fn run(
     }
     feeds.stop();
     Ok(())
-}
-
-/// The Namespaces' schedules, read from the watch of Namespaces, or off in a namespaced install.
-fn namespace_schedules(args: &RunArgs, client: &Client) -> NamespaceSchedules {
-    let excluded = (args.excluded.exclude_namespaces.iter())
-        .filter(|namespace| !namespace.is_empty())
-        .cloned()
-        .chain([client.default_namespace().to_string()]);
-    let namespaces = if args.namespace.is_some() {
-        tracing::info!(
-            "namespace schedules are off: a namespaced install (--namespace) cannot read Namespaces"
-        );
-        NamespaceSchedules::off(excluded)
-    } else {
-        NamespaceSchedules::watched(excluded)
-    };
-    namespaces.reading_kube_downscaler(args.kube_downscaler.read)
-}
-
-/// A workload's lever is known from the lever's own spec: no look before the levers served now
-/// are listed (one not served has nothing to list, and is taken in when it is).
-async fn await_levers(client: &Client, kinds: &[TargetKind], hpas: &HpaIndex) {
-    for kind in (kinds.iter().copied()).filter(|kind| kind.spec().levers.is_some()) {
-        let spec = kind.spec();
-        let gvk = kube::api::GroupVersionKind::gvk(spec.group, spec.version, spec.name);
-        if kube::discovery::pinned_kind(client, &gvk).await.is_ok() {
-            hpas.await_levers([kind]);
-        }
-    }
-}
-
-/// Gives back what the first list pages left behind, once every workload is listed.
-async fn give_back_memory_once(mut listed: watch::Receiver<bool>) {
-    if listed.wait_for(|done| *done).await.is_ok() {
-        memory::give_back_free_memory();
-    }
-}
-
-/// Namespaces or HPAs that cannot be listed (RBAC without them, an old ClusterRole) must not
-/// stop scheduled scaling: after a while it goes on without them, and takes them in when they
-/// are listed.
-async fn stop_waiting_in_time(namespaces_gate: Arc<watch::Sender<bool>>, hpas: HpaIndex) {
-    tokio::time::sleep(FIRST_LISTING_WAIT).await;
-    if !namespaces_gate.send_replace(true) {
-        tracing::warn!(
-            "Namespaces not listed after {FIRST_LISTING_WAIT:?}: watching workloads without \
-             Namespace schedules until they are"
-        );
-    }
-    if hpas.stop_waiting() {
-        tracing::warn!(
-            "HorizontalPodAutoscalers or ScaledObjects not listed after \
-             {FIRST_LISTING_WAIT:?}: scaling without them until they are"
-        );
-    }
-}
-
-fn scoped_api<K>(client: &Client, namespace: Option<&str>) -> Api<K>
-where
-    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
-{
-    match namespace {
-        Some(namespace) => Api::namespaced(client.clone(), namespace),
-        None => Api::all(client.clone()),
-    }
 }

@@ -2,11 +2,19 @@
 //! says (`watch of Namespaces` in `/healthz`), and stopped here at shutdown. A feed that ends or
 //! panics makes the process unhealthy, so the kubelet restarts it.
 
-use std::{borrow::Cow, future::Future, sync::Arc};
+use std::{borrow::Cow, future::Future, sync::Arc, time::Duration};
 
+use kube::{Api, Client, Resource};
 use tokio::task::JoinHandle;
 
 use crate::ops::http::{AliveGuard, Health};
+
+/// How long the workload watches wait for the Namespaces' first listing, and scaling for the
+/// HPAs'.
+pub const FIRST_LISTING_WAIT: Duration = Duration::from_secs(30);
+
+/// Objects per list page of the watches of every workload and of Namespaces.
+pub const LIST_PAGE_SIZE: u32 = 100;
 
 pub struct Feeds {
     health: Arc<Health>,
@@ -57,4 +65,15 @@ pub fn alive(health: &Arc<Health>, what: impl Into<Cow<'static, str>>) -> AliveG
 /// Runs `task`, keeping `_alive` until it ends.
 pub async fn while_alive(_alive: AliveGuard, task: impl Future<Output = ()>) {
     task.await;
+}
+
+/// The API of a namespaced kind, in `namespace` or across the cluster.
+pub fn scoped_api<K>(client: &Client, namespace: Option<&str>) -> Api<K>
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
+{
+    match namespace {
+        Some(namespace) => Api::namespaced(client.clone(), namespace),
+        None => Api::all(client.clone()),
+    }
 }

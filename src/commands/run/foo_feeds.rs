@@ -19,7 +19,10 @@ use kube::{
     },
 };
 
-use super::{feeds::Feeds, lock, scoped_api};
+use super::{
+    feeds::{Feeds, scoped_api},
+    lock,
+};
 use crate::{
     foo::{FOO_LABEL, Foo, controlling_foo},
     ops::http::Health,

@@ -6,17 +6,17 @@ use std::{collections::BTreeMap, future::Future, sync::Arc};
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::{
-    Api, ResourceExt,
+    Api, Client, ResourceExt,
     core::PartialObjectMeta,
     runtime::{WatchStreamExt, reflector, watcher},
 };
 
 use super::{
-    LIST_PAGE_SIZE,
-    feeds::Feeds,
+    feeds::{Feeds, LIST_PAGE_SIZE},
     policy_feeds::{self, FirstListings, Relist},
 };
 use crate::{
+    commands::cli::RunArgs,
     namespaces::{NamespaceSchedules, policies::declarations::Declarations},
     runtime::{
         outage::Outage,
@@ -29,6 +29,23 @@ use crate::{
     work::WorkKey,
     workloads::{target::creation_time, writers},
 };
+
+/// The Namespaces' schedules, read from the watch of Namespaces, or off in a namespaced install.
+pub(super) fn namespace_schedules(args: &RunArgs, client: &Client) -> NamespaceSchedules {
+    let excluded = (args.excluded.exclude_namespaces.iter())
+        .filter(|namespace| !namespace.is_empty())
+        .cloned()
+        .chain([client.default_namespace().to_string()]);
+    let namespaces = if args.namespace.is_some() {
+        tracing::info!(
+            "namespace schedules are off: a namespaced install (--namespace) cannot read Namespaces"
+        );
+        NamespaceSchedules::off(excluded)
+    } else {
+        NamespaceSchedules::watched(excluded)
+    };
+    namespaces.reading_kube_downscaler(args.kube_downscaler.read)
+}
 
 /// The watches of what Namespaces follow (Namespaces, SleepPolicies, SleepSchedules), started
 /// on `feeds` in a cluster-wide install; a namespaced one reads none, and the caches stay empty.

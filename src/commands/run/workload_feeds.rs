@@ -18,12 +18,11 @@ use kube::{
 use tokio::sync::watch;
 
 use super::{
-    FIRST_LISTING_WAIT, LIST_PAGE_SIZE,
-    feeds::{Feeds, alive, while_alive},
-    scoped_api,
+    feeds::{FIRST_LISTING_WAIT, Feeds, LIST_PAGE_SIZE, alive, scoped_api, while_alive},
     trackers::{Tracked, TrackerSettings, Trackers},
 };
 use crate::{
+    ops::memory,
     ops::metrics::{KindLabels, Metrics},
     runtime::{
         api_errors::is_status,
@@ -104,6 +103,47 @@ impl WorkloadWatches {
             order,
             &self.metrics,
         )
+    }
+}
+
+/// A workload's lever is known from the lever's own spec: no look before the levers served now
+/// are listed (one not served has nothing to list, and is taken in when it is).
+pub(super) async fn await_levers(client: &Client, kinds: &[TargetKind], hpas: &HpaIndex) {
+    for kind in (kinds.iter().copied()).filter(|kind| kind.spec().levers.is_some()) {
+        let spec = kind.spec();
+        let gvk = kube::api::GroupVersionKind::gvk(spec.group, spec.version, spec.name);
+        if kube::discovery::pinned_kind(client, &gvk).await.is_ok() {
+            hpas.await_levers([kind]);
+        }
+    }
+}
+
+/// Gives back what the first list pages left behind, once every workload is listed.
+pub(super) async fn give_back_memory_once(mut listed: watch::Receiver<bool>) {
+    if listed.wait_for(|done| *done).await.is_ok() {
+        memory::give_back_free_memory();
+    }
+}
+
+/// Namespaces or HPAs that cannot be listed (RBAC without them, an old ClusterRole) must not
+/// stop scheduled scaling: after a while it goes on without them, and takes them in when they
+/// are listed.
+pub(super) async fn stop_waiting_in_time(
+    namespaces_gate: Arc<watch::Sender<bool>>,
+    hpas: HpaIndex,
+) {
+    tokio::time::sleep(FIRST_LISTING_WAIT).await;
+    if !namespaces_gate.send_replace(true) {
+        tracing::warn!(
+            "Namespaces not listed after {FIRST_LISTING_WAIT:?}: watching workloads without \
+             Namespace schedules until they are"
+        );
+    }
+    if hpas.stop_waiting() {
+        tracing::warn!(
+            "HorizontalPodAutoscalers or ScaledObjects not listed after \
+             {FIRST_LISTING_WAIT:?}: scaling without them until they are"
+        );
     }
 }
 
