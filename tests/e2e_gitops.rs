@@ -10,11 +10,11 @@ use chrono::{DateTime, Utc};
 use kube::api::PostParams;
 use serde_json::json;
 use support::{
-    Scenario, eventually,
+    Scenario, eventually, gitops,
     gitops::{
         LATENESS, Tool, argo_cd, assert_owner_said, assert_said, deploy_and_start, end, flux,
-        given_back, night, nightly_in, owner_events, paused_record, record, stays, until,
-        wait_replicas, web,
+        given_back, night, nightly_in, owner_events, paused_night_of, paused_record, record, stays,
+        until, wait_replicas, web,
     },
     nightly, replicas_and_annotations, sleep_until,
 };
@@ -32,16 +32,12 @@ struct PausedNight {
 
 async fn paused_night(test: &str, seconds: i64) -> Option<PausedNight> {
     let (scenario, argo_cd) = argo_cd(test, json!({}), true).await?;
-    let (down, up) = night(15, seconds);
-    let namespace = scenario.namespace.clone();
-    let (played, controller) = deploy_and_start(
-        &scenario,
-        &argo_cd,
-        &[(&namespace, nightly_in("pause", (down, up)))],
-    )
-    .await;
-    let deployments = scenario.deployments();
-    wait_replicas(&deployments, 0, "web asleep", LATENESS + until(down)).await;
+    let gitops::PausedNight {
+        played,
+        controller,
+        up,
+        ..
+    } = paused_night_of(&scenario, &argo_cd, seconds).await;
     Some(PausedNight {
         scenario,
         argo_cd,

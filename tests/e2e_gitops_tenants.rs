@@ -21,8 +21,9 @@ use support::{
     crds::shared_crd,
     create_namespace, envtest, eventually,
     gitops::{
-        GITOPS_PAUSED, LATENESS, Tool, argo_cd, argo_cd_in, deploy_and_start, flux, flux_in,
-        given_back, night, nightly_in, owner_events, paused_record, until, wait_replicas,
+        GITOPS_PAUSED, LATENESS, PausedNight, Tool, argo_cd, argo_cd_in, deploy_and_start, flux,
+        flux_in, given_back, night, nightly_in, owner_events, paused_night_of, paused_record,
+        until, wait_replicas,
     },
     metric, occurrences,
 };
@@ -208,21 +209,9 @@ async fn an_owner_that_also_deploys_where_nothing_sleeps_under_pause_is_never_pa
 /// a test that ends the night early looks at the owner, not at what a sync would redeploy.
 async fn paused(test: &str) -> Option<(Scenario, Tool, Controller)> {
     let (scenario, argo_cd) = argo_cd(test, json!({}), true).await?;
-    let (down, up) = night(15, 600);
-    let namespace = scenario.namespace.clone();
-    let (played, controller) = deploy_and_start(
-        &scenario,
-        &argo_cd,
-        &[(&namespace, nightly_in("pause", (down, up)))],
-    )
-    .await;
-    wait_replicas(
-        &scenario.deployments(),
-        0,
-        "web asleep",
-        LATENESS + until(down),
-    )
-    .await;
+    let PausedNight {
+        played, controller, ..
+    } = paused_night_of(&scenario, &argo_cd, 600).await;
     eventually("the Application paused", LATENESS, || async {
         let shop = argo_cd.owners.get(argo_cd.name).await.ok()?;
         paused_record(&shop).map(drop)

@@ -67,11 +67,12 @@ async fn web_replicas(scenario: &Scenario, namespace: &str) -> Option<i32> {
 }
 
 /// The controller over the whole cluster, counting with `prometheus`.
+/// The controller, counting requests with `prometheus`, and its wake-up backend's address.
 async fn start_counting(
     scenario: &Scenario,
     prometheus: &prometheus::Running,
-) -> support::Controller {
-    let (controller, _) = start_backend(
+) -> (support::Controller, std::net::SocketAddr) {
+    start_backend(
         scenario,
         "cronscaler",
         "127.0.0.1",
@@ -82,8 +83,7 @@ async fn start_counting(
             prometheus::QUERY,
         ],
     )
-    .await;
-    controller
+    .await
 }
 
 /// How many Events with `reason` the Namespace `namespace` has, as `kubectl describe` counts.
@@ -194,18 +194,7 @@ async fn idle_namespaces_sleep_until_a_request_used_ones_stay_up_and_without_pro
         create_deployment(&scenario.client, namespace, "web", 2).await;
     }
     let started = Utc::now();
-    let (_controller, addr) = start_backend(
-        &scenario,
-        "cronscaler",
-        "127.0.0.1",
-        &[
-            "--prometheus-url",
-            &prometheus.url,
-            "--activity-query",
-            prometheus::QUERY,
-        ],
-    )
-    .await;
+    let (_controller, addr) = start_counting(&scenario, &prometheus).await;
 
     // A rollout half a minute in: the quiet time of `deployed` starts again from it.
     tokio::time::sleep(PROMPTLY).await;
@@ -308,7 +297,7 @@ async fn a_namespace_made_under_an_idle_after_policy_is_not_put_to_sleep_at_birt
     };
     idle_policy(&scenario, "previews", "review", IDLE_AFTER_TEXT).await;
     idle_policy(&scenario, "too-soon", "soon", "1m").await;
-    let _controller = start_counting(&scenario, &prometheus).await;
+    let (_controller, _) = start_counting(&scenario, &prometheus).await;
     // The controller has run for longer than idle-after when the preview is made.
     tokio::time::sleep(IDLE_AFTER + Duration::from_secs(5)).await;
     let created = Utc::now();
@@ -354,7 +343,7 @@ async fn namespaces_an_idle_after_policy_starts_covering_sleep_once_idle() {
     support::namespace_with_web(&scenario, "pr-old", "review").await;
     support::namespace_with_web(&scenario, "pr-relabelled", "draft").await;
     let started = Utc::now();
-    let _controller = start_counting(&scenario, &prometheus).await;
+    let (_controller, _) = start_counting(&scenario, &prometheus).await;
     tokio::time::sleep(Duration::from_secs(5)).await;
     idle_policy(&scenario, "previews", "review", IDLE_AFTER_TEXT).await;
     let namespaces: Api<Namespace> = Api::all(scenario.client.clone());
@@ -392,7 +381,7 @@ async fn with_the_exporter_stopped_nothing_sleeps_for_idleness_and_that_is_said_
     create_namespace(&scenario.client, quiet).await;
     annotate_namespace(&scenario.client, quiet, idle_after(json!({}))).await;
     create_deployment(&scenario.client, quiet, "web", 2).await;
-    let _controller = start_counting(&scenario, &prometheus).await;
+    let (_controller, _) = start_counting(&scenario, &prometheus).await;
     prometheus.stop_exporter();
     let warned = scenario
         .event_about_namespace(quiet, "IdleUnknown", IDLE_AFTER + COUNT_EVERY + PROMPTLY)

@@ -15,9 +15,9 @@ use k8s_openapi::api::apps::v1::Deployment;
 use kube::Api;
 use serde_json::json;
 use support::{
-    Scenario, annotate_namespace, create, create_deployment, describe, envtest, eventually,
+    Scenario, annotate_namespace, create, create_deployment, envtest, eventually,
     keda::{self, PAUSED, PAUSED_REPLICAS},
-    nightly, occurrences, replicas_and_annotations, sleep_until, whole_second_in,
+    nightly, replicas_and_annotations, sleep_until, whole_second_in,
 };
 
 /// Lateness we accept from a transition: the timer, one reconcile, KEDA's poll, a busy 2-core
@@ -255,15 +255,7 @@ async fn a_scaled_object_paused_before_the_night_wakes_its_workload_to_its_count
         cronscaler_on(&deployments, "web").await,
         Vec::<String>::new()
     );
-    for name in ["web", "web-scaler"] {
-        let events = scenario.events(name).await;
-        assert_eq!(
-            occurrences(&events, "ScaleReverted"),
-            0,
-            "{name}:\n{}",
-            describe(&events)
-        );
-    }
+    keda::no_revert_told(&scenario).await;
     keda.abort();
     controller
         .assert_stops_cleanly(Duration::from_secs(10))

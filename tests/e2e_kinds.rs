@@ -277,15 +277,7 @@ async fn a_keda_scaled_deployment_sleeps_through_its_scaled_object_with_no_fight
             .any(|key| key.starts_with("cronscaler.dev/")),
         "its replicas are KEDA's: nothing of ours is written on web: {web_annotations:?}"
     );
-    for name in ["web", "web-scaler"] {
-        let events = scenario.events(name).await;
-        assert_eq!(
-            occurrences(&events, "ScaleReverted"),
-            0,
-            "{name}:\n{}",
-            describe(&events)
-        );
-    }
+    support::keda::no_revert_told(&scenario).await;
 
     // Morning: each ScaledObject has what it had; KEDA scales web back up by itself.
     let woken = eventually("web-scaler unpaused", LATENESS, || async {

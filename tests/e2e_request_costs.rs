@@ -20,10 +20,7 @@ use support::{
     Scenario,
     crds::shared_crd,
     envtest, eventually,
-    gitops::{
-        LATENESS, argo_cd_in, deploy_and_start, end, given_back, night, nightly_in, until,
-        wait_replicas,
-    },
+    gitops::{PausedNight, argo_cd_in, end, given_back, paused_night_of},
     replicas_and_annotations, say, sleep_until,
     wake::{
         create_service_with, machine_address, request_from, slices_gone_once_served,
@@ -43,17 +40,13 @@ async fn requests_of_a_night_whose_argo_cd_owner_is_paused_and_given_back() {
         return;
     };
     let argo_cd = argo_cd_in(&scenario, &crd, json!({}), true).await;
-    let (down, up) = night(15, 40);
-    let namespace = scenario.namespace.clone();
-    let (played, controller) = deploy_and_start(
-        &scenario,
-        &argo_cd,
-        &[(&namespace, nightly_in("pause", (down, up)))],
-    )
-    .await;
-    let ready = Utc::now();
-    let deployments = scenario.deployments();
-    wait_replicas(&deployments, 0, "web asleep", LATENESS + until(down)).await;
+    let PausedNight {
+        played,
+        controller,
+        ready,
+        down,
+        up,
+    } = paused_night_of(&scenario, &argo_cd, 40).await;
     let second = chrono::Duration::seconds(1);
     sleep_until(up - second).await;
     given_back(&argo_cd, Some(true)).await;

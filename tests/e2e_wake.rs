@@ -122,14 +122,7 @@ async fn a_request_wakes_an_asleep_namespace_once_and_its_status_follows_it_to_r
         (web == 2 && db == 1).then_some(())
     })
     .await;
-    let woken = scenario.event("web", "WokenOnDemand", PROMPTLY).await;
-    assert!(
-        woken
-            .note
-            .as_deref()
-            .is_some_and(|note| note.contains("a request for staging.example.com/login")),
-        "{woken:?}"
-    );
+    woken_on_demand_by(&scenario, "a request for staging.example.com/login").await;
 
     let status_path = format!("/.cronscaler/status?namespace={namespace}");
     let ready = eventually(
@@ -295,14 +288,7 @@ async fn a_host_routes_by_wake_hosts_or_a_service_s_in_cluster_name_and_a_standb
         },
     )
     .await;
-    let woken = scenario.event("web", "WokenOnDemand", PROMPTLY).await;
-    assert!(
-        woken
-            .note
-            .as_deref()
-            .is_some_and(|note| note.contains("a request for pr-12.preview.example.com/pr/12")),
-        "{woken:?}"
-    );
+    woken_on_demand_by(&scenario, "a request for pr-12.preview.example.com/pr/12").await;
     scenario.finish().await;
 }
 
@@ -532,4 +518,11 @@ async fn asleep_each_service_reaches_the_backend_through_an_endpoint_slice_until
     );
     assert!(wake_slices(&scenario, &other).await.is_empty());
     scenario.finish().await;
+}
+
+/// Waits for `web`'s `WokenOnDemand`, and asserts it names the request `by`.
+async fn woken_on_demand_by(scenario: &Scenario, by: &str) {
+    let woken = scenario.event("web", "WokenOnDemand", PROMPTLY).await;
+    let note = woken.note.unwrap_or_default();
+    assert!(note.contains(by), "{note}");
 }

@@ -543,7 +543,7 @@ fn apply_annotations(
     held: Option<&str>,
 ) {
     for (key, value) in change.annotation_updates() {
-        let (key, value) = kind.written(key, value, held);
+        let (key, value) = kind.spec().sleep.written(key, value, held);
         match value {
             Some(value) => annotations.insert(key.to_string(), value),
             None => annotations.remove(key),

@@ -45,7 +45,11 @@ pub fn patch_for(
         .map(ScaleChange::annotation_updates)
         .unwrap_or_default()
         .into_iter()
-        .map(|(key, value)| kind.written(key, value, observed.held.as_deref()))
+        .map(|(key, value)| {
+            kind.spec()
+                .sleep
+                .written(key, value, observed.held.as_deref())
+        })
         .map(|(key, value)| (key.to_string(), value.map_or(Value::Null, Value::String)))
         .collect();
     annotations.extend(removed.iter().map(|key| (key.to_string(), Value::Null)));

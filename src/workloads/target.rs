@@ -159,16 +159,6 @@ impl TargetKind {
         self.spec().sleep.write(replicas, observed)
     }
 
-    /// The annotation the controller writes for a rule's key, and its value.
-    pub fn written(
-        self,
-        key: &'static str,
-        value: Option<String>,
-        held: Option<&str>,
-    ) -> (&'static str, Option<String>) {
-        self.spec().sleep.written(key, value, held)
-    }
-
     /// Where its objects are read and written.
     pub fn api_resource(self) -> ApiResource {
         let spec = self.spec();
@@ -326,7 +316,7 @@ impl fmt::Display for ScaleTarget {
 }
 
 /// What the scheduled scaler reads of a target, whatever its kind.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct TargetState {
     pub reference: ObjectReference,
     pub replicas: i32,

@@ -375,6 +375,34 @@ pub async fn deploy_and_start(
     (played, controller)
 }
 
+/// A night under `pause` in the scenario's Namespace, `web` deployed by `tool`: the tool played,
+/// the controller, when it was ready, and the night's two ends.
+pub struct PausedNight {
+    pub played: tokio::task::JoinHandle<()>,
+    pub controller: super::Controller,
+    pub ready: DateTime<Utc>,
+    pub down: DateTime<Utc>,
+    pub up: DateTime<Utc>,
+}
+
+/// Starts a night of `seconds` under `pause`, 15 s from now, and waits until `web` is asleep.
+pub async fn paused_night_of(scenario: &Scenario, tool: &Tool, seconds: i64) -> PausedNight {
+    let (down, up) = night(15, seconds);
+    let namespace = scenario.namespace.clone();
+    let schedule = nightly_in("pause", (down, up));
+    let (played, controller) = deploy_and_start(scenario, tool, &[(&namespace, schedule)]).await;
+    let ready = Utc::now();
+    let deployments = scenario.deployments();
+    wait_replicas(&deployments, 0, "web asleep", LATENESS + until(down)).await;
+    PausedNight {
+        played,
+        controller,
+        ready,
+        down,
+        up,
+    }
+}
+
 pub fn night(after: i64, seconds: i64) -> (DateTime<Utc>, DateTime<Utc>) {
     let down = super::whole_second_in(after);
     (down, down + chrono::Duration::seconds(seconds))

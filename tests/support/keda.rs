@@ -132,3 +132,17 @@ fn hpa(scaler: &DynamicObject, workload: &str) -> HorizontalPodAutoscaler {
     }))
     .expect("an HPA")
 }
+
+/// Asserts no `ScaleReverted` was said on `web` or its ScaledObject `web-scaler`: KEDA's own
+/// writes while paused are not a revert.
+pub async fn no_revert_told(scenario: &Scenario) {
+    for name in ["web", "web-scaler"] {
+        let events = scenario.events(name).await;
+        assert_eq!(
+            super::occurrences(&events, "ScaleReverted"),
+            0,
+            "{name}:\n{}",
+            super::describe(&events)
+        );
+    }
+}

@@ -120,10 +120,7 @@ fn a_cron_job_asleep_is_read_as_its_kind_with_its_namespaces_schedule() {
         key: ObjectKey::new("staging", "report"),
     };
     let observed = TargetState {
-        reference: Default::default(),
         replicas: 0,
-        held: None,
-        labels: BTreeMap::new(),
         annotations: BTreeMap::from([
             (schedule::ORIGINAL_SUSPEND.to_string(), "false".to_string()),
             (
@@ -131,12 +128,7 @@ fn a_cron_job_asleep_is_read_as_its_kind_with_its_namespaces_schedule() {
                 "2026-11-23T20:00:00Z down".to_string(),
             ),
         ]),
-        resource_version: None,
-        writers: Default::default(),
-        controlling_foo: None,
-        follows_owner: false,
-        levers: None,
-        created: None,
+        ..TargetState::default()
     };
     // The Namespace's replica count is for its Deployments; a CronJob only sleeps or runs.
     let mut namespace = staging();
@@ -168,17 +160,9 @@ fn a_schedule_without_a_zone_of_its_own_is_read_in_the_default_one() {
         key: ObjectKey::new("staging", "web"),
     };
     let observed = TargetState {
-        reference: Default::default(),
         replicas: 0,
-        held: None,
-        labels: BTreeMap::new(),
         annotations: BTreeMap::from([(schedule::SCALE_DOWN.to_string(), "0 20 * * *".to_string())]),
-        resource_version: None,
-        writers: Default::default(),
-        controlling_foo: None,
-        follows_owner: false,
-        levers: None,
-        created: None,
+        ..TargetState::default()
     };
     let (_, parsed) = object_schedule(&web, &observed, None, chrono_tz::Europe::Berlin);
     // 20:00 in Berlin in November is 19:00 UTC.

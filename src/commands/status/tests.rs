@@ -63,15 +63,8 @@ fn object(
                 ..ObjectReference::default()
             },
             replicas,
-            held: None,
             annotations: annotations_of(pairs),
-            labels: Default::default(),
-            resource_version: None,
-            writers: Default::default(),
-            controlling_foo: None,
-            follows_owner: false,
-            levers: None,
-            created: None,
+            ..TargetState::default()
         },
     }
 }

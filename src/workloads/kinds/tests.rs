@@ -81,15 +81,26 @@ fn a_cron_job_remembers_its_suspend_and_the_rules_read_it_as_replicas() {
     );
     assert!(!view.contains_key(schedule::ORIGINAL_SUSPEND));
     assert_eq!(
-        TargetKind::CronJob.written(schedule::ORIGINAL_REPLICAS, Some("1".into()), None),
+        TargetKind::CronJob.spec().sleep.written(
+            schedule::ORIGINAL_REPLICAS,
+            Some("1".into()),
+            None
+        ),
         (schedule::ORIGINAL_SUSPEND, Some("false".into()))
     );
     assert_eq!(
-        TargetKind::Job.written(schedule::ORIGINAL_REPLICAS, None, None),
+        TargetKind::Job
+            .spec()
+            .sleep
+            .written(schedule::ORIGINAL_REPLICAS, None, None),
         (schedule::ORIGINAL_SUSPEND, None)
     );
     assert_eq!(
-        TargetKind::Deployment.written(schedule::ORIGINAL_REPLICAS, Some("3".into()), None),
+        TargetKind::Deployment.spec().sleep.written(
+            schedule::ORIGINAL_REPLICAS,
+            Some("3".into()),
+            None
+        ),
         (schedule::ORIGINAL_REPLICAS, Some("3".into()))
     );
     assert_eq!(
@@ -113,7 +124,10 @@ fn an_annotation_kind_gives_back_the_value_it_had() {
     let none = BTreeMap::new();
 
     // Had none: asleep it is paused at 0, awake the annotation is gone (KEDA scales again).
-    let (key, had) = so.written(schedule::ORIGINAL_REPLICAS, Some("1".into()), None);
+    let (key, had) = so
+        .spec()
+        .sleep
+        .written(schedule::ORIGINAL_REPLICAS, Some("1".into()), None);
     assert_eq!((key, had.as_deref()), (schedule::ORIGINAL_VALUE, Some("")));
     assert_eq!(
         so.write(0, &none),
@@ -133,7 +147,7 @@ fn an_annotation_kind_gives_back_the_value_it_had() {
 
     // Paused at 2 by someone: it is paused at 2 again in the morning.
     let paused_at_two = annotations(&[(PAUSED, "2")]);
-    let (_, had) = so.written(
+    let (_, had) = so.spec().sleep.written(
         schedule::ORIGINAL_REPLICAS,
         Some("1".into()),
         so.spec().sleep.held(&paused_at_two).as_deref(),
