@@ -3,14 +3,17 @@
 //! what was known before and is not listed again is forgotten when the list ends. Every watch
 //! that keeps something of its objects notes its listings here.
 
-use std::collections::BTreeSet;
+use std::{collections::HashSet, hash::Hash};
 
 use kube::runtime::watcher;
 
-/// The ids listed so far by the listing under way, if one is.
+/// The ids listed so far by the listing under way, if one is. A hash set, not a tree: a relist
+/// of every workload is one large allocation, handed back whole when it ends, where a tree's
+/// small nodes would be left scattered among what the trackers keep (about 1 MiB of resident
+/// memory on 6,000 workloads, `load memory`).
 #[derive(Debug)]
 pub struct Relisting<Id> {
-    listing: Option<BTreeSet<Id>>,
+    listing: Option<HashSet<Id>>,
 }
 
 impl<Id> Default for Relisting<Id> {
@@ -19,12 +22,12 @@ impl<Id> Default for Relisting<Id> {
     }
 }
 
-impl<Id: Ord> Relisting<Id> {
+impl<Id: Eq + Hash> Relisting<Id> {
     /// Notes what `event` says of the listing: `Init` starts one, and each `InitApply` adds the
     /// id `id` gives its object (`None`: an object without one, which nothing keeps).
     pub fn note<K>(&mut self, event: &watcher::Event<K>, id: impl FnOnce(&K) -> Option<Id>) {
         match event {
-            watcher::Event::Init => self.listing = Some(BTreeSet::new()),
+            watcher::Event::Init => self.listing = Some(HashSet::new()),
             watcher::Event::InitApply(object) => {
                 if let (Some(listing), Some(id)) = (self.listing.as_mut(), id(object)) {
                     listing.insert(id);
@@ -35,7 +38,7 @@ impl<Id: Ord> Relisting<Id> {
     }
 
     /// At `InitDone`: what the listing listed; `None` when none was under way.
-    pub fn finish(&mut self) -> Option<BTreeSet<Id>> {
+    pub fn finish(&mut self) -> Option<HashSet<Id>> {
         self.listing.take()
     }
 
@@ -86,6 +89,6 @@ mod tests {
         let mut relisting = Relisting::default();
         relisting.note(&event("init", ""), |name: &String| Some(name.clone()));
         relisting.note(&event("list", "a"), |_| None);
-        assert_eq!(relisting.finish(), Some(BTreeSet::new()));
+        assert_eq!(relisting.finish(), Some(HashSet::new()));
     }
 }

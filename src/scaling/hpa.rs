@@ -15,7 +15,7 @@
 //! ones it had before the first night.
 
 use std::{
-    collections::{BTreeMap, BTreeSet, HashMap, HashSet},
+    collections::{BTreeMap, HashMap, HashSet},
     sync::{Arc, Mutex, MutexGuard, PoisonError},
 };
 
@@ -457,7 +457,7 @@ impl HpaIndex {
     pub fn levers_relisted(
         &self,
         kind: TargetKind,
-        relisted: &BTreeSet<ObjectKey>,
+        relisted: &HashSet<ObjectKey>,
     ) -> Vec<ScaleTarget> {
         let gone: Vec<ScaleTarget> = {
             let mut index = self.lock();

@@ -468,6 +468,9 @@ enum Route {
     Events,
     /// Whether the controller may patch a kind: it may.
     AccessReview,
+    /// What a group and version serves, for the default kinds the population has none of
+    /// (KEDA's): asked at start, to know whether their levers can be listed.
+    Discovery(&'static str, &'static str),
     /// The GitOps owners (Argo CD Applications, Flux Kustomizations and HelmReleases), whose
     /// CRDs this cluster has not: answered as an API server without them answers, 404.
     NotInstalled,
@@ -562,6 +565,10 @@ impl Fake {
                 "v1",
                 "selfsubjectaccessreviews",
             ] => Some(Route::AccessReview),
+            ["apis", group, version] => Kind::unpopulated()
+                .map(|kind| kind.spec())
+                .find(|spec| (spec.group, spec.version) == (*group, *version))
+                .map(|spec| Route::Discovery(spec.group, spec.version)),
             ["apis", group, version, resource] => Kind::find(group, version, resource)
                 .map(Route::All)
                 .or_else(|| Kind::unpopulated_of(group, version, resource).map(Route::Unpopulated)),
@@ -907,6 +914,23 @@ async fn handle(fake: Arc<Fake>, request: Request<Incoming>) -> Result<Response<
             StatusCode::NOT_FOUND,
             Bytes::from_static(b"404 page not found\n"),
         ),
+        (&Method::GET, Some(Route::Discovery(group, version))) => {
+            let resources: Vec<Value> = Kind::unpopulated()
+                .map(|kind| kind.spec())
+                .filter(|spec| (spec.group, spec.version) == (group, version))
+                .map(|spec| {
+                    json!({
+                        "name": spec.plural, "singularName": "", "namespaced": true,
+                        "kind": spec.name, "verbs": ["get", "list", "watch", "patch"],
+                    })
+                })
+                .collect();
+            let list = json!({
+                "kind": "APIResourceList", "apiVersion": "v1",
+                "groupVersion": format!("{group}/{version}"), "resources": resources,
+            });
+            json_response(StatusCode::OK, &list)
+        }
         (&Method::GET, Some(Route::Version)) => {
             counts.versions.fetch_add(1, Relaxed);
             let version = json!({

@@ -3,7 +3,7 @@
 //! confirms deploying it, without a request.
 
 use std::{
-    collections::{BTreeMap, BTreeSet, HashMap},
+    collections::{BTreeMap, HashMap, HashSet},
     sync::{Arc, PoisonError, RwLock},
 };
 
@@ -71,7 +71,7 @@ impl Owners {
     }
 
     /// Keeps only `listed` of `tool`'s owners, after a (re)list.
-    pub fn retain_listed(&self, tool: Tool, listed: &BTreeSet<Owner>) {
+    pub fn retain_listed(&self, tool: Tool, listed: &HashSet<Owner>) {
         self.write()
             .retain(|owner, _| owner.tool != tool || listed.contains(owner));
     }

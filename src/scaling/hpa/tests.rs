@@ -138,7 +138,7 @@ fn a_scaled_object_s_own_spec_names_its_workload_with_no_hpa_as_keda_deletes_it_
         [],
         "nothing changed: no look"
     );
-    let relisted = BTreeSet::from([ObjectKey::new("shop", "web-scaler")]);
+    let relisted = HashSet::from([ObjectKey::new("shop", "web-scaler")]);
     assert_eq!(
         index.levers_relisted(TargetKind::ScaledObject, &relisted),
         []
@@ -157,7 +157,7 @@ fn a_scaled_object_s_own_spec_names_its_workload_with_no_hpa_as_keda_deletes_it_
     assert_eq!(index.lever_of(&web()), None);
     // Deleted while the watch was down.
     assert_eq!(
-        index.levers_relisted(TargetKind::ScaledObject, &BTreeSet::new()),
+        index.levers_relisted(TargetKind::ScaledObject, &HashSet::new()),
         std::slice::from_ref(&api)
     );
     assert_eq!(index.lever_of(&api), None);
