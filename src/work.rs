@@ -20,8 +20,8 @@ use crate::{
         self, ScalingContext,
         key::ScalingKey,
         policy_status,
-        reports::{QUIET, Settled},
         timer::Clock,
+        transitions::reports::{QUIET, Settled},
     },
     wake::{self, host_conflicts::HostConflicts, slices::WakeSlices},
 };

@@ -10,11 +10,9 @@ pub mod key;
 pub mod on_demand;
 pub mod policy_status;
 mod reconciler;
-pub mod reports;
 pub mod timer;
 pub mod tracker;
-pub mod wake_order;
-pub mod wake_turns;
+pub mod transitions;
 
 #[cfg(test)]
 mod test_support;

@@ -30,10 +30,10 @@ use crate::{
         hpa::HpaIndex,
         idle::Activity,
         key::ScalingKey,
-        reports::{NamespaceReports, Settled, describe},
         timer::Timer,
-        wake_order::{self, WakeSteps},
-        wake_turns::{self, Turn, WakeTurns},
+        transitions::order::{self, WakeSteps},
+        transitions::reports::{NamespaceReports, Settled, describe},
+        transitions::turns::{self, Turn, WakeTurns},
     },
     schedule::{self, Direction, GitOpsMode, Transition},
     workloads::{
@@ -118,7 +118,7 @@ impl ScalingContext {
             last_seen: LastSeen::default(),
             max_override: DEFAULT_MAX_OVERRIDE,
             warm_up: schedule::DEFAULT_WARM_UP,
-            step_timeout: wake_order::DEFAULT_STEP_TIMEOUT,
+            step_timeout: order::DEFAULT_STEP_TIMEOUT,
             wake_steps: WakeSteps::default(),
             wake_turns: (WakeTurns::default(), None),
             workloads_listed: None,
@@ -386,7 +386,7 @@ pub async fn wake_turn(
     };
     for (waking, due) in turns.waking() {
         let peers = observe::namespace_peers(ctx, &waking, now).await?;
-        if wake_order::is_over(&peers, &due) {
+        if order::is_over(&peers, &due) {
             turns.done(&waking);
         }
     }
@@ -402,14 +402,14 @@ pub async fn wake_turn(
                 queue.add(ScalingKey::Scale(target));
             }
             if let (Some(waited), false) = (waited, ctx.dry_run) {
-                let note = wake_turns::waited_note(waited, turns.max());
+                let note = turns::waited_note(waited, turns.max());
                 ctx.events
                     .normal(&ctx.namespaces.reference(namespace), "WakeTurn", note)
                     .await;
             }
             Ok(None)
         }
-        Turn::Later => Ok(Some(wake_order::LOOK_EVERY.to_std().unwrap_or_default())),
+        Turn::Later => Ok(Some(order::LOOK_EVERY.to_std().unwrap_or_default())),
         Turn::Nothing => Ok(None),
     }
 }

@@ -26,7 +26,7 @@ use crate::{
         key::ScalingKey,
         reconciler::DEFAULT_MAX_OVERRIDE,
         timer::Timer,
-        wake_order,
+        transitions::order,
     },
     schedule::{
         self, Annotations, Direction, Leftovers, SCHEDULE_KEYS, Schedule, already_warned,
@@ -383,7 +383,7 @@ impl Tracker {
             value(&mut hasher);
             hasher.finish()
         };
-        let following = follows_namespace.then(|| wake_order::order_of(self.kind, &ours));
+        let following = follows_namespace.then(|| order::order_of(self.kind, &ours));
         let labels = meta.labels.as_ref().unwrap_or(&none);
         let warned = labels.get(schedule::WARNED);
         let fingerprint = digest(&|hasher| (&ours, warned, following, &other_writers).hash(hasher));

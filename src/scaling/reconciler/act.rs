@@ -15,7 +15,7 @@ use crate::{
         gitops::pause::OwnerWrite,
         hpa::{self, GuardedChange, HpaChange},
         key::ScalingKey,
-        reports::{QUIET, WorkloadOutcome},
+        transitions::reports::{QUIET, WorkloadOutcome},
     },
     schedule,
     workloads::{

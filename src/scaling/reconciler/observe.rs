@@ -13,8 +13,8 @@ use crate::{
     scaling::{
         gitops::{self, Owner, owner::OwnerState, standing::GitOps},
         hpa::Hpa,
-        wake_order::{self, Peer},
-        wake_turns::Ask,
+        transitions::order::{self, Peer},
+        transitions::turns::Ask,
     },
     schedule::{
         self, Annotations, Direction, GitOpsMode, OutOfReach, ScaleChange, Transition, gitops_mode,
@@ -318,8 +318,8 @@ async fn namespace_wake(
     if !ctx.all_workloads_listed() {
         return Ok(NamespaceWake::Unknown);
     }
-    let order = wake_order::order_of(target.kind, &observed.object.annotations);
-    if !wake_order::has_step_before(&ctx.namespaces.wake_orders(namespace), order, due.direction) {
+    let order = order::order_of(target.kind, &observed.object.annotations);
+    if !order::has_step_before(&ctx.namespaces.wake_orders(namespace), order, due.direction) {
         return Ok(NamespaceWake::Free);
     }
     let peers = namespace_peers(ctx, namespace, now).await?;
@@ -341,7 +341,7 @@ pub async fn namespace_peers(
     if let Some(peers) = ctx.wake_steps.fresh_peers(namespace, now) {
         return Ok(peers);
     }
-    let read = wake_order::peers::read(&ctx.client, &ctx.namespaces, &ctx.kinds.now(), namespace)
+    let read = order::peers::read(&ctx.client, &ctx.namespaces, &ctx.kinds.now(), namespace)
         .await
         .map_err(Error::api(
             "reading the workloads of",

@@ -18,7 +18,7 @@ use crate::{
         },
         hpa::{self, GuardedChange},
         on_demand,
-        wake_order::{self, Gate},
+        transitions::order::{self, Gate},
     },
     schedule::{
         self, Annotations, Direction, GITOPS, GitOpsMode, SCALE_REVERTED, ScaleChange, Transition,
@@ -485,7 +485,7 @@ fn held_by_namespace(
             true
         }
         NamespaceWake::Unknown => {
-            plan.recheck = Some(now + wake_order::LOOK_EVERY);
+            plan.recheck = Some(now + order::LOOK_EVERY);
             true
         }
         NamespaceWake::Step {
@@ -494,7 +494,7 @@ fn held_by_namespace(
             peers,
             held_since,
         } if *step_due == due => {
-            match wake_order::gate(*order, &due, peers, *held_since, settings.step_timeout, now) {
+            match order::gate(*order, &due, peers, *held_since, settings.step_timeout, now) {
                 Gate::Go => {
                     plan.step = Some(Step::Goes { due, order: *order });
                     false
@@ -504,7 +504,7 @@ fn held_by_namespace(
                     true
                 }
                 Gate::GoAnyway { late } => {
-                    let note = wake_order::timed_out_note(&late, due.direction, now - *held_since);
+                    let note = order::timed_out_note(&late, due.direction, now - *held_since);
                     plan.step = Some(Step::GoesAnyway {
                         due,
                         order: *order,

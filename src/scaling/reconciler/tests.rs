@@ -9,7 +9,7 @@ use crate::runtime::key::ObjectKey;
 use crate::{
     error::Error,
     runtime::CONTROLLER_NAME,
-    scaling::reports::{QUIET, WorkloadOutcome},
+    scaling::transitions::reports::{QUIET, WorkloadOutcome},
     schedule::{Direction, refused_cause},
     workloads::{last_seen::LastSeen, writers::sleep_field_changed_by},
 };

@@ -12,7 +12,7 @@ use crate::{
     runtime::key::ObjectKey,
     scaling::{
         hpa::{Hpa, HpaChange, Originals},
-        wake_order::Peer,
+        transitions::order::Peer,
     },
     schedule::test_support::annotations,
     schedule::{
@@ -316,7 +316,7 @@ fn a_wake_of_a_namespace_waiting_for_its_turn_writes_nothing_and_has_the_turn_lo
     parked.namespace = NamespaceWake::Unknown;
     assert_eq!(
         plan(&parked, &SETTINGS, now).recheck,
-        Some(now + wake_order::LOOK_EVERY)
+        Some(now + order::LOOK_EVERY)
     );
     // The same wake of its own annotations is not the Namespace's to hold.
     parked.inherited = false;
@@ -349,7 +349,7 @@ fn a_step_of_an_ordered_wake_waits_for_the_one_before_then_goes_on_anyway_saying
     web.namespace = step(due.at);
     let held = plan(&web, &SETTINGS, now);
     assert_eq!(held.patch, None);
-    assert_eq!(held.recheck, Some(now + wake_order::LOOK_EVERY));
+    assert_eq!(held.recheck, Some(now + order::LOOK_EVERY));
 
     let late = at(24, 7, 6, 0);
     let web = Observed {
