@@ -19,7 +19,7 @@ use support::{
     nightly, replicas_and_annotations, sleep_until,
 };
 
-/// A night of `seconds` in `pause` beside the Application `shop`, started 25 s from now, with
+/// A night of `seconds` in `pause` beside the Application `shop`, started 15 s from now, with
 /// `web` asleep: what the scenario, Argo CD played and the controller have become, and when
 /// the morning comes.
 struct PausedNight {

@@ -385,12 +385,9 @@ pub struct PausedNight {
     pub up: DateTime<Utc>,
 }
 
-/// Starts a night of `seconds` under `pause`, 25 s from now, and waits until `web` is asleep.
-/// The controller must be watching before the night begins: a night it finds begun is a
-/// catch-up, which spares a Deployment made moments ago (its grace period), and on a busy
-/// machine deploying and starting took more than 15 s.
+/// Starts a night of `seconds` under `pause`, 15 s from now, and waits until `web` is asleep.
 pub async fn paused_night_of(scenario: &Scenario, tool: &Tool, seconds: i64) -> PausedNight {
-    let (down, up) = night(25, seconds);
+    let (down, up) = night(15, seconds);
     let namespace = scenario.namespace.clone();
     let schedule = nightly_in("pause", (down, up));
     let (played, controller) = deploy_and_start(scenario, tool, &[(&namespace, schedule)]).await;
