@@ -153,6 +153,7 @@ pub async fn run(
         levers: &hpas,
         queue: &queue,
         outage: &outage,
+        step_timeout,
     };
     let wake_slices = slice_feeds::start(args, &client, slice_inputs, &mut feeds);
     let declarations = namespace_feeds::start(
@@ -210,8 +211,13 @@ pub async fn run(
     ));
     let served = (health.clone(), registry, &metrics);
     let listener = served::serve(listener, served, &queue, &timer);
-    let (wakes, wake_backend) =
-        wake_backend::start(args, clients.wake, &namespaces, &metrics, open_files)?;
+    let (wakes, wake_backend) = wake_backend::start(
+        args,
+        clients.wake,
+        &namespaces,
+        &metrics,
+        (open_files, max_override),
+    )?;
     let scale = ScalingContext::new(
         client.clone(),
         events.clone(),

@@ -42,6 +42,8 @@ pub struct SliceInputs<'a> {
     pub levers: &'a HpaIndex,
     pub queue: &'a WorkQueue<WorkKey>,
     pub outage: &'a Outage,
+    /// How long a step of a wake waits for the one before (`--wake-step-timeout`).
+    pub step_timeout: TimeDelta,
 }
 
 /// The EndpointSlice wake, with the wake-up backend over the whole cluster (`--wake-addr`
@@ -66,7 +68,7 @@ pub fn start(
         port: addr.port(),
         default_timezone: args.default_timezone.zone,
         dry_run: args.dry_run,
-        step_timeout: TimeDelta::from_std(args.wake_step_timeout).unwrap_or(TimeDelta::MAX),
+        step_timeout: inputs.step_timeout,
         events: inputs.events.clone(),
         owner: Some(args.wake_slices_owner.clone()).filter(|name| !name.is_empty()),
         written: Written::default(),
