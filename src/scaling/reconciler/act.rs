@@ -15,7 +15,10 @@ use crate::{
         gitops::pause::OwnerWrite,
         hpa::{self, GuardedChange, HpaChange},
         key::ScalingKey,
-        transitions::reports::{QUIET, WorkloadOutcome},
+        transitions::{
+            reports::{QUIET, WorkloadOutcome},
+            turns,
+        },
     },
     schedule,
     workloads::{
@@ -47,7 +50,10 @@ pub async fn act(
     if plan.look_for_turn
         && let (_, Some(queue)) = &ctx.wake_turns
     {
-        queue.add(ScalingKey::WakeTurn(target.key.namespace.clone()));
+        queue.add_after(
+            ScalingKey::WakeTurn(target.key.namespace.clone()),
+            turns::GATHER.to_std().unwrap_or_default(),
+        );
     }
     if let Some(step) = &plan.step {
         tell_step(ctx, &target.key.namespace, step).await;

@@ -67,7 +67,8 @@ pub struct Plan {
     pub recheck: Option<DateTime<Utc>>,
     /// What becomes of its step in its Namespace's ordered wake or sleep.
     pub step: Option<Step>,
-    /// Its Namespace has just started waiting for a turn to wake, to be looked for.
+    /// Its Namespace has just started waiting for a turn to wake, to be looked for once the
+    /// others due at the same instant have asked.
     pub look_for_turn: bool,
     /// What it adds to its Namespace's report of the transition.
     pub tally: Option<Tally>,

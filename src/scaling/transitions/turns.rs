@@ -6,6 +6,8 @@
 //! A workload whose Namespace has no turn yet is parked here, and the Namespace's one
 //! [`ScalingKey::WakeTurn`](crate::scaling::key::ScalingKey) looks for a turn every few seconds
 //! without reading any workload; when it gets one, the parked workloads go back into the queue.
+//! Namespaces due at one instant ask one after another, as the queue reaches their workloads, so
+//! the turns are dealt [`GATHER`] after a Namespace began to wait, not to whichever asked first.
 //! A Namespace is waking from its turn until every workload that follows its schedule is awake
 //! and available, or for at most its wake's timeouts. Nothing here survives a restart, and
 //! nothing needs to: the timer's catch-up asks again, and a Namespace found half woken is
@@ -29,6 +31,10 @@ pub enum Ask {
     /// (its turn is to be looked for).
     Parked { first: bool },
 }
+
+/// How long after a Namespace began to wait its turn is first looked for: long enough for every
+/// Namespace due at the same instant to have asked.
+pub const GATHER: TimeDelta = TimeDelta::seconds(1);
 
 /// The `WakeTurn` Event's note: how long a Namespace waited for its turn, and the limit that
 /// made it wait.
@@ -176,6 +182,9 @@ impl WakeTurns {
             return Turn::Nothing;
         };
         let due = waiting.due;
+        if !started && now - waiting.since < GATHER {
+            return Turn::Later;
+        }
         // Who comes first: the earliest to be ready, then by name, among those waiting.
         let ahead = turns
             .waiting
@@ -199,7 +208,8 @@ impl WakeTurns {
         let waited = now - waiting.since;
         Turn::Now {
             parked: waiting.parked.into_iter().collect(),
-            waited: (waited >= TimeDelta::seconds(1) && !started).then_some(waited),
+            // Waiting for the others due at the same instant to ask is not waiting for a turn.
+            waited: (waited >= GATHER + TimeDelta::seconds(1) && !started).then_some(waited),
         }
     }
 }
@@ -241,6 +251,7 @@ mod tests {
         let now = at("2026-11-24T07:00:00Z");
         turns.ask("a", due, &web("a"), now);
         turns.ask("b", due, &web("b"), now);
+        let now = now + GATHER;
         assert!(matches!(
             turns.look("a", false, HOUR, now),
             Turn::Now { .. }
@@ -260,6 +271,7 @@ mod tests {
                 Ask::Parked { first: true }
             );
         }
+        let now = now + GATHER;
         assert_eq!(turns.look("a", false, HOUR, now), Turn::Later);
         assert_eq!(
             turns.look("c", false, HOUR, now),
@@ -282,8 +294,32 @@ mod tests {
             turns.look("a", false, HOUR, later),
             Turn::Now {
                 parked: vec![web("a")],
-                waited: Some(TimeDelta::minutes(3))
+                waited: Some(TimeDelta::minutes(3) + GATHER)
             }
+        );
+    }
+
+    #[test]
+    fn namespaces_due_at_one_instant_take_their_turns_by_name_whichever_asked_first() {
+        let turns = WakeTurns::new(1);
+        let due = up("2026-11-24T07:00:00Z");
+        let now = at("2026-11-24T07:00:00Z");
+        turns.ask("b", due, &web("b"), now);
+        assert_eq!(
+            turns.look("b", false, HOUR, now),
+            Turn::Later,
+            "the others due at 07:00 may not have asked yet"
+        );
+        let a_asks = now + TimeDelta::milliseconds(300);
+        turns.ask("a", due, &web("a"), a_asks);
+        assert_eq!(turns.look("b", false, HOUR, now + GATHER), Turn::Later);
+        assert_eq!(
+            turns.look("a", false, HOUR, a_asks + GATHER),
+            Turn::Now {
+                parked: vec![web("a")],
+                waited: None
+            },
+            "a is first by name, and waited for no one"
         );
     }
 
