@@ -211,15 +211,27 @@ impl Tool {
         }
     }
 
-    /// Plays the tool until dropped: every 2 s, while its owner repairs, a sync of each manifest.
+    /// Plays the tool until dropped: every 2 s, a manifest whose live object drifted from it is
+    /// synced if its owner repairs. As the tools do, the owner is read after the drift is seen,
+    /// so a drift made after the owner was paused finds it paused.
     pub fn play(&self, client: &Client, manifests: Vec<Value>) -> tokio::task::JoinHandle<()> {
         let (tool, client) = (self.clone(), client.clone());
         tokio::spawn(async move {
             loop {
-                if let Ok(owner) = tool.owners.get(tool.name).await
-                    && tool.repairs(&owner)
-                {
-                    for manifest in &manifests {
+                for manifest in &manifests {
+                    let namespace = manifest["metadata"]["namespace"]
+                        .as_str()
+                        .unwrap_or_default();
+                    let live = web(&client, namespace).get_opt("web").await;
+                    let drifted = match live {
+                        Ok(Some(live)) => drifts(&live, manifest),
+                        Ok(None) => true,
+                        Err(_) => false,
+                    };
+                    if drifted
+                        && let Ok(owner) = tool.owners.get(tool.name).await
+                        && tool.repairs(&owner)
+                    {
                         tool.sync(&client, Some(&owner), manifest).await;
                     }
                 }
@@ -227,6 +239,24 @@ impl Tool {
             }
         })
     }
+}
+
+/// Whether `live` differs from `manifest` in what the manifest sets: replicas, annotations,
+/// labels.
+fn drifts(live: &Deployment, manifest: &Value) -> bool {
+    let live = serde_json::to_value(live).unwrap_or_default();
+    let differs = |path: &[&str]| {
+        let wanted = path.iter().fold(manifest, |value, step| &value[*step]);
+        let found = path.iter().fold(&live, |value, step| &value[*step]);
+        match wanted {
+            Value::Object(fields) => fields.iter().any(|(key, value)| &found[key] != value),
+            Value::Null => false,
+            wanted => found != wanted,
+        }
+    };
+    differs(&["spec", "replicas"])
+        || differs(&["metadata", "annotations"])
+        || differs(&["metadata", "labels"])
 }
 
 /// Whether Argo CD would leave `live`'s replicas alone: an `ignoreDifferences` entry for
