@@ -4,6 +4,7 @@
 
 use std::{fmt, time::Duration};
 
+use chrono::{DateTime, Utc};
 use futures::FutureExt as _;
 use kube::runtime::reflector::store::WriterDropped;
 use tokio::time::Instant;
@@ -14,15 +15,9 @@ use crate::{
     ops::metrics::{Metrics, Outcome, ResultLabels},
     runtime::{
         key::ObjectKey,
-        worker::{Handled, Reconcile},
+        worker::{Handled, Next, Reconcile},
     },
-    scaling::{
-        self, ScalingContext,
-        key::ScalingKey,
-        policy_status,
-        timer::Clock,
-        transitions::reports::{QUIET, Settled},
-    },
+    scaling::{self, ScalingContext, key::ScalingKey, policy_status, timer::Clock},
     wake::{self, host_conflicts::HostConflicts, slices::WakeSlices},
 };
 
@@ -84,69 +79,7 @@ impl Reconcile for Reconcilers {
 
     async fn reconcile(&self, key: &WorkKey) -> Handled<Error> {
         let now = (self.clock)();
-        let result = match key {
-            WorkKey::Foo(foo) => {
-                if !foo_caches_synced(&self.foo) {
-                    return Handled::Later(FOO_CACHE_WAIT);
-                }
-                self.reconcile_foo(foo, now).await
-            }
-            WorkKey::WakeSlices(namespace) => {
-                let Some(slices) = &self.slices else {
-                    return Handled::Done;
-                };
-                return again_in(wake::slices::reconcile(slices, namespace, now).await);
-            }
-            WorkKey::Scaling(ScalingKey::NamespaceReport(namespace, transition)) => {
-                // A report is put back until its workloads settle, never retried as a failure.
-                let settled =
-                    scaling::report_namespace(&self.scale, namespace, *transition, now).await;
-                return match settled {
-                    Settled::Wait => Handled::Later(QUIET),
-                    _ => Handled::Done,
-                };
-            }
-            WorkKey::Scaling(ScalingKey::Scale(target)) => {
-                if !self.scale.hpas.synced() {
-                    return Handled::Later(HPA_INDEX_WAIT);
-                }
-                scaling::reconcile(&self.scale, target, now).await
-            }
-            WorkKey::Scaling(ScalingKey::NamespaceOverride(namespace)) => {
-                scaling::on_demand::end_namespace_override(&self.scale, namespace, now).await
-            }
-            WorkKey::Scaling(ScalingKey::SleepPolicyStatus(name)) => {
-                let written = policy_status::policy_status(&self.scale, name, now).await;
-                return look_again(written, now);
-            }
-            WorkKey::Scaling(ScalingKey::WakeTurn(namespace)) => {
-                return again_in(scaling::wake_turn(&self.scale, namespace, now).await);
-            }
-            WorkKey::Scaling(ScalingKey::Idle(namespace)) => {
-                return again_in(scaling::idle::look(&self.scale, namespace, now).await);
-            }
-            WorkKey::Scaling(ScalingKey::WakeHosts(namespace)) => {
-                self.host_conflicts.tell(namespace).await;
-                return Handled::Done;
-            }
-            WorkKey::Scaling(ScalingKey::GitOpsOwner(owner)) => {
-                // Until every workload is listed, no Namespace that paused it seems asleep: it
-                // would be given back in the middle of the night, after a restart.
-                if !self.scale.all_workloads_listed() {
-                    return Handled::Later(WORKLOADS_WAIT);
-                }
-                return again_in(scaling::release_owner(&self.scale, owner, now).await);
-            }
-            WorkKey::Scaling(ScalingKey::SleepScheduleStatus(schedule)) => {
-                let written =
-                    policy_status::sleep_schedule_status(&self.scale, schedule, now).await;
-                return look_again(written, now);
-            }
-        };
-        match result {
-            Ok(()) => Handled::Done,
-            Err(error) => Handled::Failed(error),
-        }
+        Next::handled(self.next(key, now).await, now)
     }
 
     fn is_server_unavailable(error: &Error) -> bool {
@@ -155,11 +88,59 @@ impl Reconcile for Reconcilers {
 }
 
 impl Reconcilers {
-    async fn reconcile_foo(
-        &self,
-        foo: &ObjectKey,
-        now: chrono::DateTime<chrono::Utc>,
-    ) -> Result<(), Error> {
+    /// Hands `key` to its controller's work, and says when it is to be looked at again.
+    async fn next(&self, key: &WorkKey, now: DateTime<Utc>) -> Result<Next, Error> {
+        match key {
+            WorkKey::Foo(foo) => {
+                if !foo_caches_synced(&self.foo) {
+                    return Ok(Next::After(FOO_CACHE_WAIT));
+                }
+                self.reconcile_foo(foo, now).await
+            }
+            WorkKey::WakeSlices(namespace) => match &self.slices {
+                Some(slices) => wake::slices::reconcile(slices, namespace, now).await,
+                None => Ok(Next::Done),
+            },
+            WorkKey::Scaling(ScalingKey::NamespaceReport(namespace, transition)) => {
+                Ok(scaling::report_namespace(&self.scale, namespace, *transition, now).await)
+            }
+            WorkKey::Scaling(ScalingKey::Scale(target)) => {
+                if !self.scale.hpas.synced() {
+                    return Ok(Next::After(HPA_INDEX_WAIT));
+                }
+                scaling::reconcile(&self.scale, target, now).await
+            }
+            WorkKey::Scaling(ScalingKey::NamespaceOverride(namespace)) => {
+                scaling::on_demand::end_namespace_override(&self.scale, namespace, now).await
+            }
+            WorkKey::Scaling(ScalingKey::SleepPolicyStatus(name)) => {
+                policy_status::policy_status(&self.scale, name, now).await
+            }
+            WorkKey::Scaling(ScalingKey::SleepScheduleStatus(schedule)) => {
+                policy_status::sleep_schedule_status(&self.scale, schedule, now).await
+            }
+            WorkKey::Scaling(ScalingKey::WakeTurn(namespace)) => {
+                scaling::wake_turn(&self.scale, namespace, now).await
+            }
+            WorkKey::Scaling(ScalingKey::Idle(namespace)) => {
+                scaling::idle::look(&self.scale, namespace, now).await
+            }
+            WorkKey::Scaling(ScalingKey::WakeHosts(namespace)) => {
+                self.host_conflicts.tell(namespace).await;
+                Ok(Next::Done)
+            }
+            WorkKey::Scaling(ScalingKey::GitOpsOwner(owner)) => {
+                // Until every workload is listed, no Namespace that paused it seems asleep: it
+                // would be given back in the middle of the night, after a restart.
+                if !self.scale.all_workloads_listed() {
+                    return Ok(Next::After(WORKLOADS_WAIT));
+                }
+                scaling::release_owner(&self.scale, owner, now).await
+            }
+        }
+    }
+
+    async fn reconcile_foo(&self, foo: &ObjectKey, now: DateTime<Utc>) -> Result<Next, Error> {
         let started = Instant::now();
         let result = foo::reconcile(&self.foo, foo, now).await;
         let metrics = &self.metrics;
@@ -176,27 +157,6 @@ impl Reconcilers {
             .get_or_create(&ResultLabels { result: outcome })
             .inc();
         result
-    }
-}
-
-/// Work that says when it is to be looked at again, if ever.
-fn again_in(result: Result<Option<Duration>, Error>) -> Handled<Error> {
-    match result {
-        Ok(Some(again)) => Handled::Later(again),
-        Ok(None) => Handled::Done,
-        Err(error) => Handled::Failed(error),
-    }
-}
-
-/// A status written: looked at again when its state changes next.
-fn look_again(
-    written: Result<Option<chrono::DateTime<chrono::Utc>>, Error>,
-    now: chrono::DateTime<chrono::Utc>,
-) -> Handled<Error> {
-    match written {
-        Ok(Some(next)) => Handled::Later((next - now).to_std().unwrap_or_default()),
-        Ok(None) => Handled::Done,
-        Err(error) => Handled::Failed(error),
     }
 }
 

@@ -18,7 +18,9 @@ use super::{
 };
 use crate::{
     error::Error,
-    runtime::{CONTROLLER_NAME, api_errors::is_status, events::Events, key::ObjectKey},
+    runtime::{
+        CONTROLLER_NAME, api_errors::is_status, events::Events, key::ObjectKey, worker::Next,
+    },
 };
 
 /// What the Foo reconciler reads and writes.
@@ -32,13 +34,17 @@ pub struct FooContext {
 }
 
 /// Brings one Foo's Deployment and status in line with its spec.
-pub async fn reconcile(ctx: &FooContext, key: &ObjectKey, now: DateTime<Utc>) -> Result<(), Error> {
+pub async fn reconcile(
+    ctx: &FooContext,
+    key: &ObjectKey,
+    now: DateTime<Utc>,
+) -> Result<Next, Error> {
     let Some(foo) = ctx
         .foos
         .get(&ObjectRef::new(&key.name).within(&key.namespace))
     else {
         // Deleted: garbage collection removes the Deployment through its ownerReference.
-        return Ok(());
+        return Ok(Next::Done);
     };
     let foo_ref = foo.object_ref(&());
     let mut changed = false;
@@ -55,7 +61,7 @@ pub async fn reconcile(ctx: &FooContext, key: &ObjectKey, now: DateTime<Utc>) ->
                 .warning(&foo_ref, "DeploymentNameMissing", message)
                 .await;
         }
-        return Ok(());
+        return Ok(Next::Done);
     }
 
     let deployment = match ensure_deployment(ctx, &foo, key).await? {
@@ -107,7 +113,7 @@ pub async fn reconcile(ctx: &FooContext, key: &ObjectKey, now: DateTime<Utc>) ->
             .normal(&foo_ref, "Synced", "Foo synced successfully")
             .await;
     }
-    Ok(())
+    Ok(Next::Done)
 }
 
 enum Ensured {

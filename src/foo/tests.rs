@@ -13,7 +13,7 @@ use crate::mock_api::{self, ALREADY_EXISTS, Exchange, FOO, FOO_INVALID, event, m
 use crate::runtime::conditions::timestamp as to_timestamp;
 use crate::{
     error::Error,
-    runtime::{events::Events, key::ObjectKey},
+    runtime::{events::Events, key::ObjectKey, worker::Next},
 };
 
 const FOO_UID: &str = "54d821c1-663f-4eee-9d8b-bc59df6ae462";
@@ -65,7 +65,7 @@ async fn reconcile_against(
     foos: Vec<Foo>,
     deployments: Vec<Deployment>,
     script: Vec<Exchange>,
-) -> Result<(), Error> {
+) -> Result<Next, Error> {
     let (client, server) = mock_client();
     let server = tokio::spawn(server.serve(script));
     let ctx = FooContext {

@@ -5,6 +5,7 @@
 
 use std::{fmt::Display, future::Future, hash::Hash, sync::Arc, time::Duration};
 
+use chrono::{DateTime, Utc};
 use prometheus_client::metrics::counter::Counter;
 use tokio::sync::watch;
 
@@ -24,6 +25,31 @@ pub trait Reconcile: Send + Sync + 'static {
     /// The API server did not answer, or answered that it cannot serve now: no fault of the
     /// key's, so its work waits for the server instead of backing off.
     fn is_server_unavailable(error: &Self::Error) -> bool;
+}
+
+/// When a key's work is to be looked at again: what every kind of work answers when it did not
+/// fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// Not until something it watches changes.
+    Done,
+    /// After this long, with no backoff: a cache still filling, outcomes still coming, a look
+    /// every few seconds.
+    After(Duration),
+    /// At this instant: when its state changes next.
+    At(DateTime<Utc>),
+}
+
+impl Next {
+    /// How a key's work went, at `now`.
+    pub fn handled<E>(result: Result<Next, E>, now: DateTime<Utc>) -> Handled<E> {
+        match result {
+            Ok(Next::Done) => Handled::Done,
+            Ok(Next::After(delay)) => Handled::Later(delay),
+            Ok(Next::At(instant)) => Handled::Later((instant - now).to_std().unwrap_or_default()),
+            Err(error) => Handled::Failed(error),
+        }
+    }
 }
 
 /// How a key's work went.

@@ -11,7 +11,6 @@
 use std::{
     collections::{HashMap, HashSet},
     sync::{Arc, Mutex, MutexGuard, PoisonError},
-    time::Duration,
 };
 
 use chrono::{DateTime, TimeDelta, Utc};
@@ -25,7 +24,7 @@ use crate::{
     activity::{prometheus::Prometheus, query::ActivityQuery},
     duration::spoken,
     error::Error,
-    runtime::{CONTROLLER_NAME, api_errors::is_status, key::ObjectKey},
+    runtime::{CONTROLLER_NAME, api_errors::is_status, key::ObjectKey, worker::Next},
     scaling::ScalingContext,
     schedule::{COUNT_EVERY, Counted, IDLE_AFTER, IdleLook, IdlePlan},
 };
@@ -213,11 +212,11 @@ pub async fn look(
     ctx: &ScalingContext,
     namespace: &str,
     now: DateTime<Utc>,
-) -> Result<Option<Duration>, Error> {
+) -> Result<Next, Error> {
     let activity = &ctx.activity;
     let Some(annotations) = ctx.namespaces.annotations_of(namespace) else {
         activity.forget(namespace);
-        return Ok(None);
+        return Ok(Next::Done);
     };
     let look = IdleLook::of(
         &annotations,
@@ -237,7 +236,7 @@ pub async fn look(
         );
         activity.set_warned(namespace, plan.warned);
         act(ctx, namespace, plan).await?;
-        return Ok(None);
+        return Ok(Next::Done);
     };
     let count = match look.needs_count(now) {
         true => Some(activity.count(namespace, look.idle_after, now).await),
@@ -252,9 +251,7 @@ pub async fn look(
         ctx.max_override,
     );
     activity.set_warned(namespace, plan.warned);
-    let again = plan
-        .look_again
-        .map(|at| (at - now).to_std().unwrap_or_default());
+    let again = plan.look_again.map_or(Next::Done, Next::At);
     act(ctx, namespace, plan).await?;
     Ok(again)
 }

@@ -11,7 +11,7 @@ use kube::{
 
 use crate::{
     error::Error,
-    runtime::{CONTROLLER_NAME, api_errors::is_status, key::ObjectKey},
+    runtime::{CONTROLLER_NAME, api_errors::is_status, key::ObjectKey, worker::Next},
     scaling::ScalingContext,
     schedule::{Direction, Transition, expired_keys, key_of, patches::remove_if_still},
 };
@@ -52,9 +52,9 @@ pub async fn end_namespace_override(
     ctx: &ScalingContext,
     namespace: &str,
     now: DateTime<Utc>,
-) -> Result<(), Error> {
+) -> Result<Next, Error> {
     let Some(annotations) = ctx.namespaces.annotations_of(namespace) else {
-        return Ok(());
+        return Ok(Next::Done);
     };
     let api: Api<Namespace> = Api::all(ctx.client.clone());
     for (key, value) in expired_keys(&annotations, now) {
@@ -93,7 +93,7 @@ pub async fn end_namespace_override(
             }
         }
     }
-    Ok(())
+    Ok(Next::Done)
 }
 
 #[cfg(test)]
@@ -112,7 +112,7 @@ mod tests {
 
     const STATUS_422: &str = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the server rejected our request due to an error in our request","reason":"Invalid","code":422}"#;
 
-    async fn end_against(script: Vec<Exchange>) -> Result<(), Error> {
+    async fn end_against(script: Vec<Exchange>) -> Result<Next, Error> {
         let (client, server) = mock_client();
         let server = tokio::spawn(server.serve(script));
         let namespaces = NamespaceSchedules::watched([]);

@@ -1,7 +1,9 @@
 //! The status of `SleepPolicy`s and `SleepSchedule`s: read from the caches their watches keep,
 //! computed by [`status_write`], then patched (only on change) with the Warning Events it owes.
 
-use chrono::{DateTime, TimeDelta, Utc};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
 use kube::{
     Api, Resource, ResourceExt,
     api::{Patch, PatchParams},
@@ -15,28 +17,28 @@ use crate::{
         crd::{SleepPolicy, SleepSchedule},
         status::{Declared, Kind, StatusWrite, status_write},
     },
-    runtime::{CONTROLLER_NAME, key::ObjectKey},
+    runtime::{CONTROLLER_NAME, key::ObjectKey, worker::Next},
     scaling::ScalingContext,
 };
 
 /// How long a `SleepSchedule`'s status waits for the workloads to be listed: before that, a
 /// count of the workloads following it is still growing, and it would be written more than once.
-const LISTING_WAIT: TimeDelta = TimeDelta::seconds(1);
+const LISTING_WAIT: Duration = Duration::from_secs(1);
 
 /// Brings a `SleepPolicy`'s status in line; when its state changes next.
 pub async fn policy_status(
     ctx: &ScalingContext,
     name: &str,
     now: DateTime<Utc>,
-) -> Result<Option<DateTime<Utc>>, Error> {
+) -> Result<Next, Error> {
     let Some(declarations) = &ctx.declarations else {
-        return Ok(None);
+        return Ok(Next::Done);
     };
     let (Some(policy), Some(reach)) = (
         declarations.policies.get(&ObjectRef::new(name)),
         ctx.namespaces.reach_of_policy(name),
     ) else {
-        return Ok(None);
+        return Ok(Next::Done);
     };
     let declared = Declared {
         kind: Kind::SleepPolicy,
@@ -54,12 +56,12 @@ pub async fn sleep_schedule_status(
     ctx: &ScalingContext,
     key: &ObjectKey,
     now: DateTime<Utc>,
-) -> Result<Option<DateTime<Utc>>, Error> {
+) -> Result<Next, Error> {
     let Some(declarations) = &ctx.declarations else {
-        return Ok(None);
+        return Ok(Next::Done);
     };
     if !ctx.all_workloads_listed() {
-        return Ok(Some(now + LISTING_WAIT));
+        return Ok(Next::After(LISTING_WAIT));
     }
     let (Some(schedule), Some(reach)) = (
         declarations
@@ -68,7 +70,7 @@ pub async fn sleep_schedule_status(
         ctx.namespaces
             .reach_of_sleep_schedule(&key.namespace, &key.name),
     ) else {
-        return Ok(None);
+        return Ok(Next::Done);
     };
     let declared = Declared {
         kind: Kind::SleepSchedule,
@@ -87,7 +89,7 @@ async fn perform<K>(
     object: &K,
     kind: Kind,
     write: StatusWrite,
-) -> Result<Option<DateTime<Utc>>, Error>
+) -> Result<Next, Error>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
 {
@@ -120,5 +122,5 @@ where
     for (reason, note) in write.warnings {
         ctx.events.warning(&reference, reason, note).await;
     }
-    Ok(write.look_again)
+    Ok(write.look_again.map_or(Next::Done, Next::At))
 }

@@ -24,7 +24,7 @@ use crate::{
     error::Error,
     namespaces::{NamespaceSchedules, policies::declarations::Declarations},
     ops::metrics::Metrics,
-    runtime::{events::Events, workqueue::Enqueue},
+    runtime::{events::Events, worker::Next, workqueue::Enqueue},
     scaling::{
         gitops::{self, Owner, owners::Owners},
         hpa::HpaIndex,
@@ -32,7 +32,7 @@ use crate::{
         key::ScalingKey,
         timer::Timer,
         transitions::order::{self, WakeSteps},
-        transitions::reports::{NamespaceReports, Settled, describe},
+        transitions::reports::{NamespaceReports, QUIET, Settled, describe},
         transitions::turns::{self, Turn, WakeTurns},
     },
     schedule::{self, Direction, GitOpsMode, Transition},
@@ -249,22 +249,23 @@ pub async fn reconcile(
     ctx: &ScalingContext,
     target: &ScaleTarget,
     now: DateTime<Utc>,
-) -> Result<(), Error> {
+) -> Result<Next, Error> {
     let Some(observed) = observe::observe(ctx, target, Source::Watched, now).await? else {
-        return Ok(());
+        return Ok(Next::Done);
     };
     match plan_and_act(ctx, &observed, now).await {
         // Planned on what the watch last delivered, which the object has since left behind:
         // read it, and plan once more on what it is now.
         Err(error) if observed.from_watch && error.is_conflict() => {
             tracing::debug!(object = %target, "changed since watched: read and planned again");
-            match observe::observe(ctx, target, Source::Read, now).await? {
-                Some(observed) => plan_and_act(ctx, &observed, now).await,
-                None => Ok(()),
+            if let Some(observed) = observe::observe(ctx, target, Source::Read, now).await? {
+                plan_and_act(ctx, &observed, now).await?;
             }
         }
-        result => result,
+        result => result?,
     }
+    // The timer looks again when its schedule says.
+    Ok(Next::Done)
 }
 
 async fn plan_and_act(
@@ -293,10 +294,10 @@ pub async fn release_owner(
     ctx: &ScalingContext,
     owner: &Owner,
     now: DateTime<Utc>,
-) -> Result<Option<std::time::Duration>, Error> {
+) -> Result<Next, Error> {
     let owners = &ctx.gitops.0;
     let Some(state) = owners.get(owner) else {
-        return Ok(None);
+        return Ok(Next::Done);
     };
     let shared = observe::shared_with(ctx, owner, &state, "").is_some();
     // Waking counts as asleep: the owner is given back once its watch shows it awake.
@@ -317,9 +318,9 @@ pub async fn release_owner(
         write.body["metadata"]["annotations"][schedule::GITOPS_PAUSED].is_null()
     });
     Ok(match (waking.get(), state.record.is_some() && !released) {
-        (true, _) => Some(WAKE_SEEN_WITHIN),
-        (false, true) => Some(PAUSE_LOOKED_AT_EVERY),
-        (false, false) => None,
+        (true, _) => Next::After(WAKE_SEEN_WITHIN),
+        (false, true) => Next::After(PAUSE_LOOKED_AT_EVERY),
+        (false, false) => Next::Done,
     })
 }
 
@@ -380,9 +381,9 @@ pub async fn wake_turn(
     ctx: &ScalingContext,
     namespace: &str,
     now: DateTime<Utc>,
-) -> Result<Option<std::time::Duration>, Error> {
+) -> Result<Next, Error> {
     let (turns, Some(queue)) = &ctx.wake_turns else {
-        return Ok(None);
+        return Ok(Next::Done);
     };
     for (waking, due) in turns.waking() {
         let peers = observe::namespace_peers(ctx, &waking, now).await?;
@@ -407,37 +408,40 @@ pub async fn wake_turn(
                     .normal(&ctx.namespaces.reference(namespace), "WakeTurn", note)
                     .await;
             }
-            Ok(None)
+            Ok(Next::Done)
         }
-        Turn::Later => Ok(Some(order::LOOK_EVERY.to_std().unwrap_or_default())),
-        Turn::Nothing => Ok(None),
+        Turn::Later => Ok(Next::After(order::LOOK_EVERY.to_std().unwrap_or_default())),
+        Turn::Nothing => Ok(Next::Done),
     }
 }
 
 /// Tells on a Namespace what its transition did, once the workloads' outcomes have settled;
-/// until then the report is put back for later.
+/// until then the report is put back for later (never retried as a failure).
 pub async fn report_namespace(
     ctx: &ScalingContext,
     namespace: &str,
     transition: Transition,
     now: DateTime<Utc>,
-) -> Settled {
+) -> Next {
     let Some((reports, _)) = &ctx.reports else {
-        return Settled::Gone;
+        return Next::Done;
     };
     // An ordered wake or sleep is told whole, once its held steps have gone on.
     if ctx.wake_steps.holds(namespace, transition, now) {
-        return Settled::Wait;
+        return Next::After(QUIET);
     }
-    let settled = reports.settle(namespace, transition, Instant::now());
-    if let Settled::Report(tally) = &settled {
-        let (reason, note) = describe(tally, transition);
-        tracing::info!(namespace, reason, %note, "namespace transition");
-        ctx.events
-            .normal(&ctx.namespaces.reference(namespace), reason, note)
-            .await;
+    match reports.settle(namespace, transition, Instant::now()) {
+        Settled::Wait => Next::After(QUIET),
+        Settled::Report(tally) => {
+            let (reason, note) = describe(&tally, transition);
+            tracing::info!(namespace, reason, %note, "namespace transition");
+            ctx.events
+                .normal(&ctx.namespaces.reference(namespace), reason, note)
+                .await;
+            Next::Done
+        }
+        Settled::Gone => Next::Done,
     }
-    settled
 }
 
 #[cfg(test)]

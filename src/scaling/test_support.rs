@@ -96,7 +96,7 @@ pub async fn reconcile_scripted(
     dry_run: bool,
     script: Vec<crate::mock_api::Exchange>,
     shape: impl FnOnce(ScalingContext) -> ScalingContext,
-) -> Vec<Result<(), crate::error::Error>> {
+) -> Vec<Result<crate::runtime::worker::Next, crate::error::Error>> {
     let (client, server) = crate::mock_api::mock_client();
     let server = tokio::spawn(server.serve(script));
     let ctx = shape(context(client, dry_run));

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use super::tests::{hpa as web_hpa, web as web_target};
 use super::*;
 use crate::error::Error;
+use crate::runtime::worker::Next;
 use crate::workloads::writers::HPA_CONTROLLER_MANAGER;
 use crate::{
     mock_api::{Exchange, event},
@@ -57,7 +58,7 @@ async fn reconcile_with(
     instants: &[DateTime<Utc>],
     dry_run: bool,
     script: Vec<Exchange>,
-) -> Vec<Result<(), Error>> {
+) -> Vec<Result<Next, Error>> {
     reconcile_scripted(&web_target(), instants, dry_run, script, |ctx| {
         ctx.with_hpas(HpaIndex::listed(hpas))
     })

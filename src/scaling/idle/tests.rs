@@ -6,6 +6,7 @@ use super::*;
 use crate::{
     mock_api::{Exchange, events_path, mock_client},
     namespaces::NamespaceSchedules,
+    runtime::worker::Next,
     scaling::test_support::context,
     schedule::{ASLEEP_UNTIL, IDLE_SINCE, UPTIME, WAKE_ON_REQUEST, test_support::annotations},
 };
@@ -104,7 +105,7 @@ async fn idle_past_its_grace_it_is_put_to_sleep_and_then_left_alone() {
     let again = look(&ctx, "shop", now()).await.expect("slept");
     assert_eq!(
         again,
-        Some(Duration::from_secs(60)),
+        Next::At(now() + TimeDelta::seconds(60)),
         "once more, to be sure"
     );
     // The write's echo: asleep, nothing is counted or written.
@@ -115,7 +116,7 @@ async fn idle_past_its_grace_it_is_put_to_sleep_and_then_left_alone() {
     let again = look(&ctx, "shop", now() + TimeDelta::seconds(5)).await;
     assert_eq!(
         again.expect("looked"),
-        Some(Duration::from_secs(24 * 3600 - 5)),
+        Next::At(now() + TimeDelta::hours(24)),
         "looked at again when the idle sleep ends"
     );
     assert_eq!(*asked.lock().unwrap(), 2, "the count and its proof");
@@ -133,7 +134,10 @@ async fn requests_keep_it_up_and_are_counted_at_most_once_a_minute() {
         .with_activity(Activity::new(counter(&url), now() - TimeDelta::hours(2)));
     for (seconds, again, queries) in [(0, 60, 1), (5, 60, 1), (61, 60, 2)] {
         let looked = look(&ctx, "shop", now() + TimeDelta::seconds(seconds)).await;
-        assert_eq!(looked.expect("looked"), Some(Duration::from_secs(again)));
+        assert_eq!(
+            looked.expect("looked"),
+            Next::At(now() + TimeDelta::seconds(seconds + again))
+        );
         assert_eq!(*asked.lock().unwrap(), queries, "{seconds}s in");
     }
     drop(ctx);
@@ -169,7 +173,11 @@ async fn no_request_from_a_source_not_counting_sleeps_nothing_and_its_proof_is_a
         .with_activity(Activity::new(counter(&url), now() - TimeDelta::hours(2)));
     for namespace in ["shop", "shoe"] {
         let again = look(&ctx, namespace, now()).await.expect("looked");
-        assert_eq!(again, Some(Duration::from_secs(60)), "{namespace}");
+        assert_eq!(
+            again,
+            Next::At(now() + TimeDelta::seconds(60)),
+            "{namespace}"
+        );
     }
     assert_eq!(
         *asked.lock().unwrap(),
@@ -206,7 +214,7 @@ async fn a_deploy_within_the_grace_asks_nothing_and_looks_again_when_it_ends() {
         .with_activity(Activity::new(None, now() - TimeDelta::hours(2)));
     ctx.activity.used("shop", now() - TimeDelta::minutes(10));
     let again = look(&ctx, "shop", now()).await.expect("looked");
-    assert_eq!(again, Some(Duration::from_secs(20 * 60)));
+    assert_eq!(again, Next::At(now() + TimeDelta::minutes(20)));
     drop(ctx);
     server.await.unwrap();
 }
@@ -231,7 +239,10 @@ async fn without_prometheus_the_namespace_is_told_once_and_nothing_sleeps() {
         let again = look(&ctx, "shop", now() + TimeDelta::minutes(minutes))
             .await
             .expect("looked");
-        assert_eq!(again, Some(Duration::from_secs(60)));
+        assert_eq!(
+            again,
+            Next::At(now() + TimeDelta::minutes(minutes) + TimeDelta::seconds(60))
+        );
     }
     drop(ctx);
     server.await.unwrap();

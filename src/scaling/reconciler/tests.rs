@@ -96,7 +96,7 @@ async fn reconcile_against(
     instants: &[DateTime<Utc>],
     dry_run: bool,
     script: Vec<Exchange>,
-) -> Vec<Result<(), Error>> {
+) -> Vec<Result<Next, Error>> {
     crate::scaling::test_support::reconcile_scripted(&target, instants, dry_run, script, |ctx| ctx)
         .await
 }
@@ -1254,17 +1254,20 @@ async fn a_paused_owner_is_given_back_only_once_the_wake_of_what_it_deploys_is_s
     // The wake is due at 07:00, and not seen yet: looked at again soon, nothing written.
     seen("2026-11-22T20:00:00Z down");
     let again = release_owner(&ctx, &shop, at(7, 0, 1)).await.unwrap();
-    assert_eq!(again, Some(std::time::Duration::from_secs(3)));
+    assert_eq!(again, Next::After(std::time::Duration::from_secs(3)));
     // At night: asleep, nothing written; looked at again within 30 s all the same, so that
     // whatever ends the night is seen, whoever leads then.
     assert_eq!(
         release_owner(&ctx, &shop, at(3, 0, 0)).await.unwrap(),
-        Some(std::time::Duration::from_secs(30))
+        Next::After(std::time::Duration::from_secs(30))
     );
     // Seen awake: given back.
     let served = tokio::spawn(server.serve(shop_given_back()));
     seen("2026-11-23T07:00:00Z up");
-    assert_eq!(release_owner(&ctx, &shop, at(7, 0, 4)).await.unwrap(), None);
+    assert_eq!(
+        release_owner(&ctx, &shop, at(7, 0, 4)).await.unwrap(),
+        Next::Done
+    );
     drop(ctx);
     served.await.unwrap();
 }
@@ -1285,7 +1288,7 @@ async fn a_paused_owner_is_given_back_at_night_once_nothing_it_deploys_sleeps_un
     seen("pause");
     assert_eq!(
         release_owner(&ctx, &shop, at(3, 0, 0)).await.unwrap(),
-        Some(std::time::Duration::from_secs(30)),
+        Next::After(std::time::Duration::from_secs(30)),
         "asleep under pause: kept paused"
     );
     // Opted out of pause at night (its workload deleted, or no longer the owner's, reads the
@@ -1294,7 +1297,7 @@ async fn a_paused_owner_is_given_back_at_night_once_nothing_it_deploys_sleeps_un
     seen("ignore");
     assert_eq!(
         release_owner(&ctx, &shop, at(3, 0, 30)).await.unwrap(),
-        None
+        Next::Done
     );
     drop(ctx);
     served.await.unwrap();

@@ -26,7 +26,9 @@ use super::{
 use crate::{
     error::Error,
     namespaces::NamespaceSchedules,
-    runtime::{CONTROLLER_NAME, api_errors::is_status, events::Events, key::ObjectKey},
+    runtime::{
+        CONTROLLER_NAME, api_errors::is_status, events::Events, key::ObjectKey, worker::Next,
+    },
     scaling::hpa::HpaIndex,
     schedule::{self, Direction, Transition, WakeOnRequest, asleep, next_change},
     wake::readiness::{unready, workloads},
@@ -98,7 +100,7 @@ pub async fn reconcile(
     ctx: &WakeSlices,
     namespace: &str,
     now: DateTime<Utc>,
-) -> Result<Option<Duration>, Error> {
+) -> Result<Next, Error> {
     let annotations = ctx.namespaces.annotations_of(namespace).unwrap_or_default();
     let opted_in = ctx.opted_in(namespace);
     let placed: Vec<EndpointSlice> = (ctx.ours.state().iter())
@@ -116,7 +118,7 @@ pub async fn reconcile(
         unready,
         owner,
     } = match stage {
-        Stage::Awake if placed.is_empty() => return Ok(None),
+        Stage::Awake if placed.is_empty() => return Ok(Next::Done),
         Stage::Awake => Observed::default(),
         Stage::Asleep | Stage::Waking => observe(ctx, namespace, stage, &placed, now).await?,
     };
@@ -145,11 +147,12 @@ pub async fn reconcile(
             .await;
     }
     Ok(match stage {
-        Stage::Waking => Some(READ_EVERY),
-        Stage::Asleep if pending => Some(READ_EVERY),
-        _ if opted_in => next_change(&annotations, ctx.default_timezone, now)
-            .map(|at| (at - now).to_std().unwrap_or_default()),
-        _ => None,
+        Stage::Waking => Next::After(READ_EVERY),
+        Stage::Asleep if pending => Next::After(READ_EVERY),
+        _ if opted_in => {
+            next_change(&annotations, ctx.default_timezone, now).map_or(Next::Done, Next::At)
+        }
+        _ => Next::Done,
     })
 }
 

@@ -479,7 +479,7 @@ mod against_the_api_server {
         let again = reconcile(&ctx, "shop", now()).await.expect("written");
         assert_eq!(
             again,
-            Some(std::time::Duration::from_secs(9 * 3600)),
+            crate::runtime::worker::Next::At(now() + chrono::TimeDelta::hours(9)),
             "looked at again at 07:00"
         );
         drop(ctx);
@@ -511,7 +511,11 @@ mod against_the_api_server {
         // Awake by its schedule on a weekday: woken.
         let (ctx, _writers) = context(client, shop(false), &placed);
         let again = reconcile(&ctx, "shop", now()).await.expect("read");
-        assert_eq!(again, Some(READ_EVERY), "not served yet: the slice stays");
+        assert_eq!(
+            again,
+            crate::runtime::worker::Next::After(READ_EVERY),
+            "not served yet: the slice stays"
+        );
         reconcile(&ctx, "shop", now()).await.expect("deleted");
         drop(ctx);
         server.await.unwrap();
