@@ -21,7 +21,7 @@ use crate::{
     schedule::{self, Annotations, Direction, IDLE_SINCE, has_schedule, key_of},
     workloads::{
         patch::{patch_target_as, read_target},
-        target::{ScaleTarget, TargetKind, TargetState},
+        target::{ScaleTarget, ScheduleSource, TargetKind, TargetState},
     },
 };
 
@@ -286,13 +286,9 @@ fn object_schedule(
     default_timezone: Tz,
 ) -> (BTreeMap<String, String>, Annotations) {
     let unknown = NamespaceSchedules::off([]);
-    let (effective, _) = namespaces.unwrap_or(&unknown).effective(
-        object.kind,
-        &object.key.namespace,
-        &observed.annotations,
-        &observed.labels,
-        observed.controlling_foo.is_some() || observed.follows_owner,
-    );
+    let source = ScheduleSource::of(observed, observed.driver(None));
+    let (effective, _) =
+        (namespaces.unwrap_or(&unknown)).effective(object.kind, &object.key.namespace, &source);
     let parsed = object.kind.parse(&effective, default_timezone);
     (effective, parsed)
 }

@@ -38,7 +38,7 @@ use crate::{
     workloads::{
         kinds::Sleep,
         patch::{patch_for, patch_target, read_target},
-        target::{ScaleTarget, TargetKind, TargetState},
+        target::{ScaleTarget, ScheduleSource, TargetKind, TargetState},
     },
 };
 
@@ -218,13 +218,9 @@ pub async fn restore(
                             // Read as the listing read it (kube-downscaler's records, the
                             // Namespace's replica counts), so the second try decides on what
                             // the first did.
-                            (fresh.annotations, _) = namespaces.effective(
-                                target.kind,
-                                &target.key.namespace,
-                                &fresh.annotations,
-                                &fresh.labels,
-                                object.driven_by.is_some() || fresh.follows_owner,
-                            );
+                            let source = ScheduleSource::of(&fresh, object.driven_by.clone());
+                            (fresh.annotations, _) =
+                                namespaces.effective(target.kind, &target.key.namespace, &source);
                             observed = fresh;
                             continue;
                         }

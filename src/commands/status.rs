@@ -19,7 +19,7 @@ use crate::{
         standing::{GitOps, Shown},
     },
     schedule::{Annotations, GitOpsMode, SCALE_DOWN, SCALE_UP, TIMEZONE},
-    workloads::target::{Driver, Drivers, ScaleTarget, TargetKind, TargetState},
+    workloads::target::{Driver, Drivers, ScaleTarget, ScheduleSource, TargetKind, TargetState},
 };
 
 mod cluster;
@@ -190,13 +190,8 @@ fn row(
     let driven = driver.is_some();
     let namespace = observed.reference.namespace.clone().unwrap_or_default();
     let own = kind.rules_view(&observed.annotations);
-    let (effective, inherited) = schedules.effective(
-        kind,
-        &namespace,
-        &observed.annotations,
-        &observed.labels,
-        driver.is_some() || observed.follows_owner,
-    );
+    let source = ScheduleSource::of(observed, driver.clone());
+    let (effective, inherited) = schedules.effective(kind, &namespace, &source);
     let parsed = kind.parse(&effective, default_timezone);
     let mut standing = match driver {
         // Scaled through its Foo or its ScaledObject: a schedule of its own is refused, its

@@ -26,7 +26,7 @@ use crate::{
         resolve::{Candidate, Reach, Rival, Source, is_older},
     },
     schedule::{DOWN_REPLICAS, HostClaims, PREFIX, UP_REPLICAS, inherit, kube_downscaler},
-    workloads::target::TargetKind,
+    workloads::target::{ScheduleSource, TargetKind},
 };
 
 /// Cheap to clone; every clone sees the same schedules.
@@ -473,21 +473,20 @@ impl NamespaceSchedules {
     }
 
     /// The `cronscaler.dev/` annotations a workload's schedule comes from (see
-    /// [`crate::schedule::inherit`]), and whether they are its namespace's. Foos, and
-    /// Deployments a Foo controls, follow only their own; so do workloads (by kind and
-    /// `labels`) the `SleepPolicy` or `SleepSchedule` of their Namespace does not cover.
+    /// [`crate::schedule::inherit`]), and whether they are its namespace's. Foos, workloads
+    /// driven in their place (by a Foo or a lever) and those that follow their owner follow
+    /// only their own; so do workloads (by kind and labels) the `SleepPolicy` or
+    /// `SleepSchedule` of their Namespace does not cover.
     pub fn effective(
         &self,
         kind: TargetKind,
         namespace: &str,
-        own: &BTreeMap<String, String>,
-        labels: &BTreeMap<String, String>,
-        controlled_by_foo: bool,
+        source: &ScheduleSource,
     ) -> (BTreeMap<String, String>, bool) {
         let namespace_schedule = self
-            .covering(kind, namespace, labels)
-            .filter(|_| !controlled_by_foo);
-        let own = self.read(Some(kind), own);
+            .covering(kind, namespace, source.labels)
+            .filter(|_| !source.governed_elsewhere());
+        let own = self.read(Some(kind), source.annotations);
         let (mut effective, inherited) = inherit(&own, namespace_schedule.as_ref());
         if inherited && kind.is_on_off() {
             // A namespace's replica counts are for its counted workloads; one that only sleeps

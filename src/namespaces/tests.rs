@@ -1,5 +1,6 @@
 use super::*;
 use crate::schedule::{EXCLUDE, HostPattern, SCALE_DOWN, TIMEZONE, WAKE_HOSTS, WAKE_ON_REQUEST};
+use crate::workloads::target::Driver;
 
 fn pairs(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs
@@ -69,13 +70,17 @@ fn workloads_follow_their_namespace_and_foos_do_not() {
         TargetKind::CronJob,
     ] {
         let (effective, inherited) =
-            namespaces.effective(kind, "staging", &pairs(&[]), &pairs(&[]), false);
+            namespaces.effective(kind, "staging", &source(&pairs(&[]), &pairs(&[]), false));
         assert!(inherited, "{kind}");
         assert_eq!(effective, pairs(&[(SCALE_DOWN, "0 20 * * *")]));
     }
     assert!(
         !namespaces
-            .effective(TargetKind::Foo, "staging", &pairs(&[]), &pairs(&[]), false)
+            .effective(
+                TargetKind::Foo,
+                "staging",
+                &source(&pairs(&[]), &pairs(&[]), false)
+            )
             .1
     );
     namespaces.update(
@@ -88,9 +93,7 @@ fn workloads_follow_their_namespace_and_foos_do_not() {
             .effective(
                 TargetKind::CronJob,
                 "preview",
-                &pairs(&[]),
-                &pairs(&[]),
-                false
+                &source(&pairs(&[]), &pairs(&[]), false)
             )
             .0,
         pairs(&[(SCALE_DOWN, "0 20 * * *")]),
@@ -101,9 +104,7 @@ fn workloads_follow_their_namespace_and_foos_do_not() {
             .effective(
                 TargetKind::StatefulSet,
                 "preview",
-                &pairs(&[]),
-                &pairs(&[]),
-                false
+                &source(&pairs(&[]), &pairs(&[]), false)
             )
             .0
             .get(DOWN_REPLICAS)
@@ -115,9 +116,7 @@ fn workloads_follow_their_namespace_and_foos_do_not() {
             .effective(
                 TargetKind::Deployment,
                 "staging",
-                &pairs(&[]),
-                &pairs(&[]),
-                true
+                &source(&pairs(&[]), &pairs(&[]), true)
             )
             .1,
         "a Foo's Deployment is scaled through its Foo"
@@ -127,9 +126,7 @@ fn workloads_follow_their_namespace_and_foos_do_not() {
             .effective(
                 TargetKind::Deployment,
                 "staging",
-                &pairs(&[(EXCLUDE, "true")]),
-                &pairs(&[]),
-                false
+                &source(&pairs(&[(EXCLUDE, "true")]), &pairs(&[]), false)
             )
             .1
     );
@@ -151,9 +148,7 @@ fn a_namespaced_install_has_no_namespace_schedules() {
             .effective(
                 TargetKind::Deployment,
                 "staging",
-                &pairs(&[]),
-                &pairs(&[]),
-                false
+                &source(&pairs(&[]), &pairs(&[]), false)
             )
             .1
     );
@@ -299,7 +294,7 @@ fn a_policy_leaves_alone_the_kinds_it_does_not_name_and_the_workloads_it_exclude
     namespaces.set_policy(preview, nights.clone());
     let inherits = |kind, labels: &[(&str, &str)]| {
         namespaces
-            .effective(kind, "pr-1", &pairs(&[]), &pairs(labels), false)
+            .effective(kind, "pr-1", &source(&pairs(&[]), &pairs(labels), false))
             .1
     };
     assert!(inherits(TargetKind::Deployment, &[("app", "web")]));
@@ -352,13 +347,8 @@ fn a_job_its_cronjob_made_keeps_its_cronjob_s_schedule_not_its_namespace_s() {
         TargetState::of_object(TargetKind::Job, &object)
     };
     let schedule_of = |observed: &TargetState| {
-        namespaces.effective(
-            TargetKind::Job,
-            "backups",
-            &observed.annotations,
-            &observed.labels,
-            observed.follows_owner,
-        )
+        let source = ScheduleSource::of(observed, observed.driver(None));
+        namespaces.effective(TargetKind::Job, "backups", &source)
     };
     let made = job(json!({
         "apiVersion": "batch/v1", "kind": "CronJob", "name": "nightly", "uid": "1",
@@ -384,5 +374,22 @@ fn a_job_its_cronjob_made_keeps_its_cronjob_s_schedule_not_its_namespace_s() {
         let observed = job(owner);
         assert!(!observed.follows_owner, "{what}");
         assert_eq!(schedule_of(&observed), (night.clone(), true), "{what}");
+    }
+}
+
+/// A workload's schedule source with these annotations and labels; `driven`: by a Foo.
+fn source<'a>(
+    annotations: &'a BTreeMap<String, String>,
+    labels: &'a BTreeMap<String, String>,
+    driven: bool,
+) -> ScheduleSource<'a> {
+    ScheduleSource {
+        annotations,
+        labels,
+        driver: driven.then(|| Driver {
+            kind: TargetKind::Foo,
+            name: "web".into(),
+        }),
+        follows_owner: false,
     }
 }

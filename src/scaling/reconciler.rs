@@ -12,6 +12,8 @@ mod describe;
 mod observe;
 mod plan;
 
+use std::collections::BTreeMap;
+
 use chrono::{DateTime, TimeDelta, Utc};
 use chrono_tz::Tz;
 use kube::Client;
@@ -38,7 +40,7 @@ use crate::{
     schedule::{self, Direction, GitOpsMode, Transition},
     workloads::{
         last_seen::LastSeen,
-        target::{KindsInUse, ScaleTarget, TargetKind, TargetState},
+        target::{KindsInUse, ScaleTarget, ScheduleSource, TargetKind, TargetState},
     },
 };
 
@@ -189,6 +191,21 @@ impl ScalingContext {
         }
     }
 
+    /// The `cronscaler.dev/` annotations the schedule of `target`, seen as `seen`, comes from,
+    /// and whether they are its Namespace's: resolved as the look at it resolves them.
+    pub fn effective(
+        &self,
+        target: &ScaleTarget,
+        seen: &TargetState,
+    ) -> (BTreeMap<String, String>, bool) {
+        let driver = seen.driver(self.hpas.lever_of(target));
+        self.namespaces.effective(
+            target.kind,
+            &target.key.namespace,
+            &ScheduleSource::of(seen, driver),
+        )
+    }
+
     /// Whether every workload kind was listed, so what follows each Namespace's schedule is
     /// known.
     pub fn all_workloads_listed(&self) -> bool {
@@ -305,7 +322,7 @@ pub async fn release_owner(
     let asleep = |namespace: &str| {
         let nights: Vec<Night> = (ctx.last_seen.in_namespace(namespace).iter())
             .filter(|(target, seen)| !shared && observe::keeps_paused(ctx, owner, target, seen))
-            .map(|(target, seen)| night(ctx, target.kind, namespace, seen, now))
+            .map(|(target, seen)| night(ctx, target, seen, now))
             .collect();
         waking.set(waking.get() || nights.contains(&Night::Waking));
         nights.iter().any(|night| *night != Night::Awake)
@@ -340,11 +357,10 @@ enum Night {
     Awake,
 }
 
-/// Where a workload `seen` of `kind` in `namespace` stands in its night at `now`.
+/// Where a workload `seen` of `target` stands in its night at `now`.
 fn night(
     ctx: &ScalingContext,
-    kind: TargetKind,
-    namespace: &str,
+    target: &ScaleTarget,
     seen: &TargetState,
     now: DateTime<Utc>,
 ) -> Night {
@@ -353,14 +369,8 @@ fn night(
         .get(schedule::LAST_TRANSITION)
         .and_then(|text| text.parse::<Transition>().ok())
         .is_some_and(|transition| transition.direction == Direction::Down);
-    let (effective, _) = ctx.namespaces.effective(
-        kind,
-        namespace,
-        &seen.annotations,
-        &seen.labels,
-        seen.follows_owner,
-    );
-    let in_force = match kind.parse(&effective, ctx.default_timezone) {
+    let (effective, _) = ctx.effective(target, seen);
+    let in_force = match target.kind.parse(&effective, ctx.default_timezone) {
         schedule::Annotations::Scheduled(schedule, _) if !schedule.paused => schedule
             .in_force(now)
             .map(|transition| transition.direction),

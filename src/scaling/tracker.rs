@@ -34,7 +34,7 @@ use crate::{
     },
     workloads::{
         last_seen::LastSeen,
-        target::{ScaleTarget, TargetKind, creation_time, levered},
+        target::{Driver, ScaleTarget, ScheduleSource, TargetKind, creation_time, levered},
         watched_object::Delivered,
         writers::other_sleep_field_writers,
     },
@@ -348,16 +348,19 @@ impl Tracker {
         // Namespace's: the Foo and the ScaledObject do. Nor does a Job its CronJob made,
         // which runs when the CronJob says.
         let owners = meta.owner_references.as_deref().unwrap_or_default();
-        let controlled_by_foo = controlling_foo(owners).is_some();
+        let foo = controlling_foo(owners).map(|foo| foo.name.as_str());
+        let controlled_by_foo = foo.is_some();
         let lever = self.hpas.lever_of(&self.target(key.clone()));
         let none = BTreeMap::new();
-        let (ours, follows_namespace) = self.namespaces.effective(
-            self.kind,
-            &key.namespace,
-            meta.annotations.as_ref().unwrap_or(&none),
-            meta.labels.as_ref().unwrap_or(&none),
-            controlled_by_foo || lever.is_some() || self.kind.spec().follows_owner(owners),
-        );
+        let source = ScheduleSource {
+            annotations: meta.annotations.as_ref().unwrap_or(&none),
+            labels: meta.labels.as_ref().unwrap_or(&none),
+            driver: Driver::of(foo, lever.clone()),
+            follows_owner: self.kind.spec().follows_owner(owners),
+        };
+        let (ours, follows_namespace) =
+            self.namespaces
+                .effective(self.kind, &key.namespace, &source);
         if ours.is_empty() {
             self.forget(&key);
             return;

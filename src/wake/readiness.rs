@@ -13,7 +13,7 @@ use crate::{
     schedule::{self, ORIGINAL_REPLICAS, UP_REPLICAS},
     workloads::{
         objects,
-        target::{TargetKind, TargetState},
+        target::{ScheduleSource, TargetKind, TargetState},
     },
 };
 
@@ -110,13 +110,8 @@ fn settled<'a>(
         if observed.controlling_foo.is_some() {
             return None;
         }
-        let (effective, _) = schedules.effective(
-            *kind,
-            namespace,
-            &observed.annotations,
-            &observed.labels,
-            observed.follows_owner,
-        );
+        let source = ScheduleSource::of(&observed, observed.driver(None));
+        let (effective, _) = schedules.effective(*kind, namespace, &source);
         if !schedule::has_schedule(&effective) {
             return None;
         }

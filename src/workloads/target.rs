@@ -347,6 +347,11 @@ pub fn creation_time(meta: &ObjectMeta) -> Option<DateTime<Utc>> {
 }
 
 impl TargetState {
+    /// What drives it in its place: its Foo, else `lever`.
+    pub fn driver(&self, lever: Option<(TargetKind, String)>) -> Option<Driver> {
+        Driver::of(self.controlling_foo.as_deref(), lever)
+    }
+
     /// What the scaler reads of an object of `kind`, as the API server sends it.
     pub fn of_object(kind: TargetKind, object: &DynamicObject) -> Self {
         Self::of_parts(kind, &object.metadata, &object.data)
@@ -399,12 +404,52 @@ pub struct Driver {
 }
 
 impl Driver {
+    /// What drives an object in its place: the Foo controlling it, else its lever (KEDA's
+    /// ScaledObject), as kind and name.
+    pub fn of(controlling_foo: Option<&str>, lever: Option<(TargetKind, String)>) -> Option<Self> {
+        let foo = controlling_foo.map(|name| (TargetKind::Foo, name.to_string()));
+        foo.or(lever).map(|(kind, name)| Driver { kind, name })
+    }
+
     /// Why a schedule on the object it drives is refused, as `plan` and `status` say it.
     pub fn refusal(&self) -> String {
         format!(
             "controlled by {} {:?}: annotate the {} instead",
             self.kind, self.name, self.kind
         )
+    }
+}
+
+/// What of a workload decides where its schedule comes from: the one input of
+/// [`NamespaceSchedules::effective`](crate::namespaces::NamespaceSchedules::effective), for the
+/// tracker, the look at a workload and the commands alike.
+#[derive(Debug, Clone)]
+pub struct ScheduleSource<'a> {
+    pub annotations: &'a BTreeMap<String, String>,
+    /// By which a `SleepPolicy` or `SleepSchedule` may leave it alone.
+    pub labels: &'a BTreeMap<String, String>,
+    /// What drives it in its place, whose schedule it sleeps by.
+    pub driver: Option<Driver>,
+    /// Made by the owner its kind follows, whose schedule governs it.
+    pub follows_owner: bool,
+}
+
+impl<'a> ScheduleSource<'a> {
+    /// Of a workload observed as `state`, driven in its place by `driver`
+    /// ([`TargetState::driver`]).
+    pub fn of(state: &'a TargetState, driver: Option<Driver>) -> Self {
+        Self {
+            annotations: &state.annotations,
+            labels: &state.labels,
+            driver,
+            follows_owner: state.follows_owner,
+        }
+    }
+
+    /// Whether it follows only its own schedule, out of its Namespace's reach: something else
+    /// drives it in its place, or its owner's schedule governs it.
+    pub fn governed_elsewhere(&self) -> bool {
+        self.driver.is_some() || self.follows_owner
     }
 }
 
@@ -472,14 +517,8 @@ impl Drivers {
 
     /// What drives `target`, observed as `observed`, in its place.
     pub fn of_target(&self, target: &ScaleTarget, observed: &TargetState) -> Option<Driver> {
-        observed
-            .controlling_foo
-            .clone()
-            .map(|name| Driver {
-                kind: TargetKind::Foo,
-                name,
-            })
-            .or_else(|| self.0.get(target).cloned())
+        let lever = (self.0.get(target)).map(|driver| (driver.kind, driver.name.clone()));
+        Driver::of(observed.controlling_foo.as_deref(), lever)
     }
 }
 

@@ -28,7 +28,7 @@ use crate::{
     },
     scaling::hpa::{Hpa, list_hpas},
     schedule::GitOpsMode,
-    workloads::target::{Drivers, ScaleTarget, TargetKind, TargetState, levered},
+    workloads::target::{Drivers, ScaleTarget, ScheduleSource, TargetKind, TargetState, levered},
 };
 
 /// How manifests and the live cluster are read, as `run` reads them with the same flags.
@@ -293,13 +293,9 @@ fn resolve(
             .cloned()
             .collect();
         let observed = &mut object.observed;
-        (observed.annotations, _) = namespaces.effective(
-            object.target.kind,
-            &object.target.key.namespace,
-            &observed.annotations,
-            &observed.labels,
-            object.driven_by.is_some() || observed.follows_owner,
-        );
+        let source = ScheduleSource::of(observed, object.driven_by.clone());
+        (observed.annotations, _) =
+            namespaces.effective(object.target.kind, &object.target.key.namespace, &source);
         object.gitops = GitOps::of(
             owners,
             &object.target,

@@ -144,13 +144,8 @@ fn listed(
     }))
     .unwrap();
     let mut observed = TargetState::of_object(TargetKind::Deployment, &deployment);
-    (observed.annotations, _) = namespaces.effective(
-        TargetKind::Deployment,
-        "staging",
-        &observed.annotations,
-        &observed.labels,
-        false,
-    );
+    let source = ScheduleSource::of(&observed, None);
+    (observed.annotations, _) = namespaces.effective(TargetKind::Deployment, "staging", &source);
     let object = PlanObject {
         target: ScaleTarget {
             kind: TargetKind::Deployment,

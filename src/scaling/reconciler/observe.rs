@@ -22,7 +22,7 @@ use crate::{
     },
     workloads::{
         kinds::Sleep,
-        target::{ScaleTarget, TargetKind, TargetState, levered},
+        target::{ScaleTarget, ScheduleSource, TargetKind, TargetState, levered},
     },
 };
 
@@ -133,11 +133,8 @@ pub async fn observe(
         .into_iter()
         .map(|(key, _)| key.to_string())
         .collect();
-    let lever = object
-        .controlling_foo
-        .clone()
-        .map(|foo| (TargetKind::Foo, foo))
-        .or_else(|| ctx.hpas.lever_of(target));
+    let driver = object.driver(ctx.hpas.lever_of(target));
+    let lever = (driver.as_ref()).map(|driver| (driver.kind, driver.name.clone()));
     let lever_object = match &lever {
         Some((kind, name)) if kind.spec().levers.is_some() => {
             let lever = ScaleTarget {
@@ -164,14 +161,12 @@ pub async fn observe(
     };
     // Read before the effective annotations replace its own: they keep only the schedule's.
     let claim = gitops::owner::claim(&object.annotations, &object.labels);
-    let inherited;
-    (object.annotations, inherited) = ctx.namespaces.effective(
+    let (effective, inherited) = ctx.namespaces.effective(
         target.kind,
         &target.key.namespace,
-        &object.annotations,
-        &object.labels,
-        lever.is_some() || object.follows_owner,
+        &ScheduleSource::of(&object, driver),
     );
+    object.annotations = effective;
     let parsed = sleeps_as
         .parse(&object.annotations, ctx.default_timezone)
         .assuming_warm_up(ctx.warm_up);
@@ -384,13 +379,7 @@ pub fn keeps_paused(
 /// Whether a workload `seen` of `target` sleeps under `pause`: it has a schedule (its own, or
 /// its Namespace's), and `pause` is its mode.
 fn sleeps_under_pause(ctx: &ScalingContext, target: &ScaleTarget, seen: &TargetState) -> bool {
-    let (effective, _) = ctx.namespaces.effective(
-        target.kind,
-        &target.key.namespace,
-        &seen.annotations,
-        &seen.labels,
-        seen.follows_owner,
-    );
+    let (effective, _) = ctx.effective(target, seen);
     matches!(
         target.kind.parse(&effective, ctx.default_timezone),
         Annotations::Scheduled(..)

@@ -1272,6 +1272,48 @@ async fn a_paused_owner_is_given_back_only_once_the_wake_of_what_it_deploys_is_s
     served.await.unwrap();
 }
 
+/// Its Namespace's schedule does not reach a workload a Foo drives, for the owner's release as
+/// for the look at it: nothing it deploys sleeps under `pause`.
+#[tokio::test]
+async fn a_paused_owner_is_given_back_at_night_when_what_it_deploys_sleeps_only_through_its_foo() {
+    let (client, server) = mock_client();
+    let (ctx, shop, last_seen) = release_context(client, GitOpsMode::Pause);
+    let namespaces = crate::namespaces::NamespaceSchedules::watched([]);
+    let nightly = [
+        (schedule::SCALE_DOWN, "0 20 * * *"),
+        (schedule::SCALE_UP, "0 7 * * *"),
+    ];
+    let nightly = nightly.map(|(key, value)| (key.to_string(), value.to_string()));
+    namespaces.update("load-0", None, &nightly.into_iter().collect());
+    let ctx = ctx.with_namespaces(namespaces);
+    let mut object = app_0(
+        0,
+        &[
+            (
+                "argocd.argoproj.io/tracking-id",
+                "shop:apps/Deployment:load-0/app-0",
+            ),
+            (schedule::LAST_TRANSITION, "2026-11-22T20:00:00Z down"),
+        ],
+    );
+    object["metadata"]["ownerReferences"] = json!([{
+        "apiVersion": "samplecontroller.k8s.io/v1alpha1", "kind": "Foo", "name": "app-0",
+        "uid": "f00", "controller": true,
+    }]);
+    let object: kube::api::DynamicObject = serde_json::from_value(object).unwrap();
+    last_seen.keep(
+        deployment_target(),
+        &TargetState::of_object(TargetKind::Deployment, &object),
+    );
+    let served = tokio::spawn(server.serve(shop_given_back()));
+    assert_eq!(
+        release_owner(&ctx, &shop, at(3, 0, 0)).await.unwrap(),
+        Next::Done
+    );
+    drop(ctx);
+    served.await.unwrap();
+}
+
 #[tokio::test]
 async fn a_paused_owner_is_given_back_at_night_once_nothing_it_deploys_sleeps_under_pause() {
     let (client, server) = mock_client();

@@ -34,7 +34,7 @@ use crate::{
     wake::readiness::{unready, workloads},
     workloads::{
         objects,
-        target::{ScaleTarget, TargetKind, TargetState},
+        target::{ScaleTarget, ScheduleSource, TargetKind, TargetState},
     },
 };
 
@@ -339,13 +339,8 @@ fn record(
     let Some((kind, sleeper)) = sleeper else {
         return SleepRecord::default();
     };
-    let (effective, _) = ctx.namespaces.effective(
-        kind,
-        namespace,
-        &sleeper.annotations,
-        &sleeper.labels,
-        sleeper.follows_owner,
-    );
+    let source = ScheduleSource::of(sleeper, sleeper.driver(None));
+    let (effective, _) = ctx.namespaces.effective(kind, namespace, &source);
     let slept = last_transition(sleeper).filter(|last| last.direction == Direction::Down);
     SleepRecord {
         slept: slept.is_some(),

@@ -10,7 +10,7 @@ use crate::{
     schedule::{Annotations, OVERRIDE_KEYS},
     workloads::{
         objects,
-        target::{TargetKind, TargetState},
+        target::{ScheduleSource, TargetKind, TargetState},
     },
 };
 
@@ -60,13 +60,8 @@ fn peer(namespaces: &NamespaceSchedules, namespace: &str, listed: Listed) -> Opt
     {
         return None;
     }
-    let (effective, inherited) = namespaces.effective(
-        listed.kind,
-        namespace,
-        &observed.annotations,
-        &observed.labels,
-        observed.follows_owner,
-    );
+    let source = ScheduleSource::of(observed, observed.driver(None));
+    let (effective, inherited) = namespaces.effective(listed.kind, namespace, &source);
     let Annotations::Scheduled(schedule, recorded) = listed.kind.parse(&effective, Tz::UTC) else {
         return None;
     };
