@@ -308,7 +308,7 @@ async fn restore_object(
         ),
         None => (removed, None),
     };
-    match patch_target(client, target, &patch).await {
+    match patch_target(client, target, &patch.to_json()).await {
         Ok(()) => Ok(Some(
             match change.as_ref().and_then(|change| change.replicas) {
                 Some(to) if target.kind.is_on_off() => format!(

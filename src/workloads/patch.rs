@@ -1,6 +1,8 @@
 //! The requests a look makes of its target: the one read, and the one merge patch that makes a
 //! change, guarded by the resourceVersion the decision was made on.
 
+use std::collections::BTreeMap;
+
 use kube::{
     Api, Client,
     api::{DynamicObject, Patch, PatchParams},
@@ -31,17 +33,78 @@ fn objects_of(client: &Client, target: &ScaleTarget) -> Api<DynamicObject> {
     objects::api(client, target.kind, Some(&target.key.namespace))
 }
 
-/// The merge patch that makes `change`, if any (replicas, the controller's annotations and the
-/// label of the last warning), and removes the annotations `removed` (overrides that have
-/// ended), in one request guarded by the resourceVersion of `observed`, the object the decision
-/// was made on.
+/// A merge patch of a workload as data: what a look decides, made JSON only when it is sent.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WorkloadPatch {
+    /// Annotations set (`Some`) or removed (`None`).
+    pub annotations: BTreeMap<String, Option<String>>,
+    /// Labels set (`Some`) or removed (`None`).
+    pub labels: BTreeMap<String, Option<String>>,
+    /// The spec's change, as the kind's row writes its sleep field.
+    pub spec: Option<Value>,
+    /// The resourceVersion of the object the decision was made on: the patch fails should the
+    /// object have changed since.
+    pub resource_version: Option<String>,
+}
+
+impl WorkloadPatch {
+    /// A patch that changes nothing yet, guarded by `resource_version`.
+    pub fn guarded(resource_version: Option<&String>) -> Self {
+        Self {
+            resource_version: resource_version.cloned(),
+            ..Self::default()
+        }
+    }
+
+    /// The merge patch as sent.
+    pub fn to_json(&self) -> Value {
+        let strings = |map: &BTreeMap<String, Option<String>>| -> Value {
+            (map.iter())
+                .map(|(key, value)| {
+                    (
+                        key.clone(),
+                        value.clone().map_or(Value::Null, Value::String),
+                    )
+                })
+                .collect::<serde_json::Map<_, _>>()
+                .into()
+        };
+        let mut metadata = serde_json::Map::new();
+        if !self.annotations.is_empty() {
+            metadata.insert("annotations".into(), strings(&self.annotations));
+        }
+        if !self.labels.is_empty() {
+            metadata.insert("labels".into(), strings(&self.labels));
+        }
+        if let Some(resource_version) = &self.resource_version {
+            metadata.insert("resourceVersion".into(), json!(resource_version));
+        }
+        let mut patch = json!({ "metadata": metadata });
+        if let Some(spec) = &self.spec {
+            patch["spec"] = spec.clone();
+        }
+        patch
+    }
+}
+
+impl std::fmt::Display for WorkloadPatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.to_json().fmt(f)
+    }
+}
+
+/// The patch that makes `change`, if any (replicas, the controller's annotations and the label
+/// of the last warning), and removes the annotations `removed` (overrides that have ended), in
+/// one request guarded by the resourceVersion of `observed`, the object the decision was made
+/// on.
 pub fn patch_for(
     kind: TargetKind,
     change: Option<&ScaleChange>,
     removed: &[&str],
     observed: &TargetState,
-) -> Value {
-    let mut annotations: serde_json::Map<String, Value> = change
+) -> WorkloadPatch {
+    let mut patch = WorkloadPatch::guarded(observed.resource_version.as_ref());
+    patch.annotations = change
         .map(ScaleChange::annotation_updates)
         .unwrap_or_default()
         .into_iter()
@@ -50,27 +113,20 @@ pub fn patch_for(
                 .sleep
                 .written(key, value, observed.held.as_deref())
         })
-        .map(|(key, value)| (key.to_string(), value.map_or(Value::Null, Value::String)))
+        .map(|(key, value)| (key.to_string(), value))
         .collect();
-    annotations.extend(removed.iter().map(|key| (key.to_string(), Value::Null)));
-    let mut spec = None;
+    (patch.annotations).extend(removed.iter().map(|key| (key.to_string(), None)));
     if let Some(replicas) = change.and_then(|change| change.replicas) {
         match kind.write(replicas, &observed.annotations) {
-            SleepWrite::Spec(change) => spec = Some(change),
+            SleepWrite::Spec(change) => patch.spec = Some(change),
             SleepWrite::Annotation(key, value) => {
-                annotations.insert(key.to_string(), value);
+                let value = value.as_str().map(str::to_string);
+                patch.annotations.insert(key.to_string(), value);
             }
         }
     }
-    let mut patch = json!({ "metadata": { "annotations": annotations } });
     if change.is_some_and(ScaleChange::forgets_warning) && observed.labels.contains_key(WARNED) {
-        patch["metadata"]["labels"] = json!({ WARNED: null });
-    }
-    if let Some(resource_version) = &observed.resource_version {
-        patch["metadata"]["resourceVersion"] = json!(resource_version);
-    }
-    if let Some(spec) = spec {
-        patch["spec"] = spec;
+        patch.labels.insert(WARNED.to_string(), None);
     }
     patch
 }

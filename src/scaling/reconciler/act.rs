@@ -129,7 +129,7 @@ async fn write(
         write_lever(ctx, lever).await?;
     }
     if let Some(patch) = &plan.patch {
-        match patch_target(&ctx.client, target, &patch.body).await {
+        match patch_target(&ctx.client, target, &patch.body.to_json()).await {
             Ok(()) => counted(ctx, target, patch, Outcome::Success),
             // Deleted since the read: nothing left to change.
             Err(error) if is_status(&error, 404) => return Ok(()),
@@ -169,7 +169,7 @@ async fn write(
 /// Writes the lever's sleep annotation; one deleted since the read needs nothing.
 async fn write_lever(ctx: &ScalingContext, lever: &LeverWrite) -> Result<(), Error> {
     let target = &lever.target;
-    match patch_target(&ctx.client, target, &lever.body).await {
+    match patch_target(&ctx.client, target, &lever.body.to_json()).await {
         Ok(()) => {
             tracing::info!(object = %target, body = %lever.body, "lever written");
             Ok(())

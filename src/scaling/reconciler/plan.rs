@@ -5,7 +5,6 @@
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
-use serde_json::{Value, json};
 
 use crate::{
     ops::metrics::ScaleDirection,
@@ -34,7 +33,7 @@ use super::{
     describe::{describe_change, describe_cron},
     observe::{NamespaceWake, Observed, held_back, scheduled_wake},
 };
-use crate::workloads::patch::patch_for;
+use crate::workloads::patch::{WorkloadPatch, patch_for};
 
 /// What the rules are given besides the observation: the controller's settings.
 #[derive(Debug, Clone, Copy)]
@@ -84,7 +83,7 @@ pub struct Plan {
 /// annotations, guarded by the resourceVersion it was decided on.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TargetPatch {
-    pub body: Value,
+    pub body: WorkloadPatch,
     /// What it does, for an error: "scale Deployment shop/web: ...".
     pub doing: &'static str,
     /// Counted as a scale action of this direction, this late after its transition.
@@ -96,7 +95,7 @@ pub struct TargetPatch {
 #[derive(Debug, Clone, PartialEq)]
 pub struct LeverWrite {
     pub target: ScaleTarget,
-    pub body: Value,
+    pub body: WorkloadPatch,
     /// Made before the workload's patch, as a wake is: should the records fail, the wake is
     /// still due and retried. A sleep comes after its records (with the value the lever held):
     /// should the lever's write fail, the next look finds the sleep in force and the lever
@@ -160,18 +159,12 @@ fn warned_in_patch(observed: &Observed, mut plan: Plan) -> Plan {
     let Some(warning) = &plan.warning else {
         return plan;
     };
-    let patch = plan.patch.get_or_insert_with(|| {
-        let mut body = json!({ "metadata": {} });
-        if let Some(version) = &observed.object.resource_version {
-            body["metadata"]["resourceVersion"] = json!(version);
-        }
-        TargetPatch {
-            body,
-            doing: "record a warning on",
-            counted: None,
-        }
+    let patch = plan.patch.get_or_insert_with(|| TargetPatch {
+        body: WorkloadPatch::guarded(observed.object.resource_version.as_ref()),
+        doing: "record a warning on",
+        counted: None,
     });
-    patch.body["metadata"]["labels"] = json!({ schedule::WARNED: warning.cause });
+    (patch.body.labels).insert(schedule::WARNED.into(), Some(warning.cause.clone()));
     plan
 }
 
@@ -253,16 +246,11 @@ fn through_lever(
     let Sleep::Annotation { key, asleep, .. } = lever.kind.spec().sleep else {
         return plan;
     };
-    let guarded = |value: Value| {
-        annotations_patch(
-            json!({ key: value }),
-            lever_object.resource_version.as_ref(),
-        )
+    let guarded = |value: Option<String>| {
+        annotations_patch([(key, value)], lever_object.resource_version.as_ref())
     };
     let moved = plan.patch.as_mut().and_then(|patch| {
-        let value = patch.body["metadata"]["annotations"]
-            .as_object_mut()?
-            .remove(key)?;
+        let value = patch.body.annotations.remove(key)?;
         let sleeps = matches!(patch.counted, Some((ScaleDirection::Down, _)));
         Some((value, sleeps))
     });
@@ -283,7 +271,7 @@ fn through_lever(
         {
             plan.lever = Some(LeverWrite {
                 target: lever.clone(),
-                body: guarded(json!(asleep)),
+                body: guarded(Some(asleep.to_string())),
                 before_patch: false,
             });
         }
@@ -292,13 +280,18 @@ fn through_lever(
     plan
 }
 
-/// A merge patch of `annotations`, guarded by the resourceVersion `version` it was decided on.
-fn annotations_patch(annotations: Value, version: Option<&String>) -> Value {
-    let mut body = json!({ "metadata": { "annotations": annotations } });
-    if let Some(version) = version {
-        body["metadata"]["resourceVersion"] = json!(version);
+/// A patch of `annotations` (set, or removed where `None`), guarded by the resourceVersion
+/// `version` it was decided on.
+fn annotations_patch<'a>(
+    annotations: impl IntoIterator<Item = (&'a str, Option<String>)>,
+    version: Option<&String>,
+) -> WorkloadPatch {
+    WorkloadPatch {
+        annotations: (annotations.into_iter())
+            .map(|(key, value)| (key.to_string(), value))
+            .collect(),
+        ..WorkloadPatch::guarded(version)
     }
-    body
 }
 
 /// What its GitOps owner takes: with `pause`, its repair paused before a sleep (or found

@@ -6,7 +6,6 @@
 //! at it the annotation goes and `paused` holds it there, as the person left it.
 
 use chrono::{DateTime, TimeDelta, Utc};
-use serde_json::{Value, json};
 
 use super::{LeverWrite, Plan, TargetPatch, annotations_patch, sleep_in_force};
 use crate::{
@@ -44,7 +43,7 @@ pub(super) fn held_by_lever(observed: &Observed, mut plan: Plan, now: DateTime<U
             if let (Some(count), None, Some(patch)) =
                 (held, &observed.object.held, plan.patch.as_mut())
             {
-                patch.body["metadata"]["annotations"][PAUSED_AT] = json!(count.to_string());
+                (patch.body.annotations).insert(PAUSED_AT.into(), Some(count.to_string()));
             }
         }
         // Woken to the count it was held at (`Sleep::write`): read again until it is back at it.
@@ -80,27 +79,25 @@ pub(super) fn held_by_lever(observed: &Observed, mut plan: Plan, now: DateTime<U
 /// Removes `paused-at`, and the lever's `key` when `ours`, in one patch where the lever is the
 /// target itself.
 fn give_back(observed: &Observed, plan: &mut Plan, key: &str, ours: bool) {
-    let mut annotations = json!({ PAUSED_AT: null });
+    let mut annotations = vec![(PAUSED_AT, None)];
     match &observed.lever_object {
         Some((lever, state)) if ours => {
             plan.lever = Some(LeverWrite {
                 target: lever.clone(),
-                body: annotations_patch(json!({ key: null }), state.resource_version.as_ref()),
+                body: annotations_patch([(key, None)], state.resource_version.as_ref()),
                 before_patch: true,
             });
         }
-        None if ours => annotations[key] = Value::Null,
+        None if ours => annotations.push((key, None)),
         _ => {}
     }
     match plan.patch.as_mut() {
         // Another write of this look (a warning said): the record goes with it.
         Some(patch) => {
-            if let (Some(into), Some(from)) = (
-                patch.body["metadata"]["annotations"].as_object_mut(),
-                annotations.as_object(),
-            ) {
-                into.extend(from.clone());
-            }
+            let removed = annotations
+                .into_iter()
+                .map(|(key, _)| (key.to_string(), None));
+            patch.body.annotations.extend(removed);
         }
         None => {
             plan.patch = Some(TargetPatch {

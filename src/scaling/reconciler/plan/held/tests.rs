@@ -30,7 +30,7 @@ fn scaler(annotations: &[(&str, &str)], held_at: Option<i32>, day: u32, hour: u3
 fn the_night_remembers_the_count_keda_held_and_the_morning_sets_the_scaled_object_to_it() {
     let night = scaler(&[NIGHTLY[0], NIGHTLY[1], PAUSED], Some(3), 23, 20);
     let asleep = plan(&night, &SETTINGS, at(23, 20, 0, 0));
-    let annotations = &asleep.patch.expect("the sleep").body["metadata"]["annotations"];
+    let annotations = &asleep.patch.expect("the sleep").body.to_json()["metadata"]["annotations"];
     assert_eq!(annotations[PAUSED_REPLICAS], "0");
     assert_eq!(annotations[ORIGINAL_VALUE], "", "it had no paused-replicas");
     assert_eq!(annotations[PAUSED_AT], "3", "the count KEDA held it at");
@@ -53,7 +53,7 @@ fn the_night_remembers_the_count_keda_held_and_the_morning_sets_the_scaled_objec
         note.ends_with("; held at 3, as it was paused before the night, until it runs 3"),
         "{note}"
     );
-    let annotations = &morning.patch.expect("the wake").body["metadata"]["annotations"];
+    let annotations = &morning.patch.expect("the wake").body.to_json()["metadata"]["annotations"];
     assert_eq!(
         annotations[PAUSED_REPLICAS], "3",
         "removed, it would leave the workload at 0 under `paused`"
@@ -82,7 +82,7 @@ fn once_the_workload_is_back_at_its_count_keda_s_paused_holds_it_and_ours_goes()
     assert_eq!(waiting.recheck, Some(at(24, 7, 0, 4)));
 
     let back = plan(&scaler(&woken, Some(3), 24, 7), &SETTINGS, now);
-    let body = back.patch.expect("given back").body;
+    let body = back.patch.expect("given back").body.to_json();
     assert_eq!(
         body["metadata"]["annotations"],
         json!({ PAUSED_REPLICAS: null, PAUSED_AT: null })
@@ -97,7 +97,7 @@ fn once_the_workload_is_back_at_its_count_keda_s_paused_holds_it_and_ours_goes()
         .collect();
     let resumed = plan(&scaler(&unpaused, None, 24, 7), &SETTINGS, now);
     assert_eq!(
-        resumed.patch.expect("given back").body["metadata"]["annotations"],
+        resumed.patch.expect("given back").body.to_json()["metadata"]["annotations"],
         json!({ PAUSED_REPLICAS: null, PAUSED_AT: null })
     );
     // A person set another count meanwhile: theirs stays, only the record goes.
@@ -106,7 +106,7 @@ fn once_the_workload_is_back_at_its_count_keda_s_paused_holds_it_and_ours_goes()
     changed.push((PAUSED_REPLICAS, "5"));
     let kept = plan(&scaler(&changed, Some(5), 24, 7), &SETTINGS, now);
     assert_eq!(
-        kept.patch.expect("the record").body["metadata"]["annotations"],
+        kept.patch.expect("the record").body.to_json()["metadata"]["annotations"],
         json!({ PAUSED_AT: null })
     );
 }
