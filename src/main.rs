@@ -8,7 +8,7 @@ use cronscaler::{
             Cli, Command, KubeArgs, OutputFormat, OverrideArgs, PlanArgs, RestoreArgs, StatusArgs,
             StatusFormat,
         },
-        kubeconfig,
+        cluster, kubeconfig,
         on_demand::{OverrideTarget, set_override},
         plan, run as controller, status,
     },
@@ -205,13 +205,14 @@ async fn show_status(kube: &KubeArgs, args: StatusArgs) -> anyhow::Result<()> {
         .context("connecting to the Kubernetes API server")?;
     // A kind named that is not served yet has no objects to show.
     let (kinds, _) = objects::resolve(&client, &args.kinds.kinds).await;
-    let mut listed = status::read_cluster(
+    let cluster = cluster::read(
         &client,
         args.namespace.as_deref(),
         &kinds,
         args.kube_downscaler.read,
     )
     .await?;
+    let mut listed = status::listed(cluster);
     if args.kube_downscaler.read {
         listed.read_kube_downscaler_as_ours();
     }

@@ -26,7 +26,7 @@ mod cluster;
 mod state;
 
 pub(crate) use cluster::namespace_annotations;
-pub use cluster::{Listed, read_cluster};
+pub use cluster::{Listed, listed};
 pub use state::{NextAction, Standing, State, state};
 
 /// One object as listed.

@@ -7,7 +7,7 @@ use kube::{Client, ResourceExt as _};
 
 use super::StatusObject;
 use crate::{
-    commands::cluster::{self, Cluster, ListError, list_namespaces},
+    commands::cluster::{Cluster, list_namespaces},
     namespaces::NamespaceSchedules,
     scaling::gitops::{Tool, owner::claim, owners::Owners},
     schedule::kube_downscaler,
@@ -49,7 +49,7 @@ impl Listed {
     }
 
     /// Reads the workloads' kube-downscaler annotations as ours, as `run
-    /// --kube-downscaler-annotations` does (the Namespaces' are read so by [`read_cluster`]).
+    /// --kube-downscaler-annotations` does (the Namespaces' are read so by [`read`](crate::commands::cluster::read)).
     pub fn read_kube_downscaler_as_ours(&mut self) {
         for object in &mut self.objects {
             let records = object.kind.reads_kube_downscaler_records();
@@ -59,25 +59,20 @@ impl Listed {
     }
 }
 
-/// Lists the workloads of every kind of the catalogue (none without its CRD) and of `kinds`,
-/// and Namespaces, of the cluster or of `namespace`. A kind the user may not read is left out:
-/// the rest is still worth seeing. Only a default kind's absence is said; an optional one is
-/// unread wherever its role (rbac/optional/) was not granted, as an API server refuses before
-/// it knows whether the kind is even installed.
-pub async fn read_cluster(
-    client: &Client,
-    namespace: Option<&str>,
-    kinds: &[TargetKind],
-    kube_downscaler: bool,
-) -> Result<Listed, ListError> {
-    let Cluster {
+/// What `status` shows of the workloads and Namespaces [`read`](crate::commands::cluster::read) listed. A kind the user
+/// may not read is left out: the rest is still worth seeing. Only a default kind's absence is
+/// said; an optional one is unread wherever its role (rbac/optional/) was not granted, as an
+/// API server refuses before it knows whether the kind is even installed.
+pub fn listed(
+    Cluster {
         workloads,
         forbidden,
         schedules,
         namespaces_listed,
         owners: (owners, unreadable_owners),
-    } = cluster::read(client, namespace, kinds, kube_downscaler).await?;
-    Ok(Listed {
+    }: Cluster,
+) -> Listed {
+    Listed {
         objects: (workloads.iter())
             .map(|(kind, object)| StatusObject {
                 kind: *kind,
@@ -91,7 +86,7 @@ pub async fn read_cluster(
             .collect(),
         owners,
         unreadable_owners,
-    })
+    }
 }
 
 /// Every Namespace's annotations, or those of `namespace` alone.
