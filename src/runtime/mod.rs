@@ -13,6 +13,7 @@ pub mod relisting;
 pub mod watch;
 pub mod worker;
 pub mod workqueue;
+pub mod writes;
 
 /// The controller's name on the API server: the field manager of every write it makes, so
 /// `managedFields` tells who set what, and the reporting controller of its Events.

@@ -258,20 +258,20 @@ pub async fn look(
 
 async fn act(ctx: &ScalingContext, namespace: &str, plan: IdlePlan) -> Result<(), Error> {
     if let Some(patch) = plan.patch {
-        if ctx.dry_run {
-            tracing::info!(namespace, ?patch, "dry run: the idle sleep is not written");
-            return Ok(());
-        }
         let api: Api<Namespace> = Api::all(ctx.client.clone());
         let params = PatchParams {
             field_manager: Some(CONTROLLER_NAME.into()),
             ..PatchParams::default()
         };
-        match api
-            .patch_metadata(namespace, &params, &Patch::<()>::Json(patch))
+        let what = format!("write the idle sleep of Namespace {namespace}: {patch:?}");
+        let patch = Patch::<()>::Json(patch);
+        match (ctx.writes)
+            .make(what, api.patch_metadata(namespace, &params, &patch))
             .await
         {
-            Ok(_) => {}
+            Ok(Some(_)) => {}
+            // A dry run: nothing to tell.
+            Ok(None) => return Ok(()),
             // Woken, or changed otherwise, since it was read (a `test` failed), or gone: its
             // next change brings it back here.
             Err(error) if is_status(&error, 422) || is_status(&error, 409) => return Ok(()),

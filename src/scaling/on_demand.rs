@@ -58,23 +58,19 @@ pub async fn end_namespace_override(
     };
     let api: Api<Namespace> = Api::all(ctx.client.clone());
     for (key, value) in expired_keys(&annotations, now) {
-        if ctx.dry_run {
-            tracing::info!(namespace, key, "dry run: the ended override is not removed");
-            continue;
-        }
         let params = PatchParams {
             field_manager: Some(CONTROLLER_NAME.into()),
             ..PatchParams::default()
         };
-        match api
-            .patch(
-                namespace,
-                &params,
-                &Patch::<()>::Json(remove_if_still(key, &value)),
-            )
+        let patch = Patch::<()>::Json(remove_if_still(key, &value));
+        let what = format!("remove the ended override {key} of Namespace {namespace}");
+        match ctx
+            .writes
+            .make(what, api.patch(namespace, &params, &patch))
             .await
         {
-            Ok(_) => {
+            Ok(None) => {}
+            Ok(Some(_)) => {
                 tracing::info!(namespace, key, %value, "removed the Namespace's ended override")
             }
             // Gone, or set anew since (the test fails): nothing of ours to remove.

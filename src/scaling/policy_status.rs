@@ -99,24 +99,23 @@ where
         None => name.clone(),
     };
     if let Some(status) = &write.status {
-        if ctx.dry_run {
-            tracing::info!(object = %shown, %kind, status = %status.merge_patch(), "dry run: would write status");
-        } else {
-            api.patch_status(
-                &name,
-                &PatchParams {
-                    field_manager: Some(CONTROLLER_NAME.into()),
-                    ..PatchParams::default()
-                },
-                &Patch::Merge(status.merge_patch()),
-            )
+        let params = PatchParams {
+            field_manager: Some(CONTROLLER_NAME.into()),
+            ..PatchParams::default()
+        };
+        let patch = Patch::Merge(status.merge_patch());
+        let what = format!(
+            "write the status of {kind} {shown}: {}",
+            status.merge_patch()
+        );
+        (ctx.writes)
+            .make(what, api.patch_status(&name, &params, &patch))
             .await
             .map_err(|source| Error::Status {
                 kind: kind.name(),
                 object: shown.clone(),
                 source,
             })?;
-        }
     }
     let reference = object.object_ref(&());
     for (reason, note) in write.warnings {

@@ -26,7 +26,7 @@ use crate::{
     error::Error,
     namespaces::{NamespaceSchedules, policies::declarations::Declarations},
     ops::metrics::Metrics,
-    runtime::{events::Events, worker::Next, workqueue::Enqueue},
+    runtime::{events::Events, worker::Next, workqueue::Enqueue, writes::Writes},
     scaling::{
         gitops::{self, Owner, owners::Owners},
         hpa::HpaIndex,
@@ -52,8 +52,9 @@ pub struct ScalingContext {
     pub client: Client,
     pub events: Events,
     pub default_timezone: Tz,
-    /// Log and report what would be done, change nothing.
-    pub dry_run: bool,
+    /// Where its writes go: the API server, or in a dry run (log and report what would be
+    /// done, change nothing) the log.
+    pub writes: Writes,
     pub metrics: Metrics,
     /// How long a new object is not put to sleep by a catch-up, and the timer that brings it
     /// back when that ends (and a step of an ordered wake when it looks again); without it
@@ -109,9 +110,9 @@ impl ScalingContext {
     ) -> Self {
         Self {
             client,
+            writes: Writes::new(events.clone(), dry_run),
             events,
             default_timezone,
-            dry_run,
             metrics,
             grace: None,
             namespaces: NamespaceSchedules::default(),
@@ -412,11 +413,10 @@ pub async fn wake_turn(
             for target in parked {
                 queue.add(ScalingKey::Scale(target));
             }
-            if let (Some(waited), false) = (waited, ctx.dry_run) {
+            if let Some(waited) = waited {
                 let note = turns::waited_note(waited, turns.max());
-                ctx.events
-                    .normal(&ctx.namespaces.reference(namespace), "WakeTurn", note)
-                    .await;
+                let namespace = ctx.namespaces.reference(namespace);
+                ctx.writes.tell(&namespace, "WakeTurn", note, false).await;
             }
             Ok(Next::Done)
         }

@@ -75,7 +75,7 @@ pub async fn act(
     if let (Some(wakes), true, true) = (
         &ctx.wakes,
         plan.wakes_namespace,
-        written.is_ok() && !ctx.dry_run,
+        written.is_ok() && !ctx.writes.dry_run(),
     ) {
         // Nobody listening any more only means nobody measures.
         let _ = wakes.send(target.key.namespace.clone());
@@ -96,15 +96,11 @@ async fn tell_step(ctx: &ScalingContext, namespace: &str, step: &Step) {
     ctx.wake_steps.let_go(namespace, due, order);
     if let Step::GoesAnyway { note, .. } = step
         && ctx.wake_steps.first_told(namespace, due, order)
-        && !ctx.dry_run
     {
         tracing::warn!(namespace, %note, "wake step timed out");
-        ctx.events
-            .warning(
-                &ctx.namespaces.reference(namespace),
-                "WakeStepTimedOut",
-                note.clone(),
-            )
+        let regarding = ctx.namespaces.reference(namespace);
+        (ctx.writes)
+            .tell(&regarding, "WakeStepTimedOut", note.clone(), true)
             .await;
     }
 }
@@ -117,7 +113,7 @@ async fn write(
     plan: &Plan,
 ) -> Result<(), Error> {
     let release_direction = plan.release_direction.unwrap_or(ScaleDirection::Up);
-    if ctx.dry_run {
+    if ctx.writes.dry_run() {
         return dry_run(ctx, target, object, plan, release_direction).await;
     }
     make_hpa_changes(ctx, &plan.releases, release_direction).await?;
@@ -187,12 +183,15 @@ async fn write_lever(ctx: &ScalingContext, lever: &LeverWrite) -> Result<(), Err
 /// needs nothing.
 pub async fn write_owner(ctx: &ScalingContext, write: &OwnerWrite) -> Result<(), Error> {
     let owner = &write.owner;
-    if ctx.dry_run {
-        tracing::info!(%owner, body = %write.body, "dry run, not done: owner");
-        return Ok(());
-    }
-    match owner.patch(&ctx.client, &write.body).await {
-        Ok(()) => {}
+    let what = format!("write {owner}: {}", write.body);
+    match ctx
+        .writes
+        .make(what, owner.patch(&ctx.client, &write.body))
+        .await
+    {
+        Ok(Some(())) => {}
+        // A dry run: nothing to tell.
+        Ok(None) => return Ok(()),
         Err(error) if is_status(&error, 404) => return Ok(()),
         Err(error) => {
             let key = ObjectKey::new(&owner.namespace, &owner.name);
@@ -206,12 +205,9 @@ pub async fn write_owner(ctx: &ScalingContext, write: &OwnerWrite) -> Result<(),
     tracing::info!(%owner, body = %write.body, "owner written");
     if let Some((reason, note)) = &write.event {
         let reference = owner.reference(write.uid.clone());
-        match write.warns {
-            true => {
-                ctx.events.warning(&reference, reason, note.clone()).await;
-            }
-            false => ctx.events.normal(&reference, reason, note.clone()).await,
-        }
+        (ctx.writes)
+            .tell(&reference, reason, note.clone(), write.warns)
+            .await;
     }
     Ok(())
 }
@@ -345,7 +341,7 @@ async fn warn_once(
         .events
         .warning(&object.reference, warning.reason, note)
         .await
-        || ctx.dry_run
+        || ctx.writes.dry_run()
     {
         return Ok(());
     }
@@ -366,7 +362,7 @@ async fn warn_once(
 /// Records what a Namespace's transition did to one of its workloads, and has the report told
 /// once the outcomes settle.
 fn record(ctx: &ScalingContext, namespace: &str, tally: &Tally, written: &Result<(), Error>) {
-    let (Some((reports, queue)), false) = (&ctx.reports, ctx.dry_run) else {
+    let (Some((reports, queue)), false) = (&ctx.reports, ctx.writes.dry_run()) else {
         return;
     };
     let outcome = match (written, tally.changes) {

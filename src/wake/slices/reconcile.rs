@@ -27,7 +27,7 @@ use crate::{
     error::Error,
     namespaces::NamespaceSchedules,
     runtime::{
-        CONTROLLER_NAME, api_errors::is_status, events::Events, key::ObjectKey, worker::Next,
+        CONTROLLER_NAME, api_errors::is_status, key::ObjectKey, worker::Next, writes::Writes,
     },
     scaling::hpa::HpaIndex,
     schedule::{self, Direction, Transition, WakeOnRequest, asleep, next_change},
@@ -56,10 +56,10 @@ pub struct WakeSlices {
     /// The backend's port (`--wake-addr`'s), which every port of our slices names.
     pub port: u16,
     pub default_timezone: Tz,
-    pub dry_run: bool,
+    /// Where its writes and their Events go (only the log, in a dry run).
+    pub writes: Writes,
     /// `--wake-step-timeout`: a wake that takes longer leaves no slice of ours.
     pub step_timeout: TimeDelta,
-    pub events: Events,
     /// `--wake-slices-owner`: the install's ClusterRole, which owns every slice of ours so
     /// that uninstalling deletes them.
     pub owner: Option<String>,
@@ -135,15 +135,16 @@ pub async fn reconcile(
         owner.as_ref(),
     );
     act(ctx, namespace, &plan).await?;
-    if timed_out && !plan.delete.is_empty() && !ctx.dry_run {
+    if timed_out && !plan.delete.is_empty() {
         let note = format!(
             "not ready within --wake-step-timeout ({}s) of the wake: {}; its Services' wake-up \
              EndpointSlices were removed, so requests reach their Pods directly",
             ctx.step_timeout.num_seconds(),
             unready.join(", ")
         );
-        ctx.events
-            .warning(&ctx.namespaces.reference(namespace), "WakeNotReady", note)
+        let regarding = ctx.namespaces.reference(namespace);
+        ctx.writes
+            .tell(&regarding, "WakeNotReady", note, true)
             .await;
     }
     Ok(match stage {
@@ -390,7 +391,7 @@ async fn act(ctx: &WakeSlices, namespace: &str, plan: &SlicesPlan) -> Result<(),
         return Ok(());
     }
     let api: Api<EndpointSlice> = Api::namespaced(ctx.client.clone(), namespace);
-    if ctx.dry_run {
+    if ctx.writes.dry_run() {
         let applied: Vec<_> = plan.apply.iter().map(|slice| slice.name_any()).collect();
         tracing::info!(namespace, ?applied, deleted = ?plan.delete, "dry run: would write the wake-up EndpointSlices");
         return Ok(());

@@ -375,9 +375,11 @@ mod against_the_api_server {
             backend_service: ObjectKey::new("cronscaler", "cronscaler-wake"),
             port: 8082,
             default_timezone: Tz::UTC,
-            dry_run: false,
+            writes: crate::runtime::writes::Writes::new(
+                crate::runtime::events::Events::new(client, None),
+                false,
+            ),
             step_timeout: chrono::TimeDelta::minutes(5),
-            events: crate::runtime::events::Events::new(client, None),
             owner: None,
             written: Written::default(),
             levers: Default::default(),
