@@ -131,41 +131,6 @@ async fn scale_down_records_the_original_and_sets_replicas_in_one_request() {
     reconcile_ok(deployment_target(), &[at(20, 0, 0)], false, script).await;
 }
 
-#[tokio::test]
-async fn scale_up_restores_the_original_and_forgets_it() {
-    let night = [
-        NIGHTLY[0],
-        NIGHTLY[1],
-        (schedule::ORIGINAL_REPLICAS, "2"),
-        (schedule::LAST_TRANSITION, "2026-11-22T20:00:00Z down"),
-    ];
-    let before = app_0(0, &night);
-    let script = vec![
-        get(APP_0, before.clone()),
-        scale_patch(
-            APP_0,
-            json!({
-                "metadata": {
-                    "annotations": {
-                        "cronscaler.dev/original-replicas": null,
-                        "cronscaler.dev/last-transition": "2026-11-23T07:00:00Z up",
-                    },
-                },
-                "spec": { "replicas": 2 },
-            }),
-            before,
-        ),
-        event(
-            "load-0",
-            "Normal",
-            "ScaledUp",
-            "scaled up from 0 to 2 replicas by cronscaler.dev/scale-up \"0 7 * * *\" (UTC) at 2026-11-23T07:00:00Z",
-            "app-0",
-        ),
-    ];
-    reconcile_ok(deployment_target(), &[at(7, 0, 1)], false, script).await;
-}
-
 /// `--kube-downscaler-annotations`: what kube-downscaler put to sleep wakes to the count it
 /// recorded, and its record goes with ours.
 #[tokio::test]
@@ -216,49 +181,6 @@ async fn a_count_kube_downscaler_recorded_is_given_back_and_its_record_removed()
             panic!("reconcile failed: {error}");
         }
     }
-}
-
-#[tokio::test]
-async fn a_person_scaling_up_at_night_is_left_alone_and_named_once_even_across_restarts() {
-    let night = [
-        NIGHTLY[0],
-        NIGHTLY[1],
-        (schedule::ORIGINAL_REPLICAS, "5"),
-        (schedule::LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
-    ];
-    let cause = &schedule::reverted_cause("2026-11-23T20:00:00Z down".parse().unwrap());
-    let told = [
-        night[0],
-        night[1],
-        night[2],
-        night[3],
-        (schedule::WARNED, cause),
-    ];
-    // The fixture's managedFields say `curl` last set spec.replicas, through /scale.
-    let woken = app_0(2, &night);
-    let script = vec![
-        get(APP_0, woken),
-        warned_patch(cause, app_0(2, &told)),
-        event(
-            "load-0",
-            "Warning",
-            "ScaleReverted",
-            "replicas changed from 0 to 2 by curl (through /scale) after the scheduled scale-down at \
-             2026-11-23T20:00:00Z; left alone until the next transition",
-            "app-0",
-        ),
-        get(APP_0, app_0(2, &told)),
-    ];
-    reconcile_ok(
-        deployment_target(),
-        &[at(22, 0, 0), at(23, 0, 0)],
-        false,
-        script,
-    )
-    .await;
-    // A restarted controller (a new context, nothing in memory) reads the same object.
-    let script = vec![get(APP_0, app_0(3, &told))];
-    reconcile_ok(deployment_target(), &[at(23, 30, 0)], false, script).await;
 }
 
 #[tokio::test]
@@ -321,35 +243,6 @@ async fn removing_the_schedule_at_night_restores_the_original_and_cleans_up() {
 }
 
 #[tokio::test]
-async fn removing_the_schedule_after_a_person_changed_replicas_only_removes_the_annotations() {
-    let leftovers = [
-        (schedule::ORIGINAL_REPLICAS, "3"),
-        (schedule::LAST_TRANSITION, "2026-11-22T20:00:00Z down"),
-    ];
-    let script = vec![
-        get(APP_0, app_0(6, &leftovers)),
-        scale_patch(
-            APP_0,
-            json!({
-                "metadata": {
-                    "annotations": { "cronscaler.dev/original-replicas": null, "cronscaler.dev/last-transition": null },
-                },
-            }),
-            app_0(6, &[]),
-        ),
-        event(
-            "load-0",
-            "Normal",
-            "ScheduleRemoved",
-            "schedule annotations removed: replicas left at 6 because they were changed after the scale-down \
-             to 0; the controller's annotations removed",
-            "app-0",
-        ),
-    ];
-    reconcile_ok(deployment_target(), &[at(23, 0, 0)], false, script).await;
-}
-
-#[tokio::test]
 async fn a_scale_down_cron_alone_records_the_replicas_each_night_finds() {
     // Scaled down from 3 last night, woken to 6 by hand today.
     let last_night = [
@@ -392,38 +285,6 @@ async fn a_paused_schedule_does_nothing_at_all() {
 }
 
 #[tokio::test]
-async fn invalid_annotations_are_reported_by_key_value_and_reason_without_scaling() {
-    let broken = [
-        (schedule::SCALE_DOWN, "0 20 * * *"),
-        (schedule::TIMEZONE, "Mars/Olympus"),
-    ];
-    let cause = schedule::refused_cause(&crate::schedule::test_support::annotations(&broken));
-    let told = [broken[0], broken[1], (schedule::WARNED, cause.as_str())];
-    let script = vec![
-        get(APP_0, app_0(2, &broken)),
-        warned_patch(&cause, app_0(2, &told)),
-        event(
-            "load-0",
-            "Warning",
-            "InvalidSchedule",
-            "no scheduled scaling until the annotations are fixed: cronscaler.dev/timezone: \"Mars/Olympus\" is not \
-             an IANA time zone name",
-            "app-0",
-        ),
-        // An HPA or `kubectl scale` changed the replicas since: the same annotations are not
-        // reported again.
-        get(APP_0, app_0(4, &told)),
-    ];
-    reconcile_ok(
-        deployment_target(),
-        &[at(21, 0, 0), at(21, 5, 0)],
-        false,
-        script,
-    )
-    .await;
-}
-
-#[tokio::test]
 async fn a_foo_is_scaled_through_its_spec() {
     let mut foo: Value = serde_json::from_str(FOO).unwrap();
     foo["metadata"]["annotations"] = json!({ (schedule::SCALE_DOWN): "0 0 20 * * *" });
@@ -452,57 +313,6 @@ async fn a_foo_is_scaled_through_its_spec() {
         ),
     ];
     reconcile_ok(foo_target(), &[at(20, 0, 0)], false, script).await;
-}
-
-#[tokio::test]
-async fn a_stateful_set_sleeps_as_a_deployment_does() {
-    let path = "/apis/apps/v1/namespaces/shop/statefulsets/db";
-    // Shaped as a v1.26 API server answers; the controller reads only metadata and replicas.
-    let stateful_set = json!({
-        "apiVersion": "apps/v1", "kind": "StatefulSet",
-        "metadata": {
-            "name": "db", "namespace": "shop", "uid": "7f0c4bb6-9a55-4b58-b0c5-2f6f3e6c1a9d",
-            "resourceVersion": "4711", "generation": 1,
-            "annotations": { (schedule::SCALE_DOWN): "0 20 * * *" },
-        },
-        "spec": {
-            "replicas": 3, "serviceName": "db",
-            "selector": { "matchLabels": { "app": "db" } },
-            "template": {
-                "metadata": { "labels": { "app": "db" } },
-                "spec": { "containers": [{ "name": "db", "image": "postgres:16" }] },
-            },
-        },
-    });
-    let script = vec![
-        get(path, stateful_set.clone()),
-        scale_patch(
-            path,
-            json!({
-                "metadata": {
-                    "resourceVersion": "4711",
-                    "annotations": {
-                        "cronscaler.dev/original-replicas": "3",
-                        "cronscaler.dev/last-transition": "2026-11-23T20:00:00Z down",
-                    },
-                },
-                "spec": { "replicas": 0 },
-            }),
-            stateful_set,
-        ),
-        event(
-            "shop",
-            "Normal",
-            "ScaledDown",
-            "scaled down from 3 to 0 replicas by cronscaler.dev/scale-down \"0 20 * * *\" (UTC) at 2026-11-23T20:00:00Z",
-            "db",
-        ),
-    ];
-    let target = ScaleTarget {
-        kind: TargetKind::StatefulSet,
-        key: ObjectKey::new("shop", "db"),
-    };
-    reconcile_ok(target, &[at(20, 0, 0)], false, script).await;
 }
 
 /// A CronJob as a v1.26 API server answers it.
@@ -625,50 +435,6 @@ async fn a_cron_job_suspended_before_the_night_stays_suspended() {
     };
     let morning = at(20, 0, 0) + chrono::Duration::hours(11);
     reconcile_ok(target, &[at(20, 0, 0), morning], false, script).await;
-}
-
-#[tokio::test]
-async fn a_catch_up_waits_for_the_end_of_a_new_objects_grace_period() {
-    let mut deployed_tonight = app_0(2, &NIGHTLY);
-    deployed_tonight["metadata"]["creationTimestamp"] = json!("2026-11-23T20:30:00Z");
-    let (client, server) = mock_client();
-    let server = tokio::spawn(server.serve(vec![get(APP_0, deployed_tonight)]));
-    let queue = crate::runtime::workqueue::WorkQueue::<ScalingKey>::new(Default::default());
-    let timer = Timer::spawn(
-        crate::runtime::workqueue::Enqueue::new(queue),
-        crate::scaling::timer::system_clock(),
-    );
-    let ctx = crate::scaling::test_support::context(client, false)
-        .with_grace(chrono::TimeDelta::minutes(15), timer);
-    // Five minutes old: the scheduled 20:00 scale-down is one it never lived through.
-    reconcile(&ctx, &deployment_target(), at(20, 35, 0))
-        .await
-        .expect("held back, not failed");
-    drop(ctx);
-    server.await.unwrap();
-}
-
-#[tokio::test]
-async fn a_schedule_on_a_deployment_of_a_foo_is_refused_naming_the_foo() {
-    let mut deployment = app_0(1, &NIGHTLY);
-    deployment["metadata"]["ownerReferences"] = json!([{
-        "apiVersion": "samplecontroller.k8s.io/v1alpha1", "kind": "Foo", "name": "example-foo",
-        "uid": "54d821c1-663f-4eee-9d8b-bc59df6ae462", "controller": true, "blockOwnerDeletion": true,
-    }]);
-    let cause = schedule::refused_cause(&crate::schedule::test_support::annotations(&NIGHTLY));
-    let script = vec![
-        get(APP_0, deployment.clone()),
-        warned_patch(&cause, deployment),
-        event(
-            "load-0",
-            "Warning",
-            "InvalidSchedule",
-            "schedule annotations on a Deployment controlled by Foo \"example-foo\" are ignored: annotate Foo \
-             \"example-foo\" instead, so the two controllers never fight over replicas",
-            "app-0",
-        ),
-    ];
-    reconcile_ok(deployment_target(), &[at(20, 0, 0)], false, script).await;
 }
 
 #[tokio::test]

@@ -170,12 +170,17 @@ fn a_scale_up_gives_back_the_count_it_took_and_forgets_it() {
     let body = patch_body(&plan);
     assert_eq!(body["spec"]["replicas"], json!(3));
     assert_eq!(
-        body["metadata"]["annotations"][ORIGINAL_REPLICAS],
-        Value::Null
+        body["metadata"]["annotations"],
+        json!({ (ORIGINAL_REPLICAS): null, (LAST_TRANSITION): "2026-11-24T07:00:00Z up" })
     );
     assert_eq!(
-        plan.event.as_ref().map(|(reason, _)| *reason),
-        Some("ScaledUp")
+        plan.event,
+        Some((
+            "ScaledUp",
+            "scaled up from 0 to 3 replicas by cronscaler.dev/scale-up \"0 7 * * *\" (UTC) at \
+             2026-11-24T07:00:00Z"
+                .into()
+        ))
     );
 }
 
@@ -277,6 +282,16 @@ fn invalid_annotations_are_warned_of_by_key_and_value_and_nothing_is_scaled() {
          \"Mars/Olympus\" is not an IANA time zone name"
     );
     assert_eq!(warning.cause, refused_cause(&annotations(&broken)));
+    // Said: the next look, the annotations unchanged, writes and says nothing.
+    let told = said(deployment(3, &broken), &warning.cause);
+    assert_eq!(
+        super::plan(
+            &observed(TargetKind::Deployment, &told, now),
+            &SETTINGS,
+            now
+        ),
+        Plan::default()
+    );
 }
 
 #[test]
@@ -402,6 +417,15 @@ fn a_person_s_change_after_a_scale_down_is_warned_of_once_and_gives_the_hpa_back
         "{:?}",
         plan.releases
     );
+    // Said: the next look warns no more, however often it is made (a restart keeps nothing
+    // but the object's label).
+    let mut told = observed(
+        TargetKind::Deployment,
+        &said(deployment(3, &night), &warning.cause),
+        now,
+    );
+    told.hpas = web.hpas.clone();
+    assert_eq!(super::plan(&told, &SETTINGS, now).warning, None);
 }
 
 #[test]
@@ -473,6 +497,10 @@ fn a_schedule_taken_off_forgets_its_warning_with_its_records() {
     assert_eq!(
         patch.body.to_json()["metadata"]["annotations"],
         json!({ (ORIGINAL_REPLICAS): null, (LAST_TRANSITION): null })
+    );
+    assert_eq!(
+        patch.body.spec, None,
+        "the replicas a person set are left alone"
     );
     // Never warned of: no label to take off, and none in the patch.
     let quiet = deployment(5, &records);
