@@ -59,7 +59,7 @@ const NOT_RUN_HERE: &[(&str, &str)] = &[
         "a benchmark, run by hand",
     ),
     (
-        "MALLOC_ARENA_MAX=2 MALLOC_TRIM_THRESHOLD_=131072 cargo test --release --test e2e_memory -- --ignored --nocapture",
+        "MALLOC_ARENA_MAX=2 MALLOC_TRIM_THRESHOLD_=131072 cargo test --release --test e2e memory:: -- --ignored --nocapture",
         "a benchmark of minutes on a real API server, run by hand",
     ),
     (

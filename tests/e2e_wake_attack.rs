@@ -1,7 +1,8 @@
 //! The wake-up backend under attack, against a real API server, served by the controller
 //! process as its ServiceAccount: connections pinned by clients that never read, routing
-//! headers from whoever sends them, and hosts two Namespaces claim. The status flood, which
-//! needs the machine to itself to measure lateness, is in `e2e_wake_flood.rs`.
+//! headers from whoever sends them, and hosts two Namespaces claim. In a binary of its own, as
+//! the status flood (`tests/e2e_wake_flood.rs`) is: 50,000 pinned connections would take the
+//! open files of every test beside it.
 //!
 //! See `tests/support/mod.rs` for where the API server comes from.
 

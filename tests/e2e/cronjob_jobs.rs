@@ -2,7 +2,7 @@
 //! at night, the Job of an excluded backup CronJob, and the Job of a CronJob with a schedule of
 //! its own that keeps it awake now, run on, while a Job nobody made sleeps with its Namespace.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

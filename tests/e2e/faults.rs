@@ -4,7 +4,7 @@
 //!
 //! These need `KUBEBUILDER_ASSETS`; see `tests/support/mod.rs`.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

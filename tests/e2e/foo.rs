@@ -6,7 +6,7 @@
 //! The controller is the `cronscaler` binary, running as the project's ServiceAccount with the
 //! rights `rbac/` grants. See `tests/support/mod.rs` for where the API server comes from.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

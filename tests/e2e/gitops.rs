@@ -2,7 +2,7 @@
 //! played by the test as `support::gitops` says. The controller runs over every namespace, as
 //! installed, so each scenario has a control plane of its own.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

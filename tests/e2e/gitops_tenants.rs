@@ -5,7 +5,7 @@
 //! and every pause is given back within a minute of the end of its night, however it ended:
 //! the workloads deleted, `pause` taken away, the leader killed, `restore` of one object.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -9,7 +9,7 @@
 //! See `tests/support/mod.rs` for where the API server comes from, and
 //! `tests/support/prometheus.rs` for Prometheus and the exporter it scrapes.
 
-mod support;
+use crate::support;
 
 use std::{path::Path, time::Duration};
 

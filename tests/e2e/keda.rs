@@ -7,7 +7,7 @@
 //!
 //! Without `../shared/crds/` (KEDA's real CRD) these tests say they are skipped.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -2,12 +2,12 @@
 //! projects whose objects live there (`../shared/crds/`): an Argo Rollout and a CRD of our own
 //! through their replicas, a KEDA-scaled Deployment through its ScaledObject while the test plays
 //! KEDA, CloudNativePG Clusters through their hibernation annotation, a running Job suspended.
-//! Kinds named by `--kinds` outside the catalogue are `e2e_own_kinds`'.
+//! Kinds named by `--kinds` outside the catalogue are `own_kinds`'.
 //!
 //! No operator runs: the test plays the one that matters. Without `../shared/crds/` these tests
 //! say they are skipped.
 
-mod support;
+use crate::support;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use std::time::Duration;

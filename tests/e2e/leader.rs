@@ -6,7 +6,7 @@
 //! Lease there, named after its own namespace. See `tests/support/mod.rs` for where the API
 //! server comes from.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

@@ -4,13 +4,13 @@
 //!
 //! ```sh
 //! MALLOC_ARENA_MAX=2 MALLOC_TRIM_THRESHOLD_=131072 KUBEBUILDER_ASSETS=... \
-//!   cargo test --release --test e2e_memory -- --ignored --nocapture
+//!   cargo test --release --test e2e memory:: -- --ignored --nocapture
 //! ```
 //!
 //! `CRONSCALER_BENCH_DEPLOYMENTS` changes the count (one in ten scheduled), and
 //! `CRONSCALER_E2E_BINARY` measures another build of the binary (an earlier commit's, say).
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

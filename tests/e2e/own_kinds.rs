@@ -3,7 +3,7 @@
 //! and `plan --kinds` and `restore --kinds` read it; one not installed yet is taken in when its CRD appears, and one the ServiceAccount may not
 //! read is named.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -5,10 +5,10 @@
 //! benchmark, run by hand, as the figures in the closing notes were:
 //!
 //! ```sh
-//! KUBEBUILDER_ASSETS=... cargo test --test e2e_request_costs -- --ignored --nocapture
+//! KUBEBUILDER_ASSETS=... cargo test --test e2e request_costs:: -- --ignored --nocapture
 //! ```
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

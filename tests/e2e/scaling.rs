@@ -6,7 +6,7 @@
 //! Crons are 6-field (seconds first) and a few seconds ahead, so nothing waits for a minute.
 //! See `tests/support/mod.rs` for where the API server comes from.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

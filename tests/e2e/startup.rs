@@ -5,7 +5,7 @@
 //!
 //! Needs `KUBEBUILDER_ASSETS`; see `tests/support/mod.rs`.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

@@ -4,7 +4,7 @@
 //! goes only where the backend can stand in for every Pod the Service selects, and never stays
 //! beside a ready endpoint of the Service's own.
 
-mod support;
+use crate::support;
 
 use std::{net::SocketAddr, time::Duration};
 

@@ -4,7 +4,7 @@
 //!
 //! See `tests/support/mod.rs` for where the API server comes from.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -1,10 +1,11 @@
-//! What the end-to-end test files share (each includes it with `mod support;`): where the API
-//! server comes from, one namespace per scenario, the controller binary run as a process, and
-//! helpers to wait for what a user would see with `kubectl get` and `kubectl describe`.
+//! What the end-to-end test files share (each binary includes it with `mod support;`): where
+//! the API server comes from, one namespace per scenario, the controller binary run as a
+//! process, and helpers to wait for what a user would see with `kubectl get` and `kubectl
+//! describe`.
 //!
 //! The API server is, in this order:
 //! - with `CRONSCALER_E2E=1`, the cluster of the current kubeconfig (as before this harness);
-//! - with `KUBEBUILDER_ASSETS`, a control plane of our own ([`envtest`]): one per test binary,
+//! - with `KUBEBUILDER_ASSETS`, a control plane of our own ([`envtest`]): one per test file,
 //!   shared by its tests, or one per test for scenarios that restart or reconfigure it;
 //! - otherwise none: every scenario says on stderr that it is skipped, and returns.
 
@@ -75,22 +76,32 @@ fn current_kubeconfig_requested() -> bool {
     std::env::var("CRONSCALER_E2E").as_deref() == Ok("1")
 }
 
-/// The backend every test of this binary shares, made on first use.
-static SHARED: tokio::sync::OnceCell<Result<Backend, String>> = tokio::sync::OnceCell::const_new();
+/// A backend shared, made on first use.
+type SharedBackend = Arc<tokio::sync::OnceCell<Result<Backend, String>>>;
 
-/// Stops the shared control plane when the test binary exits: statics are never dropped.
+/// The backends the tests share, by the file of the test: each file has a control plane of its
+/// own, as when each was a binary of its own, so that a file's tests may count what is on it.
+/// The current kubeconfig's cluster is one for all.
+static SHARED: Mutex<BTreeMap<&'static str, SharedBackend>> = Mutex::new(BTreeMap::new());
+
+/// Stops the shared control planes when the test binary exits: statics are never dropped.
 /// (Should the binary die by a signal instead, pdeathsig kills the processes.)
 extern "C" fn stop_shared_at_exit() {
-    match SHARED.get() {
-        Some(Ok(Backend::Envtest(plane))) => plane.stop(),
-        Some(Ok(Backend::Kubeconfig { sa_kubeconfig })) => {
-            let _ = std::fs::remove_file(sa_kubeconfig);
+    let shared = SHARED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    for backend in shared.values() {
+        match backend.get() {
+            Some(Ok(Backend::Envtest(plane))) => plane.stop(),
+            Some(Ok(Backend::Kubeconfig { sa_kubeconfig })) => {
+                let _ = std::fs::remove_file(sa_kubeconfig);
+            }
+            _ => {}
         }
-        _ => {}
     }
 }
 
-async fn shared_backend() -> Result<Backend, String> {
+async fn shared_backend(file: &str) -> Result<Backend, String> {
     if current_kubeconfig_requested() {
         return current_cluster().await;
     }
@@ -101,7 +112,7 @@ async fn shared_backend() -> Result<Backend, String> {
     let plane = ControlPlane::start(&assets, &Options::default()).await?;
     at_exit();
     say(&format!(
-        "envtest: shared control plane at {} ready in {:.1} s (admin kubeconfig: {})",
+        "envtest: {file}'s shared control plane at {} ready in {:.1} s (admin kubeconfig: {})",
         plane.server(),
         started.elapsed().as_secs_f64(),
         plane.admin_kubeconfig().display()
@@ -110,10 +121,11 @@ async fn shared_backend() -> Result<Backend, String> {
 }
 
 fn at_exit() {
-    // SAFETY: registers a plain function, once (SHARED is initialised once); it never unwinds.
-    unsafe {
+    static REGISTERED: std::sync::Once = std::sync::Once::new();
+    // SAFETY: registers a plain function, once; it never unwinds.
+    REGISTERED.call_once(|| unsafe {
         libc::atexit(stop_shared_at_exit);
-    }
+    });
 }
 
 /// `CRONSCALER_E2E=1`: installs the namespace, CRD and `rbac/` into the current kubeconfig's
@@ -176,21 +188,35 @@ pub struct Scenario {
 }
 
 impl Scenario {
-    /// A scenario on the control plane this test binary shares (or the current kubeconfig's
-    /// cluster). `None`, after saying so, when there is no API server to run against.
-    pub async fn shared(name: &str) -> Option<Self> {
-        if !current_kubeconfig_requested() && envtest::assets().is_none() {
-            say(&format!(
-                "{name}: skipped: needs a Kubernetes API server; {HOW_TO_GET_ASSETS}; or set \
-                 CRONSCALER_E2E=1 to use the cluster of the current kubeconfig"
-            ));
-            return None;
-        }
-        let backend = match SHARED.get_or_init(shared_backend).await {
-            Ok(backend) => backend.clone(),
-            Err(error) => panic!("{name}: no API server: {error}"),
+    /// A scenario on the control plane the tests of the calling file share (or the current
+    /// kubeconfig's cluster). `None`, after saying so, when there is no API server to run
+    /// against.
+    #[track_caller]
+    pub fn shared(name: &str) -> impl Future<Output = Option<Self>> + '_ {
+        let file = match current_kubeconfig_requested() {
+            true => "",
+            false => std::panic::Location::caller().file(),
         };
-        Some(Self::new(name, backend, false).await)
+        async move {
+            if !current_kubeconfig_requested() && envtest::assets().is_none() {
+                say(&format!(
+                    "{name}: skipped: needs a Kubernetes API server; {HOW_TO_GET_ASSETS}; or set \
+                     CRONSCALER_E2E=1 to use the cluster of the current kubeconfig"
+                ));
+                return None;
+            }
+            let shared = (SHARED
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()))
+            .entry(file)
+            .or_default()
+            .clone();
+            let backend = match shared.get_or_init(|| shared_backend(file)).await {
+                Ok(backend) => backend.clone(),
+                Err(error) => panic!("{name}: no API server: {error}"),
+            };
+            Some(Self::new(name, backend, false).await)
+        }
     }
 
     /// A scenario on a control plane of its own, for what would disturb other tests: stopping
