@@ -927,3 +927,99 @@ fn assert_records_only_its_warning(plan: &Plan, what: &str) {
         "{what}"
     );
 }
+
+/// Rules of a look at one workload, as its Events say them.
+mod looks {
+    use super::*;
+
+    fn planned(replicas: i32, pairs: &[(&str, &str)], now: DateTime<Utc>) -> Plan {
+        let web = observed(TargetKind::Deployment, &deployment(replicas, pairs), now);
+        super::super::plan(&web, &SETTINGS, now)
+    }
+
+    fn said(plan: &Plan) -> (&'static str, &str) {
+        let (reason, note) = plan.event.as_ref().expect("an Event");
+        (reason, note.as_str())
+    }
+
+    #[test]
+    fn a_missed_transition_is_applied_on_return_and_counted_as_late_as_it_is() {
+        // Down since Friday; the controller was away over the scale-up at 07:00 Monday.
+        let weekend = [
+            (SCALE_DOWN, "0 20 * * FRI"),
+            (SCALE_UP, "0 7 * * MON"),
+            (ORIGINAL_REPLICAS, "4"),
+            (LAST_TRANSITION, "2026-11-20T20:00:00Z down"),
+        ];
+        let plan = planned(0, &weekend, at(23, 9, 30, 0));
+        let body = patch_body(&plan);
+        assert_eq!(body["spec"]["replicas"], json!(4));
+        assert_eq!(
+            body["metadata"]["annotations"][LAST_TRANSITION],
+            json!("2026-11-23T07:00:00Z up")
+        );
+        assert_eq!(
+            said(&plan),
+            (
+                "ScaledUp",
+                "scaled up from 0 to 4 replicas by cronscaler.dev/scale-up \"0 7 * * MON\" (UTC) \
+                 at 2026-11-23T07:00:00Z"
+            )
+        );
+        let counted = plan.patch.and_then(|patch| patch.counted);
+        assert_eq!(
+            counted,
+            Some((ScaleDirection::Up, Duration::from_secs(2 * 3600 + 30 * 60)))
+        );
+    }
+
+    #[test]
+    fn a_schedule_removed_at_night_gives_back_the_count_and_its_records_go() {
+        let leftovers = [
+            (ORIGINAL_REPLICAS, "3"),
+            (LAST_TRANSITION, "2026-11-22T20:00:00Z down"),
+        ];
+        let plan = planned(0, &leftovers, at(23, 23, 0, 0));
+        let body = patch_body(&plan);
+        assert_eq!(body["spec"]["replicas"], json!(3));
+        assert_eq!(
+            body["metadata"]["annotations"],
+            json!({ (ORIGINAL_REPLICAS): null, (LAST_TRANSITION): null })
+        );
+        assert_eq!(
+            said(&plan),
+            (
+                "ScheduleRemoved",
+                "schedule annotations removed: replicas restored from 0 to 3; the controller's \
+                 annotations removed"
+            )
+        );
+    }
+
+    #[test]
+    fn a_scale_down_cron_alone_records_the_count_each_night_finds() {
+        // Scaled down from 3 last night, woken to 6 by hand today.
+        let last_night = [
+            (SCALE_DOWN, "0 20 * * *"),
+            (ORIGINAL_REPLICAS, "3"),
+            (LAST_TRANSITION, "2026-11-22T20:00:00Z down"),
+        ];
+        let plan = planned(6, &last_night, at(23, 20, 0, 0));
+        let body = patch_body(&plan);
+        assert_eq!(body["spec"]["replicas"], json!(0));
+        assert_eq!(
+            body["metadata"]["annotations"],
+            json!({
+                (ORIGINAL_REPLICAS): "6",
+                (LAST_TRANSITION): "2026-11-23T20:00:00Z down",
+            })
+        );
+        assert_eq!(said(&plan).0, "ScaledDown");
+    }
+
+    #[test]
+    fn a_paused_schedule_plans_nothing_at_all() {
+        let paused = [NIGHTLY[0], NIGHTLY[1], (crate::schedule::PAUSED, "true")];
+        assert_eq!(planned(2, &paused, at(23, 21, 0, 0)), Plan::default());
+    }
+}
