@@ -12,12 +12,13 @@ use tokio::time::Instant;
 use crate::{
     error::Error,
     foo::{self, FooContext},
+    namespaces::policies::declarations::Declarations,
     ops::metrics::{Metrics, Outcome, ResultLabels},
     runtime::{
         key::ObjectKey,
         worker::{Handled, Next, Reconcile},
     },
-    scaling::{self, ScalingContext, key::ScalingKey, policy_status, timer::Clock},
+    scaling::{self, ScalingContext, idle::Activity, key::ScalingKey, policy_status, timer::Clock},
     wake::{self, host_conflicts::HostConflicts, slices::WakeSlices},
 };
 
@@ -58,6 +59,11 @@ pub struct Reconcilers {
     pub slices: Option<WakeSlices>,
     /// The Warnings of Namespaces that claim a host alike.
     pub host_conflicts: HostConflicts,
+    /// What was seen of Namespaces' use, and who counts their requests, for sleep when idle.
+    pub activity: Activity,
+    /// The `SleepPolicy`s and `SleepSchedule`s as watched, whose status the controller writes
+    /// (none in a namespaced install).
+    pub declarations: Option<Declarations>,
     pub clock: Clock,
     pub metrics: Metrics,
 }
@@ -113,17 +119,23 @@ impl Reconcilers {
             WorkKey::Scaling(ScalingKey::NamespaceOverride(namespace)) => {
                 scaling::on_demand::end_namespace_override(&self.scale, namespace, now).await
             }
-            WorkKey::Scaling(ScalingKey::SleepPolicyStatus(name)) => {
-                policy_status::policy_status(&self.scale, name, now).await
-            }
-            WorkKey::Scaling(ScalingKey::SleepScheduleStatus(schedule)) => {
-                policy_status::sleep_schedule_status(&self.scale, schedule, now).await
-            }
+            WorkKey::Scaling(ScalingKey::SleepPolicyStatus(name)) => match &self.declarations {
+                Some(declarations) => {
+                    policy_status::policy_status(&self.scale, declarations, name, now).await
+                }
+                None => Ok(Next::Done),
+            },
+            WorkKey::Scaling(ScalingKey::SleepScheduleStatus(key)) => match &self.declarations {
+                Some(declarations) => {
+                    policy_status::sleep_schedule_status(&self.scale, declarations, key, now).await
+                }
+                None => Ok(Next::Done),
+            },
             WorkKey::Scaling(ScalingKey::WakeTurn(namespace)) => {
                 scaling::wake_turn(&self.scale, namespace, now).await
             }
             WorkKey::Scaling(ScalingKey::Idle(namespace)) => {
-                scaling::idle::look(&self.scale, namespace, now).await
+                scaling::idle::look(&self.scale, &self.activity, namespace, now).await
             }
             WorkKey::Scaling(ScalingKey::WakeHosts(namespace)) => {
                 self.host_conflicts.tell(namespace).await;
@@ -211,6 +223,8 @@ mod tests {
             scale: ScalingContext::new(client, events.clone(), Tz::UTC, false, Metrics::new().0),
             slices: None,
             host_conflicts: HostConflicts::new(NamespaceSchedules::watched([]), events),
+            activity: Activity::default(),
+            declarations: None,
             clock: system_clock(),
             metrics: Metrics::new().0,
         };

@@ -236,10 +236,8 @@ pub async fn run(
     .with_last_seen(last_seen)
     .with_gitops(owners, args.gitops.mode, scaling_queue)
     .with_wakes(wakes)
-    .with_declarations(declarations)
     .with_workloads_listed(workloads_listed)
-    .with_kinds(tracked.kinds())
-    .with_activity(activity);
+    .with_kinds(tracked.kinds());
     let reconcilers = Arc::new(Reconcilers {
         foo: FooContext {
             client,
@@ -249,6 +247,8 @@ pub async fn run(
         },
         slices: wake_slices,
         host_conflicts: HostConflicts::new(namespaces, events),
+        activity,
+        declarations: Some(declarations),
         scale,
         clock,
         metrics: metrics.clone(),

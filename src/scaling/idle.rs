@@ -207,13 +207,13 @@ impl Activity {
 }
 
 /// Looks at a Namespace with `idle-after` at `now`: puts it to sleep once nothing has used it
-/// for that long. Says when to look again.
+/// for that long, as `activity` saw its use. Says when to look again.
 pub async fn look(
     ctx: &ScalingContext,
+    activity: &Activity,
     namespace: &str,
     now: DateTime<Utc>,
 ) -> Result<Next, Error> {
-    let activity = &ctx.activity;
     let Some(annotations) = ctx.namespaces.annotations_of(namespace) else {
         activity.forget(namespace);
         return Ok(Next::Done);

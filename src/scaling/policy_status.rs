@@ -15,6 +15,7 @@ use crate::{
     error::Error,
     namespaces::policies::{
         crd::{SleepPolicy, SleepSchedule},
+        declarations::Declarations,
         status::{Declared, Kind, StatusWrite, status_write},
     },
     runtime::{CONTROLLER_NAME, key::ObjectKey, worker::Next},
@@ -25,15 +26,14 @@ use crate::{
 /// count of the workloads following it is still growing, and it would be written more than once.
 const LISTING_WAIT: Duration = Duration::from_secs(1);
 
-/// Brings a `SleepPolicy`'s status in line; when its state changes next.
+/// Brings a `SleepPolicy`'s status in line, as `declarations` has it; when its state changes
+/// next.
 pub async fn policy_status(
     ctx: &ScalingContext,
+    declarations: &Declarations,
     name: &str,
     now: DateTime<Utc>,
 ) -> Result<Next, Error> {
-    let Some(declarations) = &ctx.declarations else {
-        return Ok(Next::Done);
-    };
     let (Some(policy), Some(reach)) = (
         declarations.policies.get(&ObjectRef::new(name)),
         ctx.namespaces.reach_of_policy(name),
@@ -51,15 +51,14 @@ pub async fn policy_status(
     perform(ctx, &api, &*policy, Kind::SleepPolicy, write).await
 }
 
-/// Brings a `SleepSchedule`'s status in line; when its state changes next.
+/// Brings a `SleepSchedule`'s status in line, as `declarations` has it; when its state
+/// changes next.
 pub async fn sleep_schedule_status(
     ctx: &ScalingContext,
+    declarations: &Declarations,
     key: &ObjectKey,
     now: DateTime<Utc>,
 ) -> Result<Next, Error> {
-    let Some(declarations) = &ctx.declarations else {
-        return Ok(Next::Done);
-    };
     if !ctx.all_workloads_listed() {
         return Ok(Next::After(LISTING_WAIT));
     }

@@ -24,13 +24,12 @@ use tokio::{
 
 use crate::{
     error::Error,
-    namespaces::{NamespaceSchedules, policies::declarations::Declarations},
+    namespaces::NamespaceSchedules,
     ops::metrics::Metrics,
     runtime::{events::Events, worker::Next, workqueue::Enqueue, writes::Writes},
     scaling::{
         gitops::{self, Owner, owners::Owners},
         hpa::HpaIndex,
-        idle::Activity,
         key::ScalingKey,
         timer::Timer,
         transitions::order::{self, WakeSteps},
@@ -85,16 +84,12 @@ pub struct ScalingContext {
     /// Told the Namespace each time a workload following its schedule is scaled up, so that
     /// whoever listens can measure how long the Namespace takes to be ready.
     pub wakes: Option<UnboundedSender<String>>,
-    /// The `SleepPolicy`s and `SleepSchedule`s as watched, whose status the controller writes.
-    pub declarations: Option<Declarations>,
     /// The kinds it sleeps (`--kinds`), as they are now: an ordered wake waits for those of
     /// them that follow the Namespace.
     pub kinds: KindsInUse,
     /// The GitOps owners watched, the mode where nothing chooses one (`--gitops`), and the
     /// queue a paused owner's release goes into.
     pub gitops: (Owners, GitOpsMode, Option<Enqueue<ScalingKey>>),
-    /// What was seen of Namespaces' use, and who counts their requests, for sleep when idle.
-    pub activity: Activity,
 }
 
 /// `--max-override`'s default.
@@ -126,16 +121,9 @@ impl ScalingContext {
             wake_turns: (WakeTurns::default(), None),
             workloads_listed: None,
             wakes: None,
-            declarations: None,
             kinds: KindsInUse::new(TargetKind::defaults()),
             gitops: (Owners::default(), GitOpsMode::default(), None),
-            activity: Activity::default(),
         }
-    }
-
-    /// Sleeps Namespaces with `idle-after` by what `activity` saw of their use.
-    pub fn with_activity(self, activity: Activity) -> Self {
-        Self { activity, ..self }
     }
 
     /// Finds workloads' GitOps owners in `owners`, sleeps them beside their tool as `default`
@@ -154,14 +142,6 @@ impl ScalingContext {
 
     pub fn with_kinds(self, kinds: KindsInUse) -> Self {
         Self { kinds, ..self }
-    }
-
-    /// Writes the status of the `SleepPolicy`s and `SleepSchedule`s in `declarations`.
-    pub fn with_declarations(self, declarations: Declarations) -> Self {
-        Self {
-            declarations: Some(declarations),
-            ..self
-        }
     }
 
     /// Tells `wakes` of every Namespace whose workloads are scaled up by its schedule or

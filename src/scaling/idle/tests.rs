@@ -96,13 +96,12 @@ async fn idle_past_its_grace_it_is_put_to_sleep_and_then_left_alone() {
                 .reply(201, json!({})),
         ]));
     let started = now() - TimeDelta::hours(2);
-    let mut ctx = context(client, false)
-        .with_namespaces(shop())
-        .with_activity(Activity::new(counter(&url), started));
+    let mut ctx = context(client, false).with_namespaces(shop());
+    let activity = Activity::new(counter(&url), started);
     ctx.max_override = TimeDelta::hours(24);
     // A deploy an hour ago is long past the grace: nothing used it for 30 minutes.
-    ctx.activity.used("shop", now() - TimeDelta::hours(1));
-    let again = look(&ctx, "shop", now()).await.expect("slept");
+    activity.used("shop", now() - TimeDelta::hours(1));
+    let again = look(&ctx, &activity, "shop", now()).await.expect("slept");
     assert_eq!(
         again,
         Next::At(now() + TimeDelta::seconds(60)),
@@ -113,7 +112,7 @@ async fn idle_past_its_grace_it_is_put_to_sleep_and_then_left_alone() {
     slept.insert(ASLEEP_UNTIL.into(), "2026-11-26T14:32:00Z".into());
     slept.insert(IDLE_SINCE.into(), "2026-11-25T14:02:00Z".into());
     ctx.namespaces.update("shop", None, &slept);
-    let again = look(&ctx, "shop", now() + TimeDelta::seconds(5)).await;
+    let again = look(&ctx, &activity, "shop", now() + TimeDelta::seconds(5)).await;
     assert_eq!(
         again.expect("looked"),
         Next::At(now() + TimeDelta::hours(24)),
@@ -129,11 +128,10 @@ async fn requests_keep_it_up_and_are_counted_at_most_once_a_minute() {
     let (url, asked) = prometheus(r#"[{"metric":{},"value":[1764081120,"4"]}]"#, NONE).await;
     let (client, server) = mock_client();
     let server = tokio::spawn(server.serve(vec![]));
-    let ctx = context(client, false)
-        .with_namespaces(shop())
-        .with_activity(Activity::new(counter(&url), now() - TimeDelta::hours(2)));
+    let ctx = context(client, false).with_namespaces(shop());
+    let activity = Activity::new(counter(&url), now() - TimeDelta::hours(2));
     for (seconds, again, queries) in [(0, 60, 1), (5, 60, 1), (61, 60, 2)] {
-        let looked = look(&ctx, "shop", now() + TimeDelta::seconds(seconds)).await;
+        let looked = look(&ctx, &activity, "shop", now() + TimeDelta::seconds(seconds)).await;
         assert_eq!(
             looked.expect("looked"),
             Next::At(now() + TimeDelta::seconds(seconds + again))
@@ -168,11 +166,12 @@ async fn no_request_from_a_source_not_counting_sleeps_nothing_and_its_proof_is_a
     let namespaces = shop();
     let idle = namespaces.annotations_of("shop").unwrap();
     namespaces.update("shoe", None, &idle);
-    let ctx = context(client, false)
-        .with_namespaces(namespaces)
-        .with_activity(Activity::new(counter(&url), now() - TimeDelta::hours(2)));
+    let ctx = context(client, false).with_namespaces(namespaces);
+    let activity = Activity::new(counter(&url), now() - TimeDelta::hours(2));
     for namespace in ["shop", "shoe"] {
-        let again = look(&ctx, namespace, now()).await.expect("looked");
+        let again = look(&ctx, &activity, namespace, now())
+            .await
+            .expect("looked");
         assert_eq!(
             again,
             Next::At(now() + TimeDelta::seconds(60)),
@@ -209,11 +208,10 @@ fn only_uses_since_the_start_are_kept_and_a_namespace_s_go_with_it() {
 async fn a_deploy_within_the_grace_asks_nothing_and_looks_again_when_it_ends() {
     let (client, server) = mock_client();
     let server = tokio::spawn(server.serve(vec![]));
-    let ctx = context(client, false)
-        .with_namespaces(shop())
-        .with_activity(Activity::new(None, now() - TimeDelta::hours(2)));
-    ctx.activity.used("shop", now() - TimeDelta::minutes(10));
-    let again = look(&ctx, "shop", now()).await.expect("looked");
+    let ctx = context(client, false).with_namespaces(shop());
+    let activity = Activity::new(None, now() - TimeDelta::hours(2));
+    activity.used("shop", now() - TimeDelta::minutes(10));
+    let again = look(&ctx, &activity, "shop", now()).await.expect("looked");
     assert_eq!(again, Next::At(now() + TimeDelta::minutes(20)));
     drop(ctx);
     server.await.unwrap();
@@ -232,11 +230,10 @@ async fn without_prometheus_the_namespace_is_told_once_and_nothing_sleeps() {
                 }))
                 .reply(201, json!({})),
         ]));
-    let ctx = context(client, false)
-        .with_namespaces(shop())
-        .with_activity(Activity::new(None, now() - TimeDelta::hours(2)));
+    let ctx = context(client, false).with_namespaces(shop());
+    let activity = Activity::new(None, now() - TimeDelta::hours(2));
     for minutes in [0, 1, 2] {
-        let again = look(&ctx, "shop", now() + TimeDelta::minutes(minutes))
+        let again = look(&ctx, &activity, "shop", now() + TimeDelta::minutes(minutes))
             .await
             .expect("looked");
         assert_eq!(
