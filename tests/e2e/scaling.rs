@@ -153,6 +153,47 @@ async fn a_deployment_sleeps_and_wakes_on_the_second_and_is_told_only_what_happe
     scenario.finish().await;
 }
 
+/// `run --dry-run`: the night is told, never made. The Deployment keeps its replicas and gets no
+/// record; its Event says what would have been done, and that nothing was.
+#[tokio::test]
+async fn a_dry_run_tells_the_night_and_changes_nothing() {
+    let Some(scenario) = Scenario::shared("dry-run").await else {
+        return;
+    };
+    let mut controller = scenario.start_controller("cronscaler-dry-run", &["--dry-run"]);
+    controller.wait_ready().await;
+    let deployments = scenario.deployments();
+    let down = whole_second_in(6);
+    let up = down + chrono::Duration::hours(1);
+    deployments
+        .create(
+            &PostParams::default(),
+            &support::deployment("web", 2, support::nightly(down, up)),
+        )
+        .await
+        .expect("an annotated Deployment");
+    let told = scenario
+        .event("web", "ScaledDown", Duration::from_secs(6) + LATENESS)
+        .await;
+    let note = told.note.unwrap_or_default();
+    assert!(
+        note.starts_with("dry run, nothing changed: scaled down from 2 to 0 replicas"),
+        "{note}"
+    );
+    let (replicas, annotations) = replicas_and_annotations(&deployments, "web")
+        .await
+        .expect("the Deployment");
+    assert_eq!(replicas, 2, "a dry run scales nothing");
+    assert!(
+        !annotations.contains_key(ORIGINAL) && !annotations.contains_key(LAST),
+        "a dry run records nothing: {annotations:?}"
+    );
+    controller
+        .assert_stops_cleanly(Duration::from_secs(10))
+        .await;
+    scenario.finish().await;
+}
+
 #[tokio::test]
 async fn a_stateful_set_sleeps_and_wakes_as_a_deployment_does() {
     let Some(scenario) = Scenario::shared("statefulset").await else {
