@@ -1,7 +1,10 @@
-//! A flood of status polls never starves the scheduler, against a real API server: 300
-//! opted-in Namespaces, each polled once a second for two minutes (what 300 open waiting pages
-//! do), while 100 scheduled transitions come due. In a binary of its own, so that nothing else
-//! runs beside it while lateness is measured.
+//! Floods of requests against the wake-up backend, on a real API server, timed: a flood of
+//! status polls never starves the scheduler (300 opted-in Namespaces, each polled once a second
+//! for two minutes, what 300 open waiting pages do, while 100 scheduled transitions come due),
+//! and a burst of requests to a sleeping Namespace makes one wake with every request answered
+//! within a second. In a binary of its own, the tests one at a time, so that nothing else runs
+//! beside what is timed (in the suite's binary, four control planes on two cores once answered
+//! in 1.02 s).
 //!
 //! See `tests/support/mod.rs` for where the API server comes from.
 
@@ -10,7 +13,7 @@ mod support;
 use std::{
     collections::{BTreeMap, HashMap},
     sync::{Arc, Mutex},
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use chrono::{DateTime, TimeDelta, Utc};
@@ -19,11 +22,14 @@ use k8s_openapi::api::{apps::v1::Deployment, coordination::v1::Lease};
 use kube::{Api, ResourceExt as _, api::ListParams};
 use serde_json::json;
 use support::{
-    Scenario, envtest, eventually,
-    wake::{LOOPBACK, opt_in, start_backend, try_request_from},
+    Scenario, envtest, eventually, replicas_and_annotations,
+    wake::{LOOPBACK, PROMPTLY, opt_in, request, start_backend, try_request_from, web_asleep},
 };
 
 const NAMESPACES: usize = 300;
+
+/// Held by each test for its whole run: what is timed runs alone.
+static ALONE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 const FLOOD: Duration = Duration::from_secs(120);
 
 /// When each Deployment was first seen scaled to 0, polling every 100 ms.
@@ -79,6 +85,7 @@ async fn lease(scenario: &Scenario) -> (String, i32) {
 
 #[tokio::test]
 async fn a_status_flood_neither_delays_the_schedule_nor_costs_the_leader_its_lease() {
+    let _alone = ALONE.lock().await;
     let Some(scenario) = Scenario::own("wake-flood", envtest::Options::api_server_only()).await
     else {
         return;
@@ -222,5 +229,47 @@ async fn a_status_flood_neither_delays_the_schedule_nor_costs_the_leader_its_lea
     let most = reads_per_second.values().copied().max().unwrap_or_default();
     assert!(!reads_per_second.is_empty(), "the readiness reads audited");
     assert_eq!(most, 1, "at most one readiness read per Namespace a second");
+    scenario.finish().await;
+}
+
+#[tokio::test]
+async fn two_hundred_requests_at_once_make_one_wake_each_answered_within_a_second() {
+    let _alone = ALONE.lock().await;
+    let options = envtest::Options::api_server_only();
+    let Some(scenario) = Scenario::own("wake-burst", options).await else {
+        return;
+    };
+    let namespace = scenario.namespace.clone();
+    let (_controller, addr) = start_backend(&scenario, "cronscaler", "127.0.0.1", &[]).await;
+    let deployments = web_asleep(&scenario, json!({})).await;
+
+    let flood = (0..200).map(|_| {
+        let namespace = namespace.clone();
+        tokio::spawn(async move {
+            let started = Instant::now();
+            let answer = request(addr, "/", &[("X-Namespace", namespace.as_str())]).await;
+            (answer.status, started.elapsed())
+        })
+    });
+    let answers = futures::future::join_all(flood).await;
+    for answer in answers {
+        let (status, took) = answer.expect("a request task");
+        assert_eq!(status, 503);
+        assert!(took < Duration::from_secs(1), "answered in {took:?}");
+    }
+    eventually("the wake applied", PROMPTLY, || async {
+        let (web, _) = replicas_and_annotations(&deployments, "web").await?;
+        (web == 2).then_some(())
+    })
+    .await;
+    let patches = (scenario.plane().audit_events().into_iter())
+        .filter(|event| {
+            event.user == envtest::SA_USER
+                && event.verb == "patch"
+                && event.resource == "namespaces"
+                && event.name == namespace
+        })
+        .count();
+    assert_eq!(patches, 1, "one patch of the Namespace for 200 requests");
     scenario.finish().await;
 }

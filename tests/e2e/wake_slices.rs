@@ -24,8 +24,10 @@ use support::{
 const PROXY: &str = "127.0.0.1";
 /// How long a slice of ours may stand beside a ready endpoint of its Service's own (issue 38).
 const BESIDE_AT_MOST: Duration = Duration::from_secs(10);
-/// `--wake-step-timeout` here: a wake that takes longer leaves no slice.
-const STEP_TIMEOUT: &str = "25s";
+/// `--wake-step-timeout` here: a wake that takes longer leaves no slice. Long enough that web's
+/// Pods run and are ready well within it on a loaded machine (four control planes on two
+/// cores have taken over 25 s), so that api's slice is still there when web's goes.
+const STEP_TIMEOUT: &str = "45s";
 
 #[tokio::test]
 async fn only_services_whose_pods_all_sleep_get_a_slice_and_each_goes_once_served_or_timed_out() {
@@ -92,6 +94,7 @@ async fn only_services_whose_pods_all_sleep_get_a_slice_and_each_goes_once_serve
     // Woken: web's Pods run and become ready, api's never do.
     let said = scenario.said(&["wake", "-n", &namespace, "--for", "2h"]);
     assert!(!said.is_empty(), "wake said nothing");
+    let woken_at = std::time::Instant::now();
     let served_at = eventually("web served by its own Pods", PROMPTLY * 3, || async {
         serve_pods(&scenario.client, &namespace, "web").await;
         served(&scenario.client, &namespace, "web")
@@ -106,15 +109,18 @@ async fn only_services_whose_pods_all_sleep_get_a_slice_and_each_goes_once_serve
         .then_some(())
     })
     .await;
+    let since_wake = served_at.duration_since(woken_at).as_secs_f64();
     support::say(&format!(
-        "wake-slices-which: web's slice gone {:.1} s after its own endpoint was ready",
+        "wake-slices-which: web served {since_wake:.1} s after the wake; its slice gone {:.1} s \
+         after its own endpoint was ready",
         served_at.elapsed().as_secs_f64()
     ));
     assert!(
         wake_slices(&scenario, &namespace)
             .await
             .contains_key("api-cronscaler-wake"),
-        "api, not ready, still gets the page"
+        "api, not ready, still gets the page (web was served {since_wake:.1} s after the wake, \
+         the step timeout is {STEP_TIMEOUT})"
     );
     // Past the step timeout, none is left, and what was not ready is named.
     eventually(
