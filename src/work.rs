@@ -144,7 +144,7 @@ impl Reconcilers {
             WorkKey::Scaling(ScalingKey::GitOpsOwner(owner)) => {
                 // Until every workload is listed, no Namespace that paused it seems asleep: it
                 // would be given back in the middle of the night, after a restart.
-                if !self.scale.all_workloads_listed() {
+                if !self.scale.transitions.all_workloads_listed() {
                     return Ok(Next::After(WORKLOADS_WAIT));
                 }
                 scaling::release_owner(&self.scale, owner, now).await

@@ -59,7 +59,7 @@ pub async fn sleep_schedule_status(
     key: &ObjectKey,
     now: DateTime<Utc>,
 ) -> Result<Next, Error> {
-    if !ctx.all_workloads_listed() {
+    if !ctx.transitions.all_workloads_listed() {
         return Ok(Next::After(LISTING_WAIT));
     }
     let (Some(schedule), Some(reach)) = (

@@ -32,7 +32,8 @@ use crate::{
         hpa::HpaIndex,
         key::ScalingKey,
         timer::Timer,
-        transitions::order::{self, WakeSteps},
+        transitions::Transitions,
+        transitions::order,
         transitions::reports::{NamespaceReports, QUIET, Settled, describe},
         transitions::turns::{self, Turn, WakeTurns},
     },
@@ -61,8 +62,6 @@ pub struct ScalingContext {
     pub grace: Option<(TimeDelta, Timer)>,
     /// Namespaces' schedules, which workloads without one of their own follow.
     pub namespaces: NamespaceSchedules,
-    /// What Namespaces' transitions did, and the queue that has each told once it settles.
-    pub reports: Option<(NamespaceReports, Enqueue<ScalingKey>)>,
     /// The HPAs of the targets, held for the night and given back in the morning.
     pub hpas: HpaIndex,
     /// What the watches last delivered of each scheduled object: a look plans on it instead of
@@ -72,24 +71,24 @@ pub struct ScalingContext {
     pub max_override: TimeDelta,
     /// The warm-up a `ready-by` schedule wakes early by until one is measured.
     pub warm_up: TimeDelta,
-    /// How long each step of a Namespace's ordered wake may hold the next.
-    pub step_timeout: TimeDelta,
-    /// The steps held in Namespaces' transitions under way.
-    pub wake_steps: WakeSteps,
-    /// The Namespaces waking and waiting their turn, and the queue their turns go into.
-    pub wake_turns: (WakeTurns, Option<Enqueue<ScalingKey>>),
-    /// True once every workload kind was listed: before that, what follows a Namespace's
-    /// schedule is not all known. `None` where nothing waits for it.
-    pub workloads_listed: Option<watch::Receiver<bool>>,
+    /// What a Namespace's workloads share while its transition is under way.
+    pub transitions: Transitions,
     /// Told the Namespace each time a workload following its schedule is scaled up, so that
     /// whoever listens can measure how long the Namespace takes to be ready.
     pub wakes: Option<UnboundedSender<String>>,
     /// The kinds it sleeps (`--kinds`), as they are now: an ordered wake waits for those of
     /// them that follow the Namespace.
     pub kinds: KindsInUse,
-    /// The GitOps owners watched, the mode where nothing chooses one (`--gitops`), and the
-    /// queue a paused owner's release goes into.
-    pub gitops: (Owners, GitOpsMode, Option<Enqueue<ScalingKey>>),
+    pub gitops: GitOpsOwners,
+}
+
+/// The GitOps owners watched, the mode where nothing chooses one (`--gitops`), and the queue a
+/// paused owner's release goes into.
+#[derive(Default)]
+pub struct GitOpsOwners {
+    pub owners: Owners,
+    pub default_mode: GitOpsMode,
+    pub releases: Option<Enqueue<ScalingKey>>,
 }
 
 /// `--max-override`'s default.
@@ -111,18 +110,14 @@ impl ScalingContext {
             metrics,
             grace: None,
             namespaces: NamespaceSchedules::default(),
-            reports: None,
             hpas: HpaIndex::listed([]),
             last_seen: LastSeen::default(),
             max_override: DEFAULT_MAX_OVERRIDE,
             warm_up: schedule::DEFAULT_WARM_UP,
-            step_timeout: order::DEFAULT_STEP_TIMEOUT,
-            wake_steps: WakeSteps::default(),
-            wake_turns: (WakeTurns::default(), None),
-            workloads_listed: None,
+            transitions: Transitions::default(),
             wakes: None,
             kinds: KindsInUse::new(TargetKind::defaults()),
-            gitops: (Owners::default(), GitOpsMode::default(), None),
+            gitops: GitOpsOwners::default(),
         }
     }
 
@@ -135,7 +130,11 @@ impl ScalingContext {
         queue: Enqueue<ScalingKey>,
     ) -> Self {
         Self {
-            gitops: (owners, default, Some(queue)),
+            gitops: GitOpsOwners {
+                owners,
+                default_mode: default,
+                releases: Some(queue),
+            },
             ..self
         }
     }
@@ -158,18 +157,14 @@ impl ScalingContext {
     }
 
     /// At most `max` Namespaces wake at once (0: any number); `queue` takes their turns.
-    pub fn with_wake_turns(self, max: usize, queue: Enqueue<ScalingKey>) -> Self {
-        Self {
-            wake_turns: (WakeTurns::new(max), Some(queue)),
-            ..self
-        }
+    pub fn with_wake_turns(mut self, max: usize, queue: Enqueue<ScalingKey>) -> Self {
+        self.transitions.turns = (WakeTurns::new(max), Some(queue));
+        self
     }
 
-    pub fn with_workloads_listed(self, listed: watch::Receiver<bool>) -> Self {
-        Self {
-            workloads_listed: Some(listed),
-            ..self
-        }
+    pub fn with_workloads_listed(mut self, listed: watch::Receiver<bool>) -> Self {
+        self.transitions.workloads_listed = Some(listed);
+        self
     }
 
     /// The `cronscaler.dev/` annotations the schedule of `target`, seen as `seen`, comes from,
@@ -187,19 +182,9 @@ impl ScalingContext {
         )
     }
 
-    /// Whether every workload kind was listed, so what follows each Namespace's schedule is
-    /// known.
-    pub fn all_workloads_listed(&self) -> bool {
-        self.workloads_listed
-            .as_ref()
-            .is_none_or(|listed| *listed.borrow())
-    }
-
-    pub fn with_step_timeout(self, step_timeout: TimeDelta) -> Self {
-        Self {
-            step_timeout,
-            ..self
-        }
+    pub fn with_step_timeout(mut self, step_timeout: TimeDelta) -> Self {
+        self.transitions.step_timeout = step_timeout;
+        self
     }
 
     pub fn with_max_override(self, max_override: TimeDelta) -> Self {
@@ -211,11 +196,9 @@ impl ScalingContext {
 
     /// Gathers what Namespaces' transitions did, and has `queue` bring each report back when it
     /// settles.
-    pub fn with_reports(self, queue: Enqueue<ScalingKey>) -> Self {
-        Self {
-            reports: Some((NamespaceReports::default(), queue)),
-            ..self
-        }
+    pub fn with_reports(mut self, queue: Enqueue<ScalingKey>) -> Self {
+        self.transitions.reports = Some((NamespaceReports::default(), queue));
+        self
     }
 
     pub fn with_namespaces(self, namespaces: NamespaceSchedules) -> Self {
@@ -273,7 +256,7 @@ async fn plan_and_act(
 ) -> Result<(), Error> {
     let settings = plan::Settings {
         grace: ctx.grace.as_ref().map(|(period, _)| *period),
-        step_timeout: ctx.step_timeout,
+        step_timeout: ctx.transitions.step_timeout,
     };
     let plan = plan::plan(observed, &settings, now);
     act::act(ctx, &observed.target, &observed.object, plan).await
@@ -293,7 +276,7 @@ pub async fn release_owner(
     owner: &Owner,
     now: DateTime<Utc>,
 ) -> Result<Next, Error> {
-    let owners = &ctx.gitops.0;
+    let owners = &ctx.gitops.owners;
     let Some(state) = owners.get(owner) else {
         return Ok(Next::Done);
     };
@@ -373,7 +356,7 @@ pub async fn wake_turn(
     namespace: &str,
     now: DateTime<Utc>,
 ) -> Result<Next, Error> {
-    let (turns, Some(queue)) = &ctx.wake_turns else {
+    let (turns, Some(queue)) = &ctx.transitions.turns else {
         return Ok(Next::Done);
     };
     for (waking, due) in turns.waking() {
@@ -388,7 +371,8 @@ pub async fn wake_turn(
         .due_of(namespace)
         .is_some_and(|due| peers.iter().any(|peer| peer.has_applied(&due)));
     let steps = i32::try_from(ctx.namespaces.wake_orders(namespace).len().max(1)).unwrap_or(1);
-    match turns.look(namespace, started, ctx.step_timeout * steps, now) {
+    let step_timeout = ctx.transitions.step_timeout;
+    match turns.look(namespace, started, step_timeout * steps, now) {
         Turn::Now { parked, waited } => {
             for target in parked {
                 queue.add(ScalingKey::Scale(target));
@@ -413,11 +397,11 @@ pub async fn report_namespace(
     transition: Transition,
     now: DateTime<Utc>,
 ) -> Next {
-    let Some((reports, _)) = &ctx.reports else {
+    let Some((reports, _)) = &ctx.transitions.reports else {
         return Next::Done;
     };
     // An ordered wake or sleep is told whole, once its held steps have gone on.
-    if ctx.wake_steps.holds(namespace, transition, now) {
+    if ctx.transitions.steps.holds(namespace, transition, now) {
         return Next::After(QUIET);
     }
     match reports.settle(namespace, transition, Instant::now()) {

@@ -48,7 +48,7 @@ pub async fn act(
         timer.recheck_at(target.clone(), at);
     }
     if plan.look_for_turn
-        && let (_, Some(queue)) = &ctx.wake_turns
+        && let (_, Some(queue)) = &ctx.transitions.turns
     {
         queue.add_after(
             ScalingKey::WakeTurn(target.key.namespace.clone()),
@@ -59,8 +59,8 @@ pub async fn act(
         tell_step(ctx, &target.key.namespace, step).await;
     }
     let written = write(ctx, target, object, &plan).await;
-    if let (Some(owner), true, (_, _, Some(queue))) =
-        (&plan.owner_look, written.is_ok(), &ctx.gitops)
+    if let (Some(owner), true, Some(queue)) =
+        (&plan.owner_look, written.is_ok(), &ctx.gitops.releases)
     {
         // Once the watch has delivered this wake, which the look counts on.
         queue.add_after(ScalingKey::GitOpsOwner(owner.clone()), OWNER_LOOK_DELAY);
@@ -93,9 +93,9 @@ async fn tell_step(ctx: &ScalingContext, namespace: &str, step: &Step) {
     let (due, order) = match step {
         Step::Goes { due, order } | Step::GoesAnyway { due, order, .. } => (*due, *order),
     };
-    ctx.wake_steps.let_go(namespace, due, order);
+    ctx.transitions.steps.let_go(namespace, due, order);
     if let Step::GoesAnyway { note, .. } = step
-        && ctx.wake_steps.first_told(namespace, due, order)
+        && ctx.transitions.steps.first_told(namespace, due, order)
     {
         tracing::warn!(namespace, %note, "wake step timed out");
         let regarding = ctx.namespaces.reference(namespace);
@@ -362,7 +362,7 @@ async fn warn_once(
 /// Records what a Namespace's transition did to one of its workloads, and has the report told
 /// once the outcomes settle.
 fn record(ctx: &ScalingContext, namespace: &str, tally: &Tally, written: &Result<(), Error>) {
-    let (Some((reports, queue)), false) = (&ctx.reports, ctx.writes.dry_run()) else {
+    let (Some((reports, queue)), false) = (&ctx.transitions.reports, ctx.writes.dry_run()) else {
         return;
     };
     let outcome = match (written, tally.changes) {

@@ -177,7 +177,11 @@ pub async fn observe(
         Some(_) => Vec::new(),
         None => ctx.hpas.of(target),
     };
-    let (owners, default_mode, _) = &ctx.gitops;
+    let super::GitOpsOwners {
+        owners,
+        default_mode,
+        ..
+    } = &ctx.gitops;
     let gitops = GitOps::of(
         owners,
         target,
@@ -300,7 +304,7 @@ async fn namespace_wake(
     };
     let target = &observed.target;
     let namespace = &target.key.namespace;
-    if let (turns, Some(_)) = &ctx.wake_turns
+    if let (turns, Some(_)) = &ctx.transitions.turns
         && due.direction == Direction::Up
         && turns.limits()
         && let Ask::Parked { first } = turns.ask(namespace, due, target, now)
@@ -310,7 +314,7 @@ async fn namespace_wake(
     if ctx.grace.is_none() {
         return Ok(NamespaceWake::Free);
     }
-    if !ctx.all_workloads_listed() {
+    if !ctx.transitions.all_workloads_listed() {
         return Ok(NamespaceWake::Unknown);
     }
     let order = order::order_of(target.kind, &observed.object.annotations);
@@ -318,7 +322,7 @@ async fn namespace_wake(
         return Ok(NamespaceWake::Free);
     }
     let peers = namespace_peers(ctx, namespace, now).await?;
-    let held_since = ctx.wake_steps.held_since(namespace, due, order, now);
+    let held_since = ctx.transitions.steps.held_since(namespace, due, order, now);
     Ok(NamespaceWake::Step {
         due,
         order,
@@ -333,7 +337,7 @@ pub async fn namespace_peers(
     namespace: &str,
     now: DateTime<Utc>,
 ) -> Result<Arc<Vec<Peer>>, Error> {
-    if let Some(peers) = ctx.wake_steps.fresh_peers(namespace, now) {
+    if let Some(peers) = ctx.transitions.steps.fresh_peers(namespace, now) {
         return Ok(peers);
     }
     let read = order::peers::read(&ctx.client, &ctx.namespaces, &ctx.kinds.now(), namespace)
@@ -343,7 +347,7 @@ pub async fn namespace_peers(
             "Namespace",
             &ObjectKey::new(namespace, namespace),
         ))?;
-    Ok(ctx.wake_steps.keep_peers(namespace, read, now))
+    Ok(ctx.transitions.steps.keep_peers(namespace, read, now))
 }
 
 /// The first Namespace but `own` that `owner` deploys to, as its controller says, where no
@@ -372,7 +376,10 @@ pub fn keeps_paused(
     target: &ScaleTarget,
     seen: &TargetState,
 ) -> bool {
-    let deployer = (ctx.gitops.0).deployer_of(target, &seen.annotations, &seen.labels);
+    let deployer = ctx
+        .gitops
+        .owners
+        .deployer_of(target, &seen.annotations, &seen.labels);
     deployer.as_ref() == Some(owner) && sleeps_under_pause(ctx, target, seen)
 }
 
@@ -383,5 +390,5 @@ fn sleeps_under_pause(ctx: &ScalingContext, target: &ScaleTarget, seen: &TargetS
     matches!(
         target.kind.parse(&effective, ctx.default_timezone),
         Annotations::Scheduled(..)
-    ) && gitops_mode(&effective, ctx.gitops.1) == GitOpsMode::Pause
+    ) && gitops_mode(&effective, ctx.gitops.default_mode) == GitOpsMode::Pause
 }

@@ -718,7 +718,7 @@ async fn a_namespace_report_of_forty_workloads_fits_in_an_event() {
         direction: Direction::Down,
         until: None,
     };
-    let Some((reports, _)) = &ctx.reports else {
+    let Some((reports, _)) = &ctx.transitions.reports else {
         panic!("reports gathered");
     };
     let quiet_since = Instant::now()
