@@ -56,6 +56,19 @@ impl WorkloadPatch {
         }
     }
 
+    /// A patch of these annotations only (`None` removes one), guarded by `resource_version`.
+    pub fn annotations<'a>(
+        annotations: impl IntoIterator<Item = (&'a str, Option<String>)>,
+        resource_version: Option<&String>,
+    ) -> Self {
+        Self {
+            annotations: (annotations.into_iter())
+                .map(|(key, value)| (key.to_string(), value))
+                .collect(),
+            ..Self::guarded(resource_version)
+        }
+    }
+
     /// The merge patch as sent.
     pub fn to_json(&self) -> Value {
         let strings = |map: &BTreeMap<String, Option<String>>| -> Value {

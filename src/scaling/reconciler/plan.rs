@@ -247,7 +247,7 @@ fn through_lever(
         return plan;
     };
     let guarded = |value: Option<String>| {
-        annotations_patch([(key, value)], lever_object.resource_version.as_ref())
+        WorkloadPatch::annotations([(key, value)], lever_object.resource_version.as_ref())
     };
     let moved = plan.patch.as_mut().and_then(|patch| {
         let value = patch.body.annotations.remove(key)?;
@@ -278,20 +278,6 @@ fn through_lever(
         None => {}
     }
     plan
-}
-
-/// A patch of `annotations` (set, or removed where `None`), guarded by the resourceVersion
-/// `version` it was decided on.
-fn annotations_patch<'a>(
-    annotations: impl IntoIterator<Item = (&'a str, Option<String>)>,
-    version: Option<&String>,
-) -> WorkloadPatch {
-    WorkloadPatch {
-        annotations: (annotations.into_iter())
-            .map(|(key, value)| (key.to_string(), value))
-            .collect(),
-        ..WorkloadPatch::guarded(version)
-    }
 }
 
 /// What its GitOps owner takes: with `pause`, its repair paused before a sleep (or found

@@ -7,10 +7,12 @@
 
 use chrono::{DateTime, TimeDelta, Utc};
 
-use super::{LeverWrite, Plan, TargetPatch, annotations_patch, sleep_in_force};
+use super::{LeverWrite, Plan, TargetPatch, sleep_in_force};
 use crate::{
-    ops::metrics::ScaleDirection, scaling::reconciler::observe::Observed, schedule::PAUSED_AT,
-    workloads::kinds::Sleep,
+    ops::metrics::ScaleDirection,
+    scaling::reconciler::observe::Observed,
+    schedule::PAUSED_AT,
+    workloads::{kinds::Sleep, patch::WorkloadPatch},
 };
 
 /// How soon a woken workload's count is read again while the lever is being given back.
@@ -84,7 +86,7 @@ fn give_back(observed: &Observed, plan: &mut Plan, key: &str, ours: bool) {
         Some((lever, state)) if ours => {
             plan.lever = Some(LeverWrite {
                 target: lever.clone(),
-                body: annotations_patch([(key, None)], state.resource_version.as_ref()),
+                body: WorkloadPatch::annotations([(key, None)], state.resource_version.as_ref()),
                 before_patch: true,
             });
         }
@@ -101,7 +103,10 @@ fn give_back(observed: &Observed, plan: &mut Plan, key: &str, ours: bool) {
         }
         None => {
             plan.patch = Some(TargetPatch {
-                body: annotations_patch(annotations, observed.object.resource_version.as_ref()),
+                body: WorkloadPatch::annotations(
+                    annotations,
+                    observed.object.resource_version.as_ref(),
+                ),
                 doing: "give back the count its lever holds",
                 counted: None,
             });
