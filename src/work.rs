@@ -19,7 +19,7 @@ use crate::{
         worker::{Handled, Next, Reconcile},
     },
     scaling::{self, ScalingContext, idle::Activity, key::ScalingKey, policy_status, timer::Clock},
-    wake::{self, host_conflicts::HostConflicts, slices::WakeSlices},
+    wake::{self, host_conflicts::HostConflicts, request::WakeRequests, slices::WakeSlices},
 };
 
 /// One unit of work in the shared queue.
@@ -31,6 +31,8 @@ pub enum WorkKey {
     Scaling(ScalingKey),
     /// Bring a Namespace's wake-up EndpointSlices to what it should have now.
     WakeSlices(String),
+    /// Carry out a `WakeRequest`, and remove it.
+    WakeRequest(ObjectKey),
 }
 
 impl From<ScalingKey> for WorkKey {
@@ -47,6 +49,7 @@ impl fmt::Display for WorkKey {
             WorkKey::WakeSlices(namespace) => {
                 write!(f, "wake-up EndpointSlices of Namespace {namespace}")
             }
+            WorkKey::WakeRequest(key) => write!(f, "WakeRequest {key}"),
         }
     }
 }
@@ -57,6 +60,8 @@ pub struct Reconcilers {
     pub scale: ScalingContext,
     /// The EndpointSlice wake, with `--wake-addr` over the whole cluster.
     pub slices: Option<WakeSlices>,
+    /// What carries out the requests for a wake of those who may only ask.
+    pub requests: WakeRequests,
     /// The Warnings of Namespaces that claim a host alike.
     pub host_conflicts: HostConflicts,
     /// What was seen of Namespaces' use, and who counts their requests, for sleep when idle.
@@ -107,6 +112,9 @@ impl Reconcilers {
                 Some(slices) => wake::slices::reconcile(slices, namespace, now).await,
                 None => Ok(Next::Done),
             },
+            WorkKey::WakeRequest(request) => {
+                wake::request::reconcile(&self.requests, request, now).await
+            }
             WorkKey::Scaling(ScalingKey::NamespaceReport(namespace, transition)) => {
                 Ok(scaling::report_namespace(&self.scale, namespace, *transition, now).await)
             }
@@ -219,6 +227,13 @@ mod tests {
                 foos,
                 owned_deployments,
                 events: events.clone(),
+            },
+            requests: WakeRequests {
+                client: client.clone(),
+                namespaces: NamespaceSchedules::watched([]),
+                default_timezone: Tz::UTC,
+                max_override: scaling::DEFAULT_MAX_OVERRIDE,
+                writes: crate::runtime::writes::Writes::new(events.clone(), false),
             },
             scale: ScalingContext::new(client, events.clone(), Tz::UTC, false, Metrics::new().0),
             slices: None,

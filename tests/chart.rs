@@ -129,6 +129,10 @@ fn carried() -> Vec<(String, String)> {
     let mut carried: Vec<(String, String)> = [
         ("crds/foos.yaml", "manifests/01-crd.yaml"),
         ("crds/policies.yaml", "manifests/04-policy-crds.yaml"),
+        (
+            "crds/wake-requests.yaml",
+            "manifests/06-wake-request-crd.yaml",
+        ),
         ("files/rbac/cluster-role.yaml", "rbac/cluster-role.yaml"),
         ("files/rbac/lease-role.yaml", "rbac/lease-role.yaml"),
         (

@@ -17,6 +17,7 @@ mod foo_feeds;
 mod gitops_feeds;
 mod namespace_feeds;
 mod policy_feeds;
+mod request_feeds;
 mod route_feeds;
 mod served;
 mod slice_feeds;
@@ -30,6 +31,7 @@ use feeds::Feeds;
 use foo_feeds::{foo_feeds, ready_once_listed};
 use gitops_feeds::owner_feed;
 use policy_feeds::{FirstListings, Relist};
+use request_feeds::request_feed;
 use route_feeds::route_feed;
 pub use served::RunError;
 use slice_feeds::SliceInputs;
@@ -49,6 +51,7 @@ use crate::{
         outage::Outage,
         worker::{Workers, worker},
         workqueue::{Enqueue, RateLimit, WorkQueue},
+        writes::Writes,
     },
     scaling::{
         ScalingContext,
@@ -58,7 +61,7 @@ use crate::{
         key::ScalingKey,
         timer::{Timer, system_clock},
     },
-    wake::{host_conflicts::HostConflicts, route_kinds::ROUTES},
+    wake::{host_conflicts::HostConflicts, request::WakeRequests, route_kinds::ROUTES},
     work::{Reconcilers, WorkKey},
     workloads::{last_seen::LastSeen, objects, target::TargetKind},
 };
@@ -191,6 +194,10 @@ pub async fn run(
         }
     }
     watches.start_later(later, &workloads_listed, &mut feeds);
+    // The requests for a wake: a namespaced install reads no Namespace, so wakes none.
+    if namespace.is_none() {
+        feeds.start("WakeRequests", request_feed(&client, &queue, &outage));
+    }
 
     // Leadership, what is served, and the workers.
     let (is_leader, election) = elect(&client, args);
@@ -211,13 +218,8 @@ pub async fn run(
     ));
     let served = (health.clone(), registry, &metrics);
     let listener = served::serve(listener, served, &queue, &timer);
-    let (wakes, wake_backend) = wake_backend::start(
-        args,
-        clients.wake,
-        &namespaces,
-        &metrics,
-        (open_files, max_override),
-    )?;
+    let (wakes, wake_backend) =
+        wake_backend::start(args, clients.wake, &namespaces, &metrics, open_files)?;
     let scale = ScalingContext::new(
         client.clone(),
         events.clone(),
@@ -238,6 +240,13 @@ pub async fn run(
     .with_wakes(wakes)
     .with_workloads_listed(workloads_listed)
     .with_kinds(tracked.kinds());
+    let requests = WakeRequests {
+        client: client.clone(),
+        namespaces: namespaces.clone(),
+        default_timezone: args.default_timezone.zone,
+        max_override,
+        writes: Writes::new(events.clone(), args.dry_run),
+    };
     let reconcilers = Arc::new(Reconcilers {
         foo: FooContext {
             client,
@@ -246,6 +255,7 @@ pub async fn run(
             events: events.clone(),
         },
         slices: wake_slices,
+        requests,
         host_conflicts: HostConflicts::new(namespaces, events),
         activity,
         declarations: Some(declarations),

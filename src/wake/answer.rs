@@ -1,5 +1,7 @@
 //! What a request for a Namespace does and gets, decided from the Namespace's annotations,
 //! the time, this replica's last wake of it and its readiness: the pure core of the backend.
+//! The wake itself ([`wake_due`]) is written by the controller, which decides it again from its
+//! own view of the Namespace when it carries out the backend's `WakeRequest`.
 
 use std::collections::BTreeMap;
 
@@ -19,8 +21,8 @@ use crate::{
 /// What the backend does for a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
-    /// Asleep, and not woken by this replica within the cooldown: write the wake.
-    Wake { patch: Patch },
+    /// Asleep, and not woken by this replica within the cooldown: ask for the wake.
+    Wake,
     /// Woken (by an override in force, or by this replica within the cooldown), or by its
     /// schedule, and not all ready yet.
     Waking,
@@ -31,50 +33,59 @@ pub enum Decision {
 impl Decision {
     pub fn result(&self) -> WakeResult {
         match self {
-            Decision::Wake { .. } => WakeResult::Woken,
+            Decision::Wake => WakeResult::Woken,
             Decision::Waking => WakeResult::Waking,
             Decision::Awake => WakeResult::Awake,
         }
     }
 }
 
-/// What the backend is told by `run`'s flags.
+/// What the backend is told by its flags.
 #[derive(Debug, Clone, Copy)]
 pub struct Settings {
     /// `--default-timezone`, for a Namespace's schedule without one.
     pub default_timezone: Tz,
-    /// `--max-override`: no wake reaches further.
-    pub max_override: TimeDelta,
-    /// `--wake-cooldown`: at most one wake of a Namespace by this replica in this long.
+    /// `--wake-cooldown`: at most one wake of a Namespace asked for by this replica in this
+    /// long.
     pub cooldown: TimeDelta,
 }
 
-/// What a request for the opted-in Namespace with `annotations` (`bare`: it has no annotation
-/// map of its own, a policy opting it in) does at `now`, this replica having last woken it at
-/// `woken_here`.
+/// What a request for the opted-in Namespace with `annotations` does at `now`, this replica
+/// having last asked for its wake at `woken_here`.
 pub fn decide(
     settings: Settings,
-    opt_in: &WakeOnRequest,
-    (annotations, bare): (&BTreeMap<String, String>, bool),
+    annotations: &BTreeMap<String, String>,
     now: DateTime<Utc>,
     woken_here: Option<DateTime<Utc>>,
     readiness: Read,
 ) -> Decision {
     let cooling = woken_here.is_some_and(|at| now < at + settings.cooldown);
     if schedule::asleep(annotations, settings.default_timezone, now) && !cooling {
-        let max_override = settings.max_override;
-        let span = TimeDelta::from_std(opt_in.duration)
-            .unwrap_or(max_override)
-            .min(max_override);
-        return Decision::Wake {
-            patch: wake_patch(annotations, bare, now + span),
-        };
+        return Decision::Wake;
     }
     if all_ready(readiness) && !cooling {
         Decision::Awake
     } else {
         Decision::Waking
     }
+}
+
+/// The wake of the opted-in Namespace with `annotations` (`bare`: it has no annotation map of
+/// its own, a policy opting it in) at `now`, where it is asleep: awake for the opt-in's
+/// duration, never beyond `max_override`. None where it is awake.
+pub fn wake_due(
+    (default_timezone, max_override): (Tz, TimeDelta),
+    opt_in: &WakeOnRequest,
+    (annotations, bare): (&BTreeMap<String, String>, bool),
+    now: DateTime<Utc>,
+) -> Option<Patch> {
+    if !schedule::asleep(annotations, default_timezone, now) {
+        return None;
+    }
+    let span = TimeDelta::from_std(opt_in.duration)
+        .unwrap_or(max_override)
+        .min(max_override);
+    Some(wake_patch(annotations, bare, now + span))
 }
 
 /// The wake: `awake-until` written only while it still is what was read (absent, or an
@@ -126,21 +137,25 @@ mod tests {
         woken_here: Option<&str>,
         readiness: Read,
     ) -> Decision {
-        let annotations = annotations(pairs);
-        let opt_in = WakeOnRequest::of(&annotations).expect("opted in");
         let settings = Settings {
             default_timezone: Tz::UTC,
-            max_override: TimeDelta::hours(24),
             cooldown: TimeDelta::minutes(1),
         };
         decide(
             settings,
-            &opt_in,
-            (&annotations, false),
+            &annotations(pairs),
             at(now),
             woken_here.map(at),
             readiness,
         )
+    }
+
+    /// The wake the controller writes for a request at `now`, if any.
+    fn wake_at(pairs: &[(&str, &str)], now: &str) -> Option<Patch> {
+        let annotations = annotations(pairs);
+        let opt_in = WakeOnRequest::of(&annotations).expect("opted in");
+        let limits = (Tz::UTC, TimeDelta::hours(24));
+        wake_due(limits, &opt_in, (&annotations, false), at(now))
     }
 
     const NONE_READY: Read = Ok(Readiness { ready: 0, total: 2 });
@@ -148,10 +163,11 @@ mod tests {
 
     #[test]
     fn a_request_at_night_wakes_for_the_opt_in_s_duration_and_tests_nobody_did_first() {
-        let Decision::Wake { patch } = decide_at(&[WORKING_HOURS, OPT_IN], NIGHT, None, NONE_READY)
-        else {
-            panic!("asleep at night: woken");
-        };
+        assert_eq!(
+            decide_at(&[WORKING_HOURS, OPT_IN], NIGHT, None, NONE_READY),
+            Decision::Wake
+        );
+        let patch = wake_at(&[WORKING_HOURS, OPT_IN], NIGHT).expect("asleep at night: woken");
         assert_eq!(
             serde_json::to_value(patch).unwrap(),
             json!([
@@ -179,14 +195,10 @@ mod tests {
     #[test]
     fn asleep_on_demand_is_woken_and_the_sleep_taken_away() {
         let held = (ASLEEP_UNTIL, "2026-11-25T12:00:00Z");
-        let Decision::Wake { patch } = decide_at(
-            &[WORKING_HOURS, OPT_IN, held],
-            "2026-11-25T09:00:00Z",
-            None,
-            ALL_READY,
-        ) else {
-            panic!("asleep on demand in working hours: woken");
-        };
+        let asleep = [WORKING_HOURS, OPT_IN, held];
+        let morning = "2026-11-25T09:00:00Z";
+        assert_eq!(decide_at(&asleep, morning, None, ALL_READY), Decision::Wake);
+        let patch = wake_at(&asleep, morning).expect("asleep on demand in working hours: woken");
         let operations = serde_json::to_value(patch).unwrap();
         assert_eq!(
             operations[3],
@@ -197,11 +209,8 @@ mod tests {
     #[test]
     fn an_ended_wake_not_yet_taken_away_is_replaced() {
         let ended = (AWAKE_UNTIL, "2026-11-24T21:00:00Z");
-        let Decision::Wake { patch } =
-            decide_at(&[WORKING_HOURS, OPT_IN, ended], NIGHT, None, NONE_READY)
-        else {
-            panic!("its wake has ended: asleep, woken again");
-        };
+        let patch = wake_at(&[WORKING_HOURS, OPT_IN, ended], NIGHT)
+            .expect("its wake has ended: asleep, woken again");
         assert_eq!(
             serde_json::to_value(patch).unwrap()[0],
             json!({ "op": "test", "path": "/metadata/annotations/cronscaler.dev~1awake-until", "value": "2026-11-24T21:00:00Z" })
@@ -211,6 +220,7 @@ mod tests {
     #[test]
     fn woken_or_cooling_down_writes_nothing() {
         let woken = (AWAKE_UNTIL, "2026-11-24T23:00:00Z");
+        assert_eq!(wake_at(&[WORKING_HOURS, OPT_IN, woken], NIGHT), None);
         assert_eq!(
             decide_at(&[WORKING_HOURS, OPT_IN, woken], NIGHT, None, NONE_READY),
             Decision::Waking
@@ -230,15 +240,15 @@ mod tests {
             ),
             Decision::Waking
         );
-        assert!(matches!(
+        assert_eq!(
             decide_at(
                 &[WORKING_HOURS, OPT_IN],
                 NIGHT,
                 Some("2026-11-24T21:58:00Z"),
                 NONE_READY
             ),
-            Decision::Wake { .. }
-        ));
+            Decision::Wake
+        );
     }
 
     #[test]
@@ -258,6 +268,7 @@ mod tests {
     #[test]
     fn awake_by_its_schedule_writes_nothing() {
         let morning = "2026-11-25T07:00:30Z";
+        assert_eq!(wake_at(&[WORKING_HOURS, OPT_IN], morning), None);
         assert_eq!(
             decide_at(&[WORKING_HOURS, OPT_IN], morning, None, NONE_READY),
             Decision::Waking
@@ -270,14 +281,7 @@ mod tests {
 
     #[test]
     fn a_wake_never_reaches_beyond_max_override() {
-        let Decision::Wake { patch } = decide_at(
-            &[WORKING_HOURS, (WAKE_ON_REQUEST, "3d")],
-            NIGHT,
-            None,
-            NONE_READY,
-        ) else {
-            panic!("woken");
-        };
+        let patch = wake_at(&[WORKING_HOURS, (WAKE_ON_REQUEST, "3d")], NIGHT).expect("woken");
         assert_eq!(
             serde_json::to_value(patch).unwrap()[1]["value"],
             json!("2026-11-25T22:00:00Z")

@@ -12,7 +12,7 @@ use http::{HeaderValue, Response, StatusCode, header};
 
 use super::{
     answer::{Decision, Settings, decide},
-    cluster::{Cluster, Wrote},
+    cluster::{Asked, Cluster},
     page::{Progress, page},
     route::{Request, namespace_of_query},
 };
@@ -35,7 +35,7 @@ pub struct Backend {
     schedules: NamespaceSchedules,
     metrics: Metrics,
     settings: Settings,
-    woken: Mutex<Woken>,
+    woken: Arc<Mutex<Woken>>,
 }
 
 /// When this replica last woke each Namespace, within the cooldown.
@@ -94,7 +94,7 @@ impl Backend {
             schedules,
             metrics,
             settings,
-            woken: Mutex::default(),
+            woken: Arc::default(),
         }
     }
 
@@ -109,39 +109,31 @@ impl Backend {
         };
         let readiness = self.cluster.readiness(&namespace).await;
         let woken_here = self.woken_at(&namespace);
-        let bare = self.schedules.is_bare(&namespace);
-        let decision = decide(
-            self.settings,
-            &opt_in,
-            (&annotations, bare),
-            now,
-            woken_here,
-            readiness,
-        );
+        let decision = decide(self.settings, &annotations, now, woken_here, readiness);
         let result = match &decision {
-            Decision::Wake { patch } if self.claim(&namespace, now) => {
-                match self
-                    .cluster
-                    .write_wake(&namespace, patch, &request.field_manager())
-                    .await
-                {
-                    Ok(Wrote::Woken) => {
-                        tracing::info!(
-                            namespace,
-                            by = request.field_manager(),
-                            "woken by a request"
-                        );
-                        WakeResult::Woken
+            Decision::Wake if self.claim(&namespace, now) => {
+                // Asked for in the background: the page answers at once, however long the API
+                // server takes, and the claim keeps a flood to this one ask.
+                let (cluster, namespace, by) = (
+                    self.cluster.clone(),
+                    namespace.clone(),
+                    request.field_manager(),
+                );
+                tokio::spawn(async move {
+                    match cluster.ask_wake(&namespace, &by).await {
+                        Ok(Asked::Now) => {
+                            tracing::info!(namespace, by, "asked to wake by a request");
+                        }
+                        Ok(Asked::Already) => {}
+                        // The cooldown stands: a flood must not become a flood of failing asks.
+                        Err(error) => {
+                            tracing::warn!(namespace, %error, "could not ask for the Namespace's wake");
+                        }
                     }
-                    Ok(Wrote::AlreadySet) => WakeResult::Waking,
-                    Err(error) => {
-                        // The cooldown stands: a flood must not become a flood of failing writes.
-                        tracing::warn!(namespace, %error, "could not wake the Namespace");
-                        WakeResult::Waking
-                    }
-                }
+                });
+                WakeResult::Woken
             }
-            Decision::Wake { .. } => WakeResult::Waking,
+            Decision::Wake => WakeResult::Waking,
             decided => decided.result(),
         };
         self.metrics.wake_request(&namespace, result);

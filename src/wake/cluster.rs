@@ -1,5 +1,5 @@
-//! What the wake-up backend and the warm-up measurement send the API server: a Namespace's
-//! wake, its workloads' readiness, the warm-up measured. Whatever reaches the backend from the
+//! What the wake-up backend and the warm-up measurement send the API server: a request for a
+//! Namespace's wake, its workloads' readiness, the warm-up measured. Whatever reaches the backend from the
 //! internet must never delay the controller's own requests (lease renewals, scaling), so all of
 //! it goes through a client and a request budget of its own (`--wake-kube-qps`), each request
 //! with a timeout; readiness is read from the API server's watch cache (`resourceVersion=0`),
@@ -12,16 +12,18 @@ use std::{
     time::Duration,
 };
 
-use json_patch::Patch as JsonPatch;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::{
     Api, Client,
-    api::{Patch, PatchParams},
+    api::{Patch, PatchParams, PostParams},
 };
 use serde_json::json;
 use tokio::time::Instant;
 
-use super::readiness::{NotKnown, READ_KINDS, Read, readiness, workloads};
+use super::{
+    readiness::{NotKnown, READ_KINDS, Read, readiness, workloads},
+    request::{self, WakeRequest, WakeRequestSpec},
+};
 use crate::{
     duration::spoken,
     namespaces::NamespaceSchedules,
@@ -34,6 +36,9 @@ use crate::{
 pub const READ_EVERY: Duration = Duration::from_secs(1);
 /// The longest a request waits for the API server.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
+/// The longest an ask for a wake waits: made apart from any answer, it may take longer than a
+/// read, and an ask given up on is made again by the next request.
+pub const ASK_TIMEOUT: Duration = Duration::from_secs(10);
 /// The longest a read waits for room in the budget; beyond it, it is not made.
 const BUDGET_WAIT: Duration = Duration::from_millis(500);
 /// A read lists each of [`READ_KINDS`].
@@ -41,21 +46,21 @@ const LISTS_PER_READ: u32 = READ_KINDS.len() as u32;
 /// A Namespace whose readiness nobody asked for in this long is forgotten.
 const FORGET_AFTER: Duration = Duration::from_secs(60);
 
-/// What writing a wake came to.
+/// What asking for a wake came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Wrote {
-    /// This request's patch woke the Namespace.
-    Woken,
-    /// Another request, replica or person set an override first (the patch's test failed).
-    AlreadySet,
+pub enum Asked {
+    /// This request asked.
+    Now,
+    /// Another request or replica asked first, and the controller has not carried it out yet.
+    Already,
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum WriteError {
     #[error(transparent)]
     Api(#[from] kube::Error),
-    #[error("the API server did not answer within {}", spoken(REQUEST_TIMEOUT))]
-    TimedOut,
+    #[error("the API server did not answer within {}", spoken(*.0))]
+    TimedOut(Duration),
 }
 
 /// One Namespace's last read: one read at a time, whatever the requests.
@@ -153,35 +158,24 @@ impl Cluster {
             .clone()
     }
 
-    /// Sends the wake, a JSON patch that first tests the override is absent, as `field_manager`,
-    /// which the `WokenOnDemand` Event names. It waits for its turn in the budget: wakes are few
-    /// (one per Namespace per cooldown), and each must be written.
-    pub async fn write_wake(
-        &self,
-        namespace: &str,
-        patch: &JsonPatch,
-        field_manager: &str,
-    ) -> Result<Wrote, WriteError> {
+    /// Asks the controller to wake `namespace` for `by` (who the wake's Event names): creates
+    /// its `WakeRequest`, the one power the backend holds. It waits for its turn in the budget:
+    /// asks are few (one per Namespace per cooldown), and each must be made.
+    pub async fn ask_wake(&self, namespace: &str, by: &str) -> Result<Asked, WriteError> {
         tokio::time::sleep(self.budget.reserve()).await;
-        let api: Api<Namespace> = Api::all(self.client.clone());
-        let params = PatchParams {
-            field_manager: Some(field_manager.to_string()),
-            ..PatchParams::default()
+        let api: Api<WakeRequest> = Api::namespaced(self.client.clone(), namespace);
+        let mut request = WakeRequest::new(request::NAME, WakeRequestSpec { by: by.into() });
+        request.metadata.namespace = Some(namespace.into());
+        let params = PostParams {
+            field_manager: Some(CONTROLLER_NAME.into()),
+            ..PostParams::default()
         };
-        let patch = Patch::<()>::Json(patch.clone());
-        match tokio::time::timeout(
-            REQUEST_TIMEOUT,
-            api.patch_metadata(namespace, &params, &patch),
-        )
-        .await
-        {
-            Ok(Ok(_)) => Ok(Wrote::Woken),
-            // A failed `test` is 422 Unprocessable Entity, and on some versions 409.
-            Ok(Err(error)) if is_status(&error, 422) || is_status(&error, 409) => {
-                Ok(Wrote::AlreadySet)
-            }
+        match tokio::time::timeout(ASK_TIMEOUT, api.create(&params, &request)).await {
+            Ok(Ok(_)) => Ok(Asked::Now),
+            // Asked already, by another request or replica, and not yet carried out.
+            Ok(Err(error)) if is_status(&error, 409) => Ok(Asked::Already),
             Ok(Err(error)) => Err(error.into()),
-            Err(_) => Err(WriteError::TimedOut),
+            Err(_) => Err(WriteError::TimedOut(ASK_TIMEOUT)),
         }
     }
 
@@ -206,7 +200,7 @@ impl Cluster {
         .await
         {
             Ok(written) => written.map(drop).map_err(WriteError::from),
-            Err(_) => Err(WriteError::TimedOut),
+            Err(_) => Err(WriteError::TimedOut(REQUEST_TIMEOUT)),
         }
     }
 }
@@ -218,7 +212,7 @@ mod tests {
     #[test]
     fn a_write_that_timed_out_says_how_long_it_was_given() {
         assert_eq!(
-            WriteError::TimedOut.to_string(),
+            WriteError::TimedOut(REQUEST_TIMEOUT).to_string(),
             "the API server did not answer within 2s"
         );
     }

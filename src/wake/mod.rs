@@ -8,6 +8,7 @@ pub mod cluster;
 pub mod host_conflicts;
 pub mod page;
 pub mod readiness;
+pub mod request;
 pub mod route;
 pub mod route_kinds;
 pub mod server;

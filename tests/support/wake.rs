@@ -142,6 +142,7 @@ pub async fn start_backend_at(
     trusted: &str,
     more: &[&str],
 ) -> Controller {
+    install_wake_requests(&scenario.client).await;
     let wake_addr = addr.to_string();
     let mut flags = vec![
         "--grace-period",
@@ -155,6 +156,34 @@ pub async fn start_backend_at(
     let mut controller = scenario.start_cluster_wide_controller(name, &flags);
     controller.wait_ready().await;
     controller
+}
+
+/// Installs the `WakeRequest` CRD (`manifests/06-wake-request-crd.yaml`), through which the
+/// backend asks the controller for a wake, and waits until it is served.
+pub async fn install_wake_requests(admin: &Client) {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("manifests/06-wake-request-crd.yaml");
+    let gvk = kube::api::GroupVersionKind::gvk("cronscaler.dev", "v1alpha1", "WakeRequest");
+    super::crds::install_crd(admin, &path, &gvk).await;
+}
+
+/// The names of the `WakeRequest`s in `namespace`.
+pub async fn wake_requests(scenario: &Scenario, namespace: &str) -> Vec<String> {
+    let resource = kube::api::ApiResource::from_gvk_with_plural(
+        &kube::api::GroupVersionKind::gvk("cronscaler.dev", "v1alpha1", "WakeRequest"),
+        "wakerequests",
+    );
+    let api: Api<kube::api::DynamicObject> =
+        Api::namespaced_with(scenario.client.clone(), namespace, &resource);
+    let listed = api
+        .list(&ListParams::default())
+        .await
+        .expect("WakeRequests");
+    listed
+        .items
+        .iter()
+        .map(|request| request.name_any())
+        .collect()
 }
 
 /// This machine's address on its network, which an EndpointSlice may name (the API server

@@ -18,7 +18,7 @@
 //!   keep-alive HTTP/1.1, for `staging`, asleep all week and opted in, the first of them waking
 //!   it. It prints requests per second, latency percentiles, resident memory before the backend
 //!   starts and after the flood, and what reached the API server. Fails unless exactly one
-//!   patch of the Namespace did, and nothing unexpected.
+//!   WakeRequest was made (the backend asks, the controller wakes), and nothing unexpected.
 //! - `pinned`: 1,000 connections each write 50 pipelined requests for the page in one write and
 //!   never read the answers, held open, with a 4 KiB receive buffer (so the backend's writes
 //!   block instead of the kernel's buffers taking every answer); meanwhile a fresh visitor connects every 200 ms for
@@ -133,7 +133,7 @@ struct Seen {
     lists: AtomicU64,
     /// LISTs without `resourceVersion=0`: not from the watch cache.
     lists_uncached: AtomicU64,
-    patches: Mutex<BTreeMap<String, u64>>,
+    asks: Mutex<BTreeMap<String, u64>>,
     other: AtomicU64,
     /// Deployment LISTs (one per readiness read) by Namespace and second since `started`.
     reads: Mutex<HashMap<(String, u64), u64>>,
@@ -147,7 +147,7 @@ impl Seen {
             started: Instant::now(),
             lists: AtomicU64::default(),
             lists_uncached: AtomicU64::default(),
-            patches: Mutex::default(),
+            asks: Mutex::default(),
             other: AtomicU64::default(),
             reads: Mutex::default(),
             lists_by_second: Mutex::default(),
@@ -174,15 +174,12 @@ impl Seen {
         }
     }
 
-    fn patches_of(&self, namespace: &str) -> u64 {
-        lock(&self.patches)
-            .get(namespace)
-            .copied()
-            .unwrap_or_default()
+    fn asks_of(&self, namespace: &str) -> u64 {
+        lock(&self.asks).get(namespace).copied().unwrap_or_default()
     }
 
-    fn patches(&self) -> u64 {
-        lock(&self.patches).values().sum()
+    fn asks(&self) -> u64 {
+        lock(&self.asks).values().sum()
     }
 
     /// The most readiness reads of one Namespace within one second, and which.
@@ -219,7 +216,8 @@ fn deployments(namespace: &str) -> serde_json::Value {
 
 /// `/apis/apps/v1/namespaces/{namespace}/{kind}`: the namespace and kind.
 fn namespaced_list(path: &str) -> Option<(&str, &str)> {
-    let rest = path.strip_prefix("/apis/apps/v1/namespaces/")?;
+    let rest = (path.strip_prefix("/apis/apps/v1/namespaces/"))
+        .or_else(|| path.strip_prefix("/apis/cronscaler.dev/v1alpha1/namespaces/"))?;
     let (namespace, kind) = rest.split_once('/')?;
     (!kind.contains('/')).then_some((namespace, kind))
 }
@@ -245,12 +243,10 @@ async fn fake_api_server(seen: Arc<Seen>) -> anyhow::Result<u16> {
                                 seen.list(namespace, false, query);
                                 json!({ "apiVersion": "apps/v1", "kind": "StatefulSetList", "metadata": {}, "items": [] })
                             }
-                            (&Method::PATCH, _) if path.starts_with("/api/v1/namespaces/") => {
-                                let namespace = &path["/api/v1/namespaces/".len()..];
-                                *lock(&seen.patches)
-                                    .entry(namespace.to_string())
-                                    .or_default() += 1;
-                                json!({ "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": { "name": namespace } })
+                            // The backend's one power: asking the controller for a wake.
+                            (&Method::POST, Some((namespace, "wakerequests"))) => {
+                                *lock(&seen.asks).entry(namespace.to_string()).or_default() += 1;
+                                json!({ "apiVersion": "cronscaler.dev/v1alpha1", "kind": "WakeRequest", "metadata": { "name": "wake-on-request", "namespace": namespace }, "spec": { "by": "" } })
                             }
                             _ => {
                                 eprintln!(
@@ -432,7 +428,7 @@ async fn flood(args: &Args, port: u16, seen: &Seen, before: u64) -> anyhow::Resu
         "== flood: {} requests over {} keep-alive connections",
         args.requests, args.connections
     );
-    let patches_before = seen.patches_of(NAMESPACE);
+    let asks_before = seen.asks_of(NAMESPACE);
     let per_connection = args.requests / args.connections.max(1);
     let started = Instant::now();
     let connections: Vec<_> = (0..args.connections)
@@ -458,14 +454,14 @@ async fn flood(args: &Args, port: u16, seen: &Seen, before: u64) -> anyhow::Resu
         mib(before),
         mib(after)
     );
-    let (lists, patches, other) = (
+    let (lists, asks, other) = (
         seen.lists.load(Relaxed),
-        seen.patches_of(NAMESPACE) - patches_before,
+        seen.asks_of(NAMESPACE) - asks_before,
         seen.other.load(Relaxed),
     );
-    println!("API server: {patches} patch of the Namespace, {lists} lists, {other} other requests");
-    if !(patches == 1 && other == 0) {
-        eprintln!("error: expected exactly one patch of the Namespace and nothing unexpected");
+    println!("API server: {asks} WakeRequest asked, {lists} lists, {other} other requests");
+    if !(asks == 1 && other == 0) {
+        eprintln!("error: expected exactly one WakeRequest asked and nothing unexpected");
         return Ok(false);
     }
     Ok(true)
@@ -682,7 +678,7 @@ async fn status_flood(port: u16, seen: &Seen) -> anyhow::Result<bool> {
     // The connections' polls interleave: one every second / 300 in all.
     let offset = period / u32::try_from(STATUS_CONNECTIONS)?;
     let lists_before = seen.lists.load(Relaxed);
-    let patches_before = seen.patches();
+    let asks_before = seen.asks();
     let begin = tokio::time::Instant::now() + Duration::from_millis(100);
     let until = begin + STATUS_POLLING;
     let pollers: Vec<_> = (0..STATUS_CONNECTIONS)
@@ -726,9 +722,9 @@ async fn status_flood(port: u16, seen: &Seen) -> anyhow::Result<bool> {
         println!("{}", latency_line(&latencies));
     }
     println!(
-        "API server: {lists} LISTs, {:.1} per second (at most {most_lists_in_a_second} in one second), {} patches",
+        "API server: {lists} LISTs, {:.1} per second (at most {most_lists_in_a_second} in one second), {} WakeRequests asked",
         lists as f64 / took.as_secs_f64(),
-        seen.patches() - patches_before
+        seen.asks() - asks_before
     );
     println!(
         "readiness reads of one Namespace within one second: at most {most_reads}{}",
@@ -805,7 +801,6 @@ async fn main() -> anyhow::Result<ExitCode> {
     }
     let settings = Settings {
         default_timezone: chrono_tz::Tz::UTC,
-        max_override: TimeDelta::hours(24),
         // Longer than a run: each Namespace is woken once.
         cooldown: TimeDelta::minutes(10),
     };
@@ -847,12 +842,12 @@ async fn main() -> anyhow::Result<ExitCode> {
     let uncached = seen.lists_uncached.load(Relaxed);
     let other = seen.other.load(Relaxed);
     println!(
-        "== whole run: {} LISTs ({uncached} without resourceVersion=0), at most {most_reads} readiness reads of one Namespace in one second{}, {} patches, {other} other requests",
+        "== whole run: {} LISTs ({uncached} without resourceVersion=0), at most {most_reads} readiness reads of one Namespace in one second{}, {} WakeRequests asked, {other} other requests",
         seen.lists.load(Relaxed),
         where_most.map_or_else(String::new, |(namespace, second)| format!(
             " ({namespace}, second {second})"
         )),
-        seen.patches()
+        seen.asks()
     );
     if most_reads > 1 || uncached > 0 || other > 0 {
         eprintln!(

@@ -23,7 +23,7 @@ pub(super) fn start(
     client: Client,
     namespaces: &NamespaceSchedules,
     metrics: &Metrics,
-    (open_files, max_override): (u64, TimeDelta),
+    open_files: u64,
 ) -> Result<(UnboundedSender<String>, Option<JoinHandle<()>>), RunError> {
     let cluster = Arc::new(wake::cluster::Cluster::new(
         client,
@@ -51,7 +51,6 @@ pub(super) fn start(
     }
     let settings = wake::answer::Settings {
         default_timezone: args.default_timezone.zone,
-        max_override,
         cooldown: TimeDelta::from_std(args.wake_cooldown).unwrap_or(TimeDelta::MAX),
     };
     let backend = Backend::new(cluster, namespaces.clone(), metrics.clone(), settings);

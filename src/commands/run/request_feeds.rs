@@ -1,0 +1,47 @@
+//! The watch of `WakeRequest`s: each one made, or found at start, is carried out by a worker
+//! while this replica leads. Only their metadata is watched; the worker reads the request it
+//! carries out. Without the CRD installed the watch is retried with backoff, and nothing else
+//! waits.
+
+use std::future::Future;
+
+use kube::{
+    Api, Client, ResourceExt as _,
+    core::PartialObjectMeta,
+    runtime::{WatchStreamExt, watcher},
+};
+
+use crate::{
+    runtime::{
+        key::ObjectKey,
+        outage::Outage,
+        watch::{WatchBackoff, drive},
+        workqueue::WorkQueue,
+    },
+    wake::request::WakeRequest,
+    work::WorkKey,
+};
+
+/// The watch of the requests across the cluster.
+pub fn request_feed(
+    client: &Client,
+    queue: &WorkQueue<WorkKey>,
+    outage: &Outage,
+) -> impl Future<Output = ()> + use<> {
+    let api = Api::<PartialObjectMeta<WakeRequest>>::all(client.clone());
+    let watch = watcher(api, watcher::Config::default()).backoff(WatchBackoff::default());
+    let queue = queue.clone();
+    drive(
+        watch,
+        "WakeRequests",
+        outage.clone(),
+        move |event: &watcher::Event<PartialObjectMeta<WakeRequest>>| match event {
+            watcher::Event::Apply(request) | watcher::Event::InitApply(request) => {
+                let key =
+                    ObjectKey::new(request.namespace().unwrap_or_default(), request.name_any());
+                queue.add(WorkKey::WakeRequest(key));
+            }
+            _ => {}
+        },
+    )
+}

@@ -1,0 +1,180 @@
+//! A `WakeRequest`: how whoever may only ask (the wake-up backend, which faces the internet and
+//! holds no other power) asks the controller to wake a Namespace. The asker creates one in the
+//! Namespace; the controller decides from its own view of the Namespace whether it wakes
+//! anything (opted in with `cronscaler.dev/wake-on-request`, asleep, the request fresh), writes
+//! the wake as the backend once wrote it, and removes the request: observed once, planned by
+//! [`plan::plan`], acted.
+
+pub mod plan;
+
+use chrono::{DateTime, TimeDelta, Utc};
+use chrono_tz::Tz;
+use kube::{
+    Api, Client, CustomResource,
+    api::{DeleteParams, Patch, PatchParams, Preconditions},
+};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    error::Error,
+    namespaces::NamespaceSchedules,
+    runtime::{api_errors::is_status, key::ObjectKey, worker::Next, writes::Writes},
+    workloads::target::creation_time,
+};
+use plan::{Carried, Seen};
+
+/// The name every asker gives its request: requests of one Namespace made at once are one
+/// object, and the API server refuses the others (409), so a flood of requests asks once.
+pub const NAME: &str = "wake-on-request";
+
+/// The longest a field manager may be, and so the `by` of a request: the API server's limit.
+pub const MAX_BY: usize = 128;
+
+#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[kube(
+    group = "cronscaler.dev",
+    version = "v1alpha1",
+    kind = "WakeRequest",
+    namespaced,
+    derive = "PartialEq",
+    doc = "A request to wake this Namespace now. The controller carries it out where the Namespace opted in with cronscaler.dev/wake-on-request and sleeps, and removes it.",
+    printcolumn(name = "By", type_ = "string", json_path = ".spec.by"),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[serde(rename_all = "camelCase")]
+pub struct WakeRequestSpec {
+    /// Who asked, as the wake's `WokenOnDemand` Event names it, e.g. `a request for
+    /// staging.example.com/login`.
+    #[schemars(length(max = 128))]
+    pub by: String,
+}
+
+/// What carrying out a request reads and writes with.
+pub struct WakeRequests {
+    pub client: Client,
+    pub namespaces: NamespaceSchedules,
+    pub default_timezone: Tz,
+    /// `--max-override`: no wake reaches further.
+    pub max_override: TimeDelta,
+    pub writes: Writes,
+}
+
+/// Carries out the request `key` at `now`: observe, plan, act.
+pub async fn reconcile(
+    ctx: &WakeRequests,
+    key: &ObjectKey,
+    now: DateTime<Utc>,
+) -> Result<Next, Error> {
+    let api: Api<WakeRequest> = Api::namespaced(ctx.client.clone(), &key.namespace);
+    let request =
+        api.get_opt(&key.name)
+            .await
+            .map_err(Error::api("reading", "WakeRequest", key))?;
+    let Some(request) = request else {
+        return Ok(Next::Done);
+    };
+    let namespace = &key.namespace;
+    let seen = Seen {
+        by: request.spec.by.clone(),
+        created: creation_time(&request.metadata),
+        annotations: ctx.namespaces.annotations_of(namespace),
+        bare: ctx.namespaces.is_bare(namespace),
+    };
+    let limits = (ctx.default_timezone, ctx.max_override);
+    let carried = plan::plan(&seen, limits, now);
+    act(ctx, key, request.metadata.uid, carried).await?;
+    Ok(Next::Done)
+}
+
+/// Writes the wake, if any, as the asker (its field manager is who the Event names), then
+/// removes the request it carried out, and no later one of the same name.
+async fn act(
+    ctx: &WakeRequests,
+    key: &ObjectKey,
+    uid: Option<String>,
+    carried: Carried,
+) -> Result<(), Error> {
+    let namespace = &key.namespace;
+    match carried {
+        Carried::Wake { patch, by } => {
+            let api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(ctx.client.clone());
+            let params = PatchParams {
+                field_manager: Some(by.clone()),
+                ..PatchParams::default()
+            };
+            let written = ctx
+                .writes
+                .make(
+                    format!("wake Namespace {namespace}, asked by {by}"),
+                    api.patch_metadata(namespace, &params, &Patch::<()>::Json(patch)),
+                )
+                .await;
+            match written {
+                Ok(_) => tracing::info!(namespace, by, "woken by a request"),
+                // Another request, replica or person set an override first: the patch's test
+                // failed (422, and 409 on some versions), and it is awake.
+                Err(error) if is_status(&error, 422) || is_status(&error, 409) => {
+                    tracing::debug!(namespace, by, "woken by someone else first");
+                }
+                Err(error) => {
+                    let object = ObjectKey::new(namespace, namespace);
+                    return Err(Error::api("waking", "Namespace", &object)(error));
+                }
+            }
+        }
+        Carried::Nothing { why } => {
+            tracing::info!(namespace, why, "a wake request changed nothing");
+        }
+    }
+    let api: Api<WakeRequest> = Api::namespaced(ctx.client.clone(), namespace);
+    let params = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid,
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
+    let deleted = ctx
+        .writes
+        .make(
+            format!("remove WakeRequest {key}"),
+            api.delete(&key.name, &params),
+        )
+        .await;
+    match deleted {
+        // Gone already, or a newer request took its name: that one is carried out on its own.
+        Err(error) if is_status(&error, 404) || is_status(&error, 409) => Ok(()),
+        deleted => deleted
+            .map(drop)
+            .map_err(Error::api("removing", "WakeRequest", key)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kube::CustomResourceExt;
+
+    use super::*;
+
+    #[test]
+    fn the_committed_crd_manifest_matches_the_rust_type() {
+        let generated = serde_norway::to_string(&WakeRequest::crd()).unwrap();
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/manifests/06-wake-request-crd.yaml"
+        );
+        if std::env::var_os("CRONSCALER_BLESS").is_some() {
+            std::fs::write(path, &generated).unwrap();
+        }
+        assert!(
+            std::fs::read_to_string(path).unwrap_or_default() == generated,
+            "manifests/06-wake-request-crd.yaml is stale: regenerate it with \
+             `CRONSCALER_BLESS=1 cargo test --lib the_committed_crd_manifest_matches_the_rust_type`"
+        );
+    }
+}
