@@ -1,0 +1,99 @@
+//! KEDA ScaledObjects: a workload one scales sleeps only through it, and a schedule on such a
+//! workload is refused or shows on the ScaledObject.
+
+use super::*;
+use crate::schedule::{LAST_TRANSITION, ORIGINAL_REPLICAS, ORIGINAL_VALUE};
+
+/// The ScaledObject `orders` in `namespace`, asleep since last night, that scales the
+/// Deployment `orders`.
+fn scaled_object(namespace: &str) -> StatusObject {
+    let mut lever = object(
+        TargetKind::ScaledObject,
+        namespace,
+        "orders",
+        0,
+        // Paused by the controller, which found no pause of its own on it.
+        &with(&[(LAST_TRANSITION, LAST_NIGHT), (ORIGINAL_VALUE, "")]),
+    );
+    lever.observed.levers = Some((TargetKind::Deployment, "orders".into()));
+    lever
+}
+
+#[test]
+fn a_workload_a_scaled_object_scales_sleeps_only_through_it() {
+    let objects = [
+        scaled_object("staging"),
+        // KEDA has scaled it to 0: not the controller, which never writes it.
+        deployment("orders", 0, &[]),
+        deployment(
+            "web",
+            0,
+            &[(ORIGINAL_REPLICAS, "2"), (LAST_TRANSITION, LAST_NIGHT)],
+        ),
+    ];
+    let status = at_night(&objects, &[("staging", &NIGHTLY)]);
+    let rows: Vec<_> = status
+        .objects
+        .iter()
+        .map(|row| (row.kind.as_str(), row.name.as_str(), row.state))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("Deployment", "web", State::Asleep),
+            ("ScaledObject", "orders", State::Asleep)
+        ],
+        "the Deployment orders follows its ScaledObject, not the Namespace"
+    );
+    let table = render_table(&status, night());
+    assert!(table.contains("paused at 0/scaling"), "{table}");
+}
+
+#[test]
+fn a_schedule_on_the_workload_of_a_scaled_object_is_refused_naming_it() {
+    let objects = [
+        scaled_object("staging"),
+        deployment("orders", 1, &NIGHTLY),
+        // The same name in another namespace is another workload.
+        object(TargetKind::Deployment, "prod", "orders", 1, &NIGHTLY),
+    ];
+    let rows = rows(&objects, &[]);
+    let states: Vec<_> = rows
+        .iter()
+        .map(|row| (row.namespace.as_str(), row.kind.as_str(), row.state))
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("prod", "Deployment", State::Awake),
+            ("staging", "Deployment", State::Invalid),
+            ("staging", "ScaledObject", State::Asleep),
+        ]
+    );
+    assert_eq!(
+        rows[1].reasons,
+        ["controlled by ScaledObject \"orders\": annotate the ScaledObject instead"]
+    );
+}
+
+#[test]
+fn a_schedule_on_the_workload_of_a_scaled_object_without_one_shows_on_the_scaled_object() {
+    // Paused by the controller for the workload's own schedule, whose records the workload
+    // carries.
+    let mut lever = object(TargetKind::ScaledObject, "staging", "orders", 0, &[]);
+    lever.observed.levers = Some((TargetKind::Deployment, "orders".into()));
+    let objects = [
+        lever,
+        deployment(
+            "orders",
+            0,
+            &with(&[(LAST_TRANSITION, LAST_NIGHT), (ORIGINAL_VALUE, "")]),
+        ),
+    ];
+    let rows = rows(&objects, &[]);
+    let states: Vec<_> = rows
+        .iter()
+        .map(|row| (row.kind.as_str(), row.name.as_str(), row.state))
+        .collect();
+    assert_eq!(states, [("ScaledObject", "orders", State::Asleep)]);
+}
