@@ -36,11 +36,11 @@ const NOT_RUN_HERE: &[(&str, &str)] = &[
     ),
     (
         "helm install cronscaler ./charts/cronscaler -n cronscaler --create-namespace",
-        "no helm binary here: tests/helm.rs installs the chart with Helm's own SDK",
+        "no helm binary here: tests/helm/cluster.rs installs the chart with Helm's own SDK",
     ),
     (
         "helm upgrade cronscaler ./charts/cronscaler -n cronscaler -f my-values.yaml",
-        "no helm binary here: tests/helm.rs upgrades the chart with Helm's own SDK",
+        "no helm binary here: tests/helm/cluster.rs upgrades the chart with Helm's own SDK",
     ),
     (
         "docker build -t ghcr.io/cronscaler/cronscaler:0.1.0 .",

@@ -1,7 +1,7 @@
 {{/*
 The name of the release's objects: the release's own when it names the chart already
 (`helm install cronscaler`), so that a default install names everything as `kubectl apply -k .`
-does (tests/helm.rs compares the two), else "<release>-cronscaler".
+does (tests/helm/kustomize.rs compares the two), else "<release>-cronscaler".
 */}}
 {{- define "cronscaler.fullname" -}}
 {{- if .Values.fullnameOverride -}}

@@ -1,0 +1,274 @@
+//! The chart rendered by Helm's SDK: it lints clean, the packaged chart renders the same, every
+//! value set reaches the objects and the controller's flags, a single replica or no wake-up
+//! backend leaves out what it does not need, and the schema refuses a wrong value by name.
+
+use std::{collections::BTreeMap, process::Command};
+
+use serde_json::{Value, json};
+
+use super::*;
+use crate::support::helm::{Helm, chart};
+
+#[test]
+fn the_chart_lints_clean_with_default_values_and_with_every_value_set() {
+    let Some(helm) = Helm::get("the_chart_lints_clean") else {
+        return;
+    };
+    assert_eq!(
+        helm.lint(Value::Null),
+        Vec::<String>::new(),
+        "default values"
+    );
+    assert_eq!(
+        helm.lint(every_value()),
+        Vec::<String>::new(),
+        "every value set"
+    );
+    let namespaced = json!({ "scope": { "namespaces": ["team-a", "team-b"] } });
+    assert_eq!(
+        helm.lint(namespaced),
+        Vec::<String>::new(),
+        "a list of namespaces"
+    );
+}
+
+#[test]
+fn the_packaged_chart_holds_the_crds_and_rules_and_renders_the_same() {
+    let Some(helm) = Helm::get("the_packaged_chart_holds_the_crds_and_rules") else {
+        return;
+    };
+    let destination = tempfile::tempdir().expect("a temporary directory");
+    let archive = helm.package(destination.path());
+    assert_eq!(
+        archive.file_name().and_then(|name| name.to_str()),
+        Some(format!("cronscaler-{}.tgz", env!("CARGO_PKG_VERSION")).as_str())
+    );
+    for values in [Value::Null, every_value()] {
+        let packaged = helm.render_chart(&archive, "cronscaler", "cronscaler", values.clone());
+        let unpacked = helm.render("cronscaler", "cronscaler", values);
+        assert_eq!(
+            packaged, unpacked,
+            "the archive renders as the directory does"
+        );
+    }
+    assert_eq!(
+        helm.crds(&archive),
+        helm.crds(&chart()),
+        "the CRDs travel with the chart"
+    );
+}
+
+#[test]
+fn one_replica_has_no_disruption_budget_and_no_backend_has_no_wake_service() {
+    let Some(helm) = Helm::get("one_replica_has_no_disruption_budget") else {
+        return;
+    };
+    let values = json!({ "replicas": 1, "wake": { "enabled": false }, "networkPolicy": { "enabled": true } });
+    let objects = helm
+        .render("cronscaler", "cronscaler", values)
+        .unwrap_or_else(|error| panic!("helm template: {error}"));
+    let kinds: Vec<String> = objects.iter().map(identity).collect();
+    for absent in [
+        "PodDisruptionBudget cronscaler/cronscaler",
+        "Service cronscaler/cronscaler-wake",
+    ] {
+        assert!(
+            !kinds.iter().any(|kind| kind == absent),
+            "{absent} in {kinds:?}"
+        );
+    }
+    let deployment = find(&objects, "Deployment", "cronscaler");
+    assert_eq!(
+        args(deployment),
+        ["run", "--leader-elect", "--log-format", "json"]
+    );
+    assert_eq!(
+        container(deployment)["ports"].as_array().map(Vec::len),
+        Some(1),
+        "no wake port"
+    );
+    let policy = find(&objects, "NetworkPolicy", "cronscaler");
+    assert_eq!(
+        policy["spec"]["ingress"],
+        json!([{ "ports": [{ "port": "http" }] }])
+    );
+}
+
+#[test]
+fn every_value_set_reaches_the_objects_and_the_controller_takes_its_flags() {
+    let Some(helm) = Helm::get("every_value_set_reaches_the_objects") else {
+        return;
+    };
+    let objects = helm
+        .render("platform", "ops", every_value())
+        .unwrap_or_else(|error| panic!("helm template: {error}"));
+    assert_selectors_select_the_controller(&objects);
+    let deployment = find(&objects, "Deployment", "sleeper");
+    let pod = &deployment["spec"]["template"]["spec"];
+    let container = container(deployment);
+    assert_eq!(deployment["spec"]["replicas"], 3);
+    assert_eq!(
+        container["image"],
+        "registry.example.com/platform/cronscaler:0.1.0-rc1"
+    );
+    assert_eq!(container["imagePullPolicy"], "Always");
+    assert_eq!(pod["imagePullSecrets"], json!([{ "name": "regcred" }]));
+    assert_eq!(container["resources"]["limits"]["memory"], "256Mi");
+    assert_eq!(pod["nodeSelector"]["kubernetes.io/os"], "linux");
+    assert_eq!(pod["tolerations"][0]["key"], "dedicated");
+    assert_eq!(
+        pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+            [0]["matchExpressions"][0]["key"],
+        "pool"
+    );
+    assert_eq!(pod["priorityClassName"], "platform-critical");
+    assert_eq!(
+        deployment["spec"]["template"]["metadata"]["annotations"]["example.com/team"],
+        "platform"
+    );
+    assert_eq!(pod["serviceAccountName"], "sleeper");
+    let env: BTreeMap<&str, &Value> = container["env"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|var| (var["name"].as_str().unwrap_or_default(), &var["value"]))
+        .collect();
+    assert_eq!(env["RUST_LOG"], "debug");
+    let ports: Vec<&Value> = container["ports"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| &p["containerPort"])
+        .collect();
+    assert_eq!(ports, [&json!(9090), &json!(9082)]);
+
+    let args = args(deployment);
+    assert_eq!(
+        args,
+        [
+            "run",
+            "--leader-elect",
+            "--log-format",
+            "text",
+            "--wake-addr",
+            "0.0.0.0:9082",
+            "--leader-elect-lease-name=sleeper",
+            "--wake-service=sleeper-wake",
+            "--wake-slices-owner=sleeper",
+            "--http-addr=0.0.0.0:9090",
+            "--default-timezone=Europe/Berlin",
+            "--kinds=Deployment.apps,StatefulSet.apps,Rollout.argoproj.io",
+            "--max-waking-namespaces=5",
+            "--warm-up=10m",
+            "--wake-step-timeout=2m",
+            "--grace-period=30m",
+            "--dry-run",
+            "--kube-downscaler-annotations",
+            "--gitops=pause",
+            "--exclude-namespaces=kube-system,monitoring",
+            "--prometheus-url=http://prometheus.monitoring:9090",
+            "--activity-query=envoy-gateway",
+            "--workers=4",
+            "--wake-trusted-proxies=10.0.0.0/8,192.168.1.1",
+        ]
+    );
+    // The controller's own parser takes every flag: it gets as far as the API server.
+    let binary = env!("CARGO_BIN_EXE_cronscaler");
+    let output = Command::new(binary)
+        .args(&args)
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .output()
+        .expect("the cronscaler binary runs");
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        said.contains("connecting to the Kubernetes API server"),
+        "the flags were refused: {said}"
+    );
+
+    let service = find(&objects, "Service", "sleeper-wake");
+    assert_eq!(service["spec"]["type"], "NodePort");
+    assert_eq!(service["spec"]["ports"][0]["port"], 8080);
+    let rules = &find(&objects, "ClusterRole", "sleeper")["rules"];
+    for resource in ["rollouts", "clusters", "kustomizations"] {
+        let patchable = rules.as_array().into_iter().flatten().any(|rule| {
+            rule["resources"]
+                .as_array()
+                .is_some_and(|r| r.contains(&json!(resource)))
+                && rule["verbs"]
+                    .as_array()
+                    .is_some_and(|v| v.contains(&json!("patch")))
+        });
+        assert!(patchable, "rbac.optional grants patch on {resource}");
+    }
+    assert!(
+        !objects
+            .iter()
+            .any(|o| o["metadata"]["name"] == "sleeper-edit"),
+        "no aggregated roles"
+    );
+    let policy = find(&objects, "NetworkPolicy", "sleeper");
+    assert_eq!(
+        policy["spec"]["ingress"][0]["from"][0]["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"],
+        "monitoring"
+    );
+    assert_eq!(policy["spec"]["ingress"][1]["ports"][0]["port"], "wake");
+    assert_eq!(
+        find(&objects, "PodDisruptionBudget", "sleeper")["spec"]["maxUnavailable"],
+        1
+    );
+    // Offline, no cluster serves the Prometheus Operator's kinds: the real-cluster test below
+    // renders them where one does.
+    let monitoring: Vec<String> = objects
+        .iter()
+        .filter(|o| {
+            o["apiVersion"]
+                .as_str()
+                .is_some_and(|v| v.starts_with("monitoring.coreos.com"))
+        })
+        .map(identity)
+        .collect();
+    assert_eq!(monitoring, Vec::<String>::new());
+}
+
+#[test]
+fn the_schema_refuses_a_wrong_value_naming_it() {
+    let Some(helm) = Helm::get("the_schema_refuses_a_wrong_value_naming_it") else {
+        return;
+    };
+    for (values, named) in [
+        (
+            json!({ "replicas": "two" }),
+            "at '/replicas': got string, want integer",
+        ),
+        (
+            json!({ "controller": { "warmUp": "5 minutes" } }),
+            "at '/controller/warmUp': '5 minutes' does not match pattern",
+        ),
+        (
+            json!({ "controller": { "gitops": "stop" } }),
+            "at '/controller/gitops': value must be one of",
+        ),
+        (
+            json!({ "wake": { "port": 70000 } }),
+            "at '/wake/port': maximum: got 70,000, want 65,535",
+        ),
+        (
+            json!({ "controler": { "dryRun": true } }),
+            "additional properties 'controler' not allowed",
+        ),
+        (
+            json!({ "scope": { "namespaces": ["Team_A"] } }),
+            "at '/scope/namespaces/0'",
+        ),
+        (
+            json!({ "controller": { "prometheusUrl": "https://prometheus:9090" } }),
+            "at '/controller/prometheusUrl'",
+        ),
+    ] {
+        let refused = helm
+            .render("cronscaler", "cronscaler", values.clone())
+            .expect_err(&format!("{values} is refused"));
+        assert!(refused.contains(named), "{values}: {refused}");
+    }
+}
