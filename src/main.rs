@@ -5,8 +5,8 @@ use chrono::Utc;
 use cronscaler::{
     commands::{
         cli::{
-            Cli, Command, KubeArgs, OutputFormat, OverrideArgs, PlanArgs, RestoreArgs, StatusArgs,
-            StatusFormat,
+            Cli, Command, KubeArgs, OutputFormat, OverrideArgs, PlanArgs, RestoreArgs, RunArgs,
+            StatusArgs, StatusFormat,
         },
         cluster, kubeconfig,
         on_demand::{OverrideTarget, set_override},
@@ -36,18 +36,32 @@ async fn main() -> anyhow::Result<ExitCode> {
             on_demand(kube, args, cronscaler::schedule::Direction::Down).await?
         }
         Command::Run(args) => {
-            logs::init(args.log_format);
-            let shutdown = shutdown_signal().context("installing signal handlers")?;
-            let config = kubeconfig::config(kube)
-                .await
-                .context("connecting to the Kubernetes API server")?;
-            let clients = controller::clients_for(config, &args)
-                .context("connecting to the Kubernetes API server")?;
+            let (clients, shutdown) = start(kube, &args).await?;
             controller::run(clients, &args, shutdown).await?;
+            tracing::info!("stopped");
+        }
+        Command::WakeBackend(args) => {
+            let (clients, shutdown) = start(kube, &args).await?;
+            controller::wake_backend(clients, &args, shutdown).await?;
             tracing::info!("stopped");
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What a long-running process starts with: its logs, its signal handlers, and its clients.
+async fn start(
+    kube: &KubeArgs,
+    args: &RunArgs,
+) -> anyhow::Result<(controller::Clients, impl std::future::Future<Output = ()>)> {
+    logs::init(args.log_format);
+    let shutdown = shutdown_signal().context("installing signal handlers")?;
+    let config = kubeconfig::config(kube)
+        .await
+        .context("connecting to the Kubernetes API server")?;
+    let clients =
+        controller::clients_for(config, args).context("connecting to the Kubernetes API server")?;
+    Ok((clients, shutdown))
 }
 
 /// Writes `text` to standard output. A reader that stops early (`| head`) has what it wanted:

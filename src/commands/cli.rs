@@ -108,6 +108,11 @@ pub struct KubeArgs {
 pub enum Command {
     /// Run the controllers against the cluster of the current kubeconfig (or in-cluster config).
     Run(Box<RunArgs>),
+    /// Run the wake-up backend alone, the process that faces the internet: it answers on
+    /// --wake-addr and may only ask the controller for a wake (a WakeRequest). Takes `run`'s
+    /// flags and environment, and uses those of the backend and those that say what a Namespace
+    /// follows.
+    WakeBackend(Box<RunArgs>),
     /// Print the Foo CustomResourceDefinition as YAML.
     Crd,
     /// List every scheduled transition in a time window, from manifests or the live cluster.

@@ -178,6 +178,33 @@ pub fn until_when(
     Ok(until)
 }
 
+/// Until when the schedule itself holds `direction`'s state (asleep for a sleep, awake for a
+/// wake), where it holds it now and its next transition the other way is beyond `max`, so that
+/// no override can reach it: on Friday night, a sleep is the weekend's already.
+pub fn held_by_schedule(
+    direction: Direction,
+    parsed: &Annotations,
+    now: DateTime<Utc>,
+    max: TimeDelta,
+) -> Option<DateTime<Utc>> {
+    let Annotations::Scheduled(schedule, _) = parsed else {
+        return None;
+    };
+    if schedule.paused || schedule.in_force(now)?.direction != direction {
+        return None;
+    }
+    let mut cursor = now;
+    // A week and a day covers every weekly schedule's next transition.
+    while cursor - now <= TimeDelta::days(8) {
+        let next = schedule.next_transition(cursor)?;
+        if next.direction != direction {
+            return (next.at - now > max).then_some(next.at);
+        }
+        cursor = next.at;
+    }
+    None
+}
+
 fn unscheduled(what: &str, direction: Direction) -> OverrideError {
     OverrideError::Unscheduled {
         what: what.to_string(),
@@ -245,7 +272,24 @@ pub async fn set_override(
     if !has_schedule(&effective) {
         return Err(unscheduled(&what, direction));
     }
-    let until = until_when(direction, &what, &parsed, requested, now, max)?;
+    let until = match until_when(direction, &what, &parsed, requested, now, max) {
+        Err(OverrideError::NoNextTransition { .. })
+            if let Some(held) = held_by_schedule(direction, &parsed, now, max) =>
+        {
+            let verb = match direction {
+                Direction::Up => "awake",
+                Direction::Down => "asleep",
+            };
+            return Ok(format!(
+                "{what} is {verb} by its schedule until {} ({} from now), beyond the {} an \
+                 override may reach (--max-override): nothing written",
+                held.to_rfc3339_opts(SecondsFormat::Secs, true),
+                spoken(held - now),
+                spoken(max)
+            ));
+        }
+        until => until?,
+    };
     let patch = override_patch(direction, until);
     let field_manager = field_manager(direction);
     let patched = match target {

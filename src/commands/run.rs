@@ -36,6 +36,7 @@ use route_feeds::route_feed;
 pub use served::RunError;
 use slice_feeds::SliceInputs;
 use trackers::{TrackerSettings, Trackers};
+pub use wake_backend::apart as wake_backend;
 use workload_feeds::{
     WorkloadWatches, await_levers, give_back_memory_once, hpa_feed, lock, relist_namespace,
     stop_waiting_in_time,

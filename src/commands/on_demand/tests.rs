@@ -40,6 +40,30 @@ fn targets_are_a_namespace_or_kind_and_name() {
     );
 }
 
+/// On Friday night a sleep reaches no further than the weekend's, which the schedule holds
+/// itself: `sleep` says so and writes nothing, where a wake is still refused as too far.
+#[test]
+fn a_sleep_on_friday_night_is_the_schedule_s_already() {
+    let parsed = schedule::parse(&staging(), chrono_tz::Tz::UTC);
+    let friday_night = at("2026-11-27T21:00:00Z");
+    let max = TimeDelta::hours(24);
+    assert_eq!(
+        held_by_schedule(Direction::Down, &parsed, friday_night, max),
+        Some(at("2026-11-30T07:00:00Z"))
+    );
+    assert_eq!(
+        held_by_schedule(Direction::Up, &parsed, friday_night, max),
+        None,
+        "awake it is not"
+    );
+    // On Monday night the wake-up is within reach: an override is written as usual.
+    let monday_night = at("2026-11-23T21:00:00Z");
+    assert_eq!(
+        held_by_schedule(Direction::Down, &parsed, monday_night, max),
+        None
+    );
+}
+
 /// Until when an override on the staging Namespace lasts, or why it may not be.
 fn staging_until(
     direction: Direction,

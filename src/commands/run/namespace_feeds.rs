@@ -77,7 +77,7 @@ pub(super) fn start(
             namespaces.clone(),
             outage,
             first.clone(),
-            relist.clone(),
+            Some(relist.clone()),
             policy_cache,
         );
         feeds.start("SleepPolicies", policy_feed);
@@ -86,7 +86,7 @@ pub(super) fn start(
             namespaces.clone(),
             outage,
             first.clone(),
-            relist.clone(),
+            Some(relist.clone()),
             schedule_cache,
         );
         feeds.start("SleepSchedules", schedule_feed);
@@ -176,6 +176,67 @@ fn namespace_feed(
         relist.namespaces(&first, changed);
         relist.statuses(&first, &namespaces);
     })
+}
+
+/// The watches of what Namespaces follow, for the wake-up backend apart: the shared schedules
+/// filled in, and nothing else done (it relists nothing, and has no queue). Ready once the
+/// Namespaces are listed, as `ready` is told.
+pub(super) fn start_for_backend(
+    client: &Client,
+    namespaces: &NamespaceSchedules,
+    outage: &Outage,
+    ready: tokio::sync::oneshot::Sender<()>,
+    feeds: &mut Feeds,
+) {
+    let watch = watcher(
+        Api::<PartialObjectMeta<Namespace>>::all(client.clone()),
+        watcher::Config::default().page_size(LIST_PAGE_SIZE),
+    )
+    .backoff(WatchBackoff::default());
+    let (schedules, mut ready) = (namespaces.clone(), Some(ready));
+    let feed = drive(
+        watch,
+        "Namespaces",
+        outage.clone(),
+        move |event| match event {
+            watcher::Event::Apply(namespace) | watcher::Event::InitApply(namespace) => {
+                let name = namespace.name_any();
+                schedules.update(&name, namespace.uid(), namespace.annotations());
+                schedules.set_labels(&name, namespace.labels());
+            }
+            watcher::Event::Delete(namespace) => {
+                schedules.forget(&namespace.name_any());
+            }
+            watcher::Event::InitDone => {
+                if let Some(ready) = ready.take() {
+                    let _ = ready.send(());
+                }
+            }
+            watcher::Event::Init => {}
+        },
+    );
+    feeds.start("Namespaces", feed);
+    let (_, policy_cache) = reflector::store();
+    let first = FirstListings::new(Arc::new(tokio::sync::watch::Sender::new(true)));
+    let policies = policy_feeds::sleep_policy_feed(
+        client,
+        namespaces.clone(),
+        outage,
+        first.clone(),
+        None,
+        policy_cache,
+    );
+    feeds.start("SleepPolicies", policies);
+    let (_, schedule_cache) = reflector::store();
+    let schedules = policy_feeds::sleep_schedule_feed(
+        client,
+        namespaces.clone(),
+        outage,
+        first,
+        None,
+        schedule_cache,
+    );
+    feeds.start("SleepSchedules", schedules);
 }
 
 /// Has the Namespace's override on demand taken away when it runs out (at once if it has).

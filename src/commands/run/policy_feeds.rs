@@ -74,7 +74,8 @@ impl FirstListings {
     }
 }
 
-/// Who relists a Namespace's workloads, and has the policies' status looked at again.
+/// Who relists a Namespace's workloads, and has the policies' status looked at again: the
+/// controller (the wake-up backend apart, which only reads the schedules, has none).
 #[derive(Clone)]
 pub struct Relist {
     pub client: Client,
@@ -173,7 +174,7 @@ pub fn sleep_policy_feed(
     namespaces: NamespaceSchedules,
     outage: &Outage,
     first: Arc<FirstListings>,
-    relist: Relist,
+    relist: Option<Relist>,
     cache: reflector::store::Writer<SleepPolicy>,
 ) -> impl Future<Output = ()> + use<> {
     tokio::spawn(probe::<SleepPolicy>(
@@ -208,8 +209,10 @@ pub fn sleep_policy_feed(
                     .collect()
             }
         };
-        relist.namespaces(&first, changed);
-        relist.statuses(&first, &namespaces);
+        if let Some(relist) = &relist {
+            relist.namespaces(&first, changed);
+            relist.statuses(&first, &namespaces);
+        }
     })
 }
 
@@ -218,7 +221,7 @@ pub fn sleep_schedule_feed(
     namespaces: NamespaceSchedules,
     outage: &Outage,
     first: Arc<FirstListings>,
-    relist: Relist,
+    relist: Option<Relist>,
     cache: reflector::store::Writer<SleepSchedule>,
 ) -> impl Future<Output = ()> + use<> {
     tokio::spawn(probe::<SleepSchedule>(
@@ -271,8 +274,10 @@ pub fn sleep_schedule_feed(
                     .collect()
             }
         };
-        relist.namespaces(&first, changed);
-        relist.statuses(&first, &namespaces);
+        if let Some(relist) = &relist {
+            relist.namespaces(&first, changed);
+            relist.statuses(&first, &namespaces);
+        }
     })
 }
 

@@ -24,6 +24,10 @@ pub enum RunError {
         addr: SocketAddr,
         source: std::io::Error,
     },
+    #[error(
+        "cronscaler wake-backend needs --wake-addr (CRONSCALER_WAKE_ADDR), the address it listens on"
+    )]
+    NoWakeAddr,
     #[error("listening on {addr} for the wake-up backend (--wake-addr): {source}")]
     ListenWake {
         addr: SocketAddr,

@@ -1,20 +1,83 @@
 //! The wake-up backend, where `--wake-addr` asks for it: its listener, its own client and
-//! request budget, and what it believes of the proxies in front of it. Also without it, the
-//! warm-up of every wake is measured.
+//! request budget, and what it believes of the proxies in front of it; in the controller's
+//! process ([`start`], which also measures the warm-up of every wake), or as a process of its own
+//! that holds no power but asking ([`apart`], `cronscaler wake-backend`).
 
-use std::sync::Arc;
+use std::{future::Future, sync::Arc};
 
 use chrono::TimeDelta;
 use kube::Client;
 use tokio::{sync::mpsc::UnboundedSender, task::JoinHandle};
 
-use super::RunError;
+use super::{Clients, RunError, feeds::Feeds, namespace_feeds, route_feeds::route_feed, served};
 use crate::{
     commands::cli::RunArgs,
     namespaces::NamespaceSchedules,
-    ops::{descriptors, listener::Acceptor, metrics::Metrics},
-    wake::{self, backend::Backend, route::TrustedProxies},
+    ops::{
+        descriptors,
+        http::{self, Health},
+        listener::Acceptor,
+        metrics::Metrics,
+    },
+    runtime::outage::Outage,
+    wake::{self, backend::Backend, route::TrustedProxies, route_kinds::ROUTES},
 };
+
+/// `cronscaler wake-backend`: the backend as a process of its own, taking `run`'s flags and
+/// using its own (`--wake-addr`, `--wake-trusted-proxies`, `--wake-cooldown`,
+/// `--wake-kube-qps`, `--http-addr`) and those that say what a Namespace follows
+/// (`--default-timezone`, `--exclude-namespaces`, `--kube-downscaler-annotations`). It watches
+/// what Namespaces follow and what routes a request to one, reads readiness, and asks the
+/// controller for a wake with a `WakeRequest`; it writes nothing else, and holds no lease:
+/// every replica answers. Ready once the Namespaces are listed.
+pub async fn apart(
+    clients: Clients,
+    args: &RunArgs,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), RunError> {
+    let Some(addr) = args.wake_addr else {
+        return Err(RunError::NoWakeAddr);
+    };
+    let client = clients.wake;
+    let (metrics, registry) = Metrics::new();
+    let health = Arc::new(Health::default());
+    let open_files = descriptors::raise_limit_and_say();
+    let listener = served::bind(args.http_addr, &metrics).await?;
+    let namespaces = namespace_feeds::namespace_schedules(args, &client);
+    let (outage, mut feeds) = (Outage::default(), Feeds::new(health.clone()));
+    let (listed, namespaces_listed) = tokio::sync::oneshot::channel();
+    namespace_feeds::start_for_backend(&client, &namespaces, &outage, listed, &mut feeds);
+    for kind in ROUTES.iter() {
+        feeds.start(kind.plural, route_feed(&client, kind, &namespaces, &outage));
+    }
+    let cluster = Arc::new(wake::cluster::Cluster::new(
+        client,
+        args.wake_kube_qps(),
+        namespaces.clone(),
+        metrics.clone(),
+    ));
+    let served = serve(args, addr, (cluster, &namespaces, &metrics), open_files)?;
+    let nothing_to_refresh: Arc<dyn Fn() + Send + Sync> = Arc::new(|| {});
+    let probes = tokio::spawn(http::serve(
+        listener,
+        health.clone(),
+        Arc::new(registry),
+        nothing_to_refresh,
+    ));
+    let ready = tokio::spawn(async move {
+        if namespaces_listed.await.is_ok() {
+            health.set_ready(true);
+            tracing::info!("Namespaces listed: ready");
+        }
+    });
+    shutdown.await;
+    tracing::info!("shutting down");
+    for task in [served, probes, ready] {
+        task.abort();
+    }
+    feeds.stop();
+    Ok(())
+}
 
 /// The warm-up measure, and the backend when `--wake-addr` is given: the sender tells the
 /// measure of each wake the scaler makes.
@@ -41,14 +104,25 @@ pub(super) fn start(
     let Some(addr) = args.wake_addr else {
         return Ok((wakes, None));
     };
-    let connections = descriptors::connection_cap(open_files);
-    let listener = wake::server::bind(addr, connections)
-        .map_err(|source| RunError::ListenWake { addr, source })?;
     if args.namespace.is_some() {
         tracing::warn!(
             "the wake-up backend wakes nothing in a namespaced install (--namespace): it cannot read Namespaces"
         );
     }
+    let served = serve(args, addr, (cluster, namespaces, metrics), open_files)?;
+    Ok((wakes, Some(served)))
+}
+
+/// Serves the backend on `addr`.
+fn serve(
+    args: &RunArgs,
+    addr: std::net::SocketAddr,
+    (cluster, namespaces, metrics): (Arc<wake::cluster::Cluster>, &NamespaceSchedules, &Metrics),
+    open_files: u64,
+) -> Result<JoinHandle<()>, RunError> {
+    let connections = descriptors::connection_cap(open_files);
+    let listener = wake::server::bind(addr, connections)
+        .map_err(|source| RunError::ListenWake { addr, source })?;
     let settings = wake::answer::Settings {
         default_timezone: args.default_timezone.zone,
         cooldown: TimeDelta::from_std(args.wake_cooldown).unwrap_or(TimeDelta::MAX),
@@ -64,6 +138,9 @@ pub(super) fn start(
         "the wake-up backend believes X-Namespace, X-Forwarded-Host and X-Original-URI only from its trusted proxies"
     );
     let acceptor = Acceptor::new(listener, "wake-up backend", metrics.accept_errors("wake"));
-    let served = tokio::spawn(wake::server::serve(acceptor, Arc::new(backend), limits));
-    Ok((wakes, Some(served)))
+    Ok(tokio::spawn(wake::server::serve(
+        acceptor,
+        Arc::new(backend),
+        limits,
+    )))
 }
