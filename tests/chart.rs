@@ -135,6 +135,7 @@ fn carried() -> Vec<(String, String)> {
         ),
         ("files/rbac/cluster-role.yaml", "rbac/cluster-role.yaml"),
         ("files/rbac/lease-role.yaml", "rbac/lease-role.yaml"),
+        ("files/rbac/wake-backend.yaml", "rbac/wake-backend.yaml"),
         (
             "files/rbac/aggregated-roles.yaml",
             "rbac/aggregated-roles.yaml",

@@ -77,6 +77,31 @@ fn grant(group: &str, resource: &str, verbs: &[&str]) -> (String, String, BTreeS
     )
 }
 
+/// The process that faces the internet may read, and ask: no verb of its ServiceAccount writes
+/// anything but a WakeRequest, and none reads a Secret (issue 40).
+#[test]
+fn the_wake_up_backend_may_only_read_and_ask() {
+    let objects = all_objects();
+    let granted = grants(find(&objects, "ClusterRole", "cronscaler-wake"));
+    let asks = grant("cronscaler.dev", "wakerequests", &["create"]);
+    let reads: BTreeSet<String> = ["get", "list", "watch"].map(String::from).into();
+    for (group, resource, verbs) in &granted {
+        let ask = (group.clone(), resource.clone(), verbs.clone()) == asks;
+        assert!(
+            ask || verbs.is_subset(&reads),
+            "the wake-up backend may {verbs:?} {resource} ({group:?})"
+        );
+        assert_ne!(resource, "secrets");
+    }
+    assert!(granted.contains(&asks), "it asks with a WakeRequest");
+    let bound = find(&objects, "ClusterRoleBinding", "cronscaler-wake");
+    assert_eq!(bound["roleRef"]["name"], "cronscaler-wake");
+    assert_eq!(
+        bound["subjects"][0]["name"], "cronscaler-wake",
+        "its own ServiceAccount"
+    );
+}
+
 #[test]
 fn the_cluster_role_grants_exactly_what_the_controller_uses() {
     let objects = all_objects();
@@ -156,6 +181,13 @@ fn the_cluster_role_grants_exactly_what_the_controller_uses() {
         &["list", "watch", "create", "patch", "delete"],
     ));
     cluster_wide.insert(grant("", "services", &["list", "watch"]));
+    // Wake on request: the requests read, carried out and removed (and made, by the backend in
+    // the controller's process).
+    cluster_wide.insert(grant(
+        "cronscaler.dev",
+        "wakerequests",
+        &["get", "list", "watch", "delete", "create"],
+    ));
     // The slices' owner, the install's own ClusterRole: its UID read, so that uninstalling
     // deletes them.
     cluster_wide.insert(grant("rbac.authorization.k8s.io", "clusterroles", &["get"]));

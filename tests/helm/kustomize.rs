@@ -155,7 +155,11 @@ fn default_values_install_what_kustomize_installs() {
         names(&crds),
         "the chart's crds/ are kustomize's CRDs"
     );
-    assert_eq!(names(&crds).len(), 3, "Foo, SleepPolicy and SleepSchedule");
+    assert_eq!(
+        names(&crds).len(),
+        4,
+        "Foo, SleepPolicy, SleepSchedule and WakeRequest"
+    );
 }
 
 #[test]

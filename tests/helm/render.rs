@@ -71,6 +71,9 @@ fn one_replica_has_no_disruption_budget_and_no_backend_has_no_wake_service() {
     for absent in [
         "PodDisruptionBudget cronscaler/cronscaler",
         "Service cronscaler/cronscaler-wake",
+        "ServiceAccount cronscaler/cronscaler-wake",
+        "ClusterRole /cronscaler-wake",
+        "ClusterRoleBinding /cronscaler-wake",
     ] {
         assert!(
             !kinds.iter().any(|kind| kind == absent),

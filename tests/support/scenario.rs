@@ -175,10 +175,15 @@ impl Scenario {
     /// another build) with the ServiceAccount's kubeconfig and nothing of our environment's
     /// `CRONSCALER_*` variables (which it would read as flags).
     fn command(&self, args: &[&str]) -> Command {
+        self.command_as(&self.sa_kubeconfig(), args)
+    }
+
+    /// As [`Scenario::command`], with the kubeconfig `kubeconfig`.
+    fn command_as(&self, kubeconfig: &std::path::Path, args: &[&str]) -> Command {
         let binary = std::env::var_os("CRONSCALER_E2E_BINARY")
             .unwrap_or_else(|| env!("CARGO_BIN_EXE_cronscaler").into());
         let mut command = Command::new(binary);
-        command.args(args).env("KUBECONFIG", self.sa_kubeconfig());
+        command.args(args).env("KUBECONFIG", kubeconfig);
         for (key, _) in std::env::vars_os() {
             if key.to_string_lossy().starts_with("CRONSCALER_") {
                 command.env_remove(key);
@@ -219,9 +224,21 @@ impl Scenario {
     }
 
     fn spawn_controller(&self, name: &str, run: &[&str], args: &[&str]) -> Controller {
+        self.spawn_as(&self.sa_kubeconfig(), name, run, args)
+    }
+
+    /// Starts `cronscaler` `run` (a command and its first arguments) with `args`, as whoever
+    /// `kubeconfig` signs in, with its own `--http-addr`; its log is printed if the test fails.
+    pub fn spawn_as(
+        &self,
+        kubeconfig: &std::path::Path,
+        name: &str,
+        run: &[&str],
+        args: &[&str],
+    ) -> Controller {
         let addr: SocketAddr = ([127, 0, 0, 1], envtest::free_port()).into();
         let log = self.logs_dir.path().join(format!("{name}.log"));
-        let mut command = self.command(run);
+        let mut command = self.command_as(kubeconfig, run);
         command
             .args(["--http-addr", &addr.to_string()])
             .args(args)

@@ -202,6 +202,11 @@ pub async fn wait_allowed(
 
 /// `kubectl create token cronscaler -n cronscaler`: a token through the TokenRequest API.
 async fn service_account_token(admin: &Client) -> Result<String, String> {
+    token_for(admin, SA_NAME).await
+}
+
+/// `kubectl create token NAME -n cronscaler`: a token of the install's ServiceAccount `name`.
+pub async fn token_for(admin: &Client, name: &str) -> Result<String, String> {
     let accounts: Api<ServiceAccount> = Api::namespaced(admin.clone(), SA_NAMESPACE);
     let request: TokenRequest = serde_json::from_value(json!({
         // Long enough for any run of the suite.
@@ -209,12 +214,12 @@ async fn service_account_token(admin: &Client) -> Result<String, String> {
     }))
     .expect("a TokenRequest");
     let answer: TokenRequest = accounts
-        .create_subresource("token", SA_NAME, &PostParams::default(), &request)
+        .create_subresource("token", name, &PostParams::default(), &request)
         .await
-        .map_err(|error| format!("requesting a token for {SA_USER}: {error}"))?;
+        .map_err(|error| format!("requesting a token for ServiceAccount {name}: {error}"))?;
     answer
         .status
         .map(|status| status.token)
         .filter(|token| !token.is_empty())
-        .ok_or_else(|| format!("the TokenRequest for {SA_USER} returned no token"))
+        .ok_or_else(|| format!("the TokenRequest for ServiceAccount {name} returned no token"))
 }

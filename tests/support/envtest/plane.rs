@@ -198,6 +198,19 @@ impl ControlPlane {
         .map_err(|error| format!("writing sa.kubeconfig: {error}"))
     }
 
+    /// Signs in the install's ServiceAccount `name` (in [`SA_NAMESPACE`]), as [`sign_in`] does
+    /// the controller's, and returns its kubeconfig.
+    pub async fn sign_in_as(&self, name: &str) -> Result<PathBuf, String> {
+        let token = token_for(&self.admin_client().await, name).await?;
+        let path = self.dir.join(format!("{name}.kubeconfig"));
+        fs::write(
+            &path,
+            kubeconfig_in(&self.server(), name, &token, SA_NAMESPACE),
+        )
+        .map_err(|error| format!("writing {}: {error}", path.display()))?;
+        Ok(path)
+    }
+
     /// The temporary directory: logs, certificates, kubeconfigs, the audit log.
     pub fn dir(&self) -> &Path {
         &self.dir
