@@ -31,6 +31,7 @@ mod startup;
 mod status;
 mod takeover;
 mod wake;
+mod wake_apart;
 mod wake_order;
 mod wake_slices;
 mod windows;

@@ -1,0 +1,181 @@
+//! The wake-up backend apart (`cronscaler wake-backend`), against a real API server: it runs as
+//! its own ServiceAccount, granted by the install's RBAC alone (`rbac/wake-backend.yaml`), which
+//! may read and ask, nothing else; a request still wakes the Namespace, through the controller;
+//! and what a compromised backend could do with its grants, ask for a Namespace that did not opt
+//! in, wakes nothing.
+
+use crate::support;
+
+use std::{net::SocketAddr, time::Duration, time::Instant};
+
+use k8s_openapi::api::authorization::v1::SelfSubjectAccessReview;
+use kube::{
+    Api, Client,
+    api::{DynamicObject, PostParams},
+};
+use serde_json::json;
+use support::{
+    Scenario, envtest, eventually, replicas_and_annotations,
+    wake::{
+        AWAKE_UNTIL, PROMPTLY, install_wake_requests, namespace_annotations, request,
+        wake_requests, web_asleep,
+    },
+};
+
+/// Whether `client` may `verb` `resource` of `group` in `namespace`, as the API server says
+/// (`kubectl auth can-i`).
+async fn can_i(client: &Client, verb: &str, group: &str, resource: &str, namespace: &str) -> bool {
+    let review: SelfSubjectAccessReview = serde_json::from_value(json!({
+        "spec": { "resourceAttributes": {
+            "verb": verb, "group": group, "resource": resource, "namespace": namespace,
+        } },
+    }))
+    .expect("a SelfSubjectAccessReview");
+    let answer = Api::<SelfSubjectAccessReview>::all(client.clone())
+        .create(&PostParams::default(), &review)
+        .await
+        .expect("the API server reviews the access");
+    answer.status.is_some_and(|status| status.allowed)
+}
+
+/// A `WakeRequest` for `namespace`, made with `client`.
+async fn ask(client: &Client, namespace: &str) -> Result<DynamicObject, kube::Error> {
+    let resource = kube::api::ApiResource::from_gvk_with_plural(
+        &kube::api::GroupVersionKind::gvk("cronscaler.dev", "v1alpha1", "WakeRequest"),
+        "wakerequests",
+    );
+    let request: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "cronscaler.dev/v1alpha1", "kind": "WakeRequest",
+        "metadata": { "name": "wake-on-request", "namespace": namespace },
+        "spec": { "by": "a compromised backend" },
+    }))
+    .expect("a WakeRequest");
+    Api::namespaced_with(client.clone(), namespace, &resource)
+        .create(&PostParams::default(), &request)
+        .await
+}
+
+#[tokio::test]
+async fn the_backend_apart_may_only_ask_and_a_request_still_wakes_through_the_controller() {
+    let Some(scenario) = Scenario::own("wake-apart", envtest::Options::api_server_only()).await
+    else {
+        return;
+    };
+    let namespace = scenario.namespace.clone();
+    install_wake_requests(&scenario.client).await;
+    // The controller listens for nobody: no --wake-addr.
+    let mut controller =
+        scenario.start_cluster_wide_controller("cronscaler", &["--grace-period", "0s"]);
+    controller.wait_ready().await;
+    let kubeconfig = (scenario.plane())
+        .sign_in_as("cronscaler-wake")
+        .await
+        .expect("the backend's ServiceAccount, from the install's RBAC");
+    let as_backend = envtest::client_from(&kubeconfig).await;
+
+    // What the install lets it do, as the API server says.
+    for (verb, group, resource) in [
+        ("patch", "", "namespaces"),
+        ("update", "", "namespaces"),
+        ("create", "apps", "deployments"),
+        ("patch", "apps", "deployments"),
+        ("create", "discovery.k8s.io", "endpointslices"),
+        ("patch", "discovery.k8s.io", "endpointslices"),
+        ("delete", "discovery.k8s.io", "endpointslices"),
+        ("create", "", "services"),
+        ("patch", "", "services"),
+        ("create", "events.k8s.io", "events"),
+        ("create", "", "events"),
+        ("get", "", "secrets"),
+        ("delete", "cronscaler.dev", "wakerequests"),
+    ] {
+        assert!(
+            !can_i(&as_backend, verb, group, resource, &namespace).await,
+            "the wake-up backend may {verb} {resource} ({group:?})"
+        );
+    }
+    assert!(
+        can_i(
+            &as_backend,
+            "create",
+            "cronscaler.dev",
+            "wakerequests",
+            &namespace
+        )
+        .await
+    );
+
+    let addr: SocketAddr = ([127, 0, 0, 1], envtest::free_port()).into();
+    let wake_addr = addr.to_string();
+    let flags = [
+        "--wake-addr",
+        &wake_addr,
+        "--wake-trusted-proxies",
+        "127.0.0.1",
+    ];
+    let mut backend = scenario.spawn_as(&kubeconfig, "cronscaler-wake", &["wake-backend"], &flags);
+    backend.wait_ready().await;
+    let deployments = web_asleep(&scenario, json!({})).await;
+
+    let asked = Instant::now();
+    let answered = request(addr, "/", &[("X-Namespace", namespace.as_str())]).await;
+    assert_eq!(answered.status, 503);
+    assert!(answered.body.contains(&namespace), "{}", answered.body);
+    eventually("awake-until written", Duration::from_secs(5), || async {
+        (namespace_annotations(&scenario, &namespace).await)
+            .contains_key(AWAKE_UNTIL)
+            .then_some(())
+    })
+    .await;
+    support::say(&format!(
+        "wake-apart: awake-until written {} ms after the first request, through the controller",
+        asked.elapsed().as_millis()
+    ));
+    eventually("web woken", PROMPTLY, || async {
+        let (web, _) = replicas_and_annotations(&deployments, "web").await?;
+        (web == 2).then_some(())
+    })
+    .await;
+    eventually("the WakeRequest removed", PROMPTLY, || async {
+        wake_requests(&scenario, &namespace)
+            .await
+            .is_empty()
+            .then_some(())
+    })
+    .await;
+    let woken = scenario.event("web", "WokenOnDemand", PROMPTLY).await;
+    let note = woken.note.unwrap_or_default();
+    assert!(note.contains("(set by a request for "), "who asked: {note}");
+
+    // A compromised backend asks, with its own grants, for a Namespace that is asleep by its
+    // schedule but did not opt in: nothing is woken, and the request goes.
+    let closed = "closed";
+    support::create_namespace(&scenario.client, closed).await;
+    support::annotate_namespace(
+        &scenario.client,
+        closed,
+        json!({ "cronscaler.dev/downtime": "Mon-Sun 00:00-24:00" }),
+    )
+    .await;
+    ask(&as_backend, closed)
+        .await
+        .expect("the backend may ask, for any Namespace");
+    eventually("the request for closed removed", PROMPTLY, || async {
+        wake_requests(&scenario, closed)
+            .await
+            .is_empty()
+            .then_some(())
+    })
+    .await;
+    assert!(
+        !namespace_annotations(&scenario, closed)
+            .await
+            .contains_key(AWAKE_UNTIL),
+        "a Namespace that did not opt in is woken by nobody"
+    );
+    backend.assert_stops_cleanly(Duration::from_secs(10)).await;
+    controller
+        .assert_stops_cleanly(Duration::from_secs(10))
+        .await;
+    scenario.finish().await;
+}
