@@ -11,7 +11,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use http::{HeaderValue, Response, StatusCode, header};
 
 use super::{
-    answer::{Decision, Settings, decide},
+    answer::{Decision, Settings, decide, wants_wake},
     cluster::{Asked, Cluster},
     page::{Progress, page},
     route::{Request, namespace_of_query},
@@ -107,32 +107,16 @@ impl Backend {
             self.metrics.wake_request("", WakeResult::Refused);
             return Answer::refused();
         };
-        let readiness = self.cluster.readiness(&namespace).await;
         let woken_here = self.woken_at(&namespace);
-        let decision = decide(self.settings, &annotations, now, woken_here, readiness);
-        let result = match &decision {
-            Decision::Wake if self.claim(&namespace, now) => {
-                // Asked for in the background: the page answers at once, however long the API
-                // server takes, and the claim keeps a flood to this one ask.
-                let (cluster, namespace, by) = (
-                    self.cluster.clone(),
-                    namespace.clone(),
-                    request.field_manager(),
-                );
-                tokio::spawn(async move {
-                    match cluster.ask_wake(&namespace, &by).await {
-                        Ok(Asked::Now) => {
-                            tracing::info!(namespace, by, "asked to wake by a request");
-                        }
-                        Ok(Asked::Already) => {}
-                        // The cooldown stands: a flood must not become a flood of failing asks.
-                        Err(error) => {
-                            tracing::warn!(namespace, %error, "could not ask for the Namespace's wake");
-                        }
-                    }
-                });
-                WakeResult::Woken
-            }
+        // Asked before readiness is read: the wake waits for no read.
+        let asked =
+            wants_wake(self.settings, &annotations, now, woken_here) && self.claim(&namespace, now);
+        if asked {
+            self.ask(&namespace, request.field_manager());
+        }
+        let readiness = self.cluster.readiness(&namespace).await;
+        let result = match decide(self.settings, &annotations, now, woken_here, readiness) {
+            Decision::Wake if asked => WakeResult::Woken,
             Decision::Wake => WakeResult::Waking,
             decided => decided.result(),
         };
@@ -195,6 +179,25 @@ impl Backend {
         let annotations = self.schedules.annotations_of(&namespace)?;
         let opt_in = WakeOnRequest::of(&annotations)?;
         Some((namespace, (annotations, opt_in)))
+    }
+
+    /// Asks the controller for `namespace`'s wake, for `by`, in the background: the page answers
+    /// at once, however long the API server takes, and the claim keeps a flood to this one ask.
+    /// An ask that fails gives the claim back, so that the next request asks again.
+    fn ask(&self, namespace: &str, by: String) {
+        let (cluster, woken) = (self.cluster.clone(), self.woken.clone());
+        let namespace = namespace.to_string();
+        tokio::spawn(async move {
+            match cluster.ask_wake(&namespace, &by).await {
+                Ok(Asked::Now) => tracing::info!(namespace, by, "asked to wake by a request"),
+                Ok(Asked::Already) => {}
+                Err(error) => {
+                    tracing::warn!(namespace, %error, "could not ask for the Namespace's wake; the next request asks again");
+                    let mut woken = woken.lock().unwrap_or_else(PoisonError::into_inner);
+                    woken.at.remove(&namespace);
+                }
+            }
+        });
     }
 
     fn woken_at(&self, namespace: &str) -> Option<DateTime<Utc>> {
