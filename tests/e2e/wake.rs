@@ -19,7 +19,7 @@ use support::{
     wake::{
         AWAKE_UNTIL, LAST_WARM_UP, PROMPTLY, create_service, create_service_with,
         namespace_annotations, opt_in, request, request_from, slices_gone_once_served,
-        start_backend, start_backend_with_slices, wake_requests, wake_slices, web_asleep,
+        start_backend, start_backend_with_slices, wake_carried_out, wake_slices, web_asleep,
     },
 };
 
@@ -114,24 +114,8 @@ async fn a_request_wakes_an_asleep_namespace_once_and_its_status_follows_it_to_r
     assert_eq!(progress["waking"], true);
     assert_eq!(progress["total"], 2);
 
-    // The backend asked; the controller carried the request out and removed it. The wake
-    // bench measures how soon (issue 40: within 1 s, p99); on a loaded machine, allow more.
-    eventually("awake-until written", Duration::from_secs(5), || async {
-        let annotations = namespace_annotations(&scenario, &namespace).await;
-        annotations.contains_key(AWAKE_UNTIL).then_some(())
-    })
-    .await;
-    support::say(&format!(
-        "wake: awake-until written {} ms after the first request",
-        asked.elapsed().as_millis()
-    ));
-    eventually("the WakeRequest removed", PROMPTLY, || async {
-        wake_requests(&scenario, &namespace)
-            .await
-            .is_empty()
-            .then_some(())
-    })
-    .await;
+    // The backend asked; the controller carried the request out and removed it.
+    wake_carried_out(&scenario, &namespace, asked, "wake").await;
 
     eventually("both workloads woken", PROMPTLY, || async {
         let (web, _) = replicas_and_annotations(&deployments, "web").await?;

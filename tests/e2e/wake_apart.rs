@@ -18,7 +18,7 @@ use support::{
     Scenario, envtest, eventually, replicas_and_annotations,
     wake::{
         AWAKE_UNTIL, PROMPTLY, install_wake_requests, namespace_annotations, request,
-        wake_requests, web_asleep,
+        wake_carried_out, wake_requests, web_asleep,
     },
 };
 
@@ -121,26 +121,10 @@ async fn the_backend_apart_may_only_ask_and_a_request_still_wakes_through_the_co
     let answered = request(addr, "/", &[("X-Namespace", namespace.as_str())]).await;
     assert_eq!(answered.status, 503);
     assert!(answered.body.contains(&namespace), "{}", answered.body);
-    eventually("awake-until written", Duration::from_secs(5), || async {
-        (namespace_annotations(&scenario, &namespace).await)
-            .contains_key(AWAKE_UNTIL)
-            .then_some(())
-    })
-    .await;
-    support::say(&format!(
-        "wake-apart: awake-until written {} ms after the first request, through the controller",
-        asked.elapsed().as_millis()
-    ));
+    wake_carried_out(&scenario, &namespace, asked, "wake-apart").await;
     eventually("web woken", PROMPTLY, || async {
         let (web, _) = replicas_and_annotations(&deployments, "web").await?;
         (web == 2).then_some(())
-    })
-    .await;
-    eventually("the WakeRequest removed", PROMPTLY, || async {
-        wake_requests(&scenario, &namespace)
-            .await
-            .is_empty()
-            .then_some(())
     })
     .await;
     let woken = scenario.event("web", "WokenOnDemand", PROMPTLY).await;

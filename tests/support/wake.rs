@@ -4,7 +4,7 @@
 use std::{
     collections::BTreeMap,
     net::{IpAddr, SocketAddr},
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use k8s_openapi::api::{
@@ -165,6 +165,29 @@ pub async fn install_wake_requests(admin: &Client) {
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("manifests/06-wake-request-crd.yaml");
     let gvk = kube::api::GroupVersionKind::gvk("cronscaler.dev", "v1alpha1", "WakeRequest");
     super::crds::install_crd(admin, &path, &gvk).await;
+}
+
+/// Waits until the controller carried out the backend's ask for `namespace`'s wake, made at
+/// `asked`: `awake-until` written (the wake bench measures how soon; on a loaded machine this
+/// allows 5 s), said as `what` with how long it took, and the `WakeRequest` removed.
+pub async fn wake_carried_out(scenario: &Scenario, namespace: &str, asked: Instant, what: &str) {
+    eventually("awake-until written", Duration::from_secs(5), || async {
+        (namespace_annotations(scenario, namespace).await)
+            .contains_key(AWAKE_UNTIL)
+            .then_some(())
+    })
+    .await;
+    super::say(&format!(
+        "{what}: awake-until written {} ms after the first request",
+        asked.elapsed().as_millis()
+    ));
+    eventually("the WakeRequest removed", PROMPTLY, || async {
+        wake_requests(scenario, namespace)
+            .await
+            .is_empty()
+            .then_some(())
+    })
+    .await;
 }
 
 /// The names of the `WakeRequest`s in `namespace`.

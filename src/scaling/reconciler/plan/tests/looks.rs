@@ -109,6 +109,17 @@ fn annotated_by_kubectl(mut object: DynamicObject, key: &str) -> DynamicObject {
     object
 }
 
+/// Asserts that `plan` is one patch of these `annotations` (and `spec`, if any), guarded by the
+/// resourceVersion it was read at, told as `told`.
+fn assert_planned(plan: &Plan, annotations: Value, spec: Option<Value>, told: (&str, &str)) {
+    let mut body = json!({ "metadata": { "resourceVersion": "7", "annotations": annotations } });
+    if let Some(spec) = spec {
+        body["spec"] = spec;
+    }
+    assert_eq!(patch_body(plan), body);
+    assert_eq!(said(plan), told);
+}
+
 fn planned_object(kind: TargetKind, object: &DynamicObject, now: DateTime<Utc>) -> Plan {
     super::super::plan(&observed(kind, object, now), &SETTINGS, now)
 }
@@ -124,26 +135,18 @@ fn a_wake_on_demand_scales_up_at_once_and_names_who_asked() {
     ];
     let web = annotated_by_kubectl(deployment(0, &night), AWAKE_UNTIL);
     let plan = planned_object(TargetKind::Deployment, &web, at(23, 22, 0, 0));
-    assert_eq!(
-        patch_body(&plan),
+    assert_planned(
+        &plan,
         json!({
-            "metadata": {
-                "resourceVersion": "7",
-                "annotations": {
-                    (ORIGINAL_REPLICAS): null,
-                    (LAST_TRANSITION): "2026-11-23T22:00:00Z up until 2026-11-24T00:00:00Z",
-                },
-            },
-            "spec": { "replicas": 2 },
-        })
-    );
-    assert_eq!(
-        said(&plan),
+            (ORIGINAL_REPLICAS): null,
+            (LAST_TRANSITION): "2026-11-23T22:00:00Z up until 2026-11-24T00:00:00Z",
+        }),
+        Some(json!({ "replicas": 2 })),
         (
             "WokenOnDemand",
             "scaled up from 0 to 2 replicas on demand by cronscaler.dev/awake-until \
-             \"2026-11-24T00:00:00Z\" (set by kubectl-annotate)"
-        )
+             \"2026-11-24T00:00:00Z\" (set by kubectl-annotate)",
+        ),
     );
 }
 
@@ -160,28 +163,20 @@ fn at_its_end_an_override_gives_way_to_the_schedule_and_is_removed() {
     ];
     let web = annotated_by_kubectl(deployment(2, &woken), AWAKE_UNTIL);
     let plan = planned_object(TargetKind::Deployment, &web, at(24, 0, 0, 0));
-    assert_eq!(
-        patch_body(&plan),
+    assert_planned(
+        &plan,
         json!({
-            "metadata": {
-                "resourceVersion": "7",
-                "annotations": {
-                    (ORIGINAL_REPLICAS): "2",
-                    (LAST_TRANSITION): "2026-11-23T20:00:00Z down",
-                    (AWAKE_UNTIL): null,
-                },
-            },
-            "spec": { "replicas": 0 },
-        })
-    );
-    assert_eq!(
-        said(&plan),
+            (ORIGINAL_REPLICAS): "2",
+            (LAST_TRANSITION): "2026-11-23T20:00:00Z down",
+            (AWAKE_UNTIL): null,
+        }),
+        Some(json!({ "replicas": 0 })),
         (
             "OverrideExpired",
             "the override cronscaler.dev/awake-until \"2026-11-24T00:00:00Z\" (set by \
              kubectl-annotate) has ended; the schedule applies again: scaled down from 2 to 0 \
-             replicas by cronscaler.dev/scale-down \"0 20 * * *\" (UTC) at 2026-11-23T20:00:00Z"
-        )
+             replicas by cronscaler.dev/scale-down \"0 20 * * *\" (UTC) at 2026-11-23T20:00:00Z",
+        ),
     );
 }
 
@@ -200,28 +195,21 @@ fn a_sleep_ending_into_a_scale_down_keeps_the_count_it_took() {
     ];
     let web = annotated_by_kubectl(deployment(0, &slept), ASLEEP_UNTIL);
     let plan = planned_object(TargetKind::Deployment, &web, at(23, 12, 0, 0));
-    assert_eq!(
-        patch_body(&plan),
+    // The 5 it took kept (no original-replicas written), the replicas left at 0 (no spec).
+    assert_planned(
+        &plan,
         json!({
-            "metadata": {
-                "resourceVersion": "7",
-                "annotations": {
-                    (LAST_TRANSITION): "2026-11-22T20:00:00Z down",
-                    (ASLEEP_UNTIL): null,
-                },
-            },
+            (LAST_TRANSITION): "2026-11-22T20:00:00Z down",
+            (ASLEEP_UNTIL): null,
         }),
-        "the 5 it took kept, the replicas left at 0"
-    );
-    assert_eq!(
-        said(&plan),
+        None,
         (
             "OverrideExpired",
             "the override cronscaler.dev/asleep-until \"2026-11-23T12:00:00Z\" (set by \
              kubectl-annotate) has ended; the schedule applies again: scale-down by \
              cronscaler.dev/scale-down \"0 20 * * *\" (UTC) at 2026-11-22T20:00:00Z: already at 0 \
-             replicas, nothing to change"
-        )
+             replicas, nothing to change",
+        ),
     );
 }
 
@@ -239,26 +227,18 @@ fn a_cron_job_is_suspended_for_the_night_and_given_back_its_suspend_in_the_morni
         &cron_job(false, &NIGHTLY),
         at(23, 20, 0, 0),
     );
-    assert_eq!(
-        patch_body(&night),
+    assert_planned(
+        &night,
         json!({
-            "metadata": {
-                "resourceVersion": "7",
-                "annotations": {
-                    "cronscaler.dev/original-suspend": "false",
-                    (LAST_TRANSITION): "2026-11-23T20:00:00Z down",
-                },
-            },
-            "spec": { "suspend": true },
-        })
-    );
-    assert_eq!(
-        said(&night),
+            "cronscaler.dev/original-suspend": "false",
+            (LAST_TRANSITION): "2026-11-23T20:00:00Z down",
+        }),
+        Some(json!({ "suspend": true })),
         (
             "ScaledDown",
             "scaled down from running to suspended by cronscaler.dev/scale-down \"0 20 * * *\" \
-             (UTC) at 2026-11-23T20:00:00Z"
-        )
+             (UTC) at 2026-11-23T20:00:00Z",
+        ),
     );
     let asleep = [
         NIGHTLY[0],
@@ -271,26 +251,18 @@ fn a_cron_job_is_suspended_for_the_night_and_given_back_its_suspend_in_the_morni
         &cron_job(true, &asleep),
         at(24, 7, 0, 0),
     );
-    assert_eq!(
-        patch_body(&morning),
+    assert_planned(
+        &morning,
         json!({
-            "metadata": {
-                "resourceVersion": "7",
-                "annotations": {
-                    "cronscaler.dev/original-suspend": null,
-                    (LAST_TRANSITION): "2026-11-24T07:00:00Z up",
-                },
-            },
-            "spec": { "suspend": false },
-        })
-    );
-    assert_eq!(
-        said(&morning),
+            "cronscaler.dev/original-suspend": null,
+            (LAST_TRANSITION): "2026-11-24T07:00:00Z up",
+        }),
+        Some(json!({ "suspend": false })),
         (
             "ScaledUp",
             "scaled up from suspended to running by cronscaler.dev/scale-up \"0 7 * * *\" (UTC) \
-             at 2026-11-24T07:00:00Z"
-        )
+             at 2026-11-24T07:00:00Z",
+        ),
     );
 }
 
@@ -361,26 +333,18 @@ fn a_count_kube_downscaler_recorded_is_given_back_and_its_record_removed() {
     web.object.annotations = effective;
     web.supersedes_kube_downscaler = namespaces.supersedes_kube_downscaler(TargetKind::Deployment);
     let plan = super::super::plan(&web, &SETTINGS, now);
-    assert_eq!(
-        patch_body(&plan),
+    assert_planned(
+        &plan,
         json!({
-            "metadata": {
-                "resourceVersion": "7",
-                "annotations": {
-                    (ORIGINAL_REPLICAS): null,
-                    (LAST_TRANSITION): "2026-11-23T07:00:00Z up",
-                    (THEIR_ORIGINAL_REPLICAS): null,
-                },
-            },
-            "spec": { "replicas": 2 },
-        })
-    );
-    assert_eq!(
-        said(&plan),
+            (ORIGINAL_REPLICAS): null,
+            (LAST_TRANSITION): "2026-11-23T07:00:00Z up",
+            (THEIR_ORIGINAL_REPLICAS): null,
+        }),
+        Some(json!({ "replicas": 2 })),
         (
             "ScaledUp",
             "scaled up from 0 to 2 replicas by cronscaler.dev/scale-up \"0 7 * * *\" (UTC) at \
-             2026-11-23T07:00:00Z"
-        )
+             2026-11-23T07:00:00Z",
+        ),
     );
 }
