@@ -234,6 +234,7 @@ mod tests {
                 default_timezone: Tz::UTC,
                 max_override: scaling::DEFAULT_MAX_OVERRIDE,
                 writes: crate::runtime::writes::Writes::new(events.clone(), false),
+                listed: watch::channel(true).1,
             },
             scale: ScalingContext::new(client, events.clone(), Tz::UTC, false, Metrics::new().0),
             slices: None,

@@ -181,6 +181,7 @@ pub async fn run(
     tokio::spawn(give_back_memory_once(workloads_listed.clone()));
     let hpa_feed = hpa_feed(&client, namespace, &hpas, tracked.clone(), &clock, &outage);
     feeds.start("HorizontalPodAutoscalers", hpa_feed);
+    let namespaces_listed = namespaces_gate.subscribe();
     tokio::spawn(stop_waiting_in_time(namespaces_gate, hpas.clone()));
     // The GitOps owners, and what routes requests by host for the wake-up backend:
     // cluster-wide, as a namespaced install cannot read them.
@@ -196,8 +197,10 @@ pub async fn run(
     }
     watches.start_later(later, &workloads_listed, &mut feeds);
     // The requests for a wake: a namespaced install reads no Namespace, so wakes none.
+    let (requests_store, requests_writer) = kube::runtime::reflector::store();
     if namespace.is_none() {
-        feeds.start("WakeRequests", request_feed(&client, &queue, &outage));
+        let feed = request_feed(&client, requests_writer, &queue, &outage);
+        feeds.start("WakeRequests", feed);
     }
 
     // Leadership, what is served, and the workers.
@@ -211,6 +214,7 @@ pub async fn run(
         first_listings,
         trackers: tracked.clone(),
         wake_slices: wake_slices.clone(),
+        requests: requests_store,
     };
     tokio::spawn(follow_leadership(
         is_leader.clone(),
@@ -247,6 +251,7 @@ pub async fn run(
         default_timezone: args.default_timezone.zone,
         max_override,
         writes: Writes::new(events.clone(), args.dry_run),
+        listed: namespaces_listed,
     };
     let reconcilers = Arc::new(Reconcilers {
         foo: FooContext {

@@ -50,18 +50,6 @@ pub struct Settings {
     pub cooldown: TimeDelta,
 }
 
-/// Whether a request for the opted-in Namespace with `annotations` asks for its wake at `now`,
-/// this replica having last asked at `woken_here`: asleep, and not asked within the cooldown.
-pub fn wants_wake(
-    settings: Settings,
-    annotations: &BTreeMap<String, String>,
-    now: DateTime<Utc>,
-    woken_here: Option<DateTime<Utc>>,
-) -> bool {
-    let cooling = woken_here.is_some_and(|at| now < at + settings.cooldown);
-    schedule::asleep(annotations, settings.default_timezone, now) && !cooling
-}
-
 /// What a request for the opted-in Namespace with `annotations` does at `now`, this replica
 /// having last asked for its wake at `woken_here`.
 pub fn decide(
@@ -71,10 +59,10 @@ pub fn decide(
     woken_here: Option<DateTime<Utc>>,
     readiness: Read,
 ) -> Decision {
-    if wants_wake(settings, annotations, now, woken_here) {
+    let cooling = woken_here.is_some_and(|at| now < at + settings.cooldown);
+    if schedule::asleep(annotations, settings.default_timezone, now) && !cooling {
         return Decision::Wake;
     }
-    let cooling = woken_here.is_some_and(|at| now < at + settings.cooldown);
     if all_ready(readiness) && !cooling {
         Decision::Awake
     } else {

@@ -11,7 +11,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use http::{HeaderValue, Response, StatusCode, header};
 
 use super::{
-    answer::{Decision, Settings, decide, wants_wake},
+    answer::{Decision, Settings, decide},
     cluster::{Asked, Cluster},
     page::{Progress, page},
     route::{Request, namespace_of_query},
@@ -107,16 +107,16 @@ impl Backend {
             self.metrics.wake_request("", WakeResult::Refused);
             return Answer::refused();
         };
-        let woken_here = self.woken_at(&namespace);
-        // Asked before readiness is read: the wake waits for no read.
-        let asked =
-            wants_wake(self.settings, &annotations, now, woken_here) && self.claim(&namespace, now);
-        if asked {
-            self.ask(&namespace, request.field_manager());
-        }
+        // Read before the ask is sent: the two then share the backend's idle connection to the
+        // API server, where an ask sent first would leave the read a new connection to open (a
+        // TLS handshake, seconds on a machine under attack).
         let readiness = self.cluster.readiness(&namespace).await;
+        let woken_here = self.woken_at(&namespace);
         let result = match decide(self.settings, &annotations, now, woken_here, readiness) {
-            Decision::Wake if asked => WakeResult::Woken,
+            Decision::Wake if self.claim(&namespace, now) => {
+                self.ask(&namespace, request.field_manager(), now);
+                WakeResult::Woken
+            }
             Decision::Wake => WakeResult::Waking,
             decided => decided.result(),
         };
@@ -183,8 +183,9 @@ impl Backend {
 
     /// Asks the controller for `namespace`'s wake, for `by`, in the background: the page answers
     /// at once, however long the API server takes, and the claim keeps a flood to this one ask.
-    /// An ask that fails gives the claim back, so that the next request asks again.
-    fn ask(&self, namespace: &str, by: String) {
+    /// An ask that fails gives back its claim (made at `claimed`, and no later one), so that
+    /// the next request asks again.
+    fn ask(&self, namespace: &str, by: String, claimed: DateTime<Utc>) {
         let (cluster, woken) = (self.cluster.clone(), self.woken.clone());
         let namespace = namespace.to_string();
         tokio::spawn(async move {
@@ -194,7 +195,9 @@ impl Backend {
                 Err(error) => {
                     tracing::warn!(namespace, %error, "could not ask for the Namespace's wake; the next request asks again");
                     let mut woken = woken.lock().unwrap_or_else(PoisonError::into_inner);
-                    woken.at.remove(&namespace);
+                    if woken.at.get(&namespace) == Some(&claimed) {
+                        woken.at.remove(&namespace);
+                    }
                 }
             }
         });

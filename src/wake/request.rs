@@ -15,6 +15,7 @@ use kube::{
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
 
 use crate::{
     error::Error,
@@ -62,7 +63,13 @@ pub struct WakeRequests {
     /// `--max-override`: no wake reaches further.
     pub max_override: TimeDelta,
     pub writes: Writes,
+    /// True once what Namespaces follow was listed (or waited for long enough): before that, a
+    /// Namespace opted in by a policy would seem not to be.
+    pub listed: watch::Receiver<bool>,
 }
+
+/// How soon a request is looked at again while what Namespaces follow is not listed yet.
+const LISTING_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Carries out the request `key` at `now`: observe, plan, act.
 pub async fn reconcile(
@@ -70,6 +77,9 @@ pub async fn reconcile(
     key: &ObjectKey,
     now: DateTime<Utc>,
 ) -> Result<Next, Error> {
+    if !*ctx.listed.borrow() {
+        return Ok(Next::After(LISTING_WAIT));
+    }
     let api: Api<WakeRequest> = Api::namespaced(ctx.client.clone(), &key.namespace);
     let request =
         api.get_opt(&key.name)

@@ -8,14 +8,14 @@ use std::net::IpAddr;
 use http::{HeaderMap, Uri};
 use ipnet::IpNet;
 
+use super::request::{MAX_BY, plan::BY_A_REQUEST};
+
 /// Longest header value read for a URI; longer ones are not read at all.
 const MAX_URI: usize = 2048;
 /// Longest host name DNS allows.
 const MAX_HOST: usize = 253;
 /// A Namespace's name is a DNS label.
 const MAX_NAMESPACE: usize = 63;
-/// The API server's limit on a field manager, which names the request in the Event.
-const MAX_FIELD_MANAGER: usize = 128;
 
 /// Where the backend itself answers readiness, for the page to poll.
 pub const STATUS_PATH: &str = "/.cronscaler/status";
@@ -108,12 +108,12 @@ impl Request {
     pub fn field_manager(&self) -> String {
         let path = self.original_uri.split('?').next().unwrap_or_default();
         let text = format!(
-            "a request for {}{path}",
+            "{BY_A_REQUEST}{}{path}",
             self.host.as_deref().unwrap_or_default()
         );
         text.chars()
             .filter(|c| c.is_ascii_graphic() || *c == ' ')
-            .take(MAX_FIELD_MANAGER)
+            .take(MAX_BY)
             .collect()
     }
 }
@@ -329,7 +329,7 @@ mod tests {
             }
             let request = Request::read(&headers, &Uri::from_static("/"), trusted);
             prop_assert!(request.original_uri.len() <= MAX_URI);
-            prop_assert!(request.field_manager().len() <= MAX_FIELD_MANAGER);
+            prop_assert!(request.field_manager().len() <= MAX_BY);
             prop_assert!(request.field_manager().chars().all(|c| c.is_ascii_graphic() || c == ' '));
             prop_assert!(request.namespace.is_none_or(|name| is_dns_label(&name)));
         }

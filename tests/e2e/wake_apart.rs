@@ -47,7 +47,7 @@ async fn ask(client: &Client, namespace: &str) -> Result<DynamicObject, kube::Er
     let request: DynamicObject = serde_json::from_value(json!({
         "apiVersion": "cronscaler.dev/v1alpha1", "kind": "WakeRequest",
         "metadata": { "name": "wake-on-request", "namespace": namespace },
-        "spec": { "by": "a compromised backend" },
+        "spec": { "by": "a request for compromised.example/" },
     }))
     .expect("a WakeRequest");
     Api::namespaced_with(client.clone(), namespace, &resource)
@@ -161,5 +161,64 @@ async fn the_backend_apart_may_only_ask_and_a_request_still_wakes_through_the_co
     controller
         .assert_stops_cleanly(Duration::from_secs(10))
         .await;
+    scenario.finish().await;
+}
+
+/// A request made while no controller led (the leader gone without giving its lease back, the
+/// standby not leading yet) is carried out by the standby once it leads: the standby's watch saw
+/// it while its workers let go of every key, so only the resync on taking the lease queues it.
+/// Otherwise it stays, and every later ask of its Namespace is refused as already made.
+#[tokio::test]
+async fn a_request_made_while_no_one_led_is_carried_out_by_the_next_leader() {
+    let Some(scenario) =
+        Scenario::own("wake-leaderless", envtest::Options::api_server_only()).await
+    else {
+        return;
+    };
+    let namespace = scenario.namespace.clone();
+    install_wake_requests(&scenario.client).await;
+    let elect = [
+        "--grace-period",
+        "0s",
+        "--leader-elect",
+        "--leader-elect-namespace",
+        envtest::SA_NAMESPACE,
+    ];
+    let mut first = scenario.start_cluster_wide_controller("first", &elect);
+    first.wait_ready().await;
+    eventually("first leads", PROMPTLY, || async {
+        let holder =
+            support::lease_holder(&scenario.client, envtest::SA_NAMESPACE, "cronscaler").await;
+        (holder.as_deref() == Some("first")).then_some(())
+    })
+    .await;
+    let mut second = scenario.start_cluster_wide_controller("second", &elect);
+    second.wait_ready().await;
+    web_asleep(&scenario, json!({})).await;
+    // Gone without a word: its lease stands until it runs out.
+    first.kill();
+
+    let kubeconfig = (scenario.plane())
+        .sign_in_as("cronscaler-wake")
+        .await
+        .expect("the backend's ServiceAccount");
+    let as_backend = envtest::client_from(&kubeconfig).await;
+    ask(&as_backend, &namespace)
+        .await
+        .expect("asked while no one leads");
+    eventually("woken once the standby leads", PROMPTLY, || async {
+        (namespace_annotations(&scenario, &namespace).await)
+            .contains_key(AWAKE_UNTIL)
+            .then_some(())
+    })
+    .await;
+    eventually("the WakeRequest removed", PROMPTLY, || async {
+        wake_requests(&scenario, &namespace)
+            .await
+            .is_empty()
+            .then_some(())
+    })
+    .await;
+    second.assert_stops_cleanly(Duration::from_secs(10)).await;
     scenario.finish().await;
 }

@@ -3,7 +3,7 @@
 
 use std::{sync::Arc, time::Duration};
 
-use kube::{Client, runtime::reflector::Store};
+use kube::{Client, core::PartialObjectMeta, runtime::reflector::Store};
 use prometheus_client::metrics::gauge::Gauge;
 use tokio::{
     sync::{oneshot, watch},
@@ -27,7 +27,7 @@ use crate::{
         workqueue::WorkQueue,
     },
     scaling::{gitops::owners::Owners, key::ScalingKey, timer::Clock},
-    wake::slices::WakeSlices,
+    wake::{request::WakeRequest, slices::WakeSlices},
     work::WorkKey,
 };
 
@@ -85,7 +85,8 @@ pub(super) fn elect(client: &Client, args: &RunArgs) -> (watch::Receiver<bool>, 
 /// What a replica that comes to lead queues. It finds no backlog (standby workers let go of
 /// every key), so it queues what is due now: every Foo, the scheduled objects that need a look,
 /// the Namespaces' overrides to take away when they run out, every GitOps owner paused (the
-/// night that paused it may have ended while no one led), and the wake slices.
+/// night that paused it may have ended while no one led), the wake slices, and the requests for
+/// a wake made while no one led.
 pub(super) struct Resync {
     pub foos: Store<Foo>,
     pub queue: WorkQueue<WorkKey>,
@@ -95,6 +96,7 @@ pub(super) struct Resync {
     pub first_listings: Arc<FirstListings>,
     pub trackers: Trackers,
     pub wake_slices: Option<WakeSlices>,
+    pub requests: Store<PartialObjectMeta<WakeRequest>>,
 }
 
 impl Resync {
@@ -123,6 +125,11 @@ impl Resync {
         }
         if let Some(slices) = &self.wake_slices {
             slice_feeds::look_at_all(slices, queue);
+        }
+        for request in self.requests.state() {
+            if let Some(key) = ObjectKey::of(request.as_ref()) {
+                queue.add(WorkKey::WakeRequest(key));
+            }
         }
     }
 }

@@ -1,5 +1,6 @@
 //! The watch of `WakeRequest`s: each one made, or found at start, is carried out by a worker
-//! while this replica leads. Only their metadata is watched; the worker reads the request it
+//! while this replica leads; the ones there when it comes to lead are queued by the resync, from
+//! the store this watch keeps. Only their metadata is watched; the worker reads the request it
 //! carries out. Without the CRD installed the watch is retried with backoff, and nothing else
 //! waits.
 
@@ -8,7 +9,7 @@ use std::future::Future;
 use kube::{
     Api, Client, ResourceExt as _,
     core::PartialObjectMeta,
-    runtime::{WatchStreamExt, watcher},
+    runtime::{WatchStreamExt, reflector::store::Writer, watcher},
 };
 
 use crate::{
@@ -22,14 +23,17 @@ use crate::{
     work::WorkKey,
 };
 
-/// The watch of the requests across the cluster.
+/// The watch of the requests across the cluster, kept in `store`.
 pub fn request_feed(
     client: &Client,
+    store: Writer<PartialObjectMeta<WakeRequest>>,
     queue: &WorkQueue<WorkKey>,
     outage: &Outage,
 ) -> impl Future<Output = ()> + use<> {
     let api = Api::<PartialObjectMeta<WakeRequest>>::all(client.clone());
-    let watch = watcher(api, watcher::Config::default()).backoff(WatchBackoff::default());
+    let watch = watcher(api, watcher::Config::default())
+        .backoff(WatchBackoff::default())
+        .reflect(store);
     let queue = queue.clone();
     drive(
         watch,

@@ -64,16 +64,21 @@ pub fn plan(seen: &Seen, limits: (Tz, TimeDelta), now: DateTime<Utc>) -> Carried
     }
 }
 
-/// `by` as a field manager: printable ASCII within the API server's limit, and never empty.
+/// What the backend says of a request it asks for: the start of every `by` believed.
+pub const BY_A_REQUEST: &str = "a request for ";
+
+/// `by` as a field manager, which the wake's Events name: printable ASCII within the API
+/// server's limit, and only the backend's own words (`a request for HOST/PATH`), so that whoever
+/// may make a request cannot sign the wake as `kubectl-annotate`, a person or the schedule.
 fn field_manager(by: &str) -> String {
     let kept: String = by
         .chars()
         .filter(|c| c.is_ascii_graphic() || *c == ' ')
         .take(MAX_BY)
         .collect();
-    match kept.trim() {
-        "" => "a wake request".into(),
-        kept => kept.into(),
+    match kept.starts_with(BY_A_REQUEST) {
+        true => kept,
+        false => "a wake request".into(),
     }
 }
 
@@ -161,9 +166,15 @@ mod tests {
     }
 
     #[test]
-    fn who_asked_is_kept_printable_within_the_api_server_s_limit() {
-        assert_eq!(field_manager("a\nrequest\u{7}"), "arequest");
-        assert_eq!(field_manager(" \t"), "a wake request");
-        assert_eq!(field_manager(&"x".repeat(500)).len(), MAX_BY);
+    fn who_asked_is_the_backend_s_words_printable_within_the_api_server_s_limit() {
+        assert_eq!(
+            field_manager("a request for shop.example\n/login\u{7}"),
+            "a request for shop.example/login"
+        );
+        let long = format!("{BY_A_REQUEST}{}", "x".repeat(500));
+        assert_eq!(field_manager(&long).len(), MAX_BY);
+        for forged in ["kubectl-annotate", "cronscaler", " \t", "jane@example.com"] {
+            assert_eq!(field_manager(forged), "a wake request", "{forged:?}");
+        }
     }
 }
