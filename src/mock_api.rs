@@ -185,9 +185,10 @@ impl ApiServer {
 
 /// The RBAC rules the controller is installed with (`rbac/`), with the optional grants of
 /// `rbac/optional/`, for the requests only they allow.
-const RBAC: [&str; 5] = [
+const RBAC: [&str; 6] = [
     include_str!("../rbac/cluster-role.yaml"),
     include_str!("../rbac/lease-role.yaml"),
+    include_str!("../rbac/wake-slices.yaml"),
     include_str!("../rbac/optional/argo-rollouts.yaml"),
     include_str!("../rbac/optional/cloudnative-pg.yaml"),
     include_str!("../rbac/optional/gitops.yaml"),

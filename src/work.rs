@@ -58,7 +58,7 @@ impl fmt::Display for WorkKey {
 pub struct Reconcilers {
     pub foo: FooContext,
     pub scale: ScalingContext,
-    /// The EndpointSlice wake, with `--wake-addr` over the whole cluster.
+    /// The EndpointSlice wake, with `--wake-on-request` over the whole cluster.
     pub slices: Option<WakeSlices>,
     /// What carries out the requests for a wake of those who may only ask.
     pub requests: WakeRequests,

@@ -136,6 +136,7 @@ fn carried() -> Vec<(String, String)> {
         ("files/rbac/cluster-role.yaml", "rbac/cluster-role.yaml"),
         ("files/rbac/lease-role.yaml", "rbac/lease-role.yaml"),
         ("files/rbac/wake-backend.yaml", "rbac/wake-backend.yaml"),
+        ("files/rbac/wake-slices.yaml", "rbac/wake-slices.yaml"),
         (
             "files/rbac/aggregated-roles.yaml",
             "rbac/aggregated-roles.yaml",

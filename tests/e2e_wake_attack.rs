@@ -63,7 +63,7 @@ async fn pinned_connections_turn_no_visitor_away_and_delay_no_transition() {
         json!({ "cronscaler.dev/wake-hosts": "pinned.example" }),
     )
     .await;
-    let log = controller.log();
+    let log = controller.backend.log();
     assert!(
         log.contains("open-files limit raised") && log.contains("wake_connections"),
         "the start-up log says the limit and the cap:\n{log}"
@@ -79,9 +79,9 @@ async fn pinned_connections_turn_no_visitor_away_and_delay_no_transition() {
         )
         .await
         .expect("a Deployment due to sleep");
-    let before = controller
+    let before = (controller.backend)
         .open_descriptors()
-        .expect("the controller's descriptors");
+        .expect("the backend's descriptors");
 
     let stop = Arc::new(AtomicBool::new(false));
     let attackers: Vec<_> = (0..1000)
@@ -108,7 +108,7 @@ async fn pinned_connections_turn_no_visitor_away_and_delay_no_transition() {
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
-    let during = controller.open_descriptors().unwrap_or_default();
+    let during = controller.backend.open_descriptors().unwrap_or_default();
     stop.store(true, Ordering::Relaxed);
     for attacker in attackers {
         let _ = attacker.await;
@@ -129,7 +129,7 @@ async fn pinned_connections_turn_no_visitor_away_and_delay_no_transition() {
         "the descriptors back to where they were",
         Duration::from_secs(15),
         || async {
-            let now = controller.open_descriptors()?;
+            let now = controller.backend.open_descriptors()?;
             (now <= before + 2).then_some(())
         },
     )
@@ -208,7 +208,7 @@ async fn routing_headers_count_only_from_a_trusted_proxy_and_status_only_for_its
             .await
             .contains_key(AWAKE_UNTIL)
     );
-    let metrics = controller.metrics().await.expect("metrics");
+    let metrics = controller.backend.metrics().await.expect("metrics");
     assert!(
         metrics.contains("cronscaler_wake_requests_total{namespace=\"\",result=\"refused\"} 4"),
         "{metrics}"

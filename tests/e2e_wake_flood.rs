@@ -189,7 +189,7 @@ async fn a_status_flood_neither_delays_the_schedule_nor_costs_the_leader_its_lea
     let without = latest(&seen, &before);
     let with = latest(&seen, &during);
     let answered = answered.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    let metrics = controller.metrics().await.unwrap_or_default();
+    let metrics = controller.backend.metrics().await.unwrap_or_default();
     let reads: Vec<&str> = metrics
         .lines()
         .filter(|line| line.starts_with("cronscaler_wake_readiness_reads_total"))

@@ -174,23 +174,13 @@ fn the_cluster_role_grants_exactly_what_the_controller_uses() {
     ] {
         cluster_wide.insert(grant(group, resource, &["list", "watch"]));
     }
-    // The EndpointSlice wake: slices of ours written, Services read.
-    cluster_wide.insert(grant(
-        "discovery.k8s.io",
-        "endpointslices",
-        &["list", "watch", "create", "patch", "delete"],
-    ));
-    cluster_wide.insert(grant("", "services", &["list", "watch"]));
-    // Wake on request: the requests read, carried out and removed (and made, by the backend in
-    // the controller's process).
+    // Wake on request: the requests read, carried out and removed; never made (the backend,
+    // apart, makes them as its own ServiceAccount).
     cluster_wide.insert(grant(
         "cronscaler.dev",
         "wakerequests",
-        &["get", "list", "watch", "delete", "create"],
+        &["get", "list", "watch", "delete"],
     ));
-    // The slices' owner, the install's own ClusterRole: its UID read, so that uninstalling
-    // deletes them.
-    cluster_wide.insert(grant("rbac.authorization.k8s.io", "clusterroles", &["get"]));
     // A kind of --kinds outside the catalogue: its CRD read for where it keeps its count.
     cluster_wide.insert(grant(
         "apiextensions.k8s.io",
@@ -200,6 +190,30 @@ fn the_cluster_role_grants_exactly_what_the_controller_uses() {
     assert_eq!(
         grants(find(&objects, "ClusterRole", "cronscaler")),
         cluster_wide
+    );
+    // The EndpointSlice wake's grants go with the wake-up backend, in a role of their own: slices
+    // of ours written, Services read, and the one ClusterRole that owns the slices read.
+    let wake_slices = find(&objects, "ClusterRole", "cronscaler-wake-slices");
+    assert_eq!(
+        grants(wake_slices),
+        BTreeSet::from([
+            grant(
+                "discovery.k8s.io",
+                "endpointslices",
+                &["list", "watch", "create", "patch", "delete"],
+            ),
+            grant("", "services", &["list", "watch"]),
+            grant("rbac.authorization.k8s.io", "clusterroles", &["get"]),
+        ])
+    );
+    let owner = (wake_slices["rules"].as_array().unwrap().iter())
+        .find(|rule| rule["resources"][0] == "clusterroles")
+        .unwrap();
+    assert_eq!(owner["resourceNames"], serde_json::json!(["cronscaler"]));
+    let bound = find(&objects, "ClusterRoleBinding", "cronscaler-wake-slices");
+    assert_eq!(
+        bound["subjects"][0]["name"], "cronscaler",
+        "the controller's"
     );
     let lease = BTreeSet::from([grant(
         "coordination.k8s.io",
@@ -232,10 +246,80 @@ fn no_role_holds_a_wildcard_or_secrets() {
     }
 }
 
+/// Two Deployments of one image: the controller, which listens for nobody outside the cluster,
+/// and the wake-up backend, which faces the internet as its own ServiceAccount; each hardened,
+/// with two replicas, probes, a disruption budget and a NetworkPolicy of what may reach it.
 #[test]
-fn the_controller_runs_hardened_with_two_replicas_and_probes() {
+fn the_controller_and_the_backend_run_apart_hardened_with_two_replicas_and_probes() {
     let objects = all_objects();
-    let deployment = find(&objects, "Deployment", "cronscaler");
+    for (name, account, command) in [
+        ("cronscaler", "cronscaler", "run"),
+        ("cronscaler-wake", "cronscaler-wake", "wake-backend"),
+    ] {
+        let deployment = find(&objects, "Deployment", name);
+        hardened_with_two_replicas_and_probes(deployment);
+        let pod = &deployment["spec"]["template"]["spec"];
+        assert_eq!(pod["serviceAccountName"], account);
+        assert_eq!(pod["containers"][0]["args"][0], command);
+        let args = pod["containers"][0]["args"].as_array().unwrap();
+        assert_eq!(
+            args.iter().any(|arg| arg == "--leader-elect"),
+            command == "run",
+            "one controller leads; every backend answers"
+        );
+        let budget = find(&objects, "PodDisruptionBudget", name);
+        assert_eq!(
+            budget["spec"]["selector"]["matchLabels"],
+            deployment["spec"]["selector"]["matchLabels"]
+        );
+        let policy = find(&objects, "NetworkPolicy", name);
+        assert_eq!(
+            policy["spec"]["podSelector"]["matchLabels"],
+            deployment["spec"]["selector"]["matchLabels"]
+        );
+    }
+    let controller = &find(&objects, "Deployment", "cronscaler")["spec"]["template"]["spec"];
+    let ports: Vec<&Value> = (controller["containers"][0]["ports"]
+        .as_array()
+        .unwrap()
+        .iter())
+    .map(|port| &port["name"])
+    .collect();
+    assert_eq!(
+        ports,
+        ["http"],
+        "the controller serves only metrics and health"
+    );
+    assert!(
+        (controller["containers"][0]["args"]
+            .as_array()
+            .unwrap()
+            .iter())
+        .all(|arg| arg != "--wake-addr"),
+        "the controller listens for nobody"
+    );
+    let cluster_only = serde_json::json!([{ "ports": [{ "port": "http" }], "from": [{ "namespaceSelector": {} }] }]);
+    assert_eq!(
+        find(&objects, "NetworkPolicy", "cronscaler")["spec"]["ingress"],
+        cluster_only,
+        "the controller admits the cluster's Pods on its metrics port alone"
+    );
+    let backend = &find(&objects, "NetworkPolicy", "cronscaler-wake")["spec"]["ingress"];
+    assert_eq!(
+        backend[0],
+        serde_json::json!({ "ports": [{ "port": "wake" }] }),
+        "from anyone"
+    );
+    assert_eq!(backend[1], cluster_only[0]);
+    let service = find(&objects, "Service", "cronscaler-wake");
+    assert_eq!(
+        service["spec"]["selector"],
+        find(&objects, "Deployment", "cronscaler-wake")["spec"]["selector"]["matchLabels"],
+        "the wake Service sends to the backend, never to the controller"
+    );
+}
+
+fn hardened_with_two_replicas_and_probes(deployment: &Value) {
     assert_eq!(deployment["spec"]["replicas"], 2);
     let pod = &deployment["spec"]["template"]["spec"];
     assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
@@ -244,13 +328,6 @@ fn the_controller_runs_hardened_with_two_replicas_and_probes() {
         "RuntimeDefault"
     );
     let container = &pod["containers"][0];
-    assert!(
-        container["args"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|arg| arg == "--leader-elect")
-    );
     assert_eq!(container["securityContext"]["readOnlyRootFilesystem"], true);
     assert_eq!(
         container["securityContext"]["allowPrivilegeEscalation"],

@@ -309,10 +309,17 @@ pub struct RunArgs {
     #[arg(long, env = "CRONSCALER_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
 
-    /// Address of the wake-up backend, which wakes an opted-in Namespace on the first request
-    /// a proxy sends it (off when not given; every replica serves it, leading or not).
+    /// `wake-backend`: the address it listens on, for the first request to an opted-in
+    /// Namespace (every replica answers). `run` listens for nobody: given to it, this means
+    /// --wake-on-request.
     #[arg(long, env = "CRONSCALER_WAKE_ADDR")]
     pub wake_addr: Option<SocketAddr>,
+
+    /// `run`: wake opted-in Namespaces on a request. While one sleeps, its Services' traffic
+    /// goes to the wake-up backend (--wake-service, which `cronscaler wake-backend` serves
+    /// apart), and the controller carries out the backend's WakeRequests.
+    #[arg(long, env = "CRONSCALER_WAKE_ON_REQUEST")]
+    pub wake_on_request: bool,
 
     /// At most one wake of a Namespace by requests in this long, per replica; at most 1d.
     #[arg(long, env = "CRONSCALER_WAKE_COOLDOWN", default_value = "1m", value_parser = up_to_1d)]
@@ -400,6 +407,12 @@ fn parse_wake_service(text: &str) -> Result<WakeService, String> {
 }
 
 impl RunArgs {
+    /// Whether `run` wakes on a request: `--wake-on-request`, or `--wake-addr` as `run` once
+    /// took it (it served the backend in its own process).
+    pub fn wakes_on_request(&self) -> bool {
+        self.wake_on_request || self.wake_addr.is_some()
+    }
+
     /// `--wake-kube-qps`, or a fifth of `--kube-qps`.
     pub fn wake_kube_qps(&self) -> f64 {
         self.wake_kube_qps.unwrap_or(self.kube_qps / 5.0)

@@ -8,7 +8,7 @@
 use std::{future::Future, sync::Arc};
 
 use chrono::TimeDelta;
-use tokio::sync::watch;
+use tokio::sync::{mpsc::UnboundedSender, watch};
 
 mod clients;
 mod election;
@@ -46,7 +46,8 @@ use crate::{
     activity::prometheus::Prometheus,
     commands::cli::RunArgs,
     foo::FooContext,
-    ops::{descriptors, http::Health, metrics::Metrics},
+    namespaces::NamespaceSchedules,
+    ops::{http::Health, metrics::Metrics},
     runtime::{
         events::Events,
         outage::Outage,
@@ -62,7 +63,7 @@ use crate::{
         key::ScalingKey,
         timer::{Timer, system_clock},
     },
-    wake::{host_conflicts::HostConflicts, request::WakeRequests, route_kinds::ROUTES},
+    wake::{self, host_conflicts::HostConflicts, request::WakeRequests, route_kinds::ROUTES},
     work::{Reconcilers, WorkKey},
     workloads::{last_seen::LastSeen, objects, target::TargetKind},
 };
@@ -78,7 +79,12 @@ pub async fn run(
     let client = clients.controller;
     let (metrics, registry) = Metrics::new();
     let health = Arc::new(Health::default());
-    let open_files = descriptors::raise_limit_and_say();
+    if args.wake_addr.is_some() {
+        tracing::warn!(
+            "run listens for nobody: --wake-addr only turns on --wake-on-request; the wake-up \
+             backend runs apart, as `cronscaler wake-backend --wake-addr ADDR` (docs/wake-on-request.md)"
+        );
+    }
     let listener = served::bind(args.http_addr, &metrics).await?;
     let namespace = args.namespace.as_deref();
     let [grace, max_override, warm_up, step_timeout] = [
@@ -191,7 +197,7 @@ pub async fn run(
             let feed = owner_feed(&client, tool, &owners, &last_seen, paused, &outage);
             feeds.start(tool.spec().plural, feed);
         }
-        for kind in ROUTES.iter().filter(|_| args.wake_addr.is_some()) {
+        for kind in ROUTES.iter().filter(|_| args.wakes_on_request()) {
             feeds.start(kind.plural, route_feed(&client, kind, &namespaces, &outage));
         }
     }
@@ -223,8 +229,7 @@ pub async fn run(
     ));
     let served = (health.clone(), registry, &metrics);
     let listener = served::serve(listener, served, &queue, &timer);
-    let (wakes, wake_backend) =
-        wake_backend::start(args, clients.wake, &namespaces, &metrics, open_files)?;
+    let wakes = measure_warm_ups(args, clients.wake, &namespaces, &metrics);
     let scale = ScalingContext::new(
         client.clone(),
         events.clone(),
@@ -300,9 +305,30 @@ pub async fn run(
     election.release().await;
     readiness.abort();
     listener.abort();
-    if let Some(wake_backend) = wake_backend {
-        wake_backend.abort();
-    }
     feeds.stop();
     Ok(())
+}
+
+/// The measure of each wake's warm-up, which the scaler tells of every wake it makes, reading
+/// readiness with the client and budget of `--wake-kube-qps`.
+fn measure_warm_ups(
+    args: &RunArgs,
+    client: kube::Client,
+    namespaces: &NamespaceSchedules,
+    metrics: &Metrics,
+) -> UnboundedSender<String> {
+    let cluster = Arc::new(wake::cluster::Cluster::new(
+        client,
+        args.wake_kube_qps(),
+        namespaces.clone(),
+        metrics.clone(),
+    ));
+    let (wakes, woken) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(wake::warm_up::measure(
+        woken,
+        cluster,
+        namespaces.clone(),
+        metrics.clone(),
+    ));
+    wakes
 }

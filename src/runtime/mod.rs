@@ -1,6 +1,7 @@
 //! What the Foo controller and scheduled scaling share: the workqueue and its workers, leader
 //! election, the API request budget, watch feeding and Events.
 
+pub mod access;
 pub mod api_errors;
 pub mod budget;
 pub mod conditions;

@@ -42,10 +42,15 @@ const NAME_SUFFIX: &str = "-cronscaler-wake";
 /// An endpoint's address type when a Service names no IP family.
 const IPV4: &str = "IPv4";
 
-/// The wake-up backend's ready endpoints, as its own Service's EndpointSlices list them.
+/// The wake-up backend's ready endpoints and the port they listen on, as its own Service's
+/// EndpointSlices list them: the backend runs apart (`cronscaler wake-backend`), and where it
+/// listens is what the cluster says, not a flag of the controller's.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Backend {
     pub endpoints: Vec<BackendEndpoint>,
+    /// The port of its slices (its Service has one), which every port of our slices names;
+    /// none while it has no slice that names one.
+    pub port: Option<i32>,
 }
 
 /// One ready address of the backend, with the node and zone kube-proxy's topology rules read.
@@ -60,10 +65,10 @@ pub struct BackendEndpoint {
 
 impl Backend {
     /// The ready, not terminating, addresses of `slices` (a condition left out means ready, as
-    /// the API defines it), each once.
+    /// the API defines it), each once, and their port.
     pub fn of<'a>(slices: impl IntoIterator<Item = &'a EndpointSlice>) -> Self {
-        let mut endpoints: Vec<BackendEndpoint> = slices
-            .into_iter()
+        let slices: Vec<&EndpointSlice> = slices.into_iter().collect();
+        let mut endpoints: Vec<BackendEndpoint> = (slices.iter())
             .flat_map(|slice| {
                 slice
                     .endpoints
@@ -84,7 +89,11 @@ impl Backend {
             .collect();
         endpoints.sort();
         endpoints.dedup_by(|a, b| a.family == b.family && a.address == b.address);
-        Self { endpoints }
+        let port = (slices.iter())
+            .flat_map(|slice| slice.ports.iter().flatten())
+            .filter_map(|port| port.port)
+            .min();
+        Self { endpoints, port }
     }
 }
 
@@ -298,7 +307,6 @@ pub fn plan(
     namespace: &str,
     services: &[ServicePorts],
     backend: &Backend,
-    port: u16,
     placed: &[EndpointSlice],
     owner: Option<&OwnerReference>,
 ) -> SlicesPlan {
@@ -306,7 +314,7 @@ pub fn plan(
         .iter()
         .flat_map(|service| {
             (service.families.iter()).map(move |family| {
-                let slice = slice_for(namespace, service, family, backend, port, owner);
+                let slice = slice_for(namespace, service, family, backend, owner);
                 (slice.metadata.name.clone().unwrap_or_default(), slice)
             })
         })
@@ -352,7 +360,6 @@ fn slice_for(
     service: &ServicePorts,
     family: &str,
     backend: &Backend,
-    port: u16,
     owner: Option<&OwnerReference>,
 ) -> EndpointSlice {
     let endpoints = (backend.endpoints.iter())
@@ -373,7 +380,7 @@ fn slice_for(
         .map(|(name, protocol, app_protocol)| EndpointPort {
             name: name.clone(),
             protocol: Some(protocol.clone()),
-            port: Some(i32::from(port)),
+            port: backend.port,
             app_protocol: app_protocol.clone(),
         })
         .collect();

@@ -3,21 +3,20 @@
 
 use std::time::Duration;
 
-use k8s_openapi::{
-    api::authorization::v1::{
-        ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
-    },
-    apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
-};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::{
     Api, Client, Resource,
-    api::{ApiResource, DynamicObject, PostParams},
+    api::{ApiResource, DynamicObject},
     core::DynamicResourceScope,
 };
 
 use crate::{
     duration::spoken,
-    runtime::{api_errors::is_status, paging::all_pages},
+    runtime::{
+        access::{self, Action},
+        api_errors::is_status,
+        paging::all_pages,
+    },
     workloads::{
         kinds::{KindSpec, Sleep},
         target::{KindName, TargetKind, TargetState},
@@ -37,31 +36,20 @@ where
     }
 }
 
-/// Whether the controller may patch objects of `kind` in `namespace` (or in every one), by a
-/// SelfSubjectAccessReview, which every authenticated user may make.
+/// Whether the controller may patch objects of `kind` in `namespace` (or in every one).
 pub async fn may_patch(
     client: &Client,
     kind: TargetKind,
     namespace: Option<&str>,
 ) -> Result<bool, kube::Error> {
     let spec = kind.spec();
-    let review = SelfSubjectAccessReview {
-        spec: SelfSubjectAccessReviewSpec {
-            resource_attributes: Some(ResourceAttributes {
-                group: Some(spec.group.to_string()),
-                resource: Some(spec.plural.to_string()),
-                verb: Some("patch".into()),
-                namespace: namespace.map(String::from),
-                ..ResourceAttributes::default()
-            }),
-            ..SelfSubjectAccessReviewSpec::default()
-        },
-        ..SelfSubjectAccessReview::default()
+    let action = Action {
+        verb: "patch",
+        group: spec.group,
+        resource: spec.plural,
+        namespace,
     };
-    let answer = Api::<SelfSubjectAccessReview>::all(client.clone())
-        .create(&PostParams::default(), &review)
-        .await?;
-    Ok(answer.status.is_some_and(|status| status.allowed))
+    access::may(client, action).await
 }
 
 /// Every object of `kind` in `namespace` (or everywhere), page by page; none when the kind is

@@ -66,12 +66,12 @@ async fn web_replicas(scenario: &Scenario, namespace: &str) -> Option<i32> {
         .map(|(replicas, _)| replicas)
 }
 
-/// The controller over the whole cluster, counting with `prometheus`.
-/// The controller, counting requests with `prometheus`, and its wake-up backend's address.
+/// The controller over the whole cluster, counting requests with `prometheus`, and the wake-up
+/// backend apart; the two, and the backend's address.
 async fn start_counting(
     scenario: &Scenario,
     prometheus: &prometheus::Running,
-) -> (support::Controller, std::net::SocketAddr) {
+) -> (support::wake::WakeUp, std::net::SocketAddr) {
     start_backend(
         scenario,
         "cronscaler",

@@ -1,5 +1,6 @@
 //! The chart installed on a real API server: the controller runs as the chart's ServiceAccount
-//! and puts a Deployment to sleep, an upgrade changes its flags, an uninstall leaves the CRDs
+//! and puts a Deployment to sleep, the wake-up backend as its own wakes a Namespace through it,
+//! an upgrade changes its flags, an uninstall leaves the CRDs
 //! and the workloads' records; installed for one namespace, it works there with a Role alone.
 //! Skipped, saying so, without `KUBEBUILDER_ASSETS`.
 
@@ -115,6 +116,44 @@ async fn start_as_installed(
     controller
 }
 
+/// Starts the wake-up backend as the chart's `cronscaler-wake` ServiceAccount, with the
+/// arguments of the installed Deployment `cronscaler-wake` (its port a free loopback one), and
+/// checks that a request for a sleeping Namespace's host is answered with the page and woken
+/// through the controller: the chart's two Deployments, each with its own grants alone.
+async fn wakes_through_the_installed_backend(scenario: &Scenario) -> support::Controller {
+    let kubeconfig = (scenario.plane())
+        .sign_in_as("cronscaler-wake")
+        .await
+        .unwrap_or_else(|error| panic!("the chart's wake-up backend ServiceAccount: {error}"));
+    let addr: std::net::SocketAddr = ([127, 0, 0, 1], envtest::free_port()).into();
+    let args: Vec<String> = (installed_args(scenario, "cronscaler-wake")
+        .await
+        .into_iter())
+    .map(|arg| match arg == "0.0.0.0:8082" {
+        true => addr.to_string(),
+        false => arg,
+    })
+    .collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (command, flags) = args.split_at(args.len().min(1));
+    assert_eq!(command, ["wake-backend"], "{args:?}");
+    let mut backend = scenario.spawn_as(&kubeconfig, "cronscaler-wake", command, flags);
+    backend.wait_ready().await;
+    let namespace = "helm-woken";
+    support::create_namespace(&scenario.client, namespace).await;
+    let host = json!({ "cronscaler.dev/wake-hosts": "woken.example.com" });
+    wake::opt_in(scenario, namespace, host).await;
+    let asked = Instant::now();
+    let page = eventually("the page", Duration::from_secs(10), || async {
+        let answer = wake::request(addr, "/", &[("Host", "woken.example.com")]).await;
+        (answer.status == 503).then_some(answer)
+    })
+    .await;
+    assert!(page.body.contains(namespace), "{}", page.body);
+    wake::wake_carried_out(scenario, namespace, asked, "installed with helm").await;
+    backend
+}
+
 /// Creates the Deployment `web` (2 replicas) of the scenario's namespace, due to sleep in 3 s,
 /// and waits until it sleeps: its annotations then.
 async fn web_falls_asleep(scenario: &Scenario) -> BTreeMap<String, String> {
@@ -209,6 +248,7 @@ async fn installed_with_helm_it_sleeps_a_deployment_and_upgrade_and_uninstall_ke
     wake::create_service(&scenario, &namespace, "web", ports).await;
     let mut controller = start_as_installed(&scenario, "cronscaler", None).await;
     web_falls_asleep(&scenario).await;
+    let mut backend = wakes_through_the_installed_backend(&scenario).await;
     let slices = eventually("web's wake-up slice", Duration::from_secs(30), || async {
         let slices = wake::wake_slices(&scenario, &namespace).await;
         (!slices.is_empty()).then_some(slices)
@@ -243,10 +283,12 @@ async fn installed_with_helm_it_sleeps_a_deployment_and_upgrade_and_uninstall_ke
     }
 
     // Uninstall as documented: the controller stopped first, then `helm uninstall`.
-    controller
-        .terminate(Duration::from_secs(10))
-        .await
-        .unwrap_or_else(|error| panic!("stopping the controller: {error}"));
+    for process in [&mut controller, &mut backend] {
+        process
+            .terminate(Duration::from_secs(10))
+            .await
+            .unwrap_or_else(|error| panic!("stopping {}: {error}", process.name));
+    }
     release("uninstall", Value::Null);
     let started = Instant::now();
     while controllers

@@ -60,6 +60,10 @@ fn essence(object: &Value) -> Value {
             "ports": object["spec"]["ports"],
         }),
         "PodDisruptionBudget" => json!({ "maxUnavailable": object["spec"]["maxUnavailable"] }),
+        "NetworkPolicy" => json!({
+            "policyTypes": object["spec"]["policyTypes"],
+            "ingress": object["spec"]["ingress"],
+        }),
         _ => Value::Null,
     }
 }

@@ -52,6 +52,9 @@ fn every_value() -> Value {
             "servicePort": 8080,
             "serviceType": "NodePort",
             "trustedProxies": ["10.0.0.0/8", "192.168.1.1"],
+            "replicas": 3,
+            "resources": { "requests": { "cpu": "20m", "memory": "48Mi" }, "limits": { "memory": "96Mi" } },
+            "extraArgs": ["--wake-cooldown=5m"],
         },
         "metrics": {
             "port": 9090,

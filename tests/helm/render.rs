@@ -70,10 +70,15 @@ fn one_replica_has_no_disruption_budget_and_no_backend_has_no_wake_service() {
     let kinds: Vec<String> = objects.iter().map(identity).collect();
     for absent in [
         "PodDisruptionBudget cronscaler/cronscaler",
+        "Deployment cronscaler/cronscaler-wake",
+        "PodDisruptionBudget cronscaler/cronscaler-wake",
         "Service cronscaler/cronscaler-wake",
         "ServiceAccount cronscaler/cronscaler-wake",
         "ClusterRole /cronscaler-wake",
         "ClusterRoleBinding /cronscaler-wake",
+        "ClusterRole /cronscaler-wake-slices",
+        "ClusterRoleBinding /cronscaler-wake-slices",
+        "NetworkPolicy cronscaler/cronscaler-wake",
     ] {
         assert!(
             !kinds.iter().any(|kind| kind == absent),
@@ -93,7 +98,8 @@ fn one_replica_has_no_disruption_budget_and_no_backend_has_no_wake_service() {
     let policy = find(&objects, "NetworkPolicy", "cronscaler");
     assert_eq!(
         policy["spec"]["ingress"],
-        json!([{ "ports": [{ "port": "http" }] }])
+        json!([{ "ports": [{ "port": "http" }], "from": [{ "namespaceSelector": {} }] }]),
+        "the metrics port, from the cluster alone"
     );
 }
 
@@ -143,7 +149,11 @@ fn every_value_set_reaches_the_objects_and_the_controller_takes_its_flags() {
         .flatten()
         .map(|p| &p["containerPort"])
         .collect();
-    assert_eq!(ports, [&json!(9090), &json!(9082)]);
+    assert_eq!(
+        ports,
+        [&json!(9090)],
+        "the controller listens for nobody else"
+    );
 
     let args = args(deployment);
     assert_eq!(
@@ -153,8 +163,7 @@ fn every_value_set_reaches_the_objects_and_the_controller_takes_its_flags() {
             "--leader-elect",
             "--log-format",
             "text",
-            "--wake-addr",
-            "0.0.0.0:9082",
+            "--wake-on-request",
             "--leader-elect-lease-name=sleeper",
             "--wake-service=sleeper-wake",
             "--wake-slices-owner=sleeper",
@@ -172,21 +181,60 @@ fn every_value_set_reaches_the_objects_and_the_controller_takes_its_flags() {
             "--prometheus-url=http://prometheus.monitoring:9090",
             "--activity-query=envoy-gateway",
             "--workers=4",
-            "--wake-trusted-proxies=10.0.0.0/8,192.168.1.1",
         ]
     );
-    // The controller's own parser takes every flag: it gets as far as the API server.
-    let binary = env!("CARGO_BIN_EXE_cronscaler");
-    let output = Command::new(binary)
-        .args(&args)
-        .env("KUBECONFIG", "/nonexistent/kubeconfig")
-        .env_remove("KUBERNETES_SERVICE_HOST")
-        .output()
-        .expect("the cronscaler binary runs");
-    let said = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        said.contains("connecting to the Kubernetes API server"),
-        "the flags were refused: {said}"
+    takes_its_flags(&args);
+
+    // The wake-up backend: a Deployment of its own, as its own ServiceAccount, with what says
+    // what a Namespace follows, its port and the proxies it believes.
+    let backend = find(&objects, "Deployment", "sleeper-wake");
+    assert_eq!(backend["spec"]["replicas"], 3);
+    let pod = &backend["spec"]["template"]["spec"];
+    assert_eq!(pod["serviceAccountName"], "sleeper-wake");
+    assert_eq!(pod["priorityClassName"], "platform-critical");
+    let container = &pod["containers"][0];
+    assert_eq!(container["resources"]["limits"]["memory"], "96Mi");
+    let ports: Vec<(&Value, &Value)> = (container["ports"].as_array().into_iter().flatten())
+        .map(|p| (&p["name"], &p["containerPort"]))
+        .collect();
+    assert_eq!(
+        ports,
+        [
+            (&json!("http"), &json!(9090)),
+            (&json!("wake"), &json!(9082))
+        ]
+    );
+    let backend_args = self::args(backend);
+    assert_eq!(
+        backend_args,
+        [
+            "wake-backend",
+            "--log-format",
+            "text",
+            "--wake-addr",
+            "0.0.0.0:9082",
+            "--http-addr=0.0.0.0:9090",
+            "--default-timezone=Europe/Berlin",
+            "--kube-downscaler-annotations",
+            "--exclude-namespaces=kube-system,monitoring",
+            "--wake-trusted-proxies=10.0.0.0/8,192.168.1.1",
+            "--wake-cooldown=5m",
+        ]
+    );
+    takes_its_flags(&backend_args);
+    assert_eq!(
+        find(&objects, "PodDisruptionBudget", "sleeper-wake")["spec"]["selector"]["matchLabels"],
+        backend["spec"]["selector"]["matchLabels"]
+    );
+    let owner = (find(&objects, "ClusterRole", "sleeper-wake-slices")["rules"].as_array())
+        .into_iter()
+        .flatten()
+        .find(|rule| rule["resources"][0] == "clusterroles")
+        .expect("the slices' owner read");
+    assert_eq!(
+        owner["resourceNames"],
+        json!(["sleeper"]),
+        "the release's ClusterRole alone"
     );
 
     let service = find(&objects, "Service", "sleeper-wake");
@@ -215,7 +263,14 @@ fn every_value_set_reaches_the_objects_and_the_controller_takes_its_flags() {
         policy["spec"]["ingress"][0]["from"][0]["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"],
         "monitoring"
     );
-    assert_eq!(policy["spec"]["ingress"][1]["ports"][0]["port"], "wake");
+    assert_eq!(policy["spec"]["ingress"].as_array().map(Vec::len), Some(1));
+    let open = &find(&objects, "NetworkPolicy", "sleeper-wake")["spec"]["ingress"];
+    assert_eq!(
+        open[0],
+        json!({ "ports": [{ "port": "wake" }] }),
+        "from anyone"
+    );
+    assert_eq!(open[1]["from"], policy["spec"]["ingress"][0]["from"]);
     assert_eq!(
         find(&objects, "PodDisruptionBudget", "sleeper")["spec"]["maxUnavailable"],
         1
@@ -232,6 +287,22 @@ fn every_value_set_reaches_the_objects_and_the_controller_takes_its_flags() {
         .map(identity)
         .collect();
     assert_eq!(monitoring, Vec::<String>::new());
+}
+
+/// The binary's own parser takes every flag of `args`: it gets as far as the API server.
+fn takes_its_flags(args: &[String]) {
+    let binary = env!("CARGO_BIN_EXE_cronscaler");
+    let output = Command::new(binary)
+        .args(args)
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .output()
+        .expect("the cronscaler binary runs");
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        said.contains("connecting to the Kubernetes API server"),
+        "the flags {args:?} were refused: {said}"
+    );
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! What the wake-up backend's tests share: requests as a proxy (or anyone) sends them, from a
-//! chosen source address, and a controller serving the backend.
+//! chosen source address, and the controller with the backend apart.
 
 use std::{
     collections::BTreeMap,
@@ -121,41 +121,63 @@ pub async fn namespace_annotations(
         .clone()
 }
 
-/// Starts a controller over the whole cluster serving the backend, trusting the proxies
-/// `trusted` (an address or CIDR); its address.
+/// The two processes of waking on a request, as the installs run them: the controller over the
+/// whole cluster (`run --wake-on-request`), and the wake-up backend apart (`wake-backend`), as
+/// the install's `cronscaler-wake` ServiceAccount, which may only read and ask.
+pub struct WakeUp {
+    pub controller: Controller,
+    pub backend: Controller,
+}
+
+impl WakeUp {
+    /// Stops both, each within `within` of SIGTERM, exiting 0.
+    pub async fn assert_stops_cleanly(&mut self, within: Duration) {
+        self.backend.assert_stops_cleanly(within).await;
+        self.controller.assert_stops_cleanly(within).await;
+    }
+}
+
+/// Starts the controller and the backend, which trusts the proxies `trusted` (an address or
+/// CIDR), each with the flags `more` (both take `run`'s); the two, and the backend's address.
 pub async fn start_backend(
     scenario: &Scenario,
     name: &str,
     trusted: &str,
     more: &[&str],
-) -> (Controller, SocketAddr) {
+) -> (WakeUp, SocketAddr) {
     let addr: SocketAddr = ([127, 0, 0, 1], envtest::free_port()).into();
-    let controller = start_backend_at(scenario, name, addr, trusted, more).await;
-    (controller, addr)
+    let wake_up = start_backend_at(scenario, name, addr, trusted, more).await;
+    (wake_up, addr)
 }
 
-/// As [`start_backend`], the backend listening on `addr`.
+/// As [`start_backend`], the backend listening on `addr`; the controller is `name`, the
+/// backend `name-wake`.
 pub async fn start_backend_at(
     scenario: &Scenario,
     name: &str,
     addr: SocketAddr,
     trusted: &str,
     more: &[&str],
-) -> Controller {
+) -> WakeUp {
     install_wake_requests(&scenario.client).await;
-    let wake_addr = addr.to_string();
-    let mut flags = vec![
-        "--grace-period",
-        "0s",
-        "--wake-addr",
-        &wake_addr,
-        "--wake-trusted-proxies",
-        trusted,
-    ];
+    let mut flags = vec!["--grace-period", "0s", "--wake-on-request"];
     flags.extend_from_slice(more);
     let mut controller = scenario.start_cluster_wide_controller(name, &flags);
+    let kubeconfig = (scenario.plane())
+        .sign_in_as("cronscaler-wake")
+        .await
+        .expect("the backend's ServiceAccount, from the install's RBAC");
+    let wake_addr = addr.to_string();
+    let mut flags = vec!["--wake-addr", &wake_addr, "--wake-trusted-proxies", trusted];
+    flags.extend_from_slice(more);
+    let name = format!("{name}-wake");
+    let mut backend = scenario.spawn_as(&kubeconfig, &name, &["wake-backend"], &flags);
     controller.wait_ready().await;
-    controller
+    backend.wait_ready().await;
+    WakeUp {
+        controller,
+        backend,
+    }
 }
 
 /// Installs the `WakeRequest` CRD (`manifests/06-wake-request-crd.yaml`), through which the
@@ -240,21 +262,21 @@ pub async fn web_asleep(scenario: &Scenario, more: Value) -> Api<Deployment> {
     deployments
 }
 
-/// Starts a controller over the whole cluster serving the backend at this machine's `ip`, on
-/// all addresses, with its own Service and slice (which the wake slices copy) in place; the
-/// controller, and the backend's address.
+/// Starts the controller and the backend at this machine's `ip`, on all addresses, with the
+/// backend's own Service and slice (which the wake slices copy) in place; the two, and the
+/// backend's address.
 pub async fn start_backend_with_slices(
     scenario: &Scenario,
     ip: IpAddr,
     trusted: &str,
-) -> (Controller, SocketAddr) {
+) -> (WakeUp, SocketAddr) {
     let backend = SocketAddr::new(ip, envtest::free_port());
     backend_service(scenario, backend).await;
     let listen = SocketAddr::new([0, 0, 0, 0].into(), backend.port());
     let wake_service = format!("{SA_NAMESPACE}/cronscaler-wake");
     let flags = ["--wake-service", wake_service.as_str()];
-    let controller = start_backend_at(scenario, "cronscaler", listen, trusted, &flags).await;
-    (controller, backend)
+    let wake_up = start_backend_at(scenario, "cronscaler", listen, trusted, &flags).await;
+    (wake_up, backend)
 }
 
 /// Plays kube-controller-manager for the backend's own Service (no Pod runs here): its slice

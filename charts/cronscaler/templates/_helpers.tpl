@@ -18,8 +18,23 @@ app.kubernetes.io/name: {{ .Chart.Name }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
+{{/* The wake-up backend's Pods: a Deployment of their own, which the controller's selectors miss. */}}
+{{- define "cronscaler.wakeSelectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}-wake
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
 {{- define "cronscaler.labels" -}}
 {{ include "cronscaler.selectorLabels" . }}
+{{ include "cronscaler.releaseLabels" . }}
+{{- end -}}
+
+{{- define "cronscaler.wakeLabels" -}}
+{{ include "cronscaler.wakeSelectorLabels" . }}
+{{ include "cronscaler.releaseLabels" . }}
+{{- end -}}
+
+{{- define "cronscaler.releaseLabels" -}}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}

@@ -23,6 +23,7 @@ use crate::{
     commands::cli::RunArgs,
     namespaces::NamespaceSchedules,
     runtime::{
+        access::{self, Action},
         events::Events,
         key::ObjectKey,
         outage::Outage,
@@ -47,15 +48,18 @@ pub struct SliceInputs<'a> {
     pub step_timeout: TimeDelta,
 }
 
-/// The EndpointSlice wake, with the wake-up backend over the whole cluster (`--wake-addr`
-/// without `--namespace`), its watches started on `feeds`; `None` otherwise.
+/// The EndpointSlice wake, where the controller wakes on a request over the whole cluster
+/// (`--wake-on-request` without `--namespace`), its watches started on `feeds`; `None`
+/// otherwise.
 pub fn start(
     args: &RunArgs,
     client: &Client,
     inputs: SliceInputs<'_>,
     feeds: &mut Feeds,
 ) -> Option<WakeSlices> {
-    let addr = args.wake_addr.filter(|_| args.namespace.is_none())?;
+    if !args.wakes_on_request() || args.namespace.is_some() {
+        return None;
+    }
     let ((ours, ours_writer), (backend, backend_writer)) = (reflector::store(), reflector::store());
     let slices = WakeSlices {
         client: client.clone(),
@@ -66,7 +70,6 @@ pub fn start(
             (args.wake_service.namespace.as_deref()).unwrap_or(client.default_namespace()),
             args.wake_service.name.clone(),
         ),
-        port: addr.port(),
         default_timezone: args.default_timezone.zone,
         writes: Writes::new(inputs.events.clone(), args.dry_run),
         step_timeout: inputs.step_timeout,
@@ -84,7 +87,63 @@ pub fn start(
         backend_feed(&slices, backend_writer, queue, outage),
     );
     feeds.start("Services", service_feed(&slices, queue, outage));
+    tokio::spawn(say_what_is_lacking(client.clone(), slices.owner.is_some()));
     Some(slices)
+}
+
+/// What the EndpointSlice wake does in every Namespace: its own grants (`rbac/wake-slices.yaml`,
+/// installed with the wake-up backend), apart from the controller's.
+const GRANTS: [Action<'static>; 7] = [
+    slices("list"),
+    slices("watch"),
+    slices("create"),
+    slices("patch"),
+    slices("delete"),
+    services("list"),
+    services("watch"),
+];
+
+const fn slices(verb: &'static str) -> Action<'static> {
+    Action {
+        verb,
+        group: "discovery.k8s.io",
+        resource: "endpointslices",
+        namespace: None,
+    }
+}
+
+const fn services(verb: &'static str) -> Action<'static> {
+    Action {
+        verb,
+        group: "",
+        resource: "services",
+        namespace: None,
+    }
+}
+
+/// Says at start, once, what of [`GRANTS`] (and reading its owner, the install's ClusterRole,
+/// where it has one) this process may not do: without them no sleeping Service is woken by a
+/// request, and the first refused write would come only at night.
+async fn say_what_is_lacking(client: Client, owned: bool) {
+    let mut wanted = GRANTS.to_vec();
+    if owned {
+        wanted.push(Action {
+            verb: "get",
+            group: "rbac.authorization.k8s.io",
+            resource: "clusterroles",
+            namespace: None,
+        });
+    }
+    let refused = access::refused(&client, &wanted).await;
+    if !refused.is_empty() {
+        let refused: Vec<String> = refused.iter().map(ToString::to_string).collect();
+        tracing::error!(
+            refused = refused.join(", "),
+            "the EndpointSlice wake (--wake-on-request) lacks grants: no sleeping Service is \
+             woken by a request; apply rbac/wake-slices.yaml (Helm: wake.enabled) or run without \
+             --wake-on-request"
+        );
+    }
 }
 
 /// Every slice of ours, into `ctx.ours`: a change looks at its Namespace again.

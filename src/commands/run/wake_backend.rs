@@ -1,13 +1,12 @@
-//! The wake-up backend, where `--wake-addr` asks for it: its listener, its own client and
-//! request budget, and what it believes of the proxies in front of it; in the controller's
-//! process ([`start`], which also measures the warm-up of every wake), or as a process of its own
-//! that holds no power but asking ([`apart`], `cronscaler wake-backend`).
+//! `cronscaler wake-backend`: the wake-up backend as the process of its own that faces the
+//! internet and holds no power but asking: its listener, its own client and request budget,
+//! and what it believes of the proxies in front of it. The controller (`run`) listens for
+//! nobody.
 
 use std::{future::Future, sync::Arc};
 
 use chrono::TimeDelta;
-use kube::Client;
-use tokio::{sync::mpsc::UnboundedSender, task::JoinHandle};
+use tokio::task::JoinHandle;
 
 use super::{Clients, RunError, feeds::Feeds, namespace_feeds, route_feeds::route_feed, served};
 use crate::{
@@ -77,40 +76,6 @@ pub async fn apart(
     }
     feeds.stop();
     Ok(())
-}
-
-/// The warm-up measure, and the backend when `--wake-addr` is given: the sender tells the
-/// measure of each wake the scaler makes.
-pub(super) fn start(
-    args: &RunArgs,
-    client: Client,
-    namespaces: &NamespaceSchedules,
-    metrics: &Metrics,
-    open_files: u64,
-) -> Result<(UnboundedSender<String>, Option<JoinHandle<()>>), RunError> {
-    let cluster = Arc::new(wake::cluster::Cluster::new(
-        client,
-        args.wake_kube_qps(),
-        namespaces.clone(),
-        metrics.clone(),
-    ));
-    let (wakes, woken) = tokio::sync::mpsc::unbounded_channel();
-    tokio::spawn(wake::warm_up::measure(
-        woken,
-        cluster.clone(),
-        namespaces.clone(),
-        metrics.clone(),
-    ));
-    let Some(addr) = args.wake_addr else {
-        return Ok((wakes, None));
-    };
-    if args.namespace.is_some() {
-        tracing::warn!(
-            "the wake-up backend wakes nothing in a namespaced install (--namespace): it cannot read Namespaces"
-        );
-    }
-    let served = serve(args, addr, (cluster, namespaces, metrics), open_files)?;
-    Ok((wakes, Some(served)))
 }
 
 /// Serves the backend on `addr`.

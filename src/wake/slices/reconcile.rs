@@ -53,8 +53,6 @@ pub struct WakeSlices {
     pub backend: Store<EndpointSlice>,
     /// The backend's own Service, which never gets a slice of ours.
     pub backend_service: ObjectKey,
-    /// The backend's port (`--wake-addr`'s), which every port of our slices names.
-    pub port: u16,
     pub default_timezone: Tz,
     /// Where its writes and their Events go (only the log, in a dry run).
     pub writes: Writes,
@@ -126,14 +124,7 @@ pub async fn reconcile(
     let pending = pending(stage, &seen);
     let backend = Backend::of(ctx.backend.state().iter().map(AsRef::as_ref));
     let wanted = wanted(stage, seen);
-    let plan = plan(
-        namespace,
-        &wanted,
-        &backend,
-        ctx.port,
-        &placed,
-        owner.as_ref(),
-    );
+    let plan = plan(namespace, &wanted, &backend, &placed, owner.as_ref());
     act(ctx, namespace, &plan).await?;
     if timed_out && !plan.delete.is_empty() {
         let note = format!(

@@ -52,11 +52,12 @@ fn the_backend_is_its_ready_addresses_an_endpoint_without_conditions_counting_as
         .map(|endpoint| endpoint.address.as_str())
         .collect();
     assert_eq!(addresses, ["10.0.0.7", "10.0.0.8"]);
+    assert_eq!(backend.port, Some(8081), "the port of its slices");
 }
 
 #[test]
 fn an_asleep_namespace_gets_a_slice_per_service_with_its_port_names_and_the_backend_s_port() {
-    let plan = plan("shop", &[web()], &two_pods(), 8081, &[], None);
+    let plan = plan("shop", &[web()], &two_pods(), &[], None);
     assert!(plan.delete.is_empty());
     assert_eq!(
         serde_json::to_value(&plan.apply).unwrap(),
@@ -90,19 +91,18 @@ fn the_install_s_cluster_role_owns_the_slices_so_that_uninstalling_deletes_them(
         "name": "cronscaler", "uid": "uid-install",
     }))
     .unwrap();
-    let owned = plan("shop", &[web()], &two_pods(), 8081, &[], Some(&install));
+    let owned = plan("shop", &[web()], &two_pods(), &[], Some(&install));
     assert_eq!(
         owned.apply[0].metadata.owner_references,
         Some(vec![install.clone()]),
         "the install alone: the Service as a second owner would keep the slice past uninstall"
     );
     // Slices the Service owned (made before the owner was given) are given to the install.
-    let by_service = plan("shop", &[web()], &two_pods(), 8081, &[], None);
+    let by_service = plan("shop", &[web()], &two_pods(), &[], None);
     let moved = plan(
         "shop",
         &[web()],
         &two_pods(),
-        8081,
         &by_service.apply,
         Some(&install),
     );
@@ -111,21 +111,18 @@ fn the_install_s_cluster_role_owns_the_slices_so_that_uninstalling_deletes_them(
 
 #[test]
 fn a_slice_already_as_it_should_be_is_not_written_and_one_that_differs_is() {
-    let first = plan("shop", &[web()], &two_pods(), 8081, &[], None);
-    let again = plan("shop", &[web()], &two_pods(), 8081, &first.apply, None);
+    let first = plan("shop", &[web()], &two_pods(), &[], None);
+    let again = plan("shop", &[web()], &two_pods(), &first.apply, None);
     assert!(again.is_empty(), "{again:?}");
-    let moved = plan(
-        "shop",
-        &[web()],
-        &Backend::default(),
-        8081,
-        &first.apply,
-        None,
-    );
+    let moved = plan("shop", &[web()], &Backend::default(), &first.apply, None);
     assert_eq!(moved.apply.len(), 1, "the backend's pods went away");
     assert!(moved.apply[0].endpoints.is_empty());
-    let other_port = plan("shop", &[web()], &two_pods(), 9090, &first.apply, None);
-    assert_eq!(other_port.apply.len(), 1);
+    let elsewhere = Backend {
+        port: Some(9090),
+        ..two_pods()
+    };
+    let other_port = plan("shop", &[web()], &elsewhere, &first.apply, None);
+    assert_eq!(other_port.apply.len(), 1, "the backend listens elsewhere");
 }
 
 /// The API server names an unnamed port `""`: read back so, the slice is as written.
@@ -137,7 +134,6 @@ fn a_slice_of_an_unnamed_port_read_back_as_the_api_server_names_it_is_not_writte
         "shop",
         std::slice::from_ref(&unnamed),
         &two_pods(),
-        8081,
         &[],
         None,
     );
@@ -149,7 +145,7 @@ fn a_slice_of_an_unnamed_port_read_back_as_the_api_server_names_it_is_not_writte
         assert_eq!(port.name, None, "written with no name");
         port.name = Some(String::new());
     }
-    let again = plan("shop", &[unnamed], &two_pods(), 8081, &stored, None);
+    let again = plan("shop", &[unnamed], &two_pods(), &stored, None);
     assert!(again.is_empty(), "{again:?}");
 }
 
@@ -160,11 +156,11 @@ fn slices_no_longer_wanted_and_those_of_services_gone_are_deleted() {
         json!({ "selector": { "app": "api" }, "ports": [{ "port": 80 }] }),
     ))
     .unwrap();
-    let both = plan("shop", &[web(), api], &two_pods(), 8081, &[], None).apply;
-    let web_only = plan("shop", &[web()], &two_pods(), 8081, &both, None);
+    let both = plan("shop", &[web(), api], &two_pods(), &[], None).apply;
+    let web_only = plan("shop", &[web()], &two_pods(), &both, None);
     assert_eq!(web_only.delete, ["api-cronscaler-wake"]);
     assert!(web_only.apply.is_empty());
-    let awake = plan("shop", &[], &two_pods(), 8081, &both, None);
+    let awake = plan("shop", &[], &two_pods(), &both, None);
     assert_eq!(awake.delete, ["api-cronscaler-wake", "web-cronscaler-wake"]);
     assert!(awake.apply.is_empty());
 }
@@ -180,7 +176,7 @@ fn a_service_s_family_picks_the_backend_s_addresses_and_an_external_name_gets_no
         backend_slice("IPv4", json!([{ "addresses": ["10.0.0.7"] }])),
         backend_slice("IPv6", json!([{ "addresses": ["fd00::7"] }])),
     ]);
-    let slice = &plan("shop", &[v6], &backend, 8081, &[], None).apply[0];
+    let slice = &plan("shop", &[v6], &backend, &[], None).apply[0];
     assert_eq!(slice.address_type, "IPv6");
     assert_eq!(slice.endpoints[0].addresses, ["fd00::7"]);
     let external = service(
@@ -201,23 +197,22 @@ fn a_dual_stack_service_gets_a_slice_for_each_of_its_families() {
         backend_slice("IPv4", json!([{ "addresses": ["10.0.0.7"] }])),
         backend_slice("IPv6", json!([{ "addresses": ["fd00::7"] }])),
     ]);
-    let slices: Vec<(String, String, Vec<String>)> =
-        plan("shop", &[both], &backend, 8081, &[], None)
-            .apply
-            .into_iter()
-            .map(|slice| {
-                let addresses = slice
-                    .endpoints
-                    .iter()
-                    .flat_map(|e| e.addresses.clone())
-                    .collect();
-                (
-                    slice.metadata.name.unwrap_or_default(),
-                    slice.address_type,
-                    addresses,
-                )
-            })
-            .collect();
+    let slices: Vec<(String, String, Vec<String>)> = plan("shop", &[both], &backend, &[], None)
+        .apply
+        .into_iter()
+        .map(|slice| {
+            let addresses = slice
+                .endpoints
+                .iter()
+                .flat_map(|e| e.addresses.clone())
+                .collect();
+            (
+                slice.metadata.name.unwrap_or_default(),
+                slice.address_type,
+                addresses,
+            )
+        })
+        .collect();
     assert_eq!(
         slices,
         [
@@ -373,7 +368,6 @@ mod against_the_api_server {
             ours,
             backend,
             backend_service: ObjectKey::new("cronscaler", "cronscaler-wake"),
-            port: 8082,
             default_timezone: Tz::UTC,
             writes: crate::runtime::writes::Writes::new(
                 crate::runtime::events::Events::new(client, None),
@@ -434,7 +428,7 @@ mod against_the_api_server {
     /// The slice of ours that `shop` has once asleep.
     fn placed() -> Vec<EndpointSlice> {
         let web = ServicePorts::of(&listed_web()).unwrap();
-        plan("shop", &[web], &one_pod(), 8082, &[], None).apply
+        plan("shop", &[web], &one_pod(), &[], None).apply
     }
 
     /// The reads of a look at `shop` asleep or waking: its Services, then its workloads.
@@ -472,7 +466,7 @@ mod against_the_api_server {
                 .body(json!({
                     "metadata": { "labels": { "endpointslice.kubernetes.io/managed-by": "cronscaler.dev" } },
                     "endpoints": [{ "addresses": ["10.0.0.7"] }],
-                    "ports": [{ "name": "http", "port": 8082 }],
+                    "ports": [{ "name": "http", "port": 8081 }], // the port of the backend's own slices
                 }))
                 .reply(200, json!({})),
         );

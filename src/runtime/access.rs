@@ -1,0 +1,95 @@
+//! What this process may do, as the API server says: a SelfSubjectAccessReview, which every
+//! authenticated user may make. A feature that lacks a grant says so at start, instead of
+//! failing at its first write hours later.
+
+use k8s_openapi::api::authorization::v1::{
+    ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
+};
+use kube::{Api, Client, api::PostParams};
+
+/// One thing to be done: a verb on a resource of a group (`""`: the core group), in a
+/// Namespace or (`None`) in every one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Action<'a> {
+    pub verb: &'a str,
+    pub group: &'a str,
+    pub resource: &'a str,
+    pub namespace: Option<&'a str>,
+}
+
+impl std::fmt::Display for Action<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Self {
+            verb,
+            group,
+            resource,
+            namespace,
+        } = self;
+        let resource = match group.is_empty() {
+            true => resource.to_string(),
+            false => format!("{resource}.{group}"),
+        };
+        match namespace {
+            Some(namespace) => write!(f, "{verb} {resource} in {namespace}"),
+            None => write!(f, "{verb} {resource}"),
+        }
+    }
+}
+
+/// Whether this process may do `action`.
+pub async fn may(client: &Client, action: Action<'_>) -> Result<bool, kube::Error> {
+    let review = SelfSubjectAccessReview {
+        spec: SelfSubjectAccessReviewSpec {
+            resource_attributes: Some(ResourceAttributes {
+                group: Some(action.group.to_string()),
+                resource: Some(action.resource.to_string()),
+                verb: Some(action.verb.to_string()),
+                namespace: action.namespace.map(String::from),
+                ..ResourceAttributes::default()
+            }),
+            ..SelfSubjectAccessReviewSpec::default()
+        },
+        ..SelfSubjectAccessReview::default()
+    };
+    let answer = Api::<SelfSubjectAccessReview>::all(client.clone())
+        .create(&PostParams::default(), &review)
+        .await?;
+    Ok(answer.status.is_some_and(|status| status.allowed))
+}
+
+/// Of `actions`, those this process may not do (an action the API server could not review
+/// counts as allowed: a feature is not turned off by a failed question).
+pub async fn refused<'a>(client: &Client, actions: &[Action<'a>]) -> Vec<Action<'a>> {
+    let mut refused = Vec::new();
+    for action in actions {
+        match may(client, *action).await {
+            Ok(false) => refused.push(*action),
+            Ok(true) => {}
+            Err(error) => tracing::debug!(%action, %error, "could not review an access"),
+        }
+    }
+    refused
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_action_reads_as_kubectl_auth_can_i_takes_it() {
+        let slices = Action {
+            verb: "create",
+            group: "discovery.k8s.io",
+            resource: "endpointslices",
+            namespace: None,
+        };
+        assert_eq!(slices.to_string(), "create endpointslices.discovery.k8s.io");
+        let services = Action {
+            verb: "list",
+            group: "",
+            resource: "services",
+            namespace: Some("shop"),
+        };
+        assert_eq!(services.to_string(), "list services in shop");
+    }
+}
