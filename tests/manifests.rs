@@ -174,12 +174,12 @@ fn the_cluster_role_grants_exactly_what_the_controller_uses() {
     ] {
         cluster_wide.insert(grant(group, resource, &["list", "watch"]));
     }
-    // Wake on request: the requests read, carried out and removed; never made (the backend,
-    // apart, makes them as its own ServiceAccount).
+    // Wake on request: the requests read, carried out and removed (an asker's finalizer taken
+    // off first); never made (the backend, apart, makes them as its own ServiceAccount).
     cluster_wide.insert(grant(
         "cronscaler.dev",
         "wakerequests",
-        &["get", "list", "watch", "delete"],
+        &["get", "list", "watch", "patch", "delete"],
     ));
     // A kind of --kinds outside the catalogue: its CRD read for where it keeps its count.
     cluster_wide.insert(grant(

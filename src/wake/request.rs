@@ -10,10 +10,9 @@ pub mod plan;
 use chrono::{DateTime, TimeDelta, Utc};
 use chrono_tz::Tz;
 use kube::{
-    Api, Client, CustomResource,
+    Api, Client, CustomResource, KubeSchema,
     api::{DeleteParams, Patch, PatchParams, Preconditions},
 };
-use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
@@ -32,13 +31,16 @@ pub const NAME: &str = "wake-on-request";
 /// The longest a field manager may be, and so the `by` of a request: the API server's limit.
 pub const MAX_BY: usize = 128;
 
-#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+// The API server refuses any other name, so that whoever may create requests (a compromised
+// backend) has at most one in each Namespace.
+#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, Default, PartialEq, KubeSchema)]
 #[kube(
     group = "cronscaler.dev",
     version = "v1alpha1",
     kind = "WakeRequest",
     namespaced,
     derive = "PartialEq",
+    validation = Rule::new("self.metadata.name == 'wake-on-request'").message("a WakeRequest is named wake-on-request: one per Namespace"),
     doc = "A request to wake this Namespace now. The controller carries it out where the Namespace opted in with cronscaler.dev/wake-on-request and sleeps, and removes it.",
     printcolumn(name = "By", type_ = "string", json_path = ".spec.by"),
     printcolumn(
@@ -97,16 +99,21 @@ pub async fn reconcile(
     };
     let limits = (ctx.default_timezone, ctx.max_override);
     let carried = plan::plan(&seen, limits, now);
-    act(ctx, key, request.metadata.uid, carried).await?;
+    let held = (request.metadata.finalizers.iter().flatten())
+        .next()
+        .is_some();
+    act(ctx, key, (request.metadata.uid, held), carried).await?;
     Ok(Next::Done)
 }
 
 /// Writes the wake, if any, as the asker (its field manager is who the Event names), then
-/// removes the request it carried out, and no later one of the same name.
+/// removes the request it carried out, and no later one of the same name: its finalizers first,
+/// where it is `held` by any (whoever may ask may put one on), else it would stay, terminating,
+/// and hold its name, every later ask of its Namespace refused as made.
 async fn act(
     ctx: &WakeRequests,
     key: &ObjectKey,
-    uid: Option<String>,
+    (uid, held): (Option<String>, bool),
     carried: Carried,
 ) -> Result<(), Error> {
     let namespace = &key.namespace;
@@ -142,6 +149,23 @@ async fn act(
         }
     }
     let api: Api<WakeRequest> = Api::namespaced(ctx.client.clone(), namespace);
+    if held {
+        // The uid makes the patch fail (409) on a newer request of the same name.
+        let unheld = serde_json::json!({ "metadata": { "uid": uid, "finalizers": null } });
+        let released = ctx
+            .writes
+            .make(
+                format!("take the finalizers off WakeRequest {key}"),
+                api.patch_metadata(&key.name, &PatchParams::default(), &Patch::Merge(&unheld)),
+            )
+            .await;
+        match released {
+            Err(error) if is_status(&error, 404) || is_status(&error, 409) => return Ok(()),
+            released => {
+                released.map_err(Error::api("releasing", "WakeRequest", key))?;
+            }
+        }
+    }
     let params = DeleteParams {
         preconditions: Some(Preconditions {
             uid,
@@ -170,6 +194,14 @@ mod tests {
     use kube::CustomResourceExt;
 
     use super::*;
+
+    #[test]
+    fn the_api_server_takes_a_request_by_its_one_name_alone() {
+        let crd = serde_json::to_value(WakeRequest::crd()).unwrap();
+        let rules =
+            &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["x-kubernetes-validations"];
+        assert_eq!(rules[0]["rule"], format!("self.metadata.name == '{NAME}'"));
+    }
 
     #[test]
     fn the_committed_crd_manifest_matches_the_rust_type() {

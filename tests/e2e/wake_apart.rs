@@ -40,13 +40,23 @@ async fn can_i(client: &Client, verb: &str, group: &str, resource: &str, namespa
 
 /// A `WakeRequest` for `namespace`, made with `client`.
 async fn ask(client: &Client, namespace: &str) -> Result<DynamicObject, kube::Error> {
+    ask_with(client, namespace, json!({ "name": "wake-on-request" })).await
+}
+
+/// A `WakeRequest` for `namespace` with the metadata `metadata`, made with `client`.
+async fn ask_with(
+    client: &Client,
+    namespace: &str,
+    mut metadata: serde_json::Value,
+) -> Result<DynamicObject, kube::Error> {
     let resource = kube::api::ApiResource::from_gvk_with_plural(
         &kube::api::GroupVersionKind::gvk("cronscaler.dev", "v1alpha1", "WakeRequest"),
         "wakerequests",
     );
+    metadata["namespace"] = json!(namespace);
     let request: DynamicObject = serde_json::from_value(json!({
         "apiVersion": "cronscaler.dev/v1alpha1", "kind": "WakeRequest",
-        "metadata": { "name": "wake-on-request", "namespace": namespace },
+        "metadata": metadata,
         "spec": { "by": "a request for compromised.example/" },
     }))
     .expect("a WakeRequest");
@@ -220,5 +230,63 @@ async fn a_request_made_while_no_one_led_is_carried_out_by_the_next_leader() {
     })
     .await;
     second.assert_stops_cleanly(Duration::from_secs(10)).await;
+    scenario.finish().await;
+}
+
+/// What else a compromised backend could try with its one grant: a request under another name
+/// (to make many in one Namespace) is refused by the API server; one holding a finalizer is
+/// carried out and removed all the same, so that it cannot hold the name and have every later
+/// ask of its Namespace refused as made.
+#[tokio::test]
+async fn a_compromised_backend_can_neither_name_a_request_otherwise_nor_hold_one_with_a_finalizer()
+{
+    let Some(scenario) = Scenario::own("wake-held", envtest::Options::api_server_only()).await
+    else {
+        return;
+    };
+    let namespace = scenario.namespace.clone();
+    install_wake_requests(&scenario.client).await;
+    let mut controller =
+        scenario.start_cluster_wide_controller("cronscaler", &["--grace-period", "0s"]);
+    controller.wait_ready().await;
+    let kubeconfig = (scenario.plane())
+        .sign_in_as("cronscaler-wake")
+        .await
+        .expect("the backend's ServiceAccount");
+    let as_backend = envtest::client_from(&kubeconfig).await;
+    web_asleep(&scenario, json!({})).await;
+
+    let refused = ask_with(&as_backend, &namespace, json!({ "name": "another" }))
+        .await
+        .expect_err("a request of another name");
+    assert!(
+        matches!(&refused, kube::Error::Api(status) if status.code == 422
+            && status.message.contains("named wake-on-request")),
+        "{refused:?}"
+    );
+
+    let held = json!({ "name": "wake-on-request", "finalizers": ["compromised.example/hold"] });
+    ask_with(&as_backend, &namespace, held)
+        .await
+        .expect("a request holding a finalizer");
+    eventually("woken", PROMPTLY, || async {
+        (namespace_annotations(&scenario, &namespace).await)
+            .contains_key(AWAKE_UNTIL)
+            .then_some(())
+    })
+    .await;
+    eventually("the held request gone", PROMPTLY, || async {
+        wake_requests(&scenario, &namespace)
+            .await
+            .is_empty()
+            .then_some(())
+    })
+    .await;
+    ask(&as_backend, &namespace)
+        .await
+        .expect("the name is free for the next ask");
+    controller
+        .assert_stops_cleanly(Duration::from_secs(10))
+        .await;
     scenario.finish().await;
 }
