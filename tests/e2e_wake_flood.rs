@@ -1,8 +1,9 @@
 //! Floods of requests against the wake-up backend, on a real API server, timed: a flood of
 //! status polls never starves the scheduler (300 opted-in Namespaces, each polled once a second
 //! for two minutes, what 300 open waiting pages do, while 100 scheduled transitions come due),
-//! and a burst of requests to a sleeping Namespace makes one wake with every request answered
-//! within a second. In a binary of its own, the tests one at a time, so that nothing else runs
+//! a burst of requests to a sleeping Namespace makes one wake with every request answered
+//! within a second, and the wake bench: the first request to each of 100 sleeping Namespaces has
+//! its `awake-until` written within a second (p99), through the backend apart and the controller. In a binary of its own, the tests one at a time, so that nothing else runs
 //! beside what is timed (in the suite's binary, four control planes on two cores once answered
 //! in 1.02 s).
 //!
@@ -271,5 +272,101 @@ async fn two_hundred_requests_at_once_make_one_wake_each_answered_within_a_secon
         })
         .count();
     assert_eq!(patches, 1, "one patch of the Namespace for 200 requests");
+    scenario.finish().await;
+}
+
+/// The wake bench on a real API server, the two processes as the installs run them: 100
+/// Namespaces asleep and opted in, each sent its first request in turn, 400 ms apart; how long from each
+/// request to its Namespace's `awake-until`, as a watch of the Namespaces sees it (the backend
+/// asks with a `WakeRequest`; the controller carries it out). p99 within a second.
+#[tokio::test]
+async fn the_first_request_to_each_of_a_hundred_namespaces_wakes_it_within_a_second_p99() {
+    const WAKES: usize = 100;
+    let _alone = ALONE.lock().await;
+    let options = envtest::Options::api_server_only();
+    let Some(scenario) = Scenario::own("wake-bench", options).await else {
+        return;
+    };
+    let (_wake_up, addr) = start_backend(&scenario, "cronscaler", "127.0.0.1", &[]).await;
+    let names: Vec<String> = (0..WAKES).map(|n| format!("bench-{n}")).collect();
+    stream::iter(&names)
+        .for_each_concurrent(20, |namespace| {
+            let scenario = &scenario;
+            async move {
+                support::create_namespace(&scenario.client, namespace).await;
+                opt_in(scenario, namespace, json!({})).await;
+            }
+        })
+        .await;
+    // Each is known to the backend once its status says so.
+    for namespace in &names {
+        eventually("the backend knows it", PROMPTLY, || async {
+            let path = format!("/.cronscaler/status?namespace={namespace}");
+            let answer = request(addr, &path, &[("X-Namespace", namespace.as_str())]).await;
+            (answer.status == 200).then_some(())
+        })
+        .await;
+    }
+    let woken: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
+    let watching = {
+        let (namespaces, woken) = (
+            Api::<k8s_openapi::api::core::v1::Namespace>::all(scenario.client.clone()),
+            woken.clone(),
+        );
+        tokio::spawn(async move {
+            let events = kube::runtime::watcher(namespaces, Default::default());
+            let mut events = std::pin::pin!(events);
+            while let Some(event) = events.next().await {
+                let Ok(kube::runtime::watcher::Event::Apply(namespace)) = event else {
+                    continue;
+                };
+                if namespace
+                    .annotations()
+                    .contains_key(support::wake::AWAKE_UNTIL)
+                {
+                    let mut woken = woken.lock().unwrap_or_else(|e| e.into_inner());
+                    woken
+                        .entry(namespace.name_any())
+                        .or_insert_with(Instant::now);
+                }
+            }
+        })
+    };
+
+    let mut asked = HashMap::new();
+    let mut answered = Vec::new();
+    for namespace in &names {
+        let started = Instant::now();
+        let answer = request(addr, "/", &[("X-Namespace", namespace.as_str())]).await;
+        answered.push(started.elapsed());
+        assert_eq!(answer.status, 503, "{namespace}: {}", answer.head);
+        asked.insert(namespace.clone(), started);
+        // Wakes are rare, and each costs the backend three requests of its budget
+        // (--wake-kube-qps, 10 a second): paced so, none waits for another's.
+        tokio::time::sleep(Duration::from_millis(400)).await;
+    }
+    eventually("every Namespace woken", PROMPTLY, || async {
+        let woken = woken.lock().unwrap_or_else(|e| e.into_inner());
+        (woken.len() == WAKES).then_some(())
+    })
+    .await;
+    watching.abort();
+    let woken = woken.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let mut delays: Vec<Duration> = (asked.iter())
+        .map(|(namespace, asked)| woken[namespace].saturating_duration_since(*asked))
+        .collect();
+    delays.sort();
+    answered.sort();
+    let at = |sorted: &[Duration], percentile: usize| {
+        sorted[(sorted.len() * percentile / 100).min(sorted.len() - 1)]
+    };
+    let (p50, p99, max) = (at(&delays, 50), at(&delays, 99), delays[WAKES - 1]);
+    support::say(&format!(
+        "wake bench: first request to awake-until over {WAKES} wakes: p50 {p50:.0?}, p99 {p99:.0?}, \
+         max {max:.0?}; the page answered in p50 {:.1?}, p99 {:.1?}",
+        at(&answered, 50),
+        at(&answered, 99),
+    ));
+    assert!(p99 < Duration::from_secs(1), "p99 {p99:?}: {delays:?}");
     scenario.finish().await;
 }

@@ -6,10 +6,10 @@
 //!     [--scenario all|flood|pinned|status] [--requests 10000 --connections 100]
 //! ```
 //!
-//! The backend runs in-process, as `run --wake-addr` serves it: its own client from
+//! The backend runs in-process, as `cronscaler wake-backend` serves it: its own client from
 //! `controller::clients_for`, a `wake::cluster::Cluster` with the default `--wake-kube-qps`
 //! (10), the connection cap `connection_cap` gives once the open-files limit is raised (as the
-//! controller raises it at start), and 127.0.0.1 as its trusted proxy, so the flood and the
+//! backend raises it at start), and 127.0.0.1 as its trusted proxy, so the flood and the
 //! visitors may name their Namespace in `X-Namespace` as ingress-nginx does. The scenarios run
 //! one after another (`--scenario all`, the default), or one alone:
 //!
