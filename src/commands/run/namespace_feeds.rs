@@ -124,7 +124,7 @@ fn namespace_feed(
                         .and_then(|annotations| annotations.get(AWAKE_UNTIL).cloned())
                 };
                 let woken_before = woken();
-                let annotated = namespaces.update(&name, namespace.uid(), namespace.annotations());
+                let changed = take_in(&namespaces, namespace);
                 // A wake (by a request or a person) is a use, for sleep when idle.
                 let woken_now = woken();
                 if woken_now.is_some() && woken_now != woken_before {
@@ -135,7 +135,6 @@ fn namespace_feed(
                 if let Some(created) = creation_time(&namespace.metadata) {
                     activity.used(&name, created);
                 }
-                let labelled = namespaces.set_labels(&name, namespace.labels());
                 end_override_in_time(&queue, &name, namespace.annotations(), (relist.clock)());
                 namespaces.note_setter(
                     &name,
@@ -143,7 +142,6 @@ fn namespace_feed(
                         writers::annotation_setter(namespace.managed_fields(), key)
                     }),
                 );
-                let changed = annotated || labelled;
                 if changed {
                     for contesting in host_conflicts::to_look_at(&namespaces, &name) {
                         queue.add(ScalingKey::WakeHosts(contesting).into());
@@ -179,13 +177,14 @@ fn namespace_feed(
 }
 
 /// The watches of what Namespaces follow, for the wake-up backend apart: the shared schedules
-/// filled in, and nothing else done (it relists nothing, and has no queue). Ready once the
-/// Namespaces are listed, as `ready` is told.
+/// filled in, and nothing else done (it relists nothing, and has no queue). `first` is told of
+/// each first listing: the backend is ready once all have arrived, so that a Namespace a policy
+/// opts in is known as such before its first request.
 pub(super) fn start_for_backend(
     client: &Client,
     namespaces: &NamespaceSchedules,
     outage: &Outage,
-    ready: tokio::sync::oneshot::Sender<()>,
+    first: &Arc<FirstListings>,
     feeds: &mut Feeds,
 ) {
     let watch = watcher(
@@ -193,31 +192,24 @@ pub(super) fn start_for_backend(
         watcher::Config::default().page_size(LIST_PAGE_SIZE),
     )
     .backoff(WatchBackoff::default());
-    let (schedules, mut ready) = (namespaces.clone(), Some(ready));
+    let (schedules, listed) = (namespaces.clone(), first.clone());
     let feed = drive(
         watch,
         "Namespaces",
         outage.clone(),
         move |event| match event {
             watcher::Event::Apply(namespace) | watcher::Event::InitApply(namespace) => {
-                let name = namespace.name_any();
-                schedules.update(&name, namespace.uid(), namespace.annotations());
-                schedules.set_labels(&name, namespace.labels());
+                take_in(&schedules, namespace);
             }
             watcher::Event::Delete(namespace) => {
                 schedules.forget(&namespace.name_any());
             }
-            watcher::Event::InitDone => {
-                if let Some(ready) = ready.take() {
-                    let _ = ready.send(());
-                }
-            }
+            watcher::Event::InitDone => listed.arrived(policy_feeds::NAMESPACES),
             watcher::Event::Init => {}
         },
     );
     feeds.start("Namespaces", feed);
     let (_, policy_cache) = reflector::store();
-    let first = FirstListings::new(Arc::new(tokio::sync::watch::Sender::new(true)));
     let policies = policy_feeds::sleep_policy_feed(
         client,
         namespaces.clone(),
@@ -232,11 +224,20 @@ pub(super) fn start_for_backend(
         client,
         namespaces.clone(),
         outage,
-        first,
+        first.clone(),
         None,
         schedule_cache,
     );
     feeds.start("SleepSchedules", schedules);
+}
+
+/// Takes in what `namespace` says, its annotations and its labels (which policies select it
+/// by); true when its schedule changed.
+fn take_in(namespaces: &NamespaceSchedules, namespace: &PartialObjectMeta<Namespace>) -> bool {
+    let name = namespace.name_any();
+    let annotated = namespaces.update(&name, namespace.uid(), namespace.annotations());
+    let labelled = namespaces.set_labels(&name, namespace.labels());
+    annotated || labelled
 }
 
 /// Has the Namespace's override on demand taken away when it runs out (at once if it has).

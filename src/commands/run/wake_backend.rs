@@ -8,7 +8,10 @@ use std::{future::Future, sync::Arc};
 use chrono::TimeDelta;
 use tokio::task::JoinHandle;
 
-use super::{Clients, RunError, feeds::Feeds, namespace_feeds, route_feeds::route_feed, served};
+use super::{
+    Clients, RunError, feeds::Feeds, namespace_feeds, policy_feeds::FirstListings,
+    route_feeds::route_feed, served,
+};
 use crate::{
     commands::cli::RunArgs,
     namespaces::NamespaceSchedules,
@@ -28,7 +31,7 @@ use crate::{
 /// (`--default-timezone`, `--exclude-namespaces`, `--kube-downscaler-annotations`). It watches
 /// what Namespaces follow and what routes a request to one, reads readiness, and asks the
 /// controller for a wake with a `WakeRequest`; it writes nothing else, and holds no lease:
-/// every replica answers. Ready once the Namespaces are listed.
+/// every replica answers. Ready once what Namespaces follow is listed.
 pub async fn apart(
     clients: Clients,
     args: &RunArgs,
@@ -44,8 +47,10 @@ pub async fn apart(
     let listener = served::bind(args.http_addr, &metrics).await?;
     let namespaces = namespace_feeds::namespace_schedules(args, &client);
     let (outage, mut feeds) = (Outage::default(), Feeds::new(health.clone()));
-    let (listed, namespaces_listed) = tokio::sync::oneshot::channel();
-    namespace_feeds::start_for_backend(&client, &namespaces, &outage, listed, &mut feeds);
+    let gate = Arc::new(tokio::sync::watch::Sender::new(false));
+    let mut listed = gate.subscribe();
+    let first = FirstListings::new(gate);
+    namespace_feeds::start_for_backend(&client, &namespaces, &outage, &first, &mut feeds);
     for kind in ROUTES.iter() {
         feeds.start(kind.plural, route_feed(&client, kind, &namespaces, &outage));
     }
@@ -64,9 +69,9 @@ pub async fn apart(
         nothing_to_refresh,
     ));
     let ready = tokio::spawn(async move {
-        if namespaces_listed.await.is_ok() {
+        if listed.wait_for(|listed| *listed).await.is_ok() {
             health.set_ready(true);
-            tracing::info!("Namespaces listed: ready");
+            tracing::info!("what Namespaces follow is listed: ready");
         }
     });
     shutdown.await;
