@@ -290,3 +290,44 @@ async fn a_compromised_backend_can_neither_name_a_request_otherwise_nor_hold_one
         .await;
     scenario.finish().await;
 }
+
+/// The EndpointSlice wake's grants go with the wake-up backend (`rbac/wake-slices.yaml`): a
+/// controller asked to wake on requests without them says at start which it lacks, instead of
+/// failing at night.
+#[tokio::test]
+async fn waking_on_requests_without_the_slice_grants_says_so_at_start() {
+    let Some(scenario) = Scenario::own("wake-ungranted", envtest::Options::api_server_only()).await
+    else {
+        return;
+    };
+    let bindings: Api<k8s_openapi::api::rbac::v1::ClusterRoleBinding> =
+        Api::all(scenario.client.clone());
+    bindings
+        .delete("cronscaler-wake-slices", &Default::default())
+        .await
+        .expect("the slice grants taken away");
+    let mut controller = scenario.start_cluster_wide_controller(
+        "cronscaler",
+        &["--grace-period", "0s", "--wake-on-request"],
+    );
+    controller.wait_ready().await;
+    let said = eventually("the lack said", PROMPTLY, || async {
+        let log = controller.log();
+        log.lines()
+            .find(|line| line.contains("lacks grants"))
+            .map(str::to_string)
+    })
+    .await;
+    for lacking in [
+        "create endpointslices.discovery.k8s.io",
+        "patch endpointslices.discovery.k8s.io",
+        "list services",
+        "rbac/wake-slices.yaml",
+    ] {
+        assert!(said.contains(lacking), "{lacking}: {said}");
+    }
+    controller
+        .assert_stops_cleanly(Duration::from_secs(10))
+        .await;
+    scenario.finish().await;
+}
