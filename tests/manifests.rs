@@ -209,7 +209,11 @@ fn the_cluster_role_grants_exactly_what_the_controller_uses() {
     let owner = (wake_slices["rules"].as_array().unwrap().iter())
         .find(|rule| rule["resources"][0] == "clusterroles")
         .unwrap();
-    assert_eq!(owner["resourceNames"], serde_json::json!(["cronscaler"]));
+    assert_eq!(
+        owner["resourceNames"],
+        serde_json::json!(["cronscaler-wake-slices"]),
+        "itself, the slices' owner, alone"
+    );
     let bound = find(&objects, "ClusterRoleBinding", "cronscaler-wake-slices");
     assert_eq!(
         bound["subjects"][0]["name"], "cronscaler",

@@ -331,8 +331,9 @@ pub struct RunArgs {
     #[arg(long, env = "CRONSCALER_WAKE_TRUSTED_PROXIES", value_delimiter = ',', value_parser = parse_trusted_proxy)]
     pub wake_trusted_proxies: Vec<IpNet>,
 
-    /// Sustained requests per second the wake-up backend may send the API server, apart from
-    /// --kube-qps (default: a fifth of it), so requests reaching it never delay the controller.
+    /// Sustained requests per second the wake-up backend may send the API server, and the
+    /// controller carrying out its WakeRequests, apart from --kube-qps (default: a fifth of it),
+    /// so requests reaching it never delay the controller's other work.
     #[arg(long, env = "CRONSCALER_WAKE_KUBE_QPS", value_parser = positive_f64)]
     pub wake_kube_qps: Option<f64>,
 
@@ -342,13 +343,13 @@ pub struct RunArgs {
     #[arg(long, env = "CRONSCALER_WAKE_SERVICE", default_value = "cronscaler-wake", value_parser = parse_wake_service)]
     pub wake_service: WakeService,
 
-    /// The install's ClusterRole, which owns every wake-up EndpointSlice of ours so that
-    /// uninstalling (`helm uninstall`, `kubectl delete -k`) deletes them; `""`: each is owned
-    /// by its Service, and outlives the install.
+    /// The install's ClusterRole of the EndpointSlice wake (`rbac/wake-slices.yaml`), which
+    /// owns every wake-up EndpointSlice of ours so that uninstalling, or turning waking on a
+    /// request off, deletes them; `""`: each is owned by its Service, and outlives the install.
     #[arg(
         long,
         env = "CRONSCALER_WAKE_SLICES_OWNER",
-        default_value = "cronscaler"
+        default_value = "cronscaler-wake-slices"
     )]
     pub wake_slices_owner: String,
 

@@ -251,7 +251,7 @@ pub async fn run(
     .with_workloads_listed(workloads_listed)
     .with_kinds(tracked.kinds());
     let requests = WakeRequests {
-        client: client.clone(),
+        client: clients.asked.clone(),
         namespaces: namespaces.clone(),
         default_timezone: args.default_timezone.zone,
         max_override,

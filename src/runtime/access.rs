@@ -8,13 +8,15 @@ use k8s_openapi::api::authorization::v1::{
 use kube::{Api, Client, api::PostParams};
 
 /// One thing to be done: a verb on a resource of a group (`""`: the core group), in a
-/// Namespace or (`None`) in every one.
+/// Namespace or (`None`) in every one, to the object `name` or (`None`) to any: a rule that
+/// names its objects (`resourceNames`) allows only an action that names one of them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Action<'a> {
     pub verb: &'a str,
     pub group: &'a str,
     pub resource: &'a str,
     pub namespace: Option<&'a str>,
+    pub name: Option<&'a str>,
 }
 
 impl std::fmt::Display for Action<'_> {
@@ -24,11 +26,15 @@ impl std::fmt::Display for Action<'_> {
             group,
             resource,
             namespace,
+            name,
         } = self;
-        let resource = match group.is_empty() {
+        let mut resource = match group.is_empty() {
             true => resource.to_string(),
             false => format!("{resource}.{group}"),
         };
+        if let Some(name) = name {
+            resource = format!("{resource}/{name}");
+        }
         match namespace {
             Some(namespace) => write!(f, "{verb} {resource} in {namespace}"),
             None => write!(f, "{verb} {resource}"),
@@ -45,6 +51,7 @@ pub async fn may(client: &Client, action: Action<'_>) -> Result<bool, kube::Erro
                 resource: Some(action.resource.to_string()),
                 verb: Some(action.verb.to_string()),
                 namespace: action.namespace.map(String::from),
+                name: action.name.map(String::from),
                 ..ResourceAttributes::default()
             }),
             ..SelfSubjectAccessReviewSpec::default()
@@ -82,6 +89,7 @@ mod tests {
             group: "discovery.k8s.io",
             resource: "endpointslices",
             namespace: None,
+            name: None,
         };
         assert_eq!(slices.to_string(), "create endpointslices.discovery.k8s.io");
         let services = Action {
@@ -89,7 +97,19 @@ mod tests {
             group: "",
             resource: "services",
             namespace: Some("shop"),
+            name: None,
         };
         assert_eq!(services.to_string(), "list services in shop");
+        let owner = Action {
+            verb: "get",
+            group: "rbac.authorization.k8s.io",
+            resource: "clusterroles",
+            namespace: None,
+            name: Some("cronscaler-wake-slices"),
+        };
+        assert_eq!(
+            owner.to_string(),
+            "get clusterroles.rbac.authorization.k8s.io/cronscaler-wake-slices"
+        );
     }
 }

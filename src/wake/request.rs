@@ -92,6 +92,7 @@ pub async fn reconcile(
     };
     let namespace = &key.namespace;
     let seen = Seen {
+        name: key.name.clone(),
         by: request.spec.by.clone(),
         created: creation_time(&request.metadata),
         annotations: ctx.namespaces.annotations_of(namespace),

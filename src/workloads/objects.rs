@@ -48,6 +48,7 @@ pub async fn may_patch(
         group: spec.group,
         resource: spec.plural,
         namespace,
+        name: None,
     };
     access::may(client, action).await
 }

@@ -369,13 +369,18 @@ async fn asleep_each_service_reaches_the_backend_through_an_endpoint_slice_until
     );
     let services: Api<Service> = Api::namespaced(scenario.client.clone(), &namespace);
     let roles: Api<ClusterRole> = Api::all(scenario.client.clone());
-    let install = roles.get("cronscaler").await.expect("rbac/'s ClusterRole");
+    let install =
+        (roles.get("cronscaler-wake-slices").await).expect("rbac/wake-slices.yaml's ClusterRole");
     let owners: Vec<(&str, &str, Option<&String>)> = (slice.owner_references().iter())
         .map(|owner| (owner.kind.as_str(), owner.name.as_str(), Some(&owner.uid)))
         .collect();
     assert_eq!(
         owners,
-        [("ClusterRole", "cronscaler", install.metadata.uid.as_ref())],
+        [(
+            "ClusterRole",
+            "cronscaler-wake-slices",
+            install.metadata.uid.as_ref()
+        )],
         "owned by the install, so that uninstalling deletes it"
     );
 

@@ -292,39 +292,50 @@ async fn a_compromised_backend_can_neither_name_a_request_otherwise_nor_hold_one
 }
 
 /// The EndpointSlice wake's grants go with the wake-up backend (`rbac/wake-slices.yaml`): a
-/// controller asked to wake on requests without them says at start which it lacks, instead of
-/// failing at night.
+/// controller asked to wake on requests says at start that it has them, as installed, and
+/// without them which it lacks, instead of failing at night.
 #[tokio::test]
-async fn waking_on_requests_without_the_slice_grants_says_so_at_start() {
+async fn waking_on_requests_says_at_start_whether_it_has_the_slice_grants() {
     let Some(scenario) = Scenario::own("wake-ungranted", envtest::Options::api_server_only()).await
     else {
         return;
     };
+    let flags = ["--grace-period", "0s", "--wake-on-request"];
+    let said = |controller: &support::Controller, what: &'static str| {
+        let log = controller.log();
+        log.lines()
+            .find(|line| line.contains(what))
+            .map(str::to_string)
+    };
+    let mut granted = scenario.start_cluster_wide_controller("granted", &flags);
+    granted.wait_ready().await;
+    eventually("the grants said", PROMPTLY, || async {
+        said(&granted, "has every grant it needs")
+    })
+    .await;
+    assert_eq!(said(&granted, "lacks grants"), None, "as installed");
+    granted.assert_stops_cleanly(Duration::from_secs(10)).await;
+
     let bindings: Api<k8s_openapi::api::rbac::v1::ClusterRoleBinding> =
         Api::all(scenario.client.clone());
     bindings
         .delete("cronscaler-wake-slices", &Default::default())
         .await
         .expect("the slice grants taken away");
-    let mut controller = scenario.start_cluster_wide_controller(
-        "cronscaler",
-        &["--grace-period", "0s", "--wake-on-request"],
-    );
+    let mut controller = scenario.start_cluster_wide_controller("cronscaler", &flags);
     controller.wait_ready().await;
-    let said = eventually("the lack said", PROMPTLY, || async {
-        let log = controller.log();
-        log.lines()
-            .find(|line| line.contains("lacks grants"))
-            .map(str::to_string)
+    let lack = eventually("the lack said", PROMPTLY, || async {
+        said(&controller, "lacks grants")
     })
     .await;
     for lacking in [
         "create endpointslices.discovery.k8s.io",
         "patch endpointslices.discovery.k8s.io",
         "list services",
+        "get clusterroles.rbac.authorization.k8s.io/cronscaler-wake-slices",
         "rbac/wake-slices.yaml",
     ] {
-        assert!(said.contains(lacking), "{lacking}: {said}");
+        assert!(lack.contains(lacking), "{lacking}: {lack}");
     }
     controller
         .assert_stops_cleanly(Duration::from_secs(10))

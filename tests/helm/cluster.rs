@@ -13,7 +13,10 @@ use k8s_openapi::{
     api::{apps::v1::Deployment, rbac::v1::ClusterRole},
     apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
 };
-use kube::{Api, api::PostParams};
+use kube::{
+    Api,
+    api::{ListParams, PostParams},
+};
 use serde_json::{Value, json};
 
 use super::*;
@@ -240,6 +243,16 @@ async fn installed_with_helm_it_sleeps_a_deployment_and_upgrade_and_uninstall_ke
             "the cluster serves it, so the chart renders {kind}"
         );
     }
+    // Both processes are scraped: the backend's requests are counted only by it.
+    let metrics: Api<k8s_openapi::api::core::v1::Service> =
+        Api::namespaced(scenario.client.clone(), envtest::SA_NAMESPACE);
+    let monitored = ListParams::default().labels("app.kubernetes.io/component=metrics");
+    let mut scraped: Vec<String> = (metrics.list(&monitored).await.expect("Services").items)
+        .into_iter()
+        .map(|service| service.metadata.name.unwrap_or_default())
+        .collect();
+    scraped.sort();
+    assert_eq!(scraped, ["cronscaler-metrics", "cronscaler-wake-metrics"]);
 
     // web's Namespace is woken by requests, so its Service gets a wake-up slice while it sleeps.
     let namespace = scenario.namespace.clone();
@@ -255,7 +268,7 @@ async fn installed_with_helm_it_sleeps_a_deployment_and_upgrade_and_uninstall_ke
     })
     .await;
     let role_uid = roles
-        .get("cronscaler")
+        .get("cronscaler-wake-slices")
         .await
         .ok()
         .and_then(|role| role.metadata.uid);
@@ -265,8 +278,8 @@ async fn installed_with_helm_it_sleeps_a_deployment_and_upgrade_and_uninstall_ke
         .collect();
     assert_eq!(
         owners,
-        [("ClusterRole", "cronscaler", role_uid.as_ref())],
-        "the release's ClusterRole alone owns web's slice"
+        [("ClusterRole", "cronscaler-wake-slices", role_uid.as_ref())],
+        "the release's ClusterRole of the wake alone owns web's slice"
     );
 
     // helm upgrade with a changed value: the Deployment's flags follow.

@@ -166,7 +166,7 @@ fn every_value_set_reaches_the_objects_and_the_controller_takes_its_flags() {
             "--wake-on-request",
             "--leader-elect-lease-name=sleeper",
             "--wake-service=sleeper-wake",
-            "--wake-slices-owner=sleeper",
+            "--wake-slices-owner=sleeper-wake-slices",
             "--http-addr=0.0.0.0:9090",
             "--default-timezone=Europe/Berlin",
             "--kinds=Deployment.apps,StatefulSet.apps,Rollout.argoproj.io",
@@ -233,8 +233,8 @@ fn every_value_set_reaches_the_objects_and_the_controller_takes_its_flags() {
         .expect("the slices' owner read");
     assert_eq!(
         owner["resourceNames"],
-        json!(["sleeper"]),
-        "the release's ClusterRole alone"
+        json!(["sleeper-wake-slices"]),
+        "the slices' owner alone"
     );
 
     let service = find(&objects, "Service", "sleeper-wake");

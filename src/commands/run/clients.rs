@@ -1,5 +1,5 @@
-//! The process's API clients: the controller's, under one request budget, and the wake-up
-//! backend's own.
+//! The process's API clients: the controller's, under one request budget; the one it carries
+//! out others' asks with, under its own; and the wake-up backend's own.
 
 use kube::{Client, client::ClientBuilder};
 
@@ -14,13 +14,25 @@ pub struct Clients {
     /// renewals, scaling), nor the controller's behind its; its budget, `--wake-kube-qps`, is
     /// kept by the backend (`wake::cluster`), which would rather not read than wait.
     pub wake: Client,
+    /// What the controller carries out `WakeRequest`s with: whoever may ask (the backend, which
+    /// faces the internet) may make them as fast as it likes, so they are read, carried out and
+    /// removed on a budget of their own, `--wake-kube-qps`, and never delay the lease or
+    /// scaling.
+    pub asked: Client,
 }
+
+/// How many asks are carried out at once before `--wake-kube-qps` holds them back: a wake costs
+/// three requests (read, wake, removal).
+const ASKED_BURST: u32 = 15;
 
 pub fn clients_for(config: kube::Config, args: &RunArgs) -> Result<Clients, kube::Error> {
     Ok(Clients {
         controller: ClientBuilder::try_from(config.clone())?
             .with_layer(&RequestBudget::new(args.kube_qps, args.kube_burst))
             .build(),
-        wake: Client::try_from(config)?,
+        wake: Client::try_from(config.clone())?,
+        asked: ClientBuilder::try_from(config)?
+            .with_layer(&RequestBudget::new(args.wake_kube_qps(), ASKED_BURST))
+            .build(),
     })
 }

@@ -87,7 +87,7 @@ pub fn start(
         backend_feed(&slices, backend_writer, queue, outage),
     );
     feeds.start("Services", service_feed(&slices, queue, outage));
-    tokio::spawn(say_what_is_lacking(client.clone(), slices.owner.is_some()));
+    tokio::spawn(say_what_is_lacking(client.clone(), slices.owner.clone()));
     Some(slices)
 }
 
@@ -109,6 +109,7 @@ const fn slices(verb: &'static str) -> Action<'static> {
         group: "discovery.k8s.io",
         resource: "endpointslices",
         namespace: None,
+        name: None,
     }
 }
 
@@ -118,32 +119,36 @@ const fn services(verb: &'static str) -> Action<'static> {
         group: "",
         resource: "services",
         namespace: None,
+        name: None,
     }
 }
 
-/// Says at start, once, what of [`GRANTS`] (and reading its owner, the install's ClusterRole,
+/// Says at start, once, what of [`GRANTS`] (and reading its `owner`, the install's ClusterRole,
 /// where it has one) this process may not do: without them no sleeping Service is woken by a
 /// request, and the first refused write would come only at night.
-async fn say_what_is_lacking(client: Client, owned: bool) {
+async fn say_what_is_lacking(client: Client, owner: Option<String>) {
     let mut wanted = GRANTS.to_vec();
-    if owned {
+    if let Some(owner) = owner.as_deref() {
         wanted.push(Action {
             verb: "get",
             group: "rbac.authorization.k8s.io",
             resource: "clusterroles",
             namespace: None,
+            name: Some(owner),
         });
     }
     let refused = access::refused(&client, &wanted).await;
-    if !refused.is_empty() {
-        let refused: Vec<String> = refused.iter().map(ToString::to_string).collect();
-        tracing::error!(
-            refused = refused.join(", "),
-            "the EndpointSlice wake (--wake-on-request) lacks grants: no sleeping Service is \
-             woken by a request; apply rbac/wake-slices.yaml (Helm: wake.enabled) or run without \
-             --wake-on-request"
-        );
+    if refused.is_empty() {
+        tracing::info!("the EndpointSlice wake (--wake-on-request) has every grant it needs");
+        return;
     }
+    let refused: Vec<String> = refused.iter().map(ToString::to_string).collect();
+    tracing::error!(
+        refused = refused.join(", "),
+        "the EndpointSlice wake (--wake-on-request) lacks grants: no sleeping Service is \
+         woken by a request; apply rbac/wake-slices.yaml (Helm: wake.enabled) or run without \
+         --wake-on-request"
+    );
 }
 
 /// Every slice of ours, into `ctx.ours`: a change looks at its Namespace again.

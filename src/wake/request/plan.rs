@@ -7,7 +7,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use chrono_tz::Tz;
 use json_patch::Patch;
 
-use super::MAX_BY;
+use super::{MAX_BY, NAME};
 use crate::{schedule::WakeOnRequest, wake::answer::wake_due};
 
 /// The longest a request waits to be carried out: one made while no controller led (a restart,
@@ -17,6 +17,8 @@ pub const MAX_AGE: TimeDelta = TimeDelta::minutes(2);
 /// What the controller sees of a request and its Namespace.
 #[derive(Debug, Clone, Default)]
 pub struct Seen {
+    /// Its name.
+    pub name: String,
     /// Who the request says asked.
     pub by: String,
     /// When the API server stored it.
@@ -38,6 +40,13 @@ pub enum Carried {
 
 /// What the request `seen` comes to at `now`, under `--default-timezone` and `--max-override`.
 pub fn plan(seen: &Seen, limits: (Tz, TimeDelta), now: DateTime<Utc>) -> Carried {
+    // The CRD refuses other names, but Helm never upgrades a CRD it installed before: whoever
+    // may ask gets no more than one request carried out per Namespace either way.
+    if seen.name != NAME {
+        return Carried::Nothing {
+            why: "not named wake-on-request",
+        };
+    }
     if seen.created.is_none_or(|created| now - created > MAX_AGE) {
         return Carried::Nothing {
             why: "made too long ago",
@@ -97,6 +106,7 @@ mod tests {
 
     fn seen(pairs: &[(&str, &str)], created: &str) -> Seen {
         Seen {
+            name: NAME.into(),
             by: "a request for staging.example.com/login".into(),
             created: Some(at(created)),
             annotations: Some(annotations(pairs)),
@@ -136,6 +146,21 @@ mod tests {
             plan(&unknown, LIMITS, at(NIGHT)),
             Carried::Nothing { .. }
         ));
+    }
+
+    /// Where the CRD predates its rule on names (Helm leaves a CRD it installed as it was).
+    #[test]
+    fn a_request_of_another_name_wakes_nothing() {
+        let another = Seen {
+            name: "wake-on-request-2".into(),
+            ..seen(&OPTED_IN, "2026-11-24T21:59:59Z")
+        };
+        assert_eq!(
+            plan(&another, LIMITS, at(NIGHT)),
+            Carried::Nothing {
+                why: "not named wake-on-request"
+            }
+        );
     }
 
     #[test]
