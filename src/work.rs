@@ -230,6 +230,7 @@ mod tests {
             },
             requests: WakeRequests {
                 client: client.clone(),
+                requests: kube::runtime::reflector::store().0,
                 namespaces: NamespaceSchedules::watched([]),
                 default_timezone: Tz::UTC,
                 max_override: scaling::DEFAULT_MAX_OVERRIDE,

@@ -179,7 +179,7 @@ fn the_cluster_role_grants_exactly_what_the_controller_uses() {
     cluster_wide.insert(grant(
         "cronscaler.dev",
         "wakerequests",
-        &["get", "list", "watch", "patch", "delete"],
+        &["list", "watch", "patch", "delete"],
     ));
     // A kind of --kinds outside the catalogue: its CRD read for where it keeps its count.
     cluster_wide.insert(grant(

@@ -220,7 +220,7 @@ pub async fn run(
         first_listings,
         trackers: tracked.clone(),
         wake_slices: wake_slices.clone(),
-        requests: requests_store,
+        requests: requests_store.clone(),
     };
     tokio::spawn(follow_leadership(
         is_leader.clone(),
@@ -252,6 +252,7 @@ pub async fn run(
     .with_kinds(tracked.kinds());
     let requests = WakeRequests {
         client: clients.asked.clone(),
+        requests: requests_store,
         namespaces: namespaces.clone(),
         default_timezone: args.default_timezone.zone,
         max_override,

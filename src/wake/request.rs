@@ -12,6 +12,7 @@ use chrono_tz::Tz;
 use kube::{
     Api, Client, CustomResource, KubeSchema,
     api::{DeleteParams, Patch, PatchParams, Preconditions},
+    runtime::reflector::{ObjectRef, Store},
 };
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
@@ -60,6 +61,8 @@ pub struct WakeRequestSpec {
 /// What carrying out a request reads and writes with.
 pub struct WakeRequests {
     pub client: Client,
+    /// Every request, as their watch has them.
+    pub requests: Store<WakeRequest>,
     pub namespaces: NamespaceSchedules,
     pub default_timezone: Tz,
     /// `--max-override`: no wake reaches further.
@@ -82,12 +85,10 @@ pub async fn reconcile(
     if !*ctx.listed.borrow() {
         return Ok(Next::After(LISTING_WAIT));
     }
-    let api: Api<WakeRequest> = Api::namespaced(ctx.client.clone(), &key.namespace);
-    let request =
-        api.get_opt(&key.name)
-            .await
-            .map_err(Error::api("reading", "WakeRequest", key))?;
-    let Some(request) = request else {
+    let Some(request) = ctx
+        .requests
+        .get(&ObjectRef::new(&key.name).within(&key.namespace))
+    else {
         return Ok(Next::Done);
     };
     let namespace = &key.namespace;
@@ -103,7 +104,7 @@ pub async fn reconcile(
     let held = (request.metadata.finalizers.iter().flatten())
         .next()
         .is_some();
-    act(ctx, key, (request.metadata.uid, held), carried).await?;
+    act(ctx, key, (request.metadata.uid.clone(), held), carried).await?;
     Ok(Next::Done)
 }
 

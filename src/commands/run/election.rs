@@ -3,7 +3,7 @@
 
 use std::{sync::Arc, time::Duration};
 
-use kube::{Client, core::PartialObjectMeta, runtime::reflector::Store};
+use kube::{Client, runtime::reflector::Store};
 use prometheus_client::metrics::gauge::Gauge;
 use tokio::{
     sync::{oneshot, watch},
@@ -96,7 +96,7 @@ pub(super) struct Resync {
     pub first_listings: Arc<FirstListings>,
     pub trackers: Trackers,
     pub wake_slices: Option<WakeSlices>,
-    pub requests: Store<PartialObjectMeta<WakeRequest>>,
+    pub requests: Store<WakeRequest>,
 }
 
 impl Resync {

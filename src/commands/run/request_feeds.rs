@@ -1,14 +1,13 @@
 //! The watch of `WakeRequest`s: each one made, or found at start, is carried out by a worker
 //! while this replica leads; the ones there when it comes to lead are queued by the resync, from
-//! the store this watch keeps. Only their metadata is watched; the worker reads the request it
-//! carries out. Without the CRD installed the watch is retried with backoff, and nothing else
-//! waits.
+//! the store this watch keeps, from which the worker reads the request it carries out (they are
+//! small, and a read of each would double what whoever may ask costs the controller). Without
+//! the CRD installed the watch is retried with backoff, and nothing else waits.
 
 use std::future::Future;
 
 use kube::{
     Api, Client, ResourceExt as _,
-    core::PartialObjectMeta,
     runtime::{WatchStreamExt, reflector::store::Writer, watcher},
 };
 
@@ -26,20 +25,21 @@ use crate::{
 /// The watch of the requests across the cluster, kept in `store`.
 pub fn request_feed(
     client: &Client,
-    store: Writer<PartialObjectMeta<WakeRequest>>,
+    store: Writer<WakeRequest>,
     queue: &WorkQueue<WorkKey>,
     outage: &Outage,
 ) -> impl Future<Output = ()> + use<> {
-    let api = Api::<PartialObjectMeta<WakeRequest>>::all(client.clone());
+    let api = Api::<WakeRequest>::all(client.clone());
     let watch = watcher(api, watcher::Config::default())
         .backoff(WatchBackoff::default())
+        .modify(|request| request.managed_fields_mut().clear())
         .reflect(store);
     let queue = queue.clone();
     drive(
         watch,
         "WakeRequests",
         outage.clone(),
-        move |event: &watcher::Event<PartialObjectMeta<WakeRequest>>| match event {
+        move |event: &watcher::Event<WakeRequest>| match event {
             watcher::Event::Apply(request) | watcher::Event::InitApply(request) => {
                 let key =
                     ObjectKey::new(request.namespace().unwrap_or_default(), request.name_any());
