@@ -19,6 +19,19 @@ pub struct Action<'a> {
     pub name: Option<&'a str>,
 }
 
+impl<'a> Action<'a> {
+    /// `verb` on any object of `resource` of `group`, in every Namespace.
+    pub const fn anywhere(verb: &'a str, group: &'a str, resource: &'a str) -> Self {
+        Self {
+            verb,
+            group,
+            resource,
+            namespace: None,
+            name: None,
+        }
+    }
+}
+
 impl std::fmt::Display for Action<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let Self {
@@ -84,28 +97,16 @@ mod tests {
 
     #[test]
     fn an_action_reads_as_kubectl_auth_can_i_takes_it() {
-        let slices = Action {
-            verb: "create",
-            group: "discovery.k8s.io",
-            resource: "endpointslices",
-            namespace: None,
-            name: None,
-        };
+        let slices = Action::anywhere("create", "discovery.k8s.io", "endpointslices");
         assert_eq!(slices.to_string(), "create endpointslices.discovery.k8s.io");
         let services = Action {
-            verb: "list",
-            group: "",
-            resource: "services",
             namespace: Some("shop"),
-            name: None,
+            ..Action::anywhere("list", "", "services")
         };
         assert_eq!(services.to_string(), "list services in shop");
         let owner = Action {
-            verb: "get",
-            group: "rbac.authorization.k8s.io",
-            resource: "clusterroles",
-            namespace: None,
             name: Some("cronscaler-wake-slices"),
+            ..Action::anywhere("get", "rbac.authorization.k8s.io", "clusterroles")
         };
         assert_eq!(
             owner.to_string(),

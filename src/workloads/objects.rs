@@ -44,11 +44,8 @@ pub async fn may_patch(
 ) -> Result<bool, kube::Error> {
     let spec = kind.spec();
     let action = Action {
-        verb: "patch",
-        group: spec.group,
-        resource: spec.plural,
         namespace,
-        name: None,
+        ..Action::anywhere("patch", spec.group, spec.plural)
     };
     access::may(client, action).await
 }

@@ -17,8 +17,8 @@ use serde_json::json;
 use support::{
     Scenario, envtest, eventually, replicas_and_annotations,
     wake::{
-        AWAKE_UNTIL, PROMPTLY, install_wake_requests, namespace_annotations, request,
-        wake_carried_out, wake_requests, web_asleep,
+        AWAKE_UNTIL, PROMPTLY, asked_no_more, install_wake_requests, namespace_annotations,
+        request, wake_carried_out, wake_requests, web_asleep, woken_within,
     },
 };
 
@@ -65,6 +65,24 @@ async fn ask_with(
         .await
 }
 
+/// A client signed in as the backend's ServiceAccount, from the install's RBAC.
+async fn backend_client(scenario: &Scenario) -> Client {
+    let kubeconfig = (scenario.plane())
+        .sign_in_as("cronscaler-wake")
+        .await
+        .expect("the backend's ServiceAccount");
+    envtest::client_from(&kubeconfig).await
+}
+
+/// The controller over the whole cluster, carrying out WakeRequests, listening for nobody.
+async fn start_controller(scenario: &Scenario) -> support::Controller {
+    install_wake_requests(&scenario.client).await;
+    let mut controller =
+        scenario.start_cluster_wide_controller("cronscaler", &["--grace-period", "0s"]);
+    controller.wait_ready().await;
+    controller
+}
+
 #[tokio::test]
 async fn the_backend_apart_may_only_ask_and_a_request_still_wakes_through_the_controller() {
     let Some(scenario) = Scenario::own("wake-apart", envtest::Options::api_server_only()).await
@@ -72,11 +90,7 @@ async fn the_backend_apart_may_only_ask_and_a_request_still_wakes_through_the_co
         return;
     };
     let namespace = scenario.namespace.clone();
-    install_wake_requests(&scenario.client).await;
-    // The controller listens for nobody: no --wake-addr.
-    let mut controller =
-        scenario.start_cluster_wide_controller("cronscaler", &["--grace-period", "0s"]);
-    controller.wait_ready().await;
+    let mut controller = start_controller(&scenario).await;
     let kubeconfig = (scenario.plane())
         .sign_in_as("cronscaler-wake")
         .await
@@ -208,27 +222,12 @@ async fn a_request_made_while_no_one_led_is_carried_out_by_the_next_leader() {
     // Gone without a word: its lease stands until it runs out.
     first.kill();
 
-    let kubeconfig = (scenario.plane())
-        .sign_in_as("cronscaler-wake")
-        .await
-        .expect("the backend's ServiceAccount");
-    let as_backend = envtest::client_from(&kubeconfig).await;
+    let as_backend = backend_client(&scenario).await;
     ask(&as_backend, &namespace)
         .await
         .expect("asked while no one leads");
-    eventually("woken once the standby leads", PROMPTLY, || async {
-        (namespace_annotations(&scenario, &namespace).await)
-            .contains_key(AWAKE_UNTIL)
-            .then_some(())
-    })
-    .await;
-    eventually("the WakeRequest removed", PROMPTLY, || async {
-        wake_requests(&scenario, &namespace)
-            .await
-            .is_empty()
-            .then_some(())
-    })
-    .await;
+    woken_within(&scenario, &namespace, PROMPTLY).await;
+    asked_no_more(&scenario, &namespace).await;
     second.assert_stops_cleanly(Duration::from_secs(10)).await;
     scenario.finish().await;
 }
@@ -245,15 +244,8 @@ async fn a_compromised_backend_can_neither_name_a_request_otherwise_nor_hold_one
         return;
     };
     let namespace = scenario.namespace.clone();
-    install_wake_requests(&scenario.client).await;
-    let mut controller =
-        scenario.start_cluster_wide_controller("cronscaler", &["--grace-period", "0s"]);
-    controller.wait_ready().await;
-    let kubeconfig = (scenario.plane())
-        .sign_in_as("cronscaler-wake")
-        .await
-        .expect("the backend's ServiceAccount");
-    let as_backend = envtest::client_from(&kubeconfig).await;
+    let mut controller = start_controller(&scenario).await;
+    let as_backend = backend_client(&scenario).await;
     web_asleep(&scenario, json!({})).await;
 
     let refused = ask_with(&as_backend, &namespace, json!({ "name": "another" }))
@@ -269,19 +261,8 @@ async fn a_compromised_backend_can_neither_name_a_request_otherwise_nor_hold_one
     ask_with(&as_backend, &namespace, held)
         .await
         .expect("a request holding a finalizer");
-    eventually("woken", PROMPTLY, || async {
-        (namespace_annotations(&scenario, &namespace).await)
-            .contains_key(AWAKE_UNTIL)
-            .then_some(())
-    })
-    .await;
-    eventually("the held request gone", PROMPTLY, || async {
-        wake_requests(&scenario, &namespace)
-            .await
-            .is_empty()
-            .then_some(())
-    })
-    .await;
+    woken_within(&scenario, &namespace, PROMPTLY).await;
+    asked_no_more(&scenario, &namespace).await;
     ask(&as_backend, &namespace)
         .await
         .expect("the name is free for the next ask");

@@ -193,16 +193,26 @@ pub async fn install_wake_requests(admin: &Client) {
 /// `asked`: `awake-until` written (the wake bench measures how soon; on a loaded machine this
 /// allows 5 s), said as `what` with how long it took, and the `WakeRequest` removed.
 pub async fn wake_carried_out(scenario: &Scenario, namespace: &str, asked: Instant, what: &str) {
-    eventually("awake-until written", Duration::from_secs(5), || async {
+    woken_within(scenario, namespace, Duration::from_secs(5)).await;
+    super::say(&format!(
+        "{what}: awake-until written {} ms after the first request",
+        asked.elapsed().as_millis()
+    ));
+    asked_no_more(scenario, namespace).await;
+}
+
+/// Waits, `within`, until `namespace` has its `awake-until`.
+pub async fn woken_within(scenario: &Scenario, namespace: &str, within: Duration) {
+    eventually("awake-until written", within, || async {
         (namespace_annotations(scenario, namespace).await)
             .contains_key(AWAKE_UNTIL)
             .then_some(())
     })
     .await;
-    super::say(&format!(
-        "{what}: awake-until written {} ms after the first request",
-        asked.elapsed().as_millis()
-    ));
+}
+
+/// Waits until `namespace` has no `WakeRequest` left: the controller removed what it was asked.
+pub async fn asked_no_more(scenario: &Scenario, namespace: &str) {
     eventually("the WakeRequest removed", PROMPTLY, || async {
         wake_requests(scenario, namespace)
             .await

@@ -94,34 +94,15 @@ pub fn start(
 /// What the EndpointSlice wake does in every Namespace: its own grants (`rbac/wake-slices.yaml`,
 /// installed with the wake-up backend), apart from the controller's.
 const GRANTS: [Action<'static>; 7] = [
-    slices("list"),
-    slices("watch"),
-    slices("create"),
-    slices("patch"),
-    slices("delete"),
-    services("list"),
-    services("watch"),
+    Action::anywhere("list", SLICES, "endpointslices"),
+    Action::anywhere("watch", SLICES, "endpointslices"),
+    Action::anywhere("create", SLICES, "endpointslices"),
+    Action::anywhere("patch", SLICES, "endpointslices"),
+    Action::anywhere("delete", SLICES, "endpointslices"),
+    Action::anywhere("list", "", "services"),
+    Action::anywhere("watch", "", "services"),
 ];
-
-const fn slices(verb: &'static str) -> Action<'static> {
-    Action {
-        verb,
-        group: "discovery.k8s.io",
-        resource: "endpointslices",
-        namespace: None,
-        name: None,
-    }
-}
-
-const fn services(verb: &'static str) -> Action<'static> {
-    Action {
-        verb,
-        group: "",
-        resource: "services",
-        namespace: None,
-        name: None,
-    }
-}
+const SLICES: &str = "discovery.k8s.io";
 
 /// Says at start, once, what of [`GRANTS`] (and reading its `owner`, the install's ClusterRole,
 /// where it has one) this process may not do: without them no sleeping Service is woken by a
@@ -130,11 +111,8 @@ async fn say_what_is_lacking(client: Client, owner: Option<String>) {
     let mut wanted = GRANTS.to_vec();
     if let Some(owner) = owner.as_deref() {
         wanted.push(Action {
-            verb: "get",
-            group: "rbac.authorization.k8s.io",
-            resource: "clusterroles",
-            namespace: None,
             name: Some(owner),
+            ..Action::anywhere("get", "rbac.authorization.k8s.io", "clusterroles")
         });
     }
     let refused = access::refused(&client, &wanted).await;
