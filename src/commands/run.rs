@@ -1,14 +1,15 @@
 //! `cronscaler run`, the wiring, in the order it is read: the settings; what the watches fill and
 //! the workers read; the feeds, each family started from the file beside this one
 //! (`foo_feeds.rs`, `namespace_feeds.rs` with `policy_feeds.rs`, `slice_feeds.rs`,
-//! `workload_feeds.rs`, `gitops_feeds.rs`, `route_feeds.rs`) through the one feed layer
-//! (`feeds.rs`); leadership (`election.rs`), what is served (`served.rs`, `wake_backend.rs`) and
-//! the workers, which take keys from the shared queue while this replica leads; and shutdown.
+//! `workload_feeds.rs`, `gitops_feeds.rs`, `route_feeds.rs`, `request_feeds.rs`) through the one
+//! feed layer (`feeds.rs`); leadership (`election.rs`), what is served (`served.rs`: metrics and
+//! health alone) and the workers, which take keys from the shared queue while this replica leads;
+//! and shutdown. `wake_backend.rs` is `cronscaler wake-backend`, the other process.
 
 use std::{future::Future, sync::Arc};
 
 use chrono::TimeDelta;
-use tokio::sync::{mpsc::UnboundedSender, watch};
+use tokio::sync::watch;
 
 mod clients;
 mod election;
@@ -31,8 +32,6 @@ use feeds::Feeds;
 use foo_feeds::{foo_feeds, ready_once_listed};
 use gitops_feeds::owner_feed;
 use policy_feeds::{FirstListings, Relist};
-use request_feeds::request_feed;
-use route_feeds::route_feed;
 pub use served::RunError;
 use slice_feeds::SliceInputs;
 use trackers::{TrackerSettings, Trackers};
@@ -46,7 +45,6 @@ use crate::{
     activity::prometheus::Prometheus,
     commands::cli::RunArgs,
     foo::FooContext,
-    namespaces::NamespaceSchedules,
     ops::{http::Health, metrics::Metrics},
     runtime::{
         events::Events,
@@ -63,7 +61,7 @@ use crate::{
         key::ScalingKey,
         timer::{Timer, system_clock},
     },
-    wake::{self, host_conflicts::HostConflicts, request::WakeRequests, route_kinds::ROUTES},
+    wake::{self, host_conflicts::HostConflicts, request::WakeRequests},
     work::{Reconcilers, WorkKey},
     workloads::{last_seen::LastSeen, objects, target::TargetKind},
 };
@@ -79,13 +77,8 @@ pub async fn run(
     let client = clients.controller;
     let (metrics, registry) = Metrics::new();
     let health = Arc::new(Health::default());
-    if args.wake_addr.is_some() {
-        tracing::warn!(
-            "run listens for nobody: --wake-addr only turns on --wake-on-request; the wake-up \
-             backend runs apart, as `cronscaler wake-backend --wake-addr ADDR` (docs/wake-on-request.md)"
-        );
-    }
     let listener = served::bind(args.http_addr, &metrics).await?;
+    served::say_what_is_not_served(args);
     let namespace = args.namespace.as_deref();
     let [grace, max_override, warm_up, step_timeout] = [
         args.grace_period,
@@ -197,17 +190,12 @@ pub async fn run(
             let feed = owner_feed(&client, tool, &owners, &last_seen, paused, &outage);
             feeds.start(tool.spec().plural, feed);
         }
-        for kind in ROUTES.iter().filter(|_| args.wakes_on_request()) {
-            feeds.start(kind.plural, route_feed(&client, kind, &namespaces, &outage));
+        if args.wakes_on_request() {
+            route_feeds::start_all(&client, &namespaces, &outage, &mut feeds);
         }
     }
     watches.start_later(later, &workloads_listed, &mut feeds);
-    // The requests for a wake: a namespaced install reads no Namespace, so wakes none.
-    let (requests_store, requests_writer) = kube::runtime::reflector::store();
-    if namespace.is_none() {
-        let feed = request_feed(&client, requests_writer, &queue, &outage);
-        feeds.start("WakeRequests", feed);
-    }
+    let requests_store = request_feeds::start(&client, namespace, (&queue, &outage), &mut feeds);
 
     // Leadership, what is served, and the workers.
     let (is_leader, election) = elect(&client, args);
@@ -229,7 +217,7 @@ pub async fn run(
     ));
     let served = (health.clone(), registry, &metrics);
     let listener = served::serve(listener, served, &queue, &timer);
-    let wakes = measure_warm_ups(args, clients.wake, &namespaces, &metrics);
+    let wakes = wake::warm_up::start(clients.wake, args.wake_kube_qps(), &namespaces, &metrics);
     let scale = ScalingContext::new(
         client.clone(),
         events.clone(),
@@ -308,28 +296,4 @@ pub async fn run(
     listener.abort();
     feeds.stop();
     Ok(())
-}
-
-/// The measure of each wake's warm-up, which the scaler tells of every wake it makes, reading
-/// readiness with the client and budget of `--wake-kube-qps`.
-fn measure_warm_ups(
-    args: &RunArgs,
-    client: kube::Client,
-    namespaces: &NamespaceSchedules,
-    metrics: &Metrics,
-) -> UnboundedSender<String> {
-    let cluster = Arc::new(wake::cluster::Cluster::new(
-        client,
-        args.wake_kube_qps(),
-        namespaces.clone(),
-        metrics.clone(),
-    ));
-    let (wakes, woken) = tokio::sync::mpsc::unbounded_channel();
-    tokio::spawn(wake::warm_up::measure(
-        woken,
-        cluster,
-        namespaces.clone(),
-        metrics.clone(),
-    ));
-    wakes
 }

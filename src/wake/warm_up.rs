@@ -10,7 +10,10 @@ use std::{
     time::Duration,
 };
 
-use tokio::{sync::mpsc::UnboundedReceiver, time::Instant};
+use tokio::{
+    sync::mpsc::{UnboundedReceiver, UnboundedSender},
+    time::Instant,
+};
 
 use super::cluster::Cluster;
 use crate::{
@@ -24,6 +27,25 @@ use crate::{
 const LOOK_EVERY: Duration = Duration::from_secs(2);
 /// A Namespace not ready by then is not going to be by itself: nothing is measured.
 const GIVE_UP_AFTER: Duration = Duration::from_secs(3600);
+
+/// Starts the measure, reading readiness with `client` on a budget of `qps` requests a second
+/// (`--wake-kube-qps`); the sender tells it of each wake the scaler makes.
+pub fn start(
+    client: kube::Client,
+    qps: f64,
+    schedules: &NamespaceSchedules,
+    metrics: &Metrics,
+) -> UnboundedSender<String> {
+    let cluster = Arc::new(Cluster::new(
+        client,
+        qps,
+        schedules.clone(),
+        metrics.clone(),
+    ));
+    let (wakes, woken) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(measure(woken, cluster, schedules.clone(), metrics.clone()));
+    wakes
+}
 
 /// Measures each Namespace `wakes` names, one measurement per Namespace at a time.
 pub async fn measure(

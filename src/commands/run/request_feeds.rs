@@ -8,9 +8,14 @@ use std::future::Future;
 
 use kube::{
     Api, Client, ResourceExt as _,
-    runtime::{WatchStreamExt, reflector::store::Writer, watcher},
+    runtime::{
+        WatchStreamExt,
+        reflector::{self, Store, store::Writer},
+        watcher,
+    },
 };
 
+use super::feeds::Feeds;
 use crate::{
     runtime::{
         key::ObjectKey,
@@ -22,8 +27,23 @@ use crate::{
     work::WorkKey,
 };
 
+/// The watch of the requests across the cluster, started on `feeds` (a namespaced install,
+/// `namespace`, reads no Namespace, so wakes none, and watches none); the store it keeps.
+pub fn start(
+    client: &Client,
+    namespace: Option<&str>,
+    (queue, outage): (&WorkQueue<WorkKey>, &Outage),
+    feeds: &mut Feeds,
+) -> Store<WakeRequest> {
+    let (store, writer) = reflector::store();
+    if namespace.is_none() {
+        feeds.start("WakeRequests", request_feed(client, writer, queue, outage));
+    }
+    store
+}
+
 /// The watch of the requests across the cluster, kept in `store`.
-pub fn request_feed(
+fn request_feed(
     client: &Client,
     store: Writer<WakeRequest>,
     queue: &WorkQueue<WorkKey>,

@@ -10,6 +10,7 @@ use kube::{
     runtime::{WatchStreamExt, watcher},
 };
 
+use super::feeds::Feeds;
 use crate::{
     namespaces::NamespaceSchedules,
     runtime::{
@@ -17,11 +18,23 @@ use crate::{
         relisting::Relisting,
         watch::{WatchBackoff, drive},
     },
-    wake::route_kinds::RouteKind,
+    wake::route_kinds::{ROUTES, RouteKind},
 };
 
+/// The watches of every route kind, started on `feeds`.
+pub fn start_all(
+    client: &Client,
+    namespaces: &NamespaceSchedules,
+    outage: &Outage,
+    feeds: &mut Feeds,
+) {
+    for kind in ROUTES.iter() {
+        feeds.start(kind.plural, route_feed(client, kind, namespaces, outage));
+    }
+}
+
 /// The watch of one route kind, feeding `namespaces` the hosts each route names.
-pub fn route_feed(
+fn route_feed(
     client: &Client,
     kind: &'static RouteKind,
     namespaces: &NamespaceSchedules,

@@ -48,6 +48,17 @@ pub(super) async fn bind(addr: SocketAddr, metrics: &Metrics) -> Result<Acceptor
     ))
 }
 
+/// Says that `run` serves nothing else, where its flags once asked it to serve the wake-up
+/// backend (`--wake-addr`), which now runs apart.
+pub(super) fn say_what_is_not_served(args: &crate::commands::cli::RunArgs) {
+    if args.wake_addr.is_some() {
+        tracing::warn!(
+            "run listens for nobody: --wake-addr only turns on --wake-on-request; the wake-up \
+             backend runs apart, as `cronscaler wake-backend --wake-addr ADDR` (docs/wake-on-request.md)"
+        );
+    }
+}
+
 /// Serves them; the workqueue's depth and the schedules the timer holds are read at each scrape.
 pub(super) fn serve(
     listener: Acceptor,

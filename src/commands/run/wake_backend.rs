@@ -9,8 +9,8 @@ use chrono::TimeDelta;
 use tokio::task::JoinHandle;
 
 use super::{
-    Clients, RunError, feeds::Feeds, namespace_feeds, policy_feeds::FirstListings,
-    route_feeds::route_feed, served,
+    Clients, RunError, feeds::Feeds, namespace_feeds, policy_feeds::FirstListings, route_feeds,
+    served,
 };
 use crate::{
     commands::cli::RunArgs,
@@ -22,7 +22,7 @@ use crate::{
         metrics::Metrics,
     },
     runtime::outage::Outage,
-    wake::{self, backend::Backend, route::TrustedProxies, route_kinds::ROUTES},
+    wake::{self, backend::Backend, route::TrustedProxies},
 };
 
 /// `cronscaler wake-backend`: the backend as a process of its own, taking `run`'s flags and
@@ -51,9 +51,7 @@ pub async fn apart(
     let mut listed = gate.subscribe();
     let first = FirstListings::new(gate);
     namespace_feeds::start_for_backend(&client, &namespaces, &outage, &first, &mut feeds);
-    for kind in ROUTES.iter() {
-        feeds.start(kind.plural, route_feed(&client, kind, &namespaces, &outage));
-    }
+    route_feeds::start_all(&client, &namespaces, &outage, &mut feeds);
     let cluster = Arc::new(wake::cluster::Cluster::new(
         client,
         args.wake_kube_qps(),
