@@ -1,7 +1,7 @@
-//! The wake-up backend's listener (`run --wake-addr`): anyone on the network can reach it, so it
-//! reads no request body, holds at most its connection cap (from the open-files limit), gives
-//! every request [`REQUEST_DEADLINE`] for its whole life, answer written included, and believes
-//! routing headers only from `--wake-trusted-proxies`.
+//! The wake-up backend's listener (`wake-backend --wake-addr`): anyone on the network can reach
+//! it, so it reads no request body, holds at most its connection cap (from the open-files
+//! limit), gives every request [`REQUEST_DEADLINE`] for its whole life, answer written included,
+//! and believes routing headers only from `--wake-trusted-proxies`.
 
 use std::{convert::Infallible, sync::Arc, time::Duration};
 

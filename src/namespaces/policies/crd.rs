@@ -257,6 +257,25 @@ impl SleepStatus {
     }
 }
 
+/// What the API server checks of a policy's or a SleepSchedule's schedule fields, so that a
+/// wrong one is refused at `kubectl apply`, naming what to change.
+fn schedule_rules() -> serde_json::Value {
+    serde_json::json!([
+        {
+            "rule": "has(self.uptime) || has(self.downtime) || has(self.scaleDown) || has(self.scaleUp)",
+            "message": "a schedule needs uptime, downtime, scaleDown or scaleUp"
+        },
+        {
+            "rule": "!(has(self.uptime) && has(self.downtime))",
+            "message": "uptime and downtime cannot be combined: one says when to be awake, the other when to be asleep; keep one"
+        },
+        {
+            "rule": "!((has(self.uptime) || has(self.downtime)) && (has(self.scaleDown) || has(self.scaleUp)))",
+            "message": "a schedule is windows (uptime, downtime) or crons (scaleDown, scaleUp), not both"
+        }
+    ])
+}
+
 // Printer columns repeat `type_`, which the lint mistakes for a duplicated attribute.
 #[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
@@ -283,20 +302,7 @@ impl SleepStatus {
     )
 )]
 #[serde(rename_all = "camelCase")]
-#[schemars(extend("x-kubernetes-validations" = [
-    {
-        "rule": "has(self.uptime) || has(self.downtime) || has(self.scaleDown) || has(self.scaleUp)",
-        "message": "a schedule needs uptime, downtime, scaleDown or scaleUp"
-    },
-    {
-        "rule": "!(has(self.uptime) && has(self.downtime))",
-        "message": "uptime and downtime cannot be combined: one says when to be awake, the other when to be asleep; keep one"
-    },
-    {
-        "rule": "!((has(self.uptime) || has(self.downtime)) && (has(self.scaleDown) || has(self.scaleUp)))",
-        "message": "a schedule is windows (uptime, downtime) or crons (scaleDown, scaleUp), not both"
-    }
-]))]
+#[schemars(extend("x-kubernetes-validations" = schedule_rules()))]
 pub struct SleepPolicySpec {
     /// The Namespaces this policy schedules, by their labels, e.g. `matchLabels: {env: preview}`.
     pub namespace_selector: LabelSelector,
@@ -326,20 +332,7 @@ pub struct SleepPolicySpec {
     )
 )]
 #[serde(rename_all = "camelCase")]
-#[schemars(extend("x-kubernetes-validations" = [
-    {
-        "rule": "has(self.uptime) || has(self.downtime) || has(self.scaleDown) || has(self.scaleUp)",
-        "message": "a schedule needs uptime, downtime, scaleDown or scaleUp"
-    },
-    {
-        "rule": "!(has(self.uptime) && has(self.downtime))",
-        "message": "uptime and downtime cannot be combined: one says when to be awake, the other when to be asleep; keep one"
-    },
-    {
-        "rule": "!((has(self.uptime) || has(self.downtime)) && (has(self.scaleDown) || has(self.scaleUp)))",
-        "message": "a schedule is windows (uptime, downtime) or crons (scaleDown, scaleUp), not both"
-    }
-]))]
+#[schemars(extend("x-kubernetes-validations" = schedule_rules()))]
 pub struct SleepScheduleSpec {
     #[serde(flatten)]
     pub schedule: ScheduleFields,
