@@ -86,8 +86,8 @@ use tokio::sync::{mpsc, oneshot};
 /// Quiet time after which the controller is taken to have nothing left to send.
 const SETTLED: Duration = Duration::from_secs(2);
 /// The watches a controller opens besides one of each default kind's metadata: Namespaces,
-/// Foos, the Deployments Foos own, HPAs, SleepPolicies and SleepSchedules.
-const OTHER_WATCHES: usize = 6;
+/// Foos, the Deployments Foos own, HPAs, SleepPolicies, SleepSchedules and WakeRequests.
+const OTHER_WATCHES: usize = 7;
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 #[derive(clap::Parser)]
@@ -455,6 +455,8 @@ enum Route {
     /// The status of the SleepPolicy `policy-{k}`.
     SleepPolicyStatus(usize),
     SleepSchedules,
+    /// The requests for a wake: none here.
+    WakeRequests,
     /// Every HPA: none here, the controller only needs them listed and watched.
     Hpas,
     /// Every workload of a kind.
@@ -557,6 +559,7 @@ impl Fake {
                 .filter(|&k| k < self.world.policies)
                 .map(Route::SleepPolicyStatus),
             ["apis", "cronscaler.dev", "v1alpha1", "sleepschedules"] => Some(Route::SleepSchedules),
+            ["apis", "cronscaler.dev", "v1alpha1", "wakerequests"] => Some(Route::WakeRequests),
             ["apis", "autoscaling", "v2", "horizontalpodautoscalers"] => Some(Route::Hpas),
             ["apis", "events.k8s.io", "v1", "namespaces", _, "events"] => Some(Route::Events),
             [
@@ -1042,6 +1045,15 @@ async fn handle(fake: Arc<Fake>, request: Request<Incoming>) -> Result<Response<
         (&Method::GET, Some(Route::SleepSchedules)) => {
             tally(&counts.lists, "SleepSchedules");
             empty_list("cronscaler.dev/v1alpha1", "SleepScheduleList")
+        }
+        (&Method::GET, Some(Route::WakeRequests)) if watch => {
+            tally(&counts.watches, "WakeRequests");
+            fake.opened("WakeRequests");
+            Response::new(silent_watch())
+        }
+        (&Method::GET, Some(Route::WakeRequests)) => {
+            tally(&counts.lists, "WakeRequests");
+            empty_list("cronscaler.dev/v1alpha1", "WakeRequestList")
         }
         (&Method::GET, Some(Route::Hpas)) if watch => {
             tally(&counts.watches, "HPAs");
