@@ -58,43 +58,26 @@ pub(super) fn start(
     cluster_wide: bool,
     feeds: &mut Feeds,
 ) -> Declarations {
-    let (policies, policy_cache) = reflector::store();
-    let (schedules, schedule_cache) = reflector::store();
-    if cluster_wide {
-        let (client, namespaces) = (&relist.client, &relist.namespaces);
-        let namespace_feed = namespace_feed(
-            namespaces.clone(),
-            relist.clone(),
-            outage,
-            first.clone(),
-            relist.queue.clone(),
-            wake_slices,
-            activity.clone(),
-        );
-        feeds.start("Namespaces", namespace_feed);
-        let policy_feed = policy_feeds::sleep_policy_feed(
-            client,
-            namespaces.clone(),
-            outage,
-            first.clone(),
-            Some(relist.clone()),
-            policy_cache,
-        );
-        feeds.start("SleepPolicies", policy_feed);
-        let schedule_feed = policy_feeds::sleep_schedule_feed(
-            client,
-            namespaces.clone(),
-            outage,
-            first.clone(),
-            Some(relist.clone()),
-            schedule_cache,
-        );
-        feeds.start("SleepSchedules", schedule_feed);
+    if !cluster_wide {
+        let (policies, _) = reflector::store();
+        let (schedules, _) = reflector::store();
+        return Declarations {
+            policies,
+            schedules,
+        };
     }
-    Declarations {
-        policies,
-        schedules,
-    }
+    let namespace_feed = namespace_feed(
+        relist.namespaces.clone(),
+        relist.clone(),
+        outage,
+        first.clone(),
+        relist.queue.clone(),
+        wake_slices,
+        activity.clone(),
+    );
+    feeds.start("Namespaces", namespace_feed);
+    let (client, namespaces) = (&relist.client, &relist.namespaces);
+    policy_feeds::start(feeds, client, namespaces, outage, first, Some(relist))
 }
 
 /// Feeds Namespaces' schedules to `namespaces`, says when they have been listed once, and when a
@@ -209,26 +192,7 @@ pub(super) fn start_for_backend(
         },
     );
     feeds.start("Namespaces", feed);
-    let (_, policy_cache) = reflector::store();
-    let policies = policy_feeds::sleep_policy_feed(
-        client,
-        namespaces.clone(),
-        outage,
-        first.clone(),
-        None,
-        policy_cache,
-    );
-    feeds.start("SleepPolicies", policies);
-    let (_, schedule_cache) = reflector::store();
-    let schedules = policy_feeds::sleep_schedule_feed(
-        client,
-        namespaces.clone(),
-        outage,
-        first.clone(),
-        None,
-        schedule_cache,
-    );
-    feeds.start("SleepSchedules", schedules);
+    policy_feeds::start(feeds, client, namespaces, outage, first, None);
 }
 
 /// Takes in what `namespace` says, its annotations and its labels (which policies select it

@@ -6,6 +6,7 @@
 use std::{
     collections::BTreeSet,
     future::Future,
+    hash::Hash,
     sync::{Arc, Mutex, PoisonError},
 };
 
@@ -17,12 +18,13 @@ use kube::{
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
-use super::{relist_namespace, trackers::Trackers};
+use super::{feeds::Feeds, relist_namespace, trackers::Trackers};
 use crate::{
     namespaces::{
         NamespaceSchedules,
         policies::{
             crd::{SleepPolicy, SleepSchedule},
+            declarations::Declarations,
             resolve::Candidate,
         },
     },
@@ -169,108 +171,130 @@ where
     }
 }
 
-pub fn sleep_policy_feed(
+/// Starts the watches of `SleepPolicy` and `SleepSchedule` objects on `feeds`, and returns their
+/// caches, whose status the workers write. `relist` is the controller's follow-up of a changed
+/// schedule; the wake-up backend apart has none, and reads no cache.
+pub fn start(
+    feeds: &mut Feeds,
     client: &Client,
-    namespaces: NamespaceSchedules,
+    namespaces: &NamespaceSchedules,
     outage: &Outage,
-    first: Arc<FirstListings>,
-    relist: Option<Relist>,
-    cache: reflector::store::Writer<SleepPolicy>,
-) -> impl Future<Output = ()> + use<> {
-    tokio::spawn(probe::<SleepPolicy>(
-        client.clone(),
-        SLEEP_POLICIES,
-        first.clone(),
-    ));
-    let watch = watcher(
-        Api::<SleepPolicy>::all(client.clone()),
-        watcher::Config::default(),
-    )
-    .backoff(WatchBackoff::default())
-    .modify(|policy| policy.managed_fields_mut().clear())
-    .reflect(cache);
+    first: &Arc<FirstListings>,
+    relist: Option<&Relist>,
+) -> Declarations {
+    let (policies, policy_cache) = reflector::store();
+    let (schedules, schedule_cache) = reflector::store();
+    let feed = policy_feed::<SleepPolicy>(client, namespaces, outage, first, relist, policy_cache);
+    feeds.start(SLEEP_POLICIES, feed);
+    let feed =
+        policy_feed::<SleepSchedule>(client, namespaces, outage, first, relist, schedule_cache);
+    feeds.start(SLEEP_SCHEDULES, feed);
+    Declarations {
+        policies,
+        schedules,
+    }
+}
+
+/// What one policy kind's event does to the Namespaces' schedules; the rest of its watch is the
+/// same for both.
+trait PolicyObject:
+    Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static
+{
+    /// Its name among the first listings.
+    const WHAT: &'static str;
+    /// How the schedules know one, so that those a relist no longer lists are forgotten.
+    type Id: Eq + Hash + Send + 'static;
+
+    fn id(&self) -> Self::Id;
+    /// Every one the schedules know.
+    fn known(namespaces: &NamespaceSchedules) -> Vec<Self::Id>;
+    /// Takes it in; the Namespaces whose schedule changed.
+    fn take_in(&self, namespaces: &NamespaceSchedules) -> Vec<String>;
+    /// Forgets it; the Namespaces whose schedule changed.
+    fn forget(namespaces: &NamespaceSchedules, id: Self::Id) -> Vec<String>;
+}
+
+impl PolicyObject for SleepPolicy {
+    const WHAT: &'static str = SLEEP_POLICIES;
+    type Id = String;
+
+    fn id(&self) -> String {
+        self.name_any()
+    }
+
+    fn known(namespaces: &NamespaceSchedules) -> Vec<String> {
+        namespaces.policy_names()
+    }
+
+    fn take_in(&self, namespaces: &NamespaceSchedules) -> Vec<String> {
+        namespaces.set_policy(
+            self.spec.namespace_selector.clone(),
+            Candidate::of(&self.metadata, &self.spec.schedule),
+        )
+    }
+
+    fn forget(namespaces: &NamespaceSchedules, name: String) -> Vec<String> {
+        namespaces.remove_policy(&name)
+    }
+}
+
+impl PolicyObject for SleepSchedule {
+    const WHAT: &'static str = SLEEP_SCHEDULES;
+    /// Its Namespace and name.
+    type Id = (String, String);
+
+    fn id(&self) -> (String, String) {
+        (self.namespace().unwrap_or_default(), self.name_any())
+    }
+
+    fn known(namespaces: &NamespaceSchedules) -> Vec<(String, String)> {
+        namespaces.sleep_schedule_names()
+    }
+
+    fn take_in(&self, namespaces: &NamespaceSchedules) -> Vec<String> {
+        let namespace = self.namespace().unwrap_or_default();
+        let candidate = Candidate::of(&self.metadata, &self.spec.schedule);
+        let changed = namespaces.set_sleep_schedule(&namespace, candidate);
+        changed.then_some(namespace).into_iter().collect()
+    }
+
+    fn forget(namespaces: &NamespaceSchedules, (namespace, name): (String, String)) -> Vec<String> {
+        let changed = namespaces.remove_sleep_schedule(&namespace, &name);
+        changed.then_some(namespace).into_iter().collect()
+    }
+}
+
+/// The watch of one policy kind: each event into the schedules, and, with `relist`, the
+/// Namespaces whose schedule changed looked at again, and every policy's status.
+fn policy_feed<P: PolicyObject>(
+    client: &Client,
+    namespaces: &NamespaceSchedules,
+    outage: &Outage,
+    first: &Arc<FirstListings>,
+    relist: Option<&Relist>,
+    cache: reflector::store::Writer<P>,
+) -> impl Future<Output = ()> + use<P> {
+    tokio::spawn(probe::<P>(client.clone(), P::WHAT, first.clone()));
+    let watch = watcher(Api::<P>::all(client.clone()), watcher::Config::default())
+        .backoff(WatchBackoff::default())
+        .modify(|object| object.managed_fields_mut().clear())
+        .reflect(cache);
+    let (namespaces, first, relist) = (namespaces.clone(), first.clone(), relist.cloned());
     let mut relisting = Relisting::default();
-    drive(watch, SLEEP_POLICIES, outage.clone(), move |event| {
-        relisting.note(event, |policy: &SleepPolicy| Some(policy.name_any()));
+    drive(watch, P::WHAT, outage.clone(), move |event| {
+        relisting.note(event, |object: &P| Some(object.id()));
         let changed = match event {
-            watcher::Event::Apply(policy) | watcher::Event::InitApply(policy) => namespaces
-                .set_policy(
-                    policy.spec.namespace_selector.clone(),
-                    Candidate::of(&policy.metadata, &policy.spec.schedule),
-                ),
-            watcher::Event::Delete(policy) => namespaces.remove_policy(&policy.name_any()),
+            watcher::Event::Apply(object) | watcher::Event::InitApply(object) => {
+                object.take_in(&namespaces)
+            }
+            watcher::Event::Delete(object) => P::forget(&namespaces, object.id()),
             watcher::Event::Init => Vec::new(),
             // Deleted while the watch was away: gone from the new listing.
             watcher::Event::InitDone => {
-                let gone = relisting.gone(namespaces.policy_names());
-                first.arrived(SLEEP_POLICIES);
-                gone.iter()
-                    .flat_map(|name| namespaces.remove_policy(name))
-                    .collect()
-            }
-        };
-        if let Some(relist) = &relist {
-            relist.namespaces(&first, changed);
-            relist.statuses(&first, &namespaces);
-        }
-    })
-}
-
-pub fn sleep_schedule_feed(
-    client: &Client,
-    namespaces: NamespaceSchedules,
-    outage: &Outage,
-    first: Arc<FirstListings>,
-    relist: Option<Relist>,
-    cache: reflector::store::Writer<SleepSchedule>,
-) -> impl Future<Output = ()> + use<> {
-    tokio::spawn(probe::<SleepSchedule>(
-        client.clone(),
-        SLEEP_SCHEDULES,
-        first.clone(),
-    ));
-    let watch = watcher(
-        Api::<SleepSchedule>::all(client.clone()),
-        watcher::Config::default(),
-    )
-    .backoff(WatchBackoff::default())
-    .modify(|schedule| schedule.managed_fields_mut().clear())
-    .reflect(cache);
-    let mut relisting = Relisting::default();
-    drive(watch, SLEEP_SCHEDULES, outage.clone(), move |event| {
-        relisting.note(event, |schedule: &SleepSchedule| {
-            Some((
-                schedule.namespace().unwrap_or_default(),
-                schedule.name_any(),
-            ))
-        });
-        let changed: Vec<String> = match event {
-            watcher::Event::Apply(schedule) | watcher::Event::InitApply(schedule) => {
-                let namespace = schedule.namespace().unwrap_or_default();
-                namespaces
-                    .set_sleep_schedule(
-                        &namespace,
-                        Candidate::of(&schedule.metadata, &schedule.spec.schedule),
-                    )
-                    .then_some(namespace)
-                    .into_iter()
-                    .collect()
-            }
-            watcher::Event::Delete(schedule) => {
-                let namespace = schedule.namespace().unwrap_or_default();
-                namespaces
-                    .remove_sleep_schedule(&namespace, &schedule.name_any())
-                    .then_some(namespace)
-                    .into_iter()
-                    .collect()
-            }
-            watcher::Event::Init => Vec::new(),
-            watcher::Event::InitDone => {
-                let gone = relisting.gone(namespaces.sleep_schedule_names());
-                first.arrived(SLEEP_SCHEDULES);
+                let gone = relisting.gone(P::known(&namespaces));
+                first.arrived(P::WHAT);
                 gone.into_iter()
-                    .filter(|(namespace, name)| namespaces.remove_sleep_schedule(namespace, name))
-                    .map(|(namespace, _)| namespace)
+                    .flat_map(|id| P::forget(&namespaces, id))
                     .collect()
             }
         };
