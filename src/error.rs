@@ -67,35 +67,30 @@ impl Error {
         }
     }
 
-    /// RBAC does not allow the request (403).
-    pub fn is_forbidden(&self) -> bool {
+    /// The API server's answer, where the error is one.
+    fn answer(&self) -> Option<&kube::Error> {
         match self {
             Error::Api { source, .. }
             | Error::Status { source, .. }
-            | Error::Namespaced { source, .. } => is_status(source, 403),
-            Error::DeploymentNotOwned { .. } | Error::FooWithoutUid { .. } => false,
+            | Error::Namespaced { source, .. } => Some(source),
+            Error::DeploymentNotOwned { .. } | Error::FooWithoutUid { .. } => None,
         }
+    }
+
+    /// RBAC does not allow the request (403).
+    pub fn is_forbidden(&self) -> bool {
+        self.answer().is_some_and(|source| is_status(source, 403))
     }
 
     /// The object changed since it was read (409): a write guarded by its resourceVersion was
     /// refused.
     pub fn is_conflict(&self) -> bool {
-        match self {
-            Error::Api { source, .. }
-            | Error::Status { source, .. }
-            | Error::Namespaced { source, .. } => is_status(source, 409),
-            Error::DeploymentNotOwned { .. } | Error::FooWithoutUid { .. } => false,
-        }
+        self.answer().is_some_and(|source| is_status(source, 409))
     }
 
     /// The API server did not answer, or answered that it cannot serve now: no fault of the
     /// object's, so the work waits for the server instead of backing off.
     pub fn is_server_unavailable(&self) -> bool {
-        match self {
-            Error::Api { source, .. }
-            | Error::Status { source, .. }
-            | Error::Namespaced { source, .. } => server_unavailable(source),
-            Error::DeploymentNotOwned { .. } | Error::FooWithoutUid { .. } => false,
-        }
+        self.answer().is_some_and(server_unavailable)
     }
 }
