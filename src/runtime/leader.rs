@@ -64,7 +64,9 @@
 use std::{future::Future, time::Duration};
 
 use k8s_openapi::{
-    api::coordination::v1::Lease, apimachinery::pkg::apis::meta::v1::ObjectMeta, jiff::Timestamp,
+    api::coordination::v1::{Lease, LeaseSpec},
+    apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    jiff::Timestamp,
 };
 use kube::{
     Api, Client,
@@ -417,15 +419,8 @@ impl Elector {
 
     /// PUTs `lease` (as read, with its resourceVersion) with us as holder.
     async fn write(&mut self, mut lease: Lease) -> Outcome {
-        lease.spec = Some(next_spec(
-            lease.spec.as_ref(),
-            &self.config.identity,
-            self.config.lease_duration,
-            Timestamp::now(),
-        ));
-        self.current = false;
-        self.unsure = true;
-        let sent = Instant::now();
+        lease.spec = Some(self.our_spec(lease.spec.as_ref()));
+        let sent = self.sending();
         match self
             .api
             .replace(&self.config.lease_name, &Self::params(), &lease)
@@ -450,6 +445,23 @@ impl Elector {
         }
     }
 
+    /// The spec that makes us the holder, renewing `prior` if there is one.
+    fn our_spec(&self, prior: Option<&LeaseSpec>) -> LeaseSpec {
+        next_spec(
+            prior,
+            &self.config.identity,
+            self.config.lease_duration,
+            Timestamp::now(),
+        )
+    }
+
+    /// A write is about to be sent: until it is answered we may or may not hold the Lease.
+    fn sending(&mut self) -> Instant {
+        self.current = false;
+        self.unsure = true;
+        Instant::now()
+    }
+
     /// Records a write of ours that the server accepted: the Lease as stored is what we hold
     /// and what the next renewal starts from.
     fn wrote(&mut self, stored: Lease) {
@@ -470,16 +482,9 @@ impl Elector {
                 namespace: Some(self.config.namespace.clone()),
                 ..ObjectMeta::default()
             },
-            spec: Some(next_spec(
-                None,
-                &self.config.identity,
-                self.config.lease_duration,
-                Timestamp::now(),
-            )),
+            spec: Some(self.our_spec(None)),
         };
-        self.current = false;
-        self.unsure = true;
-        let sent = Instant::now();
+        let sent = self.sending();
         match self.api.create(&Self::params(), &lease).await {
             Ok(stored) => {
                 tracing::info!(
