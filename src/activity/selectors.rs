@@ -4,24 +4,6 @@
 //! `ignoring` and `group_left`/`group_right`, ranges, numbers and durations. The proof that a
 //! query's source was counting (see [`super::query`]) is built from them.
 
-/// Names that are never a metric's: PromQL's keywords and binary operators.
-const KEYWORDS: [&str; 14] = [
-    "by",
-    "without",
-    "on",
-    "ignoring",
-    "group_left",
-    "group_right",
-    "bool",
-    "and",
-    "or",
-    "unless",
-    "offset",
-    "atan2",
-    "inf",
-    "nan",
-];
-
 /// The keywords followed by a list of label names in parentheses.
 const LABEL_LISTS: [&str; 6] = [
     "by",
@@ -30,6 +12,12 @@ const LABEL_LISTS: [&str; 6] = [
     "ignoring",
     "group_left",
     "group_right",
+];
+
+/// Names that are never a metric's: besides [`LABEL_LISTS`], PromQL's other keywords and its
+/// word operators.
+const KEYWORDS: [&str; 8] = [
+    "bool", "and", "or", "unless", "offset", "atan2", "inf", "nan",
 ];
 
 /// The aggregations, which `by (...)` or `without (...)` may part from their parentheses
@@ -111,7 +99,12 @@ pub fn selectors(query: &str) -> Vec<Selector> {
                     Some(b'(') if LABEL_LISTS.contains(&name) => past(bytes, next, b')'),
                     // A function's name.
                     Some(b'(') => end,
-                    _ if KEYWORDS.contains(&name) || AGGREGATIONS.contains(&name) => end,
+                    _ if LABEL_LISTS.contains(&name)
+                        || KEYWORDS.contains(&name)
+                        || AGGREGATIONS.contains(&name) =>
+                    {
+                        end
+                    }
                     Some(b'{') => {
                         let (matchers, after) = matchers(query, next);
                         add(Selector {
