@@ -16,7 +16,8 @@ use crate::{
     namespaces::policies::{
         crd::{SleepPolicy, SleepSchedule},
         declarations::Declarations,
-        status::{Declared, Kind, StatusWrite, status_write},
+        resolve::Reach,
+        status::{Declared, status_write},
     },
     runtime::{CONTROLLER_NAME, key::ObjectKey, worker::Next},
     scaling::ScalingContext,
@@ -40,15 +41,9 @@ pub async fn policy_status(
     ) else {
         return Ok(Next::Done);
     };
-    let declared = Declared {
-        kind: Kind::SleepPolicy,
-        generation: policy.metadata.generation,
-        fields: &policy.spec.schedule,
-        status: policy.status.as_ref(),
-    };
-    let write = status_write(declared, &reach, ctx.default_timezone, now);
     let api = Api::<SleepPolicy>::all(ctx.client.clone());
-    perform(ctx, &api, &*policy, Kind::SleepPolicy, write).await
+    let declared = Declared::of_policy(&policy);
+    perform(ctx, &api, &*policy, declared, &reach, now).await
 }
 
 /// Brings a `SleepSchedule`'s status in line, as `declarations` has it; when its state
@@ -71,27 +66,25 @@ pub async fn sleep_schedule_status(
     ) else {
         return Ok(Next::Done);
     };
-    let declared = Declared {
-        kind: Kind::SleepSchedule,
-        generation: schedule.metadata.generation,
-        fields: &schedule.spec.schedule,
-        status: schedule.status.as_ref(),
-    };
-    let write = status_write(declared, &reach, ctx.default_timezone, now);
     let api = Api::<SleepSchedule>::namespaced(ctx.client.clone(), &key.namespace);
-    perform(ctx, &api, &*schedule, Kind::SleepSchedule, write).await
+    let declared = Declared::of_schedule(&schedule);
+    perform(ctx, &api, &*schedule, declared, &reach, now).await
 }
 
+/// Computes the status `declared` should show, and writes it and the Warnings it owes.
 async fn perform<K>(
     ctx: &ScalingContext,
     api: &Api<K>,
     object: &K,
-    kind: Kind,
-    write: StatusWrite,
+    declared: Declared<'_>,
+    reach: &Reach,
+    now: DateTime<Utc>,
 ) -> Result<Next, Error>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
 {
+    let kind = declared.kind;
+    let write = status_write(declared, reach, ctx.default_timezone, now);
     let name = object.name_any();
     let shown = match object.namespace() {
         Some(namespace) => format!("{namespace}/{name}"),

@@ -8,7 +8,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use chrono_tz::Tz;
 
 use super::{
-    crd::{ScheduleFields, SleepStatus, describe_problem},
+    crd::{ScheduleFields, SleepPolicy, SleepSchedule, SleepStatus, describe_problem},
     resolve::Reach,
 };
 use crate::{
@@ -56,6 +56,26 @@ pub struct Declared<'a> {
     pub generation: Option<i64>,
     pub fields: &'a ScheduleFields,
     pub status: Option<&'a SleepStatus>,
+}
+
+impl<'a> Declared<'a> {
+    pub fn of_policy(policy: &'a SleepPolicy) -> Self {
+        Declared {
+            kind: Kind::SleepPolicy,
+            generation: policy.metadata.generation,
+            fields: &policy.spec.schedule,
+            status: policy.status.as_ref(),
+        }
+    }
+
+    pub fn of_schedule(schedule: &'a SleepSchedule) -> Self {
+        Declared {
+            kind: Kind::SleepSchedule,
+            generation: schedule.metadata.generation,
+            fields: &schedule.spec.schedule,
+            status: schedule.status.as_ref(),
+        }
+    }
 }
 
 /// Everything a look at a `SleepPolicy` or `SleepSchedule` writes.
