@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use chrono::SecondsFormat;
+use chrono::{DateTime, SecondsFormat, Utc};
 
 use super::{
     Plan, PlannedSummary,
@@ -21,7 +21,6 @@ pub fn render_table(plan: &Plan, savings: &Savings) -> String {
         "ACTION".into(),
         "REPLICAS".into(),
     ];
-    let object = |namespace: &str, kind: &str, name: &str| format!("{namespace}/{kind}/{name}");
     let transitions = plan.transitions.iter().map(|transition| {
         let labels: Vec<&str> = transition
             .note
@@ -34,10 +33,7 @@ pub fn render_table(plan: &Plan, savings: &Savings) -> String {
         } else {
             format!("{} ({})", transition.action, labels.join(", "))
         };
-        let row = vec![
-            transition.local_time.clone(),
-            transition.at.to_rfc3339_opts(SecondsFormat::Secs, true),
-            object(&transition.namespace, &transition.kind, &transition.name),
+        let said = vec![
             action,
             // A CronJob has no replicas: it runs or is suspended. What happens to the HPAs
             // follows, in the last column, which widens nothing.
@@ -53,36 +49,21 @@ pub fn render_table(plan: &Plan, savings: &Savings) -> String {
             .collect::<Vec<_>>()
             .join("; "),
         ];
-        let key = (
-            transition.at,
-            &transition.namespace,
-            &transition.kind,
-            &transition.name,
-            false,
-        );
-        (key, row)
+        let object = (&transition.namespace, &transition.kind, &transition.name);
+        row((transition.at, &transition.local_time), object, false, said)
     });
     let summaries = plan.summaries.iter().map(|summary| {
-        let row = vec![
-            summary.first_local_time.clone(),
-            summary.first.to_rfc3339_opts(SecondsFormat::Secs, true),
-            object(&summary.namespace, &summary.kind, &summary.name),
-            describe_summary(summary),
-        ];
-        let key = (
-            summary.first,
-            &summary.namespace,
-            &summary.kind,
-            &summary.name,
+        let object = (&summary.namespace, &summary.kind, &summary.name);
+        let said = vec![describe_summary(summary)];
+        row(
+            (summary.first, &summary.first_local_time),
+            object,
             true,
-        );
-        (key, row)
+            said,
+        )
     });
     let holidays = plan.holidays.iter().map(|holiday| {
-        let row = vec![
-            holiday.local_time.clone(),
-            holiday.at.to_rfc3339_opts(SecondsFormat::Secs, true),
-            object(&holiday.namespace, &holiday.kind, &holiday.name),
+        let said = vec![
             "holiday".to_string(),
             if holiday.first == holiday.last {
                 format!("{}: nothing wakes", holiday.first)
@@ -90,14 +71,8 @@ pub fn render_table(plan: &Plan, savings: &Savings) -> String {
                 format!("{}..{}: nothing wakes", holiday.first, holiday.last)
             },
         ];
-        let key = (
-            holiday.at,
-            &holiday.namespace,
-            &holiday.kind,
-            &holiday.name,
-            true,
-        );
-        (key, row)
+        let object = (&holiday.namespace, &holiday.kind, &holiday.name);
+        row((holiday.at, &holiday.local_time), object, true, said)
     });
     // Stable, so an object's summaries stay in the order of the plan's.
     let mut rows: Vec<_> = transitions.chain(summaries).chain(holidays).collect();
@@ -138,6 +113,26 @@ pub fn render_table(plan: &Plan, savings: &Savings) -> String {
     }
     out.push_str(&render_savings(savings));
     out
+}
+
+/// What the table's rows are sorted by: when, the object, and whether the row follows the
+/// transitions of that instant (a summary, a holiday).
+type RowKey<'a> = (DateTime<Utc>, &'a String, &'a String, &'a String, bool);
+
+/// A row of the table: its times and its object, then what is `said` of it.
+fn row<'a>(
+    (at, local_time): (DateTime<Utc>, &str),
+    (namespace, kind, name): (&'a String, &'a String, &'a String),
+    after_transitions: bool,
+    said: Vec<String>,
+) -> (RowKey<'a>, Vec<String>) {
+    let placed = [
+        local_time.to_string(),
+        at.to_rfc3339_opts(SecondsFormat::Secs, true),
+        format!("{namespace}/{kind}/{name}"),
+    ];
+    let key = (at, namespace, kind, name, after_transitions);
+    (key, placed.into_iter().chain(said).collect())
 }
 
 /// Hours asleep and what they withhold, per object, a subtotal per namespace and the total;
