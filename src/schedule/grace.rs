@@ -38,30 +38,28 @@ mod tests {
     use crate::schedule::{test_support::*, *};
 
     const GRACE: TimeDelta = TimeDelta::minutes(15);
+    const CREATED: &str = "2026-11-23T22:00:00Z";
+
+    /// Until when an object created at `created` is held back from `schedule` at `now`.
+    fn held(
+        schedule: &Schedule,
+        recorded: &Recorded,
+        created: Option<&str>,
+        now: &str,
+    ) -> Option<DateTime<Utc>> {
+        held_back_until(schedule, recorded, created.map(at), GRACE, at(now))
+    }
 
     #[test]
     fn a_deploy_at_night_is_not_put_to_sleep_before_its_grace_period_ends() {
         let (nightly, nothing) = scheduled(&[(SCALE_DOWN, "0 20 * * *"), (SCALE_UP, "0 7 * * *")]);
-        let created = at("2026-11-23T22:00:00Z");
         assert_eq!(
-            held_back_until(
-                &nightly,
-                &nothing,
-                Some(created),
-                GRACE,
-                at("2026-11-23T22:00:01Z")
-            ),
+            held(&nightly, &nothing, Some(CREATED), "2026-11-23T22:00:01Z"),
             Some(at("2026-11-23T22:15:00Z")),
             "tonight's scale-down is a catch-up for it"
         );
         assert_eq!(
-            held_back_until(
-                &nightly,
-                &nothing,
-                Some(created),
-                GRACE,
-                at("2026-11-23T22:15:00Z")
-            ),
+            held(&nightly, &nothing, Some(CREATED), "2026-11-23T22:15:00Z"),
             None,
             "after the grace period the governing state applies"
         );
@@ -71,23 +69,21 @@ mod tests {
     fn live_transitions_wake_ups_and_applied_ones_are_not_held_back() {
         let (nightly, nothing) = scheduled(&[(SCALE_DOWN, "0 20 * * *"), (SCALE_UP, "0 7 * * *")]);
         assert_eq!(
-            held_back_until(
+            held(
                 &nightly,
                 &nothing,
-                Some(at("2026-11-23T19:55:00Z")),
-                GRACE,
-                at("2026-11-23T20:00:00Z")
+                Some("2026-11-23T19:55:00Z"),
+                "2026-11-23T20:00:00Z"
             ),
             None,
             "created before the scale-down, it lives through it"
         );
         assert_eq!(
-            held_back_until(
+            held(
                 &nightly,
                 &nothing,
-                Some(at("2026-11-24T07:05:00Z")),
-                GRACE,
-                at("2026-11-24T07:06:00Z")
+                Some("2026-11-24T07:05:00Z"),
+                "2026-11-24T07:06:00Z"
             ),
             None,
             "a wake-up is never held back"
@@ -97,18 +93,17 @@ mod tests {
             (LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
         ]);
         assert_eq!(
-            held_back_until(
+            held(
                 &nightly,
                 &applied,
-                Some(at("2026-11-23T22:00:00Z")),
-                GRACE,
-                at("2026-11-23T22:01:00Z")
+                Some("2026-11-23T22:00:00Z"),
+                "2026-11-23T22:01:00Z"
             ),
             None,
             "nothing is due"
         );
         assert_eq!(
-            held_back_until(&nightly, &applied, None, GRACE, at("2026-11-23T22:01:00Z")),
+            held(&nightly, &applied, None, "2026-11-23T22:01:00Z"),
             None,
             "no creation time, no grace"
         );
@@ -121,15 +116,8 @@ mod tests {
             (SCALE_UP, "0 7 * * *"),
             (ASLEEP_UNTIL, "2026-11-23T23:00:00Z"),
         ]);
-        let created = at("2026-11-23T22:00:00Z");
         assert_eq!(
-            held_back_until(
-                &woken,
-                &nothing,
-                Some(created),
-                GRACE,
-                at("2026-11-23T22:01:00Z")
-            ),
+            held(&woken, &nothing, Some(CREATED), "2026-11-23T22:01:00Z"),
             None,
             "put to sleep on demand at once, young or not"
         );
