@@ -445,20 +445,47 @@ enum Listed {
     Workloads(Kind),
 }
 
+/// A collection listed empty and watched silently: what its requests are tallied as, and what
+/// its list says it is.
+#[derive(Clone, Copy)]
+struct Empty {
+    what: &'static str,
+    api_version: &'static str,
+    list_kind: &'static str,
+}
+
+const FOOS: Empty = Empty {
+    what: "Foos",
+    api_version: "samplecontroller.k8s.io/v1alpha1",
+    list_kind: "FooList",
+};
+const SLEEP_SCHEDULES: Empty = Empty {
+    what: "SleepSchedules",
+    api_version: "cronscaler.dev/v1alpha1",
+    list_kind: "SleepScheduleList",
+};
+const WAKE_REQUESTS: Empty = Empty {
+    what: "WakeRequests",
+    api_version: "cronscaler.dev/v1alpha1",
+    list_kind: "WakeRequestList",
+};
+/// The controller only needs the HPAs listed and watched.
+const HPAS: Empty = Empty {
+    what: "HPAs",
+    api_version: "autoscaling/v2",
+    list_kind: "HorizontalPodAutoscalerList",
+};
+
 /// What a request is about, from its path.
 enum Route {
     Version,
     Namespaces,
-    Foos,
-    /// SleepPolicies (those of `--policies`) and SleepSchedules (none).
+    /// A collection the controller lists and watches of which the population holds nothing.
+    Empty(Empty),
+    /// The SleepPolicies of `--policies`.
     SleepPolicies,
     /// The status of the SleepPolicy `policy-{k}`.
     SleepPolicyStatus(usize),
-    SleepSchedules,
-    /// The requests for a wake: none here.
-    WakeRequests,
-    /// Every HPA: none here, the controller only needs them listed and watched.
-    Hpas,
     /// Every workload of a kind.
     All(Kind),
     /// The workloads of a kind in one namespace.
@@ -520,6 +547,13 @@ impl Fake {
         total(&self.counts.watches) >= watches as u64
     }
 
+    /// Answers a watch with a stream that never says anything, and counts it.
+    fn silent_watch(&self, what: &str) -> Response<Body> {
+        tally(&self.counts.watches, what);
+        self.opened(what);
+        Response::new(silent_watch())
+    }
+
     fn opened(&self, what: &str) {
         self.opened
             .lock()
@@ -543,7 +577,7 @@ impl Fake {
             ["version"] => Some(Route::Version),
             ["apis", group, ..] if NOT_INSTALLED.contains(group) => Some(Route::NotInstalled),
             ["api", "v1", "namespaces"] => Some(Route::Namespaces),
-            ["apis", "samplecontroller.k8s.io", "v1alpha1", "foos"] => Some(Route::Foos),
+            ["apis", "samplecontroller.k8s.io", "v1alpha1", "foos"] => Some(Route::Empty(FOOS)),
             ["apis", "cronscaler.dev", "v1alpha1", "sleeppolicies"] => Some(Route::SleepPolicies),
             [
                 "apis",
@@ -558,9 +592,13 @@ impl Fake {
                 .ok()
                 .filter(|&k| k < self.world.policies)
                 .map(Route::SleepPolicyStatus),
-            ["apis", "cronscaler.dev", "v1alpha1", "sleepschedules"] => Some(Route::SleepSchedules),
-            ["apis", "cronscaler.dev", "v1alpha1", "wakerequests"] => Some(Route::WakeRequests),
-            ["apis", "autoscaling", "v2", "horizontalpodautoscalers"] => Some(Route::Hpas),
+            ["apis", "cronscaler.dev", "v1alpha1", "sleepschedules"] => {
+                Some(Route::Empty(SLEEP_SCHEDULES))
+            }
+            ["apis", "cronscaler.dev", "v1alpha1", "wakerequests"] => {
+                Some(Route::Empty(WAKE_REQUESTS))
+            }
+            ["apis", "autoscaling", "v2", "horizontalpodautoscalers"] => Some(Route::Empty(HPAS)),
             ["apis", "events.k8s.io", "v1", "namespaces", _, "events"] => Some(Route::Events),
             [
                 "apis",
@@ -944,9 +982,7 @@ async fn handle(fake: Arc<Fake>, request: Request<Incoming>) -> Result<Response<
             json_response(StatusCode::OK, &version)
         }
         (&Method::GET, Some(Route::Namespaces)) if metadata_only && watch => {
-            tally(&counts.watches, "Namespaces");
-            fake.opened("Namespaces");
-            Response::new(silent_watch())
+            fake.silent_watch("Namespaces")
         }
         (&Method::GET, Some(Route::Namespaces)) if metadata_only => {
             tally(&counts.lists, "Namespaces");
@@ -954,9 +990,7 @@ async fn handle(fake: Arc<Fake>, request: Request<Incoming>) -> Result<Response<
             Response::new(fake.page(Listed::Namespaces, all, from, limit))
         }
         (&Method::GET, Some(Route::All(Kind::Deployment))) if owned_selector && watch => {
-            tally(&counts.watches, "Deployments owned by Foos");
-            fake.opened("Deployments owned by Foos");
-            Response::new(silent_watch())
+            fake.silent_watch("Deployments owned by Foos")
         }
         (&Method::GET, Some(Route::All(Kind::Deployment))) if owned_selector => {
             tally(&counts.lists, "Deployments owned by Foos");
@@ -979,10 +1013,7 @@ async fn handle(fake: Arc<Fake>, request: Request<Incoming>) -> Result<Response<
             Response::new(fake.page(Listed::Workloads(kind), range, from, limit))
         }
         (&Method::GET, Some(Route::Unpopulated(kind))) if !metadata_only && watch => {
-            let what = format!("{}s", kind.as_str());
-            tally(&counts.watches, &what);
-            fake.opened(&what);
-            Response::new(silent_watch())
+            fake.silent_watch(&format!("{}s", kind.as_str()))
         }
         (&Method::GET, Some(Route::Unpopulated(kind))) if !metadata_only => {
             tally(&counts.lists, &format!("{}s", kind.as_str()));
@@ -1001,20 +1032,12 @@ async fn handle(fake: Arc<Fake>, request: Request<Incoming>) -> Result<Response<
                 &format!("{}List", kind.as_str()),
             )
         }
-        (&Method::GET, Some(Route::Foos)) if watch => {
-            tally(&counts.watches, "Foos");
-            fake.opened("Foos");
-            Response::new(silent_watch())
+        (&Method::GET, Some(Route::Empty(empty))) if watch => fake.silent_watch(empty.what),
+        (&Method::GET, Some(Route::Empty(empty))) => {
+            tally(&counts.lists, empty.what);
+            empty_list(empty.api_version, empty.list_kind)
         }
-        (&Method::GET, Some(Route::Foos)) => {
-            tally(&counts.lists, "Foos");
-            empty_list("samplecontroller.k8s.io/v1alpha1", "FooList")
-        }
-        (&Method::GET, Some(Route::SleepPolicies)) if watch => {
-            tally(&counts.watches, "SleepPolicies");
-            fake.opened("SleepPolicies");
-            Response::new(silent_watch())
-        }
+        (&Method::GET, Some(Route::SleepPolicies)) if watch => fake.silent_watch("SleepPolicies"),
         (&Method::GET, Some(Route::SleepPolicies)) => {
             tally(&counts.lists, "SleepPolicies");
             let items: Vec<Value> = (0..world.policies)
@@ -1036,33 +1059,6 @@ async fn handle(fake: Arc<Fake>, request: Request<Incoming>) -> Result<Response<
                 }
                 _ => bytes_response(StatusCode::BAD_REQUEST, Bytes::new()),
             }
-        }
-        (&Method::GET, Some(Route::SleepSchedules)) if watch => {
-            tally(&counts.watches, "SleepSchedules");
-            fake.opened("SleepSchedules");
-            Response::new(silent_watch())
-        }
-        (&Method::GET, Some(Route::SleepSchedules)) => {
-            tally(&counts.lists, "SleepSchedules");
-            empty_list("cronscaler.dev/v1alpha1", "SleepScheduleList")
-        }
-        (&Method::GET, Some(Route::WakeRequests)) if watch => {
-            tally(&counts.watches, "WakeRequests");
-            fake.opened("WakeRequests");
-            Response::new(silent_watch())
-        }
-        (&Method::GET, Some(Route::WakeRequests)) => {
-            tally(&counts.lists, "WakeRequests");
-            empty_list("cronscaler.dev/v1alpha1", "WakeRequestList")
-        }
-        (&Method::GET, Some(Route::Hpas)) if watch => {
-            tally(&counts.watches, "HPAs");
-            fake.opened("HPAs");
-            Response::new(silent_watch())
-        }
-        (&Method::GET, Some(Route::Hpas)) => {
-            tally(&counts.lists, "HPAs");
-            empty_list("autoscaling/v2", "HorizontalPodAutoscalerList")
         }
         (&Method::GET, Some(Route::Object(kind, i))) => {
             counts.gets.fetch_add(1, Relaxed);
