@@ -23,7 +23,7 @@ use k8s_openapi::api::{apps::v1::Deployment, coordination::v1::Lease};
 use kube::{Api, ResourceExt as _, api::ListParams};
 use serde_json::json;
 use support::{
-    Scenario, envtest, eventually, replicas_and_annotations,
+    Scenario, envtest, eventually, replicas_and_annotations, replicas_become,
     wake::{LOOPBACK, PROMPTLY, opt_in, request, start_backend, try_request_from, web_asleep},
 };
 
@@ -262,11 +262,7 @@ async fn two_hundred_requests_at_once_make_one_wake_each_answered_within_a_secon
         assert_eq!(status, 503);
         assert!(took < Duration::from_secs(1), "answered in {took:?}");
     }
-    eventually("the wake applied", PROMPTLY, || async {
-        let (web, _) = replicas_and_annotations(&deployments, "web").await?;
-        (web == 2).then_some(())
-    })
-    .await;
+    replicas_become(&deployments, "web", 2, "the wake applied", PROMPTLY).await;
     let patches = (scenario.plane().audit_events().into_iter())
         .filter(|event| {
             event.user == envtest::SA_USER

@@ -16,7 +16,7 @@ use support::{
         given_back, night, nightly_in, owner_events, paused_night_of, paused_record, record, stays,
         until, wait_replicas, web,
     },
-    nightly, replicas_and_annotations, sleep_until,
+    nightly, replicas_and_annotations, replicas_become, sleep_until,
 };
 
 /// A night of `seconds` in `pause` beside the Application `shop`, started 15 s from now, with
@@ -405,11 +405,7 @@ async fn without_the_optional_grant_pause_is_refused_with_a_warning_and_the_rest
         "{note}"
     );
     let deployments = scenario.deployments();
-    eventually("plain asleep", LATENESS, || async {
-        let (replicas, _) = replicas_and_annotations(&deployments, "plain").await?;
-        (replicas == 0).then_some(())
-    })
-    .await;
+    replicas_become(&deployments, "plain", 0, "plain asleep", LATENESS).await;
     let shop = argo_cd.owner().await;
     assert_eq!(argo_cd.switch(&shop), Some(true), "not written");
     assert_eq!(paused_record(&shop), None);

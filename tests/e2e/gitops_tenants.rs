@@ -25,7 +25,7 @@ use support::{
         flux_in, given_back, night, nightly_in, owner_events, paused_night_of, paused_record,
         until, wait_replicas,
     },
-    metric, occurrences,
+    metric, occurrences, replicas_become,
 };
 
 /// A pause is given back within a minute of the end of its night (issue 38).
@@ -118,13 +118,12 @@ async fn a_tenant_s_marks_naming_another_team_s_owner_pause_nothing_and_are_warn
 
     let (down, _) = night;
     for name in ["web", "shop"] {
-        eventually(
+        replicas_become(
+            &deployments,
+            name,
+            0,
             &format!("{name} asleep"),
             LATENESS + until(down),
-            || async {
-                let (replicas, _) = support::replicas_and_annotations(&deployments, name).await?;
-                (replicas == 0).then_some(())
-            },
         )
         .await;
     }

@@ -19,7 +19,7 @@ use kube::{
 use serde_json::json;
 use support::{
     Controller, Scenario, describe, eventually, last_transition, replicas_and_annotations,
-    sleep_until, whole_second_in,
+    replicas_become, sleep_until, whole_second_in,
 };
 
 const ORIGINAL_MIN: &str = "cronscaler.dev/original-min-replicas";
@@ -204,11 +204,7 @@ async fn with_down_replicas_zero_the_hpa_is_left_alone_and_stops_by_itself() {
         )
         .await
         .expect("an annotated Deployment");
-    eventually("the scale-down to 0", LATENESS, || async {
-        let (replicas, _) = replicas_and_annotations(&deployments, "api").await?;
-        (replicas == 0).then_some(())
-    })
-    .await;
+    replicas_become(&deployments, "api", 0, "the scale-down to 0", LATENESS).await;
     // Longer than the HPA controller's sync period: at 0 replicas it does not act.
     tokio::time::sleep(Duration::from_secs(20)).await;
     let (replicas, _) = replicas_and_annotations(&deployments, "api")
@@ -256,11 +252,7 @@ async fn a_person_s_scale_at_night_gives_a_held_hpa_its_bounds_back() {
         return;
     };
     let (mut controller, deployments, hpas) = held_for_the_night(&scenario, "nightly", 2).await;
-    eventually("the scale-down to 1", LATENESS, || async {
-        let (replicas, _) = replicas_and_annotations(&deployments, "nightly").await?;
-        (replicas == 1).then_some(())
-    })
-    .await;
+    replicas_become(&deployments, "nightly", 1, "the scale-down to 1", LATENESS).await;
 
     // As `kubectl scale deployment nightly --replicas=4` does it: through /scale.
     deployments
@@ -341,13 +333,12 @@ async fn the_hpa_s_own_change_of_replicas_is_no_scale_reverted() {
     hpas.create(&PostParams::default(), &hpa("shop", 2, 5))
         .await
         .expect("an HPA");
-    eventually(
+    replicas_become(
+        &deployments,
+        "shop",
+        2,
         "the HPA controller scaling to its minimum",
         HPA_SYNC,
-        || async {
-            let (replicas, _) = replicas_and_annotations(&deployments, "shop").await?;
-            (replicas == 2).then_some(())
-        },
     )
     .await;
     let deployment = deployments.get("shop").await.expect("the Deployment");

@@ -17,7 +17,7 @@ use serde_json::json;
 use support::{
     Scenario, annotate_namespace, create, create_deployment, envtest, eventually,
     keda::{self, PAUSED, PAUSED_REPLICAS},
-    nightly, replicas_and_annotations, sleep_until, whole_second_in,
+    nightly, replicas_and_annotations, replicas_become, sleep_until, whole_second_in,
 };
 
 /// Lateness we accept from a transition: the timer, one reconcile, KEDA's poll, a busy 2-core
@@ -158,11 +158,7 @@ async fn a_restart_before_the_give_back_and_a_restore_at_night_leave_keda_holdin
             .any(|key| key.starts_with("cronscaler.dev/paused-at")),
         "{annotations:?}"
     );
-    eventually("api back at 2", LATENESS, || async {
-        let (replicas, _) = replicas_and_annotations(&scenario.deployments(), "api").await?;
-        (replicas == 2).then_some(())
-    })
-    .await;
+    replicas_become(&scenario.deployments(), "api", 2, "api back at 2", LATENESS).await;
     web.abort();
     api.abort();
     scenario.finish().await;
@@ -231,11 +227,7 @@ async fn a_scaled_object_paused_before_the_night_wakes_its_workload_to_its_count
     );
 
     // Morning: web is back at the 3 it was paused at, and KEDA still holds it there.
-    eventually("web back at 3", LATENESS, || async {
-        let (replicas, _) = replicas_and_annotations(&deployments, "web").await?;
-        (replicas == 3).then_some(())
-    })
-    .await;
+    replicas_become(&deployments, "web", 3, "web back at 3", LATENESS).await;
     let scaler = eventually("web-scaler as it was", LATENESS, || async {
         let scaler = scaled_objects.get("web-scaler").await.ok()?;
         let annotations = scaler.metadata.annotations.clone().unwrap_or_default();

@@ -25,7 +25,7 @@ use support::{
         LATENESS, annotations, api, asleep_remembering, gvk, install_own_crd, night, replicas,
         rollout, scalable,
     },
-    nightly, occurrences, replicas_and_annotations, sleep_until,
+    nightly, occurrences, replicas_and_annotations, replicas_become, sleep_until,
 };
 
 const ORIGINAL_VALUE: &str = "cronscaler.dev/original-value";
@@ -250,11 +250,7 @@ async fn a_keda_scaled_deployment_sleeps_through_its_scaled_object_with_no_fight
         Some(""),
         "it had no paused-replicas"
     );
-    eventually("KEDA holding web at 0", LATENESS, || async {
-        let (replicas, _) = replicas_and_annotations(&deployments, "web").await?;
-        (replicas == 0).then_some(())
-    })
-    .await;
+    replicas_become(&deployments, "web", 0, "KEDA holding web at 0", LATENESS).await;
     let held = scaled_objects.get("held").await.expect("held");
     assert_eq!(
         annotations(&held).get(PAUSED_REPLICAS).map(String::as_str),

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use kube::api::PostParams;
 use support::{
     Controller, Scenario, describe, down_at, envtest::SA_NAMESPACE, eventually, lease_holder,
-    metric, poll_until, replicas_and_annotations, whole_second_in,
+    metric, poll_until, replicas_and_annotations, replicas_become, whole_second_in,
 };
 
 /// What Kubernetes allows a Pod between SIGTERM and SIGKILL is 30 s by default; the controller
@@ -95,10 +95,13 @@ async fn a_standby_takes_over_within_seconds_when_the_leader_stops() {
         )
         .await
         .expect("an annotated Deployment");
-    eventually("the scale-down by the leader", LATENESS, || async {
-        let (replicas, _) = replicas_and_annotations(&deployments, "shift").await?;
-        (replicas == 0).then_some(())
-    })
+    replicas_become(
+        &deployments,
+        "shift",
+        0,
+        "the scale-down by the leader",
+        LATENESS,
+    )
     .await;
     let scaled_down = scenario.event("shift", "ScaledDown", LATENESS).await;
     assert_eq!(
@@ -126,10 +129,13 @@ async fn a_standby_takes_over_within_seconds_when_the_leader_stops() {
         leader.name
     ));
 
-    eventually("the scale-up by the new leader", LATENESS * 2, || async {
-        let (replicas, _) = replicas_and_annotations(&deployments, "shift").await?;
-        (replicas == 2).then_some(())
-    })
+    replicas_become(
+        &deployments,
+        "shift",
+        2,
+        "the scale-up by the new leader",
+        LATENESS * 2,
+    )
     .await;
     // The Event follows the patch: waited for, not read at once (seen missing once so).
     let scaled_up = scenario.event("shift", "ScaledUp", LATENESS).await;
@@ -178,10 +184,13 @@ async fn a_standby_reports_an_empty_workqueue() {
         )
         .await
         .expect("an annotated Deployment");
-    eventually("the scale-down by the leader", LATENESS, || async {
-        let (replicas, _) = replicas_and_annotations(&deployments, "watched").await?;
-        (replicas == 0).then_some(())
-    })
+    replicas_become(
+        &deployments,
+        "watched",
+        0,
+        "the scale-down by the leader",
+        LATENESS,
+    )
     .await;
 
     // The standby has seen the schedule (so its timer fired too) and knows it does not lead.

@@ -16,7 +16,10 @@ use kube::{
     api::{Patch, PatchParams, PostParams},
 };
 use serde_json::json;
-use support::{Scenario, envtest, eventually, metric, replicas_and_annotations, whole_second_in};
+use support::{
+    Scenario, envtest, eventually, metric, replicas_and_annotations, replicas_become,
+    whole_second_in,
+};
 
 /// Lateness we accept from a transition: the timer, one reconcile, a busy 2-core machine.
 const LATENESS: Duration = Duration::from_secs(15);
@@ -82,10 +85,13 @@ async fn a_namespace_schedule_puts_its_workloads_to_sleep_and_removing_it_wakes_
         .await
         .expect("the Namespace annotated");
 
-    let web = eventually("the namespace's Deployment asleep", LATENESS, || async {
-        let (replicas, annotations) = replicas_and_annotations(&deployments, "web").await?;
-        (replicas == 0).then_some(annotations)
-    })
+    let web = replicas_become(
+        &deployments,
+        "web",
+        0,
+        "the namespace's Deployment asleep",
+        LATENESS,
+    )
     .await;
     assert_eq!(
         web.get("cronscaler.dev/original-replicas")
@@ -237,13 +243,12 @@ async fn without_the_namespaces_grant_workloads_are_still_scaled() {
         .expect("an annotated Deployment");
     // The workloads' watches wait 30 s for the Namespaces, scaling as long for the HPAs, then
     // both go on without them.
-    eventually(
+    replicas_become(
+        &deployments,
+        "web",
+        0,
         "the scale-down, once the workloads are watched",
         Duration::from_secs(50),
-        || async {
-            let (replicas, _) = replicas_and_annotations(&deployments, "web").await?;
-            (replicas == 0).then_some(())
-        },
     )
     .await;
     controller

@@ -15,7 +15,9 @@ use kube::{
     api::{Patch, PatchParams, PostParams},
 };
 use serde_json::json;
-use support::{Scenario, envtest, eventually, occurrences, replicas_and_annotations};
+use support::{
+    Scenario, envtest, eventually, occurrences, replicas_and_annotations, replicas_become,
+};
 
 /// Lateness we accept: the timer, one reconcile, a busy 2-core machine.
 const LATENESS: Duration = Duration::from_secs(15);
@@ -57,11 +59,7 @@ async fn windows_and_holidays_decide_at_start() {
     controller.wait_ready().await;
 
     for name in ["night-shift", "on-holiday"] {
-        eventually(&format!("{name} asleep"), LATENESS, || async {
-            let (replicas, _) = replicas_and_annotations(&deployments, name).await?;
-            (replicas == 0).then_some(())
-        })
-        .await;
+        replicas_become(&deployments, name, 0, &format!("{name} asleep"), LATENESS).await;
     }
     let scaled_down = scenario.event("night-shift", "ScaledDown", LATENESS).await;
     let note = scaled_down.note.unwrap_or_default();
@@ -383,10 +381,13 @@ async fn a_sleep_on_demand_ending_into_a_scale_down_keeps_the_count_it_took() {
         "1h",
     ]);
     assert!(asked.status.success(), "{asked:?}");
-    eventually("woken to the 5 the sleep took", LATENESS, || async {
-        let (replicas, _) = replicas_and_annotations(&deployments, "web").await?;
-        (replicas == 5).then_some(())
-    })
+    replicas_become(
+        &deployments,
+        "web",
+        5,
+        "woken to the 5 the sleep took",
+        LATENESS,
+    )
     .await;
     controller
         .assert_stops_cleanly(Duration::from_secs(10))
@@ -480,13 +481,12 @@ async fn an_override_too_far_ahead_waits_for_its_reach_while_the_schedule_goes_o
         note.contains("comes within reach at") && note.contains("--max-override"),
         "{note}"
     );
-    eventually(
+    replicas_become(
+        &deployments,
+        "web",
+        0,
         "the schedule's scale-down applied meanwhile",
         LATENESS,
-        || async {
-            let (replicas, _) = replicas_and_annotations(&deployments, "web").await?;
-            (replicas == 0).then_some(())
-        },
     )
     .await;
     let within_reach = until - chrono::Duration::seconds(15);

@@ -17,7 +17,7 @@ use support::{
         LATENESS, READ, annotations, api, apply_all, asleep_remembering, count, grant, gvk,
         install_own_crd, night, replicas, rollout, scalable, scalable_at,
     },
-    metric, nightly, occurrences, replicas_and_annotations, sleep_until,
+    metric, nightly, occurrences, replicas_become, sleep_until,
 };
 
 /// The Memcached kind of `group`, counted in `spec.size`, installed, and the controller's
@@ -231,10 +231,13 @@ async fn a_kind_not_installed_is_taken_in_when_its_crd_appears_and_a_forbidden_o
         )
         .await
         .expect("a Deployment");
-    eventually("web asleep", LATENESS * 2, || async {
-        let (replicas, _) = replicas_and_annotations(&scenario.deployments(), "web").await?;
-        (replicas == 0).then_some(())
-    })
+    replicas_become(
+        &scenario.deployments(),
+        "web",
+        0,
+        "web asleep",
+        LATENESS * 2,
+    )
     .await;
 
     // Argo Rollouts installed later, and granted: taken in without a restart.

@@ -16,7 +16,7 @@ use kube::{
     discovery::ApiResource,
 };
 use serde_json::json;
-use support::{Scenario, envtest, eventually, replicas_and_annotations};
+use support::{Scenario, envtest, eventually, replicas_and_annotations, replicas_become};
 
 const PROMPTLY: Duration = Duration::from_secs(30);
 /// A schedule asleep all week: what it selects sleeps at once.
@@ -105,11 +105,7 @@ async fn label(scenario: &Scenario, name: &str, env: &str) {
 }
 
 async fn web_replicas_become(deployments: &Api<Deployment>, replicas: i32, what: &str) {
-    eventually(what, PROMPTLY, || async {
-        let (now, _) = replicas_and_annotations(deployments, "web").await?;
-        (now == replicas).then_some(())
-    })
-    .await;
+    replicas_become(deployments, "web", replicas, what, PROMPTLY).await;
 }
 
 #[tokio::test]
@@ -622,10 +618,13 @@ async fn a_policy_covers_only_the_kinds_it_names_and_leaves_alone_what_it_exclud
         )
         .await
         .expect("unlabelling the database");
-    eventually("the database asleep once covered", PROMPTLY, || async {
-        let (replicas, _) = replicas_and_annotations(&deployments, "database").await?;
-        (replicas == 0).then_some(())
-    })
+    replicas_become(
+        &deployments,
+        "database",
+        0,
+        "the database asleep once covered",
+        PROMPTLY,
+    )
     .await;
 
     // `cronscaler wake` sees the policy's schedule as the controller does.

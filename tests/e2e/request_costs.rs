@@ -21,7 +21,7 @@ use support::{
     crds::shared_crd,
     envtest, eventually,
     gitops::{PausedNight, argo_cd_in, end, given_back, paused_night_of},
-    replicas_and_annotations, say, sleep_until,
+    replicas_become, say, sleep_until,
     wake::{
         create_service_with, machine_address, request_from, slices_gone_once_served,
         start_backend_with_slices, wake_slices, web_asleep,
@@ -97,11 +97,7 @@ async fn requests_of_a_wake_by_request_of_a_namespace_of_three_services() {
     let asked = Utc::now();
     let host = format!("web.{namespace}.svc.cluster.local");
     request_from(ip, backend, "/", &[("Host", host.as_str())]).await;
-    eventually("web woken", Duration::from_secs(30), || async {
-        let (web, _) = replicas_and_annotations(&deployments, "web").await?;
-        (web == 2).then_some(())
-    })
-    .await;
+    replicas_become(&deployments, "web", 2, "web woken", Duration::from_secs(30)).await;
     slices_gone_once_served(&scenario, &namespace, "web").await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let done = Utc::now();

@@ -15,7 +15,7 @@ use kube::api::{Patch, PatchParams, PostParams};
 use serde_json::json;
 use support::{
     Scenario, describe, down_at, event_time, eventually, foo, last_seen, last_transition,
-    occurrences, replicas_and_annotations, sleep_until, whole_second_in,
+    occurrences, replicas_and_annotations, replicas_become, sleep_until, whole_second_in,
 };
 
 const ORIGINAL: &str = "cronscaler.dev/original-replicas";
@@ -68,21 +68,21 @@ async fn a_deployment_sleeps_and_wakes_on_the_second_and_is_told_only_what_happe
         describe(&events)
     );
 
-    let annotations = eventually("the scale-down to 0", LATENESS, || async {
-        let (replicas, annotations) = replicas_and_annotations(&deployments, "nightly").await?;
-        (replicas == 0).then_some(annotations)
-    })
-    .await;
+    let annotations =
+        replicas_become(&deployments, "nightly", 0, "the scale-down to 0", LATENESS).await;
     assert_eq!(annotations.get(ORIGINAL).map(String::as_str), Some("2"));
     assert_eq!(annotations.get(LAST), Some(&last_transition(down, "down")));
     let scaled_down = scenario.event("nightly", "ScaledDown", LATENESS).await;
     let at = event_time(&scaled_down).expect("the Event has an eventTime");
     assert!(at >= down, "scaled down at {at}, before its second {down}");
 
-    let annotations = eventually("the scale-up back to 2", LATENESS, || async {
-        let (replicas, annotations) = replicas_and_annotations(&deployments, "nightly").await?;
-        (replicas == 2).then_some(annotations)
-    })
+    let annotations = replicas_become(
+        &deployments,
+        "nightly",
+        2,
+        "the scale-up back to 2",
+        LATENESS,
+    )
     .await;
     assert!(
         !annotations.contains_key(ORIGINAL),
@@ -347,14 +347,12 @@ async fn a_deploy_at_night_sleeps_only_when_its_grace_period_ends() {
         .await
         .expect("the Deployment");
     assert_eq!(replicas, 2, "left running in its first seconds");
-    eventually(
+    replicas_become(
+        &deployments,
+        "deployed-tonight",
+        0,
         "the scale-down when the grace period ends",
         LATENESS,
-        || async {
-            let (replicas, annotations) =
-                replicas_and_annotations(&deployments, "deployed-tonight").await?;
-            (replicas == 0).then_some(annotations)
-        },
     )
     .await;
     assert!(
@@ -382,10 +380,13 @@ async fn a_foo_is_scheduled_and_a_bad_schedule_is_reported() {
     )
     .await
     .expect("an annotated Foo");
-    eventually("the Foo's Deployment with 2 replicas", LATENESS, || async {
-        let (replicas, _) = replicas_and_annotations(&deployments, "reports").await?;
-        (replicas == 2).then_some(())
-    })
+    replicas_become(
+        &deployments,
+        "reports",
+        2,
+        "the Foo's Deployment with 2 replicas",
+        LATENESS,
+    )
     .await;
 
     // The Foo is scaled, and its controller carries that to the Deployment.
@@ -517,11 +518,8 @@ async fn a_transition_missed_while_stopped_is_applied_once_on_return() {
 
     let mut second = scenario.start_controller("cronscaler-restarted", &[]);
     let restarted = Utc::now();
-    let annotations = eventually("the missed scale-down", LATENESS, || async {
-        let (replicas, annotations) = replicas_and_annotations(&deployments, "missed").await?;
-        (replicas == 0).then_some(annotations)
-    })
-    .await;
+    let annotations =
+        replicas_become(&deployments, "missed", 0, "the missed scale-down", LATENESS).await;
     support::say(&format!(
         "catch-up: applied {:.1} s after the restart",
         (Utc::now() - restarted).as_seconds_f64()

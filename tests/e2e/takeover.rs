@@ -14,8 +14,8 @@ use chrono::{DateTime, Timelike, Utc};
 use kube::api::PostParams;
 use serde_json::json;
 use support::{
-    Scenario, describe, event_time, eventually, last_transition, occurrences,
-    replicas_and_annotations, sleep_until, whole_second_in, window_around_now,
+    Scenario, describe, event_time, last_transition, occurrences, replicas_and_annotations,
+    replicas_become, sleep_until, whole_second_in, window_around_now,
 };
 
 const THEIR_ORIGINAL: &str = "downscaler/original-replicas";
@@ -93,13 +93,12 @@ async fn what_kube_downscaler_put_to_sleep_wakes_to_its_own_count_at_its_window_
     );
 
     let until_start = (start - Utc::now()).to_std().unwrap_or_default();
-    let annotations = eventually(
+    let annotations = replicas_become(
+        &deployments,
+        "asleep",
+        3,
         "the wake to kube-downscaler's count",
         until_start + Duration::from_secs(20),
-        || async {
-            let (replicas, annotations) = replicas_and_annotations(&deployments, "asleep").await?;
-            (replicas == 3).then_some(annotations)
-        },
     )
     .await;
     assert!(
@@ -169,11 +168,8 @@ async fn downtime_from_an_instant_puts_a_deployment_to_sleep_then_for_good() {
         "awake a second before {from:?}: {annotations:?}"
     );
 
-    let annotations = eventually("the scale-down to 0", LATENESS, || async {
-        let (replicas, annotations) = replicas_and_annotations(&deployments, "retiring").await?;
-        (replicas == 0).then_some(annotations)
-    })
-    .await;
+    let annotations =
+        replicas_become(&deployments, "retiring", 0, "the scale-down to 0", LATENESS).await;
     assert_eq!(
         annotations.get(OURS_ORIGINAL).map(String::as_str),
         Some("2")

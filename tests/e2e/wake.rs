@@ -15,7 +15,7 @@ use k8s_openapi::api::{apps::v1::StatefulSet, core::v1::Service, rbac::v1::Clust
 use kube::{Api, ResourceExt as _, api::PostParams};
 use serde_json::{Value, json};
 use support::{
-    Scenario, envtest, eventually, replicas_and_annotations,
+    Scenario, envtest, eventually, replicas_and_annotations, replicas_become,
     wake::{
         AWAKE_UNTIL, LAST_WARM_UP, PROMPTLY, create_service, create_service_with,
         namespace_annotations, opt_in, request, request_from, slices_gone_once_served,
@@ -241,13 +241,12 @@ async fn a_host_routes_by_wake_hosts_or_a_service_s_in_cluster_name_and_a_standb
     .await;
     let progress: Value = serde_json::from_str(&answer.body).expect("JSON");
     assert_eq!(progress["namespace"], namespace.as_str());
-    eventually(
+    replicas_become(
+        &deployments,
+        "web",
+        2,
         "the standby's wake applied by the leader",
         PROMPTLY,
-        || async {
-            let (web, _) = replicas_and_annotations(&deployments, "web").await?;
-            (web == 2).then_some(())
-        },
     )
     .await;
     woken_on_demand_by(&scenario, "a request for pr-12.preview.example.com/pr/12").await;
@@ -315,11 +314,7 @@ async fn the_hosts_of_a_namespace_s_ingresses_and_http_routes_are_its_own() {
     // A request through the Gateway wakes it.
     let answer = request(addr, "/", &[("Host", "gw.example.com")]).await;
     assert_eq!(answer.status, 503, "{}", answer.body);
-    eventually("web woken", PROMPTLY, || async {
-        let (web, _) = replicas_and_annotations(&deployments, "web").await?;
-        (web == 2).then_some(())
-    })
-    .await;
+    replicas_become(&deployments, "web", 2, "web woken", PROMPTLY).await;
     scenario.finish().await;
 }
 
@@ -429,11 +424,7 @@ async fn asleep_each_service_reaches_the_backend_through_an_endpoint_slice_until
         "{}",
         answer.body
     );
-    eventually("web woken", PROMPTLY, || async {
-        let (web, _) = replicas_and_annotations(&deployments, "web").await?;
-        (web == 2).then_some(())
-    })
-    .await;
+    replicas_become(&deployments, "web", 2, "web woken", PROMPTLY).await;
     // Looked at every 2 s while it wakes: still the install's, as uninstalling then needs.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let waking = wake_slices(&scenario, &namespace).await;

@@ -15,7 +15,7 @@ use kube::{
 };
 use serde_json::json;
 use support::{
-    Scenario, envtest, eventually, replicas_and_annotations,
+    Scenario, envtest, eventually, replicas_become,
     wake::{
         AWAKE_UNTIL, PROMPTLY, asked_no_more, install_wake_requests, namespace_annotations,
         request, wake_carried_out, wake_requests, web_asleep, woken_within,
@@ -146,11 +146,7 @@ async fn the_backend_apart_may_only_ask_and_a_request_still_wakes_through_the_co
     assert_eq!(answered.status, 503);
     assert!(answered.body.contains(&namespace), "{}", answered.body);
     wake_carried_out(&scenario, &namespace, asked, "wake-apart").await;
-    eventually("web woken", PROMPTLY, || async {
-        let (web, _) = replicas_and_annotations(&deployments, "web").await?;
-        (web == 2).then_some(())
-    })
-    .await;
+    replicas_become(&deployments, "web", 2, "web woken", PROMPTLY).await;
     let woken = scenario.event("web", "WokenOnDemand", PROMPTLY).await;
     let note = woken.note.unwrap_or_default();
     assert!(note.contains("(set by a request for "), "who asked: {note}");

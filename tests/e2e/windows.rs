@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use kube::api::PostParams;
 use serde_json::json;
-use support::{Scenario, describe, eventually, occurrences, replicas_and_annotations};
+use support::{Scenario, describe, occurrences, replicas_become};
 
 const ORIGINAL: &str = "cronscaler.dev/original-replicas";
 const LAST: &str = "cronscaler.dev/last-transition";
@@ -54,10 +54,13 @@ async fn a_window_list_covering_the_week_holds_its_state_applied_once_with_its_e
         .await
         .expect("a Deployment asleep by an earlier schedule, awake all week now");
 
-    let annotations = eventually("the downtime all week applied", LATENESS, || async {
-        let (replicas, annotations) = replicas_and_annotations(&deployments, "idle").await?;
-        (replicas == 0).then_some(annotations)
-    })
+    let annotations = replicas_become(
+        &deployments,
+        "idle",
+        0,
+        "the downtime all week applied",
+        LATENESS,
+    )
     .await;
     assert_eq!(annotations.get(ORIGINAL).map(String::as_str), Some("2"));
     assert_eq!(
@@ -73,10 +76,13 @@ async fn a_window_list_covering_the_week_holds_its_state_applied_once_with_its_e
         "{slept:?}"
     );
 
-    let annotations = eventually("the uptime all week applied", LATENESS, || async {
-        let (replicas, annotations) = replicas_and_annotations(&deployments, "busy").await?;
-        (replicas == 3).then_some(annotations)
-    })
+    let annotations = replicas_become(
+        &deployments,
+        "busy",
+        3,
+        "the uptime all week applied",
+        LATENESS,
+    )
     .await;
     assert!(
         !annotations.contains_key(ORIGINAL),

@@ -21,7 +21,7 @@ use super::{
     Scenario,
     crds::{grant_optional, install_crd, shared_crd},
     create_namespace, describe, envtest, events_in, eventually, nightly, occurrences, poll_until,
-    replicas_and_annotations,
+    replicas_and_annotations, replicas_become,
 };
 
 /// Lateness we accept from a transition: the timer, one reconcile, a busy 2-core machine.
@@ -455,11 +455,7 @@ pub async fn wait_replicas(
     what: &str,
     within: Duration,
 ) {
-    eventually(what, within, || async {
-        let (now, _) = replicas_and_annotations(deployments, "web").await?;
-        (now == replicas).then_some(())
-    })
-    .await;
+    replicas_become(deployments, "web", replicas, what, within).await;
 }
 
 /// Asserts `web` stays at `replicas` until `until`.

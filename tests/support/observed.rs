@@ -116,6 +116,22 @@ pub async fn replicas_and_annotations(
     Some((replicas, deployment.annotations().clone()))
 }
 
+/// Waits until the Deployment `name` has `replicas`, as `kubectl get` shows it, or fails naming
+/// `what` after `within`: its annotations then.
+pub async fn replicas_become(
+    deployments: &Api<Deployment>,
+    name: &str,
+    replicas: i32,
+    what: &str,
+    within: Duration,
+) -> BTreeMap<String, String> {
+    eventually(what, within, || async {
+        let (now, annotations) = replicas_and_annotations(deployments, name).await?;
+        (now == replicas).then_some(annotations)
+    })
+    .await
+}
+
 /// The holder of a Lease, if anyone holds it.
 pub async fn lease_holder(client: &Client, namespace: &str, name: &str) -> Option<String> {
     let leases: Api<Lease> = Api::namespaced(client.clone(), namespace);

@@ -22,7 +22,7 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use super::{
     Controller, Scenario,
     envtest::{self, SA_NAMESPACE},
-    eventually, replicas_and_annotations,
+    eventually, replicas_become,
 };
 
 pub const AWAKE_UNTIL: &str = "cronscaler.dev/awake-until";
@@ -264,11 +264,7 @@ pub async fn web_asleep(scenario: &Scenario, more: Value) -> Api<Deployment> {
     let deployments =
         super::create_deployment(&scenario.client, &scenario.namespace, "web", 2).await;
     opt_in(scenario, &scenario.namespace, more).await;
-    eventually("the Namespace asleep", PROMPTLY, || async {
-        let (web, _) = replicas_and_annotations(&deployments, "web").await?;
-        (web == 0).then_some(())
-    })
-    .await;
+    replicas_become(&deployments, "web", 0, "the Namespace asleep", PROMPTLY).await;
     deployments
 }
 
