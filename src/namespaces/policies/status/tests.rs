@@ -24,6 +24,17 @@ fn policy<'a>(fields: &'a ScheduleFields, status: Option<&'a SleepStatus>) -> De
     }
 }
 
+/// What a look at the policy of `fields` (its status `status`) governing `namespaces` writes at
+/// `now`.
+fn policy_write(
+    fields: &ScheduleFields,
+    status: Option<&SleepStatus>,
+    namespaces: &[&str],
+    now: DateTime<Utc>,
+) -> StatusWrite {
+    status_write(policy(fields, status), &governing(namespaces), Tz::UTC, now)
+}
+
 fn governing(namespaces: &[&str]) -> Reach {
     let names: Vec<String> = namespaces.iter().map(|n| n.to_string()).collect();
     Reach {
@@ -48,12 +59,7 @@ fn condition_of<'a>(
 fn a_policy_shows_its_schedule_state_next_transition_and_namespaces() {
     let fields = office();
     // Tuesday 2026-11-24, 23:00 UTC: asleep until Wednesday 08:00.
-    let write = status_write(
-        policy(&fields, None),
-        &governing(&["pr-1", "pr-2"]),
-        Tz::UTC,
-        at(24, 23),
-    );
+    let write = policy_write(&fields, None, &["pr-1", "pr-2"], at(24, 23));
     let status = write.status.expect("a first status");
     assert_eq!(
         status.schedule.as_deref(),
@@ -79,19 +85,14 @@ fn a_policy_shows_its_schedule_state_next_transition_and_namespaces() {
     );
     assert!(write.warnings.is_empty());
 
-    let again = status_write(
-        policy(&fields, Some(&status)),
-        &governing(&["pr-1", "pr-2"]),
-        Tz::UTC,
+    let again = policy_write(
+        &fields,
+        Some(&status),
+        &["pr-1", "pr-2"],
         at(24, 23) + chrono::TimeDelta::minutes(5),
     );
     assert_eq!(again.status, None, "nothing changed: nothing is written");
-    let morning = status_write(
-        policy(&fields, Some(&status)),
-        &governing(&["pr-1", "pr-2"]),
-        Tz::UTC,
-        at(25, 8),
-    );
+    let morning = policy_write(&fields, Some(&status), &["pr-1", "pr-2"], at(25, 8));
     assert_eq!(
         morning.status.and_then(|s| s.state).as_deref(),
         Some("awake")
@@ -104,12 +105,7 @@ fn an_invalid_field_is_named_with_its_value_and_warned_of_once() {
         uptime: Some("Mon-Fry 08:00-19:00".into()),
         ..ScheduleFields::default()
     };
-    let write = status_write(
-        policy(&fields, None),
-        &governing(&["pr-1"]),
-        Tz::UTC,
-        at(24, 23),
-    );
+    let write = policy_write(&fields, None, &["pr-1"], at(24, 23));
     let status = write.status.expect("a status");
     let invalid = condition_of(&status, INVALID);
     assert_eq!(invalid.status, "True");
@@ -131,12 +127,7 @@ fn an_invalid_field_is_named_with_its_value_and_warned_of_once() {
         write.warnings,
         [(INVALID_SCHEDULE, invalid.message.clone())]
     );
-    let again = status_write(
-        policy(&fields, Some(&status)),
-        &governing(&["pr-1"]),
-        Tz::UTC,
-        at(25, 1),
-    );
+    let again = policy_write(&fields, Some(&status), &["pr-1"], at(25, 1));
     assert!(
         again.warnings.is_empty(),
         "said once: the status remembers it across restarts"
@@ -149,12 +140,7 @@ fn a_kinds_entry_that_names_no_kind_is_named_with_its_value_while_the_rest_appli
         kinds: Some(vec!["Deployment".into(), "Rolout".into()]),
         ..office()
     };
-    let write = status_write(
-        policy(&fields, None),
-        &governing(&["pr-1"]),
-        Tz::UTC,
-        at(24, 23),
-    );
+    let write = policy_write(&fields, None, &["pr-1"], at(24, 23));
     let status = write.status.expect("a status");
     let invalid = condition_of(&status, INVALID);
     assert_eq!(
@@ -178,26 +164,16 @@ fn a_kinds_entry_that_names_no_kind_is_named_with_its_value_while_the_rest_appli
         "the schedule is followed by the kinds it names rightly"
     );
     assert_eq!(status.state.as_deref(), Some("asleep"));
-    let again = status_write(
-        policy(&fields, Some(&status)),
-        &governing(&["pr-1"]),
-        Tz::UTC,
-        at(25, 1),
-    );
+    let again = policy_write(&fields, Some(&status), &["pr-1"], at(25, 1));
     assert!(again.warnings.is_empty(), "said once");
 
     let both = ScheduleFields {
         uptime: Some("Mon-Fry 08:00-19:00".into()),
         ..fields
     };
-    let status = status_write(
-        policy(&both, None),
-        &governing(&["pr-1"]),
-        Tz::UTC,
-        at(24, 23),
-    )
-    .status
-    .expect("a status");
+    let status = policy_write(&both, None, &["pr-1"], at(24, 23))
+        .status
+        .expect("a status");
     let message = &condition_of(&status, INVALID).message;
     assert!(
         message.starts_with("spec.uptime: ") && message.contains(r#"; spec.kinds[1]: "Rolout""#),

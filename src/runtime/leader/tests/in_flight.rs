@@ -71,19 +71,25 @@ fn bare_election() -> (
     (server, is_leader, stop, elector)
 }
 
+/// Answers the first read with a free Lease (resourceVersion 7) and the write that follows with
+/// it ours (8), and waits until the elector says it leads.
+async fn takes_the_free_lease(server: &mut Server, is_leader: &mut watch::Receiver<bool>) {
+    let (_, respond) = next(server, "GET", LEASE).await;
+    answer(respond, 200, &lease("", 7, 3));
+    let (_, respond) = next(server, "PUT", &put_path()).await;
+    answer(respond, 200, &lease(ME, 8, 4));
+    within(is_leader.wait_for(|leading| *leading))
+        .await
+        .unwrap();
+}
+
 #[tokio::test(start_paused = true)]
 async fn connection_errors_and_a_hung_request_end_leadership_at_the_renew_deadline() {
     let start = Instant::now();
     let (mut server, mut is_leader, stop, elector) = bare_election();
     let put = put_path();
 
-    let (_, respond) = next(&mut server, "GET", LEASE).await;
-    answer(respond, 200, &lease("", 7, 3));
-    let (_, respond) = next(&mut server, "PUT", &put).await;
-    answer(respond, 200, &lease(ME, 8, 4));
-    within(is_leader.wait_for(|leading| *leading))
-        .await
-        .unwrap();
+    takes_the_free_lease(&mut server, &mut is_leader).await;
     assert_eq!(start.elapsed(), Duration::ZERO);
 
     let (_, respond) = next(&mut server, "PUT", &put).await; // 2 s
@@ -125,13 +131,7 @@ async fn connection_errors_and_a_hung_request_end_leadership_at_the_renew_deadli
 async fn a_release_stops_acting_before_it_writes_the_lease() {
     let (mut server, mut is_leader, stop, elector) = bare_election();
     let put = put_path();
-    let (_, respond) = next(&mut server, "GET", LEASE).await;
-    answer(respond, 200, &lease("", 7, 3));
-    let (_, respond) = next(&mut server, "PUT", &put).await;
-    answer(respond, 200, &lease(ME, 8, 4));
-    within(is_leader.wait_for(|leading| *leading))
-        .await
-        .unwrap();
+    takes_the_free_lease(&mut server, &mut is_leader).await;
 
     let _ = stop.send(());
     let (body, respond) = next(&mut server, "PUT", &put).await;

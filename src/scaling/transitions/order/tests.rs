@@ -41,8 +41,6 @@ fn the_default_order_is_stateful_sets_deployments_cron_jobs_and_wake_order_overr
 #[test]
 fn a_deployment_waits_for_its_stateful_set_to_wake_and_be_available() {
     let due = up(MORNING);
-    let began = at(MORNING);
-    let timeout = DEFAULT_STEP_TIMEOUT;
     let now = at("2026-11-24T07:00:10Z");
     let asleep = [peer(
         "StatefulSet db",
@@ -51,18 +49,15 @@ fn a_deployment_waits_for_its_stateful_set_to_wake_and_be_available() {
         false,
     )];
     assert_eq!(
-        gate(10, &due, &asleep, began, timeout, now),
+        morning_gate(10, &asleep, now),
         Gate::Wait(at("2026-11-24T07:00:12Z"))
     );
     let starting = [peer("StatefulSet db", 0, Some(due), false)];
-    assert!(matches!(
-        gate(10, &due, &starting, began, timeout, now),
-        Gate::Wait(_)
-    ));
+    assert!(matches!(morning_gate(10, &starting, now), Gate::Wait(_)));
     let available = [peer("StatefulSet db", 0, Some(due), true)];
-    assert_eq!(gate(10, &due, &available, began, timeout, now), Gate::Go);
+    assert_eq!(morning_gate(10, &available, now), Gate::Go);
     assert_eq!(
-        gate(0, &due, &asleep, began, timeout, now),
+        morning_gate(0, &asleep, now),
         Gate::Go,
         "the first step waits for nothing"
     );
@@ -88,32 +83,29 @@ fn at_night_the_stateful_set_waits_for_what_needs_it() {
     );
 }
 
+/// Whether a step of `order` may take this morning's wake-up, due and begun at 07:00, after the
+/// default step timeout, among `peers`.
+fn morning_gate(order: i32, peers: &[Peer], now: DateTime<Utc>) -> Gate {
+    gate(
+        order,
+        &up(MORNING),
+        peers,
+        at(MORNING),
+        DEFAULT_STEP_TIMEOUT,
+        now,
+    )
+}
+
 #[test]
 fn a_step_holds_the_next_only_for_the_timeout_and_then_names_what_was_late() {
-    let due = up(MORNING);
-    let began = at(MORNING);
-    let never = [peer("StatefulSet db", 0, Some(due), false)];
+    let never = [peer("StatefulSet db", 0, Some(up(MORNING)), false)];
     assert_eq!(
-        gate(
-            10,
-            &due,
-            &never,
-            began,
-            DEFAULT_STEP_TIMEOUT,
-            at("2026-11-24T07:04:59Z")
-        ),
+        morning_gate(10, &never, at("2026-11-24T07:04:59Z")),
         Gate::Wait(at("2026-11-24T07:05:00Z")),
         "the last look falls on the timeout"
     );
     assert_eq!(
-        gate(
-            10,
-            &due,
-            &never,
-            began,
-            DEFAULT_STEP_TIMEOUT,
-            at("2026-11-24T07:05:00Z")
-        ),
+        morning_gate(10, &never, at("2026-11-24T07:05:00Z")),
         Gate::GoAnyway {
             late: vec!["StatefulSet db".into()]
         }
@@ -123,31 +115,16 @@ fn a_step_holds_the_next_only_for_the_timeout_and_then_names_what_was_late() {
 #[test]
 fn a_step_with_two_steps_before_it_waits_two_timeouts() {
     let due = up(MORNING);
-    let began = at(MORNING);
     let peers = [
         peer("StatefulSet db", 0, Some(due), true),
         peer("Deployment api", 10, Some(due), false),
     ];
     assert!(matches!(
-        gate(
-            20,
-            &due,
-            &peers,
-            began,
-            DEFAULT_STEP_TIMEOUT,
-            at("2026-11-24T07:09:59Z")
-        ),
+        morning_gate(20, &peers, at("2026-11-24T07:09:59Z")),
         Gate::Wait(_)
     ));
     assert_eq!(
-        gate(
-            20,
-            &due,
-            &peers,
-            began,
-            DEFAULT_STEP_TIMEOUT,
-            at("2026-11-24T07:10:00Z")
-        ),
+        morning_gate(20, &peers, at("2026-11-24T07:10:00Z")),
         Gate::GoAnyway {
             late: vec!["Deployment api".into()]
         }
