@@ -183,6 +183,23 @@ fn meets_a_write(name: &str, raw: Value, patch: impl Fn(&str) -> Value) -> Vec<E
     ]
 }
 
+/// Restores `objects` against an API server answering `script`, and what it said, once all went
+/// well.
+async fn restored(
+    objects: &[PlanObject],
+    hpas: &HpaIndex,
+    namespaces: &NamespaceSchedules,
+    script: Vec<Exchange>,
+) -> Vec<String> {
+    let (client, server) = mock_client();
+    let server = tokio::spawn(server.serve(script));
+    let (lines, ok) = restore(&client, objects, hpas, namespaces, now()).await;
+    drop(client);
+    server.await.unwrap();
+    assert!(ok, "{lines:?}");
+    lines
+}
+
 /// Restores `object` (`name`, as the API server has it, `raw`) whose first patch meets a write
 /// (see [`meets_a_write`]); the line said of it, once all went well.
 async fn restored_meeting_a_write(
@@ -191,13 +208,9 @@ async fn restored_meeting_a_write(
     patch: impl Fn(&str) -> Value,
     namespaces: &NamespaceSchedules,
 ) -> String {
-    let (client, server) = mock_client();
-    let server = tokio::spawn(server.serve(meets_a_write(name, raw, patch)));
-    let (mut lines, ok) =
-        restore(&client, &[object], &HpaIndex::listed([]), namespaces, now()).await;
-    drop(client);
-    server.await.unwrap();
-    assert!(ok && lines.len() == 1, "{lines:?}");
+    let script = meets_a_write(name, raw, patch);
+    let mut lines = restored(&[object], &HpaIndex::listed([]), namespaces, script).await;
+    assert!(lines.len() == 1, "{lines:?}");
     lines.remove(0)
 }
 
@@ -330,8 +343,7 @@ async fn restore_patches_each_sleeping_object_and_says_what_it_did() {
     let (api, api_json) = scaled_down("api", 6);
     let removed =
         json!({ "cronscaler.dev/original-replicas": null, "cronscaler.dev/last-transition": null });
-    let (client, server) = mock_client();
-    let server = tokio::spawn(server.serve(vec![
+    let script = vec![
         merge_patch(
             "web",
             json!({
@@ -345,18 +357,9 @@ async fn restore_patches_each_sleeping_object_and_says_what_it_did() {
             json!({ "metadata": { "resourceVersion": "77", "annotations": removed } }),
             api_json,
         ),
-    ]));
-    let (lines, ok) = restore(
-        &client,
-        &[web, api],
-        &HpaIndex::listed([]),
-        &NamespaceSchedules::watched([]),
-        now(),
-    )
-    .await;
-    drop(client);
-    server.await.unwrap();
-    assert!(ok);
+    ];
+    let namespaces = NamespaceSchedules::watched([]);
+    let lines = restored(&[web, api], &HpaIndex::listed([]), &namespaces, script).await;
     assert_eq!(
         lines,
         vec![
@@ -443,8 +446,7 @@ async fn restore_gives_the_hpa_its_bounds_back_before_the_replicas() {
         resource_version: Some("9".into()),
         lever: None,
     };
-    let (client, server) = mock_client();
-    let server = tokio::spawn(server.serve(vec![
+    let script = vec![
         Exchange::new(
             "PATCH",
             "/apis/autoscaling/v2/namespaces/staging/horizontalpodautoscalers/web-hpa?&fieldManager=cronscaler",
@@ -462,18 +464,9 @@ async fn restore_gives_the_hpa_its_bounds_back_before_the_replicas() {
         }))
         .reply(200, json!({})),
         merge_patch("web", json!({ "spec": { "replicas": 3 } }), web_json),
-    ]));
-    let (lines, ok) = restore(
-        &client,
-        &[web],
-        &HpaIndex::listed([held]),
-        &NamespaceSchedules::watched([]),
-        now(),
-    )
-    .await;
-    drop(client);
-    server.await.unwrap();
-    assert!(ok);
+    ];
+    let namespaces = NamespaceSchedules::watched([]);
+    let lines = restored(&[web], &HpaIndex::listed([held]), &namespaces, script).await;
     assert_eq!(
         lines,
         vec![
