@@ -163,19 +163,21 @@ impl Kind {
         self as usize
     }
 
-    fn name(self) -> &'static str {
+    /// Its row of the controller's catalogue, which names it.
+    fn target(self) -> TargetKind {
         match self {
-            Kind::Deployment => "Deployment",
-            Kind::StatefulSet => "StatefulSet",
-            Kind::CronJob => "CronJob",
+            Kind::Deployment => TargetKind::Deployment,
+            Kind::StatefulSet => TargetKind::StatefulSet,
+            Kind::CronJob => TargetKind::CronJob,
         }
     }
 
+    fn name(self) -> &'static str {
+        self.target().spec().name
+    }
+
     fn group(self) -> &'static str {
-        match self {
-            Kind::Deployment | Kind::StatefulSet => "apps",
-            Kind::CronJob => "batch",
-        }
+        self.target().spec().group
     }
 
     fn api_version(self) -> String {
@@ -183,11 +185,7 @@ impl Kind {
     }
 
     fn resource(self) -> &'static str {
-        match self {
-            Kind::Deployment => "deployments",
-            Kind::StatefulSet => "statefulsets",
-            Kind::CronJob => "cronjobs",
-        }
+        self.target().spec().plural
     }
 
     fn prefix(self) -> &'static str {
