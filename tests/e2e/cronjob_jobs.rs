@@ -9,7 +9,9 @@ use std::time::Duration;
 use k8s_openapi::api::batch::v1::Job;
 use kube::{Api, Resource, api::PostParams};
 use serde_json::{Value, json};
-use support::{Scenario, describe, envtest, eventually, occurrences, whole_second_in};
+use support::{
+    Scenario, describe, envtest, eventually, occurrences, stop_cleanly_and_finish, whole_second_in,
+};
 
 /// Lateness we accept from a transition: the timer, one reconcile, a busy 2-core machine.
 const LATENESS: Duration = Duration::from_secs(15);
@@ -114,8 +116,5 @@ async fn a_job_its_cronjob_made_keeps_its_cronjob_s_exclusion_and_schedule_not_i
     }
     let backup = scenario.cron_jobs().get("backup").await.expect("backup");
     assert_eq!(backup.spec.and_then(|spec| spec.suspend), Some(false));
-    controller
-        .assert_stops_cleanly(Duration::from_secs(10))
-        .await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(10)).await;
 }

@@ -16,7 +16,9 @@ use kube::{
     api::{DeleteParams, ListParams, Patch, PatchParams, PostParams},
 };
 use serde_json::json;
-use support::{Scenario, envtest::Options, eventually, example_foo, foo, poll_until};
+use support::{
+    Scenario, envtest::Options, eventually, example_foo, foo, poll_until, stop_cleanly_and_finish,
+};
 
 /// For what the controller does at once: a watch event, one reconcile.
 const PROMPTLY: Duration = Duration::from_secs(30);
@@ -125,10 +127,7 @@ async fn a_foo_owns_its_deployment_through_scaling_renaming_and_deletion() {
     } else {
         eprintln!("no kube-controller-manager among the assets: deletion by GC not checked");
     }
-    controller
-        .assert_stops_cleanly(Duration::from_secs(5))
-        .await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(5)).await;
 }
 
 #[tokio::test]

@@ -25,7 +25,7 @@ use support::{
         flux_in, given_back, night, nightly_in, owner_events, paused_night_of, paused_record,
         until, wait_replicas,
     },
-    metric, occurrences, replicas_become,
+    metric, occurrences, replicas_become, stop_cleanly_and_finish,
 };
 
 /// A pause is given back within a minute of the end of its night (issue 38).
@@ -159,10 +159,7 @@ async fn a_tenant_s_marks_naming_another_team_s_owner_pause_nothing_and_are_warn
         let events = scenario.events(name).await;
         assert_eq!(occurrences(&events, "GitOpsOwnerUnconfirmed"), 1, "{name}");
     }
-    controller
-        .assert_stops_cleanly(Duration::from_secs(10))
-        .await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(10)).await;
 }
 
 #[tokio::test]
@@ -176,7 +173,7 @@ async fn an_owner_that_also_deploys_where_nothing_sleeps_under_pause_is_never_pa
     flux.sync(&scenario.client, None, &always_on).await;
     let (down, up) = night(15, 600);
     let namespace = scenario.namespace.clone();
-    let (played, mut controller) = deploy_and_start(
+    let (played, controller) = deploy_and_start(
         &scenario,
         &flux,
         &[(&namespace, nightly_in("pause", (down, up)))],
@@ -197,10 +194,7 @@ async fn an_owner_that_also_deploys_where_nothing_sleeps_under_pause_is_never_pa
     tokio::time::sleep(Duration::from_secs(6)).await;
     untouched(&scenario, &flux, None).await;
     played.abort();
-    controller
-        .assert_stops_cleanly(Duration::from_secs(10))
-        .await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(10)).await;
 }
 
 /// A paused night of `web` beside Argo CD's Application `shop`, 600 s long and started 15 s
@@ -231,7 +225,7 @@ async fn paused_applications(controller: &Controller) -> Option<f64> {
 
 #[tokio::test]
 async fn a_pause_is_given_back_within_a_minute_of_its_workloads_deleted_at_night() {
-    let Some((scenario, argo_cd, mut controller)) = paused("gitops-deleted").await else {
+    let Some((scenario, argo_cd, controller)) = paused("gitops-deleted").await else {
         return;
     };
     assert_eq!(paused_applications(&controller).await, Some(1.0));
@@ -245,15 +239,12 @@ async fn a_pause_is_given_back_within_a_minute_of_its_workloads_deleted_at_night
         (paused_applications(&controller).await == Some(0.0)).then_some(())
     })
     .await;
-    controller
-        .assert_stops_cleanly(Duration::from_secs(10))
-        .await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(10)).await;
 }
 
 #[tokio::test]
 async fn a_pause_is_given_back_within_a_minute_of_pause_taken_away_at_night() {
-    let Some((scenario, argo_cd, mut controller)) = paused("gitops-opt-out").await else {
+    let Some((scenario, argo_cd, controller)) = paused("gitops-opt-out").await else {
         return;
     };
     let ignore = json!({ "metadata": { "annotations": { "cronscaler.dev/gitops": "ignore" } } });
@@ -263,15 +254,12 @@ async fn a_pause_is_given_back_within_a_minute_of_pause_taken_away_at_night() {
         .await
         .expect("pause taken away");
     given_back_within(&argo_cd, GIVEN_BACK_WITHIN).await;
-    controller
-        .assert_stops_cleanly(Duration::from_secs(10))
-        .await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(10)).await;
 }
 
 #[tokio::test]
 async fn a_record_a_person_made_unreadable_is_a_warning_naming_the_switch_as_it_is() {
-    let Some((scenario, argo_cd, mut controller)) = paused("gitops-unreadable").await else {
+    let Some((scenario, argo_cd, controller)) = paused("gitops-unreadable").await else {
         return;
     };
     let mangled = json!({ "metadata": { "annotations": { GITOPS_PAUSED: "paused by me" } } });
@@ -298,10 +286,7 @@ async fn a_record_a_person_made_unreadable_is_a_warning_naming_the_switch_as_it_
         note.contains("\"paused by me\"") && note.contains("self-heal left as it is, now false"),
         "{note}"
     );
-    controller
-        .assert_stops_cleanly(Duration::from_secs(10))
-        .await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(10)).await;
 }
 
 #[tokio::test]
@@ -367,7 +352,7 @@ async fn a_standby_that_takes_over_from_a_killed_leader_gives_back_a_pause_whose
         .position(|replica| replica.name == holder)
         .expect("the leader is one of ours");
     let mut leader = replicas.remove(position);
-    let mut standby = replicas.remove(0);
+    let standby = replicas.remove(0);
     // The leader dies with its Lease held, and the night ends while no one leads.
     leader.kill();
     scenario
@@ -385,8 +370,7 @@ async fn a_standby_that_takes_over_from_a_killed_leader_gives_back_a_pause_whose
         "gitops-failover: given back {:.1} s after the standby took the Lease",
         took_over.elapsed().as_secs_f64()
     ));
-    standby.assert_stops_cleanly(Duration::from_secs(10)).await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, standby, Duration::from_secs(10)).await;
 }
 
 /// Waits until the Application has self-heal back and no record, within `within`.

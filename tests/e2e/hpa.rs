@@ -19,7 +19,7 @@ use kube::{
 use serde_json::json;
 use support::{
     Controller, Scenario, describe, eventually, last_transition, replicas_and_annotations,
-    replicas_become, sleep_until, whole_second_in,
+    replicas_become, sleep_until, stop_cleanly_and_finish, whole_second_in,
 };
 
 const ORIGINAL_MIN: &str = "cronscaler.dev/original-min-replicas";
@@ -176,10 +176,7 @@ async fn an_hpa_is_held_at_down_replicas_for_the_night_and_given_its_bounds_back
         (replicas == 2 && annotations.get(LAST) == Some(&last_transition(up, "up"))).then_some(())
     })
     .await;
-    controller
-        .assert_stops_cleanly(Duration::from_secs(5))
-        .await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(5)).await;
 }
 
 #[tokio::test]
@@ -233,10 +230,7 @@ async fn with_down_replicas_zero_the_hpa_is_left_alone_and_stops_by_itself() {
         hpa.spec, created.spec,
         "the HPA's spec is as its user created it"
     );
-    controller
-        .assert_stops_cleanly(Duration::from_secs(5))
-        .await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(5)).await;
 }
 
 /// The HPA controller brings a workload that `up-replicas` set below the HPA's minimum up to it:
@@ -251,7 +245,7 @@ async fn a_person_s_scale_at_night_gives_a_held_hpa_its_bounds_back() {
     let Some(scenario) = Scenario::shared("hpa-taken-over").await else {
         return;
     };
-    let (mut controller, deployments, hpas) = held_for_the_night(&scenario, "nightly", 2).await;
+    let (controller, deployments, hpas) = held_for_the_night(&scenario, "nightly", 2).await;
     replicas_become(&deployments, "nightly", 1, "the scale-down to 1", LATENESS).await;
 
     // As `kubectl scale deployment nightly --replicas=4` does it: through /scale.
@@ -296,10 +290,7 @@ async fn a_person_s_scale_at_night_gives_a_held_hpa_its_bounds_back() {
     );
     let (min, max, _) = bounds(&hpas, "nightly").await.expect("the HPA");
     assert_eq!((min, max), (2, 5), "not held again");
-    controller
-        .assert_stops_cleanly(Duration::from_secs(5))
-        .await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(5)).await;
 }
 
 #[tokio::test]
@@ -398,10 +389,7 @@ async fn the_hpa_s_own_change_of_replicas_is_no_scale_reverted() {
         .labels()
         .clone();
     assert!(!labels.contains_key("cronscaler.dev/warned"), "{labels:?}");
-    controller
-        .assert_stops_cleanly(Duration::from_secs(5))
-        .await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(5)).await;
 }
 
 #[tokio::test]
@@ -486,8 +474,5 @@ async fn a_hold_a_stop_left_undone_is_made_at_the_next_start() {
         .await
         .expect("the Deployment");
     assert_eq!(replicas, 1, "the workload is left as it is");
-    controller
-        .assert_stops_cleanly(Duration::from_secs(5))
-        .await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(5)).await;
 }

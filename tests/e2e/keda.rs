@@ -17,7 +17,8 @@ use serde_json::json;
 use support::{
     Scenario, annotate_namespace, create, create_deployment, envtest, eventually,
     keda::{self, PAUSED, PAUSED_REPLICAS},
-    nightly, replicas_and_annotations, replicas_become, sleep_until, whole_second_in,
+    nightly, replicas_and_annotations, replicas_become, sleep_until, stop_cleanly_and_finish,
+    whole_second_in,
 };
 
 /// Lateness we accept from a transition: the timer, one reconcile, KEDA's poll, a busy 2-core
@@ -249,8 +250,5 @@ async fn a_scaled_object_paused_before_the_night_wakes_its_workload_to_its_count
     );
     keda::no_revert_told(&scenario).await;
     keda.abort();
-    controller
-        .assert_stops_cleanly(Duration::from_secs(10))
-        .await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(10)).await;
 }

@@ -26,6 +26,7 @@ use support::{
         rollout, scalable,
     },
     nightly, occurrences, replicas_and_annotations, replicas_become, sleep_until,
+    stop_cleanly_and_finish,
 };
 
 const ORIGINAL_VALUE: &str = "cronscaler.dev/original-value";
@@ -185,16 +186,13 @@ async fn a_rollout_and_a_crd_of_our_own_sleep_and_wake_to_their_counts_through_r
             describe(&events)
         );
     }
-    controller
-        .assert_stops_cleanly(Duration::from_secs(10))
-        .await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(10)).await;
 }
 
 #[tokio::test]
 async fn a_keda_scaled_deployment_sleeps_through_its_scaled_object_with_no_fight() {
     let test = "keda";
-    let Some((scenario, mut controller, scaled_objects)) = keda(test).await else {
+    let Some((scenario, controller, scaled_objects)) = keda(test).await else {
         return;
     };
 
@@ -304,10 +302,7 @@ async fn a_keda_scaled_deployment_sleeps_through_its_scaled_object_with_no_fight
         "KEDA's HPA is never written by cronscaler"
     );
     keda.abort();
-    controller
-        .assert_stops_cleanly(Duration::from_secs(10))
-        .await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(10)).await;
 }
 
 /// The schedule on the workload itself, its ScaledObject carrying none: the workload's own
@@ -315,7 +310,7 @@ async fn a_keda_scaled_deployment_sleeps_through_its_scaled_object_with_no_fight
 #[tokio::test]
 async fn a_keda_workload_s_own_schedule_sleeps_it_through_its_scaled_object() {
     let test = "keda-own";
-    let Some((scenario, mut controller, scaled_objects)) = keda(test).await else {
+    let Some((scenario, controller, scaled_objects)) = keda(test).await else {
         return;
     };
     let deployments = scenario.deployments();
@@ -405,10 +400,7 @@ async fn a_keda_workload_s_own_schedule_sleeps_it_through_its_scaled_object() {
     let after = hpas.get("keda-hpa-api-scaler").await.expect("KEDA's HPA");
     assert_eq!(after.spec, hpa.spec, "KEDA's HPA keeps its bounds");
     keda.abort();
-    controller
-        .assert_stops_cleanly(Duration::from_secs(10))
-        .await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(10)).await;
 }
 
 #[tokio::test]
@@ -502,10 +494,7 @@ async fn a_cnpg_cluster_hibernates_at_night_and_one_hibernated_before_stays_so()
         "nothing was done to cold:\n{}",
         describe(&events)
     );
-    controller
-        .assert_stops_cleanly(Duration::from_secs(10))
-        .await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(10)).await;
 }
 
 #[tokio::test]
@@ -561,8 +550,5 @@ async fn a_running_job_is_suspended_for_the_night_and_resumed() {
         "{}",
         describe(&events)
     );
-    controller
-        .assert_stops_cleanly(Duration::from_secs(10))
-        .await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(10)).await;
 }

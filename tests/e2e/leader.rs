@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use kube::api::PostParams;
 use support::{
     Controller, Scenario, describe, down_at, envtest::SA_NAMESPACE, eventually, lease_holder,
-    metric, poll_until, replicas_and_annotations, replicas_become, whole_second_in,
+    metric, poll_until, replicas_and_annotations, replicas_become, stop_cleanly_and_finish,
+    whole_second_in,
 };
 
 /// What Kubernetes allows a Pod between SIGTERM and SIGKILL is 30 s by default; the controller
@@ -83,7 +84,7 @@ async fn a_standby_takes_over_within_seconds_when_the_leader_stops() {
     let Some(scenario) = Scenario::shared("failover").await else {
         return;
     };
-    let (mut leader, mut standby) = two_replicas(&scenario).await;
+    let (mut leader, standby) = two_replicas(&scenario).await;
     let deployments = scenario.deployments();
     let down = whole_second_in(6);
     let up = down + chrono::Duration::seconds(14);
@@ -145,8 +146,7 @@ async fn a_standby_takes_over_within_seconds_when_the_leader_stops() {
         "the ScaledUp Event is the new leader's:\n{}",
         describe(&scenario.events("shift").await)
     );
-    standby.assert_stops_cleanly(EXIT_WITHIN).await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, standby, EXIT_WITHIN).await;
 }
 
 #[tokio::test]
@@ -154,7 +154,7 @@ async fn a_standby_exits_promptly_on_sigterm() {
     let Some(scenario) = Scenario::shared("standby-exit").await else {
         return;
     };
-    let (mut leader, mut standby) = two_replicas(&scenario).await;
+    let (leader, mut standby) = two_replicas(&scenario).await;
     standby.assert_stops_cleanly(EXIT_WITHIN).await;
     let holder = lease_holder(&scenario.client, SA_NAMESPACE, &scenario.namespace).await;
     assert_eq!(
@@ -162,8 +162,7 @@ async fn a_standby_exits_promptly_on_sigterm() {
         Some(leader.name.as_str()),
         "the leader keeps leading"
     );
-    leader.assert_stops_cleanly(EXIT_WITHIN).await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, leader, EXIT_WITHIN).await;
 }
 
 /// A standby keeps its caches and timers warm but does no work, so nothing may pile up in its

@@ -18,7 +18,7 @@ use kube::{
 use serde_json::json;
 use support::{
     Scenario, envtest, eventually, metric, replicas_and_annotations, replicas_become,
-    whole_second_in,
+    stop_cleanly_and_finish, whole_second_in,
 };
 
 /// Lateness we accept from a transition: the timer, one reconcile, a busy 2-core machine.
@@ -195,10 +195,7 @@ async fn a_namespace_schedule_puts_its_workloads_to_sleep_and_removing_it_wakes_
             .then_some(())
     })
     .await;
-    controller
-        .assert_stops_cleanly(Duration::from_secs(5))
-        .await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(5)).await;
 }
 
 /// An install whose ClusterRole lacks the Namespaces and HPAs grants (an upgrade that kept an
@@ -251,10 +248,7 @@ async fn without_the_namespaces_grant_workloads_are_still_scaled() {
         Duration::from_secs(50),
     )
     .await;
-    controller
-        .assert_stops_cleanly(Duration::from_secs(5))
-        .await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(5)).await;
 }
 
 /// A Namespace of 40 workloads told in one Event: in full its note would be over the 1,024

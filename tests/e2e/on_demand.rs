@@ -17,6 +17,7 @@ use kube::{
 use serde_json::json;
 use support::{
     Scenario, envtest, eventually, occurrences, replicas_and_annotations, replicas_become,
+    stop_cleanly_and_finish,
 };
 
 /// Lateness we accept: the timer, one reconcile, a busy 2-core machine.
@@ -75,10 +76,7 @@ async fn windows_and_holidays_decide_at_start() {
     .await;
     assert_eq!(working.0, 2, "awake inside its window");
     assert!(working.1.ends_with(" up"), "{}", working.1);
-    controller
-        .assert_stops_cleanly(Duration::from_secs(10))
-        .await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(10)).await;
 }
 
 #[tokio::test]
@@ -389,10 +387,7 @@ async fn a_sleep_on_demand_ending_into_a_scale_down_keeps_the_count_it_took() {
         LATENESS,
     )
     .await;
-    controller
-        .assert_stops_cleanly(Duration::from_secs(10))
-        .await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(10)).await;
 }
 
 /// `wake` without `--for` lasts until the next scale-down, read in `--default-timezone` as the
@@ -512,8 +507,5 @@ async fn an_override_too_far_ahead_waits_for_its_reach_while_the_schedule_goes_o
         support::event_time(&woken).is_some_and(|at| at >= within_reach),
         "applied when within reach, not before: {woken:?}"
     );
-    controller
-        .assert_stops_cleanly(Duration::from_secs(10))
-        .await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(10)).await;
 }

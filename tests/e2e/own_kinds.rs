@@ -17,7 +17,7 @@ use support::{
         LATENESS, READ, annotations, api, apply_all, asleep_remembering, count, grant, gvk,
         install_own_crd, night, replicas, rollout, scalable, scalable_at,
     },
-    metric, nightly, occurrences, replicas_become, sleep_until,
+    metric, nightly, occurrences, replicas_become, sleep_until, stop_cleanly_and_finish,
 };
 
 /// The Memcached kind of `group`, counted in `spec.size`, installed, and the controller's
@@ -94,10 +94,7 @@ async fn a_kind_counted_in_a_field_of_its_own_sleeps_and_wakes_by_it_and_status_
     for reason in ["ScaledDown", "ScaledUp"] {
         assert_eq!(occurrences(&events, reason), 1, "{}", describe(&events));
     }
-    controller
-        .assert_stops_cleanly(Duration::from_secs(10))
-        .await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(10)).await;
 }
 
 /// What `run --kinds` put to sleep, `restore --kinds` gives back, by its own field, and `plan
@@ -289,8 +286,5 @@ async fn a_kind_not_installed_is_taken_in_when_its_crd_appears_and_a_forbidden_o
         "{}",
         controller.log()
     );
-    controller
-        .assert_stops_cleanly(Duration::from_secs(10))
-        .await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(10)).await;
 }

@@ -16,7 +16,10 @@ use kube::{
     discovery::ApiResource,
 };
 use serde_json::json;
-use support::{Scenario, envtest, eventually, replicas_and_annotations, replicas_become};
+use support::{
+    Scenario, envtest, eventually, replicas_and_annotations, replicas_become,
+    stop_cleanly_and_finish,
+};
 
 const PROMPTLY: Duration = Duration::from_secs(30);
 /// A schedule asleep all week: what it selects sleeps at once.
@@ -117,7 +120,7 @@ async fn a_policy_sleeps_the_namespaces_it_selects_and_wakes_them_when_it_stops(
     let first = support::namespace_with_web(&scenario, "pr-1", "preview").await;
     let second = support::namespace_with_web(&scenario, "pr-2", "preview").await;
     let staging = support::namespace_with_web(&scenario, "staging", "staging").await;
-    let mut controller = start_controller(&scenario).await;
+    let controller = start_controller(&scenario).await;
 
     let policies = sleep_policies(&scenario.client);
     let policy: DynamicObject = declaration(
@@ -202,10 +205,7 @@ async fn a_policy_sleeps_the_namespaces_it_selects_and_wakes_them_when_it_stops(
         .await
         .expect("deleting the policy");
     web_replicas_become(&staging, 2, "staging awake once the policy is gone").await;
-    controller
-        .assert_stops_cleanly(Duration::from_secs(5))
-        .await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(5)).await;
 }
 
 #[tokio::test]
@@ -346,7 +346,7 @@ async fn policies_show_what_they_do_in_kubectl_get_and_tell_of_conflicts_and_inv
     };
     let preview = support::namespace_with_web(&scenario, "pr-a", "preview").await;
     let broken_env = support::namespace_with_web(&scenario, "pr-b", "broken").await;
-    let mut controller = start_controller(&scenario).await;
+    let controller = start_controller(&scenario).await;
     let policies = sleep_policies(&scenario.client);
     let create_policy = |name: &'static str, env: &'static str, spec: serde_json::Value| {
         let policies = policies.clone();
@@ -507,10 +507,7 @@ async fn policies_show_what_they_do_in_kubectl_get_and_tell_of_conflicts_and_inv
             .any(|(name, cells)| name == "always-up" && cells[2] == "awake" && cells[4] == 1),
         "{rows:?}"
     );
-    controller
-        .assert_stops_cleanly(Duration::from_secs(5))
-        .await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(5)).await;
 }
 
 #[tokio::test]
@@ -536,7 +533,7 @@ async fn a_policy_covers_only_the_kinds_it_names_and_leaves_alone_what_it_exclud
         .create(&PostParams::default(), &report)
         .await
         .expect("the CronJob");
-    let mut controller = start_controller(&scenario).await;
+    let controller = start_controller(&scenario).await;
 
     let policies = sleep_policies(&scenario.client);
     let policy: DynamicObject = declaration(
@@ -635,10 +632,7 @@ async fn a_policy_covers_only_the_kinds_it_names_and_leaves_alone_what_it_exclud
         String::from_utf8_lossy(&woken.stderr)
     );
     web_replicas_become(&deployments, 2, "web woken on demand").await;
-    controller
-        .assert_stops_cleanly(Duration::from_secs(5))
-        .await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(5)).await;
 }
 
 /// A Namespace a SleepPolicy opts in to waking on request, created with no annotation at all

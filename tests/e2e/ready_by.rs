@@ -14,7 +14,7 @@ use kube::{Api, Client, ResourceExt};
 use serde_json::{Value, json};
 use support::{
     Scenario, cron_at, envtest, eventually, last_transition, mark_pods_ready,
-    replicas_and_annotations, sleep_until, whole_second_in,
+    replicas_and_annotations, sleep_until, stop_cleanly_and_finish, whole_second_in,
 };
 
 const LAST_WARM_UP: &str = "cronscaler.dev/last-warm-up";
@@ -159,8 +159,5 @@ async fn a_ready_by_namespace_wakes_its_warm_up_early_and_is_available_at_the_ho
         "the Event says why it woke before its hour: {}",
         support::describe(&events)
     );
-    controller
-        .assert_stops_cleanly(Duration::from_secs(10))
-        .await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(10)).await;
 }

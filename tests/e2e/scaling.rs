@@ -15,7 +15,8 @@ use kube::api::{Patch, PatchParams, PostParams};
 use serde_json::json;
 use support::{
     Scenario, describe, down_at, event_time, eventually, foo, last_seen, last_transition,
-    occurrences, replicas_and_annotations, replicas_become, sleep_until, whole_second_in,
+    occurrences, replicas_and_annotations, replicas_become, sleep_until, stop_cleanly_and_finish,
+    whole_second_in,
 };
 
 const ORIGINAL: &str = "cronscaler.dev/original-replicas";
@@ -147,10 +148,7 @@ async fn a_deployment_sleeps_and_wakes_on_the_second_and_is_told_only_what_happe
         [conflicts, 2, 2],
         "GETs, PATCHes and Events of two transitions: {transitions:#?}"
     );
-    controller
-        .assert_stops_cleanly(Duration::from_secs(5))
-        .await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(5)).await;
 }
 
 /// `run --dry-run`: the night is told, never made. The Deployment keeps its replicas and gets no
@@ -188,10 +186,7 @@ async fn a_dry_run_tells_the_night_and_changes_nothing() {
         !annotations.contains_key(ORIGINAL) && !annotations.contains_key(LAST),
         "a dry run records nothing: {annotations:?}"
     );
-    controller
-        .assert_stops_cleanly(Duration::from_secs(10))
-        .await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(10)).await;
 }
 
 #[tokio::test]
@@ -240,10 +235,7 @@ async fn a_stateful_set_sleeps_and_wakes_as_a_deployment_does() {
         (replicas == 3 && annotations.get(LAST) == Some(&last_transition(up, "up"))).then_some(())
     })
     .await;
-    controller
-        .assert_stops_cleanly(Duration::from_secs(5))
-        .await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(5)).await;
 }
 
 #[tokio::test]
@@ -312,10 +304,7 @@ async fn cron_jobs_are_suspended_for_the_night_and_get_their_own_suspend_back() 
     .await;
     assert!(suspend, "suspended before the night, it stays suspended");
     assert!(!annotations.contains_key("cronscaler.dev/original-suspend"));
-    controller
-        .assert_stops_cleanly(Duration::from_secs(5))
-        .await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(5)).await;
 }
 
 #[tokio::test]
@@ -359,10 +348,7 @@ async fn a_deploy_at_night_sleeps_only_when_its_grace_period_ends() {
         Utc::now() >= ends,
         "scaled down before its grace period ended"
     );
-    controller
-        .assert_stops_cleanly(Duration::from_secs(5))
-        .await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(5)).await;
 }
 
 #[tokio::test]
@@ -484,8 +470,7 @@ async fn an_invalid_schedule_is_reported_once_across_restarts_and_replica_writes
         "said once for these annotations:\n{}",
         describe(&events)
     );
-    second.assert_stops_cleanly(Duration::from_secs(5)).await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, second, Duration::from_secs(5)).await;
 }
 
 #[tokio::test]
@@ -541,8 +526,7 @@ async fn a_transition_missed_while_stopped_is_applied_once_on_return() {
         describe(&events)
     );
     second.wait_ready().await;
-    second.assert_stops_cleanly(Duration::from_secs(5)).await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, second, Duration::from_secs(5)).await;
 }
 
 #[tokio::test]

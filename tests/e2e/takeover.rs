@@ -15,7 +15,7 @@ use kube::api::PostParams;
 use serde_json::json;
 use support::{
     Scenario, describe, event_time, last_transition, occurrences, replicas_and_annotations,
-    replicas_become, sleep_until, whole_second_in, window_around_now,
+    replicas_become, sleep_until, stop_cleanly_and_finish, whole_second_in, window_around_now,
 };
 
 const THEIR_ORIGINAL: &str = "downscaler/original-replicas";
@@ -131,10 +131,7 @@ async fn what_kube_downscaler_put_to_sleep_wakes_to_its_own_count_at_its_window_
             .all(|event| event.reason.as_deref() != Some("ScaledDown")),
         "nothing sleeps that should not"
     );
-    controller
-        .assert_stops_cleanly(Duration::from_secs(5))
-        .await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(5)).await;
 }
 
 #[tokio::test]
@@ -208,10 +205,7 @@ async fn downtime_from_an_instant_puts_a_deployment_to_sleep_then_for_good() {
         "{}",
         describe(&events)
     );
-    controller
-        .assert_stops_cleanly(Duration::from_secs(5))
-        .await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(5)).await;
 }
 
 #[tokio::test]

@@ -15,7 +15,7 @@ use kube::{
 };
 use serde_json::json;
 use support::{
-    Scenario, envtest, eventually, replicas_become,
+    Scenario, envtest, eventually, replicas_become, stop_cleanly_and_finish,
     wake::{
         AWAKE_UNTIL, PROMPTLY, asked_no_more, install_wake_requests, namespace_annotations,
         request, wake_carried_out, wake_requests, web_asleep, woken_within,
@@ -90,7 +90,7 @@ async fn the_backend_apart_may_only_ask_and_a_request_still_wakes_through_the_co
         return;
     };
     let namespace = scenario.namespace.clone();
-    let mut controller = start_controller(&scenario).await;
+    let controller = start_controller(&scenario).await;
     let kubeconfig = (scenario.plane())
         .sign_in_as("cronscaler-wake")
         .await
@@ -178,10 +178,7 @@ async fn the_backend_apart_may_only_ask_and_a_request_still_wakes_through_the_co
         "a Namespace that did not opt in is woken by nobody"
     );
     backend.assert_stops_cleanly(Duration::from_secs(10)).await;
-    controller
-        .assert_stops_cleanly(Duration::from_secs(10))
-        .await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(10)).await;
 }
 
 /// A request made while no controller led (the leader gone without giving its lease back, the
@@ -224,8 +221,7 @@ async fn a_request_made_while_no_one_led_is_carried_out_by_the_next_leader() {
         .expect("asked while no one leads");
     woken_within(&scenario, &namespace, PROMPTLY).await;
     asked_no_more(&scenario, &namespace).await;
-    second.assert_stops_cleanly(Duration::from_secs(10)).await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, second, Duration::from_secs(10)).await;
 }
 
 /// What else a compromised backend could try with its one grant: a request under another name
@@ -240,7 +236,7 @@ async fn a_compromised_backend_can_neither_name_a_request_otherwise_nor_hold_one
         return;
     };
     let namespace = scenario.namespace.clone();
-    let mut controller = start_controller(&scenario).await;
+    let controller = start_controller(&scenario).await;
     let as_backend = backend_client(&scenario).await;
     web_asleep(&scenario, json!({})).await;
 
@@ -262,10 +258,7 @@ async fn a_compromised_backend_can_neither_name_a_request_otherwise_nor_hold_one
     ask(&as_backend, &namespace)
         .await
         .expect("the name is free for the next ask");
-    controller
-        .assert_stops_cleanly(Duration::from_secs(10))
-        .await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(10)).await;
 }
 
 /// The EndpointSlice wake's grants go with the wake-up backend (`rbac/wake-slices.yaml`): a
@@ -314,8 +307,5 @@ async fn waking_on_requests_says_at_start_whether_it_has_the_slice_grants() {
     ] {
         assert!(lack.contains(lacking), "{lacking}: {lack}");
     }
-    controller
-        .assert_stops_cleanly(Duration::from_secs(10))
-        .await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(10)).await;
 }

@@ -20,7 +20,10 @@ use kube::{
     api::{ListParams, PostParams},
 };
 use serde_json::json;
-use support::{Scenario, cron_at, envtest, mark_pods_ready, sleep_until, whole_second_in};
+use support::{
+    Scenario, cron_at, envtest, mark_pods_ready, sleep_until, stop_cleanly_and_finish,
+    whole_second_in,
+};
 
 const PROMPTLY: Duration = Duration::from_secs(30);
 
@@ -302,10 +305,7 @@ async fn a_stateful_set_wakes_first_and_sleeps_last_and_a_late_one_holds_the_res
         [4, 2],
         "each workload patched once at night and once in the morning, across the restart"
     );
-    controller
-        .assert_stops_cleanly(Duration::from_secs(10))
-        .await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(10)).await;
 }
 
 #[tokio::test]
@@ -387,10 +387,7 @@ async fn namespaces_due_at_one_instant_wake_one_after_another_with_max_waking_na
         });
         assert!(waited.is_some_and(in_whole_seconds), "{note}");
     }
-    controller
-        .assert_stops_cleanly(Duration::from_secs(10))
-        .await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(10)).await;
 }
 
 /// `12s`, `1m5s`: a wait as people write it, without the fractions of a second (`500ms` only

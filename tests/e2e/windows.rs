@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use kube::api::PostParams;
 use serde_json::json;
-use support::{Scenario, describe, occurrences, replicas_become};
+use support::{Scenario, describe, occurrences, replicas_become, stop_cleanly_and_finish};
 
 const ORIGINAL: &str = "cronscaler.dev/original-replicas";
 const LAST: &str = "cronscaler.dev/last-transition";
@@ -101,8 +101,5 @@ async fn a_window_list_covering_the_week_holds_its_state_applied_once_with_its_e
             describe(&events)
         );
     }
-    controller
-        .assert_stops_cleanly(Duration::from_secs(5))
-        .await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(5)).await;
 }

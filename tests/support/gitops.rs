@@ -21,7 +21,7 @@ use super::{
     Scenario,
     crds::{grant_optional, install_crd, shared_crd},
     create_namespace, describe, envtest, events_in, eventually, nightly, occurrences, poll_until,
-    replicas_and_annotations, replicas_become,
+    replicas_and_annotations, replicas_become, stop_cleanly_and_finish,
 };
 
 /// Lateness we accept from a transition: the timer, one reconcile, a busy 2-core machine.
@@ -545,14 +545,11 @@ pub fn assert_said(
 /// Stops the tool played and the controller, and ends the scenario.
 pub async fn end(
     played: tokio::task::JoinHandle<()>,
-    mut controller: super::Controller,
+    controller: super::Controller,
     scenario: Scenario,
 ) {
     played.abort();
-    controller
-        .assert_stops_cleanly(Duration::from_secs(10))
-        .await;
-    scenario.finish().await;
+    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(10)).await;
 }
 
 /// How long until `at`, as a test's wait.

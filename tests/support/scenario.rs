@@ -365,6 +365,17 @@ impl Scenario {
     }
 }
 
+/// Ends a test with its controller: SIGTERM makes `controller` exit 0 within `within`, as
+/// Kubernetes expects of a Pod, then the scenario [finishes](Scenario::finish).
+pub async fn stop_cleanly_and_finish(
+    scenario: Scenario,
+    mut controller: Controller,
+    within: Duration,
+) {
+    controller.assert_stops_cleanly(within).await;
+    scenario.finish().await;
+}
+
 impl Drop for Scenario {
     /// On failure, every controller's log, and the API server's last lines.
     fn drop(&mut self) {
