@@ -7,10 +7,14 @@ use crate::support;
 
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
 use cronscaler::workloads::objects::DISCOVERY_INTERVAL;
-use kube::api::PostParams;
+use kube::{
+    Api,
+    api::{DynamicObject, PostParams},
+};
 use support::{
-    Scenario,
+    Controller, Scenario,
     crds::{grant_optional, install_crd, shared_crd},
     create, describe, envtest, eventually,
     kinds::{
@@ -20,14 +24,32 @@ use support::{
     metric, nightly, occurrences, replicas_become, sleep_until, stop_cleanly_and_finish,
 };
 
-/// The Memcached kind of `group`, counted in `spec.size`, installed, and the controller's
-/// grant to patch it in force.
-async fn memcached(scenario: &Scenario, group: &str) -> kube::api::GroupVersionKind {
-    let kind = install_own_crd(&scenario.client, (group, "Memcached", "memcacheds"), "size").await;
+/// The Memcached kind of `group`, counted in `spec.size`, installed, the controller's grant to
+/// patch it in force, the controller run with it in `--kinds`, ready, and then a Memcached
+/// `(name, size)` whose night begins 8 s later and lasts `seconds`: that `--kinds`, the
+/// controller, the Memcacheds of the scenario's namespace, and the night's end.
+async fn memcached_with_a_night(
+    scenario: &Scenario,
+    group: &str,
+    (name, size): (&str, i32),
+    seconds: i64,
+) -> (String, Controller, Api<DynamicObject>, DateTime<Utc>) {
+    let memcached =
+        install_own_crd(&scenario.client, (group, "Memcached", "memcacheds"), "size").await;
     envtest::wait_allowed(&scenario.client, group, "memcacheds", "patch", None)
         .await
         .expect("the Memcached grant in force");
-    kind
+    let kinds = format!("Deployment.apps,Memcached.{group}");
+    let mut controller = scenario.start_controller("cronscaler", &["--kinds", &kinds]);
+    controller.wait_ready().await;
+    let caches = api(scenario, &memcached, "memcacheds");
+    let (down, up) = night(8, seconds);
+    create(
+        &caches,
+        scalable_at(&memcached, name, ("size", size), nightly(down, up)),
+    )
+    .await;
+    (kinds, controller, caches, up)
 }
 
 /// A kind whose CRD keeps its count in `spec.size`, as the Memcached operator of the Operator
@@ -39,17 +61,8 @@ async fn a_kind_counted_in_a_field_of_its_own_sleeps_and_wakes_by_it_and_status_
     let Some(scenario) = Scenario::shared(test).await else {
         return;
     };
-    let memcached = memcached(&scenario, "size.cronscaler.dev").await;
-    let kinds = "Deployment.apps,Memcached.size.cronscaler.dev";
-    let mut controller = scenario.start_controller("cronscaler", &["--kinds", kinds]);
-    controller.wait_ready().await;
-    let (down, up) = night(8, 12);
-    let caches = api(&scenario, &memcached, "memcacheds");
-    create(
-        &caches,
-        scalable_at(&memcached, "cache", ("size", 4), nightly(down, up)),
-    )
-    .await;
+    let (kinds, controller, caches, up) =
+        memcached_with_a_night(&scenario, "size.cronscaler.dev", ("cache", 4), 12).await;
 
     let asleep = eventually("cache asleep at size 0", LATENESS * 2, || async {
         let object = caches.get("cache").await.ok()?;
@@ -70,7 +83,7 @@ async fn a_kind_counted_in_a_field_of_its_own_sleeps_and_wakes_by_it_and_status_
     assert!(note.contains("scaled down from 4 to 0"), "{note}");
 
     let namespace = scenario.namespace.clone();
-    let shown = scenario.said(&["status", "-n", &namespace, "--kinds", kinds]);
+    let shown = scenario.said(&["status", "-n", &namespace, "--kinds", &kinds]);
     let line = shown
         .lines()
         .find(|line| line.contains("cache"))
@@ -105,18 +118,9 @@ async fn restore_and_plan_read_the_kinds_run_was_told_of() {
     let Some(scenario) = Scenario::shared(test).await else {
         return;
     };
-    let memcached = memcached(&scenario, "restored.cronscaler.dev").await;
-    let kinds = "Deployment.apps,Memcached.restored.cronscaler.dev";
-    let mut controller = scenario.start_controller("cronscaler", &["--kinds", kinds]);
-    controller.wait_ready().await;
-    let caches = api(&scenario, &memcached, "memcacheds");
     // A night that begins after it is made: a new object is not put to sleep at birth.
-    let (down, up) = night(8, 600);
-    create(
-        &caches,
-        scalable_at(&memcached, "store", ("size", 3), nightly(down, up)),
-    )
-    .await;
+    let (kinds, mut controller, caches, _) =
+        memcached_with_a_night(&scenario, "restored.cronscaler.dev", ("store", 3), 600).await;
     eventually("store asleep at size 0", LATENESS * 2, || async {
         (count(&caches.get("store").await.ok()?, "size") == Some(0)).then_some(())
     })
@@ -126,7 +130,7 @@ async fn restore_and_plan_read_the_kinds_run_was_told_of() {
         .await;
 
     let namespace = scenario.namespace.clone();
-    let planned = scenario.said(&["plan", "-n", &namespace, "--kinds", kinds]);
+    let planned = scenario.said(&["plan", "-n", &namespace, "--kinds", &kinds]);
     assert!(
         planned.contains("store"),
         "plan --kinds shows it:\n{planned}"
@@ -138,7 +142,7 @@ async fn restore_and_plan_read_the_kinds_run_was_told_of() {
         "without --kinds, not read: {}",
         String::from_utf8_lossy(&unread.stdout)
     );
-    let said = scenario.said(&["restore", "-n", &namespace, "store", "--kinds", kinds]);
+    let said = scenario.said(&["restore", "-n", &namespace, "store", "--kinds", &kinds]);
     let restored = caches.get("store").await.expect("store");
     assert_eq!(count(&restored, "size"), Some(3), "{said}");
     assert_eq!(replicas(&restored), None, "no spec.replicas written");
