@@ -23,7 +23,7 @@ use k8s_openapi::api::{apps::v1::Deployment, coordination::v1::Lease};
 use kube::{Api, ResourceExt as _, api::ListParams};
 use serde_json::json;
 use support::{
-    Scenario, envtest, eventually, replicas_and_annotations, replicas_become,
+    Scenario, envtest, eventually, replicas_become,
     wake::{LOOPBACK, PROMPTLY, opt_in, request, start_backend, try_request_from, web_asleep},
 };
 
@@ -84,6 +84,27 @@ async fn lease(scenario: &Scenario) -> (String, i32) {
     )
 }
 
+/// `count` Namespaces `{prefix}-{n}` made and opted in to waking with the annotations `more`
+/// gives each, twenty at a time: their names.
+async fn opted_in_namespaces(
+    scenario: &Scenario,
+    prefix: &str,
+    count: usize,
+    more: impl Fn(&str) -> serde_json::Value,
+) -> Vec<String> {
+    let names: Vec<String> = (0..count).map(|n| format!("{prefix}-{n}")).collect();
+    stream::iter(&names)
+        .for_each_concurrent(20, |namespace| {
+            let more = more(namespace);
+            async move {
+                support::create_namespace(&scenario.client, namespace).await;
+                opt_in(scenario, namespace, more).await;
+            }
+        })
+        .await;
+    names
+}
+
 #[tokio::test]
 async fn a_status_flood_neither_delays_the_schedule_nor_costs_the_leader_its_lease() {
     let _alone = ALONE.lock().await;
@@ -97,22 +118,13 @@ async fn a_status_flood_neither_delays_the_schedule_nor_costs_the_leader_its_lea
         envtest::SA_NAMESPACE,
     ];
     let (controller, addr) = start_backend(&scenario, "cronscaler", "127.0.0.2", &elect).await;
-    let names: Vec<String> = (0..NAMESPACES).map(|n| format!("flood-{n}")).collect();
-    stream::iter(&names)
-        .for_each_concurrent(20, |namespace| {
-            let scenario = &scenario;
-            async move {
-                support::create_namespace(&scenario.client, namespace).await;
-                let host = format!("{namespace}.flood.test");
-                opt_in(
-                    scenario,
-                    namespace,
-                    json!({ "cronscaler.dev/wake-hosts": host }),
-                )
-                .await;
-            }
-        })
-        .await;
+    let names = opted_in_namespaces(
+        &scenario,
+        "flood",
+        NAMESPACES,
+        |namespace| json!({ "cronscaler.dev/wake-hosts": format!("{namespace}.flood.test") }),
+    )
+    .await;
     eventually("a leader", Duration::from_secs(30), || async {
         support::lease_holder(&scenario.client, envtest::SA_NAMESPACE, "cronscaler").await
     })
@@ -288,16 +300,7 @@ async fn the_first_request_to_each_of_a_hundred_namespaces_wakes_it_within_a_sec
         return;
     };
     let (wake_up, addr) = start_backend(&scenario, "cronscaler", "127.0.0.1", &[]).await;
-    let names: Vec<String> = (0..WAKES).map(|n| format!("bench-{n}")).collect();
-    stream::iter(&names)
-        .for_each_concurrent(20, |namespace| {
-            let scenario = &scenario;
-            async move {
-                support::create_namespace(&scenario.client, namespace).await;
-                opt_in(scenario, namespace, json!({})).await;
-            }
-        })
-        .await;
+    let names = opted_in_namespaces(&scenario, "bench", WAKES, |_| json!({})).await;
     // Every wake alone: the controller done with the Namespaces just made (their wake slices),
     // so that what is measured is the wake, not the making of 100 Namespaces at once.
     eventually("the controller idle", PROMPTLY, || async {
