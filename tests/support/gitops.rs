@@ -28,6 +28,20 @@ use super::{
 pub const LATENESS: Duration = Duration::from_secs(15);
 pub const GITOPS_PAUSED: &str = "cronscaler.dev/gitops-paused";
 
+/// The owners of a tool, of `(group, version, kind, plural)`, in its `namespace`.
+fn owners(
+    client: &Client,
+    namespace: &str,
+    (group, version, kind, plural): (&str, &str, &str, &str),
+) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk(group, version, kind);
+    Api::namespaced_with(
+        client.clone(),
+        namespace,
+        &ApiResource::from_gvk_with_plural(&gvk, plural),
+    )
+}
+
 /// The GitOps tool a test plays: its owner object, and how it marks and applies what it deploys.
 #[derive(Clone)]
 pub struct Tool {
@@ -44,13 +58,9 @@ pub struct Tool {
 
 impl Tool {
     pub fn argo_cd(client: &Client) -> Self {
-        let gvk = GroupVersionKind::gvk("argoproj.io", "v1alpha1", "Application");
+        let kind = ("argoproj.io", "v1alpha1", "Application", "applications");
         Self {
-            owners: Api::namespaced_with(
-                client.clone(),
-                "argocd",
-                &ApiResource::from_gvk_with_plural(&gvk, "applications"),
-            ),
+            owners: owners(client, "argocd", kind),
             namespace: "argocd",
             name: "shop",
             manager: "argocd-controller",
@@ -60,13 +70,14 @@ impl Tool {
     }
 
     pub fn flux(client: &Client) -> Self {
-        let gvk = GroupVersionKind::gvk("kustomize.toolkit.fluxcd.io", "v1", "Kustomization");
+        let kind = (
+            "kustomize.toolkit.fluxcd.io",
+            "v1",
+            "Kustomization",
+            "kustomizations",
+        );
         Self {
-            owners: Api::namespaced_with(
-                client.clone(),
-                "flux-system",
-                &ApiResource::from_gvk_with_plural(&gvk, "kustomizations"),
-            ),
+            owners: owners(client, "flux-system", kind),
             namespace: "flux-system",
             name: "apps",
             manager: "kustomize-controller",
