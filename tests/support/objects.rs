@@ -17,35 +17,36 @@ use super::Scenario;
 
 /// An nginx Deployment as a user would write it.
 pub fn deployment(name: &str, replicas: i32, annotations: Value) -> Deployment {
-    serde_json::from_value(json!({
-        "metadata": { "name": name, "annotations": annotations },
-        "spec": {
-            "replicas": replicas,
-            "selector": { "matchLabels": { "app": name } },
-            "template": {
-                "metadata": { "labels": { "app": name } },
-                "spec": { "containers": [{ "name": "nginx", "image": "nginx:latest" }] },
-            },
-        },
-    }))
-    .expect("a Deployment")
+    let object = workload(name, replicas, annotations, ("nginx", "nginx:latest"));
+    serde_json::from_value(object).expect("a Deployment")
 }
 
 /// A StatefulSet as a user would write it.
 pub fn stateful_set(name: &str, replicas: i32, annotations: Value) -> StatefulSet {
-    serde_json::from_value(json!({
+    let mut object = workload(name, replicas, annotations, ("db", "postgres:16"));
+    object["spec"]["serviceName"] = json!(name);
+    serde_json::from_value(object).expect("a StatefulSet")
+}
+
+/// A Deployment's or a StatefulSet's fields as a user would write them: `replicas` Pods of one
+/// `(container, image)`, selected by `app: name`.
+fn workload(
+    name: &str,
+    replicas: i32,
+    annotations: Value,
+    (container, image): (&str, &str),
+) -> Value {
+    json!({
         "metadata": { "name": name, "annotations": annotations },
         "spec": {
             "replicas": replicas,
-            "serviceName": name,
             "selector": { "matchLabels": { "app": name } },
             "template": {
                 "metadata": { "labels": { "app": name } },
-                "spec": { "containers": [{ "name": "db", "image": "postgres:16" }] },
+                "spec": { "containers": [{ "name": container, "image": image }] },
             },
         },
-    }))
-    .expect("a StatefulSet")
+    })
 }
 
 /// A CronJob as a user would write it.
