@@ -53,15 +53,17 @@ async fn serve_monitoring_kinds(scenario: &Scenario) {
     }
 }
 
-/// A control plane with nothing installed: the chart installs the CRDs, the namespace and the
-/// RBAC. kube-controller-manager runs: its garbage collector deletes what an uninstall takes.
-async fn bare_cluster(name: &str) -> Option<Scenario> {
+/// Helm, and a control plane with nothing installed: the chart installs the CRDs, the namespace
+/// and the RBAC. kube-controller-manager runs: its garbage collector deletes what an uninstall
+/// takes. `None`, after saying why `test` is skipped, without either.
+async fn helm_and_a_bare_cluster(test: &str, name: &str) -> Option<(&'static Helm, Scenario)> {
+    let helm = Helm::get(test)?;
     let options = envtest::Options {
         crd: false,
         install: false,
         ..envtest::Options::default()
     };
-    Scenario::own(name, options).await
+    Some((helm, Scenario::own(name, options).await?))
 }
 
 /// `helm <op> cronscaler ./charts/cronscaler -n cronscaler` with `values`, as a cluster admin.
@@ -186,10 +188,7 @@ async fn web_falls_asleep(scenario: &Scenario) -> BTreeMap<String, String> {
 #[tokio::test]
 async fn installed_with_helm_it_sleeps_a_deployment_and_upgrade_and_uninstall_keep_the_records() {
     let test = "installed_with_helm";
-    let Some(helm) = Helm::get(test) else {
-        return;
-    };
-    let Some(scenario) = bare_cluster("helm").await else {
+    let Some((helm, scenario)) = helm_and_a_bare_cluster(test, "helm").await else {
         return;
     };
     serve_monitoring_kinds(&scenario).await;
@@ -374,10 +373,7 @@ async fn installed_with_helm_it_sleeps_a_deployment_and_upgrade_and_uninstall_ke
 #[tokio::test]
 async fn installed_for_one_namespace_it_sleeps_a_deployment_there_with_a_role_alone() {
     let test = "installed_for_one_namespace";
-    let Some(helm) = Helm::get(test) else {
-        return;
-    };
-    let Some(scenario) = bare_cluster("helm-scoped").await else {
+    let Some((helm, scenario)) = helm_and_a_bare_cluster(test, "helm-scoped").await else {
         return;
     };
     let values = json!({ "scope": { "namespaces": [scenario.namespace] } });
