@@ -24,6 +24,7 @@ use serde_json::{Value, json};
 use support::{
     Scenario, annotate_namespace, create_deployment, create_namespace, down_at, envtest,
     event_time, events_in, eventually, occurrences, prometheus, replicas_and_annotations,
+    replicas_become,
     wake::{request, start_backend},
     whole_second_in,
 };
@@ -64,6 +65,12 @@ async fn web_replicas(scenario: &Scenario, namespace: &str) -> Option<i32> {
     replicas_and_annotations(&deployments, "web")
         .await
         .map(|(replicas, _)| replicas)
+}
+
+/// Waits until `namespace`'s web has `replicas`, failing with `what` after [`PROMPTLY`].
+async fn web_becomes(scenario: &Scenario, namespace: &str, replicas: i32, what: &str) {
+    let deployments: Api<Deployment> = Api::namespaced(scenario.client.clone(), namespace);
+    replicas_become(&deployments, "web", replicas, what, PROMPTLY).await;
 }
 
 /// The controller over the whole cluster, counting requests with `prometheus`, and the wake-up
@@ -222,10 +229,7 @@ async fn idle_namespaces_sleep_until_a_request_used_ones_stay_up_and_without_pro
         slept_at >= started + IDLE_AFTER,
         "not before idle-after since the controller's start: {slept_at} vs {started}"
     );
-    eventually("quiet's web asleep", PROMPTLY, || async {
-        (web_replicas(&scenario, &quiet).await? == 0).then_some(())
-    })
-    .await;
+    web_becomes(&scenario, &quiet, 0, "quiet's web asleep").await;
     let annotations = namespace_annotations(&scenario, &quiet)
         .await
         .expect("the Namespace");
@@ -249,10 +253,7 @@ async fn idle_namespaces_sleep_until_a_request_used_ones_stay_up_and_without_pro
     // A request after the idle sleep wakes it, and the sleep's `idle-since` goes with it.
     let answer = request(addr, "/", &[("X-Namespace", quiet.as_str())]).await;
     assert_eq!(answer.status, 503, "the wake-up page");
-    eventually("quiet woken by the request", PROMPTLY, || async {
-        (web_replicas(&scenario, &quiet).await? == 2).then_some(())
-    })
-    .await;
+    web_becomes(&scenario, &quiet, 2, "quiet woken by the request").await;
     let annotations = namespace_annotations(&scenario, &quiet)
         .await
         .expect("the Namespace");
@@ -278,10 +279,7 @@ async fn idle_namespaces_sleep_until_a_request_used_ones_stay_up_and_without_pro
     annotate_namespace(&scenario.client, &busy, schedule).await;
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(web_replicas(&scenario, &busy).await, Some(2));
-    eventually("busy asleep by its schedule", PROMPTLY, || async {
-        (web_replicas(&scenario, &busy).await? == 0).then_some(())
-    })
-    .await;
+    web_becomes(&scenario, &busy, 0, "busy asleep by its schedule").await;
     let said = events_in(&scenario.client, "default", &busy).await;
     assert_eq!(occurrences(&said, "IdleUnknown"), 1, "{said:?}");
     assert_eq!(occurrences(&said, "IdleSleep"), 0, "{said:?}");
