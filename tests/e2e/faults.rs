@@ -13,8 +13,8 @@ use k8s_openapi::api::{apps::v1::Deployment, core::v1::Namespace};
 use kube::{Api, api::PostParams};
 use serde_json::json;
 use support::{
-    Scenario, describe, down_at, envtest, eventually, example_foo, last_transition, metric,
-    occurrences, poll_until, replicas_and_annotations, say, sleep_until, whole_second_in,
+    Scenario, assert_occurrences, down_at, envtest, eventually, example_foo, last_transition,
+    metric, poll_until, replicas_and_annotations, say, sleep_until, whole_second_in,
 };
 
 const LATENESS: Duration = Duration::from_secs(15);
@@ -95,11 +95,11 @@ async fn a_transition_due_during_an_api_server_outage_is_applied_once_soon_after
     // Once: give a second application time to show.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let events = scenario.events("overnight").await;
-    assert_eq!(
-        occurrences(&events, "ScaledDown"),
+    assert_occurrences(
+        &events,
+        "ScaledDown",
         1,
-        "one missed transition, one scale-down:\n{}",
-        describe(&events)
+        "one missed transition, one scale-down",
     );
     assert!(
         took <= Duration::from_secs(10),

@@ -18,7 +18,7 @@ use kube::{
 };
 use serde_json::json;
 use support::{
-    Scenario,
+    Scenario, assert_occurrences,
     crds::{grant_optional, install_crd, shared_crd},
     create, describe, envtest, eventually,
     kinds::{
@@ -173,18 +173,8 @@ async fn a_rollout_and_a_crd_of_our_own_sleep_and_wake_to_their_counts_through_r
         })
         .await;
         let events = scenario.events(name).await;
-        assert_eq!(
-            occurrences(&events, "ScaledDown"),
-            1,
-            "{name}:\n{}",
-            describe(&events)
-        );
-        assert_eq!(
-            occurrences(&events, "ScaledUp"),
-            1,
-            "{name}:\n{}",
-            describe(&events)
-        );
+        assert_occurrences(&events, "ScaledDown", 1, name);
+        assert_occurrences(&events, "ScaledUp", 1, name);
     }
     stop_cleanly_and_finish(scenario, controller, Duration::from_secs(10)).await;
 }
@@ -475,12 +465,7 @@ async fn a_cnpg_cluster_hibernates_at_night_and_one_hibernated_before_stays_so()
     })
     .await;
     let events = scenario.events("db").await;
-    assert_eq!(
-        occurrences(&events, "ScaledUp"),
-        1,
-        "db:\n{}",
-        describe(&events)
-    );
+    assert_occurrences(&events, "ScaledUp", 1, "db");
     let cold = clusters.get("cold").await.expect("cold");
     assert_eq!(
         annotations(&cold).get(HIBERNATION).map(String::as_str),

@@ -14,9 +14,9 @@ use chrono::Utc;
 use kube::api::{Patch, PatchParams, PostParams};
 use serde_json::json;
 use support::{
-    Scenario, describe, down_at, event_time, eventually, foo, last_seen, last_transition,
-    occurrences, replicas_and_annotations, replicas_become, sleep_until, stop_cleanly_and_finish,
-    whole_second_in,
+    Scenario, assert_occurrences, describe, down_at, event_time, eventually, foo, last_seen,
+    last_transition, replicas_and_annotations, replicas_become, sleep_until,
+    stop_cleanly_and_finish, whole_second_in,
 };
 
 const ORIGINAL: &str = "cronscaler.dev/original-replicas";
@@ -62,12 +62,7 @@ async fn a_deployment_sleeps_and_wakes_on_the_second_and_is_told_only_what_happe
         "{followed:?}"
     );
     let events = scenario.events("nightly").await;
-    assert_eq!(
-        occurrences(&events, "ScaledUp"),
-        0,
-        "nothing was scaled up:\n{}",
-        describe(&events)
-    );
+    assert_occurrences(&events, "ScaledUp", 0, "nothing was scaled up");
 
     let annotations =
         replicas_become(&deployments, "nightly", 0, "the scale-down to 0", LATENESS).await;
@@ -102,12 +97,7 @@ async fn a_deployment_sleeps_and_wakes_on_the_second_and_is_told_only_what_happe
     })
     .await;
     for reason in ["ScaledDown", "ScaledUp"] {
-        assert_eq!(
-            occurrences(&events, reason),
-            1,
-            "one scale each way, one Event each:\n{}",
-            describe(&events)
-        );
+        assert_occurrences(&events, reason, 1, "one scale each way, one Event each");
     }
     // The floor, by the audit log: each transition is its patch and its Event, planned on what
     // the watch delivered, with no read of the object.
@@ -464,11 +454,11 @@ async fn an_invalid_schedule_is_reported_once_across_restarts_and_replica_writes
         .expect("replicas written by someone else");
     tokio::time::sleep(Duration::from_secs(5)).await;
     let events = scenario.events("broken").await;
-    assert_eq!(
-        occurrences(&events, "InvalidSchedule"),
+    assert_occurrences(
+        &events,
+        "InvalidSchedule",
         1,
-        "said once for these annotations:\n{}",
-        describe(&events)
+        "said once for these annotations",
     );
     stop_cleanly_and_finish(scenario, second, Duration::from_secs(5)).await;
 }
@@ -519,11 +509,11 @@ async fn a_transition_missed_while_stopped_is_applied_once_on_return() {
     // Once: give a second application time to show.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let events = scenario.events("missed").await;
-    assert_eq!(
-        occurrences(&events, "ScaledDown"),
+    assert_occurrences(
+        &events,
+        "ScaledDown",
         1,
-        "one missed transition, one scale-down:\n{}",
-        describe(&events)
+        "one missed transition, one scale-down",
     );
     second.wait_ready().await;
     stop_cleanly_and_finish(scenario, second, Duration::from_secs(5)).await;

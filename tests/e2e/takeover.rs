@@ -14,8 +14,9 @@ use chrono::{DateTime, Timelike, Utc};
 use kube::api::PostParams;
 use serde_json::json;
 use support::{
-    Scenario, describe, event_time, last_transition, occurrences, replicas_and_annotations,
-    replicas_become, sleep_until, stop_cleanly_and_finish, whole_second_in, window_around_now,
+    Scenario, assert_occurrences, describe, event_time, last_transition, occurrences,
+    replicas_and_annotations, replicas_become, sleep_until, stop_cleanly_and_finish,
+    whole_second_in, window_around_now,
 };
 
 const THEIR_ORIGINAL: &str = "downscaler/original-replicas";
@@ -185,20 +186,10 @@ async fn downtime_from_an_instant_puts_a_deployment_to_sleep_then_for_good() {
     assert_eq!(replicas, 0, "still asleep: {annotations:?}");
     assert_eq!(annotations.get(LAST), Some(&slept), "no later transition");
     let events = scenario.events("retiring").await;
-    assert_eq!(
-        occurrences(&events, "ScaledDown"),
-        1,
-        "one scale-down:\n{}",
-        describe(&events)
-    );
+    assert_occurrences(&events, "ScaledDown", 1, "one scale-down");
     // The state before the instant (awake, as ever) was applied once at creation, changing
     // nothing, and told so; nothing scaled it up, then or since.
-    assert_eq!(
-        occurrences(&events, "ScaledUp"),
-        0,
-        "nothing woke it:\n{}",
-        describe(&events)
-    );
+    assert_occurrences(&events, "ScaledUp", 0, "nothing woke it");
     assert_eq!(
         occurrences(&events, "ScheduleFollowed"),
         1,

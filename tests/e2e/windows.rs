@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use kube::api::PostParams;
 use serde_json::json;
-use support::{Scenario, describe, occurrences, replicas_become, stop_cleanly_and_finish};
+use support::{Scenario, assert_occurrences, replicas_become, stop_cleanly_and_finish};
 
 const ORIGINAL: &str = "cronscaler.dev/original-replicas";
 const LAST: &str = "cronscaler.dev/last-transition";
@@ -94,12 +94,7 @@ async fn a_window_list_covering_the_week_holds_its_state_applied_once_with_its_e
     tokio::time::sleep(Duration::from_secs(4)).await;
     for (name, reason) in [("idle", "ScaledDown"), ("busy", "ScaledUp")] {
         let events = scenario.events(name).await;
-        assert_eq!(
-            occurrences(&events, reason),
-            1,
-            "{name}: applied once:\n{}",
-            describe(&events)
-        );
+        assert_occurrences(&events, reason, 1, &format!("{name}: applied once"));
     }
     stop_cleanly_and_finish(scenario, controller, Duration::from_secs(5)).await;
 }

@@ -18,9 +18,9 @@ use kube::{
 use serde_json::{Value, json};
 
 use super::{
-    Scenario,
+    Scenario, assert_occurrences,
     crds::{grant_optional, install_crd, shared_crd},
-    create_namespace, describe, envtest, events_in, eventually, nightly, occurrences, poll_until,
+    create_namespace, envtest, events_in, eventually, nightly, occurrences, poll_until,
     replicas_and_annotations, replicas_become, stop_cleanly_and_finish,
 };
 
@@ -544,12 +544,7 @@ pub fn assert_said(
     what: &str,
 ) {
     for (reason, count) in counts {
-        assert_eq!(
-            occurrences(events, reason),
-            *count,
-            "{reason} {what}:\n{}",
-            describe(events)
-        );
+        assert_occurrences(events, reason, *count, &format!("{reason} {what}"));
     }
 }
 

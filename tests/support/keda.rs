@@ -15,7 +15,7 @@ use kube::{
 use serde_json::json;
 
 use super::{
-    Scenario,
+    Scenario, assert_occurrences,
     crds::{install_crd, shared_crd},
 };
 
@@ -138,11 +138,6 @@ fn hpa(scaler: &DynamicObject, workload: &str) -> HorizontalPodAutoscaler {
 pub async fn no_revert_told(scenario: &Scenario) {
     for name in ["web", "web-scaler"] {
         let events = scenario.events(name).await;
-        assert_eq!(
-            super::occurrences(&events, "ScaleReverted"),
-            0,
-            "{name}:\n{}",
-            super::describe(&events)
-        );
+        assert_occurrences(&events, "ScaleReverted", 0, name);
     }
 }

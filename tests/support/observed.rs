@@ -55,6 +55,17 @@ pub fn occurrences(events: &[Event], reason: &str) -> i32 {
         .sum()
 }
 
+/// Asserts `reason` was said `count` times in `events`, as [`occurrences`] counts them, failing
+/// with `what` and the Events as `kubectl describe` shows them.
+pub fn assert_occurrences(events: &[Event], reason: &str, count: i32, what: &str) {
+    assert_eq!(
+        occurrences(events, reason),
+        count,
+        "{what}:\n{}",
+        describe(events)
+    );
+}
+
 /// When the Event was emitted (its `eventTime`, to the microsecond).
 pub fn event_time(event: &Event) -> Option<DateTime<Utc>> {
     let at = &event.event_time.as_ref()?.0;
