@@ -14,7 +14,7 @@ use kube::{Api, api::PostParams};
 use serde_json::json;
 use support::{
     Scenario, assert_occurrences, down_at, envtest, eventually, example_foo, last_transition,
-    metric, poll_until, replicas_and_annotations, say, sleep_until, whole_second_in,
+    metric, poll_until, replicas_and_annotations, replicas_now, say, sleep_until, whole_second_in,
 };
 
 const LATENESS: Duration = Duration::from_secs(15);
@@ -47,10 +47,11 @@ async fn a_transition_due_during_an_api_server_outage_is_applied_once_soon_after
     // Stopping takes up to a few seconds (SIGTERM, then SIGKILL): start early enough that the
     // API server is gone well before the transition.
     sleep_until(down - chrono::Duration::seconds(6)).await;
-    let (replicas, _) = replicas_and_annotations(&deployments, "overnight")
-        .await
-        .expect("the Deployment");
-    assert_eq!(replicas, 2, "replicas before the outage");
+    assert_eq!(
+        replicas_now(&deployments, "overnight", "the Deployment").await,
+        2,
+        "replicas before the outage"
+    );
     let stopping = Instant::now();
     scenario.plane().stop_apiserver();
     let stopped = Utc::now();
@@ -307,10 +308,11 @@ async fn a_webhook_failing_one_deployment_backs_it_off_and_the_rest_are_scaled()
          probes of /version",
         late - early
     ));
-    let (replicas, _) = replicas_and_annotations(&scenario.deployments(), "guarded")
-        .await
-        .expect("the guarded Deployment");
-    assert_eq!(replicas, 2, "the webhook refused every write");
+    assert_eq!(
+        replicas_now(&scenario.deployments(), "guarded", "the guarded Deployment").await,
+        2,
+        "the webhook refused every write"
+    );
     assert!(
         scaled.is_some(),
         "the other namespace's Deployment was not scaled down within {LATENESS:?} of its \

@@ -16,7 +16,7 @@ use support::{
         given_back, night, nightly_in, owner_events, paused_night_of, paused_record, record, stays,
         until, wait_replicas, web,
     },
-    nightly, replicas_and_annotations, replicas_become, sleep_until,
+    nightly, replicas_become, replicas_now, sleep_until,
 };
 
 /// A night of `seconds` in `pause` beside the Application `shop`, started 15 s from now, with
@@ -160,10 +160,11 @@ async fn with_ignore_self_heal_is_warned_of_before_the_night_and_its_revert_name
         ("GitOpsWillRevert", 1),
     ];
     assert_said(&events, &once, "on web");
-    let (replicas, _) = replicas_and_annotations(&deployments, "web")
-        .await
-        .expect("web");
-    assert_eq!(replicas, 3, "Argo CD's");
+    assert_eq!(
+        replicas_now(&deployments, "web", "web").await,
+        3,
+        "Argo CD's"
+    );
     end(played, controller, scenario).await;
 }
 
@@ -413,10 +414,11 @@ async fn without_the_optional_grant_pause_is_refused_with_a_warning_and_the_rest
     let events = scenario.events("web").await;
     let once = [("ScaledDown", 1), ("GitOpsPauseRefused", 1)];
     assert_said(&events, &once, "on web: slept once, no fight");
-    let (replicas, _) = replicas_and_annotations(&deployments, "plain")
-        .await
-        .expect("plain");
-    assert_eq!(replicas, 0, "what no tool deploys sleeps on");
+    assert_eq!(
+        replicas_now(&deployments, "plain", "plain").await,
+        0,
+        "what no tool deploys sleeps on"
+    );
     assert!(controller.is_running());
     end(played, controller, scenario).await;
 }

@@ -19,7 +19,7 @@ use kube::{
 use serde_json::json;
 use support::{
     Controller, Scenario, describe, eventually, last_transition, replicas_and_annotations,
-    replicas_become, sleep_until, stop_cleanly_and_finish, whole_second_in,
+    replicas_become, replicas_now, sleep_until, stop_cleanly_and_finish, whole_second_in,
 };
 
 const ORIGINAL_MIN: &str = "cronscaler.dev/original-min-replicas";
@@ -149,11 +149,8 @@ async fn an_hpa_is_held_at_down_replicas_for_the_night_and_given_its_bounds_back
     );
 
     sleep_until(up - chrono::Duration::seconds(2)).await;
-    let (replicas, _) = replicas_and_annotations(&deployments, "web")
-        .await
-        .expect("the Deployment");
     assert_eq!(
-        replicas,
+        replicas_now(&deployments, "web", "the Deployment").await,
         1,
         "the held HPA left the night alone:\n{}",
         describe(&scenario.events("web").await)
@@ -204,11 +201,9 @@ async fn with_down_replicas_zero_the_hpa_is_left_alone_and_stops_by_itself() {
     replicas_become(&deployments, "api", 0, "the scale-down to 0", LATENESS).await;
     // Longer than the HPA controller's sync period: at 0 replicas it does not act.
     tokio::time::sleep(Duration::from_secs(20)).await;
-    let (replicas, _) = replicas_and_annotations(&deployments, "api")
-        .await
-        .expect("the Deployment");
     assert_eq!(
-        replicas, 0,
+        replicas_now(&deployments, "api", "the Deployment").await,
+        0,
         "the HPA stops acting on a target at 0 replicas"
     );
     let hpa = hpas.get("api").await.expect("the HPA");
@@ -279,11 +274,8 @@ async fn a_person_s_scale_at_night_gives_a_held_hpa_its_bounds_back() {
 
     // Longer than the HPA controller's sync period: a held HPA would have scaled it back to 1.
     tokio::time::sleep(HPA_SYNC).await;
-    let (replicas, _) = replicas_and_annotations(&deployments, "nightly")
-        .await
-        .expect("the Deployment");
     assert_eq!(
-        replicas,
+        replicas_now(&deployments, "nightly", "the Deployment").await,
         4,
         "the person's 4 stands:\n{}",
         describe(&scenario.events("nightly").await)
@@ -427,10 +419,10 @@ async fn restore_gives_a_held_hpa_its_bounds_back() {
         !annotations.contains_key(ORIGINAL_MIN) && !annotations.contains_key(ORIGINAL_MAX),
         "{annotations:?}"
     );
-    let (replicas, _) = replicas_and_annotations(&deployments, "batch")
-        .await
-        .expect("the Deployment");
-    assert_eq!(replicas, 3);
+    assert_eq!(
+        replicas_now(&deployments, "batch", "the Deployment").await,
+        3
+    );
     scenario.finish().await;
 }
 
@@ -470,9 +462,10 @@ async fn a_hold_a_stop_left_undone_is_made_at_the_next_start() {
     .await;
     assert_eq!(record.get(ORIGINAL_MIN).map(String::as_str), Some("2"));
     assert_eq!(record.get(ORIGINAL_MAX).map(String::as_str), Some("5"));
-    let (replicas, _) = replicas_and_annotations(&deployments, "night")
-        .await
-        .expect("the Deployment");
-    assert_eq!(replicas, 1, "the workload is left as it is");
+    assert_eq!(
+        replicas_now(&deployments, "night", "the Deployment").await,
+        1,
+        "the workload is left as it is"
+    );
     stop_cleanly_and_finish(scenario, controller, Duration::from_secs(5)).await;
 }

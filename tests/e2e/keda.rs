@@ -17,8 +17,8 @@ use serde_json::json;
 use support::{
     Scenario, annotate_namespace, create, create_deployment, envtest, eventually,
     keda::{self, PAUSED, PAUSED_REPLICAS},
-    nightly, replicas_and_annotations, replicas_become, sleep_until, stop_cleanly_and_finish,
-    whole_second_in,
+    nightly, replicas_and_annotations, replicas_become, replicas_now, sleep_until,
+    stop_cleanly_and_finish, whole_second_in,
 };
 
 /// Lateness we accept from a transition: the timer, one reconcile, KEDA's poll, a busy 2-core
@@ -104,10 +104,11 @@ async fn a_restart_before_the_give_back_and_a_restore_at_night_leave_keda_holdin
     let mut controller = scenario.start_cluster_wide_controller("cronscaler", &[]);
     controller.wait_ready().await;
     given_back(&scaled_objects, "web-scaler").await;
-    let (replicas, _) = replicas_and_annotations(&deployments, "web")
-        .await
-        .expect("web");
-    assert_eq!(replicas, 3, "KEDA's paused holds it at its count");
+    assert_eq!(
+        replicas_now(&deployments, "web", "web").await,
+        3,
+        "KEDA's paused holds it at its count"
+    );
 
     // Asleep at night, paused at 2 before it, when the controller is uninstalled: `restore`.
     create_deployment(&scenario.client, &namespace, "api", 0).await;
@@ -217,10 +218,11 @@ async fn a_scaled_object_paused_before_the_night_wakes_its_workload_to_its_count
     )
     .await;
     sleep_until(up - chrono::Duration::seconds(1)).await;
-    let (replicas, _) = replicas_and_annotations(&deployments, "web")
-        .await
-        .expect("web");
-    assert_eq!(replicas, 0, "asleep all night");
+    assert_eq!(
+        replicas_now(&deployments, "web", "web").await,
+        0,
+        "asleep all night"
+    );
     assert_eq!(
         cronscaler_on(&deployments, "web").await,
         Vec::<String>::new(),
@@ -240,10 +242,11 @@ async fn a_scaled_object_paused_before_the_night_wakes_its_workload_to_its_count
     .await;
     assert_eq!(scaler.get(PAUSED).map(String::as_str), Some("true"));
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let (replicas, _) = replicas_and_annotations(&deployments, "web")
-        .await
-        .expect("web");
-    assert_eq!(replicas, 3, "paused at its count, as before the night");
+    assert_eq!(
+        replicas_now(&deployments, "web", "web").await,
+        3,
+        "paused at its count, as before the night"
+    );
     assert_eq!(
         cronscaler_on(&deployments, "web").await,
         Vec::<String>::new()

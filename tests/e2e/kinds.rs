@@ -25,7 +25,7 @@ use support::{
         LATENESS, annotations, api, asleep_remembering, gvk, install_own_crd, night, replicas,
         rollout, scalable,
     },
-    nightly, occurrences, replicas_and_annotations, replicas_become, sleep_until,
+    nightly, occurrences, replicas_and_annotations, replicas_become, replicas_now, sleep_until,
     stop_cleanly_and_finish,
 };
 
@@ -354,10 +354,11 @@ async fn a_keda_workload_s_own_schedule_sleeps_it_through_its_scaled_object() {
     );
 
     sleep_until(up - chrono::Duration::seconds(1)).await;
-    let (replicas, _) = replicas_and_annotations(&deployments, "api")
-        .await
-        .expect("api");
-    assert_eq!(replicas, 0, "asleep all night, no fight with KEDA");
+    assert_eq!(
+        replicas_now(&deployments, "api", "api").await,
+        0,
+        "asleep all night, no fight with KEDA"
+    );
     eventually("api-scaler unpaused", LATENESS, || async {
         let scaler = scaled_objects.get("api-scaler").await.ok()?;
         (!annotations(&scaler).contains_key(PAUSED_REPLICAS)).then_some(())

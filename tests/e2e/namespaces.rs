@@ -17,7 +17,7 @@ use kube::{
 };
 use serde_json::json;
 use support::{
-    Scenario, envtest, eventually, metric, replicas_and_annotations, replicas_become,
+    Scenario, envtest, eventually, metric, replicas_and_annotations, replicas_become, replicas_now,
     stop_cleanly_and_finish, whole_second_in,
 };
 
@@ -122,10 +122,11 @@ async fn a_namespace_schedule_puts_its_workloads_to_sleep_and_removing_it_wakes_
         "{note}"
     );
     for name in ["own-schedule", "left-out"] {
-        let (replicas, _) = replicas_and_annotations(&deployments, name)
-            .await
-            .expect("the Deployment");
-        assert_eq!(replicas, 2, "{name} does not follow the namespace");
+        assert_eq!(
+            replicas_now(&deployments, name, "the Deployment").await,
+            2,
+            "{name} does not follow the namespace"
+        );
     }
     // What the Namespace's night withholds, in the controller's gauges.
     let series = |name: &str, kind: &str| {

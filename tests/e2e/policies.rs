@@ -17,7 +17,7 @@ use kube::{
 };
 use serde_json::json;
 use support::{
-    Scenario, envtest, eventually, replicas_and_annotations, replicas_become,
+    Scenario, envtest, eventually, replicas_and_annotations, replicas_become, replicas_now,
     stop_cleanly_and_finish,
 };
 
@@ -158,11 +158,9 @@ async fn a_policy_sleeps_the_namespaces_it_selects_and_wakes_them_when_it_stops(
         note.contains("from SleepPolicy/previews-at-night"),
         "{note}"
     );
-    let (replicas, _) = replicas_and_annotations(&staging, "web")
-        .await
-        .expect("staging's web");
     assert_eq!(
-        replicas, 2,
+        replicas_now(&staging, "web", "staging's web").await,
+        2,
         "a Namespace the policy does not select is left alone"
     );
     // `status` and `plan` see what the policy schedules, as the controller does.

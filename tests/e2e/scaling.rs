@@ -15,7 +15,7 @@ use kube::api::{Patch, PatchParams, PostParams};
 use serde_json::json;
 use support::{
     Scenario, assert_occurrences, describe, down_at, event_time, eventually, foo, last_seen,
-    last_transition, replicas_and_annotations, replicas_become, sleep_until,
+    last_transition, replicas_and_annotations, replicas_become, replicas_now, sleep_until,
     stop_cleanly_and_finish, whole_second_in,
 };
 
@@ -45,10 +45,11 @@ async fn a_deployment_sleeps_and_wakes_on_the_second_and_is_told_only_what_happe
         .expect("an annotated Deployment");
 
     sleep_until(down - chrono::Duration::seconds(1)).await;
-    let (replicas, _) = replicas_and_annotations(&deployments, "nightly")
-        .await
-        .expect("the Deployment");
-    assert_eq!(replicas, 2, "replicas a second before the scale-down");
+    assert_eq!(
+        replicas_now(&deployments, "nightly", "the Deployment").await,
+        2,
+        "replicas a second before the scale-down"
+    );
     // Annotated awake, its schedule's last transition (yesterday's) a scale-up: recorded, and
     // told as followed, never as a scale-up that did not happen.
     let followed = scenario
@@ -322,10 +323,11 @@ async fn a_deploy_at_night_sleeps_only_when_its_grace_period_ends() {
         .expect("the server sets creationTimestamp");
     let ends = chrono::DateTime::from_timestamp(created_at + 10, 0).expect("an instant");
     sleep_until(ends - chrono::Duration::seconds(2)).await;
-    let (replicas, _) = replicas_and_annotations(&deployments, "deployed-tonight")
-        .await
-        .expect("the Deployment");
-    assert_eq!(replicas, 2, "left running in its first seconds");
+    assert_eq!(
+        replicas_now(&deployments, "deployed-tonight", "the Deployment").await,
+        2,
+        "left running in its first seconds"
+    );
     replicas_become(
         &deployments,
         "deployed-tonight",
@@ -483,11 +485,9 @@ async fn a_transition_missed_while_stopped_is_applied_once_on_return() {
     sleep_until(down - chrono::Duration::seconds(4)).await;
     first.assert_stops_cleanly(Duration::from_secs(5)).await;
     sleep_until(down + chrono::Duration::seconds(3)).await;
-    let (replicas, _) = replicas_and_annotations(&deployments, "missed")
-        .await
-        .expect("the Deployment");
     assert_eq!(
-        replicas, 2,
+        replicas_now(&deployments, "missed", "the Deployment").await,
+        2,
         "nobody scaled while the controller was stopped"
     );
 

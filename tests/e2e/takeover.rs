@@ -15,7 +15,7 @@ use kube::api::PostParams;
 use serde_json::json;
 use support::{
     Scenario, assert_occurrences, describe, event_time, last_transition, occurrences,
-    replicas_and_annotations, replicas_become, sleep_until, stop_cleanly_and_finish,
+    replicas_and_annotations, replicas_become, replicas_now, sleep_until, stop_cleanly_and_finish,
     whole_second_in, window_around_now,
 };
 
@@ -120,10 +120,11 @@ async fn what_kube_downscaler_put_to_sleep_wakes_to_its_own_count_at_its_window_
         "{woken:?}"
     );
 
-    let (replicas, _) = replicas_and_annotations(&deployments, "awake")
-        .await
-        .expect("the Deployment inside its window");
-    assert_eq!(replicas, 2, "what is inside its window is left alone");
+    assert_eq!(
+        replicas_now(&deployments, "awake", "the Deployment inside its window").await,
+        2,
+        "what is inside its window is left alone"
+    );
     assert!(
         scenario
             .events("awake")

@@ -21,7 +21,7 @@ use super::{
     Scenario, assert_occurrences,
     crds::{grant_optional, install_crd, shared_crd},
     create_namespace, envtest, events_in, eventually, nightly, occurrences, poll_until,
-    replicas_and_annotations, replicas_become, stop_cleanly_and_finish,
+    replicas_become, replicas_now, stop_cleanly_and_finish,
 };
 
 /// Lateness we accept from a transition: the timer, one reconcile, a busy 2-core machine.
@@ -472,10 +472,11 @@ pub async fn wait_replicas(
 /// Asserts `web` stays at `replicas` until `until`.
 pub async fn stays(deployments: &Api<Deployment>, replicas: i32, until: DateTime<Utc>, what: &str) {
     while Utc::now() < until {
-        let (now, _) = replicas_and_annotations(deployments, "web")
-            .await
-            .expect("web");
-        assert_eq!(now, replicas, "{what}");
+        assert_eq!(
+            replicas_now(deployments, "web", "web").await,
+            replicas,
+            "{what}"
+        );
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
 }

@@ -127,6 +127,15 @@ pub async fn replicas_and_annotations(
     Some((replicas, deployment.annotations().clone()))
 }
 
+/// The replicas of the Deployment `name` now, as `kubectl get` shows them; the test fails
+/// naming `what` should it be gone.
+pub async fn replicas_now(deployments: &Api<Deployment>, name: &str, what: &str) -> i32 {
+    let (replicas, _) = replicas_and_annotations(deployments, name)
+        .await
+        .expect(what);
+    replicas
+}
+
 /// Waits until the Deployment `name` has `replicas`, as `kubectl get` shows it, or fails naming
 /// `what` after `within`: its annotations then.
 pub async fn replicas_become(
