@@ -21,7 +21,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use kube::Api;
 use serde_json::{Value, json};
 use support::{
-    Scenario, envtest, eventually,
+    Scenario, deploy, envtest, eventually,
     wake::{
         AWAKE_UNTIL, LOOPBACK, PROMPTLY, namespace_annotations, opt_in, request_from,
         start_backend, try_request_from, web_asleep,
@@ -72,13 +72,14 @@ async fn pinned_connections_turn_no_visitor_away_and_delay_no_transition() {
     let due = support::whole_second_in(20);
     support::create_namespace(&scenario.client, "pinned-due").await;
     let deployments: Api<Deployment> = Api::namespaced(scenario.client.clone(), "pinned-due");
-    deployments
-        .create(
-            &Default::default(),
-            &support::deployment("due", 2, support::down_at(due)),
-        )
-        .await
-        .expect("a Deployment due to sleep");
+    deploy(
+        &deployments,
+        "due",
+        2,
+        support::down_at(due),
+        "a Deployment due to sleep",
+    )
+    .await;
     let before = (controller.backend)
         .open_descriptors()
         .expect("the backend's descriptors");

@@ -23,7 +23,7 @@ use k8s_openapi::api::{apps::v1::Deployment, coordination::v1::Lease};
 use kube::{Api, ResourceExt as _, api::ListParams};
 use serde_json::json;
 use support::{
-    Scenario, envtest, eventually, replicas_become,
+    Scenario, deploy, envtest, eventually, replicas_become,
     wake::{LOOPBACK, PROMPTLY, opt_in, request, start_backend, try_request_from, web_asleep},
 };
 
@@ -155,13 +155,14 @@ async fn a_status_flood_neither_delays_the_schedule_nor_costs_the_leader_its_lea
         .for_each_concurrent(10, |(name, due)| {
             let deployments = &deployments;
             async move {
-                deployments
-                    .create(
-                        &Default::default(),
-                        &support::deployment(name, 1, support::down_at(*due)),
-                    )
-                    .await
-                    .expect("a Deployment");
+                deploy(
+                    &deployments,
+                    name,
+                    1,
+                    support::down_at(*due),
+                    "a Deployment",
+                )
+                .await;
             }
         })
         .await;

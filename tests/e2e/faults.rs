@@ -13,8 +13,9 @@ use k8s_openapi::api::{apps::v1::Deployment, core::v1::Namespace};
 use kube::{Api, api::PostParams};
 use serde_json::json;
 use support::{
-    Scenario, assert_occurrences, down_at, envtest, eventually, example_foo, last_transition,
-    metric, poll_until, replicas_and_annotations, replicas_now, say, sleep_until, whole_second_in,
+    Scenario, assert_occurrences, deploy, down_at, envtest, eventually, example_foo,
+    last_transition, metric, poll_until, replicas_and_annotations, replicas_now, say, sleep_until,
+    whole_second_in,
 };
 
 const LATENESS: Duration = Duration::from_secs(15);
@@ -31,13 +32,14 @@ async fn a_transition_due_during_an_api_server_outage_is_applied_once_soon_after
     controller.wait_ready().await;
     let deployments = scenario.deployments();
     let down = whole_second_in(15);
-    deployments
-        .create(
-            &PostParams::default(),
-            &support::deployment("overnight", 2, down_at(down)),
-        )
-        .await
-        .expect("an annotated Deployment");
+    deploy(
+        &deployments,
+        "overnight",
+        2,
+        down_at(down),
+        "an annotated Deployment",
+    )
+    .await;
     eventually("the controller to hold the schedule", LATENESS, || async {
         let metrics = controller.metrics().await?;
         (metric(&metrics, "cronscaler_schedules")? >= 1.0).then_some(())
@@ -137,13 +139,14 @@ async fn without_the_foo_crd_deployments_are_scaled_and_a_crd_installed_later_is
     }
     let deployments = scenario.deployments();
     let down = whole_second_in(6);
-    deployments
-        .create(
-            &PostParams::default(),
-            &support::deployment("plain", 2, down_at(down)),
-        )
-        .await
-        .expect("an annotated Deployment");
+    deploy(
+        &deployments,
+        "plain",
+        2,
+        down_at(down),
+        "an annotated Deployment",
+    )
+    .await;
     let scaled = poll_until(LATENESS, || async {
         let (replicas, _) = replicas_and_annotations(&deployments, "plain").await?;
         (replicas == 0).then_some(())
@@ -259,13 +262,14 @@ async fn a_webhook_failing_one_deployment_backs_it_off_and_the_rest_are_scaled()
     // Due while the guarded one is failing and backing off.
     let later = down + chrono::Duration::seconds(20);
     let others: Api<Deployment> = Api::namespaced(scenario.client.clone(), &other);
-    others
-        .create(
-            &PostParams::default(),
-            &support::deployment("plain", 2, down_at(later)),
-        )
-        .await
-        .expect("the other namespace's Deployment");
+    deploy(
+        &others,
+        "plain",
+        2,
+        down_at(later),
+        "the other namespace's Deployment",
+    )
+    .await;
 
     let patches = || {
         plane

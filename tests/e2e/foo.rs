@@ -17,7 +17,8 @@ use kube::{
 };
 use serde_json::json;
 use support::{
-    Scenario, envtest::Options, eventually, example_foo, foo, poll_until, stop_cleanly_and_finish,
+    Scenario, deploy, envtest::Options, eventually, example_foo, foo, poll_until,
+    stop_cleanly_and_finish,
 };
 
 /// For what the controller does at once: a watch event, one reconcile.
@@ -138,13 +139,14 @@ async fn a_deployment_of_someone_else_is_reported_and_left_alone() {
     let mut controller = scenario.start_controller("cronscaler", &[]);
     controller.wait_ready().await;
     let deployments = scenario.deployments();
-    deployments
-        .create(
-            &PostParams::default(),
-            &support::deployment("squatter", 0, json!({})),
-        )
-        .await
-        .expect("a Deployment of someone else");
+    deploy(
+        &deployments,
+        "squatter",
+        0,
+        json!({}),
+        "a Deployment of someone else",
+    )
+    .await;
 
     scenario
         .foos()

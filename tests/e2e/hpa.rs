@@ -18,7 +18,7 @@ use kube::{
 };
 use serde_json::json;
 use support::{
-    Controller, Scenario, describe, eventually, last_transition, replicas_and_annotations,
+    Controller, Scenario, deploy, describe, eventually, last_transition, replicas_and_annotations,
     replicas_become, replicas_now, sleep_until, stop_cleanly_and_finish, whole_second_in,
 };
 
@@ -68,13 +68,14 @@ async fn held_for_the_night(
         "cronscaler.dev/scale-down": support::cron_at(whole_second_in(5)),
         "cronscaler.dev/down-replicas": "1",
     });
-    deployments
-        .create(
-            &PostParams::default(),
-            &support::deployment(name, replicas, annotations),
-        )
-        .await
-        .expect("an annotated Deployment");
+    deploy(
+        &deployments,
+        name,
+        replicas,
+        annotations,
+        "an annotated Deployment",
+    )
+    .await;
     eventually("the HPA held at 1", LATENESS, || async {
         let (min, max, _) = bounds(&hpas, name).await?;
         (min, max).eq(&(1, 1)).then_some(())
@@ -119,13 +120,14 @@ async fn an_hpa_is_held_at_down_replicas_for_the_night_and_given_its_bounds_back
         "cronscaler.dev/scale-up": support::cron_at(up),
         "cronscaler.dev/down-replicas": "1",
     });
-    deployments
-        .create(
-            &PostParams::default(),
-            &support::deployment("web", 2, annotations),
-        )
-        .await
-        .expect("an annotated Deployment");
+    deploy(
+        &deployments,
+        "web",
+        2,
+        annotations,
+        "an annotated Deployment",
+    )
+    .await;
 
     eventually("the scale-down to 1", LATENESS, || async {
         let (replicas, annotations) = replicas_and_annotations(&deployments, "web").await?;
@@ -191,13 +193,14 @@ async fn with_down_replicas_zero_the_hpa_is_left_alone_and_stops_by_itself() {
         .await
         .expect("an HPA");
     let down = whole_second_in(6);
-    deployments
-        .create(
-            &PostParams::default(),
-            &support::deployment("api", 3, support::down_at(down)),
-        )
-        .await
-        .expect("an annotated Deployment");
+    deploy(
+        &deployments,
+        "api",
+        3,
+        support::down_at(down),
+        "an annotated Deployment",
+    )
+    .await;
     replicas_become(&deployments, "api", 0, "the scale-down to 0", LATENESS).await;
     // Longer than the HPA controller's sync period: at 0 replicas it does not act.
     tokio::time::sleep(Duration::from_secs(20)).await;
@@ -301,13 +304,14 @@ async fn the_hpa_s_own_change_of_replicas_is_no_scale_reverted() {
         "cronscaler.dev/scale-up": support::cron_at(up),
         "cronscaler.dev/up-replicas": "1",
     });
-    deployments
-        .create(
-            &PostParams::default(),
-            &support::deployment("shop", 3, annotations),
-        )
-        .await
-        .expect("an annotated Deployment");
+    deploy(
+        &deployments,
+        "shop",
+        3,
+        annotations,
+        "an annotated Deployment",
+    )
+    .await;
     eventually("the scale-up to 1", LATENESS, || async {
         let (replicas, annotations) = replicas_and_annotations(&deployments, "shop").await?;
         (replicas == 1 && annotations.get(LAST) == Some(&last_transition(up, "up"))).then_some(())
@@ -445,13 +449,14 @@ async fn a_hold_a_stop_left_undone_is_made_at_the_next_start() {
     annotations["cronscaler.dev/down-replicas"] = json!("1");
     annotations["cronscaler.dev/original-replicas"] = json!("3");
     annotations[LAST] = json!(last_transition(down, "down"));
-    deployments
-        .create(
-            &PostParams::default(),
-            &support::deployment("night", 1, annotations),
-        )
-        .await
-        .expect("a sleeping Deployment");
+    deploy(
+        &deployments,
+        "night",
+        1,
+        annotations,
+        "a sleeping Deployment",
+    )
+    .await;
 
     let mut controller = scenario.start_controller("cronscaler", &[]);
     controller.wait_ready().await;

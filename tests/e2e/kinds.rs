@@ -20,7 +20,7 @@ use serde_json::json;
 use support::{
     Scenario, assert_occurrences,
     crds::{grant_optional, install_crd, shared_crd},
-    create, describe, envtest, eventually,
+    create, deploy, describe, envtest, eventually,
     kinds::{
         LATENESS, annotations, api, asleep_remembering, gvk, install_own_crd, night, replicas,
         rollout, scalable,
@@ -187,13 +187,14 @@ async fn a_keda_scaled_deployment_sleeps_through_its_scaled_object_with_no_fight
     };
 
     let deployments = scenario.deployments();
-    deployments
-        .create(
-            &PostParams::default(),
-            &support::deployment("web", 2, json!({})),
-        )
-        .await
-        .expect("the Deployment KEDA scales");
+    deploy(
+        &deployments,
+        "web",
+        2,
+        json!({}),
+        "the Deployment KEDA scales",
+    )
+    .await;
     let (down, up) = night(10, 12);
     // One ScaledObject had paused-replicas of its own before the night: it gets it back.
     let scaler = create(&scaled_objects, json!({
@@ -316,13 +317,14 @@ async fn a_keda_workload_s_own_schedule_sleeps_it_through_its_scaled_object() {
     .await;
     let hpa = keda_hpa(&scenario, &scaler, "api").await;
     let (down, up) = night(10, 12);
-    deployments
-        .create(
-            &PostParams::default(),
-            &support::deployment("api", 2, nightly(down, up)),
-        )
-        .await
-        .expect("the Deployment KEDA scales, with a schedule of its own");
+    deploy(
+        &deployments,
+        "api",
+        2,
+        nightly(down, up),
+        "the Deployment KEDA scales, with a schedule of its own",
+    )
+    .await;
     let keda = play_keda(&deployments, &scaled_objects, "api", "api-scaler");
 
     eventually("api-scaler paused at 0", LATENESS * 2, || async {

@@ -10,11 +10,10 @@ use crate::support;
 
 use std::time::{Duration, Instant};
 
-use kube::api::PostParams;
 use support::{
-    Controller, Scenario, describe, down_at, envtest::SA_NAMESPACE, eventually, lease_holder,
-    metric, poll_until, replicas_and_annotations, replicas_become, stop_cleanly_and_finish,
-    whole_second_in,
+    Controller, Scenario, deploy, describe, down_at, envtest::SA_NAMESPACE, eventually,
+    lease_holder, metric, poll_until, replicas_and_annotations, replicas_become,
+    stop_cleanly_and_finish, whole_second_in,
 };
 
 /// What Kubernetes allows a Pod between SIGTERM and SIGKILL is 30 s by default; the controller
@@ -89,13 +88,14 @@ async fn a_standby_takes_over_within_seconds_when_the_leader_stops() {
     let down = whole_second_in(6);
     let up = down + chrono::Duration::seconds(14);
     let annotations = support::nightly(down, up);
-    deployments
-        .create(
-            &PostParams::default(),
-            &support::deployment("shift", 2, annotations),
-        )
-        .await
-        .expect("an annotated Deployment");
+    deploy(
+        &deployments,
+        "shift",
+        2,
+        annotations,
+        "an annotated Deployment",
+    )
+    .await;
     replicas_become(
         &deployments,
         "shift",
@@ -176,13 +176,14 @@ async fn a_standby_reports_an_empty_workqueue() {
     let (leader, standby) = two_replicas(&scenario).await;
     let deployments = scenario.deployments();
     let down = whole_second_in(5);
-    deployments
-        .create(
-            &PostParams::default(),
-            &support::deployment("watched", 2, down_at(down)),
-        )
-        .await
-        .expect("an annotated Deployment");
+    deploy(
+        &deployments,
+        "watched",
+        2,
+        down_at(down),
+        "an annotated Deployment",
+    )
+    .await;
     replicas_become(
         &deployments,
         "watched",
@@ -235,13 +236,14 @@ async fn restore_refuses_while_a_controller_leads() {
     };
     let (mut leader, _) = elected(&scenario, &["only"]).await;
     let deployments = scenario.deployments();
-    deployments
-        .create(
-            &PostParams::default(),
-            &support::deployment("sleepy", 3, down_at(whole_second_in(4))),
-        )
-        .await
-        .expect("an annotated Deployment");
+    deploy(
+        &deployments,
+        "sleepy",
+        3,
+        down_at(whole_second_in(4)),
+        "an annotated Deployment",
+    )
+    .await;
     eventually("the scale-down", LATENESS, || async {
         let (replicas, annotations) = replicas_and_annotations(&deployments, "sleepy").await?;
         (replicas == 0 && annotations.contains_key("cronscaler.dev/original-replicas"))

@@ -17,8 +17,8 @@ use kube::{
 };
 use serde_json::json;
 use support::{
-    Scenario, envtest, eventually, metric, replicas_and_annotations, replicas_become, replicas_now,
-    stop_cleanly_and_finish, whole_second_in,
+    Scenario, deploy, envtest, eventually, metric, replicas_and_annotations, replicas_become,
+    replicas_now, stop_cleanly_and_finish, whole_second_in,
 };
 
 /// Lateness we accept from a transition: the timer, one reconcile, a busy 2-core machine.
@@ -43,13 +43,7 @@ async fn a_namespace_schedule_puts_its_workloads_to_sleep_and_removing_it_wakes_
         ),
         ("left-out", json!({ "cronscaler.dev/exclude": "true" })),
     ] {
-        deployments
-            .create(
-                &PostParams::default(),
-                &support::deployment(name, 2, annotations),
-            )
-            .await
-            .expect("a Deployment");
+        deploy(&deployments, name, 2, annotations, "a Deployment").await;
     }
     scenario
         .stateful_sets()
@@ -232,13 +226,14 @@ async fn without_the_namespaces_grant_workloads_are_still_scaled() {
         "cronscaler.dev/scale-down": support::cron_at(down),
         "cronscaler.dev/scale-up": support::cron_at(down + chrono::Duration::hours(1)),
     });
-    deployments
-        .create(
-            &PostParams::default(),
-            &support::deployment("web", 2, annotations),
-        )
-        .await
-        .expect("an annotated Deployment");
+    deploy(
+        &deployments,
+        "web",
+        2,
+        annotations,
+        "an annotated Deployment",
+    )
+    .await;
     // The workloads' watches wait 30 s for the Namespaces, scaling as long for the HPAs, then
     // both go on without them.
     replicas_become(
@@ -264,13 +259,14 @@ async fn a_namespace_of_forty_workloads_gets_its_event() {
     controller.wait_ready().await;
     let deployments = scenario.deployments();
     for n in 0..40 {
-        deployments
-            .create(
-                &PostParams::default(),
-                &support::deployment(&format!("checkout-frontend-service-{n:02}"), 1, json!({})),
-            )
-            .await
-            .expect("a Deployment");
+        deploy(
+            &deployments,
+            &format!("checkout-frontend-service-{n:02}"),
+            1,
+            json!({}),
+            "a Deployment",
+        )
+        .await;
     }
     let down = whole_second_in(8);
     let namespaces: Api<Namespace> = Api::all(scenario.client.clone());

@@ -16,7 +16,7 @@ use kube::{
 };
 use serde_json::json;
 use support::{
-    Scenario, envtest, eventually, occurrences, replicas_and_annotations, replicas_become,
+    Scenario, deploy, envtest, eventually, occurrences, replicas_and_annotations, replicas_become,
     stop_cleanly_and_finish,
 };
 
@@ -48,13 +48,7 @@ async fn windows_and_holidays_decide_at_start() {
             }),
         ),
     ] {
-        deployments
-            .create(
-                &PostParams::default(),
-                &support::deployment(name, 2, annotations),
-            )
-            .await
-            .expect("a Deployment");
+        deploy(&deployments, name, 2, annotations, "a Deployment").await;
     }
     let mut controller = scenario.start_controller("cronscaler", &NO_GRACE);
     controller.wait_ready().await;
@@ -86,13 +80,14 @@ async fn sleep_on_demand_ends_once_even_when_it_runs_out_while_the_controller_is
     };
     let deployments = scenario.deployments();
     let window = support::window_around_now();
-    deployments
-        .create(
-            &PostParams::default(),
-            &support::deployment("web", 3, json!({ "cronscaler.dev/uptime": window })),
-        )
-        .await
-        .expect("a Deployment");
+    deploy(
+        &deployments,
+        "web",
+        3,
+        json!({ "cronscaler.dev/uptime": window }),
+        "a Deployment",
+    )
+    .await;
     let mut controller = scenario.start_controller("cronscaler", &NO_GRACE);
     controller.wait_ready().await;
     eventually("the window's scale-up recorded", LATENESS, || async {
@@ -323,20 +318,17 @@ async fn a_sleep_on_demand_ending_into_a_scale_down_keeps_the_count_it_took() {
     };
     let deployments = scenario.deployments();
     let last_night = support::whole_second_in(-3600);
-    deployments
-        .create(
-            &PostParams::default(),
-            &support::deployment(
-                "web",
-                5,
-                json!({
-                    "cronscaler.dev/scale-down": support::cron_at(last_night),
-                    "cronscaler.dev/last-transition": support::last_transition(last_night, "down"),
-                }),
-            ),
-        )
-        .await
-        .expect("a Deployment");
+    deploy(
+        &deployments,
+        "web",
+        5,
+        json!({
+            "cronscaler.dev/scale-down": support::cron_at(last_night),
+            "cronscaler.dev/last-transition": support::last_transition(last_night, "down"),
+        }),
+        "a Deployment",
+    )
+    .await;
     let mut controller = scenario.start_controller("cronscaler", &NO_GRACE);
     controller.wait_ready().await;
 
@@ -400,17 +392,14 @@ async fn wake_until_the_next_scale_down_reads_the_default_timezone() {
     let deployments = scenario.deployments();
     // At this time of day in UTC; in Tokyo (UTC+9) the same wall clock comes 15 hours later.
     let down = support::whole_second_in(2 * 3600);
-    deployments
-        .create(
-            &PostParams::default(),
-            &support::deployment(
-                "web",
-                1,
-                json!({ "cronscaler.dev/scale-down": support::cron_at(down) }),
-            ),
-        )
-        .await
-        .expect("a Deployment");
+    deploy(
+        &deployments,
+        "web",
+        1,
+        json!({ "cronscaler.dev/scale-down": support::cron_at(down) }),
+        "a Deployment",
+    )
+    .await;
     let asked = scenario.run(&[
         "wake",
         "-n",
@@ -450,20 +439,17 @@ async fn an_override_too_far_ahead_waits_for_its_reach_while_the_schedule_goes_o
     let last_night = support::whole_second_in(-3600);
     // 30 s ahead, 15 s more than the controller accepts.
     let until = support::whole_second_in(30);
-    deployments
-        .create(
-            &PostParams::default(),
-            &support::deployment(
-                "web",
-                2,
-                json!({
-                    "cronscaler.dev/scale-down": support::cron_at(last_night),
-                    "cronscaler.dev/awake-until": until.to_rfc3339(),
-                }),
-            ),
-        )
-        .await
-        .expect("a Deployment");
+    deploy(
+        &deployments,
+        "web",
+        2,
+        json!({
+            "cronscaler.dev/scale-down": support::cron_at(last_night),
+            "cronscaler.dev/awake-until": until.to_rfc3339(),
+        }),
+        "a Deployment",
+    )
+    .await;
     let mut controller = scenario.start_controller(
         "cronscaler",
         &["--grace-period", "0s", "--max-override", "15s"],

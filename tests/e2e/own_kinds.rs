@@ -9,14 +9,11 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use cronscaler::workloads::objects::DISCOVERY_INTERVAL;
-use kube::{
-    Api,
-    api::{DynamicObject, PostParams},
-};
+use kube::{Api, api::DynamicObject};
 use support::{
     Controller, Scenario,
     crds::{grant_optional, install_crd, shared_crd},
-    create, describe, envtest, eventually,
+    create, deploy, describe, envtest, eventually,
     kinds::{
         LATENESS, READ, annotations, api, apply_all, asleep_remembering, count, grant, gvk,
         install_own_crd, night, replicas, rollout, scalable, scalable_at,
@@ -224,14 +221,14 @@ async fn a_kind_not_installed_is_taken_in_when_its_crd_appears_and_a_forbidden_o
 
     // The others still sleep.
     let (down, up) = night(8, 60);
-    scenario
-        .deployments()
-        .create(
-            &PostParams::default(),
-            &support::deployment("web", 2, nightly(down, up)),
-        )
-        .await
-        .expect("a Deployment");
+    deploy(
+        &scenario.deployments(),
+        "web",
+        2,
+        nightly(down, up),
+        "a Deployment",
+    )
+    .await;
     replicas_become(
         &scenario.deployments(),
         "web",

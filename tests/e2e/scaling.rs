@@ -14,9 +14,9 @@ use chrono::Utc;
 use kube::api::{Patch, PatchParams, PostParams};
 use serde_json::json;
 use support::{
-    Scenario, assert_occurrences, describe, down_at, event_time, eventually, foo, last_seen,
-    last_transition, replicas_and_annotations, replicas_become, replicas_now, sleep_until,
-    stop_cleanly_and_finish, whole_second_in,
+    Scenario, assert_occurrences, deploy, describe, down_at, event_time, eventually, foo,
+    last_seen, last_transition, replicas_and_annotations, replicas_become, replicas_now,
+    sleep_until, stop_cleanly_and_finish, whole_second_in,
 };
 
 const ORIGINAL: &str = "cronscaler.dev/original-replicas";
@@ -36,13 +36,14 @@ async fn a_deployment_sleeps_and_wakes_on_the_second_and_is_told_only_what_happe
     let down = whole_second_in(8);
     let up = down + chrono::Duration::seconds(8);
     let annotations = support::nightly(down, up);
-    deployments
-        .create(
-            &PostParams::default(),
-            &support::deployment("nightly", 2, annotations),
-        )
-        .await
-        .expect("an annotated Deployment");
+    deploy(
+        &deployments,
+        "nightly",
+        2,
+        annotations,
+        "an annotated Deployment",
+    )
+    .await;
 
     sleep_until(down - chrono::Duration::seconds(1)).await;
     assert_eq!(
@@ -154,13 +155,14 @@ async fn a_dry_run_tells_the_night_and_changes_nothing() {
     let deployments = scenario.deployments();
     let down = whole_second_in(6);
     let up = down + chrono::Duration::hours(1);
-    deployments
-        .create(
-            &PostParams::default(),
-            &support::deployment("web", 2, support::nightly(down, up)),
-        )
-        .await
-        .expect("an annotated Deployment");
+    deploy(
+        &deployments,
+        "web",
+        2,
+        support::nightly(down, up),
+        "an annotated Deployment",
+    )
+    .await;
     let told = scenario
         .event("web", "ScaledDown", Duration::from_secs(6) + LATENESS)
         .await;
@@ -309,13 +311,14 @@ async fn a_deploy_at_night_sleeps_only_when_its_grace_period_ends() {
     // A scale-down a few seconds ago: for a Deployment created now, a catch-up.
     let passed = whole_second_in(-3);
     let annotations = json!({ "cronscaler.dev/scale-down": support::cron_at(passed) });
-    let created = deployments
-        .create(
-            &PostParams::default(),
-            &support::deployment("deployed-tonight", 2, annotations),
-        )
-        .await
-        .expect("an annotated Deployment");
+    let created = deploy(
+        &deployments,
+        "deployed-tonight",
+        2,
+        annotations,
+        "an annotated Deployment",
+    )
+    .await;
     let created_at = created
         .metadata
         .creation_timestamp
@@ -395,13 +398,14 @@ async fn a_foo_is_scheduled_and_a_bad_schedule_is_reported() {
         "cronscaler.dev/scale-down": "0 0 20 * * *",
         "cronscaler.dev/timezone": "Mars/Olympus",
     });
-    deployments
-        .create(
-            &PostParams::default(),
-            &support::deployment("broken", 1, broken),
-        )
-        .await
-        .expect("a Deployment with a bad schedule");
+    deploy(
+        &deployments,
+        "broken",
+        1,
+        broken,
+        "a Deployment with a bad schedule",
+    )
+    .await;
     let event = scenario.event("broken", "InvalidSchedule", LATENESS).await;
     assert_eq!(event.type_.as_deref(), Some("Warning"));
     let note = event.note.unwrap_or_default();
@@ -429,13 +433,14 @@ async fn an_invalid_schedule_is_reported_once_across_restarts_and_replica_writes
         "cronscaler.dev/scale-down": "0 0 20 * * *",
         "cronscaler.dev/timezone": "Mars/Olympus",
     });
-    deployments
-        .create(
-            &PostParams::default(),
-            &support::deployment("broken", 1, broken),
-        )
-        .await
-        .expect("a Deployment with an invalid schedule");
+    deploy(
+        &deployments,
+        "broken",
+        1,
+        broken,
+        "a Deployment with an invalid schedule",
+    )
+    .await;
     let mut first = scenario.start_controller("first", &[]);
     first.wait_ready().await;
     scenario.event("broken", "InvalidSchedule", LATENESS).await;
@@ -474,13 +479,14 @@ async fn a_transition_missed_while_stopped_is_applied_once_on_return() {
     let mut first = scenario.start_controller("cronscaler", &[]);
     first.wait_ready().await;
     let down = whole_second_in(8);
-    deployments
-        .create(
-            &PostParams::default(),
-            &support::deployment("missed", 2, down_at(down)),
-        )
-        .await
-        .expect("an annotated Deployment");
+    deploy(
+        &deployments,
+        "missed",
+        2,
+        down_at(down),
+        "an annotated Deployment",
+    )
+    .await;
 
     sleep_until(down - chrono::Duration::seconds(4)).await;
     first.assert_stops_cleanly(Duration::from_secs(5)).await;
@@ -528,13 +534,14 @@ async fn restore_wakes_a_sleeping_deployment_and_removes_the_controllers_annotat
     let mut controller = scenario.start_controller("cronscaler", &[]);
     controller.wait_ready().await;
     let down = whole_second_in(5);
-    deployments
-        .create(
-            &PostParams::default(),
-            &support::deployment("sleepy", 3, down_at(down)),
-        )
-        .await
-        .expect("an annotated Deployment");
+    deploy(
+        &deployments,
+        "sleepy",
+        3,
+        down_at(down),
+        "an annotated Deployment",
+    )
+    .await;
     eventually("the scale-down to 0", LATENESS, || async {
         let (replicas, annotations) = replicas_and_annotations(&deployments, "sleepy").await?;
         (replicas == 0 && annotations.contains_key(ORIGINAL)).then_some(())
@@ -586,13 +593,14 @@ async fn the_scale_up_event_says_what_the_scale_up_did() {
     let down = whole_second_in(4);
     let up = down + chrono::Duration::seconds(3);
     let annotations = support::nightly(down, up);
-    deployments
-        .create(
-            &PostParams::default(),
-            &support::deployment("woken", 2, annotations),
-        )
-        .await
-        .expect("an annotated Deployment");
+    deploy(
+        &deployments,
+        "woken",
+        2,
+        annotations,
+        "an annotated Deployment",
+    )
+    .await;
     eventually("the scale-up", LATENESS, || async {
         let (_, annotations) = replicas_and_annotations(&deployments, "woken").await?;
         (annotations.get(LAST) == Some(&last_transition(up, "up"))).then_some(())

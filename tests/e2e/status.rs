@@ -23,8 +23,8 @@ use kube::{
 };
 use serde_json::{Value, json};
 use support::{
-    Scenario, down_at, envtest, eventually, last_transition, metric, replicas_and_annotations,
-    whole_second_in,
+    Scenario, deploy, down_at, envtest, eventually, last_transition, metric,
+    replicas_and_annotations, whole_second_in,
 };
 
 /// Lateness we accept from a transition: the timer, one reconcile, a busy 2-core machine.
@@ -48,13 +48,14 @@ async fn status_tells_each_scheduled_object_and_the_replicas_asleep() {
     // Put to sleep by the controller itself, so status reads what the controller writes.
     let mut controller = scenario.start_controller("cronscaler", &[]);
     controller.wait_ready().await;
-    deployments
-        .create(
-            &PostParams::default(),
-            &support::deployment("sleepy", 3, down_at(whole_second_in(4))),
-        )
-        .await
-        .expect("a scheduled Deployment");
+    deploy(
+        &deployments,
+        "sleepy",
+        3,
+        down_at(whole_second_in(4)),
+        "a scheduled Deployment",
+    )
+    .await;
     eventually("the scale-down of sleepy", LATENESS, || async {
         let (replicas, annotations) = replicas_and_annotations(&deployments, "sleepy").await?;
         (replicas == 0 && annotations.contains_key("cronscaler.dev/original-replicas"))
@@ -113,13 +114,7 @@ async fn status_tells_each_scheduled_object_and_the_replicas_asleep() {
             }),
         ),
     ] {
-        deployments
-            .create(
-                &PostParams::default(),
-                &support::deployment(name, replicas, annotations),
-            )
-            .await
-            .expect("a Deployment");
+        deploy(&deployments, name, replicas, annotations, "a Deployment").await;
     }
     scenario
         .cron_jobs()
@@ -341,21 +336,17 @@ async fn without_the_namespaces_grant_status_says_so_and_goes_on() {
     )
     .expect("writing the viewer's kubeconfig");
 
-    scenario
-        .deployments()
-        .create(
-            &PostParams::default(),
-            &support::deployment(
-                "own",
-                2,
-                json!({
-                    "cronscaler.dev/scale-down": "0 0 3 * * *",
-                    "cronscaler.dev/scale-up": "0 0 4 * * *",
-                }),
-            ),
-        )
-        .await
-        .expect("a scheduled Deployment");
+    deploy(
+        &scenario.deployments(),
+        "own",
+        2,
+        json!({
+            "cronscaler.dev/scale-down": "0 0 3 * * *",
+            "cronscaler.dev/scale-up": "0 0 4 * * *",
+        }),
+        "a scheduled Deployment",
+    )
+    .await;
 
     let path = path.to_string_lossy().to_string();
     // The authorizer learns of the new binding from a watch: a moment's refusal of the

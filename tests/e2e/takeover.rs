@@ -11,10 +11,9 @@ use crate::support;
 use std::time::Duration;
 
 use chrono::{DateTime, Timelike, Utc};
-use kube::api::PostParams;
 use serde_json::json;
 use support::{
-    Scenario, assert_occurrences, describe, event_time, last_transition, occurrences,
+    Scenario, assert_occurrences, deploy, describe, event_time, last_transition, occurrences,
     replicas_and_annotations, replicas_become, replicas_now, sleep_until, stop_cleanly_and_finish,
     whole_second_in, window_around_now,
 };
@@ -52,28 +51,22 @@ async fn what_kube_downscaler_put_to_sleep_wakes_to_its_own_count_at_its_window_
         clock(start + chrono::Duration::hours(1))
     );
     // As kube-downscaler leaves them: one asleep with its count recorded, one inside its window.
-    deployments
-        .create(
-            &PostParams::default(),
-            &support::deployment(
-                "asleep",
-                0,
-                json!({ "downscaler/uptime": window, THEIR_ORIGINAL: "3" }),
-            ),
-        )
-        .await
-        .expect("a Deployment kube-downscaler put to sleep");
-    deployments
-        .create(
-            &PostParams::default(),
-            &support::deployment(
-                "awake",
-                2,
-                json!({ "downscaler/uptime": window_around_now() }),
-            ),
-        )
-        .await
-        .expect("a Deployment inside its window");
+    deploy(
+        &deployments,
+        "asleep",
+        0,
+        json!({ "downscaler/uptime": window, THEIR_ORIGINAL: "3" }),
+        "a Deployment kube-downscaler put to sleep",
+    )
+    .await;
+    deploy(
+        &deployments,
+        "awake",
+        2,
+        json!({ "downscaler/uptime": window_around_now() }),
+        "a Deployment inside its window",
+    )
+    .await;
     let mut controller = scenario.start_controller("cronscaler", &[FLAG, "--grace-period", "0s"]);
     controller.wait_ready().await;
 
@@ -150,13 +143,14 @@ async fn downtime_from_an_instant_puts_a_deployment_to_sleep_then_for_good() {
         "from {}",
         down.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
     );
-    deployments
-        .create(
-            &PostParams::default(),
-            &support::deployment("retiring", 2, json!({ "downscaler/downtime": from })),
-        )
-        .await
-        .expect("a Deployment to sleep from an instant on");
+    deploy(
+        &deployments,
+        "retiring",
+        2,
+        json!({ "downscaler/downtime": from }),
+        "a Deployment to sleep from an instant on",
+    )
+    .await;
 
     sleep_until(down - chrono::Duration::seconds(1)).await;
     let (replicas, annotations) = replicas_and_annotations(&deployments, "retiring")
@@ -206,17 +200,14 @@ async fn status_plan_and_restore_read_what_kube_downscaler_left() {
         return;
     };
     let deployments = scenario.deployments();
-    deployments
-        .create(
-            &PostParams::default(),
-            &support::deployment(
-                "left",
-                0,
-                json!({ "downscaler/downtime": window_around_now(), THEIR_ORIGINAL: "4" }),
-            ),
-        )
-        .await
-        .expect("a Deployment kube-downscaler put to sleep");
+    deploy(
+        &deployments,
+        "left",
+        0,
+        json!({ "downscaler/downtime": window_around_now(), THEIR_ORIGINAL: "4" }),
+        "a Deployment kube-downscaler put to sleep",
+    )
+    .await;
     let namespace = scenario.namespace.as_str();
 
     let status = scenario.run(&["status", "-n", namespace, FLAG]);

@@ -8,9 +8,8 @@ use crate::support;
 
 use std::time::Duration;
 
-use kube::api::PostParams;
 use serde_json::json;
-use support::{Scenario, assert_occurrences, replicas_become, stop_cleanly_and_finish};
+use support::{Scenario, assert_occurrences, deploy, replicas_become, stop_cleanly_and_finish};
 
 const ORIGINAL: &str = "cronscaler.dev/original-replicas";
 const LAST: &str = "cronscaler.dev/last-transition";
@@ -27,32 +26,26 @@ async fn a_window_list_covering_the_week_holds_its_state_applied_once_with_its_e
     let mut controller = scenario.start_controller("cronscaler", &["--grace-period", "0s"]);
     controller.wait_ready().await;
     let deployments = scenario.deployments();
-    deployments
-        .create(
-            &PostParams::default(),
-            &support::deployment(
-                "idle",
-                2,
-                json!({ "cronscaler.dev/downtime": "Mon-Sun 00:00-24:00" }),
-            ),
-        )
-        .await
-        .expect("a Deployment asleep all week");
-    deployments
-        .create(
-            &PostParams::default(),
-            &support::deployment(
-                "busy",
-                0,
-                json!({
-                    "cronscaler.dev/uptime": "Mon-Fri 00:00-24:00, Sat-Sun 00:00-24:00",
-                    ORIGINAL: "3",
-                    LAST: "2026-01-05T20:00:00Z down",
-                }),
-            ),
-        )
-        .await
-        .expect("a Deployment asleep by an earlier schedule, awake all week now");
+    deploy(
+        &deployments,
+        "idle",
+        2,
+        json!({ "cronscaler.dev/downtime": "Mon-Sun 00:00-24:00" }),
+        "a Deployment asleep all week",
+    )
+    .await;
+    deploy(
+        &deployments,
+        "busy",
+        0,
+        json!({
+            "cronscaler.dev/uptime": "Mon-Fri 00:00-24:00, Sat-Sun 00:00-24:00",
+            ORIGINAL: "3",
+            LAST: "2026-01-05T20:00:00Z down",
+        }),
+        "a Deployment asleep by an earlier schedule, awake all week now",
+    )
+    .await;
 
     let annotations = replicas_become(
         &deployments,

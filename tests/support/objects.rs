@@ -21,6 +21,25 @@ pub fn deployment(name: &str, replicas: i32, annotations: Value) -> Deployment {
     serde_json::from_value(object).expect("a Deployment")
 }
 
+/// Creates the nginx Deployment `name` of `replicas` with `annotations` in `deployments`, as a
+/// user applies it: the Deployment the API server made. The test fails saying `what` was
+/// refused.
+pub async fn deploy(
+    deployments: &Api<Deployment>,
+    name: &str,
+    replicas: i32,
+    annotations: Value,
+    what: &str,
+) -> Deployment {
+    deployments
+        .create(
+            &PostParams::default(),
+            &deployment(name, replicas, annotations),
+        )
+        .await
+        .expect(what)
+}
+
 /// A StatefulSet as a user would write it.
 pub fn stateful_set(name: &str, replicas: i32, annotations: Value) -> StatefulSet {
     let mut object = workload(name, replicas, annotations, ("db", "postgres:16"));
