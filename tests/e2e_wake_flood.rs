@@ -155,14 +155,7 @@ async fn a_status_flood_neither_delays_the_schedule_nor_costs_the_leader_its_lea
         .for_each_concurrent(10, |(name, due)| {
             let deployments = &deployments;
             async move {
-                deploy(
-                    &deployments,
-                    name,
-                    1,
-                    support::down_at(*due),
-                    "a Deployment",
-                )
-                .await;
+                deploy(deployments, name, 1, support::down_at(*due), "a Deployment").await;
             }
         })
         .await;
