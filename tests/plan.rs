@@ -21,6 +21,26 @@ fn plan(args: &[&str]) -> (String, String, i32) {
     )
 }
 
+/// `plan -f <file> --from 2026-11-20T00:00:00Z --for <span>` and `more`: the window the golden
+/// files are of.
+fn plan_window(file: &str, span: &str, more: &[&str]) -> (String, String, i32) {
+    plan(
+        &[
+            &["-f", file, "--from", "2026-11-20T00:00:00Z", "--for", span],
+            more,
+        ]
+        .concat(),
+    )
+}
+
+/// What a `plan` said, which must have succeeded and printed what the golden file `golden`
+/// holds: what it printed.
+fn plan_as_golden((stdout, stderr, code): (String, String, i32), golden: &str) -> String {
+    assert_eq!(code, 0, "{stderr}");
+    assert_golden(&stdout, golden);
+    stdout
+}
+
 fn assert_golden(actual: &str, golden: &str) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/golden")
@@ -38,46 +58,22 @@ fn assert_golden(actual: &str, golden: &str) {
 
 #[test]
 fn the_examples_plan_a_week_of_transitions() {
-    let (stdout, stderr, code) = plan(&[
-        "-f",
-        "examples",
-        "--from",
-        "2026-11-20T00:00:00Z",
-        "--for",
-        "7d",
-    ]);
-    assert_eq!(code, 0, "{stderr}");
-    assert_golden(&stdout, "plan-examples.txt");
+    plan_as_golden(plan_window("examples", "7d", &[]), "plan-examples.txt");
 }
 
 #[test]
 fn the_plan_is_available_as_json() {
-    let (stdout, stderr, code) = plan(&[
-        "-f",
-        "examples",
-        "--from",
-        "2026-11-20T00:00:00Z",
-        "--for",
-        "1d",
-        "-o",
-        "json",
-    ]);
-    assert_eq!(code, 0, "{stderr}");
-    assert_golden(&stdout, "plan-examples-1d.json");
+    let stdout = plan_as_golden(
+        plan_window("examples", "1d", &["-o", "json"]),
+        "plan-examples-1d.json",
+    );
     let parsed: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert!(parsed["invalid"].as_array().is_some_and(Vec::is_empty));
 }
 
 #[test]
 fn invalid_annotations_are_listed_with_reasons_and_fail_the_exit_code() {
-    let (stdout, stderr, code) = plan(&[
-        "-f",
-        "tests/fixtures/plan/invalid.yaml",
-        "--from",
-        "2026-11-20T00:00:00Z",
-        "--for",
-        "1d",
-    ]);
+    let (stdout, stderr, code) = plan_window("tests/fixtures/plan/invalid.yaml", "1d", &[]);
     assert_eq!(code, 1, "{stdout}{stderr}");
     assert_golden(&stdout, "plan-invalid.txt");
 }
@@ -136,24 +132,13 @@ fn a_missing_manifest_is_named() {
 
 #[test]
 fn a_list_from_kubectl_get_is_planned_item_by_item() {
-    let window = ["--from", "2026-11-20T00:00:00Z", "--for", "7d"];
-    let (stdout, stderr, code) = plan(
-        &[
-            &["-f", "tests/fixtures/plan/kubectl-get-deploy.yaml"],
-            &window[..],
-        ]
-        .concat(),
-    );
+    let (stdout, stderr, code) =
+        plan_window("tests/fixtures/plan/kubectl-get-deploy.yaml", "7d", &[]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(stderr, "", "both items are Deployments");
     assert_golden(&stdout, "plan-kubectl-list.txt");
-    let (json_stdout, stderr, code) = plan(
-        &[
-            &["-f", "tests/fixtures/plan/kubectl-get-deploy.json"],
-            &window[..],
-        ]
-        .concat(),
-    );
+    let (json_stdout, stderr, code) =
+        plan_window("tests/fixtures/plan/kubectl-get-deploy.json", "7d", &[]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(
         json_stdout, stdout,
@@ -163,14 +148,6 @@ fn a_list_from_kubectl_get_is_planned_item_by_item() {
 
 #[test]
 fn what_is_skipped_is_said_on_stderr_and_stdout_stays_the_plan() {
-    let args = [
-        "-f",
-        "tests/fixtures/plan/skipped.yaml",
-        "--from",
-        "2026-11-20T00:00:00Z",
-        "--for",
-        "1d",
-    ];
     let expected = [
         "skipped tests/fixtures/plan/skipped.yaml: document 1: Service staging/web: not of a kind cronscaler puts to sleep",
         "skipped tests/fixtures/plan/skipped.yaml: document 2: ConfigMap settings: not of a kind cronscaler puts to sleep",
@@ -180,12 +157,13 @@ fn what_is_skipped_is_said_on_stderr_and_stdout_stays_the_plan() {
         "skipped tests/fixtures/plan/skipped.yaml: document 4, items[2]: kindless: no kind",
         "skipped tests/fixtures/plan/skipped.yaml: document 5: not an object (a mapping with apiVersion and kind)",
     ];
-    let (stdout, stderr, code) = plan(&args);
+    let skipped = "tests/fixtures/plan/skipped.yaml";
+    let (stdout, stderr, code) = plan_window(skipped, "1d", &[]);
     assert_eq!(code, 0, "skipping is not an error: {stderr}");
     assert_eq!(stderr.lines().collect::<Vec<_>>(), expected);
     assert_golden(&stdout, "plan-skipped.txt");
 
-    let (stdout, stderr, code) = plan(&[&args[..], &["-o", "json"]].concat());
+    let (stdout, stderr, code) = plan_window(skipped, "1d", &["-o", "json"]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(stderr.lines().collect::<Vec<_>>(), expected);
     let parsed: serde_json::Value =
@@ -227,31 +205,19 @@ fn a_cron_firing_every_second_is_summarised_and_prints_at_once() {
 
 #[test]
 fn summaries_are_a_list_of_their_own_in_json() {
-    let (stdout, stderr, code) = plan(&[
-        "-f",
-        "tests/fixtures/plan/every-second.yaml",
-        "--from",
-        "2026-11-20T00:00:00Z",
-        "--for",
-        "1d",
-        "-o",
-        "json",
-    ]);
-    assert_eq!(code, 0, "{stderr}");
-    assert_golden(&stdout, "plan-every-second-1d.json");
+    plan_as_golden(
+        plan_window(
+            "tests/fixtures/plan/every-second.yaml",
+            "1d",
+            &["-o", "json"],
+        ),
+        "plan-every-second-1d.json",
+    );
 }
 
 #[test]
 fn savings_end_the_table_and_prices_add_money_only_when_given() {
-    let window = [
-        "-f",
-        "examples",
-        "--from",
-        "2026-11-20T00:00:00Z",
-        "--for",
-        "7d",
-    ];
-    let (table, stderr, code) = plan(&window);
+    let (table, stderr, code) = plan_window("examples", "7d", &[]);
     assert_eq!(code, 0, "{stderr}");
     let total = table.lines().last().unwrap();
     assert_eq!(
@@ -259,20 +225,16 @@ fn savings_end_the_table_and_prices_add_money_only_when_given() {
         ["TOTAL", "1,337.50", "2,258.00", "573.25", "799.25", "226"]
     );
     assert!(!table.contains("COST"));
-    let priced = [
-        &window[..],
-        &["--price-cpu-hour", "0.04", "--price-gib-hour", "0.005"],
-    ]
-    .concat();
-    let (table, _, _) = plan(&priced);
+    let prices = ["--price-cpu-hour", "0.04", "--price-gib-hour", "0.005"];
+    let (table, _, _) = plan_window("examples", "7d", &prices);
     assert!(
         table.lines().last().unwrap().ends_with("  26.93"),
         "{table}"
     );
 
-    let (json, _, _) = plan(&[&window[..], &["-o", "json"]].concat());
+    let (json, _, _) = plan_window("examples", "7d", &["-o", "json"]);
     assert!(!json.contains("\"cost\""), "no money without prices");
-    let (json, _, _) = plan(&[&priced[..], &["-o", "json"]].concat());
+    let (json, _, _) = plan_window("examples", "7d", &[&prices[..], &["-o", "json"]].concat());
     let parsed: serde_json::Value = serde_json::from_str(&json).unwrap();
     let total = &parsed["savings"]["total"];
     assert_eq!(total["hoursAsleep"], 1337.5);
@@ -292,16 +254,7 @@ fn savings_end_the_table_and_prices_add_money_only_when_given() {
 
 #[test]
 fn an_invalid_object_is_said_on_stderr_beside_the_chart() {
-    let (svg, stderr, code) = plan(&[
-        "-f",
-        "tests/fixtures/plan/invalid.yaml",
-        "--from",
-        "2026-11-20T00:00:00Z",
-        "--for",
-        "1d",
-        "-o",
-        "svg",
-    ]);
+    let (svg, stderr, code) = plan_window("tests/fixtures/plan/invalid.yaml", "1d", &["-o", "svg"]);
     assert_eq!(code, 1);
     assert!(svg.starts_with("<svg "), "{svg}");
     assert!(
