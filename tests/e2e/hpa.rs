@@ -56,14 +56,8 @@ async fn held_for_the_night(
     name: &str,
     replicas: i32,
 ) -> (Controller, Api<Deployment>, Api<HorizontalPodAutoscaler>) {
-    let mut controller = scenario.start_controller("cronscaler", &[]);
-    controller.wait_ready().await;
-    let deployments = scenario.deployments();
-    let hpas: Api<HorizontalPodAutoscaler> =
-        Api::namespaced(scenario.client.clone(), &scenario.namespace);
-    hpas.create(&PostParams::default(), &hpa(name, 2, 5))
-        .await
-        .expect("an HPA");
+    let (controller, deployments, hpas) = controller_over(scenario).await;
+    create_hpa(&hpas, name, 2, 5).await;
     let annotations = json!({
         "cronscaler.dev/scale-down": support::cron_at(whole_second_in(5)),
         "cronscaler.dev/down-replicas": "1",
@@ -82,6 +76,48 @@ async fn held_for_the_night(
     })
     .await;
     (controller, deployments, hpas)
+}
+
+/// The HPAs of the scenario's namespace.
+fn hpas(scenario: &Scenario) -> Api<HorizontalPodAutoscaler> {
+    Api::namespaced(scenario.client.clone(), &scenario.namespace)
+}
+
+/// Creates [`hpa`]`(target, min, max)`: the HPA the API server made.
+async fn create_hpa(
+    hpas: &Api<HorizontalPodAutoscaler>,
+    target: &str,
+    min: i32,
+    max: i32,
+) -> HorizontalPodAutoscaler {
+    hpas.create(&PostParams::default(), &hpa(target, min, max))
+        .await
+        .expect("an HPA")
+}
+
+/// A controller over the scenario's namespace, ready, and the Deployments and HPAs there.
+async fn controller_over(
+    scenario: &Scenario,
+) -> (Controller, Api<Deployment>, Api<HorizontalPodAutoscaler>) {
+    let mut controller = scenario.start_controller("cronscaler", &[]);
+    controller.wait_ready().await;
+    (controller, scenario.deployments(), hpas(scenario))
+}
+
+/// Waits until the Deployment `name` has `replicas` and records `last` as its last transition,
+/// failing with `what` after [`LATENESS`].
+async fn scaled_and_recorded(
+    deployments: &Api<Deployment>,
+    name: &str,
+    replicas: i32,
+    last: String,
+    what: &str,
+) {
+    eventually(what, LATENESS, || async {
+        let (now, annotations) = replicas_and_annotations(deployments, name).await?;
+        (now == replicas && annotations.get(LAST) == Some(&last)).then_some(())
+    })
+    .await;
 }
 
 /// minReplicas, maxReplicas and annotations of an HPA, as `kubectl get hpa -o yaml` shows them.
@@ -103,14 +139,8 @@ async fn an_hpa_is_held_at_down_replicas_for_the_night_and_given_its_bounds_back
     let Some(scenario) = Scenario::shared("hpa-night").await else {
         return;
     };
-    let mut controller = scenario.start_controller("cronscaler", &[]);
-    controller.wait_ready().await;
-    let deployments = scenario.deployments();
-    let hpas: Api<HorizontalPodAutoscaler> =
-        Api::namespaced(scenario.client.clone(), &scenario.namespace);
-    hpas.create(&PostParams::default(), &hpa("web", 2, 5))
-        .await
-        .expect("an HPA");
+    let (controller, deployments, hpas) = controller_over(&scenario).await;
+    create_hpa(&hpas, "web", 2, 5).await;
     // A night longer than the HPA controller's sync period, so an HPA left with its own bounds
     // would have scaled the workload back to 2 before the morning.
     let down = whole_second_in(8);
@@ -129,11 +159,13 @@ async fn an_hpa_is_held_at_down_replicas_for_the_night_and_given_its_bounds_back
     )
     .await;
 
-    eventually("the scale-down to 1", LATENESS, || async {
-        let (replicas, annotations) = replicas_and_annotations(&deployments, "web").await?;
-        (replicas == 1 && annotations.get(LAST) == Some(&last_transition(down, "down")))
-            .then_some(())
-    })
+    scaled_and_recorded(
+        &deployments,
+        "web",
+        1,
+        last_transition(down, "down"),
+        "the scale-down to 1",
+    )
     .await;
     let (min, max, annotations) = eventually("the HPA held at 1", LATENESS, || async {
         let held = bounds(&hpas, "web").await?;
@@ -170,10 +202,13 @@ async fn an_hpa_is_held_at_down_replicas_for_the_night_and_given_its_bounds_back
             "{key} is removed: {annotations:?}"
         );
     }
-    eventually("the Deployment back at 2", LATENESS, || async {
-        let (replicas, annotations) = replicas_and_annotations(&deployments, "web").await?;
-        (replicas == 2 && annotations.get(LAST) == Some(&last_transition(up, "up"))).then_some(())
-    })
+    scaled_and_recorded(
+        &deployments,
+        "web",
+        2,
+        last_transition(up, "up"),
+        "the Deployment back at 2",
+    )
     .await;
     stop_cleanly_and_finish(scenario, controller, Duration::from_secs(5)).await;
 }
@@ -183,15 +218,8 @@ async fn with_down_replicas_zero_the_hpa_is_left_alone_and_stops_by_itself() {
     let Some(scenario) = Scenario::shared("hpa-zero").await else {
         return;
     };
-    let mut controller = scenario.start_controller("cronscaler", &[]);
-    controller.wait_ready().await;
-    let deployments = scenario.deployments();
-    let hpas: Api<HorizontalPodAutoscaler> =
-        Api::namespaced(scenario.client.clone(), &scenario.namespace);
-    let created = hpas
-        .create(&PostParams::default(), &hpa("api", 2, 5))
-        .await
-        .expect("an HPA");
+    let (controller, deployments, hpas) = controller_over(&scenario).await;
+    let created = create_hpa(&hpas, "api", 2, 5).await;
     let down = whole_second_in(6);
     deploy(
         &deployments,
@@ -293,11 +321,7 @@ async fn the_hpa_s_own_change_of_replicas_is_no_scale_reverted() {
     let Some(scenario) = Scenario::shared("hpa-owns").await else {
         return;
     };
-    let mut controller = scenario.start_controller("cronscaler", &[]);
-    controller.wait_ready().await;
-    let deployments = scenario.deployments();
-    let hpas: Api<HorizontalPodAutoscaler> =
-        Api::namespaced(scenario.client.clone(), &scenario.namespace);
+    let (mut controller, deployments, hpas) = controller_over(&scenario).await;
     let up = whole_second_in(5);
     let annotations = json!({
         "cronscaler.dev/scale-down": support::cron_at(up + chrono::Duration::hours(1)),
@@ -312,14 +336,15 @@ async fn the_hpa_s_own_change_of_replicas_is_no_scale_reverted() {
         "an annotated Deployment",
     )
     .await;
-    eventually("the scale-up to 1", LATENESS, || async {
-        let (replicas, annotations) = replicas_and_annotations(&deployments, "shop").await?;
-        (replicas == 1 && annotations.get(LAST) == Some(&last_transition(up, "up"))).then_some(())
-    })
+    scaled_and_recorded(
+        &deployments,
+        "shop",
+        1,
+        last_transition(up, "up"),
+        "the scale-up to 1",
+    )
     .await;
-    hpas.create(&PostParams::default(), &hpa("shop", 2, 5))
-        .await
-        .expect("an HPA");
+    create_hpa(&hpas, "shop", 2, 5).await;
     replicas_become(
         &deployments,
         "shop",
@@ -438,11 +463,8 @@ async fn a_hold_a_stop_left_undone_is_made_at_the_next_start() {
         return;
     };
     let deployments = scenario.deployments();
-    let hpas: Api<HorizontalPodAutoscaler> =
-        Api::namespaced(scenario.client.clone(), &scenario.namespace);
-    hpas.create(&PostParams::default(), &hpa("night", 2, 5))
-        .await
-        .expect("an HPA");
+    let hpas = hpas(&scenario);
+    create_hpa(&hpas, "night", 2, 5).await;
     // Asleep at 1 since last night's scale-down, as the controller left it before it stopped.
     let down = whole_second_in(-60);
     let mut annotations = support::down_at(down);
