@@ -1,7 +1,7 @@
 use anyhow::Context as _;
 use std::process::ExitCode;
 
-use chrono::Utc;
+use chrono::{TimeDelta, Utc};
 use cronscaler::{
     commands::{
         cli::{
@@ -257,6 +257,7 @@ async fn show_status(kube: &KubeArgs, args: StatusArgs) -> anyhow::Result<()> {
         &args.excluded.exclude_namespaces,
         (&listed.owners, args.gitops.mode),
         args.default_timezone.zone,
+        TimeDelta::from_std(args.grace.period).unwrap_or(TimeDelta::MAX),
         now,
     );
     match args.output {

@@ -248,10 +248,8 @@ pub struct RunArgs {
     #[command(flatten)]
     pub default_timezone: DefaultTimezone,
 
-    /// A new object is not put to sleep by a catch-up until it is this old (e.g. `15m`; at most
-    /// 1d), so a deploy at night is not killed as it starts.
-    #[arg(long, env = "CRONSCALER_GRACE_PERIOD", default_value = "15m", value_parser = up_to_1d)]
-    pub grace_period: std::time::Duration,
+    #[command(flatten)]
+    pub grace: GracePeriod,
 
     /// How far ahead an override on demand (`awake-until`, `asleep-until`) may reach when it is
     /// first applied; a longer one is an InvalidSchedule. At most 366d.
@@ -488,6 +486,9 @@ pub struct StatusArgs {
     pub default_timezone: DefaultTimezone,
 
     #[command(flatten)]
+    pub grace: GracePeriod,
+
+    #[command(flatten)]
     pub kube_downscaler: KubeDownscaler,
 
     #[command(flatten)]
@@ -506,6 +507,21 @@ pub struct GitOpsDefault {
     /// alone) or `pause` (the tool's repair stops for the night).
     #[arg(long = "gitops", env = "CRONSCALER_GITOPS", default_value = "ignore")]
     pub mode: GitOpsMode,
+}
+
+/// How long a new object is held awake: `run` holds it, `status` says so, from the one flag and
+/// default.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct GracePeriod {
+    /// A new object is not put to sleep by a catch-up until it is this old (e.g. `15m`; at most
+    /// 1d), so a deploy at night is not killed as it starts.
+    #[arg(
+        long = "grace-period",
+        env = "CRONSCALER_GRACE_PERIOD",
+        default_value = "15m",
+        value_parser = up_to_1d
+    )]
+    pub period: Duration,
 }
 
 /// The zone of schedules without one of their own: `run`, `plan`, `status`, `wake` and `sleep`

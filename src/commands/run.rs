@@ -81,7 +81,7 @@ pub async fn run(
     served::say_what_is_not_served(args);
     let namespace = args.namespace.as_deref();
     let [grace, max_override, warm_up, step_timeout] = [
-        args.grace_period,
+        args.grace.period,
         args.max_override,
         args.warm_up,
         args.wake_step_timeout,

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 use chrono_tz::Tz;
 use serde::Serialize;
 
@@ -18,7 +18,7 @@ use crate::{
         owners::Owners,
         standing::{GitOps, Shown},
     },
-    schedule::{Annotations, GitOpsMode, SCALE_DOWN, SCALE_UP, TIMEZONE},
+    schedule::{Annotations, GitOpsMode, SCALE_DOWN, SCALE_UP, TIMEZONE, held_back_until},
     workloads::target::{Driver, Drivers, ScaleTarget, ScheduleSource, TargetKind, TargetState},
 };
 
@@ -110,14 +110,15 @@ pub struct Status {
 }
 
 /// The status at `now` of `objects`, whose Namespaces' schedules are `namespaces` (`None`: not
-/// known), for a controller that never touches the namespaces `excluded`, beside the GitOps
-/// owners read, with the mode where none is chosen.
+/// known), for a controller that never touches the namespaces `excluded` and holds new objects
+/// awake for `grace`, beside the GitOps owners read, with the mode where none is chosen.
 pub fn status(
     objects: &[StatusObject],
     namespaces: Option<&NamespaceSchedules>,
     excluded: &[String],
     gitops: (&Owners, GitOpsMode),
     default_timezone: Tz,
+    grace: TimeDelta,
     now: DateTime<Utc>,
 ) -> Status {
     let excluded = excluded.iter().cloned();
@@ -139,7 +140,8 @@ pub fn status(
         .zip(&targets)
         .filter_map(|(object, target)| {
             let driver = drivers.of_target(target, &object.observed);
-            let row = row(object, driver, &schedules, gitops, default_timezone, now)?;
+            let reading = (default_timezone, grace);
+            let row = row(object, driver, &schedules, gitops, reading, now)?;
             Some((object.kind, row))
         })
         .collect();
@@ -181,7 +183,7 @@ fn row(
     driver: Option<Driver>,
     schedules: &NamespaceSchedules,
     (owners, default_mode): (&Owners, GitOpsMode),
-    default_timezone: Tz,
+    (default_timezone, grace): (Tz, TimeDelta),
     now: DateTime<Utc>,
 ) -> Option<Row> {
     let kind = object.kind;
@@ -205,12 +207,21 @@ fn row(
                 state: State::Invalid,
                 next: None,
                 reasons: vec![driver.refusal()],
-                ..state(&refused, &own, None, observed.replicas, now)?
+                ..state(&refused, &own, None, (observed.replicas, None), now)?
             }
         }
         None => {
             let follows = schedules.covering(kind, &namespace, &observed.labels);
-            state(&parsed, &own, follows.as_ref(), observed.replicas, now)?
+            // What the controller holds back of a new object, by the one rule it follows.
+            let held = match &parsed {
+                Annotations::Scheduled(schedule, recorded) => {
+                    held_back_until(schedule, recorded, observed.created, grace, now)
+                        .map(|until| (until, grace))
+                }
+                _ => None,
+            };
+            let found = (observed.replicas, held);
+            state(&parsed, &own, follows.as_ref(), found, now)?
         }
     };
     if schedules.is_excluded(&namespace) {

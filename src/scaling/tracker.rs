@@ -425,7 +425,8 @@ impl Tracker {
             && other_writers.iter().any(|(.., second)| second.is_none());
         // A workload a GitOps tool deploys is looked at when first taken in, so that what its
         // owner will do to the night is said before the night.
-        let deployed_by_gitops = previous.is_none()
+        let first_seen = previous.is_none();
+        let deployed_by_gitops = first_seen
             && gitops::owner::claim(
                 meta.annotations.as_ref().unwrap_or(&none),
                 meta.labels.as_ref().unwrap_or(&none),
@@ -515,15 +516,17 @@ impl Tracker {
                 Standing::Refused { owes_warning }
             }
         };
-        if deployed_by_gitops
-            && matches!(
-                standing,
-                Standing::Governed {
-                    schedule: Some(_),
-                    ..
-                }
-            )
-        {
+        let scheduled = matches!(
+            standing,
+            Standing::Governed {
+                schedule: Some(_),
+                ..
+            }
+        );
+        // A new object its grace period holds awake is looked at once now too, to say why it
+        // is awake while its schedule says asleep.
+        let held_when_new = first_seen && matches!(standing.look(now, self.grace), Look::At(_));
+        if (deployed_by_gitops && scheduled) || held_when_new {
             self.queue.add(ScalingKey::Scale(target.clone()));
         }
         self.follow(target, &standing, now);

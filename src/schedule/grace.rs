@@ -6,6 +6,21 @@
 use chrono::{DateTime, TimeDelta, Utc};
 
 use super::{Direction, Recorded, Schedule};
+use crate::duration::spoken;
+
+/// The Event's reason when a new object's grace period holds its sleep back.
+pub const HELD_FOR_GRACE: &str = "SleepHeldBack";
+
+/// What holds a new object awake, and until when: said by `status` and in the Event the
+/// controller tells when it first holds it.
+pub fn held_reason(until: DateTime<Utc>, grace: TimeDelta) -> String {
+    let grace = spoken(grace);
+    format!(
+        "held awake until {}: created less than {grace} ago, it is not put to sleep by a \
+         catch-up before its grace period (--grace-period) ends",
+        until.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    )
+}
 
 /// Until when the scale-down due at `now` waits, for an object created at `created`: `None`
 /// when nothing is held back.

@@ -42,7 +42,7 @@ pub use cron::CronSpec;
 pub use decide::{AnnotationChange, Cleanup, ScaleChange, decide, is_due};
 pub use firings::{Firings, Tally, tally};
 pub use gitops::{GitOpsMode, gitops_mode};
-pub use grace::held_back_until;
+pub use grace::{HELD_FOR_GRACE, held_back_until, held_reason};
 pub use holidays::Holidays;
 pub use idle::{
     COUNT_EVERY, Counted, IDLE_SLEEP, IDLE_UNKNOWN, Idle, IdleLook, IdlePlan, idle_since,

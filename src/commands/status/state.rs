@@ -2,14 +2,14 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 use serde::Serialize;
 
 use crate::{
     scaling::asleep::recorded_transition,
     schedule::{
         ASLEEP_UNTIL, Annotations, CONSTANT_SINCE, Direction, EXCLUDE, ORIGINAL_REPLICAS,
-        UP_REPLICAS, has_schedule, idle_since, inherit,
+        UP_REPLICAS, has_schedule, held_reason, idle_since, inherit,
     },
 };
 
@@ -77,12 +77,14 @@ pub struct Standing {
 ///
 /// `parsed` is what the controller parses for it (its own annotations, or its Namespace's
 /// schedule with its own, as the kind reads them); `own` its own `cronscaler.dev/` annotations
-/// as the rules read them; `namespace` its Namespace's annotations, when it may follow them.
+/// as the rules read them; `namespace` its Namespace's annotations, when it may follow them;
+/// `replicas` what it has, and `held` until when its grace period holds it awake (and how long
+/// that period is), if it does.
 pub fn state(
     parsed: &Annotations,
     own: &BTreeMap<String, String>,
     namespace: Option<&BTreeMap<String, String>>,
-    replicas: i32,
+    (replicas, held): (i32, Option<(DateTime<Utc>, TimeDelta)>),
     now: DateTime<Utc>,
 ) -> Option<Standing> {
     let (_, inherited) = inherit(own, namespace);
@@ -168,6 +170,11 @@ pub fn state(
                 (action, schedule.applied_at(&next))
             });
             let state = if asleep { State::Asleep } else { State::Awake };
+            // New and awake while its schedule says asleep: its grace period holds it.
+            if let Some((until, grace)) = held.filter(|_| !asleep) {
+                let next = Some((NextAction::Down, until));
+                return Some(standing(state, next, vec![held_reason(until, grace)]));
+            }
             // A constant state has no instant of its own: say what holds it instead.
             let constant = schedule
                 .governing_transition(now)

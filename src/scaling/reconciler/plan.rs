@@ -427,10 +427,15 @@ fn refused(observed: &Observed, note: Note) -> Plan {
 /// to clean up, a warning owed and HPAs to bring in line.
 fn follow(observed: &Observed, settings: &Settings, now: DateTime<Utc>) -> Plan {
     let object = &observed.object;
-    if let Some(until) = held_back(observed, settings.grace, now) {
-        // New: the catch-up that would put it to sleep waits for the end of its grace period.
+    if let (Some(until), Some(grace)) = (held_back(observed, settings.grace, now), settings.grace) {
+        // New: the catch-up that would put it to sleep waits for the end of its grace period,
+        // and the object says why it is awake while its schedule says asleep.
         return Plan {
             recheck: Some(until),
+            event: Some((
+                schedule::HELD_FOR_GRACE,
+                schedule::held_reason(until, grace),
+            )),
             ..Plan::default()
         };
     }

@@ -11,6 +11,9 @@ mod namespaces;
 mod rows;
 mod scaled_objects;
 
+/// The controller's default grace period for new objects.
+const GRACE: TimeDelta = TimeDelta::minutes(15);
+
 /// Namespaces' schedules, from their annotations.
 fn schedules(namespaces: &[(&str, &[(&str, &str)])]) -> NamespaceSchedules {
     let schedules = NamespaceSchedules::watched([]);
@@ -32,6 +35,7 @@ fn status_at(
         &[],
         (&Owners::default(), GitOpsMode::Ignore),
         Tz::UTC,
+        GRACE,
         now,
     )
 }

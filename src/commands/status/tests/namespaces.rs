@@ -53,6 +53,7 @@ fn unknown_namespaces_leave_out_what_only_they_schedule() {
         &[],
         (&Owners::default(), GitOpsMode::Ignore),
         Tz::UTC,
+        GRACE,
         night(),
     );
     assert!(!status.namespace_schedules_known);
@@ -72,6 +73,7 @@ fn a_schedule_in_a_namespace_the_controller_never_touches_is_excluded() {
         &["kube-system".to_string()],
         (&Owners::default(), GitOpsMode::Ignore),
         Tz::UTC,
+        GRACE,
         night(),
     );
     let dns = &status.objects[0];
@@ -112,6 +114,7 @@ fn a_row_says_which_policy_schedules_it_and_what_a_policy_does_not_cover_has_non
         &[],
         (&Owners::default(), GitOpsMode::Ignore),
         Tz::UTC,
+        GRACE,
         night(),
     );
     assert_eq!(status.objects.len(), 1, "the StatefulSet is not covered");

@@ -224,6 +224,7 @@ fn since_and_next_read_in_whole_units_as_people_write_them() {
         &[],
         (&Owners::default(), GitOpsMode::Ignore),
         Tz::UTC,
+        GRACE,
         now,
     );
     let table = render_table(&status, now);
@@ -275,6 +276,7 @@ fn what_kube_downscaler_put_to_sleep_is_asleep_with_its_count_to_wake_to() {
             &[],
             (&Owners::default(), GitOpsMode::Ignore),
             Tz::UTC,
+            GRACE,
             night()
         )
         .objects
@@ -321,4 +323,27 @@ fn a_ready_by_schedule_wakes_its_warm_up_early_and_says_when_it_is_ready() {
         row.next.map(|next| (next.action, next.at)),
         Some((NextAction::Down, at("2026-11-23T20:00:00Z")))
     );
+}
+
+#[test]
+fn a_deployment_created_at_night_is_awake_and_says_its_grace_period_holds_it_until_when() {
+    // Created at 01:55 under its Namespace's nights: the catch-up waits for 02:10.
+    let mut web = deployment("web", 2, &[]);
+    web.observed.created = Some(at("2026-11-23T01:55:00Z"));
+    let row = only_row(&[web.clone()], &[("staging", &NIGHTLY)], night());
+    assert_eq!(row.state, State::Awake);
+    assert_eq!(
+        row.next.map(|next| (next.action, next.at)),
+        Some((NextAction::Down, at("2026-11-23T02:10:00Z")))
+    );
+    assert_eq!(
+        row.reasons,
+        vec![
+            "held awake until 2026-11-23T02:10:00Z: created less than 15m ago, it is not put to \
+             sleep by a catch-up before its grace period (--grace-period) ends"
+                .to_string()
+        ]
+    );
+    let later = only_row(&[web], &[("staging", &NIGHTLY)], at("2026-11-23T02:10:00Z"));
+    assert!(later.reasons.is_empty(), "{later:?}");
 }

@@ -309,8 +309,15 @@ fn a_new_object_s_catch_up_waits_for_the_end_of_its_grace_period() {
         plan,
         Plan {
             recheck: Some(at(23, 22, 9, 0)),
+            event: Some((
+                "SleepHeldBack",
+                "held awake until 2026-11-23T22:09:00Z: created less than 10m ago, it is not put \
+                 to sleep by a catch-up before its grace period (--grace-period) ends"
+                    .into()
+            )),
             ..Plan::default()
-        }
+        },
+        "the one write is the Event that says why it is awake while its schedule says asleep"
     );
 }
 

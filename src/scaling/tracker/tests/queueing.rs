@@ -348,9 +348,22 @@ async fn a_new_object_is_put_to_sleep_by_a_catch_up_only_when_its_grace_period_e
     deployed_tonight.metadata.creation_timestamp = Some(Time(
         k8s_openapi::jiff::Timestamp::from_second(created.timestamp()).unwrap(),
     ));
+    see(
+        &mut tracker,
+        watcher::Event::Apply(deployed_tonight.clone()),
+    );
+    settle().await;
+    assert_eq!(
+        drain(&queue).await,
+        vec![ScalingKey::Scale(target("web"))],
+        "looked at once when first seen, for the look to say what holds it awake"
+    );
     see(&mut tracker, watcher::Event::Apply(deployed_tonight));
     settle().await;
-    assert!(drain(&queue).await.is_empty(), "not in its first minutes");
+    assert!(
+        drain(&queue).await.is_empty(),
+        "not again for every event in its first minutes"
+    );
     tokio::time::sleep(std::time::Duration::from_secs(9 * 60 + 50)).await;
     assert!(drain(&queue).await.is_empty(), "nor just before they end");
     tokio::time::sleep(std::time::Duration::from_secs(20)).await;
