@@ -28,8 +28,7 @@ async fn a_transition_due_during_an_api_server_outage_is_applied_once_soon_after
     let Some(scenario) = Scenario::own("outage", options).await else {
         return;
     };
-    let mut controller = scenario.start_controller("cronscaler", &[]);
-    controller.wait_ready().await;
+    let mut controller = scenario.ready_controller("cronscaler", &[]).await;
     let deployments = scenario.deployments();
     let down = whole_second_in(15);
     deploy(

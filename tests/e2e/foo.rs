@@ -54,8 +54,7 @@ async fn a_foo_owns_its_deployment_through_scaling_renaming_and_deletion() {
     let Some(scenario) = Scenario::shared("foo-lifecycle").await else {
         return;
     };
-    let mut controller = scenario.start_controller("cronscaler", &[]);
-    controller.wait_ready().await;
+    let controller = scenario.ready_controller("cronscaler", &[]).await;
     let (foos, deployments) = (scenario.foos(), scenario.deployments());
 
     // kubectl apply -f examples/example-foo.yaml
@@ -136,8 +135,7 @@ async fn a_deployment_of_someone_else_is_reported_and_left_alone() {
     let Some(scenario) = Scenario::shared("foo-conflict").await else {
         return;
     };
-    let mut controller = scenario.start_controller("cronscaler", &[]);
-    controller.wait_ready().await;
+    let _controller = scenario.ready_controller("cronscaler", &[]).await;
     let deployments = scenario.deployments();
     deploy(
         &deployments,
@@ -195,8 +193,7 @@ async fn a_foo_reports_the_pods_that_are_available() {
         eprintln!("foo-status: skipped: needs kube-controller-manager among the assets");
         return;
     }
-    let mut controller = scenario.start_controller("cronscaler", &[]);
-    controller.wait_ready().await;
+    let _controller = scenario.ready_controller("cronscaler", &[]).await;
     let foos = scenario.foos();
     foos.create(&PostParams::default(), &foo("web", "web", 2, json!({})))
         .await
@@ -267,8 +264,7 @@ async fn the_foo_controller_may_block_owner_deletion_when_the_server_enforces_it
     let Some(scenario) = Scenario::own("foo-ownerrefs", options).await else {
         return;
     };
-    let mut controller = scenario.start_controller("cronscaler", &[]);
-    controller.wait_ready().await;
+    let controller = scenario.ready_controller("cronscaler", &[]).await;
     let created = scenario
         .foos()
         .create(&PostParams::default(), &example_foo())

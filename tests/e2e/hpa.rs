@@ -99,8 +99,7 @@ async fn create_hpa(
 async fn controller_over(
     scenario: &Scenario,
 ) -> (Controller, Api<Deployment>, Api<HorizontalPodAutoscaler>) {
-    let mut controller = scenario.start_controller("cronscaler", &[]);
-    controller.wait_ready().await;
+    let controller = scenario.ready_controller("cronscaler", &[]).await;
     (controller, scenario.deployments(), hpas(scenario))
 }
 
@@ -392,8 +391,7 @@ async fn the_hpa_s_own_change_of_replicas_is_no_scale_reverted() {
     controller
         .assert_stops_cleanly(Duration::from_secs(5))
         .await;
-    let mut controller = scenario.start_controller("cronscaler-restarted", &[]);
-    controller.wait_ready().await;
+    let controller = scenario.ready_controller("cronscaler-restarted", &[]).await;
     tokio::time::sleep(Duration::from_secs(5)).await;
     let events = scenario.events("shop").await;
     assert!(
@@ -480,8 +478,7 @@ async fn a_hold_a_stop_left_undone_is_made_at_the_next_start() {
     )
     .await;
 
-    let mut controller = scenario.start_controller("cronscaler", &[]);
-    controller.wait_ready().await;
+    let controller = scenario.ready_controller("cronscaler", &[]).await;
     let (_, _, record) = eventually("the HPA held at 1 at start", LATENESS, || async {
         let (min, max, annotations) = bounds(&hpas, "night").await?;
         (min, max).eq(&(1, 1)).then_some((min, max, annotations))

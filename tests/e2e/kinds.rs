@@ -38,8 +38,7 @@ const HIBERNATION: &str = "cnpg.io/hibernation";
 async fn keda(test: &str) -> Option<(Scenario, support::Controller, Api<DynamicObject>)> {
     let scenario = Scenario::shared(test).await?;
     let scaled_objects = support::keda::scaled_objects(test, &scenario).await?;
-    let mut controller = scenario.start_controller("cronscaler", &[]);
-    controller.wait_ready().await;
+    let controller = scenario.ready_controller("cronscaler", &[]).await;
     Some((scenario, controller, scaled_objects))
 }
 
@@ -145,14 +144,15 @@ async fn a_rollout_and_a_crd_of_our_own_sleep_and_wake_to_their_counts_through_r
         .await
         .expect("the Rollout grant in force");
 
-    let mut controller = scenario.start_controller(
-        "cronscaler",
-        &[
-            "--kinds",
-            "Deployment.apps,Rollout.argoproj.io,Widget.test.cronscaler.dev",
-        ],
-    );
-    controller.wait_ready().await;
+    let controller = scenario
+        .ready_controller(
+            "cronscaler",
+            &[
+                "--kinds",
+                "Deployment.apps,Rollout.argoproj.io,Widget.test.cronscaler.dev",
+            ],
+        )
+        .await;
     let (down, up) = night(8, 8);
     let rollouts = api(&scenario, &rollout_kind, "rollouts");
     let widgets = api(&scenario, &widget_kind, "widgets");
@@ -417,11 +417,12 @@ async fn a_cnpg_cluster_hibernates_at_night_and_one_hibernated_before_stays_so()
     )
     .await
     .expect("the CloudNativePG grant in force");
-    let mut controller = scenario.start_controller(
-        "cronscaler",
-        &["--kinds", "Deployment.apps,Cluster.postgresql.cnpg.io"],
-    );
-    controller.wait_ready().await;
+    let controller = scenario
+        .ready_controller(
+            "cronscaler",
+            &["--kinds", "Deployment.apps,Cluster.postgresql.cnpg.io"],
+        )
+        .await;
     let clusters = api(&scenario, &cluster_kind, "clusters");
     let (down, up) = night(8, 8);
     for (name, hibernation) in [("db", None), ("cold", Some("on"))] {
@@ -490,8 +491,7 @@ async fn a_running_job_is_suspended_for_the_night_and_resumed() {
     let Some(scenario) = Scenario::shared("job").await else {
         return;
     };
-    let mut controller = scenario.start_controller("cronscaler", &[]);
-    controller.wait_ready().await;
+    let controller = scenario.ready_controller("cronscaler", &[]).await;
     let jobs: Api<k8s_openapi::api::batch::v1::Job> =
         Api::namespaced(scenario.client.clone(), &scenario.namespace);
     let (down, up) = night(8, 8);

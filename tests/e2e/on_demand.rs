@@ -50,8 +50,7 @@ async fn windows_and_holidays_decide_at_start() {
     ] {
         deploy(&deployments, name, 2, annotations, "a Deployment").await;
     }
-    let mut controller = scenario.start_controller("cronscaler", &NO_GRACE);
-    controller.wait_ready().await;
+    let controller = scenario.ready_controller("cronscaler", &NO_GRACE).await;
 
     for name in ["night-shift", "on-holiday"] {
         replicas_become(&deployments, name, 0, &format!("{name} asleep"), LATENESS).await;
@@ -88,8 +87,7 @@ async fn sleep_on_demand_ends_once_even_when_it_runs_out_while_the_controller_is
         "a Deployment",
     )
     .await;
-    let mut controller = scenario.start_controller("cronscaler", &NO_GRACE);
-    controller.wait_ready().await;
+    let mut controller = scenario.ready_controller("cronscaler", &NO_GRACE).await;
     eventually("the window's scale-up recorded", LATENESS, || async {
         let (_, annotations) = replicas_and_annotations(&deployments, "web").await?;
         annotations.get("cronscaler.dev/last-transition").cloned()
@@ -149,8 +147,7 @@ async fn sleep_on_demand_ends_once_even_when_it_runs_out_while_the_controller_is
     let until: chrono::DateTime<chrono::Utc> = until.parse().expect("an RFC 3339 instant");
     support::sleep_until(until + chrono::Duration::seconds(1)).await;
     for start in ["cronscaler-2", "cronscaler-3"] {
-        let mut controller = scenario.start_controller(start, &NO_GRACE);
-        controller.wait_ready().await;
+        let mut controller = scenario.ready_controller(start, &NO_GRACE).await;
         let annotations = eventually("awake again, the override gone", LATENESS, || async {
             let (replicas, annotations) = replicas_and_annotations(&deployments, "web").await?;
             (replicas == 3 && !annotations.contains_key("cronscaler.dev/asleep-until"))
@@ -329,8 +326,7 @@ async fn a_sleep_on_demand_ending_into_a_scale_down_keeps_the_count_it_took() {
         "a Deployment",
     )
     .await;
-    let mut controller = scenario.start_controller("cronscaler", &NO_GRACE);
-    controller.wait_ready().await;
+    let controller = scenario.ready_controller("cronscaler", &NO_GRACE).await;
 
     let asked = scenario.run(&[
         "sleep",
@@ -450,11 +446,12 @@ async fn an_override_too_far_ahead_waits_for_its_reach_while_the_schedule_goes_o
         "a Deployment",
     )
     .await;
-    let mut controller = scenario.start_controller(
-        "cronscaler",
-        &["--grace-period", "0s", "--max-override", "15s"],
-    );
-    controller.wait_ready().await;
+    let controller = scenario
+        .ready_controller(
+            "cronscaler",
+            &["--grace-period", "0s", "--max-override", "15s"],
+        )
+        .await;
 
     let refused = scenario.event("web", "InvalidSchedule", LATENESS).await;
     let note = refused.note.unwrap_or_default();

@@ -37,8 +37,9 @@ async fn memcached_with_a_night(
         .await
         .expect("the Memcached grant in force");
     let kinds = format!("Deployment.apps,Memcached.{group}");
-    let mut controller = scenario.start_controller("cronscaler", &["--kinds", &kinds]);
-    controller.wait_ready().await;
+    let controller = scenario
+        .ready_controller("cronscaler", &["--kinds", &kinds])
+        .await;
     let caches = api(scenario, &memcached, "memcacheds");
     let (down, up) = night(8, seconds);
     create(
@@ -165,15 +166,16 @@ async fn a_kind_not_installed_is_taken_in_when_its_crd_appears_and_a_forbidden_o
     // CloudNativePG is installed, but the ServiceAccount was never granted its Clusters.
     let cluster_kind = gvk("postgresql.cnpg.io", "v1", "Cluster");
     install_crd(&scenario.client, &clusters_crd, &cluster_kind).await;
-    let mut controller = scenario.start_controller(
-        "cronscaler",
-        &[
-            "--kinds",
-            "Deployment.apps,Rollout.argoproj.io,Cluster.postgresql.cnpg.io,\
+    let controller = scenario
+        .ready_controller(
+            "cronscaler",
+            &[
+                "--kinds",
+                "Deployment.apps,Rollout.argoproj.io,Cluster.postgresql.cnpg.io,\
              Gizmo.later.cronscaler.dev",
-        ],
-    );
-    controller.wait_ready().await;
+            ],
+        )
+        .await;
     let ready = |kind: &'static str| {
         let controller = &controller;
         async move {

@@ -30,8 +30,7 @@ async fn a_deployment_sleeps_and_wakes_on_the_second_and_is_told_only_what_happe
     let Some(scenario) = Scenario::shared("sleep-wake").await else {
         return;
     };
-    let mut controller = scenario.start_controller("cronscaler", &[]);
-    controller.wait_ready().await;
+    let controller = scenario.ready_controller("cronscaler", &[]).await;
     let deployments = scenario.deployments();
     let down = whole_second_in(8);
     let up = down + chrono::Duration::seconds(8);
@@ -150,8 +149,9 @@ async fn a_dry_run_tells_the_night_and_changes_nothing() {
     let Some(scenario) = Scenario::shared("dry-run").await else {
         return;
     };
-    let mut controller = scenario.start_controller("cronscaler-dry-run", &["--dry-run"]);
-    controller.wait_ready().await;
+    let controller = scenario
+        .ready_controller("cronscaler-dry-run", &["--dry-run"])
+        .await;
     let deployments = scenario.deployments();
     let down = whole_second_in(6);
     let up = down + chrono::Duration::hours(1);
@@ -187,8 +187,7 @@ async fn a_stateful_set_sleeps_and_wakes_as_a_deployment_does() {
     let Some(scenario) = Scenario::shared("statefulset").await else {
         return;
     };
-    let mut controller = scenario.start_controller("cronscaler", &[]);
-    controller.wait_ready().await;
+    let controller = scenario.ready_controller("cronscaler", &[]).await;
     let stateful_sets = scenario.stateful_sets();
     let down = whole_second_in(6);
     let up = down + chrono::Duration::seconds(6);
@@ -236,8 +235,7 @@ async fn cron_jobs_are_suspended_for_the_night_and_get_their_own_suspend_back() 
     let Some(scenario) = Scenario::shared("cronjob").await else {
         return;
     };
-    let mut controller = scenario.start_controller("cronscaler", &[]);
-    controller.wait_ready().await;
+    let controller = scenario.ready_controller("cronscaler", &[]).await;
     let cron_jobs = scenario.cron_jobs();
     let down = whole_second_in(6);
     let up = down + chrono::Duration::seconds(6);
@@ -305,8 +303,9 @@ async fn a_deploy_at_night_sleeps_only_when_its_grace_period_ends() {
     let Some(scenario) = Scenario::shared("grace").await else {
         return;
     };
-    let mut controller = scenario.start_controller("cronscaler", &["--grace-period", "10s"]);
-    controller.wait_ready().await;
+    let controller = scenario
+        .ready_controller("cronscaler", &["--grace-period", "10s"])
+        .await;
     let deployments = scenario.deployments();
     // A scale-down a few seconds ago: for a Deployment created now, a catch-up.
     let passed = whole_second_in(-3);
@@ -331,6 +330,17 @@ async fn a_deploy_at_night_sleeps_only_when_its_grace_period_ends() {
         2,
         "left running in its first seconds"
     );
+    // Awake while its schedule says asleep: the Deployment says why, and until when.
+    let held = scenario
+        .event("deployed-tonight", "SleepHeldBack", LATENESS)
+        .await;
+    let until = ends.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    assert!(
+        held.note
+            .as_deref()
+            .is_some_and(|note| note.starts_with(&format!("held awake until {until}: "))),
+        "{held:?}"
+    );
     replicas_become(
         &deployments,
         "deployed-tonight",
@@ -351,8 +361,7 @@ async fn a_foo_is_scheduled_and_a_bad_schedule_is_reported() {
     let Some(scenario) = Scenario::shared("schedule-foo").await else {
         return;
     };
-    let mut controller = scenario.start_controller("cronscaler", &[]);
-    controller.wait_ready().await;
+    let _controller = scenario.ready_controller("cronscaler", &[]).await;
     let (foos, deployments) = (scenario.foos(), scenario.deployments());
     let down = whole_second_in(6);
     foos.create(
@@ -441,13 +450,11 @@ async fn an_invalid_schedule_is_reported_once_across_restarts_and_replica_writes
         "a Deployment with an invalid schedule",
     )
     .await;
-    let mut first = scenario.start_controller("first", &[]);
-    first.wait_ready().await;
+    let mut first = scenario.ready_controller("first", &[]).await;
     scenario.event("broken", "InvalidSchedule", LATENESS).await;
     first.assert_stops_cleanly(Duration::from_secs(5)).await;
 
-    let mut second = scenario.start_controller("second", &[]);
-    second.wait_ready().await;
+    let second = scenario.ready_controller("second", &[]).await;
     // `kubectl scale deployment broken --replicas=2`, as a person or an HPA would.
     deployments
         .patch(
@@ -476,8 +483,7 @@ async fn a_transition_missed_while_stopped_is_applied_once_on_return() {
         return;
     };
     let deployments = scenario.deployments();
-    let mut first = scenario.start_controller("cronscaler", &[]);
-    first.wait_ready().await;
+    let mut first = scenario.ready_controller("cronscaler", &[]).await;
     let down = whole_second_in(8);
     deploy(
         &deployments,
@@ -531,8 +537,7 @@ async fn restore_wakes_a_sleeping_deployment_and_removes_the_controllers_annotat
         return;
     };
     let deployments = scenario.deployments();
-    let mut controller = scenario.start_controller("cronscaler", &[]);
-    controller.wait_ready().await;
+    let mut controller = scenario.ready_controller("cronscaler", &[]).await;
     let down = whole_second_in(5);
     deploy(
         &deployments,
@@ -587,8 +592,7 @@ async fn the_scale_up_event_says_what_the_scale_up_did() {
     let Some(scenario) = Scenario::shared("event-notes").await else {
         return;
     };
-    let mut controller = scenario.start_controller("cronscaler", &[]);
-    controller.wait_ready().await;
+    let _controller = scenario.ready_controller("cronscaler", &[]).await;
     let deployments = scenario.deployments();
     let down = whole_second_in(4);
     let up = down + chrono::Duration::seconds(3);

@@ -46,8 +46,7 @@ async fn status_tells_each_scheduled_object_and_the_replicas_asleep() {
     let deployments = scenario.deployments();
 
     // Put to sleep by the controller itself, so status reads what the controller writes.
-    let mut controller = scenario.start_controller("cronscaler", &[]);
-    controller.wait_ready().await;
+    let mut controller = scenario.ready_controller("cronscaler", &[]).await;
     deploy(
         &deployments,
         "sleepy",

@@ -67,8 +67,9 @@ async fn what_kube_downscaler_put_to_sleep_wakes_to_its_own_count_at_its_window_
         "a Deployment inside its window",
     )
     .await;
-    let mut controller = scenario.start_controller("cronscaler", &[FLAG, "--grace-period", "0s"]);
-    controller.wait_ready().await;
+    let controller = scenario
+        .ready_controller("cronscaler", &[FLAG, "--grace-period", "0s"])
+        .await;
 
     // Before the window: still asleep, and the count is still known.
     tokio::time::sleep(Duration::from_secs(5)).await;
@@ -134,8 +135,7 @@ async fn downtime_from_an_instant_puts_a_deployment_to_sleep_then_for_good() {
     let Some(scenario) = Scenario::shared("takeover-from").await else {
         return;
     };
-    let mut controller = scenario.start_controller("cronscaler", &[FLAG]);
-    controller.wait_ready().await;
+    let controller = scenario.ready_controller("cronscaler", &[FLAG]).await;
     let deployments = scenario.deployments();
     // GoKubeDownscaler's directional span (its main branch after v1.3.4).
     let down = whole_second_in(15);

@@ -23,8 +23,9 @@ async fn a_window_list_covering_the_week_holds_its_state_applied_once_with_its_e
         return;
     };
     // Created now, a Deployment would otherwise wait out its grace period before sleeping.
-    let mut controller = scenario.start_controller("cronscaler", &["--grace-period", "0s"]);
-    controller.wait_ready().await;
+    let controller = scenario
+        .ready_controller("cronscaler", &["--grace-period", "0s"])
+        .await;
     let deployments = scenario.deployments();
     deploy(
         &deployments,

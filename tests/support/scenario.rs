@@ -199,6 +199,13 @@ impl Scenario {
         self.spawn_controller(name, &["run", "--namespace", &self.namespace], args)
     }
 
+    /// [`Scenario::start_controller`], then waits until it is ready: its caches are synced.
+    pub async fn ready_controller(&self, name: &str, args: &[&str]) -> Controller {
+        let mut controller = self.start_controller(name, args);
+        controller.wait_ready().await;
+        controller
+    }
+
     /// Starts `cronscaler run` over every namespace, as installed by `rbac/`: only on a control
     /// plane of the scenario's own, where it disturbs no other test.
     pub fn start_cluster_wide_controller(&self, name: &str, args: &[&str]) -> Controller {
