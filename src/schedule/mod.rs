@@ -53,7 +53,7 @@ pub use invalid::InvalidAnnotation;
 pub use keys::*;
 pub use now::{asleep, next_change};
 pub use on_demand::{
-    OnDemand, OutOfReach, expired_keys, in_reach, key_of, out_of_reach, overrides,
+    OnDemand, OutOfReach, asked, expired_keys, in_reach, key_of, out_of_reach, overrides,
 };
 pub use ready_by::{DEFAULT_WARM_UP, MAX_HEAD_START, ReadyBy};
 pub use transition::{CONSTANT_SINCE, Direction, Period, Rule, Schedule, Transition};

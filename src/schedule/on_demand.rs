@@ -7,6 +7,8 @@
 //! (`<applied at> up until <until>`), which is what makes both happen exactly once across
 //! restarts, and lets a person's own change during the override stand.
 
+pub mod asked;
+
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, SecondsFormat, SubsecRound, TimeDelta, Utc};
