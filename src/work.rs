@@ -18,7 +18,10 @@ use crate::{
         key::ObjectKey,
         worker::{Handled, Next, Reconcile},
     },
-    scaling::{self, ScalingContext, idle::Activity, key::ScalingKey, policy_status, timer::Clock},
+    scaling::{
+        self, ScalingContext, idle::Activity, key::ScalingKey,
+        on_demand::request::OverrideRequests, policy_status, timer::Clock,
+    },
     wake::{self, host_conflicts::HostConflicts, request::WakeRequests, slices::WakeSlices},
 };
 
@@ -33,6 +36,8 @@ pub enum WorkKey {
     WakeSlices(String),
     /// Carry out a `WakeRequest`, and remove it.
     WakeRequest(ObjectKey),
+    /// Carry out a person's `OverrideRequest`, answer it, and remove it an hour later.
+    OverrideRequest(ObjectKey),
 }
 
 impl From<ScalingKey> for WorkKey {
@@ -50,6 +55,7 @@ impl fmt::Display for WorkKey {
                 write!(f, "wake-up EndpointSlices of Namespace {namespace}")
             }
             WorkKey::WakeRequest(key) => write!(f, "WakeRequest {key}"),
+            WorkKey::OverrideRequest(key) => write!(f, "OverrideRequest {key}"),
         }
     }
 }
@@ -62,6 +68,8 @@ pub struct Reconcilers {
     pub slices: Option<WakeSlices>,
     /// What carries out the requests for a wake of those who may only ask.
     pub requests: WakeRequests,
+    /// What carries out the overrides people ask for in their Namespaces.
+    pub overrides: OverrideRequests,
     /// The Warnings of Namespaces that claim a host alike.
     pub host_conflicts: HostConflicts,
     /// What was seen of Namespaces' use, and who counts their requests, for sleep when idle.
@@ -114,6 +122,9 @@ impl Reconcilers {
             },
             WorkKey::WakeRequest(request) => {
                 wake::request::reconcile(&self.requests, request, now).await
+            }
+            WorkKey::OverrideRequest(request) => {
+                scaling::on_demand::request::reconcile(&self.overrides, request, now).await
             }
             WorkKey::Scaling(ScalingKey::NamespaceReport(namespace, transition)) => {
                 Ok(scaling::report_namespace(&self.scale, namespace, *transition, now).await)
@@ -208,6 +219,7 @@ mod tests {
             worker::{Workers, worker},
             workqueue::{RateLimit, WorkQueue},
         },
+        scaling::on_demand::request::Carrying,
         scaling::timer::system_clock,
         wake::host_conflicts::HostConflicts,
         workloads::target::{ScaleTarget, TargetKind},
@@ -221,6 +233,14 @@ mod tests {
         let (foos, foo_writer) = reflector::store();
         let (owned_deployments, owned_writer) = reflector::store();
         let events = Events::new(client.clone(), None);
+        let carrying = Carrying {
+            client: client.clone(),
+            namespaces: NamespaceSchedules::watched([]),
+            default_timezone: Tz::UTC,
+            max_override: scaling::DEFAULT_MAX_OVERRIDE,
+            writes: crate::runtime::writes::Writes::new(events.clone(), false),
+            listed: watch::channel(true).1,
+        };
         let reconcilers = Reconcilers {
             foo: FooContext {
                 client: client.clone(),
@@ -228,15 +248,8 @@ mod tests {
                 owned_deployments,
                 events: events.clone(),
             },
-            requests: WakeRequests {
-                client: client.clone(),
-                requests: kube::runtime::reflector::store().0,
-                namespaces: NamespaceSchedules::watched([]),
-                default_timezone: Tz::UTC,
-                max_override: scaling::DEFAULT_MAX_OVERRIDE,
-                writes: crate::runtime::writes::Writes::new(events.clone(), false),
-                listed: watch::channel(true).1,
-            },
+            requests: carrying.requests(kube::runtime::reflector::store().0),
+            overrides: carrying.requests(kube::runtime::reflector::store().0),
             scale: ScalingContext::new(client, events.clone(), Tz::UTC, false, Metrics::new().0),
             slices: None,
             host_conflicts: HostConflicts::new(NamespaceSchedules::watched([]), events),

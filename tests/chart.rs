@@ -133,6 +133,10 @@ fn carried() -> Vec<(String, String)> {
             "crds/wake-requests.yaml",
             "manifests/06-wake-request-crd.yaml",
         ),
+        (
+            "crds/override-requests.yaml",
+            "manifests/09-override-request-crd.yaml",
+        ),
         ("files/rbac/cluster-role.yaml", "rbac/cluster-role.yaml"),
         ("files/rbac/lease-role.yaml", "rbac/lease-role.yaml"),
         ("files/rbac/wake-backend.yaml", "rbac/wake-backend.yaml"),

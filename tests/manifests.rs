@@ -103,6 +103,36 @@ fn the_wake_up_backend_may_only_read_and_ask() {
 }
 
 #[test]
+fn a_namespace_s_editors_may_ask_for_an_override_and_its_viewers_only_read_them() {
+    let objects = all_objects();
+    let edit = grants(find(&objects, "ClusterRole", "cronscaler-edit"));
+    let view = grants(find(&objects, "ClusterRole", "cronscaler-view"));
+    let asks = grant(
+        "cronscaler.dev",
+        "overriderequests",
+        &["get", "list", "watch", "create", "delete"],
+    );
+    assert!(edit.contains(&asks), "{edit:?}");
+    let reads: BTreeSet<String> = ["get", "list", "watch"].map(String::from).into();
+    for (_, resource, verbs) in &view {
+        assert!(verbs.is_subset(&reads), "view may {verbs:?} {resource}");
+    }
+    assert!(
+        view.iter()
+            .any(|(_, resource, verbs)| resource == "overriderequests" && *verbs == reads),
+        "{view:?}"
+    );
+    for role in ["cronscaler-edit", "cronscaler-view"] {
+        let labels = &find(&objects, "ClusterRole", role)["metadata"]["labels"];
+        let built_in = role.trim_start_matches("cronscaler-");
+        assert_eq!(
+            labels[format!("rbac.authorization.k8s.io/aggregate-to-{built_in}")],
+            "true"
+        );
+    }
+}
+
+#[test]
 fn the_cluster_role_grants_exactly_what_the_controller_uses() {
     let objects = all_objects();
     let expected = BTreeSet::from([
@@ -180,6 +210,18 @@ fn the_cluster_role_grants_exactly_what_the_controller_uses() {
         "cronscaler.dev",
         "wakerequests",
         &["list", "watch", "patch", "delete"],
+    ));
+    // A person's override: read, answered in its status, removed; never made nor changed
+    // otherwise (the Namespace's editors make them).
+    cluster_wide.insert(grant(
+        "cronscaler.dev",
+        "overriderequests",
+        &["list", "watch", "delete"],
+    ));
+    cluster_wide.insert(grant(
+        "cronscaler.dev",
+        "overriderequests/status",
+        &["patch"],
     ));
     // A kind of --kinds outside the catalogue: its CRD read for where it keeps its count.
     cluster_wide.insert(grant(

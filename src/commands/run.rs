@@ -1,10 +1,9 @@
 //! `cronscaler run`, the wiring, in the order it is read: the settings; what the watches fill and
-//! the workers read; the feeds, each family started from the file beside this one
-//! (`foo_feeds.rs`, `namespace_feeds.rs` with `policy_feeds.rs`, `slice_feeds.rs`,
-//! `workload_feeds.rs`, `gitops_feeds.rs`, `route_feeds.rs`, `request_feeds.rs`) through the one
-//! feed layer (`feeds.rs`); leadership (`election.rs`), what is served (`served.rs`: metrics and
-//! health alone) and the workers, which take keys from the shared queue while this replica leads;
-//! and shutdown. `wake_backend.rs` is `cronscaler wake-backend`, the other process.
+//! the workers read; the feeds, each family started from a file beside this one (`foo_feeds.rs`,
+//! `namespace_feeds.rs` with `policy_feeds.rs`, `slice_feeds.rs`, `workload_feeds.rs`,
+//! `gitops_feeds.rs`, `route_feeds.rs`, `request_feeds.rs`) through the one feed layer
+//! (`feeds.rs`); leadership (`election.rs`), what is served (`served.rs`) and the workers while
+//! this replica leads; shutdown. `wake_backend.rs` is `cronscaler wake-backend`, the other process.
 
 use std::{future::Future, sync::Arc};
 
@@ -53,6 +52,7 @@ use crate::{
         workqueue::{Enqueue, RateLimit, WorkQueue},
         writes::Writes,
     },
+    scaling::on_demand::request::Carrying,
     scaling::{
         ScalingContext,
         gitops::{Tool, owners::Owners},
@@ -61,7 +61,7 @@ use crate::{
         key::ScalingKey,
         timer::{Timer, system_clock},
     },
-    wake::{self, host_conflicts::HostConflicts, request::WakeRequests},
+    wake::{self, host_conflicts::HostConflicts},
     work::{Reconcilers, WorkKey},
     workloads::{last_seen::LastSeen, objects, target::TargetKind},
 };
@@ -195,7 +195,7 @@ pub async fn run(
         }
     }
     watches.start_later(later, &workloads_listed, &mut feeds);
-    let requests_store = request_feeds::start(&client, namespace, (&queue, &outage), &mut feeds);
+    let requests = request_feeds::start(&client, namespace, (&queue, &outage), &mut feeds);
 
     // Leadership, what is served, and the workers.
     let (is_leader, election) = elect(&client, args);
@@ -208,7 +208,7 @@ pub async fn run(
         first_listings,
         trackers: tracked.clone(),
         wake_slices: wake_slices.clone(),
-        requests: requests_store.clone(),
+        requests: requests.clone(),
     };
     tokio::spawn(follow_leadership(
         is_leader.clone(),
@@ -238,9 +238,8 @@ pub async fn run(
     .with_wakes(wakes)
     .with_workloads_listed(workloads_listed)
     .with_kinds(tracked.kinds());
-    let requests = WakeRequests {
+    let carrying = Carrying {
         client: clients.asked.clone(),
-        requests: requests_store,
         namespaces: namespaces.clone(),
         default_timezone: args.default_timezone.zone,
         max_override,
@@ -255,7 +254,8 @@ pub async fn run(
             events: events.clone(),
         },
         slices: wake_slices,
-        requests,
+        requests: carrying.requests(requests.wakes),
+        overrides: carrying.requests(requests.overrides),
         host_conflicts: HostConflicts::new(namespaces, events),
         activity,
         declarations: Some(declarations),

@@ -2,6 +2,8 @@
 //! Namespace's override away once it has run out (the workloads have their own records, so the
 //! order of the two does not matter).
 
+pub mod request;
+
 use chrono::{DateTime, SecondsFormat, Utc};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::{

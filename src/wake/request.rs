@@ -7,20 +7,18 @@
 
 pub mod plan;
 
-use chrono::{DateTime, TimeDelta, Utc};
-use chrono_tz::Tz;
+use chrono::{DateTime, Utc};
 use kube::{
-    Api, Client, CustomResource, KubeSchema,
+    Api, CustomResource, KubeSchema,
     api::{DeleteParams, Patch, PatchParams, Preconditions},
-    runtime::reflector::{ObjectRef, Store},
+    runtime::reflector::ObjectRef,
 };
 use serde::{Deserialize, Serialize};
-use tokio::sync::watch;
 
 use crate::{
     error::Error,
-    namespaces::NamespaceSchedules,
-    runtime::{api_errors::is_status, key::ObjectKey, worker::Next, writes::Writes},
+    runtime::{api_errors::is_status, key::ObjectKey, worker::Next},
+    scaling::on_demand::request::Requests,
     workloads::target::creation_time,
 };
 use plan::{Carried, Seen};
@@ -58,20 +56,8 @@ pub struct WakeRequestSpec {
     pub by: String,
 }
 
-/// What carrying out a request reads and writes with.
-pub struct WakeRequests {
-    pub client: Client,
-    /// Every request, as their watch has them.
-    pub requests: Store<WakeRequest>,
-    pub namespaces: NamespaceSchedules,
-    pub default_timezone: Tz,
-    /// `--max-override`: no wake reaches further.
-    pub max_override: TimeDelta,
-    pub writes: Writes,
-    /// True once what Namespaces follow was listed (or waited for long enough): before that, a
-    /// Namespace opted in by a policy would seem not to be.
-    pub listed: watch::Receiver<bool>,
-}
+/// What carries out the wake-up backend's requests.
+pub type WakeRequests = Requests<WakeRequest>;
 
 /// How soon a request is looked at again while what Namespaces follow is not listed yet.
 const LISTING_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
@@ -82,7 +68,7 @@ pub async fn reconcile(
     key: &ObjectKey,
     now: DateTime<Utc>,
 ) -> Result<Next, Error> {
-    if !*ctx.listed.borrow() {
+    if !*ctx.carrying.listed.borrow() {
         return Ok(Next::After(LISTING_WAIT));
     }
     let Some(request) = ctx
@@ -96,10 +82,10 @@ pub async fn reconcile(
         name: key.name.clone(),
         by: request.spec.by.clone(),
         created: creation_time(&request.metadata),
-        annotations: ctx.namespaces.annotations_of(namespace),
-        bare: ctx.namespaces.is_bare(namespace),
+        annotations: ctx.carrying.namespaces.annotations_of(namespace),
+        bare: ctx.carrying.namespaces.is_bare(namespace),
     };
-    let limits = (ctx.default_timezone, ctx.max_override);
+    let limits = (ctx.carrying.default_timezone, ctx.carrying.max_override);
     let carried = plan::plan(&seen, limits, now);
     let held = (request.metadata.finalizers.iter().flatten())
         .next()
@@ -121,12 +107,14 @@ async fn act(
     let namespace = &key.namespace;
     match carried {
         Carried::Wake { patch, by } => {
-            let api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(ctx.client.clone());
+            let api: Api<k8s_openapi::api::core::v1::Namespace> =
+                Api::all(ctx.carrying.client.clone());
             let params = PatchParams {
                 field_manager: Some(by.clone()),
                 ..PatchParams::default()
             };
             let written = ctx
+                .carrying
                 .writes
                 .make(
                     format!("wake Namespace {namespace}, asked by {by}"),
@@ -150,11 +138,12 @@ async fn act(
             tracing::info!(namespace, why, "a wake request changed nothing");
         }
     }
-    let api: Api<WakeRequest> = Api::namespaced(ctx.client.clone(), namespace);
+    let api: Api<WakeRequest> = Api::namespaced(ctx.carrying.client.clone(), namespace);
     if held {
         // The uid makes the patch fail (409) on a newer request of the same name.
         let unheld = serde_json::json!({ "metadata": { "uid": uid, "finalizers": null } });
         let released = ctx
+            .carrying
             .writes
             .make(
                 format!("take the finalizers off WakeRequest {key}"),
@@ -176,6 +165,7 @@ async fn act(
         ..DeleteParams::default()
     };
     let deleted = ctx
+        .carrying
         .writes
         .make(
             format!("remove WakeRequest {key}"),

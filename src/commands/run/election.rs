@@ -13,6 +13,7 @@ use tokio::{
 use super::{
     namespace_feeds::end_override_in_time,
     policy_feeds::{self, FirstListings},
+    request_feeds::Requests,
     slice_feeds,
     trackers::Trackers,
     workload_feeds::lock,
@@ -27,7 +28,7 @@ use crate::{
         workqueue::WorkQueue,
     },
     scaling::{gitops::owners::Owners, key::ScalingKey, timer::Clock},
-    wake::{request::WakeRequest, slices::WakeSlices},
+    wake::slices::WakeSlices,
     work::WorkKey,
 };
 
@@ -96,7 +97,7 @@ pub(super) struct Resync {
     pub first_listings: Arc<FirstListings>,
     pub trackers: Trackers,
     pub wake_slices: Option<WakeSlices>,
-    pub requests: Store<WakeRequest>,
+    pub requests: Requests,
 }
 
 impl Resync {
@@ -126,9 +127,14 @@ impl Resync {
         if let Some(slices) = &self.wake_slices {
             slice_feeds::look_at_all(slices, queue);
         }
-        for request in self.requests.state() {
+        for request in self.requests.wakes.state() {
             if let Some(key) = ObjectKey::of(request.as_ref()) {
                 queue.add(WorkKey::WakeRequest(key));
+            }
+        }
+        for request in self.requests.overrides.state() {
+            if let Some(key) = ObjectKey::of(request.as_ref()) {
+                queue.add(WorkKey::OverrideRequest(key));
             }
         }
     }

@@ -1,0 +1,298 @@
+//! An `OverrideRequest`: how a person who may only act in their own Namespace (the aggregated
+//! `edit` role, `rbac/aggregated-roles.yaml`) wakes it, puts it to sleep, or hands it back to its
+//! schedule, with no grant on the cluster-scoped Namespace itself. The person creates one in the
+//! Namespace; the controller decides from its own view of the Namespace, by the rules of
+//! `cronscaler wake` and `sleep` (`--max-override` holds), writes the override signed with who
+//! asked, answers in the request's status, tells it as an Event, and removes the request an
+//! hour later: observed once, planned by [`plan::plan`], acted.
+
+pub mod plan;
+
+use chrono::{DateTime, TimeDelta, Utc};
+use chrono_tz::Tz;
+use k8s_openapi::api::core::v1::Namespace;
+use kube::{
+    Api, Client, CustomResource, Resource,
+    api::{DeleteParams, Patch, PatchParams, Preconditions},
+    runtime::reflector::{ObjectRef, Store},
+};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
+
+use crate::{
+    error::Error,
+    namespaces::NamespaceSchedules,
+    runtime::{
+        CONTROLLER_NAME, api_errors::is_status, key::ObjectKey, worker::Next, writes::Writes,
+    },
+    workloads::target::creation_time,
+};
+use plan::{Carried, Seen};
+
+// kube's derive takes one `printcolumn` per column, which clippy reads as a repeated attribute.
+#[allow(clippy::duplicated_attributes)]
+#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[kube(
+    group = "cronscaler.dev",
+    version = "v1alpha1",
+    kind = "OverrideRequest",
+    namespaced,
+    status = "OverrideRequestStatus",
+    derive = "PartialEq",
+    doc = "A request to wake this Namespace, put it to sleep, or hand it back to its schedule, now. Whoever may create one in the Namespace may ask; the controller carries it out within its --max-override, answers in status, and removes it an hour later.",
+    printcolumn(name = "State", type_ = "string", json_path = ".spec.state"),
+    printcolumn(name = "By", type_ = "string", json_path = ".spec.by"),
+    printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
+    printcolumn(name = "Until", type_ = "string", json_path = ".status.until"),
+    printcolumn(
+        name = "Message",
+        type_ = "string",
+        json_path = ".status.message",
+        priority = 1
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[serde(rename_all = "camelCase")]
+pub struct OverrideRequestSpec {
+    /// `awake` (woken now), `asleep` (put to sleep now, a snooze), or `schedule` (any override
+    /// taken away: the schedule decides again).
+    pub state: Asked,
+    /// Until when (an RFC 3339 instant); or `for`. Neither: until the schedule turns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<String>,
+    /// For how long from now, as people write it (`2h`, `90m`); or `until`.
+    #[serde(default, rename = "for", skip_serializing_if = "Option::is_none")]
+    pub for_: Option<String>,
+    /// Who asks, as the asker names itself (the request's own word, within the Namespace's
+    /// editors): the override is signed with it, and the Events name it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 60))]
+    pub by: Option<String>,
+    /// By which means: `kubectl`, `console`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 60))]
+    pub means: Option<String>,
+}
+
+/// What a request asks the Namespace to be.
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Asked {
+    #[default]
+    Awake,
+    Asleep,
+    Schedule,
+}
+
+/// The controller's answer.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OverrideRequestStatus {
+    /// `Done`, or `Refused`; none until it is carried out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<Phase>,
+    /// What became of it, in words: until when, or why not.
+    #[serde(default)]
+    pub message: String,
+    /// Until when the override holds, where one was set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<String>,
+    /// When the controller answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answered: Option<String>,
+}
+
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum Phase {
+    Done,
+    Refused,
+}
+
+/// What carrying out requests reads and writes with, whatever their kind: the wake-up backend's
+/// `WakeRequest`s and people's `OverrideRequest`s alike.
+#[derive(Clone)]
+pub struct Carrying {
+    pub client: Client,
+    pub namespaces: NamespaceSchedules,
+    pub default_timezone: Tz,
+    /// `--max-override`: no override reaches further.
+    pub max_override: TimeDelta,
+    pub writes: Writes,
+    /// True once what Namespaces follow was listed: before that, a Namespace a policy schedules
+    /// or opts in would seem not to be.
+    pub listed: watch::Receiver<bool>,
+}
+
+impl Carrying {
+    /// What carries out the requests of one kind, kept in `requests` by their watch.
+    pub fn requests<K: Resource<DynamicType = ()> + 'static>(
+        &self,
+        requests: Store<K>,
+    ) -> Requests<K> {
+        Requests {
+            carrying: self.clone(),
+            requests,
+        }
+    }
+}
+
+/// What carries out the requests of one kind.
+pub struct Requests<K: Resource<DynamicType = ()> + 'static> {
+    pub carrying: Carrying,
+    /// Every request, as their watch has them.
+    pub requests: Store<K>,
+}
+
+pub type OverrideRequests = Requests<OverrideRequest>;
+
+/// How soon a request is looked at again while what Namespaces follow is not listed yet.
+const LISTING_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Carries out the request `key` at `now`: observe, plan, act.
+pub async fn reconcile(
+    ctx: &OverrideRequests,
+    key: &ObjectKey,
+    now: DateTime<Utc>,
+) -> Result<Next, Error> {
+    if !*ctx.carrying.listed.borrow() {
+        return Ok(Next::After(LISTING_WAIT));
+    }
+    let Some(request) = ctx
+        .requests
+        .get(&ObjectRef::new(&key.name).within(&key.namespace))
+    else {
+        return Ok(Next::Done);
+    };
+    let seen = Seen {
+        namespace: key.namespace.clone(),
+        spec: request.spec.clone(),
+        status: request.status.clone(),
+        created: creation_time(&request.metadata),
+        annotations: ctx.carrying.namespaces.annotations_of(&key.namespace),
+    };
+    let carried = plan::plan(
+        &seen,
+        (ctx.carrying.default_timezone, ctx.carrying.max_override),
+        now,
+    );
+    act(ctx, key, &request, carried, now).await
+}
+
+/// Writes the override, if any, signed with who asked, then the answer in the request's status
+/// and the Event; or removes a request answered long enough ago.
+async fn act(
+    ctx: &OverrideRequests,
+    key: &ObjectKey,
+    request: &OverrideRequest,
+    carried: Carried,
+    now: DateTime<Utc>,
+) -> Result<Next, Error> {
+    let namespace = &key.namespace;
+    let requests: Api<OverrideRequest> = Api::namespaced(ctx.carrying.client.clone(), namespace);
+    let status = match carried {
+        Carried::Remove { at } if at > now => return Ok(Next::At(at)),
+        Carried::Remove { .. } => {
+            let params = DeleteParams {
+                preconditions: Some(Preconditions {
+                    uid: request.metadata.uid.clone(),
+                    resource_version: None,
+                }),
+                ..DeleteParams::default()
+            };
+            let deleted = (ctx.carrying.writes)
+                .make(
+                    format!("remove OverrideRequest {key}"),
+                    requests.delete(&key.name, &params),
+                )
+                .await;
+            return match deleted {
+                Err(error) if is_status(&error, 404) || is_status(&error, 409) => Ok(Next::Done),
+                deleted => deleted.map(|_| Next::Done).map_err(Error::api(
+                    "removing",
+                    "OverrideRequest",
+                    key,
+                )),
+            };
+        }
+        Carried::Answered { status } => status,
+        Carried::Set {
+            patch,
+            manager,
+            status,
+            event: (reason, note),
+        } => {
+            let namespaces: Api<Namespace> = Api::all(ctx.carrying.client.clone());
+            let params = PatchParams {
+                field_manager: Some(manager),
+                ..PatchParams::default()
+            };
+            (ctx.carrying.writes)
+                .make(
+                    format!("override Namespace {namespace}: {note}"),
+                    namespaces.patch(namespace, &params, &Patch::Merge(&patch)),
+                )
+                .await
+                .map_err(Error::api(
+                    "overriding",
+                    "Namespace",
+                    &ObjectKey::new(namespace, namespace),
+                ))?;
+            tracing::info!(namespace, %note, "override requested");
+            let regarding = request.object_ref(&());
+            ctx.carrying
+                .writes
+                .tell(&regarding, reason, note, false)
+                .await;
+            status
+        }
+    };
+    let params = PatchParams {
+        field_manager: Some(CONTROLLER_NAME.into()),
+        ..PatchParams::default()
+    };
+    let answer = serde_json::json!({ "status": status });
+    let written = (ctx.carrying.writes)
+        .make(
+            format!("answer OverrideRequest {key}: {}", status.message),
+            requests.patch_status(&key.name, &params, &Patch::Merge(&answer)),
+        )
+        .await;
+    match written {
+        // Removed meanwhile: nobody is left to answer.
+        Err(error) if is_status(&error, 404) => Ok(Next::Done),
+        written => {
+            written
+                .map(|_| Next::Done)
+                .map_err(Error::api("answering", "OverrideRequest", key))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kube::CustomResourceExt;
+
+    use super::*;
+
+    #[test]
+    fn the_committed_crd_manifest_matches_the_rust_type() {
+        let generated = serde_norway::to_string(&OverrideRequest::crd()).unwrap();
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/manifests/09-override-request-crd.yaml"
+        );
+        if std::env::var_os("CRONSCALER_BLESS").is_some() {
+            std::fs::write(path, &generated).unwrap();
+        }
+        assert!(
+            std::fs::read_to_string(path).unwrap_or_default() == generated,
+            "manifests/09-override-request-crd.yaml is stale: regenerate it with \
+             `CRONSCALER_BLESS=1 cargo test --lib the_committed_crd_manifest_matches_the_rust_type`"
+        );
+    }
+}
