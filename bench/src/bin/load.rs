@@ -467,6 +467,11 @@ const WAKE_REQUESTS: Empty = Empty {
     api_version: "cronscaler.dev/v1alpha1",
     list_kind: "WakeRequestList",
 };
+const OVERRIDE_REQUESTS: Empty = Empty {
+    what: "OverrideRequests",
+    api_version: "cronscaler.dev/v1alpha1",
+    list_kind: "OverrideRequestList",
+};
 /// The controller only needs the HPAs listed and watched.
 const HPAS: Empty = Empty {
     what: "HPAs",
@@ -595,6 +600,9 @@ impl Fake {
             }
             ["apis", "cronscaler.dev", "v1alpha1", "wakerequests"] => {
                 Some(Route::Empty(WAKE_REQUESTS))
+            }
+            ["apis", "cronscaler.dev", "v1alpha1", "overriderequests"] => {
+                Some(Route::Empty(OVERRIDE_REQUESTS))
             }
             ["apis", "autoscaling", "v2", "horizontalpodautoscalers"] => Some(Route::Empty(HPAS)),
             ["apis", "events.k8s.io", "v1", "namespaces", _, "events"] => Some(Route::Events),
