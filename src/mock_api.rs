@@ -103,11 +103,24 @@ pub fn event(
 
 pub struct ApiServer {
     handle: Handle<Request<Body>, Response<Body>>,
+    /// The roles whose rules allow what the client sends.
+    roles: &'static [&'static str],
 }
 
+/// A client of the controller's, as `rbac/` installs it, and the scripted server it talks to.
 pub fn mock_client() -> (Client, ApiServer) {
+    mock_client_with(&CONTROLLER)
+}
+
+/// A client of a Namespace's editor (the built-in `edit` role, with `rbac/aggregated-roles.yaml`
+/// applied: what `cronscaler wake` may send for such a person), and its scripted server.
+pub fn mock_editor_client() -> (Client, ApiServer) {
+    mock_client_with(&EDITOR)
+}
+
+fn mock_client_with(roles: &'static [&'static str]) -> (Client, ApiServer) {
     let (service, handle) = pair::<Request<Body>, Response<Body>>();
-    (Client::new(service, "default"), ApiServer { handle })
+    (Client::new(service, "default"), ApiServer { handle, roles })
 }
 
 impl ApiServer {
@@ -140,7 +153,7 @@ impl ApiServer {
                 (expected.method, expected.path.as_str()),
                 "request #{index} differs; its body: {sent}"
             );
-            if let Err(denied) = authorized(parts.method.as_str(), &path) {
+            if let Err(denied) = authorized(self.roles, parts.method.as_str(), &path) {
                 panic!("request #{index}: {denied}");
             }
             if let Err(invalid) = valid_event(parts.method.as_str(), &path, &sent) {
@@ -185,7 +198,7 @@ impl ApiServer {
 
 /// The RBAC rules the controller is installed with (`rbac/`), with the optional grants of
 /// `rbac/optional/`, for the requests only they allow.
-const RBAC: [&str; 6] = [
+const CONTROLLER: [&str; 6] = [
     include_str!("../rbac/cluster-role.yaml"),
     include_str!("../rbac/lease-role.yaml"),
     include_str!("../rbac/wake-slices.yaml"),
@@ -194,9 +207,12 @@ const RBAC: [&str; 6] = [
     include_str!("../rbac/optional/gitops.yaml"),
 ];
 
-/// Whether the installed RBAC rules let the controller make this request, as the API server's
-/// authorizer would decide: group, resource (with subresource) and verb from method and path.
-fn authorized(method: &str, path_and_query: &str) -> Result<(), String> {
+/// What the aggregated roles give a Namespace's editors of ours.
+const EDITOR: [&str; 1] = [include_str!("../rbac/aggregated-roles.yaml")];
+
+/// Whether the `roles`' rules let the client make this request, as the API server's authorizer
+/// would decide: group, resource (with subresource) and verb from method and path.
+fn authorized(roles: &[&str], method: &str, path_and_query: &str) -> Result<(), String> {
     let (path, query) = path_and_query
         .split_once('?')
         .unwrap_or((path_and_query, ""));
@@ -237,7 +253,7 @@ fn authorized(method: &str, path_and_query: &str) -> Result<(), String> {
         ("DELETE", false) => "deletecollection",
         _ => return Err(format!("{method} is not a Kubernetes verb")),
     };
-    let granted = RBAC
+    let granted = roles
         .iter()
         .flat_map(|text| serde_norway::Deserializer::from_str(text))
         .any(|document| {

@@ -12,11 +12,13 @@ use kube::{
     api::{Patch, PatchParams},
 };
 
+mod ask;
+
 use crate::{
     commands::cluster::namespace_schedules,
     duration::spoken,
     namespaces::NamespaceSchedules,
-    runtime::key::ObjectKey,
+    runtime::{api_errors::is_status, key::ObjectKey},
     schedule::{
         self, Annotations, Direction,
         asked::{Refusal, held_by_schedule, override_patch, unscheduled, until_when},
@@ -38,8 +40,23 @@ pub enum OverrideError {
     Refused(#[from] Refusal),
     #[error("{0} not found")]
     NotFound(String),
-    #[error("{0}: Namespaces may not be listed (403), so its schedule cannot be read")]
-    NamespaceUnreadable(String),
+    #[error(
+        "you may neither annotate Namespace {0} nor create an OverrideRequest in it: ask for the \
+         edit role in {0} (with rbac/aggregated-roles.yaml applied, it may create OverrideRequests)"
+    )]
+    MayNotAsk(String),
+    #[error(
+        "you may not annotate Namespace {0}, and this cluster serves no OverrideRequests to ask \
+         with: install manifests/09-override-request-crd.yaml (or the Helm chart)"
+    )]
+    NotServed(String),
+    #[error("the controller refused: {0}")]
+    AskRefused(String),
+    #[error(
+        "asked with OverrideRequest {request}, but no controller answered within {within}: is \
+         cronscaler running?"
+    )]
+    NotAnswered { request: String, within: String },
     #[error("{action} {what}: {source}")]
     Api {
         action: &'static str,
@@ -112,8 +129,10 @@ pub async fn set_override(
     let schedules = match (&target, listed) {
         (_, Ok((schedules, true))) if schedules.is_known(namespace) => Some(schedules),
         (OverrideTarget::Namespace(_), Ok((_, true))) => return Err(OverrideError::NotFound(what)),
+        // Not allowed to read Namespaces: the controller is asked, as the Namespace's editors
+        // may ask it.
         (OverrideTarget::Namespace(_), Ok((_, false))) => {
-            return Err(OverrideError::NamespaceUnreadable(what));
+            return ask::ask(client, namespace, &ask::request(direction, requested)).await;
         }
         (OverrideTarget::Namespace(_), Err(error)) => return Err(error),
         // Without the Namespace (not allowed to read it) the object's own schedule decides.
@@ -164,10 +183,13 @@ pub async fn set_override(
                 field_manager: Some(field_manager),
                 ..PatchParams::default()
             };
-            Api::<Namespace>::all(client.clone())
+            let patched = Api::<Namespace>::all(client.clone())
                 .patch(namespace, &params, &Patch::Merge(&patch))
-                .await
-                .map(drop)
+                .await;
+            if patched.as_ref().is_err_and(|error| is_status(error, 403)) {
+                return ask::ask(client, namespace, &ask::request(direction, requested)).await;
+            }
+            patched.map(drop)
         }
         OverrideTarget::Object(object) => {
             patch_target_as(client, object, &patch, &field_manager).await

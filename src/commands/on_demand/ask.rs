@@ -1,0 +1,196 @@
+//! `cronscaler wake` and `sleep` for someone who may act only in their own Namespace: where the
+//! Namespace may not be annotated, the override is asked for with an `OverrideRequest` (which the
+//! aggregated `edit` role may create), and the controller's answer is waited for and said.
+
+use std::time::Duration;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use kube::{
+    Api, Client,
+    api::{ObjectMeta, PostParams},
+};
+
+use super::OverrideError;
+use crate::{
+    runtime::api_errors::is_status,
+    scaling::on_demand::request::{Asked, OverrideRequest, OverrideRequestSpec, Phase},
+    schedule::Direction,
+};
+
+/// How long the controller's answer is waited for: it answers within a second when it runs.
+pub const ANSWER_WITHIN: Duration = Duration::from_secs(20);
+
+/// How often the request is read again while it waits for its answer.
+const POLL: Duration = Duration::from_millis(250);
+
+/// The request `cronscaler wake` or `sleep` makes for `namespace`: until `requested`, else until
+/// the schedule turns, signed with who runs the command.
+pub fn request(direction: Direction, requested: Option<DateTime<Utc>>) -> OverrideRequest {
+    let (state, verb) = match direction {
+        Direction::Up => (Asked::Awake, "wake"),
+        Direction::Down => (Asked::Asleep, "sleep"),
+    };
+    OverrideRequest {
+        metadata: ObjectMeta {
+            generate_name: Some(format!("{verb}-")),
+            ..ObjectMeta::default()
+        },
+        spec: OverrideRequestSpec {
+            state,
+            until: requested.map(|until| until.to_rfc3339_opts(SecondsFormat::Secs, true)),
+            for_: None,
+            by: asker(),
+            means: Some("kubectl".into()),
+        },
+        status: None,
+    }
+}
+
+/// Who runs the command, as the login names them: the request's own word.
+fn asker() -> Option<String> {
+    std::env::var("USER")
+        .ok()
+        .filter(|user| !user.is_empty() && user.chars().all(|c| c.is_ascii_graphic()))
+}
+
+/// Makes `request` in `namespace` and waits for the controller's answer: what it did, or why it
+/// refused.
+pub async fn ask(
+    client: &Client,
+    namespace: &str,
+    request: &OverrideRequest,
+) -> Result<String, OverrideError> {
+    let requests: Api<OverrideRequest> = Api::namespaced(client.clone(), namespace);
+    let made = match requests.create(&PostParams::default(), request).await {
+        Ok(made) => made,
+        Err(error) if is_status(&error, 403) => {
+            return Err(OverrideError::MayNotAsk(namespace.to_string()));
+        }
+        Err(error) if is_status(&error, 404) => {
+            return Err(OverrideError::NotServed(namespace.to_string()));
+        }
+        Err(source) => {
+            return Err(OverrideError::Api {
+                action: "ask for an override of",
+                what: format!("Namespace {namespace}"),
+                source,
+            });
+        }
+    };
+    let name = made.metadata.name.unwrap_or_default();
+    let waited = tokio::time::timeout(ANSWER_WITHIN, async {
+        loop {
+            tokio::time::sleep(POLL).await;
+            let answer = requests.get(&name).await.ok().and_then(|read| read.status);
+            if let Some(answer) = answer.filter(|answer| answer.phase.is_some()) {
+                return answer;
+            }
+        }
+    })
+    .await;
+    match waited {
+        Ok(answer) if answer.phase == Some(Phase::Refused) => {
+            Err(OverrideError::AskRefused(answer.message))
+        }
+        Ok(answer) => Ok(format!(
+            "{} (OverrideRequest {namespace}/{name})",
+            answer.message
+        )),
+        Err(_) => Err(OverrideError::NotAnswered {
+            request: format!("{namespace}/{name}"),
+            within: crate::duration::spoken(ANSWER_WITHIN).to_string(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::{
+        mock_api::{Exchange, mock_editor_client},
+        schedule::test_support::at,
+    };
+
+    const REQUESTS: &str = "/apis/cronscaler.dev/v1alpha1/namespaces/team-a/overriderequests";
+
+    fn stored(status: serde_json::Value) -> serde_json::Value {
+        json!({
+            "apiVersion": "cronscaler.dev/v1alpha1", "kind": "OverrideRequest",
+            "metadata": { "name": "wake-x7k2p", "namespace": "team-a" },
+            "spec": { "state": "awake" },
+            "status": status,
+        })
+    }
+
+    async fn asked(script: Vec<Exchange>) -> Result<String, String> {
+        let (client, server) = mock_editor_client();
+        let server = tokio::spawn(server.serve(script));
+        let until = Some(at("2026-11-23T23:00:00Z"));
+        let said = ask(&client, "team-a", &request(Direction::Up, until)).await;
+        drop(client);
+        server.await.unwrap();
+        said.map_err(|error| error.to_string())
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_request_is_made_and_the_controller_s_answer_said() {
+        let said = asked(vec![
+            Exchange::new("POST", format!("{REQUESTS}?"))
+                .body(json!({
+                    "metadata": { "generateName": "wake-" },
+                    "spec": { "state": "awake", "until": "2026-11-23T23:00:00Z", "means": "kubectl" },
+                }))
+                .reply(201, stored(json!({}))),
+            Exchange::new("GET", format!("{REQUESTS}/wake-x7k2p")).reply(200, stored(json!({}))),
+            Exchange::new("GET", format!("{REQUESTS}/wake-x7k2p")).reply(
+                200,
+                stored(json!({
+                    "phase": "Done",
+                    "message": "Namespace team-a is awake until 2026-11-23T23:00:00Z (2h from now)",
+                })),
+            ),
+        ])
+        .await;
+        assert_eq!(
+            said,
+            Ok(
+                "Namespace team-a is awake until 2026-11-23T23:00:00Z (2h from now) \
+                (OverrideRequest team-a/wake-x7k2p)"
+                    .into()
+            )
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_refusal_and_a_missing_grant_say_what_to_do() {
+        let refused = asked(vec![
+            Exchange::new("POST", format!("{REQUESTS}?")).reply(201, stored(json!({}))),
+            Exchange::new("GET", format!("{REQUESTS}/wake-x7k2p")).reply(
+                200,
+                stored(
+                    json!({ "phase": "Refused", "message": "spec.for: \"2x\" is not a duration" }),
+                ),
+            ),
+        ])
+        .await;
+        assert_eq!(
+            refused,
+            Err("the controller refused: spec.for: \"2x\" is not a duration".into())
+        );
+        let forbidden = json!({
+            "kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Forbidden", "code": 403,
+        });
+        let may_not = asked(vec![
+            Exchange::new("POST", format!("{REQUESTS}?")).reply(403, forbidden),
+        ])
+        .await;
+        assert!(
+            may_not
+                .as_ref()
+                .is_err_and(|said| said.contains("ask for the edit role in team-a")),
+            "{may_not:?}"
+        );
+    }
+}
