@@ -274,25 +274,4 @@ async fn act(
 }
 
 #[cfg(test)]
-mod tests {
-    use kube::CustomResourceExt;
-
-    use super::*;
-
-    #[test]
-    fn the_committed_crd_manifest_matches_the_rust_type() {
-        let generated = serde_norway::to_string(&OverrideRequest::crd()).unwrap();
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/manifests/09-override-request-crd.yaml"
-        );
-        if std::env::var_os("CRONSCALER_BLESS").is_some() {
-            std::fs::write(path, &generated).unwrap();
-        }
-        assert!(
-            std::fs::read_to_string(path).unwrap_or_default() == generated,
-            "manifests/09-override-request-crd.yaml is stale: regenerate it with \
-             `CRONSCALER_BLESS=1 cargo test --lib the_committed_crd_manifest_matches_the_rust_type`"
-        );
-    }
-}
+mod tests;

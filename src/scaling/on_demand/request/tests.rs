@@ -1,0 +1,171 @@
+//! What acting on a request sends: the Namespace's patch signed with who asked, the Event, the
+//! answer; the removal an hour on; a request gone meanwhile. The rules are `plan`'s, in its tests.
+
+use kube::{
+    CustomResourceExt,
+    runtime::{reflector, watcher},
+};
+use serde_json::json;
+
+use super::*;
+use crate::{
+    mock_api::{Exchange, events_path, mock_client},
+    schedule::{UPTIME, test_support::at},
+};
+
+const NIGHT: &str = "2026-11-23T21:00:00Z";
+const REQUEST: &str = "/apis/cronscaler.dev/v1alpha1/namespaces/team-a/overriderequests/wake-1";
+
+fn request(status: Option<OverrideRequestStatus>) -> OverrideRequest {
+    serde_json::from_value(json!({
+        "apiVersion": "cronscaler.dev/v1alpha1", "kind": "OverrideRequest",
+        "metadata": {
+            "name": "wake-1", "namespace": "team-a", "uid": "uid-1",
+            "creationTimestamp": NIGHT,
+        },
+        "spec": { "state": "awake", "for": "2h", "by": "alice", "means": "kubectl" },
+        "status": status,
+    }))
+    .unwrap()
+}
+
+/// Carries out `request` at `now` against a server answering `script`.
+async fn carried_out(request: OverrideRequest, now: &str, script: Vec<Exchange>) -> Next {
+    let (client, server) = mock_client();
+    let server = tokio::spawn(server.serve(script));
+    let (store, mut writer) = reflector::store();
+    writer.apply_watcher_event(&watcher::Event::Apply(request));
+    let namespaces = NamespaceSchedules::watched([]);
+    namespaces.update(
+        "team-a",
+        None,
+        &[(UPTIME.to_string(), "Mon-Fri 07:00-20:00".to_string())].into(),
+    );
+    let carrying = Carrying {
+        client: client.clone(),
+        namespaces,
+        default_timezone: Tz::UTC,
+        max_override: TimeDelta::hours(24),
+        writes: Writes::new(crate::runtime::events::Events::new(client, None), false),
+        listed: watch::channel(true).1,
+    };
+    let requests = carrying.requests(store);
+    let next = reconcile(&requests, &ObjectKey::new("team-a", "wake-1"), at(now))
+        .await
+        .unwrap();
+    drop((requests, carrying));
+    server.await.unwrap();
+    next
+}
+
+#[tokio::test]
+async fn a_wake_is_written_signed_by_who_asked_told_and_answered() {
+    let next = carried_out(
+        request(None),
+        NIGHT,
+        vec![
+            Exchange::new(
+                "PATCH",
+                "/api/v1/namespaces/team-a?&fieldManager=alice+%28kubectl%29",
+            )
+            .content_type("application/merge-patch+json")
+            .body(json!({ "metadata": { "annotations": {
+                    "cronscaler.dev/awake-until": "2026-11-23T23:00:00Z",
+                } } }))
+            .reply(200, json!({})),
+            Exchange::new("POST", events_path("team-a"))
+                .body(json!({
+                    "reason": "OverrideRequested",
+                    "regarding": { "kind": "OverrideRequest", "name": "wake-1" },
+                    "note": "Namespace team-a woken until 2026-11-23T23:00:00Z (2h from now), \
+                             asked by alice (kubectl)",
+                }))
+                .reply(201, json!({})),
+            Exchange::new(
+                "PATCH",
+                format!("{REQUEST}/status?&fieldManager=cronscaler"),
+            )
+            .body(json!({ "status": {
+                    "phase": "Done",
+                    "message": "Namespace team-a is awake until 2026-11-23T23:00:00Z (2h from now)",
+                    "until": "2026-11-23T23:00:00Z",
+                } }))
+            .reply(200, serde_json::to_value(request(None)).unwrap()),
+        ],
+    )
+    .await;
+    assert_eq!(next, Next::Done, "the answer's watch event brings it back");
+}
+
+#[tokio::test]
+async fn an_answered_request_waits_an_hour_then_is_removed_if_still_the_same() {
+    let done = Some(OverrideRequestStatus {
+        phase: Some(Phase::Done),
+        ..OverrideRequestStatus::default()
+    });
+    let later = carried_out(request(done.clone()), "2026-11-23T21:30:00Z", vec![]).await;
+    assert_eq!(later, Next::At(at("2026-11-23T22:00:00Z")));
+    let removed = carried_out(
+        request(done),
+        "2026-11-23T22:00:00Z",
+        vec![
+            Exchange::new("DELETE", format!("{REQUEST}?"))
+                .body(json!({ "preconditions": { "uid": "uid-1" } }))
+                .reply(
+                    409,
+                    json!({ "kind": "Status", "code": 409, "reason": "Conflict" }),
+                ),
+        ],
+    )
+    .await;
+    assert_eq!(
+        removed,
+        Next::Done,
+        "a newer request of that name is its own"
+    );
+}
+
+#[tokio::test]
+async fn a_request_removed_before_its_answer_is_done_with() {
+    let refused = OverrideRequest {
+        spec: OverrideRequestSpec {
+            for_: Some("2 hours please".into()),
+            ..request(None).spec
+        },
+        ..request(None)
+    };
+    let next = carried_out(
+        refused,
+        NIGHT,
+        vec![
+            Exchange::new(
+                "PATCH",
+                format!("{REQUEST}/status?&fieldManager=cronscaler"),
+            )
+            .body(json!({ "status": { "phase": "Refused" } }))
+            .reply(
+                404,
+                json!({ "kind": "Status", "code": 404, "reason": "NotFound" }),
+            ),
+        ],
+    )
+    .await;
+    assert_eq!(next, Next::Done);
+}
+
+#[test]
+fn the_committed_crd_manifest_matches_the_rust_type() {
+    let generated = serde_norway::to_string(&OverrideRequest::crd()).unwrap();
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/manifests/09-override-request-crd.yaml"
+    );
+    if std::env::var_os("CRONSCALER_BLESS").is_some() {
+        std::fs::write(path, &generated).unwrap();
+    }
+    assert!(
+        std::fs::read_to_string(path).unwrap_or_default() == generated,
+        "manifests/09-override-request-crd.yaml is stale: regenerate it with \
+         `CRONSCALER_BLESS=1 cargo test --lib the_committed_crd_manifest_matches_the_rust_type`"
+    );
+}
