@@ -21,7 +21,19 @@ use kube::CustomResourceExt as _;
 use tokio::signal::unix::{SignalKind, signal};
 
 #[tokio::main]
-async fn main() -> anyhow::Result<ExitCode> {
+async fn main() -> ExitCode {
+    // Said as one line of causes, never as a backtrace (which RUST_BACKTRACE would add): a
+    // refusal tells a person what to do, and a backtrace tells them nothing.
+    match command().await {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("Error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn command() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse_args(std::env::args_os()).unwrap_or_else(|error| error.exit());
     let kube = &cli.kube;
     match cli.command {

@@ -27,6 +27,7 @@ mod policies;
 mod ready_by;
 mod request_costs;
 mod scaling;
+mod self_service;
 mod startup;
 mod status;
 mod takeover;

@@ -278,6 +278,24 @@ impl Scenario {
             .expect("the cronscaler binary runs")
     }
 
+    /// Runs a `cronscaler` command to completion as the user `user` (a cluster admin's kubeconfig
+    /// impersonating them, as [`Scenario::client_as`]): a person with what RBAC grants `user`.
+    pub fn run_as_user(&self, user: &str, args: &[&str]) -> Output {
+        let admin = self.plane().admin_kubeconfig();
+        let mut kubeconfig = Kubeconfig::read_from(&admin).expect("the admin kubeconfig");
+        for named in &mut kubeconfig.auth_infos {
+            if let Some(info) = named.auth_info.as_mut() {
+                info.impersonate = Some(user.to_string());
+            }
+        }
+        let path = self.plane().dir().join(format!("{user}.kubeconfig"));
+        let text = serde_norway::to_string(&kubeconfig).expect("a kubeconfig as YAML");
+        std::fs::write(&path, text).expect("writing the user's kubeconfig");
+        self.command_as(&path, args)
+            .output()
+            .expect("the cronscaler binary runs")
+    }
+
     /// Runs a `cronscaler` command to completion as the ServiceAccount, failing the test with
     /// what it said unless it succeeds; what it printed.
     pub fn said(&self, args: &[&str]) -> String {
