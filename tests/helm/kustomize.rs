@@ -161,8 +161,8 @@ fn default_values_install_what_kustomize_installs() {
     );
     assert_eq!(
         names(&crds).len(),
-        4,
-        "Foo, SleepPolicy, SleepSchedule and WakeRequest"
+        5,
+        "Foo, SleepPolicy, SleepSchedule, WakeRequest and OverrideRequest"
     );
 }
 
