@@ -229,6 +229,7 @@ async fn installed_with_helm_it_sleeps_a_deployment_and_upgrade_and_uninstall_ke
         "foos.samplecontroller.k8s.io",
         "sleeppolicies.cronscaler.dev",
         "sleepschedules.cronscaler.dev",
+        "overriderequests.cronscaler.dev",
     ];
     for name in crd_names {
         crds.get(name)
