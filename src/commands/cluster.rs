@@ -163,7 +163,9 @@ fn none_unless_readable<K>(listed: Result<Vec<K>, kube::Error>) -> Result<Vec<K>
 }
 
 /// Every Namespace's metadata, or that of `namespace` alone: listed with a field selector
-/// rather than read, since the controller's grants list Namespaces but do not get them.
+/// rather than read, since the controller's grants list Namespaces but do not get them; and
+/// where that is refused, read, as someone holding a role only in that Namespace may (the
+/// built-in roles let whoever is bound in a Namespace get the Namespace itself).
 pub async fn list_namespaces(
     client: &Client,
     namespace: Option<&str>,
@@ -172,14 +174,24 @@ pub async fn list_namespaces(
     let api = &api;
     let selector = namespace.map(|name| format!("metadata.name={name}"));
     let selector = selector.as_deref();
-    all_pages(500, |params| async move {
+    let listed = all_pages(500, |params| async move {
         let params = match selector {
             Some(selector) => params.fields(selector),
             None => params,
         };
         api.list_metadata(&params).await
     })
-    .await
+    .await;
+    match (listed, namespace) {
+        (Err(refused), Some(name)) if is_status(&refused, 403) => {
+            match api.get_metadata_opt(name).await {
+                Ok(found) => Ok(found.into_iter().collect()),
+                // Not allowed to read it either: the listing's refusal says so.
+                Err(_) => Err(refused),
+            }
+        }
+        (listed, _) => listed,
+    }
 }
 
 pub async fn list<K>(client: &Client, namespace: Option<&str>) -> Result<Vec<K>, kube::Error>

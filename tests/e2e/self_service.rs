@@ -1,7 +1,7 @@
 //! Self-service by namespaced RBAC (issue 41): someone holding only the built-in `edit` role in
 //! their Namespace (with `rbac/aggregated-roles.yaml` applied) wakes it with `cronscaler wake`,
-//! through an `OverrideRequest`, and is refused for another team's Namespace with nothing
-//! written; someone holding `view` may ask nothing.
+//! through an `OverrideRequest`, sees it with `cronscaler status`, and is refused for another
+//! team's Namespace with nothing written; someone holding `view` may ask nothing.
 
 use crate::support;
 
@@ -121,6 +121,22 @@ async fn a_namespace_s_editor_wakes_it_and_no_other_and_its_viewer_asks_nothing(
     assert_eq!(requests.len(), 1, "{requests:?}");
     assert_eq!(requests[0].data["status"]["phase"], "Done");
     assert_eq!(requests[0].data["spec"]["means"], "kubectl");
+
+    // `status` for the editor, with no cluster-scoped grant: its Namespace is read as itself.
+    let shown = scenario.run_as_user("dev", &["status", "-n", "team-a", "-o", "json"]);
+    let status: serde_json::Value = serde_json::from_slice(&shown.stdout)
+        .unwrap_or_else(|error| panic!("{error}: {}", String::from_utf8_lossy(&shown.stderr)));
+    assert_eq!(status["namespaceSchedulesKnown"], true, "{status}");
+    let web = &status["objects"][0];
+    assert_eq!(
+        (
+            web["name"].as_str(),
+            web["state"].as_str(),
+            web["scheduleFrom"].as_str()
+        ),
+        (Some("web"), Some("overridden"), Some("Namespace")),
+        "{status}"
+    );
 
     // Another team's Namespace: refused, saying what to ask for, and nothing written.
     let refused = scenario.run_as_user("dev", &["sleep", "-n", "team-b"]);
