@@ -18,7 +18,7 @@ use crate::{
         Tool,
         owners::{OwnerObject, Owners},
     },
-    workloads::{objects, target::TargetKind},
+    workloads::{objects, target::TargetKind, writers::override_setter},
 };
 
 /// A list the API server refused or could not answer, and of what.
@@ -129,8 +129,10 @@ pub async fn namespace_schedules(
         listed => listed?,
     };
     for namespace in &namespaces {
-        schedules.update(&namespace.name_any(), None, namespace.annotations());
-        schedules.set_labels(&namespace.name_any(), namespace.labels());
+        let name = namespace.name_any();
+        schedules.update(&name, None, namespace.annotations());
+        schedules.set_labels(&name, namespace.labels());
+        schedules.note_setter(&name, override_setter(namespace.managed_fields()));
     }
     let policies = Api::<SleepPolicy>::all(client.clone());
     let policies = all_pages(500, |params| {

@@ -18,7 +18,9 @@ use crate::{
         owners::Owners,
         standing::{GitOps, Shown},
     },
-    schedule::{Annotations, GitOpsMode, SCALE_DOWN, SCALE_UP, TIMEZONE, held_back_until},
+    schedule::{
+        Annotations, GitOpsMode, OVERRIDE_KEYS, SCALE_DOWN, SCALE_UP, TIMEZONE, held_back_until,
+    },
     workloads::target::{Driver, Drivers, ScaleTarget, ScheduleSource, TargetKind, TargetState},
 };
 
@@ -224,6 +226,17 @@ fn row(
             state(&parsed, &own, follows.as_ref(), found, now)?
         }
     };
+    // Who holds it so: the override's setter, its own or its Namespace's, by managed fields.
+    if standing.state == State::Overridden
+        && let Some(setter) = OVERRIDE_KEYS
+            .into_iter()
+            .find(|key| own.contains_key(*key))
+            .and_then(|key| observed.writers.of_override(key).map(String::from))
+            .or_else(|| schedules.setter_of(&namespace))
+        && let Some(reason) = standing.reasons.first_mut()
+    {
+        *reason = format!("{reason} (set by {setter})");
+    }
     if schedules.is_excluded(&namespace) {
         standing = Standing {
             state: State::Excluded,

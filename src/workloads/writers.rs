@@ -101,6 +101,14 @@ pub fn other_sleep_field_writers<'a>(
         })
 }
 
+/// Who set the override on demand an object carries, if any (its `awake-until` or
+/// `asleep-until`, by their managed fields): the name a Namespace's override is told by.
+pub fn override_setter(managed_fields: &[ManagedFieldsEntry]) -> Option<String> {
+    OVERRIDE_KEYS
+        .into_iter()
+        .find_map(|key| annotation_setter(managed_fields, key))
+}
+
 /// The field manager that last set annotation `key`: who asked for an override.
 pub fn annotation_setter(managed_fields: &[ManagedFieldsEntry], key: &str) -> Option<String> {
     let field = format!("f:{key}");

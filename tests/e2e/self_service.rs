@@ -137,6 +137,11 @@ async fn a_namespace_s_editor_wakes_it_and_no_other_and_its_viewer_asks_nothing(
         (Some("web"), Some("overridden"), Some("Namespace")),
         "{status}"
     );
+    let reason = web["reasons"][0].as_str().unwrap_or_default();
+    assert!(
+        reason.starts_with("awake until ") && reason.ends_with(" (kubectl))"),
+        "says until when, and who asked by which means: {reason}"
+    );
 
     // Another team's Namespace: refused, saying what to ask for, and nothing written.
     let refused = scenario.run_as_user("dev", &["sleep", "-n", "team-b"]);

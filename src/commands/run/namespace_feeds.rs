@@ -24,7 +24,7 @@ use crate::{
         workqueue::WorkQueue,
     },
     scaling::{idle::Activity, key::ScalingKey},
-    schedule::{AWAKE_UNTIL, OVERRIDE_KEYS, overrides},
+    schedule::{AWAKE_UNTIL, overrides},
     wake::host_conflicts,
     work::WorkKey,
     workloads::{target::creation_time, writers},
@@ -119,12 +119,8 @@ fn namespace_feed(
                     activity.used(&name, created);
                 }
                 end_override_in_time(&queue, &name, namespace.annotations(), (relist.clock)());
-                namespaces.note_setter(
-                    &name,
-                    OVERRIDE_KEYS.into_iter().find_map(|key| {
-                        writers::annotation_setter(namespace.managed_fields(), key)
-                    }),
-                );
+                let setter = writers::override_setter(namespace.managed_fields());
+                namespaces.note_setter(&name, setter);
                 if changed {
                     for contesting in host_conflicts::to_look_at(&namespaces, &name) {
                         queue.add(ScalingKey::WakeHosts(contesting).into());

@@ -42,6 +42,46 @@ fn a_namespaces_override_holds_every_scheduled_object_in_it_but_the_excluded() {
 }
 
 #[test]
+fn an_override_names_who_set_it_on_the_namespace_or_on_the_object() {
+    let namespace: &[(&str, &str)] = &[
+        (SCALE_DOWN, "0 20 * * *"),
+        (ASLEEP_UNTIL, "2026-11-24T00:00:00Z"),
+    ];
+    let namespaces = schedules(&[("staging", namespace)]);
+    namespaces.note_setter("staging", Some("alice (kubectl)".into()));
+    let mut own = deployment(
+        "own",
+        2,
+        &with(&[(crate::schedule::AWAKE_UNTIL, "2026-11-23T05:00:00Z")]),
+    );
+    own.observed.writers.overrides =
+        vec![(crate::schedule::AWAKE_UNTIL, "kubectl-annotate".into())];
+    let objects = [
+        deployment("follows", 0, &[(LAST_TRANSITION, LAST_NIGHT)]),
+        own,
+    ];
+    let status = status(
+        &objects,
+        Some(&namespaces),
+        &[],
+        (&Owners::default(), GitOpsMode::Ignore),
+        Tz::UTC,
+        GRACE,
+        night(),
+    );
+    let reasons: Vec<&str> = (status.objects.iter())
+        .map(|row| row.reasons[0].as_str())
+        .collect();
+    assert_eq!(
+        reasons,
+        vec![
+            "asleep until 2026-11-24T00:00:00Z (set by alice (kubectl))",
+            "awake until 2026-11-23T05:00:00Z (set by kubectl-annotate)"
+        ]
+    );
+}
+
+#[test]
 fn unknown_namespaces_leave_out_what_only_they_schedule() {
     let objects = [
         deployment("follows", 2, &[]),
