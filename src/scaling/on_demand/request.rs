@@ -8,6 +8,8 @@
 
 pub mod plan;
 
+use std::collections::BTreeMap;
+
 use chrono::{DateTime, TimeDelta, Utc};
 use chrono_tz::Tz;
 use k8s_openapi::api::core::v1::Namespace;
@@ -173,7 +175,7 @@ pub async fn reconcile(
         spec: request.spec.clone(),
         status: request.status.clone(),
         created: creation_time(&request.metadata),
-        annotations: ctx.carrying.namespaces.annotations_of(&key.namespace),
+        annotations: known(&ctx.carrying.namespaces, &key.namespace),
     };
     let carried = plan::plan(
         &seen,
@@ -181,6 +183,16 @@ pub async fn reconcile(
         now,
     );
     act(ctx, key, &request, carried, now).await
+}
+
+/// What the controller knows of `namespace`'s schedule: `None` for a Namespace it never touches
+/// (`--exclude-namespaces`) or has not seen; its annotations (none, where nothing schedules it)
+/// otherwise.
+fn known(namespaces: &NamespaceSchedules, namespace: &str) -> Option<BTreeMap<String, String>> {
+    if namespaces.is_excluded(namespace) || !namespaces.is_known(namespace) {
+        return None;
+    }
+    Some(namespaces.annotations_of(namespace).unwrap_or_default())
 }
 
 /// Writes the override, if any, signed with who asked, then the answer in the request's status

@@ -31,16 +31,26 @@ fn request(status: Option<OverrideRequestStatus>) -> OverrideRequest {
 
 /// Carries out `request` at `now` against a server answering `script`.
 async fn carried_out(request: OverrideRequest, now: &str, script: Vec<Exchange>) -> Next {
+    carried_out_in(NamespaceSchedules::watched([]), request, now, script).await
+}
+
+/// [`carried_out`], by a controller that follows `namespaces` (team-a among them, scheduled).
+async fn carried_out_in(
+    namespaces: NamespaceSchedules,
+    request: OverrideRequest,
+    now: &str,
+    script: Vec<Exchange>,
+) -> Next {
     let (client, server) = mock_client();
     let server = tokio::spawn(server.serve(script));
     let (store, mut writer) = reflector::store();
     writer.apply_watcher_event(&watcher::Event::Apply(request));
-    let namespaces = NamespaceSchedules::watched([]);
     namespaces.update(
         "team-a",
         None,
         &[(UPTIME.to_string(), "Mon-Fri 07:00-20:00".to_string())].into(),
     );
+    namespaces.set_labels("team-a", &Default::default());
     let carrying = Carrying {
         client: client.clone(),
         namespaces,
@@ -168,4 +178,28 @@ fn the_committed_crd_manifest_matches_the_rust_type() {
         "manifests/09-override-request-crd.yaml is stale: regenerate it with \
          `CRONSCALER_BLESS=1 cargo test --lib the_committed_crd_manifest_matches_the_rust_type`"
     );
+}
+
+#[tokio::test]
+async fn a_namespace_the_controller_never_touches_is_refused_and_not_written() {
+    let never = NamespaceSchedules::watched(["team-a".to_string()]);
+    let next = carried_out_in(
+        never,
+        request(None),
+        NIGHT,
+        vec![
+            Exchange::new(
+                "PATCH",
+                format!("{REQUEST}/status?&fieldManager=cronscaler"),
+            )
+            .body(json!({ "status": {
+                    "phase": "Refused",
+                    "message": "Namespace team-a is not known to the controller (it never touches \
+                                it, or it is gone)",
+                } }))
+            .reply(200, serde_json::to_value(request(None)).unwrap()),
+        ],
+    )
+    .await;
+    assert_eq!(next, Next::Done);
 }
