@@ -35,4 +35,6 @@ pub mod work;
 pub mod workloads;
 
 #[cfg(test)]
+mod committed;
+#[cfg(test)]
 mod mock_api;

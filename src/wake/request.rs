@@ -11,7 +11,6 @@ use chrono::{DateTime, Utc};
 use kube::{
     Api, CustomResource, KubeSchema,
     api::{DeleteParams, Patch, PatchParams, Preconditions},
-    runtime::reflector::ObjectRef,
 };
 use serde::{Deserialize, Serialize};
 
@@ -59,23 +58,15 @@ pub struct WakeRequestSpec {
 /// What carries out the wake-up backend's requests.
 pub type WakeRequests = Requests<WakeRequest>;
 
-/// How soon a request is looked at again while what Namespaces follow is not listed yet.
-const LISTING_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
-
 /// Carries out the request `key` at `now`: observe, plan, act.
 pub async fn reconcile(
     ctx: &WakeRequests,
     key: &ObjectKey,
     now: DateTime<Utc>,
 ) -> Result<Next, Error> {
-    if !*ctx.carrying.listed.borrow() {
-        return Ok(Next::After(LISTING_WAIT));
-    }
-    let Some(request) = ctx
-        .requests
-        .get(&ObjectRef::new(&key.name).within(&key.namespace))
-    else {
-        return Ok(Next::Done);
+    let request = match ctx.current(key) {
+        Ok(request) => request,
+        Err(next) => return Ok(next),
     };
     let namespace = &key.namespace;
     let seen = Seen {
@@ -198,17 +189,6 @@ mod tests {
     #[test]
     fn the_committed_crd_manifest_matches_the_rust_type() {
         let generated = serde_norway::to_string(&WakeRequest::crd()).unwrap();
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/manifests/06-wake-request-crd.yaml"
-        );
-        if std::env::var_os("CRONSCALER_BLESS").is_some() {
-            std::fs::write(path, &generated).unwrap();
-        }
-        assert!(
-            std::fs::read_to_string(path).unwrap_or_default() == generated,
-            "manifests/06-wake-request-crd.yaml is stale: regenerate it with \
-             `CRONSCALER_BLESS=1 cargo test --lib the_committed_crd_manifest_matches_the_rust_type`"
-        );
+        crate::committed::assert_committed("manifests/06-wake-request-crd.yaml", &generated);
     }
 }

@@ -8,7 +8,7 @@
 
 pub mod plan;
 
-use std::collections::BTreeMap;
+use std::{collections::BTreeMap, sync::Arc};
 
 use chrono::{DateTime, TimeDelta, Utc};
 use chrono_tz::Tz;
@@ -150,6 +150,19 @@ pub struct Requests<K: Resource<DynamicType = ()> + 'static> {
     pub requests: Store<K>,
 }
 
+impl<K: Resource<DynamicType = ()> + Clone + 'static> Requests<K> {
+    /// The request `key`, as its watch has it, once what Namespaces follow is listed; else
+    /// when to look again: soon, while the listing is under way, or never, once it is gone.
+    pub fn current(&self, key: &ObjectKey) -> Result<Arc<K>, Next> {
+        if !*self.carrying.listed.borrow() {
+            return Err(Next::After(LISTING_WAIT));
+        }
+        (self.requests)
+            .get(&ObjectRef::new(&key.name).within(&key.namespace))
+            .ok_or(Next::Done)
+    }
+}
+
 pub type OverrideRequests = Requests<OverrideRequest>;
 
 /// How soon a request is looked at again while what Namespaces follow is not listed yet.
@@ -161,14 +174,9 @@ pub async fn reconcile(
     key: &ObjectKey,
     now: DateTime<Utc>,
 ) -> Result<Next, Error> {
-    if !*ctx.carrying.listed.borrow() {
-        return Ok(Next::After(LISTING_WAIT));
-    }
-    let Some(request) = ctx
-        .requests
-        .get(&ObjectRef::new(&key.name).within(&key.namespace))
-    else {
-        return Ok(Next::Done);
+    let request = match ctx.current(key) {
+        Ok(request) => request,
+        Err(next) => return Ok(next),
     };
     let seen = Seen {
         namespace: key.namespace.clone(),

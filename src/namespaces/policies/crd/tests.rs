@@ -14,15 +14,7 @@ fn generated() -> String {
 
 #[test]
 fn committed_crd_manifest_matches_the_rust_types() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/manifests/04-policy-crds.yaml");
-    if std::env::var_os("CRONSCALER_BLESS").is_some() {
-        std::fs::write(path, generated()).unwrap();
-    }
-    assert!(
-        std::fs::read_to_string(path).unwrap_or_default() == generated(),
-        "manifests/04-policy-crds.yaml is stale: regenerate it with \
-             `CRONSCALER_BLESS=1 cargo test --lib committed_crd_manifest_matches_the_rust_types`"
-    );
+    crate::committed::assert_committed("manifests/04-policy-crds.yaml", &generated());
 }
 
 #[test]

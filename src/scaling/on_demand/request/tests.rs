@@ -166,18 +166,7 @@ async fn a_request_removed_before_its_answer_is_done_with() {
 #[test]
 fn the_committed_crd_manifest_matches_the_rust_type() {
     let generated = serde_norway::to_string(&OverrideRequest::crd()).unwrap();
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/manifests/09-override-request-crd.yaml"
-    );
-    if std::env::var_os("CRONSCALER_BLESS").is_some() {
-        std::fs::write(path, &generated).unwrap();
-    }
-    assert!(
-        std::fs::read_to_string(path).unwrap_or_default() == generated,
-        "manifests/09-override-request-crd.yaml is stale: regenerate it with \
-         `CRONSCALER_BLESS=1 cargo test --lib the_committed_crd_manifest_matches_the_rust_type`"
-    );
+    crate::committed::assert_committed("manifests/09-override-request-crd.yaml", &generated);
 }
 
 #[tokio::test]
