@@ -66,9 +66,11 @@ pub struct OverrideRequestSpec {
     pub state: Asked,
     /// Until when (an RFC 3339 instant); or `for`. Neither: until the schedule turns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 40))]
     pub until: Option<String>,
     /// For how long from now, as people write it (`2h`, `90m`); or `until`.
     #[serde(default, rename = "for", skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 40))]
     pub for_: Option<String>,
     /// Who asks, as the asker names itself (the request's own word, within the Namespace's
     /// editors): the override is signed with it, and the Events name it.
@@ -97,6 +99,7 @@ pub enum Asked {
 pub struct OverrideRequestStatus {
     /// `Done`, or `Refused`; none until it is carried out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "phase_schema")]
     pub phase: Option<Phase>,
     /// What became of it, in words: until when, or why not.
     #[serde(default)]
@@ -113,6 +116,16 @@ pub struct OverrideRequestStatus {
 pub enum Phase {
     Done,
     Refused,
+}
+
+/// The phase's schema: one of its values when there, and absent until then (never `null`, which
+/// an enum of the API server's structural schemas may not hold on every version).
+fn phase_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "description": "`Done`, or `Refused`; none until it is carried out.",
+        "type": "string",
+        "enum": ["Done", "Refused"],
+    })
 }
 
 /// What carrying out requests reads and writes with, whatever their kind: the wake-up backend's
@@ -178,6 +191,10 @@ pub async fn reconcile(
         Ok(request) => request,
         Err(next) => return Ok(next),
     };
+    // On its way out (held by someone's finalizer): nothing more to carry out.
+    if request.metadata.deletion_timestamp.is_some() {
+        return Ok(Next::Done);
+    }
     let seen = Seen {
         namespace: key.namespace.clone(),
         spec: request.spec.clone(),

@@ -162,11 +162,17 @@ fn requested(
                     "spec.until: {until:?} is not an RFC 3339 instant such as 2026-11-23T22:00:00Z"
                 )
             }),
+        // Added without overflow: a span of ages is refused as too far ahead, not a panic.
         (None, Some(span)) => humantime::parse_duration(span.trim())
             .ok()
             .and_then(|span| TimeDelta::from_std(span).ok())
             .filter(|span| *span > TimeDelta::zero())
-            .map(|span| Some(now + span))
+            .map(|span| {
+                Some(
+                    now.checked_add_signed(span)
+                        .unwrap_or(DateTime::<Utc>::MAX_UTC),
+                )
+            })
             .ok_or_else(|| format!("spec.for: {span:?} is not a duration such as 2h or 90m")),
         (None, None) => Ok(None),
     }

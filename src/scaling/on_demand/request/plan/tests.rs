@@ -145,6 +145,10 @@ fn a_refusal_names_the_field_its_value_and_why_and_writes_nothing() {
         refusal(asked(Asked::Awake, Some("2 hours please")), &OFFICE),
         "spec.for: \"2 hours please\" is not a duration such as 2h or 90m"
     );
+    assert!(
+        refusal(asked(Asked::Awake, Some("300000y")), &OFFICE).contains("more than the 24h"),
+        "ages ahead is too far, not an overflow"
+    );
     assert_eq!(
         refusal(asked(Asked::Awake, Some("30h")), &OFFICE),
         "2026-11-25T03:00:00Z is 30h ahead, more than the 24h an override may reach; the \
