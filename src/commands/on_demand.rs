@@ -18,7 +18,11 @@ use crate::{
     commands::cluster::namespace_schedules,
     duration::spoken,
     namespaces::NamespaceSchedules,
-    runtime::{api_errors::is_status, key::ObjectKey},
+    runtime::{
+        access::{Action, may},
+        api_errors::is_status,
+        key::ObjectKey,
+    },
     schedule::{
         self, Annotations, Direction,
         asked::{Refusal, held_by_schedule, override_patch, unscheduled, until_when},
@@ -53,10 +57,15 @@ pub enum OverrideError {
     #[error("the controller refused: {0}")]
     AskRefused(String),
     #[error(
-        "asked with OverrideRequest {request}, but no controller answered within {within}: is \
-         cronscaler running?"
+        "asked with OverrideRequest {request}, but no controller answered within {within} (is \
+         cronscaler running?){}",
+        if *taken_back { "; the request is taken back" } else { "" }
     )]
-    NotAnswered { request: String, within: String },
+    NotAnswered {
+        request: String,
+        within: String,
+        taken_back: bool,
+    },
     #[error("{action} {what}: {source}")]
     Api {
         action: &'static str,
@@ -122,6 +131,13 @@ pub async fn set_override(
 ) -> Result<String, OverrideError> {
     let what = target.describe();
     let namespace = target.namespace();
+    // Someone who may not annotate the Namespace asks the controller, which decides from its own
+    // view (a SleepPolicy they may not read, its --max-override), rather than here.
+    if let OverrideTarget::Namespace(_) = target
+        && let Ok(false) = may(client, patch_namespace(namespace)).await
+    {
+        return ask::ask(client, namespace, &ask::request(direction, requested)).await;
+    }
     // Its annotations, labels, and the SleepPolicies and SleepSchedules reaching it.
     let listed = namespace_schedules(client, Some(namespace), false)
         .await
@@ -236,6 +252,16 @@ fn field_manager(direction: Direction) -> String {
             format!("{command}@{user}")
         }
         _ => command.to_string(),
+    }
+}
+
+/// Annotating the Namespace `namespace`, as the API server reviews it (a Namespace is its own
+/// namespace, so a RoleBinding there may allow it).
+fn patch_namespace(namespace: &str) -> Action<'_> {
+    Action {
+        namespace: Some(namespace),
+        name: Some(namespace),
+        ..Action::anywhere("patch", "", "namespaces")
     }
 }
 

@@ -7,13 +7,15 @@ use std::time::Duration;
 use chrono::{DateTime, SecondsFormat, Utc};
 use kube::{
     Api, Client,
-    api::{ObjectMeta, PostParams},
+    api::{DeleteParams, ObjectMeta, PostParams, Preconditions},
 };
 
 use super::OverrideError;
 use crate::{
     runtime::api_errors::is_status,
-    scaling::on_demand::request::{Asked, OverrideRequest, OverrideRequestSpec, Phase},
+    scaling::on_demand::request::{
+        Asked, OverrideRequest, OverrideRequestSpec, Phase, plan::MAX_WORDS,
+    },
     schedule::Direction,
 };
 
@@ -46,11 +48,13 @@ pub fn request(direction: Direction, requested: Option<DateTime<Utc>>) -> Overri
     }
 }
 
-/// Who runs the command, as the login names them: the request's own word.
+/// Who runs the command, as their login names them (the request's own word, which the CRD
+/// takes up to 60 characters).
 fn asker() -> Option<String> {
     std::env::var("USER")
         .ok()
         .filter(|user| !user.is_empty() && user.chars().all(|c| c.is_ascii_graphic()))
+        .map(|user| user.chars().take(MAX_WORDS).collect())
 }
 
 /// Makes `request` in `namespace` and waits for the controller's answer: what it did, or why it
@@ -77,29 +81,54 @@ pub async fn ask(
             });
         }
     };
-    let name = made.metadata.name.unwrap_or_default();
+    let name = made.metadata.name.clone().unwrap_or_default();
     let waited = tokio::time::timeout(ANSWER_WITHIN, async {
         loop {
             tokio::time::sleep(POLL).await;
-            let answer = requests.get(&name).await.ok().and_then(|read| read.status);
-            if let Some(answer) = answer.filter(|answer| answer.phase.is_some()) {
-                return answer;
+            match requests.get(&name).await {
+                Ok(read) => {
+                    if let Some(answer) = read.status.filter(|answer| answer.phase.is_some()) {
+                        return Ok(answer);
+                    }
+                }
+                // Removed by someone else before the controller answered.
+                Err(error) if is_status(&error, 404) => {
+                    return Err(OverrideError::NotFound(format!(
+                        "OverrideRequest {namespace}/{name}"
+                    )));
+                }
+                // Anything else (the server busy) is asked again.
+                Err(_) => {}
             }
         }
     })
     .await;
     match waited {
-        Ok(answer) if answer.phase == Some(Phase::Refused) => {
+        Ok(Err(error)) => Err(error),
+        Ok(Ok(answer)) if answer.phase == Some(Phase::Refused) => {
             Err(OverrideError::AskRefused(answer.message))
         }
-        Ok(answer) => Ok(format!(
+        Ok(Ok(answer)) => Ok(format!(
             "{} (OverrideRequest {namespace}/{name})",
             answer.message
         )),
-        Err(_) => Err(OverrideError::NotAnswered {
-            request: format!("{namespace}/{name}"),
-            within: crate::duration::spoken(ANSWER_WITHIN).to_string(),
-        }),
+        Err(_) => {
+            // Taken back, so that no controller carries it out later, when nobody waits for it.
+            let uid = Preconditions {
+                uid: made.metadata.uid,
+                resource_version: None,
+            };
+            let params = DeleteParams {
+                preconditions: Some(uid),
+                ..DeleteParams::default()
+            };
+            let taken_back = requests.delete(&name, &params).await.is_ok();
+            Err(OverrideError::NotAnswered {
+                request: format!("{namespace}/{name}"),
+                within: crate::duration::spoken(ANSWER_WITHIN).to_string(),
+                taken_back,
+            })
+        }
     }
 }
 
@@ -191,6 +220,35 @@ mod tests {
                 .as_ref()
                 .is_err_and(|said| said.contains("ask for the edit role in team-a")),
             "{may_not:?}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_request_nobody_answers_is_taken_back() {
+        // The last poll would fall on the deadline itself.
+        let polls = (ANSWER_WITHIN.as_millis() / POLL.as_millis()) as usize - 1;
+        let mut made = stored(json!({}));
+        made["metadata"]["uid"] = json!("uid-7");
+        let script =
+            std::iter::once(Exchange::new("POST", format!("{REQUESTS}?")).reply(201, made))
+                .chain((0..polls).map(|_| {
+                    Exchange::new("GET", format!("{REQUESTS}/wake-x7k2p"))
+                        .reply(200, stored(json!({})))
+                }))
+                .chain(std::iter::once(
+                    Exchange::new("DELETE", format!("{REQUESTS}/wake-x7k2p?"))
+                        .body(json!({ "preconditions": { "uid": "uid-7" } }))
+                        .reply(200, stored(json!({}))),
+                ))
+                .collect();
+        let said = asked(script).await;
+        assert_eq!(
+            said,
+            Err(
+                "asked with OverrideRequest team-a/wake-x7k2p, but no controller answered within \
+                 20s (is cronscaler running?); the request is taken back"
+                    .into()
+            )
         );
     }
 }
