@@ -73,7 +73,7 @@ pub async fn reconcile(
         name: key.name.clone(),
         by: request.spec.by.clone(),
         created: creation_time(&request.metadata),
-        annotations: ctx.carrying.namespaces.annotations_of(namespace),
+        annotations: ctx.carrying.known(namespace),
         bare: ctx.carrying.namespaces.is_bare(namespace),
     };
     let limits = (ctx.carrying.default_timezone, ctx.carrying.max_override);

@@ -84,7 +84,14 @@ where
 {
     let watch = watcher(Api::<K>::all(client.clone()), watcher::Config::default())
         .backoff(WatchBackoff::default())
-        .modify(|request| request.managed_fields_mut().clear())
+        // What a request says is its spec, its status and its finalizers: the rest, which
+        // whoever asks may fill as they like, is not kept.
+        .modify(|request| {
+            request.managed_fields_mut().clear();
+            request.annotations_mut().clear();
+            request.labels_mut().clear();
+            request.meta_mut().owner_references = None;
+        })
         .reflect(store);
     let queue = queue.clone();
     drive(

@@ -144,6 +144,17 @@ pub struct Carrying {
 }
 
 impl Carrying {
+    /// What the controller knows of `namespace`'s schedule: `None` for a Namespace it never
+    /// touches (`--exclude-namespaces`) or has not seen; its annotations (none, where nothing
+    /// schedules it) otherwise.
+    pub fn known(&self, namespace: &str) -> Option<BTreeMap<String, String>> {
+        let namespaces = &self.namespaces;
+        if namespaces.is_excluded(namespace) || !namespaces.is_known(namespace) {
+            return None;
+        }
+        Some(namespaces.annotations_of(namespace).unwrap_or_default())
+    }
+
     /// What carries out the requests of one kind, kept in `requests` by their watch.
     pub fn requests<K: Resource<DynamicType = ()> + 'static>(
         &self,
@@ -200,7 +211,8 @@ pub async fn reconcile(
         spec: request.spec.clone(),
         status: request.status.clone(),
         created: creation_time(&request.metadata),
-        annotations: known(&ctx.carrying.namespaces, &key.namespace),
+        annotations: ctx.carrying.known(&key.namespace),
+        superseded_by: newer_unanswered(&ctx.requests, &request),
     };
     let carried = plan::plan(
         &seen,
@@ -210,14 +222,32 @@ pub async fn reconcile(
     act(ctx, key, &request, carried, now).await
 }
 
-/// What the controller knows of `namespace`'s schedule: `None` for a Namespace it never touches
-/// (`--exclude-namespaces`) or has not seen; its annotations (none, where nothing schedules it)
-/// otherwise.
-fn known(namespaces: &NamespaceSchedules, namespace: &str) -> Option<BTreeMap<String, String>> {
-    if namespaces.is_excluded(namespace) || !namespaces.is_known(namespace) {
-        return None;
-    }
-    Some(namespaces.annotations_of(namespace).unwrap_or_default())
+/// The latest request of `request`'s Namespace made after it and not answered yet, if any: of
+/// requests made at once, only the last is carried out, so a burst costs the Namespace one write.
+fn newer_unanswered(
+    requests: &Store<OverrideRequest>,
+    request: &OverrideRequest,
+) -> Option<String> {
+    let made = |request: &OverrideRequest| {
+        (
+            creation_time(&request.metadata),
+            request.metadata.name.clone(),
+        )
+    };
+    let this = made(request);
+    (requests.state().iter())
+        .filter(|other| other.metadata.namespace == request.metadata.namespace)
+        .filter(|other| {
+            other
+                .status
+                .as_ref()
+                .is_none_or(|status| status.phase.is_none())
+        })
+        .filter(|other| other.metadata.deletion_timestamp.is_none())
+        .map(|other| made(other))
+        .filter(|other| *other > this)
+        .max()
+        .and_then(|(_, name)| name)
 }
 
 /// Writes the override, if any, signed with who asked, then the answer in the request's status

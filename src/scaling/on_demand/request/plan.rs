@@ -12,7 +12,7 @@ use super::{Asked, OverrideRequestSpec, OverrideRequestStatus, Phase};
 use crate::{
     duration::spoken,
     schedule::{
-        self, ASLEEP_UNTIL, AWAKE_UNTIL, Direction,
+        self, Direction,
         asked::{Refusal, back_to_schedule_patch, held_by_schedule, override_patch, until_when},
         has_schedule,
     },
@@ -41,6 +41,8 @@ pub struct Seen {
     pub created: Option<DateTime<Utc>>,
     /// The Namespace's annotations, with what its policies give it (none: not known, or gone).
     pub annotations: Option<BTreeMap<String, String>>,
+    /// A request of the same Namespace made after it and not answered yet: the one carried out.
+    pub superseded_by: Option<String>,
 }
 
 /// What the request comes to.
@@ -85,6 +87,12 @@ pub fn plan(seen: &Seen, (timezone, max): (Tz, TimeDelta), now: DateTime<Utc>) -
             spoken(MAX_AGE)
         ));
     }
+    if let Some(newer) = &seen.superseded_by {
+        return refused(format!(
+            "superseded by OverrideRequest {}/{newer}, made after it: not carried out",
+            seen.namespace
+        ));
+    }
     let what = format!("Namespace {}", seen.namespace);
     let Some(annotations) = &seen.annotations else {
         return refused(format!(
@@ -99,7 +107,7 @@ pub fn plan(seen: &Seen, (timezone, max): (Tz, TimeDelta), now: DateTime<Utc>) -
     let direction = match seen.spec.state {
         Asked::Awake => Direction::Up,
         Asked::Asleep => Direction::Down,
-        Asked::Schedule => return back_to_schedule(&what, annotations, &asker, now),
+        Asked::Schedule => return back_to_schedule(&what, &asker, now),
     };
     if !has_schedule(annotations) {
         return refused(schedule::asked::unscheduled(&what, direction).to_string());
@@ -178,22 +186,10 @@ fn requested(
     }
 }
 
-/// The Namespace handed back to its schedule: its overrides taken away, where it has any.
-fn back_to_schedule(
-    what: &str,
-    annotations: &BTreeMap<String, String>,
-    asker: &Asker,
-    now: DateTime<Utc>,
-) -> Carried {
-    if ![AWAKE_UNTIL, ASLEEP_UNTIL, schedule::IDLE_SINCE]
-        .iter()
-        .any(|key| annotations.contains_key(*key))
-    {
-        let message = format!("{what} follows its schedule already: nothing written");
-        return Carried::Answered {
-            status: status(Phase::Done, message, None, now),
-        };
-    }
+/// The Namespace handed back to its schedule: its overrides taken away, whatever the cache shows
+/// of them (it may not show a request's write of a moment ago yet; taking away what is not there
+/// changes nothing).
+fn back_to_schedule(what: &str, asker: &Asker, now: DateTime<Utc>) -> Carried {
     Carried::Set {
         patch: back_to_schedule_patch(),
         manager: asker.manager(),

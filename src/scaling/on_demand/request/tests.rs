@@ -31,20 +31,23 @@ fn request(status: Option<OverrideRequestStatus>) -> OverrideRequest {
 
 /// Carries out `request` at `now` against a server answering `script`.
 async fn carried_out(request: OverrideRequest, now: &str, script: Vec<Exchange>) -> Next {
-    carried_out_in(NamespaceSchedules::watched([]), request, now, script).await
+    carried_out_in(NamespaceSchedules::watched([]), vec![request], now, script).await
 }
 
-/// [`carried_out`], by a controller that follows `namespaces` (team-a among them, scheduled).
+/// [`carried_out`] of the first of `requests` (all of them watched), by a controller that
+/// follows `namespaces` (team-a among them, scheduled).
 async fn carried_out_in(
     namespaces: NamespaceSchedules,
-    request: OverrideRequest,
+    requests: Vec<OverrideRequest>,
     now: &str,
     script: Vec<Exchange>,
 ) -> Next {
     let (client, server) = mock_client();
     let server = tokio::spawn(server.serve(script));
     let (store, mut writer) = reflector::store();
-    writer.apply_watcher_event(&watcher::Event::Apply(request));
+    for request in requests {
+        writer.apply_watcher_event(&watcher::Event::Apply(request));
+    }
     namespaces.update(
         "team-a",
         None,
@@ -174,7 +177,7 @@ async fn a_namespace_the_controller_never_touches_is_refused_and_not_written() {
     let never = NamespaceSchedules::watched(["team-a".to_string()]);
     let next = carried_out_in(
         never,
-        request(None),
+        vec![request(None)],
         NIGHT,
         vec![
             Exchange::new(
@@ -191,4 +194,32 @@ async fn a_namespace_the_controller_never_touches_is_refused_and_not_written() {
     )
     .await;
     assert_eq!(next, Next::Done);
+}
+
+#[tokio::test]
+async fn of_a_burst_only_the_last_request_is_carried_out() {
+    let mut later = request(None);
+    later.metadata.name = Some("wake-2".into());
+    later.metadata.uid = Some("uid-2".into());
+    later.metadata.creation_timestamp =
+        serde_json::from_value(json!("2026-11-23T21:00:01Z")).unwrap();
+    let next = carried_out_in(
+        NamespaceSchedules::watched([]),
+        vec![request(None), later],
+        "2026-11-23T21:00:02Z",
+        vec![
+            Exchange::new(
+                "PATCH",
+                format!("{REQUEST}/status?&fieldManager=cronscaler"),
+            )
+            .body(json!({ "status": {
+                    "phase": "Refused",
+                    "message": "superseded by OverrideRequest team-a/wake-2, made after it: not \
+                                carried out",
+                } }))
+            .reply(200, serde_json::to_value(request(None)).unwrap()),
+        ],
+    )
+    .await;
+    assert_eq!(next, Next::Done, "and no write to the Namespace for it");
 }

@@ -2,7 +2,7 @@ use serde_json::json;
 
 use super::*;
 use crate::schedule::{
-    IDLE_SINCE, UPTIME,
+    AWAKE_UNTIL, UPTIME,
     test_support::{annotations, at},
 };
 
@@ -28,6 +28,7 @@ fn seen(spec: OverrideRequestSpec, pairs: &[(&str, &str)]) -> Seen {
         status: None,
         created: Some(at(NIGHT)),
         annotations: Some(annotations(pairs)),
+        superseded_by: None,
     }
 }
 
@@ -89,42 +90,39 @@ fn a_snooze_lasts_until_the_next_wake_up() {
 }
 
 #[test]
-fn back_to_the_schedule_takes_the_overrides_away_or_says_there_are_none() {
+fn back_to_the_schedule_takes_the_overrides_away_even_where_the_cache_shows_none() {
     let woken = [
         (UPTIME, "Mon-Fri 07:00-20:00"),
         (AWAKE_UNTIL, "2026-11-23T23:00:00Z"),
     ];
-    let Carried::Set { patch, status, .. } = plan(
-        &seen(asked(Asked::Schedule, None), &woken),
-        LIMITS,
-        at(NIGHT),
-    ) else {
-        panic!("the override is taken away");
+    for pairs in [&woken[..], &OFFICE[..]] {
+        let Carried::Set { patch, status, .. } = plan(
+            &seen(asked(Asked::Schedule, None), pairs),
+            LIMITS,
+            at(NIGHT),
+        ) else {
+            panic!("the overrides are taken away");
+        };
+        assert_eq!(patch, schedule::asked::back_to_schedule_patch());
+        assert_eq!(
+            status.message,
+            "Namespace team-a follows its schedule again"
+        );
+    }
+}
+
+#[test]
+fn of_two_requests_not_answered_yet_the_later_one_is_carried_out() {
+    let earlier = Seen {
+        superseded_by: Some("sleep-2".into()),
+        ..seen(asked(Asked::Awake, Some("2h")), &OFFICE)
     };
-    assert_eq!(patch, schedule::asked::back_to_schedule_patch());
     assert_eq!(
-        status.message,
-        "Namespace team-a follows its schedule again"
-    );
-    let idle = [(UPTIME, "Mon-Fri 07:00-20:00"), (IDLE_SINCE, NIGHT)];
-    assert!(matches!(
-        plan(
-            &seen(asked(Asked::Schedule, None), &idle),
-            LIMITS,
-            at(NIGHT)
-        ),
-        Carried::Set { .. }
-    ));
-    assert_eq!(
-        plan(
-            &seen(asked(Asked::Schedule, None), &OFFICE),
-            LIMITS,
-            at(NIGHT)
-        ),
+        plan(&earlier, LIMITS, at(NIGHT)),
         Carried::Answered {
             status: answered(
-                Phase::Done,
-                "Namespace team-a follows its schedule already: nothing written",
+                Phase::Refused,
+                "superseded by OverrideRequest team-a/sleep-2, made after it: not carried out",
                 None
             )
         }
