@@ -1,7 +1,7 @@
 //! Self-service by namespaced RBAC (issue 41): someone holding only the built-in `edit` role in
 //! their Namespace (with `rbac/aggregated-roles.yaml` applied) wakes it with `cronscaler wake`,
 //! through an `OverrideRequest`, sees it with `cronscaler status`, and is refused for another
-//! team's Namespace with nothing written; someone holding `view` may ask nothing.
+//! team's Namespace with nothing written; someone holding `view` may ask nothing, and plan.
 
 use crate::support;
 
@@ -172,6 +172,14 @@ async fn a_namespace_s_editor_wakes_it_and_no_other_and_its_viewer_asks_nothing(
         requests_in(&scenario, "team-a").await.len(),
         1,
         "no new request"
+    );
+    // But it may read what its Namespace will do, with no cluster-scoped grant.
+    let planned = scenario.run_as_user("reader", &["plan", "-n", "team-a", "--for", "1d"]);
+    assert!(
+        planned.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&planned.stdout),
+        String::from_utf8_lossy(&planned.stderr)
     );
     stop_cleanly_and_finish(scenario, controller, Duration::from_secs(10)).await;
 }
