@@ -240,6 +240,7 @@ mod tests {
             max_override: scaling::DEFAULT_MAX_OVERRIDE,
             writes: crate::runtime::writes::Writes::new(events.clone(), false),
             listed: watch::channel(true).1,
+            budget: Arc::new(crate::runtime::budget::TokenBucket::new(100.0, 100)),
         };
         let reconcilers = Reconcilers {
             foo: FooContext {

@@ -118,12 +118,8 @@ pub async fn run(
     };
     let (kinds, later) = objects::resolve(&client, &args.kinds).await;
     await_levers(&client, &kinds, &hpas).await;
-    let tracked = Trackers::new(
-        kinds
-            .iter()
-            .map(|kind| (*kind, settings.tracker(*kind)))
-            .collect(),
-    );
+    let trackers = kinds.iter().map(|kind| (*kind, settings.tracker(*kind)));
+    let tracked = Trackers::new(trackers.collect());
 
     // Feeds.
     let mut feeds = Feeds::new(health.clone());
@@ -245,6 +241,7 @@ pub async fn run(
         max_override,
         writes: Writes::new(events.clone(), args.dry_run),
         listed: namespaces_listed,
+        budget: clients.asked_budget,
     };
     let reconcilers = Arc::new(Reconcilers {
         foo: FooContext {

@@ -44,6 +44,19 @@ impl TokenBucket {
         self.take(1, Duration::MAX).unwrap_or(Duration::MAX)
     }
 
+    /// How long until a token exists, taking none: a caller that would rather come back later
+    /// than wait (a worker, which others need) asks this first.
+    pub fn ready_in(&self) -> Duration {
+        let now = Instant::now();
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let elapsed = now.saturating_duration_since(state.updated).as_secs_f64();
+        let short = 1.0 - (state.tokens + elapsed * self.per_second).min(self.burst);
+        match short > 0.0 {
+            true => Duration::try_from_secs_f64(short / self.per_second).unwrap_or(Duration::MAX),
+            false => Duration::ZERO,
+        }
+    }
+
     /// Takes `tokens` if they exist within `at_most`, and returns how long to wait for them;
     /// takes nothing otherwise, so callers that give up leave no debt behind for the others.
     pub fn try_reserve(&self, tokens: u32, at_most: Duration) -> Option<Duration> {
@@ -80,6 +93,11 @@ impl RequestBudget {
         Self {
             bucket: Arc::new(TokenBucket::new(qps, burst)),
         }
+    }
+
+    /// Its bucket, for whoever would ask it how long it would wait.
+    pub fn bucket(&self) -> Arc<TokenBucket> {
+        self.bucket.clone()
     }
 }
 
@@ -180,6 +198,18 @@ mod tests {
             bucket.try_reserve(2, Duration::from_millis(300)),
             Some(Duration::from_millis(300))
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn asking_how_long_until_a_token_takes_none() {
+        let bucket = TokenBucket::new(10.0, 2);
+        assert_eq!(bucket.ready_in(), Duration::ZERO);
+        assert_eq!(bucket.ready_in(), Duration::ZERO, "asking took nothing");
+        bucket.reserve();
+        bucket.reserve();
+        assert_eq!(bucket.ready_in(), Duration::from_millis(100));
+        tokio::time::advance(Duration::from_millis(100)).await;
+        assert_eq!(bucket.ready_in(), Duration::ZERO);
     }
 
     #[tokio::test(start_paused = true)]

@@ -1,9 +1,14 @@
 //! The process's API clients: the controller's, under one request budget; the one it carries
 //! out others' asks with, under its own; and the wake-up backend's own.
 
+use std::sync::Arc;
+
 use kube::{Client, client::ClientBuilder};
 
-use crate::{commands::cli::RunArgs, runtime::budget::RequestBudget};
+use crate::{
+    commands::cli::RunArgs,
+    runtime::budget::{RequestBudget, TokenBucket},
+};
 
 /// The process's API clients, for the cluster of the current kubeconfig or in-cluster.
 #[derive(Clone)]
@@ -19,6 +24,9 @@ pub struct Clients {
     /// removed on a budget of their own, `--wake-kube-qps`, and never delay the lease or
     /// scaling.
     pub asked: Client,
+    /// The budget `asked` goes through, which the workers ask before carrying out an ask, so
+    /// that a flood of asks waits in the queue, not in the workers scaling needs.
+    pub asked_budget: Arc<TokenBucket>,
 }
 
 /// How many asks are carried out at once before `--wake-kube-qps` holds them back: a wake costs
@@ -26,13 +34,15 @@ pub struct Clients {
 const ASKED_BURST: u32 = 15;
 
 pub fn clients_for(config: kube::Config, args: &RunArgs) -> Result<Clients, kube::Error> {
+    let asked_budget = RequestBudget::new(args.wake_kube_qps(), ASKED_BURST);
     Ok(Clients {
         controller: ClientBuilder::try_from(config.clone())?
             .with_layer(&RequestBudget::new(args.kube_qps, args.kube_burst))
             .build(),
         wake: Client::try_from(config.clone())?,
         asked: ClientBuilder::try_from(config)?
-            .with_layer(&RequestBudget::new(args.wake_kube_qps(), ASKED_BURST))
+            .with_layer(&asked_budget)
             .build(),
+        asked_budget: asked_budget.bucket(),
     })
 }

@@ -26,7 +26,8 @@ use crate::{
     error::Error,
     namespaces::NamespaceSchedules,
     runtime::{
-        CONTROLLER_NAME, api_errors::is_status, key::ObjectKey, worker::Next, writes::Writes,
+        CONTROLLER_NAME, api_errors::is_status, budget::TokenBucket, key::ObjectKey, worker::Next,
+        writes::Writes,
     },
     workloads::target::creation_time,
 };
@@ -141,6 +142,9 @@ pub struct Carrying {
     /// True once what Namespaces follow was listed: before that, a Namespace a policy schedules
     /// or opts in would seem not to be.
     pub listed: watch::Receiver<bool>,
+    /// The budget `client` goes through: a request waits for it in the queue, not in a worker,
+    /// so that a flood of requests never holds up the workers scheduled scaling needs.
+    pub budget: Arc<TokenBucket>,
 }
 
 impl Carrying {
@@ -180,6 +184,10 @@ impl<K: Resource<DynamicType = ()> + Clone + 'static> Requests<K> {
     pub fn current(&self, key: &ObjectKey) -> Result<Arc<K>, Next> {
         if !*self.carrying.listed.borrow() {
             return Err(Next::After(LISTING_WAIT));
+        }
+        let budget = self.carrying.budget.ready_in();
+        if !budget.is_zero() {
+            return Err(Next::After(budget));
         }
         (self.requests)
             .get(&ObjectRef::new(&key.name).within(&key.namespace))

@@ -61,6 +61,7 @@ async fn carried_out_in(
         max_override: TimeDelta::hours(24),
         writes: Writes::new(crate::runtime::events::Events::new(client, None), false),
         listed: watch::channel(true).1,
+        budget: std::sync::Arc::new(crate::runtime::budget::TokenBucket::new(100.0, 100)),
     };
     let requests = carrying.requests(store);
     let next = reconcile(&requests, &ObjectKey::new("team-a", "wake-1"), at(now))
@@ -222,4 +223,32 @@ async fn of_a_burst_only_the_last_request_is_carried_out() {
     )
     .await;
     assert_eq!(next, Next::Done, "and no write to the Namespace for it");
+}
+
+#[tokio::test(start_paused = true)]
+async fn under_a_flood_a_request_waits_for_the_budget_in_the_queue_not_in_a_worker() {
+    let (client, server) = mock_client();
+    // The scripted server fails the test on any request.
+    let server = tokio::spawn(server.serve(vec![]));
+    let (store, mut writer) = reflector::store();
+    writer.apply_watcher_event(&watcher::Event::Apply(request(None)));
+    let spent = std::sync::Arc::new(crate::runtime::budget::TokenBucket::new(2.0, 1));
+    spent.reserve();
+    let carrying = Carrying {
+        client: client.clone(),
+        namespaces: NamespaceSchedules::watched([]),
+        default_timezone: Tz::UTC,
+        max_override: TimeDelta::hours(24),
+        writes: Writes::new(crate::runtime::events::Events::new(client, None), false),
+        listed: watch::channel(true).1,
+        budget: spent,
+    };
+    let requests = carrying.requests(store);
+    let next = reconcile(&requests, &ObjectKey::new("team-a", "wake-1"), at(NIGHT)).await;
+    assert_eq!(
+        next.unwrap(),
+        Next::After(std::time::Duration::from_millis(500))
+    );
+    drop((requests, carrying));
+    server.await.unwrap();
 }
