@@ -173,6 +173,16 @@ fn the_committed_crd_manifest_matches_the_rust_type() {
     crate::committed::assert_committed("manifests/09-override-request-crd.yaml", &generated);
 }
 
+/// The answer of a request refused with `message`, written as its status.
+fn refused_answer(message: &str) -> Exchange {
+    Exchange::new(
+        "PATCH",
+        format!("{REQUEST}/status?&fieldManager=cronscaler"),
+    )
+    .body(json!({ "status": { "phase": "Refused", "message": message } }))
+    .reply(200, serde_json::to_value(request(None)).unwrap())
+}
+
 #[tokio::test]
 async fn a_namespace_the_controller_never_touches_is_refused_and_not_written() {
     let never = NamespaceSchedules::watched(["team-a".to_string()]);
@@ -180,18 +190,10 @@ async fn a_namespace_the_controller_never_touches_is_refused_and_not_written() {
         never,
         vec![request(None)],
         NIGHT,
-        vec![
-            Exchange::new(
-                "PATCH",
-                format!("{REQUEST}/status?&fieldManager=cronscaler"),
-            )
-            .body(json!({ "status": {
-                    "phase": "Refused",
-                    "message": "Namespace team-a is not known to the controller (it never touches \
+        vec![refused_answer(
+            "Namespace team-a is not known to the controller (it never touches \
                                 it, or it is gone)",
-                } }))
-            .reply(200, serde_json::to_value(request(None)).unwrap()),
-        ],
+        )],
     )
     .await;
     assert_eq!(next, Next::Done);
@@ -208,18 +210,10 @@ async fn of_a_burst_only_the_last_request_is_carried_out() {
         NamespaceSchedules::watched([]),
         vec![request(None), later],
         "2026-11-23T21:00:02Z",
-        vec![
-            Exchange::new(
-                "PATCH",
-                format!("{REQUEST}/status?&fieldManager=cronscaler"),
-            )
-            .body(json!({ "status": {
-                    "phase": "Refused",
-                    "message": "superseded by OverrideRequest team-a/wake-2, made after it: not \
+        vec![refused_answer(
+            "superseded by OverrideRequest team-a/wake-2, made after it: not \
                                 carried out",
-                } }))
-            .reply(200, serde_json::to_value(request(None)).unwrap()),
-        ],
+        )],
     )
     .await;
     assert_eq!(next, Next::Done, "and no write to the Namespace for it");
