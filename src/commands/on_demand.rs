@@ -136,7 +136,7 @@ pub async fn set_override(
     if let OverrideTarget::Namespace(_) = target
         && let Ok(false) = may(client, patch_namespace(namespace)).await
     {
-        return ask::ask(client, namespace, &ask::request(direction, requested)).await;
+        return ask_for(client, namespace, direction, requested).await;
     }
     // Its annotations, labels, and the SleepPolicies and SleepSchedules reaching it.
     let listed = namespace_schedules(client, Some(namespace), false)
@@ -148,7 +148,7 @@ pub async fn set_override(
         // Not allowed to read Namespaces: the controller is asked, as the Namespace's editors
         // may ask it.
         (OverrideTarget::Namespace(_), Ok((_, false))) => {
-            return ask::ask(client, namespace, &ask::request(direction, requested)).await;
+            return ask_for(client, namespace, direction, requested).await;
         }
         (OverrideTarget::Namespace(_), Err(error)) => return Err(error),
         // Without the Namespace (not allowed to read it) the object's own schedule decides.
@@ -203,7 +203,7 @@ pub async fn set_override(
                 .patch(namespace, &params, &Patch::Merge(&patch))
                 .await;
             if patched.as_ref().is_err_and(|error| is_status(error, 403)) {
-                return ask::ask(client, namespace, &ask::request(direction, requested)).await;
+                return ask_for(client, namespace, direction, requested).await;
             }
             patched.map(drop)
         }
@@ -253,6 +253,18 @@ fn field_manager(direction: Direction) -> String {
         }
         _ => command.to_string(),
     }
+}
+
+/// Asks the controller for `direction`'s override of `namespace` until `requested`, signed with
+/// who runs the command, and says its answer.
+async fn ask_for(
+    client: &Client,
+    namespace: &str,
+    direction: Direction,
+    requested: Option<DateTime<Utc>>,
+) -> Result<String, OverrideError> {
+    let by = ask::asker(client).await;
+    ask::ask(client, namespace, &ask::request(direction, requested, by)).await
 }
 
 /// Annotating the Namespace `namespace`, as the API server reviews it (a Namespace is its own

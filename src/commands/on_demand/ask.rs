@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use chrono::{DateTime, SecondsFormat, Utc};
+use k8s_openapi::api::authentication::v1::SelfSubjectReview;
 use kube::{
     Api, Client,
     api::{DeleteParams, ObjectMeta, PostParams, Preconditions},
@@ -26,8 +27,12 @@ pub const ANSWER_WITHIN: Duration = Duration::from_secs(20);
 const POLL: Duration = Duration::from_millis(250);
 
 /// The request `cronscaler wake` or `sleep` makes for `namespace`: until `requested`, else until
-/// the schedule turns, signed with who runs the command.
-pub fn request(direction: Direction, requested: Option<DateTime<Utc>>) -> OverrideRequest {
+/// the schedule turns, signed `by` who runs the command.
+pub fn request(
+    direction: Direction,
+    requested: Option<DateTime<Utc>>,
+    by: Option<String>,
+) -> OverrideRequest {
     let (state, verb) = match direction {
         Direction::Up => (Asked::Awake, "wake"),
         Direction::Down => (Asked::Asleep, "sleep"),
@@ -41,20 +46,26 @@ pub fn request(direction: Direction, requested: Option<DateTime<Utc>>) -> Overri
             state,
             until: requested.map(|until| until.to_rfc3339_opts(SecondsFormat::Secs, true)),
             for_: None,
-            by: asker(),
+            by,
             means: Some("kubectl".into()),
         },
         status: None,
     }
 }
 
-/// Who runs the command, as their login names them (the request's own word, which the CRD
-/// takes up to 60 characters).
-fn asker() -> Option<String> {
-    std::env::var("USER")
+/// Who runs the command: the user the API server knows them as (a SelfSubjectReview, served from
+/// Kubernetes 1.28), else their login. The request's own word either way, cut to what the CRD
+/// takes.
+pub async fn asker(client: &Client) -> Option<String> {
+    let reviews: Api<SelfSubjectReview> = Api::all(client.clone());
+    let reviewed = (reviews.create(&PostParams::default(), &SelfSubjectReview::default()))
+        .await
         .ok()
-        .filter(|user| !user.is_empty() && user.chars().all(|c| c.is_ascii_graphic()))
-        .map(|user| user.chars().take(MAX_WORDS).collect())
+        .and_then(|review| review.status?.user_info?.username);
+    reviewed
+        .or_else(|| std::env::var("USER").ok())
+        .filter(|name| !name.is_empty() && name.chars().all(|c| c.is_ascii_graphic()))
+        .map(|name| name.chars().take(MAX_WORDS).collect())
 }
 
 /// Makes `request` in `namespace` and waits for the controller's answer: what it did, or why it
@@ -157,7 +168,12 @@ mod tests {
         let (client, server) = mock_editor_client();
         let server = tokio::spawn(server.serve(script));
         let until = Some(at("2026-11-23T23:00:00Z"));
-        let said = ask(&client, "team-a", &request(Direction::Up, until)).await;
+        let said = ask(
+            &client,
+            "team-a",
+            &request(Direction::Up, until, Some("alice".into())),
+        )
+        .await;
         drop(client);
         server.await.unwrap();
         said.map_err(|error| error.to_string())
@@ -169,7 +185,10 @@ mod tests {
             Exchange::new("POST", format!("{REQUESTS}?"))
                 .body(json!({
                     "metadata": { "generateName": "wake-" },
-                    "spec": { "state": "awake", "until": "2026-11-23T23:00:00Z", "means": "kubectl" },
+                    "spec": {
+                        "state": "awake", "until": "2026-11-23T23:00:00Z", "by": "alice",
+                        "means": "kubectl",
+                    },
                 }))
                 .reply(201, stored(json!({}))),
             Exchange::new("GET", format!("{REQUESTS}/wake-x7k2p")).reply(200, stored(json!({}))),
@@ -249,6 +268,36 @@ mod tests {
                  20s (is cronscaler running?); the request is taken back"
                     .into()
             )
+        );
+    }
+
+    #[tokio::test]
+    async fn who_asks_is_who_the_api_server_knows_else_the_login() {
+        const REVIEWS: &str = "/apis/authentication.k8s.io/v1/selfsubjectreviews?";
+        let asker_with = |reply: Exchange| async move {
+            let (client, server) = mock_editor_client();
+            let server = tokio::spawn(server.serve(vec![reply]));
+            let asker = asker(&client).await;
+            drop(client);
+            server.await.unwrap();
+            asker
+        };
+        let reviewed = json!({
+            "apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview",
+            "status": { "userInfo": { "username": "alice@example.com" } },
+        });
+        assert_eq!(
+            asker_with(Exchange::new("POST", REVIEWS).reply(201, reviewed)).await,
+            Some("alice@example.com".into())
+        );
+        let not_served = json!({ "kind": "Status", "code": 404, "reason": "NotFound" });
+        let login = std::env::var("USER")
+            .ok()
+            .filter(|name| !name.is_empty() && name.chars().all(|c| c.is_ascii_graphic()));
+        assert_eq!(
+            asker_with(Exchange::new("POST", REVIEWS).reply(404, not_served)).await,
+            login,
+            "before Kubernetes 1.28, the login"
         );
     }
 }
