@@ -10,7 +10,7 @@ pub mod plan;
 use chrono::{DateTime, Utc};
 use kube::{
     Api, CustomResource, KubeSchema,
-    api::{DeleteParams, Patch, PatchParams, Preconditions},
+    api::{Patch, PatchParams},
 };
 use serde::{Deserialize, Serialize};
 
@@ -148,28 +148,7 @@ async fn act(
             }
         }
     }
-    let params = DeleteParams {
-        preconditions: Some(Preconditions {
-            uid,
-            resource_version: None,
-        }),
-        ..DeleteParams::default()
-    };
-    let deleted = ctx
-        .carrying
-        .writes
-        .make(
-            format!("remove WakeRequest {key}"),
-            api.delete(&key.name, &params),
-        )
-        .await;
-    match deleted {
-        // Gone already, or a newer request took its name: that one is carried out on its own.
-        Err(error) if is_status(&error, 404) || is_status(&error, 409) => Ok(()),
-        deleted => deleted
-            .map(drop)
-            .map_err(Error::api("removing", "WakeRequest", key)),
-    }
+    ctx.remove(("WakeRequest", key), uid).await
 }
 
 #[cfg(test)]

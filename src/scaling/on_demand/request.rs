@@ -12,6 +12,7 @@ use std::{collections::BTreeMap, sync::Arc};
 
 use chrono::{DateTime, TimeDelta, Utc};
 use chrono_tz::Tz;
+use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::{
     Api, Client, CustomResource, Resource,
@@ -19,7 +20,7 @@ use kube::{
     runtime::reflector::{ObjectRef, Store},
 };
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use tokio::sync::watch;
 
 use crate::{
@@ -193,6 +194,37 @@ impl<K: Resource<DynamicType = ()> + Clone + 'static> Requests<K> {
             .get(&ObjectRef::new(&key.name).within(&key.namespace))
             .ok_or(Next::Done)
     }
+
+    /// Removes the request `key`, of `kind`, and no later one of its name (`uid` guards it): one
+    /// gone already, or a newer one that took its name and is carried out on its own, is no
+    /// error.
+    pub async fn remove(
+        &self,
+        (kind, key): (&'static str, &ObjectKey),
+        uid: Option<String>,
+    ) -> Result<(), Error>
+    where
+        K: Resource<Scope = NamespaceResourceScope> + DeserializeOwned + std::fmt::Debug,
+    {
+        let api: Api<K> = Api::namespaced(self.carrying.client.clone(), &key.namespace);
+        let params = DeleteParams {
+            preconditions: Some(Preconditions {
+                uid,
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        };
+        let deleted = (self.carrying.writes)
+            .make(
+                format!("remove {kind} {key}"),
+                api.delete(&key.name, &params),
+            )
+            .await;
+        match deleted {
+            Err(error) if is_status(&error, 404) || is_status(&error, 409) => Ok(()),
+            deleted => deleted.map(drop).map_err(Error::api("removing", kind, key)),
+        }
+    }
 }
 
 pub type OverrideRequests = Requests<OverrideRequest>;
@@ -272,27 +304,9 @@ async fn act(
     let status = match carried {
         Carried::Remove { at } if at > now => return Ok(Next::At(at)),
         Carried::Remove { .. } => {
-            let params = DeleteParams {
-                preconditions: Some(Preconditions {
-                    uid: request.metadata.uid.clone(),
-                    resource_version: None,
-                }),
-                ..DeleteParams::default()
-            };
-            let deleted = (ctx.carrying.writes)
-                .make(
-                    format!("remove OverrideRequest {key}"),
-                    requests.delete(&key.name, &params),
-                )
-                .await;
-            return match deleted {
-                Err(error) if is_status(&error, 404) || is_status(&error, 409) => Ok(Next::Done),
-                deleted => deleted.map(|_| Next::Done).map_err(Error::api(
-                    "removing",
-                    "OverrideRequest",
-                    key,
-                )),
-            };
+            let uid = request.metadata.uid.clone();
+            ctx.remove(("OverrideRequest", key), uid).await?;
+            return Ok(Next::Done);
         }
         Carried::Answered { status } => status,
         Carried::Set {
