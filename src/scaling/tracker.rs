@@ -207,7 +207,7 @@ impl Tracker {
     /// whose standby workers let go of everything.
     pub fn resync(&self, now: DateTime<Utc>) {
         for (key, tracked) in &self.tracked {
-            self.follow(self.target(key.clone()), &tracked.standing, now);
+            self.follow(self.target(key.clone()), &tracked.standing, (now, false));
         }
     }
 
@@ -256,15 +256,27 @@ impl Tracker {
     /// Looks again at `target`, whose HPAs changed.
     pub fn recheck(&self, target: &ScaleTarget, now: DateTime<Utc>) {
         if let Some(tracked) = self.tracked.get(&target.key) {
-            self.follow(target.clone(), &tracked.standing, now);
+            self.follow(target.clone(), &tracked.standing, (now, false));
         }
     }
 
-    /// Queues the target now, or has the timer bring it back when its grace period ends.
-    fn follow(&self, target: ScaleTarget, standing: &Standing, now: DateTime<Utc>) {
+    /// Queues the target now, or has the timer bring it back when its grace period ends; one
+    /// `first_seen` that its grace period holds awake is looked at now too, to say why it is
+    /// awake while its schedule says asleep.
+    fn follow(
+        &self,
+        target: ScaleTarget,
+        standing: &Standing,
+        (now, first_seen): (DateTime<Utc>, bool),
+    ) {
         match standing.look(now, self.grace) {
             Look::Now => self.queue.add(ScalingKey::Scale(target)),
-            Look::At(at) => self.timer.recheck_at(target, at),
+            Look::At(at) => {
+                if first_seen {
+                    self.queue.add(ScalingKey::Scale(target.clone()));
+                }
+                self.timer.recheck_at(target, at);
+            }
             Look::Not if self.hpas_out_of_line(&target, standing) => {
                 self.queue.add(ScalingKey::Scale(target));
             }
@@ -523,13 +535,10 @@ impl Tracker {
                 ..
             }
         );
-        // A new object its grace period holds awake is looked at once now too, to say why it
-        // is awake while its schedule says asleep.
-        let held_when_new = first_seen && matches!(standing.look(now, self.grace), Look::At(_));
-        if (deployed_by_gitops && scheduled) || held_when_new {
+        if deployed_by_gitops && scheduled {
             self.queue.add(ScalingKey::Scale(target.clone()));
         }
-        self.follow(target, &standing, now);
+        self.follow(target, &standing, (now, first_seen));
         let was_following = self
             .tracked
             .insert(
