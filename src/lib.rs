@@ -19,11 +19,13 @@
 //!   each key goes to.
 //! - [`commands`]: the command line (`run`, `plan`, `status`, `restore`).
 //! - [`duration`]: durations as people write them (`30s`, `1h5m`), for every text that shows one.
+//! - [`escape`]: text put into HTML and SVG, escaped.
 
 pub mod activity;
 pub mod commands;
 pub mod duration;
 pub mod error;
+pub mod escape;
 pub mod foo;
 pub mod namespaces;
 pub mod ops;

@@ -8,7 +8,7 @@ use cronscaler::{
             Cli, Command, KubeArgs, OutputFormat, OverrideArgs, PlanArgs, RestoreArgs, RunArgs,
             StatusArgs, StatusFormat,
         },
-        cluster, kubeconfig,
+        cluster, console, kubeconfig,
         on_demand::{OverrideTarget, set_override},
         plan, run as controller, status,
     },
@@ -50,6 +50,20 @@ async fn command() -> anyhow::Result<ExitCode> {
         Command::Run(args) => {
             let (clients, shutdown) = start(kube, &args).await?;
             controller::run(clients, &args, shutdown).await?;
+            tracing::info!("stopped");
+        }
+        Command::Console(args) => {
+            logs::init(args.log_format);
+            let shutdown = shutdown_signal().context("installing signal handlers")?;
+            let client = kubeconfig::client(kube)
+                .await
+                .context("connecting to the Kubernetes API server")?;
+            let acceptor = console::listen(&args).await?;
+            let console = std::sync::Arc::new(console::Console::new(client, &args).await?);
+            tokio::select! {
+                () = console::serve(acceptor, console) => {}
+                () = shutdown => {}
+            }
             tracing::info!("stopped");
         }
         Command::WakeBackend(args) => {

@@ -118,6 +118,11 @@ pub fn mock_editor_client() -> (Client, ApiServer) {
     mock_client_with(&EDITOR)
 }
 
+/// A client of the console's ServiceAccount (`console/rbac.yaml`), and its scripted server.
+pub fn mock_console_client() -> (Client, ApiServer) {
+    mock_client_with(&CONSOLE)
+}
+
 fn mock_client_with(roles: &'static [&'static str]) -> (Client, ApiServer) {
     let (service, handle) = pair::<Request<Body>, Response<Body>>();
     (Client::new(service, "default"), ApiServer { handle, roles })
@@ -206,6 +211,9 @@ const CONTROLLER: [&str; 6] = [
     include_str!("../rbac/optional/cloudnative-pg.yaml"),
     include_str!("../rbac/optional/gitops.yaml"),
 ];
+
+/// What the console may do.
+const CONSOLE: [&str; 1] = [include_str!("../console/rbac.yaml")];
 
 /// What the aggregated roles give a Namespace's editors of ours.
 const EDITOR: [&str; 1] = [include_str!("../rbac/aggregated-roles.yaml")];

@@ -14,6 +14,10 @@ use clap::{Args, CommandFactory as _, FromArgMatches as _, Parser, Subcommand, V
 
 use ipnet::IpNet;
 
+mod console;
+
+pub use console::ConsoleArgs;
+
 use crate::{
     activity::query::ActivityQuery,
     ops::logs::LogFormat,
@@ -128,6 +132,9 @@ pub enum Command {
     /// Put a scheduled Namespace, or one object in it, to sleep now: writes
     /// `cronscaler.dev/asleep-until`; the mirror of `wake`.
     Sleep(OverrideArgs),
+    /// Serve the web console on --console-addr: each person signed in sees the environments
+    /// they may see, and wakes or snoozes those they may, by the cluster's own RBAC.
+    Console(Box<ConsoleArgs>),
 }
 
 #[derive(Debug, Clone, Args)]
@@ -606,7 +613,7 @@ fn up_to_1d(text: &str) -> Result<Duration, String> {
     duration_at_most(text, "1d")
 }
 
-fn up_to_366d(text: &str) -> Result<Duration, String> {
+pub(super) fn up_to_366d(text: &str) -> Result<Duration, String> {
     duration_at_most(text, "366d")
 }
 

@@ -1,9 +1,10 @@
 //! The command line: `run` (the controllers), `plan` (what schedules will do), `status` (what
 //! they do now), `wake` and `sleep` (overrides on demand), `restore` (undo what the controller
-//! did), and their arguments.
+//! did), `console` (the web console), and their arguments.
 
 pub mod cli;
 pub mod cluster;
+pub mod console;
 pub mod kubeconfig;
 pub mod on_demand;
 pub mod plan;

@@ -157,15 +157,26 @@ pub fn status(
     }
 }
 
+impl Row {
+    /// Asleep by the schedule, or held asleep on demand and already scaled down.
+    pub fn is_asleep(&self) -> bool {
+        self.state == State::Asleep
+            || (self.state == State::Overridden && self.replicas < self.awake_replicas)
+    }
+}
+
+/// What the objects asleep among `rows` (of a status, each of a kind it names) withhold.
+pub fn summary_of<'a>(rows: impl IntoIterator<Item = &'a Row>) -> Summary {
+    let rows: Vec<(TargetKind, Row)> = (rows.into_iter())
+        .filter_map(|row| Some((TargetKind::named(&row.kind)?, row.clone())))
+        .collect();
+    summarise(&rows)
+}
+
 /// What the objects asleep among `rows` withhold, each by its kind's rule.
 fn summarise(rows: &[(TargetKind, Row)]) -> Summary {
     let mut summary = Summary::default();
-    // Asleep by the schedule, or held asleep on demand and already scaled down.
-    let asleep = |row: &Row| {
-        row.state == State::Asleep
-            || (row.state == State::Overridden && row.replicas < row.awake_replicas)
-    };
-    for (kind, row) in rows.iter().filter(|(_, row)| asleep(row)) {
+    for (kind, row) in rows.iter().filter(|(_, row)| row.is_asleep()) {
         summary.objects_asleep += 1;
         summary.replicas_asleep += kind
             .spec()

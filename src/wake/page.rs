@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::duration::spoken;
+use crate::{duration::spoken, escape::markup};
 
 use super::{
     readiness::{Read, all_ready},
@@ -60,7 +60,7 @@ impl Progress {
 /// (the Namespace serves its own pages again). It opens nothing but its own origin, whatever
 /// `original_uri` says.
 pub fn page(progress: &Progress, original_uri: &str, warm_up_seconds: Option<u64>) -> String {
-    let namespace = escape_html(&progress.namespace);
+    let namespace = markup(&progress.namespace);
     let estimate = warm_up_seconds.map_or_else(String::new, |seconds| {
         format!(", about {}", spoken(Duration::from_secs(seconds)))
     });
@@ -130,21 +130,6 @@ setTimeout(poll,2000);
         text = progress.text(),
         config = script_json(&config),
     )
-}
-
-fn escape_html(text: &str) -> String {
-    let mut escaped = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => escaped.push_str("&amp;"),
-            '<' => escaped.push_str("&lt;"),
-            '>' => escaped.push_str("&gt;"),
-            '"' => escaped.push_str("&quot;"),
-            '\'' => escaped.push_str("&#39;"),
-            c => escaped.push(c),
-        }
-    }
-    escaped
 }
 
 /// JSON that cannot end the script it sits in, whatever strings it holds.

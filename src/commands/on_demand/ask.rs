@@ -4,19 +4,17 @@
 
 use std::time::Duration;
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Utc};
 use k8s_openapi::api::authentication::v1::SelfSubjectReview;
 use kube::{
     Api, Client,
-    api::{DeleteParams, ObjectMeta, PostParams, Preconditions},
+    api::{DeleteParams, PostParams, Preconditions},
 };
 
 use super::OverrideError;
 use crate::{
     runtime::api_errors::is_status,
-    scaling::on_demand::request::{
-        Asked, OverrideRequest, OverrideRequestSpec, Phase, plan::MAX_WORDS,
-    },
+    scaling::on_demand::request::{Asked, OverrideRequest, Phase},
     schedule::Direction,
 };
 
@@ -33,24 +31,11 @@ pub fn request(
     requested: Option<DateTime<Utc>>,
     by: Option<String>,
 ) -> OverrideRequest {
-    let (state, verb) = match direction {
-        Direction::Up => (Asked::Awake, "wake"),
-        Direction::Down => (Asked::Asleep, "sleep"),
+    let state = match direction {
+        Direction::Up => Asked::Awake,
+        Direction::Down => Asked::Asleep,
     };
-    OverrideRequest {
-        metadata: ObjectMeta {
-            generate_name: Some(format!("{verb}-")),
-            ..ObjectMeta::default()
-        },
-        spec: OverrideRequestSpec {
-            state,
-            until: requested.map(|until| until.to_rfc3339_opts(SecondsFormat::Secs, true)),
-            for_: None,
-            by,
-            means: Some("kubectl".into()),
-        },
-        status: None,
-    }
+    OverrideRequest::asking(state, requested, by.as_deref(), "kubectl")
 }
 
 /// Who runs the command: the user the API server knows them as (a SelfSubjectReview, served from
@@ -65,7 +50,6 @@ pub async fn asker(client: &Client) -> Option<String> {
     reviewed
         .or_else(|| std::env::var("USER").ok())
         .filter(|name| !name.is_empty() && name.chars().all(|c| c.is_ascii_graphic()))
-        .map(|name| name.chars().take(MAX_WORDS).collect())
 }
 
 /// Makes `request` in `namespace` and waits for the controller's answer: what it did, or why it

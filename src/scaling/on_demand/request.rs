@@ -85,6 +85,37 @@ pub struct OverrideRequestSpec {
     pub means: Option<String>,
 }
 
+impl OverrideRequest {
+    /// A request to be `state` until `until` (else until the schedule turns), signed `by` who
+    /// asks (cut to what the CRD takes) through `means`, named after its verb.
+    pub fn asking(
+        state: Asked,
+        until: Option<DateTime<Utc>>,
+        by: Option<&str>,
+        means: &str,
+    ) -> Self {
+        let verb = match state {
+            Asked::Awake => "wake",
+            Asked::Asleep => "sleep",
+            Asked::Schedule => "schedule",
+        };
+        Self {
+            metadata: kube::api::ObjectMeta {
+                generate_name: Some(format!("{verb}-")),
+                ..kube::api::ObjectMeta::default()
+            },
+            spec: OverrideRequestSpec {
+                state,
+                until: until.map(|until| until.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+                for_: None,
+                by: by.map(|by| by.chars().take(plan::MAX_WORDS).collect()),
+                means: Some(means.into()),
+            },
+            status: None,
+        }
+    }
+}
+
 /// What a request asks the Namespace to be.
 #[derive(Deserialize, Serialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "lowercase")]

@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use chrono::{DateTime, NaiveTime, TimeZone, Utc};
 
 use super::{Bar, Chart, Group, Mark, MarkKind, Row};
+use crate::escape::markup;
 
 pub(super) const FONT: f64 = 12.0;
 pub(super) const TITLE_FONT: f64 = 16.0;
@@ -53,21 +54,6 @@ fn fitted(text: &str, size: f64, width: f64) -> String {
     let chars = (width / (size * CHAR_WIDTH)).floor().max(1.0);
     // Whole characters that fit a width of at most a few thousand pixels.
     truncated(text, chars as usize)
-}
-
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// Horizontal positions.
@@ -117,7 +103,7 @@ impl Svg {
         let _ = writeln!(
             self.out,
             r#"<text x="{x:.1}" y="{y:.1}" font-size="{size}"{style}>{}</text>"#,
-            escape(text)
+            markup(text)
         );
     }
 
@@ -127,7 +113,7 @@ impl Svg {
         if shown == text {
             self.text(x, y, FONT, style, text);
         } else {
-            let _ = writeln!(self.out, "<g><title>{}</title>", escape(text));
+            let _ = writeln!(self.out, "<g><title>{}</title>", markup(text));
             self.text(x, y, FONT, style, &shown);
             self.out.push_str("</g>\n");
         }
@@ -200,7 +186,7 @@ pub(super) fn svg(chart: &Chart) -> String {
         svg.out,
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="{FONTS}" fill="{TEXT}">"#
     );
-    let _ = writeln!(svg.out, "<title>{}</title>", escape(&chart.title));
+    let _ = writeln!(svg.out, "<title>{}</title>", markup(&chart.title));
     let _ = writeln!(
         svg.out,
         r#"<rect width="{width}" height="{height}" fill="white"/>"#
@@ -291,7 +277,7 @@ fn draw_row(svg: &mut Svg, row: &Row, columns: &Columns, y: f64) {
     let _ = writeln!(
         svg.out,
         r#"<g class="row" data-object="{}">"#,
-        escape(&row.object)
+        markup(&row.object)
     );
     let baseline = y + ROW / 2.0 + FONT * 0.35;
     svg.label(
@@ -333,7 +319,7 @@ fn draw_bar(svg: &mut Svg, stretch: &Bar, columns: &Columns, top: f64) {
     let _ = writeln!(
         svg.out,
         r#"<rect class="{class}" x="{x:.2}" y="{top:.1}" width="{width:.2}" height="{BAR}" fill="{fill}"><title>{}</title></rect>"#,
-        escape(&stretch.tooltip)
+        markup(&stretch.tooltip)
     );
 }
 
@@ -395,7 +381,7 @@ fn draw_mark(svg: &mut Svg, mark: &Mark, x: f64, top: f64) {
         svg.out,
         "{}<title>{}</title>{}",
         mark_shape(mark.kind, x, top),
-        escape(&mark.tooltip),
+        markup(&mark.tooltip),
         closing(mark.kind)
     );
 }

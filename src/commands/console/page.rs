@@ -1,0 +1,208 @@
+//! The console's pages, as HTML: no script, no asset from anywhere (the styles are inline), every
+//! shown text escaped, every form carrying its person's token. A page that shows an environment
+//! waking reloads itself until it is awake. Pure.
+
+use chrono::{DateTime, Utc};
+
+use super::{
+    act::BUTTONS,
+    environments::{Environment, Look},
+    session::Identity,
+};
+use crate::{commands::status::NextAction, duration::spoken, escape::markup};
+
+/// Seconds between reloads while something the person watches is waking.
+pub const RELOAD_SECONDS: u32 = 3;
+
+const STYLE: &str = "\
+body{font-family:system-ui,sans-serif;margin:0;background:#f6f7f9;color:#1f2328}\
+header{display:flex;flex-wrap:wrap;gap:.5rem;justify-content:space-between;align-items:center;padding:.8rem 1rem;background:#24292f;color:#fff}\
+header form{margin:0}main{max-width:60rem;margin:auto;padding:1rem}\
+section{background:#fff;border:1px solid #d0d7de;border-radius:.5rem;padding:.8rem 1rem;margin:.8rem 0}\
+h1{font-size:1.1rem;margin:0}h2{font-size:1.05rem;margin:0 0 .4rem;display:flex;gap:.5rem;align-items:center;flex-wrap:wrap}\
+.look{font-size:.8rem;padding:.1rem .5rem;border-radius:1rem;background:#eaeef2}\
+.awake{background:#dafbe1;color:#116329}.asleep,.idle{background:#ddf4ff;color:#0a3069}\
+.waking{background:#fff8c5;color:#7d4e00}.partly{background:#fbefff;color:#6e40c9}\
+p{margin:.3rem 0;color:#57606a}table{border-collapse:collapse;font-size:.85rem;margin:.4rem 0;width:100%}\
+td,th{text-align:left;padding:.15rem .4rem;border-bottom:1px solid #eaeef2}\
+.buttons{display:flex;flex-wrap:wrap;gap:.4rem;margin-top:.5rem}.buttons form{margin:0}\
+button{font:inherit;padding:.35rem .7rem;border-radius:.4rem;border:1px solid #d0d7de;background:#f6f8fa;cursor:pointer}\
+input{font:inherit;padding:.3rem}.notice{background:#fff8c5;border-color:#d4a72c}.refused{background:#ffebe9;border-color:#ff8182}\
+@media (max-width:40rem){table{font-size:.8rem}.hide-narrow{display:none}}";
+
+fn document(title: &str, reload: bool, body: &str) -> String {
+    let reload = match reload {
+        true => format!(r#"<meta http-equiv="refresh" content="{RELOAD_SECONDS}">"#),
+        false => String::new(),
+    };
+    format!(
+        r#"<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="robots" content="noindex">{reload}
+<title>{title}</title>
+<style>{STYLE}</style></head>
+<body>{body}</body></html>
+"#,
+        title = markup(title)
+    )
+}
+
+/// The only page shown to nobody: a token to sign in with.
+pub fn sign_in(said: Option<&str>) -> String {
+    let said = said.map_or_else(String::new, |said| {
+        format!(
+            r#"<section class="refused"><p>{}</p></section>"#,
+            markup(said)
+        )
+    });
+    let body = format!(
+        r#"<header><h1>cronscaler</h1></header><main>{said}<section>
+<h2>Sign in</h2>
+<p>With a Kubernetes token: <code>kubectl create token NAME -n NAMESPACE</code> for a
+ServiceAccount, or the token of your kubeconfig. It is checked by the API server and not kept;
+what you see and may do is what RBAC allows you.</p>
+<form method="post" action="/sign-in"><p><input type="password" name="token" autocomplete="off" required aria-label="token" size="40">
+<button type="submit">Sign in</button></p></form></section></main>"#
+    );
+    document("cronscaler: sign in", false, &body)
+}
+
+/// An answer to a form: what was done, or why nothing was.
+pub fn answer(title: &str, said: &str, refused: bool) -> String {
+    let class = if refused { "refused" } else { "notice" };
+    let body = format!(
+        r#"<header><h1>cronscaler</h1></header><main><section class="{class}"><h2>{}</h2><p>{}</p>
+<p><a href="/">Back to the environments</a></p></section></main>"#,
+        markup(title),
+        markup(said)
+    );
+    document(title, false, &body)
+}
+
+/// One environment as shown, with whether its viewer may press its buttons.
+pub struct Shown<'a> {
+    pub environment: &'a Environment,
+    pub may_act: bool,
+}
+
+/// Every environment `who` may see, with the buttons they may press; `watched` is the one they
+/// just woke, whose page reloads until it is awake.
+pub fn environments(
+    who: &Identity,
+    shown: &[Shown],
+    token: &str,
+    watched: Option<&str>,
+    now: DateTime<Utc>,
+) -> String {
+    let sections: String = shown
+        .iter()
+        .map(|shown| section(shown, token, now))
+        .collect();
+    let waking = shown.iter().any(|shown| {
+        let environment = shown.environment;
+        matches!(environment.look, Look::Waking { .. })
+            || (watched == Some(environment.namespace.as_str()) && environment.look != Look::Awake)
+    });
+    let empty = match shown.is_empty() {
+        true => "<section><p>No environment you may see has a schedule.</p></section>",
+        false => "",
+    };
+    let body = format!(
+        r#"<header><h1>cronscaler</h1><form method="post" action="/sign-out">{user}
+<input type="hidden" name="token" value="{token}"><button type="submit">Sign out</button></form></header>
+<main><p>{count} environments</p>{empty}{sections}</main>"#,
+        user = markup(&who.user),
+        count = shown.len(),
+        token = markup(token),
+    );
+    document("cronscaler", waking, &body)
+}
+
+fn section(shown: &Shown, token: &str, now: DateTime<Utc>) -> String {
+    let environment = shown.environment;
+    let namespace = markup(&environment.namespace);
+    let look = environment.look.as_str();
+    let class = look.split(' ').next().unwrap_or(look);
+    let mut lines = Vec::new();
+    if let Some((at, local)) = &environment.since {
+        lines.push(format!("since {} ago ({local})", spoken(now - *at)));
+    }
+    if let Some(next) = &environment.next {
+        let words = match next.action {
+            NextAction::Up => "wakes",
+            NextAction::Down => "sleeps",
+            NextAction::OverrideEnds => "back to its schedule",
+        };
+        lines.push(format!(
+            "{words} in {}, at {}",
+            spoken(next.at - now),
+            next.local_time
+        ));
+    }
+    if let Look::Waking { readiness, unready } = &environment.look {
+        let waiting = match unready.is_empty() {
+            true => String::new(),
+            false => format!("; not yet: {}", unready.join(", ")),
+        };
+        lines.push(format!(
+            "{} of {} workloads ready{waiting}",
+            readiness.ready, readiness.total
+        ));
+    }
+    if let Some(why) = &environment.why {
+        lines.push(why.clone());
+    }
+    lines.push(format!("schedule: {}", environment.schedule));
+    if environment.replicas_asleep > 0 {
+        lines.push(format!(
+            "sleeping withholds {} replicas now",
+            environment.replicas_asleep
+        ));
+    }
+    let lines: String = (lines.iter())
+        .map(|line| format!("<p>{}</p>", markup(line)))
+        .collect();
+    let workloads: String = (environment.workloads.iter())
+        .map(|row| {
+            format!(
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}/{}</td></tr>",
+                markup(&row.kind),
+                markup(&row.name),
+                row.state.as_str(),
+                row.replicas,
+                row.awake_replicas
+            )
+        })
+        .collect();
+    let buttons = match shown.may_act {
+        true => buttons(&environment.namespace, token),
+        false => String::new(),
+    };
+    format!(
+        r#"<section id="ns-{namespace}" data-look="{look}"><h2>{namespace} <span class="look {class}">{look}</span></h2>{lines}
+<table><tr><th>kind</th><th>name</th><th>state</th><th>replicas</th></tr>{workloads}</table>{buttons}</section>
+"#
+    )
+}
+
+fn buttons(namespace: &str, token: &str) -> String {
+    let hidden = format!(
+        r#"<input type="hidden" name="namespace" value="{}"><input type="hidden" name="token" value="{}">"#,
+        markup(namespace),
+        markup(token)
+    );
+    let mut out = String::from(r#"<div class="buttons">"#);
+    for (value, label) in BUTTONS {
+        out.push_str(&format!(
+            r#"<form method="post" action="/act">{hidden}<button type="submit" name="do" value="{value}">{label}</button></form>"#
+        ));
+    }
+    out.push_str(&format!(
+        r#"<form method="post" action="/act">{hidden}<input type="datetime-local" name="until" required aria-label="awake until"><button type="submit" name="do" value="keep-until">Keep awake until</button></form></div>"#
+    ));
+    out
+}
+
+#[cfg(test)]
+mod tests;

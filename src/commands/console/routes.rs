@@ -1,0 +1,299 @@
+//! The console's answers: the page of environments (or the sign-in page), signing in and out,
+//! and the buttons. A button is checked three times before anything is written: the person, the
+//! form token of their page, and a SubjectAccessReview asked then.
+
+use chrono::Utc;
+use http::{HeaderValue, Method, Response, StatusCode, header};
+use http_body_util::{BodyExt as _, Limited};
+use hyper::body::{Body, Bytes};
+use kube::{Api, api::PostParams};
+
+use super::{
+    Console,
+    access::Question,
+    act,
+    page::{self, Shown},
+    session::{COOKIE, Identity},
+    visitor::visitor,
+};
+use crate::scaling::on_demand::request::OverrideRequest;
+
+/// The most a form may hold.
+const FORM_LIMIT: usize = 16 * 1024;
+
+/// What no page of the console needs: scripts, frames, other origins.
+const SECURITY_POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; \
+     form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+type Reply = Response<Bytes>;
+
+impl Console {
+    /// The answer to `request`, from a trusted proxy or not.
+    pub async fn respond<B>(&self, request: http::Request<B>, from_proxy: bool) -> Reply
+    where
+        B: Body,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let (parts, body) = request.into_parts();
+        let now = Utc::now();
+        let who = visitor(&parts.headers, from_proxy, &self.proxy, &self.keys, now);
+        match (&parts.method, parts.uri.path()) {
+            (&Method::GET, "/healthz") => reply(StatusCode::OK, "text/plain", "ok".into()),
+            (&Method::GET, "/") => match who {
+                Some(who) => self.page(&who, watched(parts.uri.query())).await,
+                None => html(StatusCode::OK, page::sign_in(None)),
+            },
+            (&Method::POST, path) => {
+                let Ok(form) = Limited::new(body, FORM_LIMIT).collect().await else {
+                    return said(StatusCode::PAYLOAD_TOO_LARGE, "The form is too large", "");
+                };
+                let form = form.to_bytes();
+                match path {
+                    "/sign-in" => self.sign_in(&form, now).await,
+                    "/sign-out" => self.sign_out(who.as_ref(), &form),
+                    "/act" => match who {
+                        Some(who) => self.act(&who, &form).await,
+                        None => html(StatusCode::UNAUTHORIZED, page::sign_in(None)),
+                    },
+                    _ => said(
+                        StatusCode::NOT_FOUND,
+                        "Not found",
+                        "The console has no such form.",
+                    ),
+                }
+            }
+            _ => said(
+                StatusCode::NOT_FOUND,
+                "Not found",
+                "The console has no such page.",
+            ),
+        }
+    }
+
+    async fn page(&self, who: &Identity, watched: Option<String>) -> Reply {
+        let snapshot = match self.reader.now().await {
+            Ok(snapshot) => snapshot,
+            Err(error) => {
+                let why = format!("The cluster could not be read: {error}");
+                return said(StatusCode::SERVICE_UNAVAILABLE, "Not now", &why);
+            }
+        };
+        let namespaces: Vec<&str> = (snapshot.environments.iter())
+            .map(|environment| environment.namespace.as_str())
+            .collect();
+        // Whoever may do it cluster-wide costs two reviews, not one a Namespace.
+        let everywhere = (self.access)
+            .answers(who, &[Question::See(None), Question::Act(None)])
+            .await;
+        let seen = self
+            .each(who, Question::See, everywhere[0], &namespaces)
+            .await;
+        let visible: Vec<&str> = (namespaces.iter().zip(&seen))
+            .filter(|(_, seen)| **seen)
+            .map(|(namespace, _)| *namespace)
+            .collect();
+        let acting = self.each(who, Question::Act, everywhere[1], &visible).await;
+        let shown: Vec<Shown> = (snapshot.environments.iter())
+            .filter(|environment| visible.contains(&environment.namespace.as_str()))
+            .zip(acting)
+            .map(|(environment, may_act)| Shown {
+                environment,
+                may_act,
+            })
+            .collect();
+        let token = self.keys.form_token(who);
+        let body = page::environments(who, &shown, &token, watched.as_deref(), snapshot.at);
+        html(StatusCode::OK, body)
+    }
+
+    /// `question` of each of `namespaces`: yes to all where it was allowed cluster-wide (`all`).
+    async fn each(
+        &self,
+        who: &Identity,
+        question: fn(Option<String>) -> Question,
+        all: bool,
+        namespaces: &[&str],
+    ) -> Vec<bool> {
+        if all {
+            return vec![true; namespaces.len()];
+        }
+        let questions: Vec<Question> = (namespaces.iter())
+            .map(|namespace| question(Some(namespace.to_string())))
+            .collect();
+        self.access.answers(who, &questions).await
+    }
+
+    async fn sign_in(&self, form: &[u8], now: chrono::DateTime<Utc>) -> Reply {
+        let token = form_urlencoded::parse(form)
+            .find(|(key, _)| key == "token")
+            .map(|(_, value)| value.trim().to_string())
+            .unwrap_or_default();
+        if token.is_empty() {
+            return html(
+                StatusCode::BAD_REQUEST,
+                page::sign_in(Some("Give a token.")),
+            );
+        }
+        match self.access.signed_in(&token).await {
+            Ok(Some(who)) => {
+                let cookie = self.keys.seal(&who, now + self.session);
+                let max_age = self.session.num_seconds();
+                let secure = if self.secure_cookie { "; Secure" } else { "" };
+                let set = format!(
+                    "{COOKIE}={cookie}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age}{secure}"
+                );
+                tracing::info!(user = %who.user, "signed in to the console");
+                see_other("/", Some(set))
+            }
+            Ok(None) => html(
+                StatusCode::UNAUTHORIZED,
+                page::sign_in(Some("The API server does not accept that token.")),
+            ),
+            Err(error) => html(
+                StatusCode::SERVICE_UNAVAILABLE,
+                page::sign_in(Some(&format!(
+                    "The API server could not check the token: {error}"
+                ))),
+            ),
+        }
+    }
+
+    fn sign_out(&self, who: Option<&Identity>, form: &[u8]) -> Reply {
+        let token = form_urlencoded::parse(form)
+            .find(|(key, _)| key == "token")
+            .map(|(_, value)| value.into_owned())
+            .unwrap_or_default();
+        if who.is_some_and(|who| !self.keys.is_form_token(who, &token)) {
+            return refused_form();
+        }
+        let set = format!("{COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0");
+        see_other("/", Some(set))
+    }
+
+    async fn act(&self, who: &Identity, form: &[u8]) -> Reply {
+        let form = match act::read(form) {
+            Ok(form) => form,
+            Err(error) => {
+                return said(
+                    StatusCode::BAD_REQUEST,
+                    "Nothing was changed",
+                    &error.to_string(),
+                );
+            }
+        };
+        if !self.keys.is_form_token(who, &form.token) {
+            return refused_form();
+        }
+        let namespace = form.namespace.clone();
+        let question = Question::Act(Some(namespace.clone()));
+        if !self.access.may(who, &question).await {
+            let why = format!(
+                "You ({}) may not {}, so nothing was changed. Ask whoever runs the cluster for \
+                 the edit role in it.",
+                who.user,
+                question.said()
+            );
+            return said(StatusCode::FORBIDDEN, "Refused", &why);
+        }
+        let snapshot = match self.reader.now().await {
+            Ok(snapshot) => snapshot,
+            Err(error) => {
+                let why = format!("The cluster could not be read, so nothing was changed: {error}");
+                return said(StatusCode::SERVICE_UNAVAILABLE, "Not now", &why);
+            }
+        };
+        let Some(environment) =
+            (snapshot.environments.iter()).find(|environment| environment.namespace == namespace)
+        else {
+            let why = format!("{namespace} has no schedule, so nothing was changed.");
+            return said(StatusCode::NOT_FOUND, "No such environment", &why);
+        };
+        let request = match form
+            .action
+            .request(environment.timezone, Utc::now(), &who.user)
+        {
+            Ok(request) => request,
+            Err(error) => {
+                return said(
+                    StatusCode::BAD_REQUEST,
+                    "Nothing was changed",
+                    &error.to_string(),
+                );
+            }
+        };
+        let requests: Api<OverrideRequest> = Api::namespaced(self.client.clone(), &namespace);
+        match requests.create(&PostParams::default(), &request).await {
+            Ok(made) => {
+                tracing::info!(user = %who.user, %namespace, request = made.metadata.name.as_deref().unwrap_or_default(), "asked from the console");
+                let to = format!("/?watch={}#ns-{}", encoded(&namespace), encoded(&namespace));
+                see_other(&to, None)
+            }
+            Err(error) => {
+                let why = format!("The request for {namespace} could not be made: {error}");
+                said(StatusCode::BAD_GATEWAY, "Nothing was changed", &why)
+            }
+        }
+    }
+}
+
+/// The environment a page watches wake, from `?watch=`.
+fn watched(query: Option<&str>) -> Option<String> {
+    form_urlencoded::parse(query?.as_bytes())
+        .find(|(key, _)| key == "watch")
+        .map(|(_, value)| value.into_owned())
+}
+
+fn encoded(text: &str) -> String {
+    form_urlencoded::byte_serialize(text.as_bytes()).collect()
+}
+
+fn refused_form() -> Reply {
+    said(
+        StatusCode::FORBIDDEN,
+        "Refused",
+        "This form was not made for you by the console (a request from another site?), so \
+         nothing was changed. Reload the console and try again.",
+    )
+}
+
+fn said(status: StatusCode, title: &str, why: &str) -> Reply {
+    let refused = status.is_client_error() || status.is_server_error();
+    html(status, page::answer(title, why, refused))
+}
+
+fn html(status: StatusCode, body: String) -> Reply {
+    reply(status, "text/html; charset=utf-8", body)
+}
+
+fn see_other(to: &str, cookie: Option<String>) -> Reply {
+    let mut response = reply(StatusCode::SEE_OTHER, "text/plain", String::new());
+    if let Ok(to) = HeaderValue::from_str(to) {
+        response.headers_mut().insert(header::LOCATION, to);
+    }
+    if let Some(cookie) = cookie.and_then(|cookie| HeaderValue::from_str(&cookie).ok()) {
+        response.headers_mut().insert(header::SET_COOKIE, cookie);
+    }
+    response
+}
+
+fn reply(status: StatusCode, content_type: &'static str, body: String) -> Reply {
+    let mut response = Response::new(Bytes::from(body));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(SECURITY_POLICY),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    response
+}

@@ -1,0 +1,198 @@
+//! What the console answers, against a scripted API server that allows only what
+//! `console/rbac.yaml` grants: what is refused asks the API server nothing, and a button pressed
+//! is checked by a SubjectAccessReview before its request is made.
+
+use chrono::{TimeDelta, Utc};
+use http::{Request, StatusCode};
+use http_body_util::Full;
+use hyper::body::Bytes;
+use serde_json::json;
+
+use super::{
+    Console,
+    session::{COOKIE, Identity},
+};
+use crate::{
+    commands::cli::{Cli, Command},
+    mock_api::{Exchange, mock_console_client},
+};
+
+const REVIEWS: &str = "/apis/authorization.k8s.io/v1/subjectaccessreviews?";
+
+fn alice() -> Identity {
+    Identity {
+        user: "alice".into(),
+        groups: vec!["system:authenticated".into()],
+    }
+}
+
+/// What the console answers to `requests`, one after another, while the API server answers
+/// `script` and nothing more.
+async fn answered(
+    script: Vec<Exchange>,
+    requests: impl FnOnce(&Console) -> Vec<Request<Full<Bytes>>>,
+) -> Vec<(StatusCode, String)> {
+    let Command::Console(args) = Cli::parse_args(["cronscaler", "console"]).unwrap().command else {
+        unreachable!("the console's command");
+    };
+    let (client, server) = mock_console_client();
+    let server = tokio::spawn(server.serve(script));
+    let console = Console::new(client, &args).await.unwrap();
+    let mut answers = Vec::new();
+    for request in requests(&console) {
+        let response = console.respond(request, false).await;
+        let status = response.status();
+        answers.push((
+            status,
+            String::from_utf8_lossy(response.body()).into_owned(),
+        ));
+    }
+    drop(console);
+    server.await.unwrap();
+    answers
+}
+
+fn post(path: &str, cookie: Option<&str>, form: &str) -> Request<Full<Bytes>> {
+    let mut request =
+        Request::post(path).header("content-type", "application/x-www-form-urlencoded");
+    if let Some(cookie) = cookie {
+        request = request.header("cookie", format!("{COOKIE}={cookie}"));
+    }
+    request
+        .body(Full::new(Bytes::from(form.to_string())))
+        .unwrap()
+}
+
+fn get(path: &str, headers: &[(&str, &str)]) -> Request<Full<Bytes>> {
+    let mut request = Request::get(path);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    request.body(Full::new(Bytes::new())).unwrap()
+}
+
+#[tokio::test]
+async fn nobody_sees_only_the_sign_in_page_whatever_headers_they_send() {
+    let answers = answered(vec![], |_| {
+        vec![
+            get("/", &[]),
+            // A proxy's headers, sent straight to the console: not from a trusted address.
+            get(
+                "/",
+                &[
+                    ("x-forwarded-user", "admin"),
+                    ("x-forwarded-groups", "system:masters"),
+                ],
+            ),
+            post("/act", None, "namespace=team-a&do=wake-1h&token=x"),
+        ]
+    })
+    .await;
+    for (status, page) in &answers[..2] {
+        assert_eq!(*status, StatusCode::OK);
+        assert!(page.contains(r#"action="/sign-in""#), "{page}");
+        assert!(!page.contains("team-a"), "{page}");
+    }
+    assert_eq!(answers[2].0, StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn a_forged_form_is_refused_and_asks_the_api_server_nothing() {
+    let answers = answered(vec![], |console| {
+        let cookie = console
+            .keys
+            .seal(&alice(), Utc::now() + TimeDelta::hours(1));
+        let bob = Identity {
+            user: "bob".into(),
+            groups: vec![],
+        };
+        let bobs_token = console.keys.form_token(&bob);
+        vec![
+            post(
+                "/act",
+                Some(&cookie),
+                "namespace=team-a&do=wake-1h&token=guessed",
+            ),
+            post(
+                "/act",
+                Some(&cookie),
+                &format!("namespace=team-a&do=wake-1h&token={bobs_token}"),
+            ),
+            post("/act", Some(&cookie), "namespace=team-a&do=wake-1h"),
+        ]
+    })
+    .await;
+    assert_eq!(answers[0].0, StatusCode::FORBIDDEN);
+    assert!(
+        answers[0].1.contains("nothing was changed"),
+        "{}",
+        answers[0].1
+    );
+    assert_eq!(answers[1].0, StatusCode::FORBIDDEN);
+    assert_eq!(answers[2].0, StatusCode::BAD_REQUEST);
+    assert!(
+        answers[2]
+            .1
+            .contains("the form has no field &quot;token&quot;"),
+        "{}",
+        answers[2].1
+    );
+}
+
+#[tokio::test]
+async fn a_button_the_api_server_does_not_allow_is_refused_with_the_rule_to_ask_for() {
+    let script = vec![
+        Exchange::new("POST", REVIEWS)
+            .body(json!({
+                "spec": {
+                    "user": "alice",
+                    "groups": ["system:authenticated"],
+                    "resourceAttributes": {
+                        "verb": "create", "group": "cronscaler.dev",
+                        "resource": "overriderequests", "namespace": "team-b",
+                    },
+                },
+            }))
+            .reply(201, json!({ "spec": {}, "status": { "allowed": false } })),
+    ];
+    let answers = answered(script, |console| {
+        let cookie = console
+            .keys
+            .seal(&alice(), Utc::now() + TimeDelta::hours(1));
+        let token = console.keys.form_token(&alice());
+        vec![post(
+            "/act",
+            Some(&cookie),
+            &format!("namespace=team-b&do=snooze&token={token}"),
+        )]
+    })
+    .await;
+    let (status, page) = &answers[0];
+    assert_eq!(*status, StatusCode::FORBIDDEN);
+    assert!(
+        page.contains("You (alice) may not create overriderequests.cronscaler.dev in team-b, so nothing was changed"),
+        "{page}"
+    );
+}
+
+#[tokio::test]
+async fn a_token_the_api_server_does_not_know_signs_nobody_in() {
+    let script = vec![
+        Exchange::new("POST", "/apis/authentication.k8s.io/v1/tokenreviews?")
+            .body(json!({ "spec": { "token": "not-a-token" } }))
+            .reply(
+                201,
+                json!({ "spec": {}, "status": { "authenticated": false } }),
+            ),
+    ];
+    let answers = answered(script, |_| {
+        vec![post("/sign-in", None, "token=not-a-token")]
+    })
+    .await;
+    let (status, page) = &answers[0];
+    assert_eq!(*status, StatusCode::UNAUTHORIZED);
+    assert!(
+        page.contains("The API server does not accept that token."),
+        "{page}"
+    );
+}
