@@ -9,6 +9,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod console;
 mod cronjob_jobs;
 mod faults;
 mod foo;

@@ -5,77 +5,26 @@
 
 use crate::support;
 
-use std::{path::Path, time::Duration};
+use std::time::Duration;
 
-use k8s_openapi::api::{core::v1::Namespace, rbac::v1::RoleBinding};
-use kube::{
-    Api,
-    api::{DynamicObject, GroupVersionKind, ListParams, PostParams},
-};
+use kube::{Api, api::ListParams};
 use serde_json::json;
 use support::{
-    Scenario, annotate_namespace, crds::install_crd, create_deployment, create_namespace, envtest,
-    eventually, replicas_become, stop_cleanly_and_finish,
+    Scenario, annotate_namespace,
+    console::{annotations_of, bind, install_self_service, requests_api, requests_in, user},
+    create_deployment, create_namespace, envtest, eventually, replicas_become,
+    stop_cleanly_and_finish,
 };
 
 /// Lateness we accept: the timer, one reconcile, a busy 2-core machine.
 const LATENESS: Duration = Duration::from_secs(15);
-
-/// Binds `user` to the built-in ClusterRole `role` in `namespace`.
-async fn bind(scenario: &Scenario, user: &str, role: &str, namespace: &str) {
-    let binding: RoleBinding = serde_json::from_value(json!({
-        "metadata": { "name": format!("{user}-{role}"), "namespace": namespace },
-        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role },
-        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user }],
-    }))
-    .expect("a RoleBinding");
-    Api::<RoleBinding>::namespaced(scenario.client.clone(), namespace)
-        .create(&PostParams::default(), &binding)
-        .await
-        .unwrap_or_else(|error| panic!("binding {user} to {role} in {namespace}: {error}"));
-}
-
-/// The `OverrideRequest`s of `namespace`, as an admin lists them.
-async fn requests_in(scenario: &Scenario, namespace: &str) -> Vec<DynamicObject> {
-    let gvk = GroupVersionKind::gvk("cronscaler.dev", "v1alpha1", "OverrideRequest");
-    let resource = kube::api::ApiResource::from_gvk_with_plural(&gvk, "overriderequests");
-    Api::<DynamicObject>::namespaced_with(scenario.client.clone(), namespace, &resource)
-        .list(&ListParams::default())
-        .await
-        .map(|list| list.items)
-        .unwrap_or_default()
-}
-
-/// The annotations of the Namespace `name`, as an admin reads them.
-async fn annotations_of(
-    scenario: &Scenario,
-    name: &str,
-) -> std::collections::BTreeMap<String, String> {
-    Api::<Namespace>::all(scenario.client.clone())
-        .get(name)
-        .await
-        .expect("the Namespace")
-        .metadata
-        .annotations
-        .unwrap_or_default()
-}
 
 #[tokio::test]
 async fn a_namespace_s_editor_wakes_it_and_no_other_and_its_viewer_asks_nothing() {
     let Some(scenario) = Scenario::own("self-service", envtest::Options::default()).await else {
         return;
     };
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let gvk = GroupVersionKind::gvk("cronscaler.dev", "v1alpha1", "OverrideRequest");
-    install_crd(
-        &scenario.client,
-        &repo.join("manifests/09-override-request-crd.yaml"),
-        &gvk,
-    )
-    .await;
-    envtest::apply_file(&scenario.client, &repo.join("rbac/aggregated-roles.yaml"))
-        .await
-        .expect("the aggregated roles");
+    install_self_service(&scenario).await;
     // Two teams' Namespaces, asleep all the time.
     for team in ["team-a", "team-b"] {
         create_namespace(&scenario.client, team).await;
@@ -83,8 +32,8 @@ async fn a_namespace_s_editor_wakes_it_and_no_other_and_its_viewer_asks_nothing(
         annotate_namespace(&scenario.client, team, asleep).await;
         create_deployment(&scenario.client, team, "web", 2).await;
     }
-    bind(&scenario, "dev", "edit", "team-a").await;
-    bind(&scenario, "reader", "view", "team-a").await;
+    bind(&scenario, user("dev"), "edit", "team-a").await;
+    bind(&scenario, user("reader"), "view", "team-a").await;
     let mut controller =
         scenario.start_cluster_wide_controller("cronscaler", &["--grace-period", "0s"]);
     controller.wait_ready().await;
@@ -92,8 +41,7 @@ async fn a_namespace_s_editor_wakes_it_and_no_other_and_its_viewer_asks_nothing(
     replicas_become(&web_a, "web", 0, "team-a asleep", LATENESS).await;
     // The aggregation controller gives `edit` and `view` our rules within moments.
     let dev = scenario.client_as("dev").await;
-    let resource = kube::api::ApiResource::from_gvk_with_plural(&gvk, "overriderequests");
-    let dev_requests: Api<DynamicObject> = Api::namespaced_with(dev, "team-a", &resource);
+    let dev_requests = requests_api(dev, "team-a");
     eventually("dev may list OverrideRequests", LATENESS, || async {
         dev_requests
             .list(&ListParams::default())

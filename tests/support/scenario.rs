@@ -244,11 +244,26 @@ impl Scenario {
         args: &[&str],
     ) -> Controller {
         let addr: SocketAddr = ([127, 0, 0, 1], envtest::free_port()).into();
+        let http = ["--http-addr".to_string(), addr.to_string()];
+        let args: Vec<&str> = (run.iter().copied())
+            .chain(http.iter().map(String::as_str))
+            .chain(args.iter().copied())
+            .collect();
+        self.spawn_at(kubeconfig, name, &args, addr)
+    }
+
+    /// Starts `cronscaler` with `args`, as whoever `kubeconfig` signs in, answering its
+    /// `/readyz` on `addr`; its log is printed if the test fails.
+    pub fn spawn_at(
+        &self,
+        kubeconfig: &std::path::Path,
+        name: &str,
+        args: &[&str],
+        addr: SocketAddr,
+    ) -> Controller {
         let log = self.logs_dir.path().join(format!("{name}.log"));
-        let mut command = self.command_as(kubeconfig, run);
+        let mut command = self.command_as(kubeconfig, args);
         command
-            .args(["--http-addr", &addr.to_string()])
-            .args(args)
             .env("POD_NAME", name)
             // A log file, not a terminal: no colour codes.
             .env("NO_COLOR", "1")

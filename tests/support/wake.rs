@@ -51,11 +51,24 @@ pub async fn try_request_from(
     path: &str,
     headers: &[(&str, &str)],
 ) -> Option<Answer> {
+    exchange(from, addr, ("GET", path), headers, "").await
+}
+
+/// One request `method path` with `headers` and `body` to `addr` from the source address `from`
+/// (any of 127.0.0.0/8 reaches a loopback listener), or `None` if it got no whole answer within
+/// 10 s.
+pub async fn exchange(
+    from: IpAddr,
+    addr: SocketAddr,
+    (method, path): (&str, &str),
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Option<Answer> {
     let exchange = async {
         let socket = tokio::net::TcpSocket::new_v4().ok()?;
         socket.bind(SocketAddr::new(from, 0)).ok()?;
         let mut stream = socket.connect(addr).await.ok()?;
-        let mut text = format!("GET {path} HTTP/1.1\r\nConnection: close\r\n");
+        let mut text = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
         if !headers
             .iter()
             .any(|(name, _)| name.eq_ignore_ascii_case("host"))
@@ -65,7 +78,11 @@ pub async fn try_request_from(
         for (name, value) in headers {
             text.push_str(&format!("{name}: {value}\r\n"));
         }
+        if !body.is_empty() {
+            text.push_str(&format!("Content-Length: {}\r\n", body.len()));
+        }
         text.push_str("\r\n");
+        text.push_str(body);
         stream.write_all(text.as_bytes()).await.ok()?;
         let mut response = Vec::new();
         stream.read_to_end(&mut response).await.ok()?;

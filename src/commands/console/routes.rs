@@ -38,7 +38,9 @@ impl Console {
         let now = Utc::now();
         let who = visitor(&parts.headers, from_proxy, &self.proxy, &self.keys, now);
         match (&parts.method, parts.uri.path()) {
-            (&Method::GET, "/healthz") => reply(StatusCode::OK, "text/plain", "ok".into()),
+            (&Method::GET, "/healthz" | "/readyz") => {
+                reply(StatusCode::OK, "text/plain", "ok".into())
+            }
             (&Method::GET, "/") => match who {
                 Some(who) => self.page(&who, watched(parts.uri.query())).await,
                 None => html(StatusCode::OK, page::sign_in(None)),

@@ -1,0 +1,266 @@
+//! The web console (`cronscaler console`, issue 41) against a real API server, run as its
+//! install's ServiceAccount (`console/rbac.yaml`): a ServiceAccount holding only `edit` in
+//! `team-a` signs in with its token, sees `team-a` and not `team-b`, wakes `team-a` and watches
+//! it go from asleep through waking to awake, and is refused for `team-b` with nothing written;
+//! one holding `view` sees `team-a` with no buttons and its forged POST is refused; nobody sees
+//! anything, and a proxy's headers count only from a trusted address.
+
+use crate::support;
+
+use std::{net::IpAddr, time::Duration};
+
+use kube::Api;
+use serde_json::json;
+use support::{
+    Scenario, annotate_namespace,
+    console::{
+        Visitor, annotations_of, bind, form_token, install_self_service, look_of, requests_in,
+        section_of, service_account, start_console, user,
+    },
+    create_deployment, create_namespace, envtest, eventually, mark_pods_ready, replicas_become,
+    stop_cleanly_and_finish,
+};
+
+/// Lateness we accept: the timer, one reconcile, a busy 2-core machine.
+const LATENESS: Duration = Duration::from_secs(20);
+
+/// The address the console trusts as its authenticating proxy.
+const PROXY: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(127, 0, 0, 2));
+
+/// The console's page at `path` for `visitor`, once `ready` says it is what the test waits for
+/// (the controller, the aggregation of roles and the console's brief caches take moments).
+async fn page_when(
+    visitor: &mut Visitor,
+    path: &str,
+    what: &str,
+    ready: impl Fn(&str) -> bool,
+) -> String {
+    let deadline = std::time::Instant::now() + LATENESS;
+    loop {
+        let answer = visitor.get(path).await;
+        if answer.status == 200 && ready(&answer.body) {
+            return answer.body;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what}: not within {LATENESS:?}; the page:\n{}",
+            answer.body
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
+#[tokio::test]
+async fn an_editor_wakes_its_environment_from_the_console_and_nobody_else_does_anything() {
+    let Some(scenario) = Scenario::own("console", envtest::Options::default()).await else {
+        return;
+    };
+    install_self_service(&scenario).await;
+    for team in ["team-a", "team-b"] {
+        create_namespace(&scenario.client, team).await;
+        let asleep = json!({ "cronscaler.dev/downtime": "Mon-Sun 00:00-24:00" });
+        annotate_namespace(&scenario.client, team, asleep).await;
+        create_deployment(&scenario.client, team, "web", 2).await;
+    }
+    let (dev, dev_token) = service_account(&scenario, "team-a", "dev").await;
+    bind(&scenario, dev, "edit", "team-a").await;
+    let (reader, reader_token) = service_account(&scenario, "team-a", "reader").await;
+    bind(&scenario, reader, "view", "team-a").await;
+    bind(&scenario, user("pat"), "view", "team-b").await;
+    let mut controller =
+        scenario.start_cluster_wide_controller("cronscaler", &["--grace-period", "0s"]);
+    controller.wait_ready().await;
+    let web_a = Api::namespaced(scenario.client.clone(), "team-a");
+    replicas_become(&web_a, "web", 0, "team-a asleep", LATENESS).await;
+    let trusted = PROXY.to_string();
+    let (mut console, addr) =
+        start_console(&scenario, &["--console-trusted-proxies", &trusted]).await;
+
+    // Nobody sees anything; a proxy's headers sent straight to the console name nobody.
+    let mut anyone = Visitor::new(addr);
+    anyone.headers = vec![("X-Forwarded-User".into(), "system:admin".into())];
+    let page = anyone.get("/").await;
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains(r#"action="/sign-in""#), "{}", page.body);
+    assert!(!page.body.contains("team-"), "{}", page.body);
+    assert_eq!(anyone.sign_in("not-a-token").await.status, 401);
+
+    // Through the trusted proxy, its user sees what RBAC lets them see, with no buttons.
+    let mut proxied = Visitor::new(addr);
+    proxied.from = PROXY;
+    proxied.headers = vec![("X-Forwarded-User".into(), "pat".into())];
+    let page = page_when(&mut proxied, "/", "pat sees team-b", |page| {
+        look_of(page, "team-b").is_some()
+    })
+    .await;
+    assert_eq!(look_of(&page, "team-a"), None, "{page}");
+    assert!(!page.contains(r#"action="/act""#), "{page}");
+
+    // The editor signs in with its token and sees its environment, asleep, with its buttons.
+    let mut dev = Visitor::new(addr);
+    let signed_in = dev.sign_in(&dev_token).await;
+    assert_eq!(signed_in.status, 303, "{}", signed_in.body);
+    assert!(
+        signed_in
+            .head
+            .to_lowercase()
+            .contains("httponly; samesite=strict"),
+        "{}",
+        signed_in.head
+    );
+    let page = page_when(&mut dev, "/", "dev sees team-a with buttons", |page| {
+        section_of(page, "team-a").contains(r#"action="/act""#)
+    })
+    .await;
+    assert_eq!(
+        look_of(&page, "team-a").as_deref(),
+        Some("asleep"),
+        "{page}"
+    );
+    assert_eq!(
+        look_of(&page, "team-b"),
+        None,
+        "team-b is not dev's: {page}"
+    );
+    let token = form_token(&page);
+
+    // Another team's environment: refused, nothing written.
+    let refused = dev
+        .post(
+            "/act",
+            &[
+                ("namespace", "team-b"),
+                ("do", "wake-1h"),
+                ("token", &token),
+            ],
+        )
+        .await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert!(
+        refused
+            .body
+            .contains("may not create overriderequests.cronscaler.dev in team-b"),
+        "{}",
+        refused.body
+    );
+    // A form another site made, with dev's cookie: refused, nothing written.
+    let forged = dev
+        .post(
+            "/act",
+            &[
+                ("namespace", "team-a"),
+                ("do", "wake-1h"),
+                ("token", "0000"),
+            ],
+        )
+        .await;
+    assert_eq!(forged.status, 403, "{}", forged.body);
+
+    // Woken from the console: asleep, then waking, then awake once its Pods are ready.
+    let woken = dev
+        .post(
+            "/act",
+            &[
+                ("namespace", "team-a"),
+                ("do", "wake-1h"),
+                ("token", &token),
+            ],
+        )
+        .await;
+    assert_eq!(woken.status, 303, "{}", woken.body);
+    assert!(
+        woken.head.to_lowercase().contains("location: /?watch=team-a"),
+        "{}",
+        woken.head
+    );
+    replicas_become(&web_a, "web", 2, "team-a woken from the console", LATENESS).await;
+    let page = page_when(&mut dev, "/?watch=team-a", "team-a waking", |page| {
+        look_of(page, "team-a").as_deref() == Some("waking")
+    })
+    .await;
+    assert!(
+        page.contains(r#"http-equiv="refresh""#),
+        "reloads while waking: {page}"
+    );
+    assert!(
+        section_of(&page, "team-a").contains("0 of 1 workloads ready"),
+        "{page}"
+    );
+    mark_pods_ready(&scenario.client, "team-a").await;
+    let page = page_when(&mut dev, "/?watch=team-a", "team-a awake", |page| {
+        look_of(page, "team-a").as_deref() == Some("awake")
+    })
+    .await;
+    assert!(!page.contains(r#"http-equiv="refresh""#), "{page}");
+    assert!(
+        section_of(&page, "team-a").contains("(set by system:serviceaccount:team-a:dev (console))"),
+        "who woke it, and by which means: {page}"
+    );
+    let requests = requests_in(&scenario, "team-a").await;
+    assert_eq!(requests.len(), 1, "{requests:?}");
+    assert_eq!(
+        requests[0].data["spec"]["by"],
+        "system:serviceaccount:team-a:dev"
+    );
+    assert_eq!(requests[0].data["spec"]["means"], "console");
+    assert_eq!(requests[0].data["status"]["phase"], "Done");
+
+    // Back to its schedule: asleep again.
+    let back = dev
+        .post(
+            "/act",
+            &[
+                ("namespace", "team-a"),
+                ("do", "schedule"),
+                ("token", &token),
+            ],
+        )
+        .await;
+    assert_eq!(back.status, 303, "{}", back.body);
+    replicas_become(&web_a, "web", 0, "team-a back to its schedule", LATENESS).await;
+
+    // The viewer sees team-a and has no buttons; a POST it forges with its own page's token is
+    // refused by the API server's answer.
+    let mut reader = Visitor::new(addr);
+    assert_eq!(reader.sign_in(&reader_token).await.status, 303);
+    let page = page_when(&mut reader, "/", "reader sees team-a", |page| {
+        look_of(page, "team-a").is_some()
+    })
+    .await;
+    assert!(!page.contains(r#"action="/act""#), "{page}");
+    let token = form_token(&page);
+    let forged = reader
+        .post(
+            "/act",
+            &[
+                ("namespace", "team-a"),
+                ("do", "wake-2h"),
+                ("token", &token),
+            ],
+        )
+        .await;
+    assert_eq!(forged.status, 403, "{}", forged.body);
+
+    // Nothing came of any refusal.
+    assert!(requests_in(&scenario, "team-b").await.is_empty());
+    assert!(
+        !annotations_of(&scenario, "team-b")
+            .await
+            .contains_key("cronscaler.dev/awake-until")
+    );
+    let asked = requests_in(&scenario, "team-a").await;
+    assert_eq!(
+        asked.len(),
+        2,
+        "the wake and back to schedule only: {asked:?}"
+    );
+    eventually("the console still serves", LATENESS, || async {
+        console
+            .get("/healthz")
+            .await
+            .filter(|(status, _)| *status == 200)
+    })
+    .await;
+    console.assert_stops_cleanly(Duration::from_secs(10)).await;
+    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(10)).await;
+}
