@@ -12,7 +12,7 @@ use std::{net::IpAddr, time::Duration};
 use kube::Api;
 use serde_json::json;
 use support::{
-    Scenario, annotate_namespace,
+    Scenario, annotate_namespace, cdp,
     console::{
         Visitor, annotations_of, bind, form_token, install_self_service, look_of, requests_in,
         section_of, service_account, start_console, user,
@@ -169,7 +169,10 @@ async fn an_editor_wakes_its_environment_from_the_console_and_nobody_else_does_a
         .await;
     assert_eq!(woken.status, 303, "{}", woken.body);
     assert!(
-        woken.head.to_lowercase().contains("location: /?watch=team-a"),
+        woken
+            .head
+            .to_lowercase()
+            .contains("location: /?watch=team-a"),
         "{}",
         woken.head
     );
@@ -261,6 +264,125 @@ async fn an_editor_wakes_its_environment_from_the_console_and_nobody_else_does_a
             .filter(|(status, _)| *status == 200)
     })
     .await;
+    console.assert_stops_cleanly(Duration::from_secs(10)).await;
+    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(10)).await;
+}
+
+/// The look of `namespace`'s environment in the browser's tab, or null where it is not shown.
+const LOOK: &str =
+    "(n => { const s = document.getElementById('ns-' + n); return s ? s.dataset.look : null; })";
+
+#[tokio::test]
+async fn in_a_browser_a_person_sees_exactly_their_environments_and_watches_one_wake() {
+    let Some(chromium) = cdp::chromium() else {
+        support::say(
+            "in_a_browser…: skipped: no chromium on PATH (`which chromium`), so the console is \
+             not tried in a browser; install Debian's chromium to run it",
+        );
+        return;
+    };
+    let Some(scenario) = Scenario::own("console-browser", envtest::Options::default()).await else {
+        return;
+    };
+    install_self_service(&scenario).await;
+    let asleep = json!({ "cronscaler.dev/downtime": "Mon-Sun 00:00-24:00", "cronscaler.dev/timezone": "Europe/Berlin" });
+    let awake = json!({ "cronscaler.dev/uptime": "Mon-Sun 00:00-24:00", "cronscaler.dev/timezone": "Europe/Berlin" });
+    for (team, schedule) in [
+        ("team-a", &asleep),
+        ("team-b", &asleep),
+        ("team-c", &awake),
+        ("team-d", &asleep),
+    ] {
+        create_namespace(&scenario.client, team).await;
+        annotate_namespace(&scenario.client, team, schedule.clone()).await;
+        create_deployment(&scenario.client, team, "web", 2).await;
+    }
+    let (dev, token) = service_account(&scenario, "team-a", "dev").await;
+    bind(&scenario, dev.clone(), "edit", "team-a").await;
+    bind(&scenario, dev.clone(), "edit", "team-d").await;
+    bind(&scenario, dev, "view", "team-c").await;
+    let mut controller =
+        scenario.start_cluster_wide_controller("cronscaler", &["--grace-period", "0s"]);
+    controller.wait_ready().await;
+    let web_a = Api::namespaced(scenario.client.clone(), "team-a");
+    replicas_become(&web_a, "web", 0, "team-a asleep", LATENESS).await;
+    mark_pods_ready(&scenario.client, "team-c").await;
+    let (mut console, addr) = start_console(&scenario, &[]).await;
+
+    let mut browser = cdp::Browser::start(chromium, (1100, 900));
+    browser.open(&format!("http://{addr}/"));
+    browser.eval(&format!(
+        "document.querySelector('input[name=token]').value = {}; document.querySelector('form').submit()",
+        serde_json::to_string(&token).expect("JSON")
+    ));
+    browser.wait_loaded();
+    let sections = "[...document.querySelectorAll('section[id^=ns-]')].map(s => s.id).join(' ')";
+    browser.until(
+        "exactly team-a, team-c and team-d shown",
+        LATENESS,
+        |browser| browser.eval(sections) == json!("ns-team-a ns-team-c ns-team-d"),
+    );
+    browser.until("team-c awake", LATENESS, |browser| {
+        browser.eval(&format!("{LOOK}('team-c')")) == json!("awake")
+    });
+    let buttons =
+        |namespace: &str| format!("document.querySelectorAll('#ns-{namespace} button').length");
+    assert_eq!(
+        browser.eval(&buttons("team-c")),
+        json!(0),
+        "view only: no buttons"
+    );
+    assert_eq!(browser.eval(&buttons("team-a")), json!(6));
+    assert_eq!(browser.eval(&format!("{LOOK}('team-a')")), json!("asleep"));
+
+    // Wake team-a; the page follows it by itself, reloading while it wakes.
+    browser.eval("document.querySelector('#ns-team-a button[value=wake-1h]').click()");
+    browser.wait_loaded();
+    let mut seen = vec!["asleep".to_string()];
+    let mut follow = |browser: &mut cdp::Browser, until: &str| {
+        let deadline = std::time::Instant::now() + LATENESS;
+        loop {
+            let look = browser.eval(&format!("{LOOK}('team-a')"));
+            if let Some(look) = look.as_str()
+                && seen.last().map(String::as_str) != Some(look)
+            {
+                seen.push(look.to_string());
+            }
+            if look == json!(until) {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "team-a not {until} within {LATENESS:?}; seen {seen:?} at {} {}",
+                browser.eval("location.href"),
+                browser.eval("document.head.innerHTML")
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    follow(&mut browser, "waking");
+    let shot = browser.screenshot();
+    assert!(shot.starts_with(b"\x89PNG"), "a PNG");
+    if std::env::var_os("CRONSCALER_BLESS").is_some() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/console.png");
+        std::fs::write(&path, &shot).expect("writing docs/console.png");
+    }
+    mark_pods_ready(&scenario.client, "team-a").await;
+    follow(&mut browser, "awake");
+    assert_eq!(seen, ["asleep", "waking", "awake"]);
+
+    // On a phone: nothing wider than the screen.
+    browser.call(
+        "Emulation.setDeviceMetricsOverride",
+        json!({ "width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": true }),
+    );
+    browser.open(&format!("http://{addr}/"));
+    assert_eq!(
+        browser.eval("document.documentElement.scrollWidth <= window.innerWidth"),
+        json!(true),
+        "the page fits a phone's width"
+    );
+    drop(browser);
     console.assert_stops_cleanly(Duration::from_secs(10)).await;
     stop_cleanly_and_finish(scenario, controller, Duration::from_secs(10)).await;
 }

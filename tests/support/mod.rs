@@ -12,6 +12,7 @@
 // Each test binary uses its own subset of these helpers.
 #![allow(dead_code)]
 
+pub mod cdp;
 pub mod console;
 pub mod crds;
 pub mod envtest;

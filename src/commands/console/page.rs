@@ -30,11 +30,15 @@ button{font:inherit;padding:.35rem .7rem;border-radius:.4rem;border:1px solid #d
 input{font:inherit;padding:.3rem}.notice{background:#fff8c5;border-color:#d4a72c}.refused{background:#ffebe9;border-color:#ff8182}\
 @media (max-width:40rem){table{font-size:.8rem}.hide-narrow{display:none}}";
 
-fn document(title: &str, reload: bool, body: &str) -> String {
-    let reload = match reload {
-        true => format!(r#"<meta http-equiv="refresh" content="{RELOAD_SECONDS}">"#),
-        false => String::new(),
-    };
+/// A page; one that reloads loads `reload` (a path of the console's own) again and again. The
+/// path is said, not left out: a page opened at a `#fragment` would only scroll to it.
+fn document(title: &str, reload: Option<&str>, body: &str) -> String {
+    let reload = reload.map_or_else(String::new, |path| {
+        format!(
+            r#"<meta http-equiv="refresh" content="{RELOAD_SECONDS}; url={}">"#,
+            markup(path)
+        )
+    });
     format!(
         r#"<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
@@ -65,7 +69,7 @@ what you see and may do is what RBAC allows you.</p>
 <form method="post" action="/sign-in"><p><input type="password" name="token" autocomplete="off" required aria-label="token" size="40">
 <button type="submit">Sign in</button></p></form></section></main>"#
     );
-    document("cronscaler: sign in", false, &body)
+    document("cronscaler: sign in", None, &body)
 }
 
 /// An answer to a form: what was done, or why nothing was.
@@ -77,7 +81,7 @@ pub fn answer(title: &str, said: &str, refused: bool) -> String {
         markup(title),
         markup(said)
     );
-    document(title, false, &body)
+    document(title, None, &body)
 }
 
 /// One environment as shown, with whether its viewer may press its buttons.
@@ -116,7 +120,14 @@ pub fn environments(
         count = shown.len(),
         token = markup(token),
     );
-    document("cronscaler", waking, &body)
+    let reload = watched.map_or_else(
+        || "/".to_string(),
+        |namespace| {
+            let namespace: String = form_urlencoded::byte_serialize(namespace.as_bytes()).collect();
+            format!("/?watch={namespace}")
+        },
+    );
+    document("cronscaler", waking.then_some(reload.as_str()), &body)
 }
 
 fn section(shown: &Shown, token: &str, now: DateTime<Utc>) -> String {

@@ -121,6 +121,17 @@ fn a_page_reloads_itself_while_what_it_watches_is_not_awake_yet() {
         environments(&alice(), &shown, "t", watched, now).contains("http-equiv=\"refresh\"")
     };
     assert!(reloads(&asleep, Some("team-a")));
+    // Again at the same path, never at the `#fragment` a button's answer opened it at, which a
+    // browser would only scroll to.
+    let shown = [Shown {
+        environment: &asleep,
+        may_act: true,
+    }];
+    let page = environments(&alice(), &shown, "t", Some("team-a"), now);
+    assert!(
+        page.contains(r#"content="3; url=/?watch=team-a""#),
+        "{page}"
+    );
     assert!(!reloads(&asleep, None));
     assert!(reloads(&waking, None));
     assert!(!reloads(&awake, Some("team-a")));
