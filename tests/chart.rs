@@ -141,6 +141,7 @@ fn carried() -> Vec<(String, String)> {
         ("files/rbac/lease-role.yaml", "rbac/lease-role.yaml"),
         ("files/rbac/wake-backend.yaml", "rbac/wake-backend.yaml"),
         ("files/rbac/wake-slices.yaml", "rbac/wake-slices.yaml"),
+        ("files/rbac/console.yaml", "console/rbac.yaml"),
         (
             "files/rbac/aggregated-roles.yaml",
             "rbac/aggregated-roles.yaml",

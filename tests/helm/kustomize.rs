@@ -1,6 +1,7 @@
 //! The chart against `kubectl kustomize`: its default render installs what `kubectl apply -k .`
-//! installs, object by object, and a namespace list runs one controller per namespace, granted
-//! there only. Skipped, saying so, without kubectl.
+//! installs, object by object, `console.enabled` adds what `kubectl apply -k console/` adds, and
+//! a namespace list runs one controller per namespace, granted there only. Skipped, saying so,
+//! without kubectl.
 
 use std::{collections::BTreeMap, path::Path, process::Command};
 
@@ -163,6 +164,86 @@ fn default_values_install_what_kustomize_installs() {
         names(&crds).len(),
         5,
         "Foo, SleepPolicy, SleepSchedule, WakeRequest and OverrideRequest"
+    );
+}
+
+#[test]
+fn console_values_install_what_the_console_kustomization_adds() {
+    let test = "console_values_install_what_the_console_kustomization_adds";
+    let Some(helm) = Helm::get(test) else {
+        return;
+    };
+    let Some(kustomized) = kustomize(test, "console", &[]) else {
+        return;
+    };
+    let render = |values: Value| {
+        helm.render("cronscaler", "cronscaler", values)
+            .unwrap_or_else(|error| panic!("helm template: {error}"))
+    };
+    let (default, rendered) = (
+        render(Value::Null),
+        render(json!({ "console": { "enabled": true } })),
+    );
+    let by_identity = |objects: &[Value]| -> BTreeMap<String, Value> {
+        objects
+            .iter()
+            .map(|object| (identity(object), essence(object)))
+            .collect()
+    };
+    assert_selectors_select_the_controller(&kustomized);
+    assert_selectors_select_the_controller(&rendered);
+    let (console, charted) = (by_identity(&kustomized), by_identity(&rendered));
+    assert_eq!(
+        console.keys().map(String::as_str).collect::<Vec<_>>(),
+        [
+            "ClusterRole /cronscaler-console",
+            "ClusterRoleBinding /cronscaler-console",
+            "Deployment cronscaler/cronscaler-console",
+            "NetworkPolicy cronscaler/cronscaler-console",
+            "Service cronscaler/cronscaler-console",
+            "ServiceAccount cronscaler/cronscaler-console",
+        ],
+        "kubectl kustomize console"
+    );
+    for (identity, essence) in &console {
+        let charted = charted
+            .get(identity)
+            .unwrap_or_else(|| panic!("{identity} is not in the chart's render"));
+        assert_eq!(
+            charted, essence,
+            "{identity}: the chart differs from kustomize"
+        );
+    }
+
+    // The console adds its objects and nothing else, and is off by default.
+    let named_console = |objects: &[Value]| -> Vec<String> {
+        (objects.iter())
+            .filter(|object| {
+                (object["metadata"]["name"].as_str()).is_some_and(|name| name.ends_with("-console"))
+            })
+            .map(identity)
+            .collect()
+    };
+    assert_eq!(
+        named_console(&default),
+        Vec::<String>::new(),
+        "no console without console.enabled"
+    );
+    let mut added: Vec<String> = charted
+        .keys()
+        .filter(|identity| !by_identity(&default).contains_key(*identity))
+        .cloned()
+        .collect();
+    added.sort();
+    assert_eq!(
+        added,
+        console.keys().cloned().collect::<Vec<_>>(),
+        "console.enabled adds what kustomize console/ adds"
+    );
+    assert_eq!(
+        default.len() + console.len(),
+        rendered.len(),
+        "and leaves the rest as it was"
     );
 }
 

@@ -1,9 +1,10 @@
 //! The Helm chart (`charts/cronscaler`), with the real Helm: Helm v4's own SDK
 //! (`tests/support/helm.rs`) lints and renders it, its schema refuses wrong values by name, and
-//! its default render installs what `kubectl apply -k .` installs, object by object. On a real
-//! API server it installs, the controller runs as the chart's ServiceAccount and puts a
-//! Deployment to sleep, an upgrade changes the controller's flags, and an uninstall leaves the
-//! CRDs and the workloads' records, and no wake-up EndpointSlice.
+//! its default render installs what `kubectl apply -k .` installs, object by object, and
+//! `console.enabled` what `kubectl apply -k console/` adds. On a real API server it installs,
+//! the controller runs as the chart's ServiceAccount and puts a Deployment to sleep, an upgrade
+//! changes the controller's flags, and an uninstall leaves the CRDs and the workloads' records,
+//! and no wake-up EndpointSlice.
 //!
 //! Skipped, saying so, where PyPI cannot be reached (Helm's SDK), without kubectl (the kustomize
 //! comparison), or without `KUBEBUILDER_ASSETS` (the real-cluster test).
@@ -55,6 +56,18 @@ fn every_value() -> Value {
             "replicas": 3,
             "resources": { "requests": { "cpu": "20m", "memory": "48Mi" }, "limits": { "memory": "96Mi" } },
             "extraArgs": ["--wake-cooldown=5m"],
+        },
+        "console": {
+            "enabled": true,
+            "replicas": 2,
+            "resources": { "requests": { "cpu": "20m", "memory": "48Mi" }, "limits": { "memory": "320Mi" } },
+            "port": 9091,
+            "servicePort": 8081,
+            "serviceType": "NodePort",
+            "trustedProxies": ["10.0.0.0/8", "192.168.1.1"],
+            "sessionKeySecret": "console-session-key",
+            "secureCookie": true,
+            "extraArgs": ["--console-session=4h"],
         },
         "metrics": {
             "port": 9090,

@@ -1,6 +1,7 @@
 //! The chart rendered by Helm's SDK: it lints clean, the packaged chart renders the same, every
-//! value set reaches the objects and the controller's flags, a single replica or no wake-up
-//! backend leaves out what it does not need, and the schema refuses a wrong value by name.
+//! value set reaches the objects and the controller's flags (and the console's), a single replica
+//! or no wake-up backend leaves out what it does not need, more than one console replica needs a
+//! shared session key, and the schema refuses a wrong value by name.
 
 use std::{collections::BTreeMap, process::Command};
 
@@ -237,6 +238,80 @@ fn every_value_set_reaches_the_objects_and_the_controller_takes_its_flags() {
         "the slices' owner alone"
     );
 
+    // The console: a Deployment of its own, as its own ServiceAccount, with what says what a
+    // Namespace follows and how `status` reads it, its port, the proxies it believes and the
+    // shared session key, mounted from its Secret.
+    let console = find(&objects, "Deployment", "sleeper-console");
+    assert_eq!(console["spec"]["replicas"], 2);
+    let pod = &console["spec"]["template"]["spec"];
+    assert_eq!(pod["serviceAccountName"], "sleeper-console");
+    assert_eq!(pod["priorityClassName"], "platform-critical");
+    assert_eq!(pod["nodeSelector"]["kubernetes.io/os"], "linux");
+    assert_eq!(pod["imagePullSecrets"], json!([{ "name": "regcred" }]));
+    let container = &pod["containers"][0];
+    assert_eq!(
+        container["image"],
+        "registry.example.com/platform/cronscaler:0.1.0-rc1"
+    );
+    assert_eq!(container["resources"]["limits"]["memory"], "320Mi");
+    assert_eq!(
+        container["ports"],
+        json!([{ "name": "console", "containerPort": 9091 }])
+    );
+    let console_args = self::args(console);
+    assert_eq!(
+        console_args,
+        [
+            "console",
+            "--log-format",
+            "text",
+            "--console-addr",
+            "0.0.0.0:9091",
+            "--default-timezone=Europe/Berlin",
+            "--kinds=Deployment.apps,StatefulSet.apps,Rollout.argoproj.io",
+            "--grace-period=30m",
+            "--kube-downscaler-annotations",
+            "--gitops=pause",
+            "--exclude-namespaces=kube-system,monitoring",
+            "--console-trusted-proxies=10.0.0.0/8,192.168.1.1",
+            "--console-session-key-file=/etc/cronscaler-console/session-key",
+            "--console-secure-cookie",
+            "--console-session=4h",
+        ]
+    );
+    takes_its_flags(&console_args);
+    assert_eq!(
+        container["volumeMounts"],
+        json!([{ "name": "session-key", "mountPath": "/etc/cronscaler-console", "readOnly": true }])
+    );
+    assert_eq!(
+        pod["volumes"],
+        json!([{ "name": "session-key", "secret": {
+            "secretName": "console-session-key",
+            "items": [{ "key": "session-key", "path": "session-key" }],
+        } }])
+    );
+    let console_service = find(&objects, "Service", "sleeper-console");
+    assert_eq!(console_service["spec"]["type"], "NodePort");
+    assert_eq!(
+        console_service["spec"]["ports"],
+        json!([{ "name": "console", "port": 8081, "targetPort": "console" }])
+    );
+    assert_eq!(
+        find(&objects, "NetworkPolicy", "sleeper-console")["spec"]["ingress"],
+        json!([{ "ports": [{ "port": "console" }], "from": [{ "namespaceSelector": {} }] }]),
+        "the console's port, from the cluster alone"
+    );
+    assert_eq!(
+        find(&objects, "ClusterRoleBinding", "sleeper-console")["subjects"],
+        json!([{ "kind": "ServiceAccount", "name": "sleeper-console", "namespace": "ops" }])
+    );
+    assert_eq!(
+        find(&objects, "ClusterRoleBinding", "sleeper-console")["roleRef"]["name"],
+        "sleeper-console"
+    );
+    find(&objects, "ServiceAccount", "sleeper-console");
+
     let service = find(&objects, "Service", "sleeper-wake");
     assert_eq!(service["spec"]["type"], "NodePort");
     assert_eq!(service["spec"]["ports"][0]["port"], 8080);
@@ -339,10 +414,55 @@ fn the_schema_refuses_a_wrong_value_naming_it() {
             json!({ "controller": { "prometheusUrl": "https://prometheus:9090" } }),
             "at '/controller/prometheusUrl'",
         ),
+        (
+            json!({ "console": { "sessionKeySecret": "Session_Key" } }),
+            "at '/console/sessionKeySecret'",
+        ),
+        (
+            json!({ "console": { "trustedProxies": ["proxy.example.com"] } }),
+            "at '/console/trustedProxies/0'",
+        ),
     ] {
         let refused = helm
             .render("cronscaler", "cronscaler", values.clone())
             .expect_err(&format!("{values} is refused"));
         assert!(refused.contains(named), "{values}: {refused}");
     }
+}
+
+#[test]
+fn more_than_one_console_replica_needs_a_shared_session_key() {
+    let Some(helm) = Helm::get("more_than_one_console_replica_needs_a_shared_session_key") else {
+        return;
+    };
+    let refused = helm
+        .render(
+            "cronscaler",
+            "cronscaler",
+            json!({ "console": { "enabled": true, "replicas": 2 } }),
+        )
+        .expect_err("two replicas, each with a key of its own");
+    assert!(
+        refused.contains("console.replicas: 2 replicas each sign sessions")
+            && refused.contains("console.sessionKeySecret"),
+        "{refused}"
+    );
+    let shared =
+        json!({ "console": { "enabled": true, "replicas": 2, "sessionKeySecret": "key" } });
+    let objects = helm
+        .render("cronscaler", "cronscaler", shared)
+        .unwrap_or_else(|error| panic!("helm template: {error}"));
+    assert_eq!(
+        find(&objects, "Deployment", "cronscaler-console")["spec"]["replicas"],
+        2
+    );
+    // A release upgraded with `--reuse-values` from a chart before the console has no console
+    // values at all: it renders, without a console.
+    let objects = helm
+        .render("cronscaler", "cronscaler", json!({ "console": null }))
+        .unwrap_or_else(|error| panic!("helm template without console values: {error}"));
+    let console: Vec<String> = (objects.iter().map(identity))
+        .filter(|identity| identity.ends_with("-console"))
+        .collect();
+    assert_eq!(console, Vec::<String>::new());
 }

@@ -24,6 +24,12 @@ app.kubernetes.io/name: {{ .Chart.Name }}-wake
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
+{{/* The web console's Pods: a Deployment of their own, as the wake-up backend's are. */}}
+{{- define "cronscaler.consoleSelectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}-console
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
 {{- define "cronscaler.labels" -}}
 {{ include "cronscaler.selectorLabels" . }}
 {{ include "cronscaler.releaseLabels" . }}
@@ -31,6 +37,11 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 
 {{- define "cronscaler.wakeLabels" -}}
 {{ include "cronscaler.wakeSelectorLabels" . }}
+{{ include "cronscaler.releaseLabels" . }}
+{{- end -}}
+
+{{- define "cronscaler.consoleLabels" -}}
+{{ include "cronscaler.consoleSelectorLabels" . }}
 {{ include "cronscaler.releaseLabels" . }}
 {{- end -}}
 
@@ -83,4 +94,10 @@ scope.namespaces (the controller watches one namespace, or all).
 {{/* The wake-up backend runs cluster-wide only: a namespaced controller cannot read Namespaces. */}}
 {{- define "cronscaler.wake" -}}
 {{- if and .Values.wake.enabled (not .Values.scope.namespaces) -}}true{{- end -}}
+{{- end -}}
+
+{{/* The web console runs where console.enabled says so (off by default). A release upgraded with
+`--reuse-values` from a chart before the console has no console values at all: no console. */}}
+{{- define "cronscaler.console" -}}
+{{- if (.Values.console | default dict).enabled -}}true{{- end -}}
 {{- end -}}
