@@ -41,6 +41,12 @@ use crate::{
 /// How long one request may take, answer written included.
 const REQUEST_DEADLINE: Duration = Duration::from_secs(20);
 
+/// The most connections held at once; more are closed as they come.
+const CONNECTIONS: usize = 1024;
+
+/// The most TokenReviews asked at once.
+const SIGNING_IN_AT_ONCE: usize = 4;
+
 /// Why the console could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum ConsoleError {
@@ -68,6 +74,8 @@ pub struct Console {
     trusted: TrustedProxies,
     session: TimeDelta,
     secure_cookie: bool,
+    /// TokenReviews under way: a few at once.
+    signing_in: tokio::sync::Semaphore,
 }
 
 impl Console {
@@ -97,6 +105,7 @@ impl Console {
             trusted: TrustedProxies::new(args.console_trusted_proxies.clone()),
             session: TimeDelta::from_std(args.console_session).unwrap_or(TimeDelta::hours(8)),
             secure_cookie: args.console_secure_cookie,
+            signing_in: tokio::sync::Semaphore::new(SIGNING_IN_AT_ONCE),
         })
     }
 }
@@ -115,8 +124,12 @@ pub async fn serve(mut acceptor: Acceptor, console: Arc<Console>) {
     if let Ok(addr) = acceptor.local_addr() {
         tracing::info!(%addr, "serving the console");
     }
+    let connections = Arc::new(tokio::sync::Semaphore::new(CONNECTIONS));
     loop {
         let (stream, peer) = acceptor.accept().await;
+        let Ok(permit) = connections.clone().try_acquire_owned() else {
+            continue;
+        };
         let from_proxy = console.trusted.trusts(peer.ip());
         let console = console.clone();
         tokio::spawn(async move {
@@ -137,6 +150,7 @@ pub async fn serve(mut acceptor: Acceptor, console: Arc<Console>) {
             if let Err(error) = served {
                 tracing::debug!(%error, "console connection ended");
             }
+            drop(permit);
         });
     }
 }

@@ -24,6 +24,9 @@ use super::session::Identity;
 /// How long an answer to "may they see it" is kept: a page and the few after it.
 pub const KEPT: Duration = Duration::from_secs(30);
 
+/// The most answers kept: a few hundred people's pages of a few hundred environments.
+const MOST_KEPT: usize = 100_000;
+
 /// How many reviews are asked at once for one page.
 const AT_ONCE: usize = 16;
 
@@ -118,11 +121,9 @@ impl Access {
             }))
     }
 
-    /// Whether `who` may do what `question` asks, asked now: for acting.
+    /// Whether `who` may do what `question` asks, asked now and kept for nothing: for acting.
     pub async fn may(&self, who: &Identity, question: &Question) -> bool {
-        let allowed = self.review(who, question).await;
-        self.keep(who, question, allowed);
-        allowed
+        self.review(who, question).await
     }
 
     /// The answers to `questions` for `who`, kept ones first; a review that fails counts as
@@ -150,9 +151,13 @@ impl Access {
 
     fn keep(&self, who: &Identity, question: &Question, allowed: bool) {
         let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
-        // Answers of people long gone are dropped before the map grows past a few pages' worth.
-        if kept.len() > 50_000 {
+        // Answers of people long gone are dropped before the map grows past a few pages' worth;
+        // past that, all are (each is one review to ask again).
+        if kept.len() >= MOST_KEPT {
             kept.retain(|_, (_, at)| at.elapsed() < KEPT);
+            if kept.len() >= MOST_KEPT {
+                kept.clear();
+            }
         }
         kept.insert((who.clone(), question.clone()), (allowed, Instant::now()));
     }

@@ -4,7 +4,10 @@
 use chrono::{DateTime, NaiveDateTime, TimeDelta, TimeZone as _, Utc};
 use chrono_tz::Tz;
 
-use crate::scaling::on_demand::request::{Asked, OverrideRequest};
+use crate::{
+    scaling::on_demand::request::{Asked, OverrideRequest},
+    wake::route::is_dns_label,
+};
 
 /// What a request made by the console says it came by.
 pub const MEANS: &str = "console";
@@ -93,8 +96,17 @@ pub fn read(body: &[u8]) -> Result<Form, FormError> {
             });
         }
     };
+    let namespace = field("namespace")?;
+    // Nothing that is not a Namespace's name is asked about: no review, no kept answer.
+    if !is_dns_label(&namespace) {
+        return Err(FormError::Invalid {
+            field: "namespace",
+            value: namespace.chars().take(80).collect(),
+            why: "not a Namespace's name",
+        });
+    }
     Ok(Form {
-        namespace: field("namespace")?,
+        namespace,
         action,
         token: field("token")?,
     })

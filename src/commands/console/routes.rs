@@ -2,7 +2,7 @@
 //! and the buttons. A button is checked three times before anything is written: the person, the
 //! form token of their page, and a SubjectAccessReview asked then.
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use http::{HeaderValue, Method, Response, StatusCode, header};
 use http_body_util::{BodyExt as _, Limited};
 use hyper::body::{Body, Bytes};
@@ -13,13 +13,16 @@ use super::{
     access::Question,
     act,
     page::{self, Shown},
-    session::{COOKIE, Identity},
+    session::{COOKIE, Identity, token_ends},
     visitor::visitor,
 };
 use crate::scaling::on_demand::request::OverrideRequest;
 
 /// The most a form may hold.
 const FORM_LIMIT: usize = 16 * 1024;
+
+/// The longest token taken: a ServiceAccount's or an OIDC token is well under it.
+const LONGEST_TOKEN: usize = 4096;
 
 /// What no page of the console needs: scripts, frames, other origins.
 const SECURITY_POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; \
@@ -45,6 +48,9 @@ impl Console {
                 Some(who) => self.page(&who, watched(parts.uri.query())).await,
                 None => html(StatusCode::OK, page::sign_in(None)),
             },
+            // A form another site's page sent, as the browser says (sign-in included: it would
+            // sign a person in as someone else).
+            (&Method::POST, _) if from_another_site(&parts.headers) => refused_form(),
             (&Method::POST, path) => {
                 let Ok(form) = Limited::new(body, FORM_LIMIT).collect().await else {
                     return said(StatusCode::PAYLOAD_TOO_LARGE, "The form is too large", "");
@@ -125,21 +131,26 @@ impl Console {
         self.access.answers(who, &questions).await
     }
 
-    async fn sign_in(&self, form: &[u8], now: chrono::DateTime<Utc>) -> Reply {
+    async fn sign_in(&self, form: &[u8], now: DateTime<Utc>) -> Reply {
         let token = form_urlencoded::parse(form)
             .find(|(key, _)| key == "token")
             .map(|(_, value)| value.trim().to_string())
             .unwrap_or_default();
-        if token.is_empty() {
-            return html(
-                StatusCode::BAD_REQUEST,
-                page::sign_in(Some("Give a token.")),
-            );
+        if token.is_empty() || token.len() > LONGEST_TOKEN {
+            let said = "Give the token: one line, as `kubectl create token` prints it.";
+            return html(StatusCode::BAD_REQUEST, page::sign_in(Some(said)));
         }
+        // A flood of sign-ins is turned away instead of spending the console's API budget.
+        let Ok(_turn) = self.signing_in.try_acquire() else {
+            let said = "Too many sign-ins at once: try again in a moment.";
+            return html(StatusCode::SERVICE_UNAVAILABLE, page::sign_in(Some(said)));
+        };
         match self.access.signed_in(&token).await {
             Ok(Some(who)) => {
-                let cookie = self.keys.seal(&who, now + self.session);
-                let max_age = self.session.num_seconds();
+                let ends = (now + self.session)
+                    .min(token_ends(&token).unwrap_or(DateTime::<Utc>::MAX_UTC));
+                let cookie = self.keys.seal(&who, ends);
+                let max_age = (ends - now).num_seconds().max(0);
                 let secure = if self.secure_cookie { "; Secure" } else { "" };
                 let set = format!(
                     "{COOKIE}={cookie}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age}{secure}"
@@ -151,12 +162,11 @@ impl Console {
                 StatusCode::UNAUTHORIZED,
                 page::sign_in(Some("The API server does not accept that token.")),
             ),
-            Err(error) => html(
-                StatusCode::SERVICE_UNAVAILABLE,
-                page::sign_in(Some(&format!(
-                    "The API server could not check the token: {error}"
-                ))),
-            ),
+            Err(error) => {
+                tracing::warn!(%error, "a TokenReview failed");
+                let said = "The API server could not check the token now: try again in a moment.";
+                html(StatusCode::SERVICE_UNAVAILABLE, page::sign_in(Some(said)))
+            }
         }
     }
 
@@ -238,6 +248,21 @@ impl Console {
     }
 }
 
+/// Whether the browser says a form comes from another site's page: by `Sec-Fetch-Site`, which
+/// every current browser sends, else by an `Origin` whose host is not the one asked. (The pages'
+/// `Referrer-Policy: same-origin` keeps their own `Origin` whole.)
+fn from_another_site(headers: &http::HeaderMap) -> bool {
+    let said = |name: header::HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
+    if let Some(site) = said(header::HeaderName::from_static("sec-fetch-site")) {
+        return !matches!(site, "same-origin" | "none");
+    }
+    match (said(header::ORIGIN), said(header::HOST)) {
+        (Some(origin), Some(host)) => origin.split_once("://").map(|(_, rest)| rest) != Some(host),
+        (Some(_), None) => true,
+        (None, _) => false,
+    }
+}
+
 /// The environment a page watches wake, from `?watch=`.
 fn watched(query: Option<&str>) -> Option<String> {
     form_urlencoded::parse(query?.as_bytes())
@@ -290,7 +315,7 @@ fn reply(status: StatusCode, content_type: &'static str, body: String) -> Reply 
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     headers.insert(
         header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
+        HeaderValue::from_static("same-origin"),
     );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     headers.insert(

@@ -123,6 +123,18 @@ fn unhex(text: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
+/// When `token` ends, where it says so: a JWT's `exp` (a ServiceAccount's token, an OIDC ID
+/// token). A session signed in with it ends no later.
+pub fn token_ends(token: &str) -> Option<DateTime<Utc>> {
+    use base64::Engine as _;
+    let claims = token.split('.').nth(1)?;
+    let claims = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(claims.trim_end_matches('='))
+        .ok()?;
+    let exp = serde_json::from_slice::<serde_json::Value>(&claims).ok()?["exp"].as_i64()?;
+    DateTime::from_timestamp(exp, 0)
+}
+
 /// The value of the cookie `name` among a request's `Cookie` headers.
 pub fn cookie<'a>(headers: &'a http::HeaderMap, name: &str) -> Option<&'a str> {
     headers
@@ -194,6 +206,20 @@ mod tests {
             error.to_string(),
             "the session key in /etc/console/key has 5 bytes; it needs at least 32"
         );
+    }
+
+    #[test]
+    fn a_session_ends_when_its_token_does() {
+        use base64::Engine as _;
+        let claims = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .encode(br#"{"sub":"system:serviceaccount:team-a:dev","exp":1795856400}"#);
+        let token = format!("eyJhbGciOiJSUzI1NiJ9.{claims}.c2lnbmF0dXJl");
+        assert_eq!(
+            token_ends(&token),
+            DateTime::from_timestamp(1_795_856_400, 0)
+        );
+        assert_eq!(token_ends("an-opaque-static-token"), None);
+        assert_eq!(token_ends("a.%%%.c"), None);
     }
 
     #[test]

@@ -140,6 +140,28 @@ async fn a_forged_form_is_refused_and_asks_the_api_server_nothing() {
 }
 
 #[tokio::test]
+async fn a_form_another_site_sends_is_refused_sign_in_included() {
+    let answers = answered(vec![], |console| {
+        let cookie = console
+            .keys
+            .seal(&alice(), Utc::now() + TimeDelta::hours(1));
+        let token = console.keys.form_token(&alice());
+        let mut cross_site = post("/sign-in", None, "token=the-attacker-s-own");
+        (cross_site.headers_mut()).insert("sec-fetch-site", "cross-site".parse().unwrap());
+        let form = format!("namespace=team-a&do=wake-1h&token={token}");
+        let mut elsewhere = post("/act", Some(&cookie), &form);
+        (elsewhere.headers_mut()).insert("host", "console.example".parse().unwrap());
+        (elsewhere.headers_mut()).insert("origin", "https://evil.example".parse().unwrap());
+        vec![cross_site, elsewhere]
+    })
+    .await;
+    for (status, page) in answers {
+        assert_eq!(status, StatusCode::FORBIDDEN, "{page}");
+        assert!(page.contains("nothing was changed"), "{page}");
+    }
+}
+
+#[tokio::test]
 async fn a_button_the_api_server_does_not_allow_is_refused_with_the_rule_to_ask_for() {
     let script = vec![
         Exchange::new("POST", REVIEWS)

@@ -34,10 +34,18 @@ pub fn visitor(
             .map(String::from)
             .collect::<Vec<_>>()
     };
+    // `system:` names are the API server's own (its masters, its nodes, its ServiceAccounts):
+    // no single sign-on hands them out, so a proxy that says one passes on a forgery.
+    let reserved = |name: &String| name.starts_with("system:");
     if from_trusted_proxy && let [user] = header(&proxy.user).as_slice() {
+        if reserved(user) {
+            return None;
+        }
+        let mut groups = header(&proxy.groups);
+        groups.retain(|group| !reserved(group));
         return Some(Identity {
             user: user.clone(),
-            groups: header(&proxy.groups),
+            groups,
         });
     }
     keys.open(cookie(headers, COOKIE)?, now)
@@ -80,6 +88,16 @@ mod tests {
             })
         );
         assert_eq!(visitor(&sent, false, &proxy(), &keys, now), None);
+        let forged = headers(&[
+            ("x-forwarded-user", "alice"),
+            ("x-forwarded-groups", "system:masters,devs"),
+        ]);
+        assert_eq!(
+            visitor(&forged, true, &proxy(), &keys, now).map(|who| who.groups),
+            Some(vec!["devs".to_string()])
+        );
+        let admin = headers(&[("x-forwarded-user", "system:admin")]);
+        assert_eq!(visitor(&admin, true, &proxy(), &keys, now), None);
     }
 
     #[test]
