@@ -43,6 +43,18 @@ const NOT_RUN_HERE: &[(&str, &str)] = &[
         "no helm binary here: tests/helm/cluster.rs upgrades the chart with Helm's own SDK",
     ),
     (
+        "kubectl create token dev -n team-a --duration 8h",
+        "a ServiceAccount of the reader's own; tests/e2e/console.rs signs in with such tokens",
+    ),
+    (
+        "kubectl apply -k console/",
+        "tests/helm/kustomize.rs renders it; tests/e2e/console.rs runs the console with its grants",
+    ),
+    (
+        "kubectl -n cronscaler port-forward svc/cronscaler-console 8090:80",
+        "no kubelet here to forward to a Pod",
+    ),
+    (
         "docker build -t ghcr.io/cronscaler/cronscaler:0.1.0 .",
         "needs a Docker engine",
     ),
@@ -97,7 +109,8 @@ fn shown_commands() -> Vec<Shown> {
         let text = std::fs::read_to_string(Path::new(REPO).join(&page)).unwrap();
         let mut in_shell = false;
         for line in text.lines() {
-            if let Some(fence) = line.strip_prefix("```") {
+            // Fences inside a list item are indented.
+            if let Some(fence) = line.trim_start().strip_prefix("```") {
                 in_shell = !in_shell && matches!(fence.trim(), "sh" | "bash" | "shell");
                 continue;
             }

@@ -10,6 +10,7 @@
 mod support;
 
 mod console;
+mod console_costs;
 mod cronjob_jobs;
 mod faults;
 mod foo;

@@ -12,9 +12,7 @@ use crate::support;
 
 use std::time::Duration;
 
-use std::collections::BTreeMap;
-
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use serde_json::json;
 use support::{
     Scenario,
@@ -62,7 +60,7 @@ async fn requests_of_a_night_whose_argo_cd_owner_is_paused_and_given_back() {
         say(&format!(
             "{what} ({}s): {}",
             (to - from).num_seconds(),
-            spoken(&controller_between(&scenario, from, to))
+            (scenario.plane()).requests_between(envtest::SA_USER, from, to)
         ));
     }
     end(played, controller, scenario).await;
@@ -109,43 +107,11 @@ async fn requests_of_a_wake_by_request_of_a_namespace_of_three_services() {
         say(&format!(
             "{what} ({}s): {}",
             (to - from).num_seconds(),
-            spoken(&controller_between(&scenario, from, to))
+            (scenario.plane()).requests_between(envtest::SA_USER, from, to)
         ));
     }
     controller
         .assert_stops_cleanly(Duration::from_secs(10))
         .await;
     scenario.finish().await;
-}
-
-/// The controller's requests received in `[from, to)` but its watches, by the audit log,
-/// counted by `verb resource`.
-fn controller_between(
-    scenario: &Scenario,
-    from: DateTime<Utc>,
-    to: DateTime<Utc>,
-) -> BTreeMap<String, usize> {
-    let mut counted = BTreeMap::new();
-    for event in scenario.plane().audit_events() {
-        let within = event.received.is_some_and(|at| (from..to).contains(&at));
-        if event.user == envtest::SA_USER && event.verb != "watch" && within {
-            let resource = match event.subresource.as_str() {
-                "" => event.resource,
-                sub => format!("{}/{sub}", event.resource),
-            };
-            *counted
-                .entry(format!("{} {resource}", event.verb))
-                .or_default() += 1;
-        }
-    }
-    counted
-}
-
-/// `counted` as one line: its total, then `patch deployments ×2, create events ×1`.
-fn spoken(counted: &BTreeMap<String, usize>) -> String {
-    let total: usize = counted.values().sum();
-    let each: Vec<String> = (counted.iter())
-        .map(|(what, count)| format!("{what} ×{count}"))
-        .collect();
-    format!("{total} requests: {}", each.join(", "))
 }

@@ -43,6 +43,9 @@ pub fn visitor(
         }
         let mut groups = header(&proxy.groups);
         groups.retain(|group| !reserved(group));
+        // As the API server's own front-proxy authentication adds it: what RBAC grants every
+        // signed-in person is theirs too.
+        groups.push("system:authenticated".into());
         return Some(Identity {
             user: user.clone(),
             groups,
@@ -84,7 +87,11 @@ mod tests {
             visitor(&sent, true, &proxy(), &keys, now),
             Some(Identity {
                 user: "alice".into(),
-                groups: vec!["team-a".into(), "devs".into()],
+                groups: vec![
+                    "team-a".into(),
+                    "devs".into(),
+                    "system:authenticated".into()
+                ],
             })
         );
         assert_eq!(visitor(&sent, false, &proxy(), &keys, now), None);
@@ -94,7 +101,7 @@ mod tests {
         ]);
         assert_eq!(
             visitor(&forged, true, &proxy(), &keys, now).map(|who| who.groups),
-            Some(vec!["devs".to_string()])
+            Some(vec!["devs".to_string(), "system:authenticated".to_string()])
         );
         let admin = headers(&[("x-forwarded-user", "system:admin")]);
         assert_eq!(visitor(&admin, true, &proxy(), &keys, now), None);

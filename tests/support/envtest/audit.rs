@@ -48,6 +48,34 @@ impl ControlPlane {
         self.count(user, verb, resource, namespace, None)
     }
 
+    /// `user`'s requests received in `[from, to)` but its watches, by the audit log, as one
+    /// line: the total, then each `verb resource` with its count.
+    pub fn requests_between(
+        &self,
+        user: &str,
+        from: chrono::DateTime<chrono::Utc>,
+        to: chrono::DateTime<chrono::Utc>,
+    ) -> String {
+        let mut counted = std::collections::BTreeMap::new();
+        for event in self.audit_events() {
+            let within = event.received.is_some_and(|at| (from..to).contains(&at));
+            if event.user == user && event.verb != "watch" && within {
+                let resource = match event.subresource.as_str() {
+                    "" => event.resource,
+                    sub => format!("{}/{sub}", event.resource),
+                };
+                *counted
+                    .entry(format!("{} {resource}", event.verb))
+                    .or_default() += 1;
+            }
+        }
+        let total: usize = counted.values().sum();
+        let each: Vec<String> = (counted.iter())
+            .map(|(what, count)| format!("{what} ×{count}"))
+            .collect();
+        format!("{total} requests: {}", each.join(", "))
+    }
+
     fn count(
         &self,
         user: &str,
