@@ -1,7 +1,7 @@
 use anyhow::Context as _;
 use std::process::ExitCode;
 
-use chrono::{TimeDelta, Utc};
+use chrono::Utc;
 use cronscaler::{
     commands::{
         cli::{
@@ -244,16 +244,17 @@ async fn show_status(kube: &KubeArgs, args: StatusArgs) -> anyhow::Result<()> {
         .await
         .context("connecting to the Kubernetes API server")?;
     // A kind named that is not served yet has no objects to show.
-    let (kinds, _) = objects::resolve(&client, &args.kinds.kinds).await;
+    let reading = &args.reading;
+    let (kinds, _) = objects::resolve(&client, &reading.kinds.kinds).await;
     let cluster = cluster::read(
         &client,
         args.namespace.as_deref(),
         &kinds,
-        args.kube_downscaler.read,
+        reading.kube_downscaler.read,
     )
     .await?;
     let mut listed = status::listed(cluster);
-    if args.kube_downscaler.read {
+    if reading.kube_downscaler.read {
         listed.read_kube_downscaler_as_ours();
     }
     if listed.namespaces.is_none() {
@@ -277,15 +278,7 @@ async fn show_status(kube: &KubeArgs, args: StatusArgs) -> anyhow::Result<()> {
         );
     }
     let now = Utc::now();
-    let status = status::status(
-        &listed.objects,
-        listed.namespaces.as_ref(),
-        &args.excluded.exclude_namespaces,
-        (&listed.owners, args.gitops.mode),
-        args.default_timezone.zone,
-        TimeDelta::from_std(args.grace.period).unwrap_or(TimeDelta::MAX),
-        now,
-    );
+    let status = listed.status(&args.reading, now);
     match args.output {
         StatusFormat::Table => say(status::render_table(&status, now))?,
         StatusFormat::Json => say(format!("{}\n", serde_json::to_string_pretty(&status)?))?,

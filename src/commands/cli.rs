@@ -487,6 +487,14 @@ pub struct StatusArgs {
     pub output: StatusFormat,
 
     #[command(flatten)]
+    pub reading: StatusReading,
+}
+
+/// What `status` and the console read what every object is doing by: the controller's flags
+/// that say what a Namespace follows and what it holds.
+#[derive(Debug, Clone, Args)]
+pub struct StatusReading {
+    #[command(flatten)]
     pub kinds: MoreKinds,
 
     #[command(flatten)]

@@ -92,7 +92,7 @@ impl Console {
             }
             None => Keys::random()?,
         };
-        let (kinds, _) = objects::resolve(&client, &args.kinds.kinds).await;
+        let (kinds, _) = objects::resolve(&client, &args.reading.kinds.kinds).await;
         Ok(Self {
             access: Access::new(client.clone()),
             reader: Reader::new(client.clone(), args.clone(), kinds),

@@ -15,7 +15,7 @@ use support::{
     Scenario, annotate_namespace, cdp,
     console::{
         Visitor, annotations_of, bind, form_token, install_self_service, look_of, requests_in,
-        section_of, service_account, start_console, user,
+        section_of, service_account, start_console, teams_asleep, user,
     },
     create_deployment, create_namespace, envtest, eventually, mark_pods_ready, replicas_become,
     stop_cleanly_and_finish,
@@ -56,12 +56,7 @@ async fn an_editor_wakes_its_environment_from_the_console_and_nobody_else_does_a
         return;
     };
     install_self_service(&scenario).await;
-    for team in ["team-a", "team-b"] {
-        create_namespace(&scenario.client, team).await;
-        let asleep = json!({ "cronscaler.dev/downtime": "Mon-Sun 00:00-24:00" });
-        annotate_namespace(&scenario.client, team, asleep).await;
-        create_deployment(&scenario.client, team, "web", 2).await;
-    }
+    teams_asleep(&scenario, &["team-a", "team-b"]).await;
     let (dev, dev_token) = service_account(&scenario, "team-a", "dev").await;
     bind(&scenario, dev, "edit", "team-a").await;
     let (reader, reader_token) = service_account(&scenario, "team-a", "reader").await;

@@ -8,12 +8,12 @@ use crate::support;
 use std::time::Duration;
 
 use kube::{Api, api::ListParams};
-use serde_json::json;
 use support::{
-    Scenario, annotate_namespace,
-    console::{annotations_of, bind, install_self_service, requests_api, requests_in, user},
-    create_deployment, create_namespace, envtest, eventually, replicas_become,
-    stop_cleanly_and_finish,
+    Scenario,
+    console::{
+        annotations_of, bind, install_self_service, requests_api, requests_in, teams_asleep, user,
+    },
+    envtest, eventually, replicas_become, stop_cleanly_and_finish,
 };
 
 /// Lateness we accept: the timer, one reconcile, a busy 2-core machine.
@@ -25,13 +25,7 @@ async fn a_namespace_s_editor_wakes_it_and_no_other_and_its_viewer_asks_nothing(
         return;
     };
     install_self_service(&scenario).await;
-    // Two teams' Namespaces, asleep all the time.
-    for team in ["team-a", "team-b"] {
-        create_namespace(&scenario.client, team).await;
-        let asleep = json!({ "cronscaler.dev/downtime": "Mon-Sun 00:00-24:00" });
-        annotate_namespace(&scenario.client, team, asleep).await;
-        create_deployment(&scenario.client, team, "web", 2).await;
-    }
+    teams_asleep(&scenario, &["team-a", "team-b"]).await;
     bind(&scenario, user("dev"), "edit", "team-a").await;
     bind(&scenario, user("reader"), "view", "team-a").await;
     let mut controller =

@@ -94,6 +94,16 @@ pub async fn install_self_service(scenario: &Scenario) {
         .expect("the aggregated roles");
 }
 
+/// Namespaces `teams`, each asleep all the time with a Deployment `web` of 2 replicas.
+pub async fn teams_asleep(scenario: &Scenario, teams: &[&str]) {
+    for team in teams {
+        super::create_namespace(&scenario.client, team).await;
+        let asleep = json!({ "cronscaler.dev/downtime": "Mon-Sun 00:00-24:00" });
+        super::annotate_namespace(&scenario.client, team, asleep).await;
+        super::create_deployment(&scenario.client, team, "web", 2).await;
+    }
+}
+
 /// The `OverrideRequest`s of `namespace`, as an admin lists them.
 pub async fn requests_in(scenario: &Scenario, namespace: &str) -> Vec<DynamicObject> {
     let (_, resource) = override_requests();

@@ -6,9 +6,7 @@ use std::{net::SocketAddr, path::PathBuf, time::Duration};
 use clap::Args;
 use ipnet::IpNet;
 
-use super::{
-    DefaultTimezone, Excluded, GitOpsDefault, GracePeriod, KubeDownscaler, MoreKinds, up_to_366d,
-};
+use super::{StatusReading, up_to_366d};
 use crate::{ops::logs::LogFormat, wake::route::parse_trusted_proxy};
 
 #[derive(Debug, Clone, Args)]
@@ -59,20 +57,5 @@ pub struct ConsoleArgs {
     pub log_format: LogFormat,
 
     #[command(flatten)]
-    pub kinds: MoreKinds,
-
-    #[command(flatten)]
-    pub default_timezone: DefaultTimezone,
-
-    #[command(flatten)]
-    pub grace: GracePeriod,
-
-    #[command(flatten)]
-    pub kube_downscaler: KubeDownscaler,
-
-    #[command(flatten)]
-    pub excluded: Excluded,
-
-    #[command(flatten)]
-    pub gitops: GitOpsDefault,
+    pub reading: StatusReading,
 }

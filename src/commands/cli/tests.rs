@@ -399,7 +399,7 @@ fn every_command_takes_the_same_default_timezone() {
     let zone_of = |argv: &[&str]| match Cli::try_parse_from(argv).unwrap().command {
         Command::Run(args) => args.default_timezone.zone,
         Command::Plan(args) => args.default_timezone.zone,
-        Command::Status(args) => args.default_timezone.zone,
+        Command::Status(args) => args.reading.default_timezone.zone,
         Command::Wake(args) | Command::Sleep(args) => args.default_timezone.zone,
         other => panic!("{other:?} reads no schedule"),
     };

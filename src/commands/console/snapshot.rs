@@ -11,7 +11,7 @@ use std::{
     time::Duration,
 };
 
-use chrono::{DateTime, TimeDelta, Utc};
+use chrono::{DateTime, Utc};
 use kube::{Client, api::DynamicObject};
 use tokio::{sync::Mutex, time::Instant};
 
@@ -74,8 +74,8 @@ impl Reader {
 
     async fn read(&self, now: DateTime<Utc>) -> Result<Snapshot, ListError> {
         self.reads.fetch_add(1, Ordering::Relaxed);
-        let args = &self.args;
-        let read = args.kube_downscaler.read;
+        let reading = &self.args.reading;
+        let read = reading.kube_downscaler.read;
         let cluster = cluster::read(&self.client, None, &self.kinds, read).await?;
         let schedules = cluster.schedules.clone();
         let readinesses = readinesses(&cluster.workloads, &schedules);
@@ -83,21 +83,13 @@ impl Reader {
         if read {
             listed.read_kube_downscaler_as_ours();
         }
-        let status = status::status(
-            &listed.objects,
-            listed.namespaces.as_ref(),
-            &args.excluded.exclude_namespaces,
-            (&listed.owners, args.gitops.mode),
-            args.default_timezone.zone,
-            TimeDelta::from_std(args.grace.period).unwrap_or(TimeDelta::MAX),
-            now,
-        );
+        let status = listed.status(reading, now);
         Ok(Snapshot {
             environments: environments(
                 &status,
                 &readinesses,
                 &schedules,
-                args.default_timezone.zone,
+                reading.default_timezone.zone,
             ),
             at: now,
         })

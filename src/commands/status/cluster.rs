@@ -5,9 +5,14 @@ use std::collections::BTreeMap;
 
 use kube::{Client, ResourceExt as _};
 
-use super::StatusObject;
+use chrono::{DateTime, TimeDelta, Utc};
+
+use super::{Status, StatusObject, status};
 use crate::{
-    commands::cluster::{Cluster, list_namespaces},
+    commands::{
+        cli::StatusReading,
+        cluster::{Cluster, list_namespaces},
+    },
     namespaces::NamespaceSchedules,
     scaling::gitops::{Tool, owner::claim, owners::Owners},
     schedule::kube_downscaler,
@@ -30,6 +35,19 @@ pub struct Listed {
 }
 
 impl Listed {
+    /// The status at `now` of what was listed, read as `reading` says.
+    pub fn status(&self, reading: &StatusReading, now: DateTime<Utc>) -> Status {
+        status(
+            &self.objects,
+            self.namespaces.as_ref(),
+            &reading.excluded.exclude_namespaces,
+            (&self.owners, reading.gitops.mode),
+            reading.default_timezone.zone,
+            TimeDelta::from_std(reading.grace.period).unwrap_or(TimeDelta::MAX),
+            now,
+        )
+    }
+
     /// The owning kinds that may not be listed, each with how many of the workloads listed it
     /// deploys by their marks: where none does, that it may not be listed tells nothing.
     pub fn unread_owners(&self) -> Vec<(Tool, usize)> {
