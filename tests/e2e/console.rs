@@ -9,6 +9,7 @@ use crate::support;
 
 use std::{net::IpAddr, time::Duration};
 
+use k8s_openapi::api::apps::v1::Deployment;
 use kube::Api;
 use serde_json::json;
 use support::{
@@ -18,7 +19,7 @@ use support::{
         section_of, service_account, start_console, teams_asleep, user,
     },
     create_deployment, create_namespace, envtest, eventually, mark_pods_ready, replicas_become,
-    stop_cleanly_and_finish,
+    stop_cleanly_and_finish, window_around_now,
 };
 
 /// Lateness we accept: the timer, one reconcile, a busy 2-core machine.
@@ -57,7 +58,13 @@ async fn an_editor_wakes_its_environment_from_the_console_and_nobody_else_does_a
     };
     install_self_service(&scenario).await;
     teams_asleep(&scenario, &["team-a", "team-b"]).await;
+    // Awake in working hours that last until an hour from now, and start again tomorrow.
+    create_namespace(&scenario.client, "team-s").await;
+    let working = json!({ "cronscaler.dev/uptime": window_around_now() });
+    annotate_namespace(&scenario.client, "team-s", working).await;
+    create_deployment(&scenario.client, "team-s", "web", 2).await;
     let (dev, dev_token) = service_account(&scenario, "team-a", "dev").await;
+    bind(&scenario, dev.clone(), "edit", "team-s").await;
     bind(&scenario, dev, "edit", "team-a").await;
     let (reader, reader_token) = service_account(&scenario, "team-a", "reader").await;
     bind(&scenario, reader, "view", "team-a").await;
@@ -67,6 +74,14 @@ async fn an_editor_wakes_its_environment_from_the_console_and_nobody_else_does_a
     controller.wait_ready().await;
     let web_a = Api::namespaced(scenario.client.clone(), "team-a");
     replicas_become(&web_a, "web", 0, "team-a asleep", LATENESS).await;
+    // team-s is awake and ready: nothing but what the test wakes is waking.
+    let web_s: Api<Deployment> = Api::namespaced(scenario.client.clone(), "team-s");
+    eventually("team-s ready", LATENESS, || async {
+        mark_pods_ready(&scenario.client, "team-s").await;
+        let web = web_s.get("web").await.ok()?;
+        (web.status?.available_replicas == Some(2)).then_some(())
+    })
+    .await;
     let trusted = PROXY.to_string();
     let (mut console, addr) =
         start_console(&scenario, &["--console-trusted-proxies", &trusted]).await;
@@ -216,6 +231,33 @@ async fn an_editor_wakes_its_environment_from_the_console_and_nobody_else_does_a
         .await;
     assert_eq!(back.status, 303, "{}", back.body);
     replicas_become(&web_a, "web", 0, "team-a back to its schedule", LATENESS).await;
+
+    // Snoozed: asleep now, until its working hours start again tomorrow.
+    let snoozed = dev
+        .post(
+            "/act",
+            &[("namespace", "team-s"), ("do", "snooze"), ("token", &token)],
+        )
+        .await;
+    assert_eq!(snoozed.status, 303, "{}", snoozed.body);
+    replicas_become(
+        &web_s,
+        "web",
+        0,
+        "team-s snoozed from the console",
+        LATENESS,
+    )
+    .await;
+    let page = page_when(&mut dev, "/", "team-s shown asleep", |page| {
+        look_of(page, "team-s").as_deref() == Some("asleep")
+    })
+    .await;
+    let section = section_of(&page, "team-s");
+    assert!(
+        section.contains("asleep until ")
+            && section.contains("(set by system:serviceaccount:team-a:dev (console))"),
+        "{section}"
+    );
 
     // The viewer sees team-a and has no buttons; a POST it forges with its own page's token is
     // refused by the API server's answer.
