@@ -560,12 +560,12 @@ mod timeline;
 
 pub use chart::{Mark, MarkKind, render_svg};
 pub use manifests::{
-    ClusterRead, Location, Manifests, Reading, SkipReason, Skipped, parse_manifests, read_cluster,
-    read_manifests,
+    ClusterRead, Location, Manifests, Reading, SkipReason, Skipped, parse_manifests, plan_objects,
+    read_cluster, read_manifests,
 };
 pub use quantity::{QuantityError, parse_quantity};
 pub use render::render_table;
-pub use savings::{Prices, Savings, Workload, savings};
+pub use savings::{Prices, Savings, Totals, Workload, savings};
 pub use timeline::{ReplicaState, Segment, Step, Timeline};
 
 #[cfg(test)]

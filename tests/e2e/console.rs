@@ -134,6 +134,24 @@ async fn an_editor_wakes_its_environment_from_the_console_and_nobody_else_does_a
     );
     let token = form_token(&page);
 
+    // Its week ahead, as `plan` draws it; another team's is not shown.
+    let chart = dev.get("/chart?namespace=team-a").await;
+    assert_eq!(chart.status, 200, "{}", chart.body);
+    assert!(
+        chart
+            .head
+            .to_lowercase()
+            .contains("content-type: image/svg+xml"),
+        "{}",
+        chart.head
+    );
+    assert!(
+        chart.body.contains("<svg") && chart.body.contains("team-a"),
+        "{}",
+        chart.body
+    );
+    assert_eq!(dev.get("/chart?namespace=team-b").await.status, 403);
+
     // Another team's environment: refused, nothing written.
     let refused = dev
         .post(
@@ -398,6 +416,7 @@ async fn in_a_browser_a_person_sees_exactly_their_environments_and_watches_one_w
         }
     };
     follow(&mut browser, "waking");
+    browser.eval("window.scrollTo(0, 0)");
     let shot = browser.screenshot();
     assert!(shot.starts_with(b"\x89PNG"), "a PNG");
     if std::env::var_os("CRONSCALER_BLESS").is_some() {

@@ -7,7 +7,10 @@ use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 
 use crate::{
-    commands::status::{Next, Row, State, Status, summary_of},
+    commands::{
+        plan::Totals,
+        status::{Next, Row, State, Status, summary_of},
+    },
     namespaces::NamespaceSchedules,
     schedule::{SCHEDULE_KEYS, TIMEZONE},
     wake::readiness::Readiness,
@@ -41,7 +44,7 @@ impl Look {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Environment {
     pub namespace: String,
     pub look: Look,
@@ -58,16 +61,21 @@ pub struct Environment {
     pub workloads: Vec<Row>,
     /// What its workloads asleep withhold now.
     pub replicas_asleep: i64,
+    /// What sleeping saves over the coming week, as `plan --for 7d` counts it.
+    pub week: Option<Totals>,
 }
 
 /// What each Namespace of `status` has its workloads read as readiness.
 pub type Readinesses = BTreeMap<String, (Readiness, Vec<String>)>;
 
+/// What sleeping saves each Namespace over the coming week.
+pub type Weeks = BTreeMap<String, Totals>;
+
 /// Every environment of `status`, by Namespace, with the workloads that are neither invalid nor
 /// left out deciding its look.
 pub fn environments(
     status: &Status,
-    readinesses: &Readinesses,
+    (readinesses, weeks): (&Readinesses, &Weeks),
     schedules: &NamespaceSchedules,
     default_timezone: Tz,
 ) -> Vec<Environment> {
@@ -95,6 +103,7 @@ pub fn environments(
                 timezone,
                 why: why(&rows),
                 replicas_asleep: summary_of(rows.iter().copied()).replicas_asleep,
+                week: weeks.get(namespace).cloned(),
                 workloads: rows.into_iter().cloned().collect(),
             }
         })

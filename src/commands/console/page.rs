@@ -9,7 +9,11 @@ use super::{
     environments::{Environment, Look},
     session::Identity,
 };
-use crate::{commands::status::NextAction, duration::spoken, escape::markup};
+use crate::{
+    commands::{plan::Totals, status::NextAction},
+    duration::spoken,
+    escape::markup,
+};
 
 /// Seconds between reloads while something the person watches is waking.
 pub const RELOAD_SECONDS: u32 = 3;
@@ -20,7 +24,7 @@ header{display:flex;flex-wrap:wrap;gap:.5rem;justify-content:space-between;align
 header form{margin:0}main{max-width:60rem;margin:auto;padding:1rem}\
 section{background:#fff;border:1px solid #d0d7de;border-radius:.5rem;padding:.8rem 1rem;margin:.8rem 0}\
 h1{font-size:1.1rem;margin:0}h2{font-size:1.05rem;margin:0 0 .4rem;display:flex;gap:.5rem;align-items:center;flex-wrap:wrap}\
-.look{font-size:.8rem;padding:.1rem .5rem;border-radius:1rem;background:#eaeef2}\
+h2 a{font-size:.8rem;font-weight:400;margin-left:auto}.look{font-size:.8rem;padding:.1rem .5rem;border-radius:1rem;background:#eaeef2}\
 .awake{background:#dafbe1;color:#116329}.asleep,.idle{background:#ddf4ff;color:#0a3069}\
 .waking{background:#fff8c5;color:#7d4e00}.partly{background:#fbefff;color:#6e40c9}\
 p{margin:.3rem 0;color:#57606a}table{border-collapse:collapse;font-size:.85rem;margin:.4rem 0;width:100%}\
@@ -171,6 +175,9 @@ fn section(shown: &Shown, token: &str, now: DateTime<Utc>) -> String {
             environment.replicas_asleep
         ));
     }
+    if let Some(week) = &environment.week {
+        lines.push(week_in_words(week));
+    }
     let lines: String = (lines.iter())
         .map(|line| format!("<p>{}</p>", markup(line)))
         .collect();
@@ -190,11 +197,41 @@ fn section(shown: &Shown, token: &str, now: DateTime<Utc>) -> String {
         true => buttons(&environment.namespace, token),
         false => String::new(),
     };
+    let chart: String = form_urlencoded::byte_serialize(environment.namespace.as_bytes()).collect();
     format!(
-        r#"<section id="ns-{namespace}" data-look="{look}"><h2>{namespace} <span class="look {class}">{look}</span></h2>{lines}
+        r#"<section id="ns-{namespace}" data-look="{look}"><h2>{namespace} <span class="look {class}">{look}</span> <a href="/chart?namespace={chart}">week chart</a></h2>{lines}
 <table><tr><th>kind</th><th>name</th><th>state</th><th>replicas</th></tr>{workloads}</table>{buttons}</section>
 "#
     )
+}
+
+/// E.g. `the coming week: asleep 108h of 168h, 216 replica-hours, 21.6 CPU core-hours
+/// withheld`: the figures `plan --for 7d` gives.
+fn week_in_words(week: &Totals) -> String {
+    let amount = |value: f64| {
+        let rounded = (value * 10.0).round() / 10.0;
+        if rounded.fract() == 0.0 {
+            format!("{rounded:.0}")
+        } else {
+            format!("{rounded:.1}")
+        }
+    };
+    let withheld: Vec<String> = [
+        (week.replica_hours_withheld, "replica-hours"),
+        (week.cpu_core_hours_withheld, "CPU core-hours"),
+        (week.memory_gib_hours_withheld, "GiB-hours of memory"),
+    ]
+    .into_iter()
+    .filter_map(|(value, unit)| Some(format!("{} {unit}", amount(value?))))
+    .collect();
+    let asleep = format!(
+        "the coming week: asleep {}h of 168h",
+        amount(week.hours_asleep)
+    );
+    match withheld.is_empty() {
+        true => asleep,
+        false => format!("{asleep}, {} withheld", withheld.join(", ")),
+    }
 }
 
 fn buttons(namespace: &str, token: &str) -> String {

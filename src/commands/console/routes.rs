@@ -16,7 +16,7 @@ use super::{
     session::{COOKIE, Identity, token_ends},
     visitor::visitor,
 };
-use crate::scaling::on_demand::request::OverrideRequest;
+use crate::{scaling::on_demand::request::OverrideRequest, wake::route::is_dns_label};
 
 /// The most a form may hold.
 const FORM_LIMIT: usize = 16 * 1024;
@@ -44,6 +44,10 @@ impl Console {
             (&Method::GET, "/healthz" | "/readyz") => {
                 reply(StatusCode::OK, "text/plain", "ok".into())
             }
+            (&Method::GET, "/chart") => match who {
+                Some(who) => self.chart(&who, parts.uri.query()).await,
+                None => html(StatusCode::UNAUTHORIZED, page::sign_in(None)),
+            },
             (&Method::GET, "/") => match who {
                 Some(who) => self.page(&who, watched(parts.uri.query())).await,
                 None => html(StatusCode::OK, page::sign_in(None)),
@@ -112,6 +116,47 @@ impl Console {
         let token = self.keys.form_token(who);
         let body = page::environments(who, &shown, &token, watched.as_deref(), snapshot.at);
         html(StatusCode::OK, body)
+    }
+
+    /// The week chart of the environment `?namespace=` names, to whoever may see it.
+    async fn chart(&self, who: &Identity, query: Option<&str>) -> Reply {
+        let namespace = (form_urlencoded::parse(query.unwrap_or_default().as_bytes()))
+            .find(|(key, _)| key == "namespace")
+            .map(|(_, value)| value.into_owned())
+            .unwrap_or_default();
+        if !is_dns_label(&namespace) {
+            return said(
+                StatusCode::BAD_REQUEST,
+                "No such environment",
+                "Name a Namespace.",
+            );
+        }
+        let seen = (self.access)
+            .answers(
+                who,
+                &[Question::See(None), Question::See(Some(namespace.clone()))],
+            )
+            .await;
+        if !seen.contains(&true) {
+            let why = format!("You ({}) may not see {namespace}.", who.user);
+            return said(StatusCode::FORBIDDEN, "Refused", &why);
+        }
+        let snapshot = match self.reader.now().await {
+            Ok(snapshot) => snapshot,
+            Err(error) => {
+                let why = format!("The cluster could not be read: {error}");
+                return said(StatusCode::SERVICE_UNAVAILABLE, "Not now", &why);
+            }
+        };
+        if !(snapshot.environments.iter()).any(|environment| environment.namespace == namespace) {
+            let why = format!("{namespace} has no schedule.");
+            return said(StatusCode::NOT_FOUND, "No such environment", &why);
+        }
+        reply(
+            StatusCode::OK,
+            "image/svg+xml",
+            snapshot.week_chart(&namespace),
+        )
     }
 
     /// `question` of each of `namespaces`: yes to all where it was allowed cluster-wide (`all`).

@@ -11,7 +11,8 @@ use std::{
     time::Duration,
 };
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
+use chrono_tz::Tz;
 use kube::{Client, api::DynamicObject};
 use tokio::{sync::Mutex, time::Instant};
 
@@ -20,6 +21,7 @@ use crate::{
     commands::{
         cli::ConsoleArgs,
         cluster::{self, ListError},
+        plan::{self, PlanObject, Prices},
         status,
     },
     wake::readiness,
@@ -29,11 +31,31 @@ use crate::{
 /// How long a read is shown before the next page reads again: less than a waking page's reload.
 pub const FRESH: Duration = Duration::from_secs(2);
 
+/// How far ahead an environment's week is planned, as `plan --for 7d` would.
+pub const WEEK: TimeDelta = TimeDelta::days(7);
+
 /// What one read of the cluster shows.
-#[derive(Debug)]
 pub struct Snapshot {
     pub environments: Vec<Environment>,
+    /// The workloads as `plan` reads them, for each environment's week chart.
+    pub planned: Vec<PlanObject>,
     pub at: DateTime<Utc>,
+    /// `--default-timezone`, which the plan reads schedules without a zone in.
+    zone: Tz,
+}
+
+impl Snapshot {
+    /// The week ahead of `namespace`, as `plan -n NAMESPACE --for 7d -o svg` draws it.
+    pub fn week_chart(&self, namespace: &str) -> String {
+        let objects: Vec<PlanObject> = (self.planned.iter())
+            .filter(|object| object.target.key.namespace == namespace)
+            .cloned()
+            .collect();
+        let until = self.at + WEEK;
+        let plan = plan::simulate(&objects, self.at, until, self.zone);
+        let savings = plan::savings(&plan.timelines, Prices::default());
+        plan::render_svg(&plan, &savings, self.at, until)
+    }
 }
 
 /// Reads the cluster for every page, sharing one read while it is fresh.
@@ -79,19 +101,26 @@ impl Reader {
         let cluster = cluster::read(&self.client, None, &self.kinds, read).await?;
         let schedules = cluster.schedules.clone();
         let readinesses = readinesses(&cluster.workloads, &schedules);
+        // Without HPAs (the console may not read them), as `plan` plans for whoever may not.
+        let owners = (&cluster.owners.0, reading.gitops.mode);
+        let planned = plan::plan_objects(&cluster.workloads, &schedules, &[], owners);
+        let zone = reading.default_timezone.zone;
+        let week = plan::simulate(&planned, now, now + WEEK, zone);
+        let weeks = (plan::savings(&week.timelines, Prices::default())
+            .namespaces
+            .into_iter())
+        .map(|saved| (saved.namespace, saved.totals))
+        .collect();
         let mut listed = status::listed(cluster);
         if read {
             listed.read_kube_downscaler_as_ours();
         }
         let status = listed.status(reading, now);
         Ok(Snapshot {
-            environments: environments(
-                &status,
-                &readinesses,
-                &schedules,
-                reading.default_timezone.zone,
-            ),
+            environments: environments(&status, (&readinesses, &weeks), &schedules, zone),
+            planned,
             at: now,
+            zone,
         })
     }
 }

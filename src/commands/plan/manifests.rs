@@ -500,14 +500,6 @@ pub async fn read_cluster(
             source,
         });
     }
-    // The API server has validated every object it stores, so one whose pods are not read can
-    // only be of a form this parser does not know: it is planned without requests.
-    let mut objects: Vec<PlanObject> = (workloads.iter())
-        .map(|(kind, object)| {
-            let workload = Workload::of(*kind, &object.data).unwrap_or_default();
-            plan_object(*kind, TargetState::of_object(*kind, object), workload)
-        })
-        .collect();
     let hpas = match list_hpas(client, namespace).await {
         // Whoever may not read HPAs plans without them.
         Err(error) if is_status(&error, 403) || is_status(&error, 404) => Vec::new(),
@@ -516,17 +508,32 @@ pub async fn read_cluster(
             source,
         })?,
     };
-    resolve(
-        &mut objects,
-        &namespaces,
-        &hpas,
-        (&owners.0, reading.gitops),
-    );
+    let objects = plan_objects(&workloads, &namespaces, &hpas, (&owners.0, reading.gitops));
     Ok(ClusterRead {
         objects,
         owners,
         namespaces,
     })
+}
+
+/// What the plan makes of the live cluster's `workloads` (whole, as listed), whose Namespaces'
+/// schedules are `namespaces`, beside its HPAs and GitOps owners.
+pub fn plan_objects(
+    workloads: &[(TargetKind, DynamicObject)],
+    namespaces: &NamespaceSchedules,
+    hpas: &[Hpa],
+    owners: (&Owners, GitOpsMode),
+) -> Vec<PlanObject> {
+    // The API server has validated every object it stores, so one whose pods are not read can
+    // only be of a form this parser does not know: it is planned without requests.
+    let mut objects: Vec<PlanObject> = (workloads.iter())
+        .map(|(kind, object)| {
+            let workload = Workload::of(*kind, &object.data).unwrap_or_default();
+            plan_object(*kind, TargetState::of_object(*kind, object), workload)
+        })
+        .collect();
+    resolve(&mut objects, namespaces, hpas, owners);
+    objects
 }
 
 fn plan_object(kind: TargetKind, observed: TargetState, workload: Workload) -> PlanObject {

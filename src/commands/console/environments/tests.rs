@@ -47,7 +47,12 @@ fn shown(rows: Vec<Row>, readiness: &[(&str, usize, usize)]) -> Vec<Environment>
             (namespace.to_string(), (readiness, unready))
         })
         .collect();
-    environments(&status, &readinesses, &schedules, chrono_tz::UTC)
+    environments(
+        &status,
+        (&readinesses, &Weeks::new()),
+        &schedules,
+        chrono_tz::UTC,
+    )
 }
 
 #[test]

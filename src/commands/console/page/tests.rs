@@ -2,7 +2,10 @@ use chrono::{TimeZone as _, Utc};
 
 use super::*;
 use crate::{
-    commands::status::{Next, NextAction, Row, State},
+    commands::{
+        plan::Totals,
+        status::{Next, NextAction, Row, State},
+    },
     wake::readiness::Readiness,
 };
 
@@ -34,6 +37,13 @@ fn environment(namespace: &str, look: Look) -> Environment {
             gitops: None,
         }],
         replicas_asleep: 2,
+        week: Some(Totals {
+            seconds_asleep: 388_800,
+            hours_asleep: 108.0,
+            replica_hours_withheld: Some(216.0),
+            cpu_core_hours_withheld: Some(21.6),
+            ..Totals::default()
+        }),
     }
 }
 
@@ -73,6 +83,13 @@ fn buttons_are_shown_only_where_the_person_may_press_them_and_carry_their_token(
         "{page}"
     );
     assert!(page.contains("sleeping withholds 2 replicas now"), "{page}");
+    assert!(
+        page.contains(
+            "the coming week: asleep 108h of 168h, 216 replica-hours, 21.6 CPU core-hours withheld"
+        ),
+        "{page}"
+    );
+    assert!(page.contains(r#"href="/chart?namespace=team-a""#), "{page}");
     // Nothing asleep is waking, so the page does not reload.
     assert!(!page.contains("http-equiv=\"refresh\""));
 }
