@@ -23,6 +23,7 @@ mod snapshot;
 #[cfg(test)]
 mod tests;
 mod visitor;
+mod week;
 
 pub use access::{Access, Question};
 pub use snapshot::{FRESH, Reader};

@@ -2,26 +2,22 @@
 //! readiness, at most once every [`FRESH`] whoever asks, so a hundred people reloading cost the
 //! API server one read.
 
-use std::{
-    collections::BTreeMap,
-    sync::{
-        Arc,
-        atomic::{AtomicU64, Ordering},
-    },
-    time::Duration,
-};
+use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
-use chrono::{DateTime, TimeDelta, Utc};
+use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use kube::{Client, api::DynamicObject};
 use tokio::{sync::Mutex, time::Instant};
 
-use super::environments::{Environment, Readinesses, environments};
+use super::{
+    environments::{Environment, Readinesses, environments},
+    week::{self, Weekly},
+};
 use crate::{
     commands::{
         cli::ConsoleArgs,
         cluster::{self, ListError},
-        plan::{self, PlanObject, Prices},
+        plan::{self, PlanObject},
         status,
     },
     wake::readiness,
@@ -30,9 +26,6 @@ use crate::{
 
 /// How long a read is shown before the next page reads again: less than a waking page's reload.
 pub const FRESH: Duration = Duration::from_secs(2);
-
-/// How far ahead an environment's week is planned, as `plan --for 7d` would.
-pub const WEEK: TimeDelta = TimeDelta::days(7);
 
 /// What one read of the cluster shows.
 pub struct Snapshot {
@@ -47,14 +40,7 @@ pub struct Snapshot {
 impl Snapshot {
     /// The week ahead of `namespace`, as `plan -n NAMESPACE --for 7d -o svg` draws it.
     pub fn week_chart(&self, namespace: &str) -> String {
-        let objects: Vec<PlanObject> = (self.planned.iter())
-            .filter(|object| object.target.key.namespace == namespace)
-            .cloned()
-            .collect();
-        let until = self.at + WEEK;
-        let plan = plan::simulate(&objects, self.at, until, self.zone);
-        let savings = plan::savings(&plan.timelines, Prices::default());
-        plan::render_svg(&plan, &savings, self.at, until)
+        week::chart(&self.planned, namespace, self.at, self.zone)
     }
 }
 
@@ -64,8 +50,7 @@ pub struct Reader {
     args: ConsoleArgs,
     kinds: Vec<TargetKind>,
     last: Mutex<Option<(Instant, Arc<Snapshot>)>>,
-    /// Reads made, for the benchmark.
-    pub reads: AtomicU64,
+    weekly: Weekly,
 }
 
 impl Reader {
@@ -76,7 +61,7 @@ impl Reader {
             args,
             kinds,
             last: Mutex::new(None),
-            reads: AtomicU64::new(0),
+            weekly: Weekly::default(),
         }
     }
 
@@ -95,29 +80,28 @@ impl Reader {
     }
 
     async fn read(&self, now: DateTime<Utc>) -> Result<Snapshot, ListError> {
-        self.reads.fetch_add(1, Ordering::Relaxed);
+        let started = Instant::now();
         let reading = &self.args.reading;
         let read = reading.kube_downscaler.read;
         let cluster = cluster::read(&self.client, None, &self.kinds, read).await?;
+        let listed_in = started.elapsed();
         let schedules = cluster.schedules.clone();
         let readinesses = readinesses(&cluster.workloads, &schedules);
+        let readiness_in = started.elapsed();
         // Without HPAs (the console may not read them), as `plan` plans for whoever may not.
         let owners = (&cluster.owners.0, reading.gitops.mode);
         let planned = plan::plan_objects(&cluster.workloads, &schedules, &[], owners);
         let zone = reading.default_timezone.zone;
-        let week = plan::simulate(&planned, now, now + WEEK, zone);
-        let weeks = (plan::savings(&week.timelines, Prices::default())
-            .namespaces
-            .into_iter())
-        .map(|saved| (saved.namespace, saved.totals))
-        .collect();
+        let planned_in = started.elapsed();
+        let weeks = self.weekly.current(&planned, now, zone);
         let mut listed = status::listed(cluster);
         if read {
             listed.read_kube_downscaler_as_ours();
         }
         let status = listed.status(reading, now);
+        tracing::debug!(?listed_in, ?readiness_in, ?planned_in, status_in = ?started.elapsed(), "the console read the cluster");
         Ok(Snapshot {
-            environments: environments(&status, (&readinesses, &weeks), &schedules, zone),
+            environments: environments(&status, (&readinesses, &*weeks), &schedules, zone),
             planned,
             at: now,
             zone,

@@ -1,0 +1,139 @@
+//! What sleeping saves each environment over the coming week, planned as `plan --for 7d` plans
+//! it. Stepping every schedule through its week takes about half a second for 500 environments
+//! (tests/e2e/console_costs.rs), so it is planned apart from the pages, at most once a
+//! [`REPLANNED`], and each page shows the last week planned.
+
+use std::{
+    sync::{Arc, Mutex, PoisonError},
+    time::Duration,
+};
+
+use chrono::{DateTime, TimeDelta, Utc};
+use chrono_tz::Tz;
+use tokio::time::Instant;
+
+use super::environments::Weeks;
+use crate::commands::plan::{self, PlanObject, Prices};
+
+/// How far ahead an environment's week is planned.
+pub const WEEK: TimeDelta = TimeDelta::days(7);
+
+/// How often the weeks are planned again: a week's figures move little in a minute.
+pub const REPLANNED: Duration = Duration::from_secs(60);
+
+/// What sleeping saves each Namespace of `planned` over the week from `now`.
+pub fn weeks(planned: &[PlanObject], now: DateTime<Utc>, zone: Tz) -> Weeks {
+    let week = plan::simulate(planned, now, now + WEEK, zone);
+    (plan::savings(&week.timelines, Prices::default())
+        .namespaces
+        .into_iter())
+    .map(|saved| (saved.namespace, saved.totals))
+    .collect()
+}
+
+/// The week ahead of `namespace` from `now`, as `plan -n NAMESPACE --for 7d -o svg` draws it.
+pub fn chart(planned: &[PlanObject], namespace: &str, now: DateTime<Utc>, zone: Tz) -> String {
+    let objects: Vec<PlanObject> = (planned.iter())
+        .filter(|object| object.target.key.namespace == namespace)
+        .cloned()
+        .collect();
+    let until = now + WEEK;
+    let plan = plan::simulate(&objects, now, until, zone);
+    let savings = plan::savings(&plan.timelines, Prices::default());
+    plan::render_svg(&plan, &savings, now, until)
+}
+
+#[derive(Default)]
+struct State {
+    last: Option<(Instant, Arc<Weeks>)>,
+    planning: bool,
+}
+
+/// The weeks last planned, planned again in a blocking task of their own when they are due.
+#[derive(Clone, Default)]
+pub struct Weekly(Arc<Mutex<State>>);
+
+impl Weekly {
+    /// The weeks last planned (none before the first is done); when they are older than
+    /// [`REPLANNED`], `planned` is planned again apart.
+    pub fn current(&self, planned: &[PlanObject], now: DateTime<Utc>, zone: Tz) -> Arc<Weeks> {
+        let mut state = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let due = (state.last.as_ref()).is_none_or(|(at, _)| at.elapsed() >= REPLANNED);
+        if due && !state.planning {
+            state.planning = true;
+            let (objects, weekly) = (planned.to_vec(), self.clone());
+            tokio::task::spawn_blocking(move || {
+                let planned = Arc::new(weeks(&objects, now, zone));
+                let mut state = weekly.0.lock().unwrap_or_else(PoisonError::into_inner);
+                state.last = Some((Instant::now(), planned));
+                state.planning = false;
+            });
+        }
+        state
+            .last
+            .as_ref()
+            .map(|(_, weeks)| weeks.clone())
+            .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schedule::test_support::at;
+
+    fn staging() -> Vec<PlanObject> {
+        let manifest = r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: staging
+  annotations:
+    cronscaler.dev/uptime: "Mon-Fri 07:00-19:00"
+spec:
+  replicas: 2
+"#;
+        plan::parse_manifests(manifest, "staging.yaml")
+            .unwrap()
+            .objects
+    }
+
+    #[test]
+    fn a_week_is_what_plan_counts_for_it() {
+        let weeks = weeks(&staging(), at("2026-11-30T00:00:00Z"), chrono_tz::UTC);
+        let week = &weeks["staging"];
+        // 168 hours less five working days of 12.
+        assert_eq!(week.hours_asleep, 108.0);
+        assert_eq!(week.replica_hours_withheld, Some(216.0));
+        let chart = chart(
+            &staging(),
+            "staging",
+            at("2026-11-30T00:00:00Z"),
+            chrono_tz::UTC,
+        );
+        assert!(
+            chart.starts_with("<svg") && chart.contains("web"),
+            "{chart}"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_weeks_are_planned_apart_and_shown_once_done() {
+        let weekly = Weekly::default();
+        let now = at("2026-11-30T00:00:00Z");
+        assert!(weekly.current(&staging(), now, chrono_tz::UTC).is_empty());
+        let planned = tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                let weeks = weekly.current(&staging(), now, chrono_tz::UTC);
+                if !weeks.is_empty() {
+                    return weeks;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await
+        .unwrap();
+        assert_eq!(planned["staging"].hours_asleep, 108.0);
+    }
+}
