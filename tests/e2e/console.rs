@@ -153,16 +153,7 @@ async fn an_editor_wakes_its_environment_from_the_console_and_nobody_else_does_a
     assert_eq!(dev.get("/chart?namespace=team-b").await.status, 403);
 
     // Another team's environment: refused, nothing written.
-    let refused = dev
-        .post(
-            "/act",
-            &[
-                ("namespace", "team-b"),
-                ("do", "wake-1h"),
-                ("token", &token),
-            ],
-        )
-        .await;
+    let refused = dev.press("team-b", "wake-1h", &token).await;
     assert_eq!(refused.status, 403, "{}", refused.body);
     assert!(
         refused
@@ -172,29 +163,11 @@ async fn an_editor_wakes_its_environment_from_the_console_and_nobody_else_does_a
         refused.body
     );
     // A form another site made, with dev's cookie: refused, nothing written.
-    let forged = dev
-        .post(
-            "/act",
-            &[
-                ("namespace", "team-a"),
-                ("do", "wake-1h"),
-                ("token", "0000"),
-            ],
-        )
-        .await;
+    let forged = dev.press("team-a", "wake-1h", "0000").await;
     assert_eq!(forged.status, 403, "{}", forged.body);
 
     // Woken from the console: asleep, then waking, then awake once its Pods are ready.
-    let woken = dev
-        .post(
-            "/act",
-            &[
-                ("namespace", "team-a"),
-                ("do", "wake-1h"),
-                ("token", &token),
-            ],
-        )
-        .await;
+    let woken = dev.press("team-a", "wake-1h", &token).await;
     assert_eq!(woken.status, 303, "{}", woken.body);
     assert!(
         woken
@@ -237,26 +210,12 @@ async fn an_editor_wakes_its_environment_from_the_console_and_nobody_else_does_a
     assert_eq!(requests[0].data["status"]["phase"], "Done");
 
     // Back to its schedule: asleep again.
-    let back = dev
-        .post(
-            "/act",
-            &[
-                ("namespace", "team-a"),
-                ("do", "schedule"),
-                ("token", &token),
-            ],
-        )
-        .await;
+    let back = dev.press("team-a", "schedule", &token).await;
     assert_eq!(back.status, 303, "{}", back.body);
     replicas_become(&web_a, "web", 0, "team-a back to its schedule", LATENESS).await;
 
     // Snoozed: asleep now, until its working hours start again tomorrow.
-    let snoozed = dev
-        .post(
-            "/act",
-            &[("namespace", "team-s"), ("do", "snooze"), ("token", &token)],
-        )
-        .await;
+    let snoozed = dev.press("team-s", "snooze", &token).await;
     assert_eq!(snoozed.status, 303, "{}", snoozed.body);
     replicas_become(
         &web_s,
@@ -287,16 +246,7 @@ async fn an_editor_wakes_its_environment_from_the_console_and_nobody_else_does_a
     .await;
     assert!(!page.contains(r#"action="/act""#), "{page}");
     let token = form_token(&page);
-    let forged = reader
-        .post(
-            "/act",
-            &[
-                ("namespace", "team-a"),
-                ("do", "wake-2h"),
-                ("token", &token),
-            ],
-        )
-        .await;
+    let forged = reader.press("team-a", "wake-2h", &token).await;
     assert_eq!(forged.status, 403, "{}", forged.body);
 
     // Nothing came of any refusal.

@@ -208,6 +208,12 @@ impl Visitor {
         self.send("POST", path, &body).await
     }
 
+    /// Presses `button` (a form's `do`) of `namespace`'s environment, with the form token `token`.
+    pub async fn press(&mut self, namespace: &str, button: &str, token: &str) -> Answer {
+        let form = [("namespace", namespace), ("do", button), ("token", token)];
+        self.post("/act", &form).await
+    }
+
     /// Signs in with `token`: the console's answer.
     pub async fn sign_in(&mut self, token: &str) -> Answer {
         self.post("/sign-in", &[("token", token)]).await

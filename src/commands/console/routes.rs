@@ -82,13 +82,19 @@ impl Console {
         }
     }
 
+    /// The cluster as the pages show it, or the answer that it could not be read (nothing is
+    /// changed without it).
+    async fn snapshot(&self) -> Result<std::sync::Arc<super::snapshot::Snapshot>, Reply> {
+        self.reader.now().await.map_err(|error| {
+            let why = format!("The cluster could not be read, so nothing was changed: {error}");
+            said(StatusCode::SERVICE_UNAVAILABLE, "Not now", &why)
+        })
+    }
+
     async fn page(&self, who: &Identity, watched: Option<String>) -> Reply {
-        let snapshot = match self.reader.now().await {
+        let snapshot = match self.snapshot().await {
             Ok(snapshot) => snapshot,
-            Err(error) => {
-                let why = format!("The cluster could not be read: {error}");
-                return said(StatusCode::SERVICE_UNAVAILABLE, "Not now", &why);
-            }
+            Err(refused) => return refused,
         };
         let namespaces: Vec<&str> = (snapshot.environments.iter())
             .map(|environment| environment.namespace.as_str())
@@ -141,12 +147,9 @@ impl Console {
             let why = format!("You ({}) may not see {namespace}.", who.user);
             return said(StatusCode::FORBIDDEN, "Refused", &why);
         }
-        let snapshot = match self.reader.now().await {
+        let snapshot = match self.snapshot().await {
             Ok(snapshot) => snapshot,
-            Err(error) => {
-                let why = format!("The cluster could not be read: {error}");
-                return said(StatusCode::SERVICE_UNAVAILABLE, "Not now", &why);
-            }
+            Err(refused) => return refused,
         };
         if !(snapshot.environments.iter()).any(|environment| environment.namespace == namespace) {
             let why = format!("{namespace} has no schedule.");
@@ -252,12 +255,9 @@ impl Console {
             );
             return said(StatusCode::FORBIDDEN, "Refused", &why);
         }
-        let snapshot = match self.reader.now().await {
+        let snapshot = match self.snapshot().await {
             Ok(snapshot) => snapshot,
-            Err(error) => {
-                let why = format!("The cluster could not be read, so nothing was changed: {error}");
-                return said(StatusCode::SERVICE_UNAVAILABLE, "Not now", &why);
-            }
+            Err(refused) => return refused,
         };
         let Some(environment) =
             (snapshot.environments.iter()).find(|environment| environment.namespace == namespace)
