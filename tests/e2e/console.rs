@@ -51,6 +51,18 @@ async fn page_when(
     }
 }
 
+/// Waits until `namespace`'s Deployment `web` has its 2 replicas available, marking its Pods
+/// ready as the ReplicaSet controller makes them (there is no kubelet).
+async fn ready_in(scenario: &Scenario, namespace: &str) {
+    let web: Api<Deployment> = Api::namespaced(scenario.client.clone(), namespace);
+    eventually(&format!("{namespace} ready"), LATENESS, || async {
+        mark_pods_ready(&scenario.client, namespace).await;
+        let web = web.get("web").await.ok()?;
+        (web.status?.available_replicas == Some(2)).then_some(())
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn an_editor_wakes_its_environment_from_the_console_and_nobody_else_does_anything() {
     let Some(scenario) = Scenario::own("console", envtest::Options::default()).await else {
@@ -75,13 +87,7 @@ async fn an_editor_wakes_its_environment_from_the_console_and_nobody_else_does_a
     let web_a = Api::namespaced(scenario.client.clone(), "team-a");
     replicas_become(&web_a, "web", 0, "team-a asleep", LATENESS).await;
     // team-s is awake and ready: nothing but what the test wakes is waking.
-    let web_s: Api<Deployment> = Api::namespaced(scenario.client.clone(), "team-s");
-    eventually("team-s ready", LATENESS, || async {
-        mark_pods_ready(&scenario.client, "team-s").await;
-        let web = web_s.get("web").await.ok()?;
-        (web.status?.available_replicas == Some(2)).then_some(())
-    })
-    .await;
+    ready_in(&scenario, "team-s").await;
     let trusted = PROXY.to_string();
     let (mut console, addr) =
         start_console(&scenario, &["--console-trusted-proxies", &trusted]).await;
@@ -150,7 +156,7 @@ async fn an_editor_wakes_its_environment_from_the_console_and_nobody_else_does_a
         "{}",
         chart.body
     );
-    assert_eq!(dev.get("/chart?namespace=team-b").await.status, 403);
+    assert_eq!(dev.get("/chart?namespace=team-b").await.status, 404);
 
     // Another team's environment: refused, nothing written.
     let refused = dev.press("team-b", "wake-1h", &token).await;
@@ -215,6 +221,7 @@ async fn an_editor_wakes_its_environment_from_the_console_and_nobody_else_does_a
     replicas_become(&web_a, "web", 0, "team-a back to its schedule", LATENESS).await;
 
     // Snoozed: asleep now, until its working hours start again tomorrow.
+    let web_s: Api<Deployment> = Api::namespaced(scenario.client.clone(), "team-s");
     let snoozed = dev.press("team-s", "snooze", &token).await;
     assert_eq!(snoozed.status, 303, "{}", snoozed.body);
     replicas_become(
@@ -311,7 +318,7 @@ async fn in_a_browser_a_person_sees_exactly_their_environments_and_watches_one_w
     controller.wait_ready().await;
     let web_a = Api::namespaced(scenario.client.clone(), "team-a");
     replicas_become(&web_a, "web", 0, "team-a asleep", LATENESS).await;
-    mark_pods_ready(&scenario.client, "team-c").await;
+    ready_in(&scenario, "team-c").await;
     let (mut console, addr) = start_console(&scenario, &[]).await;
 
     let mut browser = cdp::Browser::start(chromium, (1100, 900));

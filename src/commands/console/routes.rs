@@ -14,6 +14,7 @@ use super::{
     act,
     page::{self, Shown},
     session::{COOKIE, Identity, token_ends},
+    snapshot::Snapshot,
     visitor::visitor,
 };
 use crate::{scaling::on_demand::request::OverrideRequest, wake::route::is_dns_label};
@@ -54,7 +55,7 @@ impl Console {
             },
             // A form another site's page sent, as the browser says (sign-in included: it would
             // sign a person in as someone else).
-            (&Method::POST, _) if from_another_site(&parts.headers) => refused_form(),
+            (&Method::POST, _) if from_another_site(&parts.headers, from_proxy) => refused_form(),
             (&Method::POST, path) => {
                 let Ok(form) = Limited::new(body, FORM_LIMIT).collect().await else {
                     return said(StatusCode::PAYLOAD_TOO_LARGE, "The form is too large", "");
@@ -84,7 +85,7 @@ impl Console {
 
     /// The cluster as the pages show it, or the answer that it could not be read (nothing is
     /// changed without it).
-    async fn snapshot(&self) -> Result<std::sync::Arc<super::snapshot::Snapshot>, Reply> {
+    async fn snapshot(&self) -> Result<std::sync::Arc<Snapshot>, Reply> {
         self.reader.now().await.map_err(|error| {
             let why = format!("The cluster could not be read, so nothing was changed: {error}");
             said(StatusCode::SERVICE_UNAVAILABLE, "Not now", &why)
@@ -137,23 +138,22 @@ impl Console {
                 "Name a Namespace.",
             );
         }
-        let seen = (self.access)
-            .answers(
-                who,
-                &[Question::See(None), Question::See(Some(namespace.clone()))],
-            )
-            .await;
-        if !seen.contains(&true) {
-            let why = format!("You ({}) may not see {namespace}.", who.user);
-            return said(StatusCode::FORBIDDEN, "Refused", &why);
-        }
+        // One answer for a Namespace with no schedule and one they may not see: which of the
+        // two it is is not theirs to learn, and a name no environment has asks no review.
+        let unseen = || {
+            let why = format!("{namespace} is no environment you may see.");
+            said(StatusCode::NOT_FOUND, "No such environment", &why)
+        };
         let snapshot = match self.snapshot().await {
             Ok(snapshot) => snapshot,
             Err(refused) => return refused,
         };
         if !(snapshot.environments.iter()).any(|environment| environment.namespace == namespace) {
-            let why = format!("{namespace} has no schedule.");
-            return said(StatusCode::NOT_FOUND, "No such environment", &why);
+            return unseen();
+        }
+        let questions = [Question::See(None), Question::See(Some(namespace.clone()))];
+        if !self.access.answers(who, &questions).await.contains(&true) {
+            return unseen();
         }
         reply(
             StatusCode::OK,
@@ -194,6 +194,10 @@ impl Console {
             return html(StatusCode::SERVICE_UNAVAILABLE, page::sign_in(Some(said)));
         };
         match self.access.signed_in(&token).await {
+            Ok(Some(_)) if token_ends(&token).is_some_and(|ends| ends <= now) => html(
+                StatusCode::UNAUTHORIZED,
+                page::sign_in(Some("That token has expired: make a new one.")),
+            ),
             Ok(Some(who)) => {
                 let ends = (now + self.session)
                     .min(token_ends(&token).unwrap_or(DateTime::<Utc>::MAX_UTC));
@@ -296,16 +300,21 @@ impl Console {
 /// Whether the browser says a form comes from another site's page: by `Sec-Fetch-Site`, which
 /// every current browser sends, else by an `Origin` whose host is not the one asked. (The pages'
 /// `Referrer-Policy: same-origin` keeps their own `Origin` whole.)
-fn from_another_site(headers: &http::HeaderMap) -> bool {
-    let said = |name: header::HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
-    if let Some(site) = said(header::HeaderName::from_static("sec-fetch-site")) {
+fn from_another_site(headers: &http::HeaderMap, from_proxy: bool) -> bool {
+    let said = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    if let Some(site) = said("sec-fetch-site") {
         return !matches!(site, "same-origin" | "none");
     }
-    match (said(header::ORIGIN), said(header::HOST)) {
-        (Some(origin), Some(host)) => origin.split_once("://").map(|(_, rest)| rest) != Some(host),
-        (Some(_), None) => true,
-        (None, _) => false,
-    }
+    let Some(origin) = said("origin") else {
+        return false;
+    };
+    let origin = origin.split_once("://").map(|(_, rest)| rest);
+    // The host the browser asked: a trusted proxy that rewrites `Host` says it apart.
+    let forwarded = (said("x-forwarded-host").filter(|_| from_proxy))
+        .and_then(|hosts| hosts.split(',').next())
+        .map(str::trim);
+    let asked = [said("host"), forwarded];
+    !asked.into_iter().flatten().any(|host| origin == Some(host))
 }
 
 /// The environment a page watches wake, from `?watch=`.
@@ -368,4 +377,42 @@ fn reply(status: StatusCode, content_type: &'static str, body: String) -> Reply 
         HeaderValue::from_static("nosniff"),
     );
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> http::HeaderMap {
+        let mut headers = http::HeaderMap::new();
+        for (name, value) in pairs {
+            headers.insert(*name, value.parse().unwrap());
+        }
+        headers
+    }
+
+    #[test]
+    fn a_form_is_from_this_site_as_the_browser_or_a_trusted_proxy_says() {
+        let same = headers(&[("sec-fetch-site", "same-origin"), ("origin", "https://x")]);
+        assert!(!from_another_site(&same, false));
+        for site in ["same-site", "cross-site"] {
+            assert!(from_another_site(
+                &headers(&[("sec-fetch-site", site)]),
+                false
+            ));
+        }
+        // Behind a proxy that asks the console by its Service's name.
+        let proxied = headers(&[
+            ("origin", "https://console.example.com"),
+            ("host", "cronscaler-console.cronscaler.svc"),
+            ("x-forwarded-host", "console.example.com"),
+        ]);
+        assert!(!from_another_site(&proxied, true));
+        assert!(from_another_site(&proxied, false));
+        assert!(from_another_site(
+            &headers(&[("origin", "null"), ("host", "x")]),
+            false
+        ));
+        assert!(!from_another_site(&headers(&[("host", "x")]), false));
+    }
 }

@@ -131,7 +131,11 @@ pub fn token_ends(token: &str) -> Option<DateTime<Utc>> {
     let claims = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(claims.trim_end_matches('='))
         .ok()?;
-    let exp = serde_json::from_slice::<serde_json::Value>(&claims).ok()?["exp"].as_i64()?;
+    let exp = &serde_json::from_slice::<serde_json::Value>(&claims).ok()?["exp"];
+    // NumericDate: seconds, which some issuers write with a fraction.
+    let exp = exp
+        .as_i64()
+        .or_else(|| exp.as_f64().map(|seconds| seconds as i64))?;
     DateTime::from_timestamp(exp, 0)
 }
 
@@ -216,6 +220,12 @@ mod tests {
         let token = format!("eyJhbGciOiJSUzI1NiJ9.{claims}.c2lnbmF0dXJl");
         assert_eq!(
             token_ends(&token),
+            DateTime::from_timestamp(1_795_856_400, 0)
+        );
+        let fraction =
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(br#"{"exp":1795856400.5}"#);
+        assert_eq!(
+            token_ends(&format!("a.{fraction}.c")),
             DateTime::from_timestamp(1_795_856_400, 0)
         );
         assert_eq!(token_ends("an-opaque-static-token"), None);

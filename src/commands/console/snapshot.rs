@@ -27,6 +27,22 @@ use crate::{
 /// How long a read is shown before the next page reads again: less than a waking page's reload.
 pub const FRESH: Duration = Duration::from_secs(2);
 
+/// How long a read may take: well within a request's deadline, so a page that waited for it
+/// still says why it shows nothing.
+const READ_WITHIN: Duration = Duration::from_secs(10);
+
+/// Why the cluster could not be read for a page.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error(transparent)]
+    List(#[from] ListError),
+    #[error(
+        "the API server did not answer within {}",
+        crate::duration::spoken(READ_WITHIN)
+    )]
+    TimedOut,
+}
+
 /// What one read of the cluster shows.
 pub struct Snapshot {
     pub environments: Vec<Environment>,
@@ -67,14 +83,15 @@ impl Reader {
 
     /// The environments now: the last read while it is fresh, else a new one. Pages asking
     /// while a read is under way wait for it.
-    pub async fn now(&self) -> Result<Arc<Snapshot>, ListError> {
+    pub async fn now(&self) -> Result<Arc<Snapshot>, ReadError> {
         let mut last = self.last.lock().await;
         if let Some((at, snapshot)) = last.as_ref()
             && at.elapsed() < FRESH
         {
             return Ok(snapshot.clone());
         }
-        let snapshot = Arc::new(self.read(Utc::now()).await?);
+        let read = tokio::time::timeout(READ_WITHIN, self.read(Utc::now())).await;
+        let snapshot = Arc::new(read.map_err(|_| ReadError::TimedOut)??);
         *last = Some((Instant::now(), snapshot.clone()));
         Ok(snapshot)
     }

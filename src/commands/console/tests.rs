@@ -152,7 +152,12 @@ async fn a_form_another_site_sends_is_refused_sign_in_included() {
         let mut elsewhere = post("/act", Some(&cookie), &form);
         (elsewhere.headers_mut()).insert("host", "console.example".parse().unwrap());
         (elsewhere.headers_mut()).insert("origin", "https://evil.example".parse().unwrap());
-        vec![cross_site, elsewhere]
+        // Where anyone may say the host it asked: only a trusted proxy's word counts.
+        let mut claimed = post("/act", Some(&cookie), &form);
+        (claimed.headers_mut()).insert("host", "console.example".parse().unwrap());
+        (claimed.headers_mut()).insert("origin", "https://evil.example".parse().unwrap());
+        (claimed.headers_mut()).insert("x-forwarded-host", "evil.example".parse().unwrap());
+        vec![cross_site, elsewhere, claimed]
     })
     .await;
     for (status, page) in answers {

@@ -21,6 +21,10 @@ pub const WEEK: TimeDelta = TimeDelta::days(7);
 /// How often the weeks are planned again: a week's figures move little in a minute.
 pub const REPLANNED: Duration = Duration::from_secs(60);
 
+/// How old the last weeks planned may be and still be shown (after a console left idle, the
+/// first page shows none rather than a past week's).
+const SHOWN_FOR: Duration = Duration::from_secs(180);
+
 /// What sleeping saves each Namespace of `planned` over the week from `now`.
 pub fn weeks(planned: &[PlanObject], now: DateTime<Utc>, zone: Tz) -> Weeks {
     let week = plan::simulate(planned, now, now + WEEK, zone);
@@ -63,17 +67,30 @@ impl Weekly {
             state.planning = true;
             let (objects, weekly) = (planned.to_vec(), self.clone());
             tokio::task::spawn_blocking(move || {
+                // Done planning however it ends: a panic on some schedule leaves the weeks
+                // unplanned this time, and planned again when next due.
+                let planning = Planning(weekly.clone());
                 let planned = Arc::new(weeks(&objects, now, zone));
                 let mut state = weekly.0.lock().unwrap_or_else(PoisonError::into_inner);
                 state.last = Some((Instant::now(), planned));
-                state.planning = false;
+                drop(state);
+                drop(planning);
             });
         }
-        state
-            .last
-            .as_ref()
+        (state.last.as_ref())
+            .filter(|(at, _)| at.elapsed() < SHOWN_FOR)
             .map(|(_, weeks)| weeks.clone())
             .unwrap_or_default()
+    }
+}
+
+/// Planning under way, until dropped.
+struct Planning(Weekly);
+
+impl Drop for Planning {
+    fn drop(&mut self) {
+        let mut state = (self.0).0.lock().unwrap_or_else(PoisonError::into_inner);
+        state.planning = false;
     }
 }
 
