@@ -47,14 +47,8 @@ impl TokenBucket {
     /// How long until a token exists, taking none: a caller that would rather come back later
     /// than wait (a worker, which others need) asks this first.
     pub fn ready_in(&self) -> Duration {
-        let now = Instant::now();
         let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let elapsed = now.saturating_duration_since(state.updated).as_secs_f64();
-        let short = 1.0 - (state.tokens + elapsed * self.per_second).min(self.burst);
-        match short > 0.0 {
-            true => Duration::try_from_secs_f64(short / self.per_second).unwrap_or(Duration::MAX),
-            false => Duration::ZERO,
-        }
+        self.after(&state, Instant::now(), 1).1
     }
 
     /// Takes `tokens` if they exist within `at_most`, and returns how long to wait for them;
@@ -63,9 +57,9 @@ impl TokenBucket {
         self.take(tokens, at_most)
     }
 
-    fn take(&self, taken: u32, at_most: Duration) -> Option<Duration> {
-        let now = Instant::now();
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+    /// The tokens left at `now` once `taken` are taken (below zero: borrowed from the future),
+    /// and how long until the last of them exists.
+    fn after(&self, state: &BucketState, now: Instant, taken: u32) -> (f64, Duration) {
         let elapsed = now.saturating_duration_since(state.updated).as_secs_f64();
         let tokens = (state.tokens + elapsed * self.per_second).min(self.burst) - f64::from(taken);
         let wait = if tokens >= 0.0 {
@@ -73,6 +67,13 @@ impl TokenBucket {
         } else {
             Duration::try_from_secs_f64(-tokens / self.per_second).unwrap_or(Duration::MAX)
         };
+        (tokens, wait)
+    }
+
+    fn take(&self, taken: u32, at_most: Duration) -> Option<Duration> {
+        let now = Instant::now();
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let (tokens, wait) = self.after(&state, now, taken);
         if wait > at_most {
             return None;
         }
