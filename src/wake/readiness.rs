@@ -77,12 +77,7 @@ pub fn readiness(
     objects: &[(TargetKind, DynamicObject)],
     schedules: &NamespaceSchedules,
 ) -> Readiness {
-    let mut readiness = Readiness::default();
-    for (_, ready) in settled(namespace, objects, schedules) {
-        readiness.total += 1;
-        readiness.ready += usize::from(ready);
-    }
-    readiness
+    looked_at(namespace, objects, schedules).0
 }
 
 /// Those of [`readiness`]'s workloads that are not ready, as `Deployment web`.
@@ -91,20 +86,36 @@ pub fn unready(
     objects: &[(TargetKind, DynamicObject)],
     schedules: &NamespaceSchedules,
 ) -> Vec<String> {
-    settled(namespace, objects, schedules)
-        .filter(|(_, ready)| !ready)
-        .map(|(name, _)| name)
-        .collect()
+    looked_at(namespace, objects, schedules).1
+}
+
+/// [`readiness`] and [`unready`] both, of one look at each workload of `objects` (whole, of
+/// their kinds, given by reference).
+pub fn looked_at<'a>(
+    namespace: &str,
+    objects: impl IntoIterator<Item = &'a (TargetKind, DynamicObject)>,
+    schedules: &NamespaceSchedules,
+) -> (Readiness, Vec<String>) {
+    let mut readiness = Readiness::default();
+    let mut unready = Vec::new();
+    for (name, ready) in settled(namespace, objects, schedules) {
+        readiness.total += 1;
+        readiness.ready += usize::from(ready);
+        if !ready {
+            unready.push(name);
+        }
+    }
+    (readiness, unready)
 }
 
 /// Each workload of `objects` that `namespace`'s wake reaches and whose kind settles, as
 /// `Deployment web`, and whether it is ready.
-fn settled<'a>(
-    namespace: &'a str,
-    objects: &'a [(TargetKind, DynamicObject)],
-    schedules: &'a NamespaceSchedules,
-) -> impl Iterator<Item = (String, bool)> + 'a {
-    objects.iter().filter_map(move |(kind, object)| {
+fn settled<'a, 'b>(
+    namespace: &'b str,
+    objects: impl IntoIterator<Item = &'a (TargetKind, DynamicObject)>,
+    schedules: &'b NamespaceSchedules,
+) -> impl Iterator<Item = (String, bool)> {
+    objects.into_iter().filter_map(move |(kind, object)| {
         let settling = kind.spec().settling?;
         let observed = TargetState::of_object(*kind, object);
         if observed.controlling_foo.is_some() {

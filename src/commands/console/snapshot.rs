@@ -54,6 +54,11 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    /// The environment of `namespace`, where it has one.
+    pub fn environment(&self, namespace: &str) -> Option<&Environment> {
+        (self.environments.iter()).find(|environment| environment.namespace == namespace)
+    }
+
     /// The week ahead of `namespace`, as `plan -n NAMESPACE --for 7d -o svg` draws it.
     pub fn week_chart(&self, namespace: &str) -> String {
         week::chart(&self.planned, namespace, self.at, self.zone)
@@ -126,24 +131,20 @@ impl Reader {
     }
 }
 
-/// Each Namespace's readiness, of its own workloads.
+/// Each Namespace's readiness, of its own workloads, and those not ready yet.
 fn readinesses(
     workloads: &[(TargetKind, DynamicObject)],
     schedules: &crate::namespaces::NamespaceSchedules,
 ) -> Readinesses {
-    let mut by_namespace: BTreeMap<String, Vec<(TargetKind, DynamicObject)>> = BTreeMap::new();
-    for (kind, object) in workloads {
-        let namespace = object.metadata.namespace.clone().unwrap_or_default();
-        by_namespace
-            .entry(namespace)
-            .or_default()
-            .push((*kind, object.clone()));
+    let mut by_namespace: BTreeMap<&str, Vec<&(TargetKind, DynamicObject)>> = BTreeMap::new();
+    for workload in workloads {
+        let namespace = workload.1.metadata.namespace.as_deref().unwrap_or_default();
+        by_namespace.entry(namespace).or_default().push(workload);
     }
     (by_namespace.into_iter())
         .map(|(namespace, objects)| {
-            let ready = readiness::readiness(&namespace, &objects, schedules);
-            let unready = readiness::unready(&namespace, &objects, schedules);
-            (namespace, (ready, unready))
+            let looked = readiness::looked_at(namespace, objects, schedules);
+            (namespace.to_string(), looked)
         })
         .collect()
 }
