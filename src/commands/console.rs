@@ -25,11 +25,10 @@ mod tests;
 mod visitor;
 mod week;
 
-pub use access::{Access, Question};
-pub use snapshot::{FRESH, Reader};
-
 use self::{
+    access::Access,
     session::{KeyError, Keys},
+    snapshot::Reader,
     visitor::ProxyHeaders,
 };
 use crate::{
@@ -68,8 +67,8 @@ pub enum ConsoleError {
 /// What every request of the console shares.
 pub struct Console {
     client: Client,
-    pub access: Access,
-    pub reader: Reader,
+    access: Access,
+    reader: Reader,
     keys: Keys,
     proxy: ProxyHeaders,
     trusted: TrustedProxies,

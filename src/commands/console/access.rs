@@ -114,11 +114,6 @@ impl Access {
             }))
     }
 
-    /// Whether `who` may do what `question` asks, asked now and kept for nothing: for acting.
-    pub async fn may(&self, who: &Identity, question: &Question) -> bool {
-        self.review(who, question).await
-    }
-
     /// The answers to `questions` for `who`, kept ones first; a review that fails counts as
     /// "no".
     pub async fn answers(&self, who: &Identity, questions: &[Question]) -> Vec<bool> {
@@ -127,7 +122,7 @@ impl Access {
                 if let Some(allowed) = self.kept(who, &question) {
                     return allowed;
                 }
-                let allowed = self.review(who, &question).await;
+                let allowed = self.may(who, &question).await;
                 self.keep(who, &question, allowed);
                 allowed
             })
@@ -155,7 +150,9 @@ impl Access {
         kept.insert((who.clone(), question.clone()), (allowed, Instant::now()));
     }
 
-    async fn review(&self, who: &Identity, question: &Question) -> bool {
+    /// Whether `who` may do what `question` asks, asked now and kept for nothing (acting asks
+    /// so); a review that fails counts as "no".
+    pub async fn may(&self, who: &Identity, question: &Question) -> bool {
         let review = SubjectAccessReview {
             spec: SubjectAccessReviewSpec {
                 user: Some(who.user.clone()),

@@ -124,13 +124,7 @@ pub fn environments(
         count = shown.len(),
         token = markup(token),
     );
-    let reload = watched.map_or_else(
-        || "/".to_string(),
-        |namespace| {
-            let namespace: String = form_urlencoded::byte_serialize(namespace.as_bytes()).collect();
-            format!("/?watch={namespace}")
-        },
-    );
+    let reload = watched.map_or_else(|| "/".to_string(), watching);
     document("cronscaler", waking.then_some(reload.as_str()), &body)
 }
 
@@ -197,12 +191,22 @@ fn section(shown: &Shown, token: &str, now: DateTime<Utc>) -> String {
         true => buttons(&environment.namespace, token),
         false => String::new(),
     };
-    let chart: String = form_urlencoded::byte_serialize(environment.namespace.as_bytes()).collect();
+    let chart = encoded(&environment.namespace);
     format!(
         r#"<section id="ns-{namespace}" data-look="{look}"><h2>{namespace} <span class="look {class}">{look}</span> <a href="/chart?namespace={chart}">week chart</a></h2>{lines}
 <table><tr><th>kind</th><th>name</th><th>state</th><th>replicas</th></tr>{workloads}</table>{buttons}</section>
 "#
     )
+}
+
+/// The page that watches `namespace` wake: where a button's answer leads, and what it reloads.
+pub fn watching(namespace: &str) -> String {
+    format!("/?watch={}", encoded(namespace))
+}
+
+/// `text` as a part of a URL's query.
+pub fn encoded(text: &str) -> String {
+    form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }
 
 /// E.g. `the coming week: asleep 108h of 168h, 216 replica-hours, 21.6 CPU core-hours

@@ -12,7 +12,8 @@ use super::{
     Console,
     access::Question,
     act,
-    page::{self, Shown},
+    environments::Environment,
+    page::{self, Shown, encoded},
     session::{COOKIE, Identity, token_ends},
     snapshot::Snapshot,
     visitor::visitor,
@@ -107,14 +108,16 @@ impl Console {
         let seen = self
             .each(who, Question::See, everywhere[0], &namespaces)
             .await;
-        let visible: Vec<&str> = (namespaces.iter().zip(&seen))
-            .filter(|(_, seen)| **seen)
-            .map(|(namespace, _)| *namespace)
+        let visible: Vec<&Environment> = (snapshot.environments.iter().zip(seen))
+            .filter_map(|(environment, seen)| seen.then_some(environment))
             .collect();
-        let acting = self.each(who, Question::Act, everywhere[1], &visible).await;
-        let shown: Vec<Shown> = (snapshot.environments.iter())
-            .filter(|environment| visible.contains(&environment.namespace.as_str()))
-            .zip(acting)
+        let namespaces: Vec<&str> = (visible.iter())
+            .map(|environment| environment.namespace.as_str())
+            .collect();
+        let acting = self
+            .each(who, Question::Act, everywhere[1], &namespaces)
+            .await;
+        let shown: Vec<Shown> = (visible.into_iter().zip(acting))
             .map(|(environment, may_act)| Shown {
                 environment,
                 may_act,
@@ -127,10 +130,8 @@ impl Console {
 
     /// The week chart of the environment `?namespace=` names, to whoever may see it.
     async fn chart(&self, who: &Identity, query: Option<&str>) -> Reply {
-        let namespace = (form_urlencoded::parse(query.unwrap_or_default().as_bytes()))
-            .find(|(key, _)| key == "namespace")
-            .map(|(_, value)| value.into_owned())
-            .unwrap_or_default();
+        let namespace =
+            field(query.unwrap_or_default().as_bytes(), "namespace").unwrap_or_default();
         if !is_dns_label(&namespace) {
             return said(
                 StatusCode::BAD_REQUEST,
@@ -148,7 +149,7 @@ impl Console {
             Ok(snapshot) => snapshot,
             Err(refused) => return refused,
         };
-        if !(snapshot.environments.iter()).any(|environment| environment.namespace == namespace) {
+        if snapshot.environment(&namespace).is_none() {
             return unseen();
         }
         let questions = [Question::See(None), Question::See(Some(namespace.clone()))];
@@ -180,10 +181,8 @@ impl Console {
     }
 
     async fn sign_in(&self, form: &[u8], now: DateTime<Utc>) -> Reply {
-        let token = form_urlencoded::parse(form)
-            .find(|(key, _)| key == "token")
-            .map(|(_, value)| value.trim().to_string())
-            .unwrap_or_default();
+        let token = field(form, "token").unwrap_or_default();
+        let token = token.trim();
         if token.is_empty() || token.len() > LONGEST_TOKEN {
             let said = "Give the token: one line, as `kubectl create token` prints it.";
             return html(StatusCode::BAD_REQUEST, page::sign_in(Some(said)));
@@ -193,14 +192,14 @@ impl Console {
             let said = "Too many sign-ins at once: try again in a moment.";
             return html(StatusCode::SERVICE_UNAVAILABLE, page::sign_in(Some(said)));
         };
-        match self.access.signed_in(&token).await {
-            Ok(Some(_)) if token_ends(&token).is_some_and(|ends| ends <= now) => html(
+        let token_end = token_ends(token);
+        match self.access.signed_in(token).await {
+            Ok(Some(_)) if token_end.is_some_and(|ends| ends <= now) => html(
                 StatusCode::UNAUTHORIZED,
                 page::sign_in(Some("That token has expired: make a new one.")),
             ),
             Ok(Some(who)) => {
-                let ends = (now + self.session)
-                    .min(token_ends(&token).unwrap_or(DateTime::<Utc>::MAX_UTC));
+                let ends = (now + self.session).min(token_end.unwrap_or(DateTime::<Utc>::MAX_UTC));
                 let cookie = self.keys.seal(&who, ends);
                 let max_age = (ends - now).num_seconds().max(0);
                 let secure = if self.secure_cookie { "; Secure" } else { "" };
@@ -223,10 +222,7 @@ impl Console {
     }
 
     fn sign_out(&self, who: Option<&Identity>, form: &[u8]) -> Reply {
-        let token = form_urlencoded::parse(form)
-            .find(|(key, _)| key == "token")
-            .map(|(_, value)| value.into_owned())
-            .unwrap_or_default();
+        let token = field(form, "token").unwrap_or_default();
         if who.is_some_and(|who| !self.keys.is_form_token(who, &token)) {
             return refused_form();
         }
@@ -263,9 +259,7 @@ impl Console {
             Ok(snapshot) => snapshot,
             Err(refused) => return refused,
         };
-        let Some(environment) =
-            (snapshot.environments.iter()).find(|environment| environment.namespace == namespace)
-        else {
+        let Some(environment) = snapshot.environment(&namespace) else {
             let why = format!("{namespace} has no schedule, so nothing was changed.");
             return said(StatusCode::NOT_FOUND, "No such environment", &why);
         };
@@ -286,7 +280,7 @@ impl Console {
         match requests.create(&PostParams::default(), &request).await {
             Ok(made) => {
                 tracing::info!(user = %who.user, %namespace, request = made.metadata.name.as_deref().unwrap_or_default(), "asked from the console");
-                let to = format!("/?watch={}#ns-{}", encoded(&namespace), encoded(&namespace));
+                let to = format!("{}#ns-{}", page::watching(&namespace), encoded(&namespace));
                 see_other(&to, None)
             }
             Err(error) => {
@@ -319,13 +313,14 @@ fn from_another_site(headers: &http::HeaderMap, from_proxy: bool) -> bool {
 
 /// The environment a page watches wake, from `?watch=`.
 fn watched(query: Option<&str>) -> Option<String> {
-    form_urlencoded::parse(query?.as_bytes())
-        .find(|(key, _)| key == "watch")
-        .map(|(_, value)| value.into_owned())
+    field(query?.as_bytes(), "watch")
 }
 
-fn encoded(text: &str) -> String {
-    form_urlencoded::byte_serialize(text.as_bytes()).collect()
+/// The field `name` of a form or a query (`application/x-www-form-urlencoded`).
+fn field(form: &[u8], name: &str) -> Option<String> {
+    form_urlencoded::parse(form)
+        .find(|(key, _)| key == name)
+        .map(|(_, value)| value.into_owned())
 }
 
 fn refused_form() -> Reply {
