@@ -8,8 +8,7 @@ use std::{convert::Infallible, net::SocketAddr, sync::Arc, time::Duration};
 
 use chrono::TimeDelta;
 use http_body_util::Full;
-use hyper::{body::Bytes, server::conn::http1, service::service_fn};
-use hyper_util::rt::TokioIo;
+use hyper::{body::Bytes, service::service_fn};
 use kube::Client;
 use prometheus_client::metrics::counter::Counter;
 
@@ -33,7 +32,7 @@ use self::{
 };
 use crate::{
     commands::cli::ConsoleArgs,
-    ops::listener::{Acceptor, Deadline},
+    ops::listener::{self, Acceptor, Held},
     wake::route::TrustedProxies,
     workloads::objects,
 };
@@ -120,37 +119,25 @@ pub async fn listen(args: &ConsoleArgs) -> Result<Acceptor, ConsoleError> {
 }
 
 /// Serves until the process ends.
-pub async fn serve(mut acceptor: Acceptor, console: Arc<Console>) {
+pub async fn serve(acceptor: Acceptor, console: Arc<Console>) {
     if let Ok(addr) = acceptor.local_addr() {
         tracing::info!(%addr, "serving the console");
     }
-    let connections = Arc::new(tokio::sync::Semaphore::new(CONNECTIONS));
-    loop {
-        let (stream, peer) = acceptor.accept().await;
-        let Ok(permit) = connections.clone().try_acquire_owned() else {
-            continue;
-        };
+    let held = Held {
+        most: CONNECTIONS,
+        deadline: REQUEST_DEADLINE,
+        buffer: 32 * 1024,
+    };
+    listener::serve(acceptor, held, |peer| {
         let from_proxy = console.trusted.trusts(peer.ip());
         let console = console.clone();
-        tokio::spawn(async move {
-            let service = service_fn(move |request| {
-                let console = console.clone();
-                async move {
-                    let response = console.respond(request, from_proxy).await;
-                    Ok::<_, Infallible>(response.map(Full::<Bytes>::new))
-                }
-            });
-            let served = http1::Builder::new()
-                .max_buf_size(32 * 1024)
-                .serve_connection(
-                    TokioIo::new(Deadline::new(stream, REQUEST_DEADLINE)),
-                    service,
-                )
-                .await;
-            if let Err(error) = served {
-                tracing::debug!(%error, "console connection ended");
+        service_fn(move |request| {
+            let console = console.clone();
+            async move {
+                let response = console.respond(request, from_proxy).await;
+                Ok::<_, Infallible>(response.map(Full::<Bytes>::new))
             }
-            drop(permit);
-        });
-    }
+        })
+    })
+    .await;
 }

@@ -7,14 +7,23 @@ use std::{
     io,
     net::SocketAddr,
     pin::Pin,
+    sync::Arc,
     task::{Context, Poll, ready},
     time::Duration,
 };
 
+use http_body_util::Full;
+use hyper::{
+    body::{Bytes, Incoming},
+    server::conn::http1,
+    service::HttpService,
+};
+use hyper_util::rt::TokioIo;
 use prometheus_client::metrics::counter::Counter;
 use tokio::{
     io::{AsyncRead, AsyncWrite, ReadBuf},
     net::{TcpListener, TcpStream},
+    sync::Semaphore,
     time::{Instant, Sleep},
 };
 
@@ -75,6 +84,47 @@ impl Acceptor {
                 }
             }
         }
+    }
+}
+
+/// How a listener holds its connections.
+#[derive(Debug, Clone, Copy)]
+pub struct Held {
+    /// The most connections held at once; more are closed as they come.
+    pub most: usize,
+    /// Each request's whole life, answer written included ([`Deadline`]).
+    pub deadline: Duration,
+    /// The most a request's head may take.
+    pub buffer: usize,
+}
+
+/// Serves every connection `acceptor` takes, as `held` says, with the service `serving` makes
+/// for its peer, until the process ends; a connection that ends in an error is logged with the
+/// acceptor's name.
+pub async fn serve<F, S>(mut acceptor: Acceptor, held: Held, serving: F)
+where
+    F: Fn(SocketAddr) -> S,
+    S: HttpService<Incoming, ResBody = Full<Bytes>> + Send + 'static,
+    S::Future: Send + 'static,
+{
+    let connections = Arc::new(Semaphore::new(held.most));
+    loop {
+        let (stream, peer) = acceptor.accept().await;
+        // Over the cap the connection is closed at once: it waits for nothing.
+        let Ok(permit) = connections.clone().try_acquire_owned() else {
+            continue;
+        };
+        let (service, name) = (serving(peer), acceptor.name);
+        tokio::spawn(async move {
+            let served = http1::Builder::new()
+                .max_buf_size(held.buffer)
+                .serve_connection(TokioIo::new(Deadline::new(stream, held.deadline)), service)
+                .await;
+            if let Err(error) = served {
+                tracing::debug!(listener = name, %error, "connection ended");
+            }
+            drop(permit);
+        });
     }
 }
 

@@ -7,18 +7,14 @@ use std::{convert::Infallible, sync::Arc, time::Duration};
 
 use chrono::Utc;
 use http_body_util::Full;
-use hyper::{body::Bytes, server::conn::http1, service::service_fn};
-use hyper_util::rt::TokioIo;
-use tokio::{
-    net::{TcpListener, TcpSocket},
-    sync::Semaphore,
-};
+use hyper::{body::Bytes, service::service_fn};
+use tokio::net::{TcpListener, TcpSocket};
 
 use super::{
     backend::{Answer, Backend},
     route::{Request, TrustedProxies},
 };
-use crate::ops::listener::{Acceptor, Deadline};
+use crate::ops::listener::{self, Acceptor, Held};
 
 /// How long a request may take, from the end of the answer before it on its connection (or the
 /// connection's start) to the last byte of its own answer written. An idle connection is closed
@@ -51,43 +47,29 @@ pub fn bind(addr: std::net::SocketAddr, pending: usize) -> std::io::Result<TcpLi
 }
 
 /// Serves until the process ends.
-pub async fn serve(mut acceptor: Acceptor, backend: Arc<Backend>, limits: Limits) {
+pub async fn serve(acceptor: Acceptor, backend: Arc<Backend>, limits: Limits) {
     if let Ok(addr) = acceptor.local_addr() {
         tracing::info!(%addr, connections = limits.connections, "serving the wake-up backend");
     }
-    let connections = Arc::new(Semaphore::new(limits.connections));
-    let trusted = Arc::new(limits.trusted);
-    loop {
-        let (stream, peer) = acceptor.accept().await;
-        // Over the cap the connection is closed at once: it waits for nothing.
-        let Ok(permit) = connections.clone().try_acquire_owned() else {
-            continue;
-        };
+    let trusted = limits.trusted;
+    let held = Held {
+        most: limits.connections,
+        deadline: REQUEST_DEADLINE,
+        buffer: 16 * 1024,
+    };
+    listener::serve(acceptor, held, |peer| {
         let from_proxy = trusted.trusts(peer.ip());
         let backend = backend.clone();
-        tokio::spawn(async move {
-            let service = service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
-                let backend = backend.clone();
-                async move {
-                    let read = Request::read(request.headers(), request.uri(), from_proxy);
-                    let answer =
-                        tokio::time::timeout(ANSWER_WITHIN, backend.answer(&read, Utc::now()))
-                            .await
-                            .unwrap_or_else(|_| Answer::refused());
-                    Ok::<_, Infallible>(answer.into_response::<Full<Bytes>>())
-                }
-            });
-            let served = http1::Builder::new()
-                .max_buf_size(16 * 1024)
-                .serve_connection(
-                    TokioIo::new(Deadline::new(stream, REQUEST_DEADLINE)),
-                    service,
-                )
-                .await;
-            if let Err(error) = served {
-                tracing::debug!(%error, "wake-up connection ended");
+        service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+            let backend = backend.clone();
+            async move {
+                let read = Request::read(request.headers(), request.uri(), from_proxy);
+                let answer = tokio::time::timeout(ANSWER_WITHIN, backend.answer(&read, Utc::now()))
+                    .await
+                    .unwrap_or_else(|_| Answer::refused());
+                Ok::<_, Infallible>(answer.into_response::<Full<Bytes>>())
             }
-            drop(permit);
-        });
-    }
+        })
+    })
+    .await;
 }
