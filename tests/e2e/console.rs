@@ -13,13 +13,13 @@ use k8s_openapi::api::apps::v1::Deployment;
 use kube::Api;
 use serde_json::json;
 use support::{
-    Scenario, annotate_namespace, cdp,
+    Controller, Scenario, cdp,
     console::{
         Visitor, annotations_of, bind, form_token, install_self_service, look_of, requests_in,
-        section_of, service_account, start_console, teams_asleep, user,
+        section_of, service_account, start_console, team, teams_asleep, user,
     },
-    create_deployment, create_namespace, envtest, eventually, mark_pods_ready, replicas_become,
-    stop_cleanly_and_finish, window_around_now,
+    envtest, eventually, mark_pods_ready, replicas_become, stop_cleanly_and_finish,
+    window_around_now,
 };
 
 /// Lateness we accept: the timer, one reconcile, a busy 2-core machine.
@@ -63,6 +63,17 @@ async fn ready_in(scenario: &Scenario, namespace: &str) {
     .await;
 }
 
+/// The controller over the whole cluster, once it has put team-a to sleep; and team-a's
+/// Deployments.
+async fn controller_once_team_a_sleeps(scenario: &Scenario) -> (Controller, Api<Deployment>) {
+    let mut controller =
+        scenario.start_cluster_wide_controller("cronscaler", &["--grace-period", "0s"]);
+    controller.wait_ready().await;
+    let web_a = Api::namespaced(scenario.client.clone(), "team-a");
+    replicas_become(&web_a, "web", 0, "team-a asleep", LATENESS).await;
+    (controller, web_a)
+}
+
 #[tokio::test]
 async fn an_editor_wakes_its_environment_from_the_console_and_nobody_else_does_anything() {
     let Some(scenario) = Scenario::own("console", envtest::Options::default()).await else {
@@ -71,21 +82,15 @@ async fn an_editor_wakes_its_environment_from_the_console_and_nobody_else_does_a
     install_self_service(&scenario).await;
     teams_asleep(&scenario, &["team-a", "team-b"]).await;
     // Awake in working hours that last until an hour from now, and start again tomorrow.
-    create_namespace(&scenario.client, "team-s").await;
     let working = json!({ "cronscaler.dev/uptime": window_around_now() });
-    annotate_namespace(&scenario.client, "team-s", working).await;
-    create_deployment(&scenario.client, "team-s", "web", 2).await;
+    team(&scenario, "team-s", working).await;
     let (dev, dev_token) = service_account(&scenario, "team-a", "dev").await;
     bind(&scenario, dev.clone(), "edit", "team-s").await;
     bind(&scenario, dev, "edit", "team-a").await;
     let (reader, reader_token) = service_account(&scenario, "team-a", "reader").await;
     bind(&scenario, reader, "view", "team-a").await;
     bind(&scenario, user("pat"), "view", "team-b").await;
-    let mut controller =
-        scenario.start_cluster_wide_controller("cronscaler", &["--grace-period", "0s"]);
-    controller.wait_ready().await;
-    let web_a = Api::namespaced(scenario.client.clone(), "team-a");
-    replicas_become(&web_a, "web", 0, "team-a asleep", LATENESS).await;
+    let (controller, web_a) = controller_once_team_a_sleeps(&scenario).await;
     // team-s is awake and ready: nothing but what the test wakes is waking.
     ready_in(&scenario, "team-s").await;
     let trusted = PROXY.to_string();
@@ -299,25 +304,19 @@ async fn in_a_browser_a_person_sees_exactly_their_environments_and_watches_one_w
     install_self_service(&scenario).await;
     let asleep = json!({ "cronscaler.dev/downtime": "Mon-Sun 00:00-24:00", "cronscaler.dev/timezone": "Europe/Berlin" });
     let awake = json!({ "cronscaler.dev/uptime": "Mon-Sun 00:00-24:00", "cronscaler.dev/timezone": "Europe/Berlin" });
-    for (team, schedule) in [
+    for (name, schedule) in [
         ("team-a", &asleep),
         ("team-b", &asleep),
         ("team-c", &awake),
         ("team-d", &asleep),
     ] {
-        create_namespace(&scenario.client, team).await;
-        annotate_namespace(&scenario.client, team, schedule.clone()).await;
-        create_deployment(&scenario.client, team, "web", 2).await;
+        team(&scenario, name, schedule.clone()).await;
     }
     let (dev, token) = service_account(&scenario, "team-a", "dev").await;
     bind(&scenario, dev.clone(), "edit", "team-a").await;
     bind(&scenario, dev.clone(), "edit", "team-d").await;
     bind(&scenario, dev, "view", "team-c").await;
-    let mut controller =
-        scenario.start_cluster_wide_controller("cronscaler", &["--grace-period", "0s"]);
-    controller.wait_ready().await;
-    let web_a = Api::namespaced(scenario.client.clone(), "team-a");
-    replicas_become(&web_a, "web", 0, "team-a asleep", LATENESS).await;
+    let (controller, _) = controller_once_team_a_sleeps(&scenario).await;
     ready_in(&scenario, "team-c").await;
     let (mut console, addr) = start_console(&scenario, &[]).await;
 

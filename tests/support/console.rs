@@ -94,13 +94,18 @@ pub async fn install_self_service(scenario: &Scenario) {
         .expect("the aggregated roles");
 }
 
+/// A Namespace `name` annotated with `schedule`, with a Deployment `web` of 2 replicas.
+pub async fn team(scenario: &Scenario, name: &str, schedule: serde_json::Value) {
+    super::create_namespace(&scenario.client, name).await;
+    super::annotate_namespace(&scenario.client, name, schedule).await;
+    super::create_deployment(&scenario.client, name, "web", 2).await;
+}
+
 /// Namespaces `teams`, each asleep all the time with a Deployment `web` of 2 replicas.
 pub async fn teams_asleep(scenario: &Scenario, teams: &[&str]) {
-    for team in teams {
-        super::create_namespace(&scenario.client, team).await;
+    for name in teams {
         let asleep = json!({ "cronscaler.dev/downtime": "Mon-Sun 00:00-24:00" });
-        super::annotate_namespace(&scenario.client, team, asleep).await;
-        super::create_deployment(&scenario.client, team, "web", 2).await;
+        team(scenario, name, asleep).await;
     }
 }
 

@@ -26,6 +26,13 @@ fn alice() -> Identity {
     }
 }
 
+/// A session cookie of alice's, for an hour.
+fn alices_session(console: &Console) -> String {
+    console
+        .keys
+        .seal(&alice(), Utc::now() + TimeDelta::hours(1))
+}
+
 /// What the console answers to `requests`, one after another, while the API server answers
 /// `script` and nothing more.
 async fn answered(
@@ -99,9 +106,7 @@ async fn nobody_sees_only_the_sign_in_page_whatever_headers_they_send() {
 #[tokio::test]
 async fn a_forged_form_is_refused_and_asks_the_api_server_nothing() {
     let answers = answered(vec![], |console| {
-        let cookie = console
-            .keys
-            .seal(&alice(), Utc::now() + TimeDelta::hours(1));
+        let cookie = alices_session(console);
         let bob = Identity {
             user: "bob".into(),
             groups: vec![],
@@ -142,9 +147,7 @@ async fn a_forged_form_is_refused_and_asks_the_api_server_nothing() {
 #[tokio::test]
 async fn a_form_another_site_sends_is_refused_sign_in_included() {
     let answers = answered(vec![], |console| {
-        let cookie = console
-            .keys
-            .seal(&alice(), Utc::now() + TimeDelta::hours(1));
+        let cookie = alices_session(console);
         let token = console.keys.form_token(&alice());
         let mut cross_site = post("/sign-in", None, "token=the-attacker-s-own");
         (cross_site.headers_mut()).insert("sec-fetch-site", "cross-site".parse().unwrap());
@@ -183,9 +186,7 @@ async fn a_button_the_api_server_does_not_allow_is_refused_with_the_rule_to_ask_
             .reply(201, json!({ "spec": {}, "status": { "allowed": false } })),
     ];
     let answers = answered(script, |console| {
-        let cookie = console
-            .keys
-            .seal(&alice(), Utc::now() + TimeDelta::hours(1));
+        let cookie = alices_session(console);
         let token = console.keys.form_token(&alice());
         vec![post(
             "/act",
