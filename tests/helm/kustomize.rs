@@ -69,6 +69,13 @@ fn essence(object: &Value) -> Value {
     }
 }
 
+/// Each of `objects` by its identity, as its essence.
+fn by_identity(objects: &[Value]) -> BTreeMap<String, Value> {
+    (objects.iter())
+        .map(|object| (identity(object), essence(object)))
+        .collect()
+}
+
 /// `value` with every number a float: kustomize writes the CRDs' `minimum: 0.0` as `0`, the
 /// same number to the API server.
 fn numbers_as_floats(value: &Value) -> Value {
@@ -126,12 +133,6 @@ fn default_values_install_what_kustomize_installs() {
         .into_iter()
         .filter(|object| object["kind"] != "Namespace")
         .partition(|object| object["kind"] == "CustomResourceDefinition");
-    let by_identity = |objects: &[Value]| -> BTreeMap<String, Value> {
-        objects
-            .iter()
-            .map(|object| (identity(object), essence(object)))
-            .collect()
-    };
     assert_selectors_select_the_controller(&rendered);
     assert_selectors_select_the_controller(&objects);
     let (kustomized, charted) = (by_identity(&objects), by_identity(&rendered));
@@ -184,12 +185,6 @@ fn console_values_install_what_the_console_kustomization_adds() {
         render(Value::Null),
         render(json!({ "console": { "enabled": true } })),
     );
-    let by_identity = |objects: &[Value]| -> BTreeMap<String, Value> {
-        objects
-            .iter()
-            .map(|object| (identity(object), essence(object)))
-            .collect()
-    };
     assert_selectors_select_the_controller(&kustomized);
     assert_selectors_select_the_controller(&rendered);
     let (console, charted) = (by_identity(&kustomized), by_identity(&rendered));
