@@ -208,11 +208,13 @@ async fn idle_namespaces_sleep_until_a_request_used_ones_stay_up_and_without_pro
     let deployments: Api<Deployment> = Api::namespaced(scenario.client.clone(), &deployed);
     let rollout =
         json!({ "spec": { "template": { "metadata": { "annotations": { "rolled": "1" } } } } });
+    // Taken before the patch is sent: the controller may see the rollout before this test, on a
+    // busy machine, gets the answer.
+    let rolled_out = Utc::now();
     deployments
         .patch("web", &PatchParams::default(), &Patch::Merge(&rollout))
         .await
         .expect("a rollout");
-    let rolled_out = Utc::now();
 
     let slept = scenario
         .event_about_namespace(&quiet, "IdleSleep", IDLE_AFTER + PROMPTLY)

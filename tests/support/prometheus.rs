@@ -126,20 +126,29 @@ pub async fn start(test: &str) -> Option<Running> {
         .expect("starting prometheus");
     let url = format!("http://{addr}");
     let ready = poll_until(Duration::from_secs(30), || async {
-        let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
-        stream
-            .write_all(b"GET /-/ready HTTP/1.1\r\nHost: p\r\nConnection: close\r\n\r\n")
-            .await
-            .ok()?;
-        let mut answer = String::new();
-        stream.read_to_string(&mut answer).await.ok()?;
-        answer.starts_with("HTTP/1.1 200").then_some(())
+        get(addr, "/-/ready")
+            .await?
+            .starts_with("HTTP/1.1 200")
+            .then_some(())
     })
     .await;
     assert!(
         ready.is_some(),
         "Prometheus at {url} not ready within 30 s: {}",
         std::fs::read_to_string(data.path().join("prometheus.log")).unwrap_or_default()
+    );
+    // Ready is not scraping yet, and on a busy machine the first scrape can come seconds later:
+    // a test's look that Prometheus has been counting since its start needs that scrape in.
+    let scraped = poll_until(Duration::from_secs(30), || async {
+        get(addr, "/api/v1/query?query=up%7Bjob%3D%22proxy%22%7D%3D%3D1")
+            .await?
+            .contains("\"value\"")
+            .then_some(())
+    })
+    .await;
+    assert!(
+        scraped.is_some(),
+        "Prometheus at {url} did not scrape the exporter within 30 s"
     );
     Some(Running {
         url,
@@ -148,6 +157,16 @@ pub async fn start(test: &str) -> Option<Running> {
         exporter,
         _data: data,
     })
+}
+
+/// The whole answer to a GET of `path`, head included; `None` where Prometheus did not answer.
+async fn get(addr: SocketAddr, path: &str) -> Option<String> {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: p\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.ok()?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await.ok()?;
+    Some(answer)
 }
 
 fn find() -> Option<PathBuf> {
