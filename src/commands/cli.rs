@@ -268,11 +268,8 @@ pub struct RunArgs {
     #[arg(long, env = "CRONSCALER_WARM_UP", default_value = "5m", value_parser = up_to_1h)]
     pub warm_up: std::time::Duration,
 
-    /// How long each step of a Namespace's ordered wake (StatefulSets and CloudNativePG
-    /// Clusters, then Deployments and the like, then CronJobs, Jobs and ScaledJobs; the reverse
-    /// at night) waits for the steps before it to be available; at most 1d.
-    #[arg(long, env = "CRONSCALER_WAKE_STEP_TIMEOUT", default_value = "5m", value_parser = up_to_1d)]
-    pub wake_step_timeout: std::time::Duration,
+    #[command(flatten)]
+    pub wake_step: WakeStepTimeout,
 
     /// The kinds put to sleep, as `Kind.group` (`Rollout.argoproj.io`), comma-separated: the
     /// catalogue's (Deployment, StatefulSet, CronJob, Job, Foo, KEDA's ScaledObject and
@@ -504,6 +501,9 @@ pub struct StatusReading {
     pub grace: GracePeriod,
 
     #[command(flatten)]
+    pub wake_step: WakeStepTimeout,
+
+    #[command(flatten)]
     pub kube_downscaler: KubeDownscaler,
 
     #[command(flatten)]
@@ -537,6 +537,22 @@ pub struct GracePeriod {
         value_parser = up_to_1d
     )]
     pub period: Duration,
+}
+
+/// How long a step of an ordered wake waits: `run` holds it, `status` says until when, from the
+/// one flag and default.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct WakeStepTimeout {
+    /// How long each step of a Namespace's ordered wake (StatefulSets and CloudNativePG
+    /// Clusters, then Deployments and the like, then CronJobs, Jobs and ScaledJobs; the reverse
+    /// at night) waits for the steps before it to be available; at most 1d.
+    #[arg(
+        long = "wake-step-timeout",
+        env = "CRONSCALER_WAKE_STEP_TIMEOUT",
+        default_value = "5m",
+        value_parser = up_to_1d
+    )]
+    pub timeout: Duration,
 }
 
 /// The zone of schedules without one of their own: `run`, `plan`, `status`, `wake` and `sleep`

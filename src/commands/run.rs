@@ -84,7 +84,7 @@ pub async fn run(
         args.grace.period,
         args.max_override,
         args.warm_up,
-        args.wake_step_timeout,
+        args.wake_step.timeout,
     ]
     .map(|duration| TimeDelta::from_std(duration).unwrap_or(TimeDelta::MAX));
 

@@ -18,13 +18,16 @@ use crate::{
         owners::Owners,
         standing::{GitOps, Shown},
     },
+    scaling::transitions::order::{Peer, order_of, peers::peer},
     schedule::{
         Annotations, GitOpsMode, OVERRIDE_KEYS, SCALE_DOWN, SCALE_UP, TIMEZONE, held_back_until,
     },
     workloads::target::{Driver, Drivers, ScaleTarget, ScheduleSource, TargetKind, TargetState},
 };
+use pending::pending;
 
 mod cluster;
+mod pending;
 mod state;
 
 pub(crate) use cluster::namespace_annotations;
@@ -36,6 +39,9 @@ pub use state::{NextAction, Standing, State, state};
 pub struct StatusObject {
     pub kind: TargetKind,
     pub observed: TargetState,
+    /// Awake as it asks, asleep as it asks: how far it is settled for its Namespace's ordered
+    /// wake.
+    pub settled: (bool, bool),
 }
 
 impl StatusObject {
@@ -111,16 +117,24 @@ pub struct Status {
     pub namespace_schedules_known: bool,
 }
 
+/// How `status` reads what the controller holds: the default zone, how long a new object is
+/// held awake, and how long a step of an ordered wake waits at most.
+#[derive(Debug, Clone, Copy)]
+pub struct Holds {
+    pub default_timezone: Tz,
+    pub grace: TimeDelta,
+    pub step_timeout: TimeDelta,
+}
+
 /// The status at `now` of `objects`, whose Namespaces' schedules are `namespaces` (`None`: not
-/// known), for a controller that never touches the namespaces `excluded` and holds new objects
-/// awake for `grace`, beside the GitOps owners read, with the mode where none is chosen.
+/// known), for a controller that never touches the namespaces `excluded` and holds objects as
+/// `holds` says, beside the GitOps owners read, with the mode where none is chosen.
 pub fn status(
     objects: &[StatusObject],
     namespaces: Option<&NamespaceSchedules>,
     excluded: &[String],
     gitops: (&Owners, GitOpsMode),
-    default_timezone: Tz,
-    grace: TimeDelta,
+    holds: Holds,
     now: DateTime<Utc>,
 ) -> Status {
     let excluded = excluded.iter().cloned();
@@ -137,13 +151,31 @@ pub fn status(
             .zip(&mut objects)
             .map(|(target, object)| (target, &mut object.observed)),
     );
+    // Each Namespace's workloads that take part in its wake, as its controller reads them.
+    let mut peers: BTreeMap<&str, Vec<Peer>> = BTreeMap::new();
+    for object in &objects {
+        if let Some(peer) = peer(&schedules, object.kind, &object.observed, object.settled) {
+            let namespace = object.observed.reference.namespace.as_deref();
+            peers
+                .entry(namespace.unwrap_or_default())
+                .or_default()
+                .push(peer);
+        }
+    }
     let mut rows: Vec<(TargetKind, Row)> = objects
         .iter()
         .zip(&targets)
         .filter_map(|(object, target)| {
             let driver = drivers.of_target(target, &object.observed);
-            let reading = (default_timezone, grace);
-            let row = row(object, driver, &schedules, gitops, reading, now)?;
+            let namespace = object.observed.reference.namespace.as_deref();
+            let peers = peers.get(namespace.unwrap_or_default());
+            let read = Read {
+                schedules: &schedules,
+                peers: peers.map_or(&[], Vec::as_slice),
+                gitops,
+                holds,
+            };
+            let row = row(object, driver, &read, now)?;
             Some((object.kind, row))
         })
         .collect();
@@ -191,14 +223,31 @@ fn summarise(rows: &[(TargetKind, Row)]) -> Summary {
     summary
 }
 
+/// What every row is read against.
+struct Read<'a> {
+    schedules: &'a NamespaceSchedules,
+    /// The other workloads taking part in the row's Namespace's wake.
+    peers: &'a [Peer],
+    gitops: (&'a Owners, GitOpsMode),
+    holds: Holds,
+}
+
 fn row(
     object: &StatusObject,
     driver: Option<Driver>,
-    schedules: &NamespaceSchedules,
-    (owners, default_mode): (&Owners, GitOpsMode),
-    (default_timezone, grace): (Tz, TimeDelta),
+    &Read {
+        schedules,
+        peers,
+        gitops: (owners, default_mode),
+        holds,
+    }: &Read,
     now: DateTime<Utc>,
 ) -> Option<Row> {
+    let Holds {
+        default_timezone,
+        grace,
+        step_timeout,
+    } = holds;
     let kind = object.kind;
     let observed = &object.observed;
     // What its Foo or ScaledObject drives is never written here, so no owner concerns it.
@@ -234,7 +283,17 @@ fn row(
                 _ => None,
             };
             let found = (observed.replicas, held);
-            state(&parsed, &own, follows.as_ref(), found, now)?
+            let mut standing = state(&parsed, &own, follows.as_ref(), found, now)?;
+            // Due and not applied: what holds it back, where nothing above named a hold.
+            let step = inherited.then(|| (order_of(kind, &effective), peers));
+            if held.is_none()
+                && matches!(standing.state, State::Awake | State::Asleep)
+                && let Some(pending) = pending(&parsed, observed.replicas, step, step_timeout, now)
+            {
+                standing.reasons.push(pending.reason);
+                standing.next = pending.next;
+            }
+            standing
         }
     };
     // Who holds it so: the override's setter, its own or its Namespace's, by managed fields.

@@ -26,6 +26,15 @@ pub struct ScaleChange {
     pub cleanup: Option<Cleanup>,
 }
 
+impl ScaleChange {
+    /// The scheduled wake or sleep it applies, where one of a Namespace's is: not an override,
+    /// nor the end of one, and something to scale.
+    pub fn scheduled(&self) -> Option<Transition> {
+        self.applied
+            .filter(|due| due.until.is_none() && self.ended.is_none() && self.replicas.is_some())
+    }
+}
+
 /// What removing a schedule (or `cronscaler restore`) does with the replicas.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cleanup {

@@ -10,7 +10,7 @@ use crate::support;
 
 use std::{collections::BTreeMap, time::Duration};
 
-use chrono::{DateTime, TimeDelta, Utc};
+use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
 use k8s_openapi::api::{
     apps::v1::{Deployment, StatefulSet},
     events::v1::Event,
@@ -207,6 +207,29 @@ async fn a_stateful_set_wakes_first_and_sleeps_last_and_a_late_one_holds_the_res
         (0, 0),
         "held until db is available: {held:?}"
     );
+    // `status` says what holds them and until when at the latest, as the controller's flag has it.
+    let status = scenario.said(&["status", "-n", &ordered, "--wake-step-timeout", "10s"]);
+    let gives_up = (morning + TimeDelta::seconds(10)).to_rfc3339_opts(SecondsFormat::Secs, true);
+    let held_line = |name: &str| {
+        status
+            .lines()
+            .find(|line| {
+                line.split_whitespace()
+                    .skip(1)
+                    .take(2)
+                    .eq(["Deployment", name])
+            })
+            .unwrap_or_default()
+            .to_string()
+    };
+    for name in ["api", "web"] {
+        let line = held_line(name);
+        assert!(
+            line.contains("waits for StatefulSet db to be available first")
+                && line.contains(&format!("until {gives_up} at the latest")),
+            "{status}"
+        );
+    }
 
     // A restart in the middle of the wake finishes it.
     controller
@@ -333,6 +356,12 @@ async fn namespaces_due_at_one_instant_wake_one_after_another_with_max_waking_na
 
     // Each woken Namespace becomes ready 3 s after its wake; the next wakes only then.
     sleep_until(morning).await;
+    // The last waits its turn, and `status` says so (only the controller knows the turns).
+    let status = scenario.said(&["status", "-n", &namespaces[2]]);
+    assert!(
+        status.contains("waits for its Namespace's turn to wake (--max-waking-namespaces)"),
+        "{status}"
+    );
     let mut woken: Vec<(DateTime<Utc>, String)> = Vec::new();
     let mut ready: BTreeMap<String, DateTime<Utc>> = BTreeMap::new();
     let deadline = morning + TimeDelta::seconds(40);

@@ -7,14 +7,17 @@ use kube::{Client, ResourceExt as _};
 
 use chrono::{DateTime, TimeDelta, Utc};
 
-use super::{Status, StatusObject, status};
+use super::{Holds, Status, StatusObject, status};
 use crate::{
     commands::{
         cli::StatusReading,
         cluster::{Cluster, list_namespaces},
     },
     namespaces::NamespaceSchedules,
-    scaling::gitops::{Tool, owner::claim, owners::Owners},
+    scaling::{
+        gitops::{Tool, owner::claim, owners::Owners},
+        transitions::order::peers::settled,
+    },
     schedule::kube_downscaler,
     workloads::target::{TargetKind, TargetState},
 };
@@ -42,8 +45,12 @@ impl Listed {
             self.namespaces.as_ref(),
             &reading.excluded.exclude_namespaces,
             (&self.owners, reading.gitops.mode),
-            reading.default_timezone.zone,
-            TimeDelta::from_std(reading.grace.period).unwrap_or(TimeDelta::MAX),
+            Holds {
+                default_timezone: reading.default_timezone.zone,
+                grace: TimeDelta::from_std(reading.grace.period).unwrap_or(TimeDelta::MAX),
+                step_timeout: TimeDelta::from_std(reading.wake_step.timeout)
+                    .unwrap_or(TimeDelta::MAX),
+            },
             now,
         )
     }
@@ -92,9 +99,13 @@ pub fn listed(
 ) -> Listed {
     Listed {
         objects: (workloads.iter())
-            .map(|(kind, object)| StatusObject {
-                kind: *kind,
-                observed: TargetState::of_object(*kind, object),
+            .map(|(kind, object)| {
+                let observed = TargetState::of_object(*kind, object);
+                StatusObject {
+                    kind: *kind,
+                    settled: settled(*kind, object, observed.replicas),
+                    observed,
+                }
             })
             .collect(),
         namespaces: namespaces_listed.then_some(schedules),

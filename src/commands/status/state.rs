@@ -218,6 +218,6 @@ fn awake_replicas(parsed: &Annotations, own: &BTreeMap<String, String>, replicas
     }
 }
 
-fn rfc3339(at: DateTime<Utc>) -> String {
+pub(super) fn rfc3339(at: DateTime<Utc>) -> String {
     at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }

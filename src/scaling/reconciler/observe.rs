@@ -247,14 +247,6 @@ async fn held_at(
     Ok(read.map(|state| state.replicas))
 }
 
-/// The scheduled wake or sleep `change` applies, where one of a Namespace's is: not an
-/// override, nor the end of one, and something to scale.
-pub fn scheduled_wake(change: &ScaleChange) -> Option<Transition> {
-    change
-        .applied
-        .filter(|due| due.until.is_none() && change.ended.is_none() && change.replicas.is_some())
-}
-
 /// The change the plan will make, as far as what to read for it goes: none while a new
 /// object's grace period holds it.
 fn due_change(
@@ -298,7 +290,7 @@ async fn namespace_wake(
     }
     let Some(due) = due_change(ctx, observed, now)
         .as_ref()
-        .and_then(scheduled_wake)
+        .and_then(ScaleChange::scheduled)
     else {
         return Ok(NamespaceWake::Free);
     };

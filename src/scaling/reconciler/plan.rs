@@ -31,7 +31,7 @@ use crate::{
 
 use super::{
     describe::{describe_change, describe_cron},
-    observe::{NamespaceWake, Observed, held_back, scheduled_wake},
+    observe::{NamespaceWake, Observed, held_back},
 };
 use crate::workloads::patch::{WorkloadPatch, patch_for};
 
@@ -443,7 +443,7 @@ fn follow(observed: &Observed, settings: &Settings, now: DateTime<Utc>) -> Plan 
         Some(change) => {
             let mut plan = Plan::default();
             if observed.inherited
-                && let Some(due) = scheduled_wake(&change)
+                && let Some(due) = change.scheduled()
                 && held_by_namespace(&mut plan, &observed.namespace, due, settings, now)
             {
                 return plan;

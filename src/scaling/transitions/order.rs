@@ -90,7 +90,6 @@ pub enum Gate {
 }
 
 /// Whether a workload of `order` applies `due` now, among `peers`, held since `held_since`.
-/// Each step before it may take the timeout: a step waits at most that many timeouts.
 pub fn gate(
     order: i32,
     due: &Transition,
@@ -99,6 +98,23 @@ pub fn gate(
     timeout: TimeDelta,
     now: DateTime<Utc>,
 ) -> Gate {
+    match waits_for(order, due, peers, held_since, timeout) {
+        None => Gate::Go,
+        Some((late, gives_up)) if now >= gives_up => Gate::GoAnyway { late },
+        Some((_, gives_up)) => Gate::Wait((now + LOOK_EVERY).min(gives_up)),
+    }
+}
+
+/// What a workload of `order` waits for before it applies `due`, among `peers`, held since
+/// `held_since`: the workloads of the steps before it not done yet, and when it gives up on
+/// them. Each step before it may take the timeout: a step waits at most that many timeouts.
+pub fn waits_for(
+    order: i32,
+    due: &Transition,
+    peers: &[Peer],
+    held_since: DateTime<Utc>,
+    timeout: TimeDelta,
+) -> Option<(Vec<String>, DateTime<Utc>)> {
     let before: Vec<&Peer> = peers
         .iter()
         .filter(|peer| peer.comes_before(order, due.direction))
@@ -109,17 +125,13 @@ pub fn gate(
         .map(|peer| peer.name.clone())
         .collect();
     if late.is_empty() {
-        return Gate::Go;
+        return None;
     }
     let mut steps: Vec<i32> = before.iter().map(|peer| peer.order).collect();
     steps.sort_unstable();
     steps.dedup();
     let gives_up = held_since + timeout * i32::try_from(steps.len()).unwrap_or(i32::MAX);
-    if now >= gives_up {
-        Gate::GoAnyway { late }
-    } else {
-        Gate::Wait((now + LOOK_EVERY).min(gives_up))
-    }
+    Some((late, gives_up))
 }
 
 /// The `WakeStepTimedOut` Warning's note: the workloads of the steps before that were `late`

@@ -40,15 +40,7 @@ fn a_workload_a_gitops_tool_deploys_shows_its_owner_the_mode_and_what_was_paused
     let namespaces = schedules(&[("staging", &[(GITOPS, "pause")])]);
     let beside = |owners: &Owners| {
         let gitops = (owners, GitOpsMode::Ignore);
-        status(
-            &objects,
-            Some(&namespaces),
-            &[],
-            gitops,
-            Tz::UTC,
-            GRACE,
-            night(),
-        )
+        status(&objects, Some(&namespaces), &[], gitops, HOLDS, night())
     };
     let status = beside(&owners);
     let row = &status.objects[0];

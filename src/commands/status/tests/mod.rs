@@ -6,13 +6,19 @@ use super::*;
 use crate::schedule::test_support::{annotations as annotations_of, at};
 
 mod gitops;
+mod holds;
 mod kinds;
 mod namespaces;
 mod rows;
 mod scaled_objects;
 
-/// The controller's default grace period for new objects.
-const GRACE: TimeDelta = TimeDelta::minutes(15);
+/// The controller's defaults: UTC, 15 minutes' grace for a new object, and 5 minutes a step of
+/// an ordered wake.
+const HOLDS: Holds = Holds {
+    default_timezone: Tz::UTC,
+    grace: TimeDelta::minutes(15),
+    step_timeout: TimeDelta::minutes(5),
+};
 
 /// Namespaces' schedules, from their annotations.
 fn schedules(namespaces: &[(&str, &[(&str, &str)])]) -> NamespaceSchedules {
@@ -34,8 +40,7 @@ fn status_at(
         Some(&schedules(namespaces)),
         &[],
         (&Owners::default(), GitOpsMode::Ignore),
-        Tz::UTC,
-        GRACE,
+        HOLDS,
         now,
     )
 }
@@ -72,6 +77,7 @@ fn object(
             annotations: annotations_of(pairs),
             ..TargetState::default()
         },
+        settled: (true, true),
     }
 }
 

@@ -49,13 +49,16 @@ fn an_awake_deployment_waits_for_its_scale_down_with_its_up_replicas() {
         &[deployment(
             "web",
             2,
-            &with(&[(LAST_TRANSITION, THIS_MORNING), (UP_REPLICAS, "4")]),
+            &with(&[
+                (LAST_TRANSITION, "2026-11-23T07:00:00Z up"),
+                (UP_REPLICAS, "4"),
+            ]),
         )],
         &[],
         noon,
     );
     assert_eq!(row.state, State::Awake);
-    assert_eq!(row.since, Some(at("2026-11-22T07:00:00Z")));
+    assert_eq!(row.since, Some(at("2026-11-23T07:00:00Z")));
     assert_eq!(
         row.next.map(|next| (next.action, next.at)),
         Some((NextAction::Down, at("2026-11-23T20:00:00Z")))
@@ -223,8 +226,7 @@ fn since_and_next_read_in_whole_units_as_people_write_them() {
         Some(&schedules(&[])),
         &[],
         (&Owners::default(), GitOpsMode::Ignore),
-        Tz::UTC,
-        GRACE,
+        HOLDS,
         now,
     );
     let table = render_table(&status, now);
@@ -275,8 +277,7 @@ fn what_kube_downscaler_put_to_sleep_is_asleep_with_its_count_to_wake_to() {
             listed.namespaces.as_ref(),
             &[],
             (&Owners::default(), GitOpsMode::Ignore),
-            Tz::UTC,
-            GRACE,
+            HOLDS,
             night()
         )
         .objects
@@ -344,6 +345,10 @@ fn a_deployment_created_at_night_is_awake_and_says_its_grace_period_holds_it_unt
                 .to_string()
         ]
     );
+    // Its grace over, the catch-up is the controller's to make.
     let later = only_row(&[web], &[("staging", &NIGHTLY)], at("2026-11-23T02:10:00Z"));
-    assert!(later.reasons.is_empty(), "{later:?}");
+    assert_eq!(
+        later.reasons,
+        vec!["its sleep due since 2026-11-22T20:00:00Z waits for the controller"]
+    );
 }

@@ -1,0 +1,67 @@
+//! A scheduled wake or sleep that is due and not applied yet: what holds it back, told from what
+//! was listed alone. The steps before it in its Namespace's ordered wake, by the controller's
+//! own rule and with when it gives up on them; a wake's turn among the Namespaces waking at
+//! once (`--max-waking-namespaces`), which only the controller knows; else the controller
+//! itself, which has not come to it.
+
+use chrono::{DateTime, TimeDelta, Utc};
+
+use super::state::{NextAction, rfc3339};
+use crate::{
+    scaling::transitions::order::{Peer, waits_for},
+    schedule::{Annotations, Direction, ScaleChange, decide},
+};
+
+/// Why a transition due is not applied yet, and the instant it comes at the latest where that
+/// is known (`None`: not known).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pending {
+    pub reason: String,
+    pub next: Option<(NextAction, DateTime<Utc>)>,
+}
+
+/// The transition of `parsed` due at `now` and not applied to an object with `replicas`, and
+/// what holds it back. `step` is its place in its Namespace's wake and the other workloads
+/// taking part (`None` where it does not follow its Namespace); each step before it waits at
+/// most `timeout`, from the instant the transition was due.
+pub fn pending(
+    parsed: &Annotations,
+    replicas: i32,
+    step: Option<(i32, &[Peer])>,
+    timeout: TimeDelta,
+    now: DateTime<Utc>,
+) -> Option<Pending> {
+    let Annotations::Scheduled(schedule, _) = parsed else {
+        return None;
+    };
+    let due = decide(parsed, replicas, now)
+        .as_ref()
+        .and_then(ScaleChange::scheduled)?;
+    let since = schedule.applied_at(&due);
+    let (what, settled, action) = match due.direction {
+        Direction::Up => ("wake", "available", NextAction::Up),
+        Direction::Down => ("sleep", "asleep", NextAction::Down),
+    };
+    let due_since = format!("its {what} due since {}", rfc3339(since));
+    let waited = step.and_then(|(order, peers)| waits_for(order, &due, peers, since, timeout));
+    if let Some((late, gives_up)) = waited.filter(|(_, gives_up)| now < *gives_up) {
+        return Some(Pending {
+            reason: format!(
+                "{due_since} waits for {} to be {settled} first (its Namespace's ordered \
+                 wake), until {} at the latest (--wake-step-timeout)",
+                late.join(", "),
+                rfc3339(gives_up)
+            ),
+            next: Some((action, gives_up)),
+        });
+    }
+    let reason = match (step, due.direction) {
+        (Some(_), Direction::Up) => format!(
+            "{due_since} waits for its Namespace's turn to wake (--max-waking-namespaces), or \
+             for the controller"
+        ),
+        _ => format!("{due_since} waits for the controller"),
+    };
+    // When the controller comes to it is not known here: no instant is made up.
+    Some(Pending { reason, next: None })
+}
