@@ -24,10 +24,10 @@ use crate::{
     },
     workloads::target::{Driver, Drivers, ScaleTarget, ScheduleSource, TargetKind, TargetState},
 };
-use pending::pending;
+use holds::{held_by_lever, pending};
 
 mod cluster;
-mod pending;
+mod holds;
 mod state;
 
 pub(crate) use cluster::namespace_annotations;
@@ -292,6 +292,9 @@ fn row(
             {
                 standing.reasons.push(pending.reason);
                 standing.next = pending.next;
+            }
+            if standing.state == State::Awake {
+                standing.reasons.extend(held_by_lever(kind, &own));
             }
             standing
         }

@@ -101,6 +101,12 @@ async fn a_restart_before_the_give_back_and_a_restore_at_night_leave_keda_holdin
         "web-scaler",
     );
 
+    // `status` names the hold, and what ends it.
+    let held = "woken to 3 by autoscaling.keda.sh/paused-replicas, the count \
+                autoscaling.keda.sh/paused held it at before the night, until it runs 3";
+    let status = scenario.said(&["status", "-n", &namespace]);
+    assert!(status.contains(held), "{status}");
+
     let mut controller = scenario.start_cluster_wide_controller("cronscaler", &[]);
     controller.wait_ready().await;
     given_back(&scaled_objects, "web-scaler").await;
@@ -109,6 +115,8 @@ async fn a_restart_before_the_give_back_and_a_restore_at_night_leave_keda_holdin
         3,
         "KEDA's paused holds it at its count"
     );
+    let status = scenario.said(&["status", "-n", &namespace]);
+    assert!(!status.contains("woken to 3"), "{status}");
 
     // Asleep at night, paused at 2 before it, when the controller is uninstalled: `restore`.
     create_deployment(&scenario.client, &namespace, "api", 0).await;

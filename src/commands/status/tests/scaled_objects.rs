@@ -2,7 +2,7 @@
 //! workload is refused or shows on the ScaledObject.
 
 use super::*;
-use crate::schedule::{LAST_TRANSITION, ORIGINAL_REPLICAS, ORIGINAL_VALUE};
+use crate::schedule::{LAST_TRANSITION, ORIGINAL_REPLICAS, ORIGINAL_VALUE, PAUSED_AT};
 
 /// The ScaledObject `orders` in `namespace`, asleep since last night, that scales the
 /// Deployment `orders`.
@@ -96,4 +96,42 @@ fn a_schedule_on_the_workload_of_a_scaled_object_without_one_shows_on_the_scaled
         .map(|row| (row.kind.as_str(), row.name.as_str(), row.state))
         .collect();
     assert_eq!(states, [("ScaledObject", "orders", State::Asleep)]);
+}
+
+#[test]
+fn a_scaled_object_woken_to_the_count_keda_paused_it_at_says_so_until_it_runs_it() {
+    let held = "woken to 3 by autoscaling.keda.sh/paused-replicas, the count \
+                autoscaling.keda.sh/paused held it at before the night, until it runs 3; then \
+                autoscaling.keda.sh/paused holds it alone";
+    let morning = at("2026-11-23T07:01:00Z");
+    let woken = [
+        (LAST_TRANSITION, "2026-11-23T07:00:00Z up"),
+        (PAUSED_AT, "3"),
+    ];
+    // Its own schedule, its records on it.
+    let mut own = object(
+        TargetKind::ScaledObject,
+        "staging",
+        "orders",
+        3,
+        &with(&woken),
+    );
+    own.observed.levers = Some((TargetKind::Deployment, "orders".into()));
+    let row = only_row(&[own.clone()], &[], morning);
+    assert_eq!(
+        (row.state, row.reasons),
+        (State::Awake, vec![held.to_string()])
+    );
+    // The workload's schedule, its records on the workload, shown on the ScaledObject.
+    let mut lever = object(TargetKind::ScaledObject, "staging", "orders", 3, &[]);
+    lever.observed.levers = Some((TargetKind::Deployment, "orders".into()));
+    let workload = deployment("orders", 3, &with(&woken));
+    let row = only_row(&[lever, workload], &[], morning);
+    assert_eq!(
+        (row.state, row.reasons),
+        (State::Awake, vec![held.to_string()])
+    );
+    // Given back: the record is gone, and so is the hold.
+    own.observed.annotations.remove(PAUSED_AT);
+    assert!(only_row(&[own], &[], morning).reasons.is_empty());
 }

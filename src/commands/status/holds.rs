@@ -1,15 +1,21 @@
-//! A scheduled wake or sleep that is due and not applied yet: what holds it back, told from what
-//! was listed alone. The steps before it in its Namespace's ordered wake, by the controller's
-//! own rule and with when it gives up on them; a wake's turn among the Namespaces waking at
-//! once (`--max-waking-namespaces`), which only the controller knows; else the controller
-//! itself, which has not come to it.
+//! What holds an object other than its schedule, told from what was listed alone (the grace
+//! period and overrides are [`state`](super::state)'s).
+//!
+//! A scheduled wake or sleep that is due and not applied yet: the steps before it in its
+//! Namespace's ordered wake, by the controller's own rule and with when it gives up on them; a
+//! wake's turn among the Namespaces waking at once (`--max-waking-namespaces`), which only the
+//! controller knows; else the controller itself, which has not come to it. And a lever that
+//! holds what it was woken to until it runs it (KEDA's `paused`).
+
+use std::collections::BTreeMap;
 
 use chrono::{DateTime, TimeDelta, Utc};
 
 use super::state::{NextAction, rfc3339};
 use crate::{
     scaling::transitions::order::{Peer, waits_for},
-    schedule::{Annotations, Direction, ScaleChange, decide},
+    schedule::{Annotations, Direction, PAUSED_AT, ScaleChange, decide},
+    workloads::{kinds::Sleep, target::TargetKind},
 };
 
 /// Why a transition due is not applied yet, and the instant it comes at the latest where that
@@ -64,4 +70,23 @@ pub fn pending(
     };
     // When the controller comes to it is not known here: no instant is made up.
     Some(Pending { reason, next: None })
+}
+
+/// Why an awake object of `kind` with its own annotations `own` is held at a count: woken to
+/// the count its lever held it at before the night (`paused-at`), which the controller gives
+/// back to the lever's own hold once it runs it.
+pub fn held_by_lever(kind: TargetKind, own: &BTreeMap<String, String>) -> Option<String> {
+    let Sleep::Annotation {
+        key,
+        holds: Some(holds),
+        ..
+    } = kind.spec().sleep
+    else {
+        return None;
+    };
+    let count = own.get(PAUSED_AT)?;
+    Some(format!(
+        "woken to {count} by {key}, the count {holds} held it at before the night, until it \
+         runs {count}; then {holds} holds it alone"
+    ))
 }
