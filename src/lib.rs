@@ -17,15 +17,19 @@
 //! - [`ops`]: operating the process (HTTP endpoints, metrics, logs).
 //! - [`work`]: the shared queue's key, naming each controller's work, and which controller
 //!   each key goes to.
+//! - [`cost`]: what sleeping saves in money: price tables, amounts in a currency.
 //! - [`commands`]: the command line (`run`, `plan`, `status`, `restore`).
 //! - [`duration`]: durations as people write them (`30s`, `1h5m`), for every text that shows one.
 //! - [`escape`]: text put into HTML and SVG, escaped.
+//! - [`figures`]: numbers as people read them (`1,234.50`).
 
 pub mod activity;
 pub mod commands;
+pub mod cost;
 pub mod duration;
 pub mod error;
 pub mod escape;
+pub mod figures;
 pub mod foo;
 pub mod namespaces;
 pub mod ops;

@@ -316,11 +316,7 @@ async fn plan(kube: &KubeArgs, args: PlanArgs) -> anyhow::Result<ExitCode> {
         .checked_add_signed(window)
         .context("--for is too long")?;
     let plan = plan::simulate(&objects, from, until, args.default_timezone.zone);
-    let prices = plan::Prices {
-        cpu_hour: args.price_cpu_hour,
-        gib_hour: args.price_gib_hour,
-    };
-    let savings = plan::savings(&plan.timelines, prices);
+    let savings = plan::savings(&plan.timelines, args.prices.table.as_ref());
     match args.output {
         OutputFormat::Table => say(plan::render_table(&plan, &savings))?,
         OutputFormat::Json => say(format!(

@@ -215,20 +215,38 @@ fn summaries_are_a_list_of_their_own_in_json() {
     );
 }
 
+/// The savings table's TOTAL line, as its cells.
+fn total_of(table: &str) -> Vec<&str> {
+    let total = table.lines().find(|line| line.starts_with("TOTAL"));
+    total
+        .unwrap_or_else(|| panic!("no TOTAL in {table}"))
+        .split_whitespace()
+        .collect()
+}
+
 #[test]
 fn savings_end_the_table_and_prices_add_money_only_when_given() {
     let (table, stderr, code) = plan_window("examples", "7d", &[]);
     assert_eq!(code, 0, "{stderr}");
-    let total = table.lines().last().unwrap();
     assert_eq!(
-        total.split_whitespace().collect::<Vec<_>>(),
-        ["TOTAL", "1,337.50", "2,258.00", "573.25", "799.25", "226"]
+        total_of(&table),
+        [
+            "TOTAL", "1,450.50", "2,371.00", "1,025.25", "3,511.25", "113.00", "226"
+        ]
     );
     assert!(!table.contains("COST"));
-    let prices = ["--price-cpu-hour", "0.04", "--price-gib-hour", "0.005"];
-    let (table, _, _) = plan_window("examples", "7d", &prices);
     assert!(
-        table.lines().last().unwrap().ends_with("  26.93"),
+        table.trim_end().ends_with(
+            "no prices: give them to see the savings in money, e.g. --prices \
+             cpu=0.031,memory=0.0042,gpu=2.48,currency=USD (per core-, GiB- and GPU-hour)"
+        ),
+        "{table}"
+    );
+    let prices = ["--prices", "cpu=0.04,memory=0.005,currency=USD"];
+    let (table, _, _) = plan_window("examples", "7d", &prices);
+    assert_eq!(total_of(&table).last(), Some(&"$58.58"), "{table}");
+    assert!(
+        table.contains("not in COST: no price for nvidia.com/gpu (--prices nvidia.com/gpu=...)"),
         "{table}"
     );
 
@@ -236,19 +254,21 @@ fn savings_end_the_table_and_prices_add_money_only_when_given() {
     assert!(!json.contains("\"cost\""), "no money without prices");
     let (json, _, _) = plan_window("examples", "7d", &[&prices[..], &["-o", "json"]].concat());
     let parsed: serde_json::Value = serde_json::from_str(&json).unwrap();
-    let total = &parsed["savings"]["total"];
-    assert_eq!(total["hoursAsleep"], 1337.5);
+    let savings = &parsed["savings"];
+    let total = &savings["total"];
+    assert_eq!(total["hoursAsleep"], 1450.5);
     assert_eq!(total["skippedRuns"], 226);
-    let cost = total["cost"].as_f64().unwrap();
-    assert!((cost - 26.93).abs() < 0.005, "{cost}");
-    let web = &parsed["savings"]["objects"][0];
+    assert_eq!(total["gpuHoursWithheld"], 113.0);
+    assert_eq!(total["extendedHoursWithheld"]["nvidia.com/gpu"], 113.0);
+    assert_eq!(total["cost"], 58.58);
+    assert_eq!(savings["currency"], "USD");
+    assert_eq!(savings["unpriced"], serde_json::json!(["nvidia.com/gpu"]));
+    let web = (savings["objects"].as_array().into_iter().flatten())
+        .find(|object| object["name"] == "web")
+        .unwrap();
     assert_eq!(
-        (
-            &web["name"],
-            &web["secondsAsleep"],
-            &web["replicaHoursWithheld"]
-        ),
-        (&"web".into(), &(103 * 3600).into(), &309.0.into())
+        (&web["secondsAsleep"], &web["replicaHoursWithheld"]),
+        (&(103 * 3600).into(), &309.0.into())
     );
 }
 

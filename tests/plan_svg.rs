@@ -67,6 +67,7 @@ fn the_chart_is_an_svg_document_with_a_row_per_object() {
         [
             "default/Deployment/web",
             "default/Foo/reports",
+            "ml-staging/Deployment/llm-inference",
             "office/Deployment/api",
             "office/Deployment/frontend",
             "preview/Deployment/shop",
@@ -88,6 +89,7 @@ fn the_chart_is_an_svg_document_with_a_row_per_object() {
         headings,
         [
             "default",
+            "ml-staging",
             "office",
             "preview",
             "review-1234",
@@ -98,7 +100,8 @@ fn the_chart_is_an_svg_document_with_a_row_per_object() {
     let title = texts(root)[0].clone();
     assert_eq!(
         title,
-        "cronscaler plan: 1,337.50 h asleep, 2,258.00 replica-hours withheld, 226 runs skipped"
+        "cronscaler plan: 1,450.50 h asleep, 2,371.00 replica-hours withheld, 113.00 GPU-hours, \
+         226 runs skipped"
     );
     assert!(
         texts(root)[1].contains("times in Europe/Berlin"),
@@ -144,10 +147,8 @@ fn money_is_in_the_title_only_when_priced() {
             &[
                 "-f",
                 "examples",
-                "--price-cpu-hour",
-                "0.04",
-                "--price-gib-hour",
-                "0.005",
+                "--prices",
+                "cpu=0.04,memory=0.005,gpu=2.48,currency=USD",
             ],
             &WEEK[..],
         ]
@@ -156,8 +157,8 @@ fn money_is_in_the_title_only_when_priced() {
     let document = roxmltree::Document::parse(&svg).unwrap();
     assert_eq!(
         texts(document.root_element())[0],
-        "cronscaler plan: 1,337.50 h asleep, 2,258.00 replica-hours withheld, 226 runs skipped, \
-         26.93 saved"
+        "cronscaler plan: 1,450.50 h asleep, 2,371.00 replica-hours withheld, 113.00 GPU-hours, \
+         226 runs skipped, $338.82 saved"
     );
     assert!(!examples().contains("saved"));
 }

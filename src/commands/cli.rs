@@ -20,6 +20,7 @@ pub use console::ConsoleArgs;
 
 use crate::{
     activity::query::ActivityQuery,
+    cost::{PriceTable, PricesError},
     ops::logs::LogFormat,
     schedule::GitOpsMode,
     wake::route::{is_dns_label, parse_trusted_proxy},
@@ -463,14 +464,23 @@ pub struct PlanArgs {
     #[command(flatten)]
     pub kinds: MoreKinds,
 
-    /// Price of one CPU core requested for an hour, in your currency: the CPU sleeping
-    /// withholds is shown as money. Without it (and `--price-gib-hour`), no money is shown.
-    #[arg(long, env = "CRONSCALER_PLAN_PRICE_CPU_HOUR", value_parser = positive_f64)]
-    pub price_cpu_hour: Option<f64>,
+    #[command(flatten)]
+    pub prices: Prices,
+}
 
-    /// Price of one GiB of memory requested for an hour, in your currency.
-    #[arg(long, env = "CRONSCALER_PLAN_PRICE_GIB_HOUR", value_parser = positive_f64)]
-    pub price_gib_hour: Option<f64>,
+/// What an hour of each resource requested costs: `plan` shows savings in money by it.
+#[derive(Debug, Clone, Args)]
+pub struct Prices {
+    /// What an hour of each resource requested costs, and the currency:
+    /// `cpu=0.031,memory=0.0042,gpu=2.48,currency=USD` (per core, per GiB, per GPU;
+    /// `gpu` is `nvidia.com/gpu`, and any other extended resource is named as Pods request it,
+    /// e.g. `amd.com/gpu=1.9`). Without it, savings stay in resource-hours.
+    #[arg(long = "prices", env = "CRONSCALER_PRICES", value_parser = price_table)]
+    pub table: Option<PriceTable>,
+}
+
+fn price_table(text: &str) -> Result<PriceTable, String> {
+    text.parse().map_err(|error: PricesError| error.to_string())
 }
 
 #[derive(Debug, Clone, Args)]

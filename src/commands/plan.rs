@@ -565,7 +565,7 @@ pub use manifests::{
 };
 pub use quantity::{QuantityError, parse_quantity};
 pub use render::render_table;
-pub use savings::{Prices, Savings, Totals, Workload, savings};
+pub use savings::{Savings, Totals, Workload, savings};
 pub use timeline::{ReplicaState, Segment, Step, Timeline};
 
 #[cfg(test)]

@@ -228,26 +228,35 @@ fn plan_defaults_to_a_week_as_a_table() {
     assert!(plan.files.is_empty());
     assert_eq!(plan.window, Duration::from_secs(7 * 86400));
     assert_eq!(plan.output, OutputFormat::Table);
-    assert_eq!((plan.price_cpu_hour, plan.price_gib_hour), (None, None));
+    assert_eq!(plan.prices.table, None);
 }
 
 #[test]
-fn plan_prices_are_positive_numbers() {
+fn plan_prices_are_a_table_read_whole_or_refused_naming_the_entry() {
     let parse = |args: &[&str]| Cli::try_parse_from(["cronscaler", "plan"].iter().chain(args));
-    let Command::Plan(plan) = parse(&["--price-cpu-hour", "0.04", "--price-gib-hour=0.005"])
+    let Command::Plan(plan) = parse(&["--prices", "cpu=0.04,memory=0.005,gpu=2.5,currency=EUR"])
         .unwrap()
         .command
     else {
         panic!("not plan")
     };
     assert_eq!(
-        (plan.price_cpu_hour, plan.price_gib_hour),
-        (Some(0.04), Some(0.005))
+        plan.prices.table.map(|table| table.to_string()),
+        Some("cpu=0.04,memory=0.005,nvidia.com/gpu=2.5,currency=EUR".into())
     );
-    for bad in ["0", "-1", "free", "NaN"] {
-        let flag = format!("--price-cpu-hour={bad}");
-        let error = parse(&[&flag]).unwrap_err().to_string();
-        assert!(error.contains("is not a positive number"), "{bad}: {error}");
+    for (bad, said) in [
+        (
+            "cpu=free,currency=USD",
+            "cpu=\"free\": a price is a number of 0 or more",
+        ),
+        ("cpu=0.04", "no currency"),
+        (
+            "disk=1,currency=USD",
+            "\"disk\" is not a resource a price can be given for",
+        ),
+    ] {
+        let error = parse(&["--prices", bad]).unwrap_err().to_string();
+        assert!(error.contains(said), "{bad}: {error}");
     }
 }
 

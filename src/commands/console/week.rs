@@ -13,7 +13,7 @@ use chrono_tz::Tz;
 use tokio::time::Instant;
 
 use super::environments::Weeks;
-use crate::commands::plan::{self, PlanObject, Prices};
+use crate::commands::plan::{self, PlanObject};
 
 /// How far ahead an environment's week is planned.
 pub const WEEK: TimeDelta = TimeDelta::days(7);
@@ -28,11 +28,9 @@ const SHOWN_FOR: Duration = Duration::from_secs(180);
 /// What sleeping saves each Namespace of `planned` over the week from `now`.
 pub fn weeks(planned: &[PlanObject], now: DateTime<Utc>, zone: Tz) -> Weeks {
     let week = plan::simulate(planned, now, now + WEEK, zone);
-    (plan::savings(&week.timelines, Prices::default())
-        .namespaces
-        .into_iter())
-    .map(|saved| (saved.namespace, saved.totals))
-    .collect()
+    (plan::savings(&week.timelines, None).namespaces.into_iter())
+        .map(|saved| (saved.namespace, saved.totals))
+        .collect()
 }
 
 /// The week ahead of `namespace` from `now`, as `plan -n NAMESPACE --for 7d -o svg` draws it.
@@ -43,7 +41,7 @@ pub fn chart(planned: &[PlanObject], namespace: &str, now: DateTime<Utc>, zone: 
         .collect();
     let until = now + WEEK;
     let plan = plan::simulate(&objects, now, until, zone);
-    let savings = plan::savings(&plan.timelines, Prices::default());
+    let savings = plan::savings(&plan.timelines, None);
     plan::render_svg(&plan, &savings, now, until)
 }
 

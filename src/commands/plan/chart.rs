@@ -10,7 +10,7 @@ use super::{
     render::{amount, thousands},
     savings::{Savings, Totals},
 };
-use crate::{schedule::Direction, workloads::target::TargetKind};
+use crate::{cost::Currency, schedule::Direction, workloads::target::TargetKind};
 
 /// The plan of the window from `from` to `until` drawn as an SVG image.
 pub fn render_svg(
@@ -106,7 +106,7 @@ pub fn chart(plan: &Plan, savings: &Savings, from: DateTime<Utc>, until: DateTim
                     .namespaces
                     .iter()
                     .find(|namespace| namespace.namespace == timeline.namespace)
-                    .map(|namespace| describe_briefly(&namespace.totals, savings.priced))
+                    .map(|namespace| describe_briefly(&namespace.totals, savings.currency.as_ref()))
                     .unwrap_or_default(),
                 rows: vec![row],
             }),
@@ -115,7 +115,7 @@ pub fn chart(plan: &Plan, savings: &Savings, from: DateTime<Utc>, until: DateTim
     Chart {
         title: format!(
             "cronscaler plan: {}",
-            describe(&savings.total, savings.priced)
+            describe(&savings.total, savings.currency.as_ref())
         ),
         subtitle: format!(
             "{} to {}, times in {timezone} ({zone_source})",
@@ -181,7 +181,7 @@ fn row(timeline: &Timeline, holidays: &[PlannedHoliday], savings: &Savings, time
                 && saved.kind == timeline.kind.as_str()
                 && saved.name == timeline.name
         })
-        .map(|saved| describe_briefly(&saved.totals, savings.priced))
+        .map(|saved| describe_briefly(&saved.totals, savings.currency.as_ref()))
         .unwrap_or_default();
     Row {
         label: format!("{}/{}", timeline.kind, timeline.name),
@@ -222,8 +222,9 @@ fn mark(kind: TargetKind, step: &Step, timezone: Tz) -> Mark {
     }
 }
 
-/// E.g. `113.00 h asleep, 226.00 replica-hours withheld, 226 runs skipped, cost 5.09`.
-fn describe(totals: &Totals, priced: bool) -> String {
+/// E.g. `113.00 h asleep, 226.00 replica-hours withheld, 12.00 GPU-hours, 226 runs skipped,
+/// $5.09 saved`: money where prices were given in `currency`.
+fn describe(totals: &Totals, currency: Option<&Currency>) -> String {
     let mut parts = vec![format!("{} h asleep", amount(Some(totals.hours_asleep)))];
     if let Some(replica_hours) = totals.replica_hours_withheld {
         parts.push(format!(
@@ -231,19 +232,27 @@ fn describe(totals: &Totals, priced: bool) -> String {
             amount(Some(replica_hours))
         ));
     }
+    if let Some(gpu_hours) = totals.gpu_hours_withheld {
+        parts.push(format!("{} GPU-hours", amount(Some(gpu_hours))));
+    }
     if let Some(runs) = totals.skipped_runs {
         parts.push(format!("{} runs skipped", thousands(runs)));
     }
-    if priced {
-        parts.push(format!("{} saved", amount(totals.cost)));
+    if let Some(currency) = currency {
+        let saved = totals
+            .money(currency)
+            .map_or("-".into(), |money| money.to_string());
+        parts.push(format!("{saved} saved"));
     }
     parts.join(", ")
 }
 
 /// Beside a row, where a long text would widen the chart: `113.00 h asleep, 226.00
-/// replica-h, 5.09 saved`.
-fn describe_briefly(totals: &Totals, priced: bool) -> String {
-    describe(totals, priced).replace(" replica-hours withheld", " replica-h")
+/// replica-h, $5.09 saved`.
+fn describe_briefly(totals: &Totals, currency: Option<&Currency>) -> String {
+    describe(totals, currency)
+        .replace(" replica-hours withheld", " replica-h")
+        .replace(" GPU-hours", " GPU-h")
 }
 
 fn local(at: DateTime<Utc>, timezone: Tz) -> String {

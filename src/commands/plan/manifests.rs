@@ -279,13 +279,13 @@ fn resolve(
     );
     let requests: HashMap<ScaleTarget, PodRequests> = objects
         .iter()
-        .map(|object| (object.target.clone(), object.workload.requests))
+        .map(|object| (object.target.clone(), object.workload.requests.clone()))
         .collect();
     for object in objects {
         object.driven_by = drivers.of_target(&object.target, &object.observed);
         if let Some(scaled) = levered(&object.target, &object.observed) {
             // Unknown when the object it scales is not among those read.
-            object.workload.requests = requests.get(&scaled).copied().unwrap_or_default();
+            object.workload.requests = requests.get(&scaled).cloned().unwrap_or_default();
         }
         object.hpas = hpas
             .iter()

@@ -8,6 +8,7 @@ use super::{
     Plan, PlannedSummary,
     savings::{Savings, Totals},
 };
+pub(super) use crate::figures::{amount, thousands};
 use crate::{commands::table, workloads::target::TargetKind};
 
 /// The plan as a table a person reads: local time, UTC, object, action, replicas. A summary
@@ -141,15 +142,20 @@ fn render_savings(savings: &Savings) -> String {
     if savings.objects.is_empty() && savings.not_computed.is_empty() {
         return String::new();
     }
+    // The GPU column only where a GPU sleeps: most plans have none.
+    let gpus = savings.total.gpu_hours_withheld.is_some();
     let mut header = vec![
         "SAVINGS".to_string(),
         "HOURS ASLEEP".into(),
         "REPLICA-HOURS".into(),
         "CPU CORE-HOURS".into(),
         "MEMORY GIB-HOURS".into(),
-        "SKIPPED RUNS".into(),
     ];
-    if savings.priced {
+    if gpus {
+        header.push("GPU-HOURS".into());
+    }
+    header.push("SKIPPED RUNS".into());
+    if savings.currency.is_some() {
         header.push("COST".into());
     }
     let row = |label: String, totals: &Totals| {
@@ -159,12 +165,18 @@ fn render_savings(savings: &Savings) -> String {
             amount(totals.replica_hours_withheld),
             amount(totals.cpu_core_hours_withheld),
             amount(totals.memory_gib_hours_withheld),
+        ];
+        if gpus {
+            cells.push(amount(totals.gpu_hours_withheld));
+        }
+        cells.push(
             totals
                 .skipped_runs
                 .map_or_else(|| "-".to_string(), thousands),
-        ];
-        if savings.priced {
-            cells.push(amount(totals.cost));
+        );
+        if let Some(currency) = &savings.currency {
+            let cost = totals.money(currency);
+            cells.push(cost.map_or_else(|| "-".to_string(), |money| money.to_string()));
         }
         cells
     };
@@ -212,21 +224,10 @@ fn render_savings(savings: &Savings) -> String {
             savings.not_computed.join(", ")
         );
     }
-    out
-}
-
-/// Two decimals, thousands separated: `1,234.50`.
-pub(super) fn amount(value: Option<f64>) -> String {
-    let Some(value) = value else {
-        return "-".into();
-    };
-    let cents = (value * 100.0).round();
-    // Far beyond any window's hours or any bill; printed plainly rather than wrapped.
-    if !(0.0..1e15).contains(&cents) {
-        return format!("{value:.2}");
+    for line in savings.notes() {
+        let _ = writeln!(out, "{line}");
     }
-    let cents = cents as u64;
-    format!("{}.{:02}", thousands(cents / 100), cents % 100)
+    out
 }
 
 /// E.g. `down every second (604,801 times), first 2026-11-20T00:00:00Z, last ...`.
@@ -265,16 +266,4 @@ pub(super) fn interval(seconds: i64) -> String {
         1 => unit.to_string(),
         n => format!("{n} {unit}s"),
     }
-}
-
-pub(super) fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (index, digit) in digits.chars().enumerate() {
-        if index > 0 && (digits.len() - index).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(digit);
-    }
-    out
 }

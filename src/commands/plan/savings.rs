@@ -1,8 +1,10 @@
-//! What sleeping saves over the plan's window: hours asleep, replica-hours withheld, the CPU and
-//! memory their pods request, the runs a suspended CronJob skips, and their price. Integrated
-//! exactly, segment by segment of the simulated timeline, never sampled.
+//! What sleeping saves over the plan's window: hours asleep, replica-hours withheld, the CPU,
+//! memory, GPUs and other extended resources their pods request, the runs a suspended CronJob
+//! skips, and their price. Integrated exactly, segment by segment of the simulated timeline,
+//! never sampled; each object's money rounded to cents once, and every total the sum of its
+//! rows.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
@@ -11,7 +13,10 @@ use k8s_openapi::api::core::v1::PodSpec;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::workloads::target::TargetKind;
+use crate::{
+    cost::{Currency, Money, PriceTable, money::units},
+    workloads::target::TargetKind,
+};
 
 use super::{
     Timeline,
@@ -33,10 +38,15 @@ pub struct Workload {
 }
 
 /// What one pod requests, summed over its containers; `None` where no container says.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct PodRequests {
     pub cpu_cores: Option<f64>,
     pub memory_bytes: Option<f64>,
+    /// GPUs and other extended resources (`nvidia.com/gpu`), in units, by name.
+    pub extended: BTreeMap<String, f64>,
+    /// Whether a pod template was read at all: without one (a Foo's pods are its Deployment's,
+    /// a Cluster has none) what its pods request is not known, rather than nothing.
+    pub read: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,7 +99,10 @@ impl PodRequests {
     /// a pod's start. A container with a limit and no request is given the limit as its
     /// request when its pod is created, so it counts as requested.
     pub fn of(spec: Option<&PodSpec>) -> Result<Self, QuantityError> {
-        let mut requests = PodRequests::default();
+        let mut requests = PodRequests {
+            read: spec.is_some(),
+            ..PodRequests::default()
+        };
         let containers = spec.map(|spec| spec.containers.as_slice()).unwrap_or(&[]);
         for resources in containers.iter().filter_map(|c| c.resources.as_ref()) {
             for (name, total) in [
@@ -103,22 +116,45 @@ impl PodRequests {
                     *total = Some(total.unwrap_or(0.0) + parse_quantity(&quantity.0)?);
                 }
             }
+            // An extended resource is requested as much as it is limited (the API server
+            // refuses them unequal), so either says.
+            let mut extended: BTreeMap<&String, &str> = BTreeMap::new();
+            for quantities in [&resources.limits, &resources.requests]
+                .into_iter()
+                .flatten()
+            {
+                for (name, quantity) in quantities.iter().filter(|(name, _)| is_extended(name)) {
+                    extended.insert(name, &quantity.0);
+                }
+            }
+            for (name, quantity) in extended {
+                *requests.extended.entry(name.clone()).or_default() += parse_quantity(quantity)?;
+            }
         }
         Ok(requests)
     }
-}
 
-/// Money per core-hour and per GiB-hour requested; without either, no money is shown.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Prices {
-    pub cpu_hour: Option<f64>,
-    pub gib_hour: Option<f64>,
-}
-
-impl Prices {
-    fn any(&self) -> bool {
-        self.cpu_hour.is_some() || self.gib_hour.is_some()
+    /// Whether its pods are known to request nothing sleeping could free.
+    fn is_nothing(&self) -> bool {
+        self.read
+            && self.cpu_cores.is_none()
+            && self.memory_bytes.is_none()
+            && self.extended.is_empty()
     }
+}
+
+/// Whether `name` is an extended resource (`nvidia.com/gpu`): one named by a domain of its own,
+/// not the cluster's (`kubernetes.io`) nor `hugepages-*` or `ephemeral-storage`.
+fn is_extended(name: &str) -> bool {
+    name.split_once('/').is_some_and(|(domain, rest)| {
+        !rest.is_empty() && domain.contains('.') && !domain.ends_with("kubernetes.io")
+    })
+}
+
+/// Whether an extended resource is a GPU (`nvidia.com/gpu`, `amd.com/gpu`): the GPU column
+/// counts them together.
+pub fn is_gpu(name: &str) -> bool {
+    name.rsplit_once('/').is_some_and(|(_, kind)| kind == "gpu")
 }
 
 /// What sleeping saves, per object, per namespace and in total.
@@ -132,9 +168,15 @@ pub struct Savings {
     /// left out of the totals.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub not_computed: Vec<String>,
-    /// Prices were given: money is shown, if only as unknown.
-    #[serde(skip)]
-    pub priced: bool,
+    /// The currency of every cost, where prices were given: money is shown, if only as none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub currency: Option<Currency>,
+    /// Resources withheld that the prices have none for: left out of every cost.
+    #[serde(skip_serializing_if = "BTreeSet::is_empty")]
+    pub unpriced: BTreeSet<String>,
+    /// Objects whose replicas sleep and whose pods request nothing: they count 0.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unrequested: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -173,10 +215,50 @@ pub struct Totals {
     pub cpu_core_hours_withheld: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory_gib_hours_withheld: Option<f64>,
+    /// Every GPU resource's unit-hours together (`nvidia.com/gpu`, `amd.com/gpu`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_hours_withheld: Option<f64>,
+    /// Each extended resource's unit-hours, GPUs included, by name.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub extended_hours_withheld: BTreeMap<String, f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skipped_runs: Option<u64>,
+    /// In whole cents: each object's rounded once, totals summed in cents.
+    #[serde(skip)]
+    pub cost_cents: Option<i64>,
+    /// The same, in the currency's units, for JSON.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cost: Option<f64>,
+}
+
+/// How to give prices, where none were: said wherever savings are shown without money.
+pub const PRICES_HINT: &str = "no prices: give them to see the savings in money, e.g. \
+     --prices cpu=0.031,memory=0.0042,gpu=2.48,currency=USD (per core-, GiB- and GPU-hour)";
+
+impl Savings {
+    /// What a reader of the savings must know besides the figures: what was counted 0, what no
+    /// price covers, and how to give prices where none were.
+    pub fn notes(&self) -> Vec<String> {
+        let mut notes = Vec::new();
+        if !self.unrequested.is_empty() {
+            notes.push(format!(
+                "counted 0: the pods of {} request no CPU, memory or other resource",
+                self.unrequested.join(", ")
+            ));
+        }
+        if !self.unpriced.is_empty() {
+            let names: Vec<&str> = self.unpriced.iter().map(String::as_str).collect();
+            notes.push(format!(
+                "not in COST: no price for {} (--prices {}=...)",
+                names.join(", "),
+                names[0]
+            ));
+        }
+        if self.currency.is_none() && !self.objects.is_empty() {
+            notes.push(PRICES_HINT.to_string());
+        }
+        notes
+    }
 }
 
 impl Totals {
@@ -200,8 +282,21 @@ impl Totals {
             self.memory_gib_hours_withheld,
             other.memory_gib_hours_withheld,
         );
+        self.gpu_hours_withheld = sum(self.gpu_hours_withheld, other.gpu_hours_withheld);
+        for (name, hours) in &other.extended_hours_withheld {
+            *self
+                .extended_hours_withheld
+                .entry(name.clone())
+                .or_default() += hours;
+        }
         self.skipped_runs = sum(self.skipped_runs, other.skipped_runs);
-        self.cost = sum(self.cost, other.cost);
+        self.cost_cents = sum(self.cost_cents, other.cost_cents);
+        self.cost = self.cost_cents.map(units);
+    }
+
+    /// The cost in `currency`, where there is one.
+    pub fn money(&self, currency: &Currency) -> Option<Money> {
+        Some(Money::new(self.cost_cents?, currency.clone()))
     }
 }
 
@@ -210,10 +305,11 @@ fn hours(seconds: i64) -> f64 {
     seconds as f64 / SECONDS_PER_HOUR
 }
 
-/// The savings of every timeline the plan simulated, `prices` turning requests into money.
-pub fn savings(timelines: &[Timeline], prices: Prices) -> Savings {
+/// The savings of every timeline the plan simulated, `prices` (if any) turning requests into
+/// money.
+pub fn savings(timelines: &[Timeline], prices: Option<&PriceTable>) -> Savings {
     let mut savings = Savings {
-        priced: prices.any(),
+        currency: prices.map(|prices| prices.currency.clone()),
         ..Savings::default()
     };
     let mut namespaces: BTreeMap<&str, Totals> = BTreeMap::new();
@@ -223,7 +319,16 @@ pub fn savings(timelines: &[Timeline], prices: Prices) -> Savings {
             savings.not_computed.push(id);
             continue;
         }
-        let totals = of_timeline(timeline, prices);
+        let (totals, unpriced) = of_timeline(timeline, prices);
+        savings.unpriced.extend(unpriced);
+        if totals
+            .replica_seconds_withheld
+            .is_some_and(|seconds| seconds > 0)
+            && timeline.workload.requests.is_nothing()
+        {
+            let id = format!("{}/{}/{}", timeline.namespace, timeline.kind, timeline.name);
+            savings.unrequested.push(id);
+        }
         namespaces
             .entry(&timeline.namespace)
             .or_default()
@@ -246,7 +351,8 @@ pub fn savings(timelines: &[Timeline], prices: Prices) -> Savings {
     savings
 }
 
-fn of_timeline(timeline: &Timeline, prices: Prices) -> Totals {
+/// What one timeline saves, and the resources it withholds that `prices` have none for.
+fn of_timeline(timeline: &Timeline, prices: Option<&PriceTable>) -> (Totals, Vec<String>) {
     let spec = timeline.kind.spec();
     let mut seconds_asleep = 0;
     let mut replica_seconds = 0;
@@ -270,7 +376,7 @@ fn of_timeline(timeline: &Timeline, prices: Prices) -> Totals {
         None => (!spec.sleep.is_on_off()).then_some(replica_seconds),
     };
     let replica_hours = replica_seconds.map(hours);
-    let requests = timeline.workload.requests;
+    let requests = &timeline.workload.requests;
     let cpu = requests
         .cpu_cores
         .zip(replica_hours)
@@ -279,25 +385,44 @@ fn of_timeline(timeline: &Timeline, prices: Prices) -> Totals {
         .memory_bytes
         .zip(replica_hours)
         .map(|(bytes, h)| bytes / GIB * h);
-    let priced = [(cpu, prices.cpu_hour), (memory, prices.gib_hour)]
-        .into_iter()
-        .filter_map(|(amount, price)| Some(amount? * price?))
+    let extended: BTreeMap<String, f64> = (requests.extended.iter())
+        .filter_map(|(name, units)| Some((name.clone(), units * replica_hours?)))
+        .collect();
+    let gpus = (extended.iter())
+        .filter(|(name, _)| is_gpu(name))
+        .map(|(_, hours)| *hours)
         .reduce(|a, b| a + b);
+    let (cost, unpriced) = match prices {
+        Some(prices) => {
+            let withheld = [("cpu", cpu), ("memory", memory)]
+                .into_iter()
+                .filter_map(|(name, hours)| Some((name, hours?)))
+                .chain(extended.iter().map(|(name, hours)| (name.as_str(), *hours)));
+            let (money, unpriced) = prices.cost(withheld);
+            let unpriced = unpriced.into_iter().map(String::from).collect();
+            (Some(money.cents), unpriced)
+        }
+        None => (None, Vec::new()),
+    };
     let stretches: Vec<_> = asleep.iter().map(|s| (s.start, s.end)).collect();
-    Totals {
+    let totals = Totals {
         seconds_asleep,
         hours_asleep: hours(seconds_asleep),
         replica_seconds_withheld: replica_seconds,
         replica_hours_withheld: replica_hours,
         cpu_core_hours_withheld: cpu,
         memory_gib_hours_withheld: memory,
+        gpu_hours_withheld: gpus,
+        extended_hours_withheld: extended,
         skipped_runs: timeline
             .workload
             .runs
             .as_ref()
             .and_then(|runs| skipped_runs(runs, &stretches)),
-        cost: priced,
-    }
+        cost_cents: cost,
+        cost: cost.map(units),
+    };
+    (totals, unpriced)
 }
 
 /// The firings of a CronJob's own schedule inside the stretches it was suspended by us (each

@@ -1,7 +1,7 @@
 use chrono::TimeDelta;
 
 use super::*;
-use crate::commands::plan::{Prices, parse_manifests, savings::savings, simulate};
+use crate::commands::plan::{parse_manifests, savings::savings, simulate};
 use crate::schedule::test_support::at;
 
 fn planned(text: &str, days: i64) -> (Plan, Savings, DateTime<Utc>, DateTime<Utc>) {
@@ -9,7 +9,7 @@ fn planned(text: &str, days: i64) -> (Plan, Savings, DateTime<Utc>, DateTime<Utc
     let from = at("2026-11-23T00:00:00Z");
     let until = from + TimeDelta::days(days);
     let plan = simulate(&objects, from, until, Tz::UTC);
-    let savings = savings(&plan.timelines, Prices::default());
+    let savings = savings(&plan.timelines, None);
     (plan, savings, from, until)
 }
 

@@ -15,7 +15,7 @@ fn week_of(text: &str, from: &str) -> (Plan, Savings) {
     let objects = parse_manifests(text, "week.yaml").unwrap().objects;
     let from = at(from);
     let plan = simulate(&objects, from, from + TimeDelta::days(7), Tz::UTC);
-    let savings = savings(&plan.timelines, Prices::default());
+    let savings = savings(&plan.timelines, None);
     (plan, savings)
 }
 
@@ -70,21 +70,18 @@ fn prices_turn_withheld_requests_into_money() {
     // Asleep from 20:00 to 08:00: 12 hours of one replica of 2 cores and 1 GiB.
     let priced = savings(
         &plan.timelines,
-        Prices {
-            cpu_hour: Some(0.5),
-            gib_hour: Some(0.25),
-        },
+        Some(&table("cpu=0.5,memory=0.25,currency=EUR")),
     );
     assert_eq!(priced.total.hours_asleep, 12.0);
     assert_eq!(priced.total.cost, Some(12.0 * (2.0 * 0.5 + 0.25)));
-    let cpu_only = savings(
-        &plan.timelines,
-        Prices {
-            cpu_hour: Some(0.5),
-            gib_hour: None,
-        },
-    );
+    assert_eq!(priced.currency.as_ref().map(Currency::code), Some("EUR"));
+    let cpu_only = savings(&plan.timelines, Some(&table("cpu=0.5,currency=EUR")));
     assert_eq!(cpu_only.total.cost, Some(12.0));
+    assert!(cpu_only.unpriced.contains("memory"), "{cpu_only:?}");
+}
+
+fn table(text: &str) -> PriceTable {
+    text.parse().unwrap()
 }
 
 #[test]
@@ -98,7 +95,7 @@ fn a_partial_sleep_withholds_only_the_replicas_taken() {
     let objects = parse_manifests(&text, "db.yaml").unwrap().objects;
     let from = at("2026-11-23T12:00:00Z");
     let plan = simulate(&objects, from, from + TimeDelta::hours(24), Tz::UTC);
-    let totals = savings(&plan.timelines, Prices::default()).total;
+    let totals = savings(&plan.timelines, None).total;
     assert_eq!(totals.hours_asleep, 12.0);
     assert_eq!(totals.replica_hours_withheld, Some(12.0 * 4.0));
     assert_eq!(totals.cpu_core_hours_withheld, None, "no requests declared");
@@ -141,7 +138,7 @@ fn an_object_already_asleep_at_the_start_counts_from_the_start() {
     let from = at("2026-11-23T02:00:00Z");
     let plan = simulate(&objects, from, at("2026-11-23T12:00:00Z"), Tz::UTC);
     assert!(plan.transitions[0].at == at("2026-11-23T08:00:00Z"));
-    let totals = savings(&plan.timelines, Prices::default()).total;
+    let totals = savings(&plan.timelines, None).total;
     assert_eq!(totals.hours_asleep, 6.0);
     assert_eq!(totals.replica_hours_withheld, Some(18.0));
 }
@@ -160,7 +157,7 @@ fn namespaces_add_up_on_their_own_and_into_the_total() {
     let objects = parse_manifests(&text, "all.yaml").unwrap().objects;
     let from = at("2026-11-23T12:00:00Z");
     let plan = simulate(&objects, from, from + TimeDelta::days(1), Tz::UTC);
-    let savings = savings(&plan.timelines, Prices::default());
+    let savings = savings(&plan.timelines, None);
     let names: Vec<_> = savings.objects.iter().map(|o| o.name.as_str()).collect();
     assert_eq!(
         names,
@@ -184,7 +181,7 @@ fn namespaces_add_up_on_their_own_and_into_the_total() {
 fn requests_add_up_over_containers_and_a_limit_stands_for_a_missing_request() {
     let text = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: staging}\nspec:\n  replicas: 1\n  selector: {matchLabels: {app: x}}\n  template:\n    metadata: {labels: {app: x}}\n    spec:\n      initContainers: [{name: migrate, image: x, resources: {requests: {cpu: '8', memory: 8Gi}}}]\n      containers:\n      - {name: app, image: x, resources: {requests: {cpu: 250m, memory: 256Mi}}}\n      - {name: proxy, image: x, resources: {limits: {cpu: 500m, memory: 128Mi}}}\n      - {name: logs, image: x}\n";
     let objects = parse_manifests(text, "web.yaml").unwrap().objects;
-    let requests = objects[0].workload.requests;
+    let requests = &objects[0].workload.requests;
     assert_eq!(requests.cpu_cores, Some(0.75), "init containers left out");
     assert_eq!(requests.memory_bytes, Some(384.0 * 1024.0 * 1024.0));
 
@@ -215,7 +212,7 @@ fn one_day(text: &str) -> Savings {
     let objects = parse_manifests(text, "keda.yaml").unwrap().objects;
     let from = at("2026-11-23T12:00:00Z");
     let plan = simulate(&objects, from, from + TimeDelta::days(1), Tz::UTC);
-    savings(&plan.timelines, Prices::default())
+    savings(&plan.timelines, None)
 }
 
 #[test]
@@ -284,7 +281,7 @@ fn a_kind_that_sleeps_on_or_off_saves_hours_asleep_and_no_replicas() {
     let objects = parse_manifests(&text, "shop.yaml").unwrap().objects;
     let from = at("2026-11-23T12:00:00Z");
     let plan = simulate(&objects, from, from + TimeDelta::days(1), Tz::UTC);
-    let savings = savings(&plan.timelines, Prices::default());
+    let savings = savings(&plan.timelines, None);
     let rows: Vec<_> = savings
         .objects
         .iter()
@@ -307,4 +304,109 @@ fn a_kind_that_sleeps_on_or_off_saves_hours_asleep_and_no_replicas() {
     );
     assert_eq!(savings.total.hours_asleep, 36.0);
     assert_eq!(savings.total.replica_hours_withheld, None);
+}
+
+#[test]
+fn gpus_and_other_extended_resources_count_by_their_limits_and_are_priced_by_name() {
+    // A GPU asked for by its limit alone (the API server sets the request to it), an FPGA by
+    // both; asleep 12 hours a night, 2 replicas.
+    let text = with_requests(
+        deployment(
+            "inference",
+            2,
+            "    cronscaler.dev/scale-down: \"0 20 * * *\"\n    cronscaler.dev/scale-up: \"0 8 * * *\"",
+        ),
+        "cpu: '4', memory: 16Gi, example.com/fpga: '1'}, limits: {nvidia.com/gpu: '1', example.com/fpga: '1'",
+    );
+    let objects = parse_manifests(&text, "gpu.yaml").unwrap().objects;
+    let from = at("2026-11-23T12:00:00Z");
+    let plan = simulate(&objects, from, from + TimeDelta::days(1), Tz::UTC);
+    let prices = table("cpu=0.031,memory=0.0042,gpu=2.48,currency=USD");
+    let saved = savings(&plan.timelines, Some(&prices));
+    let totals = &saved.total;
+    assert_eq!(
+        totals.gpu_hours_withheld,
+        Some(24.0),
+        "one GPU, 2 replicas, 12 h"
+    );
+    assert_eq!(
+        totals.extended_hours_withheld,
+        BTreeMap::from([
+            ("example.com/fpga".to_string(), 24.0),
+            ("nvidia.com/gpu".to_string(), 24.0)
+        ])
+    );
+    // 96 core-hours at 0.031, 384 GiB-hours at 0.0042, 24 GPU-hours at 2.48: 2.976 + 1.6128
+    // + 59.52 = 64.1088, in cents.
+    assert_eq!(
+        totals.money(&prices.currency).map(|m| m.to_string()),
+        Some("$64.11".into())
+    );
+    assert_eq!(
+        saved.unpriced,
+        BTreeSet::from(["example.com/fpga".to_string()])
+    );
+    assert_eq!(
+        saved.notes(),
+        ["not in COST: no price for example.com/fpga (--prices example.com/fpga=...)"]
+    );
+}
+
+#[test]
+fn a_workload_requesting_nothing_counts_0_and_says_so_and_no_prices_say_how_to_give_them() {
+    let text = deployment(
+        "bare",
+        2,
+        "    cronscaler.dev/scale-down: \"0 20 * * *\"\n    cronscaler.dev/scale-up: \"0 8 * * *\"",
+    );
+    let objects = parse_manifests(&text, "bare.yaml").unwrap().objects;
+    let from = at("2026-11-23T12:00:00Z");
+    let plan = simulate(&objects, from, from + TimeDelta::days(1), Tz::UTC);
+    let priced = savings(&plan.timelines, Some(&table("cpu=1,currency=USD")));
+    assert_eq!(priced.total.cost, Some(0.0));
+    assert_eq!(priced.unrequested, ["staging/Deployment/bare"]);
+    assert_eq!(
+        priced.notes(),
+        ["counted 0: the pods of staging/Deployment/bare request no CPU, memory or other resource"]
+    );
+    let unpriced = savings(&plan.timelines, None);
+    assert_eq!(unpriced.total.cost, None);
+    assert_eq!(
+        unpriced.notes().last().map(String::as_str),
+        Some(PRICES_HINT)
+    );
+}
+
+proptest::proptest! {
+    /// Each object's cost is rounded to cents once and every total is the sum of its rows, so
+    /// that a bill adds up whatever the prices and requests.
+    #[test]
+    fn every_total_is_the_sum_of_the_cents_its_rows_show(
+        cpus in proptest::collection::vec(1_u32..4000, 1..6),
+        price in 0.0001_f64..5.0,
+    ) {
+        let text: String = cpus
+            .iter()
+            .enumerate()
+            .map(|(index, millis)| {
+                with_requests(
+                    deployment(
+                        &format!("w{index}"),
+                        1 + (index as i32 % 3),
+                        "    cronscaler.dev/scale-down: \"0 20 * * *\"\n    cronscaler.dev/scale-up: \"0 8 * * *\"",
+                    ),
+                    &format!("cpu: {millis}m"),
+                ) + "---\n"
+            })
+            .collect();
+        let objects = parse_manifests(&text, "many.yaml").unwrap().objects;
+        let from = at("2026-11-23T12:00:00Z");
+        let plan = simulate(&objects, from, from + TimeDelta::days(3), Tz::UTC);
+        let prices = table(&format!("cpu={price},currency=USD"));
+        let saved = savings(&plan.timelines, Some(&prices));
+        let rows: i64 = saved.objects.iter().filter_map(|o| o.totals.cost_cents).sum();
+        let namespaces: i64 = saved.namespaces.iter().filter_map(|n| n.totals.cost_cents).sum();
+        proptest::prop_assert_eq!(saved.total.cost_cents, Some(rows));
+        proptest::prop_assert_eq!(namespaces, rows);
+    }
 }

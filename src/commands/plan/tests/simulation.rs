@@ -4,7 +4,7 @@
 
 use chrono::TimeDelta;
 
-use super::savings::{Prices, savings};
+use super::savings::savings;
 use super::*;
 
 #[test]
@@ -191,7 +191,7 @@ fn downtime_all_week_is_asleep_all_week_from_the_catch_up() {
         .map(|t| (t.at, t.action.as_str(), t.from, t.to, t.catch_up))
         .collect();
     assert_eq!(rows, vec![(utc(2, 0), "down", 3, 0, true)]);
-    let totals = savings(&plan.timelines, Prices::default()).total;
+    let totals = savings(&plan.timelines, None).total;
     assert_eq!(totals.seconds_asleep, 168 * 3600);
 }
 
@@ -213,7 +213,7 @@ fn a_window_over_midnight_gets_a_note_naming_kube_downscalers_reading() {
              of each instant instead, and its Python version never matches such a window"
         ]
     );
-    let table = render_table(&plan, &savings(&plan.timelines, Prices::default()));
+    let table = render_table(&plan, &savings(&plan.timelines, None));
     assert!(
         table.contains("NOTE staging/Deployment/night: cronscaler.dev/uptime `Mon-Fri 22:00-06:00` runs over midnight"),
         "{table}"
@@ -276,7 +276,7 @@ fn a_ready_by_wake_is_planned_at_its_early_start_and_says_when_it_is_ready() {
     let manifests = read_manifests(&[dir], Reading::default()).unwrap();
     // Monday 2026-03-02 to Tuesday noon, Berlin being UTC+1.
     let plan = simulate(&manifests.objects, utc(2, 12), utc(3, 12), Tz::UTC);
-    let table = render_table(&plan, &savings(&plan.timelines, Prices::default()));
+    let table = render_table(&plan, &savings(&plan.timelines, None));
     let morning = plan
         .transitions
         .iter()

@@ -4,7 +4,7 @@
 use chrono::TimeDelta;
 
 use super::render::{amount, describe_summary, interval, thousands};
-use super::savings::{Prices, Savings, savings};
+use super::savings::{Savings, savings};
 use super::*;
 use crate::schedule::test_support::at;
 
@@ -119,7 +119,7 @@ fn a_paused_schedule_is_not_stepped_through() {
     let plan = simulate(&objects, utc(1, 0), utc(8, 0), Tz::UTC);
     assert!(started.elapsed() < std::time::Duration::from_secs(1));
     assert!(plan.transitions.is_empty() && plan.summaries.is_empty() && plan.invalid.is_empty());
-    let totals = savings(&plan.timelines, Prices::default()).total;
+    let totals = savings(&plan.timelines, None).total;
     assert_eq!(totals.seconds_asleep, 0, "paused, it never sleeps");
 }
 

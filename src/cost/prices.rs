@@ -1,0 +1,143 @@
+//! A price table, as a person writes it (`--prices cpu=0.031,memory=0.0042,gpu=2.48,currency=USD`):
+//! what an hour of one unit requested costs, per resource, in one currency. `cpu` is per core,
+//! `memory` per GiB, `gpu` is `nvidia.com/gpu`, and any other extended resource is named as the
+//! Pods request it (`amd.com/gpu=1.9`), per unit.
+
+use std::{collections::BTreeMap, fmt, str::FromStr};
+
+use super::money::{Currency, Money, cents};
+
+/// The resource `gpu` stands for in a table: the one the NVIDIA device plugin advertises.
+pub const GPU: &str = "nvidia.com/gpu";
+
+/// What an hour of each resource requested costs, in `currency`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PriceTable {
+    pub currency: Currency,
+    /// By resource as Pods request it: `cpu` (per core), `memory` (per GiB), `nvidia.com/gpu`
+    /// and other extended resources (per unit).
+    pub per_hour: BTreeMap<String, f64>,
+}
+
+/// Why a price table is not one, naming the entry and its value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PricesError {
+    #[error("{entry:?} is not `resource=price`, e.g. `cpu=0.031`")]
+    NotAnEntry { entry: String },
+    #[error(
+        "{resource:?} is not a resource a price can be given for: `cpu`, `memory`, `gpu`, or an \
+         extended resource as Pods request it, e.g. `amd.com/gpu`"
+    )]
+    UnknownResource { resource: String },
+    #[error("{resource}={value:?}: a price is a number of 0 or more, e.g. `0.031`")]
+    NotAPrice { resource: String, value: String },
+    #[error("{value:?} is not a currency: give its ISO 4217 code, e.g. `currency=USD`")]
+    NotACurrency { value: String },
+    #[error("{resource} is priced twice")]
+    Twice { resource: String },
+    #[error("no currency: add one, e.g. `currency=USD`")]
+    NoCurrency,
+    #[error("no price: give at least one, e.g. `cpu=0.031,memory=0.0042,currency=USD`")]
+    NoPrice,
+}
+
+/// Whether `name` is a resource a Pod may request that a price can be given for.
+fn is_priceable(name: &str) -> bool {
+    match name.split_once('/') {
+        None => matches!(name, "cpu" | "memory"),
+        // Extended resources are named by a domain of their own; `kubernetes.io` ones are the
+        // cluster's, never requested for money.
+        Some((domain, rest)) => {
+            !rest.is_empty() && domain.contains('.') && !domain.ends_with("kubernetes.io")
+        }
+    }
+}
+
+impl FromStr for PriceTable {
+    type Err = PricesError;
+
+    fn from_str(text: &str) -> Result<Self, PricesError> {
+        let mut currency = None;
+        let mut per_hour = BTreeMap::new();
+        for entry in text
+            .split(',')
+            .map(str::trim)
+            .filter(|entry| !entry.is_empty())
+        {
+            let Some((key, value)) = entry.split_once('=') else {
+                return Err(PricesError::NotAnEntry {
+                    entry: entry.into(),
+                });
+            };
+            let (key, value) = (key.trim(), value.trim());
+            if key == "currency" {
+                let code = Currency::of(value).ok_or_else(|| PricesError::NotACurrency {
+                    value: value.into(),
+                })?;
+                if currency.replace(code).is_some() {
+                    return Err(PricesError::Twice {
+                        resource: "currency".into(),
+                    });
+                }
+                continue;
+            }
+            let resource = if key == "gpu" { GPU } else { key };
+            if !is_priceable(resource) {
+                return Err(PricesError::UnknownResource {
+                    resource: key.into(),
+                });
+            }
+            let price = value
+                .parse::<f64>()
+                .ok()
+                .filter(|price| price.is_finite() && *price >= 0.0)
+                .ok_or_else(|| PricesError::NotAPrice {
+                    resource: key.into(),
+                    value: value.into(),
+                })?;
+            if per_hour.insert(resource.to_string(), price).is_some() {
+                return Err(PricesError::Twice {
+                    resource: resource.into(),
+                });
+            }
+        }
+        let currency = currency.ok_or(PricesError::NoCurrency)?;
+        if per_hour.is_empty() {
+            return Err(PricesError::NoPrice);
+        }
+        Ok(PriceTable { currency, per_hour })
+    }
+}
+
+impl fmt::Display for PriceTable {
+    /// As it is written: `cpu=0.031,memory=0.0042,nvidia.com/gpu=2.48,currency=USD`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (resource, price) in &self.per_hour {
+            write!(f, "{resource}={price},")?;
+        }
+        write!(f, "currency={}", self.currency)
+    }
+}
+
+impl PriceTable {
+    /// What `hours` of each resource (core-hours, GiB-hours, unit-hours) cost, in cents once;
+    /// and the resources among them the table has no price for, which the amount leaves out.
+    pub fn cost<'a>(
+        &self,
+        hours: impl IntoIterator<Item = (&'a str, f64)>,
+    ) -> (Money, Vec<&'a str>) {
+        let mut amount = 0.0;
+        let mut unpriced = Vec::new();
+        for (resource, hours) in hours {
+            match self.per_hour.get(resource) {
+                Some(price) => amount += hours * price,
+                None if hours != 0.0 => unpriced.push(resource),
+                None => {}
+            }
+        }
+        (Money::new(cents(amount), self.currency.clone()), unpriced)
+    }
+}
+
+#[cfg(test)]
+mod tests;
