@@ -4,6 +4,8 @@
 
 pub mod money;
 pub mod prices;
+pub mod resources;
 
 pub use money::{Currency, Money};
-pub use prices::{GPU, PriceTable, PricesError};
+pub use prices::{PriceTable, PricesError};
+pub use resources::{GPU, is_extended, is_gpu};

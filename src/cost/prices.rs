@@ -5,10 +5,10 @@
 
 use std::{collections::BTreeMap, fmt, str::FromStr};
 
-use super::money::{Currency, Money, cents};
-
-/// The resource `gpu` stands for in a table: the one the NVIDIA device plugin advertises.
-pub const GPU: &str = "nvidia.com/gpu";
+use super::{
+    money::{Currency, Money, cents},
+    resources::{GPU, is_priceable},
+};
 
 /// What an hour of each resource requested costs, in `currency`.
 #[derive(Debug, Clone, PartialEq)]
@@ -39,18 +39,6 @@ pub enum PricesError {
     NoCurrency,
     #[error("no price: give at least one, e.g. `cpu=0.031,memory=0.0042,currency=USD`")]
     NoPrice,
-}
-
-/// Whether `name` is a resource a Pod may request that a price can be given for.
-fn is_priceable(name: &str) -> bool {
-    match name.split_once('/') {
-        None => matches!(name, "cpu" | "memory"),
-        // Extended resources are named by a domain of their own; `kubernetes.io` ones are the
-        // cluster's, never requested for money.
-        Some((domain, rest)) => {
-            !rest.is_empty() && domain.contains('.') && !domain.ends_with("kubernetes.io")
-        }
-    }
 }
 
 impl FromStr for PriceTable {

@@ -14,7 +14,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::{
-    cost::{Currency, Money, PriceTable, money::units},
+    cost::{Currency, Money, PriceTable, is_extended, is_gpu, money::units},
     workloads::target::TargetKind,
 };
 
@@ -141,20 +141,6 @@ impl PodRequests {
             && self.memory_bytes.is_none()
             && self.extended.is_empty()
     }
-}
-
-/// Whether `name` is an extended resource (`nvidia.com/gpu`): one named by a domain of its own,
-/// not the cluster's (`kubernetes.io`) nor `hugepages-*` or `ephemeral-storage`.
-fn is_extended(name: &str) -> bool {
-    name.split_once('/').is_some_and(|(domain, rest)| {
-        !rest.is_empty() && domain.contains('.') && !domain.ends_with("kubernetes.io")
-    })
-}
-
-/// Whether an extended resource is a GPU (`nvidia.com/gpu`, `amd.com/gpu`): the GPU column
-/// counts them together.
-pub fn is_gpu(name: &str) -> bool {
-    name.rsplit_once('/').is_some_and(|(_, kind)| kind == "gpu")
 }
 
 /// What sleeping saves, per object, per namespace and in total.

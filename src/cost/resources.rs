@@ -1,0 +1,46 @@
+//! Which resources a Pod requests that sleeping frees and a price can be given for: `cpu`,
+//! `memory`, and extended resources, GPUs first.
+
+/// The resource `gpu` stands for in a price table: the one the NVIDIA device plugin advertises.
+pub const GPU: &str = "nvidia.com/gpu";
+
+/// Whether `name` is an extended resource (`nvidia.com/gpu`): one named by a domain of its own,
+/// not the cluster's (`kubernetes.io`), nor `hugepages-*` or `ephemeral-storage`.
+pub fn is_extended(name: &str) -> bool {
+    name.split_once('/').is_some_and(|(domain, rest)| {
+        !rest.is_empty() && domain.contains('.') && !domain.ends_with("kubernetes.io")
+    })
+}
+
+/// Whether an extended resource is a GPU (`nvidia.com/gpu`, `amd.com/gpu`): they are counted
+/// together as GPUs.
+pub fn is_gpu(name: &str) -> bool {
+    is_extended(name) && name.rsplit_once('/').is_some_and(|(_, kind)| kind == "gpu")
+}
+
+/// Whether a price can be given for `name`.
+pub fn is_priceable(name: &str) -> bool {
+    matches!(name, "cpu" | "memory") || is_extended(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extended_resources_are_named_by_a_domain_of_their_own() {
+        for name in [GPU, "amd.com/gpu", "example.com/fpga", "gpu.intel.com/i915"] {
+            assert!(is_extended(name), "{name}");
+        }
+        for name in [
+            "cpu",
+            "memory",
+            "hugepages-2Mi",
+            "ephemeral-storage",
+            "kubernetes.io/x",
+        ] {
+            assert!(!is_extended(name), "{name}");
+        }
+        assert!(is_gpu("amd.com/gpu") && !is_gpu("example.com/fpga") && !is_gpu("gpu"));
+    }
+}
