@@ -468,7 +468,8 @@ pub struct PlanArgs {
     pub prices: Prices,
 }
 
-/// What an hour of each resource requested costs: `plan` shows savings in money by it.
+/// What an hour of each resource requested costs: `plan`, `status` and the console show
+/// savings in money by it.
 #[derive(Debug, Clone, Args)]
 pub struct Prices {
     /// What an hour of each resource requested costs, and the currency:
@@ -521,6 +522,9 @@ pub struct StatusReading {
 
     #[command(flatten)]
     pub gitops: GitOpsDefault,
+
+    #[command(flatten)]
+    pub prices: Prices,
 }
 
 /// How a workload a GitOps tool deploys sleeps where nothing says: `run` acts on it, `plan`

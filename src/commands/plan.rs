@@ -553,7 +553,6 @@ fn apply_annotations(
 
 mod chart;
 mod manifests;
-mod quantity;
 mod render;
 mod savings;
 mod timeline;
@@ -563,7 +562,6 @@ pub use manifests::{
     ClusterRead, Location, Manifests, Reading, SkipReason, Skipped, parse_manifests, plan_objects,
     read_cluster, read_manifests,
 };
-pub use quantity::{QuantityError, parse_quantity};
 pub use render::render_table;
 pub use savings::{Savings, Totals, Workload, savings};
 pub use timeline::{ReplicaState, Segment, Step, Timeline};

@@ -10,6 +10,11 @@ use serde::Serialize;
 
 use crate::{
     commands::table,
+    cost::{
+        Currency, Money, PodRequests, PriceTable,
+        money::{cents, units},
+        prices,
+    },
     duration::spoken,
     namespaces::NamespaceSchedules,
     runtime::key::ObjectKey,
@@ -29,10 +34,12 @@ use holds::{held_by_lever, pending};
 mod cluster;
 mod holds;
 mod state;
+mod withheld;
 
 pub(crate) use cluster::namespace_annotations;
 pub use cluster::{Listed, listed};
 pub use state::{NextAction, Standing, State, state};
+pub use withheld::Withheld;
 
 /// One object as listed.
 #[derive(Debug, Clone)]
@@ -42,6 +49,8 @@ pub struct StatusObject {
     /// Awake as it asks, asleep as it asks: how far it is settled for its Namespace's ordered
     /// wake.
     pub settled: (bool, bool),
+    /// What each of its pods requests.
+    pub requests: PodRequests,
 }
 
 impl StatusObject {
@@ -57,7 +66,7 @@ impl StatusObject {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Row {
     pub namespace: String,
@@ -79,6 +88,9 @@ pub struct Row {
     /// The GitOps tool that deploys it: the owner, the mode, and what it does to the nights.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gitops: Option<Shown>,
+    /// Asleep: what the replicas it does not run request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub withheld: Option<Withheld>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -89,7 +101,7 @@ pub struct Next {
     pub local_time: String,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Summary {
     /// Objects asleep now, of every kind.
@@ -105,9 +117,20 @@ pub struct Summary {
     ///
     /// [`KindSpec::withheld`]: crate::workloads::kinds::KindSpec::withheld
     pub replicas_asleep: i64,
+    /// What their pods request.
+    #[serde(skip_serializing_if = "Withheld::is_nothing")]
+    pub withheld: Withheld,
+    /// What an hour of that costs, where prices were given, in `currency`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_per_hour: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub currency: Option<Currency>,
+    /// Resources withheld that the prices have none for: left out of `costPerHour`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unpriced: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Status {
     pub objects: Vec<Row>,
@@ -134,7 +157,7 @@ pub fn status(
     namespaces: Option<&NamespaceSchedules>,
     excluded: &[String],
     gitops: (&Owners, GitOpsMode),
-    holds: Holds,
+    (holds, prices): (Holds, Option<&PriceTable>),
     now: DateTime<Utc>,
 ) -> Status {
     let excluded = excluded.iter().cloned();
@@ -183,7 +206,7 @@ pub fn status(
         (&a.namespace, &a.kind, &a.name).cmp(&(&b.namespace, &b.kind, &b.name))
     });
     Status {
-        summary: summarise(&rows),
+        summary: summarise(&rows, prices),
         objects: rows.into_iter().map(|(_, row)| row).collect(),
         namespace_schedules_known: namespaces.is_some(),
     }
@@ -202,23 +225,33 @@ pub fn summary_of<'a>(rows: impl IntoIterator<Item = &'a Row>) -> Summary {
     let rows: Vec<(TargetKind, Row)> = (rows.into_iter())
         .filter_map(|row| Some((TargetKind::named(&row.kind)?, row.clone())))
         .collect();
-    summarise(&rows)
+    summarise(&rows, None)
 }
 
-/// What the objects asleep among `rows` withhold, each by its kind's rule.
-fn summarise(rows: &[(TargetKind, Row)]) -> Summary {
+/// What the objects asleep among `rows` withhold, each by its kind's rule, and what an hour of
+/// it costs at `prices`.
+fn summarise(rows: &[(TargetKind, Row)], prices: Option<&PriceTable>) -> Summary {
     let mut summary = Summary::default();
     for (kind, row) in rows.iter().filter(|(_, row)| row.is_asleep()) {
         summary.objects_asleep += 1;
         summary.replicas_asleep += kind
             .spec()
             .withheld(row.awake_replicas.into(), row.replicas.into());
+        if let Some(withheld) = &row.withheld {
+            summary.withheld.add(withheld);
+        }
         if kind.is_on_off() {
             *summary.on_off_asleep.entry(kind.to_string()).or_default() += 1;
         }
         if *kind == TargetKind::CronJob {
             summary.cron_jobs_asleep += 1;
         }
+    }
+    if let Some(prices) = prices {
+        let (cents, unpriced) = summary.withheld.hourly(prices);
+        summary.cost_per_hour = Some(units(cents));
+        summary.currency = Some(prices.currency.clone());
+        summary.unpriced = unpriced;
     }
     summary
 }
@@ -342,7 +375,7 @@ fn row(
     )
     .filter(|_| !driven)
     .map(|gitops| gitops.shown(&target));
-    Some(Row {
+    let mut row = Row {
         namespace,
         kind: kind.to_string(),
         name: observed.reference.name.clone().unwrap_or_default(),
@@ -359,7 +392,15 @@ fn row(
         schedule_from,
         reasons: standing.reasons,
         gitops,
-    })
+        withheld: None,
+    };
+    if row.is_asleep() {
+        let replicas = kind
+            .spec()
+            .withheld(row.awake_replicas.into(), row.replicas.into());
+        row.withheld = Withheld::of(&object.requests, replicas);
+    }
+    Some(row)
 }
 
 fn local_time(at: DateTime<Utc>, timezone: Tz) -> String {
@@ -423,6 +464,10 @@ pub fn render_table(status: &Status, now: DateTime<Utc>) -> String {
         table::aligned(&rows)
     };
     out.push_str(&summary_line(&status.summary));
+    for note in status.summary.notes() {
+        out.push_str(&note);
+        out.push('\n');
+    }
     out
 }
 
@@ -447,8 +492,14 @@ pub fn summary_line(summary: &Summary) -> String {
         true => String::new(),
         false => format!(" ({})", on_off.join(", ")),
     };
+    let withheld = summary.withheld.describe();
+    let withheld = match (withheld.is_empty(), summary.money()) {
+        (true, _) => String::new(),
+        (false, None) => format!("; withholding {withheld}"),
+        (false, Some(money)) => format!("; withholding {withheld}: {money} an hour"),
+    };
     format!(
-        "asleep now: {}{on_off}, {}\n",
+        "asleep now: {}{on_off}, {}{withheld}\n",
         plural(summary.objects_asleep, "object", "objects"),
         plural(
             summary.replicas_asleep.unsigned_abs(),
@@ -456,6 +507,32 @@ pub fn summary_line(summary: &Summary) -> String {
             "replicas"
         )
     )
+}
+
+impl Summary {
+    /// What an hour of what is withheld costs, where prices were given.
+    pub fn money(&self) -> Option<Money> {
+        Some(Money::new(
+            cents(self.cost_per_hour?),
+            self.currency.clone()?,
+        ))
+    }
+
+    /// What a reader must know besides the figures: what no price covers, and how to give
+    /// prices where none were.
+    pub fn notes(&self) -> Vec<String> {
+        let mut notes = Vec::new();
+        if let Some(first) = self.unpriced.first() {
+            notes.push(format!(
+                "not in the cost: no price for {} (--prices {first}=...)",
+                self.unpriced.join(", ")
+            ));
+        }
+        if self.currency.is_none() && !self.withheld.is_nothing() {
+            notes.push(prices::HINT.to_string());
+        }
+        notes
+    }
 }
 
 #[cfg(test)]

@@ -10,6 +10,10 @@ use super::{
     resources::{GPU, is_priceable},
 };
 
+/// How to give prices: said wherever savings are shown without money.
+pub const HINT: &str = "no prices: give them to see the savings in money, e.g. \
+     --prices cpu=0.031,memory=0.0042,gpu=2.48,currency=USD (per core-, GiB- and GPU-hour)";
+
 /// What an hour of each resource requested costs, in `currency`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PriceTable {

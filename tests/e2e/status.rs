@@ -399,3 +399,75 @@ async fn without_the_namespaces_grant_status_says_so_and_goes_on() {
     );
     scenario.finish().await;
 }
+
+/// An inference server asleep since an hour ago, whose pods request CPU and memory and limit a
+/// GPU: `status` says what its sleep withholds, in money an hour at the prices it is given, and
+/// how to give prices without them.
+#[tokio::test]
+async fn status_says_what_sleep_withholds_and_its_price_an_hour() {
+    let Some(scenario) = Scenario::shared("status-money").await else {
+        return;
+    };
+    let namespace = scenario.namespace.clone();
+    let hour_ago = Utc::now() - chrono::Duration::hours(1);
+    let mut annotations = down_at(whole_second_in(3600 * 6));
+    if let Some(object) = annotations.as_object_mut() {
+        object.insert("cronscaler.dev/original-replicas".into(), json!("2"));
+        object.insert(
+            "cronscaler.dev/last-transition".into(),
+            json!(last_transition(hour_ago, "down")),
+        );
+    }
+    let mut inference = support::deployment("inference", 0, annotations);
+    let resources = json!({
+        "requests": { "cpu": "4", "memory": "24Gi" },
+        "limits": { "nvidia.com/gpu": "1" },
+    });
+    if let Some(container) = inference
+        .spec
+        .as_mut()
+        .and_then(|spec| spec.template.spec.as_mut())
+        .and_then(|pod| pod.containers.first_mut())
+    {
+        container.resources = serde_json::from_value(resources).ok();
+    }
+    scenario
+        .deployments()
+        .create(&PostParams::default(), &inference)
+        .await
+        .expect("the inference server");
+
+    let said = scenario.said(&["status", "-n", &namespace]);
+    let lines: Vec<&str> = said.lines().collect();
+    assert_eq!(
+        lines[lines.len() - 2..],
+        [
+            "asleep now: 1 object, 2 replicas; withholding 8.00 CPU, 48.00 GiB, 2.00 GPU",
+            "no prices: give them to see the savings in money, e.g. --prices \
+             cpu=0.031,memory=0.0042,gpu=2.48,currency=USD (per core-, GiB- and GPU-hour)",
+        ],
+        "{said}"
+    );
+    // 8 cores at 0.031, 48 GiB at 0.0042, 2 GPUs at 2.48: 5.4096 an hour.
+    let prices = "cpu=0.031,memory=0.0042,gpu=2.48,currency=USD";
+    let said = scenario.said(&["status", "-n", &namespace, "--prices", prices]);
+    assert_eq!(
+        said.lines().last(),
+        Some(
+            "asleep now: 1 object, 2 replicas; withholding 8.00 CPU, 48.00 GiB, 2.00 GPU: $5.41 an hour"
+        ),
+        "{said}"
+    );
+    let output = scenario.run(&["status", "-n", &namespace, "--prices", prices, "-o", "json"]);
+    let json: Value = serde_json::from_slice(&output.stdout).expect("status -o json is JSON");
+    let summary = &json["summary"];
+    assert_eq!(
+        (&summary["costPerHour"], &summary["currency"]),
+        (&json!(5.41), &json!("USD"))
+    );
+    assert_eq!(
+        json["objects"][0]["withheld"],
+        json!({ "cpuCores": 8.0, "memoryGib": 48.0, "extended": { "nvidia.com/gpu": 2.0 } })
+    );
+    scenario.finish().await;
+}

@@ -8,7 +8,8 @@ use kube::{Client, ResourceExt, api::DynamicObject};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{PlanError, PlanObject, Workload, savings::PodRequests};
+use super::{PlanError, PlanObject, Workload};
+use crate::cost::PodRequests;
 use crate::{
     commands::cluster::{self, Cluster, ListError, ReadOwners},
     namespaces::{

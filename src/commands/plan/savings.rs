@@ -9,19 +9,18 @@ use std::collections::{BTreeMap, BTreeSet};
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use croner::parser::{CronParser, Seconds, Year};
-use k8s_openapi::api::core::v1::PodSpec;
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::{
-    cost::{Currency, Money, PriceTable, is_extended, is_gpu, money::units},
+    cost::{
+        Currency, Money, PodRequests, PriceTable, is_gpu, money::units, prices,
+        requests::RequestsError,
+    },
     workloads::target::TargetKind,
 };
 
-use super::{
-    Timeline,
-    quantity::{QuantityError, parse_quantity},
-};
+use super::Timeline;
 
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 const SECONDS_PER_HOUR: f64 = 3600.0;
@@ -37,44 +36,17 @@ pub struct Workload {
     pub levered: Option<i32>,
 }
 
-/// What one pod requests, summed over its containers; `None` where no container says.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct PodRequests {
-    pub cpu_cores: Option<f64>,
-    pub memory_bytes: Option<f64>,
-    /// GPUs and other extended resources (`nvidia.com/gpu`), in units, by name.
-    pub extended: BTreeMap<String, f64>,
-    /// Whether a pod template was read at all: without one (a Foo's pods are its Deployment's,
-    /// a Cluster has none) what its pods request is not known, rather than nothing.
-    pub read: bool,
-}
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunSchedule {
     pub schedule: String,
     pub timezone: Option<String>,
 }
 
-/// Why a workload's pods could not be read.
-#[derive(Debug, thiserror::Error)]
-pub enum WorkloadError {
-    #[error("pod template: {0}")]
-    Template(serde_json::Error),
-    #[error("resource request: {0}")]
-    Request(QuantityError),
-}
-
 impl Workload {
     /// What savings read of an object of `kind`, whole as `object`: its pods' requests where
     /// its row says they are, and its own schedule for a kind that runs on one.
-    pub fn of(kind: TargetKind, object: &Value) -> Result<Self, WorkloadError> {
+    pub fn of(kind: TargetKind, object: &Value) -> Result<Self, RequestsError> {
         let spec = kind.spec();
-        let pod: Option<PodSpec> = spec
-            .pod_spec
-            .and_then(|path| object.pointer(path))
-            .map(|pod| serde_json::from_value(pod.clone()))
-            .transpose()
-            .map_err(WorkloadError::Template)?;
         let text = |path: &str| {
             object
                 .pointer(path)
@@ -82,7 +54,7 @@ impl Workload {
                 .map(String::from)
         };
         Ok(Workload {
-            requests: PodRequests::of(pod.as_ref()).map_err(WorkloadError::Request)?,
+            requests: PodRequests::in_object(spec.pod_spec, object)?,
             runs: spec.runs.and_then(|(schedule, timezone)| {
                 Some(RunSchedule {
                     schedule: text(schedule)?,
@@ -91,55 +63,6 @@ impl Workload {
             }),
             levered: spec.levers.map(|lever| lever.floor_of(object)),
         })
-    }
-}
-
-impl PodRequests {
-    /// Init containers are left out: they run before the others, not beside them, and only at
-    /// a pod's start. A container with a limit and no request is given the limit as its
-    /// request when its pod is created, so it counts as requested.
-    pub fn of(spec: Option<&PodSpec>) -> Result<Self, QuantityError> {
-        let mut requests = PodRequests {
-            read: spec.is_some(),
-            ..PodRequests::default()
-        };
-        let containers = spec.map(|spec| spec.containers.as_slice()).unwrap_or(&[]);
-        for resources in containers.iter().filter_map(|c| c.resources.as_ref()) {
-            for (name, total) in [
-                ("cpu", &mut requests.cpu_cores),
-                ("memory", &mut requests.memory_bytes),
-            ] {
-                let declared = [&resources.requests, &resources.limits]
-                    .into_iter()
-                    .find_map(|quantities| quantities.as_ref()?.get(name));
-                if let Some(quantity) = declared {
-                    *total = Some(total.unwrap_or(0.0) + parse_quantity(&quantity.0)?);
-                }
-            }
-            // An extended resource is requested as much as it is limited (the API server
-            // refuses them unequal), so either says.
-            let mut extended: BTreeMap<&String, &str> = BTreeMap::new();
-            for quantities in [&resources.limits, &resources.requests]
-                .into_iter()
-                .flatten()
-            {
-                for (name, quantity) in quantities.iter().filter(|(name, _)| is_extended(name)) {
-                    extended.insert(name, &quantity.0);
-                }
-            }
-            for (name, quantity) in extended {
-                *requests.extended.entry(name.clone()).or_default() += parse_quantity(quantity)?;
-            }
-        }
-        Ok(requests)
-    }
-
-    /// Whether its pods are known to request nothing sleeping could free.
-    fn is_nothing(&self) -> bool {
-        self.read
-            && self.cpu_cores.is_none()
-            && self.memory_bytes.is_none()
-            && self.extended.is_empty()
     }
 }
 
@@ -217,10 +140,6 @@ pub struct Totals {
     pub cost: Option<f64>,
 }
 
-/// How to give prices, where none were: said wherever savings are shown without money.
-pub const PRICES_HINT: &str = "no prices: give them to see the savings in money, e.g. \
-     --prices cpu=0.031,memory=0.0042,gpu=2.48,currency=USD (per core-, GiB- and GPU-hour)";
-
 impl Savings {
     /// What a reader of the savings must know besides the figures: what was counted 0, what no
     /// price covers, and how to give prices where none were.
@@ -241,7 +160,7 @@ impl Savings {
             ));
         }
         if self.currency.is_none() && !self.objects.is_empty() {
-            notes.push(PRICES_HINT.to_string());
+            notes.push(prices::HINT.to_string());
         }
         notes
     }

@@ -13,6 +13,7 @@ use crate::{
         cli::StatusReading,
         cluster::{Cluster, list_namespaces},
     },
+    cost::PodRequests,
     namespaces::NamespaceSchedules,
     scaling::{
         gitops::{Tool, owner::claim, owners::Owners},
@@ -45,12 +46,15 @@ impl Listed {
             self.namespaces.as_ref(),
             &reading.excluded.exclude_namespaces,
             (&self.owners, reading.gitops.mode),
-            Holds {
-                default_timezone: reading.default_timezone.zone,
-                grace: TimeDelta::from_std(reading.grace.period).unwrap_or(TimeDelta::MAX),
-                step_timeout: TimeDelta::from_std(reading.wake_step.timeout)
-                    .unwrap_or(TimeDelta::MAX),
-            },
+            (
+                Holds {
+                    default_timezone: reading.default_timezone.zone,
+                    grace: TimeDelta::from_std(reading.grace.period).unwrap_or(TimeDelta::MAX),
+                    step_timeout: TimeDelta::from_std(reading.wake_step.timeout)
+                        .unwrap_or(TimeDelta::MAX),
+                },
+                reading.prices.table.as_ref(),
+            ),
             now,
         )
     }
@@ -101,9 +105,12 @@ pub fn listed(
         objects: (workloads.iter())
             .map(|(kind, object)| {
                 let observed = TargetState::of_object(*kind, object);
+                // The API server refused any quantity it could not read.
+                let requests = PodRequests::in_object(kind.spec().pod_spec, &object.data);
                 StatusObject {
                     kind: *kind,
                     settled: settled(*kind, object, observed.replicas),
+                    requests: requests.unwrap_or_default(),
                     observed,
                 }
             })

@@ -22,6 +22,7 @@ fn row(namespace: &str, name: &str, state: State, replicas: i32, reasons: &[&str
         schedule_from: "Namespace".into(),
         reasons: reasons.iter().map(|reason| reason.to_string()).collect(),
         gitops: None,
+        withheld: None,
     }
 }
 

@@ -35,6 +35,7 @@ fn environment(namespace: &str, look: Look) -> Environment {
             schedule_from: "Namespace".into(),
             reasons: vec![],
             gitops: None,
+            withheld: None,
         }],
         replicas_asleep: 2,
         week: Some(Totals {

@@ -373,7 +373,7 @@ fn a_workload_requesting_nothing_counts_0_and_says_so_and_no_prices_say_how_to_g
     assert_eq!(unpriced.total.cost, None);
     assert_eq!(
         unpriced.notes().last().map(String::as_str),
-        Some(PRICES_HINT)
+        Some(crate::cost::prices::HINT)
     );
 }
 

@@ -40,7 +40,14 @@ fn a_workload_a_gitops_tool_deploys_shows_its_owner_the_mode_and_what_was_paused
     let namespaces = schedules(&[("staging", &[(GITOPS, "pause")])]);
     let beside = |owners: &Owners| {
         let gitops = (owners, GitOpsMode::Ignore);
-        status(&objects, Some(&namespaces), &[], gitops, HOLDS, night())
+        status(
+            &objects,
+            Some(&namespaces),
+            &[],
+            gitops,
+            (HOLDS, None),
+            night(),
+        )
     };
     let status = beside(&owners);
     let row = &status.objects[0];

@@ -44,6 +44,7 @@ fn a_cron_job_sleeps_suspended_and_counts_as_an_object_not_replicas() {
             on_off_asleep: [("CronJob".to_string(), 1)].into(),
             cron_jobs_asleep: 1,
             replicas_asleep: 4,
+            ..Summary::default()
         }
     );
     let table = render_table(&status, night());
@@ -94,6 +95,7 @@ fn every_kind_that_sleeps_on_or_off_counts_as_itself_and_withholds_no_replicas()
             .into(),
             cron_jobs_asleep: 1,
             replicas_asleep: 3,
+            ..Summary::default()
         },
         "only the Deployment's replicas; no Job or Cluster counted as a CronJob"
     );

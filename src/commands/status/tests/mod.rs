@@ -11,6 +11,7 @@ mod kinds;
 mod namespaces;
 mod rows;
 mod scaled_objects;
+mod withheld;
 
 /// The controller's defaults: UTC, 15 minutes' grace for a new object, and 5 minutes a step of
 /// an ordered wake.
@@ -40,7 +41,7 @@ fn status_at(
         Some(&schedules(namespaces)),
         &[],
         (&Owners::default(), GitOpsMode::Ignore),
-        HOLDS,
+        (HOLDS, None),
         now,
     )
 }
@@ -78,6 +79,7 @@ fn object(
             ..TargetState::default()
         },
         settled: (true, true),
+        requests: PodRequests::default(),
     }
 }
 

@@ -1,0 +1,100 @@
+//! What sleeping withholds now, in resources and, given prices, money an hour.
+
+use super::*;
+use crate::schedule::{LAST_TRANSITION, ORIGINAL_REPLICAS};
+
+/// `web` asleep since last night, 3 replicas awake of `requests` each.
+fn asleep_with(requests: PodRequests) -> StatusObject {
+    let mut web = deployment(
+        "web",
+        0,
+        &with(&[(LAST_TRANSITION, LAST_NIGHT), (ORIGINAL_REPLICAS, "3")]),
+    );
+    web.requests = requests;
+    web
+}
+
+fn inference() -> PodRequests {
+    PodRequests {
+        cpu_cores: Some(0.25),
+        memory_bytes: Some(512.0 * 1024.0 * 1024.0),
+        extended: [("nvidia.com/gpu".to_string(), 1.0)].into(),
+        read: true,
+    }
+}
+
+fn priced(objects: &[StatusObject], prices: &str) -> Status {
+    let prices: PriceTable = prices.parse().unwrap();
+    let namespaces = schedules(&[]);
+    let gitops = (&Owners::default(), GitOpsMode::Ignore);
+    status(
+        objects,
+        Some(&namespaces),
+        &[],
+        gitops,
+        (HOLDS, Some(&prices)),
+        night(),
+    )
+}
+
+#[test]
+fn an_object_asleep_withholds_its_replicas_requests_and_the_summary_adds_them_up() {
+    let awake = deployment("api", 2, &with(&[(LAST_TRANSITION, THIS_MORNING)]));
+    let status = status_at(&[asleep_with(inference()), awake], &[], night());
+    let web = status.objects.iter().find(|row| row.name == "web").unwrap();
+    let expected = Withheld {
+        cpu_cores: Some(0.75),
+        memory_gib: Some(1.5),
+        extended: [("nvidia.com/gpu".to_string(), 3.0)].into(),
+    };
+    assert_eq!(web.withheld.as_ref(), Some(&expected));
+    let api = status.objects.iter().find(|row| row.name == "api").unwrap();
+    assert_eq!(api.withheld, None, "awake: nothing withheld");
+    assert_eq!(status.summary.withheld, expected);
+    let table = render_table(&status, night());
+    assert!(
+        table.ends_with(&format!(
+            "asleep now: 1 object, 3 replicas; withholding 0.75 CPU, 1.50 GiB, 3.00 GPU\n{}\n",
+            crate::cost::prices::HINT
+        )),
+        "{table}"
+    );
+}
+
+#[test]
+fn prices_turn_what_is_withheld_into_money_an_hour_and_name_what_they_leave_out() {
+    // 0.75 cores at 0.031, 1.5 GiB at 0.0042, 3 GPUs at 2.48: 7.46955 an hour.
+    let status = priced(
+        &[asleep_with(inference())],
+        "cpu=0.031,memory=0.0042,gpu=2.48,currency=USD",
+    );
+    assert_eq!(status.summary.cost_per_hour, Some(7.47));
+    let table = render_table(&status, night());
+    assert!(
+        table.ends_with(
+            "asleep now: 1 object, 3 replicas; withholding 0.75 CPU, 1.50 GiB, 3.00 GPU: $7.47 an \
+             hour\n"
+        ),
+        "{table}"
+    );
+    let cpu_only = priced(&[asleep_with(inference())], "cpu=0.031,currency=EUR");
+    let table = render_table(&cpu_only, night());
+    assert!(
+        table.ends_with(
+            ": €0.02 an hour\nnot in the cost: no price for memory, nvidia.com/gpu (--prices \
+             memory=...)\n"
+        ),
+        "{table}"
+    );
+}
+
+#[test]
+fn pods_that_request_nothing_withhold_nothing_and_need_no_prices() {
+    let status = status_at(&[asleep_with(PodRequests::default())], &[], night());
+    assert_eq!(status.objects[0].withheld, None);
+    let table = render_table(&status, night());
+    assert!(
+        table.ends_with("asleep now: 1 object, 3 replicas\n"),
+        "{table}"
+    );
+}
