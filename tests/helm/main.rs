@@ -57,6 +57,13 @@ fn every_value() -> Value {
             "resources": { "requests": { "cpu": "20m", "memory": "48Mi" }, "limits": { "memory": "96Mi" } },
             "extraArgs": ["--wake-cooldown=5m"],
         },
+        "prices": {
+            "currency": "USD",
+            "cpu": "0.031",
+            "memory": "0.0042",
+            "gpu": "2.48",
+            "extended": { "amd.com/gpu": "1.9" },
+        },
         "console": {
             "enabled": true,
             "replicas": 2,

@@ -274,6 +274,7 @@ fn every_value_set_reaches_the_objects_and_the_controller_takes_its_flags() {
             "--kube-downscaler-annotations",
             "--gitops=pause",
             "--exclude-namespaces=kube-system,monitoring",
+            "--prices=cpu=0.031,memory=0.0042,gpu=2.48,amd.com/gpu=1.9,currency=USD",
             "--console-trusted-proxies=10.0.0.0/8,192.168.1.1",
             "--console-session-key-file=/etc/cronscaler-console/session-key",
             "--console-secure-cookie",
@@ -456,6 +457,15 @@ fn more_than_one_console_replica_needs_a_shared_session_key() {
     assert_eq!(
         find(&objects, "Deployment", "cronscaler-console")["spec"]["replicas"],
         2
+    );
+    // A price in no currency is refused at render, not by a console that cannot start.
+    let uncurrencied = json!({ "console": { "enabled": true }, "prices": { "cpu": "0.031" } });
+    let refused = helm
+        .render("cronscaler", "cronscaler", uncurrencied)
+        .expect_err("a price without its currency");
+    assert!(
+        refused.contains("prices.currency: every price needs the currency it is in"),
+        "{refused}"
     );
     // A release upgraded with `--reuse-values` from a chart before the console has no console
     // values at all: it renders, without a console.

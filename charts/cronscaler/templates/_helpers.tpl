@@ -101,3 +101,21 @@ scope.namespaces (the controller watches one namespace, or all).
 {{- define "cronscaler.console" -}}
 {{- if (.Values.console | default dict).enabled -}}true{{- end -}}
 {{- end -}}
+
+{{/* `--prices`' table from `prices`, empty where no price is given; a price without a currency
+fails the render, rather than the console at its start. */}}
+{{- define "cronscaler.prices" -}}
+{{- with .Values.prices }}
+{{- $entries := list }}
+{{- range $name := list "cpu" "memory" "gpu" }}
+{{- with index $.Values.prices $name }}{{ $entries = append $entries (printf "%s=%v" $name .) }}{{ end }}
+{{- end }}
+{{- range $name, $price := (.extended | default dict) }}
+{{- $entries = append $entries (printf "%s=%v" $name $price) }}
+{{- end }}
+{{- if and $entries (not .currency) }}
+{{- fail "prices.currency: every price needs the currency it is in, e.g. USD" }}
+{{- end }}
+{{- if $entries }}{{ join "," (append $entries (printf "currency=%s" .currency)) }}{{ end }}
+{{- end }}
+{{- end }}

@@ -11,6 +11,7 @@ use crate::{
         plan::Totals,
         status::{Next, Row, State, Status, summary_of},
     },
+    cost::Money,
     namespaces::NamespaceSchedules,
     schedule::{SCHEDULE_KEYS, TIMEZONE},
     wake::readiness::Readiness,
@@ -62,14 +63,22 @@ pub struct Environment {
     /// What its workloads asleep withhold now.
     pub replicas_asleep: i64,
     /// What sleeping saves over the coming week, as `plan --for 7d` counts it.
-    pub week: Option<Totals>,
+    pub week: Option<Week>,
 }
 
 /// What each Namespace of `status` has its workloads read as readiness.
 pub type Readinesses = BTreeMap<String, (Readiness, Vec<String>)>;
 
+/// What sleeping saves one Namespace over the coming week, and in money where prices were
+/// given.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Week {
+    pub totals: Totals,
+    pub cost: Option<Money>,
+}
+
 /// What sleeping saves each Namespace over the coming week.
-pub type Weeks = BTreeMap<String, Totals>;
+pub type Weeks = BTreeMap<String, Week>;
 
 /// Every environment of `status`, by Namespace, with the workloads that are neither invalid nor
 /// left out deciding its look.

@@ -6,14 +6,10 @@ use chrono::{DateTime, Utc};
 
 use super::{
     act::BUTTONS,
-    environments::{Environment, Look},
+    environments::{Environment, Look, Week},
     session::Identity,
 };
-use crate::{
-    commands::{plan::Totals, status::NextAction},
-    duration::spoken,
-    escape::markup,
-};
+use crate::{commands::status::NextAction, duration::spoken, escape::markup};
 
 /// Seconds between reloads while something the person watches is waking.
 pub const RELOAD_SECONDS: u32 = 3;
@@ -210,8 +206,8 @@ pub fn encoded(text: &str) -> String {
 }
 
 /// E.g. `the coming week: asleep 108h of 168h, 216 replica-hours, 21.6 CPU core-hours
-/// withheld`: the figures `plan --for 7d` gives.
-fn week_in_words(week: &Totals) -> String {
+/// withheld, saving $41.20`: the figures `plan --for 7d` gives, in money where prices were given.
+fn week_in_words(week: &Week) -> String {
     let amount = |value: f64| {
         let rounded = (value * 10.0).round() / 10.0;
         if rounded.fract() == 0.0 {
@@ -220,21 +216,27 @@ fn week_in_words(week: &Totals) -> String {
             format!("{rounded:.1}")
         }
     };
+    let totals = &week.totals;
     let withheld: Vec<String> = [
-        (week.replica_hours_withheld, "replica-hours"),
-        (week.cpu_core_hours_withheld, "CPU core-hours"),
-        (week.memory_gib_hours_withheld, "GiB-hours of memory"),
+        (totals.replica_hours_withheld, "replica-hours"),
+        (totals.cpu_core_hours_withheld, "CPU core-hours"),
+        (totals.memory_gib_hours_withheld, "GiB-hours of memory"),
+        (totals.gpu_hours_withheld, "GPU-hours"),
     ]
     .into_iter()
     .filter_map(|(value, unit)| Some(format!("{} {unit}", amount(value?))))
     .collect();
     let asleep = format!(
         "the coming week: asleep {}h of 168h",
-        amount(week.hours_asleep)
+        amount(totals.hours_asleep)
     );
-    match withheld.is_empty() {
+    let words = match withheld.is_empty() {
         true => asleep,
         false => format!("{asleep}, {} withheld", withheld.join(", ")),
+    };
+    match &week.cost {
+        Some(cost) => format!("{words}, saving {cost}"),
+        None => words,
     }
 }
 

@@ -20,6 +20,7 @@ use crate::{
         plan::{self, PlanObject},
         status,
     },
+    cost::PriceTable,
     wake::readiness,
     workloads::target::TargetKind,
 };
@@ -51,6 +52,8 @@ pub struct Snapshot {
     pub at: DateTime<Utc>,
     /// `--default-timezone`, which the plan reads schedules without a zone in.
     zone: Tz,
+    /// `--prices`, which the week chart shows money by.
+    prices: Option<PriceTable>,
 }
 
 impl Snapshot {
@@ -61,7 +64,12 @@ impl Snapshot {
 
     /// The week ahead of `namespace`, as `plan -n NAMESPACE --for 7d -o svg` draws it.
     pub fn week_chart(&self, namespace: &str) -> String {
-        week::chart(&self.planned, namespace, self.at, self.zone)
+        week::chart(
+            &self.planned,
+            namespace,
+            (self.at, self.zone),
+            self.prices.as_ref(),
+        )
     }
 }
 
@@ -115,7 +123,8 @@ impl Reader {
         let planned = plan::plan_objects(&cluster.workloads, &schedules, &[], owners);
         let zone = reading.default_timezone.zone;
         let planned_in = started.elapsed();
-        let weeks = self.weekly.current(&planned, now, zone);
+        let prices = reading.prices.table.clone();
+        let weeks = self.weekly.current(&planned, (now, zone), prices.as_ref());
         let mut listed = status::listed(cluster);
         if read {
             listed.read_kube_downscaler_as_ours();
@@ -127,6 +136,7 @@ impl Reader {
             planned,
             at: now,
             zone,
+            prices,
         })
     }
 }

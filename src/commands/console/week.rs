@@ -12,8 +12,11 @@ use chrono::{DateTime, TimeDelta, Utc};
 use chrono_tz::Tz;
 use tokio::time::Instant;
 
-use super::environments::Weeks;
-use crate::commands::plan::{self, PlanObject};
+use super::environments::{Week, Weeks};
+use crate::{
+    commands::plan::{self, PlanObject},
+    cost::PriceTable,
+};
 
 /// How far ahead an environment's week is planned.
 pub const WEEK: TimeDelta = TimeDelta::days(7);
@@ -25,23 +28,44 @@ pub const REPLANNED: Duration = Duration::from_secs(60);
 /// first page shows none rather than a past week's).
 const SHOWN_FOR: Duration = Duration::from_secs(180);
 
-/// What sleeping saves each Namespace of `planned` over the week from `now`.
-pub fn weeks(planned: &[PlanObject], now: DateTime<Utc>, zone: Tz) -> Weeks {
+/// What sleeping saves each Namespace of `planned` over the week from `now`, in money at
+/// `prices` where given.
+pub fn weeks(
+    planned: &[PlanObject],
+    now: DateTime<Utc>,
+    zone: Tz,
+    prices: Option<&PriceTable>,
+) -> Weeks {
     let week = plan::simulate(planned, now, now + WEEK, zone);
-    (plan::savings(&week.timelines, None).namespaces.into_iter())
-        .map(|saved| (saved.namespace, saved.totals))
+    let savings = plan::savings(&week.timelines, prices);
+    (savings.namespaces.into_iter())
+        .map(|saved| {
+            let cost =
+                (savings.currency.as_ref()).and_then(|currency| saved.totals.money(currency));
+            let week = Week {
+                totals: saved.totals,
+                cost,
+            };
+            (saved.namespace, week)
+        })
         .collect()
 }
 
-/// The week ahead of `namespace` from `now`, as `plan -n NAMESPACE --for 7d -o svg` draws it.
-pub fn chart(planned: &[PlanObject], namespace: &str, now: DateTime<Utc>, zone: Tz) -> String {
+/// The week ahead of `namespace` from `now`, as `plan -n NAMESPACE --for 7d -o svg` draws it,
+/// with money at `prices` where given.
+pub fn chart(
+    planned: &[PlanObject],
+    namespace: &str,
+    (now, zone): (DateTime<Utc>, Tz),
+    prices: Option<&PriceTable>,
+) -> String {
     let objects: Vec<PlanObject> = (planned.iter())
         .filter(|object| object.target.key.namespace == namespace)
         .cloned()
         .collect();
     let until = now + WEEK;
     let plan = plan::simulate(&objects, now, until, zone);
-    let savings = plan::savings(&plan.timelines, None);
+    let savings = plan::savings(&plan.timelines, prices);
     plan::render_svg(&plan, &savings, now, until)
 }
 
@@ -58,17 +82,22 @@ pub struct Weekly(Arc<Mutex<State>>);
 impl Weekly {
     /// The weeks last planned (none before the first is done); when they are older than
     /// [`REPLANNED`], `planned` is planned again apart.
-    pub fn current(&self, planned: &[PlanObject], now: DateTime<Utc>, zone: Tz) -> Arc<Weeks> {
+    pub fn current(
+        &self,
+        planned: &[PlanObject],
+        (now, zone): (DateTime<Utc>, Tz),
+        prices: Option<&PriceTable>,
+    ) -> Arc<Weeks> {
         let mut state = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         let due = (state.last.as_ref()).is_none_or(|(at, _)| at.elapsed() >= REPLANNED);
         if due && !state.planning {
             state.planning = true;
-            let (objects, weekly) = (planned.to_vec(), self.clone());
+            let (objects, weekly, prices) = (planned.to_vec(), self.clone(), prices.cloned());
             tokio::task::spawn_blocking(move || {
                 // Done planning however it ends: a panic on some schedule leaves the weeks
                 // unplanned this time, and planned again when next due.
                 let planning = Planning(weekly.clone());
-                let planned = Arc::new(weeks(&objects, now, zone));
+                let planned = Arc::new(weeks(&objects, now, zone, prices.as_ref()));
                 let mut state = weekly.0.lock().unwrap_or_else(PoisonError::into_inner);
                 state.last = Some((Instant::now(), planned));
                 drop(state);
@@ -108,6 +137,9 @@ metadata:
     cronscaler.dev/uptime: "Mon-Fri 07:00-19:00"
 spec:
   replicas: 2
+  template:
+    spec:
+      containers: [{name: web, image: nginx, resources: {requests: {cpu: 500m}}}]
 "#;
         plan::parse_manifests(manifest, "staging.yaml")
             .unwrap()
@@ -115,20 +147,22 @@ spec:
     }
 
     #[test]
-    fn a_week_is_what_plan_counts_for_it() {
-        let weeks = weeks(&staging(), at("2026-11-30T00:00:00Z"), chrono_tz::UTC);
+    fn a_week_is_what_plan_counts_for_it_in_money_where_prices_are_given() {
+        let now = at("2026-11-30T00:00:00Z");
+        let weeks = weeks(&staging(), now, chrono_tz::UTC, None);
         let week = &weeks["staging"];
         // 168 hours less five working days of 12.
-        assert_eq!(week.hours_asleep, 108.0);
-        assert_eq!(week.replica_hours_withheld, Some(216.0));
-        let chart = chart(
-            &staging(),
-            "staging",
-            at("2026-11-30T00:00:00Z"),
-            chrono_tz::UTC,
-        );
+        assert_eq!(week.totals.hours_asleep, 108.0);
+        assert_eq!(week.totals.replica_hours_withheld, Some(216.0));
+        assert_eq!(week.cost, None);
+        // 216 replica-hours of half a core at 0.04: 4.32.
+        let prices: PriceTable = "cpu=0.04,currency=EUR".parse().unwrap();
+        let priced = super::weeks(&staging(), now, chrono_tz::UTC, Some(&prices));
+        let cost = priced["staging"].cost.as_ref().map(ToString::to_string);
+        assert_eq!(cost.as_deref(), Some("€4.32"));
+        let chart = chart(&staging(), "staging", (now, chrono_tz::UTC), Some(&prices));
         assert!(
-            chart.starts_with("<svg") && chart.contains("web"),
+            chart.starts_with("<svg") && chart.contains("web") && chart.contains("€4.32 saved"),
             "{chart}"
         );
     }
@@ -137,10 +171,14 @@ spec:
     async fn the_weeks_are_planned_apart_and_shown_once_done() {
         let weekly = Weekly::default();
         let now = at("2026-11-30T00:00:00Z");
-        assert!(weekly.current(&staging(), now, chrono_tz::UTC).is_empty());
+        assert!(
+            weekly
+                .current(&staging(), (now, chrono_tz::UTC), None)
+                .is_empty()
+        );
         let planned = tokio::time::timeout(Duration::from_secs(10), async {
             loop {
-                let weeks = weekly.current(&staging(), now, chrono_tz::UTC);
+                let weeks = weekly.current(&staging(), (now, chrono_tz::UTC), None);
                 if !weeks.is_empty() {
                     return weeks;
                 }
@@ -149,6 +187,6 @@ spec:
         })
         .await
         .unwrap();
-        assert_eq!(planned["staging"].hours_asleep, 108.0);
+        assert_eq!(planned["staging"].totals.hours_asleep, 108.0);
     }
 }

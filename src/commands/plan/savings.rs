@@ -297,7 +297,8 @@ fn of_timeline(timeline: &Timeline, prices: Option<&PriceTable>) -> (Totals, Vec
         .filter(|(name, _)| is_gpu(name))
         .map(|(_, hours)| *hours)
         .reduce(|a, b| a + b);
-    let (cost, unpriced) = match prices {
+    // Where its pods are not known (a Foo's, a Cluster's), neither is what they cost.
+    let (cost, unpriced) = match prices.filter(|_| requests.read) {
         Some(prices) => {
             let withheld = [("cpu", cpu), ("memory", memory)]
                 .into_iter()

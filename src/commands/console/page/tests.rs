@@ -6,6 +6,7 @@ use crate::{
         plan::Totals,
         status::{Next, NextAction, Row, State},
     },
+    cost::{Currency, Money},
     wake::readiness::Readiness,
 };
 
@@ -38,12 +39,15 @@ fn environment(namespace: &str, look: Look) -> Environment {
             withheld: None,
         }],
         replicas_asleep: 2,
-        week: Some(Totals {
-            seconds_asleep: 388_800,
-            hours_asleep: 108.0,
-            replica_hours_withheld: Some(216.0),
-            cpu_core_hours_withheld: Some(21.6),
-            ..Totals::default()
+        week: Some(Week {
+            totals: Totals {
+                seconds_asleep: 388_800,
+                hours_asleep: 108.0,
+                replica_hours_withheld: Some(216.0),
+                cpu_core_hours_withheld: Some(21.6),
+                ..Totals::default()
+            },
+            cost: Some(Money::new(412, Currency::of("USD").unwrap())),
         }),
     }
 }
@@ -86,7 +90,8 @@ fn buttons_are_shown_only_where_the_person_may_press_them_and_carry_their_token(
     assert!(page.contains("sleeping withholds 2 replicas now"), "{page}");
     assert!(
         page.contains(
-            "the coming week: asleep 108h of 168h, 216 replica-hours, 21.6 CPU core-hours withheld"
+            "the coming week: asleep 108h of 168h, 216 replica-hours, 21.6 CPU core-hours \
+             withheld, saving $4.12"
         ),
         "{page}"
     );
