@@ -8,6 +8,7 @@
 //! - [`namespaces`]: the schedule each Namespace's workloads follow, what it is resolved from
 //!   (its annotations, `SleepPolicy`s and `SleepSchedule`s), the hosts it claims and who follows
 //!   it.
+//! - [`nodes`]: whether sleeping turned into nodes that went: node pools, and what keeps a node.
 //! - [`scaling`]: the scheduled-scaling controller (tracker, timer, reconciler).
 //! - [`wake`]: the wake-up backend, which wakes a sleeping Namespace on the first request a
 //!   proxy sends it.
@@ -32,6 +33,7 @@ pub mod escape;
 pub mod figures;
 pub mod foo;
 pub mod namespaces;
+pub mod nodes;
 pub mod ops;
 pub mod runtime;
 pub mod scaling;

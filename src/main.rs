@@ -5,10 +5,10 @@ use chrono::Utc;
 use cronscaler::{
     commands::{
         cli::{
-            Cli, Command, KubeArgs, OutputFormat, OverrideArgs, PlanArgs, RestoreArgs, RunArgs,
-            StatusArgs, StatusFormat,
+            Cli, Command, KubeArgs, NodesArgs, OutputFormat, OverrideArgs, PlanArgs, RestoreArgs,
+            RunArgs, StatusArgs, StatusFormat,
         },
-        cluster, console, kubeconfig,
+        cluster, console, kubeconfig, nodes,
         on_demand::{OverrideTarget, set_override},
         plan, run as controller, status,
     },
@@ -43,6 +43,7 @@ async fn command() -> anyhow::Result<ExitCode> {
         Command::Plan(args) => return plan(kube, args).await,
         Command::Restore(args) => return restore(kube, args).await,
         Command::Status(args) => show_status(kube, args).await?,
+        Command::Nodes(args) => show_nodes(kube, args).await?,
         Command::Wake(args) => on_demand(kube, args, cronscaler::schedule::Direction::Up).await?,
         Command::Sleep(args) => {
             on_demand(kube, args, cronscaler::schedule::Direction::Down).await?
@@ -239,6 +240,21 @@ async fn restore(kube: &KubeArgs, args: RestoreArgs) -> anyhow::Result<ExitCode>
 }
 
 /// Prints what every scheduled object is doing now; on standard error, what could not be known.
+async fn show_nodes(kube: &KubeArgs, args: NodesArgs) -> anyhow::Result<()> {
+    let client = kubeconfig::client(kube)
+        .await
+        .context("connecting to the Kubernetes API server")?;
+    let read = nodes::read(&client)
+        .await
+        .context("reading Nodes, Pods and PodDisruptionBudgets")?;
+    let nodes = nodes::nodes(&read);
+    match args.output {
+        StatusFormat::Table => say(nodes::render_table(&nodes))?,
+        StatusFormat::Json => say(format!("{}\n", serde_json::to_string_pretty(&nodes)?))?,
+    }
+    Ok(())
+}
+
 async fn show_status(kube: &KubeArgs, args: StatusArgs) -> anyhow::Result<()> {
     let client = kubeconfig::client(kube)
         .await

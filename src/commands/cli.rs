@@ -124,6 +124,10 @@ pub enum Command {
     Plan(PlanArgs),
     /// What every scheduled object of the live cluster is doing now, and what sleeping saves.
     Status(StatusArgs),
+    /// For each node, what keeps it running: Pods that cannot move (marked not to be evicted,
+    /// local storage, a PodDisruptionBudget allowing no disruption, bare Pods) and Pods of
+    /// workloads that do not sleep; DaemonSets keep none.
+    Nodes(NodesArgs),
     /// Give scaled-down objects back what they had before the night (replicas, suspend, pause
     /// or hibernation) and remove the controller's annotations (run it before uninstalling).
     Restore(RestoreArgs),
@@ -496,6 +500,13 @@ pub struct StatusArgs {
 
     #[command(flatten)]
     pub reading: StatusReading,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct NodesArgs {
+    /// Output format.
+    #[arg(short = 'o', long, env = "CRONSCALER_NODES_OUTPUT", value_enum, default_value_t = StatusFormat::Table)]
+    pub output: StatusFormat,
 }
 
 /// What `status` and the console read what every object is doing by: the controller's flags

@@ -23,6 +23,7 @@ mod kinds;
 mod leader;
 mod memory;
 mod namespaces;
+mod nodes;
 mod on_demand;
 mod own_kinds;
 mod policies;

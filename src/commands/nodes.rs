@@ -1,0 +1,160 @@
+//! `cronscaler nodes`: for each node, what keeps it running. Reads the Nodes, the Pods bound to
+//! them and the PodDisruptionBudgets when asked (paged lists, as `kubectl get` reads them), and
+//! keeps of each Pod only what the answer needs, so that 30,000 Pods fit in little memory.
+
+use k8s_openapi::api::{
+    core::v1::{Node, Pod, PodSpec, PodStatus, Volume},
+    policy::v1::PodDisruptionBudget,
+};
+use kube::{Api, Client, api::ObjectMeta};
+use serde::Serialize;
+
+use crate::{
+    commands::table,
+    nodes::{NodeReport, report},
+    runtime::paging::all_pages,
+};
+
+/// Pods that finished keep no node: they are not even listed.
+const RUNNING: &str = "status.phase!=Succeeded,status.phase!=Failed";
+
+/// What was read of the cluster, and how many requests it took.
+pub struct Read {
+    pub nodes: Vec<Node>,
+    pub pods: Vec<Pod>,
+    pub budgets: Vec<PodDisruptionBudget>,
+}
+
+/// Lists the Nodes, the Pods not finished and the PodDisruptionBudgets of the cluster.
+pub async fn read(client: &Client) -> Result<Read, kube::Error> {
+    let nodes: Api<Node> = Api::all(client.clone());
+    let pods: Api<Pod> = Api::all(client.clone());
+    let budgets: Api<PodDisruptionBudget> = Api::all(client.clone());
+    let (nodes, pods, budgets) = (&nodes, &pods, &budgets);
+    Ok(Read {
+        nodes: all_pages(500, |params| async move { nodes.list(&params).await }).await?,
+        pods: all_pages(500, |params| async move {
+            let mut page = pods.list(&params.fields(RUNNING)).await?;
+            page.items = page.items.into_iter().map(slim).collect();
+            Ok(page)
+        })
+        .await?,
+        budgets: all_pages(500, |params| async move { budgets.list(&params).await }).await?,
+    })
+}
+
+/// What [`report`] reads of a Pod, and nothing else.
+fn slim(pod: Pod) -> Pod {
+    let metadata = ObjectMeta {
+        name: pod.metadata.name,
+        namespace: pod.metadata.namespace,
+        labels: pod.metadata.labels,
+        annotations: pod.metadata.annotations,
+        owner_references: pod.metadata.owner_references,
+        ..ObjectMeta::default()
+    };
+    let spec = pod.spec.map(|spec| PodSpec {
+        node_name: spec.node_name,
+        volumes: spec.volumes.map(|volumes| {
+            (volumes.into_iter())
+                .map(|volume| Volume {
+                    name: volume.name,
+                    empty_dir: volume.empty_dir,
+                    host_path: volume.host_path,
+                    ..Volume::default()
+                })
+                .collect()
+        }),
+        ..PodSpec::default()
+    });
+    let status = pod.status.map(|status| PodStatus {
+        phase: status.phase,
+        ..PodStatus::default()
+    });
+    Pod {
+        metadata,
+        spec,
+        status,
+    }
+}
+
+/// Every node and what keeps it, and the count of each.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Nodes {
+    pub nodes: Vec<NodeReport>,
+    pub summary: Summary,
+}
+
+#[derive(Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    pub nodes: usize,
+    /// Kept by a Pod that cannot move.
+    pub pinned: usize,
+    /// Kept by Pods of workloads that do not sleep, which could move.
+    pub busy: usize,
+    /// Nothing but DaemonSets on them: no workload keeps them.
+    pub could_go: usize,
+}
+
+/// What keeps each node of `read`.
+pub fn nodes(read: &Read) -> Nodes {
+    let nodes = report(&read.nodes, &read.pods, &read.budgets);
+    let summary = Summary {
+        nodes: nodes.len(),
+        pinned: nodes.iter().filter(|node| node.is_pinned()).count(),
+        busy: (nodes.iter())
+            .filter(|node| !node.is_pinned() && !node.could_go())
+            .count(),
+        could_go: nodes.iter().filter(|node| node.could_go()).count(),
+    };
+    Nodes { nodes, summary }
+}
+
+/// A row a node, then the summary.
+pub fn render_table(nodes: &Nodes) -> String {
+    let header = ["NODE", "POOL", "PODS", "KEPT BY"]
+        .map(String::from)
+        .to_vec();
+    let rows = nodes.nodes.iter().map(|node| {
+        let kept = match node.could_go() {
+            true => "nothing but DaemonSets: it could go (if it stays, the autoscaler's minimum \
+                     or its scale-down delay keeps it)"
+                .to_string(),
+            false => (node.kept_by.iter())
+                .map(|kept| {
+                    let pods = match kept.pods {
+                        1 => String::new(),
+                        n => format!(" ({n} Pods)"),
+                    };
+                    let why: Vec<String> = kept.keepers.iter().map(ToString::to_string).collect();
+                    let why = match why.is_empty() {
+                        true => "does not sleep".to_string(),
+                        false => why.join(", "),
+                    };
+                    format!("{}/{}{pods}: {why}", kept.namespace, kept.workload)
+                })
+                .collect::<Vec<_>>()
+                .join("; "),
+        };
+        vec![
+            node.node.clone(),
+            node.pool.clone().unwrap_or_else(|| "-".into()),
+            node.pods.to_string(),
+            kept,
+        ]
+    });
+    let rows: Vec<Vec<String>> = std::iter::once(header).chain(rows).collect();
+    let summary = &nodes.summary;
+    let mut out = match nodes.nodes.is_empty() {
+        true => "no nodes\n".to_string(),
+        false => table::aligned(&rows),
+    };
+    out.push_str(&format!(
+        "{} nodes: {} kept by Pods that cannot move, {} by Pods of workloads that do not sleep, \
+         {} by nothing but DaemonSets\n",
+        summary.nodes, summary.pinned, summary.busy, summary.could_go
+    ));
+    out
+}

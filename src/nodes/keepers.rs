@@ -1,0 +1,225 @@
+//! What keeps each node running: the Pods on it, by workload, and why each cannot simply move.
+//! DaemonSet Pods (and the kubelet's mirror Pods) run on every node and go with it, so they
+//! keep none. A node with nothing else on it is kept by nothing the cluster's workloads ask:
+//! the autoscaler's minimum, or its scale-down delay.
+//!
+//! Why a Pod cannot move, as the cluster autoscaler and Karpenter decide it: marked not to be
+//! evicted, local storage, a PodDisruptionBudget that allows no disruption now, or no controller
+//! to make it again elsewhere. A Pod with none of these still runs a workload that does not
+//! sleep: it needs room somewhere.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use k8s_openapi::api::{
+    core::v1::{Node, Pod},
+    policy::v1::PodDisruptionBudget,
+};
+use serde::Serialize;
+
+use super::{pool_of, selector::selects};
+
+const SAFE_TO_EVICT: &str = "cluster-autoscaler.kubernetes.io/safe-to-evict";
+const SAFE_TO_EVICT_LOCAL_VOLUMES: &str =
+    "cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes";
+const DO_NOT_DISRUPT: &str = "karpenter.sh/do-not-disrupt";
+const MIRROR: &str = "kubernetes.io/config.mirror";
+
+/// Why a Pod cannot simply move to another node.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(tag = "reason", rename_all = "camelCase")]
+pub enum Keeper {
+    /// `cluster-autoscaler.kubernetes.io/safe-to-evict: "false"` or
+    /// `karpenter.sh/do-not-disrupt: "true"`.
+    NotToBeEvicted { annotation: String },
+    /// `emptyDir` or `hostPath` volumes, which die with the node.
+    LocalStorage { volumes: Vec<String> },
+    /// A PodDisruptionBudget that allows no disruption now selects it.
+    Budget { budget: String },
+    /// No controller would make it again elsewhere.
+    Bare,
+}
+
+impl std::fmt::Display for Keeper {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Keeper::NotToBeEvicted { annotation } => write!(f, "{annotation}"),
+            Keeper::LocalStorage { volumes } => write!(f, "local storage {}", volumes.join(", ")),
+            Keeper::Budget { budget } => {
+                write!(f, "PodDisruptionBudget {budget} allows no disruption")
+            }
+            Keeper::Bare => write!(f, "a bare Pod, no controller makes it again"),
+        }
+    }
+}
+
+/// The Pods of one workload on a node, and why they cannot move (none: they can, but they do
+/// not sleep).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KeptBy {
+    pub namespace: String,
+    /// `Deployment/api`, `StatefulSet/db`, `Pod/debug` for a bare Pod.
+    pub workload: String,
+    pub pods: usize,
+    #[serde(skip_serializing_if = "BTreeSet::is_empty")]
+    pub keepers: BTreeSet<Keeper>,
+}
+
+/// One node and what keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeReport {
+    pub node: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pool: Option<String>,
+    /// Pods on it that are not DaemonSets'.
+    pub pods: usize,
+    /// By workload: those whose Pods cannot move first, then those that do not sleep.
+    pub kept_by: Vec<KeptBy>,
+}
+
+impl NodeReport {
+    /// Nothing but DaemonSets runs on it: no workload keeps it, and the autoscaler could take
+    /// it away.
+    pub fn could_go(&self) -> bool {
+        self.pods == 0
+    }
+
+    /// Whether a Pod on it cannot move.
+    pub fn is_pinned(&self) -> bool {
+        self.kept_by.iter().any(|kept| !kept.keepers.is_empty())
+    }
+}
+
+/// What keeps each of `nodes`, from the `pods` bound to them and the `budgets` of the cluster.
+pub fn report(nodes: &[Node], pods: &[Pod], budgets: &[PodDisruptionBudget]) -> Vec<NodeReport> {
+    let mut on_node: BTreeMap<&str, BTreeMap<(String, String), KeptBy>> = BTreeMap::new();
+    for pod in pods.iter().filter(|pod| keeps_a_node(pod)) {
+        let Some(node) = pod.spec.as_ref().and_then(|spec| spec.node_name.as_deref()) else {
+            continue;
+        };
+        let namespace = pod.metadata.namespace.clone().unwrap_or_default();
+        let workload = workload_of(pod);
+        let kept = (on_node.entry(node).or_default())
+            .entry((namespace.clone(), workload.clone()))
+            .or_insert_with(|| KeptBy {
+                namespace,
+                workload,
+                pods: 0,
+                keepers: BTreeSet::new(),
+            });
+        kept.pods += 1;
+        kept.keepers.extend(keepers_of(pod, budgets));
+    }
+    let mut reports: Vec<NodeReport> = nodes
+        .iter()
+        .map(|node| {
+            let name = node.metadata.name.clone().unwrap_or_default();
+            let labels = node.metadata.labels.clone().unwrap_or_default();
+            let mut kept_by: Vec<KeptBy> = on_node
+                .remove(name.as_str())
+                .map(|kept| kept.into_values().collect())
+                .unwrap_or_default();
+            kept_by.sort_by_key(|kept| (kept.keepers.is_empty(), kept.namespace.clone()));
+            NodeReport {
+                pool: pool_of(&labels).map(String::from),
+                pods: kept_by.iter().map(|kept| kept.pods).sum(),
+                node: name,
+                kept_by,
+            }
+        })
+        .collect();
+    reports.sort_by(|a, b| (&a.pool, &a.node).cmp(&(&b.pool, &b.node)));
+    reports
+}
+
+/// Whether a Pod keeps its node: running or about to, and neither a DaemonSet's nor the
+/// kubelet's own.
+fn keeps_a_node(pod: &Pod) -> bool {
+    let finished = (pod.status.as_ref())
+        .and_then(|status| status.phase.as_deref())
+        .is_some_and(|phase| matches!(phase, "Succeeded" | "Failed"));
+    let annotations = pod.metadata.annotations.as_ref();
+    let mirror = annotations.is_some_and(|annotations| annotations.contains_key(MIRROR));
+    let daemon = controller_of(pod).is_some_and(|(kind, _)| kind == "DaemonSet");
+    !(finished || mirror || daemon)
+}
+
+/// The kind and name of the Pod's controller, if it has one.
+fn controller_of(pod: &Pod) -> Option<(&str, &str)> {
+    (pod.metadata.owner_references.iter().flatten())
+        .find(|owner| owner.controller == Some(true))
+        .map(|owner| (owner.kind.as_str(), owner.name.as_str()))
+}
+
+/// `Deployment/api` for a Pod of the ReplicaSet `api-7d9f8` with `pod-template-hash: 7d9f8`;
+/// `StatefulSet/db`; `Pod/debug` for a bare Pod.
+fn workload_of(pod: &Pod) -> String {
+    let name = pod.metadata.name.as_deref().unwrap_or_default();
+    let Some((kind, owner)) = controller_of(pod) else {
+        return format!("Pod/{name}");
+    };
+    let hash = (pod.metadata.labels.as_ref()).and_then(|labels| labels.get("pod-template-hash"));
+    match hash.and_then(|hash| owner.strip_suffix(&format!("-{hash}"))) {
+        Some(deployment) if kind == "ReplicaSet" => format!("Deployment/{deployment}"),
+        _ => format!("{kind}/{owner}"),
+    }
+}
+
+/// Why the Pod cannot move, as the autoscalers decide it.
+fn keepers_of(pod: &Pod, budgets: &[PodDisruptionBudget]) -> Vec<Keeper> {
+    let none = BTreeMap::new();
+    let annotations = pod.metadata.annotations.as_ref().unwrap_or(&none);
+    let labels = pod.metadata.labels.as_ref().unwrap_or(&none);
+    let mut keepers = Vec::new();
+    let safe = annotations.get(SAFE_TO_EVICT).map(String::as_str);
+    if safe == Some("false") {
+        keepers.push(Keeper::NotToBeEvicted {
+            annotation: format!("{SAFE_TO_EVICT}: \"false\""),
+        });
+    }
+    if annotations.get(DO_NOT_DISRUPT).map(String::as_str) == Some("true") {
+        keepers.push(Keeper::NotToBeEvicted {
+            annotation: format!("{DO_NOT_DISRUPT}: \"true\""),
+        });
+    }
+    // Marked safe to evict, local storage and a missing controller are no obstacle.
+    let marked_safe = safe == Some("true");
+    let allowed: Vec<&str> = (annotations.get(SAFE_TO_EVICT_LOCAL_VOLUMES))
+        .map(|volumes| volumes.split(',').map(str::trim).collect())
+        .unwrap_or_default();
+    let local: Vec<String> = (pod
+        .spec
+        .iter()
+        .flat_map(|spec| spec.volumes.iter().flatten()))
+    .filter(|volume| volume.empty_dir.is_some() || volume.host_path.is_some())
+    .filter(|volume| !allowed.contains(&volume.name.as_str()))
+    .map(|volume| volume.name.clone())
+    .collect();
+    if !local.is_empty() && !marked_safe {
+        keepers.push(Keeper::LocalStorage { volumes: local });
+    }
+    let namespace = pod.metadata.namespace.as_deref();
+    for budget in budgets
+        .iter()
+        .filter(|budget| budget.metadata.namespace.as_deref() == namespace)
+    {
+        let selected = (budget.spec.as_ref())
+            .and_then(|spec| spec.selector.as_ref())
+            .is_some_and(|selector| selects(selector, labels));
+        // Without a status the disruption controller has not counted it yet: nothing is known.
+        let allows_none =
+            (budget.status.as_ref()).is_some_and(|status| status.disruptions_allowed <= 0);
+        if selected && allows_none {
+            let name = budget.metadata.name.clone().unwrap_or_default();
+            keepers.push(Keeper::Budget { budget: name });
+        }
+    }
+    if controller_of(pod).is_none() && !marked_safe {
+        keepers.push(Keeper::Bare);
+    }
+    keepers
+}
+
+#[cfg(test)]
+mod tests;
