@@ -48,6 +48,7 @@ fn slim(pod: Pod) -> Pod {
     let metadata = ObjectMeta {
         name: pod.metadata.name,
         namespace: pod.metadata.namespace,
+        deletion_timestamp: pod.metadata.deletion_timestamp,
         labels: pod.metadata.labels,
         annotations: pod.metadata.annotations,
         owner_references: pod.metadata.owner_references,
@@ -92,7 +93,7 @@ pub struct Summary {
     pub nodes: usize,
     /// Kept by a Pod that cannot move.
     pub pinned: usize,
-    /// Kept by Pods of workloads that do not sleep, which could move.
+    /// Kept by Pods that run now and could move.
     pub busy: usize,
     /// Nothing but DaemonSets on them: no workload keeps them.
     pub could_go: usize,
@@ -118,25 +119,24 @@ pub fn render_table(nodes: &Nodes) -> String {
         .map(String::from)
         .to_vec();
     let rows = nodes.nodes.iter().map(|node| {
+        let marked = (node.marked.iter()).map(|mark| format!("the node is marked {mark}"));
+        let pods = node.kept_by.iter().map(|kept| {
+            let pods = match kept.pods {
+                1 => String::new(),
+                n => format!(" ({n} Pods)"),
+            };
+            let why: Vec<String> = kept.keepers.iter().map(ToString::to_string).collect();
+            let why = match why.is_empty() {
+                true => "runs now, could move".to_string(),
+                false => why.join(", "),
+            };
+            format!("{}/{}{pods}: {why}", kept.namespace, kept.workload)
+        });
         let kept = match node.could_go() {
             true => "nothing but DaemonSets: it could go (if it stays, the autoscaler's minimum \
                      or its scale-down delay keeps it)"
                 .to_string(),
-            false => (node.kept_by.iter())
-                .map(|kept| {
-                    let pods = match kept.pods {
-                        1 => String::new(),
-                        n => format!(" ({n} Pods)"),
-                    };
-                    let why: Vec<String> = kept.keepers.iter().map(ToString::to_string).collect();
-                    let why = match why.is_empty() {
-                        true => "does not sleep".to_string(),
-                        false => why.join(", "),
-                    };
-                    format!("{}/{}{pods}: {why}", kept.namespace, kept.workload)
-                })
-                .collect::<Vec<_>>()
-                .join("; "),
+            false => marked.chain(pods).collect::<Vec<_>>().join("; "),
         };
         vec![
             node.node.clone(),
@@ -152,8 +152,8 @@ pub fn render_table(nodes: &Nodes) -> String {
         false => table::aligned(&rows),
     };
     out.push_str(&format!(
-        "{} nodes: {} kept by Pods that cannot move, {} by Pods of workloads that do not sleep, \
-         {} by nothing but DaemonSets\n",
+        "{} nodes: {} kept by Pods that cannot move (or marked to stay), {} by Pods that run now \
+         and could move, {} by nothing but DaemonSets\n",
         summary.nodes, summary.pinned, summary.busy, summary.could_go
     ));
     out

@@ -11,4 +11,4 @@ pub mod resources;
 pub use money::{Currency, Money};
 pub use prices::{PriceTable, PricesError};
 pub use requests::PodRequests;
-pub use resources::{GPU, is_extended, is_gpu};
+pub use resources::{GIB, GPU, gpus, is_extended, is_gpu};

@@ -53,8 +53,13 @@ pub fn cents(amount: f64) -> i64 {
     if amount.is_nan() {
         return 0;
     }
+    // A decimal amount is often a hair under its half cent in binary (1.005 is 1.00499...):
+    // nudged by a few units in its last place, it rounds as written.
+    let hundredths = amount * 100.0;
+    let ulps = hundredths.abs().max(1.0) * f64::EPSILON * 8.0;
+    let nudged = hundredths + hundredths.signum() * ulps;
     // `as` saturates at i64's bounds, which no bill reaches.
-    (amount * 100.0).round() as i64
+    nudged.round() as i64
 }
 
 /// `cents` in units, e.g. 41.2 for 4120.
@@ -126,6 +131,8 @@ mod tests {
         assert_eq!(cents(0.124), 12);
         assert_eq!(cents(-0.125), -13);
         assert_eq!(cents(41.2), 4120);
+        assert_eq!(cents(1.005), 101, "as written, not as stored");
+        assert_eq!(cents(0.285), 29);
         assert_eq!(cents(f64::NAN), 0);
         assert_eq!(cents(f64::INFINITY), i64::MAX);
         assert_eq!(Money::new(4120, usd()).units(), 41.2);

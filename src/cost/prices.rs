@@ -14,6 +14,10 @@ use super::{
 pub const HINT: &str = "no prices: give them to see the savings in money, e.g. \
      --prices cpu=0.031,memory=0.0042,gpu=2.48,currency=USD (per core-, GiB- and GPU-hour)";
 
+/// The most an hour of one unit may cost: beyond any machine's price, and far from where sums
+/// of cents would overflow.
+const MAX_PRICE: f64 = 1_000_000.0;
+
 /// What an hour of each resource requested costs, in `currency`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PriceTable {
@@ -33,7 +37,7 @@ pub enum PricesError {
          extended resource as Pods request it, e.g. `amd.com/gpu`"
     )]
     UnknownResource { resource: String },
-    #[error("{resource}={value:?}: a price is a number of 0 or more, e.g. `0.031`")]
+    #[error("{resource}={value:?}: a price is a number from 0 to 1000000, e.g. `0.031`")]
     NotAPrice { resource: String, value: String },
     #[error("{value:?} is not a currency: give its ISO 4217 code, e.g. `currency=USD`")]
     NotACurrency { value: String },
@@ -82,7 +86,7 @@ impl FromStr for PriceTable {
             let price = value
                 .parse::<f64>()
                 .ok()
-                .filter(|price| price.is_finite() && *price >= 0.0)
+                .filter(|price| (0.0..=MAX_PRICE).contains(price))
                 .ok_or_else(|| PricesError::NotAPrice {
                     resource: key.into(),
                     value: value.into(),

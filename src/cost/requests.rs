@@ -45,7 +45,8 @@ impl PodRequests {
     }
 
     /// Init containers are left out: they run before the others, not beside them, and only at
-    /// a pod's start. A container with a limit and no request is given the limit as its
+    /// a pod's start; but a sidecar (an init container with `restartPolicy: Always`) runs beside
+    /// them, and counts. A container with a limit and no request is given the limit as its
     /// request when its pod is created, so it counts as requested.
     pub fn of(spec: Option<&PodSpec>) -> Result<Self, QuantityError> {
         let mut requests = PodRequests {
@@ -53,7 +54,10 @@ impl PodRequests {
             ..PodRequests::default()
         };
         let containers = spec.map(|spec| spec.containers.as_slice()).unwrap_or(&[]);
-        for resources in containers.iter().filter_map(|c| c.resources.as_ref()) {
+        let sidecars = (spec.iter())
+            .flat_map(|spec| spec.init_containers.iter().flatten())
+            .filter(|init| init.restart_policy.as_deref() == Some("Always"));
+        for resources in (containers.iter().chain(sidecars)).filter_map(|c| c.resources.as_ref()) {
             for (name, total) in [
                 ("cpu", &mut requests.cpu_cores),
                 ("memory", &mut requests.memory_bytes),

@@ -18,6 +18,17 @@ pub fn is_gpu(name: &str) -> bool {
     is_extended(name) && name.rsplit_once('/').is_some_and(|(_, kind)| kind == "gpu")
 }
 
+/// Bytes in a GiB: memory is counted and priced by the GiB.
+pub const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+
+/// Every GPU resource's units among `amounts` together; `None` where none is a GPU.
+pub fn gpus<'a>(amounts: impl IntoIterator<Item = (&'a String, &'a f64)>) -> Option<f64> {
+    (amounts.into_iter())
+        .filter(|(name, _)| is_gpu(name))
+        .map(|(_, units)| *units)
+        .reduce(|a, b| a + b)
+}
+
 /// Whether a price can be given for `name`.
 pub fn is_priceable(name: &str) -> bool {
     matches!(name, "cpu" | "memory") || is_extended(name)

@@ -3,10 +3,11 @@
 //! keep none. A node with nothing else on it is kept by nothing the cluster's workloads ask:
 //! the autoscaler's minimum, or its scale-down delay.
 //!
-//! Why a Pod cannot move, as the cluster autoscaler and Karpenter decide it: marked not to be
-//! evicted, local storage, a PodDisruptionBudget that allows no disruption now, or no controller
-//! to make it again elsewhere. A Pod with none of these still runs a workload that does not
-//! sleep: it needs room somewhere.
+//! Why a Pod cannot move, as the cluster autoscaler decides it (and Karpenter, for its own
+//! annotation): marked not to be evicted, local storage, a PodDisruptionBudget that allows no
+//! disruption now, no controller to make it again elsewhere, a controller the autoscaler does
+//! not know, or a `kube-system` Pod no budget covers. A Pod with none of these runs now and
+//! could move, but needs room somewhere. A node itself may be marked not to be taken away.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -23,6 +24,12 @@ const SAFE_TO_EVICT_LOCAL_VOLUMES: &str =
     "cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes";
 const DO_NOT_DISRUPT: &str = "karpenter.sh/do-not-disrupt";
 const MIRROR: &str = "kubernetes.io/config.mirror";
+const SCALE_DOWN_DISABLED: &str = "cluster-autoscaler.kubernetes.io/scale-down-disabled";
+const CONTROL_PLANE: &str = "node-role.kubernetes.io/control-plane";
+
+/// The controllers the cluster autoscaler knows to make a Pod again elsewhere; a Pod of any
+/// other (an operator's own kind) keeps its node (`--skip-nodes-with-custom-controller-pods`).
+const KNOWN_CONTROLLERS: [&str; 4] = ["ReplicaSet", "ReplicationController", "StatefulSet", "Job"];
 
 /// Why a Pod cannot simply move to another node.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -37,6 +44,11 @@ pub enum Keeper {
     Budget { budget: String },
     /// No controller would make it again elsewhere.
     Bare,
+    /// Made by a controller the cluster autoscaler does not know (an operator's kind).
+    CustomController { kind: String },
+    /// A `kube-system` Pod that no PodDisruptionBudget covers
+    /// (`--skip-nodes-with-system-pods`).
+    SystemPod,
 }
 
 impl std::fmt::Display for Keeper {
@@ -48,6 +60,13 @@ impl std::fmt::Display for Keeper {
                 write!(f, "PodDisruptionBudget {budget} allows no disruption")
             }
             Keeper::Bare => write!(f, "a bare Pod, no controller makes it again"),
+            Keeper::CustomController { kind } => {
+                write!(
+                    f,
+                    "made by a {kind}, which the cluster autoscaler does not move"
+                )
+            }
+            Keeper::SystemPod => write!(f, "a kube-system Pod with no PodDisruptionBudget"),
         }
     }
 }
@@ -74,20 +93,23 @@ pub struct NodeReport {
     pub pool: Option<String>,
     /// Pods on it that are not DaemonSets'.
     pub pods: usize,
+    /// The node itself is marked not to be taken away: the annotation or label that says so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub marked: Option<String>,
     /// By workload: those whose Pods cannot move first, then those that do not sleep.
     pub kept_by: Vec<KeptBy>,
 }
 
 impl NodeReport {
-    /// Nothing but DaemonSets runs on it: no workload keeps it, and the autoscaler could take
-    /// it away.
+    /// Nothing but DaemonSets runs on it and nothing marks it: the autoscaler could take it
+    /// away.
     pub fn could_go(&self) -> bool {
-        self.pods == 0
+        self.pods == 0 && self.marked.is_none()
     }
 
-    /// Whether a Pod on it cannot move.
+    /// Whether it is marked to stay, or a Pod on it cannot move.
     pub fn is_pinned(&self) -> bool {
-        self.kept_by.iter().any(|kept| !kept.keepers.is_empty())
+        self.marked.is_some() || self.kept_by.iter().any(|kept| !kept.keepers.is_empty())
     }
 }
 
@@ -123,6 +145,7 @@ pub fn report(nodes: &[Node], pods: &[Pod], budgets: &[PodDisruptionBudget]) -> 
             kept_by.sort_by_key(|kept| (kept.keepers.is_empty(), kept.namespace.clone()));
             NodeReport {
                 pool: pool_of(&labels).map(String::from),
+                marked: marked(node),
                 pods: kept_by.iter().map(|kept| kept.pods).sum(),
                 node: name,
                 kept_by,
@@ -133,8 +156,24 @@ pub fn report(nodes: &[Node], pods: &[Pod], budgets: &[PodDisruptionBudget]) -> 
     reports
 }
 
-/// Whether a Pod keeps its node: running or about to, and neither a DaemonSet's nor the
-/// kubelet's own.
+/// The annotation or label that marks `node` not to be taken away, if one does.
+fn marked(node: &Node) -> Option<String> {
+    let none = BTreeMap::new();
+    let annotations = node.metadata.annotations.as_ref().unwrap_or(&none);
+    let labels = node.metadata.labels.as_ref().unwrap_or(&none);
+    if annotations.get(SCALE_DOWN_DISABLED).map(String::as_str) == Some("true") {
+        return Some(format!("{SCALE_DOWN_DISABLED}: \"true\""));
+    }
+    if annotations.get(DO_NOT_DISRUPT).map(String::as_str) == Some("true") {
+        return Some(format!("{DO_NOT_DISRUPT}: \"true\""));
+    }
+    labels
+        .contains_key(CONTROL_PLANE)
+        .then(|| format!("{CONTROL_PLANE} (the control plane's)"))
+}
+
+/// Whether a Pod keeps its node: running or about to, not being deleted, and neither a
+/// DaemonSet's nor the kubelet's own.
 fn keeps_a_node(pod: &Pod) -> bool {
     let finished = (pod.status.as_ref())
         .and_then(|status| status.phase.as_deref())
@@ -142,7 +181,8 @@ fn keeps_a_node(pod: &Pod) -> bool {
     let annotations = pod.metadata.annotations.as_ref();
     let mirror = annotations.is_some_and(|annotations| annotations.contains_key(MIRROR));
     let daemon = controller_of(pod).is_some_and(|(kind, _)| kind == "DaemonSet");
-    !(finished || mirror || daemon)
+    let leaving = pod.metadata.deletion_timestamp.is_some();
+    !(finished || mirror || daemon || leaving)
 }
 
 /// The kind and name of the Pod's controller, if it has one.
@@ -192,7 +232,12 @@ fn keepers_of(pod: &Pod, budgets: &[PodDisruptionBudget]) -> Vec<Keeper> {
         .spec
         .iter()
         .flat_map(|spec| spec.volumes.iter().flatten()))
-    .filter(|volume| volume.empty_dir.is_some() || volume.host_path.is_some())
+    // A memory-backed emptyDir is no local storage to the autoscaler.
+    .filter(|volume| {
+        let on_disk =
+            (volume.empty_dir.as_ref()).is_some_and(|dir| dir.medium.as_deref() != Some("Memory"));
+        on_disk || volume.host_path.is_some()
+    })
     .filter(|volume| !allowed.contains(&volume.name.as_str()))
     .map(|volume| volume.name.clone())
     .collect();
@@ -200,6 +245,7 @@ fn keepers_of(pod: &Pod, budgets: &[PodDisruptionBudget]) -> Vec<Keeper> {
         keepers.push(Keeper::LocalStorage { volumes: local });
     }
     let namespace = pod.metadata.namespace.as_deref();
+    let mut covered = false;
     for budget in budgets
         .iter()
         .filter(|budget| budget.metadata.namespace.as_deref() == namespace)
@@ -207,6 +253,7 @@ fn keepers_of(pod: &Pod, budgets: &[PodDisruptionBudget]) -> Vec<Keeper> {
         let selected = (budget.spec.as_ref())
             .and_then(|spec| spec.selector.as_ref())
             .is_some_and(|selector| selects(selector, labels));
+        covered |= selected;
         // Without a status the disruption controller has not counted it yet: nothing is known.
         let allows_none =
             (budget.status.as_ref()).is_some_and(|status| status.disruptions_allowed <= 0);
@@ -215,8 +262,15 @@ fn keepers_of(pod: &Pod, budgets: &[PodDisruptionBudget]) -> Vec<Keeper> {
             keepers.push(Keeper::Budget { budget: name });
         }
     }
-    if controller_of(pod).is_none() && !marked_safe {
-        keepers.push(Keeper::Bare);
+    match controller_of(pod) {
+        None if !marked_safe => keepers.push(Keeper::Bare),
+        Some((kind, _)) if !marked_safe && !KNOWN_CONTROLLERS.contains(&kind) => {
+            keepers.push(Keeper::CustomController { kind: kind.into() });
+        }
+        _ => {}
+    }
+    if namespace == Some("kube-system") && !covered && !marked_safe {
+        keepers.push(Keeper::SystemPod);
     }
     keepers
 }

@@ -19,9 +19,9 @@ pub const POOL_LABELS: [&str; 8] = [
 pub fn pool_of(labels: &BTreeMap<String, String>) -> Option<&str> {
     POOL_LABELS
         .iter()
-        .find_map(|label| labels.get(*label))
+        .filter_map(|label| labels.get(*label))
         .map(String::as_str)
-        .filter(|pool| !pool.is_empty())
+        .find(|pool| !pool.is_empty())
 }
 
 #[cfg(test)]
@@ -49,5 +49,13 @@ mod tests {
         );
         assert_eq!(pool_of(&labels(&[("kubernetes.io/os", "linux")])), None);
         assert_eq!(pool_of(&labels(&[("agentpool", "")])), None);
+        assert_eq!(
+            pool_of(&labels(&[
+                ("karpenter.sh/nodepool", ""),
+                ("agentpool", "pool1")
+            ])),
+            Some("pool1"),
+            "an empty label names no pool, and the next one is read"
+        );
     }
 }

@@ -7,6 +7,7 @@
 
 use crate::support;
 
+use futures::StreamExt as _;
 use k8s_openapi::api::{
     core::v1::{Node, Pod, ServiceAccount},
     policy::v1::PodDisruptionBudget,
@@ -53,6 +54,40 @@ fn pod(
     pod
 }
 
+/// `user` a platform engineer who may list Nodes, Pods and PodDisruptionBudgets, and no more.
+async fn node_reader(client: &kube::Client, user: &str) {
+    let roles: Api<ClusterRole> = Api::all(client.clone());
+    create(
+        &roles,
+        json!({
+            "metadata": { "name": "node-reader" },
+            "rules": [
+                { "apiGroups": [""], "resources": ["nodes", "pods"], "verbs": ["list"] },
+                { "apiGroups": ["policy"], "resources": ["poddisruptionbudgets"], "verbs": ["list"] },
+            ],
+        }),
+    )
+    .await;
+    let bindings: Api<ClusterRoleBinding> = Api::all(client.clone());
+    create(
+        &bindings,
+        json!({
+            "metadata": { "name": "node-reader" },
+            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "node-reader" },
+            "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user }],
+        }),
+    )
+    .await;
+}
+
+/// Makes `namespace` and its `default` ServiceAccount, which a Pod is admitted under: no
+/// controller-manager here makes it.
+async fn namespace_for_pods(client: &kube::Client, namespace: &str) {
+    create_namespace(client, namespace).await;
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), namespace);
+    create(&accounts, json!({ "metadata": { "name": "default" } })).await;
+}
+
 #[tokio::test]
 async fn each_node_is_named_with_what_keeps_it() {
     let Some(scenario) = Scenario::own("nodes", envtest::Options::api_server_only()).await else {
@@ -71,12 +106,8 @@ async fn each_node_is_named_with_what_keeps_it() {
         )
         .await;
     }
-    // No controller-manager here makes each Namespace's `default` ServiceAccount, which a Pod
-    // is admitted under: the test makes it, as it would.
     for namespace in ["monitoring", "payments", "kube-system"] {
-        create_namespace(&client, namespace).await;
-        let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), namespace);
-        create(&accounts, json!({ "metadata": { "name": "default" } })).await;
+        namespace_for_pods(&client, namespace).await;
     }
     let pods = |namespace: &str| Api::<Pod>::namespaced(client.clone(), namespace);
     let mut prometheus = pod(
@@ -129,29 +160,7 @@ async fn each_node_is_named_with_what_keeps_it() {
         .await
         .expect("the budget's status");
 
-    // A platform engineer who may read them, and no more.
-    let roles: Api<ClusterRole> = Api::all(client.clone());
-    create(
-        &roles,
-        json!({
-            "metadata": { "name": "node-reader" },
-            "rules": [
-                { "apiGroups": [""], "resources": ["nodes", "pods"], "verbs": ["list"] },
-                { "apiGroups": ["policy"], "resources": ["poddisruptionbudgets"], "verbs": ["list"] },
-            ],
-        }),
-    )
-    .await;
-    let bindings: Api<ClusterRoleBinding> = Api::all(client.clone());
-    create(
-        &bindings,
-        json!({
-            "metadata": { "name": "node-reader" },
-            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "node-reader" },
-            "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "platform" }],
-        }),
-    )
-    .await;
+    node_reader(&client, "platform").await;
 
     let output = scenario.run_as_user("platform", &["nodes"]);
     let said = String::from_utf8_lossy(&output.stdout).into_owned();
@@ -182,8 +191,8 @@ async fn each_node_is_named_with_what_keeps_it() {
     assert_eq!(
         said.lines().last(),
         Some(
-            "3 nodes: 2 kept by Pods that cannot move, 0 by Pods of workloads that do not sleep, \
-             1 by nothing but DaemonSets"
+            "3 nodes: 2 kept by Pods that cannot move (or marked to stay), 0 by Pods that run now \
+             and could move, 1 by nothing but DaemonSets"
         )
     );
     let output = scenario.run_as_user("platform", &["nodes", "-o", "json"]);
@@ -203,5 +212,90 @@ async fn each_node_is_named_with_what_keeps_it() {
             && stderr.lines().count() == 1,
         "{stderr}"
     );
+    scenario.finish().await;
+}
+
+/// `cronscaler nodes` on 100 Nodes and 30,000 Pods (a tenth of them DaemonSets'): how long it
+/// answers in, and the requests it makes, by the audit log. A benchmark, run by hand, as the
+/// figures in the closing notes were:
+///
+/// ```sh
+/// cargo build --release && CRONSCALER_E2E_BINARY=target/release/cronscaler \
+///   KUBEBUILDER_ASSETS=... cargo test --test e2e nodes::thirty -- --ignored --nocapture
+/// ```
+#[tokio::test]
+#[ignore = "a benchmark of minutes: run by hand with --ignored --nocapture"]
+async fn thirty_thousand_pods() {
+    const NODES: usize = 100;
+    const NAMESPACES: usize = 50;
+    const PODS: usize = 30_000;
+    let Some(scenario) = Scenario::own("nodes-costs", envtest::Options::api_server_only()).await
+    else {
+        return;
+    };
+    let client = scenario.client.clone();
+    let started = std::time::Instant::now();
+    let nodes: Api<Node> = Api::all(client.clone());
+    for index in 0..NODES {
+        let pool = if index % 10 == 0 { "gpu" } else { "general" };
+        let node = json!({ "metadata": {
+            "name": format!("node-{index:03}"), "labels": { "karpenter.sh/nodepool": pool },
+        } });
+        create(&nodes, node).await;
+    }
+    for index in 0..NAMESPACES {
+        namespace_for_pods(&client, &format!("team-{index:02}")).await;
+    }
+    futures::stream::iter(0..PODS)
+        .for_each_concurrent(32, |index| {
+            let client = client.clone();
+            async move {
+                let namespace = format!("team-{:02}", index % NAMESPACES);
+                let node = format!("node-{:03}", index % NODES);
+                let owner = match index % 10 {
+                    0 => ("DaemonSet", "agent".to_string()),
+                    _ => ("ReplicaSet", format!("web-{}-5c4b", index % 7)),
+                };
+                let labels = json!({ "app": "web", "pod-template-hash": "5c4b" });
+                let object = pod(
+                    &namespace,
+                    &format!("p-{index:05}"),
+                    &node,
+                    Some((owner.0, &owner.1)),
+                    labels,
+                );
+                create(&Api::<Pod>::namespaced(client, &namespace), object).await;
+            }
+        })
+        .await;
+    support::say(&format!(
+        "nodes costs: {NODES} Nodes and {PODS} Pods made in {:.1} s",
+        started.elapsed().as_secs_f64()
+    ));
+    node_reader(&client, "platform").await;
+    let from = chrono::Utc::now();
+    let asked = std::time::Instant::now();
+    let output = scenario.run_as_user("platform", &["nodes"]);
+    let took = asked.elapsed();
+    let to = chrono::Utc::now();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let said = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(said.lines().count(), 1 + NODES + 1, "{said}");
+    let mut lists = std::collections::BTreeMap::<String, usize>::new();
+    for event in scenario.plane().audit_events() {
+        let within = event.received.is_some_and(|at| (from..to).contains(&at));
+        if within && event.verb == "list" {
+            *lists.entry(event.resource).or_default() += 1;
+        }
+    }
+    support::say(&format!(
+        "nodes costs: `cronscaler nodes` on {PODS} Pods answered in {:.2} s, LISTs {lists:?}; {}",
+        took.as_secs_f64(),
+        said.lines().last().unwrap_or_default()
+    ));
     scenario.finish().await;
 }

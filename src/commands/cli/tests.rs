@@ -247,7 +247,7 @@ fn plan_prices_are_a_table_read_whole_or_refused_naming_the_entry() {
     for (bad, said) in [
         (
             "cpu=free,currency=USD",
-            "cpu=\"free\": a price is a number of 0 or more",
+            "cpu=\"free\": a price is a number from 0 to",
         ),
         ("cpu=0.04", "no currency"),
         (

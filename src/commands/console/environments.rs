@@ -73,7 +73,11 @@ pub type Readinesses = BTreeMap<String, (Readiness, Vec<String>)>;
 /// given.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Week {
+    /// Its workloads' together.
     pub totals: Totals,
+    /// The longest any of its workloads is asleep: the Namespace's own hours asleep, at most the
+    /// week's (the totals add every workload's).
+    pub hours_asleep: f64,
     pub cost: Option<Money>,
 }
 

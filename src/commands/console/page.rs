@@ -8,6 +8,7 @@ use super::{
     act::BUTTONS,
     environments::{Environment, Look, Week},
     session::Identity,
+    week::WEEK,
 };
 use crate::{commands::status::NextAction, duration::spoken, escape::markup};
 
@@ -159,11 +160,10 @@ fn section(shown: &Shown, token: &str, now: DateTime<Utc>) -> String {
         lines.push(why.clone());
     }
     lines.push(format!("schedule: {}", environment.schedule));
-    if environment.replicas_asleep > 0 {
-        lines.push(format!(
-            "sleeping withholds {} replicas now",
-            environment.replicas_asleep
-        ));
+    match environment.replicas_asleep {
+        0 => {}
+        1 => lines.push("sleeping withholds 1 replica now".into()),
+        n => lines.push(format!("sleeping withholds {n} replicas now")),
     }
     if let Some(week) = &environment.week {
         lines.push(week_in_words(week));
@@ -206,7 +206,7 @@ pub fn encoded(text: &str) -> String {
 }
 
 /// E.g. `the coming week: asleep 108h of 168h, 216 replica-hours, 21.6 CPU core-hours
-/// withheld, saving $41.20`: the figures `plan --for 7d` gives, in money where prices were given.
+/// withheld, worth $41.20`: the figures `plan --for 7d` gives, in money where prices were given.
 fn week_in_words(week: &Week) -> String {
     let amount = |value: f64| {
         let rounded = (value * 10.0).round() / 10.0;
@@ -227,15 +227,17 @@ fn week_in_words(week: &Week) -> String {
     .filter_map(|(value, unit)| Some(format!("{} {unit}", amount(value?))))
     .collect();
     let asleep = format!(
-        "the coming week: asleep {}h of 168h",
-        amount(totals.hours_asleep)
+        "the coming week: asleep {}h of {}h",
+        amount(week.hours_asleep),
+        WEEK.num_hours()
     );
     let words = match withheld.is_empty() {
         true => asleep,
         false => format!("{asleep}, {} withheld", withheld.join(", ")),
     };
+    // What the freed requests are worth: saved only once the nodes go (docs/savings.md).
     match &week.cost {
-        Some(cost) => format!("{words}, saving {cost}"),
+        Some(cost) => format!("{words}, worth {cost}"),
         None => words,
     }
 }

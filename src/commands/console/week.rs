@@ -38,15 +38,20 @@ pub fn weeks(
 ) -> Weeks {
     let week = plan::simulate(planned, now, now + WEEK, zone);
     let savings = plan::savings(&week.timelines, prices);
-    (savings.namespaces.into_iter())
+    (savings.namespaces.iter())
         .map(|saved| {
             let cost =
                 (savings.currency.as_ref()).and_then(|currency| saved.totals.money(currency));
+            let hours_asleep = (savings.objects.iter())
+                .filter(|object| object.namespace == saved.namespace)
+                .map(|object| object.totals.hours_asleep)
+                .fold(0.0, f64::max);
             let week = Week {
-                totals: saved.totals,
+                totals: saved.totals.clone(),
+                hours_asleep,
                 cost,
             };
-            (saved.namespace, week)
+            (saved.namespace.clone(), week)
         })
         .collect()
 }
@@ -155,6 +160,18 @@ spec:
         assert_eq!(week.totals.hours_asleep, 108.0);
         assert_eq!(week.totals.replica_hours_withheld, Some(216.0));
         assert_eq!(week.cost, None);
+        // Two workloads asleep the same hours: the Namespace sleeps 108h of the week, not 216.
+        let twice: Vec<PlanObject> = (staging().into_iter())
+            .chain(staging().into_iter().map(|mut api| {
+                api.target.key.name = "api".into();
+                api
+            }))
+            .collect();
+        let both = &super::weeks(&twice, now, chrono_tz::UTC, None)["staging"];
+        assert_eq!(
+            (both.hours_asleep, both.totals.hours_asleep),
+            (108.0, 216.0)
+        );
         // 216 replica-hours of half a core at 0.04: 4.32.
         let prices: PriceTable = "cpu=0.04,currency=EUR".parse().unwrap();
         let priced = super::weeks(&staging(), now, chrono_tz::UTC, Some(&prices));
@@ -162,7 +179,7 @@ spec:
         assert_eq!(cost.as_deref(), Some("€4.32"));
         let chart = chart(&staging(), "staging", (now, chrono_tz::UTC), Some(&prices));
         assert!(
-            chart.starts_with("<svg") && chart.contains("web") && chart.contains("€4.32 saved"),
+            chart.starts_with("<svg") && chart.contains("web") && chart.contains("worth €4.32"),
             "{chart}"
         );
     }

@@ -223,7 +223,7 @@ fn mark(kind: TargetKind, step: &Step, timezone: Tz) -> Mark {
 }
 
 /// E.g. `113.00 h asleep, 226.00 replica-hours withheld, 12.00 GPU-hours, 226 runs skipped,
-/// $5.09 saved`: money where prices were given in `currency`.
+/// worth $5.09`: money where prices were given in `currency`.
 fn describe(totals: &Totals, currency: Option<&Currency>) -> String {
     let mut parts = vec![format!("{} h asleep", amount(Some(totals.hours_asleep)))];
     if let Some(replica_hours) = totals.replica_hours_withheld {
@@ -239,16 +239,17 @@ fn describe(totals: &Totals, currency: Option<&Currency>) -> String {
         parts.push(format!("{} runs skipped", thousands(runs)));
     }
     if let Some(currency) = currency {
-        let saved = totals
+        // What the freed requests are worth: saved only once the nodes go (docs/savings.md).
+        let worth = totals
             .money(currency)
             .map_or("-".into(), |money| money.to_string());
-        parts.push(format!("{saved} saved"));
+        parts.push(format!("worth {worth}"));
     }
     parts.join(", ")
 }
 
 /// Beside a row, where a long text would widen the chart: `113.00 h asleep, 226.00
-/// replica-h, $5.09 saved`.
+/// replica-h, worth $5.09`.
 fn describe_briefly(totals: &Totals, currency: Option<&Currency>) -> String {
     describe(totals, currency)
         .replace(" replica-hours withheld", " replica-h")

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::{
     cost::{
-        Currency, Money, PodRequests, PriceTable, is_gpu, money::units, prices,
+        Currency, GIB, Money, PodRequests, PriceTable, gpus, money::units, prices,
         requests::RequestsError,
     },
     workloads::target::TargetKind,
@@ -22,7 +22,6 @@ use crate::{
 
 use super::Timeline;
 
-const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 const SECONDS_PER_HOUR: f64 = 3600.0;
 
 /// What savings need of an object beyond its replicas.
@@ -195,7 +194,11 @@ impl Totals {
                 .or_default() += hours;
         }
         self.skipped_runs = sum(self.skipped_runs, other.skipped_runs);
-        self.cost_cents = sum(self.cost_cents, other.cost_cents);
+        // Cents of every object, held at the bound rather than wrapped.
+        self.cost_cents = match (self.cost_cents, other.cost_cents) {
+            (Some(a), Some(b)) => Some(a.saturating_add(b)),
+            (a, b) => a.or(b),
+        };
         self.cost = self.cost_cents.map(units);
     }
 
@@ -293,12 +296,11 @@ fn of_timeline(timeline: &Timeline, prices: Option<&PriceTable>) -> (Totals, Vec
     let extended: BTreeMap<String, f64> = (requests.extended.iter())
         .filter_map(|(name, units)| Some((name.clone(), units * replica_hours?)))
         .collect();
-    let gpus = (extended.iter())
-        .filter(|(name, _)| is_gpu(name))
-        .map(|(_, hours)| *hours)
-        .reduce(|a, b| a + b);
-    // Where its pods are not known (a Foo's, a Cluster's), neither is what they cost.
-    let (cost, unpriced) = match prices.filter(|_| requests.read) {
+    let gpus = gpus(&extended);
+    // Where its pods are not known (a Foo's, a Cluster's), neither is what they cost; a kind
+    // that sleeps on or off withholds no replicas, and no cost is counted for it.
+    let counted = requests.read && replica_seconds.is_some();
+    let (cost, unpriced) = match prices.filter(|_| counted) {
         Some(prices) => {
             let withheld = [("cpu", cpu), ("memory", memory)]
                 .into_iter()

@@ -54,7 +54,7 @@ pub fn pending(
         return Some(Pending {
             reason: format!(
                 "{due_since} waits for {} to be {settled} first (its Namespace's ordered \
-                 wake), until {} at the latest (--wake-step-timeout)",
+                 {what}), until {} at the latest (--wake-step-timeout)",
                 late.join(", "),
                 rfc3339(gives_up)
             ),

@@ -7,11 +7,9 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::{
-    cost::{PodRequests, PriceTable, is_gpu},
+    cost::{GIB, PodRequests, PriceTable, gpus, is_gpu},
     figures::amount,
 };
-
-const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 
 /// Resources requested by replicas not running, each `None` (or absent) where no pod asks.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -60,10 +58,7 @@ impl Withheld {
 
     /// Every GPU resource's units together.
     pub fn gpus(&self) -> Option<f64> {
-        (self.extended.iter())
-            .filter(|(name, _)| is_gpu(name))
-            .map(|(_, units)| *units)
-            .reduce(|a, b| a + b)
+        gpus(&self.extended)
     }
 
     /// Each resource and its amount, as a price table names them.

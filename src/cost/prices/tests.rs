@@ -40,15 +40,15 @@ fn a_bad_table_names_the_entry_and_its_value() {
     );
     assert_eq!(
         refused("cpu=cheap,currency=USD"),
-        "cpu=\"cheap\": a price is a number of 0 or more, e.g. `0.031`"
+        "cpu=\"cheap\": a price is a number from 0 to 1000000, e.g. `0.031`"
     );
     assert_eq!(
         refused("cpu=-1,currency=USD"),
-        "cpu=\"-1\": a price is a number of 0 or more, e.g. `0.031`"
+        "cpu=\"-1\": a price is a number from 0 to 1000000, e.g. `0.031`"
     );
     assert_eq!(
         refused("cpu=NaN,currency=USD"),
-        "cpu=\"NaN\": a price is a number of 0 or more, e.g. `0.031`"
+        "cpu=\"NaN\": a price is a number from 0 to 1000000, e.g. `0.031`"
     );
     assert_eq!(
         refused("cpu=0.03"),

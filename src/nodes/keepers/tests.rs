@@ -261,3 +261,66 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn the_autoscalers_other_rules_and_a_node_marked_to_stay_are_named() {
+    let mut nodes = vec![
+        node("a", "general"),
+        node("b", "general"),
+        node("c", "general"),
+    ];
+    nodes[1].metadata.annotations =
+        Some([(SCALE_DOWN_DISABLED.to_string(), "true".to_string())].into());
+    nodes[2].metadata.labels = Some([(CONTROL_PLANE.to_string(), String::new())].into());
+    let pods = [
+        // A database an operator's kind owns, a kube-system Pod no budget covers, a memory-backed
+        // emptyDir (no local storage), and a Pod being deleted (gone with the sleep).
+        pod("shop", "db-1", "a", Some(("Cluster", "db")), json!({})),
+        pod(
+            "kube-system",
+            "coredns-1",
+            "a",
+            Some(("ReplicaSet", "coredns")),
+            json!({}),
+        ),
+        pod(
+            "shop",
+            "cache-1",
+            "a",
+            Some(("StatefulSet", "cache")),
+            json!({ "spec": { "volumes": [{ "name": "shm", "emptyDir": { "medium": "Memory" } }] } }),
+        ),
+        pod(
+            "shop",
+            "web-1",
+            "a",
+            Some(("ReplicaSet", "web")),
+            json!({ "metadata": { "deletionTimestamp": "2026-11-28T20:00:00Z" } }),
+        ),
+    ];
+    let reports = report(&nodes, &pods, &[]);
+    assert_eq!(
+        keepers(of(&reports, "a")),
+        [
+            (
+                "kube-system/ReplicaSet/coredns".into(),
+                1,
+                vec!["a kube-system Pod with no PodDisruptionBudget".into()]
+            ),
+            (
+                "shop/Cluster/db".into(),
+                1,
+                vec!["made by a Cluster, which the cluster autoscaler does not move".into()]
+            ),
+            ("shop/StatefulSet/cache".into(), 1, vec![]),
+        ]
+    );
+    for marked in ["b", "c"] {
+        let report = of(&reports, marked);
+        assert!(report.is_pinned() && !report.could_go(), "{report:?}");
+    }
+    assert_eq!(
+        of(&reports, "b").marked.as_deref(),
+        Some("cluster-autoscaler.kubernetes.io/scale-down-disabled: \"true\"")
+    );
+}

@@ -47,6 +47,7 @@ fn environment(namespace: &str, look: Look) -> Environment {
                 cpu_core_hours_withheld: Some(21.6),
                 ..Totals::default()
             },
+            hours_asleep: 108.0,
             cost: Some(Money::new(412, Currency::of("USD").unwrap())),
         }),
     }
@@ -91,7 +92,7 @@ fn buttons_are_shown_only_where_the_person_may_press_them_and_carry_their_token(
     assert!(
         page.contains(
             "the coming week: asleep 108h of 168h, 216 replica-hours, 21.6 CPU core-hours \
-             withheld, saving $4.12"
+             withheld, worth $4.12"
         ),
         "{page}"
     );

@@ -104,7 +104,7 @@ fn a_sleep_goes_the_other_way_and_one_of_its_own_schedule_waits_only_for_the_con
         db.reasons,
         vec![
             "its sleep due since 2026-11-23T20:00:00Z waits for Deployment web to be asleep \
-             first (its Namespace's ordered wake), until 2026-11-23T20:05:00Z at the latest \
+             first (its Namespace's ordered sleep), until 2026-11-23T20:05:00Z at the latest \
              (--wake-step-timeout)"
         ]
     );
