@@ -17,7 +17,8 @@ use k8s_openapi::api::{
 };
 use serde::Serialize;
 
-use super::{pool_of, selector::selects};
+use super::pool_of;
+use crate::namespaces::policies::coverage::selects;
 
 const SAFE_TO_EVICT: &str = "cluster-autoscaler.kubernetes.io/safe-to-evict";
 const SAFE_TO_EVICT_LOCAL_VOLUMES: &str =

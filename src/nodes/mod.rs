@@ -4,7 +4,6 @@
 
 pub mod keepers;
 pub mod pool;
-pub mod selector;
 
 pub use keepers::{Keeper, NodeReport, report};
 pub use pool::pool_of;
