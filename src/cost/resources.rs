@@ -1,6 +1,8 @@
 //! Which resources a Pod requests that sleeping frees and a price can be given for: `cpu`,
 //! `memory`, and extended resources, GPUs first.
 
+use std::collections::BTreeMap;
+
 /// The resource `gpu` stands for in a price table: the one the NVIDIA device plugin advertises.
 pub const GPU: &str = "nvidia.com/gpu";
 
@@ -27,6 +29,31 @@ pub fn gpus<'a>(amounts: impl IntoIterator<Item = (&'a String, &'a f64)>) -> Opt
         .filter(|(name, _)| is_gpu(name))
         .map(|(_, units)| *units)
         .reduce(|a, b| a + b)
+}
+
+/// Amounts of CPU, memory (in GiB) and each extended resource, by the names a price table gives
+/// them: what is priced, whether cores or core-hours.
+pub fn by_name(
+    cpu: Option<f64>,
+    memory_gib: Option<f64>,
+    extended: &BTreeMap<String, f64>,
+) -> impl Iterator<Item = (&str, f64)> {
+    [("cpu", cpu), ("memory", memory_gib)]
+        .into_iter()
+        .filter_map(|(name, amount)| Some((name, amount?)))
+        .chain(
+            extended
+                .iter()
+                .map(|(name, amount)| (name.as_str(), *amount)),
+        )
+}
+
+/// Two amounts, either of which may be unknown, added: unknown only where both are.
+pub fn sum<T: std::ops::Add<Output = T>>(a: Option<T>, b: Option<T>) -> Option<T> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a + b),
+        (a, b) => a.or(b),
+    }
 }
 
 /// Whether a price can be given for `name`.

@@ -14,8 +14,11 @@ use serde_json::Value;
 
 use crate::{
     cost::{
-        Currency, GIB, Money, PodRequests, PriceTable, gpus, money::units, prices,
+        Currency, GIB, Money, PodRequests, PriceTable, gpus,
+        money::units,
+        prices,
         requests::RequestsError,
+        resources::{by_name, sum},
     },
     workloads::target::TargetKind,
 };
@@ -167,12 +170,6 @@ impl Savings {
 
 impl Totals {
     fn add(&mut self, other: &Totals) {
-        fn sum<T: Copy + std::ops::Add<Output = T>>(a: Option<T>, b: Option<T>) -> Option<T> {
-            match (a, b) {
-                (Some(a), Some(b)) => Some(a + b),
-                (a, b) => a.or(b),
-            }
-        }
         self.seconds_asleep += other.seconds_asleep;
         self.hours_asleep = hours(self.seconds_asleep);
         self.replica_seconds_withheld = sum(
@@ -302,11 +299,7 @@ fn of_timeline(timeline: &Timeline, prices: Option<&PriceTable>) -> (Totals, Vec
     let counted = requests.read && replica_seconds.is_some();
     let (cost, unpriced) = match prices.filter(|_| counted) {
         Some(prices) => {
-            let withheld = [("cpu", cpu), ("memory", memory)]
-                .into_iter()
-                .filter_map(|(name, hours)| Some((name, hours?)))
-                .chain(extended.iter().map(|(name, hours)| (name.as_str(), *hours)));
-            let (money, unpriced) = prices.cost(withheld);
+            let (money, unpriced) = prices.cost(by_name(cpu, memory, &extended));
             let unpriced = unpriced.into_iter().map(String::from).collect();
             (Some(money.cents), unpriced)
         }

@@ -7,7 +7,10 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::{
-    cost::{GIB, PodRequests, PriceTable, gpus, is_gpu},
+    cost::{
+        GIB, PodRequests, PriceTable, gpus, is_gpu,
+        resources::{by_name, sum},
+    },
     figures::amount,
 };
 
@@ -45,10 +48,6 @@ impl Withheld {
     }
 
     pub fn add(&mut self, other: &Withheld) {
-        let sum = |a: Option<f64>, b: Option<f64>| match (a, b) {
-            (Some(a), Some(b)) => Some(a + b),
-            (a, b) => a.or(b),
-        };
         self.cpu_cores = sum(self.cpu_cores, other.cpu_cores);
         self.memory_gib = sum(self.memory_gib, other.memory_gib);
         for (name, units) in &other.extended {
@@ -61,21 +60,10 @@ impl Withheld {
         gpus(&self.extended)
     }
 
-    /// Each resource and its amount, as a price table names them.
-    fn amounts(&self) -> impl Iterator<Item = (&str, f64)> {
-        [("cpu", self.cpu_cores), ("memory", self.memory_gib)]
-            .into_iter()
-            .filter_map(|(name, amount)| Some((name, amount?)))
-            .chain(
-                self.extended
-                    .iter()
-                    .map(|(name, units)| (name.as_str(), *units)),
-            )
-    }
-
     /// What an hour of it costs at `prices`, in cents once, and the resources no price covers.
     pub fn hourly(&self, prices: &PriceTable) -> (i64, Vec<String>) {
-        let (money, unpriced) = prices.cost(self.amounts());
+        let amounts = by_name(self.cpu_cores, self.memory_gib, &self.extended);
+        let (money, unpriced) = prices.cost(amounts);
         (
             money.cents,
             unpriced.into_iter().map(String::from).collect(),
