@@ -10,11 +10,7 @@ use serde::Serialize;
 
 use crate::{
     commands::table,
-    cost::{
-        Currency, Money, PodRequests, PriceTable,
-        money::{cents, units},
-        prices,
-    },
+    cost::{Currency, Money, PodRequests, PriceTable, money::units, prices},
     duration::spoken,
     namespaces::NamespaceSchedules,
     runtime::key::ObjectKey,
@@ -120,7 +116,10 @@ pub struct Summary {
     /// What their pods request.
     #[serde(skip_serializing_if = "Withheld::is_nothing")]
     pub withheld: Withheld,
-    /// What an hour of that costs, where prices were given, in `currency`.
+    /// What an hour of that costs, where prices were given, in whole cents of `currency`.
+    #[serde(skip)]
+    pub cost_per_hour_cents: Option<i64>,
+    /// The same, in the currency's units, for JSON.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cost_per_hour: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -249,6 +248,7 @@ fn summarise(rows: &[(TargetKind, Row)], prices: Option<&PriceTable>) -> Summary
     }
     if let Some(prices) = prices {
         let (cents, unpriced) = summary.withheld.hourly(prices);
+        summary.cost_per_hour_cents = Some(cents);
         summary.cost_per_hour = Some(units(cents));
         summary.currency = Some(prices.currency.clone());
         summary.unpriced = unpriced;
@@ -513,7 +513,7 @@ impl Summary {
     /// What an hour of what is withheld costs, where prices were given.
     pub fn money(&self) -> Option<Money> {
         Some(Money::new(
-            cents(self.cost_per_hour?),
+            self.cost_per_hour_cents?,
             self.currency.clone()?,
         ))
     }
@@ -522,12 +522,8 @@ impl Summary {
     /// prices where none were.
     pub fn notes(&self) -> Vec<String> {
         let mut notes = Vec::new();
-        if let Some(first) = self.unpriced.first() {
-            notes.push(format!(
-                "not in the cost: no price for {} (--prices {first}=...)",
-                self.unpriced.join(", ")
-            ));
-        }
+        let unpriced = self.unpriced.iter().map(String::as_str);
+        notes.extend(prices::unpriced_note(unpriced, "the cost"));
         if self.currency.is_none() && !self.withheld.is_nothing() {
             notes.push(prices::HINT.to_string());
         }

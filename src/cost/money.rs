@@ -72,11 +72,6 @@ impl Money {
     pub fn new(cents: i64, currency: Currency) -> Self {
         Money { cents, currency }
     }
-
-    /// The amount in units, e.g. 41.2 for 4120 cents: what JSON carries.
-    pub fn units(&self) -> f64 {
-        units(self.cents)
-    }
 }
 
 impl fmt::Display for Money {
@@ -135,14 +130,13 @@ mod tests {
         assert_eq!(cents(0.285), 29);
         assert_eq!(cents(f64::NAN), 0);
         assert_eq!(cents(f64::INFINITY), i64::MAX);
-        assert_eq!(Money::new(4120, usd()).units(), 41.2);
+        assert_eq!(units(4120), 41.2);
     }
 
     proptest! {
         #[test]
         fn whole_cents_come_back_whole(whole in -1_000_000_000_i64..1_000_000_000) {
-            let money = Money::new(whole, usd());
-            prop_assert_eq!(cents(money.units()), whole);
+            prop_assert_eq!(cents(units(whole)), whole);
         }
 
         #[test]

@@ -14,6 +14,20 @@ use super::{
 pub const HINT: &str = "no prices: give them to see the savings in money, e.g. \
      --prices cpu=0.031,memory=0.0042,gpu=2.48,currency=USD (per core-, GiB- and GPU-hour)";
 
+/// The note that `unpriced` resources have no price and are left out of `left_out_of` (`COST`,
+/// `the cost`), naming the flag that gives the first one; `None` where every one has a price.
+pub fn unpriced_note<'a>(
+    unpriced: impl IntoIterator<Item = &'a str>,
+    left_out_of: &str,
+) -> Option<String> {
+    let names: Vec<&str> = unpriced.into_iter().collect();
+    let first = names.first()?;
+    Some(format!(
+        "not in {left_out_of}: no price for {} (--prices {first}=...)",
+        names.join(", ")
+    ))
+}
+
 /// The most an hour of one unit may cost: beyond any machine's price, and far from where sums
 /// of cents would overflow.
 const MAX_PRICE: f64 = 1_000_000.0;

@@ -153,14 +153,8 @@ impl Savings {
                 self.unrequested.join(", ")
             ));
         }
-        if !self.unpriced.is_empty() {
-            let names: Vec<&str> = self.unpriced.iter().map(String::as_str).collect();
-            notes.push(format!(
-                "not in COST: no price for {} (--prices {}=...)",
-                names.join(", "),
-                names[0]
-            ));
-        }
+        let unpriced = self.unpriced.iter().map(String::as_str);
+        notes.extend(prices::unpriced_note(unpriced, "COST"));
         if self.currency.is_none() && !self.objects.is_empty() {
             notes.push(prices::HINT.to_string());
         }
