@@ -19,6 +19,8 @@
 //! - [`work`]: the shared queue's key, naming each controller's work, and which controller
 //!   each key goes to.
 //! - [`cost`]: what sleeping saves in money: price tables, amounts in a currency.
+//! - [`simulation`]: a window of schedules simulated (transitions, timelines, savings, the
+//!   week's chart), for `plan` and the console.
 //! - [`commands`]: the command line (`run`, `plan`, `status`, `restore`).
 //! - [`duration`]: durations as people write them (`30s`, `1h5m`), for every text that shows one.
 //! - [`escape`]: text put into HTML and SVG, escaped.
@@ -38,6 +40,7 @@ pub mod ops;
 pub mod runtime;
 pub mod scaling;
 pub mod schedule;
+pub mod simulation;
 pub mod wake;
 pub mod work;
 pub mod workloads;

@@ -15,6 +15,7 @@ use cronscaler::{
     foo::Foo,
     ops::logs,
     scaling::hpa,
+    simulation,
     workloads::objects,
 };
 use kube::CustomResourceExt as _;
@@ -331,19 +332,19 @@ async fn plan(kube: &KubeArgs, args: PlanArgs) -> anyhow::Result<ExitCode> {
     let until = from
         .checked_add_signed(window)
         .context("--for is too long")?;
-    let plan = plan::simulate(&objects, from, until, args.default_timezone.zone);
-    let savings = plan::savings(&plan.timelines, args.prices.table.as_ref());
+    let plan = simulation::simulate(&objects, from, until, args.default_timezone.zone);
+    let savings = simulation::savings(&plan.timelines, args.prices.table.as_ref());
     match args.output {
         OutputFormat::Table => say(plan::render_table(&plan, &savings))?,
         OutputFormat::Json => say(format!(
             "{}\n",
-            serde_json::to_string_pretty(&plan::WithSavings {
+            serde_json::to_string_pretty(&simulation::WithSavings {
                 plan: &plan,
                 savings: &savings
             })?
         ))?,
         OutputFormat::Svg => {
-            say(plan::render_svg(&plan, &savings, from, until))?;
+            say(simulation::render_svg(&plan, &savings, from, until))?;
             // The chart draws what is planned; what cannot be is said where a person looks.
             for object in &plan.invalid {
                 eprintln!(

@@ -19,9 +19,7 @@ use kube::{
 use serde_json::{Value, json};
 
 use crate::{
-    commands::{
-        cli::LeaseArgs, cluster::ReadOwners, plan::PlanObject, status::namespace_annotations,
-    },
+    commands::{cli::LeaseArgs, cluster::ReadOwners, status::namespace_annotations},
     duration::spoken,
     namespaces::NamespaceSchedules,
     runtime::{
@@ -34,6 +32,7 @@ use crate::{
         hpa::{self, Bounds, HpaChange, HpaIndex},
     },
     schedule::{self, GITOPS_PAUSED, InvalidAnnotation, ScaleChange},
+    simulation::PlanObject,
     wake::slices::{MANAGED_BY, MANAGER},
     workloads::{
         kinds::Sleep,

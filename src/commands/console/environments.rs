@@ -7,13 +7,11 @@ use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 
 use crate::{
-    commands::{
-        plan::Totals,
-        status::{Next, Row, State, Status, summary_of},
-    },
+    commands::status::{Next, Row, State, Status, summary_of},
     cost::Money,
     namespaces::NamespaceSchedules,
     schedule::{SCHEDULE_KEYS, TIMEZONE},
+    simulation::Totals,
     wake::readiness::Readiness,
 };
 

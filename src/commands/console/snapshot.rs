@@ -17,10 +17,10 @@ use crate::{
     commands::{
         cli::ConsoleArgs,
         cluster::{self, ListError},
-        plan::{self, PlanObject},
-        status,
+        plan, status,
     },
     cost::PriceTable,
+    simulation::PlanObject,
     wake::readiness,
     workloads::target::TargetKind,
 };

@@ -14,8 +14,8 @@ use tokio::time::Instant;
 
 use super::environments::{Week, Weeks};
 use crate::{
-    commands::plan::{self, PlanObject},
     cost::PriceTable,
+    simulation::{self, PlanObject},
 };
 
 /// How far ahead an environment's week is planned.
@@ -36,8 +36,8 @@ pub fn weeks(
     zone: Tz,
     prices: Option<&PriceTable>,
 ) -> Weeks {
-    let week = plan::simulate(planned, now, now + WEEK, zone);
-    let savings = plan::savings(&week.timelines, prices);
+    let week = simulation::simulate(planned, now, now + WEEK, zone);
+    let savings = simulation::savings(&week.timelines, prices);
     (savings.namespaces.iter())
         .map(|saved| {
             let cost =
@@ -69,9 +69,9 @@ pub fn chart(
         .cloned()
         .collect();
     let until = now + WEEK;
-    let plan = plan::simulate(&objects, now, until, zone);
-    let savings = plan::savings(&plan.timelines, prices);
-    plan::render_svg(&plan, &savings, now, until)
+    let plan = simulation::simulate(&objects, now, until, zone);
+    let savings = simulation::savings(&plan.timelines, prices);
+    simulation::render_svg(&plan, &savings, now, until)
 }
 
 #[derive(Default)]
@@ -146,7 +146,7 @@ spec:
     spec:
       containers: [{name: web, image: nginx, resources: {requests: {cpu: 500m}}}]
 "#;
-        plan::parse_manifests(manifest, "staging.yaml")
+        crate::commands::plan::parse_manifests(manifest, "staging.yaml")
             .unwrap()
             .objects
     }

@@ -8,8 +8,9 @@ use kube::{Client, ResourceExt, api::DynamicObject};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{PlanError, PlanObject, Workload};
+use super::PlanError;
 use crate::cost::PodRequests;
+use crate::simulation::{PlanObject, Workload};
 use crate::{
     commands::cluster::{self, Cluster, ListError, ReadOwners},
     namespaces::{

@@ -4,12 +4,12 @@ use std::fmt::Write as _;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 
-use super::{
-    Plan, PlannedSummary,
-    savings::{Savings, Totals},
-};
 pub(super) use crate::figures::{amount, thousands};
-use crate::{commands::table, workloads::target::TargetKind};
+use crate::{
+    commands::table,
+    simulation::{Plan, PlannedSummary, Savings, Totals},
+    workloads::target::TargetKind,
+};
 
 /// The plan as a table a person reads: local time, UTC, object, action, replicas. A summary
 /// is a row at its first transition whose text spans the last two columns, so its length does

@@ -2,11 +2,9 @@ use chrono::{TimeZone as _, Utc};
 
 use super::*;
 use crate::{
-    commands::{
-        plan::Totals,
-        status::{Next, NextAction, Row, State},
-    },
+    commands::status::{Next, NextAction, Row, State},
     cost::{Currency, Money},
+    simulation::Totals,
     wake::readiness::Readiness,
 };
 

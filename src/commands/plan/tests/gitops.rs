@@ -1,9 +1,9 @@
 //! GitOps owners: the owner of a workload read beside it named, and what it does to the
 //! nights.
 
-use super::savings::Savings;
 use super::*;
 use crate::schedule::GitOpsMode;
+use crate::simulation::Savings;
 
 #[test]
 fn plan_names_the_gitops_owner_of_a_workload_read_beside_it_and_what_it_does_to_the_nights() {

@@ -1,8 +1,10 @@
 //! The tests of `plan`, by topic; here, what they share.
 
-use chrono::TimeZone;
+use chrono::{DateTime, TimeZone, Utc};
+use chrono_tz::Tz;
 
 use super::*;
+use crate::simulation::*;
 
 mod gitops;
 mod reading;

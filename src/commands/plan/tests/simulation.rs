@@ -4,8 +4,8 @@
 
 use chrono::TimeDelta;
 
-use super::savings::savings;
 use super::*;
+use crate::simulation::savings;
 
 #[test]
 fn transitions_follow_local_time_across_a_dst_change() {

@@ -4,9 +4,9 @@
 use chrono::TimeDelta;
 
 use super::render::{amount, describe_summary, interval, thousands};
-use super::savings::{Savings, savings};
 use super::*;
 use crate::schedule::test_support::at;
+use crate::simulation::{Savings, savings};
 
 #[test]
 fn a_cron_firing_every_second_for_a_week_is_summarised_quickly() {

@@ -2,8 +2,9 @@ use chrono::TimeDelta;
 use chrono_tz::Tz;
 
 use super::*;
-use crate::commands::plan::{Plan, parse_manifests, simulate};
+use crate::commands::plan::parse_manifests;
 use crate::schedule::test_support::at;
+use crate::simulation::{Plan, simulate};
 
 fn deployment(name: &str, replicas: i32, annotations: &str) -> String {
     format!(

@@ -1,8 +1,9 @@
 use chrono::TimeDelta;
 
 use super::*;
-use crate::commands::plan::{parse_manifests, savings::savings, simulate};
+use crate::commands::plan::parse_manifests;
 use crate::schedule::test_support::at;
+use crate::simulation::{savings::savings, simulate};
 
 fn planned(text: &str, days: i64) -> (Plan, Savings, DateTime<Utc>, DateTime<Utc>) {
     let objects = parse_manifests(text, "chart.yaml").unwrap().objects;

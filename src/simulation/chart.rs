@@ -7,9 +7,9 @@ use chrono_tz::Tz;
 
 use super::{
     Plan, PlannedHoliday, Step, Timeline,
-    render::{amount, thousands},
     savings::{Savings, Totals},
 };
+use crate::figures::{amount, thousands};
 use crate::{cost::Currency, schedule::Direction, workloads::target::TargetKind};
 
 /// The plan of the window from `from` to `until` drawn as an SVG image.
