@@ -3,6 +3,7 @@
 //! nodes`.
 
 pub mod keepers;
+pub mod nights;
 pub mod pool;
 
 pub use keepers::{Keeper, NodeReport, report};

@@ -1,0 +1,190 @@
+//! The nodes around each night, as the controller records them: how many ran in each pool when
+//! the night began, and how many at its quietest point. Pure; the record is kept in a ConfigMap
+//! so that a restart or a new leader goes on with it.
+//!
+//! A night is the schedules' own: it begins at the first scheduled sleep after the last
+//! scheduled wake, and ends at the next scheduled wake. Both instants come from the records of
+//! the transitions on the workloads (the newest of each direction), which a restart reads back;
+//! overrides, requests and idle sleeps begin or end no night.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// How many nights the record keeps: two weeks.
+pub const KEPT: usize = 14;
+
+/// The name of the pool of nodes that carry no pool label.
+pub const NO_POOL: &str = "-";
+
+/// Nodes of one pool and what they offer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PoolCount {
+    pub nodes: u32,
+    /// Allocatable CPU cores.
+    pub cpu: f64,
+    /// Allocatable memory, GiB.
+    pub memory_gib: f64,
+    /// Allocatable GPUs of every vendor.
+    #[serde(default)]
+    pub gpus: f64,
+}
+
+impl PoolCount {
+    fn add(&mut self, other: &PoolCount) {
+        self.nodes += other.nodes;
+        self.cpu += other.cpu;
+        self.memory_gib += other.memory_gib;
+        self.gpus += other.gpus;
+    }
+
+    /// What `self` has beyond `less`: the nodes (and what they offered) that went.
+    pub fn beyond(&self, less: &PoolCount) -> PoolCount {
+        PoolCount {
+            nodes: self.nodes.saturating_sub(less.nodes),
+            cpu: (self.cpu - less.cpu).max(0.0),
+            memory_gib: (self.memory_gib - less.memory_gib).max(0.0),
+            gpus: (self.gpus - less.gpus).max(0.0),
+        }
+    }
+}
+
+/// The nodes running at one instant, by pool.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Census(pub BTreeMap<String, PoolCount>);
+
+impl Census {
+    /// Every pool together.
+    pub fn total(&self) -> PoolCount {
+        let mut total = PoolCount::default();
+        for pool in self.0.values() {
+            total.add(pool);
+        }
+        total
+    }
+
+    /// By pool, what `self` had that `less` has not: the nodes that went.
+    pub fn beyond(&self, less: &Census) -> Census {
+        Census(
+            (self.0.iter())
+                .map(|(pool, count)| {
+                    let left = less.0.get(pool).copied().unwrap_or_default();
+                    (pool.clone(), count.beyond(&left))
+                })
+                .collect(),
+        )
+    }
+}
+
+/// One night's nodes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Night {
+    /// The first scheduled sleep's instant.
+    pub began: DateTime<Utc>,
+    /// When the nodes were counted for `before`: the beginning, or later where the controller
+    /// was not running then.
+    pub counted_at: DateTime<Utc>,
+    pub before: Census,
+    /// When the fewest nodes ran, and how many.
+    pub quietest_at: DateTime<Utc>,
+    pub quietest: Census,
+    /// The next scheduled wake's instant; `None` while the night goes on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended: Option<DateTime<Utc>>,
+}
+
+impl Night {
+    /// How long the quietest count held: until the night ended, or until `now`.
+    pub fn quiet_hours(&self, now: DateTime<Utc>) -> f64 {
+        let until = self.ended.unwrap_or(now);
+        ((until - self.quietest_at).num_seconds().max(0) as f64) / 3600.0
+    }
+}
+
+/// The nights recorded, oldest first.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Nights(pub Vec<Night>);
+
+/// The newest scheduled transition of each direction among the workloads' records.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Newest {
+    pub sleep: Option<DateTime<Utc>>,
+    pub wake: Option<DateTime<Utc>>,
+}
+
+impl Newest {
+    /// Takes in a record: `true` where it is newer than what was seen.
+    pub fn saw(&mut self, at: DateTime<Utc>, asleep: bool) -> bool {
+        let newest = match asleep {
+            true => &mut self.sleep,
+            false => &mut self.wake,
+        };
+        let newer = newest.is_none_or(|seen| at > seen);
+        if newer {
+            *newest = Some(at);
+        }
+        newer
+    }
+}
+
+impl Nights {
+    /// The night going on, if any.
+    pub fn tonight(&self) -> Option<&Night> {
+        self.0.last().filter(|night| night.ended.is_none())
+    }
+
+    /// The newest night, going on or ended.
+    pub fn last(&self) -> Option<&Night> {
+        self.0.last()
+    }
+
+    /// The record once `newest` and the nodes running `now` are taken in; `None` where it does
+    /// not change.
+    pub fn next(&self, newest: Newest, census: &Census, now: DateTime<Utc>) -> Option<Nights> {
+        let mut nights = self.clone();
+        let changed = match nights.0.last_mut().filter(|night| night.ended.is_none()) {
+            Some(night) => match newest.wake.filter(|wake| *wake > night.began) {
+                Some(wake) => {
+                    night.ended = Some(wake);
+                    true
+                }
+                None if census.total().nodes < night.quietest.total().nodes => {
+                    night.quietest = census.clone();
+                    night.quietest_at = now;
+                    true
+                }
+                None => false,
+            },
+            None => match newest.sleep {
+                Some(sleep) if begins(sleep, newest.wake, self.last()) => {
+                    nights.0.push(Night {
+                        began: sleep,
+                        counted_at: now,
+                        before: census.clone(),
+                        quietest_at: now,
+                        quietest: census.clone(),
+                        ended: None,
+                    });
+                    true
+                }
+                _ => false,
+            },
+        };
+        let over = nights.0.len().saturating_sub(KEPT);
+        nights.0.drain(..over);
+        changed.then_some(nights)
+    }
+}
+
+/// Whether a scheduled sleep at `sleep` begins a night: it is newer than the newest wake and
+/// than the last night recorded.
+fn begins(sleep: DateTime<Utc>, wake: Option<DateTime<Utc>>, last: Option<&Night>) -> bool {
+    wake.is_none_or(|wake| sleep > wake)
+        && last.is_none_or(|last| sleep > last.ended.unwrap_or(last.began))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,178 @@
+use super::*;
+use crate::schedule::test_support::at;
+
+fn census(pools: &[(&str, u32)]) -> Census {
+    Census(
+        (pools.iter())
+            .map(|(pool, nodes)| {
+                let count = PoolCount {
+                    nodes: *nodes,
+                    cpu: 4.0 * f64::from(*nodes),
+                    memory_gib: 16.0 * f64::from(*nodes),
+                    gpus: 0.0,
+                };
+                (pool.to_string(), count)
+            })
+            .collect(),
+    )
+}
+
+fn newest(sleep: Option<&str>, wake: Option<&str>) -> Newest {
+    Newest {
+        sleep: sleep.map(at),
+        wake: wake.map(at),
+    }
+}
+
+#[test]
+fn a_night_begins_at_the_first_sleep_after_the_last_wake_with_the_nodes_then_running() {
+    let before = census(&[("default", 8), ("gpu", 4)]);
+    let nights = Nights::default()
+        .next(
+            newest(Some("2026-11-23T20:00:00Z"), Some("2026-11-23T07:00:00Z")),
+            &before,
+            at("2026-11-23T20:00:02Z"),
+        )
+        .unwrap();
+    let night = nights.tonight().unwrap();
+    assert_eq!(night.began, at("2026-11-23T20:00:00Z"));
+    assert_eq!(night.counted_at, at("2026-11-23T20:00:02Z"));
+    assert_eq!(night.before, before);
+    assert_eq!(night.quietest, before);
+}
+
+#[test]
+fn by_day_no_night_begins() {
+    // The newest sleep is older than the newest wake: last night's, already over.
+    let nothing = Nights::default().next(
+        newest(Some("2026-11-22T20:00:00Z"), Some("2026-11-23T07:00:00Z")),
+        &census(&[("default", 8)]),
+        at("2026-11-23T12:00:00Z"),
+    );
+    assert_eq!(nothing, None);
+}
+
+#[test]
+fn the_quietest_point_is_the_fewest_nodes_and_the_night_ends_at_the_next_wake() {
+    let began = newest(Some("2026-11-23T20:00:00Z"), Some("2026-11-23T07:00:00Z"));
+    let nights = Nights::default()
+        .next(
+            began,
+            &census(&[("default", 8), ("gpu", 4)]),
+            at("2026-11-23T20:00:00Z"),
+        )
+        .unwrap();
+    let fewer = census(&[("default", 4), ("gpu", 1)]);
+    let nights = nights
+        .next(began, &fewer, at("2026-11-23T20:40:00Z"))
+        .unwrap();
+    // More nodes again (a job at night) change nothing, nor do as many.
+    assert_eq!(
+        nights.next(
+            began,
+            &census(&[("default", 6), ("gpu", 1)]),
+            at("2026-11-23T23:00:00Z")
+        ),
+        None
+    );
+    assert_eq!(nights.next(began, &fewer, at("2026-11-24T01:00:00Z")), None);
+    let woke = newest(Some("2026-11-23T20:00:00Z"), Some("2026-11-24T07:00:00Z"));
+    let nights = nights
+        .next(
+            woke,
+            &census(&[("default", 8), ("gpu", 4)]),
+            at("2026-11-24T07:00:01Z"),
+        )
+        .unwrap();
+    let night = nights.last().unwrap();
+    assert_eq!(nights.tonight(), None);
+    assert_eq!(night.ended, Some(at("2026-11-24T07:00:00Z")));
+    assert_eq!(night.quietest_at, at("2026-11-23T20:40:00Z"));
+    let went = night.before.beyond(&night.quietest);
+    assert_eq!(went.total().nodes, 7);
+    assert_eq!(went.0["gpu"].nodes, 3);
+    assert_eq!(went.total().cpu, 28.0);
+    assert!((night.quiet_hours(at("2026-11-30T00:00:00Z")) - 10.0 - 1.0 / 3.0).abs() < 1e-9);
+}
+
+#[test]
+fn a_restart_goes_on_with_the_night_and_begins_none_twice() {
+    let began = newest(Some("2026-11-23T20:00:00Z"), Some("2026-11-23T07:00:00Z"));
+    let nights = Nights::default()
+        .next(
+            began,
+            &census(&[("default", 8)]),
+            at("2026-11-23T20:00:00Z"),
+        )
+        .unwrap();
+    let stored: Nights = serde_json::from_str(&serde_json::to_string(&nights).unwrap()).unwrap();
+    assert_eq!(stored, nights);
+    assert_eq!(
+        stored.next(
+            began,
+            &census(&[("default", 8)]),
+            at("2026-11-23T22:00:00Z")
+        ),
+        None
+    );
+    // After the wake, the same records begin no second night.
+    let woke = newest(Some("2026-11-23T20:00:00Z"), Some("2026-11-24T07:00:00Z"));
+    let ended = stored
+        .next(woke, &census(&[("default", 8)]), at("2026-11-24T07:00:00Z"))
+        .unwrap();
+    assert_eq!(
+        ended.next(woke, &census(&[("default", 8)]), at("2026-11-24T09:00:00Z")),
+        None
+    );
+    assert_eq!(ended.0.len(), 1);
+}
+
+#[test]
+fn a_controller_started_at_night_counts_from_its_start_and_says_so() {
+    // Friday's sleep, Saturday's start: the weekend is one night, counted from Saturday noon.
+    let nights = Nights::default()
+        .next(
+            newest(Some("2026-11-27T20:00:00Z"), Some("2026-11-27T07:00:00Z")),
+            &census(&[("default", 5)]),
+            at("2026-11-28T12:00:00Z"),
+        )
+        .unwrap();
+    let night = nights.tonight().unwrap();
+    assert_eq!(night.began, at("2026-11-27T20:00:00Z"));
+    assert_eq!(night.counted_at, at("2026-11-28T12:00:00Z"));
+}
+
+#[test]
+fn two_weeks_of_nights_are_kept() {
+    let mut nights = Nights::default();
+    let start = at("2026-11-01T20:00:00Z");
+    for day in 0..20 {
+        let sleep = start + chrono::TimeDelta::days(day);
+        let wake = sleep + chrono::TimeDelta::hours(11);
+        let asleep = Newest {
+            sleep: Some(sleep),
+            wake: Some(sleep - chrono::TimeDelta::hours(13)),
+        };
+        nights = nights
+            .next(asleep, &census(&[("default", 3)]), sleep)
+            .unwrap();
+        let awake = Newest {
+            sleep: Some(sleep),
+            wake: Some(wake),
+        };
+        nights = nights
+            .next(awake, &census(&[("default", 3)]), wake)
+            .unwrap();
+    }
+    assert_eq!(nights.0.len(), KEPT);
+    assert_eq!(nights.0[0].began, start + chrono::TimeDelta::days(6));
+}
+
+#[test]
+fn only_newer_records_move_the_newest() {
+    let mut newest = Newest::default();
+    assert!(newest.saw(at("2026-11-23T20:00:00Z"), true));
+    assert!(!newest.saw(at("2026-11-22T20:00:00Z"), true));
+    assert!(newest.saw(at("2026-11-23T07:00:00Z"), false));
+    assert_eq!(newest.sleep, Some(at("2026-11-23T20:00:00Z")));
+}
