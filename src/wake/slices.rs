@@ -253,7 +253,13 @@ pub fn wanted(stage: Stage, seen: Seen) -> Vec<ServicePorts> {
             let mut selected = selected(service, &workloads).peekable();
             selected.peek().is_some() && selected.all(|workload| workload.asleep)
         }
-        Stage::Waking => !timed_out && placed.contains(&service.name),
+        // Only while something it sends to may still come back: a Service whose workloads
+        // were all deleted waits for nothing.
+        Stage::Waking => {
+            !timed_out
+                && placed.contains(&service.name)
+                && selected(service, &workloads).next().is_some()
+        }
         Stage::Awake => false,
     };
     (services.into_iter())

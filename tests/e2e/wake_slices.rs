@@ -245,3 +245,90 @@ async fn the_services_of_workloads_sleeping_through_a_foo_or_keda_get_a_slice() 
         .await;
     scenario.finish().await;
 }
+
+/// At night too, a slice of ours goes within seconds of its Service having a ready endpoint of
+/// its own, whatever made it ready: a bare Pod the Service also selects, or the workload scaled
+/// up by hand (as a GitOps tool's self-heal would). Seen failing: both slices stayed all night,
+/// because nothing looked at the Namespace again before its morning.
+#[tokio::test]
+async fn at_night_a_slice_goes_once_its_service_has_a_ready_endpoint_of_its_own() {
+    let test = "wake-slices-night";
+    let Some(ip) = support::wake::machine_address() else {
+        support::say(
+            "skipped: this machine has no address but loopback, which no EndpointSlice may name",
+        );
+        return;
+    };
+    let Some(scenario) = Scenario::own(test, envtest::Options::default()).await else {
+        return;
+    };
+    let namespace = scenario.namespace.clone();
+    let ports = json!([{ "name": "http", "port": 80 }]);
+    support::create_deployment(&scenario.client, &namespace, "api", 1).await;
+    for service in ["web", "api"] {
+        create_service(&scenario, &namespace, service, ports.clone()).await;
+    }
+    let (mut controller, _) = start_backend_with_slices(&scenario, ip, PROXY).await;
+    let deployments = web_asleep(&scenario, json!({})).await;
+    let both = ["api-cronscaler-wake", "web-cronscaler-wake"];
+    eventually("the slices of web and api", PROMPTLY, || async {
+        let slices = wake_slices(&scenario, &namespace).await;
+        both.iter()
+            .all(|name| slices.contains_key(*name))
+            .then_some(())
+    })
+    .await;
+
+    // A bare Pod that web's Service selects runs and becomes ready.
+    let bare = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": { "name": "web-bare", "labels": { "app": "web" } },
+        "spec": { "containers": [{ "name": "web", "image": "nginx" }] },
+    });
+    let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
+        kube::Api::namespaced(scenario.client.clone(), &namespace);
+    pods.create(
+        &PostParams::default(),
+        &serde_json::from_value(bare).expect("a Pod"),
+    )
+    .await
+    .expect("web-bare");
+    gone_once_served(&scenario, "web", "web-bare").await;
+
+    // api is scaled up by hand in the night, and its Pod becomes ready.
+    deployments
+        .patch(
+            "api",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({ "spec": { "replicas": 1 } })),
+        )
+        .await
+        .expect("api scaled up");
+    gone_once_served(&scenario, "api", "api").await;
+    controller
+        .assert_stops_cleanly(Duration::from_secs(10))
+        .await;
+    scenario.finish().await;
+}
+
+/// Serves the Pods of `prefix` until `service` is served by its own, then waits for its slice
+/// of ours to go within [`BESIDE_AT_MOST`].
+async fn gone_once_served(scenario: &Scenario, service: &str, prefix: &str) {
+    let namespace = &scenario.namespace;
+    eventually(
+        &format!("{service} served by its own Pods"),
+        PROMPTLY * 3,
+        || async {
+            serve_pods(&scenario.client, namespace, prefix).await;
+            served(&scenario.client, namespace, service)
+                .await
+                .then_some(())
+        },
+    )
+    .await;
+    let slice = format!("{service}-cronscaler-wake");
+    eventually(&format!("{slice} gone"), BESIDE_AT_MOST, || async {
+        (!wake_slices(scenario, namespace).await.contains_key(&slice)).then_some(())
+    })
+    .await;
+}

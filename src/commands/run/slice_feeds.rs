@@ -1,8 +1,9 @@
 //! The watches the EndpointSlice wake follows: the slices of ours (a person or a tool that
 //! deletes one has it back while the Namespace sleeps), the slices of the backend's own Service
-//! (its Pods come and go: every slice of ours follows), and Services' metadata (a Service added
-//! to a sleeping Namespace gets a slice). Each only queues the Namespaces concerned; the
-//! reconcile reads what it needs.
+//! (its Pods come and go: every slice of ours follows), Services' metadata (a Service added
+//! to a sleeping Namespace gets a slice), and the metadata of the slices the cluster writes for
+//! Services (a Service with a slice of ours whose own Pods become ready, at night too, loses
+//! ours). Each only queues the Namespaces concerned; the reconcile reads what it needs.
 
 use std::future::Future;
 
@@ -87,6 +88,10 @@ pub fn start(
         backend_feed(&slices, backend_writer, queue, outage),
     );
     feeds.start("Services", service_feed(&slices, queue, outage));
+    feeds.start(
+        "Services' own EndpointSlices",
+        served_feed(&slices, queue, outage),
+    );
     tokio::spawn(say_what_is_lacking(client.clone(), slices.owner.clone()));
     Some(slices)
 }
@@ -211,6 +216,36 @@ pub fn service_feed(
             queue.add(WorkKey::WakeSlices(namespace));
         }
     })
+}
+
+/// The metadata of every EndpointSlice not ours, kept nowhere: a change of one (its endpoints or
+/// their readiness changed) in a Namespace with slices of ours has it looked at again, so a
+/// slice of ours goes within a look of its Service having a ready endpoint of its own, whoever
+/// woke the Pods and whatever kind runs them.
+pub fn served_feed(
+    ctx: &WakeSlices,
+    queue: &WorkQueue<WorkKey>,
+    outage: &Outage,
+) -> impl Future<Output = ()> + use<> {
+    let watch = watcher(
+        Api::<PartialObjectMeta<EndpointSlice>>::all(ctx.client.clone()),
+        watcher::Config::default().labels(&format!("{MANAGED_BY}!={MANAGER}")),
+    )
+    .backoff(WatchBackoff::default());
+    let (ctx, queue) = (ctx.clone(), queue.clone());
+    drive(
+        watch,
+        "Services' own EndpointSlices",
+        outage.clone(),
+        move |event| {
+            let (watcher::Event::Apply(slice) | watcher::Event::Delete(slice)) = event else {
+                return;
+            };
+            if let Some(namespace) = slice.namespace().filter(|ns| ctx.has_placed(ns)) {
+                queue.add(WorkKey::WakeSlices(namespace));
+            }
+        },
+    )
 }
 
 /// Queues every Namespace that opted in, or has slices of ours.

@@ -1,7 +1,7 @@
 //! A Namespace's slices brought to what it should have: observed once (its schedule and opt-in
-//! from the Namespace watch, the slices of ours and the backend's from theirs; its Services and
-//! workloads listed only while it sleeps or wakes, and its Services' own EndpointSlices only
-//! while it wakes), planned by [`wanted`] and [`plan`], then written.
+//! from the Namespace watch, the slices of ours and the backend's from theirs; its Services,
+//! workloads and its Services' own EndpointSlices listed only while it sleeps or wakes),
+//! planned by [`wanted`] and [`plan`], then written.
 
 use std::time::Duration;
 
@@ -203,6 +203,9 @@ async fn observe(
             .collect(),
         ..Seen::default()
     };
+    // Asleep too: a Service that also sends to Pods that run (a DaemonSet's, a bare Pod, a
+    // workload someone woke) gets no slice beside them.
+    seen.served = served(ctx, namespace).await?;
     if stage != Stage::Waking {
         return Ok(Observed {
             seen,
@@ -210,9 +213,10 @@ async fn observe(
             ..Observed::default()
         });
     }
-    seen.served = served(ctx, namespace).await?;
-    let woken = (objects.iter())
-        .filter_map(|(kind, object)| last_transition(&TargetState::of_object(*kind, object)))
+    // The wake of what the workloads sleep through counts too (a Foo's, a ScaledObject's): a
+    // Namespace whose woken workloads carry no record of their own still runs out of time.
+    let woken = (states.iter().chain(sleepers.values()))
+        .filter_map(last_transition)
         .filter(|transition| transition.direction == Direction::Up)
         .map(|transition| transition.at)
         .max();

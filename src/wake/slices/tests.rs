@@ -306,6 +306,14 @@ fn woken_each_slice_stays_until_its_own_service_is_served_and_none_past_the_step
         ["api"],
         "web is served by its own Pods; admin had none: none made while waking"
     );
+    let gone = Seen {
+        workloads: vec![pods("web", false)],
+        ..woken.clone()
+    };
+    assert!(
+        wanted(Stage::Waking, gone).is_empty(),
+        "api's workload was deleted: nothing to wait for"
+    );
     let late = Seen {
         timed_out: true,
         ..woken
@@ -460,6 +468,7 @@ mod against_the_api_server {
      {
         let (client, server) = mock_client();
         let mut script = reads(0, "2026-11-25T20:00:00Z down");
+        script.push(own_slices(false));
         script.push(
             Exchange::new("PATCH", format!("{SLICE}?&force=true&fieldManager=cronscaler"))
                 .content_type("application/apply-patch+yaml")
@@ -486,9 +495,27 @@ mod against_the_api_server {
     async fn asleep_a_service_whose_workload_is_awake_gets_no_slice() {
         let (client, server) = mock_client();
         // Scaled up by hand in the night: no record of ours says it sleeps.
-        let server = tokio::spawn(server.serve(reads(2, "2026-11-25T20:00:00Z down")));
+        let mut script = reads(2, "2026-11-25T20:00:00Z down");
+        script.push(own_slices(false));
+        let server = tokio::spawn(server.serve(script));
         let (ctx, _writers) = context(client, shop(true), &[]);
         reconcile(&ctx, "shop", now()).await.expect("read");
+        drop(ctx);
+        server.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn asleep_a_slice_beside_a_ready_endpoint_of_the_service_s_own_goes() {
+        let placed = placed();
+        let (client, server) = mock_client();
+        // Its workload sleeps, but the Service sends to a Pod that runs (a bare Pod, a
+        // DaemonSet's) too.
+        let mut script = reads(0, "2026-11-25T20:00:00Z down");
+        script.push(own_slices(true));
+        script.push(Exchange::new("DELETE", format!("{SLICE}?")).reply(200, json!({})));
+        let server = tokio::spawn(server.serve(script));
+        let (ctx, _writers) = context(client, shop(true), &placed);
+        reconcile(&ctx, "shop", now()).await.expect("deleted");
         drop(ctx);
         server.await.unwrap();
     }
