@@ -258,7 +258,7 @@ async fn a_pause_is_given_back_within_a_minute_of_pause_taken_away_at_night() {
 }
 
 #[tokio::test]
-async fn a_record_a_person_made_unreadable_is_a_warning_naming_the_switch_as_it_is() {
+async fn a_record_a_person_made_unreadable_is_a_warning_and_the_pause_is_given_back() {
     let Some((scenario, argo_cd, controller)) = paused("gitops-unreadable").await else {
         return;
     };
@@ -283,9 +283,35 @@ async fn a_record_a_person_made_unreadable_is_a_warning_naming_the_switch_as_it_
     let note = warned.note.unwrap_or_default();
     assert_eq!(warned.type_.as_deref(), Some("Warning"), "{note}");
     assert!(
-        note.contains("\"paused by me\"") && note.contains("self-heal left as it is, now false"),
+        note.contains("\"paused by me\"") && note.contains("self-heal given back (true)"),
         "{note}"
     );
+    // Left paused, it would be paused for good with no record for the gauge or the alert: it is
+    // given back, and the Namespace still asleep under it pauses it again, with a record that
+    // reads.
+    eventually(
+        "the owner paused again under a readable record",
+        LATENESS,
+        || async {
+            let owner = argo_cd.owners.get(argo_cd.name).await.ok()?;
+            let record = paused_record(&owner)?;
+            let readable = serde_json::from_str::<Value>(&record).is_ok();
+            (readable && argo_cd.switch(&owner) == Some(false)).then_some(())
+        },
+    )
+    .await;
+    // Said just after the write: listed a moment later.
+    eventually(
+        "GitOpsPaused said at the night, and again",
+        LATENESS,
+        || async {
+            let paused = (owner_events(&scenario, &argo_cd).await.iter())
+                .filter(|event| event.reason.as_deref() == Some("GitOpsPaused"))
+                .count();
+            (paused == 2).then_some(())
+        },
+    )
+    .await;
     stop_cleanly_and_finish(scenario, controller, Duration::from_secs(10)).await;
 }
 

@@ -106,19 +106,38 @@ pub fn release(
     let record = match &state.record {
         None => return None,
         Some(Ok(record)) => record,
-        // Unreadable: nothing says what to give back; the record goes, the switch stays.
+        // Unreadable: the record goes. A switch paused now is given back to repairing, since a
+        // pause is only ever recorded over an owner that repairs: left paused, it would stay so
+        // with no record for the gauge and its alert to count. A Namespace still asleep under
+        // it pauses it again, with a record that reads.
         Some(Err(text)) => {
+            let paused_now = state.repair == Some(spec.paused);
+            let (switch, what) = match paused_now {
+                true => (
+                    Some(Some(!spec.paused)),
+                    format!(
+                        "{} given back ({}), as cronscaler pauses only an owner that repairs",
+                        spec.repair_word, !spec.paused
+                    ),
+                ),
+                false => (
+                    None,
+                    format!(
+                        "{} left as it is, now {}",
+                        spec.repair_word,
+                        describe_switch(state.repair)
+                    ),
+                ),
+            };
             return Some(OwnerWrite {
                 owner: owner.clone(),
                 uid: state.uid.clone(),
-                body: body(owner, state, None, None),
+                body: body(owner, state, None, switch),
                 event: Some((
                     "GitOpsPauseUnreadable",
                     format!(
-                        "{GITOPS_PAUSED} {text:?} cannot be read: removed, and {} left as it \
-                         is, now {}; set it as it should be",
-                        spec.repair_word,
-                        describe_switch(state.repair)
+                        "{GITOPS_PAUSED} {text:?} cannot be read: removed, and {what}; check \
+                         that it is as it should be"
                     ),
                 )),
                 warns: true,

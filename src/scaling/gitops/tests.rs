@@ -395,9 +395,26 @@ fn a_person_who_turned_self_heal_back_on_at_night_wins() {
         Some((
             "GitOpsPauseUnreadable",
             "cronscaler.dev/gitops-paused \"yes\" cannot be read: removed, and self-heal left as \
-             it is, now true; set it as it should be"
+             it is, now true; check that it is as it should be"
                 .into()
         ))
+    );
+    // Paused now: given back, or it would stay paused with nothing to count it.
+    let spec = json!({ "syncPolicy": { "automated": { "prune": true, "selfHeal": false } } });
+    let paused = state(Tool::ArgoCd, spec, Some("yes"));
+    let write = release(&shop(), &paused, |_| true).expect("given back");
+    assert_eq!(
+        write.body["spec"],
+        json!({ "syncPolicy": { "automated": { "selfHeal": true } } })
+    );
+    assert!(write.warns);
+    assert!(
+        (write.event.as_ref()).is_some_and(|(_, note)| note.contains(
+            "removed, and self-heal given back (true), as cronscaler pauses only an owner that \
+             repairs"
+        )),
+        "{:?}",
+        write.event
     );
 }
 
