@@ -242,6 +242,80 @@ async fn a_pause_is_given_back_within_a_minute_of_its_workloads_deleted_at_night
     stop_cleanly_and_finish(scenario, controller, Duration::from_secs(10)).await;
 }
 
+/// The Namespace deleted at night: nothing of it is left to sleep, so nothing keeps the owner
+/// paused.
+#[tokio::test]
+async fn a_pause_is_given_back_within_a_minute_of_its_namespace_deleted_at_night() {
+    let Some((scenario, argo_cd, controller)) = paused("gitops-ns-deleted").await else {
+        return;
+    };
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(scenario.client.clone());
+    namespaces
+        .delete(&scenario.namespace, &DeleteParams::default())
+        .await
+        .expect("the Namespace deleted");
+    // The namespace controller's part (no kube-controller-manager here): every object of the
+    // Namespace deleted, then the Namespace finalized, and gone.
+    scenario
+        .deployments()
+        .delete("web", &DeleteParams::default())
+        .await
+        .expect("web deleted with its Namespace");
+    let finalized = json!({
+        "apiVersion": "v1", "kind": "Namespace",
+        "metadata": { "name": &scenario.namespace },
+        "spec": { "finalizers": [] },
+    });
+    namespaces
+        .replace_subresource(
+            "finalize",
+            &scenario.namespace,
+            &PostParams::default(),
+            &finalized,
+        )
+        .await
+        .expect("the Namespace finalized");
+    given_back_within(&argo_cd, GIVEN_BACK_WITHIN).await;
+    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(10)).await;
+}
+
+/// Its workload left with no schedule at night: nothing sleeps under `pause` any more.
+#[tokio::test]
+async fn a_pause_is_given_back_within_a_minute_of_its_schedule_removed_at_night() {
+    let Some((scenario, argo_cd, controller)) = paused("gitops-unscheduled").await else {
+        return;
+    };
+    let unscheduled = json!({ "metadata": { "annotations": {
+        "cronscaler.dev/scale-down": null, "cronscaler.dev/scale-up": null,
+    } } });
+    scenario
+        .deployments()
+        .patch("web", &PatchParams::default(), &Patch::Merge(&unscheduled))
+        .await
+        .expect("the schedule removed");
+    given_back_within(&argo_cd, GIVEN_BACK_WITHIN).await;
+    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(10)).await;
+}
+
+/// `restore -n NS --all`, the whole Namespace at once, gives back the owner that paused for it.
+#[tokio::test]
+async fn restore_of_a_namespace_gives_back_the_owner_that_deploys_there() {
+    let Some((scenario, argo_cd, mut controller)) = paused("gitops-restore-ns").await else {
+        return;
+    };
+    controller
+        .assert_stops_cleanly(Duration::from_secs(10))
+        .await;
+    let namespace = scenario.namespace.clone();
+    let said = scenario.said(&["restore", "-n", &namespace, "--all"]);
+    assert!(
+        said.contains("restored Argo CD Application argocd/shop: self-heal given back (true)"),
+        "{said}"
+    );
+    given_back(&argo_cd, Some(true)).await;
+    scenario.finish().await;
+}
+
 #[tokio::test]
 async fn a_pause_is_given_back_within_a_minute_of_pause_taken_away_at_night() {
     let Some((scenario, argo_cd, controller)) = paused("gitops-opt-out").await else {
