@@ -29,7 +29,7 @@ use crate::{
 
 /// The annotation prefixes a schedule is read from (kube-downscaler's for
 /// `--kube-downscaler-annotations`); every other annotation is dropped but the ones kinds sleep
-/// by, and Argo CD's tracking annotation, which names the owner.
+/// by, and the marks of a GitOps owner ([`ARGOCD_TRACKING_ID`], Helm's release).
 pub const READ_PREFIXES: [&str; 2] = [
     crate::schedule::PREFIX,
     crate::schedule::kube_downscaler::PREFIX,
@@ -39,6 +39,12 @@ pub const READ_PREFIXES: [&str; 2] = [
 /// `<namespace>_<name>` when it lives outside Argo CD's own Namespace.
 /// Kept by the watch, since it names the owner a GitOps pause is proven on.
 pub const ARGOCD_TRACKING_ID: &str = "argocd.argoproj.io/tracking-id";
+
+/// Helm's marks of the release that installed an object, which a Flux HelmRelease confirms as
+/// its own release. Kept by the watch, as Argo CD's tracking annotation is (seen failing: a
+/// HelmRelease never confirmed the workloads it installed, the marks having been dropped).
+pub const HELM_RELEASE_NAME: &str = "meta.helm.sh/release-name";
+pub const HELM_RELEASE_NAMESPACE: &str = "meta.helm.sh/release-namespace";
 
 /// A workload as the watch sends it, with only what [`WatchedObject::state`] needs; of any kind,
 /// as its [`ApiResource`] names it.
@@ -182,7 +188,12 @@ impl<K: Resource> Delivered for PartialObjectMeta<K> {
 fn is_read(key: &str) -> bool {
     READ_PREFIXES.iter().any(|prefix| key.starts_with(prefix))
         || kinds::sleep_annotations().any(|sleeps_by| sleeps_by == key)
-        || key == ARGOCD_TRACKING_ID
+        || [
+            ARGOCD_TRACKING_ID,
+            HELM_RELEASE_NAME,
+            HELM_RELEASE_NAMESPACE,
+        ]
+        .contains(&key)
 }
 
 impl<'de> Deserialize<'de> for WatchedObject {

@@ -10,7 +10,7 @@ use crate::support;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use k8s_openapi::api::{apps::v1::Deployment, rbac::v1::RoleBinding};
+use k8s_openapi::api::apps::v1::Deployment;
 use kube::{
     Api,
     api::{DeleteParams, Patch, PatchParams, PostParams},
@@ -23,36 +23,13 @@ use support::{
     gitops::{
         GITOPS_PAUSED, LATENESS, PausedNight, Tool, argo_cd, argo_cd_in, deploy_and_start, flux,
         flux_in, given_back, night, nightly_in, owner_events, paused_night_of, paused_record,
-        until, wait_replicas,
+        tenant, until, wait_replicas,
     },
     metric, occurrences, replicas_become, stop_cleanly_and_finish,
 };
 
 /// A pause is given back within a minute of the end of its night (issue 38).
 const GIVEN_BACK_WITHIN: Duration = Duration::from_secs(60);
-
-/// The scenario's Namespace made a tenant's: the user `tenant` may do there what the built-in
-/// `edit` role allows, and nothing anywhere else. Returns the tenant's Deployments.
-async fn tenant(scenario: &Scenario) -> Api<Deployment> {
-    let namespace = &scenario.namespace;
-    let binding: RoleBinding = serde_json::from_value(json!({
-        "metadata": { "name": "tenant-edits", "namespace": namespace },
-        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit" },
-        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "tenant" }],
-    }))
-    .expect("a RoleBinding");
-    Api::<RoleBinding>::namespaced(scenario.client.clone(), namespace)
-        .create(&PostParams::default(), &binding)
-        .await
-        .expect("the tenant bound to edit");
-    let deployments = Api::namespaced(scenario.client_as("tenant").await, namespace);
-    // The aggregation controller fills `edit` in within moments.
-    eventually("the tenant may list Deployments", LATENESS, || async {
-        deployments.list(&Default::default()).await.ok().map(drop)
-    })
-    .await;
-    deployments
-}
 
 /// The tenant's Deployment `name`, scheduled in `pause` for `night`, with `labels` (the marks
 /// they wrote by hand).

@@ -15,6 +15,7 @@ mod cronjob_jobs;
 mod faults;
 mod foo;
 mod gitops;
+mod gitops_helm;
 mod gitops_tenants;
 mod hpa;
 mod idle;

@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::{apps::v1::Deployment, rbac::v1::RoleBinding};
 use kube::{
     Api, Client,
     api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams},
@@ -562,4 +562,27 @@ pub async fn end(
 /// How long until `at`, as a test's wait.
 pub fn until(at: DateTime<Utc>) -> Duration {
     (at - Utc::now()).to_std().unwrap_or_default()
+}
+
+/// The scenario's Namespace made a tenant's: the user `tenant` may do there what the built-in
+/// `edit` role allows, and nothing anywhere else. Returns the tenant's Deployments.
+pub async fn tenant(scenario: &Scenario) -> Api<Deployment> {
+    let namespace = &scenario.namespace;
+    let binding: RoleBinding = serde_json::from_value(json!({
+        "metadata": { "name": "tenant-edits", "namespace": namespace },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit" },
+        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "tenant" }],
+    }))
+    .expect("a RoleBinding");
+    Api::<RoleBinding>::namespaced(scenario.client.clone(), namespace)
+        .create(&PostParams::default(), &binding)
+        .await
+        .expect("the tenant bound to edit");
+    let deployments = Api::namespaced(scenario.client_as("tenant").await, namespace);
+    // The aggregation controller fills `edit` in within moments.
+    eventually("the tenant may list Deployments", LATENESS, || async {
+        deployments.list(&Default::default()).await.ok().map(drop)
+    })
+    .await;
+    deployments
 }

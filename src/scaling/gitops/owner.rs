@@ -11,7 +11,10 @@ use super::{Owner, Paused, Proof, Tool};
 use crate::schedule::GITOPS_PAUSED;
 use crate::{
     runtime::CONTROLLER_NAME,
-    workloads::{target::ScaleTarget, watched_object::ARGOCD_TRACKING_ID},
+    workloads::{
+        target::ScaleTarget,
+        watched_object::{ARGOCD_TRACKING_ID, HELM_RELEASE_NAME, HELM_RELEASE_NAMESPACE},
+    },
 };
 
 /// Argo CD's label tracking, a label Helm charts set too.
@@ -30,8 +33,6 @@ const FLUX_LABELS: [(Tool, &str, &str); 2] = [
     ),
 ];
 /// Helm's marks on everything it installs: the release, and the Namespace it is installed in.
-pub const HELM_RELEASE_NAME: &str = "meta.helm.sh/release-name";
-pub const HELM_RELEASE_NAMESPACE: &str = "meta.helm.sh/release-namespace";
 /// Where Argo CD keeps its Applications unless told otherwise.
 pub const ARGOCD_NAMESPACE: &str = "argocd";
 /// The sync option without which Argo CD applies an ignored field anyway at its next sync.

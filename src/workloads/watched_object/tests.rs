@@ -59,6 +59,23 @@ fn page(items: Vec<Value>) -> String {
 }
 
 #[test]
+fn the_marks_of_a_gitops_owner_are_kept() {
+    let marks = json!({
+        "argocd.argoproj.io/tracking-id": "shop:apps/Deployment:staging/web",
+        "meta.helm.sh/release-name": "infra",
+        "meta.helm.sh/release-namespace": "platform",
+    });
+    let list: ObjectList<WatchedObject> =
+        serde_json::from_str(&page(vec![deployment(marks.clone())])).unwrap();
+    let kept = list.items[0]
+        .metadata
+        .annotations
+        .clone()
+        .unwrap_or_default();
+    assert_eq!(serde_json::to_value(kept).unwrap(), marks);
+}
+
+#[test]
 fn only_the_annotations_read_are_kept_and_the_rest_of_the_metadata_whole() {
     let text = page(vec![deployment(json!({
         "kubectl.kubernetes.io/last-applied-configuration": "x".repeat(4096),
