@@ -243,6 +243,21 @@ async fn the_services_of_workloads_sleeping_through_a_foo_or_keda_get_a_slice() 
     controller
         .assert_stops_cleanly(Duration::from_secs(10))
         .await;
+    // Uninstalled without a restore, as `kubectl delete -k .` does: the ClusterRole of the
+    // slices' grants goes, and the garbage collector takes every slice of ours with it.
+    let roles: kube::Api<k8s_openapi::api::rbac::v1::ClusterRole> =
+        kube::Api::all(scenario.client.clone());
+    roles
+        .delete("cronscaler-wake-slices", &Default::default())
+        .await
+        .expect("the install's ClusterRole deleted");
+    eventually("no slice of ours left", PROMPTLY * 2, || async {
+        wake_slices(&scenario, &namespace)
+            .await
+            .is_empty()
+            .then_some(())
+    })
+    .await;
     scenario.finish().await;
 }
 
@@ -331,4 +346,74 @@ async fn gone_once_served(scenario: &Scenario, service: &str, prefix: &str) {
         (!wake_slices(scenario, namespace).await.contains_key(&slice)).then_some(())
     })
     .await;
+}
+
+/// A dual-stack Service (on an API server that hands out both families) gets a slice for each of
+/// its families, each naming the backend's addresses of that family.
+#[tokio::test]
+async fn a_dual_stack_service_gets_a_slice_for_each_family() {
+    let test = "wake-slices-dual";
+    let Some(ip) = support::wake::machine_address() else {
+        support::say(
+            "skipped: this machine has no address but loopback, which no EndpointSlice may name",
+        );
+        return;
+    };
+    let options = envtest::Options {
+        controller_manager: false,
+        apiserver_flags: vec!["--service-cluster-ip-range=10.0.0.0/24,fd00:10::/108".into()],
+        ..envtest::Options::default()
+    };
+    let Some(scenario) = Scenario::own(test, options).await else {
+        return;
+    };
+    let namespace = scenario.namespace.clone();
+    let dual = json!({
+        "selector": { "app": "web" },
+        "ipFamilyPolicy": "RequireDualStack",
+        "ports": [{ "name": "http", "port": 80 }],
+    });
+    create_service_with(&scenario, &namespace, "web", dual).await;
+    let (mut controller, backend) = start_backend_with_slices(&scenario, ip, PROXY).await;
+    // The backend's own Service has a Pod of each family, as a dual-stack cluster gives it.
+    support::envtest::apply(
+        &scenario.client,
+        json!({
+            "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {
+                "name": "cronscaler-wake-ipv6-x7k2p", "namespace": SA_NAMESPACE,
+                "labels": { "kubernetes.io/service-name": "cronscaler-wake" },
+            },
+            "addressType": "IPv6",
+            "endpoints": [{ "addresses": ["fd00:20::7"], "conditions": { "ready": true } }],
+            "ports": [{ "name": "http", "port": backend.port(), "protocol": "TCP" }],
+        }),
+    )
+    .await
+    .expect("the backend's IPv6 slice");
+    web_asleep(&scenario, json!({})).await;
+    let slices = eventually("a slice of each family", PROMPTLY, || async {
+        let slices = wake_slices(&scenario, &namespace).await;
+        (slices.len() == 2).then_some(slices)
+    })
+    .await;
+    let addresses = |name: &str| {
+        let slice = &slices[name];
+        let addresses: Vec<String> = (slice.endpoints.iter())
+            .flat_map(|endpoint| endpoint.addresses.clone())
+            .collect();
+        (slice.address_type.clone(), addresses)
+    };
+    assert_eq!(
+        addresses("web-cronscaler-wake"),
+        ("IPv4".to_string(), vec![ip.to_string()])
+    );
+    assert_eq!(
+        addresses("web-cronscaler-wake-ipv6"),
+        ("IPv6".to_string(), vec!["fd00:20::7".to_string()])
+    );
+    controller
+        .assert_stops_cleanly(Duration::from_secs(10))
+        .await;
+    scenario.finish().await;
 }
