@@ -564,21 +564,30 @@ pub fn until(at: DateTime<Utc>) -> Duration {
     (at - Utc::now()).to_std().unwrap_or_default()
 }
 
-/// The scenario's Namespace made a tenant's: the user `tenant` may do there what the built-in
-/// `edit` role allows, and nothing anywhere else. Returns the tenant's Deployments.
+/// The scenario's Namespace made a tenant's: the ServiceAccount `tenant` of it may do there
+/// what the built-in `edit` role allows, and nothing anywhere else. Returns the tenant's
+/// Deployments, as that ServiceAccount reaches them.
 pub async fn tenant(scenario: &Scenario) -> Api<Deployment> {
     let namespace = &scenario.namespace;
+    let account: k8s_openapi::api::core::v1::ServiceAccount =
+        serde_json::from_value(json!({ "metadata": { "name": "tenant" } }))
+            .expect("a ServiceAccount");
+    Api::namespaced(scenario.client.clone(), namespace)
+        .create(&PostParams::default(), &account)
+        .await
+        .expect("the tenant's ServiceAccount");
     let binding: RoleBinding = serde_json::from_value(json!({
         "metadata": { "name": "tenant-edits", "namespace": namespace },
         "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit" },
-        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "tenant" }],
+        "subjects": [{ "kind": "ServiceAccount", "name": "tenant", "namespace": namespace }],
     }))
     .expect("a RoleBinding");
     Api::<RoleBinding>::namespaced(scenario.client.clone(), namespace)
         .create(&PostParams::default(), &binding)
         .await
         .expect("the tenant bound to edit");
-    let deployments = Api::namespaced(scenario.client_as("tenant").await, namespace);
+    let user = format!("system:serviceaccount:{namespace}:tenant");
+    let deployments = Api::namespaced(scenario.client_as(&user).await, namespace);
     // The aggregation controller fills `edit` in within moments.
     eventually("the tenant may list Deployments", LATENESS, || async {
         deployments.list(&Default::default()).await.ok().map(drop)
