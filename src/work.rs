@@ -19,7 +19,7 @@ use crate::{
         worker::{Handled, Next, Reconcile},
     },
     scaling::{
-        self, ScalingContext, idle::Activity, key::ScalingKey,
+        self, ScalingContext, idle::Activity, key::ScalingKey, nights::NightsContext,
         on_demand::request::OverrideRequests, policy_status, timer::Clock,
     },
     wake::{self, host_conflicts::HostConflicts, request::WakeRequests, slices::WakeSlices},
@@ -77,6 +77,9 @@ pub struct Reconcilers {
     /// The `SleepPolicy`s and `SleepSchedule`s as watched, whose status the controller writes
     /// (none in a namespaced install).
     pub declarations: Option<Declarations>,
+    /// The record of the nodes around each night (none in a namespaced install, which may not
+    /// read Nodes).
+    pub nights: Option<NightsContext>,
     pub clock: Clock,
     pub metrics: Metrics,
 }
@@ -156,6 +159,13 @@ impl Reconcilers {
             WorkKey::Scaling(ScalingKey::Idle(namespace)) => {
                 scaling::idle::look(&self.scale, &self.activity, namespace, now).await
             }
+            WorkKey::Scaling(ScalingKey::Nights) => match &self.nights {
+                Some(nights) => {
+                    let listed = self.scale.transitions.all_workloads_listed();
+                    scaling::nights::look(nights, listed, now).await
+                }
+                None => Ok(Next::Done),
+            },
             WorkKey::Scaling(ScalingKey::WakeHosts(namespace)) => {
                 self.host_conflicts.tell(namespace).await;
                 Ok(Next::Done)
@@ -256,6 +266,7 @@ mod tests {
             host_conflicts: HostConflicts::new(NamespaceSchedules::watched([]), events),
             activity: Activity::default(),
             declarations: None,
+            nights: None,
             clock: system_clock(),
             metrics: Metrics::new().0,
         };

@@ -223,6 +223,8 @@ fn the_cluster_role_grants_exactly_what_the_controller_uses() {
         "overriderequests/status",
         &["patch"],
     ));
+    // The nodes around each night: Nodes read, never written.
+    cluster_wide.insert(grant("", "nodes", &["list", "watch"]));
     // A kind of --kinds outside the catalogue: its CRD read for where it keeps its count.
     cluster_wide.insert(grant(
         "apiextensions.k8s.io",
@@ -261,11 +263,16 @@ fn the_cluster_role_grants_exactly_what_the_controller_uses() {
         bound["subjects"][0]["name"], "cronscaler",
         "the controller's"
     );
-    let lease = BTreeSet::from([grant(
-        "coordination.k8s.io",
-        "leases",
-        &["get", "create", "update"],
-    )]);
+    // The Lease, and the record of the nights: read and applied by name, made once.
+    let lease = BTreeSet::from([
+        grant(
+            "coordination.k8s.io",
+            "leases",
+            &["get", "create", "update"],
+        ),
+        grant("", "configmaps", &["get", "patch"]),
+        grant("", "configmaps", &["create"]),
+    ]);
     assert_eq!(
         grants(find(&objects, "Role", "cronscaler-leader-election")),
         lease

@@ -1,9 +1,9 @@
 //! `cronscaler run`, the wiring, in the order it is read: the settings; what the watches fill and
 //! the workers read; the feeds, each family started from a file beside this one (`foo_feeds.rs`,
 //! `namespace_feeds.rs` with `policy_feeds.rs`, `slice_feeds.rs`, `workload_feeds.rs`,
-//! `gitops_feeds.rs`, `route_feeds.rs`, `request_feeds.rs`) through the one feed layer
-//! (`feeds.rs`); leadership (`election.rs`), what is served (`served.rs`) and the workers while
-//! this replica leads; shutdown. `wake_backend.rs` is `cronscaler wake-backend`, the other process.
+//! `gitops_feeds.rs`, `route_feeds.rs`, `request_feeds.rs`, `node_feeds.rs`) through the one
+//! feed layer (`feeds.rs`); leadership (`election.rs`, with the workers while this replica
+//! leads), what is served (`served.rs`); shutdown. `wake_backend.rs` is `cronscaler wake-backend`, the other process.
 
 use std::{future::Future, sync::Arc};
 
@@ -16,6 +16,7 @@ mod feeds;
 mod foo_feeds;
 mod gitops_feeds;
 mod namespace_feeds;
+mod node_feeds;
 mod policy_feeds;
 mod request_feeds;
 mod route_feeds;
@@ -26,7 +27,7 @@ mod wake_backend;
 mod workload_feeds;
 
 pub use clients::{Clients, clients_for};
-use election::{Resync, elect, follow_leadership};
+use election::{Resync, elect, follow_leadership, start_workers};
 use feeds::Feeds;
 use foo_feeds::{foo_feeds, ready_once_listed};
 use gitops_feeds::owner_feed;
@@ -48,17 +49,18 @@ use crate::{
     runtime::{
         events::Events,
         outage::Outage,
-        worker::{Workers, worker},
+        worker::Workers,
         workqueue::{Enqueue, RateLimit, WorkQueue},
         writes::Writes,
     },
-    scaling::on_demand::request::Carrying,
     scaling::{
         ScalingContext,
         gitops::{Tool, owners::Owners},
         hpa::HpaIndex,
         idle::{Activity, Counter},
         key::ScalingKey,
+        nights::NightSignals,
+        on_demand::request::Carrying,
         timer::{Timer, system_clock},
     },
     wake::{self, host_conflicts::HostConflicts},
@@ -115,6 +117,7 @@ pub async fn run(
         hpas: hpas.clone(),
         last_seen: last_seen.clone(),
         activity: activity.clone(),
+        nights: NightSignals::new(scaling_queue.clone()),
     };
     let (kinds, later) = objects::resolve(&client, &args.kinds).await;
     await_levers(&client, &kinds, &hpas).await;
@@ -155,6 +158,12 @@ pub async fn run(
         step_timeout,
     };
     let wake_slices = slice_feeds::start(args, &client, slice_inputs, &mut feeds);
+    let nights = node_feeds::start(
+        args,
+        &client,
+        (&settings.nights, &events, &outage),
+        &mut feeds,
+    );
     let declarations = namespace_feeds::start(
         &relist,
         &outage,
@@ -256,6 +265,7 @@ pub async fn run(
         host_conflicts: HostConflicts::new(namespaces, events),
         activity,
         declarations: Some(declarations),
+        nights,
         scale,
         clock,
         metrics: metrics.clone(),
@@ -266,18 +276,7 @@ pub async fn run(
         outage,
         retries: metrics.workqueue_retries.clone(),
     });
-    tracing::info!(
-        workers = args.workers,
-        dry_run = args.dry_run,
-        leader_elect = args.leader_elect,
-        "starting workers"
-    );
-    let worker_tasks: Vec<_> = (0..args.workers)
-        .map(|_| {
-            let alive = health.alive("worker");
-            tokio::spawn(worker(workers.clone(), is_leader.clone(), alive))
-        })
-        .collect();
+    let worker_tasks = start_workers(args, workers, &is_leader, &health);
     let readiness = ready_once_listed(health, owned_store);
 
     // Shutdown.

@@ -2,6 +2,7 @@
 //! node running at night (the Pods on it that cannot move or do not sleep), for `cronscaler
 //! nodes`.
 
+pub mod census;
 pub mod keepers;
 pub mod nights;
 pub mod pool;

@@ -33,7 +33,7 @@ pub struct PoolCount {
 }
 
 impl PoolCount {
-    fn add(&mut self, other: &PoolCount) {
+    pub fn add(&mut self, other: &PoolCount) {
         self.nodes += other.nodes;
         self.cpu += other.cpu;
         self.memory_gib += other.memory_gib;

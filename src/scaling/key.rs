@@ -27,6 +27,8 @@ pub enum ScalingKey {
     GitOpsOwner(Owner),
     /// Put a Namespace with `idle-after` to sleep once nothing has used it for that long.
     Idle(String),
+    /// Record the nodes around the night: its beginning, its quietest point, its end.
+    Nights,
 }
 
 impl fmt::Display for ScalingKey {
@@ -45,6 +47,7 @@ impl fmt::Display for ScalingKey {
             ScalingKey::WakeHosts(namespace) => write!(f, "wake-hosts of Namespace {namespace}"),
             ScalingKey::GitOpsOwner(owner) => write!(f, "pause of {owner}"),
             ScalingKey::Idle(namespace) => write!(f, "idleness of Namespace {namespace}"),
+            ScalingKey::Nights => write!(f, "the nodes around the night"),
         }
     }
 }

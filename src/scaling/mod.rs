@@ -7,6 +7,7 @@ pub mod gitops;
 pub mod hpa;
 pub mod idle;
 pub mod key;
+pub mod nights;
 pub mod on_demand;
 pub mod policy_status;
 mod reconciler;

@@ -24,6 +24,7 @@ use crate::{
         hpa::{self, HpaIndex},
         idle::Activity,
         key::ScalingKey,
+        nights::NightSignals,
         reconciler::DEFAULT_MAX_OVERRIDE,
         timer::Timer,
         transitions::order,
@@ -78,6 +79,8 @@ pub struct Tracker {
     prune_at: usize,
     /// Told of each deploy seen (a tracked workload's spec changed), for sleep when idle.
     activity: Option<Activity>,
+    /// Told of each transition recorded, for the nodes around each night.
+    nights: Option<NightSignals>,
 }
 
 const MIN_PRUNE_AT: usize = 64;
@@ -135,6 +138,7 @@ impl Tracker {
             schedules: HashMap::new(),
             prune_at: MIN_PRUNE_AT,
             activity: None,
+            nights: None,
         }
     }
 
@@ -241,6 +245,13 @@ impl Tracker {
     pub fn with_activity(self, activity: Activity) -> Self {
         Self {
             activity: Some(activity),
+            ..self
+        }
+    }
+
+    pub fn with_nights(self, nights: NightSignals) -> Self {
+        Self {
+            nights: Some(nights),
             ..self
         }
     }
@@ -431,6 +442,9 @@ impl Tracker {
             (None, false) => asleep::share(self.kind, &ours),
         };
         self.asleep.set(self.kind, &key, share);
+        if let Some(nights) = &self.nights {
+            nights.saw(asleep::recorded_transition(&ours));
+        }
         // Writes through /scale (`kubectl scale`, an HPA) leave no time in managedFields: a
         // writer that appears while we watch may have changed the replicas just now.
         let new_timeless_writer = previous.is_some_and(|tracked| tracked.writers != writers)

@@ -22,6 +22,8 @@ use crate::{
     commands::cli::RunArgs,
     foo::Foo,
     namespaces::NamespaceSchedules,
+    ops::http::Health,
+    runtime::worker::{Workers, worker},
     runtime::{
         key::ObjectKey,
         leader::{self, LeaderConfig},
@@ -29,6 +31,7 @@ use crate::{
     },
     scaling::{gitops::owners::Owners, key::ScalingKey, timer::Clock},
     wake::slices::WakeSlices,
+    work::Reconcilers,
     work::WorkKey,
 };
 
@@ -158,4 +161,26 @@ pub(super) async fn follow_leadership(
             return;
         }
     }
+}
+
+/// The workers, `args.workers` of them, each working while this replica leads, alive in
+/// `health` while it runs.
+pub fn start_workers(
+    args: &RunArgs,
+    workers: Arc<Workers<Reconcilers>>,
+    is_leader: &watch::Receiver<bool>,
+    health: &Arc<Health>,
+) -> Vec<JoinHandle<()>> {
+    tracing::info!(
+        workers = args.workers,
+        dry_run = args.dry_run,
+        leader_elect = args.leader_elect,
+        "starting workers"
+    );
+    (0..args.workers)
+        .map(|_| {
+            let alive = health.alive("worker");
+            tokio::spawn(worker(workers.clone(), is_leader.clone(), alive))
+        })
+        .collect()
 }

@@ -1,0 +1,98 @@
+//! The watch of Nodes, for the record of the nodes around each night: each node decoded whole a
+//! page of 50 at a time, and only its pool and what it offers kept. Cluster-wide only: a
+//! namespaced install may not read Nodes, and records none.
+
+use std::sync::{Arc, PoisonError, atomic::Ordering};
+
+use k8s_openapi::api::core::v1::Node;
+use kube::{
+    Api, Client, ResourceExt as _,
+    runtime::{WatchStreamExt, watcher},
+};
+
+use super::feeds::Feeds;
+use crate::{
+    commands::cli::RunArgs,
+    nodes::census::NodeCensus,
+    runtime::{
+        events::Events,
+        outage::Outage,
+        watch::{WatchBackoff, drive},
+        workqueue::Enqueue,
+        writes::Writes,
+    },
+    scaling::{
+        key::ScalingKey,
+        nights::{NightSignals, NightsContext},
+    },
+};
+
+/// Nodes per list page: a Node decodes to several KiB (its images, its conditions).
+const PAGE: u32 = 50;
+
+/// The look at the nights, its watch of Nodes started on `feeds`; `None` in a namespaced
+/// install.
+pub fn start(
+    args: &RunArgs,
+    client: &Client,
+    (signals, events, outage): (&NightSignals, &Events, &Outage),
+    feeds: &mut Feeds,
+) -> Option<NightsContext> {
+    if args.namespace.is_some() {
+        return None;
+    }
+    let namespace =
+        (args.lease.namespace.clone()).unwrap_or_else(|| client.default_namespace().to_string());
+    let ctx = NightsContext {
+        client: client.clone(),
+        namespace,
+        signals: signals.clone(),
+        nodes: Arc::default(),
+        nodes_listed: Arc::default(),
+        kept: Arc::default(),
+        writes: Writes::new(events.clone(), args.dry_run),
+    };
+    let queue = signals.queue();
+    feeds.start("Nodes", node_feed(&ctx, queue, outage));
+    Some(ctx)
+}
+
+/// Every Node into `ctx.nodes`: a change of the census has the nights looked at.
+fn node_feed(
+    ctx: &NightsContext,
+    queue: Enqueue<ScalingKey>,
+    outage: &Outage,
+) -> impl Future<Output = ()> + use<> {
+    let watch = watcher(
+        Api::<Node>::all(ctx.client.clone()),
+        watcher::Config::default().page_size(PAGE),
+    )
+    .backoff(WatchBackoff::default());
+    let (census, listed) = (ctx.nodes.clone(), ctx.nodes_listed.clone());
+    // A relist is gathered apart and takes the place of the census once whole, so that nodes
+    // deleted while the watch was down are gone.
+    let mut relisted = NodeCensus::default();
+    drive(watch, "Nodes", outage.clone(), move |event| {
+        let mut census = census.lock().unwrap_or_else(PoisonError::into_inner);
+        let changed = match event {
+            watcher::Event::Init => {
+                relisted = NodeCensus::default();
+                false
+            }
+            watcher::Event::InitApply(node) => {
+                relisted.apply(node);
+                false
+            }
+            watcher::Event::InitDone => {
+                census.replace(std::mem::take(&mut relisted));
+                listed.store(true, Ordering::Release);
+                true
+            }
+            watcher::Event::Apply(node) => census.apply(node),
+            watcher::Event::Delete(node) => census.remove(&node.name_any()),
+        };
+        if changed {
+            queue.add(ScalingKey::Nights);
+        }
+    })
+}

@@ -1,0 +1,128 @@
+//! The nodes running now, by pool, as the controller's watch of Nodes keeps them: of each node
+//! only its pool and what it offers (allocatable CPU, memory and GPUs), so that 500 Nodes cost
+//! a few KiB.
+
+use std::collections::HashMap;
+
+use k8s_openapi::api::core::v1::Node;
+
+use super::{
+    nights::{Census, NO_POOL, PoolCount},
+    pool_of,
+};
+use crate::cost::{GIB, is_gpu, quantity::parse_quantity};
+
+/// A node's pool and what it offers, as one node of its pool. A quantity that does not read
+/// counts 0: the node still counts.
+pub fn count_of(node: &Node) -> (String, PoolCount) {
+    let labels = node.metadata.labels.clone().unwrap_or_default();
+    let pool = pool_of(&labels).unwrap_or(NO_POOL).to_string();
+    let allocatable = (node.status.as_ref()).and_then(|status| status.allocatable.as_ref());
+    let amount = |name: &str| {
+        (allocatable.and_then(|all| all.get(name)))
+            .and_then(|quantity| parse_quantity(&quantity.0).ok())
+            .unwrap_or(0.0)
+    };
+    let gpus = (allocatable.into_iter().flatten())
+        .filter(|(name, _)| is_gpu(name))
+        .filter_map(|(_, quantity)| parse_quantity(&quantity.0).ok())
+        .sum();
+    let count = PoolCount {
+        nodes: 1,
+        cpu: amount("cpu"),
+        memory_gib: amount("memory") / GIB,
+        gpus,
+    };
+    (pool, count)
+}
+
+/// The nodes the watch has, by name.
+#[derive(Debug, Default)]
+pub struct NodeCensus(HashMap<String, (String, PoolCount)>);
+
+impl NodeCensus {
+    /// `node` as it is now; whether that changes the census.
+    pub fn apply(&mut self, node: &Node) -> bool {
+        let Some(name) = node.metadata.name.clone() else {
+            return false;
+        };
+        // A node being deleted is going: the census counts it gone already.
+        if node.metadata.deletion_timestamp.is_some() {
+            return self.remove(&name);
+        }
+        let counted = count_of(node);
+        self.0.insert(name, counted.clone()) != Some(counted)
+    }
+
+    /// The node `name` gone; whether it was counted.
+    pub fn remove(&mut self, name: &str) -> bool {
+        self.0.remove(name).is_some()
+    }
+
+    /// Every node of a relist, in place of those counted.
+    pub fn replace(&mut self, nodes: NodeCensus) {
+        *self = nodes;
+    }
+
+    pub fn census(&self) -> Census {
+        let mut census = Census::default();
+        for (pool, count) in self.0.values() {
+            census.0.entry(pool.clone()).or_default().add(count);
+        }
+        census
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(name: &str, pool: Option<&str>, cpu: &str, memory: &str, gpus: Option<&str>) -> Node {
+        let mut allocatable = serde_json::json!({ "cpu": cpu, "memory": memory, "pods": "110" });
+        if let Some(gpus) = gpus {
+            allocatable["nvidia.com/gpu"] = gpus.into();
+        }
+        let labels = pool.map(|pool| serde_json::json!({ "karpenter.sh/nodepool": pool }));
+        serde_json::from_value(serde_json::json!({
+            "metadata": { "name": name, "labels": labels },
+            "status": { "allocatable": allocatable },
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn nodes_are_counted_by_pool_with_what_they_offer() {
+        let mut nodes = NodeCensus::default();
+        assert!(nodes.apply(&node("a", Some("default"), "3920m", "15Gi", None)));
+        assert!(nodes.apply(&node("b", Some("default"), "4", "16Gi", None)));
+        assert!(nodes.apply(&node("g", Some("gpu"), "8", "32Gi", Some("1"))));
+        assert!(nodes.apply(&node("x", None, "2", "not memory", None)));
+        assert!(
+            !nodes.apply(&node("a", Some("default"), "3920m", "15Gi", None)),
+            "unchanged"
+        );
+        let census = nodes.census();
+        assert_eq!(census.0["default"].nodes, 2);
+        assert!((census.0["default"].cpu - 7.92).abs() < 1e-9);
+        assert_eq!(census.0["default"].memory_gib, 31.0);
+        assert_eq!(census.0["gpu"].gpus, 1.0);
+        assert_eq!(
+            census.0[NO_POOL].memory_gib, 0.0,
+            "unreadable: 0, the node still counted"
+        );
+        assert_eq!(census.total().nodes, 4);
+        assert!(nodes.remove("b"));
+        assert_eq!(nodes.census().0["default"].nodes, 1);
+    }
+
+    #[test]
+    fn a_node_being_deleted_counts_as_gone() {
+        let mut nodes = NodeCensus::default();
+        nodes.apply(&node("a", None, "4", "16Gi", None));
+        let mut going = node("a", None, "4", "16Gi", None);
+        going.metadata.deletion_timestamp =
+            serde_json::from_value(serde_json::json!("2026-11-28T12:00:00Z")).unwrap();
+        assert!(nodes.apply(&going));
+        assert_eq!(nodes.census().total().nodes, 0);
+    }
+}
