@@ -249,9 +249,15 @@ async fn show_nodes(kube: &KubeArgs, args: NodesArgs) -> anyhow::Result<()> {
         .await
         .context("reading Nodes, Pods and PodDisruptionBudgets")?;
     let nodes = nodes::nodes(&read);
+    let night = status::nights::read(&client, args.controller.namespace.as_deref()).await;
+    let now = Utc::now();
     match args.output {
-        StatusFormat::Table => say(nodes::render_table(&nodes))?,
-        StatusFormat::Json => say(format!("{}\n", serde_json::to_string_pretty(&nodes)?))?,
+        StatusFormat::Table => say(nodes::render_table(&nodes)
+            + &status::nights::render(&night, args.prices.table.as_ref(), now))?,
+        StatusFormat::Json => {
+            let shown = status::nights::WithLastNight::new(&nodes, &night);
+            say(format!("{}\n", serde_json::to_string_pretty(&shown)?))?
+        }
     }
     Ok(())
 }
@@ -296,9 +302,16 @@ async fn show_status(kube: &KubeArgs, args: StatusArgs) -> anyhow::Result<()> {
     }
     let now = Utc::now();
     let status = listed.status(&args.reading, now);
+    let night = status::nights::read(&client, args.controller.namespace.as_deref()).await;
+    let prices = args.reading.prices.table.as_ref();
     match args.output {
-        StatusFormat::Table => say(status::render_table(&status, now))?,
-        StatusFormat::Json => say(format!("{}\n", serde_json::to_string_pretty(&status)?))?,
+        StatusFormat::Table => {
+            say(status::render_table(&status, now) + &status::nights::render(&night, prices, now))?
+        }
+        StatusFormat::Json => {
+            let shown = status::nights::WithLastNight::new(&status, &night);
+            say(format!("{}\n", serde_json::to_string_pretty(&shown)?))?
+        }
     }
     Ok(())
 }

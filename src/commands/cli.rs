@@ -500,6 +500,9 @@ pub struct StatusArgs {
 
     #[command(flatten)]
     pub reading: StatusReading,
+
+    #[command(flatten)]
+    pub controller: ControllerNamespace,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -507,6 +510,25 @@ pub struct NodesArgs {
     /// Output format.
     #[arg(short = 'o', long, env = "CRONSCALER_NODES_OUTPUT", value_enum, default_value_t = StatusFormat::Table)]
     pub output: StatusFormat,
+
+    #[command(flatten)]
+    pub prices: Prices,
+
+    #[command(flatten)]
+    pub controller: ControllerNamespace,
+}
+
+/// Where the controller records the nodes around each night.
+#[derive(Debug, Clone, Args)]
+pub struct ControllerNamespace {
+    /// The namespace the controller runs in, where it records the nodes around each night
+    /// (ConfigMap cronscaler-nights; default: `cronscaler`, then the kubeconfig's namespace).
+    #[arg(
+        id = "controller_namespace",
+        long = "controller-namespace",
+        env = "CRONSCALER_CONTROLLER_NAMESPACE"
+    )]
+    pub namespace: Option<String>,
 }
 
 /// What `status` and the console read what every object is doing by: the controller's flags

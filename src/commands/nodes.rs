@@ -156,5 +156,42 @@ pub fn render_table(nodes: &Nodes) -> String {
          and could move, {} by nothing but DaemonSets\n",
         summary.nodes, summary.pinned, summary.busy, summary.could_go
     ));
+    if let Some(stay) = why_they_stay(nodes) {
+        out.push_str(&stay);
+        out.push('\n');
+    }
     out
+}
+
+/// How many cannot go at night and the few things that pin them: `2 nodes stay because of
+/// monitoring/StatefulSet/prometheus (local storage data), payments/Deployment/api
+/// (PodDisruptionBudget payments/api allows no disruption)`.
+fn why_they_stay(nodes: &Nodes) -> Option<String> {
+    const NAMED: usize = 5;
+    let mut reasons: Vec<String> = Vec::new();
+    for node in nodes.nodes.iter().filter(|node| node.is_pinned()) {
+        let marked = (node.marked.iter()).map(|mark| format!("node {} marked {mark}", node.node));
+        let pinned = (node.kept_by.iter()).filter_map(|kept| {
+            let keeper = kept.keepers.iter().next()?;
+            Some(format!("{}/{} ({keeper})", kept.namespace, kept.workload))
+        });
+        for reason in marked.chain(pinned) {
+            if !reasons.contains(&reason) {
+                reasons.push(reason);
+            }
+        }
+    }
+    let more = reasons.len().saturating_sub(NAMED);
+    reasons.truncate(NAMED);
+    let more = match more {
+        0 => String::new(),
+        more => format!(", and {more} more"),
+    };
+    (nodes.summary.pinned > 0).then(|| {
+        format!(
+            "{} nodes stay because of {}{more}",
+            nodes.summary.pinned,
+            reasons.join(", ")
+        )
+    })
 }

@@ -29,6 +29,7 @@ use holds::{held_by_lever, pending};
 
 mod cluster;
 mod holds;
+pub mod nights;
 mod state;
 mod withheld;
 

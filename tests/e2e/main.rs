@@ -24,6 +24,7 @@ mod kinds;
 mod leader;
 mod memory;
 mod namespaces;
+mod nights;
 mod nodes;
 mod on_demand;
 mod own_kinds;

@@ -188,12 +188,14 @@ async fn each_node_is_named_with_what_keeps_it() {
         line("node-c").starts_with("node-c gpu 0 nothing but DaemonSets: it could go"),
         "{said}"
     );
-    assert_eq!(
-        said.lines().last(),
-        Some(
-            "3 nodes: 2 kept by Pods that cannot move (or marked to stay), 0 by Pods that run now \
-             and could move, 1 by nothing but DaemonSets"
-        )
+    let summary = "3 nodes: 2 kept by Pods that cannot move (or marked to stay), 0 by Pods that \
+                   run now and could move, 1 by nothing but DaemonSets";
+    let stay = "2 nodes stay because of monitoring/StatefulSet/prometheus (local storage data), \
+                payments/Deployment/api (PodDisruptionBudget api allows no disruption)";
+    let at = |wanted: &str| said.lines().position(|line| line == wanted);
+    assert!(
+        at(summary).is_some() && at(stay) == at(summary).map(|at| at + 1),
+        "{said}"
     );
     let output = scenario.run_as_user("platform", &["nodes", "-o", "json"]);
     let json: Value = serde_json::from_slice(&output.stdout).expect("nodes -o json is JSON");
@@ -284,7 +286,7 @@ async fn thirty_thousand_pods() {
         String::from_utf8_lossy(&output.stderr)
     );
     let said = String::from_utf8_lossy(&output.stdout);
-    assert_eq!(said.lines().count(), 1 + NODES + 1, "{said}");
+    assert!(said.lines().count() > 1 + NODES, "{said}");
     let mut lists = std::collections::BTreeMap::<String, usize>::new();
     for event in scenario.plane().audit_events() {
         let within = event.received.is_some_and(|at| (from..to).contains(&at));
@@ -295,7 +297,7 @@ async fn thirty_thousand_pods() {
     support::say(&format!(
         "nodes costs: `cronscaler nodes` on {PODS} Pods answered in {:.2} s, LISTs {lists:?}; {}",
         took.as_secs_f64(),
-        said.lines().last().unwrap_or_default()
+        said.lines().nth(1 + NODES).unwrap_or_default()
     ));
     scenario.finish().await;
 }

@@ -8,6 +8,14 @@ fn run_args(args: &[&str]) -> Result<RunArgs, clap::Error> {
     }
 }
 
+/// Every command's flags are well formed: no two share a name (clap panics at parse time
+/// otherwise, for whoever runs that command; seen with `status --controller-namespace`).
+#[test]
+fn every_command_line_is_well_formed() {
+    use clap::CommandFactory as _;
+    Cli::command().debug_assert();
+}
+
 #[test]
 fn run_defaults_match_the_documented_ones() {
     let run = run_args(&[]).unwrap();

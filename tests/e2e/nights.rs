@@ -1,0 +1,207 @@
+//! The nodes around a night, on a real API server: Nodes made by the test (no kubelet), a
+//! Deployment that sleeps for a short night, and the test removing emptied nodes as an
+//! autoscaler would. The controller records how many ran when the night began and at its
+//! quietest point, by pool, and keeps the record across a restart; `status` says it, in money
+//! with `--prices`, and `cronscaler nodes` names the node left that only sleeping workloads kept.
+
+use crate::support;
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Node};
+use kube::{
+    Api,
+    api::{DeleteParams, Patch, PatchParams, PostParams},
+};
+use serde_json::json;
+use support::{
+    Scenario, create_deployment,
+    envtest::{self, SA_NAMESPACE},
+    eventually, nightly, replicas_become, whole_second_in,
+};
+
+/// How long the controller may take to record a change of the nodes.
+const RECORDED_WITHIN: Duration = Duration::from_secs(15);
+/// The controller runs in `cronscaler`, as installed (its kubeconfig here names no namespace).
+const IN_ITS_NAMESPACE: &[&str] = &["--leader-elect-namespace", SA_NAMESPACE];
+const PRICES: &str = "--prices=cpu=0.031,memory=0.0042,gpu=2.48,currency=USD";
+
+/// A Node of `pool`, offering 4 CPU and 16 GiB (and a GPU in the gpu pool), as a kubelet
+/// reports it.
+async fn make_node(nodes: &Api<Node>, name: &str, pool: &str) {
+    let node: Node = serde_json::from_value(json!({
+        "metadata": { "name": name, "labels": { "karpenter.sh/nodepool": pool } },
+    }))
+    .expect("a Node");
+    nodes
+        .create(&PostParams::default(), &node)
+        .await
+        .expect("the Node");
+    let mut allocatable = json!({ "cpu": "4", "memory": "16Gi", "pods": "110" });
+    if pool == "gpu" {
+        allocatable["nvidia.com/gpu"] = json!("1");
+    }
+    let status = json!({ "status": { "allocatable": allocatable, "capacity": allocatable } });
+    nodes
+        .patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .expect("the Node's status");
+}
+
+/// The record the controller keeps, as text.
+async fn record(scenario: &Scenario) -> Option<String> {
+    let maps: Api<ConfigMap> = Api::namespaced(scenario.client.clone(), SA_NAMESPACE);
+    let map = maps.get_opt("cronscaler-nights").await.ok().flatten()?;
+    map.data?.remove("nights.json")
+}
+
+fn status(scenario: &Scenario, more: &[&str]) -> String {
+    let mut args = vec!["status", "--controller-namespace", SA_NAMESPACE];
+    args.extend(more);
+    scenario.said(&args)
+}
+
+#[tokio::test]
+async fn the_nodes_before_a_night_and_at_its_quietest_point_are_recorded_and_told() {
+    let Some(scenario) = Scenario::own("nights", envtest::Options::api_server_only()).await else {
+        return;
+    };
+    let nodes: Api<Node> = Api::all(scenario.client.clone());
+    for (name, pool) in [
+        ("node-a", "general"),
+        ("node-b", "general"),
+        ("node-c", "general"),
+        ("node-g", "gpu"),
+    ] {
+        make_node(&nodes, name, pool).await;
+    }
+    let deployments = create_deployment(&scenario.client, &scenario.namespace, "web", 2).await;
+    let down = whole_second_in(15);
+    let up = down + chrono::Duration::seconds(50);
+    let schedule = json!({ "metadata": { "annotations": nightly(down, up) } });
+    deployments
+        .patch("web", &PatchParams::default(), &Patch::Merge(&schedule))
+        .await
+        .expect("web's schedule");
+    let mut controller = scenario.start_cluster_wide_controller("cronscaler", IN_ITS_NAMESPACE);
+    controller.wait_ready().await;
+    let by_day = status(&scenario, &[]);
+    assert!(by_day.contains("no night recorded yet"), "{by_day}");
+
+    replicas_become(&deployments, "web", 0, "web asleep", RECORDED_WITHIN * 3).await;
+    eventually("the night begun", RECORDED_WITHIN, || async {
+        record(&scenario)
+            .await
+            .filter(|text| text.contains("began"))
+    })
+    .await;
+    let began = status(&scenario, &[]);
+    assert!(
+        began.contains("nodes before it: 4 (general 3, gpu 1)") && began.contains("still going"),
+        "{began}"
+    );
+
+    // The autoscaler takes away two emptied nodes, one of each pool.
+    for name in ["node-c", "node-g"] {
+        nodes
+            .delete(name, &DeleteParams::default())
+            .await
+            .expect("the node taken away");
+    }
+    eventually("the quietest point recorded", RECORDED_WITHIN, || async {
+        let said = status(&scenario, &[PRICES]);
+        said.contains("2 of 4 nodes went (general 1, gpu 1), offering 8.00 CPU, 32.00 GiB, 1.00 GPU: $2.86 an hour")
+            .then_some(())
+    })
+    .await;
+
+    // A restart goes on with the night: one more node gone counts against the same beginning.
+    controller
+        .assert_stops_cleanly(Duration::from_secs(10))
+        .await;
+    let mut controller = scenario.start_cluster_wide_controller("cronscaler", IN_ITS_NAMESPACE);
+    controller.wait_ready().await;
+    nodes
+        .delete("node-b", &DeleteParams::default())
+        .await
+        .expect("another node taken away");
+    eventually(
+        "the quietest point after a restart",
+        RECORDED_WITHIN,
+        || async {
+            let said = status(&scenario, &[]);
+            (said.contains("nodes before it: 4 (general 3, gpu 1)")
+                && said.contains("at its quietest")
+                && said.contains("3 of 4 nodes went"))
+            .then_some(())
+        },
+    )
+    .await;
+    // A platform engineer who may read Nodes, Pods, budgets and the record.
+    platform_engineer(&scenario).await;
+    let output = scenario.run_as_user(
+        "platform",
+        &["nodes", "--controller-namespace", SA_NAMESPACE, PRICES],
+    );
+    let kept = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{kept}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        kept.contains("node-a")
+            && kept.contains("nothing but DaemonSets: it could go")
+            && kept.contains("3 of 4 nodes went (general 2, gpu 1)"),
+        "{kept}"
+    );
+
+    // The wake ends the night; the record says when.
+    replicas_become(&deployments, "web", 2, "web awake", Duration::from_secs(90)).await;
+    eventually("the night ended", RECORDED_WITHIN, || async {
+        let said = status(&scenario, &[]);
+        said.contains("(ended ").then_some(said)
+    })
+    .await;
+    controller
+        .assert_stops_cleanly(Duration::from_secs(10))
+        .await;
+    scenario.finish().await;
+}
+
+/// The user `platform`: may list Nodes, Pods and PodDisruptionBudgets, and read the record.
+async fn platform_engineer(scenario: &Scenario) {
+    let user =
+        json!([{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "platform" }]);
+    support::kinds::apply_all(
+        &scenario.client,
+        [
+            json!({
+                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                "metadata": { "name": "node-reader" },
+                "rules": [
+                    { "apiGroups": [""], "resources": ["nodes", "pods"], "verbs": ["list"] },
+                    { "apiGroups": ["policy"], "resources": ["poddisruptionbudgets"], "verbs": ["list"] },
+                ],
+            }),
+            json!({
+                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                "metadata": { "name": "node-reader" },
+                "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "node-reader" },
+                "subjects": user,
+            }),
+            json!({
+                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                "metadata": { "name": "nights-reader", "namespace": SA_NAMESPACE },
+                "rules": [{ "apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["cronscaler-nights"], "verbs": ["get"] }],
+            }),
+            json!({
+                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                "metadata": { "name": "nights-reader", "namespace": SA_NAMESPACE },
+                "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "nights-reader" },
+                "subjects": user,
+            }),
+        ],
+    )
+    .await;
+}
