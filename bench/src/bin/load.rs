@@ -47,6 +47,9 @@
 //! `qps` has N Deployments due in the same second and prints how fast the budget lets the
 //! transitions out, and what each cost.
 
+#[path = "load/nodes.rs"]
+mod nodes;
+
 use std::{
     collections::BTreeMap,
     convert::Infallible,
@@ -116,6 +119,9 @@ enum Load {
         /// The scheduled Namespaces sleep when idle too, with this `idle-after` (`30m`).
         #[arg(long)]
         idle_after: Option<String>,
+        /// Nodes, as kubelets report them, which the controller watches for the nights.
+        #[arg(long, default_value_t = 500)]
+        nodes: usize,
         /// The controller's defaults: a start with nothing due sends only list pages and watches.
         #[arg(long, default_value_t = 50.0)]
         qps: f64,
@@ -259,6 +265,8 @@ enum Governed<'a> {
 struct World {
     counts: [usize; 3],
     namespaces: usize,
+    /// Nodes, listed for the controller's record of the nights.
+    nodes: usize,
     /// Workload `i` of each kind has a schedule of its own when `own_every` divides `i`.
     own_every: usize,
     /// Namespace `j` has a schedule when `every` divides `j`.
@@ -441,6 +449,7 @@ type Body = UnsyncBoxBody<Bytes, Infallible>;
 enum Listed {
     Namespaces,
     Workloads(Kind),
+    Nodes,
 }
 
 /// A collection listed empty and watched silently: what its requests are tallied as, and what
@@ -483,6 +492,9 @@ const HPAS: Empty = Empty {
 enum Route {
     Version,
     Namespaces,
+    Nodes,
+    /// The controller's record of the nodes around each night, a ConfigMap of its namespace.
+    NightsRecord,
     /// A collection the controller lists and watches of which the population holds nothing.
     Empty(Empty),
     /// The SleepPolicies of `--policies`.
@@ -580,6 +592,15 @@ impl Fake {
             ["version"] => Some(Route::Version),
             ["apis", group, ..] if NOT_INSTALLED.contains(group) => Some(Route::NotInstalled),
             ["api", "v1", "namespaces"] => Some(Route::Namespaces),
+            ["api", "v1", "nodes"] => Some(Route::Nodes),
+            [
+                "api",
+                "v1",
+                "namespaces",
+                _,
+                "configmaps",
+                "cronscaler-nights",
+            ] => Some(Route::NightsRecord),
             ["apis", "samplecontroller.k8s.io", "v1alpha1", "foos"] => Some(Route::Empty(FOOS)),
             ["apis", "cronscaler.dev", "v1alpha1", "sleeppolicies"] => Some(Route::SleepPolicies),
             [
@@ -750,6 +771,7 @@ impl Fake {
                 "metadata": self.namespace_metadata(i)
             }),
             Listed::Workloads(kind) => self.object(kind, i),
+            Listed::Nodes => nodes::node(i, &self.world.created),
         }
     }
 
@@ -808,6 +830,7 @@ impl Fake {
                 "meta.k8s.io/v1".to_string(),
             ),
             Listed::Workloads(kind) => (format!("{}List", kind.name()), kind.api_version()),
+            Listed::Nodes => ("NodeList".to_string(), "v1".to_string()),
         };
         let head = format!(
             r#"{{"kind":"{list}","apiVersion":"{api_version}","metadata":{{"resourceVersion":"1"{more}}},"items":["#
@@ -994,6 +1017,27 @@ async fn handle(fake: Arc<Fake>, request: Request<Incoming>) -> Result<Response<
             tally(&counts.lists, "Namespaces");
             let all = 0..world.namespaces;
             Response::new(fake.page(Listed::Namespaces, all, from, limit))
+        }
+        (&Method::GET, Some(Route::NightsRecord)) => {
+            tally(&counts.lists, "the nights' record (a GET)");
+            let missing = json!({
+                "kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound",
+                "message": "configmaps \"cronscaler-nights\" not found", "code": 404,
+            });
+            json_response(StatusCode::NOT_FOUND, &missing)
+        }
+        (&Method::PATCH, Some(Route::NightsRecord)) => {
+            tally(&counts.lists, "the nights' record (a PATCH)");
+            let written = json!({
+                "kind": "ConfigMap", "apiVersion": "v1",
+                "metadata": { "name": "cronscaler-nights", "namespace": "default", "resourceVersion": "2" },
+            });
+            json_response(StatusCode::OK, &written)
+        }
+        (&Method::GET, Some(Route::Nodes)) if watch => fake.silent_watch("Nodes"),
+        (&Method::GET, Some(Route::Nodes)) => {
+            tally(&counts.lists, "Nodes");
+            Response::new(fake.page(Listed::Nodes, 0..world.nodes, from, limit))
         }
         (&Method::GET, Some(Route::All(Kind::Deployment))) if owned_selector && watch => {
             fake.silent_watch("Deployments owned by Foos")
@@ -1324,6 +1368,7 @@ fn long_ago(now: DateTime<Utc>) -> String {
 struct Population {
     counts: [usize; 3],
     namespaces: usize,
+    nodes: usize,
     own_every: usize,
     scheduled_namespace_every: usize,
     policies: usize,
@@ -1340,6 +1385,7 @@ async fn memory(
     let world = World {
         counts: population.counts,
         namespaces: population.namespaces,
+        nodes: population.nodes,
         own_every: population.own_every,
         scheduled_namespace_every: Some(population.scheduled_namespace_every),
         policies: population.policies,
@@ -1532,6 +1578,7 @@ async fn qps(
     let fake = Fake::new(World {
         counts: [n, 0, 0],
         namespaces,
+        nodes: 0,
         own_every: 1,
         scheduled_namespace_every: None,
         policies: 0,
@@ -1701,6 +1748,7 @@ async fn main() -> ExitCode {
             scheduled_namespace_every,
             policies,
             idle_after,
+            nodes,
             qps,
             burst,
             common,
@@ -1708,6 +1756,7 @@ async fn main() -> ExitCode {
             let population = Population {
                 counts: [deployments, stateful_sets, cron_jobs],
                 namespaces: namespaces as usize,
+                nodes,
                 own_every: own_every as usize,
                 scheduled_namespace_every: scheduled_namespace_every as usize,
                 policies,
