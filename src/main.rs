@@ -251,11 +251,14 @@ async fn show_nodes(kube: &KubeArgs, args: NodesArgs) -> anyhow::Result<()> {
     let nodes = nodes::nodes(&read);
     let night = status::nights::read(&client, args.controller.namespace.as_deref()).await;
     let now = Utc::now();
+    let priced = status::priced::prices(&args.opencost, args.prices.table.as_ref()).await;
+    let (prices, from) = (priced.table.as_ref(), priced.from.as_deref());
     match args.output {
         StatusFormat::Table => say(nodes::render_table(&nodes)
-            + &status::nights::render(&night, args.prices.table.as_ref(), now))?,
+            + &status::nights::render(&night, prices, now)
+            + &status::nights::prices_line(from))?,
         StatusFormat::Json => {
-            let shown = status::nights::WithLastNight::new(&nodes, &night);
+            let shown = status::nights::WithLastNight::new(&nodes, &night, from);
             say(format!("{}\n", serde_json::to_string_pretty(&shown)?))?
         }
     }
@@ -301,15 +304,18 @@ async fn show_status(kube: &KubeArgs, args: StatusArgs) -> anyhow::Result<()> {
         );
     }
     let now = Utc::now();
-    let status = listed.status(&args.reading, now);
+    let priced = status::priced::prices(&args.opencost, args.reading.prices.table.as_ref()).await;
+    let mut reading = args.reading.clone();
+    reading.prices.table = priced.table.clone();
+    let status = listed.status(&reading, now);
     let night = status::nights::read(&client, args.controller.namespace.as_deref()).await;
-    let prices = args.reading.prices.table.as_ref();
+    let (prices, from) = (priced.table.as_ref(), priced.from.as_deref());
     match args.output {
-        StatusFormat::Table => {
-            say(status::render_table(&status, now) + &status::nights::render(&night, prices, now))?
-        }
+        StatusFormat::Table => say(status::render_table(&status, now)
+            + &status::nights::render(&night, prices, now)
+            + &status::nights::prices_line(from))?,
         StatusFormat::Json => {
-            let shown = status::nights::WithLastNight::new(&status, &night);
+            let shown = status::nights::WithLastNight::new(&status, &night, from);
             say(format!("{}\n", serde_json::to_string_pretty(&shown)?))?
         }
     }

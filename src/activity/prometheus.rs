@@ -59,6 +59,11 @@ impl Prometheus {
         Ok(self.samples(query).await?.iter().sum())
     }
 
+    /// The first sample `query` gives now, if any: an aggregate's one value.
+    pub async fn value(&self, query: &str) -> Result<Option<f64>, CountError> {
+        Ok(self.samples(query).await?.first().copied())
+    }
+
     /// Whether `query` gives any sample now.
     pub async fn shows(&self, query: &str) -> Result<bool, CountError> {
         Ok(!self.samples(query).await?.is_empty())

@@ -15,12 +15,13 @@ use clap::{Args, CommandFactory as _, FromArgMatches as _, Parser, Subcommand, V
 use ipnet::IpNet;
 
 mod console;
+mod prices;
 
 pub use console::ConsoleArgs;
+pub use prices::{ControllerNamespace, OpenCost, Prices};
 
 use crate::{
     activity::query::ActivityQuery,
-    cost::{PriceTable, PricesError},
     ops::logs::LogFormat,
     schedule::GitOpsMode,
     wake::route::{is_dns_label, parse_trusted_proxy},
@@ -472,22 +473,6 @@ pub struct PlanArgs {
     pub prices: Prices,
 }
 
-/// What an hour of each resource requested costs: `plan`, `status` and the console show
-/// savings in money by it.
-#[derive(Debug, Clone, Args)]
-pub struct Prices {
-    /// What an hour of each resource requested costs, and the currency:
-    /// `cpu=0.031,memory=0.0042,gpu=2.48,currency=USD` (per core, per GiB, per GPU;
-    /// `gpu` is `nvidia.com/gpu`, and any other extended resource is named as Pods request it,
-    /// e.g. `amd.com/gpu=1.9`). Without it, savings stay in resource-hours.
-    #[arg(long = "prices", env = "CRONSCALER_PRICES", value_parser = price_table)]
-    pub table: Option<PriceTable>,
-}
-
-fn price_table(text: &str) -> Result<PriceTable, String> {
-    text.parse().map_err(|error: PricesError| error.to_string())
-}
-
 #[derive(Debug, Clone, Args)]
 pub struct StatusArgs {
     /// Only this namespace (default: all).
@@ -500,6 +485,9 @@ pub struct StatusArgs {
 
     #[command(flatten)]
     pub reading: StatusReading,
+
+    #[command(flatten)]
+    pub opencost: OpenCost,
 
     #[command(flatten)]
     pub controller: ControllerNamespace,
@@ -515,20 +503,10 @@ pub struct NodesArgs {
     pub prices: Prices,
 
     #[command(flatten)]
-    pub controller: ControllerNamespace,
-}
+    pub opencost: OpenCost,
 
-/// Where the controller records the nodes around each night.
-#[derive(Debug, Clone, Args)]
-pub struct ControllerNamespace {
-    /// The namespace the controller runs in, where it records the nodes around each night
-    /// (ConfigMap cronscaler-nights; default: `cronscaler`, then the kubeconfig's namespace).
-    #[arg(
-        id = "controller_namespace",
-        long = "controller-namespace",
-        env = "CRONSCALER_CONTROLLER_NAMESPACE"
-    )]
-    pub namespace: Option<String>,
+    #[command(flatten)]
+    pub controller: ControllerNamespace,
 }
 
 /// What `status` and the console read what every object is doing by: the controller's flags

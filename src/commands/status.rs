@@ -30,6 +30,7 @@ use holds::{held_by_lever, pending};
 mod cluster;
 mod holds;
 pub mod nights;
+pub mod priced;
 mod state;
 mod withheld;
 

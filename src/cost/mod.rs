@@ -3,6 +3,7 @@
 //! is counted, so that every total is the sum of what its rows show.
 
 pub mod money;
+pub mod opencost;
 pub mod prices;
 pub mod quantity;
 pub mod requests;

@@ -22,6 +22,18 @@ use support::{
 
 /// How long the controller may take to record a change of the nodes.
 const RECORDED_WITHIN: Duration = Duration::from_secs(15);
+/// What OpenCost exports of two nodes: a general one and a GPU one.
+const OPENCOST: &str = "# TYPE node_cpu_hourly_cost gauge
+node_cpu_hourly_cost{node=\"node-a\",instance_type=\"m6i.xlarge\"} 0.04
+node_cpu_hourly_cost{node=\"node-g\",instance_type=\"g5.xlarge\"} 0.06
+# TYPE node_ram_hourly_cost gauge
+node_ram_hourly_cost{node=\"node-a\",instance_type=\"m6i.xlarge\"} 0.005
+node_ram_hourly_cost{node=\"node-g\",instance_type=\"g5.xlarge\"} 0.005
+# TYPE node_gpu_hourly_cost gauge
+node_gpu_hourly_cost{node=\"node-a\",instance_type=\"m6i.xlarge\"} 0
+node_gpu_hourly_cost{node=\"node-g\",instance_type=\"g5.xlarge\"} 3
+";
+
 /// The controller runs in `cronscaler`, as installed (its kubeconfig here names no namespace).
 const IN_ITS_NAMESPACE: &[&str] = &["--leader-elect-namespace", SA_NAMESPACE];
 const PRICES: &str = "--prices=cpu=0.031,memory=0.0042,gpu=2.48,currency=USD";
@@ -108,12 +120,33 @@ async fn the_nodes_before_a_night_and_at_its_quietest_point_are_recorded_and_tol
             .await
             .expect("the node taken away");
     }
+    let went = "2 of 4 nodes went (general 1, gpu 1), offering 8.00 CPU, 32.00 GiB, 1.00 GPU";
+    // The table's prices: 8 × 0.031 + 32 × 0.0042 + 2.48.
     eventually("the quietest point recorded", RECORDED_WITHIN, || async {
         let said = status(&scenario, &[PRICES]);
-        said.contains("2 of 4 nodes went (general 1, gpu 1), offering 8.00 CPU, 32.00 GiB, 1.00 GPU: $2.86 an hour")
+        said.contains(&format!("{went}: $2.86 an hour"))
             .then_some(())
     })
     .await;
+    // Neither prices nor OpenCost: what the nodes offered, in no money.
+    let unpriced = status(&scenario, &[]);
+    assert!(
+        unpriced.contains(&format!("{went}\n")) && !unpriced.contains("prices:"),
+        "{unpriced}"
+    );
+    // OpenCost's prices, where a Prometheus scrapes them, come first: the mean of its nodes,
+    // 8 × 0.05 + 32 × 0.005 + 3.
+    if let Some(prometheus) = support::prometheus::start("nights-opencost").await {
+        prometheus.requests.also(OPENCOST);
+        let url = format!("--prometheus-url={}", prometheus.url);
+        let said = eventually("OpenCost's prices scraped", RECORDED_WITHIN, || async {
+            let said = status(&scenario, &[&url, PRICES]);
+            said.contains("prices: OpenCost's node prices, the mean of 2 nodes")
+                .then_some(said)
+        })
+        .await;
+        assert!(said.contains(&format!("{went}: $3.56 an hour")), "{said}");
+    }
 
     // A restart goes on with the night: one more node gone counts against the same beginning.
     controller

@@ -26,12 +26,19 @@ pub const QUERY: &str = r#"sum(increase(test_requests_total{namespace="$namespac
 #[derive(Clone, Default)]
 pub struct Requests {
     counts: Arc<Mutex<BTreeMap<String, (u64, bool)>>>,
+    /// More series the exporter shows as they are (another exporter's, such as OpenCost's).
+    more: Arc<Mutex<String>>,
 }
 
 impl Requests {
     /// `namespace` has a request counted at every scrape from now on.
     pub fn busy(&self, namespace: &str) {
         self.lock().entry(namespace.to_string()).or_default().1 = true;
+    }
+
+    /// The exporter shows `series` (exposition text) too from now on.
+    pub fn also(&self, series: &str) {
+        *self.more.lock().unwrap_or_else(PoisonError::into_inner) = series.to_string();
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, (u64, bool)>> {
@@ -50,6 +57,7 @@ impl Requests {
                 "test_requests_total{{namespace=\"{namespace}\"}} {count}\n"
             ));
         }
+        text.push_str(&self.more.lock().unwrap_or_else(PoisonError::into_inner));
         text
     }
 }

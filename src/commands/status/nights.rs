@@ -144,7 +144,7 @@ pub fn render(
     }
 }
 
-/// An output of `-o json` with the last night beside it.
+/// An output of `-o json` with the last night beside it, and where its prices come from.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WithLastNight<'a, T> {
@@ -153,16 +153,29 @@ pub struct WithLastNight<'a, T> {
     pub last_night: Option<&'a LastNight>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_night_unread: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prices_from: Option<&'a str>,
 }
 
 impl<'a, T> WithLastNight<'a, T> {
-    pub fn new(shown: &'a T, read: &'a Result<Option<LastNight>, String>) -> Self {
+    pub fn new(
+        shown: &'a T,
+        read: &'a Result<Option<LastNight>, String>,
+        prices_from: Option<&'a str>,
+    ) -> Self {
         Self {
             shown,
             last_night: read.as_ref().ok().and_then(Option::as_ref),
             last_night_unread: read.as_ref().err().map(String::as_str),
+            prices_from,
         }
     }
+}
+
+/// The line that says where the prices come from, if any.
+pub fn prices_line(from: Option<&str>) -> String {
+    from.map(|from| format!("prices: {from}\n"))
+        .unwrap_or_default()
 }
 
 fn offered_text(count: &PoolCount) -> String {

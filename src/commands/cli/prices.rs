@@ -1,0 +1,61 @@
+//! Where money and the controller's records come from: the price table a person gives,
+//! OpenCost's prices in Prometheus, and where the controller runs.
+
+use clap::Args;
+
+use super::parse_prometheus_url;
+use crate::cost::{Currency, PriceTable, PricesError};
+
+/// What an hour of each resource requested costs: `plan`, `status` and the console show
+/// savings in money by it.
+#[derive(Debug, Clone, Args)]
+pub struct Prices {
+    /// What an hour of each resource requested costs, and the currency:
+    /// `cpu=0.031,memory=0.0042,gpu=2.48,currency=USD` (per core, per GiB, per GPU;
+    /// `gpu` is `nvidia.com/gpu`, and any other extended resource is named as Pods request it,
+    /// e.g. `amd.com/gpu=1.9`). Without it, savings stay in resource-hours.
+    #[arg(long = "prices", env = "CRONSCALER_PRICES", value_parser = price_table)]
+    pub table: Option<PriceTable>,
+}
+
+fn price_table(text: &str) -> Result<PriceTable, String> {
+    text.parse().map_err(|error: PricesError| error.to_string())
+}
+
+/// OpenCost's prices, read from the Prometheus that scrapes its metrics; first found wins, then
+/// `--prices`.
+#[derive(Debug, Clone, Args)]
+pub struct OpenCost {
+    /// Prometheus's address (`http://prometheus.monitoring:9090`) that scrapes OpenCost's
+    /// `node_cpu_hourly_cost`, `node_ram_hourly_cost` and `node_gpu_hourly_cost`: their means
+    /// over the cluster's nodes price what sleeping withholds, before `--prices`.
+    #[arg(
+        id = "opencost_prometheus_url",
+        long = "prometheus-url",
+        env = "CRONSCALER_PROMETHEUS_URL",
+        value_parser = parse_prometheus_url
+    )]
+    pub prometheus_url: Option<String>,
+
+    /// The currency OpenCost's prices are in (OpenCost's own setting; its metrics do not say).
+    #[arg(long, env = "CRONSCALER_OPENCOST_CURRENCY", default_value = "USD", value_parser = currency)]
+    pub opencost_currency: Currency,
+}
+
+fn currency(text: &str) -> Result<Currency, String> {
+    Currency::of(text)
+        .ok_or_else(|| format!("{text:?} is not a currency: give its ISO 4217 code, e.g. USD"))
+}
+
+/// Where the controller records the nodes around each night.
+#[derive(Debug, Clone, Args)]
+pub struct ControllerNamespace {
+    /// The namespace the controller runs in, where it records the nodes around each night
+    /// (ConfigMap cronscaler-nights; default: `cronscaler`, then the kubeconfig's namespace).
+    #[arg(
+        id = "controller_namespace",
+        long = "controller-namespace",
+        env = "CRONSCALER_CONTROLLER_NAMESPACE"
+    )]
+    pub namespace: Option<String>,
+}

@@ -1,0 +1,62 @@
+//! The prices `status` and `nodes` show money by: OpenCost's, where the Prometheus of
+//! `--prometheus-url` has its metrics (first found wins), else the table of `--prices`.
+
+use crate::{
+    activity::prometheus::{CountError, Prometheus},
+    commands::cli::OpenCost,
+    cost::{
+        PriceTable,
+        opencost::{self, CPU_MEAN, GPU_MEAN, MEMORY_MEAN, Means, NODES},
+    },
+};
+
+/// The prices, and where they come from, as a line below the output says it.
+#[derive(Debug, Clone, Default)]
+pub struct Priced {
+    pub table: Option<PriceTable>,
+    pub from: Option<String>,
+}
+
+pub async fn prices(opencost: &OpenCost, table: Option<&PriceTable>) -> Priced {
+    let given = || Priced {
+        table: table.cloned(),
+        from: table.map(|_| "the table of --prices".to_string()),
+    };
+    let Some(url) = &opencost.prometheus_url else {
+        return given();
+    };
+    match means(&Prometheus::new(url)).await {
+        Ok(means) => match opencost::table(means, opencost.opencost_currency.clone()) {
+            Some(found) => Priced {
+                table: Some(found),
+                from: Some(opencost::source(&means)),
+            },
+            None => Priced {
+                from: Some(format!(
+                    "{}: Prometheus at {url} has no OpenCost node prices",
+                    given().from.unwrap_or_else(|| "no prices".into())
+                )),
+                ..given()
+            },
+        },
+        Err(error) => Priced {
+            from: Some(format!(
+                "{} (OpenCost's prices could not be read: {error})",
+                given().from.unwrap_or_else(|| "no prices".into())
+            )),
+            ..given()
+        },
+    }
+}
+
+async fn means(prometheus: &Prometheus) -> Result<Means, CountError> {
+    Ok(Means {
+        cpu: prometheus.value(CPU_MEAN).await?,
+        memory: prometheus.value(MEMORY_MEAN).await?,
+        gpu: prometheus.value(GPU_MEAN).await?,
+        nodes: prometheus
+            .value(NODES)
+            .await?
+            .map_or(0, |nodes| nodes as usize),
+    })
+}

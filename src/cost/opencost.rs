@@ -1,0 +1,97 @@
+//! Prices from OpenCost's metrics, as the Prometheus of `--prometheus-url` scrapes them:
+//! `node_cpu_hourly_cost` (per core), `node_ram_hourly_cost` (per GiB) and `node_gpu_hourly_cost`
+//! (per GPU) of each node. What a workload that sleeps frees is priced at the cluster's mean,
+//! since its Pods are gone and the node they would run on is not known; OpenCost exports no
+//! currency, so its prices are in `--opencost-currency` (OpenCost's own default, USD).
+//! Pure: the means are read by the caller.
+
+use std::collections::BTreeMap;
+
+use super::{Currency, GPU, PriceTable};
+
+/// The queries whose answers [`table`] takes: each the cluster's mean over the nodes OpenCost
+/// prices, and how many nodes those are.
+pub const CPU_MEAN: &str = "avg(node_cpu_hourly_cost)";
+pub const MEMORY_MEAN: &str = "avg(node_ram_hourly_cost)";
+/// Over the nodes that have a GPU: OpenCost gives the others 0.
+pub const GPU_MEAN: &str = "avg(node_gpu_hourly_cost > 0)";
+pub const NODES: &str = "count(node_cpu_hourly_cost)";
+
+/// The means OpenCost's metrics gave, each `None` where no node has one.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Means {
+    pub cpu: Option<f64>,
+    pub memory: Option<f64>,
+    pub gpu: Option<f64>,
+    pub nodes: usize,
+}
+
+/// A price table of OpenCost's means, in `currency`; `None` where OpenCost prices no node (its
+/// metrics not scraped): then the table given, if any, prices instead.
+pub fn table(means: Means, currency: Currency) -> Option<PriceTable> {
+    let valid = |price: Option<f64>| price.filter(|price| price.is_finite() && *price >= 0.0);
+    let per_hour: BTreeMap<String, f64> = [
+        ("cpu", valid(means.cpu)),
+        ("memory", valid(means.memory)),
+        (GPU, valid(means.gpu)),
+    ]
+    .into_iter()
+    .filter_map(|(resource, price)| Some((resource.to_string(), price?)))
+    .collect();
+    (means.nodes > 0 && !per_hour.is_empty()).then_some(PriceTable { currency, per_hour })
+}
+
+/// Where the prices come from, as the output says it.
+pub fn source(means: &Means) -> String {
+    format!(
+        "OpenCost's node prices, the mean of {} node{}",
+        means.nodes,
+        if means.nodes == 1 { "" } else { "s" }
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn usd() -> Currency {
+        Currency::of("USD").unwrap()
+    }
+
+    #[test]
+    fn the_means_of_opencost_price_cpu_memory_and_gpus() {
+        let means = Means {
+            cpu: Some(0.031611),
+            memory: Some(0.004237),
+            gpu: Some(2.48),
+            nodes: 12,
+        };
+        let table = table(means, usd()).unwrap();
+        assert_eq!(table.per_hour["cpu"], 0.031611);
+        assert_eq!(table.per_hour["memory"], 0.004237);
+        assert_eq!(table.per_hour[GPU], 2.48);
+        let (cost, unpriced) = table.cost([("cpu", 10.0), ("memory", 100.0), (GPU, 1.0)]);
+        assert_eq!(cost.to_string(), "$3.22");
+        assert!(unpriced.is_empty());
+        assert_eq!(
+            source(&means),
+            "OpenCost's node prices, the mean of 12 nodes"
+        );
+    }
+
+    #[test]
+    fn no_node_priced_is_no_table_and_no_gpu_leaves_gpus_unpriced() {
+        assert_eq!(table(Means::default(), usd()), None);
+        let table = table(
+            Means {
+                cpu: Some(0.03),
+                memory: Some(f64::NAN),
+                gpu: None,
+                nodes: 1,
+            },
+            usd(),
+        )
+        .unwrap();
+        assert_eq!(table.per_hour.keys().collect::<Vec<_>>(), ["cpu"]);
+    }
+}
