@@ -254,9 +254,14 @@ async fn show_nodes(kube: &KubeArgs, args: NodesArgs) -> anyhow::Result<()> {
     let priced = status::priced::prices(&args.opencost, args.prices.table.as_ref()).await;
     let (prices, from) = (priced.table.as_ref(), priced.from.as_deref());
     match args.output {
-        StatusFormat::Table => say(nodes::render_table(&nodes)
-            + &status::nights::render(&night, prices, now)
-            + &status::nights::prices_line(from))?,
+        StatusFormat::Table => {
+            let (nights, note) = status::nights::render(&night, prices, now);
+            // Said only where asked: most who read status never look for the record.
+            if let Some(note) = note.filter(|_| args.controller.namespace.is_some()) {
+                eprintln!("{note}");
+            }
+            say(nodes::render_table(&nodes) + &nights + &status::nights::prices_line(from))?
+        }
         StatusFormat::Json => {
             let shown = status::nights::WithLastNight::new(&nodes, &night, from);
             say(format!("{}\n", serde_json::to_string_pretty(&shown)?))?
@@ -311,9 +316,14 @@ async fn show_status(kube: &KubeArgs, args: StatusArgs) -> anyhow::Result<()> {
     let night = status::nights::read(&client, args.controller.namespace.as_deref()).await;
     let (prices, from) = (priced.table.as_ref(), priced.from.as_deref());
     match args.output {
-        StatusFormat::Table => say(status::render_table(&status, now)
-            + &status::nights::render(&night, prices, now)
-            + &status::nights::prices_line(from))?,
+        StatusFormat::Table => {
+            let (nights, note) = status::nights::render(&night, prices, now);
+            // Said only where asked: most who read status never look for the record.
+            if let Some(note) = note.filter(|_| args.controller.namespace.is_some()) {
+                eprintln!("{note}");
+            }
+            say(status::render_table(&status, now) + &nights + &status::nights::prices_line(from))?
+        }
         StatusFormat::Json => {
             let shown = status::nights::WithLastNight::new(&status, &night, from);
             say(format!("{}\n", serde_json::to_string_pretty(&shown)?))?

@@ -179,6 +179,19 @@ impl Nights {
     }
 }
 
+impl Nights {
+    /// The record once everything `newest` and the nodes say is taken in (a night ended and the
+    /// next begun, after the controller was away across both); `None` where nothing changes.
+    pub fn settled(&self, newest: Newest, census: &Census, now: DateTime<Utc>) -> Option<Nights> {
+        let mut settled = self.next(newest, census, now)?;
+        // Each step ends or begins a night, or lowers its quietest count: a few at most.
+        while let Some(next) = settled.next(newest, census, now) {
+            settled = next;
+        }
+        Some(settled)
+    }
+}
+
 /// Whether a scheduled sleep at `sleep` begins a night: it is newer than the newest wake and
 /// than the last night recorded.
 fn begins(sleep: DateTime<Utc>, wake: Option<DateTime<Utc>>, last: Option<&Night>) -> bool {

@@ -1,9 +1,11 @@
 //! The nodes around each night, recorded by the controller: the trackers tell the newest
 //! scheduled transition of each direction they see recorded ([`NightSignals`]), the watch of
 //! Nodes keeps the census, and one look ([`look`]) observes both and the record kept, plans with
-//! [`Nights::next`](crate::nodes::nights::Nights::next), and writes the record to the ConfigMap
-//! [`RECORD`] of the controller's namespace, where `status` reads it and a restart or a new
-//! leader goes on with it.
+//! [`Nights::settled`](crate::nodes::nights::Nights::settled), and writes the record to the
+//! ConfigMap [`RECORD`] of the controller's namespace, where `status` reads it and a restart or a
+//! new leader goes on with it. The record is read at every look (a look is rare: a record newer
+//! than any seen, a node that came or went, a new leader), so a replica that led before never
+//! plans on its own old copy of what another leader wrote since.
 
 use std::{
     collections::BTreeMap,
@@ -55,10 +57,13 @@ impl NightSignals {
         }
     }
 
-    /// A workload's recorded transition, if any: a scheduled one newer than those seen has the
-    /// nights looked at. Overrides begin or end no night.
-    pub fn saw(&self, recorded: Option<Transition>) {
-        let Some(transition) = recorded.filter(|transition| transition.until.is_none()) else {
+    /// A workload's recorded transition, if any, seen at `now`: a scheduled one newer than those
+    /// seen has the nights looked at. Overrides begin or end no night, and a record dated in the
+    /// future (which only a hand can write) is not believed: it would hold the newest for good.
+    pub fn saw(&self, recorded: Option<Transition>, now: DateTime<Utc>) {
+        let Some(transition) = recorded.filter(|transition| {
+            transition.until.is_none() && transition.at <= now + chrono::TimeDelta::minutes(1)
+        }) else {
             return;
         };
         let asleep = transition.direction == Direction::Down;
@@ -89,8 +94,6 @@ pub struct NightsContext {
     pub nodes: Arc<Mutex<NodeCensus>>,
     /// Set once the Nodes were listed.
     pub nodes_listed: Arc<AtomicBool>,
-    /// The record as last read or written; read from the ConfigMap at the first look.
-    pub kept: Arc<Mutex<Option<Nights>>>,
     pub writes: Writes,
 }
 
@@ -103,29 +106,15 @@ pub async fn look(
     if !workloads_listed || !ctx.nodes_listed.load(Ordering::Acquire) {
         return Ok(Next::After(LISTING_WAIT));
     }
-    let kept = ctx
-        .kept
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .clone();
-    let kept = match kept {
-        Some(kept) => kept,
-        None => read(ctx).await?,
-    };
+    let kept = read(ctx).await?;
     let census = ctx
         .nodes
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .census();
-    let next = kept.next(ctx.signals.newest(), &census, now);
-    let written = match &next {
-        Some(next) => {
-            write(ctx, next).await?;
-            next.clone()
-        }
-        None => kept,
-    };
-    *ctx.kept.lock().unwrap_or_else(PoisonError::into_inner) = Some(written);
+    if let Some(next) = kept.settled(ctx.signals.newest(), &census, now) {
+        write(ctx, &next).await?;
+    }
     Ok(Next::Done)
 }
 
@@ -201,7 +190,19 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_first_look_reads_the_record_kept_and_a_look_that_changes_nothing_writes_nothing() {
+    async fn a_look_reads_the_record_kept_and_writes_only_what_changed() {
+        let night = at("2026-11-23T20:00:00Z");
+        let newest = Newest {
+            sleep: Some(night),
+            wake: None,
+        };
+        let mut nodes = NodeCensus::default();
+        nodes.apply(&node("a"));
+        // What the first look writes, and the second reads back.
+        let recorded = Nights::default()
+            .next(newest, &nodes.census(), at("2026-11-23T20:00:05Z"))
+            .unwrap();
+        let text = serde_json::to_string(&recorded).unwrap();
         let (client, server) = mock_client();
         let script = vec![
             Exchange::new("GET", RECORD_PATH).reply(
@@ -213,8 +214,16 @@ mod tests {
                 format!("{RECORD_PATH}?&force=true&fieldManager=cronscaler"),
             )
             .content_type("application/apply-patch+yaml")
-            .body(json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": RECORD } }))
+            .body(json!({
+                "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": RECORD },
+                "data": { RECORD_KEY: text },
+            }))
             .reply(200, json!({})),
+            // The next look reads what was written, and as many nodes change nothing.
+            Exchange::new("GET", RECORD_PATH).reply(
+                200,
+                json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": RECORD }, "data": { RECORD_KEY: text } }),
+            ),
         ];
         let server = tokio::spawn(server.serve(script));
         let queue = Enqueue::new(WorkQueue::<WorkKey>::new(RateLimit::default()));
@@ -222,28 +231,22 @@ mod tests {
             client: client.clone(),
             namespace: "cronscaler".into(),
             signals: NightSignals::new(queue),
-            nodes: Arc::default(),
+            nodes: Arc::new(Mutex::new(nodes)),
             nodes_listed: Arc::new(AtomicBool::new(true)),
-            kept: Arc::default(),
             writes: Writes::new(Events::new(client, None), false),
         };
-        ctx.nodes.lock().unwrap().apply(&node("a"));
         assert_eq!(
             look(&ctx, false, at("2026-11-23T20:00:05Z")).await.unwrap(),
             Next::After(LISTING_WAIT),
             "the workloads not all listed: nothing read yet"
         );
-        ctx.signals.saw(Some(Transition::scheduled(
-            at("2026-11-23T20:00:00Z"),
-            Direction::Down,
-        )));
+        // A record a hand dated in the future is not believed.
+        let future = Transition::scheduled(at("2099-01-01T00:00:00Z"), Direction::Up);
+        ctx.signals.saw(Some(future), night);
+        ctx.signals
+            .saw(Some(Transition::scheduled(night, Direction::Down)), night);
+        assert_eq!(ctx.signals.newest(), newest);
         look(&ctx, true, at("2026-11-23T20:00:05Z")).await.unwrap();
-        let kept = ctx.kept.lock().unwrap().clone().unwrap();
-        assert_eq!(
-            kept.tonight().map(|night| night.before.total().nodes),
-            Some(1)
-        );
-        // As many nodes: no request at all.
         look(&ctx, true, at("2026-11-23T21:00:00Z")).await.unwrap();
         drop(ctx);
         server.await.unwrap();

@@ -443,7 +443,7 @@ impl Tracker {
         };
         self.asleep.set(self.kind, &key, share);
         if let Some(nights) = &self.nights {
-            nights.saw(asleep::recorded_transition(&ours));
+            nights.saw(asleep::recorded_transition(&ours), now);
         }
         // Writes through /scale (`kubectl scale`, an HPA) leave no time in managedFields: a
         // writer that appears while we watch may have changed the replicas just now.

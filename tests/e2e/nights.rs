@@ -97,8 +97,15 @@ async fn the_nodes_before_a_night_and_at_its_quietest_point_are_recorded_and_tol
         .expect("web's schedule");
     let mut controller = scenario.start_cluster_wide_controller("cronscaler", IN_ITS_NAMESPACE);
     controller.wait_ready().await;
-    let by_day = status(&scenario, &[]);
-    assert!(by_day.contains("no night recorded yet"), "{by_day}");
+    let by_day = scenario.run(&["status", "--controller-namespace", SA_NAMESPACE]);
+    let (said, told) = (
+        String::from_utf8_lossy(&by_day.stdout),
+        String::from_utf8_lossy(&by_day.stderr),
+    );
+    assert!(
+        !said.contains("the night that began") && told.contains("no night recorded with nodes yet"),
+        "{said}{told}"
+    );
 
     replicas_become(&deployments, "web", 0, "web asleep", RECORDED_WITHIN * 3).await;
     eventually("the night begun", RECORDED_WITHIN, || async {

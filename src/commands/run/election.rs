@@ -119,6 +119,8 @@ impl Resync {
         for owner in self.owners.paused() {
             queue.add(WorkKey::Scaling(ScalingKey::GitOpsOwner(owner)));
         }
+        // What a standby saw of the records and the nodes was dropped with its keys.
+        queue.add(WorkKey::Scaling(ScalingKey::Nights));
         for foo in self.foos.state() {
             if let Some(key) = ObjectKey::of(foo.as_ref()) {
                 queue.add(WorkKey::Foo(key));

@@ -49,7 +49,6 @@ pub fn start(
         signals: signals.clone(),
         nodes: Arc::default(),
         nodes_listed: Arc::default(),
-        kept: Arc::default(),
         writes: Writes::new(events.clone(), args.dry_run),
     };
     let queue = signals.queue();

@@ -238,8 +238,16 @@ pub fn served_feed(
         "Services' own EndpointSlices",
         outage.clone(),
         move |event| {
-            let (watcher::Event::Apply(slice) | watcher::Event::Delete(slice)) = event else {
-                return;
+            let slice = match event {
+                watcher::Event::Apply(slice) | watcher::Event::Delete(slice) => slice,
+                // A relist: what changed while the watch was down is not told one by one.
+                watcher::Event::InitDone => {
+                    for namespace in ctx.placed_in() {
+                        queue.add(WorkKey::WakeSlices(namespace));
+                    }
+                    return;
+                }
+                watcher::Event::Init | watcher::Event::InitApply(_) => return,
             };
             if let Some(namespace) = slice.namespace().filter(|ns| ctx.has_placed(ns)) {
                 queue.add(WorkKey::WakeSlices(namespace));

@@ -74,7 +74,8 @@ pub fn lines(last: &LastNight, prices: Option<&PriceTable>, now: DateTime<Utc>) 
         Some(ended) => format!("ended {}", at(ended)),
         None => "still going".to_string(),
     };
-    let counted = match night.counted_at == night.began {
+    // A look follows the first sleep by seconds; minutes later, the controller was away.
+    let counted = match night.counted_at - night.began < chrono::TimeDelta::minutes(2) {
         true => String::new(),
         false => format!(
             ", counted at {} (the controller was not running when it began)",
@@ -83,7 +84,8 @@ pub fn lines(last: &LastNight, prices: Option<&PriceTable>, now: DateTime<Utc>) 
     };
     let before = night.before.total().nodes;
     let went = night.before.beyond(&night.quietest);
-    let offered = went.total();
+    // Net of the pools that grew: nodes one pool lost and another gained did not go.
+    let offered = night.before.total().beyond(&night.quietest.total());
     let mut lines = vec![
         format!("the night that began {} ({ended}):", at(night.began)),
         format!(
@@ -126,20 +128,31 @@ pub fn lines(last: &LastNight, prices: Option<&PriceTable>, now: DateTime<Utc>) 
     lines
 }
 
-/// What was read of the last night, as a few lines below a table.
+/// What was read of the last night: a few lines below a table, where a night with nodes was
+/// recorded; else a note for standard error, which leaves what is printed as it was.
 pub fn render(
     read: &Result<Option<LastNight>, String>,
     prices: Option<&PriceTable>,
     now: DateTime<Utc>,
-) -> String {
+) -> (String, Option<String>) {
     match read {
-        Ok(Some(last)) => format!("\n{}\n", lines(last, prices, now).join("\n")),
-        Ok(None) => "\nno night recorded yet: the controller records the nodes from the first \
-                     scheduled sleep it sees\n"
-            .to_string(),
-        Err(why) => format!(
-            "\nthe nodes around the last night could not be read: {why} (--controller-namespace \
-             names where the controller runs)\n"
+        Ok(Some(last)) if last.night.before.total().nodes > 0 => {
+            (format!("\n{}\n", lines(last, prices, now).join("\n")), None)
+        }
+        Ok(_) => (
+            String::new(),
+            Some(
+                "no night recorded with nodes yet: the controller records the nodes from the \
+                 first scheduled sleep it sees"
+                    .into(),
+            ),
+        ),
+        Err(why) => (
+            String::new(),
+            Some(format!(
+                "the nodes around the last night could not be read: {why} \
+                 (--controller-namespace names where the controller runs)"
+            )),
         ),
     }
 }

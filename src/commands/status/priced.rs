@@ -17,13 +17,19 @@ pub struct Priced {
     pub from: Option<String>,
 }
 
+/// The prices: OpenCost's where `--prometheus-url` has them, else the table. Where they come from
+/// is said only when OpenCost was asked: a table alone is what was given.
 pub async fn prices(opencost: &OpenCost, table: Option<&PriceTable>) -> Priced {
     let given = || Priced {
         table: table.cloned(),
-        from: table.map(|_| "the table of --prices".to_string()),
+        from: None,
     };
     let Some(url) = &opencost.prometheus_url else {
         return given();
+    };
+    let instead = match table {
+        Some(_) => "the table of --prices",
+        None => "no prices",
     };
     match means(&Prometheus::new(url)).await {
         Ok(means) => match opencost::table(means, opencost.opencost_currency.clone()) {
@@ -33,16 +39,14 @@ pub async fn prices(opencost: &OpenCost, table: Option<&PriceTable>) -> Priced {
             },
             None => Priced {
                 from: Some(format!(
-                    "{}: Prometheus at {url} has no OpenCost node prices",
-                    given().from.unwrap_or_else(|| "no prices".into())
+                    "{instead}: Prometheus at {url} has no OpenCost node prices"
                 )),
                 ..given()
             },
         },
         Err(error) => Priced {
             from: Some(format!(
-                "{} (OpenCost's prices could not be read: {error})",
-                given().from.unwrap_or_else(|| "no prices".into())
+                "{instead} (OpenCost's prices could not be read: {error})"
             )),
             ..given()
         },

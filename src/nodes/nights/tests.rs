@@ -176,3 +176,29 @@ fn only_newer_records_move_the_newest() {
     assert!(newest.saw(at("2026-11-23T07:00:00Z"), false));
     assert_eq!(newest.sleep, Some(at("2026-11-23T20:00:00Z")));
 }
+
+#[test]
+fn a_controller_away_across_a_wake_and_the_next_sleep_ends_one_night_and_begins_the_next_at_once() {
+    let first = newest(Some("2026-11-23T20:00:00Z"), Some("2026-11-23T07:00:00Z"));
+    let nights = Nights::default()
+        .next(
+            first,
+            &census(&[("default", 8)]),
+            at("2026-11-23T20:00:00Z"),
+        )
+        .unwrap();
+    let back = newest(Some("2026-11-24T20:00:00Z"), Some("2026-11-24T07:00:00Z"));
+    let nights = nights
+        .settled(back, &census(&[("default", 7)]), at("2026-11-24T21:00:00Z"))
+        .unwrap();
+    assert_eq!(nights.0.len(), 2);
+    assert_eq!(nights.0[0].ended, Some(at("2026-11-24T07:00:00Z")));
+    assert_eq!(
+        nights.tonight().map(|night| night.began),
+        Some(at("2026-11-24T20:00:00Z"))
+    );
+    assert_eq!(
+        nights.settled(back, &census(&[("default", 7)]), at("2026-11-24T21:00:00Z")),
+        None
+    );
+}
