@@ -29,15 +29,25 @@ const BESIDE_AT_MOST: Duration = Duration::from_secs(10);
 /// cores have taken over 25 s), so that api's slice is still there when web's goes.
 const STEP_TIMEOUT: &str = "45s";
 
+/// The scenario of `test`, and this machine's address, which an EndpointSlice may name; `None`,
+/// after saying why, where the machine has none but loopback.
+async fn on_a_machine_address(
+    test: &str,
+    options: envtest::Options,
+) -> Option<(std::net::IpAddr, Scenario)> {
+    let Some(ip) = support::wake::machine_address() else {
+        support::say(&format!(
+            "{test}: skipped: this machine has no address but loopback, which no EndpointSlice \
+             may name"
+        ));
+        return None;
+    };
+    Some((ip, Scenario::own(test, options).await?))
+}
+
 #[tokio::test]
 async fn only_services_whose_pods_all_sleep_get_a_slice_and_each_goes_once_served_or_timed_out() {
-    let Some(ip) = support::wake::machine_address() else {
-        support::say(
-            "skipped: this machine has no address but loopback, which no EndpointSlice may name",
-        );
-        return;
-    };
-    let Some(scenario) = Scenario::own("wake-slices-which", envtest::Options::default()).await
+    let Some((ip, scenario)) = on_a_machine_address("wake-slices-which", Default::default()).await
     else {
         return;
     };
@@ -156,13 +166,7 @@ async fn only_services_whose_pods_all_sleep_get_a_slice_and_each_goes_once_serve
 #[tokio::test]
 async fn the_services_of_workloads_sleeping_through_a_foo_or_keda_get_a_slice() {
     let test = "wake-slices-through";
-    let Some(ip) = support::wake::machine_address() else {
-        support::say(
-            "skipped: this machine has no address but loopback, which no EndpointSlice may name",
-        );
-        return;
-    };
-    let Some(scenario) = Scenario::own(test, envtest::Options::default()).await else {
+    let Some((ip, scenario)) = on_a_machine_address(test, Default::default()).await else {
         return;
     };
     let Some(scaled_objects) = keda::scaled_objects(test, &scenario).await else {
@@ -268,13 +272,7 @@ async fn the_services_of_workloads_sleeping_through_a_foo_or_keda_get_a_slice() 
 #[tokio::test]
 async fn at_night_a_slice_goes_once_its_service_has_a_ready_endpoint_of_its_own() {
     let test = "wake-slices-night";
-    let Some(ip) = support::wake::machine_address() else {
-        support::say(
-            "skipped: this machine has no address but loopback, which no EndpointSlice may name",
-        );
-        return;
-    };
-    let Some(scenario) = Scenario::own(test, envtest::Options::default()).await else {
+    let Some((ip, scenario)) = on_a_machine_address(test, Default::default()).await else {
         return;
     };
     let namespace = scenario.namespace.clone();
@@ -353,18 +351,12 @@ async fn gone_once_served(scenario: &Scenario, service: &str, prefix: &str) {
 #[tokio::test]
 async fn a_dual_stack_service_gets_a_slice_for_each_family() {
     let test = "wake-slices-dual";
-    let Some(ip) = support::wake::machine_address() else {
-        support::say(
-            "skipped: this machine has no address but loopback, which no EndpointSlice may name",
-        );
-        return;
-    };
     let options = envtest::Options {
         controller_manager: false,
         apiserver_flags: vec!["--service-cluster-ip-range=10.0.0.0/24,fd00:10::/108".into()],
         ..envtest::Options::default()
     };
-    let Some(scenario) = Scenario::own(test, options).await else {
+    let Some((ip, scenario)) = on_a_machine_address(test, options).await else {
         return;
     };
     let namespace = scenario.namespace.clone();
