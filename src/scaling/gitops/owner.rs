@@ -251,6 +251,19 @@ impl Inventory {
     }
 }
 
+/// Whether cronscaler's entry of `metadata.managedFields` holds the field at `spec.<path>`.
+fn manages(metadata: &ObjectMeta, path: &[&str]) -> bool {
+    (metadata.managed_fields.iter().flatten())
+        .filter(|entry| entry.manager.as_deref() == Some(CONTROLLER_NAME))
+        .filter_map(|entry| entry.fields_v1.as_ref())
+        .any(|fields| {
+            std::iter::once("spec")
+                .chain(path.iter().copied())
+                .try_fold(&fields.0, |value, step| value.get(format!("f:{step}")))
+                .is_some()
+        })
+}
+
 /// Whether an owner's spec sends what it deploys to another cluster: an Application's
 /// destination other than the cluster it runs in, a Kustomization's or HelmRelease's
 /// `kubeConfig`.
@@ -343,6 +356,9 @@ pub struct OwnerState {
     pub record: Option<Result<Paused, String>>,
     /// What its controller says it deploys.
     pub inventory: Inventory,
+    /// The API server's managedFields say cronscaler set the repair switch last: the proof,
+    /// where the record cannot be read, that a paused switch is cronscaler's pause.
+    pub switch_ours: bool,
 }
 
 impl OwnerState {
@@ -350,6 +366,7 @@ impl OwnerState {
     pub fn of(tool: Tool, metadata: &ObjectMeta, spec: &Value, status: &Value) -> Self {
         let sync_policy = spec.get("syncPolicy");
         Self {
+            switch_ours: manages(metadata, tool.spec().repair),
             inventory: Inventory::of(tool, metadata, spec, status),
             uid: metadata.uid.clone(),
             resource_version: metadata.resource_version.clone(),
@@ -390,6 +407,7 @@ impl OwnerState {
             respects_ignored,
             record,
             inventory,
+            switch_ours,
         } = self;
         (
             uid,
@@ -399,6 +417,7 @@ impl OwnerState {
             respects_ignored,
             record,
             inventory,
+            switch_ours,
         ) != (
             &other.uid,
             &other.repair,
@@ -407,6 +426,7 @@ impl OwnerState {
             &other.respects_ignored,
             &other.record,
             &other.inventory,
+            &other.switch_ours,
         )
     }
 

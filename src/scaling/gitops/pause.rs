@@ -106,12 +106,13 @@ pub fn release(
     let record = match &state.record {
         None => return None,
         Some(Ok(record)) => record,
-        // Unreadable: the record goes. A switch paused now is given back to repairing, since a
-        // pause is only ever recorded over an owner that repairs: left paused, it would stay so
-        // with no record for the gauge and its alert to count. A Namespace still asleep under
-        // it pauses it again, with a record that reads.
+        // Unreadable: the record goes. A switch paused now, by cronscaler as the API server's
+        // managedFields say, is given back to repairing, since a pause is only ever recorded
+        // over an owner that repairs: left paused, it would stay so with no record for the
+        // gauge and its alert to count. A Namespace still asleep under it pauses it again, with
+        // a record that reads. A switch someone else paused is theirs: left as it is.
         Some(Err(text)) => {
-            let paused_now = state.repair == Some(spec.paused);
+            let paused_now = state.repair == Some(spec.paused) && state.switch_ours;
             let (switch, what) = match paused_now {
                 true => (
                     Some(Some(!spec.paused)),

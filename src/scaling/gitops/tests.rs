@@ -401,7 +401,14 @@ fn a_person_who_turned_self_heal_back_on_at_night_wins() {
     );
     // Paused now: given back, or it would stay paused with nothing to count it.
     let spec = json!({ "syncPolicy": { "automated": { "prune": true, "selfHeal": false } } });
-    let paused = state(Tool::ArgoCd, spec, Some("yes"));
+    let mut paused = state(Tool::ArgoCd, spec, Some("yes"));
+    let left = release(&shop(), &paused, |_| true).expect("the record goes");
+    assert_eq!(
+        left.body.get("spec"),
+        None,
+        "a switch someone else paused (managedFields do not say cronscaler) is theirs"
+    );
+    paused.switch_ours = true;
     let write = release(&shop(), &paused, |_| true).expect("given back");
     assert_eq!(
         write.body["spec"],
@@ -709,4 +716,30 @@ fn merge_into(into: &mut Value, from: Value) {
     if let (Some(into), Value::Object(from)) = (into.as_object_mut(), from) {
         into.extend(from);
     }
+}
+
+#[test]
+fn the_switch_is_cronscaler_s_where_managed_fields_say_cronscaler_set_it() {
+    let switch = |manager: &str| {
+        let metadata: ObjectMeta = serde_json::from_value(json!({
+            "managedFields": [{
+                "manager": manager, "operation": "Update", "apiVersion": "argoproj.io/v1alpha1",
+                "fieldsType": "FieldsV1",
+                "fieldsV1": { "f:spec": { "f:syncPolicy": { "f:automated": { "f:selfHeal": {} } } } },
+            }],
+        }))
+        .unwrap();
+        OwnerState::of(
+            Tool::ArgoCd,
+            &metadata,
+            &self_healing(json!({})),
+            &Value::Null,
+        )
+        .switch_ours
+    };
+    assert!(switch("cronscaler"));
+    assert!(
+        !switch("argocd-server"),
+        "a person's or a tool's pause is theirs"
+    );
 }
