@@ -259,17 +259,23 @@ async fn a_pause_is_given_back_within_a_minute_of_its_namespace_deleted_at_night
 /// Its workload left with no schedule at night: nothing sleeps under `pause` any more.
 #[tokio::test]
 async fn a_pause_is_given_back_within_a_minute_of_its_schedule_removed_at_night() {
-    let Some((scenario, argo_cd, controller)) = paused("gitops-unscheduled").await else {
-        return;
-    };
     let unscheduled = json!({ "metadata": { "annotations": {
         "cronscaler.dev/scale-down": null, "cronscaler.dev/scale-up": null,
     } } });
+    given_back_once_web_is("gitops-unscheduled", unscheduled).await;
+}
+
+/// The paused night of [`paused`], `web` patched with `patch` at night: the pause is given back
+/// within a minute.
+async fn given_back_once_web_is(test: &str, patch: Value) {
+    let Some((scenario, argo_cd, controller)) = paused(test).await else {
+        return;
+    };
     scenario
         .deployments()
-        .patch("web", &PatchParams::default(), &Patch::Merge(&unscheduled))
+        .patch("web", &PatchParams::default(), &Patch::Merge(&patch))
         .await
-        .expect("the schedule removed");
+        .expect("web patched");
     given_back_within(&argo_cd, GIVEN_BACK_WITHIN).await;
     stop_cleanly_and_finish(scenario, controller, Duration::from_secs(10)).await;
 }
@@ -277,14 +283,20 @@ async fn a_pause_is_given_back_within_a_minute_of_its_schedule_removed_at_night(
 /// `restore -n NS --all`, the whole Namespace at once, gives back the owner that paused for it.
 #[tokio::test]
 async fn restore_of_a_namespace_gives_back_the_owner_that_deploys_there() {
-    let Some((scenario, argo_cd, mut controller)) = paused("gitops-restore-ns").await else {
+    restore_gives_back("gitops-restore-ns", "--all").await;
+}
+
+/// `restore -n NS what` (`--all`, or one object), the controller stopped, gives back the
+/// Application paused for the Namespace and says so.
+async fn restore_gives_back(test: &str, what: &str) {
+    let Some((scenario, argo_cd, mut controller)) = paused(test).await else {
         return;
     };
     controller
         .assert_stops_cleanly(Duration::from_secs(10))
         .await;
     let namespace = scenario.namespace.clone();
-    let said = scenario.said(&["restore", "-n", &namespace, "--all"]);
+    let said = scenario.said(&["restore", "-n", &namespace, what]);
     assert!(
         said.contains("restored Argo CD Application argocd/shop: self-heal given back (true)"),
         "{said}"
@@ -295,17 +307,8 @@ async fn restore_of_a_namespace_gives_back_the_owner_that_deploys_there() {
 
 #[tokio::test]
 async fn a_pause_is_given_back_within_a_minute_of_pause_taken_away_at_night() {
-    let Some((scenario, argo_cd, controller)) = paused("gitops-opt-out").await else {
-        return;
-    };
     let ignore = json!({ "metadata": { "annotations": { "cronscaler.dev/gitops": "ignore" } } });
-    scenario
-        .deployments()
-        .patch("web", &PatchParams::default(), &Patch::Merge(&ignore))
-        .await
-        .expect("pause taken away");
-    given_back_within(&argo_cd, GIVEN_BACK_WITHIN).await;
-    stop_cleanly_and_finish(scenario, controller, Duration::from_secs(10)).await;
+    given_back_once_web_is("gitops-opt-out", ignore).await;
 }
 
 #[tokio::test]
@@ -368,20 +371,7 @@ async fn a_record_a_person_made_unreadable_is_a_warning_and_the_pause_is_given_b
 
 #[tokio::test]
 async fn restore_of_one_object_gives_back_the_owner_that_deploys_it() {
-    let Some((scenario, argo_cd, mut controller)) = paused("gitops-restore-one").await else {
-        return;
-    };
-    controller
-        .assert_stops_cleanly(Duration::from_secs(10))
-        .await;
-    let namespace = scenario.namespace.clone();
-    let said = scenario.said(&["restore", "-n", &namespace, "web"]);
-    assert!(
-        said.contains("restored Argo CD Application argocd/shop: self-heal given back (true)"),
-        "{said}"
-    );
-    given_back(&argo_cd, Some(true)).await;
-    scenario.finish().await;
+    restore_gives_back("gitops-restore-one", "web").await;
 }
 
 #[tokio::test]

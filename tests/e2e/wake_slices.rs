@@ -368,21 +368,15 @@ async fn a_dual_stack_service_gets_a_slice_for_each_family() {
     create_service_with(&scenario, &namespace, "web", dual).await;
     let (mut controller, backend) = start_backend_with_slices(&scenario, ip, PROXY).await;
     // The backend's own Service has a Pod of each family, as a dual-stack cluster gives it.
-    support::envtest::apply(
-        &scenario.client,
-        json!({
-            "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-            "metadata": {
-                "name": "cronscaler-wake-ipv6-x7k2p", "namespace": SA_NAMESPACE,
-                "labels": { "kubernetes.io/service-name": "cronscaler-wake" },
-            },
-            "addressType": "IPv6",
-            "endpoints": [{ "addresses": ["fd00:20::7"], "conditions": { "ready": true } }],
-            "ports": [{ "name": "http", "port": backend.port(), "protocol": "TCP" }],
-        }),
-    )
-    .await
-    .expect("the backend's IPv6 slice");
+    let ipv6 = support::wake::backend_slice(
+        "cronscaler-wake-ipv6-x7k2p",
+        "IPv6",
+        "fd00:20::7",
+        backend.port(),
+    );
+    support::envtest::apply(&scenario.client, ipv6)
+        .await
+        .expect("the backend's IPv6 slice");
     web_asleep(&scenario, json!({})).await;
     let slices = eventually("a slice of each family", PROMPTLY, || async {
         let slices = wake_slices(&scenario, &namespace).await;

@@ -311,21 +311,32 @@ pub async fn backend_service(scenario: &Scenario, addr: SocketAddr) {
             "metadata": { "name": "cronscaler-wake", "namespace": SA_NAMESPACE },
             "spec": { "ports": [{ "name": "http", "port": 80, "targetPort": addr.port() }] },
         }),
-        json!({
-            "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-            "metadata": {
-                "name": "cronscaler-wake-x7k2p", "namespace": SA_NAMESPACE,
-                "labels": { "kubernetes.io/service-name": "cronscaler-wake" },
-            },
-            "addressType": "IPv4",
-            "endpoints": [{ "addresses": [addr.ip().to_string()], "conditions": { "ready": true } }],
-            "ports": [{ "name": "http", "port": addr.port(), "protocol": "TCP" }],
-        }),
+        backend_slice(
+            "cronscaler-wake-x7k2p",
+            "IPv4",
+            &addr.ip().to_string(),
+            addr.port(),
+        ),
     ] {
         envtest::apply(&scenario.client, object)
             .await
             .expect("the backend's Service and its slice");
     }
+}
+
+/// A slice of the backend's own Service, as kube-controller-manager writes it: one ready
+/// endpoint at `address` of `family`, on `port`.
+pub fn backend_slice(name: &str, family: &str, address: &str, port: u16) -> Value {
+    json!({
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {
+            "name": name, "namespace": SA_NAMESPACE,
+            "labels": { "kubernetes.io/service-name": "cronscaler-wake" },
+        },
+        "addressType": family,
+        "endpoints": [{ "addresses": [address], "conditions": { "ready": true } }],
+        "ports": [{ "name": "http", "port": port, "protocol": "TCP" }],
+    })
 }
 
 /// The Service `name` of `namespace`, sending to the Pods `app: name` on `ports`.

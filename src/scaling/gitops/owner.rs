@@ -398,36 +398,11 @@ impl OwnerState {
     /// Whether it differs from `other` in anything but its resourceVersion, which moves with
     /// every write of its status.
     pub fn differs_from(&self, other: &Self) -> bool {
-        let Self {
-            uid,
-            resource_version: _,
-            repair,
-            automated,
-            ignore_rules,
-            respects_ignored,
-            record,
-            inventory,
-            switch_ours,
-        } = self;
-        (
-            uid,
-            repair,
-            automated,
-            ignore_rules,
-            respects_ignored,
-            record,
-            inventory,
-            switch_ours,
-        ) != (
-            &other.uid,
-            &other.repair,
-            &other.automated,
-            &other.ignore_rules,
-            &other.respects_ignored,
-            &other.record,
-            &other.inventory,
-            &other.switch_ours,
-        )
+        let unversioned = |state: &Self| Self {
+            resource_version: None,
+            ..state.clone()
+        };
+        unversioned(self) != unversioned(other)
     }
 
     /// Whether its repair runs now: Argo CD's self-heal with automated sync, Flux unless
