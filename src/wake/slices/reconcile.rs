@@ -78,10 +78,13 @@ impl WakeSlices {
         namespaces
     }
 
-    /// Whether `namespace` has a slice of ours: asked at every Service event of the cluster,
-    /// so nothing is collected.
+    /// Whether `namespace` has a slice of ours: asked at every Service and EndpointSlice event
+    /// of the cluster, so nothing is collected.
     pub fn has_placed(&self, namespace: &str) -> bool {
-        (self.ours.state().iter()).any(|slice| slice.namespace().as_deref() == Some(namespace))
+        // Found in place, under the store's read lock: no slice is cloned out of it.
+        (self.ours)
+            .find(|slice| slice.metadata.namespace.as_deref() == Some(namespace))
+            .is_some()
     }
 
     /// Whether `namespace` opted in to be woken by requests.
