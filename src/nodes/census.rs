@@ -59,9 +59,9 @@ impl NodeCensus {
         self.0.remove(name).is_some()
     }
 
-    /// Every node of a relist, in place of those counted.
-    pub fn replace(&mut self, nodes: NodeCensus) {
-        *self = nodes;
+    /// The names of the nodes counted.
+    pub fn names(&self) -> Vec<String> {
+        self.0.keys().cloned().collect()
     }
 
     pub fn census(&self) -> Census {

@@ -13,10 +13,10 @@ use kube::{
 use super::feeds::Feeds;
 use crate::{
     commands::cli::RunArgs,
-    nodes::census::NodeCensus,
     runtime::{
         events::Events,
         outage::Outage,
+        relisting::Relisting,
         watch::{WatchBackoff, drive},
         workqueue::Enqueue,
         writes::Writes,
@@ -68,26 +68,21 @@ fn node_feed(
     )
     .backoff(WatchBackoff::default());
     let (census, listed) = (ctx.nodes.clone(), ctx.nodes_listed.clone());
-    // A relist is gathered apart and takes the place of the census once whole, so that nodes
-    // deleted while the watch was down are gone.
-    let mut relisted = NodeCensus::default();
+    // Nodes deleted while the watch was down are those a relist does not list again.
+    let mut relisting = Relisting::default();
     drive(watch, "Nodes", outage.clone(), move |event| {
+        relisting.note(event, |node| node.metadata.name.clone());
         let mut census = census.lock().unwrap_or_else(PoisonError::into_inner);
         let changed = match event {
-            watcher::Event::Init => {
-                relisted = NodeCensus::default();
-                false
-            }
-            watcher::Event::InitApply(node) => {
-                relisted.apply(node);
-                false
-            }
+            watcher::Event::Init => false,
+            watcher::Event::InitApply(node) | watcher::Event::Apply(node) => census.apply(node),
             watcher::Event::InitDone => {
-                census.replace(std::mem::take(&mut relisted));
+                for gone in relisting.gone(census.names()) {
+                    census.remove(&gone);
+                }
                 listed.store(true, Ordering::Release);
                 true
             }
-            watcher::Event::Apply(node) => census.apply(node),
             watcher::Event::Delete(node) => census.remove(&node.name_any()),
         };
         if changed {
