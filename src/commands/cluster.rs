@@ -21,6 +21,25 @@ use crate::{
     workloads::{objects, target::TargetKind, writers::override_setter},
 };
 
+/// The namespace manifests/ install the controller in.
+pub const INSTALL_NAMESPACE: &str = "cronscaler";
+
+/// Where a command looks for what the controller keeps in its own namespace (its Lease, its
+/// record of the nights): the namespace `given`, else [`INSTALL_NAMESPACE`], then the
+/// kubeconfig's namespace.
+pub fn controller_namespaces(client: &Client, given: Option<&str>) -> Vec<String> {
+    match given {
+        Some(namespace) => vec![namespace.to_string()],
+        None => {
+            let mut namespaces = vec![INSTALL_NAMESPACE.to_string()];
+            if client.default_namespace() != INSTALL_NAMESPACE {
+                namespaces.push(client.default_namespace().to_string());
+            }
+            namespaces
+        }
+    }
+}
+
 /// A list the API server refused or could not answer, and of what.
 #[derive(Debug, thiserror::Error)]
 #[error("listing {what}: {source}")]

@@ -19,7 +19,11 @@ use kube::{
 use serde_json::{Value, json};
 
 use crate::{
-    commands::{cli::LeaseArgs, cluster::ReadOwners, status::namespace_annotations},
+    commands::{
+        cli::LeaseArgs,
+        cluster::{self, ReadOwners},
+        status::namespace_annotations,
+    },
     duration::spoken,
     namespaces::NamespaceSchedules,
     runtime::{
@@ -40,10 +44,6 @@ use crate::{
         target::{ScaleTarget, ScheduleSource, TargetKind, TargetState},
     },
 };
-
-/// The namespace manifests/ install the controller in: where `restore` looks for its Lease when
-/// not told where.
-pub const INSTALL_NAMESPACE: &str = "cronscaler";
 
 /// Why `restore` does not start.
 #[derive(Debug, thiserror::Error)]
@@ -80,16 +80,7 @@ pub async fn refuse_while_a_controller_leads(
     lease: &LeaseArgs,
     now: Timestamp,
 ) -> Result<Vec<String>, Refusal> {
-    let namespaces: Vec<String> = match &lease.namespace {
-        Some(namespace) => vec![namespace.clone()],
-        None => {
-            let mut namespaces = vec![INSTALL_NAMESPACE.to_string()];
-            if client.default_namespace() != INSTALL_NAMESPACE {
-                namespaces.push(client.default_namespace().to_string());
-            }
-            namespaces
-        }
-    };
+    let namespaces = cluster::controller_namespaces(client, lease.namespace.as_deref());
     let mut unchecked = Vec::new();
     for namespace in namespaces {
         let leases: Api<Lease> = Api::namespaced(client.clone(), &namespace);

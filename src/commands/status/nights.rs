@@ -15,9 +15,6 @@ use crate::{
     scaling::nights::{RECORD, RECORD_KEY},
 };
 
-/// Where `manifests/` install the controller, looked in when not told.
-const INSTALL_NAMESPACE: &str = "cronscaler";
-
 /// The last night recorded, where it was read from.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -31,14 +28,8 @@ pub struct LastNight {
 /// namespace): its last night, `Ok(None)` where none is recorded yet, or why it could not be
 /// read.
 pub async fn read(client: &Client, namespace: Option<&str>) -> Result<Option<LastNight>, String> {
-    let mut places = match namespace {
-        Some(namespace) => vec![namespace.to_string()],
-        None => vec![INSTALL_NAMESPACE.to_string()],
-    };
-    if namespace.is_none() && client.default_namespace() != INSTALL_NAMESPACE {
-        places.push(client.default_namespace().to_string());
-    }
     let mut refused = Vec::new();
+    let places = crate::commands::cluster::controller_namespaces(client, namespace);
     for place in places {
         let api: Api<ConfigMap> = Api::namespaced(client.clone(), &place);
         match api.get(RECORD).await {
