@@ -12,6 +12,8 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::cost::{GPU, Money, PriceTable, resources::by_name};
+
 /// How many nights the record keeps: two weeks.
 pub const KEPT: usize = 14;
 
@@ -38,6 +40,14 @@ impl PoolCount {
         self.cpu += other.cpu;
         self.memory_gib += other.memory_gib;
         self.gpus += other.gpus;
+    }
+
+    /// What `hours` of what these nodes offer cost at `prices`, its GPUs at the price of
+    /// `nvidia.com/gpu`, by the one mapping of resources to price names.
+    pub fn worth(&self, prices: &PriceTable, hours: f64) -> Money {
+        let gpus = BTreeMap::from([(GPU.to_string(), self.gpus * hours)]);
+        let offered = by_name(Some(self.cpu * hours), Some(self.memory_gib * hours), &gpus);
+        prices.cost(offered).0
     }
 
     /// What `self` has beyond `less`: the nodes (and what they offered) that went.

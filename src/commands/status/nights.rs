@@ -8,7 +8,7 @@ use kube::{Api, Client};
 use serde::Serialize;
 
 use crate::{
-    cost::{GPU, PriceTable},
+    cost::PriceTable,
     figures::amount,
     nodes::nights::{Census, Night, Nights, PoolCount},
     runtime::api_errors::is_status,
@@ -98,19 +98,11 @@ pub fn lines(last: &LastNight, prices: Option<&PriceTable>, now: DateTime<Utc>) 
     if offered.nodes > 0 {
         went_line.push_str(&format!(", offering {}", offered_text(&offered)));
         if let Some(prices) = prices {
-            let (hourly, _) = prices.cost([
-                ("cpu", offered.cpu),
-                ("memory", offered.memory_gib),
-                (GPU, offered.gpus),
-            ]);
             let hours = night.quiet_hours(now);
-            let (saved, _) = prices.cost([
-                ("cpu", offered.cpu * hours),
-                ("memory", offered.memory_gib * hours),
-                (GPU, offered.gpus * hours),
-            ]);
             went_line.push_str(&format!(
-                ": {hourly} an hour, {saved} over the {} h since its quietest point",
+                ": {} an hour, {} over the {} h since its quietest point",
+                offered.worth(prices, 1.0),
+                offered.worth(prices, hours),
                 amount(Some(hours))
             ));
         }
