@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Currency, GPU, PriceTable};
+use super::{Currency, GPU, PriceTable, prices::is_price};
 
 /// The queries whose answers [`table`] takes: each the cluster's mean over the nodes OpenCost
 /// prices, and how many nodes those are.
@@ -29,7 +29,7 @@ pub struct Means {
 /// A price table of OpenCost's means, in `currency`; `None` where OpenCost prices no node (its
 /// metrics not scraped): then the table given, if any, prices instead.
 pub fn table(means: Means, currency: Currency) -> Option<PriceTable> {
-    let valid = |price: Option<f64>| price.filter(|price| price.is_finite() && *price >= 0.0);
+    let valid = |price: Option<f64>| price.filter(|price| is_price(*price));
     let per_hour: BTreeMap<String, f64> = [
         ("cpu", valid(means.cpu)),
         ("memory", valid(means.memory)),
@@ -80,13 +80,13 @@ mod tests {
     }
 
     #[test]
-    fn no_node_priced_is_no_table_and_no_gpu_leaves_gpus_unpriced() {
+    fn no_node_priced_is_no_table_and_a_price_no_table_may_have_is_left_out() {
         assert_eq!(table(Means::default(), usd()), None);
         let table = table(
             Means {
                 cpu: Some(0.03),
                 memory: Some(f64::NAN),
-                gpu: None,
+                gpu: Some(1e9),
                 nodes: 1,
             },
             usd(),

@@ -32,6 +32,11 @@ pub fn unpriced_note<'a>(
 /// of cents would overflow.
 const MAX_PRICE: f64 = 1_000_000.0;
 
+/// Whether `price` may be one: a number from 0 to [`MAX_PRICE`], whoever gives it.
+pub fn is_price(price: f64) -> bool {
+    (0.0..=MAX_PRICE).contains(&price)
+}
+
 /// What an hour of each resource requested costs, in `currency`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PriceTable {
@@ -100,7 +105,7 @@ impl FromStr for PriceTable {
             let price = value
                 .parse::<f64>()
                 .ok()
-                .filter(|price| (0.0..=MAX_PRICE).contains(price))
+                .filter(|price| is_price(*price))
                 .ok_or_else(|| PricesError::NotAPrice {
                     resource: key.into(),
                     value: value.into(),
