@@ -198,24 +198,16 @@ pub fn service_feed(
     queue: &WorkQueue<WorkKey>,
     outage: &Outage,
 ) -> impl Future<Output = ()> + use<> {
-    let watch = watcher(
-        Api::<PartialObjectMeta<Service>>::all(ctx.client.clone()),
+    let api = Api::<PartialObjectMeta<Service>>::all(ctx.client.clone());
+    let concerned =
+        |ctx: &WakeSlices, namespace: &str| ctx.opted_in(namespace) || ctx.has_placed(namespace);
+    metadata_feed(
+        api,
         watcher::Config::default(),
+        "Services",
+        (ctx, queue, outage),
+        concerned,
     )
-    .backoff(WatchBackoff::default());
-    let (ctx, queue) = (ctx.clone(), queue.clone());
-    drive(watch, "Services", outage.clone(), move |event| {
-        // A list at start (or after a long outage) is covered by looking at every Namespace.
-        let (watcher::Event::Apply(service) | watcher::Event::Delete(service)) = event else {
-            return;
-        };
-        let Some(namespace) = service.namespace() else {
-            return;
-        };
-        if ctx.opted_in(&namespace) || ctx.has_placed(&namespace) {
-            queue.add(WorkKey::WakeSlices(namespace));
-        }
-    })
 }
 
 /// The metadata of every EndpointSlice not ours, kept nowhere: a change of one (its endpoints or
@@ -227,33 +219,39 @@ pub fn served_feed(
     queue: &WorkQueue<WorkKey>,
     outage: &Outage,
 ) -> impl Future<Output = ()> + use<> {
-    let watch = watcher(
-        Api::<PartialObjectMeta<EndpointSlice>>::all(ctx.client.clone()),
-        watcher::Config::default().labels(&format!("{MANAGED_BY}!={MANAGER}")),
-    )
-    .backoff(WatchBackoff::default());
+    let api = Api::<PartialObjectMeta<EndpointSlice>>::all(ctx.client.clone());
+    let not_ours = watcher::Config::default().labels(&format!("{MANAGED_BY}!={MANAGER}"));
+    let concerned = |ctx: &WakeSlices, namespace: &str| ctx.has_placed(namespace);
+    let what = "Services' own EndpointSlices";
+    metadata_feed(api, not_ours, what, (ctx, queue, outage), concerned)
+}
+
+/// A watch of objects' metadata, kept nowhere: a change of one in a Namespace `concerned`
+/// has that Namespace looked at again. A relist tells no change of the gap one by one, so its
+/// end looks again at every Namespace that may want slices or has some.
+fn metadata_feed<K>(
+    api: Api<PartialObjectMeta<K>>,
+    config: watcher::Config,
+    what: &'static str,
+    (ctx, queue, outage): (&WakeSlices, &WorkQueue<WorkKey>, &Outage),
+    concerned: fn(&WakeSlices, &str) -> bool,
+) -> impl Future<Output = ()> + use<K>
+where
+    K: kube::Resource<DynamicType = ()> + Clone + std::fmt::Debug + Send + Sync + 'static,
+    PartialObjectMeta<K>: serde::de::DeserializeOwned,
+{
+    let watch = watcher(api, config).backoff(WatchBackoff::default());
     let (ctx, queue) = (ctx.clone(), queue.clone());
-    drive(
-        watch,
-        "Services' own EndpointSlices",
-        outage.clone(),
-        move |event| {
-            let slice = match event {
-                watcher::Event::Apply(slice) | watcher::Event::Delete(slice) => slice,
-                // A relist: what changed while the watch was down is not told one by one.
-                watcher::Event::InitDone => {
-                    for namespace in ctx.placed_in() {
-                        queue.add(WorkKey::WakeSlices(namespace));
-                    }
-                    return;
-                }
-                watcher::Event::Init | watcher::Event::InitApply(_) => return,
-            };
-            if let Some(namespace) = slice.namespace().filter(|ns| ctx.has_placed(ns)) {
-                queue.add(WorkKey::WakeSlices(namespace));
-            }
-        },
-    )
+    drive(watch, what, outage.clone(), move |event| {
+        let object = match event {
+            watcher::Event::Apply(object) | watcher::Event::Delete(object) => object,
+            watcher::Event::InitDone => return look_at_all(&ctx, &queue),
+            watcher::Event::Init | watcher::Event::InitApply(_) => return,
+        };
+        if let Some(namespace) = object.namespace().filter(|ns| concerned(&ctx, ns)) {
+            queue.add(WorkKey::WakeSlices(namespace));
+        }
+    })
 }
 
 /// Queues every Namespace that opted in, or has slices of ours.
