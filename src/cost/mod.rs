@@ -8,6 +8,7 @@ pub mod prices;
 pub mod quantity;
 pub mod requests;
 pub mod resources;
+pub mod savings;
 
 pub use money::{Currency, Money};
 pub use prices::{PriceTable, PricesError};

@@ -9,7 +9,7 @@ use chrono_tz::Tz;
 use super::keys::{
     ASLEEP_UNTIL, AWAKE_UNTIL, DOWN_REPLICAS, DOWNTIME, EXCLUDE, GITOPS, HOLIDAYS, IDLE_AFTER,
     IDLE_SINCE, LAST_TRANSITION, LAST_WARM_UP, ORIGINAL_REPLICAS, ORIGINAL_SUSPEND, ORIGINAL_VALUE,
-    PAUSED, PAUSED_AT, PREFIX, READY_BY, SCALE_DOWN, SCALE_UP, SCHEDULE_KEYS, TIMEZONE,
+    PAUSED, PAUSED_AT, PREFIX, READY_BY, SCALE_DOWN, SCALE_UP, SCHEDULE_KEYS, SLEPT, TIMEZONE,
     UP_REPLICAS, UPTIME, WAKE_HOSTS, WAKE_ON_REQUEST, WAKE_ORDER,
 };
 use super::{
@@ -45,6 +45,7 @@ pub fn is_record(key: &str) -> bool {
         ORIGINAL_VALUE,
         PAUSED_AT,
         LAST_TRANSITION,
+        SLEPT,
     ]
     .contains(&key)
 }
@@ -169,6 +170,8 @@ pub fn parse(annotations: &BTreeMap<String, String>, default_timezone: Tz) -> An
             // Read by the idle look on Namespaces.
             IDLE_AFTER => parse_idle_after(key, value).map(drop),
             IDLE_SINCE => parse_idle_since(key, value).map(drop),
+            // Read by the ledger of savings only, which files none that does not read.
+            SLEPT => Ok(()),
             // The controller's measurement: one it cannot read is none.
             LAST_WARM_UP => {
                 warm_up = parse_warm_up(value);
@@ -182,8 +185,8 @@ pub fn parse(annotations: &BTreeMap<String, String>, default_timezone: Tz) -> An
                  scale-up, uptime, downtime, holidays, awake-until, asleep-until, down-replicas, \
                  up-replicas, timezone, paused, exclude, ready-by, wake-order, \
                  wake-on-request, wake-hosts, idle-after, gitops, original-replicas, \
-                 original-suspend, original-value, paused-at, last-transition, last-warm-up and \
-                 idle-since",
+                 original-suspend, original-value, paused-at, last-transition, slept, \
+                 last-warm-up and idle-since",
             )),
         };
         if let Err(error) = outcome {

@@ -29,6 +29,8 @@ pub const WAKE_ORDER: &str = "cronscaler.dev/wake-order";
 pub const EXCLUDE: &str = "cronscaler.dev/exclude";
 pub const ORIGINAL_REPLICAS: &str = "cronscaler.dev/original-replicas";
 pub const LAST_TRANSITION: &str = "cronscaler.dev/last-transition";
+/// Written by a wake: the sleep it ended, for the ledger of savings (`slept`).
+pub const SLEPT: &str = "cronscaler.dev/slept";
 /// What a CronJob remembers instead of `original-replicas`: the `spec.suspend` it had (the
 /// scaling controller translates it for the rules).
 pub const ORIGINAL_SUSPEND: &str = "cronscaler.dev/original-suspend";

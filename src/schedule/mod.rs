@@ -26,6 +26,7 @@ mod now;
 mod on_demand;
 pub mod patches;
 mod ready_by;
+mod slept;
 mod transition;
 mod unreadable;
 mod wake;
@@ -56,6 +57,7 @@ pub use on_demand::{
     OnDemand, OutOfReach, asked, expired_keys, in_reach, key_of, out_of_reach, overrides,
 };
 pub use ready_by::{DEFAULT_WARM_UP, MAX_HEAD_START, ReadyBy};
+pub use slept::{LONGEST_SLEEP, Slept, UnreadableSlept};
 pub use transition::{CONSTANT_SINCE, Direction, Period, Rule, Schedule, Transition};
 pub use wake::{Contest, HostClaims, HostPattern, WakeOnRequest};
 pub use warnings::{

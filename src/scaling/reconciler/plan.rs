@@ -20,8 +20,8 @@ use crate::{
         transitions::order::{self, Gate},
     },
     schedule::{
-        self, Annotations, Direction, GITOPS, GitOpsMode, SCALE_REVERTED, ScaleChange, Transition,
-        already_warned, refused_cause, reverted, reverted_cause,
+        self, Annotations, Direction, GITOPS, GitOpsMode, SCALE_REVERTED, ScaleChange, Slept,
+        Transition, already_warned, refused_cause, reverted, reverted_cause,
     },
     workloads::{
         kinds::Sleep,
@@ -88,6 +88,8 @@ pub struct TargetPatch {
     pub doing: &'static str,
     /// Counted as a scale action of this direction, this late after its transition.
     pub counted: Option<(ScaleDirection, Duration)>,
+    /// The sleep a wake ends, recorded with it (`slept`), filed once the patch is made.
+    pub slept: Option<Slept>,
 }
 
 /// A write of the lever a workload sleeps through: its sleep annotation, guarded by the
@@ -163,6 +165,7 @@ fn warned_in_patch(observed: &Observed, mut plan: Plan) -> Plan {
         body: WorkloadPatch::guarded(observed.object.resource_version.as_ref()),
         doing: "record a warning on",
         counted: None,
+        slept: None,
     });
     (patch.body.labels).insert(schedule::WARNED.into(), Some(warning.cause.clone()));
     plan
@@ -546,10 +549,18 @@ fn apply(observed: &Observed, change: &ScaleChange, mut plan: Plan, now: DateTim
         .applied
         .map(|transition| (now - transition.at).to_std().unwrap_or_default())
         .unwrap_or_default();
+    let mut body = patch_for(kind, Some(change), &removed, object);
+    // A kind that runs on a schedule of its own skips runs asleep: no replicas slept.
+    let slept = Slept::ended_by(&observed.annotations, object.replicas, change, now)
+        .filter(|_| kind.spec().runs.is_none());
+    if let Some(slept) = slept {
+        (body.annotations).insert(schedule::SLEPT.into(), Some(slept.to_string()));
+    }
     plan.patch = Some(TargetPatch {
-        body: patch_for(kind, Some(change), &removed, object),
+        body,
         doing: "scale",
         counted: Some((direction, late)),
+        slept,
     });
     plan.release_direction = (!releases.is_empty()).then_some(direction);
     plan.releases = releases;
@@ -593,6 +604,7 @@ fn between_transitions(observed: &Observed) -> Plan {
             body: patch_for(observed.sleeps_as, None, &stale, object),
             doing: "remove an ended override from",
             counted: None,
+            slept: None,
         }),
         warning: revert
             .and_then(|(note, cause)| warning(observed, SCALE_REVERTED, note.into(), cause)),

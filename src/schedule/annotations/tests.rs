@@ -205,7 +205,7 @@ fn each_invalid_value_is_reported_with_key_value_and_reason() {
         (
             "cronscaler.dev/scale-dwon",
             "0 20 * * *",
-            r#"cronscaler.dev/scale-dwon: "0 20 * * *" is not a known annotation; the keys under cronscaler.dev/ are scale-down, scale-up, uptime, downtime, holidays, awake-until, asleep-until, down-replicas, up-replicas, timezone, paused, exclude, ready-by, wake-order, wake-on-request, wake-hosts, idle-after, gitops, original-replicas, original-suspend, original-value, paused-at, last-transition, last-warm-up and idle-since"#,
+            r#"cronscaler.dev/scale-dwon: "0 20 * * *" is not a known annotation; the keys under cronscaler.dev/ are scale-down, scale-up, uptime, downtime, holidays, awake-until, asleep-until, down-replicas, up-replicas, timezone, paused, exclude, ready-by, wake-order, wake-on-request, wake-hosts, idle-after, gitops, original-replicas, original-suspend, original-value, paused-at, last-transition, slept, last-warm-up and idle-since"#,
         ),
     ];
     for (key, value, expected) in cases {

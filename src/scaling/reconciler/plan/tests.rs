@@ -16,7 +16,7 @@ use crate::{
     },
     schedule::test_support::annotations,
     schedule::{
-        AWAKE_UNTIL, DOWN_REPLICAS, LAST_TRANSITION, ORIGINAL_REPLICAS, SCALE_DOWN, SCALE_UP,
+        AWAKE_UNTIL, DOWN_REPLICAS, LAST_TRANSITION, ORIGINAL_REPLICAS, SCALE_DOWN, SCALE_UP, SLEPT,
         TIMEZONE, WARNED,
     },
     workloads::target::{ScaleTarget, TargetKind, TargetState},
@@ -171,8 +171,15 @@ fn a_scale_up_gives_back_the_count_it_took_and_forgets_it() {
     assert_eq!(body["spec"]["replicas"], json!(3));
     assert_eq!(
         body["metadata"]["annotations"],
-        json!({ (ORIGINAL_REPLICAS): null, (LAST_TRANSITION): "2026-11-24T07:00:00Z up" })
+        json!({
+            (ORIGINAL_REPLICAS): null,
+            (LAST_TRANSITION): "2026-11-24T07:00:00Z up",
+            // The night it ends, for the ledger of savings.
+            (SLEPT): "3 2026-11-23T20:00:00Z/2026-11-24T07:00:00Z",
+        })
     );
+    let slept = plan.patch.as_ref().and_then(|patch| patch.slept);
+    assert_eq!(slept.map(|slept| slept.replica_hours()), Some(33.0));
     assert_eq!(
         plan.event,
         Some((

@@ -55,7 +55,11 @@ fn a_schedule_removed_at_night_gives_back_the_count_and_its_records_go() {
     assert_eq!(body["spec"]["replicas"], json!(3));
     assert_eq!(
         body["metadata"]["annotations"],
-        json!({ (ORIGINAL_REPLICAS): null, (LAST_TRANSITION): null })
+        json!({
+            (ORIGINAL_REPLICAS): null,
+            (LAST_TRANSITION): null,
+            (SLEPT): "3 2026-11-22T20:00:00Z/2026-11-23T23:00:00Z",
+        })
     );
     assert_eq!(
         said(&plan),
@@ -140,6 +144,7 @@ fn a_wake_on_demand_scales_up_at_once_and_names_who_asked() {
         json!({
             (ORIGINAL_REPLICAS): null,
             (LAST_TRANSITION): "2026-11-23T22:00:00Z up until 2026-11-24T00:00:00Z",
+            (SLEPT): "2 2026-11-23T20:00:00Z/2026-11-23T22:00:00Z",
         }),
         Some(json!({ "replicas": 2 })),
         (
