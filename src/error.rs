@@ -38,6 +38,17 @@ pub enum Error {
         #[source]
         source: kube::Error,
     },
+
+    /// A record of the controller's own that does not read: it is not written over, as what it
+    /// holds would be lost.
+    #[error(
+        "ConfigMap {object}, key {key}, does not read ({reason}): mend it, or delete it to start it again"
+    )]
+    Unreadable {
+        object: ObjectKey,
+        key: &'static str,
+        reason: String,
+    },
 }
 
 impl Error {
@@ -73,7 +84,9 @@ impl Error {
             Error::Api { source, .. }
             | Error::Status { source, .. }
             | Error::Namespaced { source, .. } => Some(source),
-            Error::DeploymentNotOwned { .. } | Error::FooWithoutUid { .. } => None,
+            Error::DeploymentNotOwned { .. }
+            | Error::FooWithoutUid { .. }
+            | Error::Unreadable { .. } => None,
         }
     }
 

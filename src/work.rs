@@ -20,7 +20,7 @@ use crate::{
     },
     scaling::{
         self, ScalingContext, idle::Activity, key::ScalingKey, nights::NightsContext,
-        on_demand::request::OverrideRequests, policy_status, timer::Clock,
+        on_demand::request::OverrideRequests, policy_status, savings::SavingsContext, timer::Clock,
     },
     wake::{self, host_conflicts::HostConflicts, request::WakeRequests, slices::WakeSlices},
 };
@@ -80,6 +80,9 @@ pub struct Reconcilers {
     /// The record of the nodes around each night (none in a namespaced install, which may not
     /// read Nodes).
     pub nights: Option<NightsContext>,
+    /// The ledger of savings (none where the controller has no namespace of its own to keep
+    /// it in).
+    pub savings: Option<SavingsContext>,
     pub clock: Clock,
     pub metrics: Metrics,
 }
@@ -163,6 +166,13 @@ impl Reconcilers {
                 Some(nights) => {
                     let listed = self.scale.transitions.all_workloads_listed();
                     scaling::nights::look(nights, listed, now).await
+                }
+                None => Ok(Next::Done),
+            },
+            WorkKey::Scaling(ScalingKey::Savings) => match &self.savings {
+                Some(savings) => {
+                    let listed = self.scale.transitions.all_workloads_listed();
+                    scaling::savings::look(savings, listed, now).await
                 }
                 None => Ok(Next::Done),
             },
@@ -267,6 +277,7 @@ mod tests {
             activity: Activity::default(),
             declarations: None,
             nights: None,
+            savings: None,
             clock: system_clock(),
             metrics: Metrics::new().0,
         };

@@ -240,6 +240,14 @@ pub struct LeaseArgs {
     pub name: String,
 }
 
+impl LeaseArgs {
+    /// The controller's own namespace, where it keeps its Lease and its records: the one given,
+    /// else the one it runs in (or the kubeconfig's).
+    pub fn controller_namespace(&self, client: &kube::Client) -> String {
+        (self.namespace.clone()).unwrap_or_else(|| client.default_namespace().to_string())
+    }
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
     /// Reconciles running at once, shared by every controller in the binary.
@@ -301,6 +309,10 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub gitops: GitOpsDefault,
+
+    /// `run`: what the ledger of savings counts money by (`cronscaler_saved_cost_total`).
+    #[command(flatten)]
+    pub prices: Prices,
 
     /// Elect a leader among replicas on a Lease; only the leader acts, standbys stay warm.
     #[arg(long, env = "CRONSCALER_LEADER_ELECT")]

@@ -207,9 +207,9 @@ pub async fn set_override(
             }
             patched.map(drop)
         }
-        OverrideTarget::Object(object) => {
-            patch_target_as(client, object, &patch, &field_manager).await
-        }
+        OverrideTarget::Object(object) => patch_target_as(client, object, &patch, &field_manager)
+            .await
+            .map(drop),
     };
     patched.map_err(api_error("annotate", &what))?;
     let (verb, scales) = match direction {

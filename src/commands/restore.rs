@@ -299,7 +299,7 @@ async fn restore_object(
         None => (removed, None),
     };
     match patch_target(client, target, &patch.to_json()).await {
-        Ok(()) => Ok(Some(
+        Ok(_) => Ok(Some(
             match change.as_ref().and_then(|change| change.replicas) {
                 Some(to) if target.kind.is_on_off() => format!(
                     "restored {target}: {} -> {}{removed}",

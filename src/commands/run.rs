@@ -61,6 +61,7 @@ use crate::{
         key::ScalingKey,
         nights::NightSignals,
         on_demand::request::Carrying,
+        savings::{Savings, SavingsContext},
         timer::{Timer, system_clock},
     },
     wake::{self, host_conflicts::HostConflicts},
@@ -223,6 +224,16 @@ pub async fn run(
     let served = (health.clone(), registry, &metrics);
     let listener = served::serve(listener, served, &queue, &timer);
     let wakes = wake::warm_up::start(clients.wake, args.wake_kube_qps(), &namespaces, &metrics);
+    let savings = Savings::new(args.prices.table.clone(), scaling_queue.clone());
+    let ledger = SavingsContext {
+        client: client.clone(),
+        namespace: args.lease.controller_namespace(&client),
+        savings: savings.clone(),
+        last_seen: last_seen.clone(),
+        namespaces: namespaces.clone(),
+        metrics: metrics.clone(),
+        writes: Writes::new(events.clone(), args.dry_run),
+    };
     let scale = ScalingContext::new(
         client.clone(),
         events.clone(),
@@ -242,7 +253,8 @@ pub async fn run(
     .with_gitops(owners, args.gitops.mode, scaling_queue)
     .with_wakes(wakes)
     .with_workloads_listed(workloads_listed)
-    .with_kinds(tracked.kinds());
+    .with_kinds(tracked.kinds())
+    .with_savings(savings.clone());
     let carrying = Carrying {
         client: clients.asked.clone(),
         namespaces: namespaces.clone(),
@@ -266,6 +278,7 @@ pub async fn run(
         activity,
         declarations: Some(declarations),
         nights,
+        savings: Some(ledger),
         scale,
         clock,
         metrics: metrics.clone(),

@@ -40,6 +40,8 @@ pub struct NamespaceSchedules {
     /// The Namespaces with no annotations at all, whose schedule is a policy's: a JSON patch
     /// cannot add a key to their annotations, which are not there.
     bare: Arc<RwLock<HashSet<String>>>,
+    /// Namespaces deleted whose totals the ledger of savings has not forgotten yet.
+    gone: Arc<RwLock<HashSet<String>>>,
     excluded: Arc<HashSet<String>>,
     /// False in a namespaced install, which cannot read Namespaces.
     enabled: bool,
@@ -426,8 +428,26 @@ impl NamespaceSchedules {
         }
     }
 
+    /// The Namespaces deleted since the ledger of savings last forgot them.
+    pub fn gone(&self) -> HashSet<String> {
+        self.gone
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The ledger of savings forgot these.
+    pub fn forgotten(&self, forgotten: &HashSet<String>) {
+        (self.gone.write().unwrap_or_else(PoisonError::into_inner))
+            .retain(|namespace| !forgotten.contains(namespace));
+    }
+
     /// A Namespace is gone; true when it had a schedule.
     pub fn forget(&self, namespace: &str) -> bool {
+        self.gone
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(namespace.to_string());
         self.uids
             .write()
             .unwrap_or_else(PoisonError::into_inner)

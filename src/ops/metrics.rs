@@ -1,7 +1,7 @@
 //! Prometheus metrics, in one registry. Handles are cheap clones sharing the same counters, so
 //! each part of the controller takes what it records and nothing else.
 
-use std::fmt::Write as _;
+use std::{fmt::Write as _, sync::atomic::AtomicU64};
 
 use prometheus_client::{
     encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder, text::encode},
@@ -151,6 +151,24 @@ pub struct AsleepLabels {
     pub kind: &'static str,
 }
 
+/// Where a saving was made, and of which resource: `replicas` (replica-hours), `cpu`
+/// (core-hours), `memory` (GiB-hours), an extended resource (`nvidia.com/gpu`: GPU-hours).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SavedLabels {
+    pub namespace: String,
+    pub resource: String,
+}
+
+/// Where a saving was made, and in which currency.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CostLabels {
+    pub namespace: String,
+    pub currency: String,
+}
+
+/// A counter of amounts that are not whole.
+type Amount = Counter<f64, AtomicU64>;
+
 #[derive(Clone)]
 pub struct Metrics {
     pub scale_actions: Family<ScaleLabels, Counter>,
@@ -170,6 +188,8 @@ pub struct Metrics {
     pub wake_reads: Family<ReadLabels, Counter>,
     pub accept_errors: Family<ListenerLabels, Counter>,
     pub gitops_paused_owners: Family<ToolLabels, Gauge>,
+    pub saved_hours: Family<SavedLabels, Amount>,
+    pub saved_cost: Family<CostLabels, Amount>,
 }
 
 impl Metrics {
@@ -196,6 +216,8 @@ impl Metrics {
             wake_reads: Family::default(),
             accept_errors: Family::default(),
             gitops_paused_owners: Family::default(),
+            saved_hours: Family::default(),
+            saved_cost: Family::default(),
         };
         let mut registry = Registry::with_prefix("cronscaler");
         registry.register(
@@ -283,6 +305,16 @@ impl Metrics {
             "GitOps owners whose repair cronscaler paused (a record of ours on them), by tool and kind",
             metrics.gitops_paused_owners.clone(),
         );
+        registry.register(
+            "saved_resource_hours",
+            "Hours of each resource that sleeping did not request, by Namespace and resource: replicas (replica-hours), cpu (core-hours), memory (GiB-hours), extended resources such as nvidia.com/gpu (unit-hours); from the ledger of savings, which outlives restarts",
+            metrics.saved_hours.clone(),
+        );
+        registry.register(
+            "saved_cost",
+            "What sleeping saved at the prices given (--prices), by Namespace and currency; from the ledger of savings, which outlives restarts",
+            metrics.saved_cost.clone(),
+        );
         (metrics, registry)
     }
 
@@ -308,6 +340,45 @@ impl Metrics {
         self.wake_reads.get_or_create(&ReadLabels { result }).inc();
     }
 
+    /// Brings the hours of `resource` saved in `namespace` up to the ledger's `total`.
+    pub fn saved_hours(&self, namespace: &str, resource: &str, total: f64) {
+        let labels = SavedLabels {
+            namespace: namespace.into(),
+            resource: resource.into(),
+        };
+        up_to(&self.saved_hours.get_or_create(&labels), total);
+    }
+
+    /// Brings what sleeping saved in `namespace`, in `currency`, up to the ledger's `total`.
+    pub fn saved_cost(&self, namespace: &str, currency: &str, total: f64) {
+        let labels = CostLabels {
+            namespace: namespace.into(),
+            currency: currency.into(),
+        };
+        up_to(&self.saved_cost.get_or_create(&labels), total);
+    }
+
+    /// The savings of a Namespace gone, which the ledger forgot.
+    pub fn forget_savings<'a>(
+        &self,
+        namespace: &str,
+        resources: impl IntoIterator<Item = &'a String>,
+        currencies: impl IntoIterator<Item = &'a String>,
+    ) {
+        for resource in resources {
+            self.saved_hours.remove(&SavedLabels {
+                namespace: namespace.into(),
+                resource: resource.clone(),
+            });
+        }
+        for currency in currencies {
+            self.saved_cost.remove(&CostLabels {
+                namespace: namespace.into(),
+                currency: currency.clone(),
+            });
+        }
+    }
+
     pub fn scale_action(&self, kind: &'static str, direction: ScaleDirection, result: Outcome) {
         self.scale_actions
             .get_or_create(&ScaleLabels {
@@ -316,6 +387,15 @@ impl Metrics {
                 result,
             })
             .inc();
+    }
+}
+
+/// A counter goes up only: a ledger read back lower than what was counted (mended by hand) holds
+/// it where it is.
+fn up_to(counter: &Amount, total: f64) {
+    let more = total - counter.get();
+    if more > 0.0 {
+        counter.inc_by(more);
     }
 }
 

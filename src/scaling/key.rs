@@ -29,6 +29,8 @@ pub enum ScalingKey {
     Idle(String),
     /// Record the nodes around the night: its beginning, its quietest point, its end.
     Nights,
+    /// File the savings of the sleeps ended in the ledger.
+    Savings,
 }
 
 impl fmt::Display for ScalingKey {
@@ -48,6 +50,7 @@ impl fmt::Display for ScalingKey {
             ScalingKey::GitOpsOwner(owner) => write!(f, "pause of {owner}"),
             ScalingKey::Idle(namespace) => write!(f, "idleness of Namespace {namespace}"),
             ScalingKey::Nights => write!(f, "the nodes around the night"),
+            ScalingKey::Savings => write!(f, "the ledger of savings"),
         }
     }
 }

@@ -11,6 +11,7 @@ pub mod nights;
 pub mod on_demand;
 pub mod policy_status;
 mod reconciler;
+pub mod savings;
 pub mod timer;
 pub mod tracker;
 pub mod transitions;

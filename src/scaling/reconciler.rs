@@ -31,6 +31,7 @@ use crate::{
         gitops::{self, Owner, owners::Owners},
         hpa::HpaIndex,
         key::ScalingKey,
+        savings::Savings,
         timer::Timer,
         transitions::Transitions,
         transitions::order,
@@ -80,6 +81,8 @@ pub struct ScalingContext {
     /// them that follow the Namespace.
     pub kinds: KindsInUse,
     pub gitops: GitOpsOwners,
+    /// Where each wake's saving waits to be filed in the ledger; none where nothing files it.
+    pub savings: Option<Savings>,
 }
 
 /// The GitOps owners watched, the mode where nothing chooses one (`--gitops`), and the queue a
@@ -118,6 +121,15 @@ impl ScalingContext {
             wakes: None,
             kinds: KindsInUse::new(TargetKind::defaults()),
             gitops: GitOpsOwners::default(),
+            savings: None,
+        }
+    }
+
+    /// Has `savings` file what each wake ends.
+    pub fn with_savings(self, savings: Savings) -> Self {
+        Self {
+            savings: Some(savings),
+            ..self
         }
     }
 

@@ -24,8 +24,16 @@ pub async fn read_target(
     client: &Client,
     target: &ScaleTarget,
 ) -> Result<Option<TargetState>, kube::Error> {
-    let object = objects_of(client, target).get_opt(&target.key.name).await?;
+    let object = read_object(client, target).await?;
     Ok(object.map(|object| TargetState::of_object(target.kind, &object)))
+}
+
+/// A target whole, as the API server has it; `None` when it is gone.
+pub async fn read_object(
+    client: &Client,
+    target: &ScaleTarget,
+) -> Result<Option<DynamicObject>, kube::Error> {
+    objects_of(client, target).get_opt(&target.key.name).await
 }
 
 /// The API of a target's kind in its Namespace.
@@ -144,12 +152,13 @@ pub fn patch_for(
     patch
 }
 
-/// Sends a merge patch to a scale target, as field manager `cronscaler`.
+/// Sends a merge patch to a scale target, as field manager `cronscaler`; the object as the
+/// API server answered it.
 pub async fn patch_target(
     client: &Client,
     target: &ScaleTarget,
     patch: &Value,
-) -> Result<(), kube::Error> {
+) -> Result<DynamicObject, kube::Error> {
     patch_target_as(client, target, patch, CONTROLLER_NAME).await
 }
 
@@ -159,7 +168,7 @@ pub async fn patch_target_as(
     target: &ScaleTarget,
     patch: &Value,
     field_manager: &str,
-) -> Result<(), kube::Error> {
+) -> Result<DynamicObject, kube::Error> {
     let params = PatchParams {
         field_manager: Some(field_manager.into()),
         ..PatchParams::default()
@@ -167,5 +176,4 @@ pub async fn patch_target_as(
     objects_of(client, target)
         .patch(&target.key.name, &params, &Patch::Merge(patch))
         .await
-        .map(drop)
 }

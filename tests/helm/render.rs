@@ -169,6 +169,8 @@ fn every_value_set_reaches_the_objects_and_the_controller_takes_its_flags() {
             "--wake-service=sleeper-wake",
             "--wake-slices-owner=sleeper-wake-slices",
             "--http-addr=0.0.0.0:9090",
+            // What the ledger of savings counts money by.
+            "--prices=cpu=0.031,memory=0.0042,gpu=2.48,amd.com/gpu=1.9,currency=USD",
             "--default-timezone=Europe/Berlin",
             "--kinds=Deployment.apps,StatefulSet.apps,Rollout.argoproj.io",
             "--max-waking-namespaces=5",

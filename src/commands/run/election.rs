@@ -69,11 +69,7 @@ pub(super) fn elect(client: &Client, args: &RunArgs) -> (watch::Receiver<bool>, 
         let (always, is_leader) = watch::channel(true);
         return (is_leader, Election::Off { _always: always });
     }
-    let namespace = args
-        .lease
-        .namespace
-        .clone()
-        .unwrap_or_else(|| client.default_namespace().to_string());
+    let namespace = args.lease.controller_namespace(client);
     let identity = std::env::var("POD_NAME").unwrap_or_else(|_| {
         let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
         format!("{}-{}", host.trim(), std::process::id())
@@ -121,6 +117,8 @@ impl Resync {
         }
         // What a standby saw of the records and the nodes was dropped with its keys.
         queue.add(WorkKey::Scaling(ScalingKey::Nights));
+        // A new leader files what the one before left unfiled, and counts the ledger.
+        queue.add(WorkKey::Scaling(ScalingKey::Savings));
         for foo in self.foos.state() {
             if let Some(key) = ObjectKey::of(foo.as_ref()) {
                 queue.add(WorkKey::Foo(key));

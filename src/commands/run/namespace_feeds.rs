@@ -134,6 +134,8 @@ fn namespace_feed(
             watcher::Event::Delete(namespace) => {
                 namespaces.forget(&namespace.name_any());
                 activity.forget(&namespace.name_any());
+                // Its totals leave the ledger of savings.
+                queue.add(ScalingKey::Savings.into());
                 Vec::new()
             }
             watcher::Event::InitDone => {

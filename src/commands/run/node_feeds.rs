@@ -41,8 +41,7 @@ pub fn start(
     if args.namespace.is_some() {
         return None;
     }
-    let namespace =
-        (args.lease.namespace.clone()).unwrap_or_else(|| client.default_namespace().to_string());
+    let namespace = args.lease.controller_namespace(client);
     let ctx = NightsContext {
         client: client.clone(),
         namespace,

@@ -126,7 +126,12 @@ async fn write(
     }
     if let Some(patch) = &plan.patch {
         match patch_target(&ctx.client, target, &patch.body.to_json()).await {
-            Ok(()) => counted(ctx, target, patch, Outcome::Success),
+            Ok(answered) => {
+                counted(ctx, target, patch, Outcome::Success);
+                if let (Some(savings), Some(slept)) = (&ctx.savings, &patch.slept) {
+                    savings.ended(target, slept, &answered);
+                }
+            }
             // Deleted since the read: nothing left to change.
             Err(error) if is_status(&error, 404) => return Ok(()),
             // Changed since the read (409) fails too: the key comes back with backoff and is
@@ -166,7 +171,7 @@ async fn write(
 async fn write_lever(ctx: &ScalingContext, lever: &LeverWrite) -> Result<(), Error> {
     let target = &lever.target;
     match patch_target(&ctx.client, target, &lever.body.to_json()).await {
-        Ok(()) => {
+        Ok(_) => {
             tracing::info!(object = %target, body = %lever.body, "lever written");
             Ok(())
         }
@@ -349,7 +354,7 @@ async fn warn_once(
     let patch = json!({ "metadata": { "labels": { schedule::WARNED: before } } });
     match patch_target(&ctx.client, target, &patch).await {
         // Deleted since: nobody left to tell.
-        Ok(()) => Ok(()),
+        Ok(_) => Ok(()),
         Err(error) if is_status(&error, 404) => Ok(()),
         Err(error) => Err(Error::api(
             "take back the warning recorded on",

@@ -16,8 +16,8 @@ use crate::{
     },
     schedule::test_support::annotations,
     schedule::{
-        AWAKE_UNTIL, DOWN_REPLICAS, LAST_TRANSITION, ORIGINAL_REPLICAS, SCALE_DOWN, SCALE_UP, SLEPT,
-        TIMEZONE, WARNED,
+        AWAKE_UNTIL, DOWN_REPLICAS, LAST_TRANSITION, ORIGINAL_REPLICAS, SCALE_DOWN, SCALE_UP,
+        SLEPT, TIMEZONE, WARNED,
     },
     workloads::target::{ScaleTarget, TargetKind, TargetState},
 };

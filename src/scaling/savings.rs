@@ -1,0 +1,302 @@
+//! The controller's ledger of savings. A wake records the sleep it ends on its object
+//! (`cronscaler.dev/slept`, in its own patch) and its saving waits here ([`Savings`]), priced
+//! from what the object's pods request as the patch's answer shows them. One look ([`look`])
+//! files every saving [`SETTLE`] after its wake into the ConfigMap [`LEDGER`] of the
+//! controller's namespace, with what the records on the objects say a leader before did not
+//! file, and the metrics count the ledger's totals: they go on across a restart and a new
+//! leader, and never go down when a workload is deleted.
+
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, Mutex, PoisonError},
+    time::Duration,
+};
+
+use chrono::{DateTime, TimeDelta, Utc};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::{
+    Api, Client,
+    api::{DynamicObject, ObjectMeta, Patch, PatchParams},
+};
+use serde_json::Value;
+
+use crate::{
+    cost::{
+        PodRequests, PriceTable,
+        money::units,
+        savings::{Ledger, Saving},
+    },
+    error::Error,
+    namespaces::NamespaceSchedules,
+    ops::metrics::Metrics,
+    runtime::{CONTROLLER_NAME, key::ObjectKey, worker::Next, workqueue::Enqueue, writes::Writes},
+    scaling::key::ScalingKey,
+    schedule::{SLEPT, Slept},
+    workloads::{last_seen::LastSeen, patch::read_object, target::ScaleTarget},
+};
+
+/// The ConfigMap of the controller's namespace the ledger is kept in, and its key.
+pub const LEDGER: &str = "cronscaler-savings";
+pub const LEDGER_KEY: &str = "savings.json";
+
+/// How long after its wake a saving is filed: a wake's patch still on its way when the ledger is
+/// written cannot be left behind by it (it is filed with the next look), and a batch of wakes at
+/// the same hour costs one write.
+pub const SETTLE: Duration = Duration::from_secs(30);
+
+/// How soon a look waits while the workloads are still being listed: before that, the records
+/// on them are not all known.
+const LISTING_WAIT: Duration = Duration::from_secs(1);
+
+/// The savings of this replica's wakes, not filed yet: shared by the looks that wake and the
+/// one that files.
+#[derive(Clone)]
+pub struct Savings {
+    pending: Arc<Mutex<Vec<(ScaleTarget, Saving)>>>,
+    /// `--prices`: without them, savings are counted in resource-hours only.
+    prices: Option<PriceTable>,
+    queue: Enqueue<ScalingKey>,
+}
+
+impl Savings {
+    pub fn new(prices: Option<PriceTable>, queue: Enqueue<ScalingKey>) -> Self {
+        Self {
+            pending: Arc::default(),
+            prices,
+            queue,
+        }
+    }
+
+    /// `slept`, ended by the wake of `target` that `object` answered, waits to be filed.
+    pub fn ended(&self, target: &ScaleTarget, slept: &Slept, object: &DynamicObject) {
+        let saving = saving_of(target, slept, &object.data, self.prices.as_ref());
+        self.lock().push((target.clone(), saving));
+        self.queue
+            .add_after(ScalingKey::Savings, SETTLE + LISTING_WAIT);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(ScaleTarget, Saving)>> {
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Those that ended by `settled`.
+    fn settled(&self, settled: DateTime<Utc>) -> Vec<(ScaleTarget, Saving)> {
+        (self.lock().iter())
+            .filter(|(_, saving)| saving.until <= settled)
+            .cloned()
+            .collect()
+    }
+
+    /// Whether `target`'s sleep that ended `until` waits here.
+    fn waits(&self, target: &ScaleTarget, until: DateTime<Utc>) -> bool {
+        (self.lock().iter()).any(|(waiting, saving)| waiting == target && saving.until == until)
+    }
+
+    fn filed(&self, filed: &[(ScaleTarget, Saving)]) {
+        self.lock().retain(|waiting| !filed.contains(waiting));
+    }
+
+    fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+}
+
+/// What `slept` of `target` saved, its pods' requests read from `data`, the object as it is.
+fn saving_of(
+    target: &ScaleTarget,
+    slept: &Slept,
+    data: &Value,
+    prices: Option<&PriceTable>,
+) -> Saving {
+    let spec = target.kind.spec();
+    let requests = PodRequests::in_object(spec.pod_spec, data).unwrap_or_else(|error| {
+        tracing::warn!(object = %target, %error, "its pods' requests do not read: its sleep counts replica-hours only");
+        PodRequests::default()
+    });
+    let saving = Saving::of(&target.key.namespace, slept, &requests, prices);
+    if saving.counts_replicas_only() {
+        let why = match requests.read {
+            true => "its pods request no CPU, memory or extended resource",
+            false => "what its pods request is not known (they are another object's)",
+        };
+        tracing::info!(object = %target, "{why}: its sleep counts 0 resource-hours, {} replica-hours", slept.replica_hours());
+    }
+    saving
+}
+
+/// What the look at the ledger reads and writes with.
+#[derive(Clone)]
+pub struct SavingsContext {
+    pub client: Client,
+    /// The controller's namespace, where [`LEDGER`] is kept.
+    pub namespace: String,
+    pub savings: Savings,
+    /// Where the records of the sleeps ended are found, on the objects as last watched.
+    pub last_seen: LastSeen,
+    /// Which Namespaces are gone, whose totals go.
+    pub namespaces: NamespaceSchedules,
+    pub metrics: Metrics,
+    pub writes: Writes,
+}
+
+/// Files every saving settled at `now` and the records a leader before left unfiled, forgets
+/// the Namespaces gone, and has the metrics count the ledger.
+pub async fn look(
+    ctx: &SavingsContext,
+    workloads_listed: bool,
+    now: DateTime<Utc>,
+) -> Result<Next, Error> {
+    if !workloads_listed {
+        return Ok(Next::After(LISTING_WAIT));
+    }
+    let (kept, version) = read(ctx).await?;
+    let settled = now - TimeDelta::from_std(SETTLE).unwrap_or_default();
+    let waiting = ctx.savings.settled(settled);
+    let unfiled = unfiled_records(ctx, &kept, settled).await?;
+    let gone = ctx.namespaces.gone();
+    let mut ledger = kept.clone();
+    for saving in waiting.iter().map(|(_, saving)| saving).chain(&unfiled) {
+        ledger.file(saving);
+    }
+    if !(waiting.is_empty() && unfiled.is_empty()) {
+        ledger.filed_through = ledger.filed_through.max(Some(settled));
+    }
+    ledger.forget_gone(|namespace| !gone.contains(namespace));
+    if ledger != kept {
+        write(ctx, &ledger, version).await?;
+        ctx.savings.filed(&waiting);
+    }
+    ctx.namespaces.forgotten(&gone);
+    count(&ctx.metrics, &kept, &ledger);
+    Ok(match ctx.savings.is_empty() {
+        true => Next::Done,
+        false => Next::After(SETTLE),
+    })
+}
+
+/// The sleeps recorded on the objects that no wake of this replica's waits with, ended after
+/// everything filed and by `settled`: a leader before ended them and went before filing them.
+/// Each object is read for its pods' requests; one gone since counts its replicas only.
+async fn unfiled_records(
+    ctx: &SavingsContext,
+    ledger: &Ledger,
+    settled: DateTime<Utc>,
+) -> Result<Vec<Saving>, Error> {
+    let recorded = |target: &ScaleTarget| -> Option<Slept> {
+        let slept = ctx
+            .last_seen
+            .get(target)?
+            .annotations
+            .get(SLEPT)?
+            .parse()
+            .ok()?;
+        Some(slept).filter(|slept: &Slept| {
+            ledger.awaits(slept.until, settled) && !ctx.savings.waits(target, slept.until)
+        })
+    };
+    let targets = ctx.last_seen.find(|state| {
+        (state.annotations.get(SLEPT)).is_some_and(|text| {
+            text.parse::<Slept>()
+                .is_ok_and(|slept| ledger.awaits(slept.until, settled))
+        })
+    });
+    let mut unfiled = Vec::new();
+    for target in targets {
+        let Some(slept) = recorded(&target) else {
+            continue;
+        };
+        let object = read_object(&ctx.client, &target).await.map_err(Error::api(
+            "get",
+            target.kind.as_str(),
+            &target.key,
+        ))?;
+        let data = object.map(|object| object.data).unwrap_or_default();
+        unfiled.push(saving_of(
+            &target,
+            &slept,
+            &data,
+            ctx.savings.prices.as_ref(),
+        ));
+    }
+    Ok(unfiled)
+}
+
+/// Each counter of the metrics brought up to the ledger's total; those of the Namespaces
+/// `kept` had and `ledger` forgot go.
+fn count(metrics: &Metrics, kept: &Ledger, ledger: &Ledger) {
+    for (namespace, totals) in &kept.namespaces {
+        if !ledger.namespaces.contains_key(namespace) {
+            metrics.forget_savings(namespace, totals.hours.keys(), totals.cents.keys());
+        }
+    }
+    for (namespace, totals) in &ledger.namespaces {
+        for (resource, hours) in &totals.hours {
+            metrics.saved_hours(namespace, resource, *hours);
+        }
+        for (currency, cents) in &totals.cents {
+            metrics.saved_cost(namespace, currency, units(*cents));
+        }
+    }
+}
+
+fn api(ctx: &SavingsContext) -> Api<ConfigMap> {
+    Api::namespaced(ctx.client.clone(), &ctx.namespace)
+}
+
+fn key(ctx: &SavingsContext) -> ObjectKey {
+    ObjectKey::new(&ctx.namespace, LEDGER)
+}
+
+/// The ledger kept and its resourceVersion: none yet where the ConfigMap is not there. One
+/// that does not read is not written over (the totals in it would be lost): the look fails,
+/// and the log says why, until a person mends or deletes it.
+async fn read(ctx: &SavingsContext) -> Result<(Ledger, Option<String>), Error> {
+    let kept =
+        api(ctx)
+            .get_opt(LEDGER)
+            .await
+            .map_err(Error::api("reading", "ConfigMap", &key(ctx)))?;
+    let Some(map) = kept else {
+        return Ok((Ledger::default(), None));
+    };
+    let version = map.metadata.resource_version.clone();
+    let text = map.data.and_then(|mut data| data.remove(LEDGER_KEY));
+    match text.map(|text| serde_json::from_str(&text)) {
+        None => Ok((Ledger::default(), version)),
+        Some(Ok(ledger)) => Ok((ledger, version)),
+        Some(Err(error)) => Err(Error::Unreadable {
+            object: key(ctx),
+            key: LEDGER_KEY,
+            reason: error.to_string(),
+        }),
+    }
+}
+
+/// Writes `ledger` over the one read at `version`: should another leader have written it since,
+/// the write fails, and the look is made again on what it wrote.
+async fn write(
+    ctx: &SavingsContext,
+    ledger: &Ledger,
+    version: Option<String>,
+) -> Result<(), Error> {
+    let text = serde_json::to_string(ledger).unwrap_or_default();
+    let map = ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(LEDGER.into()),
+            resource_version: version,
+            ..ObjectMeta::default()
+        },
+        data: Some(BTreeMap::from([(LEDGER_KEY.to_string(), text)])),
+        ..ConfigMap::default()
+    };
+    let params = PatchParams::apply(CONTROLLER_NAME).force();
+    let what = format!("file the savings in ConfigMap {}", key(ctx));
+    ctx.writes
+        .make(what, api(ctx).patch(LEDGER, &params, &Patch::Apply(&map)))
+        .await
+        .map_err(Error::api("writing", "ConfigMap", &key(ctx)))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

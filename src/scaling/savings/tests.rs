@@ -1,0 +1,249 @@
+use prometheus_client::registry::Registry;
+use serde_json::json;
+
+use super::*;
+use crate::{
+    mock_api::{Exchange, NOT_FOUND, mock_client},
+    ops::metrics::render,
+    runtime::{
+        events::Events,
+        key::ObjectKey,
+        workqueue::{RateLimit, WorkQueue},
+    },
+    schedule::test_support::at,
+    work::WorkKey,
+    workloads::target::{TargetKind, TargetState},
+};
+
+const LEDGER_PATH: &str = "/api/v1/namespaces/cronscaler/configmaps/cronscaler-savings";
+const APPLY: &str = "?&force=true&fieldManager=cronscaler";
+const PRICES: &str = "cpu=0.031,memory=0.0042,gpu=2.48,currency=USD";
+
+fn web() -> ScaleTarget {
+    ScaleTarget {
+        kind: TargetKind::Deployment,
+        key: ObjectKey::new("ml", "inference"),
+    }
+}
+
+/// The inference server of `examples/`: each pod asks 4 CPUs, 16 GiB and a GPU.
+fn inference(slept: Option<&str>) -> DynamicObject {
+    let annotations: BTreeMap<&str, &str> = slept.map(|slept| (SLEPT, slept)).into_iter().collect();
+    serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": { "name": "inference", "namespace": "ml", "resourceVersion": "9", "annotations": annotations },
+        "spec": { "replicas": 2, "template": { "spec": { "containers": [{
+            "name": "server",
+            "resources": {
+                "requests": { "cpu": "4", "memory": "16Gi" },
+                "limits": { "nvidia.com/gpu": "1" },
+            },
+        }] } } },
+    }))
+    .unwrap()
+}
+
+const NIGHT: &str = "2 2026-11-27T20:00:00Z/2026-11-28T07:00:00Z";
+
+/// The look's context, and the registry its metrics render from.
+fn context(client: Client) -> (SavingsContext, Registry) {
+    let queue = Enqueue::new(WorkQueue::<WorkKey>::new(RateLimit::default()));
+    let (metrics, registry) = Metrics::new();
+    let ctx = SavingsContext {
+        client: client.clone(),
+        namespace: "cronscaler".into(),
+        savings: Savings::new(Some(PRICES.parse().unwrap()), queue),
+        last_seen: LastSeen::default(),
+        namespaces: NamespaceSchedules::watched([]),
+        metrics,
+        writes: Writes::new(Events::new(client, None), false),
+    };
+    (ctx, registry)
+}
+
+/// The ConfigMap holding `ledger`, at resourceVersion `version`.
+fn kept(ledger: &Ledger, version: &str) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": { "name": LEDGER, "namespace": "cronscaler", "resourceVersion": version },
+        "data": { (LEDGER_KEY): serde_json::to_string(ledger).unwrap() },
+    })
+}
+
+/// The apply of `ledger` over the one read at `version`.
+fn filed(ledger: &Ledger, version: Option<&str>) -> Exchange {
+    let mut body = json!({
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": LEDGER },
+        "data": { (LEDGER_KEY): serde_json::to_string(ledger).unwrap() },
+    });
+    if let Some(version) = version {
+        body["metadata"]["resourceVersion"] = json!(version);
+    }
+    Exchange::new("PATCH", format!("{LEDGER_PATH}{APPLY}"))
+        .content_type("application/apply-patch+yaml")
+        .body(body)
+        .reply(200, json!({}))
+}
+
+/// The ledger with the night of `inference()` filed, through `through`.
+fn with_the_night(through: &str) -> Ledger {
+    let mut ledger = Ledger {
+        filed_through: Some(at(through)),
+        ..Ledger::default()
+    };
+    let requests = PodRequests::in_object(Some("/spec/template/spec"), &inference(None).data);
+    ledger.file(&Saving::of(
+        "ml",
+        &NIGHT.parse().unwrap(),
+        &requests.unwrap(),
+        Some(&PRICES.parse().unwrap()),
+    ));
+    ledger
+}
+
+/// The line of the metrics that starts with `line_start`.
+fn metric(registry: &Registry, line_start: &str) -> Option<String> {
+    render(registry)
+        .lines()
+        .find(|line| line.starts_with(line_start))
+        .map(str::to_string)
+}
+
+#[tokio::test]
+async fn a_wake_is_filed_once_settled_and_the_metrics_count_the_ledger() {
+    let (client, server) = mock_client();
+    let not_found = serde_json::from_str::<Value>(NOT_FOUND).unwrap();
+    let filed_at = at("2026-11-28T07:00:31Z");
+    let ledger = with_the_night("2026-11-28T07:00:01Z");
+    let script = vec![
+        // Too soon after the wake: nothing written.
+        Exchange::new("GET", LEDGER_PATH).reply(404, not_found.clone()),
+        Exchange::new("GET", LEDGER_PATH).reply(404, not_found),
+        filed(&ledger, None),
+        // Filed: its record on the object, as watched, is not filed again.
+        Exchange::new("GET", LEDGER_PATH).reply(200, kept(&ledger, "12")),
+    ];
+    let server = tokio::spawn(server.serve(script));
+    let (ctx, registry) = context(client);
+    let woken = inference(Some(NIGHT));
+    ctx.last_seen.keep(
+        web(),
+        &TargetState::of_object(TargetKind::Deployment, &woken),
+    );
+    ctx.savings.ended(&web(), &NIGHT.parse().unwrap(), &woken);
+    let soon = look(&ctx, true, at("2026-11-28T07:00:05Z")).await.unwrap();
+    assert_eq!(soon, Next::After(SETTLE));
+    assert_eq!(metric(&registry, "cronscaler_saved_cost_total"), None);
+    assert_eq!(look(&ctx, true, filed_at).await.unwrap(), Next::Done);
+    assert_eq!(
+        metric(
+            &registry,
+            "cronscaler_saved_resource_hours_total{namespace=\"ml\",resource=\"nvidia.com/gpu\"}"
+        )
+        .as_deref(),
+        Some(
+            "cronscaler_saved_resource_hours_total{namespace=\"ml\",resource=\"nvidia.com/gpu\"} 22.0"
+        )
+    );
+    // 88 core-hours × 0.031 + 352 GiB-hours × 0.0042 + 22 GPU-hours × 2.48 = 58.7664.
+    assert_eq!(
+        metric(&registry, "cronscaler_saved_cost_total").as_deref(),
+        Some("cronscaler_saved_cost_total{namespace=\"ml\",currency=\"USD\"} 58.77")
+    );
+    look(&ctx, true, at("2026-11-28T07:05:00Z")).await.unwrap();
+    drop(ctx);
+    server.await.unwrap();
+}
+
+#[tokio::test]
+async fn a_sleep_a_leader_before_left_unfiled_is_filed_from_its_record_and_counted_once() {
+    let (client, server) = mock_client();
+    let before = Ledger {
+        filed_through: Some(at("2026-11-28T06:00:00Z")),
+        ..Ledger::default()
+    };
+    let now = at("2026-11-28T07:10:00Z");
+    let ledger = with_the_night("2026-11-28T07:09:30Z");
+    let deployment = "/apis/apps/v1/namespaces/ml/deployments/inference";
+    let script = vec![
+        Exchange::new("GET", LEDGER_PATH).reply(200, kept(&before, "5")),
+        Exchange::new("GET", deployment)
+            .reply(200, serde_json::to_value(inference(Some(NIGHT))).unwrap()),
+        filed(&ledger, Some("5")),
+        // A restart: the ledger read back counts again, and the record is not filed twice.
+        Exchange::new("GET", LEDGER_PATH).reply(200, kept(&ledger, "6")),
+    ];
+    let server = tokio::spawn(server.serve(script));
+    let (ctx, registry) = context(client.clone());
+    let state = TargetState::of_object(TargetKind::Deployment, &inference(Some(NIGHT)));
+    ctx.last_seen.keep(web(), &state);
+    look(&ctx, true, now).await.unwrap();
+    let (restarted, registry_after) = context(client);
+    restarted.last_seen.keep(web(), &state);
+    look(&restarted, true, now + TimeDelta::hours(1))
+        .await
+        .unwrap();
+    for registry in [&registry, &registry_after] {
+        assert_eq!(
+            metric(
+                registry,
+                "cronscaler_saved_resource_hours_total{namespace=\"ml\",resource=\"cpu\"}"
+            )
+            .as_deref(),
+            Some("cronscaler_saved_resource_hours_total{namespace=\"ml\",resource=\"cpu\"} 88.0")
+        );
+    }
+    drop((ctx, restarted));
+    server.await.unwrap();
+}
+
+#[tokio::test]
+async fn a_namespace_deleted_leaves_the_ledger_and_the_metrics() {
+    let (client, server) = mock_client();
+    let ledger = with_the_night("2026-11-28T07:00:01Z");
+    let forgotten = Ledger {
+        namespaces: BTreeMap::new(),
+        ..ledger.clone()
+    };
+    let script = vec![
+        Exchange::new("GET", LEDGER_PATH).reply(200, kept(&ledger, "7")),
+        Exchange::new("GET", LEDGER_PATH).reply(200, kept(&ledger, "7")),
+        filed(&forgotten, Some("7")),
+    ];
+    let server = tokio::spawn(server.serve(script));
+    let (ctx, registry) = context(client);
+    let now = at("2026-11-28T08:00:00Z");
+    look(&ctx, true, now).await.unwrap();
+    assert!(metric(&registry, "cronscaler_saved_cost_total{namespace=\"ml\"").is_some());
+    ctx.namespaces.forget("ml");
+    look(&ctx, true, now).await.unwrap();
+    assert_eq!(
+        metric(&registry, "cronscaler_saved_cost_total{namespace=\"ml\""),
+        None
+    );
+    assert!(ctx.namespaces.gone().is_empty(), "forgotten once");
+    drop(ctx);
+    server.await.unwrap();
+}
+
+#[tokio::test]
+async fn a_ledger_that_does_not_read_is_not_written_over() {
+    let (client, server) = mock_client();
+    let script = vec![Exchange::new("GET", LEDGER_PATH).reply(
+        200,
+        json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": LEDGER, "resourceVersion": "3" }, "data": { (LEDGER_KEY): "{not json" } }),
+    )];
+    let server = tokio::spawn(server.serve(script));
+    let (ctx, _) = context(client);
+    let error = look(&ctx, true, at("2026-11-28T08:00:00Z"))
+        .await
+        .unwrap_err();
+    assert!(
+        error.to_string().starts_with(
+            "ConfigMap cronscaler/cronscaler-savings, key savings.json, does not read"
+        ),
+        "{error}"
+    );
+    drop(ctx);
+    server.await.unwrap();
+}
