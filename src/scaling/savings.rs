@@ -32,7 +32,11 @@ use crate::{
     runtime::{CONTROLLER_NAME, key::ObjectKey, worker::Next, workqueue::Enqueue, writes::Writes},
     scaling::key::ScalingKey,
     schedule::{SLEPT, Slept},
-    workloads::{last_seen::LastSeen, patch::read_object, target::ScaleTarget},
+    workloads::{
+        last_seen::LastSeen,
+        patch::read_object,
+        target::{ScaleTarget, TargetState},
+    },
 };
 
 /// The ConfigMap of the controller's namespace the ledger is kept in, and its key.
@@ -92,8 +96,9 @@ impl Savings {
         (self.lock().iter()).any(|(waiting, saving)| waiting == target && saving.until == until)
     }
 
-    fn filed(&self, filed: &[(ScaleTarget, Saving)]) {
-        self.lock().retain(|waiting| !filed.contains(waiting));
+    /// These wait no more: filed, or never to be.
+    fn let_go(&self, gone: &[(ScaleTarget, Saving)]) {
+        self.lock().retain(|waiting| !gone.contains(waiting));
     }
 
     fn is_empty(&self) -> bool {
@@ -149,10 +154,20 @@ pub async fn look(
     if !workloads_listed {
         return Ok(Next::After(LISTING_WAIT));
     }
-    let (kept, version) = read(ctx).await?;
     let settled = now - TimeDelta::from_std(SETTLE).unwrap_or_default();
     let waiting = ctx.savings.settled(settled);
-    let unfiled = unfiled_records(ctx, &kept, settled).await?;
+    let (kept, version) = match read(ctx).await {
+        Ok(kept) => kept,
+        // Not given the ConfigMap (run apart from its Role): what waits is let go, not kept in
+        // memory without end, and tried again with the next wake.
+        Err(error) if error.is_forbidden() => {
+            tracing::warn!(%error, dropped = waiting.len(), "no ledger of savings: the savings of these wakes are not counted");
+            ctx.savings.let_go(&waiting);
+            return Ok(Next::Done);
+        }
+        Err(error) => return Err(error),
+    };
+    let (unfiled, unsettled) = unfiled_records(ctx, &kept, (settled, now)).await?;
     let gone = ctx.namespaces.gone();
     let mut ledger = kept.clone();
     for saving in waiting.iter().map(|(_, saving)| saving).chain(&unfiled) {
@@ -164,11 +179,11 @@ pub async fn look(
     ledger.forget_gone(|namespace| !gone.contains(namespace));
     if ledger != kept {
         write(ctx, &ledger, version).await?;
-        ctx.savings.filed(&waiting);
+        ctx.savings.let_go(&waiting);
     }
     ctx.namespaces.forgotten(&gone);
     count(&ctx.metrics, &kept, &ledger);
-    Ok(match ctx.savings.is_empty() {
+    Ok(match ctx.savings.is_empty() && !unsettled {
         true => Next::Done,
         false => Next::After(SETTLE),
     })
@@ -176,35 +191,30 @@ pub async fn look(
 
 /// The sleeps recorded on the objects that no wake of this replica's waits with, ended after
 /// everything filed and by `settled`: a leader before ended them and went before filing them.
-/// Each object is read for its pods' requests; one gone since counts its replicas only.
+/// Each object is read for its pods' requests; one gone since counts its replicas only. And
+/// whether more end after `settled`, by `now`, to be filed later.
 async fn unfiled_records(
     ctx: &SavingsContext,
     ledger: &Ledger,
-    settled: DateTime<Utc>,
-) -> Result<Vec<Saving>, Error> {
-    let recorded = |target: &ScaleTarget| -> Option<Slept> {
-        let slept = ctx
-            .last_seen
-            .get(target)?
-            .annotations
-            .get(SLEPT)?
-            .parse()
-            .ok()?;
-        Some(slept).filter(|slept: &Slept| {
-            ledger.awaits(slept.until, settled) && !ctx.savings.waits(target, slept.until)
-        })
+    (settled, now): (DateTime<Utc>, DateTime<Utc>),
+) -> Result<(Vec<Saving>, bool), Error> {
+    let recorded = |state: &TargetState| -> Option<Slept> {
+        let slept: Slept = state.annotations.get(SLEPT)?.parse().ok()?;
+        ledger.awaits(slept.until, now).then_some(slept)
     };
-    let targets = ctx.last_seen.find(|state| {
-        (state.annotations.get(SLEPT)).is_some_and(|text| {
-            text.parse::<Slept>()
-                .is_ok_and(|slept| ledger.awaits(slept.until, settled))
-        })
-    });
-    let mut unfiled = Vec::new();
+    let targets = ctx.last_seen.find(|state| recorded(state).is_some());
+    let (mut unfiled, mut unsettled) = (Vec::new(), false);
     for target in targets {
-        let Some(slept) = recorded(&target) else {
+        let Some(slept) = (ctx.last_seen.get(&target).as_ref())
+            .and_then(recorded)
+            .filter(|slept| !ctx.savings.waits(&target, slept.until))
+        else {
             continue;
         };
+        if slept.until > settled {
+            unsettled = true;
+            continue;
+        }
         let object = read_object(&ctx.client, &target).await.map_err(Error::api(
             "get",
             target.kind.as_str(),
@@ -218,7 +228,7 @@ async fn unfiled_records(
             ctx.savings.prices.as_ref(),
         ));
     }
-    Ok(unfiled)
+    Ok((unfiled, unsettled))
 }
 
 /// Each counter of the metrics brought up to the ledger's total; those of the Namespaces

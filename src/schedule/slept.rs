@@ -5,7 +5,7 @@
 
 use std::{fmt, str::FromStr};
 
-use chrono::{DateTime, TimeDelta, Utc};
+use chrono::{DateTime, TimeDelta, Timelike, Utc};
 
 use super::{Annotations, CONSTANT_SINCE, Direction, ScaleChange};
 
@@ -45,10 +45,13 @@ impl Slept {
         let waking = change
             .applied
             .is_none_or(|transition| transition.direction == Direction::Up);
-        (waking && asleep.at < now).then(|| Slept {
+        // To the second, as the record is written: what is filed from the record and what is
+        // filed from the wake are the same sleep.
+        let until = now.with_nanosecond(0).unwrap_or(now);
+        (waking && asleep.at < until).then(|| Slept {
             replicas: woken - current,
-            since: asleep.at.max(now - LONGEST_SLEEP),
-            until: now,
+            since: asleep.at.max(until - LONGEST_SLEEP),
+            until,
         })
     }
 
@@ -150,6 +153,15 @@ mod tests {
             "4 2026-11-27T20:00:00Z/2026-11-28T07:00:02Z"
         );
         assert!((slept.replica_hours() - 4.0 * (11.0 + 2.0 / 3600.0)).abs() < 1e-9);
+        assert_eq!(slept.to_string().parse(), Ok(slept));
+    }
+
+    #[test]
+    fn the_sleep_ended_is_the_one_its_record_reads_back() {
+        let parsed = asleep("5", "2026-11-27T20:00:00Z");
+        let now = at("2026-11-28T07:00:02Z") + TimeDelta::milliseconds(640);
+        let change = decide(&parsed, 1, now).unwrap();
+        let slept = Slept::ended_by(&parsed, 1, &change, now).unwrap();
         assert_eq!(slept.to_string().parse(), Ok(slept));
     }
 

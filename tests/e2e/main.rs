@@ -31,6 +31,7 @@ mod own_kinds;
 mod policies;
 mod ready_by;
 mod request_costs;
+mod savings;
 mod scaling;
 mod self_service;
 mod startup;

@@ -166,6 +166,8 @@ async fn a_sleep_a_leader_before_left_unfiled_is_filed_from_its_record_and_count
     let ledger = with_the_night("2026-11-28T07:09:30Z");
     let deployment = "/apis/apps/v1/namespaces/ml/deployments/inference";
     let script = vec![
+        // Just after the wake: looked at again once it is settled.
+        Exchange::new("GET", LEDGER_PATH).reply(200, kept(&before, "5")),
         Exchange::new("GET", LEDGER_PATH).reply(200, kept(&before, "5")),
         Exchange::new("GET", deployment)
             .reply(200, serde_json::to_value(inference(Some(NIGHT))).unwrap()),
@@ -177,6 +179,8 @@ async fn a_sleep_a_leader_before_left_unfiled_is_filed_from_its_record_and_count
     let (ctx, registry) = context(client.clone());
     let state = TargetState::of_object(TargetKind::Deployment, &inference(Some(NIGHT)));
     ctx.last_seen.keep(web(), &state);
+    let soon = look(&ctx, true, at("2026-11-28T07:00:10Z")).await.unwrap();
+    assert_eq!(soon, Next::After(SETTLE));
     look(&ctx, true, now).await.unwrap();
     let (restarted, registry_after) = context(client);
     restarted.last_seen.keep(web(), &state);
@@ -244,6 +248,25 @@ async fn a_ledger_that_does_not_read_is_not_written_over() {
         ),
         "{error}"
     );
+    drop(ctx);
+    server.await.unwrap();
+}
+
+#[tokio::test]
+async fn where_the_ledger_may_not_be_read_the_savings_waiting_are_let_go() {
+    let (client, server) = mock_client();
+    let forbidden = json!({
+        "kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Forbidden", "code": 403,
+        "message": "configmaps \"cronscaler-savings\" is forbidden: User \"system:serviceaccount:default:cronscaler\" cannot get resource \"configmaps\" in API group \"\" in the namespace \"default\"",
+    });
+    let script = vec![Exchange::new("GET", LEDGER_PATH).reply(403, forbidden)];
+    let server = tokio::spawn(server.serve(script));
+    let (ctx, _) = context(client);
+    ctx.savings
+        .ended(&web(), &NIGHT.parse().unwrap(), &inference(None));
+    let next = look(&ctx, true, at("2026-11-28T07:01:00Z")).await.unwrap();
+    assert_eq!(next, Next::Done);
+    assert!(ctx.savings.is_empty(), "nothing kept in memory without end");
     drop(ctx);
     server.await.unwrap();
 }

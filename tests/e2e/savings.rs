@@ -1,0 +1,246 @@
+//! The ledger of savings, on a real API server: an inference server requesting CPU, memory and
+//! a GPU sleeps for two short nights. Each wake records the sleep it ends on the Deployment; the
+//! controller files it in the ConfigMap `cronscaler-savings`, and its metrics count saved
+//! resource-hours and money by Namespace, from the ledger: the same after a restart, and a
+//! night whose controller was killed before filing it is filed by the next one.
+
+use crate::support;
+
+use std::{collections::BTreeMap, time::Duration};
+
+use chrono::{DateTime, Utc};
+use k8s_openapi::api::{apps::v1::Deployment, core::v1::ConfigMap};
+use kube::{
+    Api,
+    api::{Patch, PatchParams, PostParams},
+};
+use serde_json::json;
+use support::{
+    Controller, Scenario,
+    envtest::{self, SA_NAMESPACE},
+    eventually, metric, nightly, replicas_become, whole_second_in,
+};
+
+/// The controller runs in `cronscaler`, as installed, where its Role lets it keep the ledger.
+const IN_ITS_NAMESPACE: &[&str] = &[
+    "--leader-elect-namespace",
+    SA_NAMESPACE,
+    "--prices=cpu=0.031,memory=0.0042,gpu=2.48,currency=USD",
+];
+/// How long after a wake its saving is filed: 30 s, and the look's own delay.
+const FILED_WITHIN: Duration = Duration::from_secs(45);
+
+/// Two replicas of 500m CPU, 1 GiB and a GPU each.
+async fn make_inference(scenario: &Scenario) -> Api<Deployment> {
+    let deployments: Api<Deployment> =
+        Api::namespaced(scenario.client.clone(), &scenario.namespace);
+    let deployment: Deployment = serde_json::from_value(json!({
+        "metadata": { "name": "inference" },
+        "spec": {
+            "replicas": 2,
+            "selector": { "matchLabels": { "app": "inference" } },
+            "template": {
+                "metadata": { "labels": { "app": "inference" } },
+                "spec": { "containers": [{
+                    "name": "server", "image": "vllm/vllm-openai:v0.6.3",
+                    "resources": {
+                        "requests": { "cpu": "500m", "memory": "1Gi" },
+                        "limits": { "nvidia.com/gpu": "1" },
+                    },
+                }] },
+            },
+        },
+    }))
+    .expect("a Deployment");
+    deployments
+        .create(&PostParams::default(), &deployment)
+        .await
+        .expect("the inference server");
+    deployments
+}
+
+/// A night from `seconds` from now, `long` seconds long.
+async fn schedule_night(deployments: &Api<Deployment>, seconds: i64, long: i64) {
+    let down = whole_second_in(seconds);
+    let up = down + chrono::Duration::seconds(long);
+    let schedule = json!({ "metadata": { "annotations": nightly(down, up) } });
+    deployments
+        .patch(
+            "inference",
+            &PatchParams::default(),
+            &Patch::Merge(&schedule),
+        )
+        .await
+        .expect("the night's schedule");
+}
+
+/// What a night recorded as `slept` saves: hours of each resource, and cents at the prices.
+fn saved(slept: &str) -> (BTreeMap<&'static str, f64>, i64) {
+    let (replicas, span) = slept.split_once(' ').expect("REPLICAS SINCE/UNTIL");
+    let (since, until) = span.split_once('/').expect("SINCE/UNTIL");
+    let instant = |text: &str| text.parse::<DateTime<Utc>>().expect("an instant");
+    let hours = (instant(until) - instant(since)).num_milliseconds() as f64 / 3_600_000.0;
+    let replica_hours = replicas.parse::<f64>().expect("replicas") * hours;
+    let hours = BTreeMap::from([
+        ("cpu", 0.5 * replica_hours),
+        ("memory", replica_hours),
+        ("nvidia.com/gpu", replica_hours),
+        ("replicas", replica_hours),
+    ]);
+    let dollars = hours["cpu"] * 0.031 + hours["memory"] * 0.0042 + hours["nvidia.com/gpu"] * 2.48;
+    (hours, (dollars * 100.0).round() as i64)
+}
+
+/// The controller's counters of `namespace`: hours by resource, and dollars.
+async fn counted(controller: &Controller, namespace: &str) -> Option<(BTreeMap<String, f64>, f64)> {
+    let metrics = controller.metrics().await?;
+    let hours = ["cpu", "memory", "nvidia.com/gpu", "replicas"]
+        .into_iter()
+        .map(|resource| {
+            let name = format!(
+                "cronscaler_saved_resource_hours_total{{namespace=\"{namespace}\",resource=\"{resource}\"}}"
+            );
+            Some((resource.to_string(), metric(&metrics, &name)?))
+        })
+        .collect::<Option<BTreeMap<_, _>>>()?;
+    let cost = format!("cronscaler_saved_cost_total{{namespace=\"{namespace}\",currency=\"USD\"}}");
+    Some((hours, metric(&metrics, &cost)?))
+}
+
+/// Whether `counted` is what `nights` saved together.
+fn counts(counted: &(BTreeMap<String, f64>, f64), nights: &[&str]) -> bool {
+    let mut cents = 0;
+    let mut hours: BTreeMap<&str, f64> = BTreeMap::new();
+    for night in nights {
+        let (saved, night_cents) = saved(night);
+        cents += night_cents;
+        for (resource, value) in saved {
+            *hours.entry(resource).or_default() += value;
+        }
+    }
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+    (hours.iter())
+        .all(|(resource, value)| counted.0.get(*resource).is_some_and(|c| close(*c, *value)))
+        && close(counted.1, cents as f64 / 100.0)
+}
+
+async fn ledger(scenario: &Scenario) -> Option<String> {
+    let maps: Api<ConfigMap> = Api::namespaced(scenario.client.clone(), SA_NAMESPACE);
+    maps.get_opt("cronscaler-savings")
+        .await
+        .ok()??
+        .data?
+        .remove("savings.json")
+}
+
+#[tokio::test]
+async fn each_wake_files_what_its_sleep_saved_and_the_metrics_count_it_across_restarts() {
+    let Some(scenario) = Scenario::own("savings", envtest::Options::api_server_only()).await else {
+        return;
+    };
+    let namespace = scenario.namespace.clone();
+    let deployments = make_inference(&scenario).await;
+    schedule_night(&deployments, 10, 20).await;
+    let mut controller = scenario.start_cluster_wide_controller("cronscaler", IN_ITS_NAMESPACE);
+    controller.wait_ready().await;
+    replicas_become(
+        &deployments,
+        "inference",
+        0,
+        "asleep",
+        Duration::from_secs(30),
+    )
+    .await;
+    let woken = replicas_become(
+        &deployments,
+        "inference",
+        2,
+        "awake",
+        Duration::from_secs(40),
+    )
+    .await;
+    let first = woken
+        .get("cronscaler.dev/slept")
+        .cloned()
+        .unwrap_or_else(|| panic!("the wake records the sleep it ends: {woken:?}"));
+    assert!(first.starts_with("2 "), "two replicas slept: {first}");
+    eventually(
+        "the first night filed and counted",
+        FILED_WITHIN,
+        || async {
+            let counted = counted(&controller, &namespace).await?;
+            counts(&counted, &[&first]).then_some(())
+        },
+    )
+    .await;
+    let kept = ledger(&scenario).await.expect("the ledger");
+    assert!(kept.contains(&format!("\"{namespace}\"")), "{kept}");
+
+    // A restart counts the same, from the ledger, before any wake.
+    controller
+        .assert_stops_cleanly(Duration::from_secs(10))
+        .await;
+    let mut controller = scenario.start_cluster_wide_controller("cronscaler", IN_ITS_NAMESPACE);
+    controller.wait_ready().await;
+    eventually(
+        "the ledger counted again after a restart",
+        FILED_WITHIN,
+        || async {
+            let counted = counted(&controller, &namespace).await?;
+            counts(&counted, &[&first]).then_some(())
+        },
+    )
+    .await;
+
+    // A second night, its controller killed as soon as it has woken the server: the next one
+    // files it from the record on the Deployment, once.
+    schedule_night(&deployments, 8, 15).await;
+    replicas_become(
+        &deployments,
+        "inference",
+        0,
+        "asleep again",
+        Duration::from_secs(30),
+    )
+    .await;
+    let woken = replicas_become(
+        &deployments,
+        "inference",
+        2,
+        "awake again",
+        Duration::from_secs(30),
+    )
+    .await;
+    controller.kill();
+    let second = woken
+        .get("cronscaler.dev/slept")
+        .cloned()
+        .expect("the second wake's record");
+    assert_ne!(second, first);
+    assert_eq!(
+        ledger(&scenario).await,
+        Some(kept),
+        "not filed before the kill"
+    );
+    let mut controller = scenario.start_cluster_wide_controller("cronscaler", IN_ITS_NAMESPACE);
+    controller.wait_ready().await;
+    eventually(
+        "the second night filed by the next controller",
+        FILED_WITHIN,
+        || async {
+            let counted = counted(&controller, &namespace).await?;
+            counts(&counted, &[&first, &second]).then_some(())
+        },
+    )
+    .await;
+    // Filed once: a later look changes nothing.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let counted = counted(&controller, &namespace)
+        .await
+        .expect("the counters");
+    assert!(counts(&counted, &[&first, &second]), "{counted:?}");
+    controller
+        .assert_stops_cleanly(Duration::from_secs(10))
+        .await;
+    scenario.finish().await;
+}
