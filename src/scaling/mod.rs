@@ -6,6 +6,7 @@ pub mod asleep;
 pub mod gitops;
 pub mod hpa;
 pub mod idle;
+mod kept;
 pub mod key;
 pub mod nights;
 pub mod on_demand;

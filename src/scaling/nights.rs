@@ -8,7 +8,6 @@
 //! plans on its own old copy of what another leader wrote since.
 
 use std::{
-    collections::BTreeMap,
     sync::{
         Arc, Mutex, PoisonError,
         atomic::{AtomicBool, Ordering},
@@ -17,11 +16,7 @@ use std::{
 };
 
 use chrono::{DateTime, Utc};
-use k8s_openapi::api::core::v1::ConfigMap;
-use kube::{
-    Api, Client,
-    api::{Patch, PatchParams},
-};
+use kube::Client;
 
 use crate::{
     error::Error,
@@ -29,8 +24,8 @@ use crate::{
         census::NodeCensus,
         nights::{Newest, Nights},
     },
-    runtime::{CONTROLLER_NAME, key::ObjectKey, worker::Next, workqueue::Enqueue, writes::Writes},
-    scaling::key::ScalingKey,
+    runtime::{worker::Next, workqueue::Enqueue, writes::Writes},
+    scaling::{kept::Kept, key::ScalingKey},
     schedule::{Direction, Transition},
 };
 
@@ -118,50 +113,32 @@ pub async fn look(
     Ok(Next::Done)
 }
 
-fn api(ctx: &NightsContext) -> Api<ConfigMap> {
-    Api::namespaced(ctx.client.clone(), &ctx.namespace)
-}
-
-fn key(ctx: &NightsContext) -> ObjectKey {
-    ObjectKey::new(&ctx.namespace, RECORD)
+fn kept(ctx: &NightsContext) -> Kept<'_> {
+    Kept {
+        client: &ctx.client,
+        namespace: &ctx.namespace,
+        name: RECORD,
+        key: RECORD_KEY,
+    }
 }
 
 /// The record kept: none yet where the ConfigMap is not there; one that does not read is
 /// started again, which the log says.
 async fn read(ctx: &NightsContext) -> Result<Nights, Error> {
-    let kept =
-        api(ctx)
-            .get_opt(RECORD)
-            .await
-            .map_err(Error::api("reading", "ConfigMap", &key(ctx)))?;
-    let text = kept.and_then(|map| map.data?.remove(RECORD_KEY));
-    Ok(match text.map(|text| serde_json::from_str(&text)) {
+    Ok(match kept(ctx).read().await?.record {
         None => Nights::default(),
         Some(Ok(nights)) => nights,
         Some(Err(error)) => {
-            tracing::warn!(configmap = %key(ctx), %error, "the record of the nights does not read: started again");
+            tracing::warn!(configmap = %kept(ctx).object(), %error, "the record of the nights does not read: started again");
             Nights::default()
         }
     })
 }
 
 async fn write(ctx: &NightsContext, nights: &Nights) -> Result<(), Error> {
-    let text = serde_json::to_string(nights).unwrap_or_default();
-    let map = ConfigMap {
-        metadata: kube::api::ObjectMeta {
-            name: Some(RECORD.into()),
-            ..Default::default()
-        },
-        data: Some(BTreeMap::from([(RECORD_KEY.to_string(), text)])),
-        ..ConfigMap::default()
-    };
-    let params = PatchParams::apply(CONTROLLER_NAME).force();
-    let what = format!("record the nights in ConfigMap {}", key(ctx));
-    ctx.writes
-        .make(what, api(ctx).patch(RECORD, &params, &Patch::Apply(&map)))
+    (kept(ctx))
+        .write(&ctx.writes, "record the nights", nights, None)
         .await
-        .map_err(Error::api("writing", "ConfigMap", &key(ctx)))?;
-    Ok(())
 }
 
 #[cfg(test)]

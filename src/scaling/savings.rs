@@ -7,17 +7,12 @@
 //! leader, and never go down when a workload is deleted.
 
 use std::{
-    collections::BTreeMap,
     sync::{Arc, Mutex, PoisonError},
     time::Duration,
 };
 
 use chrono::{DateTime, TimeDelta, Utc};
-use k8s_openapi::api::core::v1::ConfigMap;
-use kube::{
-    Api, Client,
-    api::{DynamicObject, ObjectMeta, Patch, PatchParams},
-};
+use kube::{Client, api::DynamicObject};
 use serde_json::Value;
 
 use crate::{
@@ -29,8 +24,8 @@ use crate::{
     error::Error,
     namespaces::NamespaceSchedules,
     ops::metrics::Metrics,
-    runtime::{CONTROLLER_NAME, key::ObjectKey, worker::Next, workqueue::Enqueue, writes::Writes},
-    scaling::key::ScalingKey,
+    runtime::{worker::Next, workqueue::Enqueue, writes::Writes},
+    scaling::{kept::Kept, key::ScalingKey},
     schedule::{SLEPT, Slept},
     workloads::{
         last_seen::LastSeen,
@@ -178,7 +173,11 @@ pub async fn look(
     }
     ledger.forget_gone(|namespace| !gone.contains(namespace));
     if ledger != kept {
-        write(ctx, &ledger, version).await?;
+        // Over the ledger read only: should another leader have written it since, the write
+        // fails, and the look is made again on what it wrote.
+        (self::kept(ctx))
+            .write(&ctx.writes, "file the savings", &ledger, version)
+            .await?;
         ctx.savings.let_go(&waiting);
     }
     ctx.namespaces.forgotten(&gone);
@@ -249,63 +248,29 @@ fn count(metrics: &Metrics, kept: &Ledger, ledger: &Ledger) {
     }
 }
 
-fn api(ctx: &SavingsContext) -> Api<ConfigMap> {
-    Api::namespaced(ctx.client.clone(), &ctx.namespace)
-}
-
-fn key(ctx: &SavingsContext) -> ObjectKey {
-    ObjectKey::new(&ctx.namespace, LEDGER)
+fn kept(ctx: &SavingsContext) -> Kept<'_> {
+    Kept {
+        client: &ctx.client,
+        namespace: &ctx.namespace,
+        name: LEDGER,
+        key: LEDGER_KEY,
+    }
 }
 
 /// The ledger kept and its resourceVersion: none yet where the ConfigMap is not there. One
 /// that does not read is not written over (the totals in it would be lost): the look fails,
 /// and the log says why, until a person mends or deletes it.
 async fn read(ctx: &SavingsContext) -> Result<(Ledger, Option<String>), Error> {
-    let kept =
-        api(ctx)
-            .get_opt(LEDGER)
-            .await
-            .map_err(Error::api("reading", "ConfigMap", &key(ctx)))?;
-    let Some(map) = kept else {
-        return Ok((Ledger::default(), None));
-    };
-    let version = map.metadata.resource_version.clone();
-    let text = map.data.and_then(|mut data| data.remove(LEDGER_KEY));
-    match text.map(|text| serde_json::from_str(&text)) {
-        None => Ok((Ledger::default(), version)),
-        Some(Ok(ledger)) => Ok((ledger, version)),
+    let read = kept(ctx).read().await?;
+    match read.record {
+        None => Ok((Ledger::default(), read.version)),
+        Some(Ok(ledger)) => Ok((ledger, read.version)),
         Some(Err(error)) => Err(Error::Unreadable {
-            object: key(ctx),
+            object: kept(ctx).object(),
             key: LEDGER_KEY,
             reason: error.to_string(),
         }),
     }
-}
-
-/// Writes `ledger` over the one read at `version`: should another leader have written it since,
-/// the write fails, and the look is made again on what it wrote.
-async fn write(
-    ctx: &SavingsContext,
-    ledger: &Ledger,
-    version: Option<String>,
-) -> Result<(), Error> {
-    let text = serde_json::to_string(ledger).unwrap_or_default();
-    let map = ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(LEDGER.into()),
-            resource_version: version,
-            ..ObjectMeta::default()
-        },
-        data: Some(BTreeMap::from([(LEDGER_KEY.to_string(), text)])),
-        ..ConfigMap::default()
-    };
-    let params = PatchParams::apply(CONTROLLER_NAME).force();
-    let what = format!("file the savings in ConfigMap {}", key(ctx));
-    ctx.writes
-        .make(what, api(ctx).patch(LEDGER, &params, &Patch::Apply(&map)))
-        .await
-        .map_err(Error::api("writing", "ConfigMap", &key(ctx)))?;
-    Ok(())
 }
 
 #[cfg(test)]

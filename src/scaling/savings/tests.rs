@@ -1,3 +1,5 @@
+use std::collections::BTreeMap;
+
 use prometheus_client::registry::Registry;
 use serde_json::json;
 
