@@ -550,9 +550,11 @@ fn apply(observed: &Observed, change: &ScaleChange, mut plan: Plan, now: DateTim
         .map(|transition| (now - transition.at).to_std().unwrap_or_default())
         .unwrap_or_default();
     let mut body = patch_for(kind, Some(change), &removed, object);
-    // A kind that runs on a schedule of its own skips runs asleep: no replicas slept.
+    // What sleeps on or off (a CronJob, a Cluster, a ScaledObject and the workload sleeping
+    // through it) has no count of replicas that slept: its change is on or off, and a
+    // ScaledObject's workload runs as many as KEDA says.
     let slept = Slept::ended_by(&observed.annotations, object.replicas, change, now)
-        .filter(|_| kind.spec().runs.is_none());
+        .filter(|_| !kind.is_on_off());
     if let Some(slept) = slept {
         (body.annotations).insert(schedule::SLEPT.into(), Some(slept.to_string()));
     }

@@ -643,6 +643,8 @@ fn a_keda_workload_wakes_its_scaled_object_first_giving_back_what_it_held() {
         "the count a person had paused it at"
     );
     assert!(lever.before_patch, "a wake comes before its records");
+    let slept = plan.patch.and_then(|patch| patch.slept);
+    assert_eq!(slept, None, "KEDA's count, not one that slept");
 }
 
 #[test]

@@ -353,3 +353,26 @@ fn a_count_kube_downscaler_recorded_is_given_back_and_its_record_removed() {
         ),
     );
 }
+
+#[test]
+fn a_kind_that_sleeps_on_or_off_records_no_replicas_slept_at_its_wake() {
+    let asleep = [
+        NIGHTLY[0],
+        NIGHTLY[1],
+        ("cronscaler.dev/original-value", ""),
+        (LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
+        ("autoscaling.keda.sh/paused-replicas", "0"),
+    ];
+    let scaled_object = object(
+        json!({ "apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject", "spec": {} }),
+        &asleep,
+    );
+    let plan = planned_object(TargetKind::ScaledObject, &scaled_object, at(24, 7, 0, 0));
+    let patch = plan.patch.expect("woken");
+    assert_eq!(
+        patch.counted.map(|(direction, _)| direction),
+        Some(ScaleDirection::Up)
+    );
+    assert_eq!(patch.slept, None);
+    assert!(!patch.body.annotations.contains_key(SLEPT));
+}
