@@ -252,10 +252,10 @@ async fn show_nodes(kube: &KubeArgs, args: NodesArgs) -> anyhow::Result<()> {
     let night = status::nights::read(&client, args.controller.namespace.as_deref()).await;
     let now = Utc::now();
     let priced = status::priced::prices(&args.opencost, args.prices.table.as_ref()).await;
-    let (prices, from) = (priced.table.as_ref(), priced.from.as_deref());
+    let from = priced.from.as_deref();
     match args.output {
         StatusFormat::Table => {
-            let (nights, note) = status::nights::render(&night, prices, now);
+            let (nights, note) = status::nights::render(&night, &priced, now);
             // Said only where asked: most who read status never look for the record.
             if let Some(note) = note.filter(|_| args.controller.namespace.is_some()) {
                 eprintln!("{note}");
@@ -314,10 +314,10 @@ async fn show_status(kube: &KubeArgs, args: StatusArgs) -> anyhow::Result<()> {
     reading.prices.table = priced.table.clone();
     let status = listed.status(&reading, now);
     let night = status::nights::read(&client, args.controller.namespace.as_deref()).await;
-    let (prices, from) = (priced.table.as_ref(), priced.from.as_deref());
+    let from = priced.from.as_deref();
     match args.output {
         StatusFormat::Table => {
-            let (nights, note) = status::nights::render(&night, prices, now);
+            let (nights, note) = status::nights::render(&night, &priced, now);
             // Said only where asked: most who read status never look for the record.
             if let Some(note) = note.filter(|_| args.controller.namespace.is_some()) {
                 eprintln!("{note}");

@@ -3,7 +3,7 @@
 //! used a Namespace only where a second query shows that the source was counting (see
 //! [`super::query`]).
 
-use std::time::Duration;
+use std::{collections::BTreeMap, time::Duration};
 
 use http::{Request, StatusCode, Uri};
 use http_body_util::{BodyExt as _, Empty};
@@ -56,12 +56,17 @@ impl Prometheus {
 
     /// The sum of what `query` gives now.
     pub async fn count(&self, query: &str) -> Result<f64, CountError> {
-        Ok(self.samples(query).await?.iter().sum())
+        Ok(self
+            .samples(query)
+            .await?
+            .iter()
+            .map(|(_, value)| value)
+            .sum())
     }
 
     /// The first sample `query` gives now, if any: an aggregate's one value.
     pub async fn value(&self, query: &str) -> Result<Option<f64>, CountError> {
-        Ok(self.samples(query).await?.first().copied())
+        Ok(self.samples(query).await?.first().map(|(_, value)| *value))
     }
 
     /// Whether `query` gives any sample now.
@@ -69,7 +74,19 @@ impl Prometheus {
         Ok(!self.samples(query).await?.is_empty())
     }
 
-    async fn samples(&self, query: &str) -> Result<Vec<f64>, CountError> {
+    /// What `query` gives now, by the value of each series' `label` (a series without it is
+    /// left out).
+    pub async fn by_label(
+        &self,
+        query: &str,
+        label: &str,
+    ) -> Result<BTreeMap<String, f64>, CountError> {
+        Ok((self.samples(query).await?.into_iter())
+            .filter_map(|(metric, value)| Some((metric[label].as_str()?.to_string(), value)))
+            .collect())
+    }
+
+    async fn samples(&self, query: &str) -> Result<Vec<(Value, f64)>, CountError> {
         match tokio::time::timeout(QUERY_TIMEOUT, self.ask(query)).await {
             Ok(answer) => answer,
             Err(_) => Err(CountError::TimedOut {
@@ -83,7 +100,7 @@ impl Prometheus {
         &self.url
     }
 
-    async fn ask(&self, query: &str) -> Result<Vec<f64>, CountError> {
+    async fn ask(&self, query: &str) -> Result<Vec<(Value, f64)>, CountError> {
         let unreachable = |reason: String| CountError::Unreachable {
             url: self.url.clone(),
             reason,
@@ -144,8 +161,8 @@ struct Data {
     result: Value,
 }
 
-/// An answer's samples: a vector's (maybe none) or a scalar's.
-fn read_answer(body: &[u8]) -> Result<Vec<f64>, String> {
+/// An answer's samples, each with its series' labels: a vector's (maybe none) or a scalar's.
+fn read_answer(body: &[u8]) -> Result<Vec<(Value, f64)>, String> {
     let answer: Answer = serde_json::from_slice(body).map_err(|error| error.to_string())?;
     if answer.status != "success" {
         return Err(answer.error.unwrap_or(answer.status));
@@ -161,9 +178,9 @@ fn read_answer(body: &[u8]) -> Result<Vec<f64>, String> {
     match data.result_type.as_str() {
         "vector" => (data.result.as_array().ok_or("a vector that is no list")?)
             .iter()
-            .map(|series| sample(&series["value"]))
+            .map(|series| Ok((series["metric"].clone(), sample(&series["value"])?)))
             .collect(),
-        "scalar" => Ok(vec![sample(&data.result)?]),
+        "scalar" => Ok(vec![(Value::Null, sample(&data.result)?)]),
         other => Err(format!(
             "a {other}, where the query should give an instant vector (sum(increase(...[$window])))"
         )),
@@ -179,12 +196,16 @@ mod tests {
         let vector = br#"{"status":"success","data":{"resultType":"vector","result":[
             {"metric":{"service":"web"},"value":[1764100000.1,"3"]},
             {"metric":{"service":"api"},"value":[1764100000.1,"0.5"]}]}}"#;
-        assert_eq!(read_answer(vector), Ok(vec![3.0, 0.5]));
+        let values = |body| {
+            read_answer(body).map(|samples| samples.into_iter().map(|(_, v)| v).collect::<Vec<_>>())
+        };
+        assert_eq!(values(vector), Ok(vec![3.0, 0.5]));
+        assert_eq!(read_answer(vector).unwrap()[0].0["service"], "web");
         let none = br#"{"status":"success","data":{"resultType":"vector","result":[]}}"#;
-        assert_eq!(read_answer(none), Ok(vec![]));
+        assert_eq!(values(none), Ok(vec![]));
         let scalar =
             br#"{"status":"success","data":{"resultType":"scalar","result":[1764100000.1,"2"]}}"#;
-        assert_eq!(read_answer(scalar), Ok(vec![2.0]));
+        assert_eq!(values(scalar), Ok(vec![2.0]));
     }
 
     #[test]

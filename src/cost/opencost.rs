@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Currency, GPU, PriceTable, prices::is_price};
+use super::{Currency, GPU, Money, PriceTable, money::cents, prices::is_price};
 
 /// The queries whose answers [`table`] takes: each the cluster's mean over the nodes OpenCost
 /// prices, and how many nodes those are.
@@ -16,6 +16,11 @@ pub const MEMORY_MEAN: &str = "avg(node_ram_hourly_cost)";
 /// Over the nodes that have a GPU: OpenCost gives the others 0.
 pub const GPU_MEAN: &str = "avg(node_gpu_hourly_cost > 0)";
 pub const NODES: &str = "count(node_cpu_hourly_cost)";
+/// What each node costs an hour, by name, as OpenCost last gave it within two days: a node that
+/// went at night is priced at what it cost before it went.
+pub const NODE_PRICES: &str = "last_over_time(node_total_hourly_cost[2d])";
+/// The label of [`NODE_PRICES`] that names the node.
+pub const NODE_LABEL: &str = "node";
 
 /// The means OpenCost's metrics gave, each `None` where no node has one.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -39,6 +44,22 @@ pub fn table(means: Means, currency: Currency) -> Option<PriceTable> {
     .filter_map(|(resource, price)| Some((resource.to_string(), price?)))
     .collect();
     (means.nodes > 0 && !per_hour.is_empty()).then_some(PriceTable { currency, per_hour })
+}
+
+/// What `hours` of the nodes `names` cost, each at its own price an hour of `per_node`, in
+/// `currency`, in cents once; `None` where one of them has no price (it is then priced with the
+/// rest, by what it offered, at the means).
+pub fn nodes_worth<'a>(
+    names: impl IntoIterator<Item = &'a String>,
+    per_node: &BTreeMap<String, f64>,
+    currency: &Currency,
+    hours: f64,
+) -> Option<Money> {
+    let mut hourly = 0.0;
+    for name in names {
+        hourly += per_node.get(name).filter(|price| is_price(**price))?;
+    }
+    Some(Money::new(cents(hourly * hours), currency.clone()))
 }
 
 /// Where the prices come from, as the output says it.
@@ -77,6 +98,29 @@ mod tests {
             source(&means),
             "OpenCost's node prices, the mean of 12 nodes"
         );
+    }
+
+    #[test]
+    fn the_nodes_that_went_are_worth_each_its_own_price_or_not_priced_alone() {
+        let per_node = BTreeMap::from([
+            ("node-c".to_string(), 0.192),
+            ("node-g".to_string(), 1.006),
+            ("node-x".to_string(), f64::NAN),
+        ]);
+        let went = ["node-c".to_string(), "node-g".to_string()];
+        let hourly = nodes_worth(&went, &per_node, &usd(), 1.0).unwrap();
+        assert_eq!(hourly.to_string(), "$1.20");
+        // 1.198 × 10.5 h = 12.579: rounded once, from the sum.
+        let night = nodes_worth(&went, &per_node, &usd(), 10.5).unwrap();
+        assert_eq!(night.to_string(), "$12.58");
+        for unpriced in ["node-a", "node-x"] {
+            let went = [went[0].clone(), unpriced.to_string()];
+            assert_eq!(
+                nodes_worth(&went, &per_node, &usd(), 1.0),
+                None,
+                "{unpriced}"
+            );
+        }
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use k8s_openapi::api::core::v1::Node;
 
 use super::{
-    nights::{Census, NO_POOL, PoolCount},
+    nights::{Census, NO_POOL, PoolCount, Running},
     pool_of,
 };
 use crate::cost::{GIB, is_gpu, quantity::parse_quantity};
@@ -70,6 +70,16 @@ impl NodeCensus {
             census.0.entry(pool.clone()).or_default().add(count);
         }
         census
+    }
+
+    /// The nodes running, by pool and by name.
+    pub fn running(&self) -> Running {
+        Running {
+            census: self.census(),
+            names: (self.0.iter())
+                .map(|(name, (pool, _))| (name.clone(), pool.clone()))
+                .collect(),
+        }
     }
 }
 

@@ -88,6 +88,13 @@ impl Census {
     }
 }
 
+/// The nodes running at one instant: by pool, and each by name with its pool.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Running {
+    pub census: Census,
+    pub names: BTreeMap<String, String>,
+}
+
 /// One night's nodes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -104,6 +111,14 @@ pub struct Night {
     /// The next scheduled wake's instant; `None` while the night goes on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended: Option<DateTime<Utc>>,
+    /// The nodes running when it began, by name, with their pool: kept while it goes on, to
+    /// name those that go.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub nodes_before: BTreeMap<String, String>,
+    /// The nodes that ran when it began and not at its quietest point, by name, with their
+    /// pool: each priced at its own price where OpenCost has one.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub went: BTreeMap<String, String>,
 }
 
 impl Night {
@@ -153,17 +168,24 @@ impl Nights {
 
     /// The record once `newest` and the nodes running `now` are taken in; `None` where it does
     /// not change.
-    pub fn next(&self, newest: Newest, census: &Census, now: DateTime<Utc>) -> Option<Nights> {
+    pub fn next(&self, newest: Newest, running: &Running, now: DateTime<Utc>) -> Option<Nights> {
+        let census = &running.census;
         let mut nights = self.clone();
         let changed = match nights.0.last_mut().filter(|night| night.ended.is_none()) {
             Some(night) => match newest.wake.filter(|wake| *wake > night.began) {
                 Some(wake) => {
                     night.ended = Some(wake);
+                    // Those that went are known: the names of the rest need not be kept.
+                    night.nodes_before.clear();
                     true
                 }
                 None if census.total().nodes < night.quietest.total().nodes => {
                     night.quietest = census.clone();
                     night.quietest_at = now;
+                    night.went = (night.nodes_before.iter())
+                        .filter(|(name, _)| !running.names.contains_key(*name))
+                        .map(|(name, pool)| (name.clone(), pool.clone()))
+                        .collect();
                     true
                 }
                 None => false,
@@ -177,6 +199,8 @@ impl Nights {
                         quietest_at: now,
                         quietest: census.clone(),
                         ended: None,
+                        nodes_before: running.names.clone(),
+                        went: BTreeMap::new(),
                     });
                     true
                 }
@@ -192,10 +216,10 @@ impl Nights {
 impl Nights {
     /// The record once everything `newest` and the nodes say is taken in (a night ended and the
     /// next begun, after the controller was away across both); `None` where nothing changes.
-    pub fn settled(&self, newest: Newest, census: &Census, now: DateTime<Utc>) -> Option<Nights> {
-        let mut settled = self.next(newest, census, now)?;
+    pub fn settled(&self, newest: Newest, running: &Running, now: DateTime<Utc>) -> Option<Nights> {
+        let mut settled = self.next(newest, running, now)?;
         // Each step ends or begins a night, or lowers its quietest count: a few at most.
-        while let Some(next) = settled.next(newest, census, now) {
+        while let Some(next) = settled.next(newest, running, now) {
             settled = next;
         }
         Some(settled)

@@ -102,12 +102,12 @@ pub async fn look(
         return Ok(Next::After(LISTING_WAIT));
     }
     let kept = read(ctx).await?;
-    let census = ctx
+    let running = ctx
         .nodes
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
-        .census();
-    if let Some(next) = kept.settled(ctx.signals.newest(), &census, now) {
+        .running();
+    if let Some(next) = kept.settled(ctx.signals.newest(), &running, now) {
         write(ctx, &next).await?;
     }
     Ok(Next::Done)
@@ -177,7 +177,7 @@ mod tests {
         nodes.apply(&node("a"));
         // What the first look writes, and the second reads back.
         let recorded = Nights::default()
-            .next(newest, &nodes.census(), at("2026-11-23T20:00:05Z"))
+            .next(newest, &nodes.running(), at("2026-11-23T20:00:05Z"))
             .unwrap();
         let text = serde_json::to_string(&recorded).unwrap();
         let (client, server) = mock_client();

@@ -22,7 +22,8 @@ use support::{
 
 /// How long the controller may take to record a change of the nodes.
 const RECORDED_WITHIN: Duration = Duration::from_secs(15);
-/// What OpenCost exports of two nodes: a general one and a GPU one.
+/// What OpenCost exports of two nodes, a general one and a GPU one; and what each node costs an
+/// hour, of the two that go (none yet for the others).
 const OPENCOST: &str = "# TYPE node_cpu_hourly_cost gauge
 node_cpu_hourly_cost{node=\"node-a\",instance_type=\"m6i.xlarge\"} 0.04
 node_cpu_hourly_cost{node=\"node-g\",instance_type=\"g5.xlarge\"} 0.06
@@ -32,6 +33,11 @@ node_ram_hourly_cost{node=\"node-g\",instance_type=\"g5.xlarge\"} 0.005
 # TYPE node_gpu_hourly_cost gauge
 node_gpu_hourly_cost{node=\"node-a\",instance_type=\"m6i.xlarge\"} 0
 node_gpu_hourly_cost{node=\"node-g\",instance_type=\"g5.xlarge\"} 3
+";
+/// What each node costs an hour, as OpenCost exports it: every node the night saw go.
+const OPENCOST_NODES: &str = "# TYPE node_total_hourly_cost gauge
+node_total_hourly_cost{node=\"node-c\",instance_type=\"m6i.xlarge\"} 0.192
+node_total_hourly_cost{node=\"node-g\",instance_type=\"g5.xlarge\"} 1.006
 ";
 
 /// The controller runs in `cronscaler`, as installed (its kubeconfig here names no namespace).
@@ -152,7 +158,17 @@ async fn the_nodes_before_a_night_and_at_its_quietest_point_are_recorded_and_tol
                 .then_some(said)
         })
         .await;
-        assert!(said.contains(&format!("{went}: $3.56 an hour")), "{said}");
+        assert!(said.contains(&format!("{went}: $3.56 an hour,")), "{said}");
+        // With each node's own price, the nodes that went are worth theirs: 0.192 + 1.006.
+        prometheus
+            .requests
+            .also(&format!("{OPENCOST}{OPENCOST_NODES}"));
+        eventually("each node's price scraped", RECORDED_WITHIN, || async {
+            let said = status(&scenario, &[&url, PRICES]);
+            said.contains(&format!("{went}: $1.20 an hour at each one's own price"))
+                .then_some(said)
+        })
+        .await;
     }
 
     // A restart goes on with the night: one more node gone counts against the same beginning.

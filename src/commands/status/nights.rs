@@ -7,8 +7,9 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::{Api, Client};
 use serde::Serialize;
 
+use super::priced::Priced;
 use crate::{
-    cost::PriceTable,
+    cost::opencost,
     figures::amount,
     nodes::nights::{Census, Night, Nights, PoolCount},
     runtime::api_errors::is_status,
@@ -57,8 +58,10 @@ pub async fn read(client: &Client, namespace: Option<&str>) -> Result<Option<Las
 }
 
 /// What the table says of the last night: when it began and ended, the nodes before and at its
-/// quietest point by pool, and what the nodes that went offered, worth what at `prices`.
-pub fn lines(last: &LastNight, prices: Option<&PriceTable>, now: DateTime<Utc>) -> Vec<String> {
+/// quietest point by pool, and what the nodes that went offered, worth what: at each one's own
+/// price where OpenCost gives one for every one of them, else by what they offered at `priced`'s
+/// table.
+pub fn lines(last: &LastNight, priced: &Priced, now: DateTime<Utc>) -> Vec<String> {
     let night = &last.night;
     let at = |instant: DateTime<Utc>| instant.to_rfc3339_opts(SecondsFormat::Secs, true);
     let ended = match night.ended {
@@ -97,12 +100,21 @@ pub fn lines(last: &LastNight, prices: Option<&PriceTable>, now: DateTime<Utc>) 
     );
     if offered.nodes > 0 {
         went_line.push_str(&format!(", offering {}", offered_text(&offered)));
-        if let Some(prices) = prices {
+        if let Some(prices) = &priced.table {
             let hours = night.quiet_hours(now);
+            // By name only where no pool grew: those are the nodes that went, net.
+            let own = |hours| {
+                let named = night.went.len() == offered.nodes as usize;
+                let names = named.then_some(night.went.keys()).into_iter().flatten();
+                opencost::nodes_worth(names, &priced.per_node, &prices.currency, hours)
+                    .filter(|_| named)
+            };
+            let (hourly, total, each) = match (own(1.0), own(hours)) {
+                (Some(hourly), Some(total)) => (hourly, total, " at each one's own price"),
+                _ => (offered.worth(prices, 1.0), offered.worth(prices, hours), ""),
+            };
             went_line.push_str(&format!(
-                ": {} an hour, {} over the {} h since its quietest point",
-                offered.worth(prices, 1.0),
-                offered.worth(prices, hours),
+                ": {hourly} an hour{each}, {total} over the {} h since its quietest point",
                 amount(Some(hours))
             ));
         }
@@ -115,12 +127,12 @@ pub fn lines(last: &LastNight, prices: Option<&PriceTable>, now: DateTime<Utc>) 
 /// recorded; else a note for standard error, which leaves what is printed as it was.
 pub fn render(
     read: &Result<Option<LastNight>, String>,
-    prices: Option<&PriceTable>,
+    priced: &Priced,
     now: DateTime<Utc>,
 ) -> (String, Option<String>) {
     match read {
         Ok(Some(last)) if last.night.before.total().nodes > 0 => {
-            (format!("\n{}\n", lines(last, prices, now).join("\n")), None)
+            (format!("\n{}\n", lines(last, priced, now).join("\n")), None)
         }
         Ok(_) => (
             String::new(),
@@ -200,8 +212,20 @@ fn by_pool(census: &Census) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
-    use crate::schedule::test_support::at;
+    use crate::{cost::PriceTable, schedule::test_support::at};
+
+    fn table() -> Priced {
+        let prices: PriceTable = "cpu=0.031,memory=0.0042,gpu=2.48,currency=USD"
+            .parse()
+            .unwrap();
+        Priced {
+            table: Some(prices),
+            ..Priced::default()
+        }
+    }
 
     fn census(pools: &[(&str, u32, f64)]) -> Census {
         Census(
@@ -229,18 +253,19 @@ mod tests {
                 quietest_at: at("2026-11-23T21:00:00Z"),
                 quietest: census(&[("default", 4, 0.0), ("gpu", 1, 1.0)]),
                 ended: ended.map(at),
+                nodes_before: BTreeMap::new(),
+                went: (["d4", "d5", "d6", "d7", "g1", "g2", "g3"].into_iter())
+                    .map(|name| (name.to_string(), name[..1].to_string()))
+                    .collect(),
             },
         }
     }
 
     #[test]
     fn the_night_says_how_many_nodes_went_and_what_they_were_worth_at_the_prices() {
-        let prices: PriceTable = "cpu=0.031,memory=0.0042,gpu=2.48,currency=USD"
-            .parse()
-            .unwrap();
         let lines = lines(
             &night(Some("2026-11-24T07:00:00Z")),
-            Some(&prices),
+            &table(),
             at("2026-11-28T00:00:00Z"),
         );
         assert_eq!(
@@ -258,7 +283,7 @@ mod tests {
 
     #[test]
     fn without_prices_the_nodes_that_went_are_said_in_what_they_offered() {
-        let lines = lines(&night(None), None, at("2026-11-23T23:00:00Z"));
+        let lines = lines(&night(None), &Priced::default(), at("2026-11-23T23:00:00Z"));
         assert_eq!(
             lines[0],
             "the night that began 2026-11-23T20:00:00Z (still going):"
@@ -266,6 +291,35 @@ mod tests {
         assert_eq!(
             lines[3],
             "  7 of 12 nodes went (default 4, gpu 3), offering 28.00 CPU, 112.00 GiB, 3.00 GPU"
+        );
+    }
+
+    #[test]
+    fn with_opencost_the_nodes_that_went_are_worth_each_its_own_price() {
+        let night = night(Some("2026-11-24T07:00:00Z"));
+        let mut priced = table();
+        priced.per_node = (night.night.went.keys())
+            .map(|name| {
+                (
+                    name.clone(),
+                    if name.starts_with('g') { 1.006 } else { 0.192 },
+                )
+            })
+            .collect();
+        let said = lines(&night, &priced, at("2026-11-28T00:00:00Z"));
+        // 4 × 0.192 + 3 × 1.006 = 3.786 an hour; × 10 h.
+        assert!(
+            said[3].ends_with(": $3.79 an hour at each one's own price, $37.86 over the 10.00 h since its quietest point"),
+            "{}",
+            said[3]
+        );
+        // One of them without a price of its own: all by what they offered, at the table.
+        priced.per_node.remove("g3");
+        let said = lines(&night, &priced, at("2026-11-28T00:00:00Z"));
+        assert!(
+            said[3].contains(": $8.78 an hour, $87.78 over"),
+            "{}",
+            said[3]
         );
     }
 }

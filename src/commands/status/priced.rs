@@ -1,12 +1,14 @@
 //! The prices `status` and `nodes` show money by: OpenCost's, where the Prometheus of
 //! `--prometheus-url` has its metrics (first found wins), else the table of `--prices`.
 
+use std::collections::BTreeMap;
+
 use crate::{
     activity::prometheus::{CountError, Prometheus},
     commands::cli::OpenCost,
     cost::{
         PriceTable,
-        opencost::{self, CPU_MEAN, GPU_MEAN, MEMORY_MEAN, Means, NODES},
+        opencost::{self, CPU_MEAN, GPU_MEAN, MEMORY_MEAN, Means, NODE_LABEL, NODE_PRICES, NODES},
     },
 };
 
@@ -15,6 +17,9 @@ use crate::{
 pub struct Priced {
     pub table: Option<PriceTable>,
     pub from: Option<String>,
+    /// With OpenCost's: what each node costs an hour, by name, which prices the nodes that went
+    /// at night each at its own.
+    pub per_node: BTreeMap<String, f64>,
 }
 
 /// The prices: OpenCost's where `--prometheus-url` has them, else the table. Where they come from
@@ -22,7 +27,7 @@ pub struct Priced {
 pub async fn prices(opencost: &OpenCost, table: Option<&PriceTable>) -> Priced {
     let given = || Priced {
         table: table.cloned(),
-        from: None,
+        ..Priced::default()
     };
     let Some(url) = &opencost.prometheus_url else {
         return given();
@@ -31,11 +36,15 @@ pub async fn prices(opencost: &OpenCost, table: Option<&PriceTable>) -> Priced {
         Some(_) => "the table of --prices",
         None => "no prices",
     };
-    match means(&Prometheus::new(url)).await {
+    let prometheus = Prometheus::new(url);
+    match means(&prometheus).await {
         Ok(means) => match opencost::table(means, opencost.opencost_currency.clone()) {
             Some(found) => Priced {
                 table: Some(found),
                 from: Some(opencost::source(&means)),
+                // Without them, the nodes that went are priced by what they offered, at the
+                // means, as a workload is.
+                per_node: (prometheus.by_label(NODE_PRICES, NODE_LABEL).await).unwrap_or_default(),
             },
             None => Priced {
                 from: Some(format!(

@@ -17,6 +17,18 @@ fn census(pools: &[(&str, u32)]) -> Census {
     )
 }
 
+/// The nodes of `pools`, each named after its pool and its place in it (`gpu-0`).
+fn running(pools: &[(&str, u32)]) -> Running {
+    Running {
+        census: census(pools),
+        names: (pools.iter())
+            .flat_map(|(pool, nodes)| {
+                (0..*nodes).map(move |i| (format!("{pool}-{i}"), pool.to_string()))
+            })
+            .collect(),
+    }
+}
+
 fn newest(sleep: Option<&str>, wake: Option<&str>) -> Newest {
     Newest {
         sleep: sleep.map(at),
@@ -26,7 +38,7 @@ fn newest(sleep: Option<&str>, wake: Option<&str>) -> Newest {
 
 #[test]
 fn a_night_begins_at_the_first_sleep_after_the_last_wake_with_the_nodes_then_running() {
-    let before = census(&[("default", 8), ("gpu", 4)]);
+    let before = running(&[("default", 8), ("gpu", 4)]);
     let nights = Nights::default()
         .next(
             newest(Some("2026-11-23T20:00:00Z"), Some("2026-11-23T07:00:00Z")),
@@ -37,8 +49,9 @@ fn a_night_begins_at_the_first_sleep_after_the_last_wake_with_the_nodes_then_run
     let night = nights.tonight().unwrap();
     assert_eq!(night.began, at("2026-11-23T20:00:00Z"));
     assert_eq!(night.counted_at, at("2026-11-23T20:00:02Z"));
-    assert_eq!(night.before, before);
-    assert_eq!(night.quietest, before);
+    assert_eq!(night.before, before.census);
+    assert_eq!(night.quietest, before.census);
+    assert_eq!(night.nodes_before.len(), 12, "each node by name");
 }
 
 #[test]
@@ -46,7 +59,7 @@ fn by_day_no_night_begins() {
     // The newest sleep is older than the newest wake: last night's, already over.
     let nothing = Nights::default().next(
         newest(Some("2026-11-22T20:00:00Z"), Some("2026-11-23T07:00:00Z")),
-        &census(&[("default", 8)]),
+        &running(&[("default", 8)]),
         at("2026-11-23T12:00:00Z"),
     );
     assert_eq!(nothing, None);
@@ -58,11 +71,11 @@ fn the_quietest_point_is_the_fewest_nodes_and_the_night_ends_at_the_next_wake() 
     let nights = Nights::default()
         .next(
             began,
-            &census(&[("default", 8), ("gpu", 4)]),
+            &running(&[("default", 8), ("gpu", 4)]),
             at("2026-11-23T20:00:00Z"),
         )
         .unwrap();
-    let fewer = census(&[("default", 4), ("gpu", 1)]);
+    let fewer = running(&[("default", 4), ("gpu", 1)]);
     let nights = nights
         .next(began, &fewer, at("2026-11-23T20:40:00Z"))
         .unwrap();
@@ -70,7 +83,7 @@ fn the_quietest_point_is_the_fewest_nodes_and_the_night_ends_at_the_next_wake() 
     assert_eq!(
         nights.next(
             began,
-            &census(&[("default", 6), ("gpu", 1)]),
+            &running(&[("default", 6), ("gpu", 1)]),
             at("2026-11-23T23:00:00Z")
         ),
         None
@@ -80,7 +93,7 @@ fn the_quietest_point_is_the_fewest_nodes_and_the_night_ends_at_the_next_wake() 
     let nights = nights
         .next(
             woke,
-            &census(&[("default", 8), ("gpu", 4)]),
+            &running(&[("default", 8), ("gpu", 4)]),
             at("2026-11-24T07:00:01Z"),
         )
         .unwrap();
@@ -90,6 +103,21 @@ fn the_quietest_point_is_the_fewest_nodes_and_the_night_ends_at_the_next_wake() 
     assert_eq!(night.quietest_at, at("2026-11-23T20:40:00Z"));
     let went = night.before.beyond(&night.quietest);
     assert_eq!(went.total().nodes, 7);
+    // By name, for their own prices; the names of the rest are not kept once it ended.
+    let names: Vec<&str> = night.went.keys().map(String::as_str).collect();
+    assert_eq!(
+        names,
+        [
+            "default-4",
+            "default-5",
+            "default-6",
+            "default-7",
+            "gpu-1",
+            "gpu-2",
+            "gpu-3"
+        ]
+    );
+    assert!(night.nodes_before.is_empty());
     assert_eq!(went.0["gpu"].nodes, 3);
     assert_eq!(went.total().cpu, 28.0);
     assert!((night.quiet_hours(at("2026-11-30T00:00:00Z")) - 10.0 - 1.0 / 3.0).abs() < 1e-9);
@@ -101,7 +129,7 @@ fn a_restart_goes_on_with_the_night_and_begins_none_twice() {
     let nights = Nights::default()
         .next(
             began,
-            &census(&[("default", 8)]),
+            &running(&[("default", 8)]),
             at("2026-11-23T20:00:00Z"),
         )
         .unwrap();
@@ -110,7 +138,7 @@ fn a_restart_goes_on_with_the_night_and_begins_none_twice() {
     assert_eq!(
         stored.next(
             began,
-            &census(&[("default", 8)]),
+            &running(&[("default", 8)]),
             at("2026-11-23T22:00:00Z")
         ),
         None
@@ -118,10 +146,18 @@ fn a_restart_goes_on_with_the_night_and_begins_none_twice() {
     // After the wake, the same records begin no second night.
     let woke = newest(Some("2026-11-23T20:00:00Z"), Some("2026-11-24T07:00:00Z"));
     let ended = stored
-        .next(woke, &census(&[("default", 8)]), at("2026-11-24T07:00:00Z"))
+        .next(
+            woke,
+            &running(&[("default", 8)]),
+            at("2026-11-24T07:00:00Z"),
+        )
         .unwrap();
     assert_eq!(
-        ended.next(woke, &census(&[("default", 8)]), at("2026-11-24T09:00:00Z")),
+        ended.next(
+            woke,
+            &running(&[("default", 8)]),
+            at("2026-11-24T09:00:00Z")
+        ),
         None
     );
     assert_eq!(ended.0.len(), 1);
@@ -133,7 +169,7 @@ fn a_controller_started_at_night_counts_from_its_start_and_says_so() {
     let nights = Nights::default()
         .next(
             newest(Some("2026-11-27T20:00:00Z"), Some("2026-11-27T07:00:00Z")),
-            &census(&[("default", 5)]),
+            &running(&[("default", 5)]),
             at("2026-11-28T12:00:00Z"),
         )
         .unwrap();
@@ -154,14 +190,14 @@ fn two_weeks_of_nights_are_kept() {
             wake: Some(sleep - chrono::TimeDelta::hours(13)),
         };
         nights = nights
-            .next(asleep, &census(&[("default", 3)]), sleep)
+            .next(asleep, &running(&[("default", 3)]), sleep)
             .unwrap();
         let awake = Newest {
             sleep: Some(sleep),
             wake: Some(wake),
         };
         nights = nights
-            .next(awake, &census(&[("default", 3)]), wake)
+            .next(awake, &running(&[("default", 3)]), wake)
             .unwrap();
     }
     assert_eq!(nights.0.len(), KEPT);
@@ -183,13 +219,17 @@ fn a_controller_away_across_a_wake_and_the_next_sleep_ends_one_night_and_begins_
     let nights = Nights::default()
         .next(
             first,
-            &census(&[("default", 8)]),
+            &running(&[("default", 8)]),
             at("2026-11-23T20:00:00Z"),
         )
         .unwrap();
     let back = newest(Some("2026-11-24T20:00:00Z"), Some("2026-11-24T07:00:00Z"));
     let nights = nights
-        .settled(back, &census(&[("default", 7)]), at("2026-11-24T21:00:00Z"))
+        .settled(
+            back,
+            &running(&[("default", 7)]),
+            at("2026-11-24T21:00:00Z"),
+        )
         .unwrap();
     assert_eq!(nights.0.len(), 2);
     assert_eq!(nights.0[0].ended, Some(at("2026-11-24T07:00:00Z")));
@@ -198,7 +238,11 @@ fn a_controller_away_across_a_wake_and_the_next_sleep_ends_one_night_and_begins_
         Some(at("2026-11-24T20:00:00Z"))
     );
     assert_eq!(
-        nights.settled(back, &census(&[("default", 7)]), at("2026-11-24T21:00:00Z")),
+        nights.settled(
+            back,
+            &running(&[("default", 7)]),
+            at("2026-11-24T21:00:00Z")
+        ),
         None
     );
 }
