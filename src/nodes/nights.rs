@@ -17,6 +17,11 @@ use crate::cost::{GPU, Money, PriceTable, resources::by_name};
 /// How many nights the record keeps: two weeks.
 pub const KEPT: usize = 14;
 
+/// How many of them keep the names of the nodes that went, which `status` prices: the last
+/// one, and the one before it. Thousands of nodes named every night for two weeks would not fit
+/// a ConfigMap.
+pub const KEPT_NAMED: usize = 2;
+
 /// The name of the pool of nodes that carry no pool label.
 pub const NO_POOL: &str = "-";
 
@@ -209,6 +214,10 @@ impl Nights {
         };
         let over = nights.0.len().saturating_sub(KEPT);
         nights.0.drain(..over);
+        let unnamed = nights.0.len().saturating_sub(KEPT_NAMED);
+        for night in &mut nights.0[..unnamed] {
+            night.went.clear();
+        }
         changed.then_some(nights)
     }
 }

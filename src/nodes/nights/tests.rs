@@ -192,6 +192,11 @@ fn two_weeks_of_nights_are_kept() {
         nights = nights
             .next(asleep, &running(&[("default", 3)]), sleep)
             .unwrap();
+        // One node goes each night.
+        let quiet = sleep + chrono::TimeDelta::hours(1);
+        nights = nights
+            .next(asleep, &running(&[("default", 2)]), quiet)
+            .unwrap();
         let awake = Newest {
             sleep: Some(sleep),
             wake: Some(wake),
@@ -202,6 +207,14 @@ fn two_weeks_of_nights_are_kept() {
     }
     assert_eq!(nights.0.len(), KEPT);
     assert_eq!(nights.0[0].began, start + chrono::TimeDelta::days(6));
+    // The names of the nodes that went, for the last two only.
+    let named: Vec<bool> = nights
+        .0
+        .iter()
+        .map(|night| !night.went.is_empty())
+        .collect();
+    assert_eq!(named.iter().filter(|named| **named).count(), KEPT_NAMED);
+    assert!(named[KEPT - KEPT_NAMED..].iter().all(|named| *named));
 }
 
 #[test]
