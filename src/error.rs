@@ -39,6 +39,10 @@ pub enum Error {
         source: kube::Error,
     },
 
+    /// A record of the controller's own that cannot be written as it is.
+    #[error("ConfigMap {object} cannot be written: {reason}")]
+    Unwritable { object: ObjectKey, reason: String },
+
     /// A record of the controller's own that does not read: it is not written over, as what it
     /// holds would be lost.
     #[error(
@@ -86,7 +90,8 @@ impl Error {
             | Error::Namespaced { source, .. } => Some(source),
             Error::DeploymentNotOwned { .. }
             | Error::FooWithoutUid { .. }
-            | Error::Unreadable { .. } => None,
+            | Error::Unreadable { .. }
+            | Error::Unwritable { .. } => None,
         }
     }
 

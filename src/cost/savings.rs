@@ -8,11 +8,15 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::{GIB, PodRequests, PriceTable, resources::by_name};
+use super::{GIB, PodRequests, PriceTable, is_gpu, resources::by_name};
 use crate::schedule::Slept;
 
 /// Replica-hours, among the resources of a saving.
 pub const REPLICAS: &str = "replicas";
+
+/// The most of a resource one pod is believed to request: a figure past any machine (a
+/// quantity a kind without validation lets through, `1e308`) counts nothing.
+const MOST_PER_POD: f64 = 1_000_000.0;
 
 /// What one sleep saved.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,7 +33,9 @@ pub struct Saving {
 }
 
 impl Saving {
-    /// What `slept` saved in `namespace`, each pod requesting `requests`, at `prices`.
+    /// What `slept` saved in `namespace`, each pod requesting `requests`, at `prices`. Counted
+    /// are CPU, memory, GPUs and the extended resources `prices` prices: any other name a pod
+    /// may make up would be one more key of the ledger and one more series of the metrics.
     pub fn of(
         namespace: &str,
         slept: &Slept,
@@ -37,11 +43,17 @@ impl Saving {
         prices: Option<&PriceTable>,
     ) -> Self {
         let replica_hours = slept.replica_hours();
+        let counted = |name: &str| {
+            matches!(name, "cpu" | "memory")
+                || is_gpu(name)
+                || prices.is_some_and(|prices| prices.per_hour.contains_key(name))
+        };
         let hours: BTreeMap<String, f64> = by_name(
             requests.cpu_cores,
             requests.memory_bytes.map(|bytes| bytes / GIB),
             &requests.extended,
         )
+        .filter(|(name, per_pod)| counted(name) && (0.0..=MOST_PER_POD).contains(per_pod))
         .map(|(name, per_pod)| (name.to_string(), per_pod * replica_hours))
         .chain([(REPLICAS.to_string(), replica_hours)])
         .collect();

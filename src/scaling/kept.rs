@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::{
     Api, Client,
-    api::{ObjectMeta, Patch, PatchParams},
+    api::{ObjectMeta, Patch, PatchParams, PostParams},
 };
 use serde::{Serialize, de::DeserializeOwned};
 
@@ -26,6 +26,19 @@ pub struct Kept<'a> {
     pub name: &'static str,
     pub key: &'static str,
 }
+
+/// What a write of a record is made over.
+pub enum Guard {
+    /// Whatever is kept: one writer decides it whole.
+    Nothing,
+    /// The record as read at this resourceVersion, or, where none was read, none at all: should
+    /// another have written it since, the write fails (409), and is made again on what it
+    /// wrote.
+    Read(Option<String>),
+}
+
+/// The most a record may weigh: a ConfigMap holds 1 MiB.
+const MOST_BYTES: usize = 900 * 1024;
 
 /// A record as read: what it holds (`None` where the ConfigMap or its key is not there, or
 /// where it does not read: the reason), and the resourceVersion it was read at.
@@ -59,16 +72,31 @@ impl Kept<'_> {
         })
     }
 
-    /// Writes `record`, `doing` what (for the log and a dry run); over the one read at
-    /// `version` only, where given.
+    /// Writes `record`, `doing` what (for the log and a dry run), over what `guard` says.
     pub async fn write<T: Serialize>(
         &self,
         writes: &Writes,
         doing: &str,
         record: &T,
-        version: Option<String>,
+        guard: Guard,
     ) -> Result<(), Error> {
-        let text = serde_json::to_string(record).unwrap_or_default();
+        let text = serde_json::to_string(record).map_err(|error| Error::Unwritable {
+            object: self.object(),
+            reason: error.to_string(),
+        })?;
+        if text.len() > MOST_BYTES {
+            return Err(Error::Unwritable {
+                object: self.object(),
+                reason: format!(
+                    "{} bytes, over the {MOST_BYTES} a ConfigMap may hold",
+                    text.len()
+                ),
+            });
+        }
+        let (version, create) = match guard {
+            Guard::Nothing => (None, false),
+            Guard::Read(version) => (version.clone(), version.is_none()),
+        };
         let map = ConfigMap {
             metadata: ObjectMeta {
                 name: Some(self.name.into()),
@@ -78,13 +106,25 @@ impl Kept<'_> {
             data: Some(BTreeMap::from([(self.key.to_string(), text)])),
             ..ConfigMap::default()
         };
-        let params = PatchParams::apply(CONTROLLER_NAME).force();
         let what = format!("{doing} in ConfigMap {}", self.object());
         let api = self.api();
-        writes
-            .make(what, api.patch(self.name, &params, &Patch::Apply(&map)))
-            .await
-            .map_err(Error::api("writing", "ConfigMap", &self.object()))?;
-        Ok(())
+        let made = match create {
+            // Made, not applied: two leaders making it at once, one fails.
+            true => {
+                let params = PostParams {
+                    field_manager: Some(CONTROLLER_NAME.into()),
+                    ..PostParams::default()
+                };
+                writes.make(what, api.create(&params, &map)).await.map(drop)
+            }
+            false => {
+                let params = PatchParams::apply(CONTROLLER_NAME).force();
+                (writes
+                    .make(what, api.patch(self.name, &params, &Patch::Apply(&map)))
+                    .await)
+                    .map(drop)
+            }
+        };
+        made.map_err(Error::api("writing", "ConfigMap", &self.object()))
     }
 }

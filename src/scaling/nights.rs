@@ -25,7 +25,10 @@ use crate::{
         nights::{Newest, Nights},
     },
     runtime::{worker::Next, workqueue::Enqueue, writes::Writes},
-    scaling::{kept::Kept, key::ScalingKey},
+    scaling::{
+        kept::{Guard, Kept},
+        key::ScalingKey,
+    },
     schedule::{Direction, Transition},
 };
 
@@ -137,7 +140,7 @@ async fn read(ctx: &NightsContext) -> Result<Nights, Error> {
 
 async fn write(ctx: &NightsContext, nights: &Nights) -> Result<(), Error> {
     (kept(ctx))
-        .write(&ctx.writes, "record the nights", nights, None)
+        .write(&ctx.writes, "record the nights", nights, Guard::Nothing)
         .await
 }
 

@@ -6,7 +6,10 @@
 //! file, and the metrics count the ledger's totals: they go on across a restart and a new
 //! leader, and never go down when a workload is deleted.
 
+mod filing;
+
 use std::{
+    collections::HashMap,
     sync::{Arc, Mutex, PoisonError},
     time::Duration,
 };
@@ -25,7 +28,10 @@ use crate::{
     namespaces::NamespaceSchedules,
     ops::metrics::Metrics,
     runtime::{worker::Next, workqueue::Enqueue, writes::Writes},
-    scaling::{kept::Kept, key::ScalingKey},
+    scaling::{
+        kept::{Guard, Kept},
+        key::ScalingKey,
+    },
     schedule::{SLEPT, Slept},
     workloads::{
         last_seen::LastSeen,
@@ -47,57 +53,110 @@ pub const SETTLE: Duration = Duration::from_secs(30);
 /// on them are not all known.
 const LISTING_WAIT: Duration = Duration::from_secs(1);
 
-/// The savings of this replica's wakes, not filed yet: shared by the looks that wake and the
-/// one that files.
+/// How long a wake's patch may be on its way before its sleep is filed without it: a look
+/// dropped mid-way leaves no wake on its way for ever.
+const ON_ITS_WAY: TimeDelta = TimeDelta::minutes(5);
+
+/// The most savings that wait in memory: where the ledger cannot be written for long, more are
+/// left to their records.
+const MOST_WAITING: usize = 100_000;
+
+/// How far back a record on an object is filed where no ledger is kept yet (a new install, one
+/// deleted): the last sleep of every workload is not counted again.
+const FIRST_LEDGER: TimeDelta = TimeDelta::hours(1);
+
+/// The most objects one look reads for the records a leader before left unfiled; more wait for
+/// the next look.
+const MOST_READS: usize = 100;
+
+/// The wakes of this replica, on their way and made, whose savings are not filed yet: shared by
+/// the looks that wake and the one that files.
 #[derive(Clone)]
 pub struct Savings {
-    pending: Arc<Mutex<Vec<(ScaleTarget, Saving)>>>,
+    waiting: Arc<Mutex<Waiting>>,
     /// `--prices`: without them, savings are counted in resource-hours only.
     prices: Option<PriceTable>,
     queue: Enqueue<ScalingKey>,
 }
 
+#[derive(Default)]
+struct Waiting {
+    /// Wakes whose patch is on its way, as planned at.
+    on_its_way: HashMap<Key, DateTime<Utc>>,
+    ended: HashMap<Key, Saving>,
+}
+
 impl Savings {
     pub fn new(prices: Option<PriceTable>, queue: Enqueue<ScalingKey>) -> Self {
         Self {
-            pending: Arc::default(),
+            waiting: Arc::default(),
             prices,
             queue,
         }
     }
 
-    /// `slept`, ended by the wake of `target` that `object` answered, waits to be filed.
+    fn lock(&self) -> std::sync::MutexGuard<'_, Waiting> {
+        self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The wake of `target` that ends `slept` is sent: nothing after the sleep's end is filed
+    /// before it is answered.
+    pub fn on_its_way(&self, target: &ScaleTarget, slept: &Slept) {
+        (self.lock().on_its_way).insert((target.clone(), slept.until), slept.until);
+    }
+
+    /// That wake is answered, or was not sent: nothing waits for it any more.
+    pub fn off_its_way(&self, target: &ScaleTarget, slept: &Slept) {
+        (self.lock().on_its_way).remove(&(target.clone(), slept.until));
+    }
+
+    /// That wake was made, and `object` is the answer: its saving, from what its pods request,
+    /// waits to be filed.
     pub fn ended(&self, target: &ScaleTarget, slept: &Slept, object: &DynamicObject) {
         let saving = saving_of(target, slept, &object.data, self.prices.as_ref());
-        self.lock().push((target.clone(), saving));
+        let key = (target.clone(), slept.until);
+        let mut waiting = self.lock();
+        waiting.on_its_way.remove(&key);
+        if waiting.ended.len() < MOST_WAITING {
+            waiting.ended.insert(key, saving);
+        } else {
+            tracing::warn!(object = %target, "too many savings wait for the ledger: this one is left to its record");
+        }
+        drop(waiting);
         self.queue
             .add_after(ScalingKey::Savings, SETTLE + LISTING_WAIT);
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(ScaleTarget, Saving)>> {
-        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    /// Before it, no wake can end a sleep any more: `settled`, or just before the oldest wake
+    /// still on its way (one on its way for long is taken for lost).
+    fn cutoff(&self, settled: DateTime<Utc>, now: DateTime<Utc>) -> DateTime<Utc> {
+        let waiting = self.lock();
+        (waiting.on_its_way.values())
+            .filter(|planned| **planned > now - ON_ITS_WAY)
+            .map(|until| *until - TimeDelta::seconds(1))
+            .fold(settled, DateTime::min)
     }
 
-    /// Those that ended by `settled`.
-    fn settled(&self, settled: DateTime<Utc>) -> Vec<(ScaleTarget, Saving)> {
-        (self.lock().iter())
-            .filter(|(_, saving)| saving.until <= settled)
-            .cloned()
+    fn ended_savings(&self) -> Vec<(Key, Saving)> {
+        (self.lock().ended.iter())
+            .map(|(key, saving)| (key.clone(), saving.clone()))
             .collect()
     }
 
-    /// Whether `target`'s sleep that ended `until` waits here.
-    fn waits(&self, target: &ScaleTarget, until: DateTime<Utc>) -> bool {
-        (self.lock().iter()).any(|(waiting, saving)| waiting == target && saving.until == until)
+    fn waits(&self, key: &Key) -> bool {
+        self.lock().ended.contains_key(key)
     }
 
     /// These wait no more: filed, or never to be.
-    fn let_go(&self, gone: &[(ScaleTarget, Saving)]) {
-        self.lock().retain(|waiting| !gone.contains(waiting));
+    fn let_go(&self, gone: &[Key]) {
+        let mut waiting = self.lock();
+        for key in gone {
+            waiting.ended.remove(key);
+        }
     }
 
     fn is_empty(&self) -> bool {
-        self.lock().is_empty()
+        self.lock().ended.is_empty()
     }
 }
 
@@ -150,68 +209,80 @@ pub async fn look(
         return Ok(Next::After(LISTING_WAIT));
     }
     let settled = now - TimeDelta::from_std(SETTLE).unwrap_or_default();
-    let waiting = ctx.savings.settled(settled);
+    let cutoff = ctx.savings.cutoff(settled, now);
+    let waiting = ctx.savings.ended_savings();
     let (kept, version) = match read(ctx).await {
         Ok(kept) => kept,
         // Not given the ConfigMap (run apart from its Role): what waits is let go, not kept in
         // memory without end, and tried again with the next wake.
         Err(error) if error.is_forbidden() => {
             tracing::warn!(%error, dropped = waiting.len(), "no ledger of savings: the savings of these wakes are not counted");
-            ctx.savings.let_go(&waiting);
+            let keys: Vec<Key> = waiting.into_iter().map(|(key, _)| key).collect();
+            ctx.savings.let_go(&keys);
             return Ok(Next::Done);
         }
         Err(error) => return Err(error),
     };
-    let (unfiled, unsettled) = unfiled_records(ctx, &kept, (settled, now)).await?;
-    let gone = ctx.namespaces.gone();
-    let mut ledger = kept.clone();
-    for saving in waiting.iter().map(|(_, saving)| saving).chain(&unfiled) {
-        ledger.file(saving);
-    }
-    if !(waiting.is_empty() && unfiled.is_empty()) {
-        ledger.filed_through = ledger.filed_through.max(Some(settled));
-    }
-    ledger.forget_gone(|namespace| !gone.contains(namespace));
-    if ledger != kept {
+    let (recorded, more) = unfiled_records(ctx, &kept, (cutoff, now)).await?;
+    let deleted = ctx.namespaces.gone();
+    // A Namespace made again since it was deleted keeps its totals.
+    let gone = (deleted.iter())
+        .filter(|namespace| !ctx.namespaces.is_known(namespace))
+        .cloned()
+        .collect();
+    let filing = Filing::of(Read {
+        kept: &kept,
+        waiting,
+        recorded,
+        cutoff,
+        gone,
+    });
+    if filing.ledger != kept {
         // Over the ledger read only: should another leader have written it since, the write
         // fails, and the look is made again on what it wrote.
         (self::kept(ctx))
-            .write(&ctx.writes, "file the savings", &ledger, version)
+            .write(
+                &ctx.writes,
+                "file the savings",
+                &filing.ledger,
+                Guard::Read(version),
+            )
             .await?;
-        ctx.savings.let_go(&waiting);
     }
-    ctx.namespaces.forgotten(&gone);
-    count(&ctx.metrics, &kept, &ledger);
-    Ok(match ctx.savings.is_empty() && !unsettled {
-        true => Next::Done,
-        false => Next::After(SETTLE),
+    ctx.savings.let_go(&filing.let_go);
+    ctx.namespaces.forgotten(&deleted);
+    count(&ctx.metrics, &kept, &filing.ledger);
+    Ok(match filing.later || more || !ctx.savings.is_empty() {
+        true => Next::After(SETTLE),
+        false => Next::Done,
     })
 }
 
 /// The sleeps recorded on the objects that no wake of this replica's waits with, ended after
-/// everything filed and by `settled`: a leader before ended them and went before filing them.
-/// Each object is read for its pods' requests; one gone since counts its replicas only. And
-/// whether more end after `settled`, by `now`, to be filed later.
+/// everything filed and by `cutoff`: a leader before ended them and went before filing them.
+/// Each object is read for its pods' requests (one gone since counts its replicas only), a
+/// hundred at most a look; and whether more are to be filed later.
 async fn unfiled_records(
     ctx: &SavingsContext,
     ledger: &Ledger,
-    (settled, now): (DateTime<Utc>, DateTime<Utc>),
+    (cutoff, now): (DateTime<Utc>, DateTime<Utc>),
 ) -> Result<(Vec<Saving>, bool), Error> {
+    let floor = (ledger.filed_through).unwrap_or(now - FIRST_LEDGER);
     let recorded = |state: &TargetState| -> Option<Slept> {
         let slept: Slept = state.annotations.get(SLEPT)?.parse().ok()?;
-        ledger.awaits(slept.until, now).then_some(slept)
+        (slept.until > floor && slept.until <= now).then_some(slept)
     };
     let targets = ctx.last_seen.find(|state| recorded(state).is_some());
-    let (mut unfiled, mut unsettled) = (Vec::new(), false);
+    let (mut unfiled, mut more) = (Vec::new(), false);
     for target in targets {
         let Some(slept) = (ctx.last_seen.get(&target).as_ref())
             .and_then(recorded)
-            .filter(|slept| !ctx.savings.waits(&target, slept.until))
+            .filter(|slept| !ctx.savings.waits(&(target.clone(), slept.until)))
         else {
             continue;
         };
-        if slept.until > settled {
-            unsettled = true;
+        if slept.until > cutoff || unfiled.len() == MOST_READS {
+            more = true;
             continue;
         }
         let object = read_object(&ctx.client, &target).await.map_err(Error::api(
@@ -227,7 +298,7 @@ async fn unfiled_records(
             ctx.savings.prices.as_ref(),
         ));
     }
-    Ok((unfiled, unsettled))
+    Ok((unfiled, more))
 }
 
 /// Each counter of the metrics brought up to the ledger's total; those of the Namespaces
@@ -272,6 +343,8 @@ async fn read(ctx: &SavingsContext) -> Result<(Ledger, Option<String>), Error> {
         }),
     }
 }
+
+use filing::{Filing, Key, Read};
 
 #[cfg(test)]
 mod tests;

@@ -48,8 +48,9 @@ impl Slept {
         // To the second, as the record is written: what is filed from the record and what is
         // filed from the wake are the same sleep.
         let until = now.with_nanosecond(0).unwrap_or(now);
-        (waking && asleep.at < until).then(|| Slept {
-            replicas: woken - current,
+        let replicas = woken.checked_sub(current)?;
+        (waking && asleep.at < until).then_some(Slept {
+            replicas,
             since: asleep.at.max(until - LONGEST_SLEEP),
             until,
         })

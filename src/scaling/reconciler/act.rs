@@ -58,7 +58,18 @@ pub async fn act(
     if let Some(step) = &plan.step {
         tell_step(ctx, &target.key.namespace, step).await;
     }
+    // A wake's sleep is known to be ending from now: nothing after it is filed before it is
+    // answered.
+    let ending = (ctx.savings.as_ref())
+        .zip(plan.patch.as_ref().and_then(|patch| patch.slept))
+        .filter(|_| !ctx.writes.dry_run());
+    if let Some((savings, slept)) = &ending {
+        savings.on_its_way(target, slept);
+    }
     let written = write(ctx, target, object, &plan).await;
+    if let Some((savings, slept)) = &ending {
+        savings.off_its_way(target, slept);
+    }
     if let (Some(owner), true, Some(queue)) =
         (&plan.owner_look, written.is_ok(), &ctx.gitops.releases)
     {

@@ -78,9 +78,12 @@ fn filed(ledger: &Ledger, version: Option<&str>) -> Exchange {
         "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": LEDGER },
         "data": { (LEDGER_KEY): serde_json::to_string(ledger).unwrap() },
     });
-    if let Some(version) = version {
-        body["metadata"]["resourceVersion"] = json!(version);
-    }
+    let Some(version) = version else {
+        // None kept yet: made, so that of two leaders making it at once one fails.
+        let made = "/api/v1/namespaces/cronscaler/configmaps?&fieldManager=cronscaler";
+        return Exchange::new("POST", made).body(body).reply(201, json!({}));
+    };
+    body["metadata"]["resourceVersion"] = json!(version);
     Exchange::new("PATCH", format!("{LEDGER_PATH}{APPLY}"))
         .content_type("application/apply-patch+yaml")
         .body(body)
@@ -271,4 +274,22 @@ async fn where_the_ledger_may_not_be_read_the_savings_waiting_are_let_go() {
     assert!(ctx.savings.is_empty(), "nothing kept in memory without end");
     drop(ctx);
     server.await.unwrap();
+}
+
+#[test]
+fn nothing_after_a_wake_on_its_way_is_filed_before_it_is_answered() {
+    let queue = Enqueue::new(WorkQueue::<WorkKey>::new(RateLimit::default()));
+    let savings = Savings::new(None, queue);
+    let (settled, now) = (at("2026-11-28T07:00:30Z"), at("2026-11-28T07:01:00Z"));
+    assert_eq!(savings.cutoff(settled, now), settled);
+    let slept: Slept = "2 2026-11-27T20:00:00Z/2026-11-28T07:00:10Z"
+        .parse()
+        .unwrap();
+    savings.on_its_way(&web(), &slept);
+    assert_eq!(savings.cutoff(settled, now), at("2026-11-28T07:00:09Z"));
+    // On its way for longer than any patch takes: lost with its look, and waited for no more.
+    let later = at("2026-11-28T07:06:00Z");
+    assert_eq!(savings.cutoff(later, later), later);
+    savings.off_its_way(&web(), &slept);
+    assert_eq!(savings.cutoff(settled, now), settled);
 }
