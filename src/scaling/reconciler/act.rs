@@ -43,6 +43,14 @@ pub async fn act(
     object: &TargetState,
     plan: Plan,
 ) -> Result<(), Error> {
+    // A wake's sleep is known to be ending from now, before anything is awaited: nothing after
+    // it is filed before it is answered.
+    let ending = (ctx.savings.as_ref())
+        .zip(plan.patch.as_ref().and_then(|patch| patch.slept))
+        .filter(|_| !ctx.writes.dry_run());
+    if let Some((savings, slept)) = &ending {
+        savings.on_its_way(target, slept);
+    }
     if let (Some(at), Some((_, timer))) = (plan.recheck, &ctx.grace) {
         tracing::debug!(object = %target, %at, "looked at again then");
         timer.recheck_at(target.clone(), at);
@@ -57,14 +65,6 @@ pub async fn act(
     }
     if let Some(step) = &plan.step {
         tell_step(ctx, &target.key.namespace, step).await;
-    }
-    // A wake's sleep is known to be ending from now: nothing after it is filed before it is
-    // answered.
-    let ending = (ctx.savings.as_ref())
-        .zip(plan.patch.as_ref().and_then(|patch| patch.slept))
-        .filter(|_| !ctx.writes.dry_run());
-    if let Some((savings, slept)) = &ending {
-        savings.on_its_way(target, slept);
     }
     let written = write(ctx, target, object, &plan).await;
     if let Some((savings, slept)) = &ending {
