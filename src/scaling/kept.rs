@@ -38,7 +38,7 @@ pub enum Guard {
 }
 
 /// The most a record may weigh: a ConfigMap holds 1 MiB.
-const MOST_BYTES: usize = 900 * 1024;
+pub const MOST_BYTES: usize = 900 * 1024;
 
 /// A record as read: what it holds (`None` where the ConfigMap or its key is not there, or
 /// where it does not read: the reason), and the resourceVersion it was read at.

@@ -26,7 +26,7 @@ use crate::{
     },
     runtime::{worker::Next, workqueue::Enqueue, writes::Writes},
     scaling::{
-        kept::{Guard, Kept},
+        kept::{Guard, Kept, MOST_BYTES},
         key::ScalingKey,
     },
     schedule::{Direction, Transition},
@@ -111,9 +111,23 @@ pub async fn look(
         .unwrap_or_else(PoisonError::into_inner)
         .running();
     if let Some(next) = kept.settled(ctx.signals.newest(), &running, now) {
-        write(ctx, &next).await?;
+        write(ctx, &fitting(next)).await?;
     }
     Ok(Next::Done)
+}
+
+/// `nights`, without the names of nodes where they would not fit a ConfigMap (thousands of
+/// nodes): the nodes that went are then priced by what they offered.
+fn fitting(mut nights: Nights) -> Nights {
+    let weight =
+        |nights: &Nights| serde_json::to_string(nights).map_or(usize::MAX, |text| text.len());
+    if weight(&nights) > MOST_BYTES {
+        for night in &mut nights.0 {
+            night.nodes_before.clear();
+            night.went.clear();
+        }
+    }
+    nights
 }
 
 fn kept(ctx: &NightsContext) -> Kept<'_> {
@@ -230,5 +244,25 @@ mod tests {
         look(&ctx, true, at("2026-11-23T21:00:00Z")).await.unwrap();
         drop(ctx);
         server.await.unwrap();
+    }
+
+    #[test]
+    fn names_that_would_not_fit_a_configmap_are_left_out_and_the_counts_kept() {
+        let mut nodes = NodeCensus::default();
+        for i in 0..20_000 {
+            nodes.apply(&node(&format!("ip-10-0-{i}.eu-west-1.compute.internal")));
+        }
+        let newest = Newest {
+            sleep: Some(at("2026-11-23T20:00:00Z")),
+            wake: None,
+        };
+        let nights = Nights::default()
+            .next(newest, &nodes.running(), at("2026-11-23T20:00:05Z"))
+            .unwrap();
+        let fitted = fitting(nights.clone());
+        let night = fitted.tonight().unwrap();
+        assert!(night.nodes_before.is_empty());
+        assert_eq!(night.before, nights.tonight().unwrap().before);
+        assert!(serde_json::to_string(&fitted).unwrap().len() < MOST_BYTES);
     }
 }

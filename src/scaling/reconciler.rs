@@ -243,6 +243,9 @@ pub async fn reconcile(
     target: &ScaleTarget,
     now: DateTime<Utc>,
 ) -> Result<Next, Error> {
+    // A wake made by this look ends its sleep at `now`: the ledger files nothing after it until
+    // the look is over, however long its reads and retries take.
+    let _under_way = ctx.savings.as_ref().map(|savings| savings.under_way(now));
     let Some(observed) = observe::observe(ctx, target, Source::Watched, now).await? else {
         return Ok(Next::Done);
     };

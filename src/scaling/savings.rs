@@ -9,7 +9,7 @@
 mod filing;
 
 use std::{
-    collections::HashMap,
+    collections::{BTreeMap, HashMap},
     sync::{Arc, Mutex, PoisonError},
     time::Duration,
 };
@@ -53,10 +53,6 @@ pub const SETTLE: Duration = Duration::from_secs(30);
 /// on them are not all known.
 const LISTING_WAIT: Duration = Duration::from_secs(1);
 
-/// How long a wake's patch may be on its way before its sleep is filed without it: a look
-/// dropped mid-way leaves no wake on its way for ever.
-const ON_ITS_WAY: TimeDelta = TimeDelta::minutes(5);
-
 /// The most savings that wait in memory: where the ledger cannot be written for long, more are
 /// left to their records.
 const MOST_WAITING: usize = 100_000;
@@ -81,9 +77,29 @@ pub struct Savings {
 
 #[derive(Default)]
 struct Waiting {
-    /// Wakes whose patch is on its way, as planned at.
-    on_its_way: HashMap<Key, DateTime<Utc>>,
+    /// The looks at workloads under way, by the instant they plan at (how many at each): a wake
+    /// among them ends its sleep then.
+    under_way: BTreeMap<DateTime<Utc>, usize>,
     ended: HashMap<Key, Saving>,
+}
+
+/// A look at a workload under way, from its start to its end, whatever ends it (a failure, a
+/// retry after a conflict, a look dropped when leadership goes).
+pub struct UnderWay {
+    savings: Savings,
+    at: DateTime<Utc>,
+}
+
+impl Drop for UnderWay {
+    fn drop(&mut self) {
+        let mut waiting = self.savings.lock();
+        if let Some(count) = waiting.under_way.get_mut(&self.at) {
+            *count -= 1;
+            if *count == 0 {
+                waiting.under_way.remove(&self.at);
+            }
+        }
+    }
 }
 
 impl Savings {
@@ -99,15 +115,14 @@ impl Savings {
         self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The wake of `target` that ends `slept` is sent: nothing after the sleep's end is filed
-    /// before it is answered.
-    pub fn on_its_way(&self, target: &ScaleTarget, slept: &Slept) {
-        (self.lock().on_its_way).insert((target.clone(), slept.until), slept.until);
-    }
-
-    /// That wake is answered, or was not sent: nothing waits for it any more.
-    pub fn off_its_way(&self, target: &ScaleTarget, slept: &Slept) {
-        (self.lock().on_its_way).remove(&(target.clone(), slept.until));
+    /// A look at a workload planning at `now` starts: should it wake one, the sleep it ends
+    /// ends at `now`, and nothing after that is filed until the look is over.
+    pub fn under_way(&self, now: DateTime<Utc>) -> UnderWay {
+        *self.lock().under_way.entry(now).or_default() += 1;
+        UnderWay {
+            savings: self.clone(),
+            at: now,
+        }
     }
 
     /// That wake was made, and `object` is the answer: its saving, from what its pods request,
@@ -116,7 +131,6 @@ impl Savings {
         let saving = saving_of(target, slept, &object.data, self.prices.as_ref());
         let key = (target.clone(), slept.until);
         let mut waiting = self.lock();
-        waiting.on_its_way.remove(&key);
         if waiting.ended.len() < MOST_WAITING {
             waiting.ended.insert(key, saving);
         } else {
@@ -127,14 +141,11 @@ impl Savings {
             .add_after(ScalingKey::Savings, SETTLE + LISTING_WAIT);
     }
 
-    /// Before it, no wake can end a sleep any more: `settled`, or just before the oldest wake
-    /// still on its way (one on its way for long is taken for lost).
-    fn cutoff(&self, settled: DateTime<Utc>, now: DateTime<Utc>) -> DateTime<Utc> {
-        let waiting = self.lock();
-        (waiting.on_its_way.values())
-            .filter(|planned| **planned > now - ON_ITS_WAY)
-            .map(|until| *until - TimeDelta::seconds(1))
-            .fold(settled, DateTime::min)
+    /// Before it, no wake can end a sleep any more: `settled`, or just before the oldest look
+    /// at a workload still under way.
+    fn cutoff(&self, settled: DateTime<Utc>) -> DateTime<Utc> {
+        let oldest = self.lock().under_way.keys().next().copied();
+        oldest.map_or(settled, |at| settled.min(at - TimeDelta::seconds(1)))
     }
 
     fn ended_savings(&self) -> Vec<(Key, Saving)> {
@@ -209,7 +220,7 @@ pub async fn look(
         return Ok(Next::After(LISTING_WAIT));
     }
     let settled = now - TimeDelta::from_std(SETTLE).unwrap_or_default();
-    let cutoff = ctx.savings.cutoff(settled, now);
+    let cutoff = ctx.savings.cutoff(settled);
     let waiting = ctx.savings.ended_savings();
     let (kept, version) = match read(ctx).await {
         Ok(kept) => kept,
@@ -223,7 +234,7 @@ pub async fn look(
         }
         Err(error) => return Err(error),
     };
-    let (recorded, more) = unfiled_records(ctx, &kept, (cutoff, now)).await?;
+    let (recorded, cutoff, more) = unfiled_records(ctx, &kept, (cutoff, now)).await;
     let deleted = ctx.namespaces.gone();
     // A Namespace made again since it was deleted keeps its totals.
     let gone = (deleted.iter())
@@ -260,37 +271,62 @@ pub async fn look(
 
 /// The sleeps recorded on the objects that no wake of this replica's waits with, ended after
 /// everything filed and by `cutoff`: a leader before ended them and went before filing them.
-/// Each object is read for its pods' requests (one gone since counts its replicas only), a
-/// hundred at most a look; and whether more are to be filed later.
+/// Each object is read for its pods' requests (one gone since, or that may not be read, counts
+/// its replicas only), the oldest hundred a look: the cutoff comes back to just before the first
+/// left for the next look. And whether more are to be filed later.
 async fn unfiled_records(
     ctx: &SavingsContext,
     ledger: &Ledger,
     (cutoff, now): (DateTime<Utc>, DateTime<Utc>),
-) -> Result<(Vec<Saving>, bool), Error> {
+) -> (Vec<Saving>, DateTime<Utc>, bool) {
     let floor = (ledger.filed_through).unwrap_or(now - FIRST_LEDGER);
     let recorded = |state: &TargetState| -> Option<Slept> {
         let slept: Slept = state.annotations.get(SLEPT)?.parse().ok()?;
         (slept.until > floor && slept.until <= now).then_some(slept)
     };
-    let targets = ctx.last_seen.find(|state| recorded(state).is_some());
-    let (mut unfiled, mut more) = (Vec::new(), false);
-    for target in targets {
-        let Some(slept) = (ctx.last_seen.get(&target).as_ref())
-            .and_then(recorded)
-            .filter(|slept| !ctx.savings.waits(&(target.clone(), slept.until)))
-        else {
-            continue;
-        };
-        if slept.until > cutoff || unfiled.len() == MOST_READS {
+    let mut found: Vec<(ScaleTarget, Slept)> =
+        (ctx.last_seen.find(|state| recorded(state).is_some()))
+            .into_iter()
+            .filter_map(|target| {
+                let slept = recorded(&ctx.last_seen.get(&target)?)?;
+                let waits = ctx.savings.waits(&(target.clone(), slept.until));
+                (!waits).then_some((target, slept))
+            })
+            .collect();
+    // Oldest first, and in one order whatever the store's.
+    found.sort_by(|(a, a_slept), (b, b_slept)| {
+        (a_slept.until, &a.key.namespace, &a.key.name).cmp(&(
+            b_slept.until,
+            &b.key.namespace,
+            &b.key.name,
+        ))
+    });
+    let mut more = found.iter().any(|(_, slept)| slept.until > cutoff);
+    found.retain(|(_, slept)| slept.until <= cutoff);
+    let mut cutoff = cutoff;
+    if found.len() > MOST_READS {
+        // Those ended at the same second as the last one read are read too: the cutoff is a
+        // second.
+        let last = found[MOST_READS - 1].1.until;
+        let read_too = found
+            .iter()
+            .take_while(|(_, slept)| slept.until <= last)
+            .count();
+        if let Some((_, first_left)) = found.get(read_too) {
+            cutoff = first_left.until - TimeDelta::seconds(1);
             more = true;
-            continue;
         }
-        let object = read_object(&ctx.client, &target).await.map_err(Error::api(
-            "get",
-            target.kind.as_str(),
-            &target.key,
-        ))?;
-        let data = object.map(|object| object.data).unwrap_or_default();
+        found.truncate(read_too);
+    }
+    let mut unfiled = Vec::new();
+    for (target, slept) in found {
+        let data = match read_object(&ctx.client, &target).await {
+            Ok(object) => object.map(|object| object.data).unwrap_or_default(),
+            Err(error) => {
+                tracing::warn!(object = %target, %error, "not read: its sleep counts replica-hours only");
+                Value::Null
+            }
+        };
         unfiled.push(saving_of(
             &target,
             &slept,
@@ -298,7 +334,7 @@ async fn unfiled_records(
             ctx.savings.prices.as_ref(),
         ));
     }
-    Ok((unfiled, more))
+    (unfiled, cutoff, more)
 }
 
 /// Each counter of the metrics brought up to the ledger's total; those of the Namespaces

@@ -2,6 +2,8 @@
 //! `status` and `cronscaler nodes`: how many ran when it began and at its quietest point, by
 //! pool, and what the nodes that went offered, in money where prices are given.
 
+use std::collections::BTreeMap;
+
 use chrono::{DateTime, SecondsFormat, Utc};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::{Api, Client};
@@ -39,9 +41,14 @@ pub async fn read(client: &Client, namespace: Option<&str>) -> Result<Option<Las
                 let nights: Nights = serde_json::from_str(&text).map_err(|error| {
                     format!("ConfigMap {place}/{RECORD} does not read as the nights: {error}")
                 })?;
+                // The names of the nodes it began with are the controller's to keep: thousands
+                // of them say nothing to a reader.
                 return Ok(nights.last().map(|night| LastNight {
                     namespace: place,
-                    night: night.clone(),
+                    night: Night {
+                        nodes_before: BTreeMap::new(),
+                        ..night.clone()
+                    },
                 }));
             }
             Err(error) if is_status(&error, 404) => {}
@@ -212,8 +219,6 @@ fn by_pool(census: &Census) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
     use super::*;
     use crate::{cost::PriceTable, schedule::test_support::at};
 

@@ -43,14 +43,6 @@ pub async fn act(
     object: &TargetState,
     plan: Plan,
 ) -> Result<(), Error> {
-    // A wake's sleep is known to be ending from now, before anything is awaited: nothing after
-    // it is filed before it is answered.
-    let ending = (ctx.savings.as_ref())
-        .zip(plan.patch.as_ref().and_then(|patch| patch.slept))
-        .filter(|_| !ctx.writes.dry_run());
-    if let Some((savings, slept)) = &ending {
-        savings.on_its_way(target, slept);
-    }
     if let (Some(at), Some((_, timer))) = (plan.recheck, &ctx.grace) {
         tracing::debug!(object = %target, %at, "looked at again then");
         timer.recheck_at(target.clone(), at);
@@ -67,9 +59,6 @@ pub async fn act(
         tell_step(ctx, &target.key.namespace, step).await;
     }
     let written = write(ctx, target, object, &plan).await;
-    if let Some((savings, slept)) = &ending {
-        savings.off_its_way(target, slept);
-    }
     if let (Some(owner), true, Some(queue)) =
         (&plan.owner_look, written.is_ok(), &ctx.gitops.releases)
     {

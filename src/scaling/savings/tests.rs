@@ -277,19 +277,75 @@ async fn where_the_ledger_may_not_be_read_the_savings_waiting_are_let_go() {
 }
 
 #[test]
-fn nothing_after_a_wake_on_its_way_is_filed_before_it_is_answered() {
+fn nothing_after_a_look_under_way_is_filed_before_it_is_over() {
     let queue = Enqueue::new(WorkQueue::<WorkKey>::new(RateLimit::default()));
     let savings = Savings::new(None, queue);
-    let (settled, now) = (at("2026-11-28T07:00:30Z"), at("2026-11-28T07:01:00Z"));
-    assert_eq!(savings.cutoff(settled, now), settled);
-    let slept: Slept = "2 2026-11-27T20:00:00Z/2026-11-28T07:00:10Z"
+    let settled = at("2026-11-28T07:00:30Z");
+    assert_eq!(savings.cutoff(settled), settled);
+    let first = savings.under_way(at("2026-11-28T07:00:10Z"));
+    let second = savings.under_way(at("2026-11-28T07:00:10Z"));
+    assert_eq!(savings.cutoff(settled), at("2026-11-28T07:00:09Z"));
+    drop(first);
+    assert_eq!(
+        savings.cutoff(settled),
+        at("2026-11-28T07:00:09Z"),
+        "one still under way"
+    );
+    drop(second);
+    assert_eq!(savings.cutoff(settled), settled);
+}
+
+#[tokio::test]
+async fn a_leader_s_hundreds_of_unfiled_wakes_are_filed_a_hundred_a_look_none_lost() {
+    let (client, server) = mock_client();
+    let not_found = serde_json::from_str::<Value>(NOT_FOUND).unwrap();
+    let (ctx, _) = context(client);
+    // 100 wakes at 07:00:00 and one at 07:00:05, by a leader killed before filing them.
+    let names: Vec<String> = (0..101).map(|i| format!("web-{i:03}")).collect();
+    let mut script = vec![Exchange::new("GET", LEDGER_PATH).reply(404, not_found)];
+    for (i, name) in names.iter().enumerate() {
+        let until = if i == 100 { "07:00:05" } else { "07:00:00" };
+        let slept = format!("1 2026-11-27T20:00:00Z/2026-11-28T{until}Z");
+        let target = ScaleTarget {
+            kind: TargetKind::Deployment,
+            key: ObjectKey::new("ml", name),
+        };
+        let mut object = inference(Some(&slept));
+        object.metadata.name = Some(name.clone());
+        ctx.last_seen.keep(
+            target,
+            &TargetState::of_object(TargetKind::Deployment, &object),
+        );
+        if i < 100 {
+            let path = format!("/apis/apps/v1/namespaces/ml/deployments/{name}");
+            script.push(
+                Exchange::new("GET", path).reply(200, serde_json::to_value(&object).unwrap()),
+            );
+        }
+    }
+    let mut first = Ledger::default();
+    let one: Slept = "1 2026-11-27T20:00:00Z/2026-11-28T07:00:00Z"
         .parse()
         .unwrap();
-    savings.on_its_way(&web(), &slept);
-    assert_eq!(savings.cutoff(settled, now), at("2026-11-28T07:00:09Z"));
-    // On its way for longer than any patch takes: lost with its look, and waited for no more.
-    let later = at("2026-11-28T07:06:00Z");
-    assert_eq!(savings.cutoff(later, later), later);
-    savings.off_its_way(&web(), &slept);
-    assert_eq!(savings.cutoff(settled, now), settled);
+    let requests =
+        PodRequests::in_object(Some("/spec/template/spec"), &inference(None).data).unwrap();
+    for _ in 0..100 {
+        first.file(&Saving::of(
+            "ml",
+            &one,
+            &requests,
+            Some(&PRICES.parse().unwrap()),
+        ));
+    }
+    first.filed_through = Some(at("2026-11-28T07:00:04Z"));
+    script.push(filed(&first, None));
+    let server = tokio::spawn(server.serve(script));
+    let next = look(&ctx, true, at("2026-11-28T07:10:00Z")).await.unwrap();
+    assert_eq!(
+        next,
+        Next::After(SETTLE),
+        "the one left is filed by the next look"
+    );
+    drop(ctx);
+    server.await.unwrap();
 }
