@@ -143,12 +143,16 @@ mod tests {
         annotations(&pairs)
     }
 
+    /// The sleep the change `parsed` comes to at `now` ends, on an object found with `current`.
+    fn ended(parsed: &Annotations, current: i32, now: DateTime<Utc>) -> Option<Slept> {
+        let change = decide(parsed, current, now)?;
+        Slept::ended_by(parsed, current, &change, now)
+    }
+
     #[test]
     fn the_morning_wake_records_the_replicas_it_brings_back_since_the_sleep() {
         let parsed = asleep("5", "2026-11-27T20:00:00Z");
-        let now = at("2026-11-28T07:00:02Z");
-        let change = decide(&parsed, 1, now).unwrap();
-        let slept = Slept::ended_by(&parsed, 1, &change, now).unwrap();
+        let slept = ended(&parsed, 1, at("2026-11-28T07:00:02Z")).unwrap();
         assert_eq!(
             slept.to_string(),
             "4 2026-11-27T20:00:00Z/2026-11-28T07:00:02Z"
@@ -161,8 +165,7 @@ mod tests {
     fn the_sleep_ended_is_the_one_its_record_reads_back() {
         let parsed = asleep("5", "2026-11-27T20:00:00Z");
         let now = at("2026-11-28T07:00:02Z") + TimeDelta::milliseconds(640);
-        let change = decide(&parsed, 1, now).unwrap();
-        let slept = Slept::ended_by(&parsed, 1, &change, now).unwrap();
+        let slept = ended(&parsed, 1, now).unwrap();
         assert_eq!(slept.to_string().parse(), Ok(slept));
     }
 
@@ -192,18 +195,14 @@ mod tests {
             (schedule::ORIGINAL_REPLICAS, "2"),
             (schedule::LAST_TRANSITION, "2026-11-27T20:00:00Z down"),
         ]);
-        let now = at("2026-11-27T22:00:00Z");
-        let change = decide(&parsed, 0, now).unwrap();
-        let slept = Slept::ended_by(&parsed, 0, &change, now).unwrap();
+        let slept = ended(&parsed, 0, at("2026-11-27T22:00:00Z")).unwrap();
         assert_eq!((slept.replicas, slept.hours()), (2, 2.0));
     }
 
     #[test]
     fn a_sleep_dated_a_season_back_counts_its_last_31_days() {
         let parsed = asleep("1", "2026-01-01T00:00:00Z");
-        let now = at("2026-11-28T07:00:00Z");
-        let change = decide(&parsed, 0, now).unwrap();
-        let slept = Slept::ended_by(&parsed, 0, &change, now).unwrap();
+        let slept = ended(&parsed, 0, at("2026-11-28T07:00:00Z")).unwrap();
         assert_eq!(slept.hours(), 31.0 * 24.0);
     }
 

@@ -107,6 +107,15 @@ async fn counted(controller: &Controller, namespace: &str) -> Option<(BTreeMap<S
     Some((hours, metric(&metrics, &cost)?))
 }
 
+/// Waits until the controller counts what `nights` saved together.
+async fn counts_within(controller: &Controller, namespace: &str, nights: &[&str], what: &str) {
+    eventually(what, FILED_WITHIN, || async {
+        let counted = counted(controller, namespace).await?;
+        counts(&counted, nights).then_some(())
+    })
+    .await;
+}
+
 /// Whether `counted` is what `nights` saved together.
 fn counts(counted: &(BTreeMap<String, f64>, f64), nights: &[&str]) -> bool {
     let mut cents = 0;
@@ -164,13 +173,11 @@ async fn each_wake_files_what_its_sleep_saved_and_the_metrics_count_it_across_re
         .cloned()
         .unwrap_or_else(|| panic!("the wake records the sleep it ends: {woken:?}"));
     assert!(first.starts_with("2 "), "two replicas slept: {first}");
-    eventually(
+    counts_within(
+        &controller,
+        &namespace,
+        &[&first],
         "the first night filed and counted",
-        FILED_WITHIN,
-        || async {
-            let counted = counted(&controller, &namespace).await?;
-            counts(&counted, &[&first]).then_some(())
-        },
     )
     .await;
     let kept = ledger(&scenario).await.expect("the ledger");
@@ -182,13 +189,11 @@ async fn each_wake_files_what_its_sleep_saved_and_the_metrics_count_it_across_re
         .await;
     let mut controller = scenario.start_cluster_wide_controller("cronscaler", IN_ITS_NAMESPACE);
     controller.wait_ready().await;
-    eventually(
+    counts_within(
+        &controller,
+        &namespace,
+        &[&first],
         "the ledger counted again after a restart",
-        FILED_WITHIN,
-        || async {
-            let counted = counted(&controller, &namespace).await?;
-            counts(&counted, &[&first]).then_some(())
-        },
     )
     .await;
 
@@ -224,13 +229,11 @@ async fn each_wake_files_what_its_sleep_saved_and_the_metrics_count_it_across_re
     );
     let mut controller = scenario.start_cluster_wide_controller("cronscaler", IN_ITS_NAMESPACE);
     controller.wait_ready().await;
-    eventually(
+    counts_within(
+        &controller,
+        &namespace,
+        &[&first, &second],
         "the second night filed by the next controller",
-        FILED_WITHIN,
-        || async {
-            let counted = counted(&controller, &namespace).await?;
-            counts(&counted, &[&first, &second]).then_some(())
-        },
     )
     .await;
     // Filed once: a later look changes nothing.
