@@ -5,11 +5,15 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::{GIB, PodRequests, PriceTable, is_gpu, resources::by_name};
 use crate::schedule::Slept;
+
+/// How far back a record on an object is filed where no ledger is kept yet (a new install, one
+/// deleted): the last sleep of every workload is not counted again.
+pub const FIRST_LEDGER: TimeDelta = TimeDelta::hours(1);
 
 /// Replica-hours, among the resources of a saving.
 pub const REPLICAS: &str = "replicas";
@@ -114,10 +118,12 @@ impl Ledger {
         }
     }
 
-    /// Whether the record of a sleep that ended `until` is to be filed from its object: one
-    /// after every wake filed, and not in the future (which only a hand writes).
+    /// Whether the record of a sleep that ended `until` is to be filed from its object at
+    /// `now`: one after every wake filed (where no ledger is kept yet, of the last
+    /// [`FIRST_LEDGER`]), and not in the future (which only a hand writes).
     pub fn awaits(&self, until: DateTime<Utc>, now: DateTime<Utc>) -> bool {
-        until <= now && self.filed_through.is_none_or(|through| until > through)
+        let floor = self.filed_through.unwrap_or(now - FIRST_LEDGER);
+        until > floor && until <= now
     }
 
     /// Forgets the Namespaces `exists` says are gone: their totals would keep the record growing
@@ -221,6 +227,8 @@ mod tests {
         let now = at("2026-11-28T07:00:30Z");
         let mut ledger = Ledger::default();
         assert!(ledger.awaits(at(NIGHT.1), now));
+        // No ledger yet: not the last sleep of every workload.
+        assert!(!ledger.awaits(at("2026-11-28T05:00:00Z"), now));
         ledger.filed_through = Some(at(NIGHT.1));
         assert!(!ledger.awaits(at(NIGHT.1), now));
         assert!(ledger.awaits(at("2026-11-28T07:00:01Z"), now));

@@ -38,13 +38,18 @@ pub enum Guard {
 }
 
 /// The most a record may weigh: a ConfigMap holds 1 MiB.
-pub const MOST_BYTES: usize = 900 * 1024;
+const MOST_BYTES: usize = 900 * 1024;
 
 /// A record as read: what it holds (`None` where the ConfigMap or its key is not there, or
 /// where it does not read: the reason), and the resourceVersion it was read at.
 pub struct Read<T> {
     pub record: Option<Result<T, serde_json::Error>>,
     pub version: Option<String>,
+}
+
+/// Whether `record` may be written: it is at most [`MOST_BYTES`] as JSON.
+pub fn fits<T: Serialize>(record: &T) -> bool {
+    serde_json::to_string(record).is_ok_and(|text| text.len() <= MOST_BYTES)
 }
 
 impl Kept<'_> {

@@ -33,12 +33,9 @@ use crate::{
         key::ScalingKey,
     },
     schedule::{SLEPT, Slept},
-    workloads::{
-        last_seen::LastSeen,
-        patch::read_object,
-        target::{ScaleTarget, TargetState},
-    },
+    workloads::{last_seen::LastSeen, patch::read_object, target::ScaleTarget},
 };
+use filing::{Filing, Key, Read};
 
 /// The ConfigMap of the controller's namespace the ledger is kept in, and its key.
 pub const LEDGER: &str = "cronscaler-savings";
@@ -56,10 +53,6 @@ const LISTING_WAIT: Duration = Duration::from_secs(1);
 /// The most savings that wait in memory: where the ledger cannot be written for long, more are
 /// left to their records.
 const MOST_WAITING: usize = 100_000;
-
-/// How far back a record on an object is filed where no ledger is kept yet (a new install, one
-/// deleted): the last sleep of every workload is not counted again.
-const FIRST_LEDGER: TimeDelta = TimeDelta::hours(1);
 
 /// The most objects one look reads for the records a leader before left unfiled; more wait for
 /// the next look.
@@ -279,20 +272,11 @@ async fn unfiled_records(
     ledger: &Ledger,
     (cutoff, now): (DateTime<Utc>, DateTime<Utc>),
 ) -> (Vec<Saving>, DateTime<Utc>, bool) {
-    let floor = (ledger.filed_through).unwrap_or(now - FIRST_LEDGER);
-    let recorded = |state: &TargetState| -> Option<Slept> {
+    let mut found: Vec<(ScaleTarget, Slept)> = ctx.last_seen.pick(|target, state| {
         let slept: Slept = state.annotations.get(SLEPT)?.parse().ok()?;
-        (slept.until > floor && slept.until <= now).then_some(slept)
-    };
-    let mut found: Vec<(ScaleTarget, Slept)> =
-        (ctx.last_seen.find(|state| recorded(state).is_some()))
-            .into_iter()
-            .filter_map(|target| {
-                let slept = recorded(&ctx.last_seen.get(&target)?)?;
-                let waits = ctx.savings.waits(&(target.clone(), slept.until));
-                (!waits).then_some((target, slept))
-            })
-            .collect();
+        let waits = ctx.savings.waits(&(target.clone(), slept.until));
+        (ledger.awaits(slept.until, now) && !waits).then(|| (target.clone(), slept))
+    });
     // Oldest first, and in one order whatever the store's.
     found.sort_by(|(a, a_slept), (b, b_slept)| {
         (a_slept.until, &a.key.namespace, &a.key.name).cmp(&(
@@ -379,8 +363,6 @@ async fn read(ctx: &SavingsContext) -> Result<(Ledger, Option<String>), Error> {
         }),
     }
 }
-
-use filing::{Filing, Key, Read};
 
 #[cfg(test)]
 mod tests;

@@ -139,12 +139,17 @@ impl LastSeen {
     /// The objects tracked whose state is `wanted`: a walk over all of them, for the rare
     /// event that concerns many (a GitOps owner changed).
     pub fn find(&self, wanted: impl Fn(&TargetState) -> bool) -> Vec<ScaleTarget> {
+        self.pick(|target, state| wanted(state).then(|| target.clone()))
+    }
+
+    /// What `picked` takes of each object tracked, where it takes something: one walk over all
+    /// of them, each state unpacked once.
+    pub fn pick<T>(&self, picked: impl Fn(&ScaleTarget, &TargetState) -> Option<T>) -> Vec<T> {
         self.states
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .iter()
-            .filter(|(target, packed)| wanted(&packed.unpack(target)))
-            .map(|(target, _)| target.clone())
+            .filter_map(|(target, packed)| picked(target, &packed.unpack(target)))
             .collect()
     }
 
