@@ -25,6 +25,7 @@ use crate::{
         savings::{Ledger, Saving},
     },
     error::Error,
+    figures::amount,
     namespaces::NamespaceSchedules,
     ops::metrics::Metrics,
     runtime::{worker::Next, workqueue::Enqueue, writes::Writes},
@@ -182,7 +183,7 @@ fn saving_of(
             true => "its pods request no CPU, memory or extended resource",
             false => "what its pods request is not known (they are another object's)",
         };
-        tracing::info!(object = %target, "{why}: its sleep counts 0 resource-hours, {} replica-hours", slept.replica_hours());
+        tracing::info!(object = %target, "{why}: its sleep counts 0 resource-hours, {} replica-hours", amount(Some(slept.replica_hours())));
     }
     saving
 }
