@@ -162,7 +162,7 @@ pub async fn run(
     let nights = node_feeds::start(
         args,
         &client,
-        (&settings.nights, &events, &outage),
+        (&settings.nights, &events, &outage, &metrics),
         &mut feeds,
     );
     let declarations = namespace_feeds::start(

@@ -127,6 +127,16 @@ pub struct Night {
 }
 
 impl Night {
+    /// Each pool's nodes before it and at its quietest point (none where a pool had gone).
+    pub fn pools(&self) -> impl Iterator<Item = (String, u32, u32)> + '_ {
+        let pools: std::collections::BTreeSet<&String> =
+            self.before.0.keys().chain(self.quietest.0.keys()).collect();
+        pools.into_iter().map(|pool| {
+            let nodes = |census: &Census| census.0.get(pool).map_or(0, |count| count.nodes);
+            (pool.clone(), nodes(&self.before), nodes(&self.quietest))
+        })
+    }
+
     /// How long the quietest count held: until the night ended, or until `now`.
     pub fn quiet_hours(&self, now: DateTime<Utc>) -> f64 {
         let until = self.ended.unwrap_or(now);

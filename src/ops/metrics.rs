@@ -1,7 +1,11 @@
 //! Prometheus metrics, in one registry. Handles are cheap clones sharing the same counters, so
 //! each part of the controller takes what it records and nothing else.
 
-use std::{fmt::Write as _, sync::atomic::AtomicU64};
+use std::{
+    collections::BTreeSet,
+    fmt::Write as _,
+    sync::{Arc, Mutex, PoisonError, atomic::AtomicU64},
+};
 
 use prometheus_client::{
     encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder, text::encode},
@@ -166,6 +170,31 @@ pub struct CostLabels {
     pub currency: String,
 }
 
+/// The point of a night its nodes were counted at.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+pub enum NightPoint {
+    /// When the night's first sleep came.
+    Before,
+    /// When the fewest ran.
+    Quietest,
+}
+
+impl EncodeLabelValue for NightPoint {
+    fn encode(&self, encoder: &mut LabelValueEncoder) -> std::fmt::Result {
+        encoder.write_str(match self {
+            NightPoint::Before => "before",
+            NightPoint::Quietest => "quietest",
+        })
+    }
+}
+
+/// A pool of nodes (`-` for nodes with no pool label), and the point of the night.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct NightLabels {
+    pub pool: String,
+    pub at: NightPoint,
+}
+
 /// A counter of amounts that are not whole.
 type Amount = Counter<f64, AtomicU64>;
 
@@ -190,6 +219,9 @@ pub struct Metrics {
     pub gitops_paused_owners: Family<ToolLabels, Gauge>,
     pub saved_hours: Family<SavedLabels, Amount>,
     pub saved_cost: Family<CostLabels, Amount>,
+    night_nodes: Family<NightLabels, Gauge>,
+    /// The pools [`Self::night_nodes`] shows, so that a pool gone from the record leaves it.
+    night_pools: Arc<Mutex<BTreeSet<String>>>,
 }
 
 impl Metrics {
@@ -218,6 +250,8 @@ impl Metrics {
             gitops_paused_owners: Family::default(),
             saved_hours: Family::default(),
             saved_cost: Family::default(),
+            night_nodes: Family::default(),
+            night_pools: Arc::default(),
         };
         let mut registry = Registry::with_prefix("cronscaler");
         registry.register(
@@ -315,7 +349,40 @@ impl Metrics {
             "What sleeping saved at the prices given (--prices), by Namespace and currency; from the ledger of savings, which outlives restarts",
             metrics.saved_cost.clone(),
         );
+        registry.register(
+            "night_nodes",
+            "Nodes of the last night recorded, by pool: before (when its first scheduled sleep came) and quietest (the fewest that ran); before minus quietest is how many went",
+            metrics.night_nodes.clone(),
+        );
         (metrics, registry)
+    }
+
+    /// Shows the last night recorded: `(pool, nodes before, nodes at the quietest point)` each.
+    pub fn night_nodes(&self, pools: impl IntoIterator<Item = (String, u32, u32)>) {
+        let mut shown = (self.night_pools.lock()).unwrap_or_else(PoisonError::into_inner);
+        let mut now = BTreeSet::new();
+        for (pool, before, quietest) in pools {
+            for (at, nodes) in [
+                (NightPoint::Before, before),
+                (NightPoint::Quietest, quietest),
+            ] {
+                let labels = NightLabels {
+                    pool: pool.clone(),
+                    at,
+                };
+                self.night_nodes.get_or_create(&labels).set(nodes.into());
+            }
+            now.insert(pool);
+        }
+        for pool in shown.difference(&now) {
+            for at in [NightPoint::Before, NightPoint::Quietest] {
+                self.night_nodes.remove(&NightLabels {
+                    pool: pool.clone(),
+                    at,
+                });
+            }
+        }
+        *shown = now;
     }
 
     pub fn wake_request(&self, namespace: &str, result: WakeResult) {
@@ -448,6 +515,7 @@ mod tests {
                 kind: "Kustomization",
             })
             .set(1);
+        metrics.night_nodes([("karpenter/default".to_string(), 12, 5)]);
         let text = render(&registry);
         for line in [
             "cronscaler_scale_actions_total{kind=\"Deployment\",direction=\"down\",result=\"success\"} 1",
@@ -466,11 +534,32 @@ mod tests {
             "cronscaler_wake_readiness_reads_total{result=\"not_read\"} 1",
             "cronscaler_accept_errors_total{listener=\"wake\"} 1",
             "cronscaler_gitops_paused_owners{tool=\"Flux\",kind=\"Kustomization\"} 1",
+            "cronscaler_night_nodes{pool=\"karpenter/default\",at=\"before\"} 12",
+            "cronscaler_night_nodes{pool=\"karpenter/default\",at=\"quietest\"} 5",
         ] {
             assert!(
                 text.lines().any(|exposed| exposed == line),
                 "missing {line:?} in:\n{text}"
             );
         }
+    }
+
+    #[test]
+    fn a_pool_gone_from_the_last_night_leaves_the_night_gauges() {
+        let (metrics, registry) = Metrics::new();
+        metrics.night_nodes([("gpu".to_string(), 2, 0), ("general".to_string(), 8, 3)]);
+        metrics.night_nodes([("general".to_string(), 9, 9)]);
+        let text = render(&registry);
+        let mut nights: Vec<&str> = (text.lines())
+            .filter(|line| line.starts_with("cronscaler_night_nodes{"))
+            .collect();
+        nights.sort();
+        assert_eq!(
+            nights,
+            [
+                "cronscaler_night_nodes{pool=\"general\",at=\"before\"} 9",
+                "cronscaler_night_nodes{pool=\"general\",at=\"quietest\"} 9",
+            ]
+        );
     }
 }

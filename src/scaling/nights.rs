@@ -24,6 +24,7 @@ use crate::{
         census::NodeCensus,
         nights::{Newest, Nights},
     },
+    ops::metrics::Metrics,
     runtime::{worker::Next, workqueue::Enqueue, writes::Writes},
     scaling::{
         kept::{Guard, Kept, fits},
@@ -93,6 +94,8 @@ pub struct NightsContext {
     /// Set once the Nodes were listed.
     pub nodes_listed: Arc<AtomicBool>,
     pub writes: Writes,
+    /// Shows the last night recorded.
+    pub metrics: Metrics,
 }
 
 /// Brings the record of the nights in line with the newest records and the nodes at `now`.
@@ -110,8 +113,16 @@ pub async fn look(
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .running();
-    if let Some(next) = kept.settled(ctx.signals.newest(), &running, now) {
-        write(ctx, &fitting(next)).await?;
+    let recorded = match kept.settled(ctx.signals.newest(), &running, now) {
+        Some(next) => {
+            let next = fitting(next);
+            write(ctx, &next).await?;
+            next
+        }
+        None => kept,
+    };
+    if let Some(night) = recorded.last() {
+        ctx.metrics.night_nodes(night.pools());
     }
     Ok(Next::Done)
 }
@@ -219,6 +230,7 @@ mod tests {
         ];
         let server = tokio::spawn(server.serve(script));
         let queue = Enqueue::new(WorkQueue::<WorkKey>::new(RateLimit::default()));
+        let (metrics, registry) = Metrics::new();
         let ctx = NightsContext {
             client: client.clone(),
             namespace: "cronscaler".into(),
@@ -226,6 +238,7 @@ mod tests {
             nodes: Arc::new(Mutex::new(nodes)),
             nodes_listed: Arc::new(AtomicBool::new(true)),
             writes: Writes::new(Events::new(client, None), false),
+            metrics: metrics.clone(),
         };
         assert_eq!(
             look(&ctx, false, at("2026-11-23T20:00:05Z")).await.unwrap(),
@@ -240,6 +253,12 @@ mod tests {
         assert_eq!(ctx.signals.newest(), newest);
         look(&ctx, true, at("2026-11-23T20:00:05Z")).await.unwrap();
         look(&ctx, true, at("2026-11-23T21:00:00Z")).await.unwrap();
+        // The metrics show the night recorded, as written and as read back.
+        let text = crate::ops::metrics::render(&registry);
+        assert!(
+            text.contains("cronscaler_night_nodes{pool=\"default\",at=\"before\"} 1\n"),
+            "{text}"
+        );
         drop(ctx);
         server.await.unwrap();
     }

@@ -17,7 +17,7 @@ use serde_json::json;
 use support::{
     Scenario, create_deployment,
     envtest::{self, SA_NAMESPACE},
-    eventually, nightly, replicas_become, whole_second_in,
+    eventually, metric, nightly, replicas_become, whole_second_in,
 };
 
 /// How long the controller may take to record a change of the nodes.
@@ -192,6 +192,24 @@ async fn the_nodes_before_a_night_and_at_its_quietest_point_are_recorded_and_tol
             .then_some(())
         },
     )
+    .await;
+    // The metrics show the night by pool, as the record read back after the restart says it.
+    eventually("the night in the metrics", RECORDED_WITHIN, || async {
+        let metrics = controller.metrics().await?;
+        let nodes = |pool: &str, at: &str| {
+            metric(
+                &metrics,
+                &format!("cronscaler_night_nodes{{pool=\"{pool}\",at=\"{at}\"}}"),
+            )
+        };
+        let counted = [
+            nodes("general", "before")?,
+            nodes("general", "quietest")?,
+            nodes("gpu", "before")?,
+            nodes("gpu", "quietest")?,
+        ];
+        (counted == [3.0, 1.0, 1.0, 0.0]).then_some(())
+    })
     .await;
     // A platform engineer who may read Nodes, Pods, budgets and the record.
     platform_engineer(&scenario).await;

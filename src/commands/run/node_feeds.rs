@@ -13,6 +13,7 @@ use kube::{
 use super::feeds::Feeds;
 use crate::{
     commands::cli::RunArgs,
+    ops::metrics::Metrics,
     runtime::{
         events::Events,
         outage::Outage,
@@ -35,7 +36,7 @@ const PAGE: u32 = 50;
 pub fn start(
     args: &RunArgs,
     client: &Client,
-    (signals, events, outage): (&NightSignals, &Events, &Outage),
+    (signals, events, outage, metrics): (&NightSignals, &Events, &Outage, &Metrics),
     feeds: &mut Feeds,
 ) -> Option<NightsContext> {
     if args.namespace.is_some() {
@@ -49,6 +50,7 @@ pub fn start(
         nodes: Arc::default(),
         nodes_listed: Arc::default(),
         writes: Writes::new(events.clone(), args.dry_run),
+        metrics: metrics.clone(),
     };
     let queue = signals.queue();
     feeds.start("Nodes", node_feed(&ctx, queue, outage));

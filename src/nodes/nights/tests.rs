@@ -259,3 +259,26 @@ fn a_controller_away_across_a_wake_and_the_next_sleep_ends_one_night_and_begins_
         None
     );
 }
+
+#[test]
+fn each_pool_says_its_nodes_before_and_at_the_quietest_point_a_pool_that_went_whole_at_none() {
+    let began = newest(Some("2026-11-23T20:00:00Z"), None);
+    let nights = Nights::default()
+        .next(
+            began,
+            &running(&[("default", 8), ("gpu", 2)]),
+            at("2026-11-23T20:00:00Z"),
+        )
+        .unwrap()
+        .next(
+            began,
+            &running(&[("default", 3)]),
+            at("2026-11-23T21:00:00Z"),
+        )
+        .unwrap();
+    let pools: Vec<(String, u32, u32)> = nights.last().unwrap().pools().collect();
+    assert_eq!(
+        pools,
+        [("default".to_string(), 8, 3), ("gpu".to_string(), 2, 0)]
+    );
+}
