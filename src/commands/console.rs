@@ -15,6 +15,7 @@ use prometheus_client::metrics::counter::Counter;
 mod access;
 mod act;
 mod environments;
+mod nodes;
 mod page;
 mod routes;
 mod session;
@@ -26,6 +27,7 @@ mod week;
 
 use self::{
     access::Access,
+    nodes::NodesReader,
     session::{KeyError, Keys},
     snapshot::Reader,
     visitor::ProxyHeaders,
@@ -68,6 +70,7 @@ pub struct Console {
     client: Client,
     access: Access,
     reader: Reader,
+    nodes: NodesReader,
     keys: Keys,
     proxy: ProxyHeaders,
     trusted: TrustedProxies,
@@ -95,6 +98,11 @@ impl Console {
         Ok(Self {
             access: Access::new(client.clone()),
             reader: Reader::new(client.clone(), args.clone(), kinds),
+            nodes: NodesReader::new(
+                client.clone(),
+                args.controller.namespace.clone(),
+                args.reading.prices.table.clone(),
+            ),
             client,
             keys,
             proxy: ProxyHeaders {

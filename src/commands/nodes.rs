@@ -118,49 +118,60 @@ pub fn render_table(nodes: &Nodes) -> String {
     let header = ["NODE", "POOL", "PODS", "KEPT BY"]
         .map(String::from)
         .to_vec();
-    let rows = nodes.nodes.iter().map(|node| {
-        let marked = (node.marked.iter()).map(|mark| format!("the node is marked {mark}"));
-        let pods = node.kept_by.iter().map(|kept| {
-            let pods = match kept.pods {
-                1 => String::new(),
-                n => format!(" ({n} Pods)"),
-            };
-            let why: Vec<String> = kept.keepers.iter().map(ToString::to_string).collect();
-            let why = match why.is_empty() {
-                true => "runs now, could move".to_string(),
-                false => why.join(", "),
-            };
-            format!("{}/{}{pods}: {why}", kept.namespace, kept.workload)
-        });
-        let kept = match node.could_go() {
-            true => "nothing but DaemonSets: it could go (if it stays, the autoscaler's minimum \
-                     or its scale-down delay keeps it)"
-                .to_string(),
-            false => marked.chain(pods).collect::<Vec<_>>().join("; "),
-        };
-        vec![
-            node.node.clone(),
-            node.pool.clone().unwrap_or_else(|| "-".into()),
-            node.pods.to_string(),
-            kept,
-        ]
-    });
-    let rows: Vec<Vec<String>> = std::iter::once(header).chain(rows).collect();
-    let summary = &nodes.summary;
+    let rows: Vec<Vec<String>> = std::iter::once(header)
+        .chain(nodes.nodes.iter().map(row))
+        .collect();
     let mut out = match nodes.nodes.is_empty() {
         true => "no nodes\n".to_string(),
         false => table::aligned(&rows),
     };
-    out.push_str(&format!(
-        "{} nodes: {} kept by Pods that cannot move (or marked to stay), {} by Pods that run now \
-         and could move, {} by nothing but DaemonSets\n",
-        summary.nodes, summary.pinned, summary.busy, summary.could_go
-    ));
-    if let Some(stay) = why_they_stay(nodes) {
-        out.push_str(&stay);
+    for line in summary(nodes) {
+        out.push_str(&line);
         out.push('\n');
     }
     out
+}
+
+/// A node's row: its name, its pool, its Pods, and what keeps it.
+pub fn row(node: &NodeReport) -> Vec<String> {
+    let marked = (node.marked.iter()).map(|mark| format!("the node is marked {mark}"));
+    let pods = node.kept_by.iter().map(|kept| {
+        let pods = match kept.pods {
+            1 => String::new(),
+            n => format!(" ({n} Pods)"),
+        };
+        let why: Vec<String> = kept.keepers.iter().map(ToString::to_string).collect();
+        let why = match why.is_empty() {
+            true => "runs now, could move".to_string(),
+            false => why.join(", "),
+        };
+        format!("{}/{}{pods}: {why}", kept.namespace, kept.workload)
+    });
+    let kept = match node.could_go() {
+        true => "nothing but DaemonSets: it could go (if it stays, the autoscaler's minimum \
+                 or its scale-down delay keeps it)"
+            .to_string(),
+        false => marked.chain(pods).collect::<Vec<_>>().join("; "),
+    };
+    vec![
+        node.node.clone(),
+        node.pool.clone().unwrap_or_else(|| "-".into()),
+        node.pods.to_string(),
+        kept,
+    ]
+}
+
+/// What the rows come to: how many nodes each reason keeps, and the few things that pin them.
+pub fn summary(nodes: &Nodes) -> Vec<String> {
+    let summary = &nodes.summary;
+    let counts = format!(
+        "{} nodes: {} kept by Pods that cannot move (or marked to stay), {} by Pods that run now \
+         and could move, {} by nothing but DaemonSets",
+        summary.nodes, summary.pinned, summary.busy, summary.could_go
+    );
+    std::iter::once(counts)
+        .chain(why_they_stay(nodes))
+        .collect()
 }
 
 /// How many cannot go at night and the few things that pin them: `2 nodes stay because of

@@ -15,7 +15,9 @@ use kube::{
 };
 use serde_json::json;
 use support::{
-    Scenario, create_deployment,
+    Scenario,
+    console::{Visitor, start_console},
+    create_deployment,
     envtest::{self, SA_NAMESPACE},
     eventually, metric, nightly, replicas_become, whole_second_in,
 };
@@ -229,6 +231,39 @@ async fn the_nodes_before_a_night_and_at_its_quietest_point_are_recorded_and_tol
             && kept.contains("3 of 4 nodes went (general 2, gpu 1)"),
         "{kept}"
     );
+
+    // The console shows the same to the same person, and nothing to one who may not list Pods
+    // of every Namespace (the page names them all).
+    let proxy = std::net::Ipv4Addr::new(127, 0, 0, 2);
+    let (mut console, addr) = start_console(
+        &scenario,
+        &["--console-trusted-proxies", &proxy.to_string(), PRICES],
+    )
+    .await;
+    let visitor = |user: &str| {
+        let mut visitor = Visitor::new(addr);
+        visitor.from = proxy.into();
+        visitor.headers = vec![("X-Forwarded-User".into(), user.into())];
+        visitor
+    };
+    let page = visitor("platform").get("/nodes").await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(
+        page.body.contains("<td>node-a</td><td>general</td>")
+            && page.body.contains("nothing but DaemonSets: it could go")
+            && page.body.contains("3 of 4 nodes went (general 2, gpu 1)"),
+        "{}",
+        page.body
+    );
+    let refused = visitor("tenant").get("/nodes").await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert!(
+        refused.body.contains("may not list nodes cluster-wide")
+            && !refused.body.contains("node-a"),
+        "{}",
+        refused.body
+    );
+    console.assert_stops_cleanly(Duration::from_secs(10)).await;
 
     // The wake ends the night; the record says when.
     replicas_become(&deployments, "web", 2, "web awake", Duration::from_secs(90)).await;

@@ -195,6 +195,8 @@ fn console_values_install_what_the_console_kustomization_adds() {
             "ClusterRoleBinding /cronscaler-console",
             "Deployment cronscaler/cronscaler-console",
             "NetworkPolicy cronscaler/cronscaler-console",
+            "Role cronscaler/cronscaler-console-nights",
+            "RoleBinding cronscaler/cronscaler-console-nights",
             "Service cronscaler/cronscaler-console",
             "ServiceAccount cronscaler/cronscaler-console",
         ],

@@ -6,7 +6,7 @@ use std::{net::SocketAddr, path::PathBuf, time::Duration};
 use clap::Args;
 use ipnet::IpNet;
 
-use super::{StatusReading, up_to_366d};
+use super::{ControllerNamespace, StatusReading, up_to_366d};
 use crate::{ops::logs::LogFormat, wake::route::parse_trusted_proxy};
 
 #[derive(Debug, Clone, Args)]
@@ -58,4 +58,7 @@ pub struct ConsoleArgs {
 
     #[command(flatten)]
     pub reading: StatusReading,
+
+    #[command(flatten)]
+    pub controller: ControllerNamespace,
 }

@@ -34,6 +34,9 @@ pub enum Question {
     See(Option<String>),
     /// `create` an `OverrideRequest` in it: they may press its buttons.
     Act(Option<String>),
+    /// `list` a core resource of every Namespace (`nodes`, `pods`): they see the page of nodes,
+    /// which names the Pods of every Namespace that keep them.
+    ListAll(&'static str),
 }
 
 impl Question {
@@ -53,6 +56,11 @@ impl Question {
                 namespace: namespace.clone(),
                 ..ResourceAttributes::default()
             },
+            Question::ListAll(resource) => ResourceAttributes {
+                verb: Some("list".into()),
+                resource: Some(resource.to_string()),
+                ..ResourceAttributes::default()
+            },
         }
     }
 
@@ -66,7 +74,7 @@ impl Question {
         let place = match (self, &attributes.namespace) {
             (_, None) => "cluster-wide".to_string(),
             (Question::See(_), Some(namespace)) => namespace.to_string(),
-            (Question::Act(_), Some(namespace)) => format!("in {namespace}"),
+            (_, Some(namespace)) => format!("in {namespace}"),
         };
         format!(
             "{} {}{group} {place}",
@@ -190,5 +198,6 @@ mod tests {
             "get namespaces team-b"
         );
         assert_eq!(Question::See(None).said(), "get namespaces cluster-wide");
+        assert_eq!(Question::ListAll("pods").said(), "list pods cluster-wide");
     }
 }

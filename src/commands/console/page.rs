@@ -7,10 +7,18 @@ use chrono::{DateTime, Utc};
 use super::{
     act::BUTTONS,
     environments::{Environment, Look, Week},
+    nodes::NodesView,
     session::Identity,
     week::WEEK,
 };
-use crate::{commands::status::NextAction, duration::spoken, escape::markup};
+use crate::{
+    commands::{
+        nodes::{row, summary},
+        status::NextAction,
+    },
+    duration::spoken,
+    escape::markup,
+};
 
 /// Seconds between reloads while something the person watches is waking.
 pub const RELOAD_SECONDS: u32 = 3;
@@ -114,15 +122,59 @@ pub fn environments(
         false => "",
     };
     let body = format!(
-        r#"<header><h1>cronscaler</h1><form method="post" action="/sign-out">{user}
-<input type="hidden" name="token" value="{token}"><button type="submit">Sign out</button></form></header>
-<main><p>{count} environments</p>{empty}{sections}</main>"#,
-        user = markup(&who.user),
+        r#"{header}
+<main><p>{count} environments · <a href="/nodes">nodes</a></p>{empty}{sections}</main>"#,
+        header = header(who, token),
         count = shown.len(),
-        token = markup(token),
     );
     let reload = watched.map_or_else(|| "/".to_string(), watching);
     document("cronscaler", waking.then_some(reload.as_str()), &body)
+}
+
+/// The bar atop every page of a person signed in: who they are, and signing out.
+fn header(who: &Identity, token: &str) -> String {
+    format!(
+        r#"<header><h1>cronscaler</h1><form method="post" action="/sign-out">{user}
+<input type="hidden" name="token" value="{token}"><button type="submit">Sign out</button></form></header>"#,
+        user = markup(&who.user),
+        token = markup(token),
+    )
+}
+
+/// Each node and what keeps it, as `cronscaler nodes` says it, and the last night recorded.
+pub fn nodes(who: &Identity, view: &NodesView, token: &str) -> String {
+    let cell = |text: &str| format!("<td>{}</td>", markup(text));
+    let rows: String = (view.nodes.nodes.iter())
+        .map(|node| {
+            let cells: String = row(node).iter().map(|text| cell(text)).collect();
+            format!("<tr>{cells}</tr>")
+        })
+        .collect();
+    let table = match view.nodes.nodes.is_empty() {
+        true => "<p>No nodes.</p>".to_string(),
+        false => format!(
+            "<table><tr><th>node</th><th>pool</th><th>Pods</th><th>kept by</th></tr>{rows}</table>"
+        ),
+    };
+    let paragraphs = |lines: &[String]| -> String {
+        (lines.iter())
+            .map(|line| format!("<p>{}</p>", markup(line.trim_start())))
+            .collect()
+    };
+    let night = match &view.night {
+        Ok(lines) => paragraphs(lines),
+        Err(note) => paragraphs(std::slice::from_ref(note)),
+    };
+    let body = format!(
+        r#"{header}
+<main><p><a href="/">environments</a> · nodes, read {at}</p>
+<section id="night"><h2>The last night</h2>{night}</section>
+<section id="nodes"><h2>What keeps each node</h2>{table}{summary}</section></main>"#,
+        header = header(who, token),
+        at = view.at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        summary = paragraphs(&summary(&view.nodes)),
+    );
+    document("cronscaler: nodes", None, &body)
 }
 
 fn section(shown: &Shown, token: &str, now: DateTime<Utc>) -> String {

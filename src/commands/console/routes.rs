@@ -50,6 +50,10 @@ impl Console {
                 Some(who) => self.chart(&who, parts.uri.query()).await,
                 None => html(StatusCode::UNAUTHORIZED, page::sign_in(None)),
             },
+            (&Method::GET, "/nodes") => match who {
+                Some(who) => self.nodes_page(&who).await,
+                None => html(StatusCode::UNAUTHORIZED, page::sign_in(None)),
+            },
             (&Method::GET, "/") => match who {
                 Some(who) => self.page(&who, watched(parts.uri.query())).await,
                 None => html(StatusCode::OK, page::sign_in(None)),
@@ -126,6 +130,32 @@ impl Console {
         let token = self.keys.form_token(who);
         let body = page::environments(who, &shown, &token, watched.as_deref(), snapshot.at);
         html(StatusCode::OK, body)
+    }
+
+    /// Each node and what keeps it, and the last night, to whoever may list the Nodes and the
+    /// Pods of every Namespace themselves: the page names the workloads of every team.
+    async fn nodes_page(&self, who: &Identity) -> Reply {
+        let questions = [Question::ListAll("nodes"), Question::ListAll("pods")];
+        let answers = self.access.answers(who, &questions).await;
+        if let Some(refused) = (questions.iter().zip(answers)).find(|(_, allowed)| !allowed) {
+            let why = format!(
+                "You ({}) may not {}: the page of nodes names the Pods of every Namespace, so it \
+                 is shown to whoever may list Nodes and Pods cluster-wide.",
+                who.user,
+                refused.0.said()
+            );
+            return said(StatusCode::FORBIDDEN, "Refused", &why);
+        }
+        match self.nodes.now().await {
+            Ok(view) => html(
+                StatusCode::OK,
+                page::nodes(who, &view, &self.keys.form_token(who)),
+            ),
+            Err(error) => {
+                let why = format!("The nodes could not be read: {error}");
+                said(StatusCode::SERVICE_UNAVAILABLE, "Not now", &why)
+            }
+        }
     }
 
     /// The week chart of the environment `?namespace=` names, to whoever may see it.

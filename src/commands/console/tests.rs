@@ -224,3 +224,102 @@ async fn a_token_the_api_server_does_not_know_signs_nobody_in() {
         "{page}"
     );
 }
+
+/// A review of alice's asking to `list` `resource` cluster-wide, answered `allowed`.
+fn may_list(resource: &str, allowed: bool) -> Exchange {
+    Exchange::new("POST", REVIEWS)
+        .body(json!({
+            "spec": {
+                "user": "alice",
+                "groups": ["system:authenticated"],
+                "resourceAttributes": { "verb": "list", "resource": resource },
+            },
+        }))
+        .reply(201, json!({ "spec": {}, "status": { "allowed": allowed } }))
+}
+
+fn list(items: serde_json::Value) -> serde_json::Value {
+    json!({ "metadata": { "resourceVersion": "1" }, "items": items })
+}
+
+#[tokio::test]
+async fn the_page_of_nodes_is_refused_to_whoever_may_not_list_pods_everywhere_and_reads_none() {
+    let script = vec![may_list("nodes", true), may_list("pods", false)];
+    let answers = answered(script, |console| {
+        let cookie = alices_session(console);
+        vec![
+            get("/nodes", &[("cookie", &format!("{COOKIE}={cookie}"))]),
+            get("/nodes", &[]),
+        ]
+    })
+    .await;
+    let (status, page) = &answers[0];
+    assert_eq!(*status, StatusCode::FORBIDDEN);
+    assert!(
+        page.contains("You (alice) may not list pods cluster-wide"),
+        "{page}"
+    );
+    assert_eq!(answers[1].0, StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn the_page_of_nodes_says_what_keeps_each_node_read_once_for_many_pages() {
+    let nights = "/api/v1/namespaces/{}/configmaps/cronscaler-nights";
+    let not_found = json!({ "kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404 });
+    let script = vec![
+        may_list("nodes", true),
+        may_list("pods", true),
+        Exchange::new("GET", "/api/v1/nodes?&limit=500").reply(
+            200,
+            list(json!([{
+                "metadata": { "name": "node-a", "labels": { "karpenter.sh/nodepool": "general" } },
+                "status": { "allocatable": { "cpu": "4", "memory": "16Gi" } },
+            }])),
+        ),
+        Exchange::new(
+            "GET",
+            "/api/v1/pods?&fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed&limit=500",
+        )
+        .reply(
+            200,
+            list(json!([{
+                "metadata": {
+                    "name": "db-0", "namespace": "team-a",
+                    "ownerReferences": [{ "apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db", "uid": "u", "controller": true }],
+                },
+                "spec": {
+                    "nodeName": "node-a", "containers": [],
+                    "volumes": [{ "name": "scratch", "emptyDir": {} }],
+                },
+                "status": { "phase": "Running" },
+            }])),
+        ),
+        Exchange::new("GET", "/apis/policy/v1/poddisruptionbudgets?&limit=500")
+            .reply(200, list(json!([]))),
+        Exchange::new("GET", nights.replace("{}", "cronscaler")).reply(404, not_found.clone()),
+        Exchange::new("GET", nights.replace("{}", "default")).reply(404, not_found),
+    ];
+    let answers = answered(script, |console| {
+        let cookie = format!("{COOKIE}={}", alices_session(console));
+        // The second page is the first read again, and the answers kept: nothing is asked.
+        vec![
+            get("/nodes", &[("cookie", &cookie)]),
+            get("/nodes", &[("cookie", &cookie)]),
+        ]
+    })
+    .await;
+    for (status, page) in answers {
+        assert_eq!(status, StatusCode::OK, "{page}");
+        assert!(
+            page.contains(
+                "<td>node-a</td><td>general</td><td>1</td><td>team-a/StatefulSet/db: local storage scratch</td>"
+            ),
+            "{page}"
+        );
+        assert!(
+            page.contains("1 nodes: 1 kept by Pods that cannot move"),
+            "{page}"
+        );
+        assert!(page.contains("no night recorded with nodes yet"), "{page}");
+    }
+}

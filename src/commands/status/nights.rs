@@ -137,25 +137,29 @@ pub fn render(
     priced: &Priced,
     now: DateTime<Utc>,
 ) -> (String, Option<String>) {
+    match said(read, priced, now) {
+        Ok(lines) => (format!("\n{}\n", lines.join("\n")), None),
+        Err(note) => (String::new(), Some(note)),
+    }
+}
+
+/// The lines of the last night, where one with nodes was recorded; else why there are none.
+pub fn said(
+    read: &Result<Option<LastNight>, String>,
+    priced: &Priced,
+    now: DateTime<Utc>,
+) -> Result<Vec<String>, String> {
     match read {
-        Ok(Some(last)) if last.night.before.total().nodes > 0 => {
-            (format!("\n{}\n", lines(last, priced, now).join("\n")), None)
-        }
-        Ok(_) => (
-            String::new(),
-            Some(
-                "no night recorded with nodes yet: the controller records the nodes from the \
-                 first scheduled sleep it sees"
-                    .into(),
-            ),
+        Ok(Some(last)) if last.night.before.total().nodes > 0 => Ok(lines(last, priced, now)),
+        Ok(_) => Err(
+            "no night recorded with nodes yet: the controller records the nodes from \
+                      the first scheduled sleep it sees"
+                .into(),
         ),
-        Err(why) => (
-            String::new(),
-            Some(format!(
-                "the nodes around the last night could not be read: {why} \
-                 (--controller-namespace names where the controller runs)"
-            )),
-        ),
+        Err(why) => Err(format!(
+            "the nodes around the last night could not be read: {why} \
+             (--controller-namespace names where the controller runs)"
+        )),
     }
 }
 

@@ -1,0 +1,94 @@
+//! The console's page of nodes: what `cronscaler nodes` says (each node and what keeps it, and
+//! the last night the controller recorded), read when someone asks and shared for [`FRESH`], so
+//! that a page reloaded by many reads the Pods of the cluster once.
+
+use std::{sync::Arc, time::Duration};
+
+use chrono::{DateTime, Utc};
+use kube::Client;
+use tokio::{sync::Mutex, time::Instant};
+
+use crate::{
+    commands::{
+        nodes::{self, Nodes},
+        status::{nights, priced::Priced},
+    },
+    cost::PriceTable,
+};
+
+/// How long a read of the nodes is shown: the Pods of a large cluster take seconds to read, and
+/// what keeps a node changes slowly.
+pub const FRESH: Duration = Duration::from_secs(30);
+
+/// How long a read may take: within a request's deadline, so a page that waited still answers.
+const READ_WITHIN: Duration = Duration::from_secs(15);
+
+/// Why the nodes could not be read for a page.
+#[derive(Debug, thiserror::Error)]
+pub enum NodesError {
+    #[error("reading Nodes, Pods and PodDisruptionBudgets: {0}")]
+    Read(#[from] kube::Error),
+    #[error(
+        "the API server did not answer within {}",
+        crate::duration::spoken(READ_WITHIN)
+    )]
+    TimedOut,
+}
+
+/// What one read of the nodes shows.
+pub struct NodesView {
+    pub nodes: Nodes,
+    /// The last night, as `cronscaler nodes` says it below its table; or why it is not said.
+    pub night: Result<Vec<String>, String>,
+    pub at: DateTime<Utc>,
+}
+
+/// Reads the nodes for every page, sharing one read while it is fresh.
+pub struct NodesReader {
+    client: Client,
+    /// `--controller-namespace`, where the record of the nights is read.
+    controller: Option<String>,
+    /// `--prices`, which the nodes that went are worth.
+    prices: Option<PriceTable>,
+    last: Mutex<Option<(Instant, Arc<NodesView>)>>,
+}
+
+impl NodesReader {
+    pub fn new(client: Client, controller: Option<String>, prices: Option<PriceTable>) -> Self {
+        Self {
+            client,
+            controller,
+            prices,
+            last: Mutex::new(None),
+        }
+    }
+
+    /// The nodes now: the last read while it is fresh, else a new one. Pages asking while a
+    /// read is under way wait for it.
+    pub async fn now(&self) -> Result<Arc<NodesView>, NodesError> {
+        let mut last = self.last.lock().await;
+        if let Some((at, view)) = last.as_ref()
+            && at.elapsed() < FRESH
+        {
+            return Ok(view.clone());
+        }
+        let read = tokio::time::timeout(READ_WITHIN, self.read(Utc::now())).await;
+        let view = Arc::new(read.map_err(|_| NodesError::TimedOut)??);
+        *last = Some((Instant::now(), view.clone()));
+        Ok(view)
+    }
+
+    async fn read(&self, now: DateTime<Utc>) -> Result<NodesView, kube::Error> {
+        let read = nodes::read(&self.client).await?;
+        let night = nights::read(&self.client, self.controller.as_deref()).await;
+        let priced = Priced {
+            table: self.prices.clone(),
+            ..Priced::default()
+        };
+        Ok(NodesView {
+            nodes: nodes::nodes(&read),
+            night: nights::said(&night, &priced, now),
+            at: now,
+        })
+    }
+}
