@@ -251,7 +251,7 @@ async fn show_nodes(kube: &KubeArgs, args: NodesArgs) -> anyhow::Result<()> {
     let nodes = nodes::nodes(&read);
     let night = status::nights::read(&client, args.controller.namespace.as_deref()).await;
     let now = Utc::now();
-    let priced = status::priced::prices(&args.opencost, args.prices.table.as_ref()).await;
+    let priced = status::priced::prices(&args.opencost, args.prices.table.as_ref(), &[]).await;
     let from = priced.from.as_deref();
     match args.output {
         StatusFormat::Table => {
@@ -309,10 +309,14 @@ async fn show_status(kube: &KubeArgs, args: StatusArgs) -> anyhow::Result<()> {
         );
     }
     let now = Utc::now();
-    let priced = status::priced::prices(&args.opencost, args.reading.prices.table.as_ref()).await;
-    let mut reading = args.reading.clone();
-    reading.prices.table = priced.table.clone();
-    let status = listed.status(&reading, now);
+    // The Namespaces of what was listed: where OpenCost says which nodes their Pods ran on.
+    let namespaces: std::collections::BTreeSet<&str> = (listed.objects.iter())
+        .filter_map(|object| object.observed.reference.namespace.as_deref())
+        .collect();
+    let namespaces: Vec<&str> = namespaces.into_iter().collect();
+    let priced =
+        status::priced::prices(&args.opencost, reading.prices.table.as_ref(), &namespaces).await;
+    let status = listed.status(reading, &priced, now);
     let night = status::nights::read(&client, args.controller.namespace.as_deref()).await;
     let from = priced.from.as_deref();
     match args.output {

@@ -86,6 +86,23 @@ impl Prometheus {
             .collect())
     }
 
+    /// The values of `labels` of each series `query` gives now (a series without one of them is
+    /// left out).
+    pub async fn labelled<const N: usize>(
+        &self,
+        query: &str,
+        labels: [&str; N],
+    ) -> Result<Vec<[String; N]>, CountError> {
+        Ok((self.samples(query).await?.into_iter())
+            .filter_map(|(metric, _)| {
+                let values: Vec<String> = (labels.iter())
+                    .map(|label| Some(metric[*label].as_str()?.to_string()))
+                    .collect::<Option<_>>()?;
+                values.try_into().ok()
+            })
+            .collect())
+    }
+
     async fn samples(&self, query: &str) -> Result<Vec<(Value, f64)>, CountError> {
         match tokio::time::timeout(QUERY_TIMEOUT, self.ask(query)).await {
             Ok(answer) => answer,

@@ -26,6 +26,7 @@ use crate::{
     workloads::target::{Driver, Drivers, ScaleTarget, ScheduleSource, TargetKind, TargetState},
 };
 use holds::{held_by_lever, pending};
+use priced::Priced;
 
 mod cluster;
 mod holds;
@@ -129,6 +130,14 @@ pub struct Summary {
     /// Resources withheld that the prices have none for: left out of `costPerHour`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unpriced: Vec<String>,
+    /// Of the objects asleep that withhold something, those priced at the nodes their Pods ran
+    /// on (OpenCost's price of each); the others are at the prices' means.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub priced_where_ran: u64,
+}
+
+fn is_zero(count: &u64) -> bool {
+    *count == 0
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -158,7 +167,7 @@ pub fn status(
     namespaces: Option<&NamespaceSchedules>,
     excluded: &[String],
     gitops: (&Owners, GitOpsMode),
-    (holds, prices): (Holds, Option<&PriceTable>),
+    (holds, priced): (Holds, &Priced),
     now: DateTime<Utc>,
 ) -> Status {
     let excluded = excluded.iter().cloned();
@@ -207,7 +216,7 @@ pub fn status(
         (&a.namespace, &a.kind, &a.name).cmp(&(&b.namespace, &b.kind, &b.name))
     });
     Status {
-        summary: summarise(&rows, prices),
+        summary: summarise(&rows, priced),
         objects: rows.into_iter().map(|(_, row)| row).collect(),
         namespace_schedules_known: namespaces.is_some(),
     }
@@ -226,12 +235,13 @@ pub fn summary_of<'a>(rows: impl IntoIterator<Item = &'a Row>) -> Summary {
     let rows: Vec<(TargetKind, Row)> = (rows.into_iter())
         .filter_map(|row| Some((TargetKind::named(&row.kind)?, row.clone())))
         .collect();
-    summarise(&rows, None)
+    summarise(&rows, &Priced::default())
 }
 
 /// What the objects asleep among `rows` withhold, each by its kind's rule, and what an hour of
-/// it costs at `prices`.
-fn summarise(rows: &[(TargetKind, Row)], prices: Option<&PriceTable>) -> Summary {
+/// it costs at `priced`'s prices: each workload at the nodes its Pods ran on where OpenCost says
+/// which, else at the table.
+fn summarise(rows: &[(TargetKind, Row)], priced: &Priced) -> Summary {
     let mut summary = Summary::default();
     for (kind, row) in rows.iter().filter(|(_, row)| row.is_asleep()) {
         summary.objects_asleep += 1;
@@ -248,12 +258,39 @@ fn summarise(rows: &[(TargetKind, Row)], prices: Option<&PriceTable>) -> Summary
             summary.cron_jobs_asleep += 1;
         }
     }
-    if let Some(prices) = prices {
-        let (cents, unpriced) = summary.withheld.hourly(prices);
+    if let Some(prices) = &priced.table {
+        // What is withheld at each table, each sum priced once: at one table, the cents are
+        // those of the whole.
+        let mut at: Vec<(PriceTable, Withheld)> = Vec::new();
+        let asleep = rows.iter().filter(|(_, row)| row.is_asleep());
+        for (kind, row) in asleep {
+            let Some(withheld) = &row.withheld else {
+                continue;
+            };
+            let where_ran = (kind.spec().pod_names).and_then(|names| {
+                let ran = |pod: &str| names.ran(&row.name, pod);
+                priced.ran.table(prices, &row.namespace, ran)
+            });
+            summary.priced_where_ran += u64::from(where_ran.is_some());
+            let table = where_ran.unwrap_or_else(|| prices.clone());
+            match at.iter_mut().find(|(priced, _)| *priced == table) {
+                Some((_, sum)) => sum.add(withheld),
+                None => at.push((table, withheld.clone())),
+            }
+        }
+        let mut cents = 0;
+        for (table, withheld) in &at {
+            let (more, unpriced) = withheld.hourly(table);
+            cents += more;
+            for resource in unpriced {
+                if !summary.unpriced.contains(&resource) {
+                    summary.unpriced.push(resource);
+                }
+            }
+        }
         summary.cost_per_hour_cents = Some(cents);
         summary.cost_per_hour = Some(units(cents));
         summary.currency = Some(prices.currency.clone());
-        summary.unpriced = unpriced;
     }
     summary
 }
@@ -498,7 +535,10 @@ pub fn summary_line(summary: &Summary) -> String {
     let withheld = match (withheld.is_empty(), summary.money()) {
         (true, _) => String::new(),
         (false, None) => format!("; withholding {withheld}"),
-        (false, Some(money)) => format!("; withholding {withheld}: {money} an hour"),
+        (false, Some(money)) => format!(
+            "; withholding {withheld}: {money} an hour{}",
+            where_ran(summary)
+        ),
     };
     format!(
         "asleep now: {}{on_off}, {}{withheld}\n",
@@ -509,6 +549,15 @@ pub fn summary_line(summary: &Summary) -> String {
             "replicas"
         )
     )
+}
+
+/// ` (2 objects at the nodes their Pods ran on)`, where OpenCost said which for any.
+fn where_ran(summary: &Summary) -> String {
+    match summary.priced_where_ran {
+        0 => String::new(),
+        1 => " (1 object at the nodes its Pods ran on)".into(),
+        n => format!(" ({n} objects at the nodes their Pods ran on)"),
+    }
 }
 
 impl Summary {

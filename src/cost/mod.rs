@@ -9,6 +9,7 @@ pub mod quantity;
 pub mod requests;
 pub mod resources;
 pub mod savings;
+pub mod where_ran;
 
 pub use money::{Currency, Money};
 pub use prices::{PriceTable, PricesError};

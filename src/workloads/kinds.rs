@@ -158,6 +158,10 @@ pub struct KindSpec {
     /// Where the spec of the pods it runs is (JSON pointer), for what sleeping saves; `None`
     /// where another object runs them (a Foo's Deployment, a ScaledObject's target).
     pub pod_spec: Option<&'static str>,
+    /// How the Pods it runs are named, which tells OpenCost's series of each Pod of one
+    /// workload from the others' (the nodes they ran on price what it withholds); `None` where
+    /// the names do not say.
+    pub pod_names: Option<PodNames>,
     /// Where its own cron and time zone are, for a kind that runs on a schedule of its own:
     /// asleep, it skips runs rather than withholding replicas.
     pub runs: Option<(&'static str, &'static str)>,
@@ -170,6 +174,40 @@ pub struct KindSpec {
 }
 
 const COUNTED: [&str; 2] = ["", ""];
+
+/// How the Pods of a kind are named after the workload that runs them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PodNames {
+    /// `NAME-HASH-XXXXX`: through a ReplicaSet named after the pod template's hash (a
+    /// Deployment, a Rollout).
+    Hashed,
+    /// `NAME-0`, `NAME-1`: a StatefulSet's.
+    Ordinal,
+}
+
+impl PodNames {
+    /// Whether the Pod `pod` is one of the workload `workload`'s. The hash and the suffix are
+    /// of the letters Kubernetes makes them of (no vowels, no 0, 1 or 3), so that a CronJob's
+    /// `NAME-28901234-xxxxx` is not taken for a Deployment's of the same name.
+    pub fn ran(self, workload: &str, pod: &str) -> bool {
+        let made = |text: &str| {
+            text.chars()
+                .all(|c| "bcdfghjklmnpqrstvwxz2456789".contains(c))
+        };
+        let Some(rest) = (pod.strip_prefix(workload)).and_then(|rest| rest.strip_prefix('-'))
+        else {
+            return false;
+        };
+        match self {
+            PodNames::Hashed => rest.split_once('-').is_some_and(|(hash, suffix)| {
+                (1..=10).contains(&hash.len()) && made(hash) && suffix.len() == 5 && made(suffix)
+            }),
+            PodNames::Ordinal => {
+                (1..=10).contains(&rest.len()) && rest.bytes().all(|b| b.is_ascii_digit())
+            }
+        }
+    }
+}
 
 /// How most kinds are counted: by `spec.replicas`.
 pub const SPEC_REPLICAS: Sleep = Sleep::Replicas {
@@ -200,6 +238,7 @@ pub static CATALOGUE: [KindSpec; 9] = [
         kube_downscaler_records: true,
         hpa_target: true,
         pod_spec: Some("/spec/template/spec"),
+        pod_names: Some(PodNames::Hashed),
         runs: None,
         levers: None,
         made_by: None,
@@ -219,6 +258,7 @@ pub static CATALOGUE: [KindSpec; 9] = [
         kube_downscaler_records: true,
         hpa_target: true,
         pod_spec: Some("/spec/template/spec"),
+        pod_names: Some(PodNames::Ordinal),
         runs: None,
         levers: None,
         made_by: None,
@@ -238,6 +278,7 @@ pub static CATALOGUE: [KindSpec; 9] = [
         kube_downscaler_records: false,
         hpa_target: false,
         pod_spec: Some("/spec/jobTemplate/spec/template/spec"),
+        pod_names: None,
         runs: Some(("/spec/schedule", "/spec/timeZone")),
         levers: None,
         made_by: None,
@@ -257,6 +298,7 @@ pub static CATALOGUE: [KindSpec; 9] = [
         kube_downscaler_records: false,
         hpa_target: false,
         pod_spec: None,
+        pod_names: None,
         runs: None,
         levers: None,
         made_by: None,
@@ -276,6 +318,7 @@ pub static CATALOGUE: [KindSpec; 9] = [
         kube_downscaler_records: false,
         hpa_target: false,
         pod_spec: Some("/spec/template/spec"),
+        pod_names: None,
         runs: None,
         levers: None,
         made_by: Some(("batch", "CronJob")),
@@ -300,6 +343,7 @@ pub static CATALOGUE: [KindSpec; 9] = [
         kube_downscaler_records: false,
         hpa_target: false,
         pod_spec: None,
+        pod_names: None,
         runs: None,
         // KEDA's own defaults for what `scaleTargetRef` leaves out. Without the pause KEDA
         // keeps the workload at `minReplicaCount` (its default 0) or above, and at
@@ -332,6 +376,7 @@ pub static CATALOGUE: [KindSpec; 9] = [
         kube_downscaler_records: false,
         hpa_target: false,
         pod_spec: Some("/spec/jobTargetRef/template/spec"),
+        pod_names: None,
         runs: None,
         levers: None,
         made_by: None,
@@ -351,6 +396,7 @@ pub static CATALOGUE: [KindSpec; 9] = [
         kube_downscaler_records: false,
         hpa_target: true,
         pod_spec: Some("/spec/template/spec"),
+        pod_names: Some(PodNames::Hashed),
         runs: None,
         levers: None,
         made_by: None,
@@ -380,6 +426,7 @@ pub static CATALOGUE: [KindSpec; 9] = [
         kube_downscaler_records: false,
         hpa_target: false,
         pod_spec: None,
+        pod_names: None,
         runs: None,
         levers: None,
         made_by: None,
@@ -435,6 +482,7 @@ impl KindSpec {
             hpa_target: true,
             by_default: false,
             pod_spec: Some("/spec/template/spec"),
+            pod_names: None,
             runs: None,
             levers: None,
             made_by: None,

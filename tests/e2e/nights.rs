@@ -98,9 +98,15 @@ async fn the_nodes_before_a_night_and_at_its_quietest_point_are_recorded_and_tol
     let deployments = create_deployment(&scenario.client, &scenario.namespace, "web", 2).await;
     let down = whole_second_in(15);
     let up = down + chrono::Duration::seconds(50);
-    let schedule = json!({ "metadata": { "annotations": nightly(down, up) } });
+    // Each of web's Pods asks for a core and 2 GiB: asleep, it withholds 2 cores and 4 GiB.
+    let schedule = json!({
+        "metadata": { "annotations": nightly(down, up) },
+        "spec": { "template": { "spec": { "containers": [
+            { "name": "nginx", "resources": { "requests": { "cpu": "1", "memory": "2Gi" } } },
+        ] } } },
+    });
     deployments
-        .patch("web", &PatchParams::default(), &Patch::Merge(&schedule))
+        .patch("web", &PatchParams::default(), &Patch::Strategic(&schedule))
         .await
         .expect("web's schedule");
     let mut controller = scenario.start_cluster_wide_controller("cronscaler", IN_ITS_NAMESPACE);
@@ -143,10 +149,13 @@ async fn the_nodes_before_a_night_and_at_its_quietest_point_are_recorded_and_tol
             .then_some(())
     })
     .await;
-    // Neither prices nor OpenCost: what the nodes offered, in no money.
+    // Neither prices nor OpenCost: what the nodes offered and web withholds, in no money, and
+    // how to give prices.
     let unpriced = status(&scenario, &[]);
     assert!(
-        unpriced.contains(&format!("{went}\n")) && !unpriced.contains("prices:"),
+        unpriced.contains(&format!("{went}\n"))
+            && unpriced.contains("withholding 2.00 CPU, 4.00 GiB\nno prices: give them")
+            && !unpriced.lines().any(|line| line.starts_with("prices:")),
         "{unpriced}"
     );
     // OpenCost's prices, where a Prometheus scrapes them, come first: the mean of its nodes,
@@ -161,16 +170,39 @@ async fn the_nodes_before_a_night_and_at_its_quietest_point_are_recorded_and_tol
         })
         .await;
         assert!(said.contains(&format!("{went}: $3.56 an hour,")), "{said}");
-        // With each node's own price, the nodes that went are worth theirs: 0.192 + 1.006.
+        // What web withholds, at the means: 2 × 0.05 + 4 × 0.005.
+        let withholding = "withholding 2.00 CPU, 4.00 GiB: ";
+        assert!(
+            said.contains(&format!("{withholding}$0.12 an hour\n")),
+            "{said}"
+        );
+        // With each node's own price, the nodes that went are worth theirs: 0.192 + 1.006. And
+        // with the nodes web's Pods ran on before the night, what it withholds is at theirs:
+        // 2 × 0.04 + 4 × 0.005 on node-a. A CronJob's Pod of the same name ran elsewhere.
+        let pods = format!(
+            "# TYPE container_cpu_allocation gauge
+container_cpu_allocation{{namespace=\"{ns}\",pod=\"web-7d9f8c6b5-x2kqz\",container=\"nginx\",node=\"node-a\"}} 1
+container_cpu_allocation{{namespace=\"{ns}\",pod=\"web-7d9f8c6b5-k9wz4\",container=\"nginx\",node=\"node-a\"}} 1
+container_cpu_allocation{{namespace=\"{ns}\",pod=\"web-29401200-x2kqz\",container=\"job\",node=\"node-g\"}} 1
+",
+            ns = scenario.namespace
+        );
         prometheus
             .requests
-            .also(&format!("{OPENCOST}{OPENCOST_NODES}"));
-        eventually("each node's price scraped", RECORDED_WITHIN, || async {
+            .also(&format!("{OPENCOST}{OPENCOST_NODES}{pods}"));
+        let said = eventually("each node's price scraped", RECORDED_WITHIN, || async {
             let said = status(&scenario, &[&url, PRICES]);
-            said.contains(&format!("{went}: $1.20 an hour at each one's own price"))
-                .then_some(said)
+            (said.contains(&format!("{went}: $1.20 an hour at each one's own price"))
+                && said.contains("(1 object at the nodes its Pods ran on)"))
+            .then_some(said)
         })
         .await;
+        assert!(
+            said.contains(&format!(
+                "{withholding}$0.10 an hour (1 object at the nodes its Pods ran on)\n"
+            )),
+            "{said}"
+        );
     }
 
     // A restart goes on with the night: one more node gone counts against the same beginning.

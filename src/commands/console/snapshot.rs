@@ -17,7 +17,8 @@ use crate::{
     commands::{
         cli::ConsoleArgs,
         cluster::{self, ListError},
-        plan, status,
+        plan,
+        status::{self, priced::Priced},
     },
     cost::PriceTable,
     simulation::PlanObject,
@@ -129,7 +130,7 @@ impl Reader {
         if read {
             listed.read_kube_downscaler_as_ours();
         }
-        let status = listed.status(reading, now);
+        let status = listed.status(reading, &Priced::given(prices.as_ref()), now);
         tracing::debug!(?listed_in, ?readiness_in, ?planned_in, status_in = ?started.elapsed(), "the console read the cluster");
         Ok(Snapshot {
             environments: environments(&status, (&readinesses, &*weeks), &schedules, zone),

@@ -7,7 +7,7 @@ use kube::{Client, ResourceExt as _};
 
 use chrono::{DateTime, TimeDelta, Utc};
 
-use super::{Holds, Status, StatusObject, status};
+use super::{Holds, Status, StatusObject, priced::Priced, status};
 use crate::{
     commands::{
         cli::StatusReading,
@@ -39,8 +39,8 @@ pub struct Listed {
 }
 
 impl Listed {
-    /// The status at `now` of what was listed, read as `reading` says.
-    pub fn status(&self, reading: &StatusReading, now: DateTime<Utc>) -> Status {
+    /// The status at `now` of what was listed, read as `reading` says, in money at `priced`.
+    pub fn status(&self, reading: &StatusReading, priced: &Priced, now: DateTime<Utc>) -> Status {
         status(
             &self.objects,
             self.namespaces.as_ref(),
@@ -53,7 +53,7 @@ impl Listed {
                     step_timeout: TimeDelta::from_std(reading.wake_step.timeout)
                         .unwrap_or(TimeDelta::MAX),
                 },
-                reading.prices.table.as_ref(),
+                priced,
             ),
             now,
         )

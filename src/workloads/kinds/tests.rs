@@ -313,3 +313,25 @@ fn a_count_kept_in_another_field_is_read_and_written_there() {
     );
     assert!(!sized.is_on_off());
 }
+
+#[test]
+fn a_pod_is_its_workloads_by_the_names_kubernetes_gives_and_no_other_kinds() {
+    let deployment = TargetKind::Deployment.spec().pod_names.unwrap();
+    assert!(deployment.ran("web", "web-7d9f8c6b5-x2kqz"));
+    for other in [
+        // A CronJob's of the same name: its Job is named after a time, in digits.
+        "web-28901234-x2kqz",
+        // Deployment web-api's, and a StatefulSet's.
+        "web-api-7d9f8c6b5-x2kqz",
+        "web-0",
+        "webb-7d9f8c6b5-x2kqz",
+        "web-7d9f8c6b5-x2kq",
+        "web",
+    ] {
+        assert!(!deployment.ran("web", other), "{other}");
+    }
+    let statefulset = TargetKind::StatefulSet.spec().pod_names.unwrap();
+    assert!(statefulset.ran("db", "db-0") && statefulset.ran("db", "db-12"));
+    assert!(!statefulset.ran("db", "db-7d9f8c6b5-x2kqz") && !statefulset.ran("db", "db-"));
+    assert_eq!(TargetKind::CronJob.spec().pod_names, None);
+}

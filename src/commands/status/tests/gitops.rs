@@ -45,7 +45,7 @@ fn a_workload_a_gitops_tool_deploys_shows_its_owner_the_mode_and_what_was_paused
             Some(&namespaces),
             &[],
             gitops,
-            (HOLDS, None),
+            (HOLDS, &Priced::default()),
             night(),
         )
     };

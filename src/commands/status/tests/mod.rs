@@ -41,7 +41,7 @@ fn status_at(
         Some(&schedules(namespaces)),
         &[],
         (&Owners::default(), GitOpsMode::Ignore),
-        (HOLDS, None),
+        (HOLDS, &Priced::default()),
         now,
     )
 }

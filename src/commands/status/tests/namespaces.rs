@@ -65,7 +65,7 @@ fn an_override_names_who_set_it_on_the_namespace_or_on_the_object() {
         Some(&namespaces),
         &[],
         (&Owners::default(), GitOpsMode::Ignore),
-        (HOLDS, None),
+        (HOLDS, &Priced::default()),
         night(),
     );
     let reasons: Vec<&str> = (status.objects.iter())
@@ -91,7 +91,7 @@ fn unknown_namespaces_leave_out_what_only_they_schedule() {
         None,
         &[],
         (&Owners::default(), GitOpsMode::Ignore),
-        (HOLDS, None),
+        (HOLDS, &Priced::default()),
         night(),
     );
     assert!(!status.namespace_schedules_known);
@@ -110,7 +110,7 @@ fn a_schedule_in_a_namespace_the_controller_never_touches_is_excluded() {
         Some(&schedules(&[])),
         &["kube-system".to_string()],
         (&Owners::default(), GitOpsMode::Ignore),
-        (HOLDS, None),
+        (HOLDS, &Priced::default()),
         night(),
     );
     let dns = &status.objects[0];
@@ -150,7 +150,7 @@ fn a_row_says_which_policy_schedules_it_and_what_a_policy_does_not_cover_has_non
         Some(&schedules),
         &[],
         (&Owners::default(), GitOpsMode::Ignore),
-        (HOLDS, None),
+        (HOLDS, &Priced::default()),
         night(),
     );
     assert_eq!(status.objects.len(), 1, "the StatefulSet is not covered");

@@ -226,7 +226,7 @@ fn since_and_next_read_in_whole_units_as_people_write_them() {
         Some(&schedules(&[])),
         &[],
         (&Owners::default(), GitOpsMode::Ignore),
-        (HOLDS, None),
+        (HOLDS, &Priced::default()),
         now,
     );
     let table = render_table(&status, now);
@@ -277,7 +277,7 @@ fn what_kube_downscaler_put_to_sleep_is_asleep_with_its_count_to_wake_to() {
             listed.namespaces.as_ref(),
             &[],
             (&Owners::default(), GitOpsMode::Ignore),
-            (HOLDS, None),
+            (HOLDS, &Priced::default()),
             night()
         )
         .objects

@@ -32,7 +32,7 @@ fn priced(objects: &[StatusObject], prices: &str) -> Status {
         Some(&namespaces),
         &[],
         gitops,
-        (HOLDS, Some(&prices)),
+        (HOLDS, &Priced::given(Some(&prices))),
         night(),
     )
 }
@@ -97,4 +97,57 @@ fn pods_that_request_nothing_withhold_nothing_and_need_no_prices() {
         table.ends_with("asleep now: 1 object, 3 replicas\n"),
         "{table}"
     );
+}
+
+#[test]
+fn with_opencost_a_workload_is_priced_at_the_nodes_its_pods_ran_on_the_rest_at_the_means() {
+    use crate::cost::where_ran::{NodePrice, WhereRan};
+    let mut api = asleep_with(inference());
+    api.observed.reference.name = Some("api".into());
+    let objects = [asleep_with(inference()), api];
+    let means: PriceTable = "cpu=0.031,memory=0.0042,gpu=2.48,currency=USD"
+        .parse()
+        .unwrap();
+    let mut ran = WhereRan::default();
+    // web's Pods ran on a spot GPU node, before the night; api's are not known.
+    for pod in ["web-7d9f8c6b5-x2kqz", "web-7d9f8c6b5-k9wz4"] {
+        ran.saw(["staging".into(), pod.into(), "spot-gpu".into()]);
+    }
+    ran.nodes.insert(
+        "spot-gpu".into(),
+        NodePrice {
+            cpu: Some(0.01),
+            memory: Some(0.001),
+            gpu: Some(0.9),
+        },
+    );
+    let status = |ran: WhereRan| {
+        let priced = Priced {
+            ran,
+            ..Priced::given(Some(&means))
+        };
+        let gitops = (&Owners::default(), GitOpsMode::Ignore);
+        let namespaces = schedules(&[]);
+        status(
+            &objects,
+            Some(&namespaces),
+            &[],
+            gitops,
+            (HOLDS, &priced),
+            night(),
+        )
+    };
+    // web: 0.75 × 0.01 + 1.5 × 0.001 + 3 × 0.9 = 2.709; api at the means: 7.46955.
+    let both = status(ran);
+    assert_eq!(both.summary.cost_per_hour, Some(10.18));
+    assert_eq!(both.summary.priced_where_ran, 1);
+    let table = render_table(&both, night());
+    assert!(
+        table.ends_with(": $10.18 an hour (1 object at the nodes its Pods ran on)\n"),
+        "{table}"
+    );
+    // Without OpenCost's Pods, both at the means, and nothing said of nodes.
+    let means_only = status(WhereRan::default());
+    assert_eq!(means_only.summary.cost_per_hour, Some(14.94));
+    assert!(render_table(&means_only, night()).ends_with(": $14.94 an hour\n"));
 }

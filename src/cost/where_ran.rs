@@ -1,0 +1,216 @@
+//! Where a workload's Pods ran, and what those nodes cost: with OpenCost's metrics, what a
+//! workload asleep withholds is priced at the nodes its Pods ran on before it slept, each at its
+//! own price as OpenCost last gave it, and at the cluster's mean only where that is not known.
+//! OpenCost's `container_cpu_allocation` names each Pod's node; which Pods are a workload's its
+//! kind's naming says. Pure: the series are read by the caller.
+
+use std::collections::BTreeMap;
+
+use super::{GPU, PriceTable, prices::is_price};
+
+/// What each node costs an hour per core, per GiB and per GPU, by name, as OpenCost last gave
+/// it within two days: a node that went at night is priced at what it cost before it went.
+pub const NODE_CPU: &str = "last_over_time(node_cpu_hourly_cost[2d])";
+pub const NODE_MEMORY: &str = "last_over_time(node_ram_hourly_cost[2d])";
+pub const NODE_GPU: &str = "last_over_time(node_gpu_hourly_cost[2d])";
+
+/// The labels of [`pods`]' series: the Pod's Namespace and name, and its node.
+pub const POD_LABELS: [&str; 3] = ["namespace", "pod", "node"];
+
+/// How far back a workload's Pods are looked for: a weekend's sleep and more.
+const RAN_WITHIN: &str = "7d";
+
+/// The query of the Pods of `namespaces` that ran within the last week, each with the node it
+/// ran on last; `None` where no Namespace is asked about.
+pub fn pods(namespaces: &[&str]) -> Option<String> {
+    // Namespaces are DNS labels: nothing in them is special to a regular expression.
+    let names: Vec<&str> = (namespaces.iter().copied())
+        .filter(|name| {
+            !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        })
+        .collect();
+    (!names.is_empty()).then(|| {
+        format!(
+            "max by (namespace, pod, node) (last_over_time(container_cpu_allocation{{namespace=~\"{}\"}}[{RAN_WITHIN}]))",
+            names.join("|")
+        )
+    })
+}
+
+/// What one node costs an hour of each resource, where OpenCost gives it.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct NodePrice {
+    pub cpu: Option<f64>,
+    pub memory: Option<f64>,
+    pub gpu: Option<f64>,
+}
+
+/// Each node's prices, from OpenCost's per core, per GiB and per GPU, each by node.
+pub fn node_prices(
+    cpu: BTreeMap<String, f64>,
+    memory: BTreeMap<String, f64>,
+    gpu: BTreeMap<String, f64>,
+) -> BTreeMap<String, NodePrice> {
+    let mut nodes: BTreeMap<String, NodePrice> = BTreeMap::new();
+    for (node, price) in cpu {
+        nodes.entry(node).or_default().cpu = Some(price);
+    }
+    for (node, price) in memory {
+        nodes.entry(node).or_default().memory = Some(price);
+    }
+    for (node, price) in gpu {
+        nodes.entry(node).or_default().gpu = Some(price);
+    }
+    nodes
+}
+
+/// The Pods OpenCost saw and the price of each node.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WhereRan {
+    /// By Namespace: each Pod's name, and the node it ran on.
+    pub pods: BTreeMap<String, Vec<(String, String)>>,
+    pub nodes: BTreeMap<String, NodePrice>,
+}
+
+impl WhereRan {
+    /// Takes in one series of [`pods`]: `[namespace, pod, node]`.
+    pub fn saw(&mut self, [namespace, pod, node]: [String; 3]) {
+        self.pods.entry(namespace).or_default().push((pod, node));
+    }
+
+    /// `mean`, with CPU, memory and GPUs at the mean over the Pods of `namespace` that `ran`
+    /// says are the workload's of the price of the node each ran on; `None` where none of its
+    /// Pods were seen, or one of their nodes has no CPU or memory price (it is then priced at
+    /// `mean` whole, rather than at a part of its nodes).
+    pub fn table(
+        &self,
+        mean: &PriceTable,
+        namespace: &str,
+        ran: impl Fn(&str) -> bool,
+    ) -> Option<PriceTable> {
+        let nodes: Vec<NodePrice> = (self.pods.get(namespace)?.iter())
+            .filter(|(pod, _)| ran(pod))
+            .map(|(_, node)| self.nodes.get(node).copied())
+            .collect::<Option<_>>()?;
+        let mean_of = |price: fn(&NodePrice) -> Option<f64>| -> Option<f64> {
+            let prices: Vec<f64> = (nodes.iter())
+                .map(|node| price(node).filter(|price| is_price(*price)))
+                .collect::<Option<_>>()?;
+            (!prices.is_empty()).then(|| prices.iter().sum::<f64>() / prices.len() as f64)
+        };
+        let mut table = mean.clone();
+        table
+            .per_hour
+            .insert("cpu".into(), mean_of(|node| node.cpu)?);
+        table
+            .per_hour
+            .insert("memory".into(), mean_of(|node| node.memory)?);
+        // OpenCost gives a node without GPUs a GPU price of 0: only those with one price them.
+        let gpus: Vec<f64> = (nodes.iter())
+            .filter_map(|node| node.gpu.filter(|price| is_price(*price) && *price > 0.0))
+            .collect();
+        if !gpus.is_empty() {
+            let gpu = gpus.iter().sum::<f64>() / gpus.len() as f64;
+            table.per_hour.insert(GPU.into(), gpu);
+        }
+        Some(table)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cost::Currency;
+
+    fn mean() -> PriceTable {
+        PriceTable {
+            currency: Currency::of("USD").unwrap(),
+            per_hour: BTreeMap::from([
+                ("cpu".to_string(), 0.03),
+                ("memory".to_string(), 0.004),
+                (GPU.to_string(), 2.0),
+            ]),
+        }
+    }
+
+    fn seen() -> WhereRan {
+        let mut ran = WhereRan::default();
+        for (namespace, pod, node) in [
+            ("team-a", "web-7d9f8c6b5-x2kqz", "spot-1"),
+            ("team-a", "web-7d9f8c6b5-k9wz4", "spot-1"),
+            ("team-a", "web-6b5c7d9f8-b2c4d", "big-1"),
+            ("team-a", "llm-0", "gpu-1"),
+            ("team-a", "db-0", "nowhere"),
+            ("team-b", "web-7d9f8c6b5-x2kqz", "big-1"),
+        ] {
+            ran.saw([namespace.into(), pod.into(), node.into()]);
+        }
+        ran.nodes = BTreeMap::from([
+            (
+                "spot-1".to_string(),
+                NodePrice {
+                    cpu: Some(0.01),
+                    memory: Some(0.001),
+                    gpu: Some(0.0),
+                },
+            ),
+            (
+                "big-1".to_string(),
+                NodePrice {
+                    cpu: Some(0.04),
+                    memory: Some(0.004),
+                    gpu: Some(0.0),
+                },
+            ),
+            (
+                "gpu-1".to_string(),
+                NodePrice {
+                    cpu: Some(0.05),
+                    memory: Some(0.005),
+                    gpu: Some(3.0),
+                },
+            ),
+        ]);
+        ran
+    }
+
+    #[test]
+    fn a_workload_is_priced_at_the_nodes_its_pods_ran_on_each_pod_counted() {
+        let ran = seen();
+        let web = ran
+            .table(&mean(), "team-a", |pod| pod.starts_with("web-"))
+            .unwrap();
+        // Two Pods on spot-1, one on big-1.
+        assert!((web.per_hour["cpu"] - 0.02).abs() < 1e-12);
+        assert!((web.per_hour["memory"] - 0.002).abs() < 1e-12);
+        // No GPU node among them: the cluster's GPU price stays.
+        assert_eq!(web.per_hour[GPU], 2.0);
+        let llm = ran.table(&mean(), "team-a", |pod| pod == "llm-0").unwrap();
+        assert_eq!(llm.per_hour[GPU], 3.0);
+        // Another Namespace's Pods of the same names are not these.
+        let other = ran.table(&mean(), "team-b", |pod| pod.starts_with("web-"));
+        assert_eq!(other.unwrap().per_hour["cpu"], 0.04);
+    }
+
+    #[test]
+    fn pods_not_seen_or_a_node_unpriced_leave_the_mean() {
+        let ran = seen();
+        assert_eq!(ran.table(&mean(), "team-a", |pod| pod == "api-0"), None);
+        assert_eq!(ran.table(&mean(), "team-c", |_| true), None);
+        assert_eq!(ran.table(&mean(), "team-a", |pod| pod == "db-0"), None);
+        let mut unpriced = seen();
+        unpriced.nodes.get_mut("spot-1").unwrap().memory = Some(f64::NAN);
+        let web = unpriced.table(&mean(), "team-a", |pod| pod.starts_with("web-"));
+        assert_eq!(web, None);
+    }
+
+    #[test]
+    fn the_pods_are_asked_of_the_namespaces_named_and_nothing_else_gets_in() {
+        assert_eq!(
+            pods(&["team-a", "team-b"]).unwrap(),
+            "max by (namespace, pod, node) (last_over_time(container_cpu_allocation{namespace=~\"team-a|team-b\"}[7d]))"
+        );
+        assert_eq!(pods(&[]), None);
+        assert_eq!(pods(&["a\"}) or vector(1"]), None);
+    }
+}
