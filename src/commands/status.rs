@@ -48,8 +48,13 @@ pub struct StatusObject {
     /// Awake as it asks, asleep as it asks: how far it is settled for its Namespace's ordered
     /// wake.
     pub settled: (bool, bool),
-    /// What each of its pods requests.
+    /// What each of its pods requests; a lever's, the pods of what it scales.
     pub requests: PodRequests,
+    /// A lever's fewest replicas it keeps what it scales at awake ([`Lever::floor_of`]);
+    /// `None` for what is no lever.
+    ///
+    /// [`Lever::floor_of`]: crate::workloads::kinds::Lever::floor_of
+    pub floor: Option<i32>,
 }
 
 impl StatusObject {
@@ -434,10 +439,9 @@ fn row(
         withheld: None,
     };
     if row.is_asleep() {
-        let replicas = kind
-            .spec()
-            .withheld(row.awake_replicas.into(), row.replicas.into());
-        row.withheld = Withheld::of(&object.requests, replicas);
+        let frees =
+            (kind.spec()).frees(row.awake_replicas.into(), row.replicas.into(), object.floor);
+        row.withheld = frees.and_then(|replicas| Withheld::of(&object.requests, replicas));
     }
     Some(row)
 }

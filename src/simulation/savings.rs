@@ -253,8 +253,10 @@ pub fn savings(timelines: &[Timeline], prices: Option<&PriceTable>) -> Savings {
 /// What one timeline saves, and the resources it withholds that `prices` have none for.
 fn of_timeline(timeline: &Timeline, prices: Option<&PriceTable>) -> (Totals, Vec<String>) {
     let spec = timeline.kind.spec();
+    let floor = timeline.workload.levered;
     let mut seconds_asleep = 0;
-    let mut replica_seconds = 0;
+    // None for a kind that frees no replicas it counts, whether it slept or not.
+    let mut replica_seconds = spec.frees(0, 0, floor).map(|_| 0);
     let asleep: Vec<_> = timeline
         .segments()
         .filter(|segment| segment.state.asleep())
@@ -263,17 +265,11 @@ fn of_timeline(timeline: &Timeline, prices: Option<&PriceTable>) -> (Totals, Vec
         let seconds = (segment.end - segment.start).num_seconds();
         seconds_asleep += seconds;
         let state = segment.state;
-        replica_seconds += spec.withheld(state.awake.into(), state.replicas.into()) * seconds;
+        let frees = spec.frees(state.awake.into(), state.replicas.into(), floor);
+        if let (Some(total), Some(replicas)) = (&mut replica_seconds, frees) {
+            *total += replicas * seconds;
+        }
     }
-    let replica_seconds = match timeline.workload.levered {
-        // A lever sleeps on or off, but its sleep withholds the object it scales running the
-        // fewest replicas the lever keeps awake (a ScaledObject's `minReplicaCount`): what its
-        // triggers would add above that is not known ahead, and that object's own count is
-        // the lever's to set (0 while paused, and often left unset in manifests).
-        Some(floor) => Some(i64::from(floor) * seconds_asleep),
-        // Any other on/off kind withholds no replicas, as status and the gauges count it.
-        None => (!spec.sleep.is_on_off()).then_some(replica_seconds),
-    };
     let replica_hours = replica_seconds.map(hours);
     let requests = &timeline.workload.requests;
     let cpu = requests

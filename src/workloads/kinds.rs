@@ -552,6 +552,20 @@ impl KindSpec {
         }
     }
 
+    /// The replicas whose pods an object of this kind frees asleep, running `now` of the
+    /// `awake` it runs by day: the one rule of `plan`'s savings and of what `status` says is
+    /// withheld. A counted kind frees what it [withholds](Self::withheld). A lever (`floor`:
+    /// what [`Lever::floor_of`] reads on it) frees the object it scales running the fewest
+    /// replicas the lever keeps awake (a ScaledObject's `minReplicaCount`): what its triggers
+    /// would add above that is not known, and that object's own count is the lever's to set.
+    /// Any other on/off kind frees none it counts.
+    pub fn frees(&self, awake: i64, now: i64, floor: Option<i32>) -> Option<i64> {
+        match floor {
+            Some(floor) => Some(floor.into()),
+            None => (!self.sleep.is_on_off()).then(|| self.withheld(awake, now)),
+        }
+    }
+
     /// How a replica count reads for this kind: `3 replicas`, or the on/off kind's word.
     pub fn amount(&self, replicas: i32) -> String {
         match (self.sleep, replicas) {

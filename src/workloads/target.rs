@@ -12,6 +12,7 @@ use k8s_openapi::{api::core::v1::ObjectReference, apimachinery::pkg::apis::meta:
 use kube::api::{ApiResource, DynamicObject};
 
 use crate::{
+    cost::PodRequests,
     foo::controlling_foo,
     runtime::key::ObjectKey,
     schedule::{self, Annotations, InvalidAnnotation},
@@ -531,6 +532,28 @@ pub fn levered(target: &ScaleTarget, observed: &TargetState) -> Option<ScaleTarg
     })
 }
 
+/// Of each of `objects` that is a lever, what the pods of the object it scales request: its
+/// sleep frees them (nothing known where that object is not among `objects`); `None` for
+/// what is no lever.
+pub fn lever_requests(
+    objects: &[(&ScaleTarget, &TargetState, &PodRequests)],
+) -> Vec<Option<PodRequests>> {
+    let requests: HashMap<&ScaleTarget, &PodRequests> = (objects.iter())
+        .map(|(target, _, requests)| (*target, *requests))
+        .collect();
+    (objects.iter())
+        .map(|(target, observed, _)| {
+            let scaled = levered(target, observed)?;
+            Some(
+                requests
+                    .get(&scaled)
+                    .map(|r| (*r).clone())
+                    .unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -695,5 +718,35 @@ mod tests {
             Some(TargetKind::Rollout)
         );
         assert_eq!(TargetKind::of_api("example.com/v1", "Rollout"), None);
+    }
+
+    #[test]
+    fn a_lever_frees_the_pods_of_what_it_scales_and_nothing_known_where_that_is_not_read() {
+        let target = |kind, name: &str| ScaleTarget {
+            kind,
+            key: ObjectKey::new("shop", name),
+        };
+        let lever = |scales: &str| TargetState {
+            levers: Some((TargetKind::Deployment, scales.into())),
+            ..TargetState::default()
+        };
+        let web = PodRequests {
+            cpu_cores: Some(0.5),
+            ..PodRequests::default()
+        };
+        let nothing = PodRequests::default();
+        let (web_target, scaler, gone) = (
+            target(TargetKind::Deployment, "web"),
+            target(TargetKind::ScaledObject, "web-scaler"),
+            target(TargetKind::ScaledObject, "gone-scaler"),
+        );
+        let (plain, scales_web, scales_gone) =
+            (TargetState::default(), lever("web"), lever("gone"));
+        let requests = lever_requests(&[
+            (&web_target, &plain, &web),
+            (&scaler, &scales_web, &nothing),
+            (&gone, &scales_gone, &nothing),
+        ]);
+        assert_eq!(requests, [None, Some(web.clone()), Some(nothing)]);
     }
 }

@@ -12,7 +12,10 @@ use crate::support;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use kube::Api;
+use kube::{
+    Api,
+    api::{Patch, PatchParams},
+};
 use serde_json::json;
 use support::{
     Scenario, annotate_namespace, create, create_deployment, envtest, eventually,
@@ -146,6 +149,17 @@ async fn a_restart_before_the_give_back_and_a_restore_at_night_leave_keda_holdin
         "api",
         "api-scaler",
     );
+    // Asleep, it withholds the fewest replicas KEDA would run api at awake, of api's pods:
+    // 2 × 500m, as `plan` counts it.
+    let requests = json!({ "spec": { "template": { "spec": { "containers": [
+        { "name": "nginx", "resources": { "requests": { "cpu": "500m" } } },
+    ] } } } });
+    deployments
+        .patch("api", &PatchParams::default(), &Patch::Strategic(&requests))
+        .await
+        .expect("api's requests");
+    let status = scenario.said(&["status", "-n", &namespace]);
+    assert!(status.contains("; withholding 1.00 CPU\n"), "{status}");
     controller
         .assert_stops_cleanly(Duration::from_secs(10))
         .await;

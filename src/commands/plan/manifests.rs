@@ -1,7 +1,7 @@
 //! Where the plan's objects come from: manifests (files, directories, Lists as `kubectl get`
 //! prints them), saying what is skipped and why, or the live cluster.
 
-use std::{collections::HashMap, fmt, path::Path};
+use std::{fmt, path::Path};
 
 use k8s_openapi::api::{autoscaling::v2::HorizontalPodAutoscaler, core::v1::Namespace};
 use kube::{Client, ResourceExt, api::DynamicObject};
@@ -9,7 +9,6 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::PlanError;
-use crate::cost::PodRequests;
 use crate::simulation::{PlanObject, Workload};
 use crate::{
     commands::cluster::{self, Cluster, ListError, ReadOwners},
@@ -30,7 +29,9 @@ use crate::{
     },
     scaling::hpa::{Hpa, list_hpas},
     schedule::GitOpsMode,
-    workloads::target::{Drivers, ScaleTarget, ScheduleSource, TargetKind, TargetState, levered},
+    workloads::target::{
+        Drivers, ScaleTarget, ScheduleSource, TargetKind, TargetState, lever_requests,
+    },
 };
 
 /// How manifests and the live cluster are read, as `run` reads them with the same flags.
@@ -279,15 +280,15 @@ fn resolve(
             .iter_mut()
             .map(|object| (&object.target, &mut object.observed)),
     );
-    let requests: HashMap<ScaleTarget, PodRequests> = objects
-        .iter()
-        .map(|object| (object.target.clone(), object.workload.requests.clone()))
-        .collect();
-    for object in objects {
+    let levers = lever_requests(
+        &(objects.iter())
+            .map(|object| (&object.target, &object.observed, &object.workload.requests))
+            .collect::<Vec<_>>(),
+    );
+    for (object, lever) in objects.iter_mut().zip(levers) {
         object.driven_by = drivers.of_target(&object.target, &object.observed);
-        if let Some(scaled) = levered(&object.target, &object.observed) {
-            // Unknown when the object it scales is not among those read.
-            object.workload.requests = requests.get(&scaled).cloned().unwrap_or_default();
+        if let Some(requests) = lever {
+            object.workload.requests = requests;
         }
         object.hpas = hpas
             .iter()

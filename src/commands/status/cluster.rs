@@ -20,7 +20,7 @@ use crate::{
         transitions::order::peers::settled,
     },
     schedule::kube_downscaler,
-    workloads::target::{TargetKind, TargetState},
+    workloads::target::{ScaleTarget, TargetKind, TargetState, lever_requests},
 };
 
 /// The scheduled kinds' objects, and the annotations of their Namespaces.
@@ -101,20 +101,33 @@ pub fn listed(
         owners: (owners, unreadable_owners),
     }: Cluster,
 ) -> Listed {
+    let mut objects: Vec<StatusObject> = (workloads.iter())
+        .map(|(kind, object)| {
+            let observed = TargetState::of_object(*kind, object);
+            // The API server refused any quantity it could not read.
+            let requests = PodRequests::in_object(kind.spec().pod_spec, &object.data);
+            StatusObject {
+                kind: *kind,
+                settled: settled(*kind, object, observed.replicas),
+                requests: requests.unwrap_or_default(),
+                floor: (kind.spec().levers).map(|lever| lever.floor_of(&object.data)),
+                observed,
+            }
+        })
+        .collect();
+    let targets: Vec<ScaleTarget> = objects.iter().map(StatusObject::target).collect();
+    let levers = lever_requests(
+        &(objects.iter().zip(&targets))
+            .map(|(object, target)| (target, &object.observed, &object.requests))
+            .collect::<Vec<_>>(),
+    );
+    for (object, lever) in objects.iter_mut().zip(levers) {
+        if let Some(requests) = lever {
+            object.requests = requests;
+        }
+    }
     Listed {
-        objects: (workloads.iter())
-            .map(|(kind, object)| {
-                let observed = TargetState::of_object(*kind, object);
-                // The API server refused any quantity it could not read.
-                let requests = PodRequests::in_object(kind.spec().pod_spec, &object.data);
-                StatusObject {
-                    kind: *kind,
-                    settled: settled(*kind, object, observed.replicas),
-                    requests: requests.unwrap_or_default(),
-                    observed,
-                }
-            })
-            .collect(),
+        objects,
         namespaces: namespaces_listed.then_some(schedules),
         unreadable: (forbidden.into_iter())
             .map(|(kind, _)| kind)
