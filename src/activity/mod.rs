@@ -1,6 +1,8 @@
-//! What a Namespace's use is read from, for sleep when idle: requests, counted by Prometheus
-//! with a PromQL query per Namespace, and the proof that what it counts was counting.
+//! What is read from Prometheus: a Namespace's use, for sleep when idle (requests, counted with
+//! a PromQL query per Namespace, and the proof that what it counts was counting), and
+//! OpenCost's prices.
 
+pub mod opencost;
 pub mod prometheus;
 pub mod query;
 mod selectors;

@@ -22,6 +22,7 @@ pub use prices::{ControllerNamespace, OpenCost, Prices};
 
 use crate::{
     activity::query::ActivityQuery,
+    cost::Currency,
     ops::logs::LogFormat,
     schedule::GitOpsMode,
     wake::route::{is_dns_label, parse_trusted_proxy},
@@ -374,9 +375,14 @@ pub struct RunArgs {
     pub wake_slices_owner: String,
 
     /// Prometheus's address (`http://prometheus.monitoring:9090`), which counts Namespaces'
-    /// requests for `idle-after`; without it nothing sleeps for idleness.
+    /// requests for `idle-after` (without it nothing sleeps for idleness) and, where it scrapes
+    /// OpenCost, prices the ledger of savings before `--prices`.
     #[arg(long, env = "CRONSCALER_PROMETHEUS_URL", value_parser = parse_prometheus_url)]
     pub prometheus_url: Option<String>,
+
+    /// The currency OpenCost's prices are in (OpenCost's own setting; its metrics do not say).
+    #[arg(long, env = "CRONSCALER_OPENCOST_CURRENCY", default_value = "USD", value_parser = prices::currency)]
+    pub opencost_currency: Currency,
 
     /// What counts a Namespace's requests: a ready-made query by proxy (ingress-nginx,
     /// envoy-gateway, istio, traefik, nginx-gateway-fabric) or PromQL with `$namespace` and

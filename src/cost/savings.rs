@@ -61,23 +61,26 @@ impl Saving {
         .map(|(name, per_pod)| (name.to_string(), per_pod * replica_hours))
         .chain([(REPLICAS.to_string(), replica_hours)])
         .collect();
-        let cents = prices
-            .map(|prices| {
-                let (money, _) = prices.cost(
-                    (hours.iter())
-                        .filter(|(name, _)| name.as_str() != REPLICAS)
-                        .map(|(name, hours)| (name.as_str(), *hours)),
-                );
-                (money.currency.code().to_string(), money.cents)
-            })
-            .into_iter()
-            .collect();
-        Saving {
+        let mut saving = Saving {
             namespace: namespace.to_string(),
             hours,
-            cents,
+            cents: BTreeMap::new(),
             until: slept.until,
+        };
+        if let Some(prices) = prices {
+            saving.priced_at(prices);
         }
+        saving
+    }
+
+    /// What it cost at `prices` instead of what it was priced at: OpenCost's, found first.
+    pub fn priced_at(&mut self, prices: &PriceTable) {
+        let (money, _) = prices.cost(
+            (self.hours.iter())
+                .filter(|(name, _)| name.as_str() != REPLICAS)
+                .map(|(name, hours)| (name.as_str(), *hours)),
+        );
+        self.cents = BTreeMap::from([(money.currency.code().to_string(), money.cents)]);
     }
 
     /// Whether only its replicas count: its pods request nothing sleeping frees, or are not
@@ -184,6 +187,16 @@ mod tests {
         );
         // 88 × 0.031 + 352 × 0.0042 + 22 × 2.48 = 2.728 + 1.4784 + 54.56 = 58.7664.
         assert_eq!(saving.cents, BTreeMap::from([("USD".to_string(), 5877)]));
+        // OpenCost's prices, found first, price the same hours instead, in their currency.
+        let mut opencost = saving.clone();
+        opencost.priced_at(
+            &"cpu=0.02,memory=0.003,gpu=1.5,currency=EUR"
+                .parse()
+                .unwrap(),
+        );
+        // 88 × 0.02 + 352 × 0.003 + 22 × 1.5 = 1.76 + 1.056 + 33 = 35.816.
+        assert_eq!(opencost.cents, BTreeMap::from([("EUR".to_string(), 3582)]));
+        assert_eq!(opencost.hours, saving.hours);
     }
 
     #[test]

@@ -9,7 +9,7 @@
 mod filing;
 
 use std::{
-    collections::{BTreeMap, HashMap},
+    collections::{BTreeMap, BTreeSet, HashMap},
     sync::{Arc, Mutex, PoisonError},
     time::Duration,
 };
@@ -19,8 +19,9 @@ use kube::{Client, api::DynamicObject};
 use serde_json::Value;
 
 use crate::{
+    activity::{opencost, prometheus::Prometheus},
     cost::{
-        PodRequests, PriceTable,
+        Currency, PodRequests, PriceTable,
         money::units,
         savings::{Ledger, Saving},
     },
@@ -201,6 +202,9 @@ pub struct SavingsContext {
     pub namespaces: NamespaceSchedules,
     pub metrics: Metrics,
     pub writes: Writes,
+    /// The Prometheus of `--prometheus-url`, and `--opencost-currency`: where OpenCost's
+    /// prices are found there, they price what is filed before `--prices`.
+    pub opencost: Option<(Prometheus, Currency)>,
 }
 
 /// Files every saving settled at `now` and the records a leader before left unfiled, forgets
@@ -229,6 +233,7 @@ pub async fn look(
         Err(error) => return Err(error),
     };
     let (recorded, cutoff, more) = unfiled_records(ctx, &kept, (cutoff, now)).await;
+    let (waiting, recorded) = at_opencost(ctx, waiting, recorded).await;
     let deleted = ctx.namespaces.gone();
     // A Namespace made again since it was deleted keeps its totals.
     let gone = (deleted.iter())
@@ -263,6 +268,50 @@ pub async fn look(
     })
 }
 
+/// The savings `waiting` and `recorded`, at OpenCost's prices where its metrics are found (each
+/// workload at the nodes its Pods ran on, else at the means), else as `--prices` priced them.
+async fn at_opencost(
+    ctx: &SavingsContext,
+    mut waiting: Vec<(Key, Saving)>,
+    mut recorded: Vec<(ScaleTarget, Saving)>,
+) -> (Vec<(Key, Saving)>, Vec<Saving>) {
+    if let Some((prometheus, currency)) = &ctx.opencost
+        && !(waiting.is_empty() && recorded.is_empty())
+    {
+        let targets = (waiting.iter().map(|((target, _), _)| target))
+            .chain(recorded.iter().map(|(target, _)| target));
+        let namespaces: BTreeSet<&str> = targets
+            .map(|target| target.key.namespace.as_str())
+            .collect();
+        let namespaces: Vec<&str> = namespaces.into_iter().collect();
+        match opencost::prices(prometheus, currency, &namespaces).await {
+            Ok(Some(prices)) => {
+                let each = (waiting
+                    .iter_mut()
+                    .map(|((target, _), saving)| (&*target, saving)))
+                .chain(
+                    recorded
+                        .iter_mut()
+                        .map(|(target, saving)| (&*target, saving)),
+                );
+                for (target, saving) in each {
+                    let names = target.kind.spec().pod_names;
+                    let ran = names.map(|names| move |pod: &str| names.ran(&target.key.name, pod));
+                    saving.priced_at(&prices.table_of(&target.key.namespace, ran));
+                }
+            }
+            Ok(None) => {}
+            Err(error) => {
+                tracing::warn!(%error, "OpenCost's prices could not be read: the savings are filed at --prices");
+            }
+        }
+    }
+    (
+        waiting,
+        recorded.into_iter().map(|(_, saving)| saving).collect(),
+    )
+}
+
 /// The sleeps recorded on the objects that no wake of this replica's waits with, ended after
 /// everything filed and by `cutoff`: a leader before ended them and went before filing them.
 /// Each object is read for its pods' requests (one gone since, or that may not be read, counts
@@ -272,7 +321,7 @@ async fn unfiled_records(
     ctx: &SavingsContext,
     ledger: &Ledger,
     (cutoff, now): (DateTime<Utc>, DateTime<Utc>),
-) -> (Vec<Saving>, DateTime<Utc>, bool) {
+) -> (Vec<(ScaleTarget, Saving)>, DateTime<Utc>, bool) {
     let mut found: Vec<(ScaleTarget, Slept)> = ctx.last_seen.pick(|target, state| {
         let slept: Slept = state.annotations.get(SLEPT)?.parse().ok()?;
         let waits = ctx.savings.waits(&(target.clone(), slept.until));
@@ -312,12 +361,8 @@ async fn unfiled_records(
                 Value::Null
             }
         };
-        unfiled.push(saving_of(
-            &target,
-            &slept,
-            &data,
-            ctx.savings.prices.as_ref(),
-        ));
+        let saving = saving_of(&target, &slept, &data, ctx.savings.prices.as_ref());
+        unfiled.push((target, saving));
     }
     (unfiled, cutoff, more)
 }

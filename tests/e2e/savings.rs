@@ -76,6 +76,15 @@ async fn schedule_night(deployments: &Api<Deployment>, seconds: i64, long: i64) 
 
 /// What a night recorded as `slept` saves: hours of each resource, and cents at the prices.
 fn saved(slept: &str) -> (BTreeMap<&'static str, f64>, i64) {
+    saved_at(slept, (0.031, 0.0042, 2.48))
+}
+
+/// What a night recorded as `slept` saves: hours of each resource, and cents at `(cpu, memory,
+/// gpu)` an hour.
+fn saved_at(
+    slept: &str,
+    (cpu, memory, gpu): (f64, f64, f64),
+) -> (BTreeMap<&'static str, f64>, i64) {
     let (replicas, span) = slept.split_once(' ').expect("REPLICAS SINCE/UNTIL");
     let (since, until) = span.split_once('/').expect("SINCE/UNTIL");
     let instant = |text: &str| text.parse::<DateTime<Utc>>().expect("an instant");
@@ -87,7 +96,7 @@ fn saved(slept: &str) -> (BTreeMap<&'static str, f64>, i64) {
         ("nvidia.com/gpu", replica_hours),
         ("replicas", replica_hours),
     ]);
-    let dollars = hours["cpu"] * 0.031 + hours["memory"] * 0.0042 + hours["nvidia.com/gpu"] * 2.48;
+    let dollars = hours["cpu"] * cpu + hours["memory"] * memory + hours["nvidia.com/gpu"] * gpu;
     (hours, (dollars * 100.0).round() as i64)
 }
 
@@ -242,6 +251,94 @@ async fn each_wake_files_what_its_sleep_saved_and_the_metrics_count_it_across_re
         .await
         .expect("the counters");
     assert!(counts(&counted, &[&first, &second]), "{counted:?}");
+    controller
+        .assert_stops_cleanly(Duration::from_secs(10))
+        .await;
+    scenario.finish().await;
+}
+
+/// What OpenCost exports: a general node and a dear GPU node (a night of seconds tells their
+/// prices apart in cents), and the inference server's Pods on the GPU node before the night (a CronJob's Pod of the same name ran on the other).
+const OPENCOST: &str = "# TYPE node_cpu_hourly_cost gauge
+node_cpu_hourly_cost{node=\"node-a\"} 0.02
+node_cpu_hourly_cost{node=\"node-g\"} 5
+# TYPE node_ram_hourly_cost gauge
+node_ram_hourly_cost{node=\"node-a\"} 0.002
+node_ram_hourly_cost{node=\"node-g\"} 0.5
+# TYPE node_gpu_hourly_cost gauge
+node_gpu_hourly_cost{node=\"node-a\"} 0
+node_gpu_hourly_cost{node=\"node-g\"} 1.5
+";
+
+#[tokio::test]
+async fn with_opencost_the_ledger_files_each_sleep_at_the_nodes_its_pods_ran_on() {
+    let test = "savings-opencost";
+    let Some(scenario) = Scenario::own(test, envtest::Options::api_server_only()).await else {
+        return;
+    };
+    let Some(prometheus) = support::prometheus::start(test).await else {
+        return;
+    };
+    let namespace = scenario.namespace.clone();
+    let pods = [
+        ("inference-7d9f8c6b5-x2kqz", "node-g"),
+        ("inference-7d9f8c6b5-k9wz4", "node-g"),
+        ("inference-29401200-x2kqz", "node-a"),
+    ]
+    .map(|(pod, node)| {
+        format!("container_cpu_allocation{{namespace=\"{namespace}\",pod=\"{pod}\",node=\"{node}\"}} 1\n")
+    });
+    prometheus.requests.also(&format!(
+        "{OPENCOST}# TYPE container_cpu_allocation gauge\n{}",
+        pods.concat()
+    ));
+    let deployments = make_inference(&scenario).await;
+    schedule_night(&deployments, 10, 20).await;
+    let url = format!("--prometheus-url={}", prometheus.url);
+    let mut flags = IN_ITS_NAMESPACE.to_vec();
+    flags.push(&url);
+    let mut controller = scenario.start_cluster_wide_controller("cronscaler", &flags);
+    controller.wait_ready().await;
+    replicas_become(
+        &deployments,
+        "inference",
+        0,
+        "asleep",
+        Duration::from_secs(30),
+    )
+    .await;
+    let woken = replicas_become(
+        &deployments,
+        "inference",
+        2,
+        "awake",
+        Duration::from_secs(40),
+    )
+    .await;
+    let slept = woken
+        .get("cronscaler.dev/slept")
+        .cloned()
+        .unwrap_or_else(|| panic!("the wake records the sleep it ends: {woken:?}"));
+    // OpenCost's prices of node-g, where its Pods ran, not --prices nor the cluster's means.
+    let (hours, cents) = saved_at(&slept, (5.0, 0.5, 1.5));
+    let at_means = saved_at(&slept, (2.51, 0.251, 1.5)).1;
+    assert_ne!(
+        cents, at_means,
+        "the night is long enough to tell them apart"
+    );
+    let counted = eventually(
+        "the night filed at node-g's prices",
+        FILED_WITHIN,
+        || async {
+            let counted = counted(&controller, &namespace).await?;
+            (counted.0.get("cpu") == Some(&hours["cpu"])).then_some(counted)
+        },
+    )
+    .await;
+    assert!(
+        (counted.1 - cents as f64 / 100.0).abs() < 1e-9,
+        "{counted:?}: {cents} cents at node-g, {at_means} at the means"
+    );
     controller
         .assert_stops_cleanly(Duration::from_secs(10))
         .await;

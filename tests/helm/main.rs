@@ -45,6 +45,7 @@ fn every_value() -> Value {
             "excludeNamespaces": ["kube-system", "monitoring"],
             "prometheusUrl": "http://prometheus.monitoring:9090",
             "activityQuery": "envoy-gateway",
+            "opencostCurrency": "EUR",
             "extraArgs": ["--workers=4"],
         },
         "wake": {

@@ -183,6 +183,7 @@ fn every_value_set_reaches_the_objects_and_the_controller_takes_its_flags() {
             "--exclude-namespaces=kube-system,monitoring",
             "--prometheus-url=http://prometheus.monitoring:9090",
             "--activity-query=envoy-gateway",
+            "--opencost-currency=EUR",
             "--workers=4",
         ]
     );

@@ -43,7 +43,7 @@ pub struct OpenCost {
     pub opencost_currency: Currency,
 }
 
-fn currency(text: &str) -> Result<Currency, String> {
+pub(super) fn currency(text: &str) -> Result<Currency, String> {
     Currency::of(text)
         .ok_or_else(|| format!("{text:?} is not a currency: give its ISO 4217 code, e.g. USD"))
 }

@@ -4,12 +4,12 @@
 use std::collections::BTreeMap;
 
 use crate::{
-    activity::prometheus::{CountError, Prometheus},
+    activity::{opencost, prometheus::Prometheus},
     commands::cli::OpenCost,
     cost::{
-        PriceTable,
-        opencost::{self, CPU_MEAN, GPU_MEAN, MEMORY_MEAN, Means, NODE_LABEL, NODE_PRICES, NODES},
-        where_ran::{self, POD_LABELS, WhereRan},
+        self, PriceTable,
+        opencost::{NODE_LABEL, NODE_PRICES},
+        where_ran::WhereRan,
     },
 };
 
@@ -53,23 +53,21 @@ pub async fn prices(
         None => "no prices",
     };
     let prometheus = Prometheus::new(url);
-    match means(&prometheus).await {
-        Ok(means) => match opencost::table(means, opencost.opencost_currency.clone()) {
-            Some(found) => Priced {
-                table: Some(found),
-                from: Some(opencost::source(&means)),
-                // Without them, the nodes that went are priced by what they offered, at the
-                // means, as a workload is.
-                per_node: (prometheus.by_label(NODE_PRICES, NODE_LABEL).await).unwrap_or_default(),
-                // Without them, what a workload withholds is priced at the means.
-                ran: where_ran(&prometheus, namespaces).await.unwrap_or_default(),
-            },
-            None => Priced {
-                from: Some(format!(
-                    "{instead}: Prometheus at {url} has no OpenCost node prices"
-                )),
-                ..given()
-            },
+    let currency = &opencost.opencost_currency;
+    match opencost::prices(&prometheus, currency, namespaces).await {
+        Ok(Some(found)) => Priced {
+            table: Some(found.table),
+            from: Some(cost::opencost::source(&found.means)),
+            // Without them, the nodes that went are priced by what they offered, at the
+            // means, as a workload is.
+            per_node: (prometheus.by_label(NODE_PRICES, NODE_LABEL).await).unwrap_or_default(),
+            ran: found.ran,
+        },
+        Ok(None) => Priced {
+            from: Some(format!(
+                "{instead}: Prometheus at {url} has no OpenCost node prices"
+            )),
+            ..given()
         },
         Err(error) => Priced {
             from: Some(format!(
@@ -78,43 +76,4 @@ pub async fn prices(
             ..given()
         },
     }
-}
-
-/// The most of a query's Namespaces a query names: the query is part of a URL.
-const NAMESPACES_A_QUERY: usize = 100;
-
-/// The Pods of `namespaces` OpenCost saw in the last week with their nodes, and what each node
-/// costs.
-async fn where_ran(prometheus: &Prometheus, namespaces: &[&str]) -> Result<WhereRan, CountError> {
-    let mut ran = WhereRan::default();
-    if namespaces.is_empty() {
-        return Ok(ran);
-    }
-    for some in namespaces.chunks(NAMESPACES_A_QUERY) {
-        let Some(query) = where_ran::pods(some) else {
-            continue;
-        };
-        for series in prometheus.labelled(&query, POD_LABELS).await? {
-            ran.saw(series);
-        }
-    }
-    let by_node = |query| prometheus.by_label(query, NODE_LABEL);
-    ran.nodes = where_ran::node_prices(
-        by_node(where_ran::NODE_CPU).await?,
-        by_node(where_ran::NODE_MEMORY).await?,
-        by_node(where_ran::NODE_GPU).await?,
-    );
-    Ok(ran)
-}
-
-async fn means(prometheus: &Prometheus) -> Result<Means, CountError> {
-    Ok(Means {
-        cpu: prometheus.value(CPU_MEAN).await?,
-        memory: prometheus.value(MEMORY_MEAN).await?,
-        gpu: prometheus.value(GPU_MEAN).await?,
-        nodes: prometheus
-            .value(NODES)
-            .await?
-            .map_or(0, |nodes| nodes as usize),
-    })
 }

@@ -59,6 +59,7 @@ fn context(client: Client) -> (SavingsContext, Registry) {
         namespaces: NamespaceSchedules::watched([]),
         metrics,
         writes: Writes::new(Events::new(client, None), false),
+        opencost: None,
     };
     (ctx, registry)
 }
