@@ -17,6 +17,7 @@ mod act;
 mod environments;
 mod nodes;
 mod page;
+mod prices;
 mod routes;
 mod session;
 mod snapshot;
@@ -28,6 +29,7 @@ mod week;
 use self::{
     access::Access,
     nodes::NodesReader,
+    prices::Prices,
     session::{KeyError, Keys},
     snapshot::Reader,
     visitor::ProxyHeaders,
@@ -95,14 +97,12 @@ impl Console {
             None => Keys::random()?,
         };
         let (kinds, _) = objects::resolve(&client, &args.reading.kinds.kinds).await;
+        let table = args.reading.prices.table.clone();
+        let prices = Arc::new(Prices::new(args.opencost.clone(), table));
         Ok(Self {
             access: Access::new(client.clone()),
-            reader: Reader::new(client.clone(), args.clone(), kinds),
-            nodes: NodesReader::new(
-                client.clone(),
-                args.controller.namespace.clone(),
-                args.reading.prices.table.clone(),
-            ),
+            reader: Reader::new(client.clone(), args.clone(), kinds, prices.clone()),
+            nodes: NodesReader::new(client.clone(), args.controller.namespace.clone(), prices),
             client,
             keys,
             proxy: ProxyHeaders {

@@ -160,7 +160,8 @@ async fn the_nodes_before_a_night_and_at_its_quietest_point_are_recorded_and_tol
     );
     // OpenCost's prices, where a Prometheus scrapes them, come first: the mean of its nodes,
     // 8 × 0.05 + 32 × 0.005 + 3.
-    if let Some(prometheus) = support::prometheus::start("nights-opencost").await {
+    let prometheus = support::prometheus::start("nights-opencost").await;
+    if let Some(prometheus) = &prometheus {
         prometheus.requests.also(OPENCOST);
         let url = format!("--prometheus-url={}", prometheus.url);
         let said = eventually("OpenCost's prices scraped", RECORDED_WITHIN, || async {
@@ -267,11 +268,13 @@ container_cpu_allocation{{namespace=\"{ns}\",pod=\"web-29401200-x2kqz\",containe
     // The console shows the same to the same person, and nothing to one who may not list Pods
     // of every Namespace (the page names them all).
     let proxy = std::net::Ipv4Addr::new(127, 0, 0, 2);
-    let (mut console, addr) = start_console(
-        &scenario,
-        &["--console-trusted-proxies", &proxy.to_string(), PRICES],
-    )
-    .await;
+    let trusted = proxy.to_string();
+    let mut flags = vec!["--console-trusted-proxies", &trusted, PRICES];
+    // With OpenCost's prices, as `status` takes them.
+    let opencost =
+        (prometheus.as_ref()).map(|prometheus| format!("--prometheus-url={}", prometheus.url));
+    flags.extend(opencost.as_deref());
+    let (mut console, addr) = start_console(&scenario, &flags).await;
     let visitor = |user: &str| {
         let mut visitor = Visitor::new(addr);
         visitor.from = proxy.into();
@@ -287,6 +290,10 @@ container_cpu_allocation{{namespace=\"{ns}\",pod=\"web-29401200-x2kqz\",containe
         "{}",
         page.body
     );
+    if prometheus.is_some() {
+        let from = "prices: OpenCost&#39;s node prices, the mean of 2 nodes";
+        assert!(page.body.contains(from), "{}", page.body);
+    }
     let refused = visitor("tenant").get("/nodes").await;
     assert_eq!(refused.status, 403, "{}", refused.body);
     assert!(

@@ -277,6 +277,8 @@ fn every_value_set_reaches_the_objects_and_the_controller_takes_its_flags() {
             "--kube-downscaler-annotations",
             "--gitops=pause",
             "--exclude-namespaces=kube-system,monitoring",
+            "--prometheus-url=http://prometheus.monitoring:9090",
+            "--opencost-currency=EUR",
             "--prices=cpu=0.031,memory=0.0042,gpu=2.48,amd.com/gpu=1.9,currency=USD",
             "--console-trusted-proxies=10.0.0.0/8,192.168.1.1",
             "--console-session-key-file=/etc/cronscaler-console/session-key",

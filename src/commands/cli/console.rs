@@ -6,7 +6,7 @@ use std::{net::SocketAddr, path::PathBuf, time::Duration};
 use clap::Args;
 use ipnet::IpNet;
 
-use super::{ControllerNamespace, StatusReading, up_to_366d};
+use super::{ControllerNamespace, OpenCost, StatusReading, up_to_366d};
 use crate::{ops::logs::LogFormat, wake::route::parse_trusted_proxy};
 
 #[derive(Debug, Clone, Args)]
@@ -61,4 +61,7 @@ pub struct ConsoleArgs {
 
     #[command(flatten)]
     pub controller: ControllerNamespace,
+
+    #[command(flatten)]
+    pub opencost: OpenCost,
 }

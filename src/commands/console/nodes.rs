@@ -8,12 +8,10 @@ use chrono::{DateTime, Utc};
 use kube::Client;
 use tokio::{sync::Mutex, time::Instant};
 
-use crate::{
-    commands::{
-        nodes::{self, Nodes},
-        status::{nights, priced::Priced},
-    },
-    cost::PriceTable,
+use super::prices::Prices;
+use crate::commands::{
+    nodes::{self, Nodes},
+    status::nights,
 };
 
 /// How long a read of the nodes is shown: the Pods of a large cluster take seconds to read, and
@@ -40,6 +38,8 @@ pub struct NodesView {
     pub nodes: Nodes,
     /// The last night, as `cronscaler nodes` says it below its table; or why it is not said.
     pub night: Result<Vec<String>, String>,
+    /// Where the prices the night is worth by come from, where OpenCost was asked.
+    pub prices_from: Option<String>,
     pub at: DateTime<Utc>,
 }
 
@@ -48,13 +48,13 @@ pub struct NodesReader {
     client: Client,
     /// `--controller-namespace`, where the record of the nights is read.
     controller: Option<String>,
-    /// `--prices`, which the nodes that went are worth.
-    prices: Option<PriceTable>,
+    /// What the nodes that went are worth by.
+    prices: Arc<Prices>,
     last: Mutex<Option<(Instant, Arc<NodesView>)>>,
 }
 
 impl NodesReader {
-    pub fn new(client: Client, controller: Option<String>, prices: Option<PriceTable>) -> Self {
+    pub fn new(client: Client, controller: Option<String>, prices: Arc<Prices>) -> Self {
         Self {
             client,
             controller,
@@ -81,13 +81,11 @@ impl NodesReader {
     async fn read(&self, now: DateTime<Utc>) -> Result<NodesView, kube::Error> {
         let read = nodes::read(&self.client).await?;
         let night = nights::read(&self.client, self.controller.as_deref()).await;
-        let priced = Priced {
-            table: self.prices.clone(),
-            ..Priced::default()
-        };
+        let priced = self.prices.now().await;
         Ok(NodesView {
             nodes: nodes::nodes(&read),
             night: nights::said(&night, &priced, now),
+            prices_from: priced.from.clone(),
             at: now,
         })
     }

@@ -161,10 +161,13 @@ pub fn nodes(who: &Identity, view: &NodesView, token: &str) -> String {
             .map(|line| format!("<p>{}</p>", markup(line.trim_start())))
             .collect()
     };
-    let night = match &view.night {
+    let mut night = match &view.night {
         Ok(lines) => paragraphs(lines),
         Err(note) => paragraphs(std::slice::from_ref(note)),
     };
+    if let Some(from) = &view.prices_from {
+        night.push_str(&paragraphs(&[format!("prices: {from}")]));
+    }
     let body = format!(
         r#"{header}
 <main><p><a href="/">environments</a> · nodes, read {at}</p>

@@ -11,14 +11,14 @@ use tokio::{sync::Mutex, time::Instant};
 
 use super::{
     environments::{Environment, Readinesses, environments},
+    prices::Prices,
     week::{self, Weekly},
 };
 use crate::{
     commands::{
         cli::ConsoleArgs,
         cluster::{self, ListError},
-        plan,
-        status::{self, priced::Priced},
+        plan, status,
     },
     cost::PriceTable,
     simulation::PlanObject,
@@ -53,7 +53,7 @@ pub struct Snapshot {
     pub at: DateTime<Utc>,
     /// `--default-timezone`, which the plan reads schedules without a zone in.
     zone: Tz,
-    /// `--prices`, which the week chart shows money by.
+    /// OpenCost's means or `--prices`, which the week chart shows money by.
     prices: Option<PriceTable>,
 }
 
@@ -81,15 +81,22 @@ pub struct Reader {
     kinds: Vec<TargetKind>,
     last: Mutex<Option<(Instant, Arc<Snapshot>)>>,
     weekly: Weekly,
+    prices: Arc<Prices>,
 }
 
 impl Reader {
     /// `kinds`: those of `--kinds` the API server serves, as `status` resolves them.
-    pub fn new(client: Client, args: ConsoleArgs, kinds: Vec<TargetKind>) -> Self {
+    pub fn new(
+        client: Client,
+        args: ConsoleArgs,
+        kinds: Vec<TargetKind>,
+        prices: Arc<Prices>,
+    ) -> Self {
         Self {
             client,
             args,
             kinds,
+            prices,
             last: Mutex::new(None),
             weekly: Weekly::default(),
         }
@@ -124,13 +131,14 @@ impl Reader {
         let planned = plan::plan_objects(&cluster.workloads, &schedules, &[], owners);
         let zone = reading.default_timezone.zone;
         let planned_in = started.elapsed();
-        let prices = reading.prices.table.clone();
+        let priced = self.prices.now().await;
+        let prices = priced.table.clone();
         let weeks = self.weekly.current(&planned, (now, zone), prices.as_ref());
         let mut listed = status::listed(cluster);
         if read {
             listed.read_kube_downscaler_as_ours();
         }
-        let status = listed.status(reading, &Priced::given(prices.as_ref()), now);
+        let status = listed.status(reading, &priced, now);
         tracing::debug!(?listed_in, ?readiness_in, ?planned_in, status_in = ?started.elapsed(), "the console read the cluster");
         Ok(Snapshot {
             environments: environments(&status, (&readinesses, &*weeks), &schedules, zone),

@@ -1,0 +1,64 @@
+//! The prices the console shows money by: OpenCost's where the Prometheus of `--prometheus-url`
+//! has them (first found wins), else `--prices`, as `status` takes them. Read again every
+//! [`FRESH`] at most, whoever asks: prices change by the hour, not by the page.
+
+use std::{sync::Arc, time::Duration};
+
+use tokio::{sync::Mutex, time::Instant};
+
+use crate::{
+    commands::{
+        cli::OpenCost,
+        status::priced::{self, Priced},
+    },
+    cost::PriceTable,
+};
+
+/// How long prices read are shown.
+pub const FRESH: Duration = Duration::from_secs(300);
+
+/// How long OpenCost's prices may take to read: the page goes on with `--prices` after that.
+const READ_WITHIN: Duration = Duration::from_secs(5);
+
+pub struct Prices {
+    opencost: OpenCost,
+    table: Option<PriceTable>,
+    last: Mutex<Option<(Instant, Arc<Priced>)>>,
+}
+
+impl Prices {
+    pub fn new(opencost: OpenCost, table: Option<PriceTable>) -> Self {
+        Self {
+            opencost,
+            table,
+            last: Mutex::new(None),
+        }
+    }
+
+    /// The prices now: OpenCost's means and each node's price where found, else the table.
+    pub async fn now(&self) -> Arc<Priced> {
+        if self.opencost.prometheus_url.is_none() {
+            return Arc::new(Priced::given(self.table.as_ref()));
+        }
+        let mut last = self.last.lock().await;
+        if let Some((at, priced)) = last.as_ref()
+            && at.elapsed() < FRESH
+        {
+            return priced.clone();
+        }
+        let read = priced::prices(&self.opencost, self.table.as_ref(), &[]);
+        let priced = match tokio::time::timeout(READ_WITHIN, read).await {
+            Ok(priced) => priced,
+            Err(_) => Priced {
+                from: Some(format!(
+                    "OpenCost's prices were not read within {}",
+                    crate::duration::spoken(READ_WITHIN)
+                )),
+                ..Priced::given(self.table.as_ref())
+            },
+        };
+        let priced = Arc::new(priced);
+        *last = Some((Instant::now(), priced.clone()));
+        priced
+    }
+}
