@@ -251,7 +251,7 @@ async fn show_nodes(kube: &KubeArgs, args: NodesArgs) -> anyhow::Result<()> {
     let nodes = nodes::nodes(&read);
     let night = status::nights::read(&client, args.controller.namespace.as_deref()).await;
     let now = Utc::now();
-    let priced = status::priced::prices(&args.opencost, args.prices.table.as_ref(), &[]).await;
+    let priced = status::priced::prices(&args.opencost, args.prices.table.as_ref()).await;
     let from = priced.from.as_deref();
     match args.output {
         StatusFormat::Table => {
@@ -309,14 +309,15 @@ async fn show_status(kube: &KubeArgs, args: StatusArgs) -> anyhow::Result<()> {
         );
     }
     let now = Utc::now();
-    // The Namespaces of what was listed: where OpenCost says which nodes their Pods ran on.
-    let namespaces: std::collections::BTreeSet<&str> = (listed.objects.iter())
-        .filter_map(|object| object.observed.reference.namespace.as_deref())
-        .collect();
-    let namespaces: Vec<&str> = namespaces.into_iter().collect();
-    let priced =
-        status::priced::prices(&args.opencost, reading.prices.table.as_ref(), &namespaces).await;
-    let status = listed.status(reading, &priced, now);
+    let mut priced = status::priced::prices(&args.opencost, reading.prices.table.as_ref()).await;
+    let mut status = listed.status(reading, &priced, now);
+    if priced.from_opencost {
+        // What is asleep now, at the nodes its Pods ran on.
+        priced
+            .read_where_ran(&args.opencost, &status.priceable())
+            .await;
+        status.reprice(&priced);
+    }
     let night = status::nights::read(&client, args.controller.namespace.as_deref()).await;
     let from = priced.from.as_deref();
     match args.output {

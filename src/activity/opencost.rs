@@ -9,16 +9,13 @@ use crate::cost::{
     where_ran::{self, POD_LABELS, WhereRan},
 };
 
-/// The most of a query's Namespaces a query names: the query is part of a URL.
-const NAMESPACES_A_QUERY: usize = 100;
-
 /// What OpenCost's metrics price by.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OpenCostPrices {
     pub means: Means,
     /// The means as a table, in the currency given.
     pub table: PriceTable,
-    /// The nodes the Pods of the Namespaces asked about ran on, and what each costs; empty
+    /// The nodes the Pods of the workloads asked about ran on, and what each costs; empty
     /// where they could not be read (what they withhold is then priced at the means).
     pub ran: WhereRan,
 }
@@ -32,18 +29,18 @@ impl OpenCostPrices {
     }
 }
 
-/// OpenCost's prices in `currency`, with the nodes the Pods of `namespaces` ran on; `None`
-/// where Prometheus has no OpenCost series.
+/// OpenCost's prices in `currency`, with the nodes the Pods of `workloads` (Namespace and name
+/// each) ran on; `None` where Prometheus has no OpenCost series.
 pub async fn prices(
     prometheus: &Prometheus,
     currency: &Currency,
-    namespaces: &[&str],
+    workloads: &[(&str, &str)],
 ) -> Result<Option<OpenCostPrices>, CountError> {
     let means = means(prometheus).await?;
     let Some(table) = opencost::table(means, currency.clone()) else {
         return Ok(None);
     };
-    let ran = match where_ran(prometheus, namespaces).await {
+    let ran = match where_ran(prometheus, workloads).await {
         Ok(ran) => ran,
         Err(error) => {
             tracing::warn!(%error, "where the Pods ran could not be read: what they withhold is priced at OpenCost's means");
@@ -65,17 +62,18 @@ async fn means(prometheus: &Prometheus) -> Result<Means, CountError> {
     })
 }
 
-/// The Pods of `namespaces` OpenCost saw in the last week with their nodes, and what each node
-/// costs.
-async fn where_ran(prometheus: &Prometheus, namespaces: &[&str]) -> Result<WhereRan, CountError> {
+/// The Pods of `workloads` OpenCost saw in the last week with their nodes, and what each node
+/// costs; nothing asked where no workload is.
+pub async fn where_ran(
+    prometheus: &Prometheus,
+    workloads: &[(&str, &str)],
+) -> Result<WhereRan, CountError> {
     let mut ran = WhereRan::default();
-    if namespaces.is_empty() {
+    let queries = where_ran::pods(workloads);
+    if queries.is_empty() {
         return Ok(ran);
     }
-    for some in namespaces.chunks(NAMESPACES_A_QUERY) {
-        let Some(query) = where_ran::pods(some) else {
-            continue;
-        };
+    for query in queries {
         for series in prometheus.labelled(&query, POD_LABELS).await? {
             ran.saw(series);
         }

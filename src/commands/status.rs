@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::{
     commands::table,
-    cost::{Currency, Money, PodRequests, PriceTable, money::units, prices},
+    cost::{Currency, Money, PodRequests, money::units, prices},
     duration::spoken,
     namespaces::NamespaceSchedules,
     runtime::key::ObjectKey,
@@ -263,41 +263,72 @@ fn summarise(rows: &[(TargetKind, Row)], priced: &Priced) -> Summary {
             summary.cron_jobs_asleep += 1;
         }
     }
-    if let Some(prices) = &priced.table {
-        // What is withheld at each table, each sum priced once: at one table, the cents are
-        // those of the whole.
-        let mut at: Vec<(PriceTable, Withheld)> = Vec::new();
-        let asleep = rows.iter().filter(|(_, row)| row.is_asleep());
-        for (kind, row) in asleep {
-            let Some(withheld) = &row.withheld else {
-                continue;
-            };
-            let where_ran = (kind.spec().pod_names).and_then(|names| {
-                let ran = |pod: &str| names.ran(&row.name, pod);
-                priced.ran.table(prices, &row.namespace, ran)
-            });
-            summary.priced_where_ran += u64::from(where_ran.is_some());
-            let table = where_ran.unwrap_or_else(|| prices.clone());
-            match at.iter_mut().find(|(priced, _)| *priced == table) {
-                Some((_, sum)) => sum.add(withheld),
-                None => at.push((table, withheld.clone())),
-            }
-        }
-        let mut cents = 0;
-        for (table, withheld) in &at {
-            let (more, unpriced) = withheld.hourly(table);
-            cents += more;
-            for resource in unpriced {
-                if !summary.unpriced.contains(&resource) {
-                    summary.unpriced.push(resource);
-                }
-            }
-        }
-        summary.cost_per_hour_cents = Some(cents);
-        summary.cost_per_hour = Some(units(cents));
-        summary.currency = Some(prices.currency.clone());
-    }
+    let asleep = rows.iter().filter(|(_, row)| row.is_asleep());
+    price(
+        &mut summary,
+        asleep.map(|(kind, row)| (Some(*kind), row)),
+        priced,
+    );
     summary
+}
+
+/// What an hour of what `asleep` withholds costs at `priced`'s prices, into `summary`: each
+/// workload at the nodes its Pods ran on where OpenCost says which (its kind's naming of Pods
+/// tells them), else at the table; the amounts added up and rounded to cents once.
+fn price<'a>(
+    summary: &mut Summary,
+    asleep: impl Iterator<Item = (Option<TargetKind>, &'a Row)>,
+    priced: &Priced,
+) {
+    let Some(prices) = &priced.table else {
+        return;
+    };
+    summary.priced_where_ran = 0;
+    summary.unpriced.clear();
+    let mut amount = 0.0;
+    for (kind, row) in asleep {
+        let Some(withheld) = &row.withheld else {
+            continue;
+        };
+        let names = kind.and_then(|kind| kind.spec().pod_names);
+        let where_ran = names.and_then(|names| {
+            let ran = |pod: &str| names.ran(&row.name, pod);
+            priced.ran.table(prices, &row.namespace, ran)
+        });
+        summary.priced_where_ran += u64::from(where_ran.is_some());
+        let (more, unpriced) = withheld.hourly(where_ran.as_ref().unwrap_or(prices));
+        amount += more;
+        for resource in unpriced {
+            if !summary.unpriced.contains(&resource) {
+                summary.unpriced.push(resource);
+            }
+        }
+    }
+    let cents = crate::cost::money::cents(amount);
+    summary.cost_per_hour_cents = Some(cents);
+    summary.cost_per_hour = Some(units(cents));
+    summary.currency = Some(prices.currency.clone());
+}
+
+impl Status {
+    /// The Namespace and name of each workload asleep that withholds something and whose kind
+    /// names its Pods after it: those OpenCost can tell the nodes of.
+    pub fn priceable(&self) -> Vec<(&str, &str)> {
+        (self.objects.iter())
+            .filter(|row| row.is_asleep() && row.withheld.is_some())
+            .filter(|row| {
+                TargetKind::named(&row.kind).is_some_and(|kind| kind.spec().pod_names.is_some())
+            })
+            .map(|row| (row.namespace.as_str(), row.name.as_str()))
+            .collect()
+    }
+
+    /// The summary's money again, at `priced` (OpenCost's, with where the Pods ran).
+    pub fn reprice(&mut self, priced: &Priced) {
+        let asleep = self.objects.iter().filter(|row| row.is_asleep());
+        let rows = asleep.map(|row| (TargetKind::named(&row.kind), row));
+        price(&mut self.summary, rows, priced);
+    }
 }
 
 /// What every row is read against.

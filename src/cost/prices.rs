@@ -141,6 +141,16 @@ impl PriceTable {
         &self,
         hours: impl IntoIterator<Item = (&'a str, f64)>,
     ) -> (Money, Vec<&'a str>) {
+        let (amount, unpriced) = self.amount(hours);
+        (Money::new(cents(amount), self.currency.clone()), unpriced)
+    }
+
+    /// [`Self::cost`] not rounded yet, in the currency's units: amounts at several tables are
+    /// added up first and rounded once.
+    pub fn amount<'a>(
+        &self,
+        hours: impl IntoIterator<Item = (&'a str, f64)>,
+    ) -> (f64, Vec<&'a str>) {
         let mut amount = 0.0;
         let mut unpriced = Vec::new();
         for (resource, hours) in hours {
@@ -150,7 +160,7 @@ impl PriceTable {
                 None => {}
             }
         }
-        (Money::new(cents(amount), self.currency.clone()), unpriced)
+        (amount, unpriced)
     }
 }
 

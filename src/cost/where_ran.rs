@@ -4,37 +4,68 @@
 //! OpenCost's `container_cpu_allocation` names each Pod's node; which Pods are a workload's its
 //! kind's naming says. Pure: the series are read by the caller.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::{GPU, PriceTable, prices::is_price};
 
 /// What each node costs an hour per core, per GiB and per GPU, by name, as OpenCost last gave
-/// it within two days: a node that went at night is priced at what it cost before it went.
-pub const NODE_CPU: &str = "last_over_time(node_cpu_hourly_cost[2d])";
-pub const NODE_MEMORY: &str = "last_over_time(node_ram_hourly_cost[2d])";
-pub const NODE_GPU: &str = "last_over_time(node_gpu_hourly_cost[2d])";
+/// it within the week the Pods are looked for in (hour by hour, and the last hour whole): a
+/// node that went is priced at what it cost before it went.
+pub const NODE_CPU: &str =
+    "last_over_time(node_cpu_hourly_cost[7d:1h]) or last_over_time(node_cpu_hourly_cost[1h])";
+pub const NODE_MEMORY: &str =
+    "last_over_time(node_ram_hourly_cost[7d:1h]) or last_over_time(node_ram_hourly_cost[1h])";
+pub const NODE_GPU: &str =
+    "last_over_time(node_gpu_hourly_cost[7d:1h]) or last_over_time(node_gpu_hourly_cost[1h])";
 
-/// The labels of [`pods`]' series: the Pod's Namespace and name, and its node.
+/// The labels of [`pods`]' series: the Pod's Namespace and name, and a node it ran on.
 pub const POD_LABELS: [&str; 3] = ["namespace", "pod", "node"];
 
-/// How far back a workload's Pods are looked for: a weekend's sleep and more.
-const RAN_WITHIN: &str = "7d";
+/// The longest a query's matchers of Namespaces and names may be: the query is part of a URL.
+const MATCHERS_A_QUERY: usize = 2000;
 
-/// The query of the Pods of `namespaces` that ran within the last week, each with the node it
-/// ran on last; `None` where no Namespace is asked about.
-pub fn pods(namespaces: &[&str]) -> Option<String> {
-    // Namespaces are DNS labels: nothing in them is special to a regular expression.
-    let names: Vec<&str> = (namespaces.iter().copied())
-        .filter(|name| {
-            !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+/// The queries of the Pods of `workloads` (Namespace and name each) that ran within the last
+/// week, each with every node it ran on, looked at hour by hour and the last hour whole (a
+/// week of every sample of every Pod would be more than Prometheus answers). Only the Pods named after the workloads
+/// are asked for; those of other workloads whose names begin alike are told apart by the
+/// kind's naming. Names that are not DNS names are left out: nothing else gets in a query.
+pub fn pods(workloads: &[(&str, &str)]) -> Vec<String> {
+    let is_name = |name: &str| {
+        !name.is_empty()
+            && (name.bytes())
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+    };
+    let mut batches: Vec<(BTreeSet<&str>, BTreeSet<String>)> = Vec::new();
+    let mut length = 0;
+    let named = (workloads.iter()).filter(|(namespace, name)| is_name(namespace) && is_name(name));
+    for (namespace, name) in named {
+        // A dot is any letter to a regular expression, and a backslash is escaped in PromQL.
+        let name = name.replace('.', "\\\\.");
+        let more = namespace.len() + name.len() + 2;
+        if batches.is_empty() || length + more > MATCHERS_A_QUERY {
+            batches.push((BTreeSet::new(), BTreeSet::new()));
+            length = 0;
+        }
+        length += more;
+        if let Some((namespaces, names)) = batches.last_mut() {
+            namespaces.insert(namespace);
+            names.insert(name);
+        }
+    }
+    (batches.into_iter())
+        .map(|(namespaces, names)| {
+            let namespaces: Vec<&str> = namespaces.into_iter().collect();
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            let selector = format!(
+                "container_cpu_allocation{{namespace=~\"{}\",pod=~\"({})-.+\"}}",
+                namespaces.join("|"),
+                names.join("|")
+            );
+            format!(
+                "max by (namespace, pod, node) (last_over_time({selector}[7d:1h]) or last_over_time({selector}[1h]))"
+            )
         })
-        .collect();
-    (!names.is_empty()).then(|| {
-        format!(
-            "max by (namespace, pod, node) (last_over_time(container_cpu_allocation{{namespace=~\"{}\"}}[{RAN_WITHIN}]))",
-            names.join("|")
-        )
-    })
+        .collect()
 }
 
 /// What one node costs an hour of each resource, where OpenCost gives it.
@@ -79,32 +110,38 @@ impl WhereRan {
     }
 
     /// `mean`, with CPU, memory and GPUs at the mean over the Pods of `namespace` that `ran`
-    /// says are the workload's of the price of the node each ran on; `None` where none of its
-    /// Pods were seen, or one of their nodes has no CPU or memory price (it is then priced at
-    /// `mean` whole, rather than at a part of its nodes).
+    /// says are the workload's of the price of the node each ran on (a Pod that moved counts
+    /// each node it ran on); `None` where none of its Pods was seen on a node with a CPU and a
+    /// memory price. A Pod on a node without them is left out.
     pub fn table(
         &self,
         mean: &PriceTable,
         namespace: &str,
         ran: impl Fn(&str) -> bool,
     ) -> Option<PriceTable> {
+        let priced = |price: Option<f64>| price.filter(|price| is_price(*price));
         let nodes: Vec<NodePrice> = (self.pods.get(namespace)?.iter())
             .filter(|(pod, _)| ran(pod))
-            .map(|(_, node)| self.nodes.get(node).copied())
-            .collect::<Option<_>>()?;
-        let mean_of = |price: fn(&NodePrice) -> Option<f64>| -> Option<f64> {
-            let prices: Vec<f64> = (nodes.iter())
-                .map(|node| price(node).filter(|price| is_price(*price)))
-                .collect::<Option<_>>()?;
-            (!prices.is_empty()).then(|| prices.iter().sum::<f64>() / prices.len() as f64)
+            .filter_map(|(_, node)| self.nodes.get(node).copied())
+            .filter(|node| priced(node.cpu).is_some() && priced(node.memory).is_some())
+            .collect();
+        if nodes.is_empty() {
+            return None;
+        }
+        let mean_of = |price: fn(&NodePrice) -> Option<f64>| -> f64 {
+            let prices: Vec<f64> = nodes
+                .iter()
+                .filter_map(|node| priced(price(node)))
+                .collect();
+            prices.iter().sum::<f64>() / prices.len() as f64
         };
         let mut table = mean.clone();
         table
             .per_hour
-            .insert("cpu".into(), mean_of(|node| node.cpu)?);
+            .insert("cpu".into(), mean_of(|node| node.cpu));
         table
             .per_hour
-            .insert("memory".into(), mean_of(|node| node.memory)?);
+            .insert("memory".into(), mean_of(|node| node.memory));
         // OpenCost gives a node without GPUs a GPU price of 0: only those with one price them.
         let gpus: Vec<f64> = (nodes.iter())
             .filter_map(|node| node.gpu.filter(|price| is_price(*price) && *price > 0.0))
@@ -193,7 +230,7 @@ mod tests {
     }
 
     #[test]
-    fn pods_not_seen_or_a_node_unpriced_leave_the_mean() {
+    fn pods_not_seen_leave_the_mean_and_a_pod_on_a_node_unpriced_is_left_out() {
         let ran = seen();
         assert_eq!(ran.table(&mean(), "team-a", |pod| pod == "api-0"), None);
         assert_eq!(ran.table(&mean(), "team-c", |_| true), None);
@@ -201,16 +238,27 @@ mod tests {
         let mut unpriced = seen();
         unpriced.nodes.get_mut("spot-1").unwrap().memory = Some(f64::NAN);
         let web = unpriced.table(&mean(), "team-a", |pod| pod.starts_with("web-"));
-        assert_eq!(web, None);
+        assert_eq!(web.unwrap().per_hour["cpu"], 0.04, "big-1's Pod alone");
     }
 
     #[test]
-    fn the_pods_are_asked_of_the_namespaces_named_and_nothing_else_gets_in() {
+    fn the_pods_are_asked_of_the_workloads_named_and_nothing_else_gets_in() {
+        let asked = pods(&[("team-a", "web"), ("team-b", "api.v2"), ("team-a", "db")]);
         assert_eq!(
-            pods(&["team-a", "team-b"]).unwrap(),
-            "max by (namespace, pod, node) (last_over_time(container_cpu_allocation{namespace=~\"team-a|team-b\"}[7d]))"
+            asked,
+            [concat!(
+                r#"max by (namespace, pod, node) (last_over_time(container_cpu_allocation{namespace=~"team-a|team-b",pod=~"(api\\.v2|db|web)-.+"}[7d:1h])"#,
+                r#" or last_over_time(container_cpu_allocation{namespace=~"team-a|team-b",pod=~"(api\\.v2|db|web)-.+"}[1h]))"#
+            )]
         );
-        assert_eq!(pods(&[]), None);
-        assert_eq!(pods(&["a\"}) or vector(1"]), None);
+        assert!(pods(&[]).is_empty());
+        assert!(pods(&[("a\"}) or vector(1", "web"), ("team-a", "web|.*")]).is_empty());
+        // Thousands of workloads are asked about in queries of a bounded length.
+        let many: Vec<(String, String)> = (0..1000)
+            .map(|i| (format!("team-{i}"), format!("workload-{i}")))
+            .collect();
+        let many: Vec<(&str, &str)> = many.iter().map(|(n, w)| (n.as_str(), w.as_str())).collect();
+        let asked = pods(&many);
+        assert!(asked.len() > 1 && asked.iter().all(|query| query.len() < 4300));
     }
 }

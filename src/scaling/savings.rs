@@ -280,11 +280,13 @@ async fn at_opencost(
     {
         let targets = (waiting.iter().map(|((target, _), _)| target))
             .chain(recorded.iter().map(|(target, _)| target));
-        let namespaces: BTreeSet<&str> = targets
-            .map(|target| target.key.namespace.as_str())
+        // Those whose Pods' names say whose they are: the others are priced at the means.
+        let workloads: BTreeSet<(&str, &str)> = (targets)
+            .filter(|target| target.kind.spec().pod_names.is_some())
+            .map(|target| (target.key.namespace.as_str(), target.key.name.as_str()))
             .collect();
-        let namespaces: Vec<&str> = namespaces.into_iter().collect();
-        match opencost::prices(prometheus, currency, &namespaces).await {
+        let workloads: Vec<(&str, &str)> = workloads.into_iter().collect();
+        match opencost::prices(prometheus, currency, &workloads).await {
             Ok(Some(prices)) => {
                 let each = (waiting
                     .iter_mut()

@@ -186,21 +186,25 @@ pub enum PodNames {
 }
 
 impl PodNames {
-    /// Whether the Pod `pod` is one of the workload `workload`'s. The hash and the suffix are
-    /// of the letters Kubernetes makes them of (no vowels, no 0, 1 or 3), so that a CronJob's
-    /// `NAME-28901234-xxxxx` is not taken for a Deployment's of the same name.
+    /// Whether the Pod `pod` is one of the workload `workload`'s, by the letters Kubernetes
+    /// makes names of. A pod template's hash is a 32-bit number's decimal digits, each made one
+    /// of `456789bcdf`; a Pod's suffix is 5 of `bcdfghjklmnpqrstvwxz2456789`. So a CronJob's
+    /// `NAME-29401200-xxxxx` (its Job is named after a minute, in digits, 0 to 3 among them for
+    /// years yet) is not taken for a Deployment's of the same name.
     pub fn ran(self, workload: &str, pod: &str) -> bool {
-        let made = |text: &str| {
-            text.chars()
-                .all(|c| "bcdfghjklmnpqrstvwxz2456789".contains(c))
-        };
+        const HASH: &str = "456789bcdf";
+        const SUFFIX: &str = "bcdfghjklmnpqrstvwxz2456789";
+        let of = |text: &str, letters: &str| text.chars().all(|c| letters.contains(c));
         let Some(rest) = (pod.strip_prefix(workload)).and_then(|rest| rest.strip_prefix('-'))
         else {
             return false;
         };
         match self {
             PodNames::Hashed => rest.split_once('-').is_some_and(|(hash, suffix)| {
-                (1..=10).contains(&hash.len()) && made(hash) && suffix.len() == 5 && made(suffix)
+                (1..=10).contains(&hash.len())
+                    && of(hash, HASH)
+                    && suffix.len() == 5
+                    && of(suffix, SUFFIX)
             }),
             PodNames::Ordinal => {
                 (1..=10).contains(&rest.len()) && rest.bytes().all(|b| b.is_ascii_digit())

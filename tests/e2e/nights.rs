@@ -179,12 +179,13 @@ async fn the_nodes_before_a_night_and_at_its_quietest_point_are_recorded_and_tol
         );
         // With each node's own price, the nodes that went are worth theirs: 0.192 + 1.006. And
         // with the nodes web's Pods ran on before the night, what it withholds is at theirs:
-        // 2 × 0.04 + 4 × 0.005 on node-a. A CronJob's Pod of the same name ran elsewhere.
+        // 2 × 0.04 + 4 × 0.005 on node-a. A CronJob's Pod of the same name (its Job named after
+        // a minute whose digits are all letters a Pod's suffix may have) ran elsewhere.
         let pods = format!(
             "# TYPE container_cpu_allocation gauge
 container_cpu_allocation{{namespace=\"{ns}\",pod=\"web-7d9f8c6b5-x2kqz\",container=\"nginx\",node=\"node-a\"}} 1
 container_cpu_allocation{{namespace=\"{ns}\",pod=\"web-7d9f8c6b5-k9wz4\",container=\"nginx\",node=\"node-a\"}} 1
-container_cpu_allocation{{namespace=\"{ns}\",pod=\"web-29401200-x2kqz\",container=\"job\",node=\"node-g\"}} 1
+container_cpu_allocation{{namespace=\"{ns}\",pod=\"web-29945678-x2kqz\",container=\"job\",node=\"node-g\"}} 1
 ",
             ns = scenario.namespace
         );

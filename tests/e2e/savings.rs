@@ -283,7 +283,7 @@ async fn with_opencost_the_ledger_files_each_sleep_at_the_nodes_its_pods_ran_on(
     let pods = [
         ("inference-7d9f8c6b5-x2kqz", "node-g"),
         ("inference-7d9f8c6b5-k9wz4", "node-g"),
-        ("inference-29401200-x2kqz", "node-a"),
+        ("inference-29945678-x2kqz", "node-a"),
     ]
     .map(|(pod, node)| {
         format!("container_cpu_allocation{{namespace=\"{namespace}\",pod=\"{pod}\",node=\"{node}\"}} 1\n")

@@ -46,7 +46,7 @@ impl Prices {
         {
             return priced.clone();
         }
-        let read = priced::prices(&self.opencost, self.table.as_ref(), &[]);
+        let read = priced::prices(&self.opencost, self.table.as_ref());
         let priced = match tokio::time::timeout(READ_WITHIN, read).await {
             Ok(priced) => priced,
             Err(_) => Priced {

@@ -24,6 +24,24 @@ pub struct Priced {
     /// With OpenCost's: the nodes the Pods of each workload ran on, and what each of those
     /// costs, which price what a workload asleep withholds.
     pub ran: WhereRan,
+    /// Whether the table is OpenCost's.
+    pub from_opencost: bool,
+}
+
+impl Priced {
+    /// With OpenCost's prices, the nodes the Pods of `workloads` (Namespace and name each) ran
+    /// on; where they cannot be read, what they withhold stays at the means, as the log says.
+    pub async fn read_where_ran(&mut self, opencost: &OpenCost, workloads: &[(&str, &str)]) {
+        let Some(url) = (opencost.prometheus_url.as_ref()).filter(|_| self.from_opencost) else {
+            return;
+        };
+        match opencost::where_ran(&Prometheus::new(url), workloads).await {
+            Ok(ran) => self.ran = ran,
+            Err(error) => {
+                tracing::warn!(%error, "where the Pods ran could not be read: what they withhold is priced at OpenCost's means");
+            }
+        }
+    }
 }
 
 impl Priced {
@@ -37,13 +55,8 @@ impl Priced {
 }
 
 /// The prices: OpenCost's where `--prometheus-url` has them, else the table. Where they come from
-/// is said only when OpenCost was asked: a table alone is what was given. With OpenCost's, the
-/// nodes the Pods of `namespaces` ran on are read too.
-pub async fn prices(
-    opencost: &OpenCost,
-    table: Option<&PriceTable>,
-    namespaces: &[&str],
-) -> Priced {
+/// is said only when OpenCost was asked: a table alone is what was given.
+pub async fn prices(opencost: &OpenCost, table: Option<&PriceTable>) -> Priced {
     let given = || Priced::given(table);
     let Some(url) = &opencost.prometheus_url else {
         return given();
@@ -54,7 +67,7 @@ pub async fn prices(
     };
     let prometheus = Prometheus::new(url);
     let currency = &opencost.opencost_currency;
-    match opencost::prices(&prometheus, currency, namespaces).await {
+    match opencost::prices(&prometheus, currency, &[]).await {
         Ok(Some(found)) => Priced {
             table: Some(found.table),
             from: Some(cost::opencost::source(&found.means)),
@@ -62,6 +75,7 @@ pub async fn prices(
             // means, as a workload is.
             per_node: (prometheus.by_label(NODE_PRICES, NODE_LABEL).await).unwrap_or_default(),
             ran: found.ran,
+            from_opencost: true,
         },
         Ok(None) => Priced {
             from: Some(format!(

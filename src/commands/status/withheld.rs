@@ -60,14 +60,11 @@ impl Withheld {
         gpus(&self.extended)
     }
 
-    /// What an hour of it costs at `prices`, in cents once, and the resources no price covers.
-    pub fn hourly(&self, prices: &PriceTable) -> (i64, Vec<String>) {
+    /// What an hour of it costs at `prices`, not rounded yet, and the resources no price covers.
+    pub fn hourly(&self, prices: &PriceTable) -> (f64, Vec<String>) {
         let amounts = by_name(self.cpu_cores, self.memory_gib, &self.extended);
-        let (money, unpriced) = prices.cost(amounts);
-        (
-            money.cents,
-            unpriced.into_iter().map(String::from).collect(),
-        )
+        let (amount, unpriced) = prices.amount(amounts);
+        (amount, unpriced.into_iter().map(String::from).collect())
     }
 
     /// `1.25 CPU, 2.50 GiB, 1.00 GPU, 2.00 example.com/fpga`.

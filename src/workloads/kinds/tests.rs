@@ -318,9 +318,14 @@ fn a_count_kept_in_another_field_is_read_and_written_there() {
 fn a_pod_is_its_workloads_by_the_names_kubernetes_gives_and_no_other_kinds() {
     let deployment = TargetKind::Deployment.spec().pod_names.unwrap();
     assert!(deployment.ran("web", "web-7d9f8c6b5-x2kqz"));
+    assert!(deployment.ran("web", "web-5f4b9c8d7d-bcdfg"));
     for other in [
-        // A CronJob's of the same name: its Job is named after a time, in digits.
+        // A CronJob's of the same name: its Job is named after a minute, in digits. All of
+        // its digits among the 27 letters of a Pod's suffix, it is still no hash.
         "web-28901234-x2kqz",
+        "web-29945678-x2kqz",
+        // A hash has no letter past f.
+        "web-7d9f8x6b5-x2kqz",
         // Deployment web-api's, and a StatefulSet's.
         "web-api-7d9f8c6b5-x2kqz",
         "web-0",

@@ -1,6 +1,7 @@
 //! What sleeping withholds now, in resources and, given prices, money an hour.
 
 use super::*;
+use crate::cost::PriceTable;
 use crate::schedule::{LAST_TRANSITION, ORIGINAL_REPLICAS};
 
 /// `web` asleep since last night, 3 replicas awake of `requests` each.
@@ -138,6 +139,7 @@ fn with_opencost_a_workload_is_priced_at_the_nodes_its_pods_ran_on_the_rest_at_t
         )
     };
     // web: 0.75 × 0.01 + 1.5 × 0.001 + 3 × 0.9 = 2.709; api at the means: 7.46955.
+    let seen = ran.clone();
     let both = status(ran);
     assert_eq!(both.summary.cost_per_hour, Some(10.18));
     assert_eq!(both.summary.priced_where_ran, 1);
@@ -147,7 +149,17 @@ fn with_opencost_a_workload_is_priced_at_the_nodes_its_pods_ran_on_the_rest_at_t
         "{table}"
     );
     // Without OpenCost's Pods, both at the means, and nothing said of nodes.
-    let means_only = status(WhereRan::default());
+    let mut means_only = status(WhereRan::default());
     assert_eq!(means_only.summary.cost_per_hour, Some(14.94));
     assert!(render_table(&means_only, night()).ends_with(": $14.94 an hour\n"));
+    // As `status` reads it: the Pods of what is asleep are asked for, then it is priced again.
+    assert_eq!(
+        means_only.priceable(),
+        [("staging", "api"), ("staging", "web")]
+    );
+    means_only.reprice(&Priced {
+        ran: seen,
+        ..Priced::given(Some(&means))
+    });
+    assert_eq!(means_only.summary, both.summary);
 }
