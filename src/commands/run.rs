@@ -218,7 +218,7 @@ pub async fn run(
     };
     tokio::spawn(follow_leadership(
         is_leader.clone(),
-        metrics.leader.clone(),
+        metrics.clone(),
         resync,
     ));
     let served = (health.clone(), registry, &metrics);

@@ -561,5 +561,8 @@ mod tests {
                 "cronscaler_night_nodes{pool=\"general\",at=\"quietest\"} 9",
             ]
         );
+        // A standby, or no record: no night shown.
+        metrics.night_nodes(std::iter::empty());
+        assert!(!render(&registry).contains("cronscaler_night_nodes{"));
     }
 }

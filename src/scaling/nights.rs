@@ -121,8 +121,10 @@ pub async fn look(
         }
         None => kept,
     };
-    if let Some(night) = recorded.last() {
-        ctx.metrics.night_nodes(night.pools());
+    match recorded.last() {
+        Some(night) => ctx.metrics.night_nodes(night.pools()),
+        // The record was deleted, or started again: no night to show.
+        None => ctx.metrics.night_nodes(std::iter::empty()),
     }
     Ok(Next::Done)
 }

@@ -4,7 +4,6 @@
 use std::{sync::Arc, time::Duration};
 
 use kube::{Client, runtime::reflector::Store};
-use prometheus_client::metrics::gauge::Gauge;
 use tokio::{
     sync::{oneshot, watch},
     task::JoinHandle,
@@ -22,7 +21,7 @@ use crate::{
     commands::cli::RunArgs,
     foo::Foo,
     namespaces::NamespaceSchedules,
-    ops::http::Health,
+    ops::{http::Health, metrics::Metrics},
     runtime::worker::{Workers, worker},
     runtime::{
         key::ObjectKey,
@@ -145,16 +144,18 @@ impl Resync {
 
 pub(super) async fn follow_leadership(
     mut is_leader: watch::Receiver<bool>,
-    gauge: Gauge,
+    metrics: Metrics,
     resync: Resync,
 ) {
     loop {
         let leading = *is_leader.borrow_and_update();
-        gauge.set(i64::from(leading));
+        metrics.leader.set(i64::from(leading));
         if leading {
             tracing::info!(leader = true, "leading: resyncing, workers act");
             resync.queue_what_is_due();
         } else {
+            // The nights are the leader's to show: a standby's last would be taken for now.
+            metrics.night_nodes(std::iter::empty());
             tracing::info!(leader = false, "standing by: workers let go of every key");
         }
         if is_leader.changed().await.is_err() {
