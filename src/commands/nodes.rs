@@ -2,6 +2,8 @@
 //! them and the PodDisruptionBudgets when asked (paged lists, as `kubectl get` reads them), and
 //! keeps of each Pod only what the answer needs, so that 30,000 Pods fit in little memory.
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::api::{
     core::v1::{Node, Pod, PodSpec, PodStatus, Volume},
     policy::v1::PodDisruptionBudget,
@@ -11,7 +13,11 @@ use serde::Serialize;
 
 use crate::{
     commands::table,
-    nodes::{NodeReport, report},
+    nodes::{
+        NodeReport,
+        keepers::{NODE_ANNOTATIONS, POD_ANNOTATIONS},
+        report,
+    },
     runtime::paging::all_pages,
 };
 
@@ -32,7 +38,12 @@ pub async fn read(client: &Client) -> Result<Read, kube::Error> {
     let budgets: Api<PodDisruptionBudget> = Api::all(client.clone());
     let (nodes, pods, budgets) = (&nodes, &pods, &budgets);
     Ok(Read {
-        nodes: all_pages(500, |params| async move { nodes.list(&params).await }).await?,
+        nodes: all_pages(500, |params| async move {
+            let mut page = nodes.list(&params).await?;
+            page.items = page.items.into_iter().map(slim_node).collect();
+            Ok(page)
+        })
+        .await?,
         pods: all_pages(500, |params| async move {
             let mut page = pods.list(&params.fields(RUNNING)).await?;
             page.items = page.items.into_iter().map(slim).collect();
@@ -43,6 +54,31 @@ pub async fn read(client: &Client) -> Result<Read, kube::Error> {
     })
 }
 
+/// Of `annotations`, those named in `kept`.
+fn only(
+    annotations: Option<BTreeMap<String, String>>,
+    kept: &[&str],
+) -> Option<BTreeMap<String, String>> {
+    annotations.map(|annotations| {
+        (annotations.into_iter())
+            .filter(|(key, _)| kept.contains(&key.as_str()))
+            .collect()
+    })
+}
+
+/// What [`report`] reads of a Node, and nothing else: its images and conditions are most of it.
+fn slim_node(node: Node) -> Node {
+    Node {
+        metadata: ObjectMeta {
+            name: node.metadata.name,
+            labels: node.metadata.labels,
+            annotations: only(node.metadata.annotations, &NODE_ANNOTATIONS),
+            ..ObjectMeta::default()
+        },
+        ..Node::default()
+    }
+}
+
 /// What [`report`] reads of a Pod, and nothing else.
 fn slim(pod: Pod) -> Pod {
     let metadata = ObjectMeta {
@@ -50,7 +86,7 @@ fn slim(pod: Pod) -> Pod {
         namespace: pod.metadata.namespace,
         deletion_timestamp: pod.metadata.deletion_timestamp,
         labels: pod.metadata.labels,
-        annotations: pod.metadata.annotations,
+        annotations: only(pod.metadata.annotations, &POD_ANNOTATIONS),
         owner_references: pod.metadata.owner_references,
         ..ObjectMeta::default()
     };

@@ -28,6 +28,17 @@ const MIRROR: &str = "kubernetes.io/config.mirror";
 const SCALE_DOWN_DISABLED: &str = "cluster-autoscaler.kubernetes.io/scale-down-disabled";
 const CONTROL_PLANE: &str = "node-role.kubernetes.io/control-plane";
 
+/// The annotations [`report`] reads of a Pod: a reader keeps these and drops the rest.
+pub const POD_ANNOTATIONS: [&str; 4] = [
+    SAFE_TO_EVICT,
+    SAFE_TO_EVICT_LOCAL_VOLUMES,
+    DO_NOT_DISRUPT,
+    MIRROR,
+];
+
+/// The annotations [`report`] reads of a Node.
+pub const NODE_ANNOTATIONS: [&str; 2] = [SCALE_DOWN_DISABLED, DO_NOT_DISRUPT];
+
 /// The controllers the cluster autoscaler knows to make a Pod again elsewhere; a Pod of any
 /// other (an operator's own kind) keeps its node (`--skip-nodes-with-custom-controller-pods`).
 const KNOWN_CONTROLLERS: [&str; 4] = ["ReplicaSet", "ReplicationController", "StatefulSet", "Job"];

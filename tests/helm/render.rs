@@ -270,6 +270,7 @@ fn every_value_set_reaches_the_objects_and_the_controller_takes_its_flags() {
             "text",
             "--console-addr",
             "0.0.0.0:9091",
+            "--controller-namespace=ops",
             "--default-timezone=Europe/Berlin",
             "--kinds=Deployment.apps,StatefulSet.apps,Rollout.argoproj.io",
             "--grace-period=30m",

@@ -18,6 +18,9 @@ use crate::commands::{
 /// what keeps a node changes slowly.
 pub const FRESH: Duration = Duration::from_secs(30);
 
+/// How long a read that failed is said again before the next page reads again.
+const FAILED_FOR: Duration = Duration::from_secs(10);
+
 /// How long a read may take: within a request's deadline, so a page that waited still answers.
 const READ_WITHIN: Duration = Duration::from_secs(15);
 
@@ -43,6 +46,9 @@ pub struct NodesView {
     pub at: DateTime<Utc>,
 }
 
+/// One read of the nodes, or why it failed.
+type Read = Result<Arc<NodesView>, String>;
+
 /// Reads the nodes for every page, sharing one read while it is fresh.
 pub struct NodesReader {
     client: Client,
@@ -50,7 +56,7 @@ pub struct NodesReader {
     controller: Option<String>,
     /// What the nodes that went are worth by.
     prices: Arc<Prices>,
-    last: Mutex<Option<(Instant, Arc<NodesView>)>>,
+    last: Mutex<Option<(Instant, Read)>>,
 }
 
 impl NodesReader {
@@ -65,17 +71,24 @@ impl NodesReader {
 
     /// The nodes now: the last read while it is fresh, else a new one. Pages asking while a
     /// read is under way wait for it.
-    pub async fn now(&self) -> Result<Arc<NodesView>, NodesError> {
+    /// A read that failed is said again for [`FAILED_FOR`]: a page reloaded while the API
+    /// server struggles does not list every Pod again.
+    pub async fn now(&self) -> Read {
         let mut last = self.last.lock().await;
-        if let Some((at, view)) = last.as_ref()
-            && at.elapsed() < FRESH
-        {
-            return Ok(view.clone());
+        if let Some((at, read)) = last.as_ref() {
+            let shown_for = if read.is_ok() { FRESH } else { FAILED_FOR };
+            if at.elapsed() < shown_for {
+                return read.clone();
+            }
         }
         let read = tokio::time::timeout(READ_WITHIN, self.read(Utc::now())).await;
-        let view = Arc::new(read.map_err(|_| NodesError::TimedOut)??);
-        *last = Some((Instant::now(), view.clone()));
-        Ok(view)
+        let read = match read.map_err(|_| NodesError::TimedOut) {
+            Ok(Ok(view)) => Ok(Arc::new(view)),
+            Ok(Err(error)) => Err(NodesError::from(error).to_string()),
+            Err(error) => Err(error.to_string()),
+        };
+        *last = Some((Instant::now(), read.clone()));
+        read
     }
 
     async fn read(&self, now: DateTime<Utc>) -> Result<NodesView, kube::Error> {

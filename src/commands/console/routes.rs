@@ -137,12 +137,16 @@ impl Console {
     async fn nodes_page(&self, who: &Identity) -> Reply {
         let questions = [Question::ListAll("nodes"), Question::ListAll("pods")];
         let answers = self.access.answers(who, &questions).await;
-        if let Some(refused) = (questions.iter().zip(answers)).find(|(_, allowed)| !allowed) {
+        let refused: Vec<String> = (questions.iter().zip(answers))
+            .filter(|(_, allowed)| !allowed)
+            .map(|(question, _)| question.said())
+            .collect();
+        if !refused.is_empty() {
             let why = format!(
                 "You ({}) may not {}: the page of nodes names the Pods of every Namespace, so it \
                  is shown to whoever may list Nodes and Pods cluster-wide.",
                 who.user,
-                refused.0.said()
+                refused.join(", nor ")
             );
             return said(StatusCode::FORBIDDEN, "Refused", &why);
         }

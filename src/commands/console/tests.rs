@@ -323,3 +323,25 @@ async fn the_page_of_nodes_says_what_keeps_each_node_read_once_for_many_pages() 
         assert!(page.contains("no night recorded with nodes yet"), "{page}");
     }
 }
+
+#[tokio::test]
+async fn a_read_of_the_nodes_that_failed_is_said_again_not_read_again_at_once() {
+    let failure = json!({ "kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "InternalError", "message": "etcd is slow", "code": 500 });
+    let script = vec![
+        may_list("nodes", true),
+        may_list("pods", true),
+        Exchange::new("GET", "/api/v1/nodes?&limit=500").reply(500, failure),
+    ];
+    let answers = answered(script, |console| {
+        let cookie = format!("{COOKIE}={}", alices_session(console));
+        vec![
+            get("/nodes", &[("cookie", &cookie)]),
+            get("/nodes", &[("cookie", &cookie)]),
+        ]
+    })
+    .await;
+    for (status, page) in answers {
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{page}");
+        assert!(page.contains("etcd is slow"), "{page}");
+    }
+}
