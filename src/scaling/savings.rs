@@ -29,7 +29,7 @@ use crate::{
     figures::amount,
     namespaces::NamespaceSchedules,
     ops::metrics::Metrics,
-    runtime::{worker::Next, workqueue::Enqueue, writes::Writes},
+    runtime::{key::ObjectKey, worker::Next, workqueue::Enqueue, writes::Writes},
     scaling::{
         kept::{Guard, Kept},
         key::ScalingKey,
@@ -121,8 +121,14 @@ impl Savings {
     }
 
     /// That wake was made, and `object` is the answer: its saving, from what its pods request,
-    /// waits to be filed.
+    /// waits to be filed. A lever's (a ScaledObject's) pods are another object's: its record is
+    /// filed as a record, that object read.
     pub fn ended(&self, target: &ScaleTarget, slept: &Slept, object: &DynamicObject) {
+        if target.kind.spec().levers.is_some() {
+            self.queue
+                .add_after(ScalingKey::Savings, SETTLE + LISTING_WAIT);
+            return;
+        }
         let saving = saving_of(target, slept, &object.data, self.prices.as_ref());
         let key = (target.clone(), slept.until);
         let mut waiting = self.lock();
@@ -324,10 +330,19 @@ async fn unfiled_records(
     ledger: &Ledger,
     (cutoff, now): (DateTime<Utc>, DateTime<Utc>),
 ) -> (Vec<(ScaleTarget, Saving)>, DateTime<Utc>, bool) {
+    // Each with the object whose pods slept: its own, or the one a lever (a ScaledObject)
+    // scales.
     let mut found: Vec<(ScaleTarget, Slept)> = ctx.last_seen.pick(|target, state| {
         let slept: Slept = state.annotations.get(SLEPT)?.parse().ok()?;
         let waits = ctx.savings.waits(&(target.clone(), slept.until));
-        (ledger.awaits(slept.until, now) && !waits).then(|| (target.clone(), slept))
+        let pods = match (target.kind.spec().levers, &state.levers) {
+            (Some(_), Some((kind, name))) => ScaleTarget {
+                kind: *kind,
+                key: ObjectKey::new(&target.key.namespace, name),
+            },
+            _ => target.clone(),
+        };
+        (ledger.awaits(slept.until, now) && !waits).then_some((pods, slept))
     });
     // Oldest first, and in one order whatever the store's.
     found.sort_by(|(a, a_slept), (b, b_slept)| {

@@ -56,6 +56,14 @@ impl Slept {
         })
     }
 
+    /// The same sleep, of `replicas` instead (what a lever frees); `None` where that is none.
+    pub fn of(self, replicas: i64) -> Option<Self> {
+        let replicas = i32::try_from(replicas)
+            .ok()
+            .filter(|replicas| *replicas > 0)?;
+        Some(Self { replicas, ..self })
+    }
+
     /// Replica-hours: the replicas times the hours they slept.
     pub fn replica_hours(&self) -> f64 {
         f64::from(self.replicas) * self.hours()

@@ -38,6 +38,7 @@ struct Packed {
     controlling_foo: Option<Box<str>>,
     follows_owner: bool,
     levers: Option<(TargetKind, Box<str>)>,
+    floor: Option<i32>,
     created: Option<DateTime<Utc>>,
 }
 
@@ -69,6 +70,7 @@ impl Packed {
                 .levers
                 .as_ref()
                 .map(|(kind, name)| (*kind, name.as_str().into())),
+            floor: state.floor,
             created: state.created,
         }
     }
@@ -94,6 +96,7 @@ impl Packed {
                 .levers
                 .as_ref()
                 .map(|(kind, name)| (*kind, name.to_string())),
+            floor: self.floor,
             created: self.created,
         }
     }

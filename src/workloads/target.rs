@@ -337,6 +337,9 @@ pub struct TargetState {
     /// For a lever (a ScaledObject), the object of the catalogue its sleep scales, in its own
     /// namespace: kind and name.
     pub levers: Option<(TargetKind, String)>,
+    /// For a lever, the fewest replicas it keeps that object at awake
+    /// ([`Lever::floor_of`](crate::workloads::kinds::Lever::floor_of)): what its sleep frees.
+    pub floor: Option<i32>,
     /// When the object was created, for its grace period.
     pub created: Option<DateTime<Utc>>,
 }
@@ -390,6 +393,7 @@ impl TargetState {
                 let (api_version, kind, name) = lever.target(data)?;
                 Some((TargetKind::of_api(&api_version, &kind)?, name))
             }),
+            floor: kind.spec().levers.map(|lever| lever.floor_of(data)),
             created: creation_time(metadata),
         }
     }

@@ -20,7 +20,7 @@ use serde_json::json;
 use support::{
     Scenario, annotate_namespace, create, create_deployment, envtest, eventually,
     keda::{self, PAUSED, PAUSED_REPLICAS},
-    nightly, replicas_and_annotations, replicas_become, replicas_now, sleep_until,
+    metric, nightly, replicas_and_annotations, replicas_become, replicas_now, sleep_until,
     stop_cleanly_and_finish, whole_second_in,
 };
 
@@ -198,9 +198,22 @@ async fn a_scaled_object_paused_before_the_night_wakes_its_workload_to_its_count
     let Some(scaled_objects) = keda::scaled_objects(test, &scenario).await else {
         return;
     };
-    let mut controller = scenario.start_cluster_wide_controller("cronscaler", &[]);
+    // In its own namespace, where it keeps the ledger of savings.
+    let flags = [
+        "--leader-elect-namespace",
+        envtest::SA_NAMESPACE,
+        "--prices=cpu=1,currency=USD",
+    ];
+    let mut controller = scenario.start_cluster_wide_controller("cronscaler", &flags);
     controller.wait_ready().await;
     let deployments = create_deployment(&scenario.client, &scenario.namespace, "web", 3).await;
+    let requests = json!({ "spec": { "template": { "spec": { "containers": [
+        { "name": "nginx", "resources": { "requests": { "cpu": "500m" } } },
+    ] } } } });
+    deployments
+        .patch("web", &PatchParams::default(), &Patch::Strategic(&requests))
+        .await
+        .expect("web's requests");
     // A person paused KEDA at web's 3 replicas: KEDA deleted its HPA, and holds whatever
     // count web has. Nothing but the ScaledObject's own spec says it scales web.
     create(
@@ -273,6 +286,30 @@ async fn a_scaled_object_paused_before_the_night_wakes_its_workload_to_its_count
         cronscaler_on(&deployments, "web").await,
         Vec::<String>::new()
     );
+    // The night is filed as `plan` counts it: KEDA's minReplicaCount of web's pods, for the
+    // hours the ScaledObject's record says.
+    let slept = scaler
+        .get("cronscaler.dev/slept")
+        .cloned()
+        .expect("the sleep recorded");
+    let (replicas, span) = slept.split_once(' ').expect("REPLICAS SINCE/UNTIL");
+    assert_eq!(replicas, keda::MIN_REPLICAS.to_string(), "{slept}");
+    let (since, until) = span.split_once('/').expect("SINCE/UNTIL");
+    let instant = |text: &str| {
+        text.parse::<chrono::DateTime<chrono::Utc>>()
+            .expect("an instant")
+    };
+    let hours = (instant(until) - instant(since)).num_milliseconds() as f64 / 3_600_000.0;
+    let cpu = 0.5 * f64::from(keda::MIN_REPLICAS) * hours;
+    let name = format!(
+        "cronscaler_saved_resource_hours_total{{namespace=\"{}\",resource=\"cpu\"}}",
+        scenario.namespace
+    );
+    eventually("the night filed", Duration::from_secs(45), || async {
+        let counted = metric(&controller.metrics().await?, &name)?;
+        ((counted - cpu).abs() < 1e-9).then_some(())
+    })
+    .await;
     keda::no_revert_told(&scenario).await;
     keda.abort();
     stop_cleanly_and_finish(scenario, controller, Duration::from_secs(10)).await;

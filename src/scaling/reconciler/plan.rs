@@ -550,11 +550,11 @@ fn apply(observed: &Observed, change: &ScaleChange, mut plan: Plan, now: DateTim
         .map(|transition| (now - transition.at).to_std().unwrap_or_default())
         .unwrap_or_default();
     let mut body = patch_for(kind, Some(change), &removed, object);
-    // What sleeps on or off (a CronJob, a Cluster, a ScaledObject and the workload sleeping
-    // through it) has no count of replicas that slept: its change is on or off, and a
-    // ScaledObject's workload runs as many as KEDA says.
+    // What it frees as `plan` and `status` count it: none where it sleeps on or off, but a
+    // lever's floor (a ScaledObject's, or that of the workload sleeping through it).
+    let floor = (observed.lever_object.as_ref()).map_or(object.floor, |(_, lever)| lever.floor);
     let slept = Slept::ended_by(&observed.annotations, object.replicas, change, now)
-        .filter(|_| !kind.is_on_off());
+        .and_then(|slept| slept.of(kind.spec().frees(slept.replicas.into(), 0, floor)?));
     if let Some(slept) = slept {
         (body.annotations).insert(schedule::SLEPT.into(), Some(slept.to_string()));
     }

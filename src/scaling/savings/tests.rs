@@ -350,3 +350,45 @@ async fn a_leader_s_hundreds_of_unfiled_wakes_are_filed_a_hundred_a_look_none_lo
     drop(ctx);
     server.await.unwrap();
 }
+
+#[tokio::test]
+async fn a_scaled_object_s_sleep_is_filed_from_its_record_at_the_pods_of_the_workload_it_scales() {
+    let (client, server) = mock_client();
+    let not_found = serde_json::from_str::<Value>(NOT_FOUND).unwrap();
+    let ledger = with_the_night("2026-11-28T07:00:01Z");
+    let script = vec![
+        // Too soon after the wake: the record waits.
+        Exchange::new("GET", LEDGER_PATH).reply(404, not_found.clone()),
+        // Settled: the workload it scales is read for its pods.
+        Exchange::new("GET", LEDGER_PATH).reply(404, not_found),
+        Exchange::new("GET", "/apis/apps/v1/namespaces/ml/deployments/inference")
+            .reply(200, serde_json::to_value(inference(None)).unwrap()),
+        filed(&ledger, None),
+    ];
+    let server = tokio::spawn(server.serve(script));
+    let (ctx, registry) = context(client);
+    // KEDA's minReplicaCount of 2 slept, as the wake recorded it on the ScaledObject.
+    let scaler: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
+        "metadata": { "name": "inference-scaler", "namespace": "ml", "annotations": { (SLEPT): NIGHT } },
+        "spec": { "scaleTargetRef": { "name": "inference" }, "minReplicaCount": 2 },
+    }))
+    .unwrap();
+    let target = ScaleTarget {
+        kind: TargetKind::ScaledObject,
+        key: ObjectKey::new("ml", "inference-scaler"),
+    };
+    let state = TargetState::of_object(TargetKind::ScaledObject, &scaler);
+    assert_eq!(state.floor, Some(2));
+    ctx.last_seen.keep(target.clone(), &state);
+    ctx.savings.ended(&target, &NIGHT.parse().unwrap(), &scaler);
+    let soon = look(&ctx, true, at("2026-11-28T07:00:05Z")).await.unwrap();
+    assert_eq!(soon, Next::After(SETTLE));
+    look(&ctx, true, at("2026-11-28T07:00:31Z")).await.unwrap();
+    assert_eq!(
+        metric(&registry, "cronscaler_saved_cost_total").as_deref(),
+        Some("cronscaler_saved_cost_total{namespace=\"ml\",currency=\"USD\"} 58.77")
+    );
+    drop(ctx);
+    server.await.unwrap();
+}

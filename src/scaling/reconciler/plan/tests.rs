@@ -644,7 +644,20 @@ fn a_keda_workload_wakes_its_scaled_object_first_giving_back_what_it_held() {
     );
     assert!(lever.before_patch, "a wake comes before its records");
     let slept = plan.patch.and_then(|patch| patch.slept);
-    assert_eq!(slept, None, "KEDA's count, not one that slept");
+    assert_eq!(
+        slept, None,
+        "no minReplicaCount: KEDA's count, none that slept for certain"
+    );
+    // With minReplicaCount 2, the night freed 2 replicas of the workload's, as `plan` counts
+    // it: the record goes on the workload, whose pods are what slept.
+    let mut lever = scaled_object(&[("autoscaling.keda.sh/paused-replicas", "0")]);
+    lever.floor = Some(2);
+    let floored = super::plan(&levered(&asleep, lever, now), &SETTINGS, now);
+    let patch = floored.patch.expect("the workload's records");
+    assert_eq!(
+        patch.body.to_json()["metadata"]["annotations"][SLEPT],
+        json!("2 2026-11-23T20:00:00Z/2026-11-24T07:00:00Z")
+    );
 }
 
 #[test]
