@@ -12,16 +12,13 @@ use crate::support;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use kube::{
-    Api,
-    api::{Patch, PatchParams},
-};
+use kube::Api;
 use serde_json::json;
 use support::{
     Scenario, annotate_namespace, create, create_deployment, envtest, eventually,
     keda::{self, PAUSED, PAUSED_REPLICAS},
-    metric, nightly, replicas_and_annotations, replicas_become, replicas_now, sleep_until,
-    stop_cleanly_and_finish, whole_second_in,
+    metric, nightly, replicas_and_annotations, replicas_become, replicas_now, set_requests,
+    sleep_until, stop_cleanly_and_finish, whole_second_in,
 };
 
 /// Lateness we accept from a transition: the timer, one reconcile, KEDA's poll, a busy 2-core
@@ -151,13 +148,7 @@ async fn a_restart_before_the_give_back_and_a_restore_at_night_leave_keda_holdin
     );
     // Asleep, it withholds the fewest replicas KEDA would run api at awake, of api's pods:
     // 2 × 500m, as `plan` counts it.
-    let requests = json!({ "spec": { "template": { "spec": { "containers": [
-        { "name": "nginx", "resources": { "requests": { "cpu": "500m" } } },
-    ] } } } });
-    deployments
-        .patch("api", &PatchParams::default(), &Patch::Strategic(&requests))
-        .await
-        .expect("api's requests");
+    set_requests(&deployments, "api", json!({ "cpu": "500m" })).await;
     let status = scenario.said(&["status", "-n", &namespace]);
     assert!(status.contains("; withholding 1.00 CPU\n"), "{status}");
     controller
@@ -207,13 +198,7 @@ async fn a_scaled_object_paused_before_the_night_wakes_its_workload_to_its_count
     let mut controller = scenario.start_cluster_wide_controller("cronscaler", &flags);
     controller.wait_ready().await;
     let deployments = create_deployment(&scenario.client, &scenario.namespace, "web", 3).await;
-    let requests = json!({ "spec": { "template": { "spec": { "containers": [
-        { "name": "nginx", "resources": { "requests": { "cpu": "500m" } } },
-    ] } } } });
-    deployments
-        .patch("web", &PatchParams::default(), &Patch::Strategic(&requests))
-        .await
-        .expect("web's requests");
+    set_requests(&deployments, "web", json!({ "cpu": "500m" })).await;
     // A person paused KEDA at web's 3 replicas: KEDA deleted its HPA, and holds whatever
     // count web has. Nothing but the ScaledObject's own spec says it scales web.
     create(

@@ -74,6 +74,18 @@ async fn schedule_night(deployments: &Api<Deployment>, seconds: i64, long: i64) 
         .expect("the night's schedule");
 }
 
+/// Waits for the inference server's night: asleep, then awake; what its wake recorded.
+async fn the_night_recorded(deployments: &Api<Deployment>) -> String {
+    let within = Duration::from_secs(30);
+    replicas_become(deployments, "inference", 0, "asleep", within).await;
+    let within = Duration::from_secs(40);
+    let woken = replicas_become(deployments, "inference", 2, "awake", within).await;
+    woken
+        .get("cronscaler.dev/slept")
+        .cloned()
+        .unwrap_or_else(|| panic!("the wake records the sleep it ends: {woken:?}"))
+}
+
 /// What a night recorded as `slept` saves: hours of each resource, and cents at the prices.
 fn saved(slept: &str) -> (BTreeMap<&'static str, f64>, i64) {
     saved_at(slept, (0.031, 0.0042, 2.48))
@@ -161,26 +173,7 @@ async fn each_wake_files_what_its_sleep_saved_and_the_metrics_count_it_across_re
     schedule_night(&deployments, 10, 20).await;
     let mut controller = scenario.start_cluster_wide_controller("cronscaler", IN_ITS_NAMESPACE);
     controller.wait_ready().await;
-    replicas_become(
-        &deployments,
-        "inference",
-        0,
-        "asleep",
-        Duration::from_secs(30),
-    )
-    .await;
-    let woken = replicas_become(
-        &deployments,
-        "inference",
-        2,
-        "awake",
-        Duration::from_secs(40),
-    )
-    .await;
-    let first = woken
-        .get("cronscaler.dev/slept")
-        .cloned()
-        .unwrap_or_else(|| panic!("the wake records the sleep it ends: {woken:?}"));
+    let first = the_night_recorded(&deployments).await;
     assert!(first.starts_with("2 "), "two replicas slept: {first}");
     counts_within(
         &controller,
@@ -299,26 +292,7 @@ async fn with_opencost_the_ledger_files_each_sleep_at_the_nodes_its_pods_ran_on(
     flags.push(&url);
     let mut controller = scenario.start_cluster_wide_controller("cronscaler", &flags);
     controller.wait_ready().await;
-    replicas_become(
-        &deployments,
-        "inference",
-        0,
-        "asleep",
-        Duration::from_secs(30),
-    )
-    .await;
-    let woken = replicas_become(
-        &deployments,
-        "inference",
-        2,
-        "awake",
-        Duration::from_secs(40),
-    )
-    .await;
-    let slept = woken
-        .get("cronscaler.dev/slept")
-        .cloned()
-        .unwrap_or_else(|| panic!("the wake records the sleep it ends: {woken:?}"));
+    let slept = the_night_recorded(&deployments).await;
     // OpenCost's prices of node-g, where its Pods ran, not --prices nor the cluster's means.
     let (hours, cents) = saved_at(&slept, (5.0, 0.5, 1.5));
     let at_means = saved_at(&slept, (2.51, 0.251, 1.5)).1;

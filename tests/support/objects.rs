@@ -200,6 +200,21 @@ pub async fn namespace_with_web(scenario: &Scenario, name: &str, env: &str) -> A
     create_deployment(&scenario.client, name, "web", 2).await
 }
 
+/// Has each Pod of the nginx Deployment `name` request `requests` (`{"cpu": "500m"}`).
+pub async fn set_requests(deployments: &Api<Deployment>, name: &str, requests: Value) {
+    let patch = json!({ "spec": { "template": { "spec": { "containers": [
+        { "name": "nginx", "resources": { "requests": requests } },
+    ] } } } });
+    deployments
+        .patch(
+            name,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Strategic(&patch),
+        )
+        .await
+        .unwrap_or_else(|error| panic!("{name}'s requests: {error}"));
+}
+
 /// Creates an nginx Deployment `name` of `replicas` in `namespace`, with no annotations.
 pub async fn create_deployment(
     client: &Client,

@@ -238,6 +238,18 @@ fn may_list(resource: &str, allowed: bool) -> Exchange {
         .reply(201, json!({ "spec": {}, "status": { "allowed": allowed } }))
 }
 
+/// What the page of nodes answers alice twice in a row, the API server answering `script`.
+async fn alice_twice_at_the_nodes(script: Vec<Exchange>) -> Vec<(StatusCode, String)> {
+    answered(script, |console| {
+        let cookie = format!("{COOKIE}={}", alices_session(console));
+        vec![
+            get("/nodes", &[("cookie", &cookie)]),
+            get("/nodes", &[("cookie", &cookie)]),
+        ]
+    })
+    .await
+}
+
 fn list(items: serde_json::Value) -> serde_json::Value {
     json!({ "metadata": { "resourceVersion": "1" }, "items": items })
 }
@@ -299,15 +311,8 @@ async fn the_page_of_nodes_says_what_keeps_each_node_read_once_for_many_pages() 
         Exchange::new("GET", nights.replace("{}", "cronscaler")).reply(404, not_found.clone()),
         Exchange::new("GET", nights.replace("{}", "default")).reply(404, not_found),
     ];
-    let answers = answered(script, |console| {
-        let cookie = format!("{COOKIE}={}", alices_session(console));
-        // The second page is the first read again, and the answers kept: nothing is asked.
-        vec![
-            get("/nodes", &[("cookie", &cookie)]),
-            get("/nodes", &[("cookie", &cookie)]),
-        ]
-    })
-    .await;
+    // The second page is the first read again, and the answers kept: nothing is asked.
+    let answers = alice_twice_at_the_nodes(script).await;
     for (status, page) in answers {
         assert_eq!(status, StatusCode::OK, "{page}");
         assert!(
@@ -332,14 +337,7 @@ async fn a_read_of_the_nodes_that_failed_is_said_again_not_read_again_at_once() 
         may_list("pods", true),
         Exchange::new("GET", "/api/v1/nodes?&limit=500").reply(500, failure),
     ];
-    let answers = answered(script, |console| {
-        let cookie = format!("{COOKIE}={}", alices_session(console));
-        vec![
-            get("/nodes", &[("cookie", &cookie)]),
-            get("/nodes", &[("cookie", &cookie)]),
-        ]
-    })
-    .await;
+    let answers = alice_twice_at_the_nodes(script).await;
     for (status, page) in answers {
         assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{page}");
         assert!(page.contains("etcd is slow"), "{page}");
