@@ -74,8 +74,13 @@ pub async fn where_ran(
         return Ok(ran);
     }
     for query in queries {
-        for series in prometheus.labelled(&query, POD_LABELS).await? {
-            ran.saw(series);
+        // A batch not answered (too many series, a timeout) leaves its workloads at the means,
+        // not the others.
+        match prometheus.labelled(&query, POD_LABELS).await {
+            Ok(series) => series.into_iter().for_each(|series| ran.saw(series)),
+            Err(error) => {
+                tracing::warn!(%error, "some Pods' nodes could not be read: what they withhold is priced at OpenCost's means");
+            }
         }
     }
     let by_node = |query| prometheus.by_label(query, NODE_LABEL);

@@ -13,8 +13,9 @@ use super::{Currency, GPU, Money, PriceTable, money::cents, prices::is_price};
 /// prices, and how many nodes those are.
 pub const CPU_MEAN: &str = "avg(node_cpu_hourly_cost)";
 pub const MEMORY_MEAN: &str = "avg(node_ram_hourly_cost)";
-/// Over the nodes that have a GPU: OpenCost gives the others 0.
-pub const GPU_MEAN: &str = "avg(node_gpu_hourly_cost > 0)";
+/// Over the nodes that have had a GPU within two days (OpenCost gives the others 0): those an
+/// autoscaler took away at night still price what their GPUs' workloads freed.
+pub const GPU_MEAN: &str = "avg(last_over_time(node_gpu_hourly_cost[2d]) > 0)";
 pub const NODES: &str = "count(node_cpu_hourly_cost)";
 /// What each node costs an hour, by name, as OpenCost last gave it within two days: a node that
 /// went at night is priced at what it cost before it went.

@@ -145,6 +145,18 @@ impl PriceTable {
         (Money::new(cents(amount), self.currency.clone()), unpriced)
     }
 
+    /// This table, with the prices of `more` it has none for where `more` is in the same
+    /// currency: OpenCost prices CPU, memory and GPUs, `--prices` may price the rest.
+    pub fn or(&self, more: Option<&PriceTable>) -> PriceTable {
+        let mut table = self.clone();
+        if let Some(more) = more.filter(|more| more.currency == self.currency) {
+            for (resource, price) in &more.per_hour {
+                table.per_hour.entry(resource.clone()).or_insert(*price);
+            }
+        }
+        table
+    }
+
     /// [`Self::cost`] not rounded yet, in the currency's units: amounts at several tables are
     /// added up first and rounded once.
     pub fn amount<'a>(

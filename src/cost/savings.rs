@@ -22,6 +22,10 @@ pub const REPLICAS: &str = "replicas";
 /// quantity a kind without validation lets through, `1e308`) counts nothing.
 const MOST_PER_POD: f64 = 1_000_000.0;
 
+/// The most replicas one sleep is believed to bring back: a count past any workload (a
+/// `minReplicaCount` of 2,000,000,000 a tenant set for the night) counts nothing.
+const MOST_REPLICAS: i32 = 100_000;
+
 /// What one sleep saved.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Saving {
@@ -46,7 +50,10 @@ impl Saving {
         requests: &PodRequests,
         prices: Option<&PriceTable>,
     ) -> Self {
-        let replica_hours = slept.replica_hours();
+        let replica_hours = match slept.replicas <= MOST_REPLICAS {
+            true => slept.replica_hours(),
+            false => 0.0,
+        };
         let counted = |name: &str| {
             matches!(name, "cpu" | "memory")
                 || is_gpu(name)
@@ -197,6 +204,16 @@ mod tests {
         // 88 × 0.02 + 352 × 0.003 + 22 × 1.5 = 1.76 + 1.056 + 33 = 35.816.
         assert_eq!(opencost.cents, BTreeMap::from([("EUR".to_string(), 3582)]));
         assert_eq!(opencost.hours, saving.hours);
+    }
+
+    #[test]
+    fn a_sleep_of_more_replicas_than_any_workload_counts_nothing() {
+        let inflated = slept(2_000_000_000, NIGHT.0, NIGHT.1);
+        let saving = Saving::of("shop", &inflated, &requests("1", "1Gi", None), None);
+        assert!(
+            saving.hours.values().all(|hours| *hours == 0.0),
+            "{saving:?}"
+        );
     }
 
     #[test]

@@ -35,7 +35,11 @@ use crate::{
         key::ScalingKey,
     },
     schedule::{SLEPT, Slept},
-    workloads::{last_seen::LastSeen, patch::read_object, target::ScaleTarget},
+    workloads::{
+        last_seen::LastSeen,
+        patch::read_object,
+        target::{ScaleTarget, TargetState},
+    },
 };
 use filing::{Filing, Key, Read};
 
@@ -76,6 +80,9 @@ struct Waiting {
     /// among them ends its sleep then.
     under_way: BTreeMap<DateTime<Utc>, usize>,
     ended: HashMap<Key, Saving>,
+    /// The sleeps of levers (ScaledObjects) ended, each with the object whose pods slept,
+    /// which the look that files it reads.
+    levers: HashMap<Key, (ScaleTarget, Slept)>,
 }
 
 /// A look at a workload under way, from its start to its end, whatever ends it (a failure, a
@@ -121,21 +128,19 @@ impl Savings {
     }
 
     /// That wake was made, and `object` is the answer: its saving, from what its pods request,
-    /// waits to be filed. A lever's (a ScaledObject's) pods are another object's: its record is
-    /// filed as a record, that object read.
+    /// waits to be filed. A lever's (a ScaledObject's) pods are another object's, which the look
+    /// that files it reads.
     pub fn ended(&self, target: &ScaleTarget, slept: &Slept, object: &DynamicObject) {
-        if target.kind.spec().levers.is_some() {
-            self.queue
-                .add_after(ScalingKey::Savings, SETTLE + LISTING_WAIT);
-            return;
-        }
-        let saving = saving_of(target, slept, &object.data, self.prices.as_ref());
         let key = (target.clone(), slept.until);
         let mut waiting = self.lock();
-        if waiting.ended.len() < MOST_WAITING {
-            waiting.ended.insert(key, saving);
-        } else {
+        if waiting.ended.len() + waiting.levers.len() >= MOST_WAITING {
             tracing::warn!(object = %target, "too many savings wait for the ledger: this one is left to its record");
+        } else if target.kind.spec().levers.is_some() {
+            let pods = pods_of(target, &TargetState::of_object(target.kind, object));
+            waiting.levers.insert(key, (pods, *slept));
+        } else {
+            let saving = saving_of(target, slept, &object.data, self.prices.as_ref());
+            waiting.ended.insert(key, saving);
         }
         drop(waiting);
         self.queue
@@ -155,8 +160,17 @@ impl Savings {
             .collect()
     }
 
+    /// The levers' sleeps ended by `cutoff`, each with the object whose pods slept.
+    fn ended_levers(&self, cutoff: DateTime<Utc>) -> Vec<(Key, ScaleTarget, Slept)> {
+        (self.lock().levers.iter())
+            .filter(|((_, until), _)| *until <= cutoff)
+            .map(|(key, (pods, slept))| (key.clone(), pods.clone(), *slept))
+            .collect()
+    }
+
     fn waits(&self, key: &Key) -> bool {
-        self.lock().ended.contains_key(key)
+        let waiting = self.lock();
+        waiting.ended.contains_key(key) || waiting.levers.contains_key(key)
     }
 
     /// These wait no more: filed, or never to be.
@@ -164,12 +178,39 @@ impl Savings {
         let mut waiting = self.lock();
         for key in gone {
             waiting.ended.remove(key);
+            waiting.levers.remove(key);
         }
     }
 
     fn is_empty(&self) -> bool {
-        self.lock().ended.is_empty()
+        let waiting = self.lock();
+        waiting.ended.is_empty() && waiting.levers.is_empty()
     }
+}
+
+/// The object whose pods `target` (as `state` has it) runs: its own, or the one a lever (a
+/// ScaledObject) scales.
+fn pods_of(target: &ScaleTarget, state: &TargetState) -> ScaleTarget {
+    match (target.kind.spec().levers, &state.levers) {
+        (Some(_), Some((kind, name))) => ScaleTarget {
+            kind: *kind,
+            key: ObjectKey::new(&target.key.namespace, name),
+        },
+        _ => target.clone(),
+    }
+}
+
+/// What `slept` of `pods` saved, their requests read from the object (one gone or unreadable
+/// counts its replicas only).
+async fn read_saving(ctx: &SavingsContext, pods: &ScaleTarget, slept: &Slept) -> Saving {
+    let data = match read_object(&ctx.client, pods).await {
+        Ok(object) => object.map(|object| object.data).unwrap_or_default(),
+        Err(error) => {
+            tracing::warn!(object = %pods, %error, "not read: its sleep counts replica-hours only");
+            Value::Null
+        }
+    };
+    saving_of(pods, slept, &data, ctx.savings.prices.as_ref())
 }
 
 /// What `slept` of `target` saved, its pods' requests read from `data`, the object as it is.
@@ -239,7 +280,15 @@ pub async fn look(
         Err(error) => return Err(error),
     };
     let (recorded, cutoff, more) = unfiled_records(ctx, &kept, (cutoff, now)).await;
-    let (waiting, recorded) = at_opencost(ctx, waiting, recorded).await;
+    // The levers' sleeps to file now, their workloads read.
+    let mut waiting: Vec<(Key, ScaleTarget, Saving)> = (waiting.into_iter())
+        .map(|(key, saving)| (key.clone(), key.0, saving))
+        .collect();
+    for (key, pods, slept) in ctx.savings.ended_levers(cutoff) {
+        let saving = read_saving(ctx, &pods, &slept).await;
+        waiting.push((key, pods, saving));
+    }
+    let (waiting, recorded) = at_opencost(ctx, waiting, recorded, cutoff).await;
     let deleted = ctx.namespaces.gone();
     // A Namespace made again since it was deleted keeps its totals.
     let gone = (deleted.iter())
@@ -274,38 +323,38 @@ pub async fn look(
     })
 }
 
-/// The savings `waiting` and `recorded`, at OpenCost's prices where its metrics are found (each
-/// workload at the nodes its Pods ran on, else at the means), else as `--prices` priced them.
+/// The savings `waiting` (each with the object whose pods slept) and `recorded`, those to be
+/// filed by `cutoff` at OpenCost's prices where its metrics are found (each workload at the
+/// nodes its Pods ran on, else at the means; what OpenCost does not price at `--prices`), else
+/// as `--prices` priced them.
 async fn at_opencost(
     ctx: &SavingsContext,
-    mut waiting: Vec<(Key, Saving)>,
+    mut waiting: Vec<(Key, ScaleTarget, Saving)>,
     mut recorded: Vec<(ScaleTarget, Saving)>,
+    cutoff: DateTime<Utc>,
 ) -> (Vec<(Key, Saving)>, Vec<Saving>) {
+    let mut filed: Vec<(&ScaleTarget, &mut Saving)> = (waiting.iter_mut())
+        .filter(|((_, until), _, _)| *until <= cutoff)
+        .map(|(_, pods, saving)| (&*pods, saving))
+        .chain(recorded.iter_mut().map(|(pods, saving)| (&*pods, saving)))
+        .collect();
     if let Some((prometheus, currency)) = &ctx.opencost
-        && !(waiting.is_empty() && recorded.is_empty())
+        && !filed.is_empty()
     {
-        let targets = (waiting.iter().map(|((target, _), _)| target))
-            .chain(recorded.iter().map(|(target, _)| target));
         // Those whose Pods' names say whose they are: the others are priced at the means.
-        let workloads: BTreeSet<(&str, &str)> = (targets)
-            .filter(|target| target.kind.spec().pod_names.is_some())
-            .map(|target| (target.key.namespace.as_str(), target.key.name.as_str()))
+        let workloads: BTreeSet<(&str, &str)> = (filed.iter())
+            .filter(|(pods, _)| pods.kind.spec().pod_names.is_some())
+            .map(|(pods, _)| (pods.key.namespace.as_str(), pods.key.name.as_str()))
             .collect();
         let workloads: Vec<(&str, &str)> = workloads.into_iter().collect();
         match opencost::prices(prometheus, currency, &workloads).await {
             Ok(Some(prices)) => {
-                let each = (waiting
-                    .iter_mut()
-                    .map(|((target, _), saving)| (&*target, saving)))
-                .chain(
-                    recorded
-                        .iter_mut()
-                        .map(|(target, saving)| (&*target, saving)),
-                );
-                for (target, saving) in each {
-                    let names = target.kind.spec().pod_names;
-                    let ran = names.map(|names| move |pod: &str| names.ran(&target.key.name, pod));
-                    saving.priced_at(&prices.table_of(&target.key.namespace, ran));
+                for (pods, saving) in &mut filed {
+                    let pods: &ScaleTarget = pods;
+                    let names = pods.kind.spec().pod_names;
+                    let ran = names.map(|names| move |pod: &str| names.ran(&pods.key.name, pod));
+                    let table = prices.table_of(&pods.key.namespace, ran);
+                    saving.priced_at(&table.or(ctx.savings.prices.as_ref()));
                 }
             }
             Ok(None) => {}
@@ -315,7 +364,9 @@ async fn at_opencost(
         }
     }
     (
-        waiting,
+        (waiting.into_iter())
+            .map(|(key, _, saving)| (key, saving))
+            .collect(),
         recorded.into_iter().map(|(_, saving)| saving).collect(),
     )
 }
@@ -335,14 +386,7 @@ async fn unfiled_records(
     let mut found: Vec<(ScaleTarget, Slept)> = ctx.last_seen.pick(|target, state| {
         let slept: Slept = state.annotations.get(SLEPT)?.parse().ok()?;
         let waits = ctx.savings.waits(&(target.clone(), slept.until));
-        let pods = match (target.kind.spec().levers, &state.levers) {
-            (Some(_), Some((kind, name))) => ScaleTarget {
-                kind: *kind,
-                key: ObjectKey::new(&target.key.namespace, name),
-            },
-            _ => target.clone(),
-        };
-        (ledger.awaits(slept.until, now) && !waits).then_some((pods, slept))
+        (ledger.awaits(slept.until, now) && !waits).then(|| (pods_of(target, state), slept))
     });
     // Oldest first, and in one order whatever the store's.
     found.sort_by(|(a, a_slept), (b, b_slept)| {
@@ -370,16 +414,9 @@ async fn unfiled_records(
         found.truncate(read_too);
     }
     let mut unfiled = Vec::new();
-    for (target, slept) in found {
-        let data = match read_object(&ctx.client, &target).await {
-            Ok(object) => object.map(|object| object.data).unwrap_or_default(),
-            Err(error) => {
-                tracing::warn!(object = %target, %error, "not read: its sleep counts replica-hours only");
-                Value::Null
-            }
-        };
-        let saving = saving_of(&target, &slept, &data, ctx.savings.prices.as_ref());
-        unfiled.push((target, saving));
+    for (pods, slept) in found {
+        let saving = read_saving(ctx, &pods, &slept).await;
+        unfiled.push((pods, saving));
     }
     (unfiled, cutoff, more)
 }

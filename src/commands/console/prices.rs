@@ -17,6 +17,9 @@ use crate::{
 /// How long prices read are shown.
 pub const FRESH: Duration = Duration::from_secs(300);
 
+/// How long prices not read are shown (the table given, or none) before they are asked again.
+const FAILED_FOR: Duration = Duration::from_secs(30);
+
 /// How long OpenCost's prices may take to read: the page goes on with `--prices` after that.
 const READ_WITHIN: Duration = Duration::from_secs(5);
 
@@ -41,10 +44,15 @@ impl Prices {
             return Arc::new(Priced::given(self.table.as_ref()));
         }
         let mut last = self.last.lock().await;
-        if let Some((at, priced)) = last.as_ref()
-            && at.elapsed() < FRESH
-        {
-            return priced.clone();
+        if let Some((at, priced)) = last.as_ref() {
+            let shown_for = if priced.from_opencost {
+                FRESH
+            } else {
+                FAILED_FOR
+            };
+            if at.elapsed() < shown_for {
+                return priced.clone();
+            }
         }
         let read = priced::prices(&self.opencost, self.table.as_ref());
         let priced = match tokio::time::timeout(READ_WITHIN, read).await {
