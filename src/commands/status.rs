@@ -50,11 +50,6 @@ pub struct StatusObject {
     pub settled: (bool, bool),
     /// What each of its pods requests; a lever's, the pods of what it scales.
     pub requests: PodRequests,
-    /// A lever's fewest replicas it keeps what it scales at awake ([`Lever::floor_of`]);
-    /// `None` for what is no lever.
-    ///
-    /// [`Lever::floor_of`]: crate::workloads::kinds::Lever::floor_of
-    pub floor: Option<i32>,
 }
 
 impl StatusObject {
@@ -470,8 +465,11 @@ fn row(
         withheld: None,
     };
     if row.is_asleep() {
-        let frees =
-            (kind.spec()).frees(row.awake_replicas.into(), row.replicas.into(), object.floor);
+        let frees = (kind.spec()).frees(
+            row.awake_replicas.into(),
+            row.replicas.into(),
+            object.observed.floor,
+        );
         row.withheld = frees.and_then(|replicas| Withheld::of(&object.requests, replicas));
     }
     Some(row)

@@ -29,7 +29,7 @@ use crate::{
     figures::amount,
     namespaces::NamespaceSchedules,
     ops::metrics::Metrics,
-    runtime::{key::ObjectKey, worker::Next, workqueue::Enqueue, writes::Writes},
+    runtime::{worker::Next, workqueue::Enqueue, writes::Writes},
     scaling::{
         kept::{Guard, Kept},
         key::ScalingKey,
@@ -38,7 +38,7 @@ use crate::{
     workloads::{
         last_seen::LastSeen,
         patch::read_object,
-        target::{ScaleTarget, TargetState},
+        target::{ScaleTarget, TargetState, levered},
     },
 };
 use filing::{Filing, Key, Read};
@@ -191,13 +191,7 @@ impl Savings {
 /// The object whose pods `target` (as `state` has it) runs: its own, or the one a lever (a
 /// ScaledObject) scales.
 fn pods_of(target: &ScaleTarget, state: &TargetState) -> ScaleTarget {
-    match (target.kind.spec().levers, &state.levers) {
-        (Some(_), Some((kind, name))) => ScaleTarget {
-            kind: *kind,
-            key: ObjectKey::new(&target.key.namespace, name),
-        },
-        _ => target.clone(),
-    }
+    levered(target, state).unwrap_or_else(|| target.clone())
 }
 
 /// What `slept` of `pods` saved, their requests read from the object (one gone or unreadable

@@ -110,7 +110,6 @@ pub fn listed(
                 kind: *kind,
                 settled: settled(*kind, object, observed.replicas),
                 requests: requests.unwrap_or_default(),
-                floor: (kind.spec().levers).map(|lever| lever.floor_of(&object.data)),
                 observed,
             }
         })

@@ -42,9 +42,7 @@ impl Priced {
             }
         }
     }
-}
 
-impl Priced {
     /// The table given, and nothing read.
     pub fn given(table: Option<&PriceTable>) -> Self {
         Priced {

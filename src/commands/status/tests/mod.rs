@@ -80,8 +80,6 @@ fn object(
         },
         settled: (true, true),
         requests: PodRequests::default(),
-        // A lever that says no floor, as read.
-        floor: kind.spec().levers.map(|_| 0),
     }
 }
 

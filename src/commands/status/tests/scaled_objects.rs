@@ -140,7 +140,7 @@ fn a_scaled_object_woken_to_the_count_keda_paused_it_at_says_so_until_it_runs_it
 fn a_scaled_object_asleep_withholds_its_floor_of_the_pods_it_scales_as_plan_counts_them() {
     let mut lever = scaled_object("staging");
     // minReplicaCount 2, of the Deployment's pods of a core and 1 GiB each.
-    lever.floor = Some(2);
+    lever.observed.floor = Some(2);
     lever.requests = PodRequests {
         cpu_cores: Some(1.0),
         memory_bytes: Some(1024.0 * 1024.0 * 1024.0),
@@ -157,7 +157,7 @@ fn a_scaled_object_asleep_withholds_its_floor_of_the_pods_it_scales_as_plan_coun
     // Replicas are what the gauges count: an on/off kind's none.
     assert_eq!(status.summary.replicas_asleep, 0);
     // With no floor said, it frees none.
-    lever.floor = Some(0);
+    lever.observed.floor = Some(0);
     let none = at_night(&[lever], &[("staging", &NIGHTLY)]);
     assert_eq!(none.objects[0].withheld, None);
 }
