@@ -6,6 +6,7 @@ pub mod api_errors;
 pub mod budget;
 pub mod conditions;
 pub mod events;
+pub mod fresh;
 pub mod key;
 pub mod leader;
 pub mod outage;

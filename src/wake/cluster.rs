@@ -28,7 +28,7 @@ use crate::{
     duration::spoken,
     namespaces::NamespaceSchedules,
     ops::metrics::{Metrics, ReadResult},
-    runtime::{CONTROLLER_NAME, api_errors::is_status, budget::TokenBucket},
+    runtime::{CONTROLLER_NAME, api_errors::is_status, budget::TokenBucket, fresh::Fresh},
     schedule::LAST_WARM_UP,
 };
 
@@ -64,7 +64,7 @@ pub enum WriteError {
 }
 
 /// One Namespace's last read: one read at a time, whatever the requests.
-type Cached = Arc<tokio::sync::Mutex<Option<(Instant, Read)>>>;
+type Cached = Arc<Fresh<Read>>;
 
 pub struct Cluster {
     /// A client of the backend's own: its requests never queue behind the controller's.
@@ -100,15 +100,7 @@ impl Cluster {
     /// [`READ_EVERY`] whatever the requests.
     pub async fn readiness(&self, namespace: &str) -> Read {
         let cached = self.cached(namespace);
-        let mut cached = cached.lock().await;
-        if let Some((read_at, read)) = *cached
-            && read_at.elapsed() < READ_EVERY
-        {
-            return read;
-        }
-        let read = self.read(namespace).await;
-        *cached = Some((Instant::now(), read));
-        read
+        cached.get(|_| READ_EVERY, || self.read(namespace)).await
     }
 
     async fn read(&self, namespace: &str) -> Read {
@@ -145,11 +137,7 @@ impl Cluster {
             reads.pruned = Some(Instant::now());
             reads
                 .by_namespace
-                .retain(|_, cached| match cached.try_lock() {
-                    // Being read right now.
-                    Err(_) => true,
-                    Ok(read) => read.is_some_and(|(read_at, _)| read_at.elapsed() < FORGET_AFTER),
-                });
+                .retain(|_, cached| cached.read_within(FORGET_AFTER));
         }
         reads
             .by_namespace

@@ -6,12 +6,14 @@ use std::{sync::Arc, time::Duration};
 
 use chrono::{DateTime, Utc};
 use kube::Client;
-use tokio::{sync::Mutex, time::Instant};
 
 use super::prices::Prices;
-use crate::commands::{
-    nodes::{self, Nodes},
-    status::nights,
+use crate::{
+    commands::{
+        nodes::{self, Nodes},
+        status::nights,
+    },
+    runtime::fresh::Fresh,
 };
 
 /// How long a read of the nodes is shown: the Pods of a large cluster take seconds to read, and
@@ -56,7 +58,7 @@ pub struct NodesReader {
     controller: Option<String>,
     /// What the nodes that went are worth by.
     prices: Arc<Prices>,
-    last: Mutex<Option<(Instant, Read)>>,
+    last: Fresh<Read>,
 }
 
 impl NodesReader {
@@ -65,7 +67,7 @@ impl NodesReader {
             client,
             controller,
             prices,
-            last: Mutex::new(None),
+            last: Fresh::default(),
         }
     }
 
@@ -74,21 +76,17 @@ impl NodesReader {
     /// A read that failed is said again for [`FAILED_FOR`]: a page reloaded while the API
     /// server struggles does not list every Pod again.
     pub async fn now(&self) -> Read {
-        let mut last = self.last.lock().await;
-        if let Some((at, read)) = last.as_ref() {
-            let shown_for = if read.is_ok() { FRESH } else { FAILED_FOR };
-            if at.elapsed() < shown_for {
-                return read.clone();
-            }
-        }
+        let shown_for = |read: &Read| if read.is_ok() { FRESH } else { FAILED_FOR };
+        self.last.get(shown_for, || self.timed_read()).await
+    }
+
+    async fn timed_read(&self) -> Read {
         let read = tokio::time::timeout(READ_WITHIN, self.read(Utc::now())).await;
-        let read = match read.map_err(|_| NodesError::TimedOut) {
+        match read.map_err(|_| NodesError::TimedOut) {
             Ok(Ok(view)) => Ok(Arc::new(view)),
             Ok(Err(error)) => Err(NodesError::from(error).to_string()),
             Err(error) => Err(error.to_string()),
-        };
-        *last = Some((Instant::now(), read.clone()));
-        read
+        }
     }
 
     async fn read(&self, now: DateTime<Utc>) -> Result<NodesView, kube::Error> {

@@ -4,14 +4,13 @@
 
 use std::{sync::Arc, time::Duration};
 
-use tokio::{sync::Mutex, time::Instant};
-
 use crate::{
     commands::{
         cli::OpenCost,
         status::priced::{self, Priced},
     },
     cost::PriceTable,
+    runtime::fresh::Fresh,
 };
 
 /// How long prices read are shown.
@@ -26,7 +25,7 @@ const READ_WITHIN: Duration = Duration::from_secs(5);
 pub struct Prices {
     opencost: OpenCost,
     table: Option<PriceTable>,
-    last: Mutex<Option<(Instant, Arc<Priced>)>>,
+    last: Fresh<Arc<Priced>>,
 }
 
 impl Prices {
@@ -34,7 +33,7 @@ impl Prices {
         Self {
             opencost,
             table,
-            last: Mutex::new(None),
+            last: Fresh::default(),
         }
     }
 
@@ -43,17 +42,17 @@ impl Prices {
         if self.opencost.prometheus_url.is_none() {
             return Arc::new(Priced::given(self.table.as_ref()));
         }
-        let mut last = self.last.lock().await;
-        if let Some((at, priced)) = last.as_ref() {
-            let shown_for = if priced.from_opencost {
+        let shown_for = |priced: &Arc<Priced>| {
+            if priced.from_opencost {
                 FRESH
             } else {
                 FAILED_FOR
-            };
-            if at.elapsed() < shown_for {
-                return priced.clone();
             }
-        }
+        };
+        self.last.get(shown_for, || self.read()).await
+    }
+
+    async fn read(&self) -> Arc<Priced> {
         let read = priced::prices(&self.opencost, self.table.as_ref());
         let priced = match tokio::time::timeout(READ_WITHIN, read).await {
             Ok(priced) => priced,
@@ -65,8 +64,6 @@ impl Prices {
                 ..Priced::given(self.table.as_ref())
             },
         };
-        let priced = Arc::new(priced);
-        *last = Some((Instant::now(), priced.clone()));
-        priced
+        Arc::new(priced)
     }
 }

@@ -7,7 +7,7 @@ use std::{collections::BTreeMap, sync::Arc, time::Duration};
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use kube::{Client, api::DynamicObject};
-use tokio::{sync::Mutex, time::Instant};
+use tokio::time::Instant;
 
 use super::{
     environments::{Environment, Readinesses, environments},
@@ -21,6 +21,7 @@ use crate::{
         plan, status,
     },
     cost::PriceTable,
+    runtime::fresh::Fresh,
     simulation::PlanObject,
     wake::readiness,
     workloads::target::TargetKind,
@@ -74,12 +75,15 @@ impl Snapshot {
     }
 }
 
+/// One read of the cluster, or why it failed (not kept: the next page reads again).
+type Read = Result<Arc<Snapshot>, Arc<ReadError>>;
+
 /// Reads the cluster for every page, sharing one read while it is fresh.
 pub struct Reader {
     client: Client,
     args: ConsoleArgs,
     kinds: Vec<TargetKind>,
-    last: Mutex<Option<(Instant, Arc<Snapshot>)>>,
+    last: Fresh<Read>,
     weekly: Weekly,
     prices: Arc<Prices>,
 }
@@ -97,24 +101,25 @@ impl Reader {
             args,
             kinds,
             prices,
-            last: Mutex::new(None),
+            last: Fresh::default(),
             weekly: Weekly::default(),
         }
     }
 
     /// The environments now: the last read while it is fresh, else a new one. Pages asking
     /// while a read is under way wait for it.
-    pub async fn now(&self) -> Result<Arc<Snapshot>, ReadError> {
-        let mut last = self.last.lock().await;
-        if let Some((at, snapshot)) = last.as_ref()
-            && at.elapsed() < FRESH
-        {
-            return Ok(snapshot.clone());
-        }
+    pub async fn now(&self) -> Read {
+        let shown_for = |read: &Read| if read.is_ok() { FRESH } else { Duration::ZERO };
+        self.last.get(shown_for, || self.timed_read()).await
+    }
+
+    async fn timed_read(&self) -> Read {
         let read = tokio::time::timeout(READ_WITHIN, self.read(Utc::now())).await;
-        let snapshot = Arc::new(read.map_err(|_| ReadError::TimedOut)??);
-        *last = Some((Instant::now(), snapshot.clone()));
-        Ok(snapshot)
+        match read.map_err(|_| ReadError::TimedOut) {
+            Ok(Ok(snapshot)) => Ok(Arc::new(snapshot)),
+            Ok(Err(error)) => Err(Arc::new(ReadError::from(error))),
+            Err(error) => Err(Arc::new(error)),
+        }
     }
 
     async fn read(&self, now: DateTime<Utc>) -> Result<Snapshot, ListError> {
