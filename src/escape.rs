@@ -1,5 +1,5 @@
-//! Text put into HTML or SVG (XML) as a person wrote it, whatever it holds: every page and chart
-//! shows names a tenant chose.
+//! Text put into HTML or SVG (XML), or onto a terminal, as a person wrote it, whatever it holds:
+//! every page, chart and table shows names a tenant chose.
 
 /// `text` with the five characters that could end an element, an attribute or an entity
 /// escaped; valid in HTML and XML alike.
@@ -18,6 +18,20 @@ pub fn markup(text: &str) -> String {
     escaped
 }
 
+/// `text` with every control character written out (`\u{1b}`): a name a tenant chose (an owner
+/// reference's, which the API server checks for nothing but being there) cannot move a
+/// terminal's cursor, erase a line or start a row of its own.
+pub fn terminal(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c.is_control() {
+            true => escaped.extend(c.escape_default()),
+            false => escaped.push(c),
+        }
+    }
+    escaped
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -25,6 +39,14 @@ mod tests {
         assert_eq!(
             super::markup(r#"<a href='x'>"&"</a>"#),
             "&lt;a href=&#39;x&#39;&gt;&quot;&amp;&quot;&lt;/a&gt;"
+        );
+    }
+
+    #[test]
+    fn nothing_a_name_holds_moves_a_terminal() {
+        assert_eq!(
+            super::terminal("\u{1b}[2K\rnode-7\tdefault\nü"),
+            r"\u{1b}[2K\rnode-7\tdefault\nü"
         );
     }
 }

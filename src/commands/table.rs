@@ -2,12 +2,18 @@
 
 use std::fmt::Write as _;
 
-/// The rows as left-aligned columns two spaces apart. The last cell of a row widens no column,
+use crate::escape::terminal;
+
+/// The rows as left-aligned columns two spaces apart, control characters written out (cells hold
+/// names tenants chose). The last cell of a row widens no column,
 /// so a long note there (a summary, the reasons of an invalid object) stays on its own line's
 /// end without pushing the others apart.
 pub fn aligned(rows: &[Vec<String>]) -> String {
+    let rows: Vec<Vec<String>> = (rows.iter())
+        .map(|row| row.iter().map(|cell| terminal(cell)).collect())
+        .collect();
     let mut widths: Vec<usize> = Vec::new();
-    for row in rows {
+    for row in &rows {
         let leading = &row[..row.len().saturating_sub(1)];
         for (index, cell) in leading.iter().enumerate() {
             let width = cell.chars().count();
@@ -18,7 +24,7 @@ pub fn aligned(rows: &[Vec<String>]) -> String {
         }
     }
     let mut out = String::new();
-    for row in rows {
+    for row in &rows {
         let line: Vec<String> = row
             .iter()
             .enumerate()
@@ -51,6 +57,18 @@ mod tests {
             "NAME         STATE   NOTE\n\
              web          asleep\n\
              a-long-name  a very long note that widens nothing\n"
+        );
+    }
+
+    #[test]
+    fn a_cell_cannot_start_a_row_of_its_own() {
+        let rows = vec![
+            vec!["NODE".to_string(), "KEPT BY".into()],
+            vec!["node-1".into(), "\u{1b}[2K\rnode-7  payments/db".into()],
+        ];
+        assert_eq!(
+            aligned(&rows),
+            "NODE    KEPT BY\nnode-1  \\u{1b}[2K\\rnode-7  payments/db\n"
         );
     }
 }

@@ -20,6 +20,11 @@ pub fn is_gpu(name: &str) -> bool {
     is_extended(name) && name.rsplit_once('/').is_some_and(|(_, kind)| kind == "gpu")
 }
 
+/// The GPUs the ledger keeps without a price given for them, as their device plugins name them:
+/// a name a Pod makes up (`a0001.example/gpu`) would be one more key of its Namespace's ledger and
+/// one more series of the metrics, as many as its containers list.
+pub const FILED_GPUS: [&str; 2] = [GPU, "amd.com/gpu"];
+
 /// Bytes in a GiB: memory is counted and priced by the GiB.
 pub const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 

@@ -8,7 +8,10 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, TimeDelta, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::{GIB, PodRequests, PriceTable, is_gpu, resources::by_name};
+use super::{
+    GIB, PodRequests, PriceTable,
+    resources::{FILED_GPUS, by_name},
+};
 use crate::schedule::Slept;
 
 /// How far back a record on an object is filed where no ledger is kept yet (a new install, one
@@ -42,8 +45,9 @@ pub struct Saving {
 
 impl Saving {
     /// What `slept` saved in `namespace`, each pod requesting `requests`, at `prices`. Counted
-    /// are CPU, memory, GPUs and the extended resources `prices` prices: any other name a pod
-    /// may make up would be one more key of the ledger and one more series of the metrics.
+    /// are CPU, memory, the GPUs of [`FILED_GPUS`] and the extended resources `prices` prices:
+    /// any other name a pod may make up would be one more key of the ledger and one more series
+    /// of the metrics.
     pub fn of(
         namespace: &str,
         slept: &Slept,
@@ -56,7 +60,7 @@ impl Saving {
         };
         let counted = |name: &str| {
             matches!(name, "cpu" | "memory")
-                || is_gpu(name)
+                || FILED_GPUS.contains(&name)
                 || prices.is_some_and(|prices| prices.per_hour.contains_key(name))
         };
         let hours: BTreeMap<String, f64> = by_name(
@@ -214,6 +218,30 @@ mod tests {
             saving.hours.values().all(|hours| *hours == 0.0),
             "{saving:?}"
         );
+    }
+
+    #[test]
+    fn resources_a_pod_makes_up_are_not_filed_unless_priced() {
+        let mut invented = requests("1", "1Gi", Some("1"));
+        for index in 0..3_500 {
+            let name = format!("a{index:04}.example/gpu");
+            invented.extended.insert(name, 1.0);
+        }
+        invented.extended.insert("amd.com/gpu".to_string(), 2.0);
+        invented
+            .extended
+            .insert("example.com/fpga".to_string(), 1.0);
+        let night = slept(1, NIGHT.0, NIGHT.1);
+        let names = |saving: &Saving| saving.hours.keys().cloned().collect::<Vec<_>>();
+        let unpriced = Saving::of("ml", &night, &invented, None);
+        assert_eq!(
+            names(&unpriced),
+            ["amd.com/gpu", "cpu", "memory", "nvidia.com/gpu", REPLICAS]
+        );
+        let fpga: PriceTable = "example.com/fpga=1.2,currency=USD".parse().unwrap();
+        let priced = Saving::of("ml", &night, &invented, Some(&fpga));
+        assert!(priced.hours.contains_key("example.com/fpga"), "{priced:?}");
+        assert_eq!(priced.hours.len(), 6);
     }
 
     #[test]
