@@ -27,7 +27,13 @@ const MOST_PER_POD: f64 = 1_000_000.0;
 
 /// The most replicas one sleep is believed to bring back: a count past any workload (a
 /// `minReplicaCount` of 2,000,000,000 a tenant set for the night) counts nothing.
-const MOST_REPLICAS: i32 = 100_000;
+pub const MOST_REPLICAS: i32 = 100_000;
+
+/// Whether one pod's amount of a resource is believed: none past any machine, none below zero
+/// (a kind without validation lets `-1e300` through). The ledger and `status` alike.
+pub fn believed(per_pod: f64) -> bool {
+    (0.0..=MOST_PER_POD).contains(&per_pod)
+}
 
 /// What one sleep saved.
 #[derive(Debug, Clone, PartialEq)]
@@ -68,7 +74,7 @@ impl Saving {
             requests.memory_bytes.map(|bytes| bytes / GIB),
             &requests.extended,
         )
-        .filter(|(name, per_pod)| counted(name) && (0.0..=MOST_PER_POD).contains(per_pod))
+        .filter(|(name, per_pod)| counted(name) && believed(*per_pod))
         .map(|(name, per_pod)| (name.to_string(), per_pod * replica_hours))
         .chain([(REPLICAS.to_string(), replica_hours)])
         .collect();

@@ -19,6 +19,7 @@ use crate::{
         prices,
         requests::RequestsError,
         resources::{by_name, sum},
+        savings::{MOST_REPLICAS, believed},
     },
     workloads::target::TargetKind,
 };
@@ -266,21 +267,23 @@ fn of_timeline(timeline: &Timeline, prices: Option<&PriceTable>) -> (Totals, Vec
         seconds_asleep += seconds;
         let state = segment.state;
         let frees = spec.frees(state.awake.into(), state.replicas.into(), floor);
+        let frees = frees.filter(|replicas| *replicas <= i64::from(MOST_REPLICAS));
         if let (Some(total), Some(replicas)) = (&mut replica_seconds, frees) {
             *total += replicas * seconds;
         }
     }
     let replica_hours = replica_seconds.map(hours);
     let requests = &timeline.workload.requests;
-    let cpu = requests
-        .cpu_cores
+    // Bounded as the ledger and `status` are: a pod past any machine, or below zero, frees none.
+    let cpu = (requests.cpu_cores.filter(|cores| believed(*cores)))
         .zip(replica_hours)
         .map(|(cores, h)| cores * h);
-    let memory = requests
-        .memory_bytes
+    let memory = (requests.memory_bytes.map(|bytes| bytes / GIB))
+        .filter(|gib| believed(*gib))
         .zip(replica_hours)
-        .map(|(bytes, h)| bytes / GIB * h);
+        .map(|(gib, h)| gib * h);
     let extended: BTreeMap<String, f64> = (requests.extended.iter())
+        .filter(|(_, units)| believed(**units))
         .filter_map(|(name, units)| Some((name.clone(), units * replica_hours?)))
         .collect();
     let gpus = gpus(&extended);

@@ -10,6 +10,7 @@ use crate::{
     cost::{
         GIB, PodRequests, PriceTable, gpus, is_gpu,
         resources::{by_name, sum},
+        savings::{MOST_REPLICAS, believed},
     },
     figures::amount,
 };
@@ -29,15 +30,21 @@ pub struct Withheld {
 
 impl Withheld {
     /// What `replicas` pods requesting `requests` hold; `None` where no replica is withheld or
-    /// its pods are not known to request anything.
+    /// its pods are not known to request anything. Bounded as the ledger is: a count of
+    /// replicas past any workload (an annotation a tenant wrote) holds nothing, and an amount
+    /// past any machine or below zero is left out.
     pub fn of(requests: &PodRequests, replicas: i64) -> Option<Self> {
-        // Replicas of an object are few enough to be exact in an f64.
+        if replicas > i64::from(MOST_REPLICAS) {
+            return None;
+        }
+        // At most 100,000: exact in an f64.
         let count = replicas as f64;
+        let held = |per_pod: f64| believed(per_pod).then_some(per_pod * count);
         let withheld = Withheld {
-            cpu_cores: requests.cpu_cores.map(|cores| cores * count),
-            memory_gib: requests.memory_bytes.map(|bytes| bytes / GIB * count),
+            cpu_cores: requests.cpu_cores.and_then(held),
+            memory_gib: (requests.memory_bytes).and_then(|bytes| held(bytes / GIB)),
             extended: (requests.extended.iter())
-                .map(|(name, units)| (name.clone(), units * count))
+                .filter_map(|(name, units)| Some((name.clone(), held(*units)?)))
                 .collect(),
         };
         (replicas > 0 && !withheld.is_nothing()).then_some(withheld)
@@ -83,5 +90,36 @@ impl Withheld {
             parts.push(format!("{} {name}", amount(Some(*units))));
         }
         parts.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(cpu: f64, gpus: f64) -> PodRequests {
+        PodRequests {
+            cpu_cores: Some(cpu),
+            memory_bytes: Some(2.0 * GIB),
+            extended: BTreeMap::from([("nvidia.com/gpu".to_string(), gpus)]),
+            read: true,
+        }
+    }
+
+    #[test]
+    fn replicas_hold_their_pods_requests() {
+        let held = Withheld::of(&pod(0.5, 1.0), 4).unwrap();
+        assert_eq!(held.describe(), "2.00 CPU, 8.00 GiB, 4.00 GPU");
+    }
+
+    #[test]
+    fn what_no_workload_or_machine_could_hold_is_not_believed() {
+        // A tenant's own `original-replicas: "2147483647"` withholds nothing for the cluster.
+        assert_eq!(Withheld::of(&pod(0.5, 1.0), 2_147_483_647), None);
+        // A kind without validation lets a negative or astronomical quantity through.
+        let held = Withheld::of(&pod(-1e300, 1e300), 2).unwrap();
+        assert_eq!(held.cpu_cores, None);
+        assert!(held.extended.is_empty(), "{held:?}");
+        assert_eq!(held.describe(), "4.00 GiB");
     }
 }

@@ -103,6 +103,29 @@ fn a_partial_sleep_withholds_only_the_replicas_taken() {
 }
 
 #[test]
+fn what_no_workload_or_machine_could_hold_withholds_nothing() {
+    let night =
+        "    cronscaler.dev/scale-down: \"0 20 * * *\"\n    cronscaler.dev/scale-up: \"0 8 * * *\"";
+    let day = |text: &str| {
+        let objects = parse_manifests(text, "x.yaml").unwrap().objects;
+        let from = at("2026-11-23T12:00:00Z");
+        let plan = simulate(&objects, from, from + TimeDelta::hours(24), Tz::UTC);
+        savings(&plan.timelines, None).total
+    };
+    // A count of replicas a tenant wrote past any workload's.
+    let inflated = format!("{night}\n    cronscaler.dev/up-replicas: \"2147483647\"");
+    let totals = day(&with_requests(deployment("web", 2, &inflated), "cpu: 1"));
+    assert_eq!(totals.replica_hours_withheld, Some(0.0));
+    assert_eq!(totals.cpu_core_hours_withheld, Some(0.0));
+    // A pod past any machine, or below zero.
+    let huge = with_requests(deployment("web", 2, night), "cpu: 1e300, memory: -1e300");
+    let totals = day(&huge);
+    assert_eq!(totals.replica_hours_withheld, Some(24.0));
+    assert_eq!(totals.cpu_core_hours_withheld, None);
+    assert_eq!(totals.memory_gib_hours_withheld, None);
+}
+
+#[test]
 fn a_suspended_cron_job_counts_the_runs_it_skipped_in_its_own_zone() {
     // Its own schedule, 09:00 and 21:00 in Tokyo (00:00 and 12:00 UTC), while suspended from
     // 20:00 to 08:00 UTC: the 00:00 UTC run of each night is skipped.
