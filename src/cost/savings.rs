@@ -27,7 +27,12 @@ const MOST_PER_POD: f64 = 1_000_000.0;
 
 /// The most replicas one sleep is believed to bring back: a count past any workload (a
 /// `minReplicaCount` of 2,000,000,000 a tenant set for the night) counts nothing.
-pub const MOST_REPLICAS: i32 = 100_000;
+const MOST_REPLICAS: i64 = 100_000;
+
+/// Whether a count of replicas one sleep brings back is believed: none past any workload.
+pub fn believed_replicas(replicas: i64) -> bool {
+    replicas <= MOST_REPLICAS
+}
 
 /// Whether one pod's amount of a resource is believed: none past any machine, none below zero
 /// (a kind without validation lets `-1e300` through). The ledger and `status` alike.
@@ -60,7 +65,7 @@ impl Saving {
         requests: &PodRequests,
         prices: Option<&PriceTable>,
     ) -> Self {
-        let replica_hours = match slept.replicas <= MOST_REPLICAS {
+        let replica_hours = match believed_replicas(slept.replicas.into()) {
             true => slept.replica_hours(),
             false => 0.0,
         };

@@ -19,7 +19,7 @@ use crate::{
         prices,
         requests::RequestsError,
         resources::{by_name, sum},
-        savings::{MOST_REPLICAS, believed},
+        savings::{believed, believed_replicas},
     },
     workloads::target::TargetKind,
 };
@@ -267,7 +267,7 @@ fn of_timeline(timeline: &Timeline, prices: Option<&PriceTable>) -> (Totals, Vec
         seconds_asleep += seconds;
         let state = segment.state;
         let frees = spec.frees(state.awake.into(), state.replicas.into(), floor);
-        let frees = frees.filter(|replicas| *replicas <= i64::from(MOST_REPLICAS));
+        let frees = frees.filter(|replicas| believed_replicas(*replicas));
         if let (Some(total), Some(replicas)) = (&mut replica_seconds, frees) {
             *total += replicas * seconds;
         }

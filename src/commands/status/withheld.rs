@@ -10,7 +10,7 @@ use crate::{
     cost::{
         GIB, PodRequests, PriceTable, gpus, is_gpu,
         resources::{by_name, sum},
-        savings::{MOST_REPLICAS, believed},
+        savings::{believed, believed_replicas},
     },
     figures::amount,
 };
@@ -34,7 +34,7 @@ impl Withheld {
     /// replicas past any workload (an annotation a tenant wrote) holds nothing, and an amount
     /// past any machine or below zero is left out.
     pub fn of(requests: &PodRequests, replicas: i64) -> Option<Self> {
-        if replicas > i64::from(MOST_REPLICAS) {
+        if !believed_replicas(replicas) {
             return None;
         }
         // At most 100,000: exact in an f64.
