@@ -1,13 +1,25 @@
 //! OpenCost's prices, as the Prometheus of `--prometheus-url` scrapes them: the cluster's means,
 //! and the nodes the Pods of some Namespaces ran on with what each costs. `status`, `nodes` and
-//! the controller's ledger read them; the arithmetic is `cost::opencost` and `cost::where_ran`.
+//! the controller's ledger read them, of OpenCost's own series alone (`--opencost-selector`);
+//! the arithmetic is `cost::opencost` and `cost::where_ran`.
+
+use std::collections::BTreeMap;
 
 use super::prometheus::{CountError, Prometheus};
 use crate::cost::{
     Currency, PriceTable,
-    opencost::{self, CPU_MEAN, GPU_MEAN, MEMORY_MEAN, Means, NODE_LABEL, NODES},
+    opencost::{self, CPU_COST, GPU_COST, MEMORY_COST, Means, NODE_LABEL, Selector},
     where_ran::{self, POD_LABELS, WhereRan},
 };
+
+/// Where OpenCost's prices are read: the Prometheus that scrapes it, the selector of its own
+/// series there, and the currency it prices in.
+#[derive(Clone)]
+pub struct Source {
+    pub prometheus: Prometheus,
+    pub selector: Selector,
+    pub currency: Currency,
+}
 
 /// What OpenCost's metrics price by.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,65 +41,96 @@ impl OpenCostPrices {
     }
 }
 
-/// OpenCost's prices in `currency`, with the nodes the Pods of `workloads` (Namespace and name
-/// each) ran on; `None` where Prometheus has no OpenCost series.
-pub async fn prices(
-    prometheus: &Prometheus,
-    currency: &Currency,
-    workloads: &[(&str, &str)],
-) -> Result<Option<OpenCostPrices>, CountError> {
-    let means = means(prometheus).await?;
-    let Some(table) = opencost::table(means, currency.clone()) else {
-        return Ok(None);
-    };
-    let ran = match where_ran(prometheus, workloads).await {
-        Ok(ran) => ran,
-        Err(error) => {
-            tracing::warn!(%error, "where the Pods ran could not be read: what they withhold is priced at OpenCost's means");
-            WhereRan::default()
-        }
-    };
-    Ok(Some(OpenCostPrices { means, table, ran }))
-}
-
-async fn means(prometheus: &Prometheus) -> Result<Means, CountError> {
-    Ok(Means {
-        cpu: prometheus.value(CPU_MEAN).await?,
-        memory: prometheus.value(MEMORY_MEAN).await?,
-        gpu: prometheus.value(GPU_MEAN).await?,
-        nodes: prometheus
-            .value(NODES)
-            .await?
-            .map_or(0, |nodes| nodes as usize),
-    })
-}
-
-/// The Pods of `workloads` OpenCost saw in the last week with their nodes, and what each node
-/// costs; nothing asked where no workload is.
-pub async fn where_ran(
-    prometheus: &Prometheus,
-    workloads: &[(&str, &str)],
-) -> Result<WhereRan, CountError> {
-    let mut ran = WhereRan::default();
-    let queries = where_ran::pods(workloads);
-    if queries.is_empty() {
-        return Ok(ran);
+impl Source {
+    /// OpenCost's prices, with the nodes the Pods of `workloads` (Namespace and name each) ran
+    /// on; `None` where Prometheus has no OpenCost series.
+    pub async fn prices(
+        &self,
+        workloads: &[(&str, &str)],
+    ) -> Result<Option<OpenCostPrices>, CountError> {
+        let means = self.means().await?;
+        let Some(table) = opencost::table(means, self.currency.clone()) else {
+            return Ok(None);
+        };
+        let ran = match self.where_ran(workloads).await {
+            Ok(ran) => ran,
+            Err(error) => {
+                tracing::warn!(%error, "where the Pods ran could not be read: what they withhold is priced at OpenCost's means");
+                WhereRan::default()
+            }
+        };
+        Ok(Some(OpenCostPrices { means, table, ran }))
     }
-    for query in queries {
-        // A batch not answered (too many series, a timeout) leaves its workloads at the means,
-        // not the others.
-        match prometheus.labelled(&query, POD_LABELS).await {
+
+    /// What each node costs an hour, by name.
+    pub async fn node_prices(&self) -> Result<BTreeMap<String, f64>, CountError> {
+        (self.prometheus)
+            .by_label(&self.selector.node_prices(), NODE_LABEL)
+            .await
+    }
+
+    async fn means(&self) -> Result<Means, CountError> {
+        let value = |query: String| async move { self.prometheus.value(&query).await };
+        Ok(Means {
+            cpu: value(self.selector.cpu_mean()).await?,
+            memory: value(self.selector.memory_mean()).await?,
+            gpu: value(self.selector.gpu_mean()).await?,
+            nodes: (value(self.selector.nodes()).await?).map_or(0, |nodes| nodes as usize),
+        })
+    }
+
+    /// The Pods of `workloads` OpenCost saw in the last week with their nodes, and what each
+    /// node costs; nothing asked where no workload is.
+    pub async fn where_ran(&self, workloads: &[(&str, &str)]) -> Result<WhereRan, CountError> {
+        let mut ran = WhereRan::default();
+        let batches = where_ran::pods(&self.selector, workloads);
+        if batches.is_empty() {
+            return Ok(ran);
+        }
+        for batch in batches {
+            self.saw(&mut ran, &batch).await;
+        }
+        let price = |metric| {
+            let query = where_ran::node_price(&self.selector, metric);
+            async move { self.prometheus.by_label(&query, NODE_LABEL).await }
+        };
+        ran.nodes = where_ran::node_prices(
+            price(CPU_COST).await?,
+            price(MEMORY_COST).await?,
+            price(GPU_COST).await?,
+        );
+        Ok(ran)
+    }
+
+    /// Takes in the Pods of `batch`. A batch not answered (too many series, a timeout) is asked
+    /// again a Namespace at a time: one Namespace of very many Pods leaves its own workloads at
+    /// the means, not the others'.
+    async fn saw(&self, ran: &mut WhereRan, batch: &[String]) {
+        let ask = |pods: &[String]| {
+            let query = where_ran::pods_query(pods);
+            async move { self.prometheus.labelled(&query, POD_LABELS).await }
+        };
+        let answered = match ask(batch).await {
+            Err(error) if batch.len() > 1 => {
+                tracing::warn!(%error, "some Pods' nodes could not be read together: each Namespace is asked alone");
+                let mut each = Vec::new();
+                for pods in batch {
+                    match ask(std::slice::from_ref(pods)).await {
+                        Ok(series) => each.extend(series),
+                        Err(error) => {
+                            tracing::warn!(%error, "a Namespace's Pods' nodes could not be read: what they withhold is priced at OpenCost's means")
+                        }
+                    }
+                }
+                Ok(each)
+            }
+            answered => answered,
+        };
+        match answered {
             Ok(series) => series.into_iter().for_each(|series| ran.saw(series)),
             Err(error) => {
                 tracing::warn!(%error, "some Pods' nodes could not be read: what they withhold is priced at OpenCost's means");
             }
         }
     }
-    let by_node = |query| prometheus.by_label(query, NODE_LABEL);
-    ran.nodes = where_ran::node_prices(
-        by_node(where_ran::NODE_CPU).await?,
-        by_node(where_ran::NODE_MEMORY).await?,
-        by_node(where_ran::NODE_GPU).await?,
-    );
-    Ok(ran)
 }

@@ -57,7 +57,7 @@ impl Prometheus {
     /// The sum of what `query` gives now.
     pub async fn count(&self, query: &str) -> Result<f64, CountError> {
         Ok(self
-            .samples(query)
+            .finite(query)
             .await?
             .iter()
             .map(|(_, value)| value)
@@ -66,7 +66,19 @@ impl Prometheus {
 
     /// The first sample `query` gives now, if any: an aggregate's one value.
     pub async fn value(&self, query: &str) -> Result<Option<f64>, CountError> {
-        Ok(self.samples(query).await?.first().map(|(_, value)| *value))
+        Ok(self.finite(query).await?.first().map(|(_, value)| *value))
+    }
+
+    /// What `query` gives now, every sample a number: a NaN or an infinity is no count.
+    async fn finite(&self, query: &str) -> Result<Vec<(Value, f64)>, CountError> {
+        let samples = self.samples(query).await?;
+        match samples.iter().find(|(_, value)| !value.is_finite()) {
+            Some((_, value)) => Err(CountError::Unreadable {
+                url: self.url.clone(),
+                reason: format!("{value} is no count"),
+            }),
+            None => Ok(samples),
+        }
     }
 
     /// Whether `query` gives any sample now.
@@ -74,14 +86,15 @@ impl Prometheus {
         Ok(!self.samples(query).await?.is_empty())
     }
 
-    /// What `query` gives now, by the value of each series' `label` (a series without it is
-    /// left out).
+    /// What `query` gives now, by the value of each series' `label` (a series without it, or
+    /// whose value is a NaN or an infinity, is left out: not the others with it).
     pub async fn by_label(
         &self,
         query: &str,
         label: &str,
     ) -> Result<BTreeMap<String, f64>, CountError> {
         Ok((self.samples(query).await?.into_iter())
+            .filter(|(_, value)| value.is_finite())
             .filter_map(|(metric, value)| Some((metric[label].as_str()?.to_string(), value)))
             .collect())
     }
@@ -189,7 +202,6 @@ fn read_answer(body: &[u8]) -> Result<Vec<(Value, f64)>, String> {
         value[1]
             .as_str()
             .and_then(|text| text.parse::<f64>().ok())
-            .filter(|count| count.is_finite())
             .ok_or_else(|| format!("{value} is no sample"))
     };
     match data.result_type.as_str() {
@@ -232,9 +244,46 @@ mod tests {
         assert_eq!(read_answer(refused), Err("parse error at char 5".into()));
         let matrix = br#"{"status":"success","data":{"resultType":"matrix","result":[]}}"#;
         assert!(read_answer(matrix).unwrap_err().contains("instant vector"));
-        let not_a_number = br#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,"NaN"]}]}}"#;
+        let not_a_number = br#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,"one"]}]}}"#;
         assert!(read_answer(not_a_number).is_err());
         assert!(read_answer(b"<html>").is_err());
+    }
+
+    /// A Prometheus that answers every query with the vector `result`.
+    async fn answering(result: &'static str) -> Prometheus {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let _ = stream.read(&mut [0u8; 4096]).await;
+                let body = format!(
+                    r#"{{"status":"success","data":{{"resultType":"vector","result":{result}}}}}"#
+                );
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = stream.write_all(answer.as_bytes()).await;
+            }
+        });
+        Prometheus::new(&url)
+    }
+
+    #[tokio::test]
+    async fn a_series_of_no_number_is_left_out_of_those_by_label_and_is_no_count() {
+        let prometheus = answering(
+            r#"[{"metric":{"node":"a"},"value":[1,"0.04"]},
+                {"metric":{"node":"b"},"value":[1,"NaN"]},
+                {"metric":{"node":"c"},"value":[1,"+Inf"]},
+                {"metric":{},"value":[1,"7"]}]"#,
+        )
+        .await;
+        let by_node = prometheus.by_label("q", "node").await.unwrap();
+        assert_eq!(by_node, BTreeMap::from([("a".to_string(), 0.04)]));
+        let error = prometheus.count("q").await.unwrap_err();
+        assert!(error.to_string().contains("NaN is no count"), "{error}");
+        assert!(prometheus.value("q").await.is_err());
     }
 
     #[tokio::test]

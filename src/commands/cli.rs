@@ -18,11 +18,10 @@ mod console;
 mod prices;
 
 pub use console::ConsoleArgs;
-pub use prices::{ControllerNamespace, OpenCost, Prices};
+pub use prices::{ControllerNamespace, OpenCost, OpenCostSeries, Prices};
 
 use crate::{
     activity::query::ActivityQuery,
-    cost::Currency,
     ops::logs::LogFormat,
     schedule::GitOpsMode,
     wake::route::{is_dns_label, parse_trusted_proxy},
@@ -380,9 +379,8 @@ pub struct RunArgs {
     #[arg(long, env = "CRONSCALER_PROMETHEUS_URL", value_parser = parse_prometheus_url)]
     pub prometheus_url: Option<String>,
 
-    /// The currency OpenCost's prices are in (OpenCost's own setting; its metrics do not say).
-    #[arg(long, env = "CRONSCALER_OPENCOST_CURRENCY", default_value = "USD", value_parser = prices::currency)]
-    pub opencost_currency: Currency,
+    #[command(flatten)]
+    pub opencost: OpenCostSeries,
 
     /// What counts a Namespace's requests: a ready-made query by proxy (ingress-nginx,
     /// envoy-gateway, istio, traefik, nginx-gateway-fabric) or PromQL with `$namespace` and

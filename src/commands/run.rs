@@ -233,8 +233,7 @@ pub async fn run(
         namespaces: namespaces.clone(),
         metrics: metrics.clone(),
         writes: Writes::new(events.clone(), args.dry_run),
-        opencost: (args.prometheus_url.as_deref())
-            .map(|url| (Prometheus::new(url), args.opencost_currency.clone())),
+        opencost: (args.prometheus_url.as_deref()).map(|url| args.opencost.source(url)),
     };
     let scale = ScalingContext::new(
         client.clone(),

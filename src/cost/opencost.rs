@@ -5,23 +5,162 @@
 //! currency, so its prices are in `--opencost-currency` (OpenCost's own default, USD).
 //! Pure: the means are read by the caller.
 
-use std::collections::BTreeMap;
+use std::{collections::BTreeMap, fmt, str::FromStr};
 
 use super::{Currency, GPU, Money, PriceTable, money::cents, prices::is_price};
 
-/// The queries whose answers [`table`] takes: each the cluster's mean over the nodes OpenCost
-/// prices, and how many nodes those are.
-pub const CPU_MEAN: &str = "avg(node_cpu_hourly_cost)";
-pub const MEMORY_MEAN: &str = "avg(node_ram_hourly_cost)";
-/// Over the nodes that have had a GPU within two days (OpenCost gives the others 0): those an
-/// autoscaler took away at night still price what their GPUs' workloads freed.
-pub const GPU_MEAN: &str = "avg(last_over_time(node_gpu_hourly_cost[2d]) > 0)";
-pub const NODES: &str = "count(node_cpu_hourly_cost)";
-/// What each node costs an hour, by name, as OpenCost last gave it within two days: a node that
-/// went at night is priced at what it cost before it went.
-pub const NODE_PRICES: &str = "last_over_time(node_total_hourly_cost[2d])";
-/// The label of [`NODE_PRICES`] that names the node.
+/// The label that names a node in OpenCost's series.
 pub const NODE_LABEL: &str = "node";
+/// OpenCost's metrics of what a node costs an hour per core, per GiB and per GPU.
+pub const CPU_COST: &str = "node_cpu_hourly_cost";
+pub const MEMORY_COST: &str = "node_ram_hourly_cost";
+pub const GPU_COST: &str = "node_gpu_hourly_cost";
+
+/// Which series are OpenCost's: label matchers every query of its metrics carries
+/// (`--opencost-selector`). A metric is trusted by more than its name: any Pod Prometheus
+/// scrapes may export a `node_cpu_hourly_cost` of its own, and the ledger keeps what it is priced
+/// at. OpenCost's own scrape configuration names its job `opencost`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Selector {
+    /// Each `name`, operator and value (unescaped), as given.
+    matchers: Vec<(String, &'static str, String)>,
+}
+
+impl Default for Selector {
+    fn default() -> Self {
+        Selector {
+            matchers: vec![("job".into(), "=", "opencost".into())],
+        }
+    }
+}
+
+/// Why a selector is not one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{text:?} is not a selector of OpenCost's series: {reason} (e.g. {{job=\"opencost\"}})")]
+pub struct SelectorError {
+    text: String,
+    reason: String,
+}
+
+impl FromStr for Selector {
+    type Err = SelectorError;
+
+    /// PromQL's matchers, in braces or without: `{job="opencost",namespace="opencost"}`; `{}`
+    /// takes every series of OpenCost's names, wherever they come from.
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let error = |reason: &str| SelectorError {
+            text: text.to_string(),
+            reason: reason.to_string(),
+        };
+        let trimmed = text.trim();
+        let inner = match (trimmed.strip_prefix('{'), trimmed.ends_with('}')) {
+            (Some(rest), true) => &rest[..rest.len() - 1],
+            (None, false) => trimmed,
+            _ => return Err(error("its braces do not match")),
+        };
+        let mut matchers = Vec::new();
+        let mut rest = inner.trim_start();
+        while !rest.is_empty() {
+            let name_end = (rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')))
+                .unwrap_or(rest.len());
+            let name = &rest[..name_end];
+            if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+                return Err(error("a matcher begins with a label's name"));
+            }
+            rest = rest[name_end..].trim_start();
+            let operator = ["=~", "!~", "!=", "="]
+                .into_iter()
+                .find(|operator| rest.starts_with(operator))
+                .ok_or_else(|| error(&format!("{name} is followed by no =, !=, =~ or !~")))?;
+            rest = rest[operator.len()..].trim_start();
+            let (value, after) = quoted(rest)
+                .ok_or_else(|| error(&format!("{name}'s value is not in double quotes")))?;
+            matchers.push((name.to_string(), operator, value));
+            rest = after.trim_start();
+            match rest.strip_prefix(',') {
+                Some(after) => rest = after.trim_start(),
+                None if rest.is_empty() => {}
+                None => return Err(error("matchers are separated by commas")),
+            }
+        }
+        Ok(Selector { matchers })
+    }
+}
+
+/// The value of a double-quoted string at the start of `text`, and what follows it.
+fn quoted(text: &str) -> Option<(String, &str)> {
+    let mut chars = text.strip_prefix('"')?.char_indices();
+    let mut value = String::new();
+    while let Some((at, c)) = chars.next() {
+        match c {
+            '"' => return Some((value, &text[at + 2..])),
+            '\\' => value.push(chars.next()?.1),
+            '\n' => return None,
+            c => value.push(c),
+        }
+    }
+    None
+}
+
+impl fmt::Display for Selector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{{{}}}", self.matchers_and(&[]))
+    }
+}
+
+impl Selector {
+    /// The matchers, and `more` after them, as they go between braces.
+    fn matchers_and(&self, more: &[String]) -> String {
+        let escaped = |value: &str| value.replace('\\', "\\\\").replace('"', "\\\"");
+        (self.matchers.iter())
+            .map(|(name, operator, value)| format!("{name}{operator}\"{}\"", escaped(value)))
+            .chain(more.iter().cloned())
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// OpenCost's series of `metric`, with `more` matchers of the caller's.
+    pub fn series(&self, metric: &str, more: &[String]) -> String {
+        format!("{metric}{{{}}}", self.matchers_and(more))
+    }
+
+    /// The cluster's mean price per core, over the nodes OpenCost prices.
+    pub fn cpu_mean(&self) -> String {
+        format!("avg({})", per_node(&self.series(CPU_COST, &[])))
+    }
+
+    /// The cluster's mean price per GiB.
+    pub fn memory_mean(&self) -> String {
+        format!("avg({})", per_node(&self.series(MEMORY_COST, &[])))
+    }
+
+    /// The mean price per GPU over the nodes that have had a GPU within two days (OpenCost gives
+    /// the others 0): those an autoscaler took away at night still price what their GPUs'
+    /// workloads freed.
+    pub fn gpu_mean(&self) -> String {
+        let series = self.series(GPU_COST, &[]);
+        format!("avg(min by ({NODE_LABEL}) (last_over_time({series}[2d])) > 0 < +Inf)")
+    }
+
+    /// How many nodes OpenCost prices.
+    pub fn nodes(&self) -> String {
+        format!("count({})", per_node(&self.series(CPU_COST, &[])))
+    }
+
+    /// What each node costs an hour, by name, as OpenCost last gave it within two days: a node
+    /// that went at night is priced at what it cost before it went.
+    pub fn node_prices(&self) -> String {
+        let series = self.series("node_total_hourly_cost", &[]);
+        per_node(&format!("last_over_time({series}[2d])"))
+    }
+}
+
+/// `expression` once per node, and only where it can be a price: OpenCost scraped twice (two
+/// replicas, two jobs the selector takes) gives a node two series, and the lower is believed; a
+/// NaN, a negative or an infinite value is left out, not the read.
+pub fn per_node(expression: &str) -> String {
+    format!("(min by ({NODE_LABEL}) ({expression}) >= 0 < +Inf)")
+}
 
 /// The means OpenCost's metrics gave, each `None` where no node has one.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -120,6 +259,80 @@ mod tests {
                 nodes_worth(&went, &per_node, &usd(), 1.0),
                 None,
                 "{unpriced}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_query_is_of_opencosts_own_series_one_a_node() {
+        let selector = Selector::default();
+        assert_eq!(selector.to_string(), r#"{job="opencost"}"#);
+        assert_eq!(
+            selector.cpu_mean(),
+            r#"avg((min by (node) (node_cpu_hourly_cost{job="opencost"}) >= 0 < +Inf))"#
+        );
+        assert_eq!(
+            selector.node_prices(),
+            r#"(min by (node) (last_over_time(node_total_hourly_cost{job="opencost"}[2d])) >= 0 < +Inf)"#
+        );
+        for query in [
+            selector.cpu_mean(),
+            selector.memory_mean(),
+            selector.gpu_mean(),
+            selector.nodes(),
+            selector.node_prices(),
+        ] {
+            assert!(query.contains(r#"_hourly_cost{job="opencost"}"#), "{query}");
+            assert!(query.contains("by (node)"), "{query}");
+        }
+        let anywhere: Selector = "{}".parse().unwrap();
+        assert_eq!(anywhere.series(CPU_COST, &[]), "node_cpu_hourly_cost{}");
+        let more = ["node=\"a\"".to_string()];
+        assert_eq!(
+            anywhere.series(CPU_COST, &more),
+            r#"node_cpu_hourly_cost{node="a"}"#
+        );
+    }
+
+    #[test]
+    fn a_selector_is_promqls_matchers_and_nothing_else_gets_in() {
+        for (given, read) in [
+            (r#"{job="opencost"}"#, r#"{job="opencost"}"#),
+            (r#"job="opencost""#, r#"{job="opencost"}"#),
+            (
+                r#" { job = "opencost" , namespace=~"open.*", instance!="x\"y" } "#,
+                r#"{job="opencost",namespace=~"open.*",instance!="x\"y"}"#,
+            ),
+            (r#"{job!~"tenant-.*",}"#, r#"{job!~"tenant-.*"}"#),
+            ("{}", "{}"),
+            ("", "{}"),
+        ] {
+            let selector: Selector = given.parse().unwrap_or_else(|error| panic!("{error}"));
+            assert_eq!(selector.to_string(), read, "{given}");
+            assert_eq!(read.parse::<Selector>().unwrap(), selector, "{read}");
+        }
+        for (given, why) in [
+            ("{job=opencost}", "job's value is not in double quotes"),
+            (r#"{job="opencost""#, "its braces do not match"),
+            (
+                r#"{job="opencost"} or vector(1)"#,
+                "its braces do not match",
+            ),
+            (
+                r#"job="a"} or up{x="b""#,
+                "matchers are separated by commas",
+            ),
+            (r#"{job="a" x="b"}"#, "matchers are separated by commas"),
+            (r#"{job:"a"}"#, "job is followed by no =, !=, =~ or !~"),
+            (r#"{="a"}"#, "a matcher begins with a label's name"),
+            (r#"{1job="a"}"#, "a matcher begins with a label's name"),
+            ("{job=\"a\nb\"}", "job's value is not in double quotes"),
+            (r#"{job="a\"}"#, "job's value is not in double quotes"),
+        ] {
+            let error = given.parse::<Selector>().unwrap_err().to_string();
+            assert!(
+                error.contains(why) && error.contains(r#"e.g. {job="opencost"}"#),
+                "{given}: {error}"
             );
         }
     }

@@ -6,66 +6,90 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{GPU, PriceTable, prices::is_price};
+use super::{
+    GPU, PriceTable,
+    opencost::{NODE_LABEL, Selector, per_node},
+    prices::is_price,
+};
 
-/// What each node costs an hour per core, per GiB and per GPU, by name, as OpenCost last gave
-/// it within the week the Pods are looked for in (hour by hour, and the last hour whole): a
-/// node that went is priced at what it cost before it went.
-pub const NODE_CPU: &str =
-    "last_over_time(node_cpu_hourly_cost[7d:1h]) or last_over_time(node_cpu_hourly_cost[1h])";
-pub const NODE_MEMORY: &str =
-    "last_over_time(node_ram_hourly_cost[7d:1h]) or last_over_time(node_ram_hourly_cost[1h])";
-pub const NODE_GPU: &str =
-    "last_over_time(node_gpu_hourly_cost[7d:1h]) or last_over_time(node_gpu_hourly_cost[1h])";
+/// What each node costs an hour of `metric` (per core, per GiB or per GPU), by name, as OpenCost
+/// last gave it within the week the Pods are looked for in (hour by hour, and the last hour
+/// whole): a node that went is priced at what it cost before it went.
+pub fn node_price(selector: &Selector, metric: &str) -> String {
+    let series = selector.series(metric, &[]);
+    per_node(&format!(
+        "last_over_time({series}[7d:1h]) or last_over_time({series}[1h])"
+    ))
+}
 
 /// The labels of [`pods`]' series: the Pod's Namespace and name, and a node it ran on.
-pub const POD_LABELS: [&str; 3] = ["namespace", "pod", "node"];
+pub const POD_LABELS: [&str; 3] = ["namespace", "pod", NODE_LABEL];
 
-/// The longest a query's matchers of Namespaces and names may be: the query is part of a URL.
-const MATCHERS_A_QUERY: usize = 2000;
+/// The longest a query of [`pods`] may be: the query is part of a URL.
+const QUERY_LENGTH: usize = 8000;
+/// The longest list of names of one Namespace's selector.
+const NAMES_LENGTH: usize = 1500;
 
-/// The queries of the Pods of `workloads` (Namespace and name each) that ran within the last
-/// week, each with every node it ran on, looked at hour by hour and the last hour whole (a
-/// week of every sample of every Pod would be more than Prometheus answers). Only the Pods named after the workloads
-/// are asked for; those of other workloads whose names begin alike are told apart by the
-/// kind's naming. Names that are not DNS names are left out: nothing else gets in a query.
-pub fn pods(workloads: &[(&str, &str)]) -> Vec<String> {
+/// The Pods of some Namespaces' workloads, one selector of `container_cpu_allocation` of each
+/// Namespace (a Namespace of very many workloads may have more).
+pub type Batch = Vec<String>;
+
+/// The Pods of `workloads` (Namespace and name each), in batches of a bounded length, each a
+/// selector per Namespace: only the Pods named after a Namespace's own workloads are asked for
+/// (a tenant's Pods named after another Namespace's workloads are not its), and those of other
+/// workloads whose names begin alike are told apart by the kind's naming. Names that are not DNS
+/// names are left out: nothing else gets in a query.
+pub fn pods(selector: &Selector, workloads: &[(&str, &str)]) -> Vec<Batch> {
     let is_name = |name: &str| {
         !name.is_empty()
             && (name.bytes())
                 .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
     };
-    let mut batches: Vec<(BTreeSet<&str>, BTreeSet<String>)> = Vec::new();
-    let mut length = 0;
+    let mut by_namespace: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
     let named = (workloads.iter()).filter(|(namespace, name)| is_name(namespace) && is_name(name));
     for (namespace, name) in named {
         // A dot is any letter to a regular expression, and a backslash is escaped in PromQL.
         let name = name.replace('.', "\\\\.");
-        let more = namespace.len() + name.len() + 2;
-        if batches.is_empty() || length + more > MATCHERS_A_QUERY {
-            batches.push((BTreeSet::new(), BTreeSet::new()));
-            length = 0;
-        }
-        length += more;
-        if let Some((namespaces, names)) = batches.last_mut() {
-            namespaces.insert(namespace);
-            names.insert(name);
+        by_namespace.entry(namespace).or_default().insert(name);
+    }
+    let mut clauses = Vec::new();
+    for (namespace, names) in &by_namespace {
+        let mut names = names.iter().map(String::as_str).peekable();
+        while names.peek().is_some() {
+            let mut these: Vec<&str> = Vec::new();
+            let mut length = 0;
+            while let Some(name) =
+                names.next_if(|name| these.is_empty() || length + name.len() < NAMES_LENGTH)
+            {
+                length += name.len() + 1;
+                these.push(name);
+            }
+            let namespace = format!("namespace=\"{namespace}\"");
+            let pod = format!("pod=~\"({})-.+\"", these.join("|"));
+            clauses.push(selector.series("container_cpu_allocation", &[namespace, pod]));
         }
     }
-    (batches.into_iter())
-        .map(|(namespaces, names)| {
-            let namespaces: Vec<&str> = namespaces.into_iter().collect();
-            let names: Vec<&str> = names.iter().map(String::as_str).collect();
-            let selector = format!(
-                "container_cpu_allocation{{namespace=~\"{}\",pod=~\"({})-.+\"}}",
-                namespaces.join("|"),
-                names.join("|")
-            );
-            format!(
-                "max by (namespace, pod, node) (last_over_time({selector}[7d:1h]) or last_over_time({selector}[1h]))"
-            )
-        })
-        .collect()
+    let mut batches: Vec<Batch> = Vec::new();
+    for clause in clauses {
+        let fits = |batch: &Batch| pods_query(batch).len() + 2 * clause.len() + 30 <= QUERY_LENGTH;
+        match batches.last_mut() {
+            Some(batch) if fits(batch) => batch.push(clause),
+            _ => batches.push(vec![clause]),
+        }
+    }
+    batches
+}
+
+/// The query of a batch of [`pods`]: each Pod that ran within the last week, with every node
+/// it ran on, looked at hour by hour and the last hour whole (a week of every sample of every
+/// Pod would be more than Prometheus answers).
+pub fn pods_query(batch: &[String]) -> String {
+    let any = batch.join(" or ");
+    let last_hour = (batch.iter())
+        .map(|pods| format!("last_over_time({pods}[1h])"))
+        .collect::<Vec<_>>()
+        .join(" or ");
+    format!("max by (namespace, pod, {NODE_LABEL}) (last_over_time(({any})[7d:1h]) or {last_hour})")
 }
 
 /// What one node costs an hour of each resource, where OpenCost gives it.
@@ -242,23 +266,54 @@ mod tests {
     }
 
     #[test]
-    fn the_pods_are_asked_of_the_workloads_named_and_nothing_else_gets_in() {
-        let asked = pods(&[("team-a", "web"), ("team-b", "api.v2"), ("team-a", "db")]);
-        assert_eq!(
-            asked,
-            [concat!(
-                r#"max by (namespace, pod, node) (last_over_time(container_cpu_allocation{namespace=~"team-a|team-b",pod=~"(api\\.v2|db|web)-.+"}[7d:1h])"#,
-                r#" or last_over_time(container_cpu_allocation{namespace=~"team-a|team-b",pod=~"(api\\.v2|db|web)-.+"}[1h]))"#
-            )]
+    fn the_pods_are_asked_of_each_namespaces_own_workloads_and_nothing_else_gets_in() {
+        let selector = Selector::default();
+        let asked = pods(
+            &selector,
+            &[("team-a", "web"), ("team-b", "api.v2"), ("team-a", "db")],
         );
-        assert!(pods(&[]).is_empty());
-        assert!(pods(&[("a\"}) or vector(1", "web"), ("team-a", "web|.*")]).is_empty());
-        // Thousands of workloads are asked about in queries of a bounded length.
+        let team_a =
+            r#"container_cpu_allocation{job="opencost",namespace="team-a",pod=~"(db|web)-.+"}"#;
+        let team_b =
+            r#"container_cpu_allocation{job="opencost",namespace="team-b",pod=~"(api\\.v2)-.+"}"#;
+        assert_eq!(asked, [vec![team_a.to_string(), team_b.to_string()]]);
+        assert_eq!(
+            pods_query(&asked[0]),
+            format!(
+                "max by (namespace, pod, node) (last_over_time(({team_a} or {team_b})[7d:1h]) \
+                 or last_over_time({team_a}[1h]) or last_over_time({team_b}[1h]))"
+            )
+        );
+        assert!(pods(&selector, &[]).is_empty());
+        let strange = [("a\"}) or vector(1", "web"), ("team-a", "web|.*")];
+        assert!(pods(&selector, &strange).is_empty());
+    }
+
+    #[test]
+    fn thousands_of_workloads_are_asked_in_queries_of_a_bounded_length() {
         let many: Vec<(String, String)> = (0..1000)
-            .map(|i| (format!("team-{i}"), format!("workload-{i}")))
+            .map(|i| (format!("team-{}", i % 300), format!("workload-{i}")))
+            .chain((0..500).map(|i| ("big".to_string(), format!("{i}-{}", "x".repeat(40)))))
             .collect();
         let many: Vec<(&str, &str)> = many.iter().map(|(n, w)| (n.as_str(), w.as_str())).collect();
-        let asked = pods(&many);
-        assert!(asked.len() > 1 && asked.iter().all(|query| query.len() < 4300));
+        let asked = pods(&Selector::default(), &many);
+        let queries: Vec<String> = asked.iter().map(|batch| pods_query(batch)).collect();
+        assert!(queries.len() > 1, "{}", queries.len());
+        for query in &queries {
+            assert!(query.len() <= QUERY_LENGTH, "{}", query.len());
+        }
+        // Every workload is asked for once, in its own Namespace's selector.
+        let clauses: Vec<&String> = asked.iter().flatten().collect();
+        for (namespace, name) in &many {
+            let theirs = (clauses.iter())
+                .filter(|clause| clause.contains(&format!("namespace=\"{namespace}\"")))
+                .filter(|clause| {
+                    let names = clause.split("pod=~\"(").nth(1).unwrap_or_default();
+                    let names = names.split(")-.+").next().unwrap_or_default();
+                    names.split('|').any(|asked| asked == *name)
+                })
+                .count();
+            assert_eq!(theirs, 1, "{namespace}/{name}");
+        }
     }
 }

@@ -19,9 +19,9 @@ use kube::{Client, api::DynamicObject};
 use serde_json::Value;
 
 use crate::{
-    activity::{opencost, prometheus::Prometheus},
+    activity::opencost,
     cost::{
-        Currency, PodRequests, PriceTable,
+        PodRequests, PriceTable,
         money::units,
         savings::{Ledger, Saving},
     },
@@ -243,9 +243,9 @@ pub struct SavingsContext {
     pub namespaces: NamespaceSchedules,
     pub metrics: Metrics,
     pub writes: Writes,
-    /// The Prometheus of `--prometheus-url`, and `--opencost-currency`: where OpenCost's
-    /// prices are found there, they price what is filed before `--prices`.
-    pub opencost: Option<(Prometheus, Currency)>,
+    /// OpenCost's series in the Prometheus of `--prometheus-url`: where its prices are found
+    /// there, they price what is filed before `--prices`.
+    pub opencost: Option<opencost::Source>,
 }
 
 /// Files every saving settled at `now` and the records a leader before left unfiled, forgets
@@ -332,7 +332,7 @@ async fn at_opencost(
         .map(|(_, pods, saving)| (&*pods, saving))
         .chain(recorded.iter_mut().map(|(pods, saving)| (&*pods, saving)))
         .collect();
-    if let Some((prometheus, currency)) = &ctx.opencost
+    if let Some(opencost) = &ctx.opencost
         && !filed.is_empty()
     {
         // Those whose Pods' names say whose they are: the others are priced at the means.
@@ -341,7 +341,7 @@ async fn at_opencost(
             .map(|(pods, _)| (pods.key.namespace.as_str(), pods.key.name.as_str()))
             .collect();
         let workloads: Vec<(&str, &str)> = workloads.into_iter().collect();
-        match opencost::prices(prometheus, currency, &workloads).await {
+        match opencost.prices(&workloads).await {
             Ok(Some(prices)) => {
                 for (pods, saving) in &mut filed {
                     let pods: &ScaleTarget = pods;

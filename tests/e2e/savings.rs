@@ -281,10 +281,14 @@ async fn with_opencost_the_ledger_files_each_sleep_at_the_nodes_its_pods_ran_on(
     .map(|(pod, node)| {
         format!("container_cpu_allocation{{namespace=\"{namespace}\",pod=\"{pod}\",node=\"{node}\"}} 1\n")
     });
-    prometheus.requests.also(&format!(
+    prometheus.requests.opencost(&format!(
         "{OPENCOST}# TYPE container_cpu_allocation gauge\n{}",
         pods.concat()
     ));
+    // A tenant's Pod that Prometheus scrapes exports OpenCost's names too: they price nothing.
+    let forged =
+        support::prometheus::forged_opencost(&["node-a", "node-g"], &namespace, "inference");
+    prometheus.requests.also(&forged);
     let deployments = make_inference(&scenario).await;
     schedule_night(&deployments, 10, 20).await;
     let url = format!("--prometheus-url={}", prometheus.url);

@@ -1,6 +1,7 @@
 //! A real Prometheus (Debian's `prometheus`) on loopback, scraping every second an exporter the
 //! test serves, whose request counters per Namespace the test controls: what a proxy's metrics
-//! would say, without the proxy.
+//! would say, without the proxy; and a second one as OpenCost, scraped as OpenCost's own scrape
+//! configuration does (job `opencost`, its labels honoured).
 
 use std::{
     collections::BTreeMap,
@@ -26,8 +27,11 @@ pub const QUERY: &str = r#"sum(increase(test_requests_total{namespace="$namespac
 #[derive(Clone, Default)]
 pub struct Requests {
     counts: Arc<Mutex<BTreeMap<String, (u64, bool)>>>,
-    /// More series the exporter shows as they are (another exporter's, such as OpenCost's).
+    /// More series the exporter shows as they are (any other target's, such as a tenant's
+    /// Pod's).
     more: Arc<Mutex<String>>,
+    /// What OpenCost's exporter shows.
+    opencost: Arc<Mutex<String>>,
 }
 
 impl Requests {
@@ -41,8 +45,21 @@ impl Requests {
         *self.more.lock().unwrap_or_else(PoisonError::into_inner) = series.to_string();
     }
 
+    /// OpenCost's exporter shows `series` (exposition text) from now on.
+    pub fn opencost(&self, series: &str) {
+        *self.opencost.lock().unwrap_or_else(PoisonError::into_inner) = series.to_string();
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, (u64, bool)>> {
         self.counts.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The exposition text of one scrape of OpenCost's exporter.
+    fn scrape_opencost(&self) -> String {
+        self.opencost
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// The exposition text of one scrape.
@@ -62,12 +79,40 @@ impl Requests {
     }
 }
 
+/// What a tenant's Pod that Prometheus scrapes may export under OpenCost's names, its job's label
+/// written in: ruinous prices of `nodes` and of a node of its own, and the Pods of `workload` of
+/// `namespace` on that node. None of it may price anything.
+pub fn forged_opencost(nodes: &[&str], namespace: &str, workload: &str) -> String {
+    let mut text = String::new();
+    for metric in [
+        "node_cpu_hourly_cost",
+        "node_ram_hourly_cost",
+        "node_gpu_hourly_cost",
+        "node_total_hourly_cost",
+    ] {
+        text.push_str(&format!("# TYPE {metric} gauge\n"));
+        for node in nodes.iter().chain(&["tenant-node"]) {
+            text.push_str(&format!(
+                "{metric}{{job=\"opencost\",node=\"{node}\"}} 1000000\n"
+            ));
+        }
+    }
+    text.push_str("# TYPE container_cpu_allocation gauge\n");
+    for pod in ["7d9f8c6b5-zzzzz", "7d9f8c6b5-yyyyy", "0"] {
+        text.push_str(&format!(
+            "container_cpu_allocation{{job=\"opencost\",namespace=\"{namespace}\",pod=\"{workload}-{pod}\",node=\"tenant-node\"}} 1\n"
+        ));
+    }
+    text
+}
+
 /// Prometheus and its exporter, both stopped when dropped.
 pub struct Running {
     pub url: String,
     pub requests: Requests,
     prometheus: Option<Child>,
     exporter: tokio::task::JoinHandle<()>,
+    opencost: tokio::task::JoinHandle<()>,
     _data: tempfile::TempDir,
 }
 
@@ -91,6 +136,7 @@ impl Drop for Running {
     fn drop(&mut self) {
         self.stop();
         self.exporter.abort();
+        self.opencost.abort();
     }
 }
 
@@ -108,14 +154,21 @@ pub async fn start(test: &str) -> Option<Running> {
         .await
         .expect("a port for the exporter");
     let exporter_addr = exporter.local_addr().expect("the exporter's address");
-    let exporter = tokio::spawn(serve(exporter, requests.clone()));
+    let exporter = tokio::spawn(serve(exporter, requests.clone(), Requests::scrape));
+    let opencost = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a port for OpenCost's exporter");
+    let opencost_addr = opencost
+        .local_addr()
+        .expect("OpenCost's exporter's address");
+    let opencost = tokio::spawn(serve(opencost, requests.clone(), Requests::scrape_opencost));
 
     let data = envtest::temp_dir("cronscaler-prometheus-").expect("a directory for Prometheus");
     let config = data.path().join("prometheus.yml");
     std::fs::write(
         &config,
         format!(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: proxy\n    static_configs:\n      - targets: ['{exporter_addr}']\n"
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: proxy\n    static_configs:\n      - targets: ['{exporter_addr}']\n  - job_name: opencost\n    honor_labels: true\n    static_configs:\n      - targets: ['{opencost_addr}']\n"
         ),
     )
     .expect("Prometheus's configuration");
@@ -163,6 +216,7 @@ pub async fn start(test: &str) -> Option<Running> {
         requests,
         prometheus: Some(prometheus),
         exporter,
+        opencost,
         _data: data,
     })
 }
@@ -186,7 +240,7 @@ fn find() -> Option<PathBuf> {
 }
 
 /// Answers every request with one scrape's text.
-async fn serve(listener: TcpListener, requests: Requests) {
+async fn serve(listener: TcpListener, requests: Requests, scrape: fn(&Requests) -> String) {
     while let Ok((mut stream, _)) = listener.accept().await {
         let requests = requests.clone();
         tokio::spawn(async move {
@@ -198,7 +252,7 @@ async fn serve(listener: TcpListener, requests: Requests) {
                     Ok(n) => head.extend_from_slice(&buffer[..n]),
                 }
             }
-            let body = requests.scrape();
+            let body = scrape(&requests);
             let answer = format!(
                 "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
                 body.len()

@@ -4,7 +4,13 @@
 use clap::Args;
 
 use super::parse_prometheus_url;
-use crate::cost::{Currency, PriceTable, PricesError};
+use crate::{
+    activity::{opencost::Source, prometheus::Prometheus},
+    cost::{
+        Currency, PriceTable, PricesError,
+        opencost::{Selector, SelectorError},
+    },
+};
 
 /// What an hour of each resource requested costs: `plan`, `status` and the console show
 /// savings in money by it.
@@ -38,12 +44,54 @@ pub struct OpenCost {
     )]
     pub prometheus_url: Option<String>,
 
+    #[command(flatten)]
+    pub series: OpenCostSeries,
+}
+
+impl OpenCost {
+    /// Where OpenCost's prices are read, where a Prometheus is given.
+    pub fn source(&self) -> Option<Source> {
+        (self.prometheus_url.as_deref()).map(|url| self.series.source(url))
+    }
+}
+
+/// Which of the series of the Prometheus of `--prometheus-url` are OpenCost's, and the currency
+/// of its prices.
+#[derive(Debug, Clone, Args)]
+pub struct OpenCostSeries {
+    /// The label matchers of OpenCost's own series in Prometheus, as its scrape configuration
+    /// labels them: series of OpenCost's names from anywhere else (any Pod Prometheus scrapes
+    /// can export a `node_cpu_hourly_cost`) do not price. `{}` takes them from anywhere.
+    #[arg(
+        long,
+        env = "CRONSCALER_OPENCOST_SELECTOR",
+        default_value = r#"{job="opencost"}"#,
+        value_parser = selector
+    )]
+    pub opencost_selector: Selector,
+
     /// The currency OpenCost's prices are in (OpenCost's own setting; its metrics do not say).
     #[arg(long, env = "CRONSCALER_OPENCOST_CURRENCY", default_value = "USD", value_parser = currency)]
     pub opencost_currency: Currency,
 }
 
-pub(super) fn currency(text: &str) -> Result<Currency, String> {
+impl OpenCostSeries {
+    /// OpenCost's series in the Prometheus at `url`.
+    pub fn source(&self, url: &str) -> Source {
+        Source {
+            prometheus: Prometheus::new(url),
+            selector: self.opencost_selector.clone(),
+            currency: self.opencost_currency.clone(),
+        }
+    }
+}
+
+fn selector(text: &str) -> Result<Selector, String> {
+    text.parse()
+        .map_err(|error: SelectorError| error.to_string())
+}
+
+fn currency(text: &str) -> Result<Currency, String> {
     Currency::of(text)
         .ok_or_else(|| format!("{text:?} is not a currency: give its ISO 4217 code, e.g. USD"))
 }

@@ -4,13 +4,8 @@
 use std::collections::BTreeMap;
 
 use crate::{
-    activity::{opencost, prometheus::Prometheus},
     commands::cli::OpenCost,
-    cost::{
-        self, PriceTable,
-        opencost::{NODE_LABEL, NODE_PRICES},
-        where_ran::WhereRan,
-    },
+    cost::{self, PriceTable, where_ran::WhereRan},
 };
 
 /// The prices, and where they come from, as a line below the output says it.
@@ -32,10 +27,10 @@ impl Priced {
     /// With OpenCost's prices, the nodes the Pods of `workloads` (Namespace and name each) ran
     /// on; where they cannot be read, what they withhold stays at the means, as the log says.
     pub async fn read_where_ran(&mut self, opencost: &OpenCost, workloads: &[(&str, &str)]) {
-        let Some(url) = (opencost.prometheus_url.as_ref()).filter(|_| self.from_opencost) else {
+        let Some(source) = opencost.source().filter(|_| self.from_opencost) else {
             return;
         };
-        match opencost::where_ran(&Prometheus::new(url), workloads).await {
+        match source.where_ran(workloads).await {
             Ok(ran) => self.ran = ran,
             Err(error) => {
                 tracing::warn!(%error, "where the Pods ran could not be read: what they withhold is priced at OpenCost's means");
@@ -56,22 +51,21 @@ impl Priced {
 /// is said only when OpenCost was asked: a table alone is what was given.
 pub async fn prices(opencost: &OpenCost, table: Option<&PriceTable>) -> Priced {
     let given = || Priced::given(table);
-    let Some(url) = &opencost.prometheus_url else {
+    let Some(source) = opencost.source() else {
         return given();
     };
     let instead = match table {
         Some(_) => "the table of --prices",
         None => "no prices",
     };
-    let prometheus = Prometheus::new(url);
-    let currency = &opencost.opencost_currency;
-    match opencost::prices(&prometheus, currency, &[]).await {
+    let url = source.prometheus.url();
+    match source.prices(&[]).await {
         Ok(Some(found)) => Priced {
             table: Some(found.table),
             from: Some(cost::opencost::source(&found.means)),
             // Without them, the nodes that went are priced by what they offered, at the
             // means, as a workload is.
-            per_node: (prometheus.by_label(NODE_PRICES, NODE_LABEL).await).unwrap_or_default(),
+            per_node: (source.node_prices().await).unwrap_or_default(),
             ran: found.ran,
             from_opencost: true,
         },
