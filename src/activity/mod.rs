@@ -2,6 +2,8 @@
 //! a PromQL query per Namespace, and the proof that what it counts was counting), and
 //! OpenCost's prices.
 
+#[cfg(test)]
+pub mod fake;
 pub mod opencost;
 pub mod prometheus;
 pub mod query;

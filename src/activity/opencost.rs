@@ -134,3 +134,45 @@ impl Source {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::activity::fake;
+
+    /// OpenCost's series as a Prometheus answers them: one batch of Pods of many Namespaces is
+    /// refused as too much (a tenant's Namespace of thousands of Pods in it), that Namespace
+    /// alone too, and every other Namespace alone answered.
+    #[tokio::test]
+    async fn a_batch_refused_is_asked_a_namespace_at_a_time_and_only_the_crowded_one_is_lost() {
+        let prometheus = fake::prometheus(|query| {
+            let namespaces = query.matches("namespace=\"").count();
+            if query.contains("container_cpu_allocation") {
+                if query.contains("namespace=\"crowded\"") || namespaces > 2 {
+                    return Err("query processing would load too many samples".into());
+                }
+                let namespace = ["team-a", "team-b"]
+                    .into_iter()
+                    .find(|namespace| query.contains(&format!("namespace=\"{namespace}\"")))
+                    .unwrap_or_default();
+                return Ok(format!(
+                    r#"[{{"metric":{{"namespace":"{namespace}","pod":"web-7d9f8c6b5-x2kqz","node":"node-{namespace}"}},"value":[1,"1"]}}]"#
+                ));
+            }
+            Ok(r#"[{"metric":{"node":"node-team-a"},"value":[1,"0.04"]}]"#.to_string())
+        })
+        .await;
+        let source = Source {
+            prometheus,
+            selector: Selector::default(),
+            currency: Currency::of("USD").unwrap(),
+        };
+        let ran = source
+            .where_ran(&[("crowded", "web"), ("team-a", "web"), ("team-b", "web")])
+            .await
+            .unwrap();
+        let seen: Vec<&String> = ran.pods.keys().collect();
+        assert_eq!(seen, ["team-a", "team-b"]);
+        assert_eq!(ran.nodes["node-team-a"].cpu, Some(0.04));
+    }
+}

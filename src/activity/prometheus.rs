@@ -249,35 +249,15 @@ mod tests {
         assert!(read_answer(b"<html>").is_err());
     }
 
-    /// A Prometheus that answers every query with the vector `result`.
-    async fn answering(result: &'static str) -> Prometheus {
-        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(async move {
-            while let Ok((mut stream, _)) = listener.accept().await {
-                let _ = stream.read(&mut [0u8; 4096]).await;
-                let body = format!(
-                    r#"{{"status":"success","data":{{"resultType":"vector","result":{result}}}}}"#
-                );
-                let answer = format!(
-                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-                let _ = stream.write_all(answer.as_bytes()).await;
-            }
-        });
-        Prometheus::new(&url)
-    }
-
     #[tokio::test]
     async fn a_series_of_no_number_is_left_out_of_those_by_label_and_is_no_count() {
-        let prometheus = answering(
-            r#"[{"metric":{"node":"a"},"value":[1,"0.04"]},
+        let prometheus = crate::activity::fake::prometheus(|_| {
+            Ok(r#"[{"metric":{"node":"a"},"value":[1,"0.04"]},
                 {"metric":{"node":"b"},"value":[1,"NaN"]},
                 {"metric":{"node":"c"},"value":[1,"+Inf"]},
-                {"metric":{},"value":[1,"7"]}]"#,
-        )
+                {"metric":{},"value":[1,"7"]}]"#
+                .to_string())
+        })
         .await;
         let by_node = prometheus.by_label("q", "node").await.unwrap();
         assert_eq!(by_node, BTreeMap::from([("a".to_string(), 0.04)]));
