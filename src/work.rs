@@ -163,10 +163,7 @@ impl Reconcilers {
                 scaling::idle::look(&self.scale, &self.activity, namespace, now).await
             }
             WorkKey::Scaling(ScalingKey::Nights) => match &self.nights {
-                Some(nights) => {
-                    let listed = self.scale.transitions.all_workloads_listed();
-                    scaling::nights::look(nights, listed, now).await
-                }
+                Some(nights) => scaling::nights::look(nights, now).await,
                 None => Ok(Next::Done),
             },
             WorkKey::Scaling(ScalingKey::Savings) => match &self.savings {

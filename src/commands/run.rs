@@ -118,7 +118,6 @@ pub async fn run(
         hpas: hpas.clone(),
         last_seen: last_seen.clone(),
         activity: activity.clone(),
-        nights: NightSignals::new(scaling_queue.clone()),
     };
     let (kinds, later) = objects::resolve(&client, &args.kinds).await;
     await_levers(&client, &kinds, &hpas).await;
@@ -162,7 +161,12 @@ pub async fn run(
     let nights = node_feeds::start(
         args,
         &client,
-        (&settings.nights, &events, &outage, &metrics),
+        (
+            &NightSignals::new(scaling_queue.clone()),
+            &events,
+            &outage,
+            &metrics,
+        ),
         &mut feeds,
     );
     let declarations = namespace_feeds::start(
@@ -255,7 +259,8 @@ pub async fn run(
     .with_wakes(wakes)
     .with_workloads_listed(workloads_listed)
     .with_kinds(tracked.kinds())
-    .with_savings(savings.clone());
+    .with_savings(savings.clone())
+    .with_nights(nights.as_ref().map(|nights| nights.signals.clone()));
     let carrying = Carrying {
         client: clients.asked.clone(),
         namespaces: namespaces.clone(),

@@ -2,10 +2,12 @@
 //! the night began, and how many at its quietest point. Pure; the record is kept in a ConfigMap
 //! so that a restart or a new leader goes on with it.
 //!
-//! A night is the schedules' own: it begins at the first scheduled sleep after the last
-//! scheduled wake, and ends at the next scheduled wake. Both instants come from the records of
-//! the transitions on the workloads (the newest of each direction), which a restart reads back;
-//! overrides, requests and idle sleeps begin or end no night.
+//! A night is the schedules' own: it begins at the first scheduled sleep after the last night,
+//! and ends at the scheduled wake by which half of what slept in it has woken. Only the
+//! transitions the controller itself applied count ([`Applied`]), never the records on the
+//! workloads, which their owners can write: a tenant's hand-written record, or the wake of a
+//! few of its own workloads in the middle of the night, neither erases a night nor moves it.
+//! Overrides, requests and idle sleeps begin or end no night.
 
 use std::collections::BTreeMap;
 
@@ -124,6 +126,12 @@ pub struct Night {
     /// pool: each priced at its own price where OpenCost has one.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub went: BTreeMap<String, String>,
+    /// How many scheduled sleeps the controller applied in it, and how many scheduled wakes:
+    /// it ends at the wake by which half of them have woken.
+    #[serde(default)]
+    pub slept: u32,
+    #[serde(default)]
+    pub woke: u32,
 }
 
 impl Night {
@@ -148,26 +156,12 @@ impl Night {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Nights(pub Vec<Night>);
 
-/// The newest scheduled transition of each direction among the workloads' records.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Newest {
-    pub sleep: Option<DateTime<Utc>>,
-    pub wake: Option<DateTime<Utc>>,
-}
-
-impl Newest {
-    /// Takes in a record: `true` where it is newer than what was seen.
-    pub fn saw(&mut self, at: DateTime<Utc>, asleep: bool) -> bool {
-        let newest = match asleep {
-            true => &mut self.sleep,
-            false => &mut self.wake,
-        };
-        let newer = newest.is_none_or(|seen| at > seen);
-        if newer {
-            *newest = Some(at);
-        }
-        newer
-    }
+/// A scheduled sleep or wake the controller applied: its instant (the schedule's, however late
+/// it was applied), and whether it put a workload to sleep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Applied {
+    pub at: DateTime<Utc>,
+    pub asleep: bool,
 }
 
 impl Nights {
@@ -181,75 +175,84 @@ impl Nights {
         self.0.last()
     }
 
-    /// The record once `newest` and the nodes running `now` are taken in; `None` where it does
-    /// not change.
-    pub fn next(&self, newest: Newest, running: &Running, now: DateTime<Utc>) -> Option<Nights> {
-        let census = &running.census;
+    /// The record once the transitions `applied` (in the order they were) and the nodes
+    /// running `now` are taken in; `None` where it does not change.
+    pub fn settled(
+        &self,
+        applied: &[Applied],
+        running: &Running,
+        now: DateTime<Utc>,
+    ) -> Option<Nights> {
         let mut nights = self.clone();
-        let changed = match nights.0.last_mut().filter(|night| night.ended.is_none()) {
-            Some(night) => match newest.wake.filter(|wake| *wake > night.began) {
-                Some(wake) => {
-                    night.ended = Some(wake);
-                    // Those that went are known: the names of the rest need not be kept.
-                    night.nodes_before.clear();
-                    true
-                }
-                None if census.total().nodes < night.quietest.total().nodes => {
-                    night.quietest = census.clone();
-                    night.quietest_at = now;
-                    night.went = (night.nodes_before.iter())
-                        .filter(|(name, _)| !running.names.contains_key(*name))
-                        .map(|(name, pool)| (name.clone(), pool.clone()))
-                        .collect();
-                    true
-                }
-                None => false,
-            },
-            None => match newest.sleep {
-                Some(sleep) if begins(sleep, newest.wake, self.last()) => {
-                    nights.0.push(Night {
-                        began: sleep,
-                        counted_at: now,
-                        before: census.clone(),
-                        quietest_at: now,
-                        quietest: census.clone(),
-                        ended: None,
-                        nodes_before: running.names.clone(),
-                        went: BTreeMap::new(),
-                    });
-                    true
-                }
-                _ => false,
-            },
-        };
+        // The nodes before the transitions: those the night going on saw, whatever the
+        // transitions do to it.
+        nights.quieter(running, now);
+        for applied in applied {
+            nights.take(applied, running, now);
+        }
+        nights.quieter(running, now);
         let over = nights.0.len().saturating_sub(KEPT);
         nights.0.drain(..over);
         let unnamed = nights.0.len().saturating_sub(KEPT_NAMED);
         for night in &mut nights.0[..unnamed] {
             night.went.clear();
         }
-        changed.then_some(nights)
+        (nights != *self).then_some(nights)
     }
-}
 
-impl Nights {
-    /// The record once everything `newest` and the nodes say is taken in (a night ended and the
-    /// next begun, after the controller was away across both); `None` where nothing changes.
-    pub fn settled(&self, newest: Newest, running: &Running, now: DateTime<Utc>) -> Option<Nights> {
-        let mut settled = self.next(newest, running, now)?;
-        // Each step ends or begins a night, or lowers its quietest count: a few at most.
-        while let Some(next) = settled.next(newest, running, now) {
-            settled = next;
+    /// Takes in one transition applied: a sleep begins a night where none goes on (and the
+    /// last has ended before it), and counts in the night going on; a wake counts in it, and
+    /// ends it once half of what slept in it has woken.
+    fn take(&mut self, applied: &Applied, running: &Running, now: DateTime<Utc>) {
+        let last_ended = self.last().map(|last| last.ended.unwrap_or(last.began));
+        let Some(night) = self.0.last_mut().filter(|night| night.ended.is_none()) else {
+            if applied.asleep && last_ended.is_none_or(|ended| applied.at > ended) {
+                self.0.push(Night {
+                    began: applied.at,
+                    counted_at: now,
+                    before: running.census.clone(),
+                    quietest_at: now,
+                    quietest: running.census.clone(),
+                    ended: None,
+                    nodes_before: running.names.clone(),
+                    went: BTreeMap::new(),
+                    slept: 1,
+                    woke: 0,
+                });
+            }
+            return;
+        };
+        if applied.asleep {
+            night.slept = night.slept.saturating_add(1);
+            return;
         }
-        Some(settled)
+        if applied.at < night.began {
+            return;
+        }
+        night.woke = night.woke.saturating_add(1);
+        if u64::from(night.woke) * 2 < u64::from(night.slept) {
+            return;
+        }
+        night.ended = Some(applied.at);
+        // Those that went are known: the names of the rest need not be kept.
+        night.nodes_before.clear();
     }
-}
 
-/// Whether a scheduled sleep at `sleep` begins a night: it is newer than the newest wake and
-/// than the last night recorded.
-fn begins(sleep: DateTime<Utc>, wake: Option<DateTime<Utc>>, last: Option<&Night>) -> bool {
-    wake.is_none_or(|wake| sleep > wake)
-        && last.is_none_or(|last| sleep > last.ended.unwrap_or(last.began))
+    /// The night going on at its quietest point, where fewer nodes run now than ever in it.
+    fn quieter(&mut self, running: &Running, now: DateTime<Utc>) {
+        let Some(night) = self.0.last_mut().filter(|night| night.ended.is_none()) else {
+            return;
+        };
+        if running.census.total().nodes >= night.quietest.total().nodes {
+            return;
+        }
+        night.quietest = running.census.clone();
+        night.quietest_at = now;
+        night.went = (night.nodes_before.iter())
+            .filter(|(name, _)| !running.names.contains_key(*name))
+            .map(|(name, pool)| (name.clone(), pool.clone()))
+            .collect();
+    }
 }
 
 #[cfg(test)]

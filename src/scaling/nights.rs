@@ -1,5 +1,6 @@
-//! The nodes around each night, recorded by the controller: the trackers tell the newest
-//! scheduled transition of each direction they see recorded ([`NightSignals`]), the watch of
+//! The nodes around each night, recorded by the controller: the scheduled transitions it
+//! applies are told as they are made ([`NightSignals`]; never the records on the workloads,
+//! which their owners can write), the watch of
 //! Nodes keeps the census, and one look ([`look`]) observes both and the record kept, plans with
 //! [`Nights::settled`](crate::nodes::nights::Nights::settled), and writes the record to the
 //! ConfigMap [`RECORD`] of the controller's namespace, where `status` reads it and a restart or a
@@ -22,7 +23,7 @@ use crate::{
     error::Error,
     nodes::{
         census::NodeCensus,
-        nights::{Newest, Nights},
+        nights::{Applied, Nights},
     },
     ops::metrics::Metrics,
     runtime::{worker::Next, workqueue::Enqueue, writes::Writes},
@@ -30,47 +31,44 @@ use crate::{
         kept::{Guard, Kept, fits},
         key::ScalingKey,
     },
-    schedule::{Direction, Transition},
 };
 
 /// The ConfigMap of the controller's namespace the nights are recorded in, and its key.
 pub const RECORD: &str = "cronscaler-nights";
 pub const RECORD_KEY: &str = "nights.json";
 
-/// How soon a look waits while the workloads or the Nodes are still being listed: before that,
-/// the newest records and the census are not all known.
+/// How soon a look waits while the Nodes are still being listed: before that, the census is
+/// not known.
 const LISTING_WAIT: Duration = Duration::from_secs(1);
 
-/// What the trackers tell of the records they see.
+/// The most transitions kept for the next look: a look that cannot write the record for long
+/// leaves the newest out, not the memory.
+const MOST_PENDING: usize = 100_000;
+
+/// The scheduled transitions the controller applied, for the next look at the nights.
 #[derive(Clone)]
 pub struct NightSignals {
-    newest: Arc<Mutex<Newest>>,
+    applied: Arc<Mutex<Vec<Applied>>>,
     queue: Enqueue<ScalingKey>,
 }
 
 impl NightSignals {
     pub fn new(queue: Enqueue<ScalingKey>) -> Self {
         Self {
-            newest: Arc::default(),
+            applied: Arc::default(),
             queue,
         }
     }
 
-    /// A workload's recorded transition, if any, seen at `now`: a scheduled one newer than those
-    /// seen has the nights looked at. Overrides begin or end no night, and a record dated in the
-    /// future (which only a hand can write) is not believed: it would hold the newest for good.
-    pub fn saw(&self, recorded: Option<Transition>, now: DateTime<Utc>) {
-        let Some(transition) = recorded.filter(|transition| {
-            transition.until.is_none() && transition.at <= now + chrono::TimeDelta::minutes(1)
-        }) else {
+    /// A scheduled transition the controller has just made (its patch answered): the nights are
+    /// looked at.
+    pub fn applied(&self, transition: Applied) {
+        let mut applied = self.applied.lock().unwrap_or_else(PoisonError::into_inner);
+        if applied.len() >= MOST_PENDING {
             return;
-        };
-        let asleep = transition.direction == Direction::Down;
-        let newer =
-            (self.newest.lock().unwrap_or_else(PoisonError::into_inner)).saw(transition.at, asleep);
-        if newer {
-            self.queue.add(ScalingKey::Nights);
         }
+        applied.push(transition);
+        self.queue.add(ScalingKey::Nights);
     }
 
     /// The queue the nights are looked at through.
@@ -78,8 +76,19 @@ impl NightSignals {
         self.queue.clone()
     }
 
-    fn newest(&self) -> Newest {
-        *self.newest.lock().unwrap_or_else(PoisonError::into_inner)
+    /// The transitions applied and not yet taken in, in the order they were.
+    fn pending(&self) -> Vec<Applied> {
+        self.applied
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The first `count` of those pending are in the record.
+    fn taken(&self, count: usize) {
+        let mut applied = self.applied.lock().unwrap_or_else(PoisonError::into_inner);
+        let count = count.min(applied.len());
+        applied.drain(..count);
     }
 }
 
@@ -98,13 +107,10 @@ pub struct NightsContext {
     pub metrics: Metrics,
 }
 
-/// Brings the record of the nights in line with the newest records and the nodes at `now`.
-pub async fn look(
-    ctx: &NightsContext,
-    workloads_listed: bool,
-    now: DateTime<Utc>,
-) -> Result<Next, Error> {
-    if !workloads_listed || !ctx.nodes_listed.load(Ordering::Acquire) {
+/// Brings the record of the nights in line with the transitions applied since the last look and
+/// the nodes at `now`.
+pub async fn look(ctx: &NightsContext, now: DateTime<Utc>) -> Result<Next, Error> {
+    if !ctx.nodes_listed.load(Ordering::Acquire) {
         return Ok(Next::After(LISTING_WAIT));
     }
     let kept = read(ctx).await?;
@@ -113,7 +119,8 @@ pub async fn look(
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .running();
-    let recorded = match kept.settled(ctx.signals.newest(), &running, now) {
+    let applied = ctx.signals.pending();
+    let recorded = match kept.settled(&applied, &running, now) {
         Some(next) => {
             let next = fitting(next);
             write(ctx, &next).await?;
@@ -121,6 +128,7 @@ pub async fn look(
         }
         None => kept,
     };
+    ctx.signals.taken(applied.len());
     match recorded.last() {
         Some(night) => ctx.metrics.night_nodes(night.pools()),
         // The record was deleted, or started again: no night to show.
@@ -197,15 +205,15 @@ mod tests {
     #[tokio::test]
     async fn a_look_reads_the_record_kept_and_writes_only_what_changed() {
         let night = at("2026-11-23T20:00:00Z");
-        let newest = Newest {
-            sleep: Some(night),
-            wake: None,
+        let slept = Applied {
+            at: night,
+            asleep: true,
         };
         let mut nodes = NodeCensus::default();
         nodes.apply(&node("a"));
         // What the first look writes, and the second reads back.
         let recorded = Nights::default()
-            .next(newest, &nodes.running(), at("2026-11-23T20:00:05Z"))
+            .settled(&[slept], &nodes.running(), at("2026-11-23T20:00:05Z"))
             .unwrap();
         let text = serde_json::to_string(&recorded).unwrap();
         let (client, server) = mock_client();
@@ -242,19 +250,17 @@ mod tests {
             writes: Writes::new(Events::new(client, None), false),
             metrics: metrics.clone(),
         };
+        ctx.nodes_listed.store(false, Ordering::Release);
         assert_eq!(
-            look(&ctx, false, at("2026-11-23T20:00:05Z")).await.unwrap(),
+            look(&ctx, at("2026-11-23T20:00:05Z")).await.unwrap(),
             Next::After(LISTING_WAIT),
-            "the workloads not all listed: nothing read yet"
+            "the Nodes not all listed: nothing read yet"
         );
-        // A record a hand dated in the future is not believed.
-        let future = Transition::scheduled(at("2099-01-01T00:00:00Z"), Direction::Up);
-        ctx.signals.saw(Some(future), night);
-        ctx.signals
-            .saw(Some(Transition::scheduled(night, Direction::Down)), night);
-        assert_eq!(ctx.signals.newest(), newest);
-        look(&ctx, true, at("2026-11-23T20:00:05Z")).await.unwrap();
-        look(&ctx, true, at("2026-11-23T21:00:00Z")).await.unwrap();
+        ctx.nodes_listed.store(true, Ordering::Release);
+        ctx.signals.applied(slept);
+        look(&ctx, at("2026-11-23T20:00:05Z")).await.unwrap();
+        assert!(ctx.signals.pending().is_empty(), "taken in once");
+        look(&ctx, at("2026-11-23T21:00:00Z")).await.unwrap();
         // The metrics show the night recorded, as written and as read back.
         let text = crate::ops::metrics::render(&registry);
         assert!(
@@ -271,12 +277,12 @@ mod tests {
         for i in 0..20_000 {
             nodes.apply(&node(&format!("ip-10-0-{i}.eu-west-1.compute.internal")));
         }
-        let newest = Newest {
-            sleep: Some(at("2026-11-23T20:00:00Z")),
-            wake: None,
+        let slept = Applied {
+            at: at("2026-11-23T20:00:00Z"),
+            asleep: true,
         };
         let nights = Nights::default()
-            .next(newest, &nodes.running(), at("2026-11-23T20:00:05Z"))
+            .settled(&[slept], &nodes.running(), at("2026-11-23T20:00:05Z"))
             .unwrap();
         assert!(!fits(&nights), "20,000 names do not fit");
         let fitted = fitting(nights.clone());

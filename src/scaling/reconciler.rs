@@ -31,6 +31,7 @@ use crate::{
         gitops::{self, Owner, owners::Owners},
         hpa::HpaIndex,
         key::ScalingKey,
+        nights::NightSignals,
         savings::Savings,
         timer::Timer,
         transitions::Transitions,
@@ -83,6 +84,8 @@ pub struct ScalingContext {
     pub gitops: GitOpsOwners,
     /// Where each wake's saving waits to be filed in the ledger; none where nothing files it.
     pub savings: Option<Savings>,
+    /// Where the scheduled sleeps and wakes made are told, for the record of the nights.
+    pub nights: Option<NightSignals>,
 }
 
 /// The GitOps owners watched, the mode where nothing chooses one (`--gitops`), and the queue a
@@ -122,6 +125,7 @@ impl ScalingContext {
             kinds: KindsInUse::new(TargetKind::defaults()),
             gitops: GitOpsOwners::default(),
             savings: None,
+            nights: None,
         }
     }
 
@@ -131,6 +135,12 @@ impl ScalingContext {
             savings: Some(savings),
             ..self
         }
+    }
+
+    /// Tells `nights` each scheduled sleep and wake made; `None` in a namespaced install, which
+    /// records no nights.
+    pub fn with_nights(self, nights: Option<NightSignals>) -> Self {
+        Self { nights, ..self }
     }
 
     /// Finds workloads' GitOps owners in `owners`, sleeps them beside their tool as `default`

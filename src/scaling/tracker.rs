@@ -24,7 +24,6 @@ use crate::{
         hpa::{self, HpaIndex},
         idle::Activity,
         key::ScalingKey,
-        nights::NightSignals,
         reconciler::DEFAULT_MAX_OVERRIDE,
         timer::Timer,
         transitions::order,
@@ -79,8 +78,6 @@ pub struct Tracker {
     prune_at: usize,
     /// Told of each deploy seen (a tracked workload's spec changed), for sleep when idle.
     activity: Option<Activity>,
-    /// Told of each transition recorded, for the nodes around each night.
-    nights: Option<NightSignals>,
 }
 
 const MIN_PRUNE_AT: usize = 64;
@@ -138,7 +135,6 @@ impl Tracker {
             schedules: HashMap::new(),
             prune_at: MIN_PRUNE_AT,
             activity: None,
-            nights: None,
         }
     }
 
@@ -245,13 +241,6 @@ impl Tracker {
     pub fn with_activity(self, activity: Activity) -> Self {
         Self {
             activity: Some(activity),
-            ..self
-        }
-    }
-
-    pub fn with_nights(self, nights: NightSignals) -> Self {
-        Self {
-            nights: Some(nights),
             ..self
         }
     }
@@ -442,9 +431,6 @@ impl Tracker {
             (None, false) => asleep::share(self.kind, &ours),
         };
         self.asleep.set(self.kind, &key, share);
-        if let Some(nights) = &self.nights {
-            nights.saw(asleep::recorded_transition(&ours), now);
-        }
         // Writes through /scale (`kubectl scale`, an HPA) leave no time in managedFields: a
         // writer that appears while we watch may have changed the replicas just now.
         let new_timeless_writer = previous.is_some_and(|tracked| tracked.writers != writers)

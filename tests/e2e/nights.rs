@@ -134,6 +134,23 @@ async fn the_nodes_before_a_night_and_at_its_quietest_point_are_recorded_and_tol
         "{began}"
     );
 
+    // A tenant writes on its own Deployment the record of a wake just made, as anyone who may
+    // edit it can: what the controller did not do ends no night.
+    create_deployment(&scenario.client, &scenario.namespace, "intruder", 1).await;
+    let forged = format!("{} up", chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ"));
+    let record_of_a_wake = json!({ "metadata": { "annotations": {
+        "cronscaler.dev/scale-down": "0 20 * * *",
+        "cronscaler.dev/scale-up": "0 7 * * *",
+        "cronscaler.dev/last-transition": forged,
+    } } });
+    deployments
+        .patch(
+            "intruder",
+            &PatchParams::default(),
+            &Patch::Merge(&record_of_a_wake),
+        )
+        .await
+        .expect("the tenant's record");
     // The autoscaler takes away two emptied nodes, one of each pool.
     for name in ["node-c", "node-g"] {
         nodes
@@ -143,12 +160,13 @@ async fn the_nodes_before_a_night_and_at_its_quietest_point_are_recorded_and_tol
     }
     let went = "2 of 4 nodes went (general 1, gpu 1), offering 8.00 CPU, 32.00 GiB, 1.00 GPU";
     // The table's prices: 8 × 0.031 + 32 × 0.0042 + 2.48.
-    eventually("the quietest point recorded", RECORDED_WITHIN, || async {
+    let quietest = eventually("the quietest point recorded", RECORDED_WITHIN, || async {
         let said = status(&scenario, &[PRICES]);
         said.contains(&format!("{went}: $2.86 an hour"))
-            .then_some(())
+            .then_some(said)
     })
     .await;
+    assert!(quietest.contains("still going"), "{quietest}");
     // Neither prices nor OpenCost: what the nodes offered and web withholds, in no money, and
     // how to give prices.
     let unpriced = status(&scenario, &[]);

@@ -13,8 +13,8 @@ use crate::{
     ops::metrics::Metrics,
     runtime::workqueue::Enqueue,
     scaling::{
-        asleep::AsleepGauges, hpa::HpaIndex, idle::Activity, key::ScalingKey, nights::NightSignals,
-        timer::Timer, tracker::Tracker,
+        asleep::AsleepGauges, hpa::HpaIndex, idle::Activity, key::ScalingKey, timer::Timer,
+        tracker::Tracker,
     },
     workloads::{
         kinds::KindSpec,
@@ -37,7 +37,6 @@ pub struct TrackerSettings {
     pub hpas: HpaIndex,
     pub last_seen: LastSeen,
     pub activity: Activity,
-    pub nights: NightSignals,
 }
 
 impl TrackerSettings {
@@ -63,8 +62,7 @@ impl TrackerSettings {
                 .with_max_override(self.max_override)
                 .with_warm_up(self.warm_up)
                 .with_asleep(asleep)
-                .with_activity(self.activity.clone())
-                .with_nights(self.nights.clone()),
+                .with_activity(self.activity.clone()),
         ))
     }
 }

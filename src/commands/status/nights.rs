@@ -266,6 +266,8 @@ mod tests {
                 went: (["d4", "d5", "d6", "d7", "g1", "g2", "g3"].into_iter())
                     .map(|name| (name.to_string(), name[..1].to_string()))
                     .collect(),
+                slept: 12,
+                woke: 0,
             },
         }
     }

@@ -29,71 +29,95 @@ fn running(pools: &[(&str, u32)]) -> Running {
     }
 }
 
-fn newest(sleep: Option<&str>, wake: Option<&str>) -> Newest {
-    Newest {
-        sleep: sleep.map(at),
-        wake: wake.map(at),
-    }
+/// `count` scheduled transitions of one direction applied, due at `when`.
+fn applied(count: usize, when: &str, asleep: bool) -> Vec<Applied> {
+    vec![
+        Applied {
+            at: at(when),
+            asleep,
+        };
+        count
+    ]
+}
+
+fn sleeps(count: usize, when: &str) -> Vec<Applied> {
+    applied(count, when, true)
+}
+
+fn wakes(count: usize, when: &str) -> Vec<Applied> {
+    applied(count, when, false)
+}
+
+/// A night of ten workloads asleep at 20:00 on the nodes of `pools`.
+fn evening(pools: &[(&str, u32)]) -> Nights {
+    Nights::default()
+        .settled(
+            &sleeps(10, "2026-11-23T20:00:00Z"),
+            &running(pools),
+            at("2026-11-23T20:00:02Z"),
+        )
+        .unwrap()
 }
 
 #[test]
-fn a_night_begins_at_the_first_sleep_after_the_last_wake_with_the_nodes_then_running() {
+fn a_night_begins_at_the_first_sleep_applied_with_the_nodes_then_running() {
     let before = running(&[("default", 8), ("gpu", 4)]);
-    let nights = Nights::default()
-        .next(
-            newest(Some("2026-11-23T20:00:00Z"), Some("2026-11-23T07:00:00Z")),
-            &before,
-            at("2026-11-23T20:00:02Z"),
-        )
-        .unwrap();
+    let nights = evening(&[("default", 8), ("gpu", 4)]);
     let night = nights.tonight().unwrap();
     assert_eq!(night.began, at("2026-11-23T20:00:00Z"));
     assert_eq!(night.counted_at, at("2026-11-23T20:00:02Z"));
     assert_eq!(night.before, before.census);
     assert_eq!(night.quietest, before.census);
     assert_eq!(night.nodes_before.len(), 12, "each node by name");
+    assert_eq!((night.slept, night.woke), (10, 0));
 }
 
 #[test]
-fn by_day_no_night_begins() {
-    // The newest sleep is older than the newest wake: last night's, already over.
-    let nothing = Nights::default().next(
-        newest(Some("2026-11-22T20:00:00Z"), Some("2026-11-23T07:00:00Z")),
-        &running(&[("default", 8)]),
+fn by_day_without_a_sleep_applied_no_night_begins() {
+    let by_day = running(&[("default", 8)]);
+    let nothing = Nights::default().settled(&[], &by_day, at("2026-11-23T12:00:00Z"));
+    assert_eq!(nothing, None);
+    let woken = Nights::default().settled(
+        &wakes(3, "2026-11-23T07:00:00Z"),
+        &by_day,
         at("2026-11-23T12:00:00Z"),
     );
-    assert_eq!(nothing, None);
+    assert_eq!(woken, None, "a wake alone begins nothing");
 }
 
 #[test]
-fn the_quietest_point_is_the_fewest_nodes_and_the_night_ends_at_the_next_wake() {
-    let began = newest(Some("2026-11-23T20:00:00Z"), Some("2026-11-23T07:00:00Z"));
-    let nights = Nights::default()
-        .next(
-            began,
-            &running(&[("default", 8), ("gpu", 4)]),
-            at("2026-11-23T20:00:00Z"),
-        )
-        .unwrap();
+fn the_quietest_point_is_the_fewest_nodes_and_the_night_ends_when_half_has_woken() {
+    let nights = evening(&[("default", 8), ("gpu", 4)]);
     let fewer = running(&[("default", 4), ("gpu", 1)]);
     let nights = nights
-        .next(began, &fewer, at("2026-11-23T20:40:00Z"))
+        .settled(&[], &fewer, at("2026-11-23T20:40:00Z"))
         .unwrap();
     // More nodes again (a job at night) change nothing, nor do as many.
+    let more = running(&[("default", 6), ("gpu", 1)]);
+    assert_eq!(nights.settled(&[], &more, at("2026-11-23T23:00:00Z")), None);
     assert_eq!(
-        nights.next(
-            began,
-            &running(&[("default", 6), ("gpu", 1)]),
-            at("2026-11-23T23:00:00Z")
-        ),
+        nights.settled(&[], &fewer, at("2026-11-24T01:00:00Z")),
         None
     );
-    assert_eq!(nights.next(began, &fewer, at("2026-11-24T01:00:00Z")), None);
-    let woke = newest(Some("2026-11-23T20:00:00Z"), Some("2026-11-24T07:00:00Z"));
+    // Four of ten woken: the night goes on; the fifth ends it.
+    let morning = running(&[("default", 8), ("gpu", 4)]);
     let nights = nights
-        .next(
-            woke,
-            &running(&[("default", 8), ("gpu", 4)]),
+        .settled(
+            &wakes(4, "2026-11-24T06:30:00Z"),
+            &morning,
+            at("2026-11-24T06:30:01Z"),
+        )
+        .unwrap();
+    assert!(nights.tonight().is_some());
+    assert_eq!(
+        nights.tonight().unwrap().quietest,
+        fewer.census,
+        "the day's nodes are not the night's"
+    );
+    let nights = nights
+        .settled(
+            &wakes(6, "2026-11-24T07:00:00Z"),
+            &morning,
             at("2026-11-24T07:00:01Z"),
         )
         .unwrap();
@@ -124,51 +148,78 @@ fn the_quietest_point_is_the_fewest_nodes_and_the_night_ends_at_the_next_wake() 
 }
 
 #[test]
-fn a_restart_goes_on_with_the_night_and_begins_none_twice() {
-    let began = newest(Some("2026-11-23T20:00:00Z"), Some("2026-11-23T07:00:00Z"));
-    let nights = Nights::default()
-        .next(
-            began,
-            &running(&[("default", 8)]),
-            at("2026-11-23T20:00:00Z"),
+fn a_tenants_own_minute_awake_at_night_neither_ends_the_night_nor_begins_another() {
+    let nights = evening(&[("default", 8)])
+        .settled(&[], &running(&[("default", 3)]), at("2026-11-23T22:00:00Z"))
+        .unwrap();
+    // One of its workloads woken at 02:00 and put to sleep again at 02:01, by its own schedule.
+    let mut minute = wakes(1, "2026-11-24T02:00:00Z");
+    minute.extend(sleeps(1, "2026-11-24T02:01:00Z"));
+    let nights = nights
+        .settled(
+            &minute,
+            &running(&[("default", 3)]),
+            at("2026-11-24T02:01:00Z"),
         )
         .unwrap();
+    assert_eq!(nights.0.len(), 1);
+    let night = nights.tonight().unwrap();
+    assert_eq!(night.began, at("2026-11-23T20:00:00Z"));
+    assert_eq!((night.slept, night.woke), (11, 1));
+    assert_eq!(night.before.total().nodes, 8);
+    assert_eq!(night.quietest.total().nodes, 3);
+}
+
+#[test]
+fn a_restart_goes_on_with_the_night_and_begins_none_twice() {
+    let nights = evening(&[("default", 8)]);
     let stored: Nights = serde_json::from_str(&serde_json::to_string(&nights).unwrap()).unwrap();
     assert_eq!(stored, nights);
     assert_eq!(
-        stored.next(
-            began,
-            &running(&[("default", 8)]),
-            at("2026-11-23T22:00:00Z")
-        ),
+        stored.settled(&[], &running(&[("default", 8)]), at("2026-11-23T22:00:00Z")),
         None
     );
-    // After the wake, the same records begin no second night.
-    let woke = newest(Some("2026-11-23T20:00:00Z"), Some("2026-11-24T07:00:00Z"));
     let ended = stored
-        .next(
-            woke,
+        .settled(
+            &wakes(10, "2026-11-24T07:00:00Z"),
             &running(&[("default", 8)]),
             at("2026-11-24T07:00:00Z"),
         )
         .unwrap();
+    // A sleep due before the night ended, applied late, begins no second night.
+    let late = sleeps(1, "2026-11-23T20:00:00Z");
     assert_eq!(
-        ended.next(
-            woke,
+        ended.settled(
+            &late,
             &running(&[("default", 8)]),
             at("2026-11-24T09:00:00Z")
         ),
         None
     );
     assert_eq!(ended.0.len(), 1);
+    // A record written before the counts were kept ends at its first wake.
+    let mut older = nights.clone();
+    older.0[0].slept = 0;
+    let text = serde_json::to_string(&older)
+        .unwrap()
+        .replace(",\"slept\":0,\"woke\":0", "");
+    let older: Nights = serde_json::from_str(&text).unwrap();
+    let ended = older
+        .settled(
+            &wakes(1, "2026-11-24T07:00:00Z"),
+            &running(&[("default", 8)]),
+            at("2026-11-24T07:00:00Z"),
+        )
+        .unwrap();
+    assert_eq!(ended.tonight(), None);
 }
 
 #[test]
 fn a_controller_started_at_night_counts_from_its_start_and_says_so() {
-    // Friday's sleep, Saturday's start: the weekend is one night, counted from Saturday noon.
+    // Friday's sleep applied on Saturday's start: the weekend is one night, counted from noon.
     let nights = Nights::default()
-        .next(
-            newest(Some("2026-11-27T20:00:00Z"), Some("2026-11-27T07:00:00Z")),
+        .settled(
+            &sleeps(4, "2026-11-27T20:00:00Z"),
             &running(&[("default", 5)]),
             at("2026-11-28T12:00:00Z"),
         )
@@ -182,27 +233,20 @@ fn a_controller_started_at_night_counts_from_its_start_and_says_so() {
 fn two_weeks_of_nights_are_kept() {
     let mut nights = Nights::default();
     let start = at("2026-11-01T20:00:00Z");
+    let one = |when: DateTime<Utc>, asleep| [Applied { at: when, asleep }];
     for day in 0..20 {
         let sleep = start + chrono::TimeDelta::days(day);
         let wake = sleep + chrono::TimeDelta::hours(11);
-        let asleep = Newest {
-            sleep: Some(sleep),
-            wake: Some(sleep - chrono::TimeDelta::hours(13)),
-        };
         nights = nights
-            .next(asleep, &running(&[("default", 3)]), sleep)
+            .settled(&one(sleep, true), &running(&[("default", 3)]), sleep)
             .unwrap();
         // One node goes each night.
         let quiet = sleep + chrono::TimeDelta::hours(1);
         nights = nights
-            .next(asleep, &running(&[("default", 2)]), quiet)
+            .settled(&[], &running(&[("default", 2)]), quiet)
             .unwrap();
-        let awake = Newest {
-            sleep: Some(sleep),
-            wake: Some(wake),
-        };
         nights = nights
-            .next(awake, &running(&[("default", 3)]), wake)
+            .settled(&one(wake, false), &running(&[("default", 3)]), wake)
             .unwrap();
     }
     assert_eq!(nights.0.len(), KEPT);
@@ -218,28 +262,13 @@ fn two_weeks_of_nights_are_kept() {
 }
 
 #[test]
-fn only_newer_records_move_the_newest() {
-    let mut newest = Newest::default();
-    assert!(newest.saw(at("2026-11-23T20:00:00Z"), true));
-    assert!(!newest.saw(at("2026-11-22T20:00:00Z"), true));
-    assert!(newest.saw(at("2026-11-23T07:00:00Z"), false));
-    assert_eq!(newest.sleep, Some(at("2026-11-23T20:00:00Z")));
-}
-
-#[test]
 fn a_controller_away_across_a_wake_and_the_next_sleep_ends_one_night_and_begins_the_next_at_once() {
-    let first = newest(Some("2026-11-23T20:00:00Z"), Some("2026-11-23T07:00:00Z"));
-    let nights = Nights::default()
-        .next(
-            first,
-            &running(&[("default", 8)]),
-            at("2026-11-23T20:00:00Z"),
-        )
-        .unwrap();
-    let back = newest(Some("2026-11-24T20:00:00Z"), Some("2026-11-24T07:00:00Z"));
+    let nights = evening(&[("default", 8)]);
+    let mut back = wakes(10, "2026-11-24T07:00:00Z");
+    back.extend(sleeps(10, "2026-11-24T20:00:00Z"));
     let nights = nights
         .settled(
-            back,
+            &back,
             &running(&[("default", 7)]),
             at("2026-11-24T21:00:00Z"),
         )
@@ -251,30 +280,15 @@ fn a_controller_away_across_a_wake_and_the_next_sleep_ends_one_night_and_begins_
         Some(at("2026-11-24T20:00:00Z"))
     );
     assert_eq!(
-        nights.settled(
-            back,
-            &running(&[("default", 7)]),
-            at("2026-11-24T21:00:00Z")
-        ),
+        nights.settled(&[], &running(&[("default", 7)]), at("2026-11-24T21:00:00Z")),
         None
     );
 }
 
 #[test]
 fn each_pool_says_its_nodes_before_and_at_the_quietest_point_a_pool_that_went_whole_at_none() {
-    let began = newest(Some("2026-11-23T20:00:00Z"), None);
-    let nights = Nights::default()
-        .next(
-            began,
-            &running(&[("default", 8), ("gpu", 2)]),
-            at("2026-11-23T20:00:00Z"),
-        )
-        .unwrap()
-        .next(
-            began,
-            &running(&[("default", 3)]),
-            at("2026-11-23T21:00:00Z"),
-        )
+    let nights = evening(&[("default", 8), ("gpu", 2)])
+        .settled(&[], &running(&[("default", 3)]), at("2026-11-23T21:00:00Z"))
         .unwrap();
     let pools: Vec<(String, u32, u32)> = nights.last().unwrap().pools().collect();
     assert_eq!(

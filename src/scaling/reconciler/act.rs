@@ -131,6 +131,9 @@ async fn write(
                 if let (Some(savings), Some(slept)) = (&ctx.savings, &patch.slept) {
                     savings.ended(target, slept, &answered);
                 }
+                if let (Some(nights), Some(night)) = (&ctx.nights, patch.night) {
+                    nights.applied(night);
+                }
             }
             // Deleted since the read: nothing left to change.
             Err(error) if is_status(&error, 404) => return Ok(()),

@@ -7,6 +7,7 @@ use std::time::Duration;
 use chrono::{DateTime, TimeDelta, Utc};
 
 use crate::{
+    nodes::nights::Applied,
     ops::metrics::ScaleDirection,
     runtime::events::Note,
     scaling::{
@@ -90,6 +91,9 @@ pub struct TargetPatch {
     pub counted: Option<(ScaleDirection, Duration)>,
     /// The sleep a wake ends, recorded with it (`slept`), filed once the patch is made.
     pub slept: Option<Slept>,
+    /// The scheduled sleep or wake it applies, which the record of the nights takes in once
+    /// the patch is made (an override, or its end, begins or ends no night).
+    pub night: Option<Applied>,
 }
 
 /// A write of the lever a workload sleeps through: its sleep annotation, guarded by the
@@ -166,6 +170,7 @@ fn warned_in_patch(observed: &Observed, mut plan: Plan) -> Plan {
         doing: "record a warning on",
         counted: None,
         slept: None,
+        night: None,
     });
     (patch.body.labels).insert(schedule::WARNED.into(), Some(warning.cause.clone()));
     plan
@@ -558,11 +563,16 @@ fn apply(observed: &Observed, change: &ScaleChange, mut plan: Plan, now: DateTim
     if let Some(slept) = slept {
         (body.annotations).insert(schedule::SLEPT.into(), Some(slept.to_string()));
     }
+    let night = (change.scheduled()).map(|transition| Applied {
+        at: transition.at,
+        asleep: transition.direction == Direction::Down,
+    });
     plan.patch = Some(TargetPatch {
         body,
         doing: "scale",
         counted: Some((direction, late)),
         slept,
+        night,
     });
     plan.release_direction = (!releases.is_empty()).then_some(direction);
     plan.releases = releases;
@@ -607,6 +617,7 @@ fn between_transitions(observed: &Observed) -> Plan {
             doing: "remove an ended override from",
             counted: None,
             slept: None,
+            night: None,
         }),
         warning: revert
             .and_then(|(note, cause)| warning(observed, SCALE_REVERTED, note.into(), cause)),

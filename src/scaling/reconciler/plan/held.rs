@@ -110,6 +110,7 @@ fn give_back(observed: &Observed, plan: &mut Plan, key: &str, ours: bool) {
                 doing: "give back the count its lever holds",
                 counted: None,
                 slept: None,
+                night: None,
             });
         }
     }

@@ -720,3 +720,47 @@ pub(super) fn assert_records_only_its_warning(plan: &Plan, what: &str) {
 
 mod gitops;
 mod looks;
+
+#[test]
+fn the_scheduled_sleeps_and_wakes_made_are_told_to_the_nights_and_an_override_is_not() {
+    let night = |annotations: &[(&str, &str)], replicas, now| {
+        let plan = plan(
+            &observed(
+                TargetKind::Deployment,
+                &deployment(replicas, annotations),
+                now,
+            ),
+            &SETTINGS,
+            now,
+        );
+        plan.patch.and_then(|patch| patch.night)
+    };
+    let asleep = |at, asleep| Some(Applied { at, asleep });
+    assert_eq!(
+        night(&NIGHTLY, 3, at(23, 20, 0, 2)),
+        asleep(at(23, 20, 0, 0), true)
+    );
+    assert_eq!(
+        night(&ASLEEP, 0, at(24, 7, 0, 0)),
+        asleep(at(24, 7, 0, 0), false)
+    );
+    // Woken by a person's override at midnight: the night goes on.
+    let woken = [
+        ASLEEP[0],
+        ASLEEP[1],
+        ASLEEP[2],
+        ASLEEP[3],
+        (AWAKE_UNTIL, "2026-11-24T02:00:00Z"),
+    ];
+    let plan = plan(
+        &observed(
+            TargetKind::Deployment,
+            &deployment(0, &woken),
+            at(24, 0, 0, 0),
+        ),
+        &SETTINGS,
+        at(24, 0, 0, 0),
+    );
+    assert_eq!(patch_body(&plan)["spec"]["replicas"], json!(3));
+    assert_eq!(plan.patch.and_then(|patch| patch.night), None);
+}
