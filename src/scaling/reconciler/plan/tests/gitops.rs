@@ -2,6 +2,7 @@
 //! the owner's own status confirms.
 
 use super::*;
+use crate::schedule::GitOpsMode;
 
 /// `web` deployed by Argo CD's `shop`, self-healing and not paused, under `mode`.
 fn argo_cd_self_healing(web: Observed, mode: GitOpsMode) -> Observed {
