@@ -2,7 +2,7 @@
 //! them and the PodDisruptionBudgets when asked (paged lists, as `kubectl get` reads them), and
 //! keeps of each Pod only what the answer needs, so that 30,000 Pods fit in little memory.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use k8s_openapi::api::{
     core::v1::{Node, Pod, PodSpec, PodStatus, Volume},
@@ -21,8 +21,11 @@ use crate::{
     runtime::paging::all_pages,
 };
 
-/// Pods that finished keep no node: they are not even listed.
-const RUNNING: &str = "status.phase!=Succeeded,status.phase!=Failed";
+/// Pods that finished keep no node, nor do those not bound to one: they are not even listed.
+const ON_A_NODE: &str = "status.phase!=Succeeded,status.phase!=Failed,spec.nodeName!=";
+
+/// The label that names a Deployment's Pods after their ReplicaSet's hash.
+const TEMPLATE_HASH: &str = "pod-template-hash";
 
 /// What was read of the cluster, and how many requests it took.
 pub struct Read {
@@ -31,27 +34,47 @@ pub struct Read {
     pub budgets: Vec<PodDisruptionBudget>,
 }
 
-/// Lists the Nodes, the Pods not finished and the PodDisruptionBudgets of the cluster.
+/// Lists the Nodes, the PodDisruptionBudgets and the Pods on a node and not finished of the
+/// cluster.
 pub async fn read(client: &Client) -> Result<Read, kube::Error> {
     let nodes: Api<Node> = Api::all(client.clone());
     let pods: Api<Pod> = Api::all(client.clone());
     let budgets: Api<PodDisruptionBudget> = Api::all(client.clone());
     let (nodes, pods, budgets) = (&nodes, &pods, &budgets);
-    Ok(Read {
-        nodes: all_pages(500, |params| async move {
-            let mut page = nodes.list(&params).await?;
-            page.items = page.items.into_iter().map(slim_node).collect();
-            Ok(page)
-        })
-        .await?,
-        pods: all_pages(500, |params| async move {
-            let mut page = pods.list(&params.fields(RUNNING)).await?;
-            page.items = page.items.into_iter().map(slim).collect();
-            Ok(page)
-        })
-        .await?,
-        budgets: all_pages(500, |params| async move { budgets.list(&params).await }).await?,
+    let nodes = all_pages(500, |params| async move {
+        let mut page = nodes.list(&params).await?;
+        page.items = page.items.into_iter().map(slim_node).collect();
+        Ok(page)
     })
+    .await?;
+    let budgets = all_pages(500, |params| async move { budgets.list(&params).await }).await?;
+    let selected = &selected_by(&budgets);
+    let pods = all_pages(500, |params| async move {
+        let mut page = pods.list(&params.fields(ON_A_NODE)).await?;
+        page.items = (page.items.into_iter())
+            .map(|pod| slim(pod, selected))
+            .collect();
+        Ok(page)
+    })
+    .await?;
+    Ok(Read {
+        nodes,
+        pods,
+        budgets,
+    })
+}
+
+/// The labels of Pods anything here reads: those `budgets` select by, and the one that names a
+/// Deployment's Pods. A Pod's other labels are most of what it keeps.
+fn selected_by(budgets: &[PodDisruptionBudget]) -> BTreeSet<String> {
+    let selectors = (budgets.iter()).filter_map(|budget| budget.spec.as_ref()?.selector.as_ref());
+    let keys = selectors.flat_map(|selector| {
+        let matched = selector.match_labels.iter().flatten().map(|(key, _)| key);
+        let expressed =
+            (selector.match_expressions.iter().flatten()).map(|expression| &expression.key);
+        matched.chain(expressed).cloned().collect::<Vec<_>>()
+    });
+    keys.chain([TEMPLATE_HASH.to_string()]).collect()
 }
 
 /// Of `annotations`, those named in `kept`.
@@ -79,13 +102,18 @@ fn slim_node(node: Node) -> Node {
     }
 }
 
-/// What [`report`] reads of a Pod, and nothing else.
-fn slim(pod: Pod) -> Pod {
+/// What [`report`] reads of a Pod, and nothing else: of its labels, those `selected`.
+fn slim(pod: Pod, selected: &BTreeSet<String>) -> Pod {
+    let labels = (pod.metadata.labels).map(|labels| {
+        (labels.into_iter())
+            .filter(|(key, _)| selected.contains(key))
+            .collect()
+    });
     let metadata = ObjectMeta {
         name: pod.metadata.name,
         namespace: pod.metadata.namespace,
         deletion_timestamp: pod.metadata.deletion_timestamp,
-        labels: pod.metadata.labels,
+        labels,
         annotations: only(pod.metadata.annotations, &POD_ANNOTATIONS),
         owner_references: pod.metadata.owner_references,
         ..ObjectMeta::default()
@@ -216,6 +244,7 @@ pub fn summary(nodes: &Nodes) -> Vec<String> {
 fn why_they_stay(nodes: &Nodes) -> Option<String> {
     const NAMED: usize = 5;
     let mut reasons: Vec<String> = Vec::new();
+    let mut said: HashSet<String> = HashSet::new();
     for node in nodes.nodes.iter().filter(|node| node.is_pinned()) {
         let marked = (node.marked.iter()).map(|mark| format!("node {} marked {mark}", node.node));
         let pinned = (node.kept_by.iter()).filter_map(|kept| {
@@ -223,7 +252,7 @@ fn why_they_stay(nodes: &Nodes) -> Option<String> {
             Some(format!("{}/{} ({keeper})", kept.namespace, kept.workload))
         });
         for reason in marked.chain(pinned) {
-            if !reasons.contains(&reason) {
+            if said.insert(reason.clone()) {
                 reasons.push(reason);
             }
         }
@@ -241,4 +270,71 @@ fn why_they_stay(nodes: &Nodes) -> Option<String> {
             reasons.join(", ")
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_pod_keeps_only_the_labels_budgets_select_by_and_is_read_the_same() {
+        let budget: PodDisruptionBudget = serde_json::from_value(json!({
+            "metadata": { "name": "api", "namespace": "payments" },
+            "spec": { "selector": {
+                "matchLabels": { "app": "api" },
+                "matchExpressions": [{ "key": "tier", "operator": "In", "values": ["web"] }],
+            } },
+            "status": {
+                "disruptionsAllowed": 0, "currentHealthy": 2, "desiredHealthy": 2,
+                "expectedPods": 2, "observedGeneration": 1,
+            },
+        }))
+        .unwrap();
+        let selected = selected_by(std::slice::from_ref(&budget));
+        assert_eq!(
+            selected.iter().map(String::as_str).collect::<Vec<_>>(),
+            ["app", "pod-template-hash", "tier"]
+        );
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {
+                "name": "api-7d9f8c6b5-x2kqz", "namespace": "payments",
+                "labels": {
+                    "app": "api", "tier": "web", "pod-template-hash": "7d9f8c6b5",
+                    "team": "payments", "version": "1.2.3", "helm.sh/chart": "api-0.1.0",
+                },
+                "ownerReferences": [{
+                    "apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "api-7d9f8c6b5",
+                    "uid": "u", "controller": true,
+                }],
+            },
+            "spec": { "nodeName": "node-a", "containers": [{ "name": "c", "image": "x" }] },
+        }))
+        .unwrap();
+        let slimmed = slim(pod.clone(), &selected);
+        let labels = slimmed.metadata.labels.clone().unwrap_or_default();
+        assert_eq!(
+            labels.keys().map(String::as_str).collect::<Vec<_>>(),
+            ["app", "pod-template-hash", "tier"]
+        );
+        let node: Node =
+            serde_json::from_value(json!({ "metadata": { "name": "node-a" } })).unwrap();
+        let whole = report(
+            std::slice::from_ref(&node),
+            &[pod],
+            std::slice::from_ref(&budget),
+        );
+        let slim = report(&[node], &[slimmed], &[budget]);
+        assert_eq!(format!("{slim:?}"), format!("{whole:?}"));
+        let kept = &slim[0].kept_by[0];
+        assert_eq!(kept.workload, "Deployment/api");
+        assert_eq!(
+            kept.keepers
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>(),
+            ["PodDisruptionBudget api allows no disruption"]
+        );
+    }
 }

@@ -127,6 +127,11 @@ impl NodeReport {
 
 /// What keeps each of `nodes`, from the `pods` bound to them and the `budgets` of the cluster.
 pub fn report(nodes: &[Node], pods: &[Pod], budgets: &[PodDisruptionBudget]) -> Vec<NodeReport> {
+    let mut by_namespace: BTreeMap<Option<&str>, Vec<&PodDisruptionBudget>> = BTreeMap::new();
+    for budget in budgets {
+        let namespace = budget.metadata.namespace.as_deref();
+        by_namespace.entry(namespace).or_default().push(budget);
+    }
     let mut on_node: BTreeMap<&str, BTreeMap<(String, String), KeptBy>> = BTreeMap::new();
     for pod in pods.iter().filter(|pod| keeps_a_node(pod)) {
         let Some(node) = pod.spec.as_ref().and_then(|spec| spec.node_name.as_deref()) else {
@@ -143,7 +148,9 @@ pub fn report(nodes: &[Node], pods: &[Pod], budgets: &[PodDisruptionBudget]) -> 
                 keepers: BTreeSet::new(),
             });
         kept.pods += 1;
-        kept.keepers.extend(keepers_of(pod, budgets));
+        let budgets = by_namespace.get(&pod.metadata.namespace.as_deref());
+        kept.keepers
+            .extend(keepers_of(pod, budgets.map_or(&[], Vec::as_slice)));
     }
     let mut reports: Vec<NodeReport> = nodes
         .iter()
@@ -218,8 +225,8 @@ fn workload_of(pod: &Pod) -> String {
     }
 }
 
-/// Why the Pod cannot move, as the autoscalers decide it.
-fn keepers_of(pod: &Pod, budgets: &[PodDisruptionBudget]) -> Vec<Keeper> {
+/// Why the Pod cannot move, as the autoscalers decide it, `budgets` those of its Namespace.
+fn keepers_of(pod: &Pod, budgets: &[&PodDisruptionBudget]) -> Vec<Keeper> {
     let none = BTreeMap::new();
     let annotations = pod.metadata.annotations.as_ref().unwrap_or(&none);
     let labels = pod.metadata.labels.as_ref().unwrap_or(&none);
@@ -258,10 +265,7 @@ fn keepers_of(pod: &Pod, budgets: &[PodDisruptionBudget]) -> Vec<Keeper> {
     }
     let namespace = pod.metadata.namespace.as_deref();
     let mut covered = false;
-    for budget in budgets
-        .iter()
-        .filter(|budget| budget.metadata.namespace.as_deref() == namespace)
-    {
+    for budget in budgets {
         let selected = (budget.spec.as_ref())
             .and_then(|spec| spec.selector.as_ref())
             .is_some_and(|selector| selects(selector, labels));

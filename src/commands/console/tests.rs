@@ -288,9 +288,11 @@ async fn the_page_of_nodes_says_what_keeps_each_node_read_once_for_many_pages() 
                 "status": { "allocatable": { "cpu": "4", "memory": "16Gi" } },
             }])),
         ),
+        Exchange::new("GET", "/apis/policy/v1/poddisruptionbudgets?&limit=500")
+            .reply(200, list(json!([]))),
         Exchange::new(
             "GET",
-            "/api/v1/pods?&fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed&limit=500",
+            "/api/v1/pods?&fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed%2Cspec.nodeName%21%3D&limit=500",
         )
         .reply(
             200,
@@ -306,8 +308,6 @@ async fn the_page_of_nodes_says_what_keeps_each_node_read_once_for_many_pages() 
                 "status": { "phase": "Running" },
             }])),
         ),
-        Exchange::new("GET", "/apis/policy/v1/poddisruptionbudgets?&limit=500")
-            .reply(200, list(json!([]))),
         Exchange::new("GET", nights.replace("{}", "cronscaler")).reply(404, not_found.clone()),
         Exchange::new("GET", nights.replace("{}", "default")).reply(404, not_found),
     ];
