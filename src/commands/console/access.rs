@@ -34,9 +34,10 @@ pub enum Question {
     See(Option<String>),
     /// `create` an `OverrideRequest` in it: they may press its buttons.
     Act(Option<String>),
-    /// `list` a core resource of every Namespace (`nodes`, `pods`): they see the page of nodes,
-    /// which names the Pods of every Namespace that keep them.
-    ListAll(&'static str),
+    /// `list` a resource of a group (`""` the core) in every Namespace (`nodes`, `pods`,
+    /// `poddisruptionbudgets`): they see the page of nodes, which names the Pods of every
+    /// Namespace that keep them and their budgets.
+    ListAll(&'static str, &'static str),
 }
 
 impl Question {
@@ -56,8 +57,9 @@ impl Question {
                 namespace: namespace.clone(),
                 ..ResourceAttributes::default()
             },
-            Question::ListAll(resource) => ResourceAttributes {
+            Question::ListAll(group, resource) => ResourceAttributes {
                 verb: Some("list".into()),
+                group: (!group.is_empty()).then(|| group.to_string()),
                 resource: Some(resource.to_string()),
                 ..ResourceAttributes::default()
             },
@@ -198,6 +200,13 @@ mod tests {
             "get namespaces team-b"
         );
         assert_eq!(Question::See(None).said(), "get namespaces cluster-wide");
-        assert_eq!(Question::ListAll("pods").said(), "list pods cluster-wide");
+        assert_eq!(
+            Question::ListAll("", "pods").said(),
+            "list pods cluster-wide"
+        );
+        assert_eq!(
+            Question::ListAll("policy", "poddisruptionbudgets").said(),
+            "list poddisruptionbudgets.policy cluster-wide"
+        );
     }
 }

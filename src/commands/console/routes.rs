@@ -132,10 +132,15 @@ impl Console {
         html(StatusCode::OK, body)
     }
 
-    /// Each node and what keeps it, and the last night, to whoever may list the Nodes and the
-    /// Pods of every Namespace themselves: the page names the workloads of every team.
+    /// Each node and what keeps it, and the last night, to whoever may list the Nodes, and the
+    /// Pods and PodDisruptionBudgets of every Namespace themselves: the page names the
+    /// workloads of every team and their budgets.
     async fn nodes_page(&self, who: &Identity) -> Reply {
-        let questions = [Question::ListAll("nodes"), Question::ListAll("pods")];
+        let questions = [
+            Question::ListAll("", "nodes"),
+            Question::ListAll("", "pods"),
+            Question::ListAll("policy", "poddisruptionbudgets"),
+        ];
         let answers = self.access.answers(who, &questions).await;
         let refused: Vec<String> = (questions.iter().zip(answers))
             .filter(|(_, allowed)| !allowed)
@@ -143,8 +148,9 @@ impl Console {
             .collect();
         if !refused.is_empty() {
             let why = format!(
-                "You ({}) may not {}: the page of nodes names the Pods of every Namespace, so it \
-                 is shown to whoever may list Nodes and Pods cluster-wide.",
+                "You ({}) may not {}: the page of nodes names the Pods of every Namespace and \
+                 their budgets, so it is shown to whoever may list Nodes, Pods and \
+                 PodDisruptionBudgets cluster-wide.",
                 who.user,
                 refused.join(", nor ")
             );

@@ -227,12 +227,16 @@ async fn a_token_the_api_server_does_not_know_signs_nobody_in() {
 
 /// A review of alice's asking to `list` `resource` cluster-wide, answered `allowed`.
 fn may_list(resource: &str, allowed: bool) -> Exchange {
+    let mut attributes = json!({ "verb": "list", "resource": resource });
+    if resource == "poddisruptionbudgets" {
+        attributes["group"] = json!("policy");
+    }
     Exchange::new("POST", REVIEWS)
         .body(json!({
             "spec": {
                 "user": "alice",
                 "groups": ["system:authenticated"],
-                "resourceAttributes": { "verb": "list", "resource": resource },
+                "resourceAttributes": attributes,
             },
         }))
         .reply(201, json!({ "spec": {}, "status": { "allowed": allowed } }))
@@ -255,8 +259,12 @@ fn list(items: serde_json::Value) -> serde_json::Value {
 }
 
 #[tokio::test]
-async fn the_page_of_nodes_is_refused_to_whoever_may_not_list_pods_everywhere_and_reads_none() {
-    let script = vec![may_list("nodes", true), may_list("pods", false)];
+async fn the_page_of_nodes_is_refused_to_whoever_may_not_list_pods_or_budgets_everywhere() {
+    let script = vec![
+        may_list("nodes", true),
+        may_list("pods", false),
+        may_list("poddisruptionbudgets", false),
+    ];
     let answers = answered(script, |console| {
         let cookie = alices_session(console);
         vec![
@@ -268,7 +276,10 @@ async fn the_page_of_nodes_is_refused_to_whoever_may_not_list_pods_everywhere_an
     let (status, page) = &answers[0];
     assert_eq!(*status, StatusCode::FORBIDDEN);
     assert!(
-        page.contains("You (alice) may not list pods cluster-wide"),
+        page.contains(
+            "You (alice) may not list pods cluster-wide, nor list poddisruptionbudgets.policy \
+             cluster-wide"
+        ),
         "{page}"
     );
     assert_eq!(answers[1].0, StatusCode::UNAUTHORIZED);
@@ -281,6 +292,7 @@ async fn the_page_of_nodes_says_what_keeps_each_node_read_once_for_many_pages() 
     let script = vec![
         may_list("nodes", true),
         may_list("pods", true),
+        may_list("poddisruptionbudgets", true),
         Exchange::new("GET", "/api/v1/nodes?&limit=500").reply(
             200,
             list(json!([{
@@ -335,6 +347,7 @@ async fn a_read_of_the_nodes_that_failed_is_said_again_not_read_again_at_once() 
     let script = vec![
         may_list("nodes", true),
         may_list("pods", true),
+        may_list("poddisruptionbudgets", true),
         Exchange::new("GET", "/api/v1/nodes?&limit=500").reply(500, failure),
     ];
     let answers = alice_twice_at_the_nodes(script).await;
