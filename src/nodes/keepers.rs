@@ -204,11 +204,24 @@ fn keeps_a_node(pod: &Pod) -> bool {
     !(finished || mirror || daemon || leaving)
 }
 
-/// The kind and name of the Pod's controller, if it has one.
+/// The kind and name of the Pod's controller, if it has one named as the API server names
+/// objects (a kind of letters and digits, a DNS subdomain): the API server checks an owner
+/// reference's name for nothing but being there, and one a tenant wrote otherwise
+/// (`x (local storage data), payments/Deployment/api`) would read as another team's row. Such a
+/// Pod is shown by its own name.
 fn controller_of(pod: &Pod) -> Option<(&str, &str)> {
-    (pod.metadata.owner_references.iter().flatten())
-        .find(|owner| owner.controller == Some(true))
-        .map(|owner| (owner.kind.as_str(), owner.name.as_str()))
+    let owner = (pod.metadata.owner_references.iter().flatten())
+        .find(|owner| owner.controller == Some(true))?;
+    let (kind, name) = (owner.kind.as_str(), owner.name.as_str());
+    let is_kind = kind.len() <= 63
+        && kind.starts_with(|c: char| c.is_ascii_uppercase())
+        && kind.bytes().all(|b| b.is_ascii_alphanumeric());
+    let is_name = name.len() <= 253
+        && name.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && name.ends_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && (name.bytes())
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.');
+    (is_kind && is_name).then_some((kind, name))
 }
 
 /// `Deployment/api` for a Pod of the ReplicaSet `api-7d9f8` with `pod-template-hash: 7d9f8`;

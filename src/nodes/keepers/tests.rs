@@ -324,3 +324,47 @@ fn the_autoscalers_other_rules_and_a_node_marked_to_stay_are_named() {
         Some("cluster-autoscaler.kubernetes.io/scale-down-disabled: \"true\"")
     );
 }
+
+#[test]
+fn an_owner_not_named_as_the_api_server_names_objects_is_not_shown_and_the_pod_is_by_its_own_name()
+{
+    let forged = "x (local storage data), payments/Deployment/api";
+    let pods = [
+        pod(
+            "team-x",
+            "web-0",
+            "node-a",
+            Some(("StatefulSet", forged)),
+            json!({}),
+        ),
+        pod(
+            "team-x",
+            "job-1",
+            "node-a",
+            Some(("Job; payments", "j")),
+            json!({}),
+        ),
+        pod(
+            "team-x",
+            "db-0",
+            "node-a",
+            Some(("StatefulSet", "db")),
+            json!({}),
+        ),
+    ];
+    let reports = report(&[node("node-a", "general")], &pods, &[]);
+    let said = format!("{:?}", keepers(of(&reports, "node-a")));
+    assert!(!said.contains("payments"), "{said}");
+    let shown: Vec<String> = keepers(of(&reports, "node-a"))
+        .into_iter()
+        .map(|(workload, _, why)| format!("{workload}: {}", why.join(", ")))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            "team-x/Pod/job-1: a bare Pod, no controller makes it again",
+            "team-x/Pod/web-0: a bare Pod, no controller makes it again",
+            "team-x/StatefulSet/db: ",
+        ]
+    );
+}
