@@ -493,8 +493,9 @@ enum Route {
     Version,
     Namespaces,
     Nodes,
-    /// The controller's record of the nodes around each night, a ConfigMap of its namespace.
-    NightsRecord,
+    /// A record the controller keeps in a ConfigMap of its namespace: `nights` (the nodes around
+    /// each night) or `savings` (the ledger).
+    Record(&'static str),
     /// A collection the controller lists and watches of which the population holds nothing.
     Empty(Empty),
     /// The SleepPolicies of `--policies`.
@@ -600,7 +601,15 @@ impl Fake {
                 _,
                 "configmaps",
                 "cronscaler-nights",
-            ] => Some(Route::NightsRecord),
+            ] => Some(Route::Record("nights")),
+            [
+                "api",
+                "v1",
+                "namespaces",
+                _,
+                "configmaps",
+                "cronscaler-savings",
+            ] => Some(Route::Record("savings")),
             ["apis", "samplecontroller.k8s.io", "v1alpha1", "foos"] => Some(Route::Empty(FOOS)),
             ["apis", "cronscaler.dev", "v1alpha1", "sleeppolicies"] => Some(Route::SleepPolicies),
             [
@@ -1018,19 +1027,19 @@ async fn handle(fake: Arc<Fake>, request: Request<Incoming>) -> Result<Response<
             let all = 0..world.namespaces;
             Response::new(fake.page(Listed::Namespaces, all, from, limit))
         }
-        (&Method::GET, Some(Route::NightsRecord)) => {
-            tally(&counts.lists, "the nights' record (a GET)");
+        (&Method::GET, Some(Route::Record(record))) => {
+            tally(&counts.lists, &format!("the {record} record (a GET)"));
             let missing = json!({
                 "kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound",
-                "message": "configmaps \"cronscaler-nights\" not found", "code": 404,
+                "message": format!("configmaps \"cronscaler-{record}\" not found"), "code": 404,
             });
             json_response(StatusCode::NOT_FOUND, &missing)
         }
-        (&Method::PATCH, Some(Route::NightsRecord)) => {
-            tally(&counts.lists, "the nights' record (a PATCH)");
+        (&Method::PATCH, Some(Route::Record(record))) => {
+            tally(&counts.lists, &format!("the {record} record (a PATCH)"));
             let written = json!({
                 "kind": "ConfigMap", "apiVersion": "v1",
-                "metadata": { "name": "cronscaler-nights", "namespace": "default", "resourceVersion": "2" },
+                "metadata": { "name": format!("cronscaler-{record}"), "namespace": "default", "resourceVersion": "2" },
             });
             json_response(StatusCode::OK, &written)
         }
