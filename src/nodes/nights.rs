@@ -3,13 +3,14 @@
 //! so that a restart or a new leader goes on with it.
 //!
 //! A night is the schedules' own: it begins at the first scheduled sleep after the last night,
-//! and ends at the scheduled wake by which half of what slept in it has woken. Only the
+//! and ends at the wake by which half of the Namespaces that slept in it have woken. Only the
 //! transitions the controller itself applied count ([`Applied`]), never the records on the
-//! workloads, which their owners can write: a tenant's hand-written record, or the wake of a
-//! few of its own workloads in the middle of the night, neither erases a night nor moves it.
-//! Overrides, requests and idle sleeps begin or end no night.
+//! workloads, which their owners can write; and they count by Namespace, so that a team's
+//! hand-written record, or its own workloads woken and put to sleep again all night, move its
+//! own Namespace alone. Only a scheduled sleep counts as a sleep (overrides, requests and idle
+//! sleeps begin no night); any wake counts as its Namespace's, whatever made it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -126,12 +127,12 @@ pub struct Night {
     /// pool: each priced at its own price where OpenCost has one.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub went: BTreeMap<String, String>,
-    /// How many scheduled sleeps the controller applied in it, and how many scheduled wakes:
-    /// it ends at the wake by which half of them have woken.
-    #[serde(default)]
-    pub slept: u32,
-    #[serde(default)]
-    pub woke: u32,
+    /// The Namespaces whose workloads the controller put to sleep in it by their schedule, and
+    /// those of them woken since: it ends once half of them have.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub slept: BTreeSet<String>,
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub woke: BTreeSet<String>,
 }
 
 impl Night {
@@ -156,12 +157,13 @@ impl Night {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Nights(pub Vec<Night>);
 
-/// A scheduled sleep or wake the controller applied: its instant (the schedule's, however late
-/// it was applied), and whether it put a workload to sleep.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A transition the controller applied to a workload of `namespace`: its instant (the
+/// schedule's, however late it was applied), and whether it was a scheduled sleep or a wake.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Applied {
     pub at: DateTime<Utc>,
     pub asleep: bool,
+    pub namespace: String,
 }
 
 impl Nights {
@@ -201,8 +203,8 @@ impl Nights {
     }
 
     /// Takes in one transition applied: a sleep begins a night where none goes on (and the
-    /// last has ended before it), and counts in the night going on; a wake counts in it, and
-    /// ends it once half of what slept in it has woken.
+    /// last has ended before it), and counts its Namespace in the night going on; a wake of one
+    /// of those Namespaces counts in it, and ends it once half of them have woken.
     fn take(&mut self, applied: &Applied, running: &Running, now: DateTime<Utc>) {
         let last_ended = self.last().map(|last| last.ended.unwrap_or(last.began));
         let Some(night) = self.0.last_mut().filter(|night| night.ended.is_none()) else {
@@ -216,26 +218,34 @@ impl Nights {
                     ended: None,
                     nodes_before: running.names.clone(),
                     went: BTreeMap::new(),
-                    slept: 1,
-                    woke: 0,
+                    slept: BTreeSet::from([applied.namespace.clone()]),
+                    woke: BTreeSet::new(),
                 });
             }
             return;
         };
         if applied.asleep {
-            night.slept = night.slept.saturating_add(1);
+            night.slept.insert(applied.namespace.clone());
+            night.woke.remove(&applied.namespace);
             return;
         }
-        if applied.at < night.began {
+        // A Namespace that did not sleep in it (or a record from before Namespaces were kept,
+        // which ends at its first wake) moves nothing but its own.
+        if applied.at < night.began
+            || !(night.slept.contains(&applied.namespace) || night.slept.is_empty())
+        {
             return;
         }
-        night.woke = night.woke.saturating_add(1);
-        if u64::from(night.woke) * 2 < u64::from(night.slept) {
+        night.woke.insert(applied.namespace.clone());
+        if night.woke.len() * 2 < night.slept.len() {
             return;
         }
         night.ended = Some(applied.at);
-        // Those that went are known: the names of the rest need not be kept.
+        // Those that went are known: the names of the rest need not be kept, nor the
+        // Namespaces'.
         night.nodes_before.clear();
+        night.slept.clear();
+        night.woke.clear();
     }
 
     /// The night going on at its quietest point, where fewer nodes run now than ever in it.

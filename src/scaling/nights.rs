@@ -208,12 +208,17 @@ mod tests {
         let slept = Applied {
             at: night,
             asleep: true,
+            namespace: "shop".into(),
         };
         let mut nodes = NodeCensus::default();
         nodes.apply(&node("a"));
         // What the first look writes, and the second reads back.
         let recorded = Nights::default()
-            .settled(&[slept], &nodes.running(), at("2026-11-23T20:00:05Z"))
+            .settled(
+                std::slice::from_ref(&slept),
+                &nodes.running(),
+                at("2026-11-23T20:00:05Z"),
+            )
             .unwrap();
         let text = serde_json::to_string(&recorded).unwrap();
         let (client, server) = mock_client();
@@ -257,7 +262,7 @@ mod tests {
             "the Nodes not all listed: nothing read yet"
         );
         ctx.nodes_listed.store(true, Ordering::Release);
-        ctx.signals.applied(slept);
+        ctx.signals.applied(slept.clone());
         look(&ctx, at("2026-11-23T20:00:05Z")).await.unwrap();
         assert!(ctx.signals.pending().is_empty(), "taken in once");
         look(&ctx, at("2026-11-23T21:00:00Z")).await.unwrap();
@@ -280,6 +285,7 @@ mod tests {
         let slept = Applied {
             at: at("2026-11-23T20:00:00Z"),
             asleep: true,
+            namespace: "shop".into(),
         };
         let nights = Nights::default()
             .settled(&[slept], &nodes.running(), at("2026-11-23T20:00:05Z"))

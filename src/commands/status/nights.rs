@@ -223,6 +223,8 @@ fn by_pool(census: &Census) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
+
     use super::*;
     use crate::{cost::PriceTable, schedule::test_support::at};
 
@@ -266,8 +268,8 @@ mod tests {
                 went: (["d4", "d5", "d6", "d7", "g1", "g2", "g3"].into_iter())
                     .map(|name| (name.to_string(), name[..1].to_string()))
                     .collect(),
-                slept: 12,
-                woke: 0,
+                slept: BTreeSet::from(["shop".to_string()]),
+                woke: BTreeSet::new(),
             },
         }
     }

@@ -29,15 +29,16 @@ fn running(pools: &[(&str, u32)]) -> Running {
     }
 }
 
-/// `count` scheduled transitions of one direction applied, due at `when`.
+/// Transitions of one direction applied to a workload of each of the Namespaces `team-0` ..
+/// `team-{count - 1}`, due at `when`.
 fn applied(count: usize, when: &str, asleep: bool) -> Vec<Applied> {
-    vec![
-        Applied {
+    (0..count)
+        .map(|team| Applied {
             at: at(when),
             asleep,
-        };
-        count
-    ]
+            namespace: format!("team-{team}"),
+        })
+        .collect()
 }
 
 fn sleeps(count: usize, when: &str) -> Vec<Applied> {
@@ -69,7 +70,7 @@ fn a_night_begins_at_the_first_sleep_applied_with_the_nodes_then_running() {
     assert_eq!(night.before, before.census);
     assert_eq!(night.quietest, before.census);
     assert_eq!(night.nodes_before.len(), 12, "each node by name");
-    assert_eq!((night.slept, night.woke), (10, 0));
+    assert_eq!((night.slept.len(), night.woke.len()), (10, 0));
 }
 
 #[test]
@@ -148,26 +149,59 @@ fn the_quietest_point_is_the_fewest_nodes_and_the_night_ends_when_half_has_woken
 }
 
 #[test]
-fn a_tenants_own_minute_awake_at_night_neither_ends_the_night_nor_begins_another() {
+fn a_team_waking_and_sleeping_its_own_workloads_all_night_moves_only_its_namespace() {
     let nights = evening(&[("default", 8)])
         .settled(&[], &running(&[("default", 3)]), at("2026-11-23T22:00:00Z"))
         .unwrap();
-    // One of its workloads woken at 02:00 and put to sleep again at 02:01, by its own schedule.
-    let mut minute = wakes(1, "2026-11-24T02:00:00Z");
-    minute.extend(sleeps(1, "2026-11-24T02:01:00Z"));
+    // team-0's workloads woken and put to sleep again every two minutes from 02:00, by their
+    // own schedule, and those of a team that never slept woken too.
+    let mut cycles = Vec::new();
+    for minute in 0..30 {
+        for (offset, asleep) in [(0, false), (1, true)] {
+            for workload in 0..5 {
+                let when = format!("2026-11-24T02:{:02}:00Z", minute * 2 + offset);
+                let namespace = match workload {
+                    0 => "elsewhere".to_string(),
+                    _ => "team-0".to_string(),
+                };
+                cycles.push(Applied {
+                    at: at(&when),
+                    asleep,
+                    namespace,
+                });
+            }
+        }
+    }
     let nights = nights
         .settled(
-            &minute,
+            &cycles,
             &running(&[("default", 3)]),
-            at("2026-11-24T02:01:00Z"),
+            at("2026-11-24T03:00:00Z"),
         )
         .unwrap();
     assert_eq!(nights.0.len(), 1);
     let night = nights.tonight().unwrap();
     assert_eq!(night.began, at("2026-11-23T20:00:00Z"));
-    assert_eq!((night.slept, night.woke), (11, 1));
+    assert_eq!(
+        night.slept.len(),
+        11,
+        "team-0 .. team-9, and elsewhere once it slept"
+    );
     assert_eq!(night.before.total().nodes, 8);
     assert_eq!(night.quietest.total().nodes, 3);
+    // The morning: half of the Namespaces woken ends it.
+    let morning = running(&[("default", 8)]);
+    let ended = nights
+        .settled(
+            &wakes(6, "2026-11-24T07:00:00Z"),
+            &morning,
+            at("2026-11-24T07:00:00Z"),
+        )
+        .unwrap();
+    assert_eq!(
+        ended.last().unwrap().ended,
+        Some(at("2026-11-24T07:00:00Z"))
+    );
 }
 
 #[test]
@@ -197,12 +231,11 @@ fn a_restart_goes_on_with_the_night_and_begins_none_twice() {
         None
     );
     assert_eq!(ended.0.len(), 1);
-    // A record written before the counts were kept ends at its first wake.
+    // A record written before the Namespaces were kept ends at its first wake.
     let mut older = nights.clone();
-    older.0[0].slept = 0;
-    let text = serde_json::to_string(&older)
-        .unwrap()
-        .replace(",\"slept\":0,\"woke\":0", "");
+    older.0[0].slept.clear();
+    let text = serde_json::to_string(&older).unwrap();
+    assert!(!text.contains("slept"), "{text}");
     let older: Nights = serde_json::from_str(&text).unwrap();
     let ended = older
         .settled(
@@ -233,7 +266,13 @@ fn a_controller_started_at_night_counts_from_its_start_and_says_so() {
 fn two_weeks_of_nights_are_kept() {
     let mut nights = Nights::default();
     let start = at("2026-11-01T20:00:00Z");
-    let one = |when: DateTime<Utc>, asleep| [Applied { at: when, asleep }];
+    let one = |when: DateTime<Utc>, asleep| {
+        [Applied {
+            at: when,
+            asleep,
+            namespace: "shop".into(),
+        }]
+    };
     for day in 0..20 {
         let sleep = start + chrono::TimeDelta::days(day);
         let wake = sleep + chrono::TimeDelta::hours(11);

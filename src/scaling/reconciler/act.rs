@@ -131,8 +131,8 @@ async fn write(
                 if let (Some(savings), Some(slept)) = (&ctx.savings, &patch.slept) {
                     savings.ended(target, slept, &answered);
                 }
-                if let (Some(nights), Some(night)) = (&ctx.nights, patch.night) {
-                    nights.applied(night);
+                if let (Some(nights), Some(night)) = (&ctx.nights, &patch.night) {
+                    nights.applied(night.clone());
                 }
             }
             // Deleted since the read: nothing left to change.

@@ -87,8 +87,8 @@ pub struct TargetPatch {
     pub counted: Option<(ScaleDirection, Duration)>,
     /// The sleep a wake ends, recorded with it (`slept`), filed once the patch is made.
     pub slept: Option<Slept>,
-    /// The scheduled sleep or wake it applies, which the record of the nights takes in once
-    /// the patch is made (an override, or its end, begins or ends no night).
+    /// The scheduled sleep or the wake it applies, which the record of the nights takes in once
+    /// the patch is made (an override's sleep begins no night).
     pub night: Option<Applied>,
 }
 
@@ -441,10 +441,15 @@ fn apply(observed: &Observed, change: &ScaleChange, mut plan: Plan, now: DateTim
     if let Some(slept) = slept {
         (body.annotations).insert(schedule::SLEPT.into(), Some(slept.to_string()));
     }
-    let night = (change.scheduled()).map(|transition| Applied {
-        at: transition.at,
-        asleep: transition.direction == Direction::Down,
-    });
+    // A scheduled sleep begins a night or counts in it; a wake, whatever made it, counts as its
+    // Namespace's.
+    let night = (change.applied)
+        .filter(|transition| transition.direction == Direction::Up || change.scheduled().is_some())
+        .map(|transition| Applied {
+            at: transition.at,
+            asleep: transition.direction == Direction::Down,
+            namespace: observed.target.key.namespace.clone(),
+        });
     plan.patch = Some(TargetPatch {
         body,
         doing: "scale",

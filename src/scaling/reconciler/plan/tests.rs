@@ -735,7 +735,13 @@ fn the_scheduled_sleeps_and_wakes_made_are_told_to_the_nights_and_an_override_is
         );
         plan.patch.and_then(|patch| patch.night)
     };
-    let asleep = |at, asleep| Some(Applied { at, asleep });
+    let asleep = |at, asleep| {
+        Some(Applied {
+            at,
+            asleep,
+            namespace: "shop".into(),
+        })
+    };
     assert_eq!(
         night(&NIGHTLY, 3, at(23, 20, 0, 2)),
         asleep(at(23, 20, 0, 0), true)
@@ -744,7 +750,7 @@ fn the_scheduled_sleeps_and_wakes_made_are_told_to_the_nights_and_an_override_is
         night(&ASLEEP, 0, at(24, 7, 0, 0)),
         asleep(at(24, 7, 0, 0), false)
     );
-    // Woken by a person's override at midnight: the night goes on.
+    // Woken by a person's override at midnight: its Namespace counts as woken.
     let woken = [
         ASLEEP[0],
         ASLEEP[1],
@@ -762,5 +768,8 @@ fn the_scheduled_sleeps_and_wakes_made_are_told_to_the_nights_and_an_override_is
         at(24, 0, 0, 0),
     );
     assert_eq!(patch_body(&plan)["spec"]["replicas"], json!(3));
-    assert_eq!(plan.patch.and_then(|patch| patch.night), None);
+    assert_eq!(
+        plan.patch.and_then(|patch| patch.night),
+        asleep(at(24, 0, 0, 0), false)
+    );
 }
