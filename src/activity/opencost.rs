@@ -111,7 +111,9 @@ impl Source {
             async move { self.prometheus.labelled(&query, POD_LABELS).await }
         };
         let answered = match ask(batch).await {
-            Err(error) if batch.len() > 1 => {
+            // Asked a Namespace at a time only where the batch was too much: a Prometheus that
+            // times out or cannot be reached would only be asked hundreds of times in vain.
+            Err(error) if batch.len() > 1 && error.asked_too_much() => {
                 tracing::warn!(%error, "some Pods' nodes could not be read together: each Namespace is asked alone");
                 let mut each = Vec::new();
                 for pods in batch {

@@ -36,6 +36,19 @@ pub enum CountError {
     },
     #[error("Prometheus at {url} answered what is not a query's result: {reason}")]
     Unreadable { url: String, reason: String },
+    #[error("Prometheus at {url} answered more than {} KiB", MAX_ANSWER / 1024)]
+    TooLarge { url: String },
+}
+
+impl CountError {
+    /// Whether the query asked too much (too many samples or series, too long an answer): a
+    /// smaller one may be answered.
+    pub fn asked_too_much(&self) -> bool {
+        matches!(
+            self,
+            CountError::Refused { .. } | CountError::TooLarge { .. }
+        )
+    }
 }
 
 /// Prometheus's HTTP API at `--prometheus-url`.
@@ -154,7 +167,14 @@ impl Prometheus {
         let body = http_body_util::Limited::new(response.into_body(), MAX_ANSWER)
             .collect()
             .await
-            .map_err(|error| unreachable(error.to_string()))?
+            .map_err(
+                |error| match error.is::<http_body_util::LengthLimitError>() {
+                    true => CountError::TooLarge {
+                        url: self.url.clone(),
+                    },
+                    false => unreachable(error.to_string()),
+                },
+            )?
             .to_bytes();
         read_answer(&body).map_err(|reason| {
             if status.is_success() {

@@ -67,6 +67,11 @@ impl FromStr for Selector {
             if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
                 return Err(error("a matcher begins with a label's name"));
             }
+            if name == "__name__" {
+                return Err(error(
+                    "the metric's name is each query's own, not the selector's",
+                ));
+            }
             rest = rest[name_end..].trim_start();
             let operator = ["=~", "!~", "!=", "="]
                 .into_iter()
@@ -94,7 +99,11 @@ fn quoted(text: &str) -> Option<(String, &str)> {
     while let Some((at, c)) = chars.next() {
         match c {
             '"' => return Some((value, &text[at + 2..])),
-            '\\' => value.push(chars.next()?.1),
+            // PromQL's other escapes (`\n`, `\x41`) are not needed to name a job.
+            '\\' => match chars.next()?.1 {
+                escaped @ ('\\' | '"') => value.push(escaped),
+                _ => return None,
+            },
             '\n' => return None,
             c => value.push(c),
         }
@@ -327,6 +336,12 @@ mod tests {
             (r#"{="a"}"#, "a matcher begins with a label's name"),
             (r#"{1job="a"}"#, "a matcher begins with a label's name"),
             ("{job=\"a\nb\"}", "job's value is not in double quotes"),
+            ("{job=\"a\\\nb\"}", "job's value is not in double quotes"),
+            (
+                r#"{job="open\.cost"}"#,
+                "job's value is not in double quotes",
+            ),
+            (r#"{__name__="x"}"#, "the metric's name is each query's own"),
             (r#"{job="a\"}"#, "job's value is not in double quotes"),
         ] {
             let error = given.parse::<Selector>().unwrap_err().to_string();

@@ -25,10 +25,12 @@ pub fn node_price(selector: &Selector, metric: &str) -> String {
 /// The labels of [`pods`]' series: the Pod's Namespace and name, and a node it ran on.
 pub const POD_LABELS: [&str; 3] = ["namespace", "pod", NODE_LABEL];
 
-/// The longest a query of [`pods`] may be: the query is part of a URL.
-const QUERY_LENGTH: usize = 8000;
+/// The longest a query of [`pods`] may be: the query is part of a URL, where its quotes, braces
+/// and bars take three characters each, and a proxy in front of Prometheus may refuse a request
+/// line of more than 8 KiB (nginx's default).
+const QUERY_LENGTH: usize = 2500;
 /// The longest list of names of one Namespace's selector.
-const NAMES_LENGTH: usize = 1500;
+const NAMES_LENGTH: usize = 600;
 
 /// The Pods of some Namespaces' workloads, one selector of `container_cpu_allocation` of each
 /// Namespace (a Namespace of very many workloads may have more).
@@ -301,6 +303,11 @@ mod tests {
         assert!(queries.len() > 1, "{}", queries.len());
         for query in &queries {
             assert!(query.len() <= QUERY_LENGTH, "{}", query.len());
+            // As the URL asks it: within what a proxy in front of Prometheus lets through.
+            let encoded: String = form_urlencoded::Serializer::new(String::new())
+                .append_pair("query", query)
+                .finish();
+            assert!(encoded.len() < 7 * 1024, "{}", encoded.len());
         }
         // Every workload is asked for once, in its own Namespace's selector.
         let clauses: Vec<&String> = asked.iter().flatten().collect();
