@@ -34,6 +34,7 @@ pub mod error;
 pub mod escape;
 pub mod figures;
 pub mod foo;
+pub mod names;
 pub mod namespaces;
 pub mod nodes;
 pub mod ops;

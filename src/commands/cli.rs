@@ -22,9 +22,10 @@ pub use prices::{ControllerNamespace, OpenCost, OpenCostSeries, Prices};
 
 use crate::{
     activity::query::ActivityQuery,
+    names::is_dns_label,
     ops::logs::LogFormat,
     schedule::GitOpsMode,
-    wake::route::{is_dns_label, parse_trusted_proxy},
+    wake::route::parse_trusted_proxy,
     workloads::target::{DEFAULT_KINDS, KindName},
 };
 

@@ -6,6 +6,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::names::{is_dns_label, is_dns_subdomain};
+
 use super::{
     GPU, PriceTable,
     opencost::{NODE_LABEL, Selector, per_node},
@@ -42,13 +44,9 @@ pub type Batch = Vec<String>;
 /// workloads whose names begin alike are told apart by the kind's naming. Names that are not DNS
 /// names are left out: nothing else gets in a query.
 pub fn pods(selector: &Selector, workloads: &[(&str, &str)]) -> Vec<Batch> {
-    let is_name = |name: &str| {
-        !name.is_empty()
-            && (name.bytes())
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
-    };
     let mut by_namespace: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
-    let named = (workloads.iter()).filter(|(namespace, name)| is_name(namespace) && is_name(name));
+    let named = (workloads.iter())
+        .filter(|(namespace, name)| is_dns_label(namespace) && is_dns_subdomain(name));
     for (namespace, name) in named {
         // A dot is any letter to a regular expression, and a backslash is escaped in PromQL.
         let name = name.replace('.', "\\\\.");

@@ -18,7 +18,7 @@ use k8s_openapi::api::{
 use serde::Serialize;
 
 use super::pool_of;
-use crate::namespaces::policies::coverage::selects;
+use crate::{names::is_dns_subdomain, namespaces::policies::coverage::selects};
 
 const SAFE_TO_EVICT: &str = "cluster-autoscaler.kubernetes.io/safe-to-evict";
 const SAFE_TO_EVICT_LOCAL_VOLUMES: &str =
@@ -216,12 +216,7 @@ fn controller_of(pod: &Pod) -> Option<(&str, &str)> {
     let is_kind = kind.len() <= 63
         && kind.starts_with(|c: char| c.is_ascii_uppercase())
         && kind.bytes().all(|b| b.is_ascii_alphanumeric());
-    let is_name = name.len() <= 253
-        && name.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
-        && name.ends_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
-        && (name.bytes())
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.');
-    (is_kind && is_name).then_some((kind, name))
+    (is_kind && is_dns_subdomain(name)).then_some((kind, name))
 }
 
 /// `Deployment/api` for a Pod of the ReplicaSet `api-7d9f8` with `pod-template-hash: 7d9f8`;

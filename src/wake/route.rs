@@ -9,6 +9,7 @@ use http::{HeaderMap, Uri};
 use ipnet::IpNet;
 
 use super::request::{MAX_BY, plan::BY_A_REQUEST};
+use crate::names::is_dns_label;
 
 /// Longest header value read for a URI; longer ones are not read at all.
 const MAX_URI: usize = 2048;
@@ -160,17 +161,6 @@ fn host_name(value: &str) -> Option<String> {
                     .all(|byte| byte.is_ascii_alphanumeric() || byte == b'-')
         });
     valid.then(|| host.to_string())
-}
-
-/// A DNS label (RFC 1123), as the names of Namespaces and Services are.
-pub fn is_dns_label(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= MAX_NAMESPACE
-        && !name.starts_with('-')
-        && !name.ends_with('-')
-        && name
-            .bytes()
-            .all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-')
 }
 
 #[cfg(test)]

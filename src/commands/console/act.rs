@@ -5,8 +5,8 @@ use chrono::{DateTime, NaiveDateTime, TimeDelta, TimeZone as _, Utc};
 use chrono_tz::Tz;
 
 use crate::{
+    names::is_dns_label,
     scaling::on_demand::request::{Asked, OverrideRequest},
-    wake::route::is_dns_label,
 };
 
 /// What a request made by the console says it came by.

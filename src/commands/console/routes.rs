@@ -18,7 +18,7 @@ use super::{
     snapshot::Snapshot,
     visitor::visitor,
 };
-use crate::{scaling::on_demand::request::OverrideRequest, wake::route::is_dns_label};
+use crate::{names::is_dns_label, scaling::on_demand::request::OverrideRequest};
 
 /// The most a form may hold.
 const FORM_LIMIT: usize = 16 * 1024;
