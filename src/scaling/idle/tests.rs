@@ -1,6 +1,5 @@
 use chrono::TimeZone as _;
 use serde_json::json;
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 use super::*;
 use crate::{
@@ -34,44 +33,31 @@ const SOME: &str = r#"[{"metric":{},"value":[1764081120,"1"]}]"#;
 
 /// A Prometheus that answers a count with `count` and a proof that the source counts with
 /// `proof`, and counts the queries.
-async fn prometheus(count: &'static str, proof: &'static str) -> (String, Arc<Mutex<u32>>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
+async fn prometheus(count: &'static str, proof: &'static str) -> (Prometheus, Arc<Mutex<u32>>) {
     let asked = Arc::new(Mutex::new(0));
     let counted = asked.clone();
-    tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            *counted.lock().unwrap() += 1;
-            let mut request = [0u8; 4096];
-            let read = stream.read(&mut request).await.unwrap_or_default();
-            let line = String::from_utf8_lossy(&request[..read]);
-            let result = match line.contains("count_over_time") {
-                true => proof,
-                false => count,
-            };
-            let body = format!(
-                r#"{{"status":"success","data":{{"resultType":"vector","result":{result}}}}}"#
-            );
-            let answer = format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = stream.write_all(answer.as_bytes()).await;
+    let prometheus = crate::activity::fake::prometheus(move |query| {
+        *counted.lock().unwrap() += 1;
+        Ok(match query.contains("count_over_time") {
+            true => proof,
+            false => count,
         }
-    });
-    (url, asked)
+        .to_string())
+    })
+    .await;
+    (prometheus, asked)
 }
 
-fn counter(url: &str) -> Option<Counter> {
+fn counter(prometheus: &Prometheus) -> Option<Counter> {
     Some(Counter {
-        prometheus: Prometheus::new(url),
+        prometheus: prometheus.clone(),
         query: "ingress-nginx".parse().unwrap(),
     })
 }
 
 #[tokio::test]
 async fn idle_past_its_grace_it_is_put_to_sleep_and_then_left_alone() {
-    let (url, asked) = prometheus(NONE, SOME).await;
+    let (prometheus, asked) = prometheus(NONE, SOME).await;
     let (client, server) = mock_client();
     let server = tokio::spawn(server.serve(vec![
             Exchange::new(
@@ -97,7 +83,7 @@ async fn idle_past_its_grace_it_is_put_to_sleep_and_then_left_alone() {
         ]));
     let started = now() - TimeDelta::hours(2);
     let mut ctx = context(client, false).with_namespaces(shop());
-    let activity = Activity::new(counter(&url), started);
+    let activity = Activity::new(counter(&prometheus), started);
     ctx.max_override = TimeDelta::hours(24);
     // A deploy an hour ago is long past the grace: nothing used it for 30 minutes.
     activity.used("shop", now() - TimeDelta::hours(1));
@@ -125,11 +111,11 @@ async fn idle_past_its_grace_it_is_put_to_sleep_and_then_left_alone() {
 
 #[tokio::test]
 async fn requests_keep_it_up_and_are_counted_at_most_once_a_minute() {
-    let (url, asked) = prometheus(r#"[{"metric":{},"value":[1764081120,"4"]}]"#, NONE).await;
+    let (prometheus, asked) = prometheus(r#"[{"metric":{},"value":[1764081120,"4"]}]"#, NONE).await;
     let (client, server) = mock_client();
     let server = tokio::spawn(server.serve(vec![]));
     let ctx = context(client, false).with_namespaces(shop());
-    let activity = Activity::new(counter(&url), now() - TimeDelta::hours(2));
+    let activity = Activity::new(counter(&prometheus), now() - TimeDelta::hours(2));
     for (seconds, again, queries) in [(0, 60, 1), (5, 60, 1), (61, 60, 2)] {
         let looked = look(&ctx, &activity, "shop", now() + TimeDelta::seconds(seconds)).await;
         assert_eq!(
@@ -145,8 +131,9 @@ async fn requests_keep_it_up_and_are_counted_at_most_once_a_minute() {
 #[tokio::test]
 async fn no_request_from_a_source_not_counting_sleeps_nothing_and_its_proof_is_asked_once_for_all()
 {
-    let (url, asked) = prometheus(NONE, NONE).await;
+    let (prometheus, asked) = prometheus(NONE, NONE).await;
     let (client, server) = mock_client();
+    let url = prometheus.url().to_string();
     let warning = |namespace: &str| {
         Exchange::new("POST", events_path("default"))
             .body(json!({
@@ -167,7 +154,7 @@ async fn no_request_from_a_source_not_counting_sleeps_nothing_and_its_proof_is_a
     let idle = namespaces.annotations_of("shop").unwrap();
     namespaces.update("shoe", None, &idle);
     let ctx = context(client, false).with_namespaces(namespaces);
-    let activity = Activity::new(counter(&url), now() - TimeDelta::hours(2));
+    let activity = Activity::new(counter(&prometheus), now() - TimeDelta::hours(2));
     for namespace in ["shop", "shoe"] {
         let again = look(&ctx, &activity, namespace, now())
             .await
