@@ -59,7 +59,6 @@ use crate::{
         hpa::HpaIndex,
         idle::{Activity, Counter},
         key::ScalingKey,
-        nights::NightSignals,
         on_demand::request::Carrying,
         savings::{Savings, SavingsContext},
         timer::{Timer, system_clock},
@@ -161,12 +160,7 @@ pub async fn run(
     let nights = node_feeds::start(
         args,
         &client,
-        (
-            &NightSignals::new(scaling_queue.clone()),
-            &events,
-            &outage,
-            &metrics,
-        ),
+        (&scaling_queue, &events, &outage, &metrics),
         &mut feeds,
     );
     let declarations = namespace_feeds::start(

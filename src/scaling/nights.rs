@@ -1,5 +1,5 @@
-//! The nodes around each night, recorded by the controller: the scheduled transitions it
-//! applies are told as they are made ([`NightSignals`]; never the records on the workloads,
+//! The nodes around each night, recorded by the controller: the scheduled sleeps and the wakes
+//! it applies are told as they are made ([`NightSignals`]; never the records on the workloads,
 //! which their owners can write), the watch of
 //! Nodes keeps the census, and one look ([`look`]) observes both and the record kept, plans with
 //! [`Nights::settled`](crate::nodes::nights::Nights::settled), and writes the record to the
@@ -45,7 +45,7 @@ const LISTING_WAIT: Duration = Duration::from_secs(1);
 /// leaves the newest out, not the memory.
 const MOST_PENDING: usize = 100_000;
 
-/// The scheduled transitions the controller applied, for the next look at the nights.
+/// The scheduled sleeps and the wakes the controller applied, for the next look at the nights.
 #[derive(Clone)]
 pub struct NightSignals {
     applied: Arc<Mutex<Vec<Applied>>>,
@@ -60,8 +60,8 @@ impl NightSignals {
         }
     }
 
-    /// A scheduled transition the controller has just made (its patch answered): the nights are
-    /// looked at.
+    /// A scheduled sleep or a wake the controller has just made (its patch answered): the nights
+    /// are looked at.
     pub fn applied(&self, transition: Applied) {
         let mut applied = self.applied.lock().unwrap_or_else(PoisonError::into_inner);
         if applied.len() >= MOST_PENDING {
@@ -69,11 +69,6 @@ impl NightSignals {
         }
         applied.push(transition);
         self.queue.add(ScalingKey::Nights);
-    }
-
-    /// The queue the nights are looked at through.
-    pub fn queue(&self) -> Enqueue<ScalingKey> {
-        self.queue.clone()
     }
 
     /// The transitions applied and not yet taken in, in the order they were.

@@ -84,7 +84,7 @@ pub struct ScalingContext {
     pub gitops: GitOpsOwners,
     /// Where each wake's saving waits to be filed in the ledger; none where nothing files it.
     pub savings: Option<Savings>,
-    /// Where the scheduled sleeps and wakes made are told, for the record of the nights.
+    /// Where the scheduled sleeps and the wakes made are told, for the record of the nights.
     pub nights: Option<NightSignals>,
 }
 
@@ -137,7 +137,7 @@ impl ScalingContext {
         }
     }
 
-    /// Tells `nights` each scheduled sleep and wake made; `None` in a namespaced install, which
+    /// Tells `nights` each scheduled sleep and each wake made; `None` in a namespaced install, which
     /// records no nights.
     pub fn with_nights(self, nights: Option<NightSignals>) -> Self {
         Self { nights, ..self }

@@ -36,7 +36,7 @@ const PAGE: u32 = 50;
 pub fn start(
     args: &RunArgs,
     client: &Client,
-    (signals, events, outage, metrics): (&NightSignals, &Events, &Outage, &Metrics),
+    (queue, events, outage, metrics): (&Enqueue<ScalingKey>, &Events, &Outage, &Metrics),
     feeds: &mut Feeds,
 ) -> Option<NightsContext> {
     if args.namespace.is_some() {
@@ -46,14 +46,13 @@ pub fn start(
     let ctx = NightsContext {
         client: client.clone(),
         namespace,
-        signals: signals.clone(),
+        signals: NightSignals::new(queue.clone()),
         nodes: Arc::default(),
         nodes_listed: Arc::default(),
         writes: Writes::new(events.clone(), args.dry_run),
         metrics: metrics.clone(),
     };
-    let queue = signals.queue();
-    feeds.start("Nodes", node_feed(&ctx, queue, outage));
+    feeds.start("Nodes", node_feed(&ctx, queue.clone(), outage));
     Some(ctx)
 }
 
