@@ -251,7 +251,13 @@ async fn show_nodes(kube: &KubeArgs, args: NodesArgs) -> anyhow::Result<()> {
     let nodes = nodes::nodes(&read);
     let night = status::nights::read(&client, args.controller.namespace.as_deref()).await;
     let now = Utc::now();
-    let priced = status::priced::prices(&args.opencost, args.prices.table.as_ref()).await;
+    let controller = args.controller.namespace.as_deref();
+    let priced = status::priced::prices(
+        (&client, controller),
+        &args.opencost,
+        args.prices.table.as_ref(),
+    )
+    .await;
     let from = priced.from.as_deref();
     match args.output {
         StatusFormat::Table => {
@@ -309,7 +315,13 @@ async fn show_status(kube: &KubeArgs, args: StatusArgs) -> anyhow::Result<()> {
         );
     }
     let now = Utc::now();
-    let mut priced = status::priced::prices(&args.opencost, reading.prices.table.as_ref()).await;
+    let controller = args.controller.namespace.as_deref();
+    let mut priced = status::priced::prices(
+        (&client, controller),
+        &args.opencost,
+        reading.prices.table.as_ref(),
+    )
+    .await;
     let mut status = listed.status(reading, &priced, now);
     if priced.from_opencost {
         // What is asleep now, at the nodes its Pods ran on.

@@ -3,12 +3,12 @@
 //! the controller's ledger read them, of OpenCost's own series alone (`--opencost-selector`);
 //! the arithmetic is `cost::opencost` and `cost::where_ran`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::prometheus::{CountError, Prometheus};
 use crate::cost::{
     Currency, PriceTable,
-    opencost::{self, CPU_COST, GPU_COST, MEMORY_COST, Means, NODE_LABEL, Selector},
+    opencost::{self, CPU_COST, GPU_COST, MEMORY_COST, Means, NODE_LABEL, PerNode, Selector},
     where_ran::{self, POD_LABELS, WhereRan},
 };
 
@@ -42,17 +42,19 @@ impl OpenCostPrices {
 }
 
 impl Source {
-    /// OpenCost's prices, with the nodes the Pods of `workloads` (Namespace and name each) ran
-    /// on; `None` where Prometheus has no OpenCost series.
+    /// OpenCost's prices of the nodes `known` names (those the API server has, or had), with
+    /// the nodes the Pods of `workloads` (Namespace and name each) ran on; `None` where
+    /// Prometheus has no OpenCost series of them.
     pub async fn prices(
         &self,
         workloads: &[(&str, &str)],
+        known: &BTreeSet<String>,
     ) -> Result<Option<OpenCostPrices>, CountError> {
-        let means = self.means().await?;
+        let means = self.per_node().await?.known(known).means();
         let Some(table) = opencost::table(means, self.currency.clone()) else {
             return Ok(None);
         };
-        let ran = match self.where_ran(workloads).await {
+        let ran = match self.where_ran(workloads, known).await {
             Ok(ran) => ran,
             Err(error) => {
                 tracing::warn!(%error, "where the Pods ran could not be read: what they withhold is priced at OpenCost's means");
@@ -62,26 +64,36 @@ impl Source {
         Ok(Some(OpenCostPrices { means, table, ran }))
     }
 
-    /// What each node costs an hour, by name.
-    pub async fn node_prices(&self) -> Result<BTreeMap<String, f64>, CountError> {
-        (self.prometheus)
+    /// What each node `known` names costs an hour, by name.
+    pub async fn node_prices(
+        &self,
+        known: &BTreeSet<String>,
+    ) -> Result<BTreeMap<String, f64>, CountError> {
+        let mut prices = (self.prometheus)
             .by_label(&self.selector.node_prices(), NODE_LABEL)
-            .await
+            .await?;
+        prices.retain(|node, _| known.contains(node));
+        Ok(prices)
     }
 
-    async fn means(&self) -> Result<Means, CountError> {
-        let value = |query: String| async move { self.prometheus.value(&query).await };
-        Ok(Means {
-            cpu: value(self.selector.cpu_mean()).await?,
-            memory: value(self.selector.memory_mean()).await?,
-            gpu: value(self.selector.gpu_mean()).await?,
-            nodes: (value(self.selector.nodes()).await?).map_or(0, |nodes| nodes as usize),
+    /// What each node costs an hour per core, per GiB and per GPU now.
+    async fn per_node(&self) -> Result<PerNode, CountError> {
+        let by_node =
+            |query: String| async move { self.prometheus.by_label(&query, NODE_LABEL).await };
+        Ok(PerNode {
+            cpu: by_node(self.selector.cpu_prices()).await?,
+            memory: by_node(self.selector.memory_prices()).await?,
+            gpu: by_node(self.selector.gpu_prices()).await?,
         })
     }
 
     /// The Pods of `workloads` OpenCost saw in the last week with their nodes, and what each
-    /// node costs; nothing asked where no workload is.
-    pub async fn where_ran(&self, workloads: &[(&str, &str)]) -> Result<WhereRan, CountError> {
+    /// node `known` names costs; nothing asked where no workload is.
+    pub async fn where_ran(
+        &self,
+        workloads: &[(&str, &str)],
+        known: &BTreeSet<String>,
+    ) -> Result<WhereRan, CountError> {
         let mut ran = WhereRan::default();
         let batches = where_ran::pods(&self.selector, workloads);
         if batches.is_empty() {
@@ -94,11 +106,12 @@ impl Source {
             let query = where_ran::node_price(&self.selector, metric);
             async move { self.prometheus.by_label(&query, NODE_LABEL).await }
         };
-        ran.nodes = where_ran::node_prices(
-            price(CPU_COST).await?,
-            price(MEMORY_COST).await?,
-            price(GPU_COST).await?,
-        );
+        let per_node = PerNode {
+            cpu: price(CPU_COST).await?,
+            memory: price(MEMORY_COST).await?,
+            gpu: price(GPU_COST).await?,
+        };
+        ran.nodes = where_ran::node_prices(per_node.known(known));
         Ok(ran)
     }
 
@@ -169,12 +182,63 @@ mod tests {
             selector: Selector::default(),
             currency: Currency::of("USD").unwrap(),
         };
+        let known = ["node-team-a", "node-team-b"].map(String::from).into();
         let ran = source
-            .where_ran(&[("crowded", "web"), ("team-a", "web"), ("team-b", "web")])
+            .where_ran(
+                &[("crowded", "web"), ("team-a", "web"), ("team-b", "web")],
+                &known,
+            )
             .await
             .unwrap();
         let seen: Vec<&String> = ran.pods.keys().collect();
         assert_eq!(seen, ["team-a", "team-b"]);
         assert_eq!(ran.nodes["node-team-a"].cpu, Some(0.04));
+    }
+
+    /// OpenCost's series as a Prometheus answers them, with a tenant's beside them: a node no
+    /// API server has, cheap, and web's Pods on it. Neither the means nor web are priced by it.
+    #[tokio::test]
+    async fn a_node_the_cluster_does_not_know_prices_nothing() {
+        let prometheus = fake::prometheus(|query| {
+            let node = |node: &str, price: &str| {
+                format!(r#"{{"metric":{{"node":"{node}"}},"value":[1,"{price}"]}}"#)
+            };
+            if query.contains("container_cpu_allocation") {
+                let pod = |node: &str| {
+                    format!(
+                        r#"{{"metric":{{"namespace":"team-a","pod":"web-7d9f8c6b5-x2kqz","node":"{node}"}},"value":[1,"1"]}}"#
+                    )
+                };
+                return Ok(format!("[{},{}]", pod("node-a"), pod("phantom")));
+            }
+            let real = if query.contains("node_ram") { "0.004" } else { "0.04" };
+            Ok(format!("[{},{}]", node("node-a", real), node("phantom", "0.0001")))
+        })
+        .await;
+        let source = Source {
+            prometheus,
+            selector: Selector::default(),
+            currency: Currency::of("USD").unwrap(),
+        };
+        let known = ["node-a", "node-b"].map(String::from).into();
+        let prices = (source.prices(&[("team-a", "web")], &known).await)
+            .unwrap()
+            .unwrap();
+        assert_eq!(prices.means.nodes, 1);
+        assert_eq!(prices.table.per_hour["cpu"], 0.04);
+        assert_eq!(prices.ran.nodes.keys().collect::<Vec<_>>(), ["node-a"]);
+        let web = prices.table_of("team-a", Some(|pod: &str| pod.starts_with("web-")));
+        assert_eq!((web.per_hour["cpu"], web.per_hour["memory"]), (0.04, 0.004));
+        assert_eq!(
+            source
+                .node_prices(&known)
+                .await
+                .unwrap()
+                .keys()
+                .collect::<Vec<_>>(),
+            ["node-a"]
+        );
+        let none = (source.prices(&[], &BTreeSet::new()).await).unwrap();
+        assert_eq!(none, None, "no node known, no OpenCost prices");
     }
 }

@@ -98,7 +98,8 @@ impl Console {
         };
         let (kinds, _) = objects::resolve(&client, &args.reading.kinds.kinds).await;
         let table = args.reading.prices.table.clone();
-        let prices = Arc::new(Prices::new(args.opencost.clone(), table));
+        let cluster = (client.clone(), args.controller.namespace.clone());
+        let prices = Arc::new(Prices::new(cluster, args.opencost.clone(), table));
         Ok(Self {
             access: Access::new(client.clone()),
             reader: Reader::new(client.clone(), args.clone(), kinds, prices.clone()),

@@ -232,6 +232,7 @@ pub async fn run(
         metrics: metrics.clone(),
         writes: Writes::new(events.clone(), args.dry_run),
         opencost: (args.prometheus_url.as_deref()).map(|url| args.opencost.source(url)),
+        nodes: nights.as_ref().map(|nights| nights.nodes.clone()),
     };
     let scale = ScalingContext::new(
         client.clone(),

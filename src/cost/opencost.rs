@@ -5,7 +5,11 @@
 //! currency, so its prices are in `--opencost-currency` (OpenCost's own default, USD).
 //! Pure: the means are read by the caller.
 
-use std::{collections::BTreeMap, fmt, str::FromStr};
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    fmt,
+    str::FromStr,
+};
 
 use super::{Currency, GPU, Money, PriceTable, money::cents, prices::is_price};
 
@@ -133,27 +137,25 @@ impl Selector {
         format!("{metric}{{{}}}", self.matchers_and(more))
     }
 
-    /// The cluster's mean price per core, over the nodes OpenCost prices.
-    pub fn cpu_mean(&self) -> String {
-        format!("avg({})", per_node(&self.series(CPU_COST, &[])))
+    /// What each node costs an hour per core, by name.
+    pub fn cpu_prices(&self) -> String {
+        per_node(&self.series(CPU_COST, &[]))
     }
 
-    /// The cluster's mean price per GiB.
-    pub fn memory_mean(&self) -> String {
-        format!("avg({})", per_node(&self.series(MEMORY_COST, &[])))
+    /// What each node costs an hour per GiB, by name.
+    pub fn memory_prices(&self) -> String {
+        per_node(&self.series(MEMORY_COST, &[]))
     }
 
-    /// The mean price per GPU over the nodes that have had a GPU within two days (OpenCost gives
+    /// What each node that has had a GPU within two days costs an hour per GPU (OpenCost gives
     /// the others 0): those an autoscaler took away at night still price what their GPUs'
     /// workloads freed.
-    pub fn gpu_mean(&self) -> String {
+    pub fn gpu_prices(&self) -> String {
         let series = self.series(GPU_COST, &[]);
-        format!("avg(min by ({NODE_LABEL}) (last_over_time({series}[2d])) > 0 < +Inf)")
-    }
-
-    /// How many nodes OpenCost prices.
-    pub fn nodes(&self) -> String {
-        format!("count({})", per_node(&self.series(CPU_COST, &[])))
+        format!(
+            "({} > 0)",
+            per_node(&format!("last_over_time({series}[2d])"))
+        )
     }
 
     /// What each node costs an hour, by name, as OpenCost last gave it within two days: a node
@@ -164,11 +166,14 @@ impl Selector {
     }
 }
 
-/// `expression` once per node, and only where it can be a price: OpenCost scraped twice (two
-/// replicas, two jobs the selector takes) gives a node two series, and the lower is believed; a
-/// NaN, a negative or an infinite value is left out, not the read.
+/// `expression` once per node, and only where it can be a price. A node whose series disagree
+/// is priced not at all: OpenCost scraped twice (two replicas, two jobs the selector takes)
+/// gives a node two series of one value, but a job that keeps the labels its targets export
+/// (`honor_labels`) lets any Pod's series carry OpenCost's `job`, and which of two values is
+/// OpenCost's is not known. A NaN, a negative or an infinite value is left out, not the read.
 pub fn per_node(expression: &str) -> String {
-    format!("(min by ({NODE_LABEL}) ({expression}) >= 0 < +Inf)")
+    let by_node = |aggregate: &str| format!("{aggregate} by ({NODE_LABEL}) ({expression})");
+    format!("({} == {} >= 0 < +Inf)", by_node("min"), by_node("max"))
 }
 
 /// The means OpenCost's metrics gave, each `None` where no node has one.
@@ -178,6 +183,39 @@ pub struct Means {
     pub memory: Option<f64>,
     pub gpu: Option<f64>,
     pub nodes: usize,
+}
+
+/// What OpenCost's series price each node at an hour, by name, per core, per GiB and per GPU.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PerNode {
+    pub cpu: BTreeMap<String, f64>,
+    pub memory: BTreeMap<String, f64>,
+    pub gpu: BTreeMap<String, f64>,
+}
+
+impl PerNode {
+    /// Only the nodes `known` names: any Pod's series may carry OpenCost's names and labels, of
+    /// a node no API server has, and be scraped with them.
+    pub fn known(mut self, known: &BTreeSet<String>) -> PerNode {
+        for prices in [&mut self.cpu, &mut self.memory, &mut self.gpu] {
+            prices.retain(|node, price| known.contains(node) && is_price(*price));
+        }
+        self
+    }
+
+    /// The means, each over the nodes that have its price (GPUs over those with a GPU); as many
+    /// nodes as have a CPU price.
+    pub fn means(&self) -> Means {
+        let mean = |prices: &BTreeMap<String, f64>| {
+            (!prices.is_empty()).then(|| prices.values().sum::<f64>() / prices.len() as f64)
+        };
+        Means {
+            cpu: mean(&self.cpu),
+            memory: mean(&self.memory),
+            gpu: mean(&self.gpu),
+            nodes: self.cpu.len(),
+        }
+    }
 }
 
 /// A price table of OpenCost's means, in `currency`; `None` where OpenCost prices no node (its
@@ -277,22 +315,24 @@ mod tests {
         let selector = Selector::default();
         assert_eq!(selector.to_string(), r#"{job="opencost"}"#);
         assert_eq!(
-            selector.cpu_mean(),
-            r#"avg((min by (node) (node_cpu_hourly_cost{job="opencost"}) >= 0 < +Inf))"#
+            selector.cpu_prices(),
+            r#"(min by (node) (node_cpu_hourly_cost{job="opencost"}) == max by (node) (node_cpu_hourly_cost{job="opencost"}) >= 0 < +Inf)"#
         );
         assert_eq!(
             selector.node_prices(),
-            r#"(min by (node) (last_over_time(node_total_hourly_cost{job="opencost"}[2d])) >= 0 < +Inf)"#
+            r#"(min by (node) (last_over_time(node_total_hourly_cost{job="opencost"}[2d])) == max by (node) (last_over_time(node_total_hourly_cost{job="opencost"}[2d])) >= 0 < +Inf)"#
         );
         for query in [
-            selector.cpu_mean(),
-            selector.memory_mean(),
-            selector.gpu_mean(),
-            selector.nodes(),
+            selector.cpu_prices(),
+            selector.memory_prices(),
+            selector.gpu_prices(),
             selector.node_prices(),
         ] {
             assert!(query.contains(r#"_hourly_cost{job="opencost"}"#), "{query}");
-            assert!(query.contains("by (node)"), "{query}");
+            assert!(
+                query.contains("min by (node)") && query.contains("== max by (node)"),
+                "{query}"
+            );
         }
         let anywhere: Selector = "{}".parse().unwrap();
         assert_eq!(anywhere.series(CPU_COST, &[]), "node_cpu_hourly_cost{}");
@@ -301,6 +341,30 @@ mod tests {
             anywhere.series(CPU_COST, &more),
             r#"node_cpu_hourly_cost{node="a"}"#
         );
+    }
+
+    #[test]
+    fn only_the_nodes_the_cluster_knows_are_priced_and_the_means_are_theirs() {
+        let prices = |pairs: &[(&str, f64)]| -> BTreeMap<String, f64> {
+            (pairs.iter())
+                .map(|(node, price)| (node.to_string(), *price))
+                .collect()
+        };
+        // A tenant's series of a node no API server has, cheap and dear, and a NaN.
+        let read = PerNode {
+            cpu: prices(&[("node-a", 0.02), ("node-g", 0.06), ("phantom", 0.0)]),
+            memory: prices(&[("node-a", 0.002), ("node-g", 0.004), ("phantom", 9.0)]),
+            gpu: prices(&[("node-g", 3.0), ("node-x", f64::NAN), ("phantom", 0.01)]),
+        };
+        let known: BTreeSet<String> = ["node-a", "node-g", "node-x"].map(String::from).into();
+        let priced = read.clone().known(&known);
+        assert!(!priced.cpu.contains_key("phantom") && !priced.gpu.contains_key("node-x"));
+        let means = priced.means();
+        assert_eq!(means.nodes, 2);
+        assert!((means.cpu.unwrap() - 0.04).abs() < 1e-12);
+        assert!((means.memory.unwrap() - 0.003).abs() < 1e-12);
+        assert_eq!(means.gpu, Some(3.0));
+        assert_eq!(read.known(&BTreeSet::new()).means(), Means::default());
     }
 
     #[test]

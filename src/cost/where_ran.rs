@@ -10,7 +10,7 @@ use crate::names::{is_dns_label, is_dns_subdomain};
 
 use super::{
     GPU, PriceTable,
-    opencost::{NODE_LABEL, Selector, per_node},
+    opencost::{NODE_LABEL, PerNode, Selector, per_node},
     prices::is_price,
 };
 
@@ -101,11 +101,7 @@ pub struct NodePrice {
 }
 
 /// Each node's prices, from OpenCost's per core, per GiB and per GPU, each by node.
-pub fn node_prices(
-    cpu: BTreeMap<String, f64>,
-    memory: BTreeMap<String, f64>,
-    gpu: BTreeMap<String, f64>,
-) -> BTreeMap<String, NodePrice> {
+pub fn node_prices(PerNode { cpu, memory, gpu }: PerNode) -> BTreeMap<String, NodePrice> {
     let mut nodes: BTreeMap<String, NodePrice> = BTreeMap::new();
     for (node, price) in cpu {
         nodes.entry(node).or_default().cpu = Some(price);

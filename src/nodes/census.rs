@@ -2,7 +2,13 @@
 //! only its pool and what it offers (allocatable CPU, memory and GPUs), so that 500 Nodes cost
 //! a few KiB.
 
-use std::collections::HashMap;
+use std::{
+    collections::{BTreeSet, HashMap, VecDeque},
+    sync::{
+        Arc, Mutex, PoisonError,
+        atomic::{AtomicBool, Ordering},
+    },
+};
 
 use k8s_openapi::api::core::v1::Node;
 
@@ -36,9 +42,16 @@ pub fn count_of(node: &Node) -> (String, PoolCount) {
     (pool, count)
 }
 
-/// The nodes the watch has, by name.
+/// How many names of nodes gone are remembered: a week of an autoscaler's churn on a large
+/// cluster, in a few hundred KiB.
+const GONE_KEPT: usize = 10_000;
+
+/// The nodes the watch has, by name, and the names of the last [`GONE_KEPT`] gone.
 #[derive(Debug, Default)]
-pub struct NodeCensus(HashMap<String, (String, PoolCount)>);
+pub struct NodeCensus {
+    nodes: HashMap<String, (String, PoolCount)>,
+    gone: VecDeque<String>,
+}
 
 impl NodeCensus {
     /// `node` as it is now; whether that changes the census.
@@ -51,22 +64,35 @@ impl NodeCensus {
             return self.remove(&name);
         }
         let counted = count_of(node);
-        self.0.insert(name, counted.clone()) != Some(counted)
+        self.nodes.insert(name, counted.clone()) != Some(counted)
     }
 
     /// The node `name` gone; whether it was counted.
     pub fn remove(&mut self, name: &str) -> bool {
-        self.0.remove(name).is_some()
+        let counted = self.nodes.remove(name).is_some();
+        if counted {
+            if self.gone.len() == GONE_KEPT {
+                self.gone.pop_front();
+            }
+            self.gone.push_back(name.to_string());
+        }
+        counted
     }
 
     /// The names of the nodes counted.
     pub fn names(&self) -> Vec<String> {
-        self.0.keys().cloned().collect()
+        self.nodes.keys().cloned().collect()
+    }
+
+    /// The names of the nodes counted, and of those seen go since the watch began: the nodes
+    /// the Pods of a workload asleep may have run on.
+    pub fn known(&self) -> BTreeSet<String> {
+        (self.nodes.keys().chain(&self.gone)).cloned().collect()
     }
 
     pub fn census(&self) -> Census {
         let mut census = Census::default();
-        for (pool, count) in self.0.values() {
+        for (pool, count) in self.nodes.values() {
             census.0.entry(pool.clone()).or_default().add(count);
         }
         census
@@ -76,10 +102,28 @@ impl NodeCensus {
     pub fn running(&self) -> Running {
         Running {
             census: self.census(),
-            names: (self.0.iter())
+            names: (self.nodes.iter())
                 .map(|(name, (pool, _))| (name.clone(), pool.clone()))
                 .collect(),
         }
+    }
+}
+
+/// What the watch of Nodes keeps, shared with the looks that read it: the census, and whether
+/// the first list is done (before that, nodes are missing from it).
+#[derive(Debug, Clone, Default)]
+pub struct WatchedNodes {
+    pub census: Arc<Mutex<NodeCensus>>,
+    pub listed: Arc<AtomicBool>,
+}
+
+impl WatchedNodes {
+    pub fn is_listed(&self) -> bool {
+        self.listed.load(Ordering::Acquire)
+    }
+
+    pub fn lock(&self) -> std::sync::MutexGuard<'_, NodeCensus> {
+        self.census.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 

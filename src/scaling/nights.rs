@@ -9,10 +9,7 @@
 //! plans on its own old copy of what another leader wrote since.
 
 use std::{
-    sync::{
-        Arc, Mutex, PoisonError,
-        atomic::{AtomicBool, Ordering},
-    },
+    sync::{Arc, Mutex, PoisonError},
     time::Duration,
 };
 
@@ -22,7 +19,7 @@ use kube::Client;
 use crate::{
     error::Error,
     nodes::{
-        census::NodeCensus,
+        census::WatchedNodes,
         nights::{Applied, Nights},
     },
     ops::metrics::Metrics,
@@ -94,9 +91,7 @@ pub struct NightsContext {
     /// The controller's namespace, where [`RECORD`] is kept.
     pub namespace: String,
     pub signals: NightSignals,
-    pub nodes: Arc<Mutex<NodeCensus>>,
-    /// Set once the Nodes were listed.
-    pub nodes_listed: Arc<AtomicBool>,
+    pub nodes: WatchedNodes,
     pub writes: Writes,
     /// Shows the last night recorded.
     pub metrics: Metrics,
@@ -105,15 +100,11 @@ pub struct NightsContext {
 /// Brings the record of the nights in line with the transitions applied since the last look and
 /// the nodes at `now`.
 pub async fn look(ctx: &NightsContext, now: DateTime<Utc>) -> Result<Next, Error> {
-    if !ctx.nodes_listed.load(Ordering::Acquire) {
+    if !ctx.nodes.is_listed() {
         return Ok(Next::After(LISTING_WAIT));
     }
     let kept = read(ctx).await?;
-    let running = ctx
-        .nodes
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .running();
+    let running = ctx.nodes.lock().running();
     let applied = ctx.signals.pending();
     let recorded = match kept.settled(&applied, &running, now) {
         Some(next) => {
@@ -174,11 +165,14 @@ async fn write(ctx: &NightsContext, nights: &Nights) -> Result<(), Error> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
     use serde_json::json;
 
     use super::*;
     use crate::{
         mock_api::{Exchange, mock_client},
+        nodes::census::NodeCensus,
         runtime::{
             events::Events,
             workqueue::{RateLimit, WorkQueue},
@@ -245,18 +239,20 @@ mod tests {
             client: client.clone(),
             namespace: "cronscaler".into(),
             signals: NightSignals::new(queue),
-            nodes: Arc::new(Mutex::new(nodes)),
-            nodes_listed: Arc::new(AtomicBool::new(true)),
+            nodes: WatchedNodes {
+                census: Arc::new(Mutex::new(nodes)),
+                listed: Arc::new(AtomicBool::new(true)),
+            },
             writes: Writes::new(Events::new(client, None), false),
             metrics: metrics.clone(),
         };
-        ctx.nodes_listed.store(false, Ordering::Release);
+        ctx.nodes.listed.store(false, Ordering::Release);
         assert_eq!(
             look(&ctx, at("2026-11-23T20:00:05Z")).await.unwrap(),
             Next::After(LISTING_WAIT),
             "the Nodes not all listed: nothing read yet"
         );
-        ctx.nodes_listed.store(true, Ordering::Release);
+        ctx.nodes.listed.store(true, Ordering::Release);
         ctx.signals.applied(slept.clone());
         look(&ctx, at("2026-11-23T20:00:05Z")).await.unwrap();
         assert!(ctx.signals.pending().is_empty(), "taken in once");

@@ -28,6 +28,7 @@ use crate::{
     error::Error,
     figures::amount,
     namespaces::NamespaceSchedules,
+    nodes::census::WatchedNodes,
     ops::metrics::Metrics,
     runtime::{worker::Next, workqueue::Enqueue, writes::Writes},
     scaling::{
@@ -246,6 +247,9 @@ pub struct SavingsContext {
     /// OpenCost's series in the Prometheus of `--prometheus-url`: where its prices are found
     /// there, they price what is filed before `--prices`.
     pub opencost: Option<opencost::Source>,
+    /// The nodes the watch of Nodes has seen, the only ones OpenCost's series are believed of;
+    /// `None` in a namespaced install, which may not read Nodes and files at `--prices`.
+    pub nodes: Option<WatchedNodes>,
 }
 
 /// Files every saving settled at `now` and the records a leader before left unfiled, forgets
@@ -255,7 +259,10 @@ pub async fn look(
     workloads_listed: bool,
     now: DateTime<Utc>,
 ) -> Result<Next, Error> {
-    if !workloads_listed {
+    // The nodes not all known yet would price some workloads at the means, and filed is filed.
+    let nodes_listed =
+        (ctx.opencost.as_ref().and(ctx.nodes.as_ref())).is_none_or(WatchedNodes::is_listed);
+    if !(workloads_listed && nodes_listed) {
         return Ok(Next::After(LISTING_WAIT));
     }
     let settled = now - TimeDelta::from_std(SETTLE).unwrap_or_default();
@@ -335,13 +342,20 @@ async fn at_opencost(
     if let Some(opencost) = &ctx.opencost
         && !filed.is_empty()
     {
+        let Some(nodes) = &ctx.nodes else {
+            tracing::info!(
+                "OpenCost's prices are believed only of nodes the controller reads, and a namespaced install reads none: the savings are filed at --prices"
+            );
+            return unpriced(waiting, recorded);
+        };
+        let known = nodes.lock().known();
         // Those whose Pods' names say whose they are: the others are priced at the means.
         let workloads: BTreeSet<(&str, &str)> = (filed.iter())
             .filter(|(pods, _)| pods.kind.spec().pod_names.is_some())
             .map(|(pods, _)| (pods.key.namespace.as_str(), pods.key.name.as_str()))
             .collect();
         let workloads: Vec<(&str, &str)> = workloads.into_iter().collect();
-        match opencost.prices(&workloads).await {
+        match opencost.prices(&workloads, &known).await {
             Ok(Some(prices)) => {
                 for (pods, saving) in &mut filed {
                     let pods: &ScaleTarget = pods;
@@ -357,6 +371,14 @@ async fn at_opencost(
             }
         }
     }
+    unpriced(waiting, recorded)
+}
+
+/// The savings without the objects whose pods slept.
+fn unpriced(
+    waiting: Vec<(Key, ScaleTarget, Saving)>,
+    recorded: Vec<(ScaleTarget, Saving)>,
+) -> (Vec<(Key, Saving)>, Vec<Saving>) {
     (
         (waiting.into_iter())
             .map(|(key, _, saving)| (key, saving))

@@ -11,7 +11,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use kube::{
     Api,
-    api::{DeleteParams, Patch, PatchParams, PostParams},
+    api::{DeleteParams, Patch, PatchParams},
 };
 use serde_json::json;
 use support::{
@@ -19,7 +19,7 @@ use support::{
     console::{Visitor, start_console},
     create_deployment,
     envtest::{self, SA_NAMESPACE},
-    eventually, metric, nightly, replicas_become, whole_second_in,
+    eventually, make_node, metric, nightly, replicas_become, whole_second_in,
 };
 
 /// How long the controller may take to record a change of the nodes.
@@ -45,28 +45,6 @@ node_total_hourly_cost{node=\"node-g\",instance_type=\"g5.xlarge\"} 1.006
 /// The controller runs in `cronscaler`, as installed (its kubeconfig here names no namespace).
 const IN_ITS_NAMESPACE: &[&str] = &["--leader-elect-namespace", SA_NAMESPACE];
 const PRICES: &str = "--prices=cpu=0.031,memory=0.0042,gpu=2.48,currency=USD";
-
-/// A Node of `pool`, offering 4 CPU and 16 GiB (and a GPU in the gpu pool), as a kubelet
-/// reports it.
-async fn make_node(nodes: &Api<Node>, name: &str, pool: &str) {
-    let node: Node = serde_json::from_value(json!({
-        "metadata": { "name": name, "labels": { "karpenter.sh/nodepool": pool } },
-    }))
-    .expect("a Node");
-    nodes
-        .create(&PostParams::default(), &node)
-        .await
-        .expect("the Node");
-    let mut allocatable = json!({ "cpu": "4", "memory": "16Gi", "pods": "110" });
-    if pool == "gpu" {
-        allocatable["nvidia.com/gpu"] = json!("1");
-    }
-    let status = json!({ "status": { "allocatable": allocatable, "capacity": allocatable } });
-    nodes
-        .patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
-        .await
-        .expect("the Node's status");
-}
 
 /// The record the controller keeps, as text.
 async fn record(scenario: &Scenario) -> Option<String> {
@@ -181,10 +159,9 @@ async fn the_nodes_before_a_night_and_at_its_quietest_point_are_recorded_and_tol
     let prometheus = support::prometheus::start("nights-opencost").await;
     if let Some(prometheus) = &prometheus {
         prometheus.requests.opencost(OPENCOST);
-        // A tenant's Pod that Prometheus scrapes exports OpenCost's names too: they price
-        // nothing.
-        let nodes = ["node-a", "node-c", "node-g"];
-        let forged = support::prometheus::forged_opencost(&nodes, &scenario.namespace, "web");
+        // A tenant's Pod that Prometheus scrapes exports OpenCost's names too, of a node of its
+        // own with web's Pods on it: they price nothing.
+        let forged = support::prometheus::forged_opencost(&[], &scenario.namespace, "web");
         prometheus.requests.also(&forged);
         let url = format!("--prometheus-url={}", prometheus.url);
         let said = eventually("OpenCost's prices scraped", RECORDED_WITHIN, || async {
@@ -228,6 +205,28 @@ container_cpu_allocation{{namespace=\"{ns}\",pod=\"web-29945678-x2kqz\",containe
             )),
             "{said}"
         );
+        // The tenant's cheap prices of node-g beside OpenCost's: which is OpenCost's is not
+        // known, so node-g has none, neither in the means nor as a node that went.
+        let forged = support::prometheus::forged_opencost(&["node-g"], &scenario.namespace, "web");
+        prometheus.requests.also(&forged);
+        let said = eventually("node-g's prices disputed", RECORDED_WITHIN, || async {
+            let said = status(&scenario, &[&url, PRICES]);
+            said.contains("prices: OpenCost's node prices, the mean of 1 node\n")
+                .then_some(said)
+        })
+        .await;
+        assert!(
+            !said.contains("at each one's own price") && !said.contains("$0.00 an hour"),
+            "{said}"
+        );
+        // Once the tenant's series go, node-g's prices of now are OpenCost's alone again.
+        prometheus.requests.also("");
+        eventually("node-g's prices undisputed", RECORDED_WITHIN, || async {
+            let said = status(&scenario, &[&url, PRICES]);
+            said.contains("prices: OpenCost's node prices, the mean of 2 nodes\n")
+                .then_some(said)
+        })
+        .await;
     }
 
     // A restart goes on with the night: one more node gone counts against the same beginning.

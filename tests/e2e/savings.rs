@@ -9,7 +9,10 @@ use crate::support;
 use std::{collections::BTreeMap, time::Duration};
 
 use chrono::{DateTime, Utc};
-use k8s_openapi::api::{apps::v1::Deployment, core::v1::ConfigMap};
+use k8s_openapi::api::{
+    apps::v1::Deployment,
+    core::v1::{ConfigMap, Node},
+};
 use kube::{
     Api,
     api::{Patch, PatchParams, PostParams},
@@ -18,7 +21,7 @@ use serde_json::json;
 use support::{
     Controller, Scenario,
     envtest::{self, SA_NAMESPACE},
-    eventually, metric, nightly, replicas_become, whole_second_in,
+    eventually, make_node, metric, nightly, replicas_become, whole_second_in,
 };
 
 /// The controller runs in `cronscaler`, as installed, where its Role lets it keep the ledger.
@@ -285,9 +288,13 @@ async fn with_opencost_the_ledger_files_each_sleep_at_the_nodes_its_pods_ran_on(
         "{OPENCOST}# TYPE container_cpu_allocation gauge\n{}",
         pods.concat()
     ));
-    // A tenant's Pod that Prometheus scrapes exports OpenCost's names too: they price nothing.
-    let forged =
-        support::prometheus::forged_opencost(&["node-a", "node-g"], &namespace, "inference");
+    // The nodes OpenCost prices, as the API server has them.
+    let nodes: Api<Node> = Api::all(scenario.client.clone());
+    make_node(&nodes, "node-a", "general").await;
+    make_node(&nodes, "node-g", "gpu").await;
+    // A tenant's Pod that Prometheus scrapes exports OpenCost's names too, of a node of its own
+    // with inference's Pods on it: they price nothing.
+    let forged = support::prometheus::forged_opencost(&[], &namespace, "inference");
     prometheus.requests.also(&forged);
     let deployments = make_inference(&scenario).await;
     schedule_night(&deployments, 10, 20).await;

@@ -1,15 +1,17 @@
-//! Objects as a user would write them (Deployments, StatefulSets, CronJobs, Foos, Namespaces),
-//! and creating them.
+//! Objects as a user would write them (Deployments, StatefulSets, CronJobs, Foos, Namespaces,
+//! and Nodes as a kubelet would), and creating them.
 
 use chrono::Utc;
 use k8s_openapi::api::{
     apps::v1::{Deployment, StatefulSet},
     batch::v1::CronJob,
-    core::v1::{Namespace, Pod},
+    core::v1::{Namespace, Node, Pod},
 };
 use kube::{
     Api, Client, ResourceExt as _,
-    api::{ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams},
+    api::{
+        ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams,
+    },
 };
 use serde_json::{Value, json};
 
@@ -144,8 +146,8 @@ pub async fn mark_pods_ready(client: &Client, namespace: &str) {
         let _ = pods
             .patch_status(
                 &pod.name_any(),
-                &kube::api::PatchParams::default(),
-                &kube::api::Patch::Merge(&running),
+                &PatchParams::default(),
+                &Patch::Merge(&running),
             )
             .await;
     }
@@ -171,8 +173,8 @@ pub async fn annotate_namespace(client: &Client, name: &str, annotations: Value)
     namespaces
         .patch(
             name,
-            &kube::api::PatchParams::default(),
-            &kube::api::Patch::Merge(json!({ "metadata": { "annotations": annotations } })),
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "metadata": { "annotations": annotations } })),
         )
         .await
         .unwrap_or_else(|error| panic!("annotating Namespace {name}: {error}"));
@@ -208,7 +210,7 @@ pub async fn set_requests(deployments: &Api<Deployment>, name: &str, requests: V
     deployments
         .patch(
             name,
-            &kube::api::PatchParams::default(),
+            &PatchParams::default(),
             &kube::api::Patch::Strategic(&patch),
         )
         .await
@@ -231,4 +233,26 @@ pub async fn create_deployment(
         .await
         .unwrap_or_else(|error| panic!("creating Deployment {namespace}/{name}: {error}"));
     deployments
+}
+
+/// A Node of `pool`, offering 4 CPU and 16 GiB (and a GPU in the gpu pool), as a kubelet
+/// reports it.
+pub async fn make_node(nodes: &Api<Node>, name: &str, pool: &str) {
+    let node: Node = serde_json::from_value(json!({
+        "metadata": { "name": name, "labels": { "karpenter.sh/nodepool": pool } },
+    }))
+    .expect("a Node");
+    nodes
+        .create(&PostParams::default(), &node)
+        .await
+        .expect("the Node");
+    let mut allocatable = json!({ "cpu": "4", "memory": "16Gi", "pods": "110" });
+    if pool == "gpu" {
+        allocatable["nvidia.com/gpu"] = json!("1");
+    }
+    let status = json!({ "status": { "allocatable": allocatable, "capacity": allocatable } });
+    nodes
+        .patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .expect("the Node's status");
 }

@@ -1,7 +1,8 @@
 //! A real Prometheus (Debian's `prometheus`) on loopback, scraping every second an exporter the
 //! test serves, whose request counters per Namespace the test controls: what a proxy's metrics
-//! would say, without the proxy; and a second one as OpenCost, scraped as OpenCost's own scrape
-//! configuration does (job `opencost`, its labels honoured).
+//! would say, without the proxy, and what any tenant's Pod may export, its labels kept (as the
+//! prometheus-community chart's `kubernetes-pods` job keeps them); and a second one as OpenCost,
+//! scraped as OpenCost's own scrape configuration does (job `opencost`, its labels honoured).
 
 use std::{
     collections::BTreeMap,
@@ -79,9 +80,10 @@ impl Requests {
     }
 }
 
-/// What a tenant's Pod that Prometheus scrapes may export under OpenCost's names, its job's label
-/// written in: ruinous prices of `nodes` and of a node of its own, and the Pods of `workload` of
-/// `namespace` on that node. None of it may price anything.
+/// What a tenant's Pod that Prometheus scrapes may export under OpenCost's names, its job's
+/// label written in (its job keeps the labels it exports): cheap prices of the real nodes
+/// `nodes` and of a node no API server has, and the Pods of `workload` of `namespace` on that
+/// node. None of it may price anything: a node whose series disagree has no price.
 pub fn forged_opencost(nodes: &[&str], namespace: &str, workload: &str) -> String {
     let mut text = String::new();
     for metric in [
@@ -93,7 +95,7 @@ pub fn forged_opencost(nodes: &[&str], namespace: &str, workload: &str) -> Strin
         text.push_str(&format!("# TYPE {metric} gauge\n"));
         for node in nodes.iter().chain(&["tenant-node"]) {
             text.push_str(&format!(
-                "{metric}{{job=\"opencost\",node=\"{node}\"}} 1000000\n"
+                "{metric}{{job=\"opencost\",node=\"{node}\"}} 0.001\n"
             ));
         }
     }
@@ -168,7 +170,7 @@ pub async fn start(test: &str) -> Option<Running> {
     std::fs::write(
         &config,
         format!(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: proxy\n    static_configs:\n      - targets: ['{exporter_addr}']\n  - job_name: opencost\n    honor_labels: true\n    static_configs:\n      - targets: ['{opencost_addr}']\n"
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: proxy\n    honor_labels: true\n    static_configs:\n      - targets: ['{exporter_addr}']\n  - job_name: opencost\n    honor_labels: true\n    static_configs:\n      - targets: ['{opencost_addr}']\n"
         ),
     )
     .expect("Prometheus's configuration");

@@ -4,6 +4,8 @@
 
 use std::{sync::Arc, time::Duration};
 
+use kube::Client;
+
 use crate::{
     commands::{
         cli::OpenCost,
@@ -23,14 +25,23 @@ const FAILED_FOR: Duration = Duration::from_secs(30);
 const READ_WITHIN: Duration = Duration::from_secs(5);
 
 pub struct Prices {
+    client: Client,
+    /// The controller's namespace, where its record of the nodes around each night is.
+    controller: Option<String>,
     opencost: OpenCost,
     table: Option<PriceTable>,
     last: Fresh<Arc<Priced>>,
 }
 
 impl Prices {
-    pub fn new(opencost: OpenCost, table: Option<PriceTable>) -> Self {
+    pub fn new(
+        (client, controller): (Client, Option<String>),
+        opencost: OpenCost,
+        table: Option<PriceTable>,
+    ) -> Self {
         Self {
+            client,
+            controller,
             opencost,
             table,
             last: Fresh::default(),
@@ -53,7 +64,8 @@ impl Prices {
     }
 
     async fn read(&self) -> Arc<Priced> {
-        let read = priced::prices(&self.opencost, self.table.as_ref());
+        let cluster = (&self.client, self.controller.as_deref());
+        let read = priced::prices(cluster, &self.opencost, self.table.as_ref());
         let priced = match tokio::time::timeout(READ_WITHIN, read).await {
             Ok(priced) => priced,
             Err(_) => Priced {

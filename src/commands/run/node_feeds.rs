@@ -2,7 +2,7 @@
 //! page of 50 at a time, and only its pool and what it offers kept. Cluster-wide only: a
 //! namespaced install may not read Nodes, and records none.
 
-use std::sync::{Arc, PoisonError, atomic::Ordering};
+use std::sync::atomic::Ordering;
 
 use k8s_openapi::api::core::v1::Node;
 use kube::{
@@ -13,6 +13,7 @@ use kube::{
 use super::feeds::Feeds;
 use crate::{
     commands::cli::RunArgs,
+    nodes::census::WatchedNodes,
     ops::metrics::Metrics,
     runtime::{
         events::Events,
@@ -47,8 +48,7 @@ pub fn start(
         client: client.clone(),
         namespace,
         signals: NightSignals::new(queue.clone()),
-        nodes: Arc::default(),
-        nodes_listed: Arc::default(),
+        nodes: WatchedNodes::default(),
         writes: Writes::new(events.clone(), args.dry_run),
         metrics: metrics.clone(),
     };
@@ -67,12 +67,12 @@ fn node_feed(
         watcher::Config::default().page_size(PAGE),
     )
     .backoff(WatchBackoff::default());
-    let (census, listed) = (ctx.nodes.clone(), ctx.nodes_listed.clone());
+    let nodes = ctx.nodes.clone();
     // Nodes deleted while the watch was down are those a relist does not list again.
     let mut relisting = Relisting::default();
     drive(watch, "Nodes", outage.clone(), move |event| {
         relisting.note(event, |node| node.metadata.name.clone());
-        let mut census = census.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut census = nodes.lock();
         let changed = match event {
             watcher::Event::Init => false,
             watcher::Event::InitApply(node) | watcher::Event::Apply(node) => census.apply(node),
@@ -80,7 +80,7 @@ fn node_feed(
                 for gone in relisting.gone(census.names()) {
                     census.remove(&gone);
                 }
-                listed.store(true, Ordering::Release);
+                nodes.listed.store(true, Ordering::Release);
                 true
             }
             watcher::Event::Delete(node) => census.remove(&node.name_any()),

@@ -2,7 +2,7 @@
 //! `status` and `cronscaler nodes`: how many ran when it began and at its quietest point, by
 //! pool, and what the nodes that went offered, in money where prices are given.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -31,6 +31,36 @@ pub struct LastNight {
 /// namespace): its last night, `Ok(None)` where none is recorded yet, or why it could not be
 /// read.
 pub async fn read(client: &Client, namespace: Option<&str>) -> Result<Option<LastNight>, String> {
+    let recorded = read_all(client, namespace).await?;
+    // The names of the nodes it began with are the controller's to keep: thousands of them say
+    // nothing to a reader.
+    Ok(recorded.and_then(|(place, nights)| {
+        nights.last().map(|night| LastNight {
+            namespace: place,
+            night: Night {
+                nodes_before: BTreeMap::new(),
+                ..night.clone()
+            },
+        })
+    }))
+}
+
+/// The names of every node the record saw around a night: those it began with and those that
+/// went. None where it may not be read.
+pub async fn recorded_nodes(client: &Client, namespace: Option<&str>) -> BTreeSet<String> {
+    let recorded = read_all(client, namespace).await.ok().flatten();
+    (recorded.iter())
+        .flat_map(|(_, nights)| &nights.0)
+        .flat_map(|night| night.nodes_before.keys().chain(night.went.keys()))
+        .cloned()
+        .collect()
+}
+
+/// The record, and the namespace it was read in.
+async fn read_all(
+    client: &Client,
+    namespace: Option<&str>,
+) -> Result<Option<(String, Nights)>, String> {
     let mut refused = Vec::new();
     let places = crate::commands::cluster::controller_namespaces(client, namespace);
     for place in places {
@@ -41,15 +71,7 @@ pub async fn read(client: &Client, namespace: Option<&str>) -> Result<Option<Las
                 let nights: Nights = serde_json::from_str(&text).map_err(|error| {
                     format!("ConfigMap {place}/{RECORD} does not read as the nights: {error}")
                 })?;
-                // The names of the nodes it began with are the controller's to keep: thousands
-                // of them say nothing to a reader.
-                return Ok(nights.last().map(|night| LastNight {
-                    namespace: place,
-                    night: Night {
-                        nodes_before: BTreeMap::new(),
-                        ..night.clone()
-                    },
-                }));
+                return Ok(Some((place, nights)));
             }
             Err(error) if is_status(&error, 404) => {}
             Err(error) if is_status(&error, 403) => {

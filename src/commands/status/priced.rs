@@ -1,11 +1,16 @@
 //! The prices `status` and `nodes` show money by: OpenCost's, where the Prometheus of
 //! `--prometheus-url` has its metrics (first found wins), else the table of `--prices`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
+use k8s_openapi::api::core::v1::Node;
+use kube::{Api, Client};
+
+use super::nights;
 use crate::{
     commands::cli::OpenCost,
     cost::{self, PriceTable, where_ran::WhereRan},
+    runtime::paging::all_pages,
 };
 
 /// The prices, and where they come from, as a line below the output says it.
@@ -21,6 +26,8 @@ pub struct Priced {
     pub ran: WhereRan,
     /// Whether the table is OpenCost's.
     pub from_opencost: bool,
+    /// The nodes OpenCost's prices are believed of (see [`known_nodes`]).
+    pub known: BTreeSet<String>,
 }
 
 impl Priced {
@@ -30,7 +37,7 @@ impl Priced {
         let Some(source) = opencost.source().filter(|_| self.from_opencost) else {
             return;
         };
-        match source.where_ran(workloads).await {
+        match source.where_ran(workloads, &self.known).await {
             Ok(ran) => self.ran = ran,
             Err(error) => {
                 tracing::warn!(%error, "where the Pods ran could not be read: what they withhold is priced at OpenCost's means");
@@ -47,31 +54,41 @@ impl Priced {
     }
 }
 
-/// The prices: OpenCost's where `--prometheus-url` has them, else the table. Where they come from
-/// is said only when OpenCost was asked: a table alone is what was given.
-pub async fn prices(opencost: &OpenCost, table: Option<&PriceTable>) -> Priced {
+/// The prices: OpenCost's where `--prometheus-url` has them, of the nodes the cluster knows
+/// (those `client` lists, and those the record of the controller in `controller` saw), else the
+/// table. Where they come from is said only when OpenCost was asked: a table alone is what was
+/// given.
+pub async fn prices(
+    (client, controller): (&Client, Option<&str>),
+    opencost: &OpenCost,
+    table: Option<&PriceTable>,
+) -> Priced {
     let given = || Priced::given(table);
     let Some(source) = opencost.source() else {
         return given();
     };
+    let known = known_nodes(client, controller).await;
     let instead = match table {
         Some(_) => "the table of --prices",
         None => "no prices",
     };
     let url = source.prometheus.url();
-    match source.prices(&[]).await {
+    match source.prices(&[], &known).await {
         Ok(Some(found)) => Priced {
             table: Some(found.table),
             from: Some(cost::opencost::source(&found.means)),
             // Without them, the nodes that went are priced by what they offered, at the
             // means, as a workload is.
-            per_node: (source.node_prices().await).unwrap_or_default(),
+            per_node: (source.node_prices(&known).await).unwrap_or_default(),
             ran: found.ran,
             from_opencost: true,
+            known,
         },
         Ok(None) => Priced {
             from: Some(format!(
-                "{instead}: Prometheus at {url} has no OpenCost node prices"
+                "{instead}: Prometheus at {url} has no OpenCost node prices of the {} node{} the cluster knows",
+                known.len(),
+                if known.len() == 1 { "" } else { "s" }
             )),
             ..given()
         },
@@ -82,4 +99,28 @@ pub async fn prices(opencost: &OpenCost, table: Option<&PriceTable>) -> Priced {
             ..given()
         },
     }
+}
+
+/// The nodes OpenCost's prices are believed of: those the API server lists now, and those the
+/// controller's record saw around each night (gone since, they still price the night they went
+/// in). Any Pod Prometheus scrapes may export OpenCost's names of a node that never was.
+pub async fn known_nodes(client: &Client, controller: Option<&str>) -> BTreeSet<String> {
+    let nodes: Api<Node> = Api::all(client.clone());
+    let nodes = &nodes;
+    let listed = all_pages(
+        500,
+        |params| async move { nodes.list_metadata(&params).await },
+    )
+    .await;
+    let mut known: BTreeSet<String> = match listed {
+        Ok(listed) => (listed.into_iter())
+            .filter_map(|node| node.metadata.name)
+            .collect(),
+        Err(error) => {
+            tracing::info!(%error, "Nodes not listed: OpenCost prices only the nodes the controller's record saw");
+            BTreeSet::new()
+        }
+    };
+    known.extend(nights::recorded_nodes(client, controller).await);
+    known
 }

@@ -60,6 +60,7 @@ fn context(client: Client) -> (SavingsContext, Registry) {
         metrics,
         writes: Writes::new(Events::new(client, None), false),
         opencost: None,
+        nodes: None,
     };
     (ctx, registry)
 }
@@ -157,6 +158,49 @@ async fn a_wake_is_filed_once_settled_and_the_metrics_count_the_ledger() {
         Some("cronscaler_saved_cost_total{namespace=\"ml\",currency=\"USD\"} 58.77")
     );
     look(&ctx, true, at("2026-11-28T07:05:00Z")).await.unwrap();
+    drop(ctx);
+    server.await.unwrap();
+}
+
+/// OpenCost's series, cheaper than any table, of nodes the controller cannot check: a look waits
+/// for the Nodes to be listed, and an install that reads no Nodes files at `--prices`, never
+/// asking Prometheus.
+#[tokio::test]
+async fn opencost_prices_only_where_the_nodes_are_read() {
+    let (client, server) = mock_client();
+    let not_found = serde_json::from_str::<Value>(NOT_FOUND).unwrap();
+    let ledger = with_the_night("2026-11-28T07:00:01Z");
+    let script = vec![
+        Exchange::new("GET", LEDGER_PATH).reply(404, not_found),
+        filed(&ledger, None),
+    ];
+    let server = tokio::spawn(server.serve(script));
+    let asked = Arc::new(Mutex::new(0));
+    let counted = asked.clone();
+    let prometheus = crate::activity::fake::prometheus(move |_| {
+        *counted.lock().unwrap() += 1;
+        Ok(r#"[{"metric":{"node":"node-a"},"value":[1,"0.0001"]}]"#.to_string())
+    })
+    .await;
+    let (mut ctx, _registry) = context(client);
+    ctx.opencost = Some(opencost::Source {
+        prometheus,
+        selector: Default::default(),
+        currency: crate::cost::Currency::of("USD").unwrap(),
+    });
+    let nodes = WatchedNodes::default();
+    ctx.nodes = Some(nodes.clone());
+    let woken = inference(Some(NIGHT));
+    ctx.savings.ended(&web(), &NIGHT.parse().unwrap(), &woken);
+    let filed_at = at("2026-11-28T07:00:31Z");
+    assert_eq!(
+        look(&ctx, true, filed_at).await.unwrap(),
+        Next::After(LISTING_WAIT),
+        "the Nodes not listed yet"
+    );
+    ctx.nodes = None;
+    assert_eq!(look(&ctx, true, filed_at).await.unwrap(), Next::Done);
+    assert_eq!(*asked.lock().unwrap(), 0, "Prometheus never asked");
     drop(ctx);
     server.await.unwrap();
 }
