@@ -9,10 +9,15 @@
 //! hand-written record, or its own workloads woken and put to sleep again all night, move its
 //! own Namespace alone. Only a scheduled sleep counts as a sleep (overrides, requests and idle
 //! sleeps begin no night); any wake counts as its Namespace's, whatever made it.
+//!
+//! A night counts once enough Namespaces sleep in it: half as many as in the smallest of the
+//! last three nights ([`Nights::quorum`]). Until then it is pending, shown nowhere, and
+//! forgotten if it ends so: one team's schedule that sleeps by day neither begins the cluster's
+//! night at the day's peak nor pushes real nights out of the record.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::cost::{GPU, Money, PriceTable, resources::by_name};
@@ -24,6 +29,18 @@ pub const KEPT: usize = 14;
 /// one, and the one before it. Thousands of nodes named every night for two weeks would not fit
 /// a ConfigMap.
 pub const KEPT_NAMED: usize = 2;
+
+/// How many of the last nights say how many Namespaces a night needs.
+const QUORUM_OF: usize = 3;
+
+/// How long after the last night ended its size still counts: a cluster whose teams went has
+/// smaller nights, and after two days without one they count again.
+const QUORUM_FOR: TimeDelta = TimeDelta::days(2);
+
+/// How long the sleeps of one evening take to gather: a night still pending that long after it
+/// began begins again at the next sleep, so that a team asleep all day does not have the
+/// evening's night counted from the morning's nodes.
+const GATHERING: TimeDelta = TimeDelta::hours(2);
 
 /// The name of the pool of nodes that carry no pool label.
 pub const NO_POOL: &str = "-";
@@ -133,6 +150,16 @@ pub struct Night {
     pub slept: BTreeSet<String>,
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     pub woke: BTreeSet<String>,
+    /// How many Namespaces slept in it, kept once it ended.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub namespaces: usize,
+    /// Whether too few Namespaces sleep in it yet to count ([`Nights::quorum`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pending: bool,
+}
+
+fn is_zero(count: &usize) -> bool {
+    *count == 0
 }
 
 impl Night {
@@ -153,6 +180,27 @@ impl Night {
     }
 }
 
+impl Night {
+    /// The night `applied`, a scheduled sleep, begins, with the nodes `running` at `now`;
+    /// pending where one Namespace is fewer than `quorum`.
+    fn begun(applied: &Applied, running: &Running, now: DateTime<Utc>, quorum: usize) -> Night {
+        Night {
+            began: applied.at,
+            counted_at: now,
+            before: running.census.clone(),
+            quietest_at: now,
+            quietest: running.census.clone(),
+            ended: None,
+            nodes_before: running.names.clone(),
+            went: BTreeMap::new(),
+            slept: BTreeSet::from([applied.namespace.clone()]),
+            woke: BTreeSet::new(),
+            namespaces: 0,
+            pending: quorum > 1,
+        }
+    }
+}
+
 /// The nights recorded, oldest first.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Nights(pub Vec<Night>);
@@ -167,14 +215,32 @@ pub struct Applied {
 }
 
 impl Nights {
-    /// The night going on, if any.
+    /// The night going on, if any counts yet.
     pub fn tonight(&self) -> Option<&Night> {
-        self.0.last().filter(|night| night.ended.is_none())
+        self.last().filter(|night| night.ended.is_none())
     }
 
-    /// The newest night, going on or ended.
+    /// The newest night that counts, going on or ended.
     pub fn last(&self) -> Option<&Night> {
-        self.0.last()
+        self.0.iter().rev().find(|night| !night.pending)
+    }
+
+    /// How many Namespaces must sleep in a night for it to count, at `at`: half as many as in
+    /// the smallest of the last [`QUORUM_OF`] nights, or one where none ended within
+    /// [`QUORUM_FOR`] (a new install, a record from before Namespaces were counted, a cluster
+    /// that changed).
+    pub fn quorum(&self, at: DateTime<Utc>) -> usize {
+        let ended = (self.0.iter().rev())
+            .filter(|night| night.namespaces > 0 && !night.pending)
+            .filter_map(|night| Some((night.ended?, night.namespaces)));
+        let last = ended.take(QUORUM_OF).collect::<Vec<_>>();
+        match last.first() {
+            Some((ended, _)) if at - *ended <= QUORUM_FOR => {
+                let fewest = last.iter().map(|(_, namespaces)| *namespaces).min();
+                fewest.unwrap_or(1).div_ceil(2)
+            }
+            _ => 1,
+        }
     }
 
     /// The record once the transitions `applied` (in the order they were) and the nodes
@@ -193,7 +259,8 @@ impl Nights {
             nights.take(applied, running, now);
         }
         nights.quieter(running, now);
-        let over = nights.0.len().saturating_sub(KEPT);
+        let pending = nights.0.iter().filter(|night| night.pending).count();
+        let over = (nights.0.len() - pending).saturating_sub(KEPT);
         nights.0.drain(..over);
         let unnamed = nights.0.len().saturating_sub(KEPT_NAMED);
         for night in &mut nights.0[..unnamed] {
@@ -206,27 +273,24 @@ impl Nights {
     /// last has ended before it), and counts its Namespace in the night going on; a wake of one
     /// of those Namespaces counts in it, and ends it once half of them have woken.
     fn take(&mut self, applied: &Applied, running: &Running, now: DateTime<Utc>) {
-        let last_ended = self.last().map(|last| last.ended.unwrap_or(last.began));
+        let quorum = self.quorum(applied.at);
+        let last_ended = self.0.last().map(|last| last.ended.unwrap_or(last.began));
         let Some(night) = self.0.last_mut().filter(|night| night.ended.is_none()) else {
             if applied.asleep && last_ended.is_none_or(|ended| applied.at > ended) {
-                self.0.push(Night {
-                    began: applied.at,
-                    counted_at: now,
-                    before: running.census.clone(),
-                    quietest_at: now,
-                    quietest: running.census.clone(),
-                    ended: None,
-                    nodes_before: running.names.clone(),
-                    went: BTreeMap::new(),
-                    slept: BTreeSet::from([applied.namespace.clone()]),
-                    woke: BTreeSet::new(),
-                });
+                self.0.push(Night::begun(applied, running, now, quorum));
             }
             return;
         };
         if applied.asleep {
+            if night.pending && applied.at - night.began >= GATHERING {
+                let asleep: BTreeSet<String> =
+                    night.slept.difference(&night.woke).cloned().collect();
+                *night = Night::begun(applied, running, now, quorum);
+                night.slept.extend(asleep);
+            }
             night.slept.insert(applied.namespace.clone());
             night.woke.remove(&applied.namespace);
+            night.pending &= night.slept.len() < quorum;
             return;
         }
         // A Namespace that did not sleep in it (or a record from before Namespaces were kept,
@@ -240,7 +304,12 @@ impl Nights {
         if night.woke.len() * 2 < night.slept.len() {
             return;
         }
+        if night.pending {
+            self.0.pop();
+            return;
+        }
         night.ended = Some(applied.at);
+        night.namespaces = night.slept.len();
         // Those that went are known: the names of the rest need not be kept, nor the
         // Namespaces'.
         night.nodes_before.clear();

@@ -292,6 +292,8 @@ mod tests {
                     .collect(),
                 slept: BTreeSet::from(["shop".to_string()]),
                 woke: BTreeSet::new(),
+                namespaces: 0,
+                pending: false,
             },
         }
     }

@@ -335,3 +335,139 @@ fn each_pool_says_its_nodes_before_and_at_the_quietest_point_a_pool_that_went_wh
         [("default".to_string(), 8, 3), ("gpu".to_string(), 2, 0)]
     );
 }
+
+/// The night of `evening`, ended at 07:00 by its ten Namespaces waking.
+fn a_night_ended() -> Nights {
+    evening(&[("default", 8)])
+        .settled(
+            &wakes(10, "2026-11-24T07:00:00Z"),
+            &running(&[("default", 8)]),
+            at("2026-11-24T07:00:01Z"),
+        )
+        .unwrap()
+}
+
+/// A sleep and a wake of `namespace` alone, at `sleep` and `wake`.
+fn one_team(namespace: &str, sleep: &str, wake: &str) -> [Applied; 2] {
+    let applied = |when: &str, asleep| Applied {
+        at: at(when),
+        asleep,
+        namespace: namespace.into(),
+    };
+    [applied(sleep, true), applied(wake, false)]
+}
+
+#[test]
+fn one_team_s_sleep_by_day_is_no_night_of_the_cluster_s() {
+    let nights = a_night_ended();
+    assert_eq!(nights.last().unwrap().namespaces, 10);
+    assert_eq!(nights.quorum(at("2026-11-24T09:00:00Z")), 5);
+    let [sleep, wake] = one_team("tenant", "2026-11-24T09:00:00Z", "2026-11-24T09:30:00Z");
+    let day = running(&[("default", 12)]);
+    let asleep = nights
+        .settled(&[sleep], &day, at("2026-11-24T09:00:01Z"))
+        .unwrap();
+    assert_eq!(asleep.tonight(), None, "pending: shown nowhere");
+    assert_eq!(asleep.last(), nights.last());
+    let fewer = running(&[("default", 11)]);
+    let quieter = asleep
+        .settled(&[], &fewer, at("2026-11-24T09:20:00Z"))
+        .unwrap();
+    assert_eq!(quieter.last(), nights.last());
+    // Woken, it is forgotten: the record is what it was.
+    let woken = quieter
+        .settled(&[wake], &day, at("2026-11-24T09:30:01Z"))
+        .unwrap();
+    assert_eq!(woken, nights);
+    // Every day for three weeks, between the cluster's nights: only those are recorded.
+    let mut record = a_night_ended();
+    for day in 0..21 {
+        let morning = at("2026-11-24T09:00:00Z") + chrono::TimeDelta::days(day);
+        let tenant = |at, asleep| Applied {
+            at,
+            asleep,
+            namespace: "tenant".into(),
+        };
+        let evening = morning + chrono::TimeDelta::hours(11);
+        let mut cycle = vec![
+            tenant(morning, true),
+            tenant(morning + chrono::TimeDelta::minutes(30), false),
+        ];
+        for (offset, asleep) in [(0, true), (11, false)] {
+            let when = evening + chrono::TimeDelta::hours(offset);
+            cycle.extend((0..10).map(|team| Applied {
+                at: when,
+                asleep,
+                namespace: format!("team-{team}"),
+            }));
+        }
+        let now = evening + chrono::TimeDelta::hours(11);
+        record = record
+            .settled(&cycle, &running(&[("default", 12)]), now)
+            .unwrap();
+    }
+    assert_eq!(record.0.len(), KEPT);
+    assert!(
+        (record.0.iter())
+            .all(|night| night.namespaces == 10 && night.began.format("%H").to_string() == "20"),
+        "{record:?}"
+    );
+}
+
+#[test]
+fn a_team_asleep_all_day_joins_the_evening_s_night_counted_from_the_evening_s_nodes() {
+    let [sleep, _] = one_team("tenant", "2026-11-24T09:00:00Z", "2026-11-25T07:00:00Z");
+    let nights = a_night_ended()
+        .settled(
+            &[sleep],
+            &running(&[("default", 12)]),
+            at("2026-11-24T09:00:01Z"),
+        )
+        .unwrap();
+    let evening = running(&[("default", 9)]);
+    let mut ten = sleeps(10, "2026-11-24T20:00:00Z");
+    let later = ten.split_off(3);
+    let gathering = nights
+        .settled(&ten, &evening, at("2026-11-24T20:00:01Z"))
+        .unwrap();
+    assert_eq!(gathering.tonight(), None, "four of ten Namespaces: pending");
+    let nights = gathering
+        .settled(&later, &evening, at("2026-11-24T20:00:02Z"))
+        .unwrap();
+    let night = nights.tonight().unwrap();
+    assert_eq!(night.began, at("2026-11-24T20:00:00Z"));
+    assert_eq!(
+        night.before.total().nodes,
+        9,
+        "the evening's nodes, not the day's"
+    );
+    assert_eq!(
+        night.slept.len(),
+        11,
+        "the team asleep since the morning in it"
+    );
+    assert_eq!(nights.0.len(), 2);
+}
+
+#[test]
+fn a_cluster_whose_teams_went_has_its_smaller_nights_counted_two_days_on() {
+    let nights = a_night_ended();
+    let small = nights
+        .settled(
+            &sleeps(2, "2026-11-25T20:00:00Z"),
+            &running(&[("default", 3)]),
+            at("2026-11-25T20:00:01Z"),
+        )
+        .unwrap();
+    assert_eq!(small.tonight(), None, "two of the ten: not yet");
+    assert_eq!(nights.quorum(at("2026-11-26T07:00:01Z")), 1);
+    let later = sleeps(2, "2026-11-26T07:00:02Z");
+    let counted = nights
+        .settled(
+            &later,
+            &running(&[("default", 3)]),
+            at("2026-11-26T07:00:03Z"),
+        )
+        .unwrap();
+    assert!(counted.tonight().is_some());
+}
