@@ -163,7 +163,11 @@ impl Reconcilers {
                 scaling::idle::look(&self.scale, &self.activity, namespace, now).await
             }
             WorkKey::Scaling(ScalingKey::Nights) => match &self.nights {
-                Some(nights) => scaling::nights::look(nights, now).await,
+                Some(nights) => {
+                    let holding = (self.scale.transitions.all_workloads_listed())
+                        .then(|| self.scale.last_seen.namespaces());
+                    scaling::nights::look(nights, holding, now).await
+                }
                 None => Ok(Next::Done),
             },
             WorkKey::Scaling(ScalingKey::Savings) => match &self.savings {

@@ -98,13 +98,15 @@ impl NodeCensus {
         census
     }
 
-    /// The nodes running, by pool and by name.
-    pub fn running(&self) -> Running {
+    /// The nodes running, by pool and by name, with the Namespaces `holding` a workload where
+    /// known.
+    pub fn running(&self, holding: Option<BTreeSet<String>>) -> Running {
         Running {
             census: self.census(),
             names: (self.nodes.iter())
                 .map(|(name, (pool, _))| (name.clone(), pool.clone()))
                 .collect(),
+            holding,
         }
     }
 }

@@ -118,6 +118,10 @@ impl Census {
 pub struct Running {
     pub census: Census,
     pub names: BTreeMap<String, String>,
+    /// The Namespaces that hold a workload the controller watches, where all are listed: one
+    /// a night put to sleep that holds none now (deleted, or its workloads) has nothing left to
+    /// wake, and counts as woken.
+    pub holding: Option<BTreeSet<String>>,
 }
 
 /// One night's nodes.
@@ -258,6 +262,7 @@ impl Nights {
         for applied in applied {
             nights.take(applied, running, now);
         }
+        nights.emptied(running, now);
         nights.quieter(running, now);
         let pending = nights.0.iter().filter(|night| night.pending).count();
         let over = (nights.0.len() - pending).saturating_sub(KEPT);
@@ -301,6 +306,34 @@ impl Nights {
             return;
         }
         night.woke.insert(applied.namespace.clone());
+        self.end_at(applied.at);
+    }
+
+    /// Counts as woken the Namespaces of the night going on that hold no workload now: no wake
+    /// of theirs will come.
+    fn emptied(&mut self, running: &Running, now: DateTime<Utc>) {
+        let Some(holding) = &running.holding else {
+            return;
+        };
+        let Some(night) = self.0.last_mut().filter(|night| night.ended.is_none()) else {
+            return;
+        };
+        let emptied: Vec<String> = (night.slept.difference(&night.woke))
+            .filter(|namespace| !holding.contains(*namespace))
+            .cloned()
+            .collect();
+        if !emptied.is_empty() {
+            night.woke.extend(emptied);
+            self.end_at(now);
+        }
+    }
+
+    /// Ends the night going on at `at` where half of its Namespaces have woken; one still
+    /// pending is forgotten.
+    fn end_at(&mut self, at: DateTime<Utc>) {
+        let Some(night) = self.0.last_mut().filter(|night| night.ended.is_none()) else {
+            return;
+        };
         if night.woke.len() * 2 < night.slept.len() {
             return;
         }
@@ -308,7 +341,7 @@ impl Nights {
             self.0.pop();
             return;
         }
-        night.ended = Some(applied.at);
+        night.ended = Some(at);
         night.namespaces = night.slept.len();
         // Those that went are known: the names of the rest need not be kept, nor the
         // Namespaces'.

@@ -9,6 +9,7 @@
 //! plans on its own old copy of what another leader wrote since.
 
 use std::{
+    collections::BTreeSet,
     sync::{Arc, Mutex, PoisonError},
     time::Duration,
 };
@@ -33,6 +34,9 @@ use crate::{
 /// The ConfigMap of the controller's namespace the nights are recorded in, and its key.
 pub const RECORD: &str = "cronscaler-nights";
 pub const RECORD_KEY: &str = "nights.json";
+
+/// How often the night going on is looked at when nothing else has it looked at.
+const AT_NIGHT: Duration = Duration::from_secs(60);
 
 /// How soon a look waits while the Nodes are still being listed: before that, the census is
 /// not known.
@@ -97,14 +101,18 @@ pub struct NightsContext {
     pub metrics: Metrics,
 }
 
-/// Brings the record of the nights in line with the transitions applied since the last look and
-/// the nodes at `now`.
-pub async fn look(ctx: &NightsContext, now: DateTime<Utc>) -> Result<Next, Error> {
+/// Brings the record of the nights in line with the transitions applied since the last look, the
+/// nodes at `now` and the Namespaces `holding` a workload (`None` until all are listed).
+pub async fn look(
+    ctx: &NightsContext,
+    holding: Option<BTreeSet<String>>,
+    now: DateTime<Utc>,
+) -> Result<Next, Error> {
     if !ctx.nodes.is_listed() {
         return Ok(Next::After(LISTING_WAIT));
     }
     let kept = read(ctx).await?;
-    let running = ctx.nodes.lock().running();
+    let running = ctx.nodes.lock().running(holding);
     let applied = ctx.signals.pending();
     let recorded = match kept.settled(&applied, &running, now) {
         Some(next) => {
@@ -120,7 +128,12 @@ pub async fn look(ctx: &NightsContext, now: DateTime<Utc>) -> Result<Next, Error
         // The record was deleted, or started again: no night to show.
         None => ctx.metrics.night_nodes(std::iter::empty()),
     }
-    Ok(Next::Done)
+    // A night's Namespaces that lose their workloads tell no one: it is looked at again.
+    let going_on = (recorded.0.last()).is_some_and(|night| night.ended.is_none());
+    Ok(match going_on {
+        true => Next::After(AT_NIGHT),
+        false => Next::Done,
+    })
 }
 
 /// `nights`, without the names of nodes where they would not fit a ConfigMap (thousands of
@@ -205,7 +218,7 @@ mod tests {
         let recorded = Nights::default()
             .settled(
                 std::slice::from_ref(&slept),
-                &nodes.running(),
+                &nodes.running(None),
                 at("2026-11-23T20:00:05Z"),
             )
             .unwrap();
@@ -248,15 +261,19 @@ mod tests {
         };
         ctx.nodes.listed.store(false, Ordering::Release);
         assert_eq!(
-            look(&ctx, at("2026-11-23T20:00:05Z")).await.unwrap(),
+            look(&ctx, None, at("2026-11-23T20:00:05Z")).await.unwrap(),
             Next::After(LISTING_WAIT),
             "the Nodes not all listed: nothing read yet"
         );
         ctx.nodes.listed.store(true, Ordering::Release);
         ctx.signals.applied(slept.clone());
-        look(&ctx, at("2026-11-23T20:00:05Z")).await.unwrap();
+        look(&ctx, None, at("2026-11-23T20:00:05Z")).await.unwrap();
         assert!(ctx.signals.pending().is_empty(), "taken in once");
-        look(&ctx, at("2026-11-23T21:00:00Z")).await.unwrap();
+        assert_eq!(
+            look(&ctx, None, at("2026-11-23T21:00:00Z")).await.unwrap(),
+            Next::After(AT_NIGHT),
+            "looked at again while the night goes on"
+        );
         // The metrics show the night recorded, as written and as read back.
         let text = crate::ops::metrics::render(&registry);
         assert!(
@@ -279,7 +296,7 @@ mod tests {
             namespace: "shop".into(),
         };
         let nights = Nights::default()
-            .settled(&[slept], &nodes.running(), at("2026-11-23T20:00:05Z"))
+            .settled(&[slept], &nodes.running(None), at("2026-11-23T20:00:05Z"))
             .unwrap();
         assert!(!fits(&nights), "20,000 names do not fit");
         let fitted = fitting(nights.clone());

@@ -8,7 +8,7 @@
 //! reference made again from its key. As plain maps and a reference, a state took about 2 KiB.
 
 use std::{
-    collections::{BTreeMap, HashMap},
+    collections::{BTreeMap, BTreeSet, HashMap},
     sync::{Arc, PoisonError, RwLock},
 };
 
@@ -153,6 +153,14 @@ impl LastSeen {
             .unwrap_or_else(PoisonError::into_inner)
             .iter()
             .filter_map(|(target, packed)| picked(target, &packed.unpack(target)))
+            .collect()
+    }
+
+    /// The Namespaces that hold an object tracked.
+    pub fn namespaces(&self) -> BTreeSet<String> {
+        (self.states.read().unwrap_or_else(PoisonError::into_inner))
+            .keys()
+            .map(|target| target.key.namespace.clone())
             .collect()
     }
 

@@ -340,6 +340,55 @@ container_cpu_allocation{{namespace=\"{ns}\",pod=\"web-29945678-x2kqz\",containe
     scenario.finish().await;
 }
 
+/// A preview environment deleted while asleep: its wake never comes, and the night ends all the
+/// same once the controller sees its Namespace holds no workload, within a minute.
+#[tokio::test]
+async fn a_night_whose_workloads_are_deleted_asleep_ends() {
+    let Some(scenario) = Scenario::own("nights-deleted", envtest::Options::api_server_only()).await
+    else {
+        return;
+    };
+    let nodes: Api<Node> = Api::all(scenario.client.clone());
+    make_node(&nodes, "node-a", "general").await;
+    let deployments = create_deployment(&scenario.client, &scenario.namespace, "preview", 1).await;
+    let down = whole_second_in(10);
+    let schedule =
+        json!({ "metadata": { "annotations": nightly(down, down + chrono::Duration::hours(10)) } });
+    deployments
+        .patch("preview", &PatchParams::default(), &Patch::Merge(&schedule))
+        .await
+        .expect("preview's schedule");
+    let mut controller = scenario.start_cluster_wide_controller("cronscaler", IN_ITS_NAMESPACE);
+    controller.wait_ready().await;
+    replicas_become(
+        &deployments,
+        "preview",
+        0,
+        "preview asleep",
+        RECORDED_WITHIN * 3,
+    )
+    .await;
+    eventually("the night begun", RECORDED_WITHIN, || async {
+        let said = status(&scenario, &[]);
+        said.contains("still going").then_some(said)
+    })
+    .await;
+    deployments
+        .delete("preview", &DeleteParams::default())
+        .await
+        .expect("preview deleted");
+    let ended = eventually("the night ended", Duration::from_secs(90), || async {
+        let said = status(&scenario, &[]);
+        said.contains("(ended ").then_some(said)
+    })
+    .await;
+    assert!(ended.contains("nodes before it: 1 (general 1)"), "{ended}");
+    controller
+        .assert_stops_cleanly(Duration::from_secs(10))
+        .await;
+    scenario.finish().await;
+}
+
 /// The user `platform`: may list Nodes, Pods and PodDisruptionBudgets, and read the record.
 async fn platform_engineer(scenario: &Scenario) {
     let user =

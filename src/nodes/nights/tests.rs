@@ -26,6 +26,7 @@ fn running(pools: &[(&str, u32)]) -> Running {
                 (0..*nodes).map(move |i| (format!("{pool}-{i}"), pool.to_string()))
             })
             .collect(),
+        holding: None,
     }
 }
 
@@ -470,4 +471,34 @@ fn a_cluster_whose_teams_went_has_its_smaller_nights_counted_two_days_on() {
         )
         .unwrap();
     assert!(counted.tonight().is_some());
+}
+
+#[test]
+fn the_namespaces_of_a_night_deleted_asleep_count_as_woken() {
+    // Ten preview environments asleep; seven deleted overnight, their wakes never to come.
+    let nights = evening(&[("default", 8)]);
+    let mut fewer = running(&[("default", 4)]);
+    let night = at("2026-11-24T01:00:00Z");
+    fewer.holding = Some((7..10).map(|team| format!("team-{team}")).collect());
+    let nights = nights.settled(&[], &fewer, night).unwrap();
+    let ended = nights.last().unwrap();
+    assert_eq!(ended.ended, Some(night));
+    assert_eq!(ended.namespaces, 10);
+    assert_eq!(ended.quietest.total().nodes, 4, "counted before it ended");
+    // Four of ten: the night goes on; a wake of one of the rest ends it then.
+    let mut four = running(&[("default", 4)]);
+    four.holding = Some((4..10).map(|team| format!("team-{team}")).collect());
+    let going = evening(&[("default", 8)])
+        .settled(&[], &four, night)
+        .unwrap();
+    assert!(going.tonight().is_some());
+    assert_eq!(going.tonight().unwrap().woke.len(), 4);
+    let morning = at("2026-11-24T07:00:00Z");
+    let woken = going
+        .settled(&wakes(5, "2026-11-24T07:00:00Z")[4..], &four, morning)
+        .unwrap();
+    assert_eq!(woken.last().unwrap().ended, Some(morning));
+    // Not known (the workloads not all listed yet): nothing counts as woken.
+    let unknown = evening(&[("default", 8)]).settled(&[], &running(&[("default", 4)]), night);
+    assert!(unknown.unwrap().tonight().unwrap().woke.is_empty());
 }
