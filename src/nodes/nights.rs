@@ -286,6 +286,11 @@ impl Nights {
             }
             return;
         };
+        // A transition from before it began (taken in late: a replica that led before and
+        // leads again) is another night's.
+        if applied.at < night.began {
+            return;
+        }
         if applied.asleep {
             if night.pending && applied.at - night.began >= GATHERING {
                 let asleep: BTreeSet<String> =
@@ -300,9 +305,7 @@ impl Nights {
         }
         // A Namespace that did not sleep in it (or a record from before Namespaces were kept,
         // which ends at its first wake) moves nothing but its own.
-        if applied.at < night.began
-            || !(night.slept.contains(&applied.namespace) || night.slept.is_empty())
-        {
+        if !(night.slept.contains(&applied.namespace) || night.slept.is_empty()) {
             return;
         }
         night.woke.insert(applied.namespace.clone());

@@ -502,3 +502,26 @@ fn the_namespaces_of_a_night_deleted_asleep_count_as_woken() {
     let unknown = evening(&[("default", 8)]).settled(&[], &running(&[("default", 4)]), night);
     assert!(unknown.unwrap().tonight().unwrap().woke.is_empty());
 }
+
+#[test]
+fn a_transition_taken_in_late_from_before_the_night_began_is_not_its() {
+    let nights = evening(&[("default", 8)]);
+    let late = [
+        Applied {
+            at: at("2026-11-22T20:00:00Z"),
+            asleep: true,
+            namespace: "yesterday".into(),
+        },
+        Applied {
+            at: at("2026-11-23T07:00:00Z"),
+            asleep: false,
+            namespace: "team-0".into(),
+        },
+    ];
+    let taken = nights.settled(
+        &late,
+        &running(&[("default", 8)]),
+        at("2026-11-23T21:00:00Z"),
+    );
+    assert_eq!(taken, None, "neither joins nor wakes tonight's");
+}
