@@ -1,4 +1,5 @@
-//! A Prometheus for tests: each query answered as the test says, over HTTP on loopback.
+//! A Prometheus for tests: each query answered as the test says, over HTTP on loopback; and a
+//! target's `/metrics`, as OpenCost serves its own.
 
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
@@ -42,4 +43,26 @@ pub async fn prometheus(
         }
     });
     Prometheus::new(&url)
+}
+
+/// The address of a target whose `/metrics` (any path) shows `text`, in chunks of 100 bytes.
+pub async fn metrics(text: String) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let mut request = vec![0u8; 64 * 1024];
+            let _ = stream.read(&mut request).await;
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                text.len()
+            );
+            let _ = stream.write_all(head.as_bytes()).await;
+            for chunk in text.as_bytes().chunks(100) {
+                let _ = stream.write_all(chunk).await;
+                let _ = stream.flush().await;
+            }
+        }
+    });
+    url
 }

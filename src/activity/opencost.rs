@@ -1,24 +1,113 @@
-//! OpenCost's prices, as the Prometheus of `--prometheus-url` scrapes them: the cluster's means,
-//! and the nodes the Pods of some Namespaces ran on with what each costs. `status`, `nodes` and
-//! the controller's ledger read them, of OpenCost's own series alone (`--opencost-selector`);
-//! the arithmetic is `cost::opencost` and `cost::where_ran`.
+//! OpenCost's prices, as the Prometheus of `--prometheus-url` scrapes them, and as OpenCost's own
+//! metrics give them now where its address is given (`--opencost-url`): the cluster's means,
+//! each node's price, and the nodes the Pods of some Namespaces ran on with what each costs.
+//! `status`, `nodes` and the controller's ledger read them, of OpenCost's own series alone
+//! (`--opencost-selector`); the arithmetic is `cost::opencost` and `cost::where_ran`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    sync::{Arc, Mutex, PoisonError},
+    time::{Duration, Instant},
+};
 
-use super::prometheus::{CountError, Prometheus};
+use super::{
+    exposition::{ScrapeError, Target},
+    prometheus::{CountError, Prometheus},
+};
 use crate::cost::{
     Currency, PriceTable,
-    opencost::{self, CPU_COST, GPU_COST, MEMORY_COST, Means, NODE_LABEL, PerNode, Selector},
+    opencost::{
+        self, CPU_COST, GPU_COST, MEMORY_COST, Means, NODE_LABEL, PerNode, Selector, TOTAL_COST,
+        one_a_node, under,
+    },
     where_ran::{self, POD_LABELS, WhereRan},
 };
 
+/// How long OpenCost's own metrics read are used: one look, one `status`, asks for them once.
+const OWN_FRESH: Duration = Duration::from_secs(60);
+
 /// Where OpenCost's prices are read: the Prometheus that scrapes it, the selector of its own
-/// series there, and the currency it prices in.
+/// series there, OpenCost's own metrics where given, and the currency it prices in.
 #[derive(Clone)]
 pub struct Source {
     pub prometheus: Prometheus,
     pub selector: Selector,
     pub currency: Currency,
+    /// OpenCost itself: the prices of now it gives price every node it names, and Prometheus's
+    /// series price only the nodes it no longer names (gone since).
+    pub own: Option<Own>,
+}
+
+/// OpenCost's own `/metrics`, and the last prices read there.
+#[derive(Clone)]
+pub struct Own {
+    target: Target,
+    last: Arc<Mutex<Option<(Instant, OwnPrices)>>>,
+}
+
+/// What OpenCost's own metrics price each node at now, and every node they name.
+#[derive(Debug, Clone, Default)]
+struct OwnPrices {
+    now: PerNode,
+    total: BTreeMap<String, f64>,
+    named: BTreeSet<String>,
+}
+
+/// Why OpenCost's prices could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum PricesError {
+    #[error(transparent)]
+    Prometheus(#[from] CountError),
+    #[error("OpenCost's own metrics at {0}")]
+    Own(#[from] ScrapeError),
+}
+
+impl Own {
+    /// OpenCost at `url` (`http://opencost.opencost:9003`).
+    pub fn new(url: &str) -> Self {
+        Self {
+            target: Target::new(url),
+            last: Arc::default(),
+        }
+    }
+
+    /// What OpenCost prices each node at now, read at most once a minute.
+    async fn prices(&self) -> Result<OwnPrices, ScrapeError> {
+        let fresh = (self.last.lock().unwrap_or_else(PoisonError::into_inner))
+            .as_ref()
+            .filter(|(at, _)| at.elapsed() < OWN_FRESH)
+            .map(|(_, prices)| prices.clone());
+        if let Some(prices) = fresh {
+            return Ok(prices);
+        }
+        let names = [CPU_COST, MEMORY_COST, GPU_COST, TOTAL_COST];
+        let samples = self.target.samples(&names).await?;
+        let series = |metric: &str| {
+            (samples.get(metric).into_iter().flatten())
+                .filter_map(|(labels, value)| Some((labels.get(NODE_LABEL)?.as_str(), *value)))
+                .collect::<Vec<_>>()
+        };
+        let of = |metric: &str| one_a_node(series(metric));
+        let named = (names.iter())
+            .flat_map(|metric| series(metric))
+            .map(|(node, _)| node.to_string())
+            .collect();
+        let mut gpu = of(GPU_COST);
+        // OpenCost gives a node without GPUs a GPU price of 0.
+        gpu.retain(|_, price| *price > 0.0);
+        let prices = OwnPrices {
+            now: PerNode {
+                cpu: of(CPU_COST),
+                memory: of(MEMORY_COST),
+                gpu,
+            },
+            total: of(TOTAL_COST),
+            named,
+        };
+        *self.last.lock().unwrap_or_else(PoisonError::into_inner) =
+            Some((Instant::now(), prices.clone()));
+        Ok(prices)
+    }
 }
 
 /// What OpenCost's metrics price by.
@@ -30,6 +119,10 @@ pub struct OpenCostPrices {
     /// The nodes the Pods of the workloads asked about ran on, and what each costs; empty
     /// where they could not be read (what they withhold is then priced at the means).
     pub ran: WhereRan,
+    /// What each node costs an hour in all, by name, as OpenCost last gave it within two days:
+    /// a node that went at night is priced at what it cost before it went. Empty where it
+    /// could not be read (the nodes that went are then priced by what they offered).
+    pub per_node: BTreeMap<String, f64>,
 }
 
 impl OpenCostPrices {
@@ -49,8 +142,9 @@ impl Source {
         &self,
         workloads: &[(&str, &str)],
         known: &BTreeSet<String>,
-    ) -> Result<Option<OpenCostPrices>, CountError> {
-        let means = self.per_node().await?.known(known).means();
+    ) -> Result<Option<OpenCostPrices>, PricesError> {
+        let own = self.own_prices().await?;
+        let means = self.per_node(own.as_ref()).await?.known(known).means();
         let Some(table) = opencost::table(means, self.currency.clone()) else {
             return Ok(None);
         };
@@ -61,29 +155,63 @@ impl Source {
                 WhereRan::default()
             }
         };
-        Ok(Some(OpenCostPrices { means, table, ran }))
+        let per_node = match self.node_prices(own.as_ref(), known).await {
+            Ok(per_node) => per_node,
+            Err(error) => {
+                tracing::warn!(%error, "each node's price could not be read: the nodes that went are priced by what they offered");
+                BTreeMap::new()
+            }
+        };
+        Ok(Some(OpenCostPrices {
+            means,
+            table,
+            ran,
+            per_node,
+        }))
     }
 
-    /// What each node `known` names costs an hour, by name.
-    pub async fn node_prices(
+    /// OpenCost's own prices of now, where its address is given.
+    async fn own_prices(&self) -> Result<Option<OwnPrices>, ScrapeError> {
+        match &self.own {
+            Some(own) => Ok(Some(own.prices().await?)),
+            None => Ok(None),
+        }
+    }
+
+    /// What each node `known` names costs an hour in all, by name.
+    async fn node_prices(
         &self,
+        own: Option<&OwnPrices>,
         known: &BTreeSet<String>,
     ) -> Result<BTreeMap<String, f64>, CountError> {
-        let mut prices = (self.prometheus)
+        let history = (self.prometheus)
             .by_label(&self.selector.node_prices(), NODE_LABEL)
             .await?;
+        let mut prices = match own {
+            Some(own) => under(history, &own.total, &own.named),
+            None => history,
+        };
         prices.retain(|node, _| known.contains(node));
         Ok(prices)
     }
 
-    /// What each node costs an hour per core, per GiB and per GPU now.
-    async fn per_node(&self) -> Result<PerNode, CountError> {
+    /// What each node costs an hour per core, per GiB and per GPU now: OpenCost's own prices
+    /// where given (GPUs of the nodes that went within two days from Prometheus), else
+    /// Prometheus's.
+    async fn per_node(&self, own: Option<&OwnPrices>) -> Result<PerNode, CountError> {
         let by_node =
             |query: String| async move { self.prometheus.by_label(&query, NODE_LABEL).await };
-        Ok(PerNode {
-            cpu: by_node(self.selector.cpu_prices()).await?,
-            memory: by_node(self.selector.memory_prices()).await?,
-            gpu: by_node(self.selector.gpu_prices()).await?,
+        let gpu = by_node(self.selector.gpu_prices()).await?;
+        Ok(match own {
+            Some(own) => PerNode {
+                gpu: under(gpu, &own.now.gpu, &own.named),
+                ..own.now.clone()
+            },
+            None => PerNode {
+                cpu: by_node(self.selector.cpu_prices()).await?,
+                memory: by_node(self.selector.memory_prices()).await?,
+                gpu,
+            },
         })
     }
 
@@ -93,7 +221,7 @@ impl Source {
         &self,
         workloads: &[(&str, &str)],
         known: &BTreeSet<String>,
-    ) -> Result<WhereRan, CountError> {
+    ) -> Result<WhereRan, PricesError> {
         let mut ran = WhereRan::default();
         let batches = where_ran::pods(&self.selector, workloads);
         if batches.is_empty() {
@@ -106,11 +234,14 @@ impl Source {
             let query = where_ran::node_price(&self.selector, metric);
             async move { self.prometheus.by_label(&query, NODE_LABEL).await }
         };
-        let per_node = PerNode {
+        let mut per_node = PerNode {
             cpu: price(CPU_COST).await?,
             memory: price(MEMORY_COST).await?,
             gpu: price(GPU_COST).await?,
         };
+        if let Some(own) = self.own_prices().await? {
+            per_node = per_node.under(&own.now, &own.named);
+        }
         ran.nodes = where_ran::node_prices(per_node.known(known));
         Ok(ran)
     }
@@ -181,6 +312,7 @@ mod tests {
             prometheus,
             selector: Selector::default(),
             currency: Currency::of("USD").unwrap(),
+            own: None,
         };
         let known = ["node-team-a", "node-team-b"].map(String::from).into();
         let ran = source
@@ -219,6 +351,7 @@ mod tests {
             prometheus,
             selector: Selector::default(),
             currency: Currency::of("USD").unwrap(),
+            own: None,
         };
         let known = ["node-a", "node-b"].map(String::from).into();
         let prices = (source.prices(&[("team-a", "web")], &known).await)
@@ -229,16 +362,65 @@ mod tests {
         assert_eq!(prices.ran.nodes.keys().collect::<Vec<_>>(), ["node-a"]);
         let web = prices.table_of("team-a", Some(|pod: &str| pod.starts_with("web-")));
         assert_eq!((web.per_hour["cpu"], web.per_hour["memory"]), (0.04, 0.004));
-        assert_eq!(
-            source
-                .node_prices(&known)
-                .await
-                .unwrap()
-                .keys()
-                .collect::<Vec<_>>(),
-            ["node-a"]
-        );
+        assert_eq!(prices.per_node.keys().collect::<Vec<_>>(), ["node-a"]);
         let none = (source.prices(&[], &BTreeSet::new()).await).unwrap();
         assert_eq!(none, None, "no node known, no OpenCost prices");
+    }
+
+    /// OpenCost's own metrics beside a Prometheus where a tenant's series make node-a cheap: the
+    /// nodes OpenCost names are priced by it alone, and node-g, gone since, by Prometheus.
+    #[tokio::test]
+    async fn opencost_s_own_prices_of_now_are_not_moved_by_any_series() {
+        let prometheus = fake::prometheus(|query| {
+            let node = |node: &str, price: &str| {
+                format!(r#"{{"metric":{{"node":"{node}"}},"value":[1,"{price}"]}}"#)
+            };
+            if query.contains("container_cpu_allocation") {
+                return Ok(r#"[{"metric":{"namespace":"team-a","pod":"web-7d9f8c6b5-x2kqz","node":"node-g"},"value":[1,"1"]},{"metric":{"namespace":"team-a","pod":"web-7d9f8c6b5-k9wz4","node":"node-a"},"value":[1,"1"]}]"#.into());
+            }
+            Ok(format!("[{},{}]", node("node-a", "0.0001"), node("node-g", "0.5")))
+        })
+        .await;
+        let own = fake::metrics(
+            "# TYPE node_cpu_hourly_cost gauge
+node_cpu_hourly_cost{instance=\"ip-1\",node=\"node-a\"} 0.04
+node_ram_hourly_cost{node=\"node-a\"} 0.004
+node_gpu_hourly_cost{node=\"node-a\"} 0
+node_total_hourly_cost{node=\"node-a\"} 0.2
+container_cpu_allocation{namespace=\"team-a\",pod=\"web-7d9f8c6b5-k9wz4\",node=\"node-a\"} 1
+"
+            .to_string(),
+        )
+        .await;
+        let source = Source {
+            prometheus,
+            selector: Selector::default(),
+            currency: Currency::of("USD").unwrap(),
+            own: Some(Own::new(&own)),
+        };
+        let known = ["node-a", "node-g"].map(String::from).into();
+        let prices = (source.prices(&[("team-a", "web")], &known).await)
+            .unwrap()
+            .unwrap();
+        assert_eq!(prices.means.nodes, 1, "the nodes of now, OpenCost's");
+        assert_eq!(prices.table.per_hour["cpu"], 0.04);
+        assert_eq!(
+            prices.table.per_hour["nvidia.com/gpu"], 0.5,
+            "node-g's, gone"
+        );
+        assert_eq!(prices.per_node["node-a"], 0.2);
+        assert_eq!(prices.per_node["node-g"], 0.5);
+        assert_eq!(prices.ran.nodes["node-a"].cpu, Some(0.04));
+        assert_eq!(prices.ran.nodes["node-g"].cpu, Some(0.5));
+        // OpenCost not answering: no prices of it, said as its.
+        let gone = Source {
+            own: Some(Own::new("http://127.0.0.1:9")),
+            ..source
+        };
+        let error = gone.prices(&[], &known).await.unwrap_err().to_string();
+        assert!(
+            error.starts_with("OpenCost's own metrics at http://127.0.0.1:9/metrics"),
+            "{error}"
+        );
     }
 }

@@ -95,6 +95,9 @@ impl Cli {
                 "which namespace? Give it with -n",
             ));
         }
+        if let Some(missing) = prices::missing_prometheus(&cli.command) {
+            return Err(command.error(clap::error::ErrorKind::MissingRequiredArgument, missing));
+        }
         Ok(cli)
     }
 }
@@ -397,7 +400,7 @@ pub struct RunArgs {
 
 /// `--prometheus-url`: an `http://` address (the count speaks plain HTTP, as Prometheus does
 /// inside a cluster).
-fn parse_prometheus_url(text: &str) -> Result<String, String> {
+pub(crate) fn parse_prometheus_url(text: &str) -> Result<String, String> {
     let uri: http::Uri = text
         .parse()
         .map_err(|error| format!("{text:?} is not an address: {error}"))?;

@@ -19,6 +19,8 @@ pub const NODE_LABEL: &str = "node";
 pub const CPU_COST: &str = "node_cpu_hourly_cost";
 pub const MEMORY_COST: &str = "node_ram_hourly_cost";
 pub const GPU_COST: &str = "node_gpu_hourly_cost";
+/// OpenCost's metric of what a node costs an hour in all.
+pub const TOTAL_COST: &str = "node_total_hourly_cost";
 
 /// Which series are OpenCost's: label matchers every query of its metrics carries
 /// (`--opencost-selector`). A metric is trusted by more than its name: any Pod Prometheus
@@ -161,7 +163,7 @@ impl Selector {
     /// What each node costs an hour, by name, as OpenCost last gave it within two days: a node
     /// that went at night is priced at what it cost before it went.
     pub fn node_prices(&self) -> String {
-        let series = self.series("node_total_hourly_cost", &[]);
+        let series = self.series(TOTAL_COST, &[]);
         per_node(&format!("last_over_time({series}[2d])"))
     }
 }
@@ -203,6 +205,17 @@ impl PerNode {
         self
     }
 
+    /// OpenCost's own prices of now over `self`, Prometheus's: a node OpenCost names (`named`)
+    /// is priced by it alone, whatever other series say; the others (gone since) by
+    /// Prometheus's.
+    pub fn under(self, own: &PerNode, named: &BTreeSet<String>) -> PerNode {
+        PerNode {
+            cpu: under(self.cpu, &own.cpu, named),
+            memory: under(self.memory, &own.memory, named),
+            gpu: under(self.gpu, &own.gpu, named),
+        }
+    }
+
     /// The means, each over the nodes that have its price (GPUs over those with a GPU); as many
     /// nodes as have a CPU price.
     pub fn means(&self) -> Means {
@@ -216,6 +229,33 @@ impl PerNode {
             nodes: self.cpu.len(),
         }
     }
+}
+
+/// `history`'s prices of the nodes OpenCost does not name now (`named`), and `own`'s.
+pub fn under(
+    mut history: BTreeMap<String, f64>,
+    own: &BTreeMap<String, f64>,
+    named: &BTreeSet<String>,
+) -> BTreeMap<String, f64> {
+    history.retain(|node, _| !named.contains(node));
+    history.extend(own.iter().map(|(node, price)| (node.clone(), *price)));
+    history
+}
+
+/// Each node's one price among `series` (a node and a value each), where it can be one: a
+/// node given two values has none, as in [`per_node`].
+pub fn one_a_node<'a>(series: impl IntoIterator<Item = (&'a str, f64)>) -> BTreeMap<String, f64> {
+    let mut values: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    for (node, value) in series {
+        values.entry(node).or_default().push(value);
+    }
+    (values.into_iter())
+        .filter_map(|(node, values)| {
+            let first = *values.first()?;
+            (values.iter().all(|value| *value == first) && is_price(first))
+                .then(|| (node.to_string(), first))
+        })
+        .collect()
 }
 
 /// A price table of OpenCost's means, in `currency`; `None` where OpenCost prices no node (its
@@ -365,6 +405,30 @@ mod tests {
         assert!((means.memory.unwrap() - 0.003).abs() < 1e-12);
         assert_eq!(means.gpu, Some(3.0));
         assert_eq!(read.known(&BTreeSet::new()).means(), Means::default());
+    }
+
+    #[test]
+    fn a_node_given_two_prices_has_none_and_opencost_s_own_are_over_any_other() {
+        let read = one_a_node([
+            ("node-a", 0.04),
+            ("node-a", 0.04),
+            ("node-b", 0.05),
+            ("node-b", 0.0001),
+            ("node-c", f64::NAN),
+        ]);
+        assert_eq!(read, BTreeMap::from([("node-a".to_string(), 0.04)]));
+        let history = BTreeMap::from([
+            ("node-a".to_string(), 0.0001),
+            ("node-b".to_string(), 0.0001),
+            ("gone".to_string(), 0.06),
+        ]);
+        // node-b is named by OpenCost, with no price it can be: it has none.
+        let named = ["node-a", "node-b"].map(String::from).into();
+        let priced = under(history, &read, &named);
+        assert_eq!(
+            priced,
+            BTreeMap::from([("gone".to_string(), 0.06), ("node-a".to_string(), 0.04)])
+        );
     }
 
     #[test]

@@ -292,15 +292,17 @@ async fn with_opencost_the_ledger_files_each_sleep_at_the_nodes_its_pods_ran_on(
     let nodes: Api<Node> = Api::all(scenario.client.clone());
     make_node(&nodes, "node-a", "general").await;
     make_node(&nodes, "node-g", "gpu").await;
-    // A tenant's Pod that Prometheus scrapes exports OpenCost's names too, of a node of its own
-    // with inference's Pods on it: they price nothing.
-    let forged = support::prometheus::forged_opencost(&[], &namespace, "inference");
+    // A tenant's Pod that Prometheus scrapes exports OpenCost's names too: cheap prices of
+    // node-g, and of a node of its own with inference's Pods on it. They price nothing: the
+    // controller reads OpenCost's own metrics for the prices of now, and knows the nodes.
+    let forged = support::prometheus::forged_opencost(&["node-g"], &namespace, "inference");
     prometheus.requests.also(&forged);
     let deployments = make_inference(&scenario).await;
     schedule_night(&deployments, 10, 20).await;
     let url = format!("--prometheus-url={}", prometheus.url);
+    let own = format!("--opencost-url={}", prometheus.opencost_url);
     let mut flags = IN_ITS_NAMESPACE.to_vec();
-    flags.push(&url);
+    flags.extend([url.as_str(), own.as_str()]);
     let mut controller = scenario.start_cluster_wide_controller("cronscaler", &flags);
     controller.wait_ready().await;
     let slept = the_night_recorded(&deployments).await;

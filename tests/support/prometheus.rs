@@ -111,6 +111,8 @@ pub fn forged_opencost(nodes: &[&str], namespace: &str, workload: &str) -> Strin
 /// Prometheus and its exporter, both stopped when dropped.
 pub struct Running {
     pub url: String,
+    /// OpenCost's own address, whose `/metrics` its exporter serves.
+    pub opencost_url: String,
     pub requests: Requests,
     prometheus: Option<Child>,
     exporter: tokio::task::JoinHandle<()>,
@@ -215,6 +217,7 @@ pub async fn start(test: &str) -> Option<Running> {
     );
     Some(Running {
         url,
+        opencost_url: format!("http://{opencost_addr}"),
         requests,
         prometheus: Some(prometheus),
         exporter,

@@ -3,9 +3,12 @@
 
 use clap::Args;
 
-use super::parse_prometheus_url;
+use super::{Command, parse_prometheus_url};
 use crate::{
-    activity::{opencost::Source, prometheus::Prometheus},
+    activity::{
+        opencost::{Own, Source},
+        prometheus::Prometheus,
+    },
     cost::{
         Currency, PriceTable, PricesError,
         opencost::{Selector, SelectorError},
@@ -70,6 +73,14 @@ pub struct OpenCostSeries {
     )]
     pub opencost_selector: Selector,
 
+    /// OpenCost's own address (`http://opencost.opencost:9003`), whose `/metrics` the
+    /// controller reads itself: the prices of now it gives price every node it names, whatever
+    /// other series in Prometheus say (a tenant's Pod may export OpenCost's names and labels);
+    /// Prometheus is asked only for the nodes it no longer names and where Pods ran. Needs
+    /// `--prometheus-url`.
+    #[arg(long, env = "CRONSCALER_OPENCOST_URL", value_parser = parse_opencost_url)]
+    pub opencost_url: Option<String>,
+
     /// The currency OpenCost's prices are in (OpenCost's own setting; its metrics do not say).
     #[arg(long, env = "CRONSCALER_OPENCOST_CURRENCY", default_value = "USD", value_parser = currency)]
     pub opencost_currency: Currency,
@@ -82,8 +93,32 @@ impl OpenCostSeries {
             prometheus: Prometheus::new(url),
             selector: self.opencost_selector.clone(),
             currency: self.opencost_currency.clone(),
+            own: self.opencost_url.as_deref().map(Own::new),
         }
     }
+}
+
+/// Why `command` cannot be run as given: OpenCost's own address gives its prices of now, and
+/// the nodes that went at night and where the Pods ran are read from the Prometheus that
+/// scrapes it.
+pub fn missing_prometheus(command: &Command) -> Option<&'static str> {
+    let (series, prometheus_url) = match command {
+        Command::Run(args) | Command::WakeBackend(args) => (&args.opencost, &args.prometheus_url),
+        Command::Status(args) => (&args.opencost.series, &args.opencost.prometheus_url),
+        Command::Nodes(args) => (&args.opencost.series, &args.opencost.prometheus_url),
+        Command::Console(args) => (&args.opencost.series, &args.opencost.prometheus_url),
+        _ => return None,
+    };
+    (series.opencost_url.is_some() && prometheus_url.is_none()).then_some(
+        "--opencost-url gives OpenCost's prices of now; the nodes that went at night and where \
+         the Pods ran are read from the Prometheus that scrapes it: give --prometheus-url too",
+    )
+}
+
+fn parse_opencost_url(text: &str) -> Result<String, String> {
+    parse_prometheus_url(text).map_err(|_| {
+        format!("{text:?} is not an http:// address such as http://opencost.opencost:9003")
+    })
 }
 
 fn selector(text: &str) -> Result<Selector, String> {

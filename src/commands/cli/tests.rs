@@ -432,3 +432,27 @@ fn every_command_takes_the_same_default_timezone() {
         assert_eq!(zone_of(&with_zone), chrono_tz::Europe::Berlin, "{command}");
     }
 }
+
+#[test]
+fn opencost_s_own_address_needs_the_prometheus_that_scrapes_it() {
+    for command in ["run", "status", "nodes", "console"] {
+        let alone = Cli::parse_args(["cronscaler", command, "--opencost-url", "http://oc:9003"]);
+        let error = alone.map(|_| ()).unwrap_err().to_string();
+        assert!(
+            error.contains("give --prometheus-url too"),
+            "{command}: {error}"
+        );
+        let both = Cli::parse_args([
+            "cronscaler",
+            command,
+            "--opencost-url=http://oc:9003",
+            "--prometheus-url=http://prom:9090",
+        ]);
+        assert!(both.is_ok(), "{command}");
+    }
+    let error = Cli::parse_args(["cronscaler", "status", "--opencost-url", "oc:9003"])
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("http://opencost.opencost:9003"), "{error}");
+}

@@ -77,9 +77,7 @@ pub async fn prices(
         Ok(Some(found)) => Priced {
             table: Some(found.table),
             from: Some(cost::opencost::source(&found.means)),
-            // Without them, the nodes that went are priced by what they offered, at the
-            // means, as a workload is.
-            per_node: (source.node_prices(&known).await).unwrap_or_default(),
+            per_node: found.per_node,
             ran: found.ran,
             from_opencost: true,
             known,

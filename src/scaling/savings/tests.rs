@@ -187,6 +187,7 @@ async fn opencost_prices_only_where_the_nodes_are_read() {
         prometheus,
         selector: Default::default(),
         currency: crate::cost::Currency::of("USD").unwrap(),
+        own: None,
     });
     let nodes = WatchedNodes::default();
     ctx.nodes = Some(nodes.clone());
