@@ -10,10 +10,11 @@
 //! own Namespace alone. Only a scheduled sleep counts as a sleep (overrides, requests and idle
 //! sleeps begin no night); any wake counts as its Namespace's, whatever made it.
 //!
-//! A night counts once enough Namespaces sleep in it: half as many as in the smallest of the
-//! last three nights ([`Nights::quorum`]). Until then it is pending, shown nowhere, and
-//! forgotten if it ends so: one team's schedule that sleeps by day neither begins the cluster's
-//! night at the day's peak nor pushes real nights out of the record.
+//! A night counts once enough Namespaces sleep in it: half as many as in the largest night of
+//! the last week ([`Nights::quorum`]). Until then it is pending, shown nowhere, and forgotten if
+//! it ends so: one team's schedule that sleeps by day neither begins the cluster's night at the
+//! day's peak nor pushes real nights out of the record, and no number of such days lowers what
+//! a night needs.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -30,17 +31,14 @@ pub const KEPT: usize = 14;
 /// a ConfigMap.
 pub const KEPT_NAMED: usize = 2;
 
-/// How many of the last nights say how many Namespaces a night needs.
-const QUORUM_OF: usize = 3;
-
-/// How long after the last night ended its size still counts: a cluster whose teams went has
-/// smaller nights, and after two days without one they count again.
-const QUORUM_FOR: TimeDelta = TimeDelta::days(2);
+/// How long a night's size says how many Namespaces a night needs: a cluster whose teams went
+/// has smaller nights, which count a week on.
+const QUORUM_FOR: TimeDelta = TimeDelta::days(7);
 
 /// How long the sleeps of one evening take to gather: a night still pending that long after it
-/// began begins again at the next sleep, so that a team asleep all day does not have the
-/// evening's night counted from the morning's nodes.
-const GATHERING: TimeDelta = TimeDelta::hours(2);
+/// began begins again at the next sleep, so that a team asleep all day (or since the late
+/// afternoon) does not have the evening's night counted from the day's nodes.
+const GATHERING: TimeDelta = TimeDelta::hours(1);
 
 /// The name of the pool of nodes that carry no pool label.
 pub const NO_POOL: &str = "-";
@@ -230,21 +228,16 @@ impl Nights {
     }
 
     /// How many Namespaces must sleep in a night for it to count, at `at`: half as many as in
-    /// the smallest of the last [`QUORUM_OF`] nights, or one where none ended within
-    /// [`QUORUM_FOR`] (a new install, a record from before Namespaces were counted, a cluster
-    /// that changed).
+    /// the largest night ended within [`QUORUM_FOR`], or one where none did (a new install, a
+    /// record from before Namespaces were counted).
     pub fn quorum(&self, at: DateTime<Utc>) -> usize {
-        let ended = (self.0.iter().rev())
-            .filter(|night| night.namespaces > 0 && !night.pending)
-            .filter_map(|night| Some((night.ended?, night.namespaces)));
-        let last = ended.take(QUORUM_OF).collect::<Vec<_>>();
-        match last.first() {
-            Some((ended, _)) if at - *ended <= QUORUM_FOR => {
-                let fewest = last.iter().map(|(_, namespaces)| *namespaces).min();
-                fewest.unwrap_or(1).div_ceil(2)
-            }
-            _ => 1,
-        }
+        (self.0.iter())
+            .filter(|night| !night.pending)
+            .filter(|night| night.ended.is_some_and(|ended| at - ended <= QUORUM_FOR))
+            .map(|night| night.namespaces.div_ceil(2))
+            .max()
+            .unwrap_or(1)
+            .max(1)
     }
 
     /// The record once the transitions `applied` (in the order they were) and the nodes
@@ -267,7 +260,12 @@ impl Nights {
         let pending = nights.0.iter().filter(|night| night.pending).count();
         let over = (nights.0.len() - pending).saturating_sub(KEPT);
         nights.0.drain(..over);
-        let unnamed = nights.0.len().saturating_sub(KEPT_NAMED);
+        // The last nights that count keep their names, whatever is pending after them.
+        let named = (nights.0.iter().rev())
+            .filter(|night| !night.pending)
+            .take(KEPT_NAMED)
+            .count();
+        let unnamed = nights.0.len() - pending - named;
         for night in &mut nights.0[..unnamed] {
             night.went.clear();
         }

@@ -451,26 +451,95 @@ fn a_team_asleep_all_day_joins_the_evening_s_night_counted_from_the_evening_s_no
 }
 
 #[test]
-fn a_cluster_whose_teams_went_has_its_smaller_nights_counted_two_days_on() {
+fn a_cluster_whose_teams_went_has_its_smaller_nights_counted_a_week_on() {
     let nights = a_night_ended();
     let small = nights
         .settled(
-            &sleeps(2, "2026-11-25T20:00:00Z"),
+            &sleeps(2, "2026-11-28T20:00:00Z"),
             &running(&[("default", 3)]),
-            at("2026-11-25T20:00:01Z"),
+            at("2026-11-28T20:00:01Z"),
         )
         .unwrap();
     assert_eq!(small.tonight(), None, "two of the ten: not yet");
-    assert_eq!(nights.quorum(at("2026-11-26T07:00:01Z")), 1);
-    let later = sleeps(2, "2026-11-26T07:00:02Z");
+    assert_eq!(nights.quorum(at("2026-12-01T07:00:01Z")), 1);
+    let later = sleeps(2, "2026-12-01T20:00:00Z");
     let counted = nights
         .settled(
             &later,
             &running(&[("default", 3)]),
-            at("2026-11-26T07:00:03Z"),
+            at("2026-12-01T20:00:01Z"),
         )
         .unwrap();
     assert!(counted.tonight().is_some());
+}
+
+#[test]
+fn small_nights_never_lower_what_a_night_needs() {
+    // A new install: one team's lunch break counts (nothing says the cluster is larger), until
+    // the first night of ten; then lunch breaks are pending and forgotten, every day.
+    let day = running(&[("default", 12)]);
+    let lunch = |day: i64| {
+        let noon = at("2026-11-23T12:00:00Z") + chrono::TimeDelta::days(day);
+        let applied = |at, asleep| Applied {
+            at,
+            asleep,
+            namespace: "tenant".into(),
+        };
+        [
+            applied(noon, true),
+            applied(noon + chrono::TimeDelta::hours(1), false),
+        ]
+    };
+    let nights = Nights::default()
+        .settled(&lunch(0), &day, at("2026-11-23T13:00:01Z"))
+        .unwrap();
+    assert_eq!(
+        nights.last().unwrap().namespaces,
+        1,
+        "counted: nothing is larger yet"
+    );
+    let mut nights = nights
+        .settled(
+            &sleeps(10, "2026-11-23T20:00:00Z"),
+            &day,
+            at("2026-11-23T20:00:01Z"),
+        )
+        .unwrap()
+        .settled(
+            &wakes(10, "2026-11-24T07:00:00Z"),
+            &day,
+            at("2026-11-24T07:00:01Z"),
+        )
+        .unwrap();
+    let counted = nights.clone();
+    for day in 1..7 {
+        if let Some(next) = nights.settled(
+            &lunch(day),
+            &running(&[("default", 12)]),
+            at("2026-11-30T00:00:00Z"),
+        ) {
+            nights = next;
+        }
+        assert_eq!(nights.quorum(at("2026-11-30T00:00:00Z")), 5);
+    }
+    assert_eq!(nights, counted);
+}
+
+#[test]
+fn a_night_pending_after_the_last_two_leaves_them_their_names() {
+    let mut nights = a_night_ended();
+    nights.0[0].went = BTreeMap::from([("default-7".to_string(), "default".to_string())]);
+    let second = nights.0[0].clone();
+    nights.0.insert(0, second);
+    let pending = nights
+        .settled(
+            &one_team("tenant", "2026-11-24T12:00:00Z", "2026-11-24T13:00:00Z")[..1],
+            &running(&[("default", 12)]),
+            at("2026-11-24T12:00:01Z"),
+        )
+        .unwrap();
+    assert_eq!(pending.0.len(), 3);
+    assert!(pending.0[..2].iter().all(|night| !night.went.is_empty()));
 }
 
 #[test]
