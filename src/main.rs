@@ -256,6 +256,7 @@ async fn show_nodes(kube: &KubeArgs, args: NodesArgs) -> anyhow::Result<()> {
         (&client, controller),
         &args.opencost,
         args.prices.table.as_ref(),
+        now,
     )
     .await;
     let from = priced.from.as_deref();
@@ -320,6 +321,7 @@ async fn show_status(kube: &KubeArgs, args: StatusArgs) -> anyhow::Result<()> {
         (&client, controller),
         &args.opencost,
         reading.prices.table.as_ref(),
+        now,
     )
     .await;
     let mut status = listed.status(reading, &priced, now);

@@ -10,6 +10,8 @@ use std::{
     time::{Duration, Instant},
 };
 
+use chrono::{DateTime, Utc};
+
 use super::{
     exposition::{ScrapeError, Target},
     prometheus::{CountError, Prometheus},
@@ -17,10 +19,10 @@ use super::{
 use crate::cost::{
     Currency, PriceTable,
     opencost::{
-        self, CPU_COST, GPU_COST, MEMORY_COST, Means, NODE_LABEL, PerNode, Selector, TOTAL_COST,
-        one_a_node, under,
+        self, CPU_COST, GPU_COST, KnownNodes, LAST_PRICE, MEMORY_COST, Means, NODE_LABEL, PerNode,
+        Selector, TOTAL_COST, one_a_node, under,
     },
-    where_ran::{self, POD_LABELS, WhereRan},
+    where_ran::{self, LOOKED_FOR, POD_LABELS, WhereRan},
 };
 
 /// How long OpenCost's own metrics read are used: one look, one `status`, asks for them once.
@@ -135,27 +137,31 @@ impl OpenCostPrices {
 }
 
 impl Source {
-    /// OpenCost's prices of the nodes `known` names (those the API server has, or had), with
-    /// the nodes the Pods of `workloads` (Namespace and name each) ran on; `None` where
+    /// OpenCost's prices at `at` of the nodes `known` names (those the API server has, or had),
+    /// with the nodes the Pods of `workloads` (Namespace and name each) ran on; `None` where
     /// Prometheus has no OpenCost series of them.
     pub async fn prices(
         &self,
         workloads: &[(&str, &str)],
-        known: &BTreeSet<String>,
+        known: &KnownNodes,
+        at: DateTime<Utc>,
     ) -> Result<Option<OpenCostPrices>, PricesError> {
         let own = self.own_prices().await?;
-        let means = self.per_node(own.as_ref()).await?.known(known).means();
+        let means = (self.per_node(own.as_ref()).await?)
+            .known(known, at)
+            .means();
         let Some(table) = opencost::table(means, self.currency.clone()) else {
             return Ok(None);
         };
-        let ran = match self.where_ran(workloads, known).await {
+        let ran = match self.where_ran(workloads, known, at).await {
             Ok(ran) => ran,
             Err(error) => {
                 tracing::warn!(%error, "where the Pods ran could not be read: what they withhold is priced at OpenCost's means");
                 WhereRan::default()
             }
         };
-        let per_node = match self.node_prices(own.as_ref(), known).await {
+        let lately = known.within(LAST_PRICE, at);
+        let per_node = match self.node_prices(own.as_ref(), &lately).await {
             Ok(per_node) => per_node,
             Err(error) => {
                 tracing::warn!(%error, "each node's price could not be read: the nodes that went are priced by what they offered");
@@ -178,11 +184,11 @@ impl Source {
         }
     }
 
-    /// What each node `known` names costs an hour in all, by name.
+    /// What each of `nodes` costs an hour in all, by name.
     async fn node_prices(
         &self,
         own: Option<&OwnPrices>,
-        known: &BTreeSet<String>,
+        nodes: &BTreeSet<String>,
     ) -> Result<BTreeMap<String, f64>, CountError> {
         let history = (self.prometheus)
             .by_label(&self.selector.node_prices(), NODE_LABEL)
@@ -191,7 +197,7 @@ impl Source {
             Some(own) => under(history, &own.total, &own.named),
             None => history,
         };
-        prices.retain(|node, _| known.contains(node));
+        prices.retain(|node, _| nodes.contains(node));
         Ok(prices)
     }
 
@@ -215,12 +221,14 @@ impl Source {
         })
     }
 
-    /// The Pods of `workloads` OpenCost saw in the last week with their nodes, and what each
-    /// node `known` names costs; nothing asked where no workload is.
+    /// The Pods of `workloads` OpenCost saw in the week before `at` with their nodes, and what
+    /// each node `known` names (running, or gone within that week) costs; nothing asked where
+    /// no workload is.
     pub async fn where_ran(
         &self,
         workloads: &[(&str, &str)],
-        known: &BTreeSet<String>,
+        known: &KnownNodes,
+        at: DateTime<Utc>,
     ) -> Result<WhereRan, PricesError> {
         let mut ran = WhereRan::default();
         let batches = where_ran::pods(&self.selector, workloads);
@@ -242,7 +250,7 @@ impl Source {
         if let Some(own) = self.own_prices().await? {
             per_node = per_node.under(&own.now, &own.named);
         }
-        ran.nodes = where_ran::node_prices(per_node.known(known));
+        ran.nodes = where_ran::node_prices(per_node.only(&known.within(LOOKED_FOR, at)));
         Ok(ran)
     }
 
@@ -284,7 +292,19 @@ impl Source {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::activity::fake;
+    use crate::{activity::fake, schedule::test_support::at};
+
+    /// The nodes running `now`, and those `gone` with when.
+    fn known(now: &[&str], gone: &[(&str, &str)]) -> KnownNodes {
+        KnownNodes {
+            now: now.iter().map(|node| node.to_string()).collect(),
+            gone: (gone.iter())
+                .map(|(node, went)| (node.to_string(), at(went)))
+                .collect(),
+        }
+    }
+
+    const NOW: &str = "2026-11-29T12:00:00Z";
 
     /// OpenCost's series as a Prometheus answers them: one batch of Pods of many Namespaces is
     /// refused as too much (a tenant's Namespace of thousands of Pods in it), that Namespace
@@ -314,11 +334,12 @@ mod tests {
             currency: Currency::of("USD").unwrap(),
             own: None,
         };
-        let known = ["node-team-a", "node-team-b"].map(String::from).into();
+        let known = known(&["node-team-a", "node-team-b"], &[]);
         let ran = source
             .where_ran(
                 &[("crowded", "web"), ("team-a", "web"), ("team-b", "web")],
                 &known,
+                at(NOW),
             )
             .await
             .unwrap();
@@ -353,8 +374,8 @@ mod tests {
             currency: Currency::of("USD").unwrap(),
             own: None,
         };
-        let known = ["node-a", "node-b"].map(String::from).into();
-        let prices = (source.prices(&[("team-a", "web")], &known).await)
+        let known = known(&["node-a", "node-b"], &[]);
+        let prices = (source.prices(&[("team-a", "web")], &known, at(NOW)).await)
             .unwrap()
             .unwrap();
         assert_eq!(prices.means.nodes, 1);
@@ -363,7 +384,7 @@ mod tests {
         let web = prices.table_of("team-a", Some(|pod: &str| pod.starts_with("web-")));
         assert_eq!((web.per_hour["cpu"], web.per_hour["memory"]), (0.04, 0.004));
         assert_eq!(prices.per_node.keys().collect::<Vec<_>>(), ["node-a"]);
-        let none = (source.prices(&[], &BTreeSet::new()).await).unwrap();
+        let none = (source.prices(&[], &KnownNodes::default(), at(NOW)).await).unwrap();
         assert_eq!(none, None, "no node known, no OpenCost prices");
     }
 
@@ -398,8 +419,8 @@ container_cpu_allocation{namespace=\"team-a\",pod=\"web-7d9f8c6b5-k9wz4\",node=\
             currency: Currency::of("USD").unwrap(),
             own: Some(Own::new(&own)),
         };
-        let known = ["node-a", "node-g"].map(String::from).into();
-        let prices = (source.prices(&[("team-a", "web")], &known).await)
+        let known = known(&["node-a"], &[("node-g", "2026-11-28T20:00:00Z")]);
+        let prices = (source.prices(&[("team-a", "web")], &known, at(NOW)).await)
             .unwrap()
             .unwrap();
         assert_eq!(prices.means.nodes, 1, "the nodes of now, OpenCost's");
@@ -417,7 +438,9 @@ container_cpu_allocation{namespace=\"team-a\",pod=\"web-7d9f8c6b5-k9wz4\",node=\
             own: Some(Own::new("http://127.0.0.1:9")),
             ..source
         };
-        let error = gone.prices(&[], &known).await.unwrap_err().to_string();
+        let error = (gone.prices(&[], &known, at(NOW)).await)
+            .unwrap_err()
+            .to_string();
         assert!(
             error.starts_with("OpenCost's own metrics at http://127.0.0.1:9/metrics"),
             "{error}"

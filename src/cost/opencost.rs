@@ -11,6 +11,8 @@ use std::{
     str::FromStr,
 };
 
+use chrono::{DateTime, TimeDelta, Utc};
+
 use super::{Currency, GPU, Money, PriceTable, money::cents, prices::is_price};
 
 /// The label that names a node in OpenCost's series.
@@ -21,6 +23,9 @@ pub const MEMORY_COST: &str = "node_ram_hourly_cost";
 pub const GPU_COST: &str = "node_gpu_hourly_cost";
 /// OpenCost's metric of what a node costs an hour in all.
 pub const TOTAL_COST: &str = "node_total_hourly_cost";
+
+/// How long what a node cost is looked back for, for the nodes that went at night.
+pub const LAST_PRICE: TimeDelta = TimeDelta::days(2);
 
 /// Which series are OpenCost's: label matchers every query of its metrics carries
 /// (`--opencost-selector`). A metric is trusted by more than its name: any Pod Prometheus
@@ -139,14 +144,17 @@ impl Selector {
         format!("{metric}{{{}}}", self.matchers_and(more))
     }
 
-    /// What each node costs an hour per core, by name.
+    /// What each node costs an hour per core, by name, as OpenCost last gave it within the
+    /// hour: while OpenCost is away a while, its series still stand beside any other.
     pub fn cpu_prices(&self) -> String {
-        per_node(&self.series(CPU_COST, &[]))
+        let series = self.series(CPU_COST, &[]);
+        per_node(&format!("last_over_time({series}[1h])"))
     }
 
     /// What each node costs an hour per GiB, by name.
     pub fn memory_prices(&self) -> String {
-        per_node(&self.series(MEMORY_COST, &[]))
+        let series = self.series(MEMORY_COST, &[]);
+        per_node(&format!("last_over_time({series}[1h])"))
     }
 
     /// What each node that has had a GPU within two days costs an hour per GPU (OpenCost gives
@@ -154,9 +162,10 @@ impl Selector {
     /// workloads freed.
     pub fn gpu_prices(&self) -> String {
         let series = self.series(GPU_COST, &[]);
+        let days = LAST_PRICE.num_days();
         format!(
             "({} > 0)",
-            per_node(&format!("last_over_time({series}[2d])"))
+            per_node(&format!("last_over_time({series}[{days}d])"))
         )
     }
 
@@ -164,7 +173,8 @@ impl Selector {
     /// that went at night is priced at what it cost before it went.
     pub fn node_prices(&self) -> String {
         let series = self.series(TOTAL_COST, &[]);
-        per_node(&format!("last_over_time({series}[2d])"))
+        let days = LAST_PRICE.num_days();
+        per_node(&format!("last_over_time({series}[{days}d])"))
     }
 }
 
@@ -195,13 +205,48 @@ pub struct PerNode {
     pub gpu: BTreeMap<String, f64>,
 }
 
+/// The nodes OpenCost's series are believed of: any Pod's series may carry OpenCost's names and
+/// labels, of a node no API server has, and be scraped with them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct KnownNodes {
+    /// The nodes running now.
+    pub now: BTreeSet<String>,
+    /// Nodes gone, and when they went (at the latest).
+    pub gone: BTreeMap<String, DateTime<Utc>>,
+}
+
+impl KnownNodes {
+    /// The nodes running now and those gone within `window` before `at`. A query over `window`
+    /// holds OpenCost's own series of those, so that another's that disagrees takes their price
+    /// away; of a node gone longer ago, another's would be believed alone.
+    pub fn within(&self, window: TimeDelta, at: DateTime<Utc>) -> BTreeSet<String> {
+        let gone = (self.gone.iter())
+            .filter(|(_, went)| at - **went <= window)
+            .map(|(node, _)| node);
+        self.now.iter().chain(gone).cloned().collect()
+    }
+}
+
 impl PerNode {
-    /// Only the nodes `known` names: any Pod's series may carry OpenCost's names and labels, of
-    /// a node no API server has, and be scraped with them.
-    pub fn known(mut self, known: &BTreeSet<String>) -> PerNode {
+    /// Only the prices of `nodes`.
+    pub fn only(mut self, nodes: &BTreeSet<String>) -> PerNode {
         for prices in [&mut self.cpu, &mut self.memory, &mut self.gpu] {
-            prices.retain(|node, price| known.contains(node) && is_price(*price));
+            prices.retain(|node, price| nodes.contains(node) && is_price(*price));
         }
+        self
+    }
+
+    /// The prices of now, of the nodes running now (GPUs' of the nodes gone within
+    /// [`LAST_PRICE`] too, which priced what their workloads freed).
+    pub fn known(mut self, known: &KnownNodes, at: DateTime<Utc>) -> PerNode {
+        let lately = known.within(LAST_PRICE, at);
+        let of = |nodes: &BTreeSet<String>, node: &String, price: &f64| {
+            nodes.contains(node) && is_price(*price)
+        };
+        self.cpu.retain(|node, price| of(&known.now, node, price));
+        self.memory
+            .retain(|node, price| of(&known.now, node, price));
+        self.gpu.retain(|node, price| of(&lately, node, price));
         self
     }
 
@@ -356,7 +401,7 @@ mod tests {
         assert_eq!(selector.to_string(), r#"{job="opencost"}"#);
         assert_eq!(
             selector.cpu_prices(),
-            r#"(min by (node) (node_cpu_hourly_cost{job="opencost"}) == max by (node) (node_cpu_hourly_cost{job="opencost"}) >= 0 < +Inf)"#
+            r#"(min by (node) (last_over_time(node_cpu_hourly_cost{job="opencost"}[1h])) == max by (node) (last_over_time(node_cpu_hourly_cost{job="opencost"}[1h])) >= 0 < +Inf)"#
         );
         assert_eq!(
             selector.node_prices(),
@@ -396,15 +441,40 @@ mod tests {
             memory: prices(&[("node-a", 0.002), ("node-g", 0.004), ("phantom", 9.0)]),
             gpu: prices(&[("node-g", 3.0), ("node-x", f64::NAN), ("phantom", 0.01)]),
         };
-        let known: BTreeSet<String> = ["node-a", "node-g", "node-x"].map(String::from).into();
-        let priced = read.clone().known(&known);
+        let now = DateTime::parse_from_rfc3339("2026-11-29T12:00:00Z")
+            .unwrap()
+            .to_utc();
+        let known = KnownNodes {
+            now: ["node-a", "node-g", "node-x"].map(String::from).into(),
+            gone: BTreeMap::new(),
+        };
+        let priced = read.clone().known(&known, now);
         assert!(!priced.cpu.contains_key("phantom") && !priced.gpu.contains_key("node-x"));
         let means = priced.means();
         assert_eq!(means.nodes, 2);
         assert!((means.cpu.unwrap() - 0.04).abs() < 1e-12);
         assert!((means.memory.unwrap() - 0.003).abs() < 1e-12);
         assert_eq!(means.gpu, Some(3.0));
-        assert_eq!(read.known(&BTreeSet::new()).means(), Means::default());
+        assert_eq!(
+            read.clone().known(&KnownNodes::default(), now).means(),
+            Means::default()
+        );
+        // node-g gone a day ago: no price of now, its GPUs' still; gone three days ago, any
+        // series of it would be another's alone, and prices nothing.
+        let day = TimeDelta::days(1);
+        let gone = |ago: TimeDelta| KnownNodes {
+            now: ["node-a".to_string()].into(),
+            gone: BTreeMap::from([("node-g".to_string(), now - ago)]),
+        };
+        let yesterday = read.clone().known(&gone(day), now);
+        assert_eq!(yesterday.means().nodes, 1);
+        assert_eq!(yesterday.means().gpu, Some(3.0));
+        let long_ago = read.known(&gone(day * 3), now);
+        assert_eq!(long_ago.means().gpu, None);
+        assert_eq!(
+            gone(day * 3).within(LAST_PRICE, now),
+            ["node-a".to_string()].into()
+        );
     }
 
     #[test]

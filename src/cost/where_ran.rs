@@ -6,6 +6,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use chrono::TimeDelta;
+
 use crate::names::{is_dns_label, is_dns_subdomain};
 
 use super::{
@@ -14,13 +16,17 @@ use super::{
     prices::is_price,
 };
 
+/// How long Pods are looked for: a workload asleep all week ran a week ago.
+pub const LOOKED_FOR: TimeDelta = TimeDelta::days(7);
+
 /// What each node costs an hour of `metric` (per core, per GiB or per GPU), by name, as OpenCost
 /// last gave it within the week the Pods are looked for in (hour by hour, and the last hour
 /// whole): a node that went is priced at what it cost before it went.
 pub fn node_price(selector: &Selector, metric: &str) -> String {
     let series = selector.series(metric, &[]);
+    let days = LOOKED_FOR.num_days();
     per_node(&format!(
-        "last_over_time({series}[7d:1h]) or last_over_time({series}[1h])"
+        "last_over_time({series}[{days}d:1h]) or last_over_time({series}[1h])"
     ))
 }
 
@@ -89,7 +95,10 @@ pub fn pods_query(batch: &[String]) -> String {
         .map(|pods| format!("last_over_time({pods}[1h])"))
         .collect::<Vec<_>>()
         .join(" or ");
-    format!("max by (namespace, pod, {NODE_LABEL}) (last_over_time(({any})[7d:1h]) or {last_hour})")
+    let days = LOOKED_FOR.num_days();
+    format!(
+        "max by (namespace, pod, {NODE_LABEL}) (last_over_time(({any})[{days}d:1h]) or {last_hour})"
+    )
 }
 
 /// What one node costs an hour of each resource, where OpenCost gives it.

@@ -3,7 +3,7 @@
 //! a few KiB.
 
 use std::{
-    collections::{BTreeSet, HashMap, VecDeque},
+    collections::{BTreeMap, BTreeSet, HashMap, VecDeque},
     sync::{
         Arc, Mutex, PoisonError,
         atomic::{AtomicBool, Ordering},
@@ -16,7 +16,9 @@ use super::{
     nights::{Census, NO_POOL, PoolCount, Running},
     pool_of,
 };
-use crate::cost::{GIB, is_gpu, quantity::parse_quantity};
+use chrono::{DateTime, Utc};
+
+use crate::cost::{GIB, is_gpu, opencost::KnownNodes, quantity::parse_quantity};
 
 /// A node's pool and what it offers, as one node of its pool. A quantity that does not read
 /// counts 0: the node still counts.
@@ -46,11 +48,11 @@ pub fn count_of(node: &Node) -> (String, PoolCount) {
 /// cluster, in a few hundred KiB.
 const GONE_KEPT: usize = 10_000;
 
-/// The nodes the watch has, by name, and the names of the last [`GONE_KEPT`] gone.
+/// The nodes the watch has, by name, and the last [`GONE_KEPT`] gone with when they went.
 #[derive(Debug, Default)]
 pub struct NodeCensus {
     nodes: HashMap<String, (String, PoolCount)>,
-    gone: VecDeque<String>,
+    gone: VecDeque<(String, DateTime<Utc>)>,
 }
 
 impl NodeCensus {
@@ -60,23 +62,40 @@ impl NodeCensus {
             return false;
         };
         // A node being deleted is going: the census counts it gone already.
-        if node.metadata.deletion_timestamp.is_some() {
-            return self.remove(&name);
+        if let Some(deleted) = &node.metadata.deletion_timestamp {
+            let at = DateTime::from_timestamp(deleted.0.as_second(), 0);
+            return self.remove(&name, at.unwrap_or(DateTime::UNIX_EPOCH));
         }
         let counted = count_of(node);
         self.nodes.insert(name, counted.clone()) != Some(counted)
     }
 
-    /// The node `name` gone; whether it was counted.
-    pub fn remove(&mut self, name: &str) -> bool {
+    /// The node `name` gone at `at`; whether it was counted.
+    pub fn remove(&mut self, name: &str, at: DateTime<Utc>) -> bool {
         let counted = self.nodes.remove(name).is_some();
         if counted {
-            if self.gone.len() == GONE_KEPT {
-                self.gone.pop_front();
-            }
-            self.gone.push_back(name.to_string());
+            self.went(name, at);
         }
         counted
+    }
+
+    /// The nodes `went` (each with when, at the latest) that the census does not have: those a
+    /// record says went before the watch began.
+    pub fn remember(&mut self, went: impl IntoIterator<Item = (String, DateTime<Utc>)>) {
+        for (name, at) in went {
+            let known =
+                self.nodes.contains_key(&name) || self.gone.iter().any(|(gone, _)| *gone == name);
+            if !known {
+                self.went(&name, at);
+            }
+        }
+    }
+
+    fn went(&mut self, name: &str, at: DateTime<Utc>) {
+        if self.gone.len() == GONE_KEPT {
+            self.gone.pop_front();
+        }
+        self.gone.push_back((name.to_string(), at));
     }
 
     /// The names of the nodes counted.
@@ -84,10 +103,17 @@ impl NodeCensus {
         self.nodes.keys().cloned().collect()
     }
 
-    /// The names of the nodes counted, and of those seen go since the watch began: the nodes
-    /// the Pods of a workload asleep may have run on.
-    pub fn known(&self) -> BTreeSet<String> {
-        (self.nodes.keys().chain(&self.gone)).cloned().collect()
+    /// The nodes counted, and those seen go since the watch began: the nodes the Pods of a
+    /// workload asleep may have run on.
+    pub fn known(&self) -> KnownNodes {
+        let mut gone: BTreeMap<String, DateTime<Utc>> = BTreeMap::new();
+        for (name, at) in &self.gone {
+            gone.insert(name.clone(), *at);
+        }
+        KnownNodes {
+            now: self.nodes.keys().cloned().collect(),
+            gone,
+        }
     }
 
     pub fn census(&self) -> Census {
@@ -167,8 +193,17 @@ mod tests {
             "unreadable: 0, the node still counted"
         );
         assert_eq!(census.total().nodes, 4);
-        assert!(nodes.remove("b"));
+        let went = DateTime::parse_from_rfc3339("2026-11-28T20:00:00Z")
+            .unwrap()
+            .to_utc();
+        assert!(nodes.remove("b", went));
         assert_eq!(nodes.census().0["default"].nodes, 1);
+        // Gone, and when; a record's node the census never had is remembered, not one it has.
+        nodes.remember([("a".to_string(), went), ("old".to_string(), went)]);
+        let known = nodes.known();
+        assert_eq!(known.now.len(), 3);
+        assert_eq!(known.gone.keys().collect::<Vec<_>>(), ["b", "old"]);
+        assert_eq!(known.gone["b"], went);
     }
 
     #[test]

@@ -227,6 +227,19 @@ impl Nights {
         self.0.iter().rev().find(|night| !night.pending)
     }
 
+    /// The nodes the record names, each with the beginning of the last night that names it
+    /// (they ran then, and went since at the earliest then): those that went at night, and
+    /// those the night going on began with.
+    pub fn named_nodes(&self) -> BTreeMap<String, DateTime<Utc>> {
+        let mut named = BTreeMap::new();
+        for night in &self.0 {
+            for name in night.went.keys().chain(night.nodes_before.keys()) {
+                named.insert(name.clone(), night.began);
+            }
+        }
+        named
+    }
+
     /// How many Namespaces must sleep in a night for it to count, at `at`: half as many as in
     /// the largest night ended within [`QUORUM_FOR`], or one where none did (a new install, a
     /// record from before Namespaces were counted).

@@ -112,7 +112,12 @@ pub async fn look(
         return Ok(Next::After(LISTING_WAIT));
     }
     let kept = read(ctx).await?;
-    let running = ctx.nodes.lock().running(holding);
+    let running = {
+        let mut census = ctx.nodes.lock();
+        // The nodes that went before this watch began still price the Pods that ran on them.
+        census.remember(kept.named_nodes());
+        census.running(holding)
+    };
     let applied = ctx.signals.pending();
     let recorded = match kept.settled(&applied, &running, now) {
         Some(next) => {

@@ -289,7 +289,7 @@ pub async fn look(
         let saving = read_saving(ctx, &pods, &slept).await;
         waiting.push((key, pods, saving));
     }
-    let (waiting, recorded) = at_opencost(ctx, waiting, recorded, cutoff).await;
+    let (waiting, recorded) = at_opencost(ctx, waiting, recorded, (cutoff, now)).await;
     let deleted = ctx.namespaces.gone();
     // A Namespace made again since it was deleted keeps its totals.
     let gone = (deleted.iter())
@@ -332,7 +332,7 @@ async fn at_opencost(
     ctx: &SavingsContext,
     mut waiting: Vec<(Key, ScaleTarget, Saving)>,
     mut recorded: Vec<(ScaleTarget, Saving)>,
-    cutoff: DateTime<Utc>,
+    (cutoff, now): (DateTime<Utc>, DateTime<Utc>),
 ) -> (Vec<(Key, Saving)>, Vec<Saving>) {
     let mut filed: Vec<(&ScaleTarget, &mut Saving)> = (waiting.iter_mut())
         .filter(|((_, until), _, _)| *until <= cutoff)
@@ -355,7 +355,7 @@ async fn at_opencost(
             .map(|(pods, _)| (pods.key.namespace.as_str(), pods.key.name.as_str()))
             .collect();
         let workloads: Vec<(&str, &str)> = workloads.into_iter().collect();
-        match opencost.prices(&workloads, &known).await {
+        match opencost.prices(&workloads, &known, now).await {
             Ok(Some(prices)) => {
                 for (pods, saving) in &mut filed {
                     let pods: &ScaleTarget = pods;

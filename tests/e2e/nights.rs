@@ -24,16 +24,20 @@ use support::{
 
 /// How long the controller may take to record a change of the nodes.
 const RECORDED_WITHIN: Duration = Duration::from_secs(15);
-/// What OpenCost exports of two nodes, a general one and a GPU one; and what each node costs an
-/// hour, of the two that go (none yet for the others).
+/// What OpenCost exports of the two general nodes left and of the GPU node, gone but still
+/// exported a while; and what each node costs an hour, of the two that go (none yet for the
+/// others).
 const OPENCOST: &str = "# TYPE node_cpu_hourly_cost gauge
 node_cpu_hourly_cost{node=\"node-a\",instance_type=\"m6i.xlarge\"} 0.04
-node_cpu_hourly_cost{node=\"node-g\",instance_type=\"g5.xlarge\"} 0.06
+node_cpu_hourly_cost{node=\"node-b\",instance_type=\"m6i.2xlarge\"} 0.06
+node_cpu_hourly_cost{node=\"node-g\",instance_type=\"g5.xlarge\"} 0.9
 # TYPE node_ram_hourly_cost gauge
 node_ram_hourly_cost{node=\"node-a\",instance_type=\"m6i.xlarge\"} 0.005
-node_ram_hourly_cost{node=\"node-g\",instance_type=\"g5.xlarge\"} 0.005
+node_ram_hourly_cost{node=\"node-b\",instance_type=\"m6i.2xlarge\"} 0.005
+node_ram_hourly_cost{node=\"node-g\",instance_type=\"g5.xlarge\"} 0.9
 # TYPE node_gpu_hourly_cost gauge
 node_gpu_hourly_cost{node=\"node-a\",instance_type=\"m6i.xlarge\"} 0
+node_gpu_hourly_cost{node=\"node-b\",instance_type=\"m6i.2xlarge\"} 0
 node_gpu_hourly_cost{node=\"node-g\",instance_type=\"g5.xlarge\"} 3
 ";
 /// What each node costs an hour, as OpenCost exports it: every node the night saw go.
@@ -154,8 +158,8 @@ async fn the_nodes_before_a_night_and_at_its_quietest_point_are_recorded_and_tol
             && !unpriced.lines().any(|line| line.starts_with("prices:")),
         "{unpriced}"
     );
-    // OpenCost's prices, where a Prometheus scrapes them, come first: the mean of its nodes,
-    // 8 × 0.05 + 32 × 0.005 + 3.
+    // OpenCost's prices, where a Prometheus scrapes them, come first: the mean of the nodes
+    // running (node-g's GPU, gone within two days, still counts), 8 × 0.05 + 32 × 0.005 + 3.
     let prometheus = support::prometheus::start("nights-opencost").await;
     if let Some(prometheus) = &prometheus {
         prometheus.requests.opencost(OPENCOST);
@@ -205,28 +209,6 @@ container_cpu_allocation{{namespace=\"{ns}\",pod=\"web-29945678-x2kqz\",containe
             )),
             "{said}"
         );
-        // The tenant's cheap prices of node-g beside OpenCost's: which is OpenCost's is not
-        // known, so node-g has none, neither in the means nor as a node that went.
-        let forged = support::prometheus::forged_opencost(&["node-g"], &scenario.namespace, "web");
-        prometheus.requests.also(&forged);
-        let said = eventually("node-g's prices disputed", RECORDED_WITHIN, || async {
-            let said = status(&scenario, &[&url, PRICES]);
-            said.contains("prices: OpenCost's node prices, the mean of 1 node\n")
-                .then_some(said)
-        })
-        .await;
-        assert!(
-            !said.contains("at each one's own price") && !said.contains("$0.00 an hour"),
-            "{said}"
-        );
-        // Once the tenant's series go, node-g's prices of now are OpenCost's alone again.
-        prometheus.requests.also("");
-        eventually("node-g's prices undisputed", RECORDED_WITHIN, || async {
-            let said = status(&scenario, &[&url, PRICES]);
-            said.contains("prices: OpenCost's node prices, the mean of 2 nodes\n")
-                .then_some(said)
-        })
-        .await;
     }
 
     // A restart goes on with the night: one more node gone counts against the same beginning.
@@ -314,7 +296,8 @@ container_cpu_allocation{{namespace=\"{ns}\",pod=\"web-29945678-x2kqz\",containe
         page.body
     );
     if prometheus.is_some() {
-        let from = "prices: OpenCost&#39;s node prices, the mean of 2 nodes";
+        // node-b gone too: the mean of node-a alone.
+        let from = "prices: OpenCost&#39;s node prices, the mean of 1 node";
         assert!(page.body.contains(from), "{}", page.body);
     }
     let refused = visitor("tenant").get("/nodes").await;
@@ -326,6 +309,20 @@ container_cpu_allocation{{namespace=\"{ns}\",pod=\"web-29945678-x2kqz\",containe
         refused.body
     );
     console.assert_stops_cleanly(Duration::from_secs(10)).await;
+    // The tenant's cheap prices of node-a beside OpenCost's: which is OpenCost's is not known,
+    // so node-a has none, and no node running has a price of OpenCost's.
+    if let Some(prometheus) = &prometheus {
+        let forged = support::prometheus::forged_opencost(&["node-a"], &scenario.namespace, "web");
+        prometheus.requests.also(&forged);
+        let url = format!("--prometheus-url={}", prometheus.url);
+        let said = eventually("node-a's prices disputed", RECORDED_WITHIN, || async {
+            let said = status(&scenario, &[&url, PRICES]);
+            said.contains("has no OpenCost node prices of the 1 node running")
+                .then_some(said)
+        })
+        .await;
+        assert!(said.contains("prices: the table of --prices"), "{said}");
+    }
 
     // The wake ends the night; the record says when.
     replicas_become(&deployments, "web", 2, "web awake", Duration::from_secs(90)).await;

@@ -4,6 +4,7 @@
 
 use std::{sync::Arc, time::Duration};
 
+use chrono::Utc;
 use kube::Client;
 
 use crate::{
@@ -65,7 +66,7 @@ impl Prices {
 
     async fn read(&self) -> Arc<Priced> {
         let cluster = (&self.client, self.controller.as_deref());
-        let read = priced::prices(cluster, &self.opencost, self.table.as_ref());
+        let read = priced::prices(cluster, &self.opencost, self.table.as_ref(), Utc::now());
         let priced = match tokio::time::timeout(READ_WITHIN, read).await {
             Ok(priced) => priced,
             Err(_) => Priced {

@@ -4,6 +4,7 @@
 
 use std::sync::atomic::Ordering;
 
+use chrono::Utc;
 use k8s_openapi::api::core::v1::Node;
 use kube::{
     Api, Client, ResourceExt as _,
@@ -78,12 +79,12 @@ fn node_feed(
             watcher::Event::InitApply(node) | watcher::Event::Apply(node) => census.apply(node),
             watcher::Event::InitDone => {
                 for gone in relisting.gone(census.names()) {
-                    census.remove(&gone);
+                    census.remove(&gone, Utc::now());
                 }
                 nodes.listed.store(true, Ordering::Release);
                 true
             }
-            watcher::Event::Delete(node) => census.remove(&node.name_any()),
+            watcher::Event::Delete(node) => census.remove(&node.name_any(), Utc::now()),
         };
         if changed {
             queue.add(ScalingKey::Nights);

@@ -2,7 +2,7 @@
 //! `status` and `cronscaler nodes`: how many ran when it began and at its quietest point, by
 //! pool, and what the nodes that went offered, in money where prices are given.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -45,15 +45,14 @@ pub async fn read(client: &Client, namespace: Option<&str>) -> Result<Option<Las
     }))
 }
 
-/// The names of every node the record saw around a night: those it began with and those that
-/// went. None where it may not be read.
-pub async fn recorded_nodes(client: &Client, namespace: Option<&str>) -> BTreeSet<String> {
+/// Every node the record names, with the beginning of the last night that names it (see
+/// [`Nights::named_nodes`]). None where it may not be read.
+pub async fn recorded_nodes(
+    client: &Client,
+    namespace: Option<&str>,
+) -> BTreeMap<String, DateTime<Utc>> {
     let recorded = read_all(client, namespace).await.ok().flatten();
-    (recorded.iter())
-        .flat_map(|(_, nights)| &nights.0)
-        .flat_map(|night| night.nodes_before.keys().chain(night.went.keys()))
-        .cloned()
-        .collect()
+    (recorded.map(|(_, nights)| nights.named_nodes())).unwrap_or_default()
 }
 
 /// The record, and the namespace it was read in.

@@ -1,15 +1,16 @@
 //! The prices `status` and `nodes` show money by: OpenCost's, where the Prometheus of
 //! `--prometheus-url` has its metrics (first found wins), else the table of `--prices`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
+use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::Node;
 use kube::{Api, Client};
 
 use super::nights;
 use crate::{
     commands::cli::OpenCost,
-    cost::{self, PriceTable, where_ran::WhereRan},
+    cost::{self, PriceTable, opencost::KnownNodes, where_ran::WhereRan},
     runtime::paging::all_pages,
 };
 
@@ -26,8 +27,10 @@ pub struct Priced {
     pub ran: WhereRan,
     /// Whether the table is OpenCost's.
     pub from_opencost: bool,
-    /// The nodes OpenCost's prices are believed of (see [`known_nodes`]).
-    pub known: BTreeSet<String>,
+    /// The nodes OpenCost's prices are believed of (see [`known_nodes`]), and when they were
+    /// read.
+    pub known: KnownNodes,
+    pub at: DateTime<Utc>,
 }
 
 impl Priced {
@@ -37,7 +40,7 @@ impl Priced {
         let Some(source) = opencost.source().filter(|_| self.from_opencost) else {
             return;
         };
-        match source.where_ran(workloads, &self.known).await {
+        match source.where_ran(workloads, &self.known, self.at).await {
             Ok(ran) => self.ran = ran,
             Err(error) => {
                 tracing::warn!(%error, "where the Pods ran could not be read: what they withhold is priced at OpenCost's means");
@@ -62,18 +65,30 @@ pub async fn prices(
     (client, controller): (&Client, Option<&str>),
     opencost: &OpenCost,
     table: Option<&PriceTable>,
+    at: DateTime<Utc>,
 ) -> Priced {
     let given = || Priced::given(table);
     let Some(source) = opencost.source() else {
         return given();
     };
-    let known = known_nodes(client, controller).await;
     let instead = match table {
         Some(_) => "the table of --prices",
         None => "no prices",
     };
+    let known = match known_nodes(client, controller).await {
+        Ok(known) => known,
+        Err(error) => {
+            return Priced {
+                from: Some(format!(
+                    "{instead}: OpenCost's prices are believed only of the nodes running, and \
+                     Nodes may not be listed ({error})"
+                )),
+                ..given()
+            };
+        }
+    };
     let url = source.prometheus.url();
-    match source.prices(&[], &known).await {
+    match source.prices(&[], &known, at).await {
         Ok(Some(found)) => Priced {
             table: Some(found.table),
             from: Some(cost::opencost::source(&found.means)),
@@ -81,12 +96,13 @@ pub async fn prices(
             ran: found.ran,
             from_opencost: true,
             known,
+            at,
         },
         Ok(None) => Priced {
             from: Some(format!(
-                "{instead}: Prometheus at {url} has no OpenCost node prices of the {} node{} the cluster knows",
-                known.len(),
-                if known.len() == 1 { "" } else { "s" }
+                "{instead}: Prometheus at {url} has no OpenCost node prices of the {} node{} running",
+                known.now.len(),
+                if known.now.len() == 1 { "" } else { "s" }
             )),
             ..given()
         },
@@ -101,24 +117,23 @@ pub async fn prices(
 
 /// The nodes OpenCost's prices are believed of: those the API server lists now, and those the
 /// controller's record saw around each night (gone since, they still price the night they went
-/// in). Any Pod Prometheus scrapes may export OpenCost's names of a node that never was.
-pub async fn known_nodes(client: &Client, controller: Option<&str>) -> BTreeSet<String> {
+/// in). Any Pod Prometheus scrapes may export OpenCost's names of a node that never was. Why not,
+/// where the Nodes may not be listed.
+pub async fn known_nodes(
+    client: &Client,
+    controller: Option<&str>,
+) -> Result<KnownNodes, kube::Error> {
     let nodes: Api<Node> = Api::all(client.clone());
     let nodes = &nodes;
     let listed = all_pages(
         500,
         |params| async move { nodes.list_metadata(&params).await },
     )
-    .await;
-    let mut known: BTreeSet<String> = match listed {
-        Ok(listed) => (listed.into_iter())
-            .filter_map(|node| node.metadata.name)
-            .collect(),
-        Err(error) => {
-            tracing::info!(%error, "Nodes not listed: OpenCost prices only the nodes the controller's record saw");
-            BTreeSet::new()
-        }
-    };
-    known.extend(nights::recorded_nodes(client, controller).await);
-    known
+    .await?;
+    let mut gone = nights::recorded_nodes(client, controller).await;
+    let now: std::collections::BTreeSet<String> = (listed.into_iter())
+        .filter_map(|node| node.metadata.name)
+        .collect();
+    gone.retain(|node, _| !now.contains(node));
+    Ok(KnownNodes { now, gone })
 }
