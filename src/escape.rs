@@ -1,5 +1,6 @@
 //! Text put into HTML or SVG (XML), or onto a terminal, as a person wrote it, whatever it holds:
-//! every page, chart and table shows names a tenant chose.
+//! every page, chart and table shows names a tenant chose; and text read back out of double
+//! quotes (PromQL's, Prometheus's exposition format).
 
 /// `text` with the five characters that could end an element, an attribute or an entity
 /// escaped; valid in HTML and XML alike.
@@ -30,6 +31,24 @@ pub fn terminal(text: &str) -> String {
         }
     }
     escaped
+}
+
+/// The value of a double-quoted string at the start of `text`, and what follows it: each
+/// backslash's next character read by `unescape` (`None`: no string the reader takes), a line's
+/// end inside it no string either.
+pub fn unquoted(text: &str, unescape: impl Fn(char) -> Option<char>) -> Option<(String, &str)> {
+    let mut chars = text.strip_prefix('"')?.char_indices();
+    let mut value = String::new();
+    while let Some((at, c)) = chars.next() {
+        match c {
+            // `at` counts from after the opening quote: what follows the closing one is 2 on.
+            '"' => return Some((value, &text[at + 2..])),
+            '\\' => value.push(unescape(chars.next()?.1)?),
+            '\n' => return None,
+            c => value.push(c),
+        }
+    }
+    None
 }
 
 #[cfg(test)]

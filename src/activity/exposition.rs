@@ -13,7 +13,7 @@ use hyper_util::{
     rt::TokioExecutor,
 };
 
-use crate::duration::spoken;
+use crate::{duration::spoken, escape::unquoted};
 
 /// The longest a read of a target's metrics takes.
 const READ_TIMEOUT: Duration = Duration::from_secs(30);
@@ -214,19 +214,9 @@ fn sample(rest: &str) -> Option<Sample> {
 /// A label's value in double quotes at the start of `text` (`\\`, `\"` and `\n` escaped), and
 /// what follows it.
 fn quoted(text: &str) -> Option<(String, &str)> {
-    let mut chars = text.strip_prefix('"')?.char_indices();
-    let mut value = String::new();
-    while let Some((at, c)) = chars.next() {
-        match c {
-            '"' => return Some((value, &text[at + 2..])),
-            '\\' => match chars.next()?.1 {
-                'n' => value.push('\n'),
-                escaped => value.push(escaped),
-            },
-            c => value.push(c),
-        }
-    }
-    None
+    unquoted(text, |escaped| {
+        Some(if escaped == 'n' { '\n' } else { escaped })
+    })
 }
 
 #[cfg(test)]

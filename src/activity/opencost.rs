@@ -306,6 +306,16 @@ mod tests {
 
     const NOW: &str = "2026-11-29T12:00:00Z";
 
+    /// OpenCost's series in `prometheus`, of the default selector, in USD.
+    fn source(prometheus: Prometheus, own: Option<Own>) -> Source {
+        Source {
+            prometheus,
+            selector: Selector::default(),
+            currency: Currency::of("USD").unwrap(),
+            own,
+        }
+    }
+
     /// OpenCost's series as a Prometheus answers them: one batch of Pods of many Namespaces is
     /// refused as too much (a tenant's Namespace of thousands of Pods in it), that Namespace
     /// alone too, and every other Namespace alone answered.
@@ -328,12 +338,7 @@ mod tests {
             Ok(r#"[{"metric":{"node":"node-team-a"},"value":[1,"0.04"]}]"#.to_string())
         })
         .await;
-        let source = Source {
-            prometheus,
-            selector: Selector::default(),
-            currency: Currency::of("USD").unwrap(),
-            own: None,
-        };
+        let source = source(prometheus, None);
         let known = known(&["node-team-a", "node-team-b"], &[]);
         let ran = source
             .where_ran(
@@ -368,12 +373,7 @@ mod tests {
             Ok(format!("[{},{}]", node("node-a", real), node("phantom", "0.0001")))
         })
         .await;
-        let source = Source {
-            prometheus,
-            selector: Selector::default(),
-            currency: Currency::of("USD").unwrap(),
-            own: None,
-        };
+        let source = source(prometheus, None);
         let known = known(&["node-a", "node-b"], &[]);
         let prices = (source.prices(&[("team-a", "web")], &known, at(NOW)).await)
             .unwrap()
@@ -413,12 +413,7 @@ container_cpu_allocation{namespace=\"team-a\",pod=\"web-7d9f8c6b5-k9wz4\",node=\
             .to_string(),
         )
         .await;
-        let source = Source {
-            prometheus,
-            selector: Selector::default(),
-            currency: Currency::of("USD").unwrap(),
-            own: Some(Own::new(&own)),
-        };
+        let source = source(prometheus, Some(Own::new(&own)));
         let known = known(&["node-a"], &[("node-g", "2026-11-28T20:00:00Z")]);
         let prices = (source.prices(&[("team-a", "web")], &known, at(NOW)).await)
             .unwrap()

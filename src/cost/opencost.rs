@@ -13,6 +13,8 @@ use std::{
 
 use chrono::{DateTime, TimeDelta, Utc};
 
+use crate::escape::unquoted;
+
 use super::{Currency, GPU, Money, PriceTable, money::cents, prices::is_price};
 
 /// The label that names a node in OpenCost's series.
@@ -105,21 +107,10 @@ impl FromStr for Selector {
 
 /// The value of a double-quoted string at the start of `text`, and what follows it.
 fn quoted(text: &str) -> Option<(String, &str)> {
-    let mut chars = text.strip_prefix('"')?.char_indices();
-    let mut value = String::new();
-    while let Some((at, c)) = chars.next() {
-        match c {
-            '"' => return Some((value, &text[at + 2..])),
-            // PromQL's other escapes (`\n`, `\x41`) are not needed to name a job.
-            '\\' => match chars.next()?.1 {
-                escaped @ ('\\' | '"') => value.push(escaped),
-                _ => return None,
-            },
-            '\n' => return None,
-            c => value.push(c),
-        }
-    }
-    None
+    // PromQL's other escapes (`\n`, `\x41`) are not needed to name a job.
+    unquoted(text, |escaped| {
+        matches!(escaped, '\\' | '"').then_some(escaped)
+    })
 }
 
 impl fmt::Display for Selector {
