@@ -252,9 +252,10 @@ async fn show_nodes(kube: &KubeArgs, args: NodesArgs) -> anyhow::Result<()> {
     let night = status::nights::read(&client, args.controller.namespace.as_deref()).await;
     let now = Utc::now();
     let controller = args.controller.namespace.as_deref();
+    let source = args.opencost.source();
     let priced = status::priced::prices(
         (&client, controller),
-        &args.opencost,
+        source.as_ref(),
         args.prices.table.as_ref(),
         now,
     )
@@ -317,9 +318,10 @@ async fn show_status(kube: &KubeArgs, args: StatusArgs) -> anyhow::Result<()> {
     }
     let now = Utc::now();
     let controller = args.controller.namespace.as_deref();
+    let source = args.opencost.source();
     let mut priced = status::priced::prices(
         (&client, controller),
-        &args.opencost,
+        source.as_ref(),
         reading.prices.table.as_ref(),
         now,
     )
@@ -328,7 +330,7 @@ async fn show_status(kube: &KubeArgs, args: StatusArgs) -> anyhow::Result<()> {
     if priced.from_opencost {
         // What is asleep now, at the nodes its Pods ran on.
         priced
-            .read_where_ran(&args.opencost, &status.priceable())
+            .read_where_ran(source.as_ref(), &status.priceable())
             .await;
         status.reprice(&priced);
     }

@@ -81,8 +81,8 @@ impl Target {
             .header(http::header::ACCEPT, "text/plain")
             .body(Empty::new())
             .map_err(|error| unreachable(error.to_string()))?;
-        let response =
-            (self.client.request(request).await).map_err(|error| unreachable(error.to_string()))?;
+        let response = (self.client.request(request).await)
+            .map_err(|error| unreachable(with_causes(&error)))?;
         if !response.status().is_success() {
             return Err(ScrapeError::Refused {
                 url: self.url.clone(),
@@ -93,7 +93,7 @@ impl Target {
         let mut kept = Lines::new(names);
         let mut read = 0;
         while let Some(frame) = body.frame().await {
-            let frame = frame.map_err(|error| unreachable(error.to_string()))?;
+            let frame = frame.map_err(|error| unreachable(with_causes(&error)))?;
             let Ok(data) = frame.into_data() else {
                 continue;
             };
@@ -107,6 +107,26 @@ impl Target {
         }
         Ok(kept.finish())
     }
+}
+
+/// The series of each of `names` in `text`, as [`Target::samples`] reads them.
+#[cfg(test)]
+pub fn read_text(text: &str, names: &[&str]) -> BTreeMap<String, Vec<Sample>> {
+    let mut lines = Lines::new(names);
+    lines.feed(text.as_bytes());
+    lines.finish()
+}
+
+/// `error` with what caused it: a client's error says "client error (Connect)", its cause
+/// "Connection refused".
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(next) = cause {
+        text.push_str(&format!(": {next}"));
+        cause = next.source();
+    }
+    text
 }
 
 /// The lines of some names, taken in a chunk at a time.
@@ -226,7 +246,7 @@ mod tests {
     const METRICS: &str = "# HELP node_cpu_hourly_cost node_cpu_hourly_cost hourly cost for each cpu on this node
 # TYPE node_cpu_hourly_cost gauge
 node_cpu_hourly_cost{arch=\"amd64\",instance=\"ip-10-0-1-7\",node=\"ip-10-0-1-7\",provider_id=\"aws:///eu-west-1a/i-0\"} 0.031611
-node_cpu_hourly_cost{node=\"spot-1\",label=\"a \\\"quoted\\\" \\\\ one\\nline\"} 1e-2 1700000000000
+node_cpu_hourly_cost{node=\"spot-1\",label=\"a \\\"quoted\\\" \\\\ one\\nline, café\"} 1e-2 1700000000000
 node_cpu_hourly_costs{node=\"x\"} 9
 node_ram_hourly_cost{node=\"spot-1\"} NaN
 container_cpu_allocation{container=\"nginx\",namespace=\"shop\",node=\"spot-1\",pod=\"web-0\"} 0.5
@@ -266,7 +286,10 @@ node_total_hourly_cost 1";
             (cpu[0].0["node"].as_str(), cpu[0].1),
             ("ip-10-0-1-7", 0.031611)
         );
-        assert_eq!(cpu[1].0["label"], "a \"quoted\" \\ one\nline");
+        assert_eq!(
+            cpu[1].0["label"], "a \"quoted\" \\ one\nline, café",
+            "é split across chunks too"
+        );
         assert_eq!(cpu[1].1, 0.01, "the timestamp after it ignored");
         assert!(whole["node_ram_hourly_cost"][0].1.is_nan());
         assert_eq!(

@@ -45,12 +45,16 @@ pub async fn prometheus(
     Prometheus::new(&url)
 }
 
-/// The address of a target whose `/metrics` (any path) shows `text`, in chunks of 100 bytes.
-pub async fn metrics(text: String) -> String {
+/// The address of a target whose `/metrics` (any path) shows `text`, in chunks of 100 bytes,
+/// and how many times it was read.
+pub async fn metrics_counted(text: String) -> (String, impl Fn() -> usize) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
+    let asked = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = asked.clone();
     tokio::spawn(async move {
         while let Ok((mut stream, _)) = listener.accept().await {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             let mut request = vec![0u8; 64 * 1024];
             let _ = stream.read(&mut request).await;
             let head = format!(
@@ -64,5 +68,10 @@ pub async fn metrics(text: String) -> String {
             }
         }
     });
-    url
+    (url, move || asked.load(std::sync::atomic::Ordering::SeqCst))
+}
+
+/// The address of a target whose `/metrics` shows `text`.
+pub async fn metrics(text: String) -> String {
+    metrics_counted(text).await.0
 }

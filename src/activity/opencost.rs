@@ -1,32 +1,29 @@
-//! OpenCost's prices, as the Prometheus of `--prometheus-url` scrapes them, and as OpenCost's own
-//! metrics give them now where its address is given (`--opencost-url`): the cluster's means,
+//! OpenCost's prices, as the Prometheus of `--prometheus-url` scrapes them, or as OpenCost's own
+//! metrics give them where its address is given (`--opencost-url`, `own.rs`): the cluster's means,
 //! each node's price, and the nodes the Pods of some Namespaces ran on with what each costs.
 //! `status`, `nodes` and the controller's ledger read them, of OpenCost's own series alone
 //! (`--opencost-selector`); the arithmetic is `cost::opencost` and `cost::where_ran`.
 
-use std::{
-    collections::{BTreeMap, BTreeSet},
-    sync::{Arc, Mutex, PoisonError},
-    time::{Duration, Instant},
-};
+mod own;
+
+use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, Utc};
 
+pub use own::{Own, OwnPrices};
+
 use super::{
-    exposition::{ScrapeError, Target},
+    exposition::ScrapeError,
     prometheus::{CountError, Prometheus},
 };
 use crate::cost::{
     Currency, PriceTable,
     opencost::{
         self, CPU_COST, GPU_COST, KnownNodes, LAST_PRICE, MEMORY_COST, Means, NODE_LABEL, PerNode,
-        Selector, TOTAL_COST, one_a_node, under,
+        Selector,
     },
     where_ran::{self, LOOKED_FOR, POD_LABELS, WhereRan},
 };
-
-/// How long OpenCost's own metrics read are used: one look, one `status`, asks for them once.
-const OWN_FRESH: Duration = Duration::from_secs(60);
 
 /// Where OpenCost's prices are read: the Prometheus that scrapes it, the selector of its own
 /// series there, OpenCost's own metrics where given, and the currency it prices in.
@@ -35,24 +32,9 @@ pub struct Source {
     pub prometheus: Prometheus,
     pub selector: Selector,
     pub currency: Currency,
-    /// OpenCost itself: the prices of now it gives price every node it names, and Prometheus's
-    /// series price only the nodes it no longer names (gone since).
+    /// OpenCost itself: where given, every price is its own, and Prometheus only says where
+    /// Pods ran.
     pub own: Option<Own>,
-}
-
-/// OpenCost's own `/metrics`, and the last prices read there.
-#[derive(Clone)]
-pub struct Own {
-    target: Target,
-    last: Arc<Mutex<Option<(Instant, OwnPrices)>>>,
-}
-
-/// What OpenCost's own metrics price each node at now, and every node they name.
-#[derive(Debug, Clone, Default)]
-struct OwnPrices {
-    now: PerNode,
-    total: BTreeMap<String, f64>,
-    named: BTreeSet<String>,
 }
 
 /// Why OpenCost's prices could not be read.
@@ -62,54 +44,6 @@ pub enum PricesError {
     Prometheus(#[from] CountError),
     #[error("OpenCost's own metrics at {0}")]
     Own(#[from] ScrapeError),
-}
-
-impl Own {
-    /// OpenCost at `url` (`http://opencost.opencost:9003`).
-    pub fn new(url: &str) -> Self {
-        Self {
-            target: Target::new(url),
-            last: Arc::default(),
-        }
-    }
-
-    /// What OpenCost prices each node at now, read at most once a minute.
-    async fn prices(&self) -> Result<OwnPrices, ScrapeError> {
-        let fresh = (self.last.lock().unwrap_or_else(PoisonError::into_inner))
-            .as_ref()
-            .filter(|(at, _)| at.elapsed() < OWN_FRESH)
-            .map(|(_, prices)| prices.clone());
-        if let Some(prices) = fresh {
-            return Ok(prices);
-        }
-        let names = [CPU_COST, MEMORY_COST, GPU_COST, TOTAL_COST];
-        let samples = self.target.samples(&names).await?;
-        let series = |metric: &str| {
-            (samples.get(metric).into_iter().flatten())
-                .filter_map(|(labels, value)| Some((labels.get(NODE_LABEL)?.as_str(), *value)))
-                .collect::<Vec<_>>()
-        };
-        let of = |metric: &str| one_a_node(series(metric));
-        let named = (names.iter())
-            .flat_map(|metric| series(metric))
-            .map(|(node, _)| node.to_string())
-            .collect();
-        let mut gpu = of(GPU_COST);
-        // OpenCost gives a node without GPUs a GPU price of 0.
-        gpu.retain(|_, price| *price > 0.0);
-        let prices = OwnPrices {
-            now: PerNode {
-                cpu: of(CPU_COST),
-                memory: of(MEMORY_COST),
-                gpu,
-            },
-            total: of(TOTAL_COST),
-            named,
-        };
-        *self.last.lock().unwrap_or_else(PoisonError::into_inner) =
-            Some((Instant::now(), prices.clone()));
-        Ok(prices)
-    }
 }
 
 /// What OpenCost's metrics price by.
@@ -176,7 +110,15 @@ impl Source {
         }))
     }
 
-    /// OpenCost's own prices of now, where its address is given.
+    /// Where the prices are read: OpenCost's own metrics where given, else Prometheus.
+    pub fn url(&self) -> &str {
+        match &self.own {
+            Some(own) => own.url(),
+            None => self.prometheus.url(),
+        }
+    }
+
+    /// OpenCost's own prices, where its address is given.
     async fn own_prices(&self) -> Result<Option<OwnPrices>, ScrapeError> {
         match &self.own {
             Some(own) => Ok(Some(own.prices().await?)),
@@ -190,34 +132,30 @@ impl Source {
         own: Option<&OwnPrices>,
         nodes: &BTreeSet<String>,
     ) -> Result<BTreeMap<String, f64>, CountError> {
-        let history = (self.prometheus)
-            .by_label(&self.selector.node_prices(), NODE_LABEL)
-            .await?;
         let mut prices = match own {
-            Some(own) => under(history, &own.total, &own.named),
-            None => history,
+            Some(own) => own.total.clone(),
+            None => {
+                (self.prometheus)
+                    .by_label(&self.selector.node_prices(), NODE_LABEL)
+                    .await?
+            }
         };
         prices.retain(|node, _| nodes.contains(node));
         Ok(prices)
     }
 
-    /// What each node costs an hour per core, per GiB and per GPU now: OpenCost's own prices
-    /// where given (GPUs of the nodes that went within two days from Prometheus), else
-    /// Prometheus's.
+    /// What each node costs an hour per core, per GiB and per GPU: OpenCost's own prices where
+    /// given, else Prometheus's.
     async fn per_node(&self, own: Option<&OwnPrices>) -> Result<PerNode, CountError> {
+        if let Some(own) = own {
+            return Ok(own.per_node.clone());
+        }
         let by_node =
             |query: String| async move { self.prometheus.by_label(&query, NODE_LABEL).await };
-        let gpu = by_node(self.selector.gpu_prices()).await?;
-        Ok(match own {
-            Some(own) => PerNode {
-                gpu: under(gpu, &own.now.gpu, &own.named),
-                ..own.now.clone()
-            },
-            None => PerNode {
-                cpu: by_node(self.selector.cpu_prices()).await?,
-                memory: by_node(self.selector.memory_prices()).await?,
-                gpu,
-            },
+        Ok(PerNode {
+            cpu: by_node(self.selector.cpu_prices()).await?,
+            memory: by_node(self.selector.memory_prices()).await?,
+            gpu: by_node(self.selector.gpu_prices()).await?,
         })
     }
 
@@ -242,14 +180,14 @@ impl Source {
             let query = where_ran::node_price(&self.selector, metric);
             async move { self.prometheus.by_label(&query, NODE_LABEL).await }
         };
-        let mut per_node = PerNode {
-            cpu: price(CPU_COST).await?,
-            memory: price(MEMORY_COST).await?,
-            gpu: price(GPU_COST).await?,
+        let per_node = match self.own_prices().await? {
+            Some(own) => own.per_node,
+            None => PerNode {
+                cpu: price(CPU_COST).await?,
+                memory: price(MEMORY_COST).await?,
+                gpu: price(GPU_COST).await?,
+            },
         };
-        if let Some(own) = self.own_prices().await? {
-            per_node = per_node.under(&own.now, &own.named);
-        }
         ran.nodes = where_ran::node_prices(per_node.only(&known.within(LOOKED_FOR, at)));
         Ok(ran)
     }
@@ -388,8 +326,9 @@ mod tests {
         assert_eq!(none, None, "no node known, no OpenCost prices");
     }
 
-    /// OpenCost's own metrics beside a Prometheus where a tenant's series make node-a cheap: the
-    /// nodes OpenCost names are priced by it alone, and node-g, gone since, by Prometheus.
+    /// OpenCost's own metrics beside a Prometheus where a tenant's series price every node: every
+    /// price is OpenCost's, node-g's (gone an hour ago, still shown) too; Prometheus only says
+    /// where Pods ran.
     #[tokio::test]
     async fn opencost_s_own_prices_of_now_are_not_moved_by_any_series() {
         let prometheus = fake::prometheus(|query| {
@@ -408,26 +347,30 @@ node_cpu_hourly_cost{instance=\"ip-1\",node=\"node-a\"} 0.04
 node_ram_hourly_cost{node=\"node-a\"} 0.004
 node_gpu_hourly_cost{node=\"node-a\"} 0
 node_total_hourly_cost{node=\"node-a\"} 0.2
+node_cpu_hourly_cost{node=\"node-g\"} 0.9
+node_ram_hourly_cost{node=\"node-g\"} 0.9
+node_gpu_hourly_cost{node=\"node-g\"} 3
+node_total_hourly_cost{node=\"node-g\"} 4.8
 container_cpu_allocation{namespace=\"team-a\",pod=\"web-7d9f8c6b5-k9wz4\",node=\"node-a\"} 1
 "
             .to_string(),
         )
         .await;
         let source = source(prometheus, Some(Own::new(&own)));
-        let known = known(&["node-a"], &[("node-g", "2026-11-28T20:00:00Z")]);
+        let known = known(&["node-a"], &[("node-g", "2026-11-29T11:00:00Z")]);
         let prices = (source.prices(&[("team-a", "web")], &known, at(NOW)).await)
             .unwrap()
             .unwrap();
         assert_eq!(prices.means.nodes, 1, "the nodes of now, OpenCost's");
         assert_eq!(prices.table.per_hour["cpu"], 0.04);
         assert_eq!(
-            prices.table.per_hour["nvidia.com/gpu"], 0.5,
+            prices.table.per_hour["nvidia.com/gpu"], 3.0,
             "node-g's, gone"
         );
         assert_eq!(prices.per_node["node-a"], 0.2);
-        assert_eq!(prices.per_node["node-g"], 0.5);
+        assert_eq!(prices.per_node["node-g"], 4.8);
         assert_eq!(prices.ran.nodes["node-a"].cpu, Some(0.04));
-        assert_eq!(prices.ran.nodes["node-g"].cpu, Some(0.5));
+        assert_eq!(prices.ran.nodes["node-g"].cpu, Some(0.9));
         // OpenCost not answering: no prices of it, said as its.
         let gone = Source {
             own: Some(Own::new("http://127.0.0.1:9")),

@@ -234,6 +234,10 @@ pub async fn run(
         opencost: (args.prometheus_url.as_deref()).map(|url| args.opencost.source(url)),
         nodes: nights.as_ref().map(|nights| nights.nodes.clone()),
     };
+    // The nodes an autoscaler takes away at night are priced as OpenCost last showed them.
+    if let Some(own) = (ledger.opencost.as_ref()).and_then(|opencost| opencost.own.clone()) {
+        tokio::spawn(own.keep_reading());
+    }
     let scale = ScalingContext::new(
         client.clone(),
         events.clone(),

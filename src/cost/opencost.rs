@@ -202,7 +202,8 @@ pub struct PerNode {
 pub struct KnownNodes {
     /// The nodes running now.
     pub now: BTreeSet<String>,
-    /// Nodes gone, and when they went (at the latest).
+    /// Nodes gone, and when they went (at the earliest: the windows below are then never too
+    /// long).
     pub gone: BTreeMap<String, DateTime<Utc>>,
 }
 
@@ -241,17 +242,6 @@ impl PerNode {
         self
     }
 
-    /// OpenCost's own prices of now over `self`, Prometheus's: a node OpenCost names (`named`)
-    /// is priced by it alone, whatever other series say; the others (gone since) by
-    /// Prometheus's.
-    pub fn under(self, own: &PerNode, named: &BTreeSet<String>) -> PerNode {
-        PerNode {
-            cpu: under(self.cpu, &own.cpu, named),
-            memory: under(self.memory, &own.memory, named),
-            gpu: under(self.gpu, &own.gpu, named),
-        }
-    }
-
     /// The means, each over the nodes that have its price (GPUs over those with a GPU); as many
     /// nodes as have a CPU price.
     pub fn means(&self) -> Means {
@@ -265,17 +255,6 @@ impl PerNode {
             nodes: self.cpu.len(),
         }
     }
-}
-
-/// `history`'s prices of the nodes OpenCost does not name now (`named`), and `own`'s.
-pub fn under(
-    mut history: BTreeMap<String, f64>,
-    own: &BTreeMap<String, f64>,
-    named: &BTreeSet<String>,
-) -> BTreeMap<String, f64> {
-    history.retain(|node, _| !named.contains(node));
-    history.extend(own.iter().map(|(node, price)| (node.clone(), *price)));
-    history
 }
 
 /// Each node's one price among `series` (a node and a value each), where it can be one: a
@@ -469,7 +448,7 @@ mod tests {
     }
 
     #[test]
-    fn a_node_given_two_prices_has_none_and_opencost_s_own_are_over_any_other() {
+    fn a_node_given_two_prices_has_none() {
         let read = one_a_node([
             ("node-a", 0.04),
             ("node-a", 0.04),
@@ -478,18 +457,6 @@ mod tests {
             ("node-c", f64::NAN),
         ]);
         assert_eq!(read, BTreeMap::from([("node-a".to_string(), 0.04)]));
-        let history = BTreeMap::from([
-            ("node-a".to_string(), 0.0001),
-            ("node-b".to_string(), 0.0001),
-            ("gone".to_string(), 0.06),
-        ]);
-        // node-b is named by OpenCost, with no price it can be: it has none.
-        let named = ["node-a", "node-b"].map(String::from).into();
-        let priced = under(history, &read, &named);
-        assert_eq!(
-            priced,
-            BTreeMap::from([("gone".to_string(), 0.06), ("node-a".to_string(), 0.04)])
-        );
     }
 
     #[test]

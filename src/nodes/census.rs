@@ -3,7 +3,7 @@
 //! a few KiB.
 
 use std::{
-    collections::{BTreeMap, BTreeSet, HashMap, VecDeque},
+    collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque},
     sync::{
         Arc, Mutex, PoisonError,
         atomic::{AtomicBool, Ordering},
@@ -48,7 +48,8 @@ pub fn count_of(node: &Node) -> (String, PoolCount) {
 /// cluster, in a few hundred KiB.
 const GONE_KEPT: usize = 10_000;
 
-/// The nodes the watch has, by name, and the last [`GONE_KEPT`] gone with when they went.
+/// The nodes the watch has, by name, and the last [`GONE_KEPT`] gone with when they went (at the
+/// earliest: a node last seen before the watch was down went some time after).
 #[derive(Debug, Default)]
 pub struct NodeCensus {
     nodes: HashMap<String, (String, PoolCount)>,
@@ -70,7 +71,7 @@ impl NodeCensus {
         self.nodes.insert(name, counted.clone()) != Some(counted)
     }
 
-    /// The node `name` gone at `at`; whether it was counted.
+    /// The node `name` gone at `at` (at the earliest); whether it was counted.
     pub fn remove(&mut self, name: &str, at: DateTime<Utc>) -> bool {
         let counted = self.nodes.remove(name).is_some();
         if counted {
@@ -79,13 +80,12 @@ impl NodeCensus {
         counted
     }
 
-    /// The nodes `went` (each with when, at the latest) that the census does not have: those a
+    /// The nodes `went` (each with when, at the earliest) that the census does not have: those a
     /// record says went before the watch began.
     pub fn remember(&mut self, went: impl IntoIterator<Item = (String, DateTime<Utc>)>) {
+        let gone: HashSet<String> = self.gone.iter().map(|(name, _)| name.clone()).collect();
         for (name, at) in went {
-            let known =
-                self.nodes.contains_key(&name) || self.gone.iter().any(|(gone, _)| *gone == name);
-            if !known {
+            if !(self.nodes.contains_key(&name) || gone.contains(&name)) {
                 self.went(&name, at);
             }
         }
@@ -107,7 +107,12 @@ impl NodeCensus {
     /// workload asleep may have run on.
     pub fn known(&self) -> KnownNodes {
         let mut gone: BTreeMap<String, DateTime<Utc>> = BTreeMap::new();
-        for (name, at) in &self.gone {
+        // A name that came back is running, whatever went under it before.
+        for (name, at) in self
+            .gone
+            .iter()
+            .filter(|(name, _)| !self.nodes.contains_key(name))
+        {
             gone.insert(name.clone(), *at);
         }
         KnownNodes {
@@ -204,6 +209,9 @@ mod tests {
         assert_eq!(known.now.len(), 3);
         assert_eq!(known.gone.keys().collect::<Vec<_>>(), ["b", "old"]);
         assert_eq!(known.gone["b"], went);
+        // The name back: running, not gone.
+        nodes.apply(&node("b", Some("default"), "4", "16Gi", None));
+        assert!(!nodes.known().gone.contains_key("b"));
     }
 
     #[test]

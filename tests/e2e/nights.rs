@@ -317,7 +317,7 @@ container_cpu_allocation{{namespace=\"{ns}\",pod=\"web-29945678-x2kqz\",containe
         let url = format!("--prometheus-url={}", prometheus.url);
         let said = eventually("node-a's prices disputed", RECORDED_WITHIN, || async {
             let said = status(&scenario, &[&url, PRICES]);
-            said.contains("has no OpenCost node prices of the 1 node running")
+            said.contains("price none of the 1 node running")
                 .then_some(said)
         })
         .await;

@@ -8,6 +8,7 @@ use chrono::Utc;
 use kube::Client;
 
 use crate::{
+    activity::opencost::Source,
     commands::{
         cli::OpenCost,
         status::priced::{self, Priced},
@@ -29,7 +30,9 @@ pub struct Prices {
     client: Client,
     /// The controller's namespace, where its record of the nodes around each night is.
     controller: Option<String>,
-    opencost: OpenCost,
+    /// Where OpenCost's prices are read, one for every read: what its own metrics showed of the
+    /// nodes gone since prices them.
+    source: Option<Source>,
     table: Option<PriceTable>,
     last: Fresh<Arc<Priced>>,
 }
@@ -40,10 +43,14 @@ impl Prices {
         opencost: OpenCost,
         table: Option<PriceTable>,
     ) -> Self {
+        let source = opencost.source();
+        if let Some(own) = source.as_ref().and_then(|source| source.own.clone()) {
+            tokio::spawn(own.keep_reading());
+        }
         Self {
             client,
             controller,
-            opencost,
+            source,
             table,
             last: Fresh::default(),
         }
@@ -51,7 +58,7 @@ impl Prices {
 
     /// The prices now: OpenCost's means and each node's price where found, else the table.
     pub async fn now(&self) -> Arc<Priced> {
-        if self.opencost.prometheus_url.is_none() {
+        if self.source.is_none() {
             return Arc::new(Priced::given(self.table.as_ref()));
         }
         let shown_for = |priced: &Arc<Priced>| {
@@ -66,7 +73,8 @@ impl Prices {
 
     async fn read(&self) -> Arc<Priced> {
         let cluster = (&self.client, self.controller.as_deref());
-        let read = priced::prices(cluster, &self.opencost, self.table.as_ref(), Utc::now());
+        let source = self.source.as_ref();
+        let read = priced::prices(cluster, source, self.table.as_ref(), Utc::now());
         let priced = match tokio::time::timeout(READ_WITHIN, read).await {
             Ok(priced) => priced,
             Err(_) => Priced {

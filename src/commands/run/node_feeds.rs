@@ -71,21 +71,27 @@ fn node_feed(
     let nodes = ctx.nodes.clone();
     // Nodes deleted while the watch was down are those a relist does not list again.
     let mut relisting = Relisting::default();
+    // They went after the last event before the relist, at the earliest.
+    let (mut last_event, mut relist_after) = (Utc::now(), Utc::now());
     drive(watch, "Nodes", outage.clone(), move |event| {
         relisting.note(event, |node| node.metadata.name.clone());
         let mut census = nodes.lock();
         let changed = match event {
-            watcher::Event::Init => false,
+            watcher::Event::Init => {
+                relist_after = last_event;
+                false
+            }
             watcher::Event::InitApply(node) | watcher::Event::Apply(node) => census.apply(node),
             watcher::Event::InitDone => {
                 for gone in relisting.gone(census.names()) {
-                    census.remove(&gone, Utc::now());
+                    census.remove(&gone, relist_after);
                 }
                 nodes.listed.store(true, Ordering::Release);
                 true
             }
             watcher::Event::Delete(node) => census.remove(&node.name_any(), Utc::now()),
         };
+        last_event = Utc::now();
         if changed {
             queue.add(ScalingKey::Nights);
         }

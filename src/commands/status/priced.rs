@@ -9,7 +9,7 @@ use kube::{Api, Client};
 
 use super::nights;
 use crate::{
-    commands::cli::OpenCost,
+    activity::opencost::Source,
     cost::{self, PriceTable, opencost::KnownNodes, where_ran::WhereRan},
     runtime::paging::all_pages,
 };
@@ -36,8 +36,8 @@ pub struct Priced {
 impl Priced {
     /// With OpenCost's prices, the nodes the Pods of `workloads` (Namespace and name each) ran
     /// on; where they cannot be read, what they withhold stays at the means, as the log says.
-    pub async fn read_where_ran(&mut self, opencost: &OpenCost, workloads: &[(&str, &str)]) {
-        let Some(source) = opencost.source().filter(|_| self.from_opencost) else {
+    pub async fn read_where_ran(&mut self, source: Option<&Source>, workloads: &[(&str, &str)]) {
+        let Some(source) = source.filter(|_| self.from_opencost) else {
             return;
         };
         match source.where_ran(workloads, &self.known, self.at).await {
@@ -63,12 +63,12 @@ impl Priced {
 /// given.
 pub async fn prices(
     (client, controller): (&Client, Option<&str>),
-    opencost: &OpenCost,
+    source: Option<&Source>,
     table: Option<&PriceTable>,
     at: DateTime<Utc>,
 ) -> Priced {
     let given = || Priced::given(table);
-    let Some(source) = opencost.source() else {
+    let Some(source) = source else {
         return given();
     };
     let instead = match table {
@@ -87,7 +87,7 @@ pub async fn prices(
             };
         }
     };
-    let url = source.prometheus.url();
+    let url = source.url();
     match source.prices(&[], &known, at).await {
         Ok(Some(found)) => Priced {
             table: Some(found.table),
@@ -100,7 +100,7 @@ pub async fn prices(
         },
         Ok(None) => Priced {
             from: Some(format!(
-                "{instead}: Prometheus at {url} has no OpenCost node prices of the {} node{} running",
+                "{instead}: OpenCost's metrics (at {url}) price none of the {} node{} running",
                 known.now.len(),
                 if known.now.len() == 1 { "" } else { "s" }
             )),
