@@ -10,8 +10,8 @@
 //! own Namespace alone. Only a scheduled sleep counts as a sleep (overrides, requests and idle
 //! sleeps begin no night); any wake counts as its Namespace's, whatever made it.
 //!
-//! A night counts once enough Namespaces sleep in it: half as many as in the largest night of
-//! the last week ([`Nights::quorum`]). Until then it is pending, shown nowhere, and forgotten if
+//! A night counts once enough Namespaces sleep in it: half as many as in the last week's nights
+//! ([`Nights::quorum`]). Until then it is pending, shown nowhere, and forgotten if
 //! it ends so: one team's schedule that sleeps by day neither begins the cluster's night at the
 //! day's peak nor pushes real nights out of the record, and no number of such days lowers what
 //! a night needs.
@@ -241,16 +241,18 @@ impl Nights {
     }
 
     /// How many Namespaces must sleep in a night for it to count, at `at`: half as many as in
-    /// the largest night ended within [`QUORUM_FOR`], or one where none did (a new install, a
+    /// the nights ended within [`QUORUM_FOR`], the middle one of them (the larger of two): one
+    /// night of many more, or of fewer, moves nothing. One where none did (a new install, a
     /// record from before Namespaces were counted).
     pub fn quorum(&self, at: DateTime<Utc>) -> usize {
-        (self.0.iter())
+        let mut sizes: Vec<usize> = (self.0.iter())
             .filter(|night| !night.pending)
             .filter(|night| night.ended.is_some_and(|ended| at - ended <= QUORUM_FOR))
-            .map(|night| night.namespaces.div_ceil(2))
-            .max()
-            .unwrap_or(1)
-            .max(1)
+            .map(|night| night.namespaces)
+            .collect();
+        sizes.sort_unstable();
+        let middle = sizes.get(sizes.len() / 2).copied().unwrap_or(1);
+        middle.div_ceil(2).max(1)
     }
 
     /// The record once the transitions `applied` (in the order they were) and the nodes

@@ -594,3 +594,31 @@ fn a_transition_taken_in_late_from_before_the_night_began_is_not_its() {
     );
     assert_eq!(taken, None, "neither joins nor wakes tonight's");
 }
+
+#[test]
+fn one_night_of_many_more_namespaces_leaves_the_next_nights_counted() {
+    // Three nights of ten, then one of twenty-five (a large tenant's, once).
+    let mut nights = Nights::default();
+    for (day, teams) in [(23, 10), (24, 10), (25, 10), (26, 25)] {
+        let sleep = format!("2026-11-{day}T20:00:00Z");
+        let wake = format!("2026-11-{}T07:00:00Z", day + 1);
+        nights = nights
+            .settled(
+                &sleeps(teams, &sleep),
+                &running(&[("default", 8)]),
+                at(&sleep),
+            )
+            .unwrap()
+            .settled(&wakes(teams, &wake), &running(&[("default", 8)]), at(&wake))
+            .unwrap();
+    }
+    assert_eq!(nights.quorum(at("2026-11-27T12:00:00Z")), 5);
+    let tonight = nights
+        .settled(
+            &sleeps(10, "2026-11-27T20:00:00Z"),
+            &running(&[("default", 8)]),
+            at("2026-11-27T20:00:01Z"),
+        )
+        .unwrap();
+    assert!(tonight.tonight().is_some());
+}
