@@ -11,7 +11,7 @@ use crate::support;
 
 use std::time::Duration;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use k8s_openapi::api::{
     authentication::v1::TokenRequest,
     core::v1::{Namespace, ServiceAccount},
@@ -23,19 +23,26 @@ use kube::{
 };
 use serde_json::{Value, json};
 use support::{
-    Scenario, deploy, down_at, envtest, eventually, last_transition, metric,
+    Scenario, cron_at, deploy, down_at, envtest, eventually, last_transition, metric,
     replicas_and_annotations, whole_second_in,
 };
 
 /// Lateness we accept from a transition: the timer, one reconcile, a busy 2-core machine.
 const LATENESS: Duration = Duration::from_secs(15);
 
-/// Daily at 03:00:00 and 04:00:00 UTC: far enough from any test run's transitions that the
-/// states written below are what holds.
-const NAMESPACE_SCHEDULE: [(&str, &str); 2] = [
-    ("cronscaler.dev/scale-down", "0 0 3 * * *"),
-    ("cronscaler.dev/scale-up", "0 0 4 * * *"),
-];
+/// The Namespace's schedule: asleep daily six hours after `now`, awake an hour later. Its last
+/// transitions were some seventeen hours ago, so that the records written below, an hour old,
+/// are what holds, at any hour a test runs.
+fn namespace_schedule(now: DateTime<Utc>) -> serde_json::Map<String, Value> {
+    let at = |hours| cron_at(now + chrono::Duration::hours(hours));
+    [
+        ("cronscaler.dev/scale-down", at(6)),
+        ("cronscaler.dev/scale-up", at(7)),
+    ]
+    .into_iter()
+    .map(|(key, value)| (key.to_string(), json!(value)))
+    .collect()
+}
 
 #[tokio::test]
 async fn status_tells_each_scheduled_object_and_the_replicas_asleep() {
@@ -79,10 +86,7 @@ async fn status_tells_each_scheduled_object_and_the_replicas_asleep() {
     // controller above does not follow Namespace schedules, so these are written as they
     // would be.
     let hour_ago = Utc::now() - chrono::Duration::hours(1);
-    let schedule: serde_json::Map<String, Value> = NAMESPACE_SCHEDULE
-        .iter()
-        .map(|(key, value)| (key.to_string(), json!(value)))
-        .collect();
+    let schedule = namespace_schedule(Utc::now());
     let namespaces: Api<Namespace> = Api::all(scenario.client.clone());
     namespaces
         .patch(
