@@ -63,7 +63,9 @@ fn status(scenario: &Scenario, more: &[&str]) -> String {
     scenario.said(&args)
 }
 
-#[tokio::test]
+// Two threads: `status` is run and waited for on one, while the test's OpenCost answers it on
+// the other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_nodes_before_a_night_and_at_its_quietest_point_are_recorded_and_told() {
     let Some(scenario) = Scenario::own("nights", envtest::Options::api_server_only()).await else {
         return;
@@ -322,6 +324,14 @@ container_cpu_allocation{{namespace=\"{ns}\",pod=\"web-29945678-x2kqz\",containe
         })
         .await;
         assert!(said.contains("prices: the table of --prices"), "{said}");
+        // Read from OpenCost itself, every price is its own: node-a's, whatever the tenant's
+        // series say; node-g, gone before this status began, at the means.
+        let own = format!("--opencost-url={}", prometheus.opencost_url);
+        let said = status(&scenario, &[&url, &own, PRICES]);
+        assert!(
+            said.contains("prices: OpenCost's node prices, the mean of 1 node\n"),
+            "{said}"
+        );
     }
 
     // The wake ends the night; the record says when.
