@@ -152,6 +152,17 @@ impl Source {
         }
         let by_node =
             |query: String| async move { self.prometheus.by_label(&query, NODE_LABEL).await };
+        // Said, not only left out: a second exporter of OpenCost's names is someone's doing.
+        if let Ok(disputed) = by_node(self.selector.disputed()).await
+            && !disputed.is_empty()
+        {
+            let nodes: Vec<&String> = disputed.keys().take(10).collect();
+            tracing::warn!(
+                count = disputed.len(),
+                ?nodes,
+                "some nodes' series of OpenCost's prices disagree (another target exports OpenCost's names and labels): they are not priced; read OpenCost itself with --opencost-url"
+            );
+        }
         Ok(PerNode {
             cpu: by_node(self.selector.cpu_prices()).await?,
             memory: by_node(self.selector.memory_prices()).await?,

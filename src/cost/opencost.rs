@@ -142,6 +142,15 @@ impl Selector {
         per_node(&format!("last_over_time({series}[1h])"))
     }
 
+    /// The nodes whose series of a price per core disagree within the hour, by name: what
+    /// [`per_node`] leaves unpriced, for the log to say.
+    pub fn disputed(&self) -> String {
+        let series = self.series(CPU_COST, &[]);
+        let expression = format!("last_over_time({series}[1h])");
+        let by_node = |aggregate: &str| format!("{aggregate} by ({NODE_LABEL}) ({expression})");
+        format!("({} != {})", by_node("min"), by_node("max"))
+    }
+
     /// What each node costs an hour per GiB, by name.
     pub fn memory_prices(&self) -> String {
         let series = self.series(MEMORY_COST, &[]);
@@ -376,6 +385,10 @@ mod tests {
         assert_eq!(
             selector.node_prices(),
             r#"(min by (node) (last_over_time(node_total_hourly_cost{job="opencost"}[2d])) == max by (node) (last_over_time(node_total_hourly_cost{job="opencost"}[2d])) >= 0 < +Inf)"#
+        );
+        assert_eq!(
+            selector.disputed(),
+            r#"(min by (node) (last_over_time(node_cpu_hourly_cost{job="opencost"}[1h])) != max by (node) (last_over_time(node_cpu_hourly_cost{job="opencost"}[1h])))"#
         );
         for query in [
             selector.cpu_prices(),
