@@ -255,6 +255,11 @@ mod tests {
 
     const NOW: &str = "2026-11-29T12:00:00Z";
 
+    /// One series of a node's price, as Prometheus answers it.
+    fn priced(node: &str, price: &str) -> String {
+        format!(r#"{{"metric":{{"node":"{node}"}},"value":[1,"{price}"]}}"#)
+    }
+
     /// OpenCost's series in `prometheus`, of the default selector, in USD.
     fn source(prometheus: Prometheus, own: Option<Own>) -> Source {
         Source {
@@ -307,9 +312,6 @@ mod tests {
     #[tokio::test]
     async fn a_node_the_cluster_does_not_know_prices_nothing() {
         let prometheus = fake::prometheus(|query| {
-            let node = |node: &str, price: &str| {
-                format!(r#"{{"metric":{{"node":"{node}"}},"value":[1,"{price}"]}}"#)
-            };
             if query.contains("container_cpu_allocation") {
                 let pod = |node: &str| {
                     format!(
@@ -319,7 +321,7 @@ mod tests {
                 return Ok(format!("[{},{}]", pod("node-a"), pod("phantom")));
             }
             let real = if query.contains("node_ram") { "0.004" } else { "0.04" };
-            Ok(format!("[{},{}]", node("node-a", real), node("phantom", "0.0001")))
+            Ok(format!("[{},{}]", priced("node-a", real), priced("phantom", "0.0001")))
         })
         .await;
         let source = source(prometheus, None);
@@ -343,13 +345,10 @@ mod tests {
     #[tokio::test]
     async fn opencost_s_own_prices_of_now_are_not_moved_by_any_series() {
         let prometheus = fake::prometheus(|query| {
-            let node = |node: &str, price: &str| {
-                format!(r#"{{"metric":{{"node":"{node}"}},"value":[1,"{price}"]}}"#)
-            };
             if query.contains("container_cpu_allocation") {
                 return Ok(r#"[{"metric":{"namespace":"team-a","pod":"web-7d9f8c6b5-x2kqz","node":"node-g"},"value":[1,"1"]},{"metric":{"namespace":"team-a","pod":"web-7d9f8c6b5-k9wz4","node":"node-a"},"value":[1,"1"]}]"#.into());
             }
-            Ok(format!("[{},{}]", node("node-a", "0.0001"), node("node-g", "0.5")))
+            Ok(format!("[{},{}]", priced("node-a", "0.0001"), priced("node-g", "0.5")))
         })
         .await;
         let own = fake::metrics(

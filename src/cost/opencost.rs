@@ -138,23 +138,23 @@ impl Selector {
     /// What each node costs an hour per core, by name, as OpenCost last gave it within the
     /// hour: while OpenCost is away a while, its series still stand beside any other.
     pub fn cpu_prices(&self) -> String {
-        let series = self.series(CPU_COST, &[]);
-        per_node(&format!("last_over_time({series}[1h])"))
+        per_node(&self.last_hour(CPU_COST))
     }
 
     /// The nodes whose series of a price per core disagree within the hour, by name: what
     /// [`per_node`] leaves unpriced, for the log to say.
     pub fn disputed(&self) -> String {
-        let series = self.series(CPU_COST, &[]);
-        let expression = format!("last_over_time({series}[1h])");
-        let by_node = |aggregate: &str| format!("{aggregate} by ({NODE_LABEL}) ({expression})");
-        format!("({} != {})", by_node("min"), by_node("max"))
+        format!("({})", least_and_most(&self.last_hour(CPU_COST), "!="))
     }
 
     /// What each node costs an hour per GiB, by name.
     pub fn memory_prices(&self) -> String {
-        let series = self.series(MEMORY_COST, &[]);
-        per_node(&format!("last_over_time({series}[1h])"))
+        per_node(&self.last_hour(MEMORY_COST))
+    }
+
+    /// OpenCost's series of `metric` as it last gave them within the hour.
+    fn last_hour(&self, metric: &str) -> String {
+        format!("last_over_time({}[1h])", self.series(metric, &[]))
     }
 
     /// What each node that has had a GPU within two days costs an hour per GPU (OpenCost gives
@@ -184,8 +184,14 @@ impl Selector {
 /// (`honor_labels`) lets any Pod's series carry OpenCost's `job`, and which of two values is
 /// OpenCost's is not known. A NaN, a negative or an infinite value is left out, not the read.
 pub fn per_node(expression: &str) -> String {
+    format!("({} >= 0 < +Inf)", least_and_most(expression, "=="))
+}
+
+/// The least and the most of `expression` by node, compared by `operator`: `==` keeps the nodes
+/// of one value, `!=` those whose series disagree.
+fn least_and_most(expression: &str, operator: &str) -> String {
     let by_node = |aggregate: &str| format!("{aggregate} by ({NODE_LABEL}) ({expression})");
-    format!("({} == {} >= 0 < +Inf)", by_node("min"), by_node("max"))
+    format!("{} {operator} {}", by_node("min"), by_node("max"))
 }
 
 /// The means OpenCost's metrics gave, each `None` where no node has one.
@@ -232,7 +238,7 @@ impl PerNode {
     /// Only the prices of `nodes`.
     pub fn only(mut self, nodes: &BTreeSet<String>) -> PerNode {
         for prices in [&mut self.cpu, &mut self.memory, &mut self.gpu] {
-            prices.retain(|node, price| nodes.contains(node) && is_price(*price));
+            keep(prices, nodes);
         }
         self
     }
@@ -240,14 +246,9 @@ impl PerNode {
     /// The prices of now, of the nodes running now (GPUs' of the nodes gone within
     /// [`LAST_PRICE`] too, which priced what their workloads freed).
     pub fn known(mut self, known: &KnownNodes, at: DateTime<Utc>) -> PerNode {
-        let lately = known.within(LAST_PRICE, at);
-        let of = |nodes: &BTreeSet<String>, node: &String, price: &f64| {
-            nodes.contains(node) && is_price(*price)
-        };
-        self.cpu.retain(|node, price| of(&known.now, node, price));
-        self.memory
-            .retain(|node, price| of(&known.now, node, price));
-        self.gpu.retain(|node, price| of(&lately, node, price));
+        keep(&mut self.cpu, &known.now);
+        keep(&mut self.memory, &known.now);
+        keep(&mut self.gpu, &known.within(LAST_PRICE, at));
         self
     }
 
@@ -264,6 +265,11 @@ impl PerNode {
             nodes: self.cpu.len(),
         }
     }
+}
+
+/// Only the prices of `nodes` that can be prices.
+fn keep(prices: &mut BTreeMap<String, f64>, nodes: &BTreeSet<String>) {
+    prices.retain(|node, price| nodes.contains(node) && is_price(*price));
 }
 
 /// Each node's one price among `series` (a node and a value each), where it can be one: a

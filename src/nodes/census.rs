@@ -106,15 +106,11 @@ impl NodeCensus {
     /// The nodes counted, and those seen go since the watch began: the nodes the Pods of a
     /// workload asleep may have run on.
     pub fn known(&self) -> KnownNodes {
-        let mut gone: BTreeMap<String, DateTime<Utc>> = BTreeMap::new();
         // A name that came back is running, whatever went under it before.
-        for (name, at) in self
-            .gone
-            .iter()
+        let gone: BTreeMap<String, DateTime<Utc>> = (self.gone.iter())
             .filter(|(name, _)| !self.nodes.contains_key(name))
-        {
-            gone.insert(name.clone(), *at);
-        }
+            .cloned()
+            .collect();
         KnownNodes {
             now: self.nodes.keys().cloned().collect(),
             gone,

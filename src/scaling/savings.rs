@@ -346,7 +346,7 @@ async fn at_opencost(
             tracing::info!(
                 "OpenCost's prices are believed only of nodes the controller reads, and a namespaced install reads none: the savings are filed at --prices"
             );
-            return unpriced(waiting, recorded);
+            return without_objects(waiting, recorded);
         };
         let known = nodes.lock().known();
         // Those whose Pods' names say whose they are: the others are priced at the means.
@@ -371,11 +371,11 @@ async fn at_opencost(
             }
         }
     }
-    unpriced(waiting, recorded)
+    without_objects(waiting, recorded)
 }
 
 /// The savings without the objects whose pods slept.
-fn unpriced(
+fn without_objects(
     waiting: Vec<(Key, ScaleTarget, Saving)>,
     recorded: Vec<(ScaleTarget, Saving)>,
 ) -> (Vec<(Key, Saving)>, Vec<Saving>) {
