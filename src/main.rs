@@ -327,10 +327,10 @@ async fn show_status(kube: &KubeArgs, args: StatusArgs) -> anyhow::Result<()> {
     )
     .await;
     let mut status = listed.status(reading, &priced, now);
-    if priced.from_opencost {
+    if priced.from_opencost && status.priced_where_ran() {
         // What is asleep now, at the nodes its Pods ran on.
         priced
-            .read_where_ran(source.as_ref(), &status.priceable())
+            .read_where_ran((&client, controller), source.as_ref())
             .await;
         status.reprice(&priced);
     }

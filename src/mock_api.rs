@@ -203,13 +203,14 @@ impl ApiServer {
 
 /// The RBAC rules the controller is installed with (`rbac/`), with the optional grants of
 /// `rbac/optional/`, for the requests only they allow.
-const CONTROLLER: [&str; 6] = [
+const CONTROLLER: [&str; 7] = [
     include_str!("../rbac/cluster-role.yaml"),
     include_str!("../rbac/lease-role.yaml"),
     include_str!("../rbac/wake-slices.yaml"),
     include_str!("../rbac/optional/argo-rollouts.yaml"),
     include_str!("../rbac/optional/cloudnative-pg.yaml"),
     include_str!("../rbac/optional/gitops.yaml"),
+    include_str!("../rbac/optional/opencost.yaml"),
 ];
 
 /// What the console may do.

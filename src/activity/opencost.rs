@@ -1,6 +1,7 @@
 //! OpenCost's prices, as the Prometheus of `--prometheus-url` scrapes them, or as OpenCost's own
 //! metrics give them where its address is given (`--opencost-url`, `own.rs`): the cluster's means,
-//! each node's price, and the nodes the Pods of some Namespaces ran on with what each costs.
+//! each node's price in all, and what each of some nodes (those Pods ran on) costs of each
+//! resource.
 //! `status`, `nodes` and the controller's ledger read them, of OpenCost's own series alone
 //! (`--opencost-selector`); the arithmetic is `cost::opencost` and `cost::where_ran`.
 
@@ -22,7 +23,7 @@ use crate::cost::{
         self, CPU_COST, GPU_COST, KnownNodes, LAST_PRICE, MEMORY_COST, Means, NODE_LABEL, PerNode,
         Selector,
     },
-    where_ran::{self, LOOKED_FOR, POD_LABELS, WhereRan},
+    where_ran::{self, LOOKED_FOR, NodePrices, Ran},
 };
 
 /// Where OpenCost's prices are read: the Prometheus that scrapes it, the selector of its own
@@ -52,9 +53,10 @@ pub struct OpenCostPrices {
     pub means: Means,
     /// The means as a table, in the currency given.
     pub table: PriceTable,
-    /// The nodes the Pods of the workloads asked about ran on, and what each costs; empty
-    /// where they could not be read (what they withhold is then priced at the means).
-    pub ran: WhereRan,
+    /// What each node asked about (those the Pods of some workloads ran on) costs of each
+    /// resource; empty where it could not be read (what they withhold is then priced at the
+    /// means).
+    pub nodes: NodePrices,
     /// What each node costs an hour in all, by name, as OpenCost last gave it within two days:
     /// a node that went at night is priced at what it cost before it went. Empty where it
     /// could not be read (the nodes that went are then priced by what they offered).
@@ -62,21 +64,21 @@ pub struct OpenCostPrices {
 }
 
 impl OpenCostPrices {
-    /// The table a workload `name` of `namespace` is priced at: the nodes its Pods ran on,
-    /// where `ran` (its kind's naming of Pods) tells them, else the means.
-    pub fn table_of(&self, namespace: &str, ran: Option<impl Fn(&str) -> bool>) -> PriceTable {
-        (ran.and_then(|ran| self.ran.table(&self.table, namespace, ran)))
+    /// The table a workload is priced at: the nodes its Pods ran on, where the record `ran`
+    /// says, else the means.
+    pub fn table_of(&self, ran: Option<&Ran>) -> PriceTable {
+        (ran.and_then(|ran| self.nodes.table(&self.table, ran)))
             .unwrap_or_else(|| self.table.clone())
     }
 }
 
 impl Source {
     /// OpenCost's prices at `at` of the nodes `known` names (those the API server has, or had),
-    /// with the nodes the Pods of `workloads` (Namespace and name each) ran on; `None` where
+    /// with what each of `ran_on` (the nodes some workloads' Pods ran on) costs; `None` where
     /// Prometheus has no OpenCost series of them.
     pub async fn prices(
         &self,
-        workloads: &[(&str, &str)],
+        ran_on: &BTreeSet<&str>,
         known: &KnownNodes,
         at: DateTime<Utc>,
     ) -> Result<Option<OpenCostPrices>, PricesError> {
@@ -87,11 +89,11 @@ impl Source {
         let Some(table) = opencost::table(means, self.currency.clone()) else {
             return Ok(None);
         };
-        let ran = match self.where_ran(workloads, known, at).await {
-            Ok(ran) => ran,
+        let nodes = match self.nodes_ran_on(ran_on, known, at).await {
+            Ok(nodes) => nodes,
             Err(error) => {
-                tracing::warn!(%error, "where the Pods ran could not be read: what they withhold is priced at OpenCost's means");
-                WhereRan::default()
+                tracing::warn!(%error, "the prices of the nodes Pods ran on could not be read: what they withhold is priced at OpenCost's means");
+                NodePrices::default()
             }
         };
         let lately = known.within(LAST_PRICE, at);
@@ -105,7 +107,7 @@ impl Source {
         Ok(Some(OpenCostPrices {
             means,
             table,
-            ran,
+            nodes,
             per_node,
         }))
     }
@@ -170,22 +172,16 @@ impl Source {
         })
     }
 
-    /// The Pods of `workloads` OpenCost saw in the week before `at` with their nodes, and what
-    /// each node `known` names (running, or gone within that week) costs; nothing asked where
-    /// no workload is.
-    pub async fn where_ran(
+    /// What each of `ran_on` costs of each resource, of those `known` names (running, or gone
+    /// within the week before `at`); nothing asked where no node is.
+    pub async fn nodes_ran_on(
         &self,
-        workloads: &[(&str, &str)],
+        ran_on: &BTreeSet<&str>,
         known: &KnownNodes,
         at: DateTime<Utc>,
-    ) -> Result<WhereRan, PricesError> {
-        let mut ran = WhereRan::default();
-        let batches = where_ran::pods(&self.selector, workloads);
-        if batches.is_empty() {
-            return Ok(ran);
-        }
-        for batch in batches {
-            self.saw(&mut ran, &batch).await;
+    ) -> Result<NodePrices, PricesError> {
+        if ran_on.is_empty() {
+            return Ok(NodePrices::default());
         }
         let price = |metric| {
             let query = where_ran::node_price(&self.selector, metric);
@@ -199,42 +195,9 @@ impl Source {
                 gpu: price(GPU_COST).await?,
             },
         };
-        ran.nodes = where_ran::node_prices(per_node.only(&known.within(LOOKED_FOR, at)));
-        Ok(ran)
-    }
-
-    /// Takes in the Pods of `batch`. A batch not answered (too many series, a timeout) is asked
-    /// again a Namespace at a time: one Namespace of very many Pods leaves its own workloads at
-    /// the means, not the others'.
-    async fn saw(&self, ran: &mut WhereRan, batch: &[String]) {
-        let ask = |pods: &[String]| {
-            let query = where_ran::pods_query(pods);
-            async move { self.prometheus.labelled(&query, POD_LABELS).await }
-        };
-        let answered = match ask(batch).await {
-            // Asked a Namespace at a time only where the batch was too much: a Prometheus that
-            // times out or cannot be reached would only be asked hundreds of times in vain.
-            Err(error) if batch.len() > 1 && error.asked_too_much() => {
-                tracing::warn!(%error, "some Pods' nodes could not be read together: each Namespace is asked alone");
-                let mut each = Vec::new();
-                for pods in batch {
-                    match ask(std::slice::from_ref(pods)).await {
-                        Ok(series) => each.extend(series),
-                        Err(error) => {
-                            tracing::warn!(%error, "a Namespace's Pods' nodes could not be read: what they withhold is priced at OpenCost's means")
-                        }
-                    }
-                }
-                Ok(each)
-            }
-            answered => answered,
-        };
-        match answered {
-            Ok(series) => series.into_iter().for_each(|series| ran.saw(series)),
-            Err(error) => {
-                tracing::warn!(%error, "some Pods' nodes could not be read: what they withhold is priced at OpenCost's means");
-            }
-        }
+        let mut known = known.within(LOOKED_FOR, at);
+        known.retain(|node| ran_on.contains(node.as_str()));
+        Ok(per_node.only(&known).into())
     }
 }
 
@@ -270,85 +233,64 @@ mod tests {
         }
     }
 
-    /// OpenCost's series as a Prometheus answers them: one batch of Pods of many Namespaces is
-    /// refused as too much (a tenant's Namespace of thousands of Pods in it), that Namespace
-    /// alone too, and every other Namespace alone answered.
-    #[tokio::test]
-    async fn a_batch_refused_is_asked_a_namespace_at_a_time_and_only_the_crowded_one_is_lost() {
-        let prometheus = fake::prometheus(|query| {
-            let namespaces = query.matches("namespace=\"").count();
-            if query.contains("container_cpu_allocation") {
-                if query.contains("namespace=\"crowded\"") || namespaces > 2 {
-                    return Err("query processing would load too many samples".into());
-                }
-                let namespace = ["team-a", "team-b"]
-                    .into_iter()
-                    .find(|namespace| query.contains(&format!("namespace=\"{namespace}\"")))
-                    .unwrap_or_default();
-                return Ok(format!(
-                    r#"[{{"metric":{{"namespace":"{namespace}","pod":"web-7d9f8c6b5-x2kqz","node":"node-{namespace}"}},"value":[1,"1"]}}]"#
-                ));
-            }
-            Ok(r#"[{"metric":{"node":"node-team-a"},"value":[1,"0.04"]}]"#.to_string())
-        })
-        .await;
-        let source = source(prometheus, None);
-        let known = known(&["node-team-a", "node-team-b"], &[]);
-        let ran = source
-            .where_ran(
-                &[("crowded", "web"), ("team-a", "web"), ("team-b", "web")],
-                &known,
-                at(NOW),
-            )
-            .await
-            .unwrap();
-        let seen: Vec<&String> = ran.pods.keys().collect();
-        assert_eq!(seen, ["team-a", "team-b"]);
-        assert_eq!(ran.nodes["node-team-a"].cpu, Some(0.04));
+    /// Where Pods ran, as the controller recorded it.
+    fn ran(pods: &[(&str, u32)]) -> Ran {
+        Ran {
+            since: at("2026-11-28T20:00:00Z"),
+            pods: (pods.iter())
+                .map(|(node, pods)| (node.to_string(), *pods))
+                .collect(),
+        }
     }
 
     /// OpenCost's series as a Prometheus answers them, with a tenant's beside them: a node no
-    /// API server has, cheap, and web's Pods on it. Neither the means nor web are priced by it.
+    /// API server has, cheap. Neither the means nor a workload recorded on it are priced by it.
     #[tokio::test]
     async fn a_node_the_cluster_does_not_know_prices_nothing() {
         let prometheus = fake::prometheus(|query| {
-            if query.contains("container_cpu_allocation") {
-                let pod = |node: &str| {
-                    format!(
-                        r#"{{"metric":{{"namespace":"team-a","pod":"web-7d9f8c6b5-x2kqz","node":"{node}"}},"value":[1,"1"]}}"#
-                    )
-                };
-                return Ok(format!("[{},{}]", pod("node-a"), pod("phantom")));
-            }
-            let real = if query.contains("node_ram") { "0.004" } else { "0.04" };
-            Ok(format!("[{},{}]", priced("node-a", real), priced("phantom", "0.0001")))
+            let real = if query.contains("node_ram") {
+                "0.004"
+            } else {
+                "0.04"
+            };
+            Ok(format!(
+                "[{},{}]",
+                priced("node-a", real),
+                priced("phantom", "0.0001")
+            ))
         })
         .await;
         let source = source(prometheus, None);
         let known = known(&["node-a", "node-b"], &[]);
-        let prices = (source.prices(&[("team-a", "web")], &known, at(NOW)).await)
+        let ran_on = BTreeSet::from(["node-a", "phantom"]);
+        let prices = (source.prices(&ran_on, &known, at(NOW)).await)
             .unwrap()
             .unwrap();
         assert_eq!(prices.means.nodes, 1);
         assert_eq!(prices.table.per_hour["cpu"], 0.04);
-        assert_eq!(prices.ran.nodes.keys().collect::<Vec<_>>(), ["node-a"]);
-        let web = prices.table_of("team-a", Some(|pod: &str| pod.starts_with("web-")));
+        assert_eq!(prices.nodes.0.keys().collect::<Vec<_>>(), ["node-a"]);
+        let web = prices.table_of(Some(&ran(&[("node-a", 2)])));
         assert_eq!((web.per_hour["cpu"], web.per_hour["memory"]), (0.04, 0.004));
+        let phantom = prices.table_of(Some(&ran(&[("phantom", 2)])));
+        assert_eq!(phantom, prices.table, "at the means");
         assert_eq!(prices.per_node.keys().collect::<Vec<_>>(), ["node-a"]);
-        let none = (source.prices(&[], &KnownNodes::default(), at(NOW)).await).unwrap();
+        let none = (source
+            .prices(&ran_on, &KnownNodes::default(), at(NOW))
+            .await)
+            .unwrap();
         assert_eq!(none, None, "no node known, no OpenCost prices");
     }
 
     /// OpenCost's own metrics beside a Prometheus where a tenant's series price every node: every
-    /// price is OpenCost's, node-g's (gone an hour ago, still shown) too; Prometheus only says
-    /// where Pods ran.
+    /// price is OpenCost's, node-g's (gone an hour ago, still shown) too.
     #[tokio::test]
     async fn opencost_s_own_prices_of_now_are_not_moved_by_any_series() {
-        let prometheus = fake::prometheus(|query| {
-            if query.contains("container_cpu_allocation") {
-                return Ok(r#"[{"metric":{"namespace":"team-a","pod":"web-7d9f8c6b5-x2kqz","node":"node-g"},"value":[1,"1"]},{"metric":{"namespace":"team-a","pod":"web-7d9f8c6b5-k9wz4","node":"node-a"},"value":[1,"1"]}]"#.into());
-            }
-            Ok(format!("[{},{}]", priced("node-a", "0.0001"), priced("node-g", "0.5")))
+        let prometheus = fake::prometheus(|_| {
+            Ok(format!(
+                "[{},{}]",
+                priced("node-a", "0.0001"),
+                priced("node-g", "0.5")
+            ))
         })
         .await;
         let own = fake::metrics(
@@ -361,14 +303,14 @@ node_cpu_hourly_cost{node=\"node-g\"} 0.9
 node_ram_hourly_cost{node=\"node-g\"} 0.9
 node_gpu_hourly_cost{node=\"node-g\"} 3
 node_total_hourly_cost{node=\"node-g\"} 4.8
-container_cpu_allocation{namespace=\"team-a\",pod=\"web-7d9f8c6b5-k9wz4\",node=\"node-a\"} 1
 "
             .to_string(),
         )
         .await;
         let source = source(prometheus, Some(Own::new(&own)));
         let known = known(&["node-a"], &[("node-g", "2026-11-29T11:00:00Z")]);
-        let prices = (source.prices(&[("team-a", "web")], &known, at(NOW)).await)
+        let ran_on = BTreeSet::from(["node-a", "node-g"]);
+        let prices = (source.prices(&ran_on, &known, at(NOW)).await)
             .unwrap()
             .unwrap();
         assert_eq!(prices.means.nodes, 1, "the nodes of now, OpenCost's");
@@ -379,14 +321,14 @@ container_cpu_allocation{namespace=\"team-a\",pod=\"web-7d9f8c6b5-k9wz4\",node=\
         );
         assert_eq!(prices.per_node["node-a"], 0.2);
         assert_eq!(prices.per_node["node-g"], 4.8);
-        assert_eq!(prices.ran.nodes["node-a"].cpu, Some(0.04));
-        assert_eq!(prices.ran.nodes["node-g"].cpu, Some(0.9));
+        assert_eq!(prices.nodes.0["node-a"].cpu, Some(0.04));
+        assert_eq!(prices.nodes.0["node-g"].cpu, Some(0.9));
         // OpenCost not answering: no prices of it, said as its.
         let gone = Source {
             own: Some(Own::new("http://127.0.0.1:9")),
             ..source
         };
-        let error = (gone.prices(&[], &known, at(NOW)).await)
+        let error = (gone.prices(&ran_on, &known, at(NOW)).await)
             .unwrap_err()
             .to_string();
         assert!(

@@ -40,17 +40,6 @@ pub enum CountError {
     TooLarge { url: String },
 }
 
-impl CountError {
-    /// Whether the query asked too much (too many samples or series, too long an answer): a
-    /// smaller one may be answered.
-    pub fn asked_too_much(&self) -> bool {
-        matches!(
-            self,
-            CountError::Refused { .. } | CountError::TooLarge { .. }
-        )
-    }
-}
-
 /// Prometheus's HTTP API at `--prometheus-url`.
 #[derive(Clone)]
 pub struct Prometheus {
@@ -109,23 +98,6 @@ impl Prometheus {
         Ok((self.samples(query).await?.into_iter())
             .filter(|(_, value)| value.is_finite())
             .filter_map(|(metric, value)| Some((metric[label].as_str()?.to_string(), value)))
-            .collect())
-    }
-
-    /// The values of `labels` of each series `query` gives now (a series without one of them is
-    /// left out).
-    pub async fn labelled<const N: usize>(
-        &self,
-        query: &str,
-        labels: [&str; N],
-    ) -> Result<Vec<[String; N]>, CountError> {
-        Ok((self.samples(query).await?.into_iter())
-            .filter_map(|(metric, _)| {
-                let values: Vec<String> = (labels.iter())
-                    .map(|label| Some(metric[*label].as_str()?.to_string()))
-                    .collect::<Option<_>>()?;
-                values.try_into().ok()
-            })
             .collect())
     }
 

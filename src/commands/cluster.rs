@@ -1,7 +1,10 @@
 //! What `plan`, `status` and `restore` read of the live cluster, through one [`read`]: paged
 //! lists only, as `kubectl get` reads, so the controller's own read-only grants suffice.
 
-use k8s_openapi::{NamespaceResourceScope, api::core::v1::Namespace};
+use k8s_openapi::{
+    NamespaceResourceScope,
+    api::core::v1::{ConfigMap, Namespace},
+};
 use kube::{Api, Client, Resource, ResourceExt, api::DynamicObject, core::PartialObjectMeta};
 use serde::de::DeserializeOwned;
 
@@ -37,6 +40,40 @@ pub fn controller_namespaces(client: &Client, given: Option<&str>) -> Vec<String
             }
             namespaces
         }
+    }
+}
+
+/// A record the controller keeps for itself (`scaling/kept.rs`), `name` and `key` of it, as the
+/// controller in `namespace` (else in [`INSTALL_NAMESPACE`], then the kubeconfig's namespace)
+/// keeps it, and the namespace it was read in: `Ok(None)` where none is kept yet, or why it could
+/// not be read, naming it as `what`.
+pub async fn read_kept<T: DeserializeOwned>(
+    client: &Client,
+    namespace: Option<&str>,
+    (name, key): (&str, &str),
+    what: &str,
+) -> Result<Option<(String, T)>, String> {
+    let mut refused = Vec::new();
+    for place in controller_namespaces(client, namespace) {
+        let api: Api<ConfigMap> = Api::namespaced(client.clone(), &place);
+        match api.get(name).await {
+            Ok(map) => {
+                let text = (map.data.unwrap_or_default().remove(key)).unwrap_or_default();
+                let record: T = serde_json::from_str(&text).map_err(|error| {
+                    format!("ConfigMap {place}/{name} does not read as {what}: {error}")
+                })?;
+                return Ok(Some((place, record)));
+            }
+            Err(error) if is_status(&error, 404) => {}
+            Err(error) if is_status(&error, 403) => {
+                refused.push(format!("ConfigMap {place}/{name} may not be read (403)"));
+            }
+            Err(error) => refused.push(format!("ConfigMap {place}/{name}: {error}")),
+        }
+    }
+    match refused.is_empty() {
+        true => Ok(None),
+        false => Err(refused.join("; ")),
     }
 }
 

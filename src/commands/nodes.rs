@@ -14,15 +14,12 @@ use serde::Serialize;
 use crate::{
     commands::table,
     nodes::{
-        NodeReport,
+        NodeReport, ON_A_NODE,
         keepers::{NODE_ANNOTATIONS, POD_ANNOTATIONS},
         report,
     },
     runtime::paging::all_pages,
 };
-
-/// Pods that finished keep no node, nor do those not bound to one: they are not even listed.
-const ON_A_NODE: &str = "status.phase!=Succeeded,status.phase!=Failed,spec.nodeName!=";
 
 /// The label that names a Deployment's Pods after their ReplicaSet's hash.
 const TEMPLATE_HASH: &str = "pod-template-hash";

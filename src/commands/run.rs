@@ -222,7 +222,13 @@ pub async fn run(
     let served = (health.clone(), registry, &metrics);
     let listener = served::serve(listener, served, &queue, &timer);
     let wakes = wake::warm_up::start(clients.wake, args.wake_kube_qps(), &namespaces, &metrics);
-    let savings = Savings::new(args.prices.table.clone(), scaling_queue.clone());
+    let opencost = (args.prometheus_url.as_deref()).map(|url| args.opencost.source(url));
+    let mut savings = Savings::new(args.prices.table.clone(), scaling_queue.clone());
+    // OpenCost prices nodes, and the nodes are read (not a namespaced install): each sleep's
+    // saving is priced at the nodes its Pods ran on.
+    if opencost.is_some() && nights.is_some() {
+        savings = savings.recording_pods(client.clone());
+    }
     let ledger = SavingsContext {
         client: client.clone(),
         namespace: args.lease.controller_namespace(&client),
@@ -231,7 +237,7 @@ pub async fn run(
         namespaces: namespaces.clone(),
         metrics: metrics.clone(),
         writes: Writes::new(events.clone(), args.dry_run),
-        opencost: (args.prometheus_url.as_deref()).map(|url| args.opencost.source(url)),
+        opencost,
         nodes: nights.as_ref().map(|nights| nights.nodes.clone()),
     };
     // The nodes an autoscaler takes away at night are priced as OpenCost last showed them.

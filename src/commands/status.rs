@@ -285,10 +285,13 @@ fn price<'a>(
         let Some(withheld) = &row.withheld else {
             continue;
         };
-        let names = kind.and_then(|kind| kind.spec().pod_names);
-        let where_ran = names.and_then(|names| {
-            let ran = |pod: &str| names.ran(&row.name, pod);
-            priced.ran.table(prices, &row.namespace, ran)
+        let where_ran = kind.and_then(|kind| {
+            let workload = ScaleTarget {
+                kind,
+                key: ObjectKey::new(&row.namespace, &row.name),
+            };
+            let ran = (priced.asleep_on).of(&row.namespace, &workload.in_namespace(), priced.at)?;
+            priced.nodes.table(prices, ran)
         });
         summary.priced_where_ran += u64::from(where_ran.is_some());
         let (more, unpriced) = withheld.hourly(where_ran.as_ref().unwrap_or(prices));
@@ -306,16 +309,14 @@ fn price<'a>(
 }
 
 impl Status {
-    /// The Namespace and name of each workload asleep that withholds something and whose kind
-    /// names its Pods after it: those OpenCost can tell the nodes of.
-    pub fn priceable(&self) -> Vec<(&str, &str)> {
+    /// Whether a workload asleep withholds something and is of a kind that names its Pods
+    /// after it: one the controller records where its Pods ran.
+    pub fn priced_where_ran(&self) -> bool {
         (self.objects.iter())
             .filter(|row| row.is_asleep() && row.withheld.is_some())
-            .filter(|row| {
+            .any(|row| {
                 TargetKind::named(&row.kind).is_some_and(|kind| kind.spec().pod_names.is_some())
             })
-            .map(|row| (row.namespace.as_str(), row.name.as_str()))
-            .collect()
     }
 
     /// The summary's money again, at `priced` (OpenCost's, with where the Pods ran).

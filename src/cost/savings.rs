@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::{
     GIB, PodRequests, PriceTable,
     resources::{FILED_GPUS, by_name},
+    where_ran::AsleepOn,
 };
 use crate::schedule::Slept;
 
@@ -128,6 +129,10 @@ pub struct Ledger {
     /// its object, may not be yet.
     pub filed_through: Option<DateTime<Utc>>,
     pub namespaces: BTreeMap<String, Totals>,
+    /// Where the Pods of each workload asleep ran, as the controller put it to sleep: its wake
+    /// is priced at those nodes.
+    #[serde(default, skip_serializing_if = "AsleepOn::is_empty")]
+    pub asleep_on: AsleepOn,
 }
 
 impl Ledger {
@@ -155,6 +160,7 @@ impl Ledger {
     /// with every preview environment ever made.
     pub fn forget_gone(&mut self, exists: impl Fn(&str) -> bool) {
         self.namespaces.retain(|namespace, _| exists(namespace));
+        self.asleep_on.retain(|namespace, _| exists(namespace));
     }
 }
 

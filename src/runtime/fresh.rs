@@ -2,7 +2,12 @@
 //! arrive by the hundred, and each kind of read they need costs the API server (or OpenCost)
 //! once per freshness, whoever asks and however many ask at once.
 
-use std::{future::Future, time::Duration};
+use std::{
+    collections::HashMap,
+    future::Future,
+    sync::{Arc, PoisonError},
+    time::Duration,
+};
 
 use tokio::{sync::Mutex, time::Instant};
 
@@ -15,6 +20,16 @@ impl<T> Default for Fresh<T> {
     fn default() -> Self {
         Self {
             last: Mutex::new(None),
+        }
+    }
+}
+
+impl<T> Fresh<T> {
+    /// Whether a read is under way or the last ended less than `age` ago: still worth keeping.
+    pub fn read_within(&self, age: Duration) -> bool {
+        match self.last.try_lock() {
+            Err(_) => true,
+            Ok(last) => (last.as_ref()).is_some_and(|(at, _)| at.elapsed() < age),
         }
     }
 }
@@ -37,13 +52,40 @@ impl<T: Clone> Fresh<T> {
         *last = Some((Instant::now(), value.clone()));
         value
     }
+}
 
-    /// Whether a read is under way or the last ended less than `age` ago: still worth keeping.
-    pub fn read_within(&self, age: Duration) -> bool {
-        match self.last.try_lock() {
-            Err(_) => true,
-            Ok(last) => (last.as_ref()).is_some_and(|(at, _)| at.elapsed() < age),
+/// One [`Fresh`] read per key (a Namespace's, say): the keys nobody asked for within
+/// `forget_after` are forgotten, looked for at most that often.
+pub struct ByKey<T> {
+    forget_after: Duration,
+    reads: std::sync::Mutex<Reads<T>>,
+}
+
+struct Reads<T> {
+    by_key: HashMap<String, Arc<Fresh<T>>>,
+    pruned: Option<Instant>,
+}
+
+impl<T> ByKey<T> {
+    pub fn new(forget_after: Duration) -> Self {
+        Self {
+            forget_after,
+            reads: std::sync::Mutex::new(Reads {
+                by_key: HashMap::new(),
+                pruned: None,
+            }),
         }
+    }
+
+    /// The read of `key`, kept or new.
+    pub fn of(&self, key: &str) -> Arc<Fresh<T>> {
+        let mut reads = self.reads.lock().unwrap_or_else(PoisonError::into_inner);
+        if (reads.pruned).is_none_or(|pruned| pruned.elapsed() >= self.forget_after) {
+            reads.pruned = Some(Instant::now());
+            let age = self.forget_after;
+            reads.by_key.retain(|_, read| read.read_within(age));
+        }
+        (reads.by_key.entry(key.to_string()).or_default()).clone()
     }
 }
 

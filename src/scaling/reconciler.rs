@@ -282,6 +282,7 @@ async fn plan_and_act(
     let settings = plan::Settings {
         grace: ctx.grace.as_ref().map(|(period, _)| *period),
         step_timeout: ctx.transitions.step_timeout,
+        records_pods: (ctx.savings.as_ref()).is_some_and(Savings::records_pods),
     };
     let plan = plan::plan(observed, &settings, now);
     act::act(ctx, &observed.target, &observed.object, plan).await

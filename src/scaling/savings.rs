@@ -6,6 +6,7 @@
 //! file, and the metrics count the ledger's totals: they go on across a restart and a new
 //! leader, and never go down when a workload is deleted.
 
+pub mod asleep_on;
 mod filing;
 
 use std::{
@@ -14,7 +15,7 @@ use std::{
     time::Duration,
 };
 
-use chrono::{DateTime, TimeDelta, Utc};
+use chrono::{DateTime, TimeDelta, Timelike, Utc};
 use kube::{Client, api::DynamicObject};
 use serde_json::Value;
 
@@ -24,6 +25,7 @@ use crate::{
         PodRequests, PriceTable,
         money::units,
         savings::{Ledger, Saving},
+        where_ran::{AsleepOn, Ran},
     },
     error::Error,
     figures::amount,
@@ -42,6 +44,7 @@ use crate::{
         target::{ScaleTarget, TargetState, levered},
     },
 };
+use asleep_on::PodsAt;
 use filing::{Filing, Key, Read};
 
 /// The ConfigMap of the controller's namespace the ledger is kept in, and its key.
@@ -65,14 +68,17 @@ const MOST_WAITING: usize = 100_000;
 /// the next look.
 const MOST_READS: usize = 100;
 
-/// The wakes of this replica, on their way and made, whose savings are not filed yet: shared by
-/// the looks that wake and the one that files.
+/// The wakes of this replica, on their way and made, whose savings are not filed yet, and where
+/// the Pods of the workloads it put to sleep ran: shared by the looks that wake and sleep and the
+/// one that files.
 #[derive(Clone)]
 pub struct Savings {
     waiting: Arc<Mutex<Waiting>>,
     /// `--prices`: without them, savings are counted in resource-hours only.
     prices: Option<PriceTable>,
     queue: Enqueue<ScalingKey>,
+    /// Where OpenCost prices nodes: the reader of where the Pods of a workload put to sleep run.
+    pods_at: Option<Arc<PodsAt>>,
 }
 
 #[derive(Default)]
@@ -84,6 +90,16 @@ struct Waiting {
     /// The sleeps of levers (ScaledObjects) ended, each with the object whose pods slept,
     /// which the look that files it reads.
     levers: HashMap<Key, (ScaleTarget, Slept)>,
+    /// Where the Pods of the workloads put to sleep ran, not yet in the ledger.
+    asleep: HashMap<ScaleTarget, Ran>,
+}
+
+/// The object whose Pods a sleep stops (its own, or the one its lever scales) and when it went
+/// to sleep: the ledger prices what the sleep saves at the nodes they ran on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PodsAsleep {
+    pub pods: ScaleTarget,
+    pub since: DateTime<Utc>,
 }
 
 /// A look at a workload under way, from its start to its end, whatever ends it (a failure, a
@@ -111,7 +127,47 @@ impl Savings {
             waiting: Arc::default(),
             prices,
             queue,
+            pods_at: None,
         }
+    }
+
+    /// Records where the Pods of each workload put to sleep run, read with `client`: where
+    /// OpenCost prices nodes, its wake is priced at those.
+    pub fn recording_pods(self, client: Client) -> Self {
+        Self {
+            pods_at: Some(Arc::new(PodsAt::new(client))),
+            ..self
+        }
+    }
+
+    pub fn records_pods(&self) -> bool {
+        self.pods_at.is_some()
+    }
+
+    /// How many Pods of `pods` run on each node, as a sleep of it is about to be made.
+    pub async fn pods_of(&self, pods: &ScaleTarget) -> Option<BTreeMap<String, u32>> {
+        self.pods_at.as_ref()?.of(pods).await
+    }
+
+    /// The sleep of `asleep` was made, with its Pods on the nodes `on` says: the ledger keeps it
+    /// until the wake is filed.
+    pub fn fell_asleep(&self, asleep: &PodsAsleep, on: BTreeMap<String, u32>) {
+        if on.is_empty() {
+            return;
+        }
+        let ran = Ran {
+            since: asleep.since.with_nanosecond(0).unwrap_or(asleep.since),
+            pods: on,
+        };
+        let mut waiting = self.lock();
+        if waiting.asleep.len() >= MOST_WAITING {
+            tracing::warn!(object = %asleep.pods, "too many sleeps wait for the ledger: this one's saving is priced at the means");
+            return;
+        }
+        waiting.asleep.insert(asleep.pods.clone(), ran);
+        drop(waiting);
+        self.queue
+            .add_after(ScalingKey::Savings, SETTLE + LISTING_WAIT);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Waiting> {
@@ -169,6 +225,28 @@ impl Savings {
             .collect()
     }
 
+    /// Where the Pods of the workloads put to sleep ran, not yet in the ledger.
+    fn asleep(&self) -> Vec<(ScaleTarget, Ran)> {
+        (self.lock().asleep.iter())
+            .map(|(pods, ran)| (pods.clone(), ran.clone()))
+            .collect()
+    }
+
+    /// These records are in the ledger: kept there, or never to be. One of a later sleep since
+    /// stays.
+    fn written(&self, written: &[(ScaleTarget, Ran)]) {
+        let mut waiting = self.lock();
+        for (pods, ran) in written {
+            if waiting
+                .asleep
+                .get(pods)
+                .is_some_and(|kept| kept.since == ran.since)
+            {
+                waiting.asleep.remove(pods);
+            }
+        }
+    }
+
     fn waits(&self, key: &Key) -> bool {
         let waiting = self.lock();
         waiting.ended.contains_key(key) || waiting.levers.contains_key(key)
@@ -185,7 +263,7 @@ impl Savings {
 
     fn is_empty(&self) -> bool {
         let waiting = self.lock();
-        waiting.ended.is_empty() && waiting.levers.is_empty()
+        waiting.ended.is_empty() && waiting.levers.is_empty() && waiting.asleep.is_empty()
     }
 }
 
@@ -268,6 +346,7 @@ pub async fn look(
     let settled = now - TimeDelta::from_std(SETTLE).unwrap_or_default();
     let cutoff = ctx.savings.cutoff(settled);
     let waiting = ctx.savings.ended_savings();
+    let asleep = ctx.savings.asleep();
     let (kept, version) = match read(ctx).await {
         Ok(kept) => kept,
         // Not given the ConfigMap (run apart from its Role): what waits is let go, not kept in
@@ -276,6 +355,7 @@ pub async fn look(
             tracing::warn!(%error, dropped = waiting.len(), "no ledger of savings: the savings of these wakes are not counted");
             let keys: Vec<Key> = waiting.into_iter().map(|(key, _)| key).collect();
             ctx.savings.let_go(&keys);
+            ctx.savings.written(&asleep);
             return Ok(Next::Done);
         }
         Err(error) => return Err(error),
@@ -289,7 +369,9 @@ pub async fn look(
         let saving = read_saving(ctx, &pods, &slept).await;
         waiting.push((key, pods, saving));
     }
-    let (waiting, recorded) = at_opencost(ctx, waiting, recorded, (cutoff, now)).await;
+    let mut recorded = recorded;
+    let ran = (&kept.asleep_on, asleep.as_slice());
+    at_opencost(ctx, ran, &mut waiting, &mut recorded, (cutoff, now)).await;
     let deleted = ctx.namespaces.gone();
     // A Namespace made again since it was deleted keeps its totals.
     let gone = (deleted.iter())
@@ -300,9 +382,16 @@ pub async fn look(
         kept: &kept,
         waiting,
         recorded,
+        asleep: asleep.clone(),
         cutoff,
         gone,
     });
+    if filing.forgotten > 0 {
+        tracing::warn!(
+            forgotten = filing.forgotten,
+            "the ledger would outgrow its ConfigMap: the records of where the Pods of the workloads asleep longest ran are forgotten, and their wakes priced at the means"
+        );
+    }
     if filing.ledger != kept {
         // Over the ledger read only: should another leader have written it since, the write
         // fails, and the look is made again on what it wrote.
@@ -316,6 +405,7 @@ pub async fn look(
             .await?;
     }
     ctx.savings.let_go(&filing.let_go);
+    ctx.savings.written(&asleep);
     ctx.namespaces.forgotten(&deleted);
     count(&ctx.metrics, &kept, &filing.ledger);
     Ok(match filing.later || more || !ctx.savings.is_empty() {
@@ -324,67 +414,55 @@ pub async fn look(
     })
 }
 
-/// The savings `waiting` (each with the object whose pods slept) and `recorded`, those to be
-/// filed by `cutoff` at OpenCost's prices where its metrics are found (each workload at the
-/// nodes its Pods ran on, else at the means; what OpenCost does not price at `--prices`), else
-/// as `--prices` priced them.
+/// The savings `waiting` and `recorded` (each with the object whose pods slept) to be filed by
+/// `cutoff`, priced again at OpenCost's prices where its metrics are found: each workload at the
+/// nodes its Pods ran on as it went to sleep (as this replica saw them, else as the ledger kept
+/// them), else at the means; what OpenCost does not price at `--prices`. Where OpenCost's prices
+/// are not found, they stay as `--prices` priced them.
 async fn at_opencost(
     ctx: &SavingsContext,
-    mut waiting: Vec<(Key, ScaleTarget, Saving)>,
-    mut recorded: Vec<(ScaleTarget, Saving)>,
+    (kept, asleep): (&AsleepOn, &[(ScaleTarget, Ran)]),
+    waiting: &mut [(Key, ScaleTarget, Saving)],
+    recorded: &mut [(ScaleTarget, Saving)],
     (cutoff, now): (DateTime<Utc>, DateTime<Utc>),
-) -> (Vec<(Key, Saving)>, Vec<Saving>) {
+) {
     let mut filed: Vec<(&ScaleTarget, &mut Saving)> = (waiting.iter_mut())
         .filter(|((_, until), _, _)| *until <= cutoff)
         .map(|(_, pods, saving)| (&*pods, saving))
         .chain(recorded.iter_mut().map(|(pods, saving)| (&*pods, saving)))
         .collect();
-    if let Some(opencost) = &ctx.opencost
-        && !filed.is_empty()
-    {
-        let Some(nodes) = &ctx.nodes else {
-            tracing::info!(
-                "OpenCost's prices are believed only of nodes the controller reads, and a namespaced install reads none: the savings are filed at --prices"
-            );
-            return without_objects(waiting, recorded);
-        };
-        let known = nodes.lock().known();
-        // Those whose Pods' names say whose they are: the others are priced at the means.
-        let workloads: BTreeSet<(&str, &str)> = (filed.iter())
-            .filter(|(pods, _)| pods.kind.spec().pod_names.is_some())
-            .map(|(pods, _)| (pods.key.namespace.as_str(), pods.key.name.as_str()))
-            .collect();
-        let workloads: Vec<(&str, &str)> = workloads.into_iter().collect();
-        match opencost.prices(&workloads, &known, now).await {
-            Ok(Some(prices)) => {
-                for (pods, saving) in &mut filed {
-                    let pods: &ScaleTarget = pods;
-                    let names = pods.kind.spec().pod_names;
-                    let ran = names.map(|names| move |pod: &str| names.ran(&pods.key.name, pod));
-                    let table = prices.table_of(&pods.key.namespace, ran);
-                    saving.priced_at(&table.or(ctx.savings.prices.as_ref()));
-                }
-            }
-            Ok(None) => {}
-            Err(error) => {
-                tracing::warn!(%error, "OpenCost's prices could not be read: the savings are filed at --prices");
+    let Some(opencost) = ctx.opencost.as_ref().filter(|_| !filed.is_empty()) else {
+        return;
+    };
+    let Some(nodes) = &ctx.nodes else {
+        tracing::info!(
+            "OpenCost's prices are believed only of nodes the controller reads, and a namespaced install reads none: the savings are filed at --prices"
+        );
+        return;
+    };
+    let known = nodes.lock().known();
+    let asleep: HashMap<&ScaleTarget, &Ran> =
+        asleep.iter().map(|(pods, ran)| (pods, ran)).collect();
+    let ran_of = |pods: &ScaleTarget, until| {
+        let seen = asleep.get(pods).copied().filter(|ran| ran.since <= until);
+        seen.or_else(|| kept.of(&pods.key.namespace, &pods.in_namespace(), until))
+    };
+    let ran_on: BTreeSet<&str> = (filed.iter())
+        .filter_map(|(pods, saving)| ran_of(pods, saving.until))
+        .flat_map(|ran| ran.pods.keys().map(String::as_str))
+        .collect();
+    match opencost.prices(&ran_on, &known, now).await {
+        Ok(Some(prices)) => {
+            for (pods, saving) in &mut filed {
+                let table = prices.table_of(ran_of(pods, saving.until));
+                saving.priced_at(&table.or(ctx.savings.prices.as_ref()));
             }
         }
+        Ok(None) => {}
+        Err(error) => {
+            tracing::warn!(%error, "OpenCost's prices could not be read: the savings are filed at --prices");
+        }
     }
-    without_objects(waiting, recorded)
-}
-
-/// The savings without the objects whose pods slept.
-fn without_objects(
-    waiting: Vec<(Key, ScaleTarget, Saving)>,
-    recorded: Vec<(ScaleTarget, Saving)>,
-) -> (Vec<(Key, Saving)>, Vec<Saving>) {
-    (
-        (waiting.into_iter())
-            .map(|(key, _, saving)| (key, saving))
-            .collect(),
-        recorded.into_iter().map(|(_, saving)| saving).collect(),
-    )
 }
 
 /// The sleeps recorded on the objects that no wake of this replica's waits with, ended after

@@ -6,11 +6,7 @@
 //! at most once a second per Namespace, and only while the budget has room: a read that would
 //! wait longer is not made, and the readiness is "not known yet".
 
-use std::{
-    collections::HashMap,
-    sync::{Arc, Mutex, PoisonError},
-    time::Duration,
-};
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Namespace;
 use kube::{
@@ -18,7 +14,6 @@ use kube::{
     api::{Patch, PatchParams, PostParams},
 };
 use serde_json::json;
-use tokio::time::Instant;
 
 use super::{
     readiness::{NotKnown, READ_KINDS, Read, readiness, workloads},
@@ -28,7 +23,7 @@ use crate::{
     duration::spoken,
     namespaces::NamespaceSchedules,
     ops::metrics::{Metrics, ReadResult},
-    runtime::{CONTROLLER_NAME, api_errors::is_status, budget::TokenBucket, fresh::Fresh},
+    runtime::{CONTROLLER_NAME, api_errors::is_status, budget::TokenBucket, fresh::ByKey},
     schedule::LAST_WARM_UP,
 };
 
@@ -63,22 +58,15 @@ pub enum WriteError {
     TimedOut(Duration),
 }
 
-/// One Namespace's last read: one read at a time, whatever the requests.
-type Cached = Arc<Fresh<Read>>;
-
 pub struct Cluster {
     /// A client of the backend's own: its requests never queue behind the controller's.
     client: Client,
     budget: TokenBucket,
     schedules: NamespaceSchedules,
     metrics: Metrics,
-    reads: Mutex<Reads>,
-}
-
-#[derive(Default)]
-struct Reads {
-    by_namespace: HashMap<String, Cached>,
-    pruned: Option<Instant>,
+    /// Each Namespace's last read: one read at a time, whatever the requests; the Namespaces
+    /// nobody asked for within a minute (deleted, opted out, or just quiet) forgotten.
+    reads: ByKey<Read>,
 }
 
 impl Cluster {
@@ -92,14 +80,14 @@ impl Cluster {
             budget: TokenBucket::new(qps, burst),
             schedules,
             metrics,
-            reads: Mutex::default(),
+            reads: ByKey::new(FORGET_AFTER),
         }
     }
 
     /// The readiness of `namespace`'s workloads its schedule reaches, read at most once per
     /// [`READ_EVERY`] whatever the requests.
     pub async fn readiness(&self, namespace: &str) -> Read {
-        let cached = self.cached(namespace);
+        let cached = self.reads.of(namespace);
         cached.get(|_| READ_EVERY, || self.read(namespace)).await
     }
 
@@ -124,26 +112,6 @@ impl Cluster {
             Err(_) => ReadResult::Failed,
         });
         read
-    }
-
-    /// The Namespace's place in the cache, forgetting, at most once a minute, the Namespaces
-    /// nobody asked for since (deleted, opted out, or just quiet).
-    fn cached(&self, namespace: &str) -> Cached {
-        let mut reads = self.reads.lock().unwrap_or_else(PoisonError::into_inner);
-        if reads
-            .pruned
-            .is_none_or(|pruned| pruned.elapsed() >= FORGET_AFTER)
-        {
-            reads.pruned = Some(Instant::now());
-            reads
-                .by_namespace
-                .retain(|_, cached| cached.read_within(FORGET_AFTER));
-        }
-        reads
-            .by_namespace
-            .entry(namespace.to_string())
-            .or_default()
-            .clone()
     }
 
     /// Asks the controller to wake `namespace` for `by` (who the wake's Event names): creates

@@ -84,7 +84,7 @@ fn every_value() -> Value {
         },
         "scope": { "namespaces": [] },
         "rbac": {
-            "optional": { "gitops": true, "argoRollouts": true, "cloudnativePG": true },
+            "optional": { "gitops": true, "argoRollouts": true, "cloudnativePG": true, "opencost": true },
             "aggregateToBuiltInRoles": false,
         },
         "podDisruptionBudget": { "enabled": true },

@@ -5,16 +5,15 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use k8s_openapi::api::core::v1::ConfigMap;
-use kube::{Api, Client};
+use kube::Client;
 use serde::Serialize;
 
 use super::priced::Priced;
 use crate::{
+    commands::cluster::read_kept,
     cost::opencost,
     figures::amount,
     nodes::nights::{Census, Night, Nights, PoolCount},
-    runtime::api_errors::is_status,
     scaling::nights::{RECORD, RECORD_KEY},
 };
 
@@ -60,29 +59,7 @@ async fn read_all(
     client: &Client,
     namespace: Option<&str>,
 ) -> Result<Option<(String, Nights)>, String> {
-    let mut refused = Vec::new();
-    let places = crate::commands::cluster::controller_namespaces(client, namespace);
-    for place in places {
-        let api: Api<ConfigMap> = Api::namespaced(client.clone(), &place);
-        match api.get(RECORD).await {
-            Ok(map) => {
-                let text = (map.data.unwrap_or_default().remove(RECORD_KEY)).unwrap_or_default();
-                let nights: Nights = serde_json::from_str(&text).map_err(|error| {
-                    format!("ConfigMap {place}/{RECORD} does not read as the nights: {error}")
-                })?;
-                return Ok(Some((place, nights)));
-            }
-            Err(error) if is_status(&error, 404) => {}
-            Err(error) if is_status(&error, 403) => {
-                refused.push(format!("ConfigMap {place}/{RECORD} may not be read (403)"));
-            }
-            Err(error) => refused.push(format!("ConfigMap {place}/{RECORD}: {error}")),
-        }
-    }
-    match refused.is_empty() {
-        true => Ok(None),
-        false => Err(refused.join("; ")),
-    }
+    read_kept(client, namespace, (RECORD, RECORD_KEY), "the nights").await
 }
 
 /// What the table says of the last night: when it began and ended, the nodes before and at its

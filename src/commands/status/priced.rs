@@ -10,8 +10,15 @@ use kube::{Api, Client};
 use super::nights;
 use crate::{
     activity::opencost::Source,
-    cost::{self, PriceTable, opencost::KnownNodes, where_ran::WhereRan},
+    commands::cluster::read_kept,
+    cost::{
+        self, PriceTable,
+        opencost::KnownNodes,
+        savings::Ledger,
+        where_ran::{AsleepOn, NodePrices},
+    },
     runtime::paging::all_pages,
+    scaling::savings::{LEDGER, LEDGER_KEY},
 };
 
 /// The prices, and where they come from, as a line below the output says it.
@@ -22,9 +29,11 @@ pub struct Priced {
     /// With OpenCost's: what each node costs an hour, by name, which prices the nodes that went
     /// at night each at its own.
     pub per_node: BTreeMap<String, f64>,
-    /// With OpenCost's: the nodes the Pods of each workload ran on, and what each of those
-    /// costs, which price what a workload asleep withholds.
-    pub ran: WhereRan,
+    /// With OpenCost's: where the Pods of each workload asleep ran, as the controller recorded
+    /// it as it put it to sleep, and what each of those nodes costs, which price what it
+    /// withholds.
+    pub asleep_on: AsleepOn,
+    pub nodes: NodePrices,
     /// Whether the table is OpenCost's.
     pub from_opencost: bool,
     /// The nodes OpenCost's prices are believed of (see [`known_nodes`]), and when they were
@@ -34,18 +43,32 @@ pub struct Priced {
 }
 
 impl Priced {
-    /// With OpenCost's prices, the nodes the Pods of `workloads` (Namespace and name each) ran
-    /// on; where they cannot be read, what they withhold stays at the means, as the log says.
-    pub async fn read_where_ran(&mut self, source: Option<&Source>, workloads: &[(&str, &str)]) {
+    /// With OpenCost's prices, where the Pods of each workload asleep ran, as the ledger of the
+    /// controller in `controller` keeps it, and what those nodes cost; where they cannot be
+    /// read, what they withhold stays at the means, as the log says.
+    pub async fn read_where_ran(
+        &mut self,
+        (client, controller): (&Client, Option<&str>),
+        source: Option<&Source>,
+    ) {
         let Some(source) = source.filter(|_| self.from_opencost) else {
             return;
         };
-        match source.where_ran(workloads, &self.known, self.at).await {
-            Ok(ran) => self.ran = ran,
+        let kept = read_kept::<Ledger>(client, controller, (LEDGER, LEDGER_KEY), "the ledger");
+        let asleep_on = match kept.await {
+            Ok(kept) => (kept.map(|(_, ledger)| ledger.asleep_on)).unwrap_or_default(),
             Err(error) => {
-                tracing::warn!(%error, "where the Pods ran could not be read: what they withhold is priced at OpenCost's means");
+                tracing::warn!(%error, "where the Pods of the workloads asleep ran could not be read: what they withhold is priced at OpenCost's means");
+                return;
+            }
+        };
+        match (source.nodes_ran_on(&asleep_on.nodes(), &self.known, self.at)).await {
+            Ok(nodes) => self.nodes = nodes,
+            Err(error) => {
+                tracing::warn!(%error, "the prices of the nodes Pods ran on could not be read: what they withhold is priced at OpenCost's means");
             }
         }
+        self.asleep_on = asleep_on;
     }
 
     /// The table given, and nothing read.
@@ -88,15 +111,15 @@ pub async fn prices(
         }
     };
     let url = source.url();
-    match source.prices(&[], &known, at).await {
+    match source.prices(&Default::default(), &known, at).await {
         Ok(Some(found)) => Priced {
             table: Some(found.table),
             from: Some(cost::opencost::source(&found.means)),
             per_node: found.per_node,
-            ran: found.ran,
             from_opencost: true,
             known,
             at,
+            ..Priced::default()
         },
         Ok(None) => Priced {
             from: Some(format!(

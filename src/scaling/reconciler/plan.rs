@@ -14,6 +14,7 @@ use crate::{
         gitops::{Owner, Tool, pause::OwnerWrite},
         hpa::{self, GuardedChange},
         on_demand,
+        savings::PodsAsleep,
         transitions::order::{self, Gate},
     },
     schedule::{
@@ -22,7 +23,7 @@ use crate::{
     },
     workloads::{
         kinds::Sleep,
-        target::{ScaleTarget, TargetState},
+        target::{ScaleTarget, TargetState, levered},
     },
 };
 
@@ -39,6 +40,9 @@ pub struct Settings {
     pub grace: Option<TimeDelta>,
     /// How long each step of a Namespace's ordered wake may hold the next.
     pub step_timeout: TimeDelta,
+    /// OpenCost's prices are read: where the Pods of a workload put to sleep run is recorded,
+    /// for its wake to be priced at those nodes.
+    pub records_pods: bool,
 }
 
 /// Every write of one look, in the order they are made: HPA bounds given back, the object's one
@@ -90,6 +94,9 @@ pub struct TargetPatch {
     /// The scheduled sleep or the wake it applies, which the record of the nights takes in once
     /// the patch is made (an override's sleep begins no night).
     pub night: Option<Applied>,
+    /// The Pods a sleep stops: where they run is read before the patch, and recorded once it is
+    /// made.
+    pub pods_asleep: Option<PodsAsleep>,
 }
 
 /// A write of the lever a workload sleeps through: its sleep annotation, guarded by the
@@ -141,10 +148,30 @@ const INVALID_SCHEDULE: &str = "InvalidSchedule";
 
 /// Every write a look at `observed` makes at `now`.
 pub fn plan(observed: &Observed, settings: &Settings, now: DateTime<Utc>) -> Plan {
-    warned_in_patch(
+    let plan = warned_in_patch(
         observed,
         held::held_by_lever(observed, by_schedule(observed, settings, now), now),
-    )
+    );
+    pods_asleep(observed, settings, plan, now)
+}
+
+/// A sleep, where OpenCost's prices are read, records where the Pods it stops run: those of a
+/// kind that names its Pods.
+fn pods_asleep(
+    observed: &Observed,
+    settings: &Settings,
+    mut plan: Plan,
+    now: DateTime<Utc>,
+) -> Plan {
+    let sleep = (plan.patch.as_mut())
+        .filter(|patch| matches!(patch.counted, Some((ScaleDirection::Down, _))));
+    if let (Some(patch), true) = (sleep, settings.records_pods) {
+        let pods =
+            levered(&observed.target, &observed.object).unwrap_or_else(|| observed.target.clone());
+        patch.pods_asleep =
+            (pods.kind.spec().pod_names.is_some()).then_some(PodsAsleep { pods, since: now });
+    }
+    plan
 }
 
 /// A warning's cause goes in the object's one patch, guarded like it, and the warning is said
@@ -160,6 +187,7 @@ fn warned_in_patch(observed: &Observed, mut plan: Plan) -> Plan {
         counted: None,
         slept: None,
         night: None,
+        pods_asleep: None,
     });
     (patch.body.labels).insert(schedule::WARNED.into(), Some(warning.cause.clone()));
     plan
@@ -456,6 +484,7 @@ fn apply(observed: &Observed, change: &ScaleChange, mut plan: Plan, now: DateTim
         counted: Some((direction, late)),
         slept,
         night,
+        pods_asleep: None,
     });
     plan.release_direction = (!releases.is_empty()).then_some(direction);
     plan.releases = releases;
@@ -501,6 +530,7 @@ fn between_transitions(observed: &Observed) -> Plan {
             counted: None,
             slept: None,
             night: None,
+            pods_asleep: None,
         }),
         warning: revert
             .and_then(|(note, cause)| warning(observed, SCALE_REVERTED, note.into(), cause)),

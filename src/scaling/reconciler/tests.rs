@@ -487,6 +487,41 @@ async fn a_transition_planned_on_what_the_watch_delivered_is_one_patch_and_one_e
     reconcile_watched(&before, script).await;
 }
 
+/// Where OpenCost prices nodes, a sleep reads where its Pods run (its Namespace's Pods on a
+/// node, once) before the patch stops them; refused, a second plan reads them no more.
+#[tokio::test]
+async fn a_sleep_where_opencost_prices_nodes_reads_its_pods_before_its_patch_once() {
+    let before = app_0(2, &NIGHTLY);
+    let mut now = before.clone();
+    now["metadata"]["resourceVersion"] = json!("10470");
+    let pods = "/api/v1/namespaces/load-0/pods?&fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed%2Cspec.nodeName%21%3D&limit=500";
+    let listed = json!({ "metadata": {}, "items": [
+        { "metadata": { "name": "app-0-7d9f8c6b5-x2kqz" }, "spec": { "nodeName": "node-a", "containers": [] } },
+    ] });
+    let script = vec![
+        Exchange::new("GET", pods).reply(200, listed),
+        refused_patch(scale_down_from_2("10464")),
+        get(APP_0, now.clone()),
+        scale_patch(APP_0, scale_down_from_2("10470"), now),
+        scaled_down_from_2(),
+    ];
+    let seen = watched(&before);
+    let results = crate::scaling::test_support::reconcile_scripted(
+        &deployment_target(),
+        &[at(20, 0, 0)],
+        false,
+        script,
+        |ctx| {
+            let queue = crate::runtime::workqueue::WorkQueue::<ScalingKey>::new(Default::default());
+            let savings =
+                Savings::new(None, Enqueue::new(queue)).recording_pods(ctx.client.clone());
+            ctx.with_last_seen(seen).with_savings(savings)
+        },
+    )
+    .await;
+    assert!(results.iter().all(Result::is_ok), "{results:?}");
+}
+
 /// The watch had not yet delivered the object's latest change (here a status update): the
 /// guarded patch is refused, the object read once, and the plan made again on it.
 #[tokio::test]

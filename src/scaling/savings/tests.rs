@@ -94,6 +94,11 @@ fn filed(ledger: &Ledger, version: Option<&str>) -> Exchange {
 
 /// The ledger with the night of `inference()` filed, through `through`.
 fn with_the_night(through: &str) -> Ledger {
+    the_night_at(through, PRICES)
+}
+
+/// The same, at `prices`.
+fn the_night_at(through: &str, prices: &str) -> Ledger {
     let mut ledger = Ledger {
         filed_through: Some(at(through)),
         ..Ledger::default()
@@ -103,7 +108,7 @@ fn with_the_night(through: &str) -> Ledger {
         "ml",
         &NIGHT.parse().unwrap(),
         &requests.unwrap(),
-        Some(&PRICES.parse().unwrap()),
+        Some(&prices.parse().unwrap()),
     ));
     ledger
 }
@@ -434,6 +439,104 @@ async fn a_scaled_object_s_sleep_is_filed_at_the_pods_of_the_workload_it_scales_
     assert_eq!(
         metric(&registry, "cronscaler_saved_cost_total").as_deref(),
         Some("cronscaler_saved_cost_total{namespace=\"ml\",currency=\"USD\"} 58.77")
+    );
+    drop(ctx);
+    server.await.unwrap();
+}
+
+/// A Pod of `shop`'s, `name` on `node`, as the API server lists it.
+fn pod(name: &str, node: &str) -> Value {
+    json!({ "metadata": { "name": name, "namespace": "ml" }, "spec": { "nodeName": node, "containers": [] } })
+}
+
+/// The night of `inference()`: as it goes to sleep, its Pods are read once from the API server,
+/// the ledger keeps where they ran, and the wake is priced at those nodes' own prices (one cheap,
+/// one dear), not the means; its record goes with the wake.
+#[tokio::test]
+async fn a_sleep_is_priced_at_the_nodes_its_pods_ran_on_as_the_api_server_had_them() {
+    let (client, server) = mock_client();
+    let not_found = serde_json::from_str::<Value>(NOT_FOUND).unwrap();
+    let evening = at("2026-11-27T20:00:00Z");
+    let mut kept_evening = Ledger::default();
+    let on = BTreeMap::from([("node-a".to_string(), 1), ("node-b".to_string(), 1)]);
+    let ran = Ran {
+        since: evening,
+        pods: on.clone(),
+    };
+    kept_evening
+        .asleep_on
+        .went("ml", "Deployment inference", ran);
+    let pods = "/api/v1/namespaces/ml/pods?&fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed%2Cspec.nodeName%21%3D&limit=500";
+    let listed = json!({ "metadata": {}, "items": [
+        pod("inference-7d9f8c6b5-x2kqz", "node-a"),
+        pod("inference-7d9f8c6b5-k9wz4", "node-b"),
+        // Another workload's, named alike.
+        pod("inference-api-7d9f8c6b5-k9wz4", "node-c"),
+        pod("db-0", "node-c"),
+    ] });
+    // The mean of node-a's and node-b's prices, each with one Pod; node-c, dear, ran none.
+    let at_their_nodes = "cpu=0.03,memory=0.004,gpu=2,currency=USD";
+    let morning = the_night_at("2026-11-28T07:00:01Z", at_their_nodes);
+    let script = vec![
+        // One list of the Namespace's Pods for both looks going to sleep in it.
+        Exchange::new("GET", pods).reply(200, listed),
+        Exchange::new("GET", LEDGER_PATH).reply(404, not_found),
+        filed(&kept_evening, None),
+        Exchange::new("GET", LEDGER_PATH).reply(200, kept(&kept_evening, "5")),
+        // Filed at their nodes, not at the means nor the table, and where its Pods ran is
+        // forgotten.
+        filed(&morning, Some("5")),
+    ];
+    let server = tokio::spawn(server.serve(script));
+    let prometheus = crate::activity::fake::prometheus(|query| {
+        let (a, b, c) = match query {
+            query if query.contains("node_ram") => ("0.001", "0.007", "0.02"),
+            query if query.contains("node_gpu") => ("1", "3", "10"),
+            _ => ("0.01", "0.05", "0.2"),
+        };
+        let series = |node: &str, price: &str| {
+            format!(r#"{{"metric":{{"node":"{node}"}},"value":[1,"{price}"]}}"#)
+        };
+        let all = [
+            series("node-a", a),
+            series("node-b", b),
+            series("node-c", c),
+        ];
+        Ok(format!("[{}]", all.join(",")))
+    })
+    .await;
+    let (mut ctx, registry) = context(client.clone());
+    ctx.savings = ctx.savings.clone().recording_pods(client);
+    ctx.opencost = Some(opencost::Source {
+        prometheus,
+        selector: Default::default(),
+        currency: crate::cost::Currency::of("USD").unwrap(),
+        own: None,
+    });
+    let nodes = WatchedNodes::default();
+    for name in ["node-a", "node-b", "node-c"] {
+        let node = serde_json::from_value(json!({ "metadata": { "name": name } })).unwrap();
+        nodes.lock().apply(&node);
+    }
+    nodes
+        .listed
+        .store(true, std::sync::atomic::Ordering::Release);
+    ctx.nodes = Some(nodes);
+    assert_eq!(ctx.savings.pods_of(&web()).await, Some(on.clone()));
+    assert_eq!(ctx.savings.pods_of(&web()).await, Some(on.clone()));
+    let asleep = PodsAsleep {
+        pods: web(),
+        since: evening,
+    };
+    ctx.savings.fell_asleep(&asleep, on);
+    look(&ctx, true, at("2026-11-27T20:00:31Z")).await.unwrap();
+    let woken = inference(Some(NIGHT));
+    ctx.savings.ended(&web(), &NIGHT.parse().unwrap(), &woken);
+    look(&ctx, true, at("2026-11-28T07:00:31Z")).await.unwrap();
+    // 88 core-hours × 0.03 + 352 GiB-hours × 0.004 + 22 GPU-hours × 2 = 48.048.
+    assert_eq!(
+        metric(&registry, "cronscaler_saved_cost_total").as_deref(),
+        Some("cronscaler_saved_cost_total{namespace=\"ml\",currency=\"USD\"} 48.05")
     );
     drop(ctx);
     server.await.unwrap();

@@ -102,31 +102,40 @@ fn pods_that_request_nothing_withhold_nothing_and_need_no_prices() {
 
 #[test]
 fn with_opencost_a_workload_is_priced_at_the_nodes_its_pods_ran_on_the_rest_at_the_means() {
-    use crate::cost::where_ran::{NodePrice, WhereRan};
+    use crate::cost::where_ran::{AsleepOn, NodePrice, NodePrices, Ran};
     let mut api = asleep_with(inference());
     api.observed.reference.name = Some("api".into());
     let objects = [asleep_with(inference()), api];
     let means: PriceTable = "cpu=0.031,memory=0.0042,gpu=2.48,currency=USD"
         .parse()
         .unwrap();
-    let mut ran = WhereRan::default();
-    // web's Pods ran on a spot GPU node, before the night; api's are not known.
-    for pod in ["web-7d9f8c6b5-x2kqz", "web-7d9f8c6b5-k9wz4"] {
-        ran.saw(["staging".into(), pod.into(), "spot-gpu".into()]);
-    }
-    ran.nodes.insert(
-        "spot-gpu".into(),
-        NodePrice {
-            cpu: Some(0.01),
-            memory: Some(0.001),
-            gpu: Some(0.9),
-        },
+    // web's two Pods ran on a spot GPU node as it went to sleep; api's are not known.
+    let mut asleep_on = AsleepOn::default();
+    let ran = Ran {
+        since: night() - chrono::TimeDelta::hours(1),
+        pods: [("spot-gpu".to_string(), 2)].into(),
+    };
+    asleep_on.went("staging", "Deployment web", ran.clone());
+    // A Deployment named alike in another Namespace is not web.
+    asleep_on.went("other", "Deployment api", ran);
+    let nodes = NodePrices(
+        [(
+            "spot-gpu".to_string(),
+            NodePrice {
+                cpu: Some(0.01),
+                memory: Some(0.001),
+                gpu: Some(0.9),
+            },
+        )]
+        .into(),
     );
-    let status = |ran: WhereRan| {
-        let priced = Priced {
-            ran,
-            ..Priced::given(Some(&means))
-        };
+    let priced = |asleep_on: AsleepOn| Priced {
+        asleep_on,
+        nodes: nodes.clone(),
+        at: night(),
+        ..Priced::given(Some(&means))
+    };
+    let status = |priced: &Priced| {
         let gitops = (&Owners::default(), GitOpsMode::Ignore);
         let namespaces = schedules(&[]);
         status(
@@ -134,13 +143,12 @@ fn with_opencost_a_workload_is_priced_at_the_nodes_its_pods_ran_on_the_rest_at_t
             Some(&namespaces),
             &[],
             gitops,
-            (HOLDS, &priced),
+            (HOLDS, priced),
             night(),
         )
     };
     // web: 0.75 × 0.01 + 1.5 × 0.001 + 3 × 0.9 = 2.709; api at the means: 7.46955.
-    let seen = ran.clone();
-    let both = status(ran);
+    let both = status(&priced(asleep_on.clone()));
     assert_eq!(both.summary.cost_per_hour, Some(10.18));
     assert_eq!(both.summary.priced_where_ran, 1);
     let table = render_table(&both, night());
@@ -148,18 +156,13 @@ fn with_opencost_a_workload_is_priced_at_the_nodes_its_pods_ran_on_the_rest_at_t
         table.ends_with(": $10.18 an hour (1 object at the nodes its Pods ran on)\n"),
         "{table}"
     );
-    // Without OpenCost's Pods, both at the means, and nothing said of nodes.
-    let mut means_only = status(WhereRan::default());
+    // Without the controller's record, both at the means, and nothing said of nodes.
+    let mut means_only = status(&priced(AsleepOn::default()));
     assert_eq!(means_only.summary.cost_per_hour, Some(14.94));
     assert!(render_table(&means_only, night()).ends_with(": $14.94 an hour\n"));
-    // As `status` reads it: the Pods of what is asleep are asked for, then it is priced again.
-    assert_eq!(
-        means_only.priceable(),
-        [("staging", "api"), ("staging", "web")]
-    );
-    means_only.reprice(&Priced {
-        ran: seen,
-        ..Priced::given(Some(&means))
-    });
+    // As `status` reads it: the record is read where a workload asleep may be in it, then it
+    // is priced again.
+    assert!(means_only.priced_where_ran());
+    means_only.reprice(&priced(asleep_on));
     assert_eq!(means_only.summary, both.summary);
 }

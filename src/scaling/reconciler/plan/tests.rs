@@ -39,6 +39,7 @@ pub(super) fn at(day: u32, hour: u32, minute: u32, second: u32) -> DateTime<Utc>
 pub(super) const SETTINGS: Settings = Settings {
     grace: None,
     step_timeout: TimeDelta::minutes(5),
+    records_pods: false,
 };
 
 /// `shop/web`, a Deployment of `replicas` with these annotations, created well before.

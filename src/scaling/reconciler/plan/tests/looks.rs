@@ -376,3 +376,44 @@ fn a_kind_that_sleeps_on_or_off_records_no_replicas_slept_at_its_wake() {
     assert_eq!(patch.slept, None);
     assert!(!patch.body.annotations.contains_key(SLEPT));
 }
+
+#[test]
+fn where_opencost_prices_nodes_a_sleep_records_where_the_pods_it_stops_ran_and_a_wake_none() {
+    let recording = Settings {
+        records_pods: true,
+        ..SETTINGS
+    };
+    let now = at(23, 20, 0, 2);
+    let web = observed(TargetKind::Deployment, &deployment(3, &NIGHTLY), now);
+    let asleep = |plan: Plan| plan.patch.and_then(|patch| patch.pods_asleep);
+    assert_eq!(
+        asleep(super::super::plan(&web, &recording, now)),
+        Some(PodsAsleep {
+            pods: web.target.clone(),
+            since: now,
+        })
+    );
+    assert_eq!(asleep(super::super::plan(&web, &SETTINGS, now)), None);
+    // The morning's wake reads no Pods.
+    let morning = at(24, 7, 0, 0);
+    let night = [
+        NIGHTLY[0],
+        NIGHTLY[1],
+        (ORIGINAL_REPLICAS, "3"),
+        (LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
+    ];
+    let woken = observed(TargetKind::Deployment, &deployment(0, &night), morning);
+    let wake = super::super::plan(&woken, &recording, morning);
+    assert!(wake.patch.is_some());
+    assert_eq!(asleep(wake), None);
+    // A KEDA workload asleep through its ScaledObject: the Deployment's own Pods.
+    let keda = levered(&NIGHTLY, scaled_object(&[]), now);
+    let pods = asleep(super::super::plan(&keda, &recording, now)).map(|asleep| asleep.pods);
+    assert_eq!(pods.map(|pods| pods.kind), Some(TargetKind::Deployment));
+    // A CronJob names no Pods after it: nothing to read.
+    let mut cron = observed(TargetKind::CronJob, &deployment(3, &NIGHTLY), now);
+    cron.target.kind = TargetKind::CronJob;
+    let suspended = super::super::plan(&cron, &recording, now);
+    assert!(suspended.patch.is_some());
+    assert_eq!(asleep(suspended), None);
+}
