@@ -11,7 +11,7 @@ use std::{collections::BTreeMap, time::Duration};
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::{
     apps::v1::Deployment,
-    core::v1::{ConfigMap, Node},
+    core::v1::{ConfigMap, Node, Pod},
 };
 use kube::{
     Api,
@@ -20,8 +20,10 @@ use kube::{
 use serde_json::json;
 use support::{
     Controller, Scenario,
+    crds::grant_optional,
     envtest::{self, SA_NAMESPACE},
-    eventually, make_node, metric, nightly, replicas_become, whole_second_in,
+    eventually, make_namespace, make_node, make_pod, metric, nightly, replicas_become,
+    whole_second_in,
 };
 
 /// The controller runs in `cronscaler`, as installed, where its Role lets it keep the ledger.
@@ -254,7 +256,7 @@ async fn each_wake_files_what_its_sleep_saved_and_the_metrics_count_it_across_re
 }
 
 /// What OpenCost exports: a general node and a dear GPU node (a night of seconds tells their
-/// prices apart in cents), and the inference server's Pods on the GPU node before the night (a CronJob's Pod of the same name ran on the other).
+/// prices apart in cents).
 const OPENCOST: &str = "# TYPE node_cpu_hourly_cost gauge
 node_cpu_hourly_cost{node=\"node-a\"} 0.02
 node_cpu_hourly_cost{node=\"node-g\"} 5
@@ -266,7 +268,15 @@ node_gpu_hourly_cost{node=\"node-a\"} 0
 node_gpu_hourly_cost{node=\"node-g\"} 1.5
 ";
 
-#[tokio::test]
+/// The inference server's Pods run on the dear GPU node as it goes to sleep (a CronJob's Pod
+/// named alike on the general node); the controller reads them of the API server, keeps where
+/// they ran in its ledger, and is killed in the night: the next one files the night at node-g's
+/// prices. What a tenant's exporter says of where the server's Pods ran, and the Pods a tenant
+/// names alike in its own Namespace, count for nothing. `status` prices what it withholds in
+/// the night at node-g too.
+// Two threads: `status` is run and waited for on one, while the test's OpenCost answers it on
+// the other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_opencost_the_ledger_files_each_sleep_at_the_nodes_its_pods_ran_on() {
     let test = "savings-opencost";
     let Some(scenario) = Scenario::own(test, envtest::Options::api_server_only()).await else {
@@ -276,36 +286,71 @@ async fn with_opencost_the_ledger_files_each_sleep_at_the_nodes_its_pods_ran_on(
         return;
     };
     let namespace = scenario.namespace.clone();
-    let pods = [
-        ("inference-7d9f8c6b5-x2kqz", "node-g"),
-        ("inference-7d9f8c6b5-k9wz4", "node-g"),
-        ("inference-29945678-x2kqz", "node-a"),
-    ]
-    .map(|(pod, node)| {
-        format!("container_cpu_allocation{{namespace=\"{namespace}\",pod=\"{pod}\",node=\"{node}\"}} 1\n")
-    });
-    prometheus.requests.opencost(&format!(
-        "{OPENCOST}# TYPE container_cpu_allocation gauge\n{}",
-        pods.concat()
-    ));
+    prometheus.requests.opencost(OPENCOST);
     // The nodes OpenCost prices, as the API server has them.
     let nodes: Api<Node> = Api::all(scenario.client.clone());
     make_node(&nodes, "node-a", "general").await;
     make_node(&nodes, "node-g", "gpu").await;
+    let pods: Api<Pod> = Api::namespaced(scenario.client.clone(), &namespace);
+    make_pod(&pods, "inference-7d9f8c6b5-x2kqz", "node-g").await;
+    make_pod(&pods, "inference-7d9f8c6b5-k9wz4", "node-g").await;
+    make_pod(&pods, "inference-29945678-x2kqz", "node-a").await;
     // A tenant's Pod that Prometheus scrapes exports OpenCost's names too: cheap prices of
-    // node-g, and of a node of its own with inference's Pods on it. They price nothing: the
-    // controller reads OpenCost's own metrics for the prices of now, and knows the nodes.
+    // node-g, and inference's Pods on a node of its own. Its own Namespace has Pods named as
+    // inference's, on the cheap node. None of it prices the night.
     let forged = support::prometheus::forged_opencost(&["node-g"], &namespace, "inference");
     prometheus.requests.also(&forged);
+    let tenant = format!("{namespace}-tenant");
+    make_namespace(&scenario.client, &tenant, json!({})).await;
+    let theirs: Api<Pod> = Api::namespaced(scenario.client.clone(), &tenant);
+    make_pod(&theirs, "inference-7d9f8c6b5-zzzzz", "node-a").await;
+    grant_optional(&scenario.client, "opencost.yaml").await;
     let deployments = make_inference(&scenario).await;
-    schedule_night(&deployments, 10, 20).await;
+    schedule_night(&deployments, 10, 60).await;
     let url = format!("--prometheus-url={}", prometheus.url);
     let own = format!("--opencost-url={}", prometheus.opencost_url);
     let mut flags = IN_ITS_NAMESPACE.to_vec();
     flags.extend([url.as_str(), own.as_str()]);
     let mut controller = scenario.start_cluster_wide_controller("cronscaler", &flags);
     controller.wait_ready().await;
-    let slept = the_night_recorded(&deployments).await;
+    replicas_become(
+        &deployments,
+        "inference",
+        0,
+        "asleep",
+        Duration::from_secs(30),
+    )
+    .await;
+    // Kept in the ledger, and the controller killed before the wake.
+    eventually("where its Pods ran kept", FILED_WITHIN, || async {
+        let kept = ledger(&scenario).await?;
+        (kept.contains("asleepOn") && kept.contains("node-g")).then_some(())
+    })
+    .await;
+    let kept = ledger(&scenario).await.unwrap_or_default();
+    assert!(
+        !kept.contains("node-a") && !kept.contains("tenant"),
+        "{kept}"
+    );
+    // What it withholds, 1 CPU, 2 GiB and 2 GPUs, at node-g's prices: 5 + 2 × 0.5 + 2 × 1.5
+    // (at the means it would be $6.01).
+    let said = scenario.said(&["status", "--controller-namespace", SA_NAMESPACE, &url, &own]);
+    assert!(
+        said.contains(": $9.00 an hour (1 object at the nodes its Pods ran on)"),
+        "{said}"
+    );
+    controller.kill();
+    let mut controller = scenario.start_cluster_wide_controller("cronscaler", &flags);
+    controller.wait_ready().await;
+    let woken = replicas_become(
+        &deployments,
+        "inference",
+        2,
+        "awake",
+        Duration::from_secs(60),
+    );
+    let slept = (woken.await.get("cronscaler.dev/slept").cloned())
+        .expect("the wake records the sleep it ends");
     // OpenCost's prices of node-g, where its Pods ran, not --prices nor the cluster's means.
     let (hours, cents) = saved_at(&slept, (5.0, 0.5, 1.5));
     let at_means = saved_at(&slept, (2.51, 0.251, 1.5)).1;
@@ -326,6 +371,9 @@ async fn with_opencost_the_ledger_files_each_sleep_at_the_nodes_its_pods_ran_on(
         (counted.1 - cents as f64 / 100.0).abs() < 1e-9,
         "{counted:?}: {cents} cents at node-g, {at_means} at the means"
     );
+    // Filed: where its Pods ran is kept no more.
+    let kept = ledger(&scenario).await.unwrap_or_default();
+    assert!(!kept.contains("asleepOn"), "{kept}");
     controller
         .assert_stops_cleanly(Duration::from_secs(10))
         .await;

@@ -5,7 +5,7 @@ use chrono::Utc;
 use k8s_openapi::api::{
     apps::v1::{Deployment, StatefulSet},
     batch::v1::CronJob,
-    core::v1::{Namespace, Node, Pod},
+    core::v1::{Namespace, Node, Pod, ServiceAccount},
 };
 use kube::{
     Api, Client, ResourceExt as _,
@@ -190,16 +190,21 @@ pub async fn create(api: &Api<DynamicObject>, object: Value) -> DynamicObject {
 
 /// A Namespace labelled `env`, with a Deployment `web` of 2: the Deployments of it.
 pub async fn namespace_with_web(scenario: &Scenario, name: &str, env: &str) -> Api<Deployment> {
-    let namespaces: Api<Namespace> = Api::all(scenario.client.clone());
+    make_namespace(&scenario.client, name, json!({ "env": env })).await;
+    create_deployment(&scenario.client, name, "web", 2).await
+}
+
+/// Creates the Namespace `name`, labelled `labels`.
+pub async fn make_namespace(client: &Client, name: &str, labels: Value) {
+    let namespaces: Api<Namespace> = Api::all(client.clone());
     let namespace: Namespace = serde_json::from_value(json!({
-        "metadata": { "name": name, "labels": { "env": env } },
+        "metadata": { "name": name, "labels": labels },
     }))
     .expect("a Namespace");
     namespaces
         .create(&PostParams::default(), &namespace)
         .await
-        .expect("creating the Namespace");
-    create_deployment(&scenario.client, name, "web", 2).await
+        .unwrap_or_else(|error| panic!("creating the Namespace {name}: {error}"));
 }
 
 /// Has each Pod of the nginx Deployment `name` request `requests` (`{"cpu": "500m"}`).
@@ -255,4 +260,27 @@ pub async fn make_node(nodes: &Api<Node>, name: &str, pool: &str) {
         .patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
         .await
         .expect("the Node's status");
+}
+
+/// Creates the Pod `name` of `pods`' Namespace bound to `node`, as the scheduler binds it (no
+/// kubelet runs it), and the Namespace's `default` ServiceAccount it is admitted under, as the
+/// controller manager would make it.
+pub async fn make_pod(pods: &Api<Pod>, name: &str, node: &str) {
+    let namespace = pods.namespace().expect("a Namespace's Pods").to_string();
+    let accounts: Api<ServiceAccount> = Api::namespaced(pods.clone().into_client(), &namespace);
+    let account: ServiceAccount =
+        serde_json::from_value(json!({ "metadata": { "name": "default" } })).expect("an account");
+    match accounts.create(&PostParams::default(), &account).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(status)) if status.code == 409 => {}
+        Err(error) => panic!("the default ServiceAccount: {error}"),
+    }
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": { "name": name },
+        "spec": { "nodeName": node, "containers": [{ "name": "c", "image": "nginx" }] },
+    }))
+    .expect("a Pod");
+    pods.create(&PostParams::default(), &pod)
+        .await
+        .unwrap_or_else(|error| panic!("the Pod {name}: {error}"));
 }
