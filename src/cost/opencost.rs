@@ -1,8 +1,8 @@
 //! Prices from OpenCost's metrics, as the Prometheus of `--prometheus-url` scrapes them:
 //! `node_cpu_hourly_cost` (per core), `node_ram_hourly_cost` (per GiB) and `node_gpu_hourly_cost`
 //! (per GPU) of each node. What a workload that sleeps frees is priced at the nodes its Pods ran
-//! on where OpenCost saw them (`where_ran.rs`), else at the cluster's mean; OpenCost exports no
-//! currency, so its prices are in `--opencost-currency` (OpenCost's own default, USD).
+//! on as the controller recorded them (`where_ran.rs`), else at the cluster's mean; OpenCost
+//! exports no currency, so its prices are in `--opencost-currency` (OpenCost's own default, USD).
 //! Pure: the means are read by the caller.
 
 use std::{

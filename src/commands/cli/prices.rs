@@ -38,7 +38,8 @@ pub struct OpenCost {
     /// Prometheus's address (`http://prometheus.monitoring:9090`) that scrapes OpenCost's
     /// `node_cpu_hourly_cost`, `node_ram_hourly_cost` and `node_gpu_hourly_cost`: they price
     /// what sleeping withholds, before `--prices`, each workload at the nodes its Pods ran on
-    /// (`container_cpu_allocation`), else at their means over the cluster's nodes.
+    /// (as the controller recorded them as it put it to sleep), else at their means over the
+    /// cluster's nodes.
     #[arg(
         id = "opencost_prometheus_url",
         long = "prometheus-url",
