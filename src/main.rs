@@ -249,12 +249,16 @@ async fn show_nodes(kube: &KubeArgs, args: NodesArgs) -> anyhow::Result<()> {
         .await
         .context("reading Nodes, Pods and PodDisruptionBudgets")?;
     let nodes = nodes::nodes(&read);
-    let night = status::nights::read(&client, args.controller.namespace.as_deref()).await;
-    let now = Utc::now();
     let controller = args.controller.namespace.as_deref();
+    let recorded = status::nights::recorded(&client, controller).await;
+    let night = status::nights::last(&recorded);
+    let now = Utc::now();
     let source = args.opencost.source();
+    // The Nodes already listed, and the record already read.
+    let names = (read.nodes.iter()).filter_map(|node| node.metadata.name.clone());
+    let known = status::priced::known_nodes(names.collect(), &recorded);
     let priced = status::priced::prices(
-        (&client, controller),
+        async { Ok(known) },
         source.as_ref(),
         args.prices.table.as_ref(),
         now,
@@ -319,13 +323,13 @@ async fn show_status(kube: &KubeArgs, args: StatusArgs) -> anyhow::Result<()> {
     let now = Utc::now();
     let controller = args.controller.namespace.as_deref();
     let source = args.opencost.source();
-    let mut priced = status::priced::prices(
-        (&client, controller),
-        source.as_ref(),
-        reading.prices.table.as_ref(),
-        now,
-    )
-    .await;
+    let recorded = status::nights::recorded(&client, controller).await;
+    let known = async {
+        let names = status::priced::node_names(&client).await?;
+        Ok(status::priced::known_nodes(names, &recorded))
+    };
+    let mut priced =
+        status::priced::prices(known, source.as_ref(), reading.prices.table.as_ref(), now).await;
     let mut status = listed.status(reading, &priced, now);
     if priced.from_opencost && status.priced_where_ran() {
         // What is asleep now, at the nodes its Pods ran on.
@@ -334,7 +338,7 @@ async fn show_status(kube: &KubeArgs, args: StatusArgs) -> anyhow::Result<()> {
             .await;
         status.reprice(&priced);
     }
-    let night = status::nights::read(&client, args.controller.namespace.as_deref()).await;
+    let night = status::nights::last(&recorded);
     let from = priced.from.as_deref();
     match args.output {
         StatusFormat::Table => {

@@ -11,7 +11,10 @@ use crate::{
     activity::opencost::Source,
     commands::{
         cli::OpenCost,
-        status::priced::{self, Priced},
+        status::{
+            nights,
+            priced::{self, Priced},
+        },
     },
     cost::PriceTable,
     runtime::fresh::Fresh,
@@ -72,9 +75,13 @@ impl Prices {
     }
 
     async fn read(&self) -> Arc<Priced> {
-        let cluster = (&self.client, self.controller.as_deref());
+        let known = async {
+            let recorded = nights::recorded(&self.client, self.controller.as_deref()).await;
+            let names = priced::node_names(&self.client).await?;
+            Ok(priced::known_nodes(names, &recorded))
+        };
         let source = self.source.as_ref();
-        let read = priced::prices(cluster, source, self.table.as_ref(), Utc::now());
+        let read = priced::prices(known, source, self.table.as_ref(), Utc::now());
         let priced = match tokio::time::timeout(READ_WITHIN, read).await {
             Ok(priced) => priced,
             Err(_) => Priced {

@@ -27,15 +27,28 @@ pub struct LastNight {
 }
 
 /// The record of the controller in `namespace` (else in `cronscaler`, then the kubeconfig's
-/// namespace): its last night, `Ok(None)` where none is recorded yet, or why it could not be
-/// read.
+/// namespace) and the namespace it was read in: `Ok(None)` where none is recorded yet, or why it
+/// could not be read.
+pub type Recorded = Result<Option<(String, Nights)>, String>;
+
+/// Reads the record: once, for both the last night and the nodes it names.
+pub async fn recorded(client: &Client, namespace: Option<&str>) -> Recorded {
+    read_kept(client, namespace, (RECORD, RECORD_KEY), "the nights").await
+}
+
+/// The last night of the record of the controller in `namespace` (see [`recorded`]).
 pub async fn read(client: &Client, namespace: Option<&str>) -> Result<Option<LastNight>, String> {
-    let recorded = read_all(client, namespace).await?;
+    last(&recorded(client, namespace).await)
+}
+
+/// The last night of `recorded`.
+pub fn last(recorded: &Recorded) -> Result<Option<LastNight>, String> {
+    let recorded = recorded.as_ref().map_err(Clone::clone)?;
     // The names of the nodes it began with are the controller's to keep: thousands of them say
     // nothing to a reader.
-    Ok(recorded.and_then(|(place, nights)| {
+    Ok(recorded.as_ref().and_then(|(place, nights)| {
         nights.last().map(|night| LastNight {
-            namespace: place,
+            namespace: place.clone(),
             night: Night {
                 nodes_before: BTreeMap::new(),
                 ..night.clone()
@@ -44,22 +57,13 @@ pub async fn read(client: &Client, namespace: Option<&str>) -> Result<Option<Las
     }))
 }
 
-/// Every node the record names, with the beginning of the last night that names it (see
-/// [`Nights::named_nodes`]). None where it may not be read.
-pub async fn recorded_nodes(
-    client: &Client,
-    namespace: Option<&str>,
-) -> BTreeMap<String, DateTime<Utc>> {
-    let recorded = read_all(client, namespace).await.ok().flatten();
-    (recorded.map(|(_, nights)| nights.named_nodes())).unwrap_or_default()
-}
-
-/// The record, and the namespace it was read in.
-async fn read_all(
-    client: &Client,
-    namespace: Option<&str>,
-) -> Result<Option<(String, Nights)>, String> {
-    read_kept(client, namespace, (RECORD, RECORD_KEY), "the nights").await
+/// Every node `recorded` names, with the beginning of the last night that names it (see
+/// [`Nights::named_nodes`]). None where it could not be read.
+pub fn named_nodes(recorded: &Recorded) -> BTreeMap<String, DateTime<Utc>> {
+    match recorded {
+        Ok(Some((_, nights))) => nights.named_nodes(),
+        _ => BTreeMap::new(),
+    }
 }
 
 /// What the table says of the last night: when it began and ended, the nodes before and at its

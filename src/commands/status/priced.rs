@@ -1,7 +1,7 @@
 //! The prices `status` and `nodes` show money by: OpenCost's, where the Prometheus of
 //! `--prometheus-url` has its metrics (first found wins), else the table of `--prices`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::Node;
@@ -81,11 +81,10 @@ impl Priced {
 }
 
 /// The prices: OpenCost's where `--prometheus-url` has them, of the nodes the cluster knows
-/// (those `client` lists, and those the record of the controller in `controller` saw), else the
-/// table. Where they come from is said only when OpenCost was asked: a table alone is what was
-/// given.
+/// (`known`, read only then), else the table. Where they come from is said only when OpenCost
+/// was asked: a table alone is what was given.
 pub async fn prices(
-    (client, controller): (&Client, Option<&str>),
+    known: impl Future<Output = Result<KnownNodes, kube::Error>>,
     source: Option<&Source>,
     table: Option<&PriceTable>,
     at: DateTime<Utc>,
@@ -98,7 +97,7 @@ pub async fn prices(
         Some(_) => "the table of --prices",
         None => "no prices",
     };
-    let known = match known_nodes(client, controller).await {
+    let known = match known.await {
         Ok(known) => known,
         Err(error) => {
             return Priced {
@@ -138,14 +137,17 @@ pub async fn prices(
     }
 }
 
-/// The nodes OpenCost's prices are believed of: those the API server lists now, and those the
-/// controller's record saw around each night (gone since, they still price the night they went
-/// in). Any Pod Prometheus scrapes may export OpenCost's names of a node that never was. Why not,
-/// where the Nodes may not be listed.
-pub async fn known_nodes(
-    client: &Client,
-    controller: Option<&str>,
-) -> Result<KnownNodes, kube::Error> {
+/// The nodes OpenCost's prices are believed of: those the API server lists `now`, and those the
+/// controller's `recorded` nights saw (gone since, they still price the night they went in). Any
+/// Pod Prometheus scrapes may export OpenCost's names of a node that never was.
+pub fn known_nodes(now: BTreeSet<String>, recorded: &nights::Recorded) -> KnownNodes {
+    let mut gone = nights::named_nodes(recorded);
+    gone.retain(|node, _| !now.contains(node));
+    KnownNodes { now, gone }
+}
+
+/// The names of the Nodes the API server has.
+pub async fn node_names(client: &Client) -> Result<BTreeSet<String>, kube::Error> {
     let nodes: Api<Node> = Api::all(client.clone());
     let nodes = &nodes;
     let listed = all_pages(
@@ -153,10 +155,7 @@ pub async fn known_nodes(
         |params| async move { nodes.list_metadata(&params).await },
     )
     .await?;
-    let mut gone = nights::recorded_nodes(client, controller).await;
-    let now: std::collections::BTreeSet<String> = (listed.into_iter())
+    Ok((listed.into_iter())
         .filter_map(|node| node.metadata.name)
-        .collect();
-    gone.retain(|node, _| !now.contains(node));
-    Ok(KnownNodes { now, gone })
+        .collect())
 }
