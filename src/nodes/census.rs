@@ -138,17 +138,23 @@ impl NodeCensus {
     }
 }
 
-/// What the watch of Nodes keeps, shared with the looks that read it: the census, and whether
-/// the first list is done (before that, nodes are missing from it).
+/// What the watch of Nodes keeps, shared with the looks that read it: the census, whether the
+/// first list is done (before that, nodes are missing from it), and whether the controller may
+/// not list them (RBAC made without them: no list ever comes).
 #[derive(Debug, Clone, Default)]
 pub struct WatchedNodes {
     pub census: Arc<Mutex<NodeCensus>>,
     pub listed: Arc<AtomicBool>,
+    pub refused: Arc<AtomicBool>,
 }
 
 impl WatchedNodes {
     pub fn is_listed(&self) -> bool {
         self.listed.load(Ordering::Acquire)
+    }
+
+    pub fn is_refused(&self) -> bool {
+        self.refused.load(Ordering::Acquire)
     }
 
     pub fn lock(&self) -> std::sync::MutexGuard<'_, NodeCensus> {

@@ -124,6 +124,17 @@ fn watch_failure_cause(error: &watcher::Error) -> Option<&'static str> {
     }
 }
 
+/// Whether a watch failed because the controller may not list or watch what it watches.
+pub fn is_forbidden(error: &watcher::Error) -> bool {
+    match error {
+        watcher::Error::InitialListFailed(error)
+        | watcher::Error::WatchStartFailed(error)
+        | watcher::Error::WatchFailed(error) => is_status(error, 403),
+        watcher::Error::WatchError(status) => status.code == 403,
+        watcher::Error::NoResourceVersion => false,
+    }
+}
+
 /// The objects an event reports as added, changed or deleted.
 pub fn touched<K>(event: &watcher::Event<K>) -> Option<&K> {
     match event {
@@ -242,5 +253,24 @@ mod tests {
             delays,
             [500, 1000, 2000, 4000, 4000, 4000].map(Duration::from_millis)
         );
+    }
+
+    #[test]
+    fn a_watch_refused_by_rbac_is_told_from_one_that_failed_otherwise() {
+        let answer = |code: u16| {
+            kube::Error::Api(Box::new(kube::core::Status {
+                code,
+                message: "nodes is forbidden".into(),
+                ..kube::core::Status::default()
+            }))
+        };
+        assert!(is_forbidden(&watcher::Error::InitialListFailed(answer(
+            403
+        ))));
+        assert!(is_forbidden(&watcher::Error::WatchStartFailed(answer(403))));
+        assert!(!is_forbidden(&watcher::Error::InitialListFailed(answer(
+            500
+        ))));
+        assert!(!is_forbidden(&watcher::Error::NoResourceVersion));
     }
 }

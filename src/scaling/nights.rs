@@ -260,6 +260,7 @@ mod tests {
             nodes: WatchedNodes {
                 census: Arc::new(Mutex::new(nodes)),
                 listed: Arc::new(AtomicBool::new(true)),
+                ..WatchedNodes::default()
             },
             writes: Writes::new(Events::new(client, None), false),
             metrics: metrics.clone(),

@@ -339,7 +339,7 @@ pub async fn look(
 ) -> Result<Next, Error> {
     // The nodes not all known yet would price some workloads at the means, and filed is filed.
     let nodes_listed =
-        (ctx.opencost.as_ref().and(ctx.nodes.as_ref())).is_none_or(WatchedNodes::is_listed);
+        (ctx.opencost.as_ref().and(read_nodes(ctx))).is_none_or(WatchedNodes::is_listed);
     if !(workloads_listed && nodes_listed) {
         return Ok(Next::After(LISTING_WAIT));
     }
@@ -414,6 +414,11 @@ pub async fn look(
     })
 }
 
+/// The nodes the controller reads: none in a namespaced install, nor where it may not list them.
+fn read_nodes(ctx: &SavingsContext) -> Option<&WatchedNodes> {
+    ctx.nodes.as_ref().filter(|nodes| !nodes.is_refused())
+}
+
 /// The savings `waiting` and `recorded` (each with the object whose pods slept) to be filed by
 /// `cutoff`, priced again at OpenCost's prices where its metrics are found: each workload at the
 /// nodes its Pods ran on as it went to sleep (as this replica saw them, else as the ledger kept
@@ -434,9 +439,9 @@ async fn at_opencost(
     let Some(opencost) = ctx.opencost.as_ref().filter(|_| !filed.is_empty()) else {
         return;
     };
-    let Some(nodes) = &ctx.nodes else {
+    let Some(nodes) = read_nodes(ctx) else {
         tracing::info!(
-            "OpenCost's prices are believed only of nodes the controller reads, and a namespaced install reads none: the savings are filed at --prices"
+            "OpenCost's prices are believed only of nodes the controller reads, and it may read none (a namespaced install, or a role without Nodes): the savings are filed at --prices"
         );
         return;
     };

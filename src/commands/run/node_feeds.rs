@@ -5,6 +5,7 @@
 use std::sync::atomic::Ordering;
 
 use chrono::Utc;
+use futures::TryStreamExt as _;
 use k8s_openapi::api::core::v1::Node;
 use kube::{
     Api, Client, ResourceExt as _,
@@ -20,7 +21,7 @@ use crate::{
         events::Events,
         outage::Outage,
         relisting::Relisting,
-        watch::{WatchBackoff, drive},
+        watch::{WatchBackoff, drive, is_forbidden},
         workqueue::Enqueue,
         writes::Writes,
     },
@@ -68,6 +69,13 @@ fn node_feed(
         watcher::Config::default().page_size(PAGE),
     )
     .backoff(WatchBackoff::default());
+    let refused = ctx.nodes.refused.clone();
+    // Refused (RBAC made without Nodes), the ledger files at --prices rather than wait for them.
+    let watch = watch.inspect_err(move |error| {
+        if is_forbidden(error) {
+            refused.store(true, Ordering::Release);
+        }
+    });
     let nodes = ctx.nodes.clone();
     // Nodes deleted while the watch was down are those a relist does not list again.
     let mut relisting = Relisting::default();
@@ -87,6 +95,7 @@ fn node_feed(
                     census.remove(&gone, relist_after);
                 }
                 nodes.listed.store(true, Ordering::Release);
+                nodes.refused.store(false, Ordering::Release);
                 true
             }
             watcher::Event::Delete(node) => census.remove(&node.name_any(), Utc::now()),

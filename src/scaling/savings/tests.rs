@@ -168,8 +168,8 @@ async fn a_wake_is_filed_once_settled_and_the_metrics_count_the_ledger() {
 }
 
 /// OpenCost's series, cheaper than any table, of nodes the controller cannot check: a look waits
-/// for the Nodes to be listed, and an install that reads no Nodes files at `--prices`, never
-/// asking Prometheus.
+/// for the Nodes to be listed, and one that may not list them (a role made without Nodes) files
+/// at `--prices`, never asking Prometheus, as a namespaced install does.
 #[tokio::test]
 async fn opencost_prices_only_where_the_nodes_are_read() {
     let (client, server) = mock_client();
@@ -204,7 +204,9 @@ async fn opencost_prices_only_where_the_nodes_are_read() {
         Next::After(LISTING_WAIT),
         "the Nodes not listed yet"
     );
-    ctx.nodes = None;
+    nodes
+        .refused
+        .store(true, std::sync::atomic::Ordering::Release);
     assert_eq!(look(&ctx, true, filed_at).await.unwrap(), Next::Done);
     assert_eq!(*asked.lock().unwrap(), 0, "Prometheus never asked");
     drop(ctx);
