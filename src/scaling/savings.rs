@@ -60,6 +60,10 @@ pub const SETTLE: Duration = Duration::from_secs(30);
 /// on them are not all known.
 const LISTING_WAIT: Duration = Duration::from_secs(1);
 
+/// How long after their wake savings wait for OpenCost's prices that could not be read; after
+/// that, they are filed at `--prices` (or in resource-hours only).
+const WAIT_FOR_PRICES: TimeDelta = TimeDelta::hours(1);
+
 /// The most savings that wait in memory: where the ledger cannot be written for long, more are
 /// left to their records.
 const MOST_WAITING: usize = 100_000;
@@ -371,7 +375,21 @@ pub async fn look(
     }
     let mut recorded = recorded;
     let ran = (&kept.asleep_on, asleep.as_slice());
-    at_opencost(ctx, ran, &mut waiting, &mut recorded, (cutoff, now)).await;
+    if let Err(error) = at_opencost(ctx, ran, &mut waiting, &mut recorded, (cutoff, now)).await {
+        // Filed is filed: a Prometheus or an OpenCost away for minutes (a restart at the hour of
+        // the wakes) is waited for, not taken for no prices.
+        let ended = (waiting.iter().map(|((_, until), _, _)| *until))
+            .filter(|until| *until <= cutoff)
+            .chain(recorded.iter().map(|(_, saving)| saving.until));
+        if ended
+            .min()
+            .is_some_and(|oldest| now - oldest < WAIT_FOR_PRICES)
+        {
+            tracing::warn!(%error, "OpenCost's prices could not be read: the savings wait for them, up to an hour after their wake");
+            return Ok(Next::After(SETTLE));
+        }
+        tracing::warn!(%error, "OpenCost's prices could not be read for an hour: the savings are filed at --prices");
+    }
     let deleted = ctx.namespaces.gone();
     // A Namespace made again since it was deleted keeps its totals.
     let gone = (deleted.iter())
@@ -423,27 +441,27 @@ fn read_nodes(ctx: &SavingsContext) -> Option<&WatchedNodes> {
 /// `cutoff`, priced again at OpenCost's prices where its metrics are found: each workload at the
 /// nodes its Pods ran on as it went to sleep (as this replica saw them, else as the ledger kept
 /// them), else at the means; what OpenCost does not price at `--prices`. Where OpenCost's prices
-/// are not found, they stay as `--prices` priced them.
+/// are not found, they stay as `--prices` priced them; where they could not be read, why.
 async fn at_opencost(
     ctx: &SavingsContext,
     (kept, asleep): (&AsleepOn, &[(ScaleTarget, Ran)]),
     waiting: &mut [(Key, ScaleTarget, Saving)],
     recorded: &mut [(ScaleTarget, Saving)],
     (cutoff, now): (DateTime<Utc>, DateTime<Utc>),
-) {
+) -> Result<(), opencost::PricesError> {
     let mut filed: Vec<(&ScaleTarget, &mut Saving)> = (waiting.iter_mut())
         .filter(|((_, until), _, _)| *until <= cutoff)
         .map(|(_, pods, saving)| (&*pods, saving))
         .chain(recorded.iter_mut().map(|(pods, saving)| (&*pods, saving)))
         .collect();
     let Some(opencost) = ctx.opencost.as_ref().filter(|_| !filed.is_empty()) else {
-        return;
+        return Ok(());
     };
     let Some(nodes) = read_nodes(ctx) else {
         tracing::info!(
             "OpenCost's prices are believed only of nodes the controller reads, and it may read none (a namespaced install, or a role without Nodes): the savings are filed at --prices"
         );
-        return;
+        return Ok(());
     };
     let known = nodes.lock().known();
     let asleep: HashMap<&ScaleTarget, &Ran> =
@@ -456,18 +474,13 @@ async fn at_opencost(
         .filter_map(|(pods, saving)| ran_of(pods, saving.until))
         .flat_map(|ran| ran.pods.keys().map(String::as_str))
         .collect();
-    match opencost.prices(&ran_on, &known, now).await {
-        Ok(Some(prices)) => {
-            for (pods, saving) in &mut filed {
-                let table = prices.table_of(ran_of(pods, saving.until));
-                saving.priced_at(&table.or(ctx.savings.prices.as_ref()));
-            }
-        }
-        Ok(None) => {}
-        Err(error) => {
-            tracing::warn!(%error, "OpenCost's prices could not be read: the savings are filed at --prices");
+    if let Some(prices) = opencost.prices(&ran_on, &known, now).await? {
+        for (pods, saving) in &mut filed {
+            let table = prices.table_of(ran_of(pods, saving.until));
+            saving.priced_at(&table.or(ctx.savings.prices.as_ref()));
         }
     }
+    Ok(())
 }
 
 /// The sleeps recorded on the objects that no wake of this replica's waits with, ended after

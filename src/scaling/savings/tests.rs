@@ -543,3 +543,46 @@ async fn a_sleep_is_priced_at_the_nodes_its_pods_ran_on_as_the_api_server_had_th
     drop(ctx);
     server.await.unwrap();
 }
+
+/// Prometheus away at the hour of the wake: the saving waits for OpenCost's prices, up to an
+/// hour, then is filed at `--prices`.
+#[tokio::test]
+async fn a_saving_waits_an_hour_for_opencost_s_prices_that_cannot_be_read() {
+    let (client, server) = mock_client();
+    let not_found = serde_json::from_str::<Value>(NOT_FOUND).unwrap();
+    let ledger = with_the_night("2026-11-28T08:00:01Z");
+    let script = vec![
+        Exchange::new("GET", LEDGER_PATH).reply(404, not_found.clone()),
+        Exchange::new("GET", LEDGER_PATH).reply(404, not_found),
+        filed(&ledger, None),
+    ];
+    let server = tokio::spawn(server.serve(script));
+    let prometheus =
+        crate::activity::fake::prometheus(|_| Err("the query timed out".to_string())).await;
+    let (mut ctx, registry) = context(client);
+    ctx.opencost = Some(opencost::Source {
+        prometheus,
+        selector: Default::default(),
+        currency: crate::cost::Currency::of("USD").unwrap(),
+        own: None,
+    });
+    let nodes = WatchedNodes::default();
+    nodes
+        .listed
+        .store(true, std::sync::atomic::Ordering::Release);
+    ctx.nodes = Some(nodes);
+    let woken = inference(Some(NIGHT));
+    ctx.savings.ended(&web(), &NIGHT.parse().unwrap(), &woken);
+    let soon = look(&ctx, true, at("2026-11-28T07:00:31Z")).await.unwrap();
+    assert_eq!(soon, Next::After(SETTLE), "waiting for the prices");
+    assert_eq!(metric(&registry, "cronscaler_saved_cost_total"), None);
+    let late = look(&ctx, true, at("2026-11-28T08:00:31Z")).await.unwrap();
+    assert_eq!(late, Next::Done);
+    assert_eq!(
+        metric(&registry, "cronscaler_saved_cost_total").as_deref(),
+        Some("cronscaler_saved_cost_total{namespace=\"ml\",currency=\"USD\"} 58.77"),
+        "at --prices"
+    );
+    drop(ctx);
+    server.await.unwrap();
+}
