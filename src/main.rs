@@ -331,11 +331,10 @@ async fn show_status(kube: &KubeArgs, args: StatusArgs) -> anyhow::Result<()> {
     let mut priced =
         status::priced::prices(known, source.as_ref(), reading.prices.table.as_ref(), now).await;
     let mut status = listed.status(reading, &priced, now);
-    if priced.from_opencost && status.priced_where_ran() {
+    let ran_on = status.ran_on();
+    if priced.from_opencost && !ran_on.is_empty() {
         // What is asleep now, at the nodes its Pods ran on.
-        priced
-            .read_where_ran((&client, controller), source.as_ref())
-            .await;
+        priced.read_where_ran(source.as_ref(), &ran_on).await;
         status.reprice(&priced);
     }
     let night = status::nights::last(&recorded);

@@ -82,6 +82,42 @@ pub fn events_path(namespace: &str) -> String {
     format!("/apis/events.k8s.io/v1/namespaces/{namespace}/events?")
 }
 
+/// The one page of the table of `namespace`'s Pods on a node, as the API server answers it
+/// without the objects: each Pod's name and node.
+pub fn pods_table(namespace: &str, pods: &[(&str, &str)]) -> Exchange {
+    let on_a_node = "status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed%2Cspec.nodeName%21%3D";
+    let path = format!(
+        "/api/v1/namespaces/{namespace}/pods?fieldSelector={on_a_node}&limit=500&includeObject=None"
+    );
+    let columns = [
+        "Name",
+        "Ready",
+        "Status",
+        "Restarts",
+        "Age",
+        "IP",
+        "Node",
+        "Nominated Node",
+        "Readiness Gates",
+    ];
+    let columns: Vec<Value> = (columns.iter())
+        .map(|name| serde_json::json!({ "name": name, "type": "string", "priority": 0 }))
+        .collect();
+    let rows: Vec<Value> = (pods.iter())
+        .map(|(pod, node)| {
+            let cells = [
+                *pod, "1/1", "Running", "0", "5m", "10.0.0.7", node, "<none>", "<none>",
+            ];
+            serde_json::json!({ "cells": cells })
+        })
+        .collect();
+    let table = serde_json::json!({
+        "kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {},
+        "columnDefinitions": columns, "rows": rows,
+    });
+    Exchange::new("GET", path).reply(200, table)
+}
+
 /// An Event the reconciler must publish: type, reason and note, about the named object.
 pub fn event(
     namespace: &str,

@@ -2,7 +2,7 @@
 //! invalid, paused or excluded), since when, what comes next, and how many replicas sleeping
 //! withholds now.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, TimeDelta, Utc};
 use chrono_tz::Tz;
@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::{
     commands::table,
-    cost::{Currency, Money, PodRequests, money::units, prices},
+    cost::{Currency, Money, PodRequests, money::units, prices, where_ran::Ran},
     duration::spoken,
     namespaces::NamespaceSchedules,
     runtime::key::ObjectKey,
@@ -21,7 +21,8 @@ use crate::{
     },
     scaling::transitions::order::{Peer, order_of, peers::peer},
     schedule::{
-        Annotations, GitOpsMode, OVERRIDE_KEYS, SCALE_DOWN, SCALE_UP, TIMEZONE, held_back_until,
+        Annotations, GitOpsMode, OVERRIDE_KEYS, RAN_ON, SCALE_DOWN, SCALE_UP, TIMEZONE,
+        held_back_until,
     },
     workloads::target::{Driver, Drivers, ScaleTarget, ScheduleSource, TargetKind, TargetState},
 };
@@ -90,6 +91,9 @@ pub struct Row {
     /// Asleep: what the replicas it does not run request.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub withheld: Option<Withheld>,
+    /// Asleep: where its Pods ran as it went to sleep, as the controller recorded it (`ran-on`).
+    #[serde(skip)]
+    pub ran_on: Option<Ran>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -239,8 +243,8 @@ pub fn summary_of<'a>(rows: impl IntoIterator<Item = &'a Row>) -> Summary {
 }
 
 /// What the objects asleep among `rows` withhold, each by its kind's rule, and what an hour of
-/// it costs at `priced`'s prices: each workload at the nodes its Pods ran on where OpenCost says
-/// which, else at the table.
+/// it costs at `priced`'s prices: each workload at the nodes its Pods ran on where its sleep
+/// recorded them, else at the table.
 fn summarise(rows: &[(TargetKind, Row)], priced: &Priced) -> Summary {
     let mut summary = Summary::default();
     for (kind, row) in rows.iter().filter(|(_, row)| row.is_asleep()) {
@@ -258,41 +262,26 @@ fn summarise(rows: &[(TargetKind, Row)], priced: &Priced) -> Summary {
             summary.cron_jobs_asleep += 1;
         }
     }
-    let asleep = rows.iter().filter(|(_, row)| row.is_asleep());
-    price(
-        &mut summary,
-        asleep.map(|(kind, row)| (Some(*kind), row)),
-        priced,
-    );
+    let asleep = (rows.iter().map(|(_, row)| row)).filter(|row| row.is_asleep());
+    price(&mut summary, asleep, priced);
     summary
 }
 
 /// What an hour of what `asleep` withholds costs at `priced`'s prices, into `summary`: each
-/// workload at the nodes its Pods ran on where OpenCost says which (its kind's naming of Pods
-/// tells them), else at the table; the amounts added up and rounded to cents once.
-fn price<'a>(
-    summary: &mut Summary,
-    asleep: impl Iterator<Item = (Option<TargetKind>, &'a Row)>,
-    priced: &Priced,
-) {
+/// workload at the nodes its Pods ran on where its sleep recorded them and OpenCost prices them,
+/// else at the table; the amounts added up and rounded to cents once.
+fn price<'a>(summary: &mut Summary, asleep: impl Iterator<Item = &'a Row>, priced: &Priced) {
     let Some(prices) = &priced.table else {
         return;
     };
     summary.priced_where_ran = 0;
     summary.unpriced.clear();
     let mut amount = 0.0;
-    for (kind, row) in asleep {
+    for row in asleep {
         let Some(withheld) = &row.withheld else {
             continue;
         };
-        let where_ran = kind.and_then(|kind| {
-            let workload = ScaleTarget {
-                kind,
-                key: ObjectKey::new(&row.namespace, &row.name),
-            };
-            let ran = (priced.asleep_on).of(&row.namespace, &workload.in_namespace(), priced.at)?;
-            priced.nodes.table(prices, ran)
-        });
+        let where_ran = (row.ran_on.as_ref()).and_then(|ran| priced.nodes.table(prices, ran));
         summary.priced_where_ran += u64::from(where_ran.is_some());
         let (more, unpriced) = withheld.hourly(where_ran.as_ref().unwrap_or(prices));
         amount += more;
@@ -309,21 +298,20 @@ fn price<'a>(
 }
 
 impl Status {
-    /// Whether a workload asleep withholds something and is of a kind that names its Pods
-    /// after it: one the controller records where its Pods ran.
-    pub fn priced_where_ran(&self) -> bool {
+    /// The nodes the Pods of the workloads asleep that withhold something ran on, as the
+    /// controller recorded them with their sleep.
+    pub fn ran_on(&self) -> BTreeSet<&str> {
         (self.objects.iter())
             .filter(|row| row.is_asleep() && row.withheld.is_some())
-            .any(|row| {
-                TargetKind::named(&row.kind).is_some_and(|kind| kind.spec().pod_names.is_some())
-            })
+            .filter_map(|row| row.ran_on.as_ref())
+            .flat_map(|ran| ran.pods.keys().map(String::as_str))
+            .collect()
     }
 
     /// The summary's money again, at `priced` (OpenCost's, with where the Pods ran).
     pub fn reprice(&mut self, priced: &Priced) {
         let asleep = self.objects.iter().filter(|row| row.is_asleep());
-        let rows = asleep.map(|row| (TargetKind::named(&row.kind), row));
-        price(&mut self.summary, rows, priced);
+        price(&mut self.summary, asleep, priced);
     }
 }
 
@@ -464,8 +452,10 @@ fn row(
         reasons: standing.reasons,
         gitops,
         withheld: None,
+        ran_on: None,
     };
     if row.is_asleep() {
+        row.ran_on = (observed.annotations.get(RAN_ON)).and_then(|ran| ran.parse().ok());
         let frees = (kind.spec()).frees(
             row.awake_replicas.into(),
             row.replicas.into(),
@@ -585,7 +575,7 @@ pub fn summary_line(summary: &Summary) -> String {
     )
 }
 
-/// ` (2 objects at the nodes their Pods ran on)`, where OpenCost said which for any.
+/// ` (2 objects at the nodes their Pods ran on)`, where any was priced so.
 fn where_ran(summary: &Summary) -> String {
     match summary.priced_where_ran {
         0 => String::new(),

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::{
     GIB, PodRequests, PriceTable,
     resources::{FILED_GPUS, by_name},
-    where_ran::AsleepOn,
+    where_ran::Ran,
 };
 use crate::schedule::Slept;
 
@@ -53,6 +53,9 @@ pub struct Saving {
     pub cents: BTreeMap<String, i64>,
     /// When the wake ended it.
     pub until: DateTime<Utc>,
+    /// Where its Pods ran as it went to sleep, as the controller recorded it with the sleep:
+    /// OpenCost's prices price it at those nodes.
+    pub ran_on: Option<Ran>,
 }
 
 impl Saving {
@@ -89,6 +92,7 @@ impl Saving {
             hours,
             cents: BTreeMap::new(),
             until: slept.until,
+            ran_on: None,
         };
         if let Some(prices) = prices {
             saving.priced_at(prices);
@@ -129,10 +133,6 @@ pub struct Ledger {
     /// its object, may not be yet.
     pub filed_through: Option<DateTime<Utc>>,
     pub namespaces: BTreeMap<String, Totals>,
-    /// Where the Pods of each workload asleep ran, as the controller put it to sleep: its wake
-    /// is priced at those nodes.
-    #[serde(default, skip_serializing_if = "AsleepOn::is_empty")]
-    pub asleep_on: AsleepOn,
 }
 
 impl Ledger {
@@ -160,7 +160,6 @@ impl Ledger {
     /// with every preview environment ever made.
     pub fn forget_gone(&mut self, exists: impl Fn(&str) -> bool) {
         self.namespaces.retain(|namespace, _| exists(namespace));
-        self.asleep_on.retain(|namespace, _| exists(namespace));
     }
 }
 

@@ -1,14 +1,16 @@
 //! Where a workload's Pods ran, and what those nodes cost. With OpenCost's prices, what a
 //! workload asleep withholds is priced at the nodes its Pods ran on as it went to sleep, each at
 //! its own price as OpenCost last gave it, and at the cluster's mean only where that is not known.
-//! Where they ran is the controller's own record ([`AsleepOn`]): what the API server said of the
-//! workload's Pods when the controller put it to sleep. No series a tenant's exporter writes can
-//! say where another team's Pods ran. Pure: the Pods are read and the record kept by the caller.
+//! Where they ran is the controller's own record ([`Ran`]), written on the workload with its
+//! sleep: what the API server said of the workload's Pods as the controller put it to sleep. No
+//! series a tenant's exporter writes can say where another team's Pods ran. Pure: the Pods are
+//! read by the caller.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::{collections::BTreeMap, fmt, str::FromStr};
 
-use chrono::{DateTime, TimeDelta, Utc};
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use chrono::{DateTime, SecondsFormat, TimeDelta, Timelike, Utc};
+
+use crate::names::is_dns_subdomain;
 
 use super::{
     GPU, PriceTable,
@@ -104,133 +106,80 @@ impl NodePrices {
 }
 
 /// The nodes one workload's Pods ran on as the controller put it to sleep, as the API server
-/// had them.
+/// had them: written with the sleep on the object (`cronscaler.dev/ran-on`), as
+/// `2026-11-27T20:00:05Z node-a=2,node-b=1`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Ran {
-    /// When it went to sleep: the record prices the wake of a sleep that began by then.
+    /// When it went to sleep: the record prices the wake of a sleep that began then.
     pub since: DateTime<Utc>,
     /// How many of its Pods ran on each node.
     pub pods: BTreeMap<String, u32>,
 }
 
-/// Where the Pods of each workload asleep ran, by Namespace and by workload (its kind and name,
-/// `Deployment web`), kept until its wake is filed. Written with each node's name once: a record
-/// of ten thousand workloads asleep fits in a ConfigMap.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct AsleepOn(BTreeMap<String, BTreeMap<String, Ran>>);
+/// The most nodes a record names: those with the most Pods. A workload spread wider is priced
+/// at its main nodes, and its record stays small.
+pub const MOST_NODES: usize = 32;
 
-impl AsleepOn {
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+/// The most Pods a node is believed to have run of one workload.
+const MOST_PODS: u32 = 100_000;
+
+impl Ran {
+    /// The record of a sleep at `since` of Pods on the nodes `pods` says (each counted once per
+    /// Pod), of its [`MOST_NODES`] nodes with the most; `None` where none ran on a node.
+    pub fn of(since: DateTime<Utc>, pods: BTreeMap<String, u32>) -> Option<Self> {
+        let mut most: Vec<(String, u32)> = pods.into_iter().filter(|(_, pods)| *pods > 0).collect();
+        most.sort_by(|(a, a_pods), (b, b_pods)| b_pods.cmp(a_pods).then(a.cmp(b)));
+        most.truncate(MOST_NODES);
+        let since = since.with_nanosecond(0).unwrap_or(since);
+        (!most.is_empty()).then(|| Ran {
+            since,
+            pods: most.into_iter().collect(),
+        })
     }
 
-    /// How many workloads it holds.
-    pub fn len(&self) -> usize {
-        self.0.values().map(BTreeMap::len).sum()
+    /// Whether it is the record of the sleep that ended `until`: one written by a sleep after
+    /// it (asleep again at once) is not.
+    pub fn before(&self, until: DateTime<Utc>) -> bool {
+        self.since <= until
     }
+}
 
-    /// `workload` of `namespace` went to sleep with its Pods where `ran` says.
-    pub fn went(&mut self, namespace: &str, workload: &str, ran: Ran) {
-        (self.0.entry(namespace.to_string()).or_default()).insert(workload.to_string(), ran);
+impl fmt::Display for Ran {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let since = self.since.to_rfc3339_opts(SecondsFormat::Secs, true);
+        let pods: Vec<String> = (self.pods.iter())
+            .map(|(node, pods)| format!("{node}={pods}"))
+            .collect();
+        write!(f, "{since} {}", pods.join(","))
     }
+}
 
-    /// Where the Pods of `workload` of `namespace` ran before a sleep that ended `until`; `None`
-    /// where its record is of a later sleep, or there is none.
-    pub fn of(&self, namespace: &str, workload: &str, until: DateTime<Utc>) -> Option<&Ran> {
-        (self.0.get(namespace)?.get(workload)).filter(|ran| ran.since <= until)
-    }
+/// Why a record of where Pods ran does not read (a hand wrote it): its sleep is priced at the
+/// means.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not where Pods ran (INSTANT NODE=PODS,...)")]
+pub struct RanError(String);
 
-    /// The sleep of `workload` of `namespace` that ended `until` is filed: its record goes, not
-    /// one of a sleep begun after it.
-    pub fn woke(&mut self, namespace: &str, workload: &str, until: DateTime<Utc>) {
-        if let Some(workloads) = self.0.get_mut(namespace) {
-            workloads.retain(|name, ran| name != workload || ran.since > until);
-            if workloads.is_empty() {
-                self.0.remove(namespace);
+impl FromStr for Ran {
+    type Err = RanError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let error = || RanError(text.chars().take(100).collect());
+        let (since, pods) = text.split_once(' ').ok_or_else(error)?;
+        let since = DateTime::parse_from_rfc3339(since).map_err(|_| error())?;
+        let mut read = BTreeMap::new();
+        for pair in pods.split(',').take(MOST_NODES + 1) {
+            let (node, count) = pair.split_once('=').ok_or_else(error)?;
+            let count: u32 = count.parse().map_err(|_| error())?;
+            if !is_dns_subdomain(node) || !(1..=MOST_PODS).contains(&count) {
+                return Err(error());
             }
+            read.insert(node.to_string(), count);
         }
-    }
-
-    /// Keeps only the records `keep` says, of a Namespace, should stay.
-    pub fn retain(&mut self, keep: impl Fn(&str, &Ran) -> bool) {
-        for (namespace, workloads) in &mut self.0 {
-            workloads.retain(|_, ran| keep(namespace, ran));
+        if read.len() > MOST_NODES {
+            return Err(error());
         }
-        self.0.retain(|_, workloads| !workloads.is_empty());
-    }
-
-    /// Forgets the oldest `count` records, the first to go where the record grows too large.
-    pub fn forget_oldest(&mut self, count: usize) {
-        let mut since: Vec<DateTime<Utc>> = (self.0.values())
-            .flat_map(|workloads| workloads.values().map(|ran| ran.since))
-            .collect();
-        since.sort_unstable();
-        if let Some(newest_forgotten) = count.checked_sub(1).and_then(|last| since.get(last)) {
-            let newest_forgotten = *newest_forgotten;
-            self.retain(|_, ran| ran.since > newest_forgotten);
-        }
-    }
-
-    /// Every node a record names.
-    pub fn nodes(&self) -> BTreeSet<&str> {
-        (self.0.values())
-            .flat_map(|workloads| workloads.values())
-            .flat_map(|ran| ran.pods.keys().map(String::as_str))
-            .collect()
-    }
-}
-
-/// The record as written: each node's name once, and each workload's sleep as its instant in
-/// seconds and its Pods by node, by the node's place in `nodes`.
-#[derive(Serialize, Deserialize)]
-struct Written {
-    nodes: Vec<String>,
-    asleep: BTreeMap<String, BTreeMap<String, WrittenRan>>,
-}
-
-/// One workload's sleep as written: its instant in seconds, and its Pods by node's place.
-type WrittenRan = (i64, Vec<(usize, u32)>);
-
-impl Serialize for AsleepOn {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let nodes: Vec<String> = self.nodes().into_iter().map(str::to_string).collect();
-        let place: BTreeMap<&str, usize> = (nodes.iter().enumerate())
-            .map(|(place, node)| (node.as_str(), place))
-            .collect();
-        let asleep = (self.0.iter())
-            .map(|(namespace, workloads)| {
-                let workloads = (workloads.iter())
-                    .map(|(workload, ran)| {
-                        let pods = (ran.pods.iter())
-                            .filter_map(|(node, pods)| Some((*place.get(node.as_str())?, *pods)))
-                            .collect();
-                        (workload.clone(), (ran.since.timestamp(), pods))
-                    })
-                    .collect();
-                (namespace.clone(), workloads)
-            })
-            .collect();
-        Written { nodes, asleep }.serialize(serializer)
-    }
-}
-
-impl<'de> Deserialize<'de> for AsleepOn {
-    /// A place past the nodes, or an instant out of range, is what a hand wrote: that workload
-    /// is priced at the means, and the rest is read.
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let Written { nodes, asleep } = Written::deserialize(deserializer)?;
-        let mut read = AsleepOn::default();
-        for (namespace, workloads) in asleep {
-            for (workload, (since, pods)) in workloads {
-                let pods: Option<BTreeMap<String, u32>> = (pods.into_iter())
-                    .map(|(place, pods)| Some((nodes.get(place)?.clone(), pods)))
-                    .collect();
-                if let (Some(since), Some(pods)) = (DateTime::from_timestamp(since, 0), pods) {
-                    read.went(&namespace, &workload, Ran { since, pods });
-                }
-            }
-        }
-        Ok(read)
+        Ran::of(since.with_timezone(&Utc), read).ok_or_else(error)
     }
 }
 
@@ -303,71 +252,61 @@ mod tests {
     }
 
     #[test]
-    fn a_record_prices_the_sleep_it_began_and_goes_with_its_wake_not_a_later_one() {
-        let mut asleep = AsleepOn::default();
-        asleep.went("shop", "Deployment web", ran(EVENING, &[("spot-1", 2)]));
-        let morning = at("2026-11-29T07:00:00Z");
-        assert!(asleep.of("shop", "Deployment web", morning).is_some());
-        assert_eq!(asleep.of("shop", "Deployment api", morning), None);
+    fn a_record_reads_back_as_written_with_its_most_crowded_nodes_only() {
+        let wide: BTreeMap<String, u32> = (0..40)
+            .map(|node| {
+                (
+                    format!("ip-10-0-{node}-1.eu-west-1.compute.internal"),
+                    1 + node % 3,
+                )
+            })
+            .chain([("empty".to_string(), 0)])
+            .collect();
+        let spread = Ran::of(at("2026-11-28T20:00:05.300Z"), wide).unwrap();
+        assert_eq!(spread.pods.len(), MOST_NODES);
+        assert!(spread.pods.values().filter(|pods| **pods == 1).count() < 14);
+        assert!(!spread.pods.contains_key("empty"));
+        let written = spread.to_string();
+        assert!(
+            written.starts_with("2026-11-28T20:00:05Z ip-10-0-"),
+            "{written}"
+        );
+        assert!(written.len() < 1500, "{}", written.len());
+        assert_eq!(written.parse::<Ran>(), Ok(spread));
+        let one = ran(EVENING, &[("node-a", 2), ("node-b", 1)]);
+        assert_eq!(one.to_string(), "2026-11-28T20:00:00Z node-a=2,node-b=1");
         assert_eq!(
-            asleep.of("shop", "Deployment web", at(EVENING) - TimeDelta::hours(1)),
-            None
+            Ran::of(at(EVENING), BTreeMap::new()),
+            None,
+            "no Pod on a node"
         );
-        // Asleep again before the wake was filed: that record stays for the next wake.
-        asleep.went(
-            "shop",
-            "Deployment web",
-            ran("2026-11-29T07:00:10Z", &[("big-1", 1)]),
-        );
-        asleep.woke("shop", "Deployment web", morning);
-        assert_eq!(asleep.len(), 1);
-        asleep.woke("shop", "Deployment web", at("2026-11-30T07:00:00Z"));
-        assert!(asleep.is_empty());
     }
 
     #[test]
-    fn the_record_is_written_with_each_node_once_and_reads_back_the_same() {
-        let mut asleep = AsleepOn::default();
-        let node = "ip-10-0-12-34.eu-west-1.compute.internal";
-        for i in 0..10_000 {
-            let pods = [(node, 2), ("ip-10-0-99-1.eu-west-1.compute.internal", 1)];
-            let workload = format!("Deployment web-{}", i % 50);
-            asleep.went(&format!("team-{}", i / 50), &workload, ran(EVENING, &pods));
+    fn a_record_written_by_hand_that_does_not_read_is_none() {
+        let wrong = [
+            "",
+            "2026-11-28T20:00:00Z",
+            "yesterday node-a=2",
+            "2026-11-28T20:00:00Z node-a",
+            "2026-11-28T20:00:00Z node-a=0",
+            "2026-11-28T20:00:00Z node-a=-1",
+            "2026-11-28T20:00:00Z node-a=4000000000",
+            "2026-11-28T20:00:00Z Node_A=1",
+            "2026-11-28T20:00:00Z node-a=1,",
+        ];
+        for text in wrong {
+            assert!(text.parse::<Ran>().is_err(), "{text:?}");
         }
-        let text = serde_json::to_string(&asleep).unwrap();
-        assert_eq!(text.matches(node).count(), 1);
-        assert!(text.len() < 600 * 1024, "{}", text.len());
-        let read: AsleepOn = serde_json::from_str(&text).unwrap();
-        assert_eq!(read, asleep);
-        assert_eq!(read.nodes().len(), 2);
+        let many: Vec<String> = (0..=MOST_NODES).map(|node| format!("n{node}=1")).collect();
+        let many = format!("2026-11-28T20:00:00Z {}", many.join(","));
+        assert!(many.parse::<Ran>().is_err());
     }
 
     #[test]
-    fn a_record_written_by_hand_is_read_but_for_what_does_not_read() {
-        let text = r#"{"nodes":["a"],"asleep":{"shop":{"Deployment web":[1764360000,[[0,2]]],"Deployment api":[1764360000,[[7,1]]],"Deployment db":[99999999999999,[[0,1]]]}}}"#;
-        let read: AsleepOn = serde_json::from_str(text).unwrap();
-        assert_eq!(read.len(), 1);
-        assert!(serde_json::from_str::<AsleepOn>(r#"{"nodes":"a"}"#).is_err());
-    }
-
-    #[test]
-    fn the_oldest_records_are_forgotten_first() {
-        let mut asleep = AsleepOn::default();
-        asleep.went(
-            "a",
-            "Deployment web",
-            ran("2026-11-20T20:00:00Z", &[("n", 1)]),
-        );
-        asleep.went(
-            "b",
-            "Deployment web",
-            ran("2026-11-21T20:00:00Z", &[("n", 1)]),
-        );
-        asleep.went("c", "Deployment web", ran(EVENING, &[("n", 1)]));
-        asleep.forget_oldest(2);
-        assert_eq!(asleep.len(), 1);
-        assert!(asleep.of("c", "Deployment web", at(EVENING)).is_some());
-        asleep.forget_oldest(0);
-        assert_eq!(asleep.len(), 1);
+    fn a_record_prices_the_sleep_it_began_not_one_that_ended_before_it() {
+        let evening = ran(EVENING, &[("spot-1", 2)]);
+        assert!(evening.before(at("2026-11-29T07:00:00Z")));
+        assert!(!evening.before(at("2026-11-28T19:00:00Z")));
     }
 }

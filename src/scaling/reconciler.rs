@@ -256,16 +256,18 @@ pub async fn reconcile(
     // A wake made by this look ends its sleep at `now`: the ledger files nothing after it until
     // the look is over, however long its reads and retries take.
     let _under_way = ctx.savings.as_ref().map(|savings| savings.under_way(now));
-    let Some(observed) = observe::observe(ctx, target, Source::Watched, now).await? else {
+    let Some(mut observed) = observe::observe(ctx, target, Source::Watched, now).await? else {
         return Ok(Next::Done);
     };
-    match plan_and_act(ctx, &observed, now).await {
+    match plan_and_act(ctx, &mut observed, now).await {
         // Planned on what the watch last delivered, which the object has since left behind:
         // read it, and plan once more on what it is now.
         Err(error) if observed.from_watch && error.is_conflict() => {
             tracing::debug!(object = %target, "changed since watched: read and planned again");
-            if let Some(observed) = observe::observe(ctx, target, Source::Read, now).await? {
-                plan_and_act(ctx, &observed, now).await?;
+            if let Some(mut read) = observe::observe(ctx, target, Source::Read, now).await? {
+                // Its Pods, read for the first plan, are where they were.
+                read.pods_on = observed.pods_on.take();
+                plan_and_act(ctx, &mut read, now).await?;
             }
         }
         result => result?,
@@ -274,9 +276,11 @@ pub async fn reconcile(
     Ok(Next::Done)
 }
 
+/// Plans the look at `observed` and makes its writes; where the plan asks for the Pods its sleep
+/// stops, they are read first, into `observed`, and it is planned again on them.
 async fn plan_and_act(
     ctx: &ScalingContext,
-    observed: &observe::Observed,
+    observed: &mut observe::Observed,
     now: DateTime<Utc>,
 ) -> Result<(), Error> {
     let settings = plan::Settings {
@@ -284,7 +288,11 @@ async fn plan_and_act(
         step_timeout: ctx.transitions.step_timeout,
         records_pods: (ctx.savings.as_ref()).is_some_and(Savings::records_pods),
     };
-    let plan = plan::plan(observed, &settings, now);
+    let mut plan = plan::plan(observed, &settings, now);
+    if let (Some(pods), Some(savings)) = (&plan.reads_pods, &ctx.savings) {
+        observed.pods_on = Some(savings.pods_of(pods).await);
+        plan = plan::plan(observed, &settings, now);
+    }
     act::act(ctx, &observed.target, &observed.object, plan).await
 }
 

@@ -6,8 +6,8 @@
 //! file, and the metrics count the ledger's totals: they go on across a restart and a new
 //! leader, and never go down when a workload is deleted.
 
-pub mod asleep_on;
 mod filing;
+pub mod pods_at;
 
 use std::{
     collections::{BTreeMap, BTreeSet, HashMap},
@@ -15,8 +15,8 @@ use std::{
     time::Duration,
 };
 
-use chrono::{DateTime, TimeDelta, Timelike, Utc};
-use kube::{Client, api::DynamicObject};
+use chrono::{DateTime, TimeDelta, Utc};
+use kube::{Client, ResourceExt as _, api::DynamicObject};
 use serde_json::Value;
 
 use crate::{
@@ -25,7 +25,7 @@ use crate::{
         PodRequests, PriceTable,
         money::units,
         savings::{Ledger, Saving},
-        where_ran::{AsleepOn, Ran},
+        where_ran::Ran,
     },
     error::Error,
     figures::amount,
@@ -37,15 +37,15 @@ use crate::{
         kept::{Guard, Kept},
         key::ScalingKey,
     },
-    schedule::{SLEPT, Slept},
+    schedule::{RAN_ON, SLEPT, Slept},
     workloads::{
         last_seen::LastSeen,
         patch::read_object,
         target::{ScaleTarget, TargetState, levered},
     },
 };
-use asleep_on::PodsAt;
 use filing::{Filing, Key, Read};
+use pods_at::PodsAt;
 
 /// The ConfigMap of the controller's namespace the ledger is kept in, and its key.
 pub const LEDGER: &str = "cronscaler-savings";
@@ -72,16 +72,16 @@ const MOST_WAITING: usize = 100_000;
 /// the next look.
 const MOST_READS: usize = 100;
 
-/// The wakes of this replica, on their way and made, whose savings are not filed yet, and where
-/// the Pods of the workloads it put to sleep ran: shared by the looks that wake and sleep and the
-/// one that files.
+/// The wakes of this replica, on their way and made, whose savings are not filed yet: shared by
+/// the looks that wake and the one that files.
 #[derive(Clone)]
 pub struct Savings {
     waiting: Arc<Mutex<Waiting>>,
     /// `--prices`: without them, savings are counted in resource-hours only.
     prices: Option<PriceTable>,
     queue: Enqueue<ScalingKey>,
-    /// Where OpenCost prices nodes: the reader of where the Pods of a workload put to sleep run.
+    /// Where OpenCost prices nodes: the reader of where the Pods of a workload going to sleep
+    /// run, which its sleep records.
     pods_at: Option<Arc<PodsAt>>,
 }
 
@@ -92,18 +92,8 @@ struct Waiting {
     under_way: BTreeMap<DateTime<Utc>, usize>,
     ended: HashMap<Key, Saving>,
     /// The sleeps of levers (ScaledObjects) ended, each with the object whose pods slept,
-    /// which the look that files it reads.
-    levers: HashMap<Key, (ScaleTarget, Slept)>,
-    /// Where the Pods of the workloads put to sleep ran, not yet in the ledger.
-    asleep: HashMap<ScaleTarget, Ran>,
-}
-
-/// The object whose Pods a sleep stops (its own, or the one its lever scales) and when it went
-/// to sleep: the ledger prices what the sleep saves at the nodes they ran on.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PodsAsleep {
-    pub pods: ScaleTarget,
-    pub since: DateTime<Utc>,
+    /// which the look that files it reads, and where they ran.
+    levers: HashMap<Key, (ScaleTarget, Slept, Option<Ran>)>,
 }
 
 /// A look at a workload under way, from its start to its end, whatever ends it (a failure, a
@@ -148,30 +138,13 @@ impl Savings {
         self.pods_at.is_some()
     }
 
-    /// How many Pods of `pods` run on each node, as a sleep of it is about to be made.
-    pub async fn pods_of(&self, pods: &ScaleTarget) -> Option<BTreeMap<String, u32>> {
-        self.pods_at.as_ref()?.of(pods).await
-    }
-
-    /// The sleep of `asleep` was made, with its Pods on the nodes `on` says: the ledger keeps it
-    /// until the wake is filed.
-    pub fn fell_asleep(&self, asleep: &PodsAsleep, on: BTreeMap<String, u32>) {
-        if on.is_empty() {
-            return;
+    /// How many Pods of `pods` run on each node, as a sleep of it is about to be made; none
+    /// where they could not be read.
+    pub async fn pods_of(&self, pods: &ScaleTarget) -> BTreeMap<String, u32> {
+        match &self.pods_at {
+            Some(pods_at) => pods_at.of(pods).await.unwrap_or_default(),
+            None => BTreeMap::new(),
         }
-        let ran = Ran {
-            since: asleep.since.with_nanosecond(0).unwrap_or(asleep.since),
-            pods: on,
-        };
-        let mut waiting = self.lock();
-        if waiting.asleep.len() >= MOST_WAITING {
-            tracing::warn!(object = %asleep.pods, "too many sleeps wait for the ledger: this one's saving is priced at the means");
-            return;
-        }
-        waiting.asleep.insert(asleep.pods.clone(), ran);
-        drop(waiting);
-        self.queue
-            .add_after(ScalingKey::Savings, SETTLE + LISTING_WAIT);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Waiting> {
@@ -197,10 +170,14 @@ impl Savings {
         if waiting.ended.len() + waiting.levers.len() >= MOST_WAITING {
             tracing::warn!(object = %target, "too many savings wait for the ledger: this one is left to its record");
         } else if target.kind.spec().levers.is_some() {
-            let pods = pods_of(target, &TargetState::of_object(target.kind, object));
-            waiting.levers.insert(key, (pods, *slept));
+            let state = TargetState::of_object(target.kind, object);
+            let ran = ran_on(&state.annotations, slept);
+            waiting
+                .levers
+                .insert(key, (pods_of(target, &state), *slept, ran));
         } else {
-            let saving = saving_of(target, slept, &object.data, self.prices.as_ref());
+            let mut saving = saving_of(target, slept, &object.data, self.prices.as_ref());
+            saving.ran_on = ran_on(object.annotations(), slept);
             waiting.ended.insert(key, saving);
         }
         drop(waiting);
@@ -221,34 +198,13 @@ impl Savings {
             .collect()
     }
 
-    /// The levers' sleeps ended by `cutoff`, each with the object whose pods slept.
-    fn ended_levers(&self, cutoff: DateTime<Utc>) -> Vec<(Key, ScaleTarget, Slept)> {
+    /// The levers' sleeps ended by `cutoff`, each with the object whose pods slept and where
+    /// they ran.
+    fn ended_levers(&self, cutoff: DateTime<Utc>) -> Vec<(Key, ScaleTarget, Slept, Option<Ran>)> {
         (self.lock().levers.iter())
             .filter(|((_, until), _)| *until <= cutoff)
-            .map(|(key, (pods, slept))| (key.clone(), pods.clone(), *slept))
+            .map(|(key, (pods, slept, ran))| (key.clone(), pods.clone(), *slept, ran.clone()))
             .collect()
-    }
-
-    /// Where the Pods of the workloads put to sleep ran, not yet in the ledger.
-    fn asleep(&self) -> Vec<(ScaleTarget, Ran)> {
-        (self.lock().asleep.iter())
-            .map(|(pods, ran)| (pods.clone(), ran.clone()))
-            .collect()
-    }
-
-    /// These records are in the ledger: kept there, or never to be. One of a later sleep since
-    /// stays.
-    fn written(&self, written: &[(ScaleTarget, Ran)]) {
-        let mut waiting = self.lock();
-        for (pods, ran) in written {
-            if waiting
-                .asleep
-                .get(pods)
-                .is_some_and(|kept| kept.since == ran.since)
-            {
-                waiting.asleep.remove(pods);
-            }
-        }
     }
 
     fn waits(&self, key: &Key) -> bool {
@@ -267,14 +223,21 @@ impl Savings {
 
     fn is_empty(&self) -> bool {
         let waiting = self.lock();
-        waiting.ended.is_empty() && waiting.levers.is_empty() && waiting.asleep.is_empty()
+        waiting.ended.is_empty() && waiting.levers.is_empty()
     }
 }
 
 /// The object whose pods `target` (as `state` has it) runs: its own, or the one a lever (a
 /// ScaledObject) scales.
-fn pods_of(target: &ScaleTarget, state: &TargetState) -> ScaleTarget {
+pub fn pods_of(target: &ScaleTarget, state: &TargetState) -> ScaleTarget {
     levered(target, state).unwrap_or_else(|| target.clone())
+}
+
+/// Where the Pods that `slept` ran, as its sleep recorded it in `annotations`; none where it
+/// recorded none, one that does not read, or that of a sleep begun after it.
+fn ran_on(annotations: &BTreeMap<String, String>, slept: &Slept) -> Option<Ran> {
+    let ran: Ran = annotations.get(RAN_ON)?.parse().ok()?;
+    ran.before(slept.until).then_some(ran)
 }
 
 /// What `slept` of `pods` saved, their requests read from the object (one gone or unreadable
@@ -350,7 +313,6 @@ pub async fn look(
     let settled = now - TimeDelta::from_std(SETTLE).unwrap_or_default();
     let cutoff = ctx.savings.cutoff(settled);
     let waiting = ctx.savings.ended_savings();
-    let asleep = ctx.savings.asleep();
     let (kept, version) = match read(ctx).await {
         Ok(kept) => kept,
         // Not given the ConfigMap (run apart from its Role): what waits is let go, not kept in
@@ -359,28 +321,24 @@ pub async fn look(
             tracing::warn!(%error, dropped = waiting.len(), "no ledger of savings: the savings of these wakes are not counted");
             let keys: Vec<Key> = waiting.into_iter().map(|(key, _)| key).collect();
             ctx.savings.let_go(&keys);
-            ctx.savings.written(&asleep);
             return Ok(Next::Done);
         }
         Err(error) => return Err(error),
     };
-    let (recorded, cutoff, more) = unfiled_records(ctx, &kept, (cutoff, now)).await;
+    let (mut recorded, cutoff, more) = unfiled_records(ctx, &kept, (cutoff, now)).await;
     // The levers' sleeps to file now, their workloads read.
-    let mut waiting: Vec<(Key, ScaleTarget, Saving)> = (waiting.into_iter())
-        .map(|(key, saving)| (key.clone(), key.0, saving))
-        .collect();
-    for (key, pods, slept) in ctx.savings.ended_levers(cutoff) {
-        let saving = read_saving(ctx, &pods, &slept).await;
-        waiting.push((key, pods, saving));
+    let mut waiting = waiting;
+    for (key, pods, slept, ran) in ctx.savings.ended_levers(cutoff) {
+        let mut saving = read_saving(ctx, &pods, &slept).await;
+        saving.ran_on = ran;
+        waiting.push((key, saving));
     }
-    let mut recorded = recorded;
-    let ran = (&kept.asleep_on, asleep.as_slice());
-    if let Err(error) = at_opencost(ctx, ran, &mut waiting, &mut recorded, (cutoff, now)).await {
+    if let Err(error) = at_opencost(ctx, &mut waiting, &mut recorded, (cutoff, now)).await {
         // Filed is filed: a Prometheus or an OpenCost away for minutes (a restart at the hour of
         // the wakes) is waited for, not taken for no prices.
-        let ended = (waiting.iter().map(|((_, until), _, _)| *until))
+        let ended = (waiting.iter().map(|(_, saving)| saving.until))
             .filter(|until| *until <= cutoff)
-            .chain(recorded.iter().map(|(_, saving)| saving.until));
+            .chain(recorded.iter().map(|saving| saving.until));
         if ended
             .min()
             .is_some_and(|oldest| now - oldest < WAIT_FOR_PRICES)
@@ -400,16 +358,9 @@ pub async fn look(
         kept: &kept,
         waiting,
         recorded,
-        asleep: asleep.clone(),
         cutoff,
         gone,
     });
-    if filing.forgotten > 0 {
-        tracing::warn!(
-            forgotten = filing.forgotten,
-            "the ledger would outgrow its ConfigMap: the records of where the Pods of the workloads asleep longest ran are forgotten, and their wakes priced at the means"
-        );
-    }
     if filing.ledger != kept {
         // Over the ledger read only: should another leader have written it since, the write
         // fails, and the look is made again on what it wrote.
@@ -423,7 +374,6 @@ pub async fn look(
             .await?;
     }
     ctx.savings.let_go(&filing.let_go);
-    ctx.savings.written(&asleep);
     ctx.namespaces.forgotten(&deleted);
     count(&ctx.metrics, &kept, &filing.ledger);
     Ok(match filing.later || more || !ctx.savings.is_empty() {
@@ -437,22 +387,21 @@ fn read_nodes(ctx: &SavingsContext) -> Option<&WatchedNodes> {
     ctx.nodes.as_ref().filter(|nodes| !nodes.is_refused())
 }
 
-/// The savings `waiting` and `recorded` (each with the object whose pods slept) to be filed by
-/// `cutoff`, priced again at OpenCost's prices where its metrics are found: each workload at the
-/// nodes its Pods ran on as it went to sleep (as this replica saw them, else as the ledger kept
-/// them), else at the means; what OpenCost does not price at `--prices`. Where OpenCost's prices
-/// are not found, they stay as `--prices` priced them; where they could not be read, why.
+/// The savings `waiting` and `recorded` to be filed by `cutoff`, priced again at OpenCost's
+/// prices where its metrics are found: each workload at the nodes its Pods ran on as its sleep
+/// recorded them, else at the means; what OpenCost does not price at `--prices`. Where
+/// OpenCost's prices are not found, they stay as `--prices` priced them; where they could not be
+/// read, why.
 async fn at_opencost(
     ctx: &SavingsContext,
-    (kept, asleep): (&AsleepOn, &[(ScaleTarget, Ran)]),
-    waiting: &mut [(Key, ScaleTarget, Saving)],
-    recorded: &mut [(ScaleTarget, Saving)],
+    waiting: &mut [(Key, Saving)],
+    recorded: &mut [Saving],
     (cutoff, now): (DateTime<Utc>, DateTime<Utc>),
 ) -> Result<(), opencost::PricesError> {
-    let mut filed: Vec<(&ScaleTarget, &mut Saving)> = (waiting.iter_mut())
-        .filter(|((_, until), _, _)| *until <= cutoff)
-        .map(|(_, pods, saving)| (&*pods, saving))
-        .chain(recorded.iter_mut().map(|(pods, saving)| (&*pods, saving)))
+    let mut filed: Vec<&mut Saving> = (waiting.iter_mut())
+        .filter(|((_, until), _)| *until <= cutoff)
+        .map(|(_, saving)| saving)
+        .chain(recorded.iter_mut())
         .collect();
     let Some(opencost) = ctx.opencost.as_ref().filter(|_| !filed.is_empty()) else {
         return Ok(());
@@ -464,21 +413,16 @@ async fn at_opencost(
         return Ok(());
     };
     let known = nodes.lock().known();
-    let asleep: HashMap<&ScaleTarget, &Ran> =
-        asleep.iter().map(|(pods, ran)| (pods, ran)).collect();
-    let ran_of = |pods: &ScaleTarget, until| {
-        let seen = asleep.get(pods).copied().filter(|ran| ran.since <= until);
-        seen.or_else(|| kept.of(&pods.key.namespace, &pods.in_namespace(), until))
-    };
     let ran_on: BTreeSet<&str> = (filed.iter())
-        .filter_map(|(pods, saving)| ran_of(pods, saving.until))
+        .filter_map(|saving| saving.ran_on.as_ref())
         .flat_map(|ran| ran.pods.keys().map(String::as_str))
         .collect();
-    if let Some(prices) = opencost.prices(&ran_on, &known, now).await? {
-        for (pods, saving) in &mut filed {
-            let table = prices.table_of(ran_of(pods, saving.until));
-            saving.priced_at(&table.or(ctx.savings.prices.as_ref()));
-        }
+    let Some(prices) = opencost.prices(&ran_on, &known, now).await? else {
+        return Ok(());
+    };
+    for saving in &mut filed {
+        let table = prices.table_of(saving.ran_on.as_ref());
+        saving.priced_at(&table.or(ctx.savings.prices.as_ref()));
     }
     Ok(())
 }
@@ -492,24 +436,25 @@ async fn unfiled_records(
     ctx: &SavingsContext,
     ledger: &Ledger,
     (cutoff, now): (DateTime<Utc>, DateTime<Utc>),
-) -> (Vec<(ScaleTarget, Saving)>, DateTime<Utc>, bool) {
-    // Each with the object whose pods slept: its own, or the one a lever (a ScaledObject)
-    // scales.
-    let mut found: Vec<(ScaleTarget, Slept)> = ctx.last_seen.pick(|target, state| {
+) -> (Vec<Saving>, DateTime<Utc>, bool) {
+    // Each with the object whose pods slept (its own, or the one a lever, a ScaledObject,
+    // scales), and where they ran.
+    let mut found: Vec<(ScaleTarget, Slept, Option<Ran>)> = ctx.last_seen.pick(|target, state| {
         let slept: Slept = state.annotations.get(SLEPT)?.parse().ok()?;
         let waits = ctx.savings.waits(&(target.clone(), slept.until));
-        (ledger.awaits(slept.until, now) && !waits).then(|| (pods_of(target, state), slept))
+        let ran = ran_on(&state.annotations, &slept);
+        (ledger.awaits(slept.until, now) && !waits).then(|| (pods_of(target, state), slept, ran))
     });
     // Oldest first, and in one order whatever the store's.
-    found.sort_by(|(a, a_slept), (b, b_slept)| {
+    found.sort_by(|(a, a_slept, _), (b, b_slept, _)| {
         (a_slept.until, &a.key.namespace, &a.key.name).cmp(&(
             b_slept.until,
             &b.key.namespace,
             &b.key.name,
         ))
     });
-    let mut more = found.iter().any(|(_, slept)| slept.until > cutoff);
-    found.retain(|(_, slept)| slept.until <= cutoff);
+    let mut more = found.iter().any(|(_, slept, _)| slept.until > cutoff);
+    found.retain(|(_, slept, _)| slept.until <= cutoff);
     let mut cutoff = cutoff;
     if found.len() > MOST_READS {
         // Those ended at the same second as the last one read are read too: the cutoff is a
@@ -517,18 +462,19 @@ async fn unfiled_records(
         let last = found[MOST_READS - 1].1.until;
         let read_too = found
             .iter()
-            .take_while(|(_, slept)| slept.until <= last)
+            .take_while(|(_, slept, _)| slept.until <= last)
             .count();
-        if let Some((_, first_left)) = found.get(read_too) {
+        if let Some((_, first_left, _)) = found.get(read_too) {
             cutoff = first_left.until - TimeDelta::seconds(1);
             more = true;
         }
         found.truncate(read_too);
     }
     let mut unfiled = Vec::new();
-    for (pods, slept) in found {
-        let saving = read_saving(ctx, &pods, &slept).await;
-        unfiled.push((pods, saving));
+    for (pods, slept, ran) in found {
+        let mut saving = read_saving(ctx, &pods, &slept).await;
+        saving.ran_on = ran;
+        unfiled.push(saving);
     }
     (unfiled, cutoff, more)
 }

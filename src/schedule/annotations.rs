@@ -9,8 +9,8 @@ use chrono_tz::Tz;
 use super::keys::{
     ASLEEP_UNTIL, AWAKE_UNTIL, DOWN_REPLICAS, DOWNTIME, EXCLUDE, GITOPS, HOLIDAYS, IDLE_AFTER,
     IDLE_SINCE, LAST_TRANSITION, LAST_WARM_UP, ORIGINAL_REPLICAS, ORIGINAL_SUSPEND, ORIGINAL_VALUE,
-    PAUSED, PAUSED_AT, PREFIX, READY_BY, SCALE_DOWN, SCALE_UP, SCHEDULE_KEYS, SLEPT, TIMEZONE,
-    UP_REPLICAS, UPTIME, WAKE_HOSTS, WAKE_ON_REQUEST, WAKE_ORDER,
+    PAUSED, PAUSED_AT, PREFIX, RAN_ON, READY_BY, SCALE_DOWN, SCALE_UP, SCHEDULE_KEYS, SLEPT,
+    TIMEZONE, UP_REPLICAS, UPTIME, WAKE_HOSTS, WAKE_ON_REQUEST, WAKE_ORDER,
 };
 use super::{
     CronSpec, Direction, Holidays, OnDemand, Rule, Schedule, Transition,
@@ -46,6 +46,7 @@ pub fn is_record(key: &str) -> bool {
         PAUSED_AT,
         LAST_TRANSITION,
         SLEPT,
+        RAN_ON,
     ]
     .contains(&key)
 }
@@ -170,8 +171,9 @@ pub fn parse(annotations: &BTreeMap<String, String>, default_timezone: Tz) -> An
             // Read by the idle look on Namespaces.
             IDLE_AFTER => parse_idle_after(key, value).map(drop),
             IDLE_SINCE => parse_idle_since(key, value).map(drop),
-            // Read by the ledger of savings only, which files none that does not read.
-            SLEPT => Ok(()),
+            // Read by the ledger of savings only, which files none that does not read, and
+            // prices none at nodes that do not read.
+            SLEPT | RAN_ON => Ok(()),
             // The controller's measurement: one it cannot read is none.
             LAST_WARM_UP => {
                 warm_up = parse_warm_up(value);

@@ -31,6 +31,9 @@ pub const ORIGINAL_REPLICAS: &str = "cronscaler.dev/original-replicas";
 pub const LAST_TRANSITION: &str = "cronscaler.dev/last-transition";
 /// Written by a wake: the sleep it ended, for the ledger of savings (`slept`).
 pub const SLEPT: &str = "cronscaler.dev/slept";
+/// Written by a sleep, where OpenCost's prices are read: the nodes the Pods it stopped ran on,
+/// as the API server had them, which price what the sleep saves (`cost::where_ran::Ran`).
+pub const RAN_ON: &str = "cronscaler.dev/ran-on";
 /// What a CronJob remembers instead of `original-replicas`: the `spec.suspend` it had (the
 /// scaling controller translates it for the rules).
 pub const ORIGINAL_SUSPEND: &str = "cronscaler.dev/original-suspend";

@@ -310,13 +310,6 @@ pub struct ScaleTarget {
     pub key: ObjectKey,
 }
 
-impl ScaleTarget {
-    /// Its kind and name, `Deployment web`: what tells it apart within its Namespace.
-    pub fn in_namespace(&self) -> String {
-        format!("{} {}", self.kind, self.key.name)
-    }
-}
-
 impl fmt::Display for ScaleTarget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} {}", self.kind, self.key)

@@ -10,15 +10,8 @@ use kube::{Api, Client};
 use super::nights;
 use crate::{
     activity::opencost::Source,
-    commands::cluster::read_kept,
-    cost::{
-        self, PriceTable,
-        opencost::KnownNodes,
-        savings::Ledger,
-        where_ran::{AsleepOn, NodePrices},
-    },
+    cost::{self, PriceTable, opencost::KnownNodes, where_ran::NodePrices},
     runtime::paging::all_pages,
-    scaling::savings::{LEDGER, LEDGER_KEY},
 };
 
 /// The prices, and where they come from, as a line below the output says it.
@@ -29,10 +22,8 @@ pub struct Priced {
     /// With OpenCost's: what each node costs an hour, by name, which prices the nodes that went
     /// at night each at its own.
     pub per_node: BTreeMap<String, f64>,
-    /// With OpenCost's: where the Pods of each workload asleep ran, as the controller recorded
-    /// it as it put it to sleep, and what each of those nodes costs, which price what it
-    /// withholds.
-    pub asleep_on: AsleepOn,
+    /// With OpenCost's: what each node the Pods of the workloads asleep ran on costs, which
+    /// prices what each withholds.
     pub nodes: NodePrices,
     /// Whether the table is OpenCost's.
     pub from_opencost: bool,
@@ -43,32 +34,19 @@ pub struct Priced {
 }
 
 impl Priced {
-    /// With OpenCost's prices, where the Pods of each workload asleep ran, as the ledger of the
-    /// controller in `controller` keeps it, and what those nodes cost; where they cannot be
-    /// read, what they withhold stays at the means, as the log says.
-    pub async fn read_where_ran(
-        &mut self,
-        (client, controller): (&Client, Option<&str>),
-        source: Option<&Source>,
-    ) {
+    /// With OpenCost's prices, what each of `ran_on` (the nodes the Pods of the workloads asleep
+    /// ran on) costs; where it cannot be read, what they withhold stays at the means, as the log
+    /// says.
+    pub async fn read_where_ran(&mut self, source: Option<&Source>, ran_on: &BTreeSet<&str>) {
         let Some(source) = source.filter(|_| self.from_opencost) else {
             return;
         };
-        let kept = read_kept::<Ledger>(client, controller, (LEDGER, LEDGER_KEY), "the ledger");
-        let asleep_on = match kept.await {
-            Ok(kept) => (kept.map(|(_, ledger)| ledger.asleep_on)).unwrap_or_default(),
-            Err(error) => {
-                tracing::warn!(%error, "where the Pods of the workloads asleep ran could not be read: what they withhold is priced at OpenCost's means");
-                return;
-            }
-        };
-        match (source.nodes_ran_on(&asleep_on.nodes(), &self.known, self.at)).await {
+        match source.nodes_ran_on(ran_on, &self.known, self.at).await {
             Ok(nodes) => self.nodes = nodes,
             Err(error) => {
                 tracing::warn!(%error, "the prices of the nodes Pods ran on could not be read: what they withhold is priced at OpenCost's means");
             }
         }
-        self.asleep_on = asleep_on;
     }
 
     /// The table given, and nothing read.

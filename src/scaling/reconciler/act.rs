@@ -125,21 +125,11 @@ async fn write(
         write_lever(ctx, lever).await?;
     }
     if let Some(patch) = &plan.patch {
-        // Where the Pods a sleep stops run, read while they still do.
-        let pods_on = match (&ctx.savings, &patch.pods_asleep) {
-            (Some(savings), Some(asleep)) => savings.pods_of(&asleep.pods).await,
-            _ => None,
-        };
         match patch_target(&ctx.client, target, &patch.body.to_json()).await {
             Ok(answered) => {
                 counted(ctx, target, patch, Outcome::Success);
                 if let (Some(savings), Some(slept)) = (&ctx.savings, &patch.slept) {
                     savings.ended(target, slept, &answered);
-                }
-                if let (Some(savings), Some(asleep), Some(on)) =
-                    (&ctx.savings, &patch.pods_asleep, pods_on)
-                {
-                    savings.fell_asleep(asleep, on);
                 }
                 if let (Some(nights), Some(night)) = (&ctx.nights, &patch.night) {
                     nights.applied(night.clone());

@@ -3,7 +3,7 @@
 //! override, and, for a scheduled wake or sleep of a Namespace, where the Namespace's turns and
 //! ordered steps stand.
 
-use std::sync::Arc;
+use std::{collections::BTreeMap, sync::Arc};
 
 use chrono::{DateTime, TimeDelta, Utc};
 
@@ -67,6 +67,9 @@ pub struct Observed {
     pub namespace: NamespaceWake,
     /// The GitOps tool that deploys it, if one does.
     pub gitops: Option<GitOps>,
+    /// How many of the Pods its sleep stops run on each node, read only where a plan asks
+    /// (`Plan::reads_pods`); `None`: not read.
+    pub pods_on: Option<BTreeMap<String, u32>>,
 }
 
 /// Where a Namespace's scheduled wake or sleep stands, as far as one of its workloads goes.
@@ -215,6 +218,7 @@ pub async fn observe(
         supersedes_kube_downscaler: ctx.namespaces.supersedes_kube_downscaler(target.kind),
         namespace: NamespaceWake::Free,
         gitops,
+        pods_on: None,
     };
     observed.namespace = namespace_wake(ctx, &observed, now).await?;
     Ok(Some(observed))

@@ -7,6 +7,7 @@ use std::time::Duration;
 use chrono::{DateTime, TimeDelta, Utc};
 
 use crate::{
+    cost::where_ran::Ran,
     nodes::nights::Applied,
     ops::metrics::ScaleDirection,
     runtime::events::Note,
@@ -14,7 +15,7 @@ use crate::{
         gitops::{Owner, Tool, pause::OwnerWrite},
         hpa::{self, GuardedChange},
         on_demand,
-        savings::PodsAsleep,
+        savings::pods_of,
         transitions::order::{self, Gate},
     },
     schedule::{
@@ -23,7 +24,7 @@ use crate::{
     },
     workloads::{
         kinds::Sleep,
-        target::{ScaleTarget, TargetState, levered},
+        target::{ScaleTarget, TargetState},
     },
 };
 
@@ -78,6 +79,10 @@ pub struct Plan {
     pub owner_pause: Option<OwnerWrite>,
     /// Its GitOps owner, paused, looked at after its wake, to be given back what it had.
     pub owner_look: Option<Owner>,
+    /// What must be read before the look is planned: the Pods its sleep stops (its own, or those
+    /// of the object its lever scales), whose nodes the sleep's patch records. The look reads
+    /// them and plans again; nothing else of this plan is made.
+    pub reads_pods: Option<ScaleTarget>,
 }
 
 /// The object's merge patch: replicas (or its kind's sleep value) and the controller's
@@ -94,9 +99,6 @@ pub struct TargetPatch {
     /// The scheduled sleep or the wake it applies, which the record of the nights takes in once
     /// the patch is made (an override's sleep begins no night).
     pub night: Option<Applied>,
-    /// The Pods a sleep stops: where they run is read before the patch, and recorded once it is
-    /// made.
-    pub pods_asleep: Option<PodsAsleep>,
 }
 
 /// A write of the lever a workload sleeps through: its sleep annotation, guarded by the
@@ -155,8 +157,9 @@ pub fn plan(observed: &Observed, settings: &Settings, now: DateTime<Utc>) -> Pla
     pods_asleep(observed, settings, plan, now)
 }
 
-/// A sleep, where OpenCost's prices are read, records where the Pods it stops run: those of a
-/// kind that names its Pods.
+/// A sleep, where OpenCost's prices are read, records in its patch where the Pods it stops run
+/// (`ran-on`), once they are read: those of a kind that names its Pods. None found (or none
+/// read) takes away the record of a sleep before, which would price this one.
 fn pods_asleep(
     observed: &Observed,
     settings: &Settings,
@@ -165,11 +168,19 @@ fn pods_asleep(
 ) -> Plan {
     let sleep = (plan.patch.as_mut())
         .filter(|patch| matches!(patch.counted, Some((ScaleDirection::Down, _))));
-    if let (Some(patch), true) = (sleep, settings.records_pods) {
-        let pods =
-            levered(&observed.target, &observed.object).unwrap_or_else(|| observed.target.clone());
-        patch.pods_asleep =
-            (pods.kind.spec().pod_names.is_some()).then_some(PodsAsleep { pods, since: now });
+    let (Some(patch), true) = (sleep, settings.records_pods) else {
+        return plan;
+    };
+    let pods = pods_of(&observed.target, &observed.object);
+    if pods.kind.spec().pod_names.is_none() {
+        return plan;
+    }
+    match &observed.pods_on {
+        None => plan.reads_pods = Some(pods),
+        Some(on) => {
+            let ran = Ran::of(now, on.clone()).map(|ran| ran.to_string());
+            (patch.body.annotations).insert(schedule::RAN_ON.into(), ran);
+        }
     }
     plan
 }
@@ -187,7 +198,6 @@ fn warned_in_patch(observed: &Observed, mut plan: Plan) -> Plan {
         counted: None,
         slept: None,
         night: None,
-        pods_asleep: None,
     });
     (patch.body.labels).insert(schedule::WARNED.into(), Some(warning.cause.clone()));
     plan
@@ -484,7 +494,6 @@ fn apply(observed: &Observed, change: &ScaleChange, mut plan: Plan, now: DateTim
         counted: Some((direction, late)),
         slept,
         night,
-        pods_asleep: None,
     });
     plan.release_direction = (!releases.is_empty()).then_some(direction);
     plan.releases = releases;
@@ -530,7 +539,6 @@ fn between_transitions(observed: &Observed) -> Plan {
             counted: None,
             slept: None,
             night: None,
-            pods_asleep: None,
         }),
         warning: revert
             .and_then(|(note, cause)| warning(observed, SCALE_REVERTED, note.into(), cause)),

@@ -488,21 +488,23 @@ async fn a_transition_planned_on_what_the_watch_delivered_is_one_patch_and_one_e
 }
 
 /// Where OpenCost prices nodes, a sleep reads where its Pods run (its Namespace's Pods on a
-/// node, once) before the patch stops them; refused, a second plan reads them no more.
+/// node, once) before the patch that stops them, which records it; refused, the plan made again
+/// on the object as read reads them no more.
 #[tokio::test]
 async fn a_sleep_where_opencost_prices_nodes_reads_its_pods_before_its_patch_once() {
     let before = app_0(2, &NIGHTLY);
     let mut now = before.clone();
     now["metadata"]["resourceVersion"] = json!("10470");
-    let pods = "/api/v1/namespaces/load-0/pods?&fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed%2Cspec.nodeName%21%3D&limit=500";
-    let listed = json!({ "metadata": {}, "items": [
-        { "metadata": { "name": "app-0-7d9f8c6b5-x2kqz" }, "spec": { "nodeName": "node-a", "containers": [] } },
-    ] });
+    let recorded = |version: &str| {
+        let mut body = scale_down_from_2(version);
+        body["metadata"]["annotations"][schedule::RAN_ON] = json!("2026-11-23T20:00:00Z node-a=1");
+        body
+    };
     let script = vec![
-        Exchange::new("GET", pods).reply(200, listed),
-        refused_patch(scale_down_from_2("10464")),
+        crate::mock_api::pods_table("load-0", &[("app-0-7d9f8c6b5-x2kqz", "node-a")]),
+        refused_patch(recorded("10464")),
         get(APP_0, now.clone()),
-        scale_patch(APP_0, scale_down_from_2("10470"), now),
+        scale_patch(APP_0, recorded("10470"), now),
         scaled_down_from_2(),
     ];
     let seen = watched(&before);

@@ -5,7 +5,7 @@ use serde_json::json;
 
 use super::*;
 use crate::{
-    mock_api::{Exchange, NOT_FOUND, mock_client},
+    mock_api::{Exchange, NOT_FOUND, mock_client, pods_table},
     ops::metrics::render,
     runtime::{
         events::Events,
@@ -446,48 +446,31 @@ async fn a_scaled_object_s_sleep_is_filed_at_the_pods_of_the_workload_it_scales_
     server.await.unwrap();
 }
 
-/// A Pod of `shop`'s, `name` on `node`, as the API server lists it.
-fn pod(name: &str, node: &str) -> Value {
-    json!({ "metadata": { "name": name, "namespace": "ml" }, "spec": { "nodeName": node, "containers": [] } })
-}
-
-/// The night of `inference()`: as it goes to sleep, its Pods are read once from the API server,
-/// the ledger keeps where they ran, and the wake is priced at those nodes' own prices (one cheap,
-/// one dear), not the means; its record goes with the wake.
+/// The night of `inference()`: as it goes to sleep, its Pods are read once from the API server
+/// (its sleep records where they ran), and the wake is priced at those nodes' own prices (one
+/// cheap, one dear), not the means.
 #[tokio::test]
 async fn a_sleep_is_priced_at_the_nodes_its_pods_ran_on_as_the_api_server_had_them() {
     let (client, server) = mock_client();
     let not_found = serde_json::from_str::<Value>(NOT_FOUND).unwrap();
-    let evening = at("2026-11-27T20:00:00Z");
-    let mut kept_evening = Ledger::default();
-    let on = BTreeMap::from([("node-a".to_string(), 1), ("node-b".to_string(), 1)]);
-    let ran = Ran {
-        since: evening,
-        pods: on.clone(),
-    };
-    kept_evening
-        .asleep_on
-        .went("ml", "Deployment inference", ran);
-    let pods = "/api/v1/namespaces/ml/pods?&fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed%2Cspec.nodeName%21%3D&limit=500";
-    let listed = json!({ "metadata": {}, "items": [
-        pod("inference-7d9f8c6b5-x2kqz", "node-a"),
-        pod("inference-7d9f8c6b5-k9wz4", "node-b"),
-        // Another workload's, named alike.
-        pod("inference-api-7d9f8c6b5-k9wz4", "node-c"),
-        pod("db-0", "node-c"),
-    ] });
     // The mean of node-a's and node-b's prices, each with one Pod; node-c, dear, ran none.
     let at_their_nodes = "cpu=0.03,memory=0.004,gpu=2,currency=USD";
     let morning = the_night_at("2026-11-28T07:00:01Z", at_their_nodes);
     let script = vec![
         // One list of the Namespace's Pods for both looks going to sleep in it.
-        Exchange::new("GET", pods).reply(200, listed),
+        pods_table(
+            "ml",
+            &[
+                ("inference-7d9f8c6b5-x2kqz", "node-a"),
+                ("inference-7d9f8c6b5-k9wz4", "node-b"),
+                // Another workload's, named alike.
+                ("inference-api-7d9f8c6b5-k9wz4", "node-c"),
+                ("db-0", "node-c"),
+            ],
+        ),
         Exchange::new("GET", LEDGER_PATH).reply(404, not_found),
-        filed(&kept_evening, None),
-        Exchange::new("GET", LEDGER_PATH).reply(200, kept(&kept_evening, "5")),
-        // Filed at their nodes, not at the means nor the table, and where its Pods ran is
-        // forgotten.
-        filed(&morning, Some("5")),
+        // Filed at their nodes, not at the means nor the table.
+        filed(&morning, None),
     ];
     let server = tokio::spawn(server.serve(script));
     let prometheus = crate::activity::fake::prometheus(|query| {
@@ -524,15 +507,13 @@ async fn a_sleep_is_priced_at_the_nodes_its_pods_ran_on_as_the_api_server_had_th
         .listed
         .store(true, std::sync::atomic::Ordering::Release);
     ctx.nodes = Some(nodes);
-    assert_eq!(ctx.savings.pods_of(&web()).await, Some(on.clone()));
-    assert_eq!(ctx.savings.pods_of(&web()).await, Some(on.clone()));
-    let asleep = PodsAsleep {
-        pods: web(),
-        since: evening,
-    };
-    ctx.savings.fell_asleep(&asleep, on);
-    look(&ctx, true, at("2026-11-27T20:00:31Z")).await.unwrap();
-    let woken = inference(Some(NIGHT));
+    let on = BTreeMap::from([("node-a".to_string(), 1), ("node-b".to_string(), 1)]);
+    assert_eq!(ctx.savings.pods_of(&web()).await, on);
+    assert_eq!(ctx.savings.pods_of(&web()).await, on);
+    // What its sleep recorded, and the wake answered.
+    let ran = Ran::of(at("2026-11-27T20:00:00Z"), on).unwrap();
+    let mut woken = inference(Some(NIGHT));
+    (woken.metadata.annotations.get_or_insert_default()).insert(RAN_ON.into(), ran.to_string());
     ctx.savings.ended(&web(), &NIGHT.parse().unwrap(), &woken);
     look(&ctx, true, at("2026-11-28T07:00:31Z")).await.unwrap();
     // 88 core-hours × 0.03 + 352 GiB-hours × 0.004 + 22 GPU-hours × 2 = 48.048.

@@ -23,6 +23,7 @@ fn row(namespace: &str, name: &str, state: State, replicas: i32, reasons: &[&str
         reasons: reasons.iter().map(|reason| reason.to_string()).collect(),
         gitops: None,
         withheld: None,
+        ran_on: None,
     }
 }
 

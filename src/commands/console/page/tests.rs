@@ -35,6 +35,7 @@ fn environment(namespace: &str, look: Look) -> Environment {
             reasons: vec![],
             gitops: None,
             withheld: None,
+            ran_on: None,
         }],
         replicas_asleep: 2,
         week: Some(Week {

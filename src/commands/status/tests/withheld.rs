@@ -102,22 +102,30 @@ fn pods_that_request_nothing_withhold_nothing_and_need_no_prices() {
 
 #[test]
 fn with_opencost_a_workload_is_priced_at_the_nodes_its_pods_ran_on_the_rest_at_the_means() {
-    use crate::cost::where_ran::{AsleepOn, NodePrice, NodePrices, Ran};
+    use crate::cost::where_ran::{NodePrice, NodePrices};
+    use crate::schedule::RAN_ON;
+    let ran_on = "2026-11-23T20:00:01Z spot-gpu=2";
+    // web's two Pods ran on a spot GPU node as it went to sleep; api's are not known.
+    let mut web = deployment(
+        "web",
+        0,
+        &with(&[
+            (LAST_TRANSITION, LAST_NIGHT),
+            (ORIGINAL_REPLICAS, "3"),
+            (RAN_ON, ran_on),
+        ]),
+    );
+    web.requests = inference();
     let mut api = asleep_with(inference());
     api.observed.reference.name = Some("api".into());
-    let objects = [asleep_with(inference()), api];
+    // A record that does not read (written by hand) prices nothing.
+    api.observed
+        .annotations
+        .insert(RAN_ON.into(), "spot-gpu=2".into());
+    let objects = [web, api];
     let means: PriceTable = "cpu=0.031,memory=0.0042,gpu=2.48,currency=USD"
         .parse()
         .unwrap();
-    // web's two Pods ran on a spot GPU node as it went to sleep; api's are not known.
-    let mut asleep_on = AsleepOn::default();
-    let ran = Ran {
-        since: night() - chrono::TimeDelta::hours(1),
-        pods: [("spot-gpu".to_string(), 2)].into(),
-    };
-    asleep_on.went("staging", "Deployment web", ran.clone());
-    // A Deployment named alike in another Namespace is not web.
-    asleep_on.went("other", "Deployment api", ran);
     let nodes = NodePrices(
         [(
             "spot-gpu".to_string(),
@@ -129,10 +137,8 @@ fn with_opencost_a_workload_is_priced_at_the_nodes_its_pods_ran_on_the_rest_at_t
         )]
         .into(),
     );
-    let priced = |asleep_on: AsleepOn| Priced {
-        asleep_on,
-        nodes: nodes.clone(),
-        at: night(),
+    let priced = |nodes: NodePrices| Priced {
+        nodes,
         ..Priced::given(Some(&means))
     };
     let status = |priced: &Priced| {
@@ -148,7 +154,7 @@ fn with_opencost_a_workload_is_priced_at_the_nodes_its_pods_ran_on_the_rest_at_t
         )
     };
     // web: 0.75 × 0.01 + 1.5 × 0.001 + 3 × 0.9 = 2.709; api at the means: 7.46955.
-    let both = status(&priced(asleep_on.clone()));
+    let both = status(&priced(nodes.clone()));
     assert_eq!(both.summary.cost_per_hour, Some(10.18));
     assert_eq!(both.summary.priced_where_ran, 1);
     let table = render_table(&both, night());
@@ -156,13 +162,15 @@ fn with_opencost_a_workload_is_priced_at_the_nodes_its_pods_ran_on_the_rest_at_t
         table.ends_with(": $10.18 an hour (1 object at the nodes its Pods ran on)\n"),
         "{table}"
     );
-    // Without the controller's record, both at the means, and nothing said of nodes.
-    let mut means_only = status(&priced(AsleepOn::default()));
+    // Without the nodes' prices, both at the means, and nothing said of nodes.
+    let mut means_only = status(&priced(NodePrices::default()));
     assert_eq!(means_only.summary.cost_per_hour, Some(14.94));
     assert!(render_table(&means_only, night()).ends_with(": $14.94 an hour\n"));
-    // As `status` reads it: the record is read where a workload asleep may be in it, then it
-    // is priced again.
-    assert!(means_only.priced_where_ran());
-    means_only.reprice(&priced(asleep_on));
+    // As `status` reads it: the nodes the records name are priced, then it is priced again.
+    assert_eq!(
+        means_only.ran_on().into_iter().collect::<Vec<_>>(),
+        ["spot-gpu"]
+    );
+    means_only.reprice(&priced(nodes));
     assert_eq!(means_only.summary, both.summary);
 }

@@ -111,7 +111,6 @@ fn give_back(observed: &Observed, plan: &mut Plan, key: &str, ours: bool) {
                 counted: None,
                 slept: None,
                 night: None,
-                pods_asleep: None,
             });
         }
     }

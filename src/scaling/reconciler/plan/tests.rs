@@ -101,6 +101,7 @@ pub(super) fn observed(kind: TargetKind, object: &DynamicObject, now: DateTime<U
         supersedes_kube_downscaler: false,
         namespace: NamespaceWake::Free,
         gitops: None,
+        pods_on: None,
     }
 }
 

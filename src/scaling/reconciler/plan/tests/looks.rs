@@ -1,7 +1,9 @@
 //! Rules of a look at one workload, as its Events say them.
 
 use super::*;
-use crate::schedule::ASLEEP_UNTIL;
+use std::collections::BTreeMap;
+
+use crate::schedule::{ASLEEP_UNTIL, RAN_ON};
 
 fn planned(replicas: i32, pairs: &[(&str, &str)], now: DateTime<Utc>) -> Plan {
     let web = observed(TargetKind::Deployment, &deployment(replicas, pairs), now);
@@ -384,36 +386,57 @@ fn where_opencost_prices_nodes_a_sleep_records_where_the_pods_it_stops_ran_and_a
         ..SETTINGS
     };
     let now = at(23, 20, 0, 2);
-    let web = observed(TargetKind::Deployment, &deployment(3, &NIGHTLY), now);
-    let asleep = |plan: Plan| plan.patch.and_then(|patch| patch.pods_asleep);
+    let mut web = observed(TargetKind::Deployment, &deployment(3, &NIGHTLY), now);
+    let first = super::super::plan(&web, &recording, now);
     assert_eq!(
-        asleep(super::super::plan(&web, &recording, now)),
-        Some(PodsAsleep {
-            pods: web.target.clone(),
-            since: now,
-        })
+        first.reads_pods,
+        Some(web.target.clone()),
+        "its Pods read first"
     );
-    assert_eq!(asleep(super::super::plan(&web, &SETTINGS, now)), None);
-    // The morning's wake reads no Pods.
+    assert_eq!(super::super::plan(&web, &SETTINGS, now).reads_pods, None);
+    let ran_on = |plan: &Plan| patch_body(plan)["metadata"]["annotations"][RAN_ON].clone();
+    // Read, they are recorded with the sleep: none found takes away a record of a sleep before.
+    web.pods_on = Some([("node-a".to_string(), 2), ("node-b".to_string(), 1)].into());
+    let read = super::super::plan(&web, &recording, now);
+    assert_eq!(read.reads_pods, None);
+    assert_eq!(
+        ran_on(&read),
+        json!("2026-11-23T20:00:02Z node-a=2,node-b=1")
+    );
+    web.pods_on = Some(BTreeMap::new());
+    assert_eq!(
+        ran_on(&super::super::plan(&web, &recording, now)),
+        Value::Null
+    );
+    assert!(
+        (super::super::plan(&web, &recording, now)
+            .patch
+            .unwrap()
+            .body
+            .annotations)
+            .contains_key(RAN_ON)
+    );
+    // The morning's wake reads no Pods, and leaves the record for the ledger.
     let morning = at(24, 7, 0, 0);
     let night = [
         NIGHTLY[0],
         NIGHTLY[1],
         (ORIGINAL_REPLICAS, "3"),
         (LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
+        (RAN_ON, "2026-11-23T20:00:02Z node-a=2"),
     ];
     let woken = observed(TargetKind::Deployment, &deployment(0, &night), morning);
     let wake = super::super::plan(&woken, &recording, morning);
-    assert!(wake.patch.is_some());
-    assert_eq!(asleep(wake), None);
+    assert_eq!(wake.reads_pods, None);
+    assert!(!wake.patch.unwrap().body.annotations.contains_key(RAN_ON));
     // A KEDA workload asleep through its ScaledObject: the Deployment's own Pods.
     let keda = levered(&NIGHTLY, scaled_object(&[]), now);
-    let pods = asleep(super::super::plan(&keda, &recording, now)).map(|asleep| asleep.pods);
+    let pods = super::super::plan(&keda, &recording, now).reads_pods;
     assert_eq!(pods.map(|pods| pods.kind), Some(TargetKind::Deployment));
     // A CronJob names no Pods after it: nothing to read.
     let mut cron = observed(TargetKind::CronJob, &deployment(3, &NIGHTLY), now);
     cron.target.kind = TargetKind::CronJob;
     let suspended = super::super::plan(&cron, &recording, now);
     assert!(suspended.patch.is_some());
-    assert_eq!(asleep(suspended), None);
+    assert_eq!(suspended.reads_pods, None);
 }

@@ -1,0 +1,190 @@
+//! Where a workload's Pods run, read of the API server as the controller puts it to sleep: what
+//! its sleep records (`cronscaler.dev/ran-on`), which prices it. Only the Pods of the workload's
+//! own Namespace are read, named as its kind names them: another team cannot place Pods there,
+//! whatever series its exporter writes. One list of a Namespace's Pods serves every workload of
+//! it put to sleep within a few seconds, as a Namespace's workloads sleep together; it is read as
+//! the API server's table (a row of name and node a Pod), so Pods of any size cost a few hundred
+//! bytes each.
+
+use std::{
+    collections::BTreeMap,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
+
+use kube::Client;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::{
+    nodes::ON_A_NODE,
+    runtime::{api_errors::is_status, fresh::ByKey},
+    workloads::target::ScaleTarget,
+};
+
+/// How long one list of a Namespace's Pods serves the workloads of it going to sleep.
+const KEPT: Duration = Duration::from_secs(5);
+
+/// How long a list that failed stands: a Namespace the API server is slow to list does not hold
+/// every sleep of it by [`READ_TIMEOUT`].
+const FAILED_FOR: Duration = Duration::from_secs(60);
+
+/// The longest a sleep waits for its Pods to be read: beyond it, it is priced at the means.
+const READ_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Rows a page.
+const PAGE: u32 = 500;
+
+/// The most Pods of a Namespace read: a Namespace of more is priced at the means.
+const MOST_PODS: usize = 20_000;
+
+/// A Namespace's Pods on a node: each one's name and node. `None` where they could not be read.
+type Listed = Option<Arc<Vec<(String, String)>>>;
+
+/// Reads where the Pods of workloads going to sleep run.
+pub struct PodsAt {
+    client: Client,
+    reads: ByKey<Listed>,
+    /// Said once: the Pods may not be listed (the optional role not applied).
+    refused: AtomicBool,
+}
+
+/// A page of the API server's table of Pods (`meta.k8s.io/v1` `Table`, without the objects).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Table {
+    column_definitions: Vec<Column>,
+    #[serde(default)]
+    rows: Vec<Row>,
+    #[serde(default)]
+    metadata: ListMeta,
+}
+
+#[derive(Deserialize)]
+struct Column {
+    name: String,
+}
+
+#[derive(Deserialize)]
+struct Row {
+    cells: Vec<Value>,
+}
+
+#[derive(Deserialize, Default)]
+struct ListMeta {
+    #[serde(rename = "continue", default)]
+    continue_: Option<String>,
+}
+
+/// The path of a page of the table of `namespace`'s Pods on a node, after `next`.
+fn page_of(namespace: &str, next: Option<&str>) -> String {
+    let mut query = form_urlencoded::Serializer::new(String::new());
+    query
+        .append_pair("fieldSelector", ON_A_NODE)
+        .append_pair("limit", &PAGE.to_string())
+        .append_pair("includeObject", "None");
+    if let Some(token) = next {
+        query.append_pair("continue", token);
+    }
+    format!("/api/v1/namespaces/{namespace}/pods?{}", query.finish())
+}
+
+/// Why a Namespace's Pods were not read.
+#[derive(Debug, thiserror::Error)]
+enum ListError {
+    #[error(transparent)]
+    Api(#[from] kube::Error),
+    #[error("the list of Pods could not be asked for: {0}")]
+    Request(#[from] http::Error),
+    #[error("the API server's table of Pods has no {0} column")]
+    NoColumn(&'static str),
+    #[error("more than {MOST_PODS} Pods")]
+    TooMany,
+    #[error("no answer within {}s", READ_TIMEOUT.as_secs())]
+    TimedOut,
+}
+
+impl PodsAt {
+    pub fn new(client: Client) -> Self {
+        Self {
+            client,
+            reads: ByKey::new(FAILED_FOR),
+            refused: AtomicBool::new(false),
+        }
+    }
+
+    /// How many of the Pods of `pods` run on each node; `None` where its kind does not name its
+    /// Pods, or they could not be read (the log says why).
+    pub async fn of(&self, pods: &ScaleTarget) -> Option<BTreeMap<String, u32>> {
+        let names = pods.kind.spec().pod_names?;
+        let namespace = &pods.key.namespace;
+        let shown_for = |listed: &Listed| match listed {
+            Some(_) => KEPT,
+            None => FAILED_FOR,
+        };
+        let listed = (self.reads.of(namespace))
+            .get(shown_for, || self.list(namespace))
+            .await?;
+        let mut on = BTreeMap::new();
+        for (pod, node) in listed.iter() {
+            if names.ran(&pods.key.name, pod) {
+                *on.entry(node.clone()).or_default() += 1;
+            }
+        }
+        Some(on)
+    }
+
+    async fn list(&self, namespace: &str) -> Listed {
+        let read = tokio::time::timeout(READ_TIMEOUT, self.pages(namespace));
+        let error = match read.await.unwrap_or(Err(ListError::TimedOut)) {
+            Ok(pods) => return Some(Arc::new(pods)),
+            Err(ListError::Api(error)) if is_status(&error, 403) => {
+                if !self.refused.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(namespace, %error, "Pods may not be listed: what workloads put to sleep save is priced at OpenCost's means, not at the nodes their Pods ran on (apply rbac/optional/opencost.yaml)");
+                }
+                return None;
+            }
+            Err(error) => error,
+        };
+        tracing::warn!(namespace, %error, "where its Pods run could not be read: what its workloads put to sleep now save is priced at OpenCost's means");
+        None
+    }
+
+    /// Every Pod of `namespace` on a node, by name and node, a page of the table at a time.
+    async fn pages(&self, namespace: &str) -> Result<Vec<(String, String)>, ListError> {
+        let mut pods = Vec::new();
+        let mut next: Option<String> = None;
+        loop {
+            let uri = page_of(namespace, next.as_deref());
+            let request = http::Request::get(uri)
+                .header(
+                    http::header::ACCEPT,
+                    "application/json;as=Table;v=v1;g=meta.k8s.io",
+                )
+                .body(Vec::new())?;
+            let table: Table = self.client.request(request).await?;
+            let column = |name: &'static str| {
+                (table.column_definitions.iter())
+                    .position(|column| column.name == name)
+                    .ok_or(ListError::NoColumn(name))
+            };
+            let (name, node) = (column("Name")?, column("Node")?);
+            for row in &table.rows {
+                let cell = |at: usize| Some(row.cells.get(at)?.as_str()?.to_string());
+                if let (Some(name), Some(node)) = (cell(name), cell(node)) {
+                    pods.push((name, node));
+                }
+            }
+            if pods.len() > MOST_PODS {
+                return Err(ListError::TooMany);
+            }
+            match table.metadata.continue_.filter(|token| !token.is_empty()) {
+                Some(token) => next = Some(token),
+                None => return Ok(pods),
+            }
+        }
+    }
+}
