@@ -92,6 +92,29 @@ fn filed(ledger: &Ledger, version: Option<&str>) -> Exchange {
         .reply(200, json!({}))
 }
 
+/// Has `ctx` read OpenCost's prices in `prometheus`, in USD, of the Nodes the watch has `listed`
+/// (`None`: not listed yet); the watch's nodes.
+fn reading_opencost(
+    ctx: &mut SavingsContext,
+    prometheus: crate::activity::prometheus::Prometheus,
+    listed: Option<&[&str]>,
+) -> WatchedNodes {
+    ctx.opencost = Some(opencost::Source {
+        prometheus,
+        selector: Default::default(),
+        currency: crate::cost::Currency::of("USD").unwrap(),
+        own: None,
+    });
+    let nodes = WatchedNodes::default();
+    for name in listed.unwrap_or_default() {
+        let node = serde_json::from_value(json!({ "metadata": { "name": name } })).unwrap();
+        nodes.lock().apply(&node);
+    }
+    (nodes.listed).store(listed.is_some(), std::sync::atomic::Ordering::Release);
+    ctx.nodes = Some(nodes.clone());
+    nodes
+}
+
 /// The ledger with the night of `inference()` filed, through `through`.
 fn with_the_night(through: &str) -> Ledger {
     the_night_at(through, PRICES)
@@ -188,14 +211,7 @@ async fn opencost_prices_only_where_the_nodes_are_read() {
     })
     .await;
     let (mut ctx, _registry) = context(client);
-    ctx.opencost = Some(opencost::Source {
-        prometheus,
-        selector: Default::default(),
-        currency: crate::cost::Currency::of("USD").unwrap(),
-        own: None,
-    });
-    let nodes = WatchedNodes::default();
-    ctx.nodes = Some(nodes.clone());
+    let nodes = reading_opencost(&mut ctx, prometheus, None);
     let woken = inference(Some(NIGHT));
     ctx.savings.ended(&web(), &NIGHT.parse().unwrap(), &woken);
     let filed_at = at("2026-11-28T07:00:31Z");
@@ -492,21 +508,7 @@ async fn a_sleep_is_priced_at_the_nodes_its_pods_ran_on_as_the_api_server_had_th
     .await;
     let (mut ctx, registry) = context(client.clone());
     ctx.savings = ctx.savings.clone().recording_pods(client);
-    ctx.opencost = Some(opencost::Source {
-        prometheus,
-        selector: Default::default(),
-        currency: crate::cost::Currency::of("USD").unwrap(),
-        own: None,
-    });
-    let nodes = WatchedNodes::default();
-    for name in ["node-a", "node-b", "node-c"] {
-        let node = serde_json::from_value(json!({ "metadata": { "name": name } })).unwrap();
-        nodes.lock().apply(&node);
-    }
-    nodes
-        .listed
-        .store(true, std::sync::atomic::Ordering::Release);
-    ctx.nodes = Some(nodes);
+    reading_opencost(&mut ctx, prometheus, Some(&["node-a", "node-b", "node-c"]));
     let on = BTreeMap::from([("node-a".to_string(), 1), ("node-b".to_string(), 1)]);
     assert_eq!(ctx.savings.pods_of(&web()).await, on);
     assert_eq!(ctx.savings.pods_of(&web()).await, on);
@@ -541,17 +543,7 @@ async fn a_saving_waits_an_hour_for_opencost_s_prices_that_cannot_be_read() {
     let prometheus =
         crate::activity::fake::prometheus(|_| Err("the query timed out".to_string())).await;
     let (mut ctx, registry) = context(client);
-    ctx.opencost = Some(opencost::Source {
-        prometheus,
-        selector: Default::default(),
-        currency: crate::cost::Currency::of("USD").unwrap(),
-        own: None,
-    });
-    let nodes = WatchedNodes::default();
-    nodes
-        .listed
-        .store(true, std::sync::atomic::Ordering::Release);
-    ctx.nodes = Some(nodes);
+    reading_opencost(&mut ctx, prometheus, Some(&[]));
     let woken = inference(Some(NIGHT));
     ctx.savings.ended(&web(), &NIGHT.parse().unwrap(), &woken);
     let soon = look(&ctx, true, at("2026-11-28T07:00:31Z")).await.unwrap();
