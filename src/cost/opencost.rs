@@ -115,24 +115,23 @@ fn quoted(text: &str) -> Option<(String, &str)> {
 
 impl fmt::Display for Selector {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{{{}}}", self.matchers_and(&[]))
+        write!(f, "{{{}}}", self.matchers())
     }
 }
 
 impl Selector {
-    /// The matchers, and `more` after them, as they go between braces.
-    fn matchers_and(&self, more: &[String]) -> String {
+    /// The matchers, as they go between braces.
+    fn matchers(&self) -> String {
         let escaped = |value: &str| value.replace('\\', "\\\\").replace('"', "\\\"");
         (self.matchers.iter())
             .map(|(name, operator, value)| format!("{name}{operator}\"{}\"", escaped(value)))
-            .chain(more.iter().cloned())
             .collect::<Vec<_>>()
             .join(",")
     }
 
-    /// OpenCost's series of `metric`, with `more` matchers of the caller's.
-    pub fn series(&self, metric: &str, more: &[String]) -> String {
-        format!("{metric}{{{}}}", self.matchers_and(more))
+    /// OpenCost's series of `metric`.
+    pub fn series(&self, metric: &str) -> String {
+        format!("{metric}{{{}}}", self.matchers())
     }
 
     /// What each node costs an hour per core, by name, as OpenCost last gave it within the
@@ -154,14 +153,14 @@ impl Selector {
 
     /// OpenCost's series of `metric` as it last gave them within the hour.
     fn last_hour(&self, metric: &str) -> String {
-        format!("last_over_time({}[1h])", self.series(metric, &[]))
+        format!("last_over_time({}[1h])", self.series(metric))
     }
 
     /// What each node that has had a GPU within two days costs an hour per GPU (OpenCost gives
     /// the others 0): those an autoscaler took away at night still price what their GPUs'
     /// workloads freed.
     pub fn gpu_prices(&self) -> String {
-        let series = self.series(GPU_COST, &[]);
+        let series = self.series(GPU_COST);
         let days = LAST_PRICE.num_days();
         format!(
             "({} > 0)",
@@ -172,7 +171,7 @@ impl Selector {
     /// What each node costs an hour, by name, as OpenCost last gave it within two days: a node
     /// that went at night is priced at what it cost before it went.
     pub fn node_prices(&self) -> String {
-        let series = self.series(TOTAL_COST, &[]);
+        let series = self.series(TOTAL_COST);
         let days = LAST_PRICE.num_days();
         per_node(&format!("last_over_time({series}[{days}d])"))
     }
@@ -409,12 +408,7 @@ mod tests {
             );
         }
         let anywhere: Selector = "{}".parse().unwrap();
-        assert_eq!(anywhere.series(CPU_COST, &[]), "node_cpu_hourly_cost{}");
-        let more = ["node=\"a\"".to_string()];
-        assert_eq!(
-            anywhere.series(CPU_COST, &more),
-            r#"node_cpu_hourly_cost{node="a"}"#
-        );
+        assert_eq!(anywhere.series(CPU_COST), "node_cpu_hourly_cost{}");
     }
 
     #[test]

@@ -26,7 +26,7 @@ pub const LOOKED_FOR: TimeDelta = TimeDelta::days(7);
 /// last gave it within the week looked back over (hour by hour, and the last hour whole): a
 /// node that went is priced at what it cost before it went.
 pub fn node_price(selector: &Selector, metric: &str) -> String {
-    let series = selector.series(metric, &[]);
+    let series = selector.series(metric);
     let days = LOOKED_FOR.num_days();
     per_node(&format!(
         "last_over_time({series}[{days}d:1h]) or last_over_time({series}[1h])"
@@ -121,7 +121,10 @@ pub struct Ran {
 pub const MOST_NODES: usize = 32;
 
 /// The most Pods a node is believed to have run of one workload.
-const MOST_PODS: u32 = 100_000;
+const MOST_ON_A_NODE: u32 = 100_000;
+
+/// The longest record read: 32 nodes of long names, and no more.
+const LONGEST: usize = 4096;
 
 impl Ran {
     /// The record of a sleep at `since` of Pods on the nodes `pods` says (each counted once per
@@ -165,13 +168,16 @@ impl FromStr for Ran {
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         let error = || RanError(text.chars().take(100).collect());
+        if text.len() > LONGEST {
+            return Err(error());
+        }
         let (since, pods) = text.split_once(' ').ok_or_else(error)?;
         let since = DateTime::parse_from_rfc3339(since).map_err(|_| error())?;
         let mut read = BTreeMap::new();
         for pair in pods.split(',').take(MOST_NODES + 1) {
             let (node, count) = pair.split_once('=').ok_or_else(error)?;
             let count: u32 = count.parse().map_err(|_| error())?;
-            if !is_dns_subdomain(node) || !(1..=MOST_PODS).contains(&count) {
+            if !is_dns_subdomain(node) || !(1..=MOST_ON_A_NODE).contains(&count) {
                 return Err(error());
             }
             read.insert(node.to_string(), count);

@@ -81,11 +81,20 @@ impl<T> ByKey<T> {
     pub fn of(&self, key: &str) -> Arc<Fresh<T>> {
         let mut reads = self.reads.lock().unwrap_or_else(PoisonError::into_inner);
         if (reads.pruned).is_none_or(|pruned| pruned.elapsed() >= self.forget_after) {
-            reads.pruned = Some(Instant::now());
-            let age = self.forget_after;
-            reads.by_key.retain(|_, read| read.read_within(age));
+            self.forget(&mut reads);
         }
         (reads.by_key.entry(key.to_string()).or_default()).clone()
+    }
+
+    /// Forgets now the keys nobody asked for within `forget_after`.
+    pub fn forget_stale(&self) {
+        self.forget(&mut self.reads.lock().unwrap_or_else(PoisonError::into_inner));
+    }
+
+    fn forget(&self, reads: &mut Reads<T>) {
+        reads.pruned = Some(Instant::now());
+        let age = self.forget_after;
+        reads.by_key.retain(|_, read| read.read_within(age));
     }
 }
 

@@ -265,8 +265,6 @@ pub async fn reconcile(
         Err(error) if observed.from_watch && error.is_conflict() => {
             tracing::debug!(object = %target, "changed since watched: read and planned again");
             if let Some(mut read) = observe::observe(ctx, target, Source::Read, now).await? {
-                // Its Pods, read for the first plan, are where they were.
-                read.pods_on = observed.pods_on.take();
                 plan_and_act(ctx, &mut read, now).await?;
             }
         }
@@ -290,7 +288,7 @@ async fn plan_and_act(
     };
     let mut plan = plan::plan(observed, &settings, now);
     if let (Some(pods), Some(savings)) = (&plan.reads_pods, &ctx.savings) {
-        observed.pods_on = Some(savings.pods_of(pods).await);
+        observed.pods_on = Some(savings.pods_on_nodes(pods).await);
         plan = plan::plan(observed, &settings, now);
     }
     act::act(ctx, &observed.target, &observed.object, plan).await

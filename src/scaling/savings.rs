@@ -140,9 +140,9 @@ impl Savings {
 
     /// How many Pods of `pods` run on each node, as a sleep of it is about to be made; none
     /// where they could not be read.
-    pub async fn pods_of(&self, pods: &ScaleTarget) -> BTreeMap<String, u32> {
+    pub async fn pods_on_nodes(&self, pods: &ScaleTarget) -> BTreeMap<String, u32> {
         match &self.pods_at {
-            Some(pods_at) => pods_at.of(pods).await.unwrap_or_default(),
+            Some(pods_at) => PodsAt::of(pods_at, pods).await.unwrap_or_default(),
             None => BTreeMap::new(),
         }
     }
@@ -174,7 +174,7 @@ impl Savings {
             let ran = ran_on(&state.annotations, slept);
             waiting
                 .levers
-                .insert(key, (pods_of(target, &state), *slept, ran));
+                .insert(key, (pods_object(target, &state), *slept, ran));
         } else {
             let mut saving = saving_of(target, slept, &object.data, self.prices.as_ref());
             saving.ran_on = ran_on(object.annotations(), slept);
@@ -229,7 +229,7 @@ impl Savings {
 
 /// The object whose pods `target` (as `state` has it) runs: its own, or the one a lever (a
 /// ScaledObject) scales.
-pub fn pods_of(target: &ScaleTarget, state: &TargetState) -> ScaleTarget {
+pub fn pods_object(target: &ScaleTarget, state: &TargetState) -> ScaleTarget {
     levered(target, state).unwrap_or_else(|| target.clone())
 }
 
@@ -443,7 +443,8 @@ async fn unfiled_records(
         let slept: Slept = state.annotations.get(SLEPT)?.parse().ok()?;
         let waits = ctx.savings.waits(&(target.clone(), slept.until));
         let ran = ran_on(&state.annotations, &slept);
-        (ledger.awaits(slept.until, now) && !waits).then(|| (pods_of(target, state), slept, ran))
+        (ledger.awaits(slept.until, now) && !waits)
+            .then(|| (pods_object(target, state), slept, ran))
     });
     // Oldest first, and in one order whatever the store's.
     found.sort_by(|(a, a_slept, _), (b, b_slept, _)| {

@@ -15,7 +15,7 @@ use crate::{
         gitops::{Owner, Tool, pause::OwnerWrite},
         hpa::{self, GuardedChange},
         on_demand,
-        savings::pods_of,
+        savings::pods_object,
         transitions::order::{self, Gate},
     },
     schedule::{
@@ -158,8 +158,9 @@ pub fn plan(observed: &Observed, settings: &Settings, now: DateTime<Utc>) -> Pla
 }
 
 /// A sleep, where OpenCost's prices are read, records in its patch where the Pods it stops run
-/// (`ran-on`), once they are read: those of a kind that names its Pods. None found (or none
-/// read) takes away the record of a sleep before, which would price this one.
+/// (`ran-on`), once they are read: those of a kind that names its Pods. Where none are found (it
+/// is asleep already, or they could not be read), the record stands: the nodes they last ran on
+/// are the best known.
 fn pods_asleep(
     observed: &Observed,
     settings: &Settings,
@@ -171,15 +172,16 @@ fn pods_asleep(
     let (Some(patch), true) = (sleep, settings.records_pods) else {
         return plan;
     };
-    let pods = pods_of(&observed.target, &observed.object);
+    let pods = pods_object(&observed.target, &observed.object);
     if pods.kind.spec().pod_names.is_none() {
         return plan;
     }
     match &observed.pods_on {
         None => plan.reads_pods = Some(pods),
         Some(on) => {
-            let ran = Ran::of(now, on.clone()).map(|ran| ran.to_string());
-            (patch.body.annotations).insert(schedule::RAN_ON.into(), ran);
+            if let Some(ran) = Ran::of(now, on.clone()) {
+                (patch.body.annotations).insert(schedule::RAN_ON.into(), Some(ran.to_string()));
+            }
         }
     }
     plan

@@ -9,7 +9,7 @@
 use std::{
     collections::BTreeMap,
     sync::{
-        Arc,
+        Arc, Mutex, PoisonError,
         atomic::{AtomicBool, Ordering},
     },
     time::Duration,
@@ -18,6 +18,7 @@ use std::{
 use kube::Client;
 use serde::Deserialize;
 use serde_json::Value;
+use tokio::time::Instant;
 
 use crate::{
     nodes::ON_A_NODE,
@@ -32,14 +33,19 @@ const KEPT: Duration = Duration::from_secs(5);
 /// every sleep of it by [`READ_TIMEOUT`].
 const FAILED_FOR: Duration = Duration::from_secs(60);
 
+/// How long the Pods are not listed again once the controller was refused them (the optional
+/// role not applied): an install whose Prometheus only counts requests for idleness sends one
+/// list in vain this often, not one a Namespace a sleep.
+const REFUSED_FOR: Duration = Duration::from_secs(600);
+
 /// The longest a sleep waits for its Pods to be read: beyond it, it is priced at the means.
 const READ_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Rows a page.
 const PAGE: u32 = 500;
 
-/// The most Pods of a Namespace read: a Namespace of more is priced at the means.
-const MOST_PODS: usize = 20_000;
+/// The most Pods of a Namespace read (ten pages): a Namespace of more is priced at the means.
+const MOST_PODS: usize = 5_000;
 
 /// A Namespace's Pods on a node: each one's name and node. `None` where they could not be read.
 type Listed = Option<Arc<Vec<(String, String)>>>;
@@ -48,8 +54,11 @@ type Listed = Option<Arc<Vec<(String, String)>>>;
 pub struct PodsAt {
     client: Client,
     reads: ByKey<Listed>,
-    /// Said once: the Pods may not be listed (the optional role not applied).
-    refused: AtomicBool,
+    /// When the Pods were last refused (the optional role not applied), said in the log once.
+    refused: Mutex<Option<Instant>>,
+    said_refused: AtomicBool,
+    /// A forgetting of the lists read is on its way.
+    forgetting: AtomicBool,
 }
 
 /// A page of the API server's table of Pods (`meta.k8s.io/v1` `Table`, without the objects).
@@ -112,21 +121,40 @@ impl PodsAt {
         Self {
             client,
             reads: ByKey::new(FAILED_FOR),
-            refused: AtomicBool::new(false),
+            refused: Mutex::new(None),
+            said_refused: AtomicBool::new(false),
+            forgetting: AtomicBool::new(false),
         }
     }
 
     /// How many of the Pods of `pods` run on each node; `None` where its kind does not name its
-    /// Pods, or they could not be read (the log says why).
-    pub async fn of(&self, pods: &ScaleTarget) -> Option<BTreeMap<String, u32>> {
+    /// Pods, or they could not be read (the log says why). The lists read are forgotten a while
+    /// after, not kept until the next evening's sleeps.
+    pub async fn of(this: &Arc<Self>, pods: &ScaleTarget) -> Option<BTreeMap<String, u32>> {
         let names = pods.kind.spec().pod_names?;
         let namespace = &pods.key.namespace;
+        let refused = *this.refused.lock().unwrap_or_else(PoisonError::into_inner);
+        if refused.is_some_and(|at| at.elapsed() < REFUSED_FOR) {
+            return None;
+        }
+        if !this.forgetting.swap(true, Ordering::AcqRel) {
+            // Not keeping it (nor its client) for the wait.
+            let forgets = Arc::downgrade(this);
+            tokio::spawn(async move {
+                tokio::time::sleep(FAILED_FOR * 2).await;
+                if let Some(forgets) = forgets.upgrade() {
+                    forgets.forgetting.store(false, Ordering::Release);
+                    forgets.reads.forget_stale();
+                }
+            });
+        }
+        let this = this.as_ref();
         let shown_for = |listed: &Listed| match listed {
             Some(_) => KEPT,
             None => FAILED_FOR,
         };
-        let listed = (self.reads.of(namespace))
-            .get(shown_for, || self.list(namespace))
+        let listed = (this.reads.of(namespace))
+            .get(shown_for, || this.list(namespace))
             .await?;
         let mut on = BTreeMap::new();
         for (pod, node) in listed.iter() {
@@ -142,8 +170,9 @@ impl PodsAt {
         let error = match read.await.unwrap_or(Err(ListError::TimedOut)) {
             Ok(pods) => return Some(Arc::new(pods)),
             Err(ListError::Api(error)) if is_status(&error, 403) => {
-                if !self.refused.swap(true, Ordering::Relaxed) {
-                    tracing::warn!(namespace, %error, "Pods may not be listed: what workloads put to sleep save is priced at OpenCost's means, not at the nodes their Pods ran on (apply rbac/optional/opencost.yaml)");
+                *self.refused.lock().unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
+                if !self.said_refused.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(namespace, %error, "Pods may not be listed: what workloads put to sleep save is priced at OpenCost's means, not at the nodes their Pods ran on (apply rbac/optional/opencost.yaml); asked again every 10 minutes");
                 }
                 return None;
             }

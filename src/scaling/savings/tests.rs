@@ -462,6 +462,84 @@ async fn a_scaled_object_s_sleep_is_filed_at_the_pods_of_the_workload_it_scales_
     server.await.unwrap();
 }
 
+/// OpenCost's prices of three nodes: node-a cheap, node-b dearer, node-c dearest.
+async fn three_nodes() -> crate::activity::prometheus::Prometheus {
+    crate::activity::fake::prometheus(|query| {
+        let (a, b, c) = match query {
+            query if query.contains("node_ram") => ("0.001", "0.007", "0.02"),
+            query if query.contains("node_gpu") => ("1", "3", "10"),
+            _ => ("0.01", "0.05", "0.2"),
+        };
+        let series = |node: &str, price: &str| {
+            format!(r#"{{"metric":{{"node":"{node}"}},"value":[1,"{price}"]}}"#)
+        };
+        let all = [
+            series("node-a", a),
+            series("node-b", b),
+            series("node-c", c),
+        ];
+        Ok(format!("[{}]", all.join(",")))
+    })
+    .await
+}
+
+/// The mean of node-a's and node-b's prices, each with one Pod.
+const AT_NODES_A_AND_B: &str = "cpu=0.03,memory=0.004,gpu=2,currency=USD";
+
+/// `inference()` woken from `NIGHT`, its sleep's record of where its Pods ran `ran_on`.
+fn woken_having_run_on(ran_on: &str) -> DynamicObject {
+    let mut woken = inference(Some(NIGHT));
+    (woken.metadata.annotations.get_or_insert_default()).insert(RAN_ON.into(), ran_on.into());
+    woken
+}
+
+/// A leader went before filing the night: the next files it from the records on the object,
+/// at the nodes its sleep recorded.
+#[tokio::test]
+async fn a_sleep_a_leader_before_left_unfiled_is_priced_at_the_nodes_its_sleep_recorded() {
+    let (client, server) = mock_client();
+    let before = Ledger {
+        filed_through: Some(at("2026-11-28T06:00:00Z")),
+        ..Ledger::default()
+    };
+    let woken = woken_having_run_on("2026-11-27T20:00:01Z node-a=1,node-b=1");
+    let deployment = "/apis/apps/v1/namespaces/ml/deployments/inference";
+    let script = vec![
+        Exchange::new("GET", LEDGER_PATH).reply(200, kept(&before, "5")),
+        Exchange::new("GET", deployment).reply(200, serde_json::to_value(&woken).unwrap()),
+        filed(
+            &the_night_at("2026-11-28T07:09:30Z", AT_NODES_A_AND_B),
+            Some("5"),
+        ),
+    ];
+    let server = tokio::spawn(server.serve(script));
+    let (mut ctx, _registry) = context(client);
+    reading_opencost(
+        &mut ctx,
+        three_nodes().await,
+        Some(&["node-a", "node-b", "node-c"]),
+    );
+    let state = TargetState::of_object(TargetKind::Deployment, &woken);
+    ctx.last_seen.keep(web(), &state);
+    look(&ctx, true, at("2026-11-28T07:10:00Z")).await.unwrap();
+    drop(ctx);
+    server.await.unwrap();
+}
+
+#[test]
+fn a_record_of_a_sleep_begun_after_the_wake_does_not_price_it() {
+    let slept: Slept = NIGHT.parse().unwrap();
+    let annotations = |ran_on: &str| BTreeMap::from([(RAN_ON.to_string(), ran_on.to_string())]);
+    let its_own = ran_on(&annotations("2026-11-27T20:00:01Z node-a=1"), &slept);
+    assert_eq!(its_own.map(|ran| ran.pods.len()), Some(1));
+    // Asleep again at 07:00:10, after the wake being filed.
+    assert_eq!(
+        ran_on(&annotations("2026-11-28T07:00:10Z node-a=1"), &slept),
+        None
+    );
+    assert_eq!(ran_on(&annotations("node-a=1"), &slept), None);
+}
+
 /// The night of `inference()`: as it goes to sleep, its Pods are read once from the API server
 /// (its sleep records where they ran), and the wake is priced at those nodes' own prices (one
 /// cheap, one dear), not the means.
@@ -469,9 +547,8 @@ async fn a_scaled_object_s_sleep_is_filed_at_the_pods_of_the_workload_it_scales_
 async fn a_sleep_is_priced_at_the_nodes_its_pods_ran_on_as_the_api_server_had_them() {
     let (client, server) = mock_client();
     let not_found = serde_json::from_str::<Value>(NOT_FOUND).unwrap();
-    // The mean of node-a's and node-b's prices, each with one Pod; node-c, dear, ran none.
-    let at_their_nodes = "cpu=0.03,memory=0.004,gpu=2,currency=USD";
-    let morning = the_night_at("2026-11-28T07:00:01Z", at_their_nodes);
+    // At node-a's and node-b's prices; node-c, dear, ran none.
+    let morning = the_night_at("2026-11-28T07:00:01Z", AT_NODES_A_AND_B);
     let script = vec![
         // One list of the Namespace's Pods for both looks going to sleep in it.
         pods_table(
@@ -489,33 +566,16 @@ async fn a_sleep_is_priced_at_the_nodes_its_pods_ran_on_as_the_api_server_had_th
         filed(&morning, None),
     ];
     let server = tokio::spawn(server.serve(script));
-    let prometheus = crate::activity::fake::prometheus(|query| {
-        let (a, b, c) = match query {
-            query if query.contains("node_ram") => ("0.001", "0.007", "0.02"),
-            query if query.contains("node_gpu") => ("1", "3", "10"),
-            _ => ("0.01", "0.05", "0.2"),
-        };
-        let series = |node: &str, price: &str| {
-            format!(r#"{{"metric":{{"node":"{node}"}},"value":[1,"{price}"]}}"#)
-        };
-        let all = [
-            series("node-a", a),
-            series("node-b", b),
-            series("node-c", c),
-        ];
-        Ok(format!("[{}]", all.join(",")))
-    })
-    .await;
+    let prometheus = three_nodes().await;
     let (mut ctx, registry) = context(client.clone());
     ctx.savings = ctx.savings.clone().recording_pods(client);
     reading_opencost(&mut ctx, prometheus, Some(&["node-a", "node-b", "node-c"]));
     let on = BTreeMap::from([("node-a".to_string(), 1), ("node-b".to_string(), 1)]);
-    assert_eq!(ctx.savings.pods_of(&web()).await, on);
-    assert_eq!(ctx.savings.pods_of(&web()).await, on);
+    assert_eq!(ctx.savings.pods_on_nodes(&web()).await, on);
+    assert_eq!(ctx.savings.pods_on_nodes(&web()).await, on);
     // What its sleep recorded, and the wake answered.
     let ran = Ran::of(at("2026-11-27T20:00:00Z"), on).unwrap();
-    let mut woken = inference(Some(NIGHT));
-    (woken.metadata.annotations.get_or_insert_default()).insert(RAN_ON.into(), ran.to_string());
+    let woken = woken_having_run_on(&ran.to_string());
     ctx.savings.ended(&web(), &NIGHT.parse().unwrap(), &woken);
     look(&ctx, true, at("2026-11-28T07:00:31Z")).await.unwrap();
     // 88 core-hours × 0.03 + 352 GiB-hours × 0.004 + 22 GPU-hours × 2 = 48.048.

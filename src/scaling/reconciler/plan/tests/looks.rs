@@ -395,7 +395,7 @@ fn where_opencost_prices_nodes_a_sleep_records_where_the_pods_it_stops_ran_and_a
     );
     assert_eq!(super::super::plan(&web, &SETTINGS, now).reads_pods, None);
     let ran_on = |plan: &Plan| patch_body(plan)["metadata"]["annotations"][RAN_ON].clone();
-    // Read, they are recorded with the sleep: none found takes away a record of a sleep before.
+    // Read, they are recorded with the sleep.
     web.pods_on = Some([("node-a".to_string(), 2), ("node-b".to_string(), 1)].into());
     let read = super::super::plan(&web, &recording, now);
     assert_eq!(read.reads_pods, None);
@@ -403,18 +403,30 @@ fn where_opencost_prices_nodes_a_sleep_records_where_the_pods_it_stops_ran_and_a
         ran_on(&read),
         json!("2026-11-23T20:00:02Z node-a=2,node-b=1")
     );
-    web.pods_on = Some(BTreeMap::new());
-    assert_eq!(
-        ran_on(&super::super::plan(&web, &recording, now)),
-        Value::Null
-    );
+    // None found (asleep already, put to sleep again till tomorrow evening; or not read): the
+    // record of the sleep before stands.
+    let till_monday = [
+        NIGHTLY[0],
+        NIGHTLY[1],
+        (ORIGINAL_REPLICAS, "3"),
+        (LAST_TRANSITION, "2026-11-23T20:00:00Z down"),
+        (RAN_ON, "2026-11-23T20:00:02Z node-a=2"),
+        (ASLEEP_UNTIL, "2026-11-24T18:00:00Z"),
+    ];
+    let later = at(23, 21, 0, 0);
+    let mut asleep = observed(TargetKind::Deployment, &deployment(0, &till_monday), later);
+    let asks = super::super::plan(&asleep, &recording, later);
     assert!(
-        (super::super::plan(&web, &recording, now)
-            .patch
-            .unwrap()
-            .body
-            .annotations)
-            .contains_key(RAN_ON)
+        asks.reads_pods.is_some(),
+        "a sleep: its Pods are asked for: {asks:?}"
+    );
+    asleep.pods_on = Some(BTreeMap::new());
+    let again = super::super::plan(&asleep, &recording, later);
+    let again = again.patch.expect("the override recorded");
+    assert!(
+        !again.body.annotations.contains_key(RAN_ON),
+        "{:?}",
+        again.body
     );
     // The morning's wake reads no Pods, and leaves the record for the ledger.
     let morning = at(24, 7, 0, 0);
@@ -429,10 +441,22 @@ fn where_opencost_prices_nodes_a_sleep_records_where_the_pods_it_stops_ran_and_a
     let wake = super::super::plan(&woken, &recording, morning);
     assert_eq!(wake.reads_pods, None);
     assert!(!wake.patch.unwrap().body.annotations.contains_key(RAN_ON));
-    // A KEDA workload asleep through its ScaledObject: the Deployment's own Pods.
+    // A KEDA workload asleep through its ScaledObject: the Deployment's own Pods; and a
+    // ScaledObject with a schedule of its own: those of the Deployment it scales.
     let keda = levered(&NIGHTLY, scaled_object(&[]), now);
     let pods = super::super::plan(&keda, &recording, now).reads_pods;
     assert_eq!(pods.map(|pods| pods.kind), Some(TargetKind::Deployment));
+    let scaler = object(
+        json!({ "apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
+                "spec": { "scaleTargetRef": { "name": "api" } } }),
+        &NIGHTLY,
+    );
+    let scaler = observed(TargetKind::ScaledObject, &scaler, now);
+    let pods = super::super::plan(&scaler, &recording, now).reads_pods;
+    assert_eq!(
+        pods.map(|pods| (pods.kind, pods.key.name)),
+        Some((TargetKind::Deployment, "api".to_string()))
+    );
     // A CronJob names no Pods after it: nothing to read.
     let mut cron = observed(TargetKind::CronJob, &deployment(3, &NIGHTLY), now);
     cron.target.kind = TargetKind::CronJob;
