@@ -619,3 +619,28 @@ async fn a_saving_waits_an_hour_for_opencost_s_prices_that_cannot_be_read() {
     drop(ctx);
     server.await.unwrap();
 }
+
+/// Listing Pods refused (the optional role not applied, a Prometheus there for idleness only):
+/// the sleeps record nothing, and the Pods are not asked for again for ten minutes, whatever the
+/// Namespace.
+#[tokio::test]
+async fn pods_refused_are_not_asked_for_again_at_every_sleep() {
+    let (client, server) = mock_client();
+    let refused = json!({
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": "pods is forbidden: User \"system:serviceaccount:cronscaler:cronscaler\" cannot list resource \"pods\"",
+        "reason": "Forbidden", "code": 403,
+    });
+    let asked = pods_table("ml", &[]).reply(403, refused);
+    let server = tokio::spawn(server.serve(vec![asked]));
+    let (ctx, _registry) = context(client.clone());
+    let savings = ctx.savings.clone().recording_pods(client);
+    assert!(savings.pods_on_nodes(&web()).await.is_empty());
+    let elsewhere = ScaleTarget {
+        kind: TargetKind::Deployment,
+        key: ObjectKey::new("shop", "web"),
+    };
+    assert!(savings.pods_on_nodes(&elsewhere).await.is_empty());
+    drop((ctx, savings));
+    server.await.unwrap();
+}
