@@ -324,10 +324,7 @@ async fn show_status(kube: &KubeArgs, args: StatusArgs) -> anyhow::Result<()> {
     let controller = args.controller.namespace.as_deref();
     let source = args.opencost.source();
     let recorded = status::nights::recorded(&client, controller).await;
-    let known = async {
-        let names = status::priced::node_names(&client).await?;
-        Ok(status::priced::known_nodes(names, &recorded))
-    };
+    let known = status::priced::read_known_nodes(&client, &recorded);
     let mut priced =
         status::priced::prices(known, source.as_ref(), reading.prices.table.as_ref(), now).await;
     let mut status = listed.status(reading, &priced, now);

@@ -77,8 +77,7 @@ impl Prices {
     async fn read(&self) -> Arc<Priced> {
         let known = async {
             let recorded = nights::recorded(&self.client, self.controller.as_deref()).await;
-            let names = priced::node_names(&self.client).await?;
-            Ok(priced::known_nodes(names, &recorded))
+            priced::read_known_nodes(&self.client, &recorded).await
         };
         let source = self.source.as_ref();
         let read = priced::prices(known, source, self.table.as_ref(), Utc::now());

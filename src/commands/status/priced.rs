@@ -124,8 +124,18 @@ pub fn known_nodes(now: BTreeSet<String>, recorded: &nights::Recorded) -> KnownN
     KnownNodes { now, gone }
 }
 
+/// The nodes OpenCost's prices are believed of: the Nodes `client` lists, and those `recorded`
+/// names (see [`known_nodes`]).
+pub async fn read_known_nodes(
+    client: &Client,
+    recorded: &nights::Recorded,
+) -> Result<KnownNodes, kube::Error> {
+    Ok(known_nodes(node_names(client).await?, recorded))
+}
+
 /// The names of the Nodes the API server has.
-pub async fn node_names(client: &Client) -> Result<BTreeSet<String>, kube::Error> {
+/// The names of the Nodes the API server has.
+async fn node_names(client: &Client) -> Result<BTreeSet<String>, kube::Error> {
     let nodes: Api<Node> = Api::all(client.clone());
     let nodes = &nodes;
     let listed = all_pages(

@@ -54,9 +54,9 @@ type Listed = Option<Arc<Vec<(String, String)>>>;
 pub struct PodsAt {
     client: Client,
     reads: ByKey<Listed>,
-    /// When the Pods were last refused (the optional role not applied), said in the log once.
+    /// When the Pods were last refused (the optional role not applied); the first time is said
+    /// in the log.
     refused: Mutex<Option<Instant>>,
-    said_refused: AtomicBool,
     /// A forgetting of the lists read is on its way.
     forgetting: AtomicBool,
 }
@@ -122,7 +122,6 @@ impl PodsAt {
             client,
             reads: ByKey::new(FAILED_FOR),
             refused: Mutex::new(None),
-            said_refused: AtomicBool::new(false),
             forgetting: AtomicBool::new(false),
         }
     }
@@ -170,8 +169,8 @@ impl PodsAt {
         let error = match read.await.unwrap_or(Err(ListError::TimedOut)) {
             Ok(pods) => return Some(Arc::new(pods)),
             Err(ListError::Api(error)) if is_status(&error, 403) => {
-                *self.refused.lock().unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
-                if !self.said_refused.swap(true, Ordering::Relaxed) {
+                let mut refused = self.refused.lock().unwrap_or_else(PoisonError::into_inner);
+                if refused.replace(Instant::now()).is_none() {
                     tracing::warn!(namespace, %error, "Pods may not be listed: what workloads put to sleep save is priced at OpenCost's means, not at the nodes their Pods ran on (apply rbac/optional/opencost.yaml); asked again every 10 minutes");
                 }
                 return None;
